@@ -1,0 +1,70 @@
+"""Per-example losses for MFT / i.i.d., INV and DIR batches (METHOD.md, 3.2).
+
+All functions return a 1-D tensor with one loss per example so that
+methods (ERM, Group-DRO, IRM, ...) can weight or group them.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+# DIR comparison functions (SENT, two-class model: y[0] = P(neg), y[1] = P(pos))
+DIR_FUNCTIONS = ("not_more_negative", "not_more_positive", "not_more_confident", "not_less_confident")
+DIR_FN_INDEX = {name: i for i, name in enumerate(DIR_FUNCTIONS)}
+
+# suite expectation (+ params) -> DIR comparison function used for training
+def dir_function_for(expect: str, params: dict) -> str:
+    if expect == "diff_up":
+        return "not_more_negative"
+    if expect == "diff_down":
+        return "not_more_positive"
+    if expect == "monotonic":
+        return "not_less_confident" if params.get("increasing", True) else "not_more_confident"
+    raise ValueError(f"expectation {expect!r} has no DIR training loss")
+
+
+def mft_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy with (possibly soft) targets: -sum_k t[k] log p[k]."""
+    return -(targets * F.log_softmax(logits, dim=-1)).sum(-1)
+
+
+def inv_loss(logits_orig: torch.Tensor, logits_pert: torch.Tensor, detach_orig: bool = False) -> torch.Tensor:
+    """-sum_k y0[k] log yi[k] (Eq. 5); the original side is not detached by default (ref. code)."""
+    p0 = F.softmax(logits_orig, dim=-1)
+    if detach_orig:
+        p0 = p0.detach()
+    return -(p0 * F.log_softmax(logits_pert, dim=-1)).sum(-1)
+
+
+def dir_error(p0: torch.Tensor, pi: torch.Tensor, fn_idx: torch.Tensor) -> torch.Tensor:
+    """epsilon_delta in [0, 1] for each pair, by comparison function index."""
+    c_star = p0.argmax(-1, keepdim=True)
+    p0c = p0.gather(-1, c_star).squeeze(-1)
+    pic = pi.gather(-1, c_star).squeeze(-1)
+    errs = torch.stack([
+        (pi[:, 0] - p0[:, 0]).clamp(min=0),  # not more negative
+        (pi[:, 1] - p0[:, 1]).clamp(min=0),  # not more positive
+        (pic - p0c).clamp(min=0),            # not more confident
+        (p0c - pic).clamp(min=0),            # not less confident
+    ], dim=-1)
+    return errs.gather(-1, fn_idx.view(-1, 1)).squeeze(-1)
+
+
+def dir_loss(logits_orig: torch.Tensor, logits_pert: torch.Tensor, fn_idx: torch.Tensor,
+             keep: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
+    """-log(1 - epsilon_delta) (Eq. 6). ``keep`` (bool per pair) zeroes pairs
+    outside the expectation's slice (e.g. originals predicted neutral)."""
+    p0 = F.softmax(logits_orig, dim=-1)
+    pi = F.softmax(logits_pert, dim=-1)
+    err = dir_error(p0, pi, fn_idx)
+    loss = -torch.log((1 - err).clamp(min=eps))
+    if keep is not None:
+        loss = loss * keep.to(loss.dtype)
+    return loss
+
+
+def neutral_mask(logits: torch.Tensor) -> torch.Tensor:
+    """SENT: True where a two-class prediction falls in the neutral band [1/3, 2/3]."""
+    p = F.softmax(logits, dim=-1)[:, 1]
+    return (p >= 1 / 3) & (p <= 2 / 3)

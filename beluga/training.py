@@ -1,0 +1,180 @@
+"""The one training loop: streams of i.i.d. examples and suite cases ->
+minibatches -> ``method.update``. Every configuration and method goes
+through ``train``.
+
+Streams (ref. code): ``iid`` (D_train), ``MFT``, ``INV`` and ``DIR`` (T_train
+cases by test type). Each minibatch comes from one stream; per epoch the
+batches of all streams are shuffled together, so streams are drawn in
+proportion to their number of batches. INV/DIR minibatches hold
+(original, one randomly drawn perturbation) pairs, redrawn every epoch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+
+from beluga.losses import DIR_FN_INDEX, dir_function_for, dir_loss, inv_loss, mft_loss, neutral_mask
+from beluga.methods import get_algorithm
+from beluga.tasks import Task
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Item:
+    env: str
+    inputs: list[str]
+    inputs_b: list[str] | None = None
+    target: list[float] | None = None   # MFT / i.i.d.
+    dir_fn: int | None = None           # DIR
+    dir_slice: bool = False             # DIR: drop pairs whose original is predicted neutral
+
+
+@dataclass
+class Batch:
+    kind: str                      # "mft" | "inv" | "dir"
+    envs: list[str]
+    texts: list[str]               # mft: inputs; inv/dir: originals then perturbations
+    texts_b: list[str] | None = None
+    targets: torch.Tensor | None = None
+    dir_fn: torch.Tensor | None = None
+    dir_slice: torch.Tensor | None = None
+    size: int = field(init=False)
+
+    def __post_init__(self):
+        self.size = len(self.envs)
+
+
+def build_streams(task: Task, iid_train: pd.DataFrame | None, suite_train: pd.DataFrame | None,
+                  dir_train_slice: bool = True) -> dict[str, list[Item]]:
+    streams: dict[str, list[Item]] = {}
+    if iid_train is not None and len(iid_train):
+        n = task.num_model_labels
+        streams["iid"] = [Item("iid", [t], None, list(np.eye(n)[int(y)])) for t, y in
+                          zip(iid_train["text"], iid_train["label"])]
+    if suite_train is not None and len(suite_train):
+        for ttype in ("MFT", "INV", "DIR"):
+            items = []
+            for r in suite_train[suite_train["test_type"] == ttype].itertuples(index=False):
+                params = json.loads(r.expect_params) if r.expect_params else {}
+                inputs = list(r.inputs)
+                inputs_b = list(r.inputs_b) if r.inputs_b is not None else None
+                if ttype == "MFT":
+                    for j, text in enumerate(inputs):
+                        label = None if r.labels is None else r.labels[j]
+                        if label is None and params.get("val") is not None:
+                            label = params["val"]
+                        items.append(Item(r.functionality, [text], [inputs_b[j]] if inputs_b else None,
+                                          task.mft_target(r.expect, label)))
+                elif ttype == "INV":
+                    items.append(Item(r.functionality, inputs, inputs_b))
+                else:
+                    fn = dir_function_for(r.expect, params)
+                    sliced = dir_train_slice and params.get("slice") == "orig_not_neutral"
+                    items.append(Item(r.functionality, inputs, inputs_b, dir_fn=DIR_FN_INDEX[fn],
+                                      dir_slice=sliced))
+            if items:
+                streams[ttype] = items
+    return streams
+
+
+def _make_batch(stream: str, items: list[Item], rng: np.random.Generator) -> Batch:
+    envs = [it.env for it in items]
+    has_b = items[0].inputs_b is not None
+    if stream in ("iid", "MFT"):
+        return Batch("mft", envs, [it.inputs[0] for it in items],
+                     [it.inputs_b[0] for it in items] if has_b else None,
+                     targets=torch.tensor([it.target for it in items], dtype=torch.float32))
+    # one randomly drawn perturbation per case
+    picks = [int(rng.integers(1, len(it.inputs))) for it in items]
+    texts = [it.inputs[0] for it in items] + [it.inputs[k] for it, k in zip(items, picks)]
+    texts_b = None
+    if has_b:
+        texts_b = [it.inputs_b[0] for it in items] + [it.inputs_b[k] for it, k in zip(items, picks)]
+    if stream == "INV":
+        return Batch("inv", envs, texts, texts_b)
+    return Batch("dir", envs, texts, texts_b,
+                 dir_fn=torch.tensor([it.dir_fn for it in items], dtype=torch.long),
+                 dir_slice=torch.tensor([it.dir_slice for it in items], dtype=torch.bool))
+
+
+def epoch_batches(streams: dict[str, list[Item]], batch_size: int, rng: np.random.Generator) -> list[Batch]:
+    """All minibatches of one epoch, shuffled across streams."""
+    planned = []
+    for name in sorted(streams):
+        items = streams[name]
+        order = rng.permutation(len(items))
+        for s in range(0, len(items), batch_size):
+            planned.append((name, [items[i] for i in order[s:s + batch_size]]))
+    sequence = rng.permutation(len(planned))
+    return [_make_batch(planned[i][0], planned[i][1], rng) for i in sequence]
+
+
+def n_batches(streams: dict[str, list[Item]], batch_size: int) -> int:
+    return sum(-(-len(v) // batch_size) for v in streams.values())
+
+
+class LossFn:
+    """Maps (model, batch) to per-example losses; tokenizes on the fly."""
+
+    def __init__(self, tokenizer, max_length: int, detach_inv_orig: bool = False):
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.detach_inv_orig = detach_inv_orig
+
+    def logits(self, model, texts, texts_b=None):
+        enc = self.tokenizer(texts, texts_b, padding=True, truncation=True, max_length=self.max_length,
+                             return_tensors="pt")
+        return model(**enc).logits
+
+    def __call__(self, model, batch: Batch) -> torch.Tensor:
+        logits = self.logits(model, batch.texts, batch.texts_b)
+        if batch.kind == "mft":
+            return mft_loss(logits, batch.targets)
+        n = batch.size
+        lo, lp = logits[:n], logits[n:]
+        if batch.kind == "inv":
+            return inv_loss(lo, lp, detach_orig=self.detach_inv_orig)
+        keep = None
+        if batch.dir_slice is not None and bool(batch.dir_slice.any()):
+            keep = ~(batch.dir_slice & neutral_mask(lo.detach()))
+        return dir_loss(lo, lp, batch.dir_fn, keep=keep)
+
+
+def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams: dict, seed: int,
+          max_length: int = 128, log_every: int = 50) -> dict:
+    """Train ``model`` in place. ``hparams`` holds lr, batch_size, epochs and
+    the method's own hyper-parameters. Returns a summary dict."""
+    if not streams:
+        raise ValueError("nothing to train on: every stream is empty")
+    algo_cls = get_algorithm(method)
+    if algo_cls.sampling != "pooled":
+        raise NotImplementedError(f"sampling mode {algo_cls.sampling!r} of method {method!r} is not implemented")
+    batch_size, epochs = int(hparams["batch_size"]), int(hparams["epochs"])
+    if batch_size <= 0 or epochs <= 0 or float(hparams["lr"]) <= 0:
+        raise ValueError(f"batch_size, epochs and lr must be positive, got {batch_size}, {epochs}, {hparams['lr']}")
+    total = n_batches(streams, batch_size) * epochs
+    loss_fn = LossFn(tokenizer, max_length, detach_inv_orig=bool(hparams.get("detach_inv_orig", False)))
+    model.train()
+    algo = algo_cls(model, hparams, loss_fn, total)
+    t0, step, history = time.time(), 0, []
+    for epoch in range(epochs):
+        rng = np.random.default_rng([seed, epoch])
+        running = []
+        for batch in epoch_batches(streams, batch_size, rng):
+            stats = algo.update([batch])
+            running.append(stats["loss"])
+            step += 1
+            if step % log_every == 0:
+                log.info("step %d/%d loss %.4f", step, total, float(np.mean(running[-log_every:])))
+        history.append(float(np.mean(running)))
+        log.info("epoch %d done: mean loss %.4f (%.1fs)", epoch + 1, history[-1], time.time() - t0)
+    return {"steps": step, "epoch_losses": history, "wall_time_s": round(time.time() - t0, 2),
+            "stream_sizes": {k: len(v) for k, v in streams.items()}}

@@ -1,0 +1,53 @@
+# i.i.d. data, suite build, suite split.
+
+
+rule prepare_iid:
+    output:
+        train=f"{RESULTS}/{{task}}/iid/train.parquet",
+        val=f"{RESULTS}/{{task}}/iid/val.parquet",
+        test=f"{RESULTS}/{{task}}/iid/test.parquet",
+        pool=f"{RESULTS}/{{task}}/iid/pool.parquet",
+    params:
+        iid=lambda w: TASKS[w.task]["iid"],
+        task_type=lambda w: TASKS[w.task]["type"],
+    log:
+        "logs/{task}/prepare_iid.log",
+    script:
+        "../workflow_scripts/prepare_iid.py"
+
+
+def suite_build_inputs(wildcards):
+    suite = TASKS[wildcards.task]["suite"]
+    if "generate" in suite:
+        return {"pool": res(wildcards.task, "iid", "pool.parquet")}
+    return {"suite_file": suite["path"]}
+
+
+rule build_suite:
+    input:
+        unpack(suite_build_inputs),
+    output:
+        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+    params:
+        suite=lambda w: TASKS[w.task]["suite"],
+        task_type=lambda w: TASKS[w.task]["type"],
+    log:
+        "logs/{task}/build_suite.log",
+    script:
+        "../workflow_scripts/build_suite.py"
+
+
+rule split_suite:
+    input:
+        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+    output:
+        split=f"{RESULTS}/{{task}}/suite/split.parquet",
+        summary=f"{RESULTS}/{{task}}/suite/summary.tsv",
+    params:
+        task_type=lambda w: TASKS[w.task]["type"],
+        fractions=config.get("split", {}).get("fractions", [0.5, 0.25, 0.25]),
+        seed=config.get("split", {}).get("seed", 123),
+    log:
+        "logs/{task}/split_suite.log",
+    script:
+        "../workflow_scripts/split_suite.py"

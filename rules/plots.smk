@@ -1,0 +1,23 @@
+# Pass-rate heatmaps, one per scenario.
+
+
+rule heatmap:
+    input:
+        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+        pass_rates=f"{RESULTS}/{{task}}/scores/pass_rates.csv",
+    output:
+        png=f"{RESULTS}/{{task}}/plots/heatmap_{{scenario}}.png",
+    params:
+        configurations=SUITE_CONFIGS,
+        methods=METHODS,
+    log:
+        "logs/{task}/heatmap_{scenario}.log",
+    script:
+        "../workflow_scripts/heatmap.py"
+
+
+localrules:
+    all,
+    outcomes,
+    aggregate,
+    heatmap,

@@ -1,0 +1,62 @@
+# IID pretraining (once per task) and behavioral fine-tuning per fold
+# (one rule for every configuration and method).
+
+
+rule train_iid:
+    input:
+        train=f"{RESULTS}/{{task}}/iid/train.parquet",
+    output:
+        model=directory(f"{RESULTS}/{{task}}/models/iid/vanilla/standard/all"),
+    params:
+        model=lambda w: TASKS[w.task]["model"],
+        task_type=lambda w: TASKS[w.task]["type"],
+        hparams=stage_hparams("iid"),
+        seed=config.get("seed", 1),
+        max_length=TRAINING.get("max_length", 128),
+    threads: 1
+    log:
+        "logs/{task}/train_iid.log",
+    script:
+        "../workflow_scripts/train_iid.py"
+
+
+def finetune_inputs(wildcards):
+    from_iid, mix = beluga_pipeline.CONFIG_SPEC[wildcards.conf]
+    inputs = {
+        "suite": res(wildcards.task, "suite", "suite.parquet"),
+        "split": res(wildcards.task, "suite", "split.parquet"),
+    }
+    if mix:
+        inputs["iid_train"] = res(wildcards.task, "iid", "train.parquet")
+    if from_iid:
+        inputs["start"] = res(wildcards.task, "models", "iid", "vanilla", "standard", "all")
+    return inputs
+
+
+rule finetune:
+    input:
+        unpack(finetune_inputs),
+    output:
+        model=temp(
+            directory(
+                f"{RESULTS}/{{task}}/models/{{conf}}/{{method}}/{{partition}}/{{fold}}"
+            )
+        ),
+    wildcard_constraints:
+        conf="|".join(beluga_pipeline.CONFIGURATIONS),
+        partition="seen|func|class|type",
+    params:
+        task_type=lambda w: TASKS[w.task]["type"],
+        model=lambda w: TASKS[w.task]["model"],
+        fold=lambda w: fold_spec(w.task, w.partition, w.fold),
+        all_functionalities=lambda w: list(FUNCS[w.task]["functionality"]),
+        hparams=lambda w: stage_hparams("suite", w.method),
+        seed=config.get("seed", 1),
+        max_length=TRAINING.get("max_length", 128),
+        iid_in_mix=TRAINING.get("iid_in_mix"),
+        dir_train_slice=TRAINING.get("dir_train_slice", True),
+    threads: 1
+    log:
+        "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
+    script:
+        "../workflow_scripts/finetune.py"

@@ -1,0 +1,47 @@
+import math
+
+import torch
+
+from beluga.losses import DIR_FN_INDEX, dir_loss, inv_loss, mft_loss
+
+
+def lg(*probs):
+    """Logits whose softmax is exactly ``probs``."""
+    return torch.log(torch.tensor([list(probs)], dtype=torch.float64))
+
+
+def test_mft_soft_labels():
+    logits = lg(0.2, 0.8)
+    assert math.isclose(mft_loss(logits, torch.tensor([[0.0, 1.0]], dtype=torch.float64)).item(), -math.log(0.8))
+    neutral = mft_loss(logits, torch.tensor([[0.5, 0.5]], dtype=torch.float64)).item()
+    assert math.isclose(neutral, -(0.5 * math.log(0.2) + 0.5 * math.log(0.8)))
+    notneg = mft_loss(logits, torch.tensor([[1 / 3, 2 / 3]], dtype=torch.float64)).item()
+    assert math.isclose(notneg, -(math.log(0.2) / 3 + 2 * math.log(0.8) / 3))
+
+
+def test_inv_cross_entropy_original_to_perturbed():
+    val = inv_loss(lg(0.7, 0.3), lg(0.4, 0.6)).item()
+    assert math.isclose(val, -(0.7 * math.log(0.4) + 0.3 * math.log(0.6)))
+
+
+def _dir(p0, pi, fn):
+    return dir_loss(lg(*p0), lg(*pi), torch.tensor([DIR_FN_INDEX[fn]])).item()
+
+
+def test_dir_losses():
+    # not more negative: eps = max(0, pi[0] - p0[0])
+    assert math.isclose(_dir((0.3, 0.7), (0.5, 0.5), "not_more_negative"), -math.log(1 - 0.2), rel_tol=1e-9)
+    assert _dir((0.5, 0.5), (0.3, 0.7), "not_more_negative") == 0.0
+    # not more positive
+    assert math.isclose(_dir((0.6, 0.4), (0.2, 0.8), "not_more_positive"), -math.log(1 - 0.4), rel_tol=1e-9)
+    # not more confident: c* = argmax p0 = 1 (0.7), pi[1] = 0.9 -> eps 0.2
+    assert math.isclose(_dir((0.3, 0.7), (0.1, 0.9), "not_more_confident"), -math.log(0.8), rel_tol=1e-9)
+    assert _dir((0.3, 0.7), (0.4, 0.6), "not_more_confident") == 0.0
+    # not less confident: c* = 0 (0.8), pi[0] = 0.5 -> eps 0.3
+    assert math.isclose(_dir((0.8, 0.2), (0.5, 0.5), "not_less_confident"), -math.log(0.7), rel_tol=1e-9)
+
+
+def test_dir_slice_mask_zeroes_pairs():
+    out = dir_loss(torch.cat([lg(0.3, 0.7), lg(0.3, 0.7)]), torch.cat([lg(0.1, 0.9), lg(0.1, 0.9)]),
+                   torch.tensor([DIR_FN_INDEX["not_more_confident"]] * 2), keep=torch.tensor([True, False]))
+    assert out[0] > 0 and out[1] == 0

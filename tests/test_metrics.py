@@ -1,0 +1,49 @@
+import math
+
+import pandas as pd
+import pytest
+
+from beluga.metrics import aggregate, g_score
+
+
+def test_g_formula():
+    assert math.isclose(g_score(0.5, 0.9), 2 * 0.5 * 0.9 / 1.4)
+    assert g_score(0.0, 0.0) == 0.0
+    assert math.isclose(g_score(0.8, 0.8), 0.8)
+
+
+def outcomes(statuses: dict, held_out, iid_correct):
+    rows = [{"split": "suite_test", "case_id": f"{f}-{i}", "functionality": f, "status": s,
+             "held_out": f in held_out, "correct": None}
+            for f, ss in statuses.items() for i, s in enumerate(ss)]
+    rows += [{"split": "iid_test", "case_id": f"e{i}", "functionality": None, "status": None,
+              "held_out": False, "correct": c} for i, c in enumerate(iid_correct)]
+    return pd.DataFrame(rows)
+
+
+def test_aggregate_scores():
+    funcs = pd.DataFrame({"functionality": ["f1", "f2"], "capability": ["A", "B"], "test_type": ["MFT", "INV"]})
+    runs = [
+        {"configuration": "iid", "method": "vanilla", "partition": "standard", "fold": "all",
+         "outcomes": outcomes({"f1": ["pass", "fail"], "f2": ["fail", "fail"]}, {"f1", "f2"}, [1, 1, 0, 0])},
+        {"configuration": "iid_to_t", "method": "vanilla", "partition": "seen", "fold": "all",
+         "outcomes": outcomes({"f1": ["pass", "pass"], "f2": ["pass", "filtered"]}, {"f1", "f2"}, [1, 0, 0, 0])},
+        {"configuration": "iid_to_t", "method": "vanilla", "partition": "func", "fold": "f1",
+         "outcomes": outcomes({"f1": ["pass", "fail"], "f2": ["pass", "pass"]}, {"f1"}, [1, 1, 1, 1])},
+        {"configuration": "iid_to_t", "method": "vanilla", "partition": "func", "fold": "f2",
+         "outcomes": outcomes({"f1": ["pass", "pass"], "f2": ["fail", "fail"]}, {"f2"}, [1, 1, 0, 0])},
+    ]
+    long, scores = aggregate(runs, funcs)
+    s = scores.set_index("configuration")
+    assert s.loc["iid", "s_standard"] == pytest.approx(0.25)
+    assert s.loc["iid", "iid_score"] == pytest.approx(0.5)
+    assert s.loc["iid", "G_standard"] == pytest.approx(2 * 0.25 * 0.5 / 0.75)
+    assert s.loc["iid_to_t", "s_seen"] == pytest.approx(1.0)  # filtered case excluded
+    assert s.loc["iid_to_t", "iid_score"] == pytest.approx(0.25)
+    # func: held-out pass rates only: f1 from fold f1 (0.5), f2 from fold f2 (0.0)
+    assert s.loc["iid_to_t", "s_func"] == pytest.approx(0.25)
+    assert s.loc["iid_to_t", "s_iid_func"] == pytest.approx(0.75)
+    assert s.loc["iid_to_t", "G_func"] == pytest.approx(g_score(0.25, 0.75))
+    assert list(scores.configuration) == ["iid", "iid_to_t"]
+    assert {"G_standard", "G_seen", "G_func", "G_class", "G_type"} <= set(scores.columns)
+    assert len(long[long.scenario == "func"]) == 2
