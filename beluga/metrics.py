@@ -65,7 +65,7 @@ def aggregate(runs: list[dict], functionalities: pd.DataFrame) -> tuple[pd.DataF
     base = long[(long.configuration == BASELINE[0])]
     base_st = float(base["pass_rate"].mean())
     base_iid = iid_scores.get((*BASELINE, "standard", "all"), float("nan"))
-    pairs = [BASELINE] + sorted({(c, m) for c, m in zip(long.configuration, long.method)} - {BASELINE})
+    pairs = [BASELINE] + [p for p in dict.fromkeys(zip(long.configuration, long.method)) if p != BASELINE]
     for conf, meth in pairs:
         row = {"configuration": conf, "method": meth}
         for sc in SCENARIOS:

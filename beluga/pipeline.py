@@ -17,11 +17,12 @@ from beluga.data import iid as iid_mod
 from beluga.errors import ConfigError, DataError, SuiteError
 from beluga.io import write_csv, write_json, write_parquet, write_text
 from beluga.metrics import aggregate, scores_markdown
-from beluga.modeling import load_model, predict_probs, save_model, set_seed
 from beluga.scoring import score_cases
 from beluga.suites.format import functionality_table, load_suite, save_suite
 from beluga.tasks import get_task
-from beluga.training import build_streams, train
+
+# torch / transformers are imported inside the training and prediction steps
+# only, so cheap steps (scoring, aggregation, plots) start fast.
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,8 @@ def build_suite(suite_cfg: dict, task_type: str, pool_path: str | None, out_path
         sentences = list(pd.read_parquet(pool_path)["text"])
         df = generate_sent_suite(sentences, seed=int(suite_cfg["seed"]),
                                  cases_per_functionality=int(suite_cfg["cases_per_functionality"]),
-                                 max_perturbations=int(suite_cfg.get("max_perturbations", 3)))
+                                 max_perturbations=int(suite_cfg.get("max_perturbations", 3)),
+                                 max_words=int(suite_cfg.get("max_words", 40)))
         keep = set(_select_functionalities(pd.DataFrame(sent_catalogue()), suite_cfg)["functionality"])
         declared = [{k: f[k] for k in ("functionality", "capability", "test_type", "description")}
                     for f in sent_catalogue() if f["functionality"] in keep]
@@ -138,6 +140,9 @@ def train_iid(model_spec: str, task_type: str, iid_train: str, hparams: dict, se
               out_dir: str, threads: int = 1) -> None:
     import torch
 
+    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.training import build_streams, train
+
     torch.set_num_threads(max(1, threads))
     task = get_task(task_type)
     set_seed(seed)
@@ -156,6 +161,9 @@ def finetune(*, task_type: str, configuration: str, method: str, partition: str,
              dir_train_slice: bool, out_dir: str, threads: int = 1) -> None:
     """Behavioral fine-tuning of one fold in one configuration with one method."""
     import torch
+
+    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.training import build_streams, train
 
     if configuration not in CONFIG_SPEC:
         raise ConfigError(f"config: field 'configurations': unknown configuration {configuration!r} "
@@ -193,6 +201,8 @@ def predict(*, task_type: str, model_dir: str, suite_path: str, split_path: str,
 
     torch.set_num_threads(max(1, threads))
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from beluga.modeling import predict_probs
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForSequenceClassification.from_pretrained(model_dir)

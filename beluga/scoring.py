@@ -94,7 +94,8 @@ def case_status(expect: str, params: dict, agg_fn: str, preds, probs, labels) ->
     return aggregate(EXPECT_FNS[expect](preds, probs, labels, params), agg_fn)
 
 
-def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, task: Task, source: str = "predictions") -> pd.DataFrame:
+def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, task: Task,
+                source: str = "predictions") -> pd.DataFrame:
     """suite: suite rows to score; predictions: rows (case_id, input_idx, probs)
     covering every input of those cases. Returns DataFrame(case_id,
     functionality, status)."""

@@ -105,14 +105,25 @@ def _make_batch(stream: str, items: list[Item], rng: np.random.Generator) -> Bat
                  dir_slice=torch.tensor([it.dir_slice for it in items], dtype=torch.bool))
 
 
-def epoch_batches(streams: dict[str, list[Item]], batch_size: int, rng: np.random.Generator) -> list[Batch]:
-    """All minibatches of one epoch, shuffled across streams."""
+def _length(item: Item) -> int:
+    return sum(len(t) for t in item.inputs) + (sum(len(t) for t in item.inputs_b) if item.inputs_b else 0)
+
+
+def epoch_batches(streams: dict[str, list[Item]], batch_size: int, rng: np.random.Generator,
+                  bucket: int = 8) -> list[Batch]:
+    """All minibatches of one epoch, shuffled across streams. Within a stream,
+    items are shuffled, cut into pools of ``bucket`` batches, and each pool is
+    sorted by length before being cut into batches (less padding; ``bucket=1``
+    turns this off)."""
     planned = []
     for name in sorted(streams):
         items = streams[name]
-        order = rng.permutation(len(items))
-        for s in range(0, len(items), batch_size):
-            planned.append((name, [items[i] for i in order[s:s + batch_size]]))
+        order = list(rng.permutation(len(items)))
+        pool = batch_size * max(1, bucket)
+        for p in range(0, len(order), pool):
+            chunk = sorted(order[p:p + pool], key=lambda i: _length(items[i]))
+            for s in range(0, len(chunk), batch_size):
+                planned.append((name, [items[i] for i in chunk[s:s + batch_size]]))
     sequence = rng.permutation(len(planned))
     return [_make_batch(planned[i][0], planned[i][1], rng) for i in sequence]
 

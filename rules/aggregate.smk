@@ -1,13 +1,6 @@
 # Pass rates, s_T and G per configuration x method (plus the IID baseline).
 
 
-def outcome_files(wildcards):
-    return [
-        res(wildcards.task, "outcomes", c, m, p, f + ".parquet")
-        for c, m, p, f in run_keys(wildcards.task)
-    ]
-
-
 rule aggregate:
     input:
         suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
@@ -17,12 +10,10 @@ rule aggregate:
         scores=f"{RESULTS}/{{task}}/scores/scores.csv",
         markdown=f"{RESULTS}/{{task}}/scores/scores.md",
     params:
-        runs=lambda w: [
-            {"configuration": c, "method": m, "partition": p, "fold": f,
-             "path": res(w.task, "outcomes", c, m, p, f + ".parquet")}
-            for c, m, p, f in run_keys(w.task)
-        ],
+        runs=aggregate_runs,
     log:
         "logs/{task}/aggregate.log",
+    conda:
+        "../envs/beluga.yaml"
     script:
         "../workflow_scripts/aggregate.py"

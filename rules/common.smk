@@ -67,6 +67,42 @@ def res(task, *parts):
     return "/".join([RESULTS, task, *parts])
 
 
+def outcome_path(task, conf, method, partition, fold):
+    return f"{RESULTS}/{task}/outcomes/{conf}/{method}/{partition}/{fold}.parquet"
+
+
+def aggregate_runs(wildcards):
+    return [
+        {"configuration": c, "method": m, "partition": p, "fold": f,
+         "path": outcome_path(wildcards.task, c, m, p, f)}
+        for c, m, p, f in run_keys(wildcards.task)
+    ]
+
+
+def suite_build_inputs(wildcards):
+    suite = TASKS[wildcards.task]["suite"]
+    if "generate" in suite:
+        return {"pool": res(wildcards.task, "iid", "pool.parquet")}
+    return {"suite_file": suite["path"]}
+
+
+def finetune_inputs(wildcards):
+    from_iid, mix = beluga_pipeline.CONFIG_SPEC[wildcards.conf]
+    inputs = {
+        "suite": res(wildcards.task, "suite", "suite.parquet"),
+        "split": res(wildcards.task, "suite", "split.parquet"),
+    }
+    if mix:
+        inputs["iid_train"] = res(wildcards.task, "iid", "train.parquet")
+    if from_iid:
+        inputs["start"] = res(wildcards.task, "models", "iid", "vanilla", "standard", "all")
+    return inputs
+
+
+def outcome_files(wildcards):
+    return [outcome_path(wildcards.task, *key) for key in run_keys(wildcards.task)]
+
+
 def all_targets():
     targets = []
     for task in TASKS:

@@ -12,15 +12,10 @@ rule prepare_iid:
         task_type=lambda w: TASKS[w.task]["type"],
     log:
         "logs/{task}/prepare_iid.log",
+    conda:
+        "../envs/beluga.yaml"
     script:
         "../workflow_scripts/prepare_iid.py"
-
-
-def suite_build_inputs(wildcards):
-    suite = TASKS[wildcards.task]["suite"]
-    if "generate" in suite:
-        return {"pool": res(wildcards.task, "iid", "pool.parquet")}
-    return {"suite_file": suite["path"]}
 
 
 rule build_suite:
@@ -33,6 +28,8 @@ rule build_suite:
         task_type=lambda w: TASKS[w.task]["type"],
     log:
         "logs/{task}/build_suite.log",
+    conda:
+        "../envs/beluga.yaml"
     script:
         "../workflow_scripts/build_suite.py"
 
@@ -49,5 +46,7 @@ rule split_suite:
         seed=config.get("split", {}).get("seed", 123),
     log:
         "logs/{task}/split_suite.log",
+    conda:
+        "../envs/beluga.yaml"
     script:
         "../workflow_scripts/split_suite.py"

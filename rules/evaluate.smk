@@ -17,6 +17,8 @@ rule predict:
     threads: 1
     log:
         "logs/{task}/predict/{conf}/{method}/{partition}/{fold}.log",
+    conda:
+        "../envs/beluga.yaml"
     script:
         "../workflow_scripts/predict.py"
 
@@ -33,5 +35,7 @@ rule outcomes:
         held_out=lambda w: fold_spec(w.task, w.partition, w.fold)["held_out"],
     log:
         "logs/{task}/outcomes/{conf}/{method}/{partition}/{fold}.log",
+    conda:
+        "../envs/beluga.yaml"
     script:
         "../workflow_scripts/outcomes.py"

@@ -12,6 +12,8 @@ rule heatmap:
         methods=METHODS,
     log:
         "logs/{task}/heatmap_{scenario}.log",
+    conda:
+        "../envs/beluga.yaml"
     script:
         "../workflow_scripts/heatmap.py"
 

@@ -16,21 +16,10 @@ rule train_iid:
     threads: 1
     log:
         "logs/{task}/train_iid.log",
+    conda:
+        "../envs/beluga.yaml"
     script:
         "../workflow_scripts/train_iid.py"
-
-
-def finetune_inputs(wildcards):
-    from_iid, mix = beluga_pipeline.CONFIG_SPEC[wildcards.conf]
-    inputs = {
-        "suite": res(wildcards.task, "suite", "suite.parquet"),
-        "split": res(wildcards.task, "suite", "split.parquet"),
-    }
-    if mix:
-        inputs["iid_train"] = res(wildcards.task, "iid", "train.parquet")
-    if from_iid:
-        inputs["start"] = res(wildcards.task, "models", "iid", "vanilla", "standard", "all")
-    return inputs
 
 
 rule finetune:
@@ -58,5 +47,7 @@ rule finetune:
     threads: 1
     log:
         "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
+    conda:
+        "../envs/beluga.yaml"
     script:
         "../workflow_scripts/finetune.py"

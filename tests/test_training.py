@@ -1,15 +1,14 @@
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from conftest import make_tiny_suite
 
+from beluga.errors import ConfigError, ModelError
 from beluga.methods import get_algorithm, method_hparams
-from beluga.errors import ConfigError
 from beluga.modeling import TINY_RANDOM, load_model, predict_probs, resolve_model, set_seed
-from beluga.errors import ModelError
 from beluga.tasks import SENT
 from beluga.training import build_streams, epoch_batches, train
-import pandas as pd
 
 
 def tiny():

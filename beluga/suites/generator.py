@@ -147,7 +147,6 @@ _ART = "\x00"
 _ART_RE = re.compile("\x00(\\s+)([\\w-]+)")
 _AN_PREFIXES = ("hour", "honest", "honor", "heir")
 _A_PREFIXES = ("uni", "use", "usu", "uti", "eu", "one", "once", "ukr", "uru", "utop")
-_FIELD_BASE = re.compile(r"([A-Za-z_]+?)\d*(?:$|\[)")
 
 
 def _article(word: str) -> str:
@@ -167,6 +166,9 @@ def _render(template: str, fill: dict, **fixed) -> str:
     return text[:1].upper() + text[1:]
 
 
+_PERMUTE_MAX = 1_000_000
+
+
 class _Templates:
     """The full product of template x lexicon fills of a list of templates, sampled lazily."""
 
@@ -180,7 +182,7 @@ class _Templates:
             for _, name, _, _ in string.Formatter().parse(t):
                 if name is None:
                     continue
-                base = _FIELD_BASE.match(name).group(0).rstrip("[")
+                base = re.split(r"[.\[]", name)[0]
                 if base not in self.FIXED and base not in fields:
                     fields.append(base)
             sizes = [len(self.lexicon[self._key(f)]) for f in fields]
@@ -195,11 +197,22 @@ class _Templates:
     def __len__(self) -> int:
         return int(self.offsets[-1])
 
+    def _order(self, rng: np.random.Generator) -> Iterator[int]:
+        """Product indices without replacement, in seeded random order (lazy for huge products)."""
+        total = len(self)
+        if total <= _PERMUTE_MAX:
+            yield from (int(i) for i in rng.permutation(total))
+            return
+        drawn: set[int] = set()
+        while len(drawn) < total:
+            idx = int(rng.integers(total))
+            if idx not in drawn:
+                drawn.add(idx)
+                yield idx
+
     def iter(self, rng: np.random.Generator) -> Iterator[tuple[str, dict]]:
         """Yield (template, fill) for every product element, in seeded random order."""
-        total = len(self)
-        order = rng.permutation(total)
-        for idx in order:
+        for idx in self._order(rng):
             p = int(np.searchsorted(self.offsets, idx, side="right")) - 1
             t, fields, sizes = self.parts[p]
             fill = {}
@@ -463,19 +476,15 @@ def _used_to_reduce(rng, ctx):
         rest = rest[:1].lower() + rest[1:]
         subj = fill["subj"]
         perts = [f"{subj} used to {base} {rest}", f"{subj} once {past} {rest}",
-                 f"There was a time when {subj if subj == 'I' else subj.lower()} {base} {rest}",
-                 f"{frame_subj(subj)} used to think {subj if subj == 'I' else subj.lower()} {base} {rest}"]
+                 f"There was a time when {subj} {past} {rest}", f"I used to think {subj} {base} {rest}"]
         perts = [p[:1].upper() + p[1:] for p in perts]
         return {"inputs": [orig] + _cap(orig, perts, rng, ctx.max_p), "labels": None,
                 "meta": _meta(source="template", template=t)}
 
-    def frame_subj(subj: str) -> str:
-        return "I" if subj == "I" else "We"
-
     groups = []
     for pol in ("pos", "neg"):
-        groups.append((_Templates([f"{{det}} {{noun}} is {{{pol}_adj}}.", f"{{it}} is {{art}} {{{pol}_adj}} {{cnoun}}."]),
-                       make_adj))
+        adj_templates = [f"{{det}} {{noun}} is {{{pol}_adj}}.", f"{{it}} is {{art}} {{{pol}_adj}} {{cnoun}}."]
+        groups.append((_Templates(adj_templates), make_adj))
         verbs = lex.POSITIVE_VERBS if pol == "pos" else lex.NEGATIVE_VERBS
         groups.append((_Templates(["{subj} {verb[0]} {det} {noun}."], {"verb": verbs}), make_verb))
     return _sample_groups(rng, groups, ctx.n)
@@ -517,21 +526,22 @@ _BUILDERS = (
 assert len(_BUILDERS) == len(_CATALOGUE)
 
 
-def _prepare_pool(sentences: Sequence[str]) -> list[str]:
-    """Whitespace-normalised, de-duplicated real sentences of MIN_WORDS..MAX_WORDS words, input order kept."""
+def _prepare_pool(sentences: Sequence[str], max_words: int = MAX_WORDS) -> list[str]:
+    """Whitespace-normalised, de-duplicated real sentences of MIN_WORDS..max_words words, input order kept."""
     out: dict[str, None] = {}
     for s in sentences:
         if not isinstance(s, str):
             continue
         s = " ".join(s.split())
-        if MIN_WORDS <= len(s.split()) <= MAX_WORDS:
+        if MIN_WORDS <= len(s.split()) <= max_words:
             out.setdefault(s, None)
     return list(out)
 
 
 def generate_sent_suite(sentences: list[str], seed: int, cases_per_functionality: int,
-                        max_perturbations: int = 3) -> pd.DataFrame:
-    """Suite DataFrame in the format of beluga/suites/format.py (columns format.COLUMNS)."""
+                        max_perturbations: int = 3, max_words: int = MAX_WORDS) -> pd.DataFrame:
+    """Suite DataFrame in the format of beluga/suites/format.py (columns format.COLUMNS).
+    Real sentences longer than ``max_words`` words are not used."""
     n, max_p = int(cases_per_functionality), int(max_perturbations)
     if n < 1:
         raise ConfigError(f"suite generator: cases_per_functionality must be >= 1, got {cases_per_functionality}")
@@ -539,7 +549,7 @@ def generate_sent_suite(sentences: list[str], seed: int, cases_per_functionality
         raise ConfigError(f"suite generator: max_perturbations must be >= 1, got {max_perturbations}")
     if int(seed) < 0:
         raise ConfigError(f"suite generator: seed must be >= 0, got {seed}")
-    ctx = _Ctx(_prepare_pool(sentences or []), n, max_p)
+    ctx = _Ctx(_prepare_pool(sentences or [], int(max_words)), n, max_p)
     rows = []
     for fi, (spec, build) in enumerate(zip(_CATALOGUE, _BUILDERS)):
         rng = np.random.default_rng(int(seed) + fi)

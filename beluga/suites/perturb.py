@@ -57,6 +57,9 @@ def typos(text: str, rng: np.random.Generator, n: int = 3) -> list[str]:
 # ------------------------------------------------------------------ contractions
 _APOS = "['\u2019]"
 _NO_EXPAND_AFTER_S = re.compile(r"\s+(?:been|got|gotten)\b", re.IGNORECASE)
+_PARTICIPLE_NEXT = re.compile(r"\s+(?:(?:never|always|just|already|ever|not|all|also)\s+)?"
+                              r"(?:been|had|got|seen|done|made|become|come|gone|known|found|heard|\w+ed|\w+en)\b",
+                              re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=8)
@@ -98,7 +101,10 @@ def contractions(text: str, rng: np.random.Generator,
         return _match_case(m.group(1), expand[key])
 
     def _con(m):
-        return _match_case(m.group(1), contract[m.group(1).lower()])
+        key = m.group(1).lower()
+        if key.endswith(" have") and not _PARTICIPLE_NEXT.match(m.string, m.end()):
+            return m.group(1)  # "they have a tendency" must not become "they've a tendency"
+        return _match_case(m.group(1), contract[key])
 
     expanded = c_re.sub(_exp, text)
     contracted = text

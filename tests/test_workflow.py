@@ -1,0 +1,124 @@
+"""End-to-end: snakemake on the tiny config (tiny random BERT, three functionalities)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+TINY = REPO / "tests" / "configs" / "tiny.yaml"
+pytestmark = pytest.mark.slow
+
+
+def smk(workdir, *args, check=True):
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(TINY), *args]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1500)
+    if check and out.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-6000:]}")
+    return out
+
+
+def planned_jobs(workdir) -> dict[str, int]:
+    """Job counts per rule of a dry run."""
+    out = smk(workdir, "-n", "--quiet", "rules")
+    counts = {}
+    for line in (out.stdout + out.stderr).splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("total", "job"):
+            counts[parts[0]] = int(parts[1])
+    return counts
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("tiny")
+    smk(wd, "--cores", "2")
+    return wd
+
+
+def test_dry_run_lists_every_step(tmp_path):
+    jobs = planned_jobs(tmp_path)
+    for rule in ("split_suite", "train_iid", "finetune", "predict", "outcomes", "aggregate", "heatmap"):
+        assert jobs.get(rule, 0) > 0, (rule, jobs)
+    # 3 configurations x (1 seen + 3 func + 3 class + 3 type) folds; predictions also for the IID model
+    assert jobs["finetune"] == 30 and jobs["predict"] == 31
+
+
+def test_predictions_follow_contract(run):
+    res = run / "results" / "sent"
+    suite = pd.read_parquet(res / "suite" / "suite.parquet")
+    split = pd.read_parquet(res / "suite" / "split.parquet")
+    test_ids = set(split.case_id[split.split == "test"])
+    n_inputs = int(suite[suite.case_id.isin(test_ids)].inputs.map(len).sum())
+    n_iid = len(pd.read_parquet(res / "iid" / "test.parquet"))
+    files = sorted((res / "predictions").rglob("*.parquet"))
+    assert len(files) == 31
+    for f in files:
+        table = pq.read_table(f)
+        assert {"split", "case_id", "input_idx", "probs", "label"} <= set(table.column_names)
+        assert str(table.schema.field("probs").type) == "list<item: float>"
+        df = table.to_pandas()
+        st = df[df.split == "suite_test"]
+        assert len(st) == n_inputs and not st.duplicated(["case_id", "input_idx"]).any()
+        assert set(st.case_id) == test_ids
+        assert (df.split == "iid_test").sum() == n_iid
+        assert df[df.split == "iid_test"].label.notna().all()
+        assert f.with_suffix(".json").exists()
+    # fold models are temporary; the IID model stays
+    assert not (res / "models" / "iid_to_t").exists()
+    assert any((res / "models" / "iid" / "vanilla" / "standard" / "all").glob("*.safetensors"))
+
+
+def test_scores_and_plots(run):
+    res = run / "results" / "sent"
+    scores = pd.read_csv(res / "scores" / "scores.csv")
+    for g in ("G_standard", "G_seen", "G_func", "G_class", "G_type"):
+        assert g in scores.columns and scores[g].between(0, 1).all()
+    assert list(scores.configuration) == ["iid", "iid_to_t", "iid_plus_t", "iid_to_iid_plus_t"]
+    long = pd.read_csv(res / "scores" / "pass_rates.csv")
+    func = long[(long.scenario == "func") & (long.configuration == "iid_to_t")]
+    assert sorted(func.functionality) == sorted(pd.read_parquet(res / "suite" / "suite.parquet").functionality.unique())
+    assert (res / "scores" / "scores.md").read_text().startswith("# SENT")
+    for p in ("seen", "func", "class", "type"):
+        assert (res / "plots" / f"heatmap_{p}.png").stat().st_size > 10_000
+    assert len((res / "suite" / "summary.tsv").read_text().strip().splitlines()) == 1 + 3
+
+
+def test_nothing_to_do_then_only_one_fold_reruns(run):
+    assert planned_jobs(run) == {}
+    res = run / "results" / "sent"
+    victim = res / "predictions" / "iid_to_t" / "vanilla" / "func" / "typos.parquet"
+    others = {p: p.stat().st_mtime_ns for p in (res / "predictions").rglob("*.parquet") if p != victim}
+    victim.unlink()
+    jobs = planned_jobs(run)
+    assert jobs == {"finetune": 1, "predict": 1, "outcomes": 1, "aggregate": 1, "heatmap": 4, "all": 1}, jobs
+    smk(run, "--cores", "2")
+    assert victim.exists()
+    assert all(p.stat().st_mtime_ns == t for p, t in others.items())
+    assert planned_jobs(run) == {}
+
+
+def test_seeds_change_split_and_scores(run, tmp_path):
+    """No hard-coded results: other seeds give another T_test and other predictions."""
+    target = "results/sent/outcomes/iid/vanilla/standard/all.parquet"
+    smk(tmp_path, "--cores", "2", target, "--config", "seed=4",
+        "split={'fractions': [0.5, 0.25, 0.25], 'seed': 999}")
+    a = pd.read_parquet(run / target)
+    b = pd.read_parquet(tmp_path / target)
+    assert set(a.case_id[a.split == "suite_test"]) != set(b.case_id[b.split == "suite_test"])
+    pa_ = pd.read_parquet(run / target.replace("outcomes", "predictions"))
+    pb = pd.read_parquet(tmp_path / target.replace("outcomes", "predictions"))
+    ia, ib = (p[p.split == "iid_test"].set_index("case_id").probs for p in (pa_, pb))
+    assert any(list(x) != list(ib[k]) for k, x in ia.items())
+
+
+def test_lint():
+    out = subprocess.run([SNAKEMAKE, "--lint", "-s", str(REPO / "Snakefile"), "-d", str(REPO)],
+                         capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
