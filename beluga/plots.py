@@ -63,11 +63,12 @@ def plot_heatmap(long: pd.DataFrame, functionalities: pd.DataFrame, scenario: st
     n_m = max(1, len(methods))
     for k in range(1, len(configurations)):
         ax.axhline(0.5 + k * n_m, color="black", lw=0.8)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, loc="right")
     cbar = fig.colorbar(im, ax=ax, fraction=0.025, pad=0.01)
     cbar.set_label("pass rate (%)")
     handles = [plt.Line2D([], [], color=c, marker="s", ls="", label=t) for t, c in TYPE_COLORS.items()]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.06, 1.0), fontsize=7, title="test type")
+    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.01), ncol=3, fontsize=7,
+              title="tick colour = test type", title_fontsize=7, frameon=False)
     fig.tight_layout()
     with atomic_path(out_png) as tmp:
         fig.savefig(tmp, format="png", dpi=130)

@@ -103,9 +103,19 @@ def outcome_files(wildcards):
     return [outcome_path(wildcards.task, *key) for key in run_keys(wildcards.task)]
 
 
+def prediction_path(task, conf, method, partition, fold):
+    return f"{RESULTS}/{task}/predictions/{conf}/{method}/{partition}/{fold}.parquet"
+
+
 def all_targets():
+    """Final tables and plots, plus every fold's predictions and outcomes:
+    naming the per-fold files as targets makes a deleted (or failed) fold's
+    file rerun that fold alone (Snakemake >= 7.7 does not regenerate a missing
+    intermediate file whose consumers are up to date)."""
     targets = []
     for task in TASKS:
+        for key in run_keys(task):
+            targets += [prediction_path(task, *key), outcome_path(task, *key)]
         targets += [
             res(task, "suite", "summary.tsv"),
             res(task, "scores", "scores.csv"),

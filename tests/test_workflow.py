@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -15,8 +16,9 @@ TINY = REPO / "tests" / "configs" / "tiny.yaml"
 pytestmark = pytest.mark.slow
 
 
-def smk(workdir, *args, check=True):
-    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(TINY), *args]
+def smk(workdir, *args, check=True, configfiles=(TINY,)):
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args,
+           "--configfile", *map(str, configfiles)]
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1500)
     if check and out.returncode != 0:
@@ -62,7 +64,8 @@ def test_predictions_follow_contract(run):
     for f in files:
         table = pq.read_table(f)
         assert {"split", "case_id", "input_idx", "probs", "label"} <= set(table.column_names)
-        assert str(table.schema.field("probs").type) == "list<item: float>"
+        probs_type = table.schema.field("probs").type
+        assert pa.types.is_list(probs_type) and probs_type.value_type == pa.float32(), probs_type
         df = table.to_pandas()
         st = df[df.split == "suite_test"]
         assert len(st) == n_inputs and not st.duplicated(["case_id", "input_idx"]).any()
@@ -107,8 +110,9 @@ def test_nothing_to_do_then_only_one_fold_reruns(run):
 def test_seeds_change_split_and_scores(run, tmp_path):
     """No hard-coded results: other seeds give another T_test and other predictions."""
     target = "results/sent/outcomes/iid/vanilla/standard/all.parquet"
-    smk(tmp_path, "--cores", "2", target, "--config", "seed=4",
-        "split={'fractions': [0.5, 0.25, 0.25], 'seed': 999}")
+    other = tmp_path / "other_seeds.yaml"
+    other.write_text("seed: 4\nsplit: {fractions: [0.5, 0.25, 0.25], seed: 999}\n")
+    smk(tmp_path, "--cores", "2", target, configfiles=(TINY, other))
     a = pd.read_parquet(run / target)
     b = pd.read_parquet(tmp_path / target)
     assert set(a.case_id[a.split == "suite_test"]) != set(b.case_id[b.split == "suite_test"])
