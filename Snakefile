@@ -1,7 +1,12 @@
 # BELUGA: cross-functional analysis of generalization in behavioral learning.
 # The workflow only includes the rule files, in pipeline order.
 
-configfile: "config.yaml"
+# The embedded default, unless configuration files are given on the command
+# line: a --configfile is a whole configuration (configs/*.yaml) and replaces
+# config.yaml rather than being merged into it; --config overrides single keys.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
 
 
 include: "rules/common.smk"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from beluga.errors import DataError
 from beluga.scoring import pass_rates
 
 SCENARIOS = ("standard", "seen", "func", "class", "type")
@@ -29,9 +30,83 @@ def g_score(s_t: float, s_iid: float) -> float:
     return 0.0 if s_t + s_iid == 0 else 2 * s_t * s_iid / (s_t + s_iid)
 
 
+#: canonical i.i.d. metrics per task type (METHOD.md): SENT accuracy; PARA
+#: accuracy and F1 of the duplicate class; READ exact match and token F1.
+IID_METRICS = {"sent": ("accuracy",), "para": ("accuracy", "f1"), "read": ("em", "f1")}
+
+
 def accuracy(outcomes: pd.DataFrame) -> float:
     iid = outcomes[outcomes["split"] == "iid_test"]
     return float(iid["correct"].mean()) if len(iid) else float("nan")
+
+
+def positive_f1(pred, gold, positive: int = 1) -> float:
+    """F1 of the ``positive`` class (PARA: duplicate)."""
+    pred, gold = np.asarray(pred), np.asarray(gold)
+    tp = int(((pred == positive) & (gold == positive)).sum())
+    fp = int(((pred == positive) & (gold != positive)).sum())
+    fn = int(((pred != positive) & (gold == positive)).sum())
+    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
+
+
+def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent") -> dict[str, float]:
+    """The task's canonical i.i.d. metrics from the per-example outcome rows
+    (``correct``; PARA also ``pred_label`` / ``gold_label``; READ ``em`` / ``f1``)."""
+    iid = outcomes[outcomes["split"] == "iid_test"]
+    if not len(iid):
+        return {m: float("nan") for m in IID_METRICS[task_type]}
+    out = {}
+    for m in IID_METRICS[task_type]:
+        if m == "accuracy":
+            out[m] = float(iid["correct"].astype(float).mean())
+        elif m == "em":
+            out[m] = float(iid["em"].astype(float).mean())
+        elif task_type == "read":
+            out[m] = float(iid["f1"].astype(float).mean())
+        else:
+            out[m] = positive_f1(iid["pred_label"].astype(int), iid["gold_label"].astype(int))
+    return out
+
+
+def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, task_kind: str, source: str = "predictions") -> pd.DataFrame:
+    """Per-example i.i.d. outcomes keyed by example id: ``correct`` and, for
+    classification, ``pred_label`` / ``gold_label``; for QA ``em`` / ``f1``
+    (SQuAD v1.1 evaluation, max over the gold answers)."""
+    gold = gold.set_index("example_id")
+    ids = preds["case_id"].astype(str).to_numpy()
+    missing = [i for i in ids if i not in gold.index]
+    if missing:
+        raise DataError(f"{source}: field 'case_id': i.i.d. prediction for unknown example {missing[0]!r}")
+    if len(set(ids)) != len(gold):
+        raise DataError(f"{source}: field 'case_id': {len(set(ids))} i.i.d. predictions for {len(gold)} test examples")
+    out = pd.DataFrame({"case_id": ids, "functionality": None, "status": None, "split": "iid_test", "held_out": False})
+    if task_kind == "qa":
+        from beluga.qa import exact_match, f1_score
+
+        golds = [list(gold.at[i, "answers"]) for i in ids]
+        answers = preds["answer"].fillna("").astype(str).tolist()
+        out["em"] = [float(exact_match(a, g)) for a, g in zip(answers, golds)]
+        out["f1"] = [float(f1_score(a, g)) for a, g in zip(answers, golds)]
+        out["correct"] = out["em"] > 0.5
+    else:
+        pred_label = np.array([int(np.argmax(p)) for p in preds["probs"]], dtype=np.int64)
+        gold_label = gold.loc[ids, "label"].astype(int).to_numpy()
+        out["pred_label"] = pred_label
+        out["gold_label"] = gold_label
+        out["correct"] = pred_label == gold_label
+    out["correct"] = out["correct"].astype("boolean")
+    return out
+
+
+def iid_score(metrics: dict[str, float], choice: str = "mean") -> float:
+    """s_iid entering G: one named metric, or ``mean`` of the task's canonical
+    metrics (accuracy for SENT; the paper does not say how PARA's and READ's two
+    metrics enter G, so the default weighs them equally; configurable)."""
+    if choice == "mean":
+        return float(np.mean(list(metrics.values())))
+    if choice not in metrics:
+        raise ValueError(f"field 'iid_metric': {choice!r} is not a metric of this task ({', '.join(metrics)})")
+    return float(metrics[choice])
 
 
 def fold_pass_rates(outcomes: pd.DataFrame, functionalities: pd.DataFrame) -> pd.DataFrame:
@@ -40,11 +115,12 @@ def fold_pass_rates(outcomes: pd.DataFrame, functionalities: pd.DataFrame) -> pd
     return pass_rates(suite[["case_id", "functionality", "status"]], functionalities)
 
 
-def aggregate(runs: list[dict], functionalities: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def aggregate(runs: list[dict], functionalities: pd.DataFrame, task_type: str = "sent",
+              iid_metric: str = "mean") -> tuple[pd.DataFrame, pd.DataFrame]:
     """runs: dicts with configuration, method, partition, fold, outcomes (DataFrame).
     The IID baseline is the run with configuration 'iid' (partition 'standard').
     Returns (long pass-rate table, scores table)."""
-    long_rows, iid_scores = [], {}
+    long_rows, iid_scores, iid_detail = [], {}, {}
     for run in runs:
         pr = fold_pass_rates(run["outcomes"], functionalities)
         scenario = "standard" if run["configuration"] == "iid" else run["partition"]
@@ -53,7 +129,9 @@ def aggregate(runs: list[dict], functionalities: pd.DataFrame) -> tuple[pd.DataF
         pr.insert(0, "configuration", run["configuration"])
         pr.insert(0, "scenario", scenario)
         long_rows.append(pr)
-        iid_scores[(run["configuration"], run["method"], scenario, run["fold"])] = accuracy(run["outcomes"])
+        key = (run["configuration"], run["method"], scenario, run["fold"])
+        iid_detail[key] = iid_metrics(run["outcomes"], task_type)
+        iid_scores[key] = iid_score(iid_detail[key], iid_metric)
     long = pd.concat(long_rows, ignore_index=True)
     dup = long.duplicated(["scenario", "configuration", "method", "functionality"])
     if dup.any():
@@ -84,9 +162,12 @@ def aggregate(runs: list[dict], functionalities: pd.DataFrame) -> tuple[pd.DataF
             row[f"G_{sc}"] = g_score(s_t, s_iid)
             row[f"n_func_scored_{sc}"] = n_scored
         row["iid_score"] = row["s_iid_seen"] if conf != BASELINE[0] else base_iid
+        detail = iid_detail.get((*BASELINE, "standard", "all") if conf == BASELINE[0] else (conf, meth, "seen", "all"))
+        for m in IID_METRICS[task_type]:
+            row[f"iid_{m}"] = detail[m] if detail else float("nan")
         rows.append(row)
     scores = pd.DataFrame(rows)
-    lead = ["configuration", "method", "iid_score"]
+    lead = ["configuration", "method", "iid_score"] + [f"iid_{m}" for m in IID_METRICS[task_type]]
     cols = lead + [f"s_{s}" for s in SCENARIOS] + [f"G_{s}" for s in SCENARIOS] + \
         [f"s_iid_{s}" for s in SCENARIOS] + [f"n_func_scored_{s}" for s in SCENARIOS]
     return long, scores[cols]
@@ -96,7 +177,9 @@ CONFIG_LABELS = {"iid": "IID", "iid_to_t": "IID→T", "iid_plus_t": "IID+T", "ii
 
 
 def scores_markdown(scores: pd.DataFrame, task: str) -> str:
-    cols = ["iid_score"] + [f"s_{s}" for s in SCENARIOS] + [f"G_{s}" for s in SCENARIOS]
+    detail = [c for c in scores.columns if c.startswith("iid_") and c != "iid_score"]
+    cols = ["iid_score"] + (detail if len(detail) > 1 else []) + [f"s_{s}" for s in SCENARIOS] + \
+        [f"G_{s}" for s in SCENARIOS]
     head = ["configuration", "method"] + cols
     lines = [f"# {task.upper()}: scores (×100)", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -105,7 +188,9 @@ def scores_markdown(scores: pd.DataFrame, task: str) -> str:
         cells = [CONFIG_LABELS.get(d["configuration"], d["configuration"]), d["method"]]
         cells += ["" if pd.isna(d[c]) else f"{100 * d[c]:.1f}" for c in cols]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "iid_score: accuracy of the seen model (the IID model for the baseline) on the i.i.d. test set. "
+    lines += ["", "iid_score: s_iid of the seen model (the IID model for the baseline) on the i.i.d. test set "
+              "(SENT accuracy; PARA / READ: the configured iid_metric, by default the mean of the two canonical "
+              "metrics shown as iid_*). "
               "s_X: mean pass rate over functionalities in scenario X; G_X: harmonic mean of s_X and the mean "
               "i.i.d. score of the models behind s_X."]
     return "\n".join(lines) + "\n"

@@ -65,25 +65,50 @@ def resolve_model(spec: str) -> str:
     return spec
 
 
-def load_model(spec: str, num_labels: int, config_overrides: dict | None = None, task_head: str = "sequence"):
-    """(model, tokenizer) for sequence classification."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer, BertConfig
+HEADS = ("sequence", "qa")
 
-    if task_head != "sequence":
-        raise NotImplementedError(f"model head {task_head!r} is not implemented")
+
+def _auto_class(task_head: str):
+    from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification
+
+    if task_head not in HEADS:
+        raise ValueError(f"model head {task_head!r} is not one of {HEADS}")
+    return AutoModelForQuestionAnswering if task_head == "qa" else AutoModelForSequenceClassification
+
+
+def load_trained(model_dir: str, task_head: str = "sequence"):
+    """(model, tokenizer) written by :func:`save_model` (safetensors only)."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
+        model = _auto_class(task_head).from_pretrained(model_dir, use_safetensors=True)
+    except OSError as e:
+        raise ModelError(f"model {model_dir}: field 'model': cannot be loaded ({str(e).splitlines()[0]})") from None
+    return model, tokenizer
+
+
+def load_model(spec: str, num_labels: int, config_overrides: dict | None = None, task_head: str = "sequence"):
+    """(model, tokenizer): a sequence classifier with ``num_labels`` classes, or
+    (``task_head="qa"``) an extractive QA model with start/end logits."""
+    from transformers import AutoConfig, AutoTokenizer, BertConfig
+
+    auto = _auto_class(task_head)
     source = resolve_model(spec)
     overrides = dict(config_overrides or {})
+    if task_head == "sequence":
+        overrides["num_labels"] = num_labels
     try:
         if source == TINY_RANDOM:
             tokenizer = AutoTokenizer.from_pretrained(default_model_path())
             config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=2,
-                                num_attention_heads=2, intermediate_size=64, max_position_embeddings=128,
-                                num_labels=num_labels, **overrides)
-            model = AutoModelForSequenceClassification.from_config(config)
+                                num_attention_heads=2, intermediate_size=64, max_position_embeddings=512,
+                                **overrides)
+            model = auto.from_config(config)
             return model, tokenizer
         tokenizer = AutoTokenizer.from_pretrained(source)
-        config = AutoConfig.from_pretrained(source, num_labels=num_labels, **overrides)
-        model = AutoModelForSequenceClassification.from_pretrained(source, config=config)
+        config = AutoConfig.from_pretrained(source, **overrides)
+        model = auto.from_pretrained(source, config=config)
     except OSError as e:
         raise ModelError(f"model {spec}: field 'model': cannot be loaded ({str(e).splitlines()[0]})") from None
     return model, tokenizer

@@ -9,12 +9,13 @@ import platform
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 
 from beluga import folds as folds_mod
 from beluga.data import iid as iid_mod
-from beluga.errors import ConfigError, DataError, SuiteError
+from beluga.errors import ConfigError, SuiteError
 from beluga.io import write_csv, write_json, write_parquet, write_text
 from beluga.metrics import aggregate, scores_markdown
 from beluga.scoring import score_cases
@@ -35,9 +36,18 @@ PREDICTION_SCHEMA = pa.schema([
     ("split", pa.string()), ("case_id", pa.string()), ("input_idx", pa.int32()),
     ("probs", pa.list_(pa.float32())), ("label", pa.int32()),
 ])
+QA_PREDICTION_SCHEMA = pa.schema([
+    ("split", pa.string()), ("case_id", pa.string()), ("input_idx", pa.int32()),
+    ("answer", pa.string()), ("start", pa.int32()), ("end", pa.int32()),
+])
 
 
 # ---------------------------------------------------------------- suites
+def _label_set(task) -> tuple[int, ...] | None:
+    """The suite's integer label set (None for QA, whose labels are answer strings)."""
+    return tuple(task.suite_labels) or None
+
+
 def _select_functionalities(df: pd.DataFrame, suite_cfg: dict) -> pd.DataFrame:
     """Keep only the functionalities listed in ``suite.functionalities`` (if set)."""
     wanted = suite_cfg.get("functionalities")
@@ -64,14 +74,35 @@ def _all_suite_functionalities(suite_cfg: dict) -> pd.DataFrame:
         if suite_cfg["generate"] != "sent_default":
             raise ConfigError(f"config: field 'suite.generate': unknown generator {suite_cfg['generate']!r}")
         return pd.DataFrame(sent_catalogue())[["functionality", "capability", "test_type"]]
+    df = _read_suite_file(suite_cfg)
+    return df[["functionality", "capability", "test_type"]].drop_duplicates("functionality").reset_index(drop=True)
+
+
+def _read_suite_file(suite_cfg: dict) -> pd.DataFrame:
+    """A suite named by ``suite.path`` (project Parquet / CSV / JSONL, or a
+    CheckList JSONL export), validated; the paper's fixes as configured."""
+    from beluga.suites.checklist import read_any_suite
+
     path = suite_cfg["path"]
     if not Path(path).exists():
         raise SuiteError(f"suite file {path}: field 'path': file does not exist")
-    try:
-        df = pd.read_parquet(path, columns=["functionality", "capability", "test_type"])
-    except Exception as e:  # noqa: BLE001
-        raise SuiteError(f"suite file {path}: field 'path': not a readable Parquet suite ({e})") from None
-    return df.drop_duplicates("functionality").reset_index(drop=True)
+    return read_any_suite(path, paper_fixes=bool(suite_cfg.get("paper_fixes", True)))
+
+
+def subsample_cases(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
+    """At most ``n`` cases per functionality: a seeded sample drawn per
+    functionality (independent of the other functionalities), suite order kept."""
+    if n is None:
+        return df
+    keep = set()
+    for func, group in df.groupby("functionality", sort=False):
+        ids = sorted(group["case_id"])
+        if len(ids) <= n:
+            keep.update(ids)
+            continue
+        rng = np.random.default_rng(folds_mod._stable_int(seed, func))
+        keep.update(ids[i] for i in rng.choice(len(ids), size=n, replace=False))
+    return df[df["case_id"].isin(keep)].reset_index(drop=True)
 
 
 def build_suite(suite_cfg: dict, task_type: str, pool_path: str | None, out_path: str) -> None:
@@ -88,17 +119,18 @@ def build_suite(suite_cfg: dict, task_type: str, pool_path: str | None, out_path
         declared = [{k: f[k] for k in ("functionality", "capability", "test_type", "description")}
                     for f in sent_catalogue() if f["functionality"] in keep]
     else:
-        df = load_suite(suite_cfg["path"], tuple(task.suite_labels))
+        df = _read_suite_file(suite_cfg)
+        df = subsample_cases(df, suite_cfg.get("max_cases_per_functionality"), int(suite_cfg.get("seed", 7)))
         declared = None
     from beluga.suites.format import validate_suite
 
     df = _select_functionalities(df, suite_cfg)
-    df = validate_suite(df, suite_cfg.get("path", "generated suite"), tuple(task.suite_labels), declared)
+    df = validate_suite(df, suite_cfg.get("path", "generated suite"), _label_set(task), declared)
     save_suite(df, out_path, declared=declared)
 
 
 def split_suite(suite_path: str, task_type: str, fractions, seed: int, out_split: str, out_summary: str) -> None:
-    suite = load_suite(suite_path, tuple(get_task(task_type).suite_labels))
+    suite = load_suite(suite_path, _label_set(get_task(task_type)))
     split = folds_mod.split_suite(suite, tuple(fractions), seed)
     write_parquet(split, out_split)
     summary = functionality_table(suite)
@@ -112,19 +144,21 @@ def split_suite(suite_path: str, task_type: str, fractions, seed: int, out_split
 # ---------------------------------------------------------------- i.i.d. data
 def prepare_iid(iid_cfg: dict, task_type: str, outputs: dict[str, str]) -> None:
     task = get_task(task_type)
-    df = iid_mod.load_source(iid_cfg["source"], set(task.iid_labels))
-    parts = iid_mod.split_iid(df, {"train": iid_cfg.get("n_train"), "val": iid_cfg["n_val"],
-                                   "test": iid_cfg["n_test"]}, int(iid_cfg["seed"]))
+    parts = iid_mod.load_splits(iid_cfg, task.kind, set(task.iid_labels))
     for name, path in outputs.items():
         write_parquet(parts[name], path)
 
 
 # ---------------------------------------------------------------- training
 def _suite_split(suite_path: str, split_path: str, task_type: str, split: str) -> pd.DataFrame:
-    suite = load_suite(suite_path, tuple(get_task(task_type).suite_labels))
+    suite = load_suite(suite_path, _label_set(get_task(task_type)))
     ids = pd.read_parquet(split_path)
     keep = set(ids.loc[ids["split"] == split, "case_id"])
     return suite[suite["case_id"].isin(keep)].reset_index(drop=True)
+
+
+def _head(task) -> str:
+    return "qa" if task.kind == "qa" else "sequence"
 
 
 def _versions() -> dict:
@@ -137,7 +171,7 @@ def _versions() -> dict:
 
 
 def train_iid(model_spec: str, task_type: str, iid_train: str, hparams: dict, seed: int, max_length: int,
-              out_dir: str, threads: int = 1) -> None:
+              out_dir: str, threads: int = 1, doc_stride: int = 128) -> None:
     import torch
 
     from beluga.modeling import load_model, save_model, set_seed
@@ -146,9 +180,10 @@ def train_iid(model_spec: str, task_type: str, iid_train: str, hparams: dict, se
     torch.set_num_threads(max(1, threads))
     task = get_task(task_type)
     set_seed(seed)
-    model, tokenizer = load_model(model_spec, task.num_model_labels)
+    model, tokenizer = load_model(model_spec, task.num_model_labels, task_head=_head(task))
     streams = build_streams(task, pd.read_parquet(iid_train), None)
-    summary = train(model, tokenizer, streams, "vanilla", dict(hparams), seed, max_length=max_length)
+    summary = train(model, tokenizer, streams, "vanilla", dict(hparams), seed, max_length=max_length,
+                    doc_stride=doc_stride)
     record = {"configuration": "iid", "method": "vanilla", "partition": "standard", "fold": "all",
               "model": model_spec, "hparams": hparams, "seed": seed, **summary, "versions": _versions(),
               "device": "cpu"}
@@ -158,7 +193,7 @@ def train_iid(model_spec: str, task_type: str, iid_train: str, hparams: dict, se
 def finetune(*, task_type: str, configuration: str, method: str, partition: str, fold: dict,
              all_functionalities: list[str], suite_path: str, split_path: str, iid_train: str | None,
              start_model: str, hparams: dict, seed: int, max_length: int, iid_in_mix: int | None,
-             dir_train_slice: bool, out_dir: str, threads: int = 1) -> None:
+             dir_train_slice: bool, out_dir: str, threads: int = 1, doc_stride: int = 128) -> None:
     """Behavioral fine-tuning of one fold in one configuration with one method."""
     import torch
 
@@ -182,9 +217,10 @@ def finetune(*, task_type: str, configuration: str, method: str, partition: str,
         if iid_in_mix is not None and len(iid_df) > iid_in_mix:
             iid_df = iid_df.sample(n=int(iid_in_mix), random_state=seed).reset_index(drop=True)
     set_seed(seed)
-    model, tokenizer = load_model(start_model, task.num_model_labels)
+    model, tokenizer = load_model(start_model, task.num_model_labels, task_head=_head(task))
     streams = build_streams(task, iid_df, suite_train, dir_train_slice=dir_train_slice)
-    summary = train(model, tokenizer, streams, method, dict(hparams), seed, max_length=max_length)
+    summary = train(model, tokenizer, streams, method, dict(hparams), seed, max_length=max_length,
+                    doc_stride=doc_stride)
     record = {"task": task.name, "configuration": configuration, "method": method, "partition": partition,
               "fold": fold["fold"], "held_out": fold["held_out"] if partition != "seen" else [],
               "start_model": start_model if not from_iid else "iid", "hparams": hparams, "seed": seed,
@@ -194,77 +230,90 @@ def finetune(*, task_type: str, configuration: str, method: str, partition: str,
 
 # ---------------------------------------------------------------- predictions
 def predict(*, task_type: str, model_dir: str, suite_path: str, split_path: str, iid_test: str,
-            batch_size: int, max_length: int, out_path: str, out_run: str, threads: int = 1) -> None:
-    """Probabilities for every input of every T_test case and every i.i.d.
-    test example, keyed by (split, case_id, input_idx)."""
+            batch_size: int, max_length: int, out_path: str, out_run: str, threads: int = 1,
+            doc_stride: int = 128) -> None:
+    """Predictions for every input of every T_test case and every i.i.d. test
+    example, keyed by (split, case_id, input_idx): class probabilities
+    (``probs``, classification) or answer strings with character offsets
+    (``answer``, ``start``, ``end``; extractive QA)."""
     import torch
 
+    from beluga.modeling import load_trained
+
     torch.set_num_threads(max(1, threads))
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
-
-    from beluga.modeling import predict_probs
-
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForSequenceClassification.from_pretrained(model_dir)
+    task = get_task(task_type)
+    model, tokenizer = load_trained(model_dir, _head(task))
     suite_test = _suite_split(suite_path, split_path, task_type, "test")
     keys, texts, texts_b = [], [], []
     for r in suite_test.itertuples(index=False):
         for j, t in enumerate(r.inputs):
-            keys.append(("suite_test", r.case_id, j, None))
+            keys.append(("suite_test", r.case_id, j))
             texts.append(t)
             texts_b.append(r.inputs_b[j] if r.inputs_b is not None else None)
     iid = pd.read_parquet(iid_test)
-    for eid, t, y in zip(iid["example_id"], iid["text"], iid["label"]):
-        keys.append(("iid_test", eid, 0, int(y)))
-        texts.append(t)
-        texts_b.append(None)
-    use_b = any(b is not None for b in texts_b)
+    labels = [None] * len(keys)
+    if task.kind == "qa":
+        # READ: inputs are contexts, inputs_b questions; i.i.d. rows likewise
+        keys += [("iid_test", eid, 0) for eid in iid["example_id"]]
+        texts += list(iid["context"])
+        texts_b += list(iid["question"])
+    else:
+        iid_b = iid["text_b"] if "text_b" in iid.columns else [None] * len(iid)
+        keys += [("iid_test", eid, 0) for eid in iid["example_id"]]
+        texts += list(iid["text"])
+        texts_b += list(iid_b)
+        labels += [int(y) for y in iid["label"]]
+    columns = {"split": [k[0] for k in keys], "case_id": [str(k[1]) for k in keys],
+               "input_idx": [k[2] for k in keys]}
     t0 = time.time()
-    probs = predict_probs(model, tokenizer, texts, texts_b if use_b else None, batch_size, max_length)
-    df = pd.DataFrame(keys, columns=["split", "case_id", "input_idx", "label"])
-    table = pa.Table.from_pydict({
-        "split": df["split"].tolist(), "case_id": df["case_id"].tolist(),
-        "input_idx": df["input_idx"].astype("int32").tolist(),
-        "probs": [row.tolist() for row in probs],
-        "label": [None if pd.isna(v) else int(v) for v in df["label"]],
-    }, schema=PREDICTION_SCHEMA)
+    if task.kind == "qa":
+        from beluga.qa import predict_qa
+
+        spans = predict_qa(model, tokenizer, questions=texts_b, contexts=texts, batch_size=batch_size,
+                           max_length=max_length, stride=doc_stride)
+        columns.update(answer=[a for a, _, _ in spans], start=[st for _, st, _ in spans],
+                       end=[en for _, _, en in spans])
+        table = pa.Table.from_pydict(columns, schema=QA_PREDICTION_SCHEMA)
+    else:
+        from beluga.modeling import predict_probs
+
+        use_b = any(b is not None for b in texts_b)
+        probs = predict_probs(model, tokenizer, texts, texts_b if use_b else None, batch_size, max_length)
+        columns.update(probs=[row.tolist() for row in probs], label=labels)
+        table = pa.Table.from_pydict(columns, schema=PREDICTION_SCHEMA)
     write_parquet(table, out_path)
     record = json.loads((Path(model_dir) / RUN_FILE).read_text())
     record["prediction_wall_time_s"] = round(time.time() - t0, 2)
-    record["n_predictions"] = len(df)
+    record["n_predictions"] = len(keys)
     write_json(record, out_run)
 
 
 # ---------------------------------------------------------------- scoring
-def outcomes(*, task_type: str, suite_path: str, split_path: str, predictions: str, held_out: list[str],
-             out_path: str) -> None:
+def outcomes(*, task_type: str, suite_path: str, split_path: str, predictions: str, iid_test: str,
+             held_out: list[str], out_path: str) -> None:
     """Per-case status on T_test (flag ``held_out``) and per-example i.i.d.
-    correctness, keyed by ids."""
+    outcomes, keyed by ids."""
+    from beluga.metrics import iid_outcomes
+
     task = get_task(task_type)
     suite_test = _suite_split(suite_path, split_path, task_type, "test")
     preds = pd.read_parquet(predictions)
     status = score_cases(suite_test, preds[preds["split"] == "suite_test"], task, source=predictions)
     status["split"] = "suite_test"
     status["held_out"] = status["functionality"].isin(set(held_out))
-    iid = preds[preds["split"] == "iid_test"]
-    if iid["label"].isna().any():
-        raise DataError(f"predictions {predictions}: field 'label': i.i.d. rows without a label")
-    pred_label = [int(max(range(len(p)), key=lambda k: p[k])) for p in iid["probs"]]
-    iid_out = pd.DataFrame({"case_id": iid["case_id"].to_numpy(), "functionality": None, "status": None,
-                            "split": "iid_test", "held_out": False,
-                            "correct": [a == int(b) for a, b in zip(pred_label, iid["label"])]})
-    status["correct"] = None
+    iid_out = iid_outcomes(preds[preds["split"] == "iid_test"], pd.read_parquet(iid_test), task.kind,
+                           source=predictions)
     out = pd.concat([status, iid_out], ignore_index=True)
     out["correct"] = out["correct"].astype("boolean")
     write_parquet(out, out_path)
 
 
-def aggregate_task(*, task: str, suite_path: str, runs: list[dict], out_long: str, out_scores: str,
-                   out_md: str) -> None:
+def aggregate_task(*, task: str, task_type: str, suite_path: str, runs: list[dict], out_long: str,
+                   out_scores: str, out_md: str, iid_metric: str = "mean") -> None:
     suite = load_suite(suite_path)
     funcs = functionality_table(suite)
     loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
-    long, scores = aggregate(loaded, funcs)
+    long, scores = aggregate(loaded, funcs, task_type=task_type, iid_metric=iid_metric)
     write_csv(long, out_long)
     write_csv(scores, out_scores)
     write_text(scores_markdown(scores, task), out_md)

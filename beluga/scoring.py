@@ -4,12 +4,22 @@
 Each expectation yields one result per input: True, False or None (not
 scored). Nones are dropped; if nothing is left the case is ``filtered``;
 ``all`` needs every remaining result to pass, ``all_except_first`` ignores the
-first remaining result (the original of an INV/DIR case).
+first remaining result (the original of an INV/DIR case), as CheckList's
+``aggregate_and_wrap`` followed by ``Expect.all(ignore_first=True)``.
+A slice (``expect_params.slice``) that does not hold filters the whole case
+(CheckList's ``wrap_slice``). ``triplet`` is a test-case expectation: it gives
+one result for the whole case and ignores ``agg_fn``.
+
+Classification expectations see the predicted class per input (``preds``) and
+the probabilities over the suite's label set (``probs``); QA expectations see
+the predicted answer strings (``preds``) and ``probs`` is None.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -19,33 +29,56 @@ from beluga.tasks import Task
 
 PASS, FAIL, FILTERED = "pass", "fail", "filtered"
 
+# CheckList SQuAD notebook: clean(s) = s.lstrip('[a,the,an,in,at] ').rstrip('.')
+# -- a *character-set* strip of '[', 'a', ',', 't', 'h', 'e', 'n', 'i', ']' and
+# space on the left, case-sensitive, then trailing periods.
+SQUAD_LSTRIP = "[a,the,an,in,at] "
 
-def _eq(preds, probs, labels, params):
+
+def clean_squad(s) -> str:
+    return ("" if s is None else str(s)).lstrip(SQUAD_LSTRIP).rstrip(".")
+
+
+def _target(i, labels, answers, params, qa):
     val = params.get("val")
-    return [bool(p == (val if val is not None else labels[i])) for i, p in enumerate(preds)]
+    if val is not None:
+        return val
+    return answers[i] if qa else labels[i]
 
 
-def _not_negative(preds, probs, labels, params):
+def _eq(preds, probs, labels, params, answers=None, meta=None):
+    qa = probs is None
+    return [bool(p == _target(i, labels, answers, params, qa)) for i, p in enumerate(preds)]
+
+
+def _not_negative(preds, probs, labels, params, answers=None, meta=None):
     return [bool(p != 0) for p in preds]
 
 
-def _inv(preds, probs, labels, params):
-    tol = params.get("tolerance", 0.0)
+def _eq_or_not_negative(preds, probs, labels, params, answers=None, meta=None):
+    # sentiment "Q & A: no": label 1 means "not negative"
+    return [bool(p != 0) if labels[i] == 1 else bool(p == labels[i]) for i, p in enumerate(preds)]
+
+
+def _inv(preds, probs, labels, params, answers=None, meta=None):
     c = preds[0]
-    return [bool(p == c or abs(probs[i][c] - probs[0][c]) <= tol) for i, p in enumerate(preds)]
+    if probs is None:  # answer strings: exact equality
+        return [bool(p == c) for p in preds]
+    tol = params.get("tolerance", 0.0)
+    p0 = probs[0][c]
+    return [bool(p == c or (tol != 0 and abs(probs[i][c] - p0) <= tol)) for i, p in enumerate(preds)]
 
 
-def _monotonic(preds, probs, labels, params):
+def _monotonic(preds, probs, labels, params, answers=None, meta=None):
     tol = params.get("tolerance", 0.0)
     increasing = params.get("increasing", True)
     c = params.get("label")
     c = preds[0] if c is None else c
     p0 = probs[0][c]
+    if (increasing and p0 <= tol) or (not increasing and p0 >= 1 - tol):
+        return [None] * len(preds)  # cannot fail: not scored
     out = []
     for i in range(len(preds)):
-        if (increasing and p0 <= tol) or (not increasing and p0 >= 1 - tol):
-            out.append(None)
-            continue
         d = probs[i][c] - p0
         out.append(bool(d + tol >= 0) if increasing else bool(d - tol <= 0))
     return out
@@ -56,22 +89,68 @@ def _change(probs):
     return [(probs[0][0] - p[0]) + (p[2] - probs[0][2]) for p in probs]
 
 
-def _diff_up(preds, probs, labels, params):
+def _diff_up(preds, probs, labels, params, answers=None, meta=None):
     tol = params.get("tolerance", 0.1)
     return [bool(c >= -tol) for c in _change(probs)]
 
 
-def _diff_down(preds, probs, labels, params):
+def _diff_down(preds, probs, labels, params, answers=None, meta=None):
     tol = params.get("tolerance", 0.1)
     return [bool(c <= tol) for c in _change(probs)]
 
 
-EXPECT_FNS = {"eq": _eq, "not_negative": _not_negative, "inv": _inv, "monotonic": _monotonic,
-              "diff_up": _diff_up, "diff_down": _diff_down}
+def _triplet(preds, probs, labels, params, answers=None, meta=None):
+    """qqp "Testing implications" as the released expect_triplet behaves
+    (labels ignored): one result for the whole case."""
+    p1, p2, p3 = preds[0], preds[1], preds[2]
+    if p1 == 1 and p2 == 1:
+        return [bool(p3 == 1)]
+    if p1 == 0 and p2 == 1:
+        return [False]
+    return [None]  # (dup, not, .) and (not, not, .): not scored
+
+
+def _squad(preds, probs, labels, params, answers=None, meta=None):
+    return [clean_squad(p) == clean_squad(answers[i]) for i, p in enumerate(preds)]
+
+
+@functools.lru_cache(maxsize=65536)
+def _word_pattern(old: str) -> re.Pattern:
+    # CheckList: re.sub(r'\b%s\b' % old, new, orig_pred) -- the name is used as
+    # a regular expression; a name that is not a valid one is matched literally.
+    try:
+        return re.compile(r"\b" + old + r"\b")
+    except re.error:
+        return re.compile(r"\b" + re.escape(old) + r"\b")
+
+
+def _same_answer(preds, probs, labels, params, answers=None, meta=None):
+    """squad expect_same (NER INVs): the perturbed answer equals the original
+    answer with whole-word ``old`` replaced by ``new`` (meta[i] = [old, new])."""
+    orig = preds[0]
+    out = []
+    for i, p in enumerate(preds):
+        m = meta[i] if isinstance(meta, list) else None
+        if not m:
+            out.append(p == orig)
+        else:
+            old, new = m[0], m[1]
+            out.append(p == _word_pattern(old).sub(lambda _m, new=new: new, orig))
+    return out
+
+
+EXPECT_FNS = {"eq": _eq, "not_negative": _not_negative, "eq_or_not_negative": _eq_or_not_negative,
+              "inv": _inv, "monotonic": _monotonic, "diff_up": _diff_up, "diff_down": _diff_down,
+              "triplet": _triplet, "squad": _squad, "same_answer": _same_answer}
+# test-case expectations: one result per case, agg_fn not applied
+CASE_LEVEL = frozenset({"triplet"})
+# expectations that need class probabilities (no QA counterpart)
+NEEDS_PROBS = frozenset({"monotonic", "diff_up", "diff_down"})
 
 # slices: a case is kept only if the slice holds (CheckList wrap_slice)
 SLICES = {
-    "orig_not_neutral": lambda preds, probs: preds[0] != 1,
+    "orig_not_neutral": lambda preds, probs, params: preds[0] != 1,
+    "orig_pred_eq": lambda preds, probs, params: preds[0] == params.get("slice_value"),
 }
 
 
@@ -84,39 +163,115 @@ def aggregate(results: list, agg_fn: str) -> str:
     return PASS if all(r) else FAIL
 
 
-def case_status(expect: str, params: dict, agg_fn: str, preds, probs, labels) -> str:
+def case_status(expect: str, params: dict, agg_fn: str, preds, probs, labels,
+                answers=None, meta=None) -> str:
+    """Status of one case. preds: predicted class (classification) or answer
+    string (QA) per input; probs: per-input probabilities over the suite's
+    labels, or None for QA; labels / answers: per-input expectations; meta:
+    the parsed ``meta`` JSON."""
+    if expect not in EXPECT_FNS:
+        raise BelugaError(f"field 'expect': unknown expectation {expect!r} (known: {', '.join(EXPECT_FNS)})")
     slice_name = params.get("slice")
     if slice_name is not None:
         if slice_name not in SLICES:
             raise BelugaError(f"expectation parameter 'slice': unknown slice {slice_name!r}")
-        if not SLICES[slice_name](preds, probs):
+        if not SLICES[slice_name](preds, probs, params):
             return FILTERED
-    return aggregate(EXPECT_FNS[expect](preds, probs, labels, params), agg_fn)
+    results = EXPECT_FNS[expect](preds, probs, labels, params, answers, meta)
+    return aggregate(results, "all" if expect in CASE_LEVEL else agg_fn)
+
+
+def _as_list(v):
+    if v is None or (isinstance(v, float) and v != v):
+        return None
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return list(v)
+
+
+def _index_predictions(predictions: pd.DataFrame, source: str) -> dict:
+    cids = predictions["case_id"].tolist()
+    idx = predictions["input_idx"].tolist()
+    pos = dict(zip(zip(cids, idx), range(len(cids))))
+    if len(pos) != len(cids):
+        seen = set()
+        for c, j in zip(cids, idx):
+            if (c, j) in seen:
+                raise BelugaError(f"{source}: field 'case_id'/'input_idx': duplicate prediction rows "
+                                  f"for case {c!r}, input {j}")
+            seen.add((c, j))
+    return pos
 
 
 def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, task: Task,
                 source: str = "predictions") -> pd.DataFrame:
-    """suite: suite rows to score; predictions: rows (case_id, input_idx, probs)
-    covering every input of those cases. Returns DataFrame(case_id,
-    functionality, status)."""
-    preds = predictions.set_index(["case_id", "input_idx"])["probs"]
-    if not preds.index.is_unique:
-        raise BelugaError(f"{source}: field 'case_id'/'input_idx': duplicate prediction rows")
-    rows = []
-    for r in suite.itertuples(index=False):
-        n = len(r.inputs)
+    """suite: suite rows to score; predictions: rows (case_id, input_idx,
+    probs) for classification tasks or (case_id, input_idx, answer) for QA,
+    covering every input of those cases (other columns are ignored).
+    Returns DataFrame(case_id, functionality, status)."""
+    qa = task.kind == "qa"
+    col = "answer" if qa else "probs"
+    for c in ("case_id", "input_idx", col):
+        if c not in predictions.columns:
+            raise BelugaError(f"{source}: field '{c}': missing column (a {task.name} prediction file needs "
+                              f"case_id, input_idx and {col})")
+    pos = _index_predictions(predictions, source)
+
+    case_ids = suite["case_id"].tolist()
+    n_inputs = [len(x) for x in suite["inputs"]]
+    flat: list[int] = []
+    for cid, n in zip(case_ids, n_inputs):
+        for j in range(n):
+            k = pos.get((cid, j))
+            if k is None:
+                raise BelugaError(f"{source}: field 'input_idx': missing predictions for case {cid!r} "
+                                  f"({n} inputs expected, input {j} has none)")
+            flat.append(k)
+    offsets = np.concatenate([[0], np.cumsum(n_inputs, dtype=np.int64)]).tolist()
+
+    values = predictions[col].to_numpy(dtype=object)[np.asarray(flat, dtype=np.int64)]
+    if qa:
+        pred_all = ["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in values]
+        probs_all = None
+    else:
         try:
-            probs_model = np.stack([np.asarray(preds.loc[(r.case_id, j)], dtype=np.float64) for j in range(n)])
-        except KeyError:
-            raise BelugaError(f"{source}: field 'input_idx': missing predictions for case {r.case_id!r} "
-                              f"({n} inputs expected)") from None
-        probs = task.suite_probs(probs_model)
-        predicted = probs.argmax(-1).tolist()
-        params = json.loads(r.expect_params) if r.expect_params else {}
-        labels = None if r.labels is None else list(r.labels)
-        status = case_status(r.expect, params, r.agg_fn, predicted, probs.tolist(), labels)
-        rows.append((r.case_id, r.functionality, status))
-    return pd.DataFrame(rows, columns=["case_id", "functionality", "status"])
+            probs_model = np.array([np.asarray(v, dtype=np.float64) for v in values], dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise BelugaError(f"{source}: field 'probs': every row needs a list of class probabilities "
+                              f"of the same length ({e})") from None
+        try:
+            probs = task.suite_probs(probs_model) if len(values) else probs_model
+        except ValueError as e:
+            raise BelugaError(f"{source}: field 'probs': {e}") from None
+        pred_all = probs.argmax(-1).tolist() if len(values) else []
+        probs_all = probs.tolist()
+
+    param_cache: dict[str, dict] = {}
+    checked: set[str] = set()
+    n_classes = 0 if qa or not probs_all else len(probs_all[0])
+    statuses = []
+    view = suite.assign(**{c: None for c in ("labels", "answers", "meta") if c not in suite.columns})
+    cols = ["case_id", "expect", "expect_params", "agg_fn", "labels", "answers", "meta"]
+    for k, r in enumerate(view[cols].itertuples(index=False)):
+        s, e = offsets[k], offsets[k + 1]
+        raw = r.expect_params or ""
+        params = param_cache.get(raw)
+        if params is None:
+            params = json.loads(raw) if raw else {}
+            param_cache[raw] = params
+        if r.expect in NEEDS_PROBS and r.expect not in checked:
+            if qa:
+                raise BelugaError(f"suite case {r.case_id!r}: field 'expect': expectation {r.expect!r} needs class "
+                                  f"probabilities, which a QA task does not have")
+            if r.expect in ("diff_up", "diff_down") and n_classes != 3:
+                raise BelugaError(f"suite case {r.case_id!r}: field 'expect': expectation {r.expect!r} needs "
+                                  f"three-class (negative, neutral, positive) probabilities; task {task.name!r} "
+                                  f"gives {n_classes}")
+            checked.add(r.expect)
+        meta = json.loads(r.meta) if (r.expect == "same_answer" and isinstance(r.meta, str)) else None
+        statuses.append(case_status(r.expect, params, r.agg_fn, pred_all[s:e],
+                                    None if qa else probs_all[s:e], _as_list(r.labels), _as_list(r.answers), meta))
+    return pd.DataFrame({"case_id": case_ids, "functionality": suite["functionality"].tolist(), "status": statuses})
 
 
 def pass_rates(outcomes: pd.DataFrame, functionalities: pd.DataFrame) -> pd.DataFrame:

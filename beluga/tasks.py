@@ -13,10 +13,12 @@ from beluga.errors import ConfigError
 @dataclass(frozen=True)
 class Task:
     name: str
-    num_model_labels: int          # classes of the trained model's head
-    suite_labels: dict[int, str]   # labels used in the suite
-    iid_labels: dict[int, str]     # labels of the i.i.d. dataset
+    num_model_labels: int          # classes of the trained model's head (0 for extractive QA)
+    suite_labels: dict[int, str]   # labels used in the suite (empty for QA: answers are strings)
+    iid_labels: dict[int, str]     # labels of the i.i.d. dataset (empty for QA)
     neutral_label: int | None = None
+    kind: str = "classification"   # "classification" (predictions: probs) or "qa" (predictions: answer)
+    pair: bool = False             # inputs are pairs (inputs, inputs_b): PARA (q1, q2), READ (context, question)
 
     def mft_target(self, expect: str, label: int | None) -> list[float]:
         """Soft training target for one MFT input (METHOD.md, section 3.2)."""
@@ -32,9 +34,9 @@ class SentimentTask(Task):
     three-class suite (0 = negative, 1 = neutral, 2 = positive)."""
 
     def mft_target(self, expect: str, label: int | None) -> list[float]:
-        if expect == "not_negative":
-            return [1 / 3, 2 / 3]
-        if expect != "eq":
+        if expect == "not_negative" or (expect == "eq_or_not_negative" and label is not None and int(label) == 1):
+            return [1 / 3, 2 / 3]   # "not negative": positive or neutral
+        if expect not in ("eq", "eq_or_not_negative") or label is None:
             raise ConfigError(f"SENT: expectation {expect!r} cannot be trained as an MFT")
         return {0: [1.0, 0.0], 1: [0.5, 0.5], 2: [0.0, 1.0]}[int(label)]
 
@@ -70,6 +72,33 @@ def binary_to_three_class(p_pos: np.ndarray) -> np.ndarray:
     return pp
 
 
+class ParaphraseTask(Task):
+    """PARA: duplicate-question classification (0 = not duplicate, 1 = duplicate)
+    on (question1, question2) pairs; suite and model share the label set."""
+
+    def mft_target(self, expect: str, label: int | None) -> list[float]:
+        if expect != "eq" or label is None:
+            raise ConfigError(f"PARA: expectation {expect!r} without a label cannot be trained as an MFT")
+        return [1.0, 0.0] if int(label) == 0 else [0.0, 1.0]
+
+    def suite_probs(self, probs: np.ndarray) -> np.ndarray:
+        probs = np.asarray(probs, dtype=np.float64)
+        if probs.ndim != 2 or probs.shape[1] != 2:
+            raise ValueError(f"PARA expects two-class probabilities, got shape {probs.shape}")
+        return probs
+
+
+class QATask(Task):
+    """READ: extractive question answering on (context, question) pairs; the
+    model predicts start/end positions, predictions are answer strings."""
+
+    def mft_target(self, expect: str, label) -> list[float]:
+        raise ConfigError("READ: MFT targets are answer spans, not class distributions")
+
+    def suite_probs(self, probs: np.ndarray) -> np.ndarray:
+        raise ValueError("READ predictions are answer strings, not class probabilities")
+
+
 SENT = SentimentTask(
     name="sent",
     num_model_labels=2,
@@ -78,7 +107,27 @@ SENT = SentimentTask(
     neutral_label=1,
 )
 
-TASKS: dict[str, Task] = {"sent": SENT}
+PARA = ParaphraseTask(
+    name="para",
+    num_model_labels=2,
+    suite_labels={0: "not duplicate", 1: "duplicate"},
+    iid_labels={0: "not duplicate", 1: "duplicate"},
+    pair=True,
+)
+
+READ = QATask(
+    name="read",
+    num_model_labels=0,
+    suite_labels={},
+    iid_labels={},
+    kind="qa",
+    pair=True,
+)
+
+TASKS: dict[str, Task] = {"sent": SENT, "para": PARA, "read": READ}
+
+# CheckList suite name -> task type
+SUITE_TASKS = {"sentiment": "sent", "qqp": "para", "squad": "read"}
 
 
 def get_task(kind: str) -> Task:

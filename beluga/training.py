@@ -35,17 +35,22 @@ class Item:
     target: list[float] | None = None   # MFT / i.i.d.
     dir_fn: int | None = None           # DIR
     dir_slice: bool = False             # DIR: drop pairs whose original is predicted neutral
+    answer: str | None = None           # QA MFT / i.i.d.: the answer string (inputs: context, inputs_b: question)
+    answer_start: int | None = None     # QA: character start of the answer (None: first occurrence)
+    qa: bool = False                    # QA item (span targets / aligned INV) rather than a class distribution
 
 
 @dataclass
 class Batch:
-    kind: str                      # "mft" | "inv" | "dir"
+    kind: str                      # "mft" | "inv" | "dir" | "qa_mft" | "qa_inv"
     envs: list[str]
-    texts: list[str]               # mft: inputs; inv/dir: originals then perturbations
-    texts_b: list[str] | None = None
+    texts: list[str]               # mft: inputs; inv/dir: originals then perturbations (QA: contexts)
+    texts_b: list[str] | None = None  # second inputs (PARA: question2; QA: questions)
     targets: torch.Tensor | None = None
     dir_fn: torch.Tensor | None = None
     dir_slice: torch.Tensor | None = None
+    answers: list[str] | None = None
+    answer_starts: list[int | None] | None = None
     size: int = field(init=False)
 
     def __post_init__(self):
@@ -55,39 +60,83 @@ class Batch:
 def build_streams(task: Task, iid_train: pd.DataFrame | None, suite_train: pd.DataFrame | None,
                   dir_train_slice: bool = True) -> dict[str, list[Item]]:
     streams: dict[str, list[Item]] = {}
-    if iid_train is not None and len(iid_train):
+    if iid_train is not None and len(iid_train) and task.kind == "qa":
+        streams["iid"] = [Item("iid", [c], [q], answer=str(a[0]), answer_start=int(s[0]), qa=True)
+                          for c, q, a, s in zip(iid_train["context"], iid_train["question"], iid_train["answers"],
+                                                iid_train["answer_starts"])]
+    elif iid_train is not None and len(iid_train):
         n = task.num_model_labels
-        streams["iid"] = [Item("iid", [t], None, list(np.eye(n)[int(y)])) for t, y in
-                          zip(iid_train["text"], iid_train["label"])]
+        texts_b = iid_train["text_b"] if "text_b" in iid_train.columns else [None] * len(iid_train)
+        streams["iid"] = [Item("iid", [t], None if b is None else [b], list(np.eye(n)[int(y)]))
+                          for t, b, y in zip(iid_train["text"], texts_b, iid_train["label"])]
     if suite_train is not None and len(suite_train):
-        for ttype in ("MFT", "INV", "DIR"):
-            items = []
-            for r in suite_train[suite_train["test_type"] == ttype].itertuples(index=False):
-                params = json.loads(r.expect_params) if r.expect_params else {}
-                inputs = list(r.inputs)
-                inputs_b = list(r.inputs_b) if r.inputs_b is not None else None
-                if ttype == "MFT":
-                    for j, text in enumerate(inputs):
-                        label = None if r.labels is None else r.labels[j]
-                        if label is None and params.get("val") is not None:
-                            label = params["val"]
-                        items.append(Item(r.functionality, [text], [inputs_b[j]] if inputs_b else None,
-                                          task.mft_target(r.expect, label)))
-                elif ttype == "INV":
-                    items.append(Item(r.functionality, inputs, inputs_b))
-                else:
-                    fn = dir_function_for(r.expect, params)
-                    sliced = dir_train_slice and params.get("slice") == "orig_not_neutral"
-                    items.append(Item(r.functionality, inputs, inputs_b, dir_fn=DIR_FN_INDEX[fn],
-                                      dir_slice=sliced))
-            if items:
-                streams[ttype] = items
-    return streams
+        for r in suite_train.itertuples(index=False):
+            stream, items = _case_items(task, r, dir_train_slice)
+            streams.setdefault(stream, []).extend(items)
+    return {k: streams[k] for k in sorted(streams)}
+
+
+def _case_items(task: Task, r, dir_train_slice: bool) -> tuple[str, list[Item]]:
+    """Training items of one suite case and the stream they go to.
+
+    MFTs: one item per input with its (soft) target. A DIR whose expectation
+    is a label check (PARA: perturbed pairs with a known label, ``eq`` with
+    ``val`` or the implication triplets) is trained as MFTs on the inputs the
+    expectation checks (all, or all but the original under
+    ``all_except_first``). A training hint ``"train": {"as": "MFT", "label": y}``
+    in the expectation parameters (PARA's one-pair synonym "INV", a paper fix)
+    trains every input as an MFT with label y. Other INVs / DIRs: one item per
+    case (original + perturbations)."""
+    params = json.loads(r.expect_params) if r.expect_params else {}
+    inputs = list(r.inputs)
+    inputs_b = list(r.inputs_b) if r.inputs_b is not None else None
+    if task.kind == "qa":
+        return _qa_case_items(r, inputs, inputs_b)
+    hint = params.get("train") or {}
+    ttype = r.test_type
+    if hint.get("as") == "MFT" or ttype == "MFT" or r.expect in ("eq", "triplet"):
+        if hint.get("as") == "MFT":
+            expect, labels, first = "eq", [hint.get("label")] * len(inputs), 0
+        else:
+            expect = "eq" if r.expect == "triplet" else r.expect
+            labels = list(r.labels) if r.labels is not None else [params.get("val")] * len(inputs)
+            first = 1 if ttype != "MFT" and r.agg_fn == "all_except_first" and r.expect != "triplet" else 0
+        items = []
+        for j in range(first, len(inputs)):
+            label = labels[j] if labels[j] is not None else params.get("val")
+            items.append(Item(r.functionality, [inputs[j]], [inputs_b[j]] if inputs_b else None,
+                              task.mft_target(expect, label)))
+        return "MFT", items
+    if ttype == "INV":
+        return "INV", [Item(r.functionality, inputs, inputs_b)]
+    fn = dir_function_for(r.expect, params)
+    sliced = dir_train_slice and params.get("slice") == "orig_not_neutral"
+    return "DIR", [Item(r.functionality, inputs, inputs_b, dir_fn=DIR_FN_INDEX[fn], dir_slice=sliced)]
+
+
+def _qa_case_items(r, contexts: list[str], questions: list[str] | None) -> tuple[str, list[Item]]:
+    """READ: MFTs (and label-checked tests) train the span of the expected
+    answer of every input (its first occurrence in the context); INVs
+    (``inv`` / ``same_answer``) pair the original with a perturbation and
+    compare their start / end distributions on the aligned positions."""
+    if questions is None:
+        raise ValueError(f"READ case {r.case_id!r}: field 'inputs_b': questions are missing")
+    if r.test_type == "INV":
+        return "INV", [Item(r.functionality, contexts, questions, qa=True)]
+    answers = list(r.answers) if getattr(r, "answers", None) is not None else None
+    if r.test_type != "MFT" or answers is None:
+        raise ValueError(f"READ case {r.case_id!r}: a {r.test_type} test with expectation {r.expect!r} "
+                         "has no training loss (READ trains MFTs with answers and INVs)")
+    return "MFT", [Item(r.functionality, [c], [q], answer=str(a), qa=True)
+                   for c, q, a in zip(contexts, questions, answers)]
 
 
 def _make_batch(stream: str, items: list[Item], rng: np.random.Generator) -> Batch:
     envs = [it.env for it in items]
     has_b = items[0].inputs_b is not None
+    if items[0].qa and stream in ("iid", "MFT"):
+        return Batch("qa_mft", envs, [it.inputs[0] for it in items], [it.inputs_b[0] for it in items],
+                     answers=[it.answer for it in items], answer_starts=[it.answer_start for it in items])
     if stream in ("iid", "MFT"):
         return Batch("mft", envs, [it.inputs[0] for it in items],
                      [it.inputs_b[0] for it in items] if has_b else None,
@@ -99,7 +148,7 @@ def _make_batch(stream: str, items: list[Item], rng: np.random.Generator) -> Bat
     if has_b:
         texts_b = [it.inputs_b[0] for it in items] + [it.inputs_b[k] for it, k in zip(items, picks)]
     if stream == "INV":
-        return Batch("inv", envs, texts, texts_b)
+        return Batch("qa_inv" if items[0].qa else "inv", envs, texts, texts_b)
     return Batch("dir", envs, texts, texts_b,
                  dir_fn=torch.tensor([it.dir_fn for it in items], dtype=torch.long),
                  dir_slice=torch.tensor([it.dir_slice for it in items], dtype=torch.bool))
@@ -135,10 +184,11 @@ def n_batches(streams: dict[str, list[Item]], batch_size: int) -> int:
 class LossFn:
     """Maps (model, batch) to per-example losses; tokenizes on the fly."""
 
-    def __init__(self, tokenizer, max_length: int, detach_inv_orig: bool = False):
+    def __init__(self, tokenizer, max_length: int, detach_inv_orig: bool = False, doc_stride: int = 128):
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.detach_inv_orig = detach_inv_orig
+        self.doc_stride = doc_stride
 
     def logits(self, model, texts, texts_b=None):
         enc = self.tokenizer(texts, texts_b, padding=True, truncation=True, max_length=self.max_length,
@@ -146,6 +196,20 @@ class LossFn:
         return model(**enc).logits
 
     def __call__(self, model, batch: Batch) -> torch.Tensor:
+        if batch.kind == "qa_mft":
+            from beluga.qa import qa_mft_batch_loss
+
+            return qa_mft_batch_loss(model, self.tokenizer, questions=batch.texts_b, contexts=batch.texts,
+                                     answers=batch.answers, answer_starts=batch.answer_starts,
+                                     max_length=self.max_length, stride=self.doc_stride)
+        if batch.kind == "qa_inv":
+            from beluga.qa import qa_inv_batch_loss
+
+            n = batch.size
+            return qa_inv_batch_loss(model, self.tokenizer, orig_questions=batch.texts_b[:n],
+                                     orig_contexts=batch.texts[:n], pert_questions=batch.texts_b[n:],
+                                     pert_contexts=batch.texts[n:], max_length=self.max_length,
+                                     detach_orig=self.detach_inv_orig)
         logits = self.logits(model, batch.texts, batch.texts_b)
         if batch.kind == "mft":
             return mft_loss(logits, batch.targets)
@@ -160,7 +224,7 @@ class LossFn:
 
 
 def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams: dict, seed: int,
-          max_length: int = 128, log_every: int = 50) -> dict:
+          max_length: int = 128, log_every: int = 50, doc_stride: int = 128) -> dict:
     """Train ``model`` in place. ``hparams`` holds lr, batch_size, epochs and
     the method's own hyper-parameters. Returns a summary dict."""
     if not streams:
@@ -172,7 +236,8 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
     if batch_size <= 0 or epochs <= 0 or float(hparams["lr"]) <= 0:
         raise ValueError(f"batch_size, epochs and lr must be positive, got {batch_size}, {epochs}, {hparams['lr']}")
     total = n_batches(streams, batch_size) * epochs
-    loss_fn = LossFn(tokenizer, max_length, detach_inv_orig=bool(hparams.get("detach_inv_orig", False)))
+    loss_fn = LossFn(tokenizer, max_length, detach_inv_orig=bool(hparams.get("detach_inv_orig", False)),
+                     doc_stride=doc_stride)
     model.train()
     algo = algo_cls(model, hparams, loss_fn, total)
     t0, step, history = time.time(), 0, []

@@ -11,6 +11,8 @@ rule aggregate:
         markdown=f"{RESULTS}/{{task}}/scores/scores.md",
     params:
         runs=aggregate_runs,
+        task_type=lambda w: TASKS[w.task]["type"],
+        iid_metric=lambda w: TASKS[w.task].get("iid_metric", "mean"),
     log:
         "logs/{task}/aggregate.log",
     conda:

@@ -56,11 +56,23 @@ def run_keys(task):
     return keys
 
 
-def stage_hparams(stage, method=None):
-    hp = dict(TRAINING.get(stage, {"lr": 5e-5, "batch_size": 16, "epochs": 2}))
+def training(task):
+    """The global training block with the task's own overrides (tasks.<id>.training) on top."""
+    merged = dict(TRAINING)
+    merged.update(TASKS[task].get("training", {}))
+    return merged
+
+
+def stage_hparams(task, stage, method=None):
+    tr = training(task)
+    hp = dict(tr.get(stage, {"lr": 5e-5, "batch_size": 16, "epochs": 2}))
     if method is not None:
-        hp.update(method_hparams(method, TRAINING.get("method_hparams", {}).get(method)))
+        hp.update(method_hparams(method, tr.get("method_hparams", {}).get(method)))
     return hp
+
+
+def max_length(task):
+    return training(task).get("max_length", 128)
 
 
 def res(task, *parts):

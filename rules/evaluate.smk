@@ -13,7 +13,8 @@ rule predict:
     params:
         task_type=lambda w: TASKS[w.task]["type"],
         batch_size=config.get("predict", {}).get("batch_size", 64),
-        max_length=TRAINING.get("max_length", 128),
+        max_length=lambda w: max_length(w.task),
+        doc_stride=lambda w: training(w.task).get("doc_stride", 128),
     threads: 1
     log:
         "logs/{task}/predict/{conf}/{method}/{partition}/{fold}.log",
@@ -28,6 +29,7 @@ rule outcomes:
         predictions=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
         suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
         split=f"{RESULTS}/{{task}}/suite/split.parquet",
+        iid_test=f"{RESULTS}/{{task}}/iid/test.parquet",
     output:
         outcomes=f"{RESULTS}/{{task}}/outcomes/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
     params:

@@ -10,9 +10,10 @@ rule train_iid:
     params:
         model=lambda w: TASKS[w.task]["model"],
         task_type=lambda w: TASKS[w.task]["type"],
-        hparams=stage_hparams("iid"),
+        hparams=lambda w: stage_hparams(w.task, "iid"),
         seed=config.get("seed", 1),
-        max_length=TRAINING.get("max_length", 128),
+        max_length=lambda w: max_length(w.task),
+        doc_stride=lambda w: training(w.task).get("doc_stride", 128),
     threads: 1
     log:
         "logs/{task}/train_iid.log",
@@ -39,11 +40,12 @@ rule finetune:
         model=lambda w: TASKS[w.task]["model"],
         fold=lambda w: fold_spec(w.task, w.partition, w.fold),
         all_functionalities=lambda w: list(FUNCS[w.task]["functionality"]),
-        hparams=lambda w: stage_hparams("suite", w.method),
+        hparams=lambda w: stage_hparams(w.task, "suite", w.method),
         seed=config.get("seed", 1),
-        max_length=TRAINING.get("max_length", 128),
-        iid_in_mix=TRAINING.get("iid_in_mix"),
-        dir_train_slice=TRAINING.get("dir_train_slice", True),
+        max_length=lambda w: max_length(w.task),
+        doc_stride=lambda w: training(w.task).get("doc_stride", 128),
+        iid_in_mix=lambda w: training(w.task).get("iid_in_mix"),
+        dir_train_slice=lambda w: training(w.task).get("dir_train_slice", True),
     threads: 1
     log:
         "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",

@@ -1,7 +1,9 @@
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
-from beluga.data.iid import load_rotten_tomatoes, load_source, load_table, split_iid
+from beluga.data.iid import load_rotten_tomatoes, load_source, load_splits, load_table, qqp_bucket, split_iid
 from beluga.errors import DataError
 
 
@@ -38,3 +40,48 @@ def test_local_tsv(tmp_path):
 def test_hf_offline_fails_fast():
     with pytest.raises(DataError, match="not reachable"):
         load_source("hf:glue/sst2", {0, 1})
+
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+needs_shared = pytest.mark.skipif(not SHARED.exists(), reason=f"real data folder {SHARED} is absent")
+
+
+@needs_shared
+def test_sst2_dev_halved_like_the_paper():
+    parts = load_splits({"source": "sst2", "path": str(SHARED / "iid" / "sst2"), "seed": 42}, "classification",
+                        {0, 1})
+    assert (len(parts["train"]), len(parts["val"]), len(parts["test"])) == (67349, 436, 436)
+    assert not set(parts["val"].example_id) & set(parts["test"].example_id)
+    again = load_splits({"source": "sst2", "path": str(SHARED / "iid" / "sst2"), "seed": 42}, "classification",
+                        {0, 1})
+    pd.testing.assert_frame_equal(parts["test"], again["test"])
+    capped = load_splits({"source": "sst2", "path": str(SHARED / "iid" / "sst2"), "seed": 42, "n_train": 50},
+                         "classification", {0, 1})
+    assert len(capped["train"]) == 50 and len(capped["pool"]) == 67349 - 50
+
+
+@needs_shared
+def test_qqp_hash_split():
+    parts = load_splits({"source": "qqp", "path": str(SHARED / "iid" / "qqp"), "n_train": 1000}, "classification",
+                        {0, 1})
+    n = 404043
+    assert len(parts["train"]) == 1000
+    assert abs(len(parts["val"]) - 0.05 * n) < 0.01 * n and abs(len(parts["test"]) - 0.05 * n) < 0.01 * n
+    assert {"text", "text_b", "label"} <= set(parts["test"].columns)
+    # the rule depends on the id alone: a pair's split never changes
+    for eid in parts["test"].example_id[:20]:
+        assert qqp_bucket(eid.removeprefix("qqp-")) >= 0.95
+
+
+def test_named_dataset_needs_folder(tmp_path):
+    with pytest.raises(DataError, match="field 'path'"):
+        load_splits({"source": "sst2"}, "classification", {0, 1})
+    with pytest.raises(DataError, match="lacks train.tsv"):
+        load_splits({"source": "sst2", "path": str(tmp_path)}, "classification", {0, 1})
+
+
+def test_pair_table(tmp_path):
+    p = tmp_path / "pairs.tsv"
+    p.write_text("question1\tquestion2\tlabel\nhow old?\twhat age?\t1\nwhy?\twhere?\t0\n")
+    df = load_table(p, {0, 1})
+    assert list(df.text_b) == ["what age?", "where?"] and list(df.label) == [1, 0]

@@ -47,3 +47,32 @@ def test_aggregate_scores():
     assert list(scores.configuration) == ["iid", "iid_to_t"]
     assert {"G_standard", "G_seen", "G_func", "G_class", "G_type"} <= set(scores.columns)
     assert len(long[long.scenario == "func"]) == 2
+
+
+def test_positive_f1_and_para_metrics():
+    from beluga.metrics import iid_metrics, iid_outcomes, iid_score, positive_f1
+
+    # tp=2, fp=1, fn=1 -> F1 = 4 / 6
+    assert positive_f1([1, 1, 1, 0, 0], [1, 1, 0, 1, 0]) == pytest.approx(4 / 6)
+    assert positive_f1([0, 0], [0, 0]) == 0.0
+    preds = pd.DataFrame({"case_id": ["a", "b", "c", "d", "e"],
+                          "probs": [[0.1, 0.9], [0.2, 0.8], [0.4, 0.6], [0.7, 0.3], [0.9, 0.1]]})
+    gold = pd.DataFrame({"example_id": ["e", "d", "c", "b", "a"], "label": [0, 1, 0, 1, 1]})  # keyed by id
+    out = iid_outcomes(preds, gold, "classification")
+    m = iid_metrics(out, "para")
+    assert m == {"accuracy": pytest.approx(3 / 5), "f1": pytest.approx(4 / 6)}
+    assert iid_score(m) == pytest.approx((3 / 5 + 4 / 6) / 2)
+    assert iid_score(m, "f1") == pytest.approx(4 / 6)
+    with pytest.raises(ValueError, match="iid_metric"):
+        iid_score(m, "em")
+
+
+def test_iid_outcomes_reject_unknown_or_missing_ids():
+    from beluga.errors import DataError
+    from beluga.metrics import iid_outcomes
+
+    gold = pd.DataFrame({"example_id": ["a", "b"], "label": [0, 1]})
+    with pytest.raises(DataError, match="unknown example 'z'"):
+        iid_outcomes(pd.DataFrame({"case_id": ["a", "z"], "probs": [[1, 0], [0, 1]]}), gold, "classification")
+    with pytest.raises(DataError, match="1 i.i.d. predictions for 2"):
+        iid_outcomes(pd.DataFrame({"case_id": ["a"], "probs": [[1, 0]]}), gold, "classification")

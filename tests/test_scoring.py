@@ -79,3 +79,137 @@ def test_score_cases_and_pass_rates():
     assert pr.loc["f1", "pass_rate"] == 0.5 and pr.loc["f2", "pass_rate"] == 1.0
     with pytest.raises(ValueError, match="missing predictions for case 'c'"):
         score_cases(suite, preds.iloc[:3], SENT)
+
+
+# ---------------------------------------------------------------- expectations added for the CheckList suites
+DUP, NOT = [0.1, 0.9], [0.9, 0.1]
+
+
+def pstatus(expect, params, agg, probs2, labels=None):
+    """Two-class (PARA) probabilities."""
+    return status(expect, params, agg, probs2, labels)
+
+
+def qstatus(expect, params, agg, preds, answers=None, meta=None):
+    """QA: predicted answer strings, no probabilities."""
+    return case_status(expect, params, agg, list(preds), None, None, answers, meta)
+
+
+def test_eq_or_not_negative_q_and_a_no():
+    # label 0: must be predicted negative; label 1 means "not negative"
+    assert status("eq_or_not_negative", {}, "all", [NEG], [0]) == PASS
+    assert status("eq_or_not_negative", {}, "all", [NEU], [0]) == FAIL
+    assert status("eq_or_not_negative", {}, "all", [NEU], [1]) == PASS
+    assert status("eq_or_not_negative", {}, "all", [POS], [1]) == PASS
+    assert status("eq_or_not_negative", {}, "all", [NEG], [1]) == FAIL
+
+
+@pytest.mark.parametrize("preds, expected", [
+    ((DUP, DUP, DUP), PASS),
+    ((DUP, DUP, NOT), FAIL),
+    ((NOT, DUP, DUP), FAIL),
+    ((NOT, DUP, NOT), FAIL),
+    ((DUP, NOT, DUP), FILTERED),
+    ((DUP, NOT, NOT), FILTERED),
+    ((NOT, NOT, DUP), FILTERED),
+    ((NOT, NOT, NOT), FILTERED),
+])
+def test_triplet_released_behaviour(preds, expected):
+    # test-case level: agg_fn (all_except_first as released) and labels are ignored
+    assert pstatus("triplet", {}, "all_except_first", list(preds), [0, 1, 0]) == expected
+    assert pstatus("triplet", {}, "all", list(preds)) == expected
+
+
+def test_qqp_slice_orig_pred_eq():
+    p = {"val": 0, "slice": "orig_pred_eq", "slice_value": 1}
+    assert pstatus("eq", p, "all_except_first", [DUP, NOT, NOT]) == PASS
+    assert pstatus("eq", p, "all_except_first", [DUP, NOT, DUP]) == FAIL
+    # original not predicted duplicate -> not scored
+    assert pstatus("eq", p, "all_except_first", [NOT, DUP, DUP]) == FILTERED
+    # "Keep entitites, fill in with gibberish": eq(0), all_except_first, no slice
+    assert pstatus("eq", {"val": 0}, "all_except_first", [DUP, NOT, NOT]) == PASS
+    # "(q, paraphrase(q))": eq(1) with all -> the original must be duplicate too
+    assert pstatus("eq", {"val": 1}, "all", [NOT, DUP, DUP]) == FAIL
+    assert pstatus("eq", {"val": 1}, "all", [DUP, DUP, DUP]) == PASS
+
+
+def test_all_except_first_with_one_input_passes():
+    # qqp synonyms INV as released: one pair per case, nothing left to check
+    for probs in (DUP, NOT):
+        assert pstatus("inv", {"tolerance": 0.1, "unperturbed": True}, "all_except_first", [probs]) == PASS
+    # the first *remaining* result is dropped after Nones are removed
+    from beluga.scoring import aggregate
+    assert aggregate([None, True, False], "all_except_first") == FAIL
+    assert aggregate([None, False, True], "all_except_first") == PASS
+    assert aggregate([None, None], "all_except_first") == FILTERED
+
+
+def test_inv_zero_tolerance_and_monotonic_not_scored():
+    # tolerance 0: a changed class fails even if the probability barely moved
+    assert status("inv", {"tolerance": 0}, "all_except_first", [[0.0, 0.49, 0.51], [0.0, 0.51, 0.49]]) == FAIL
+    inc = {"increasing": True, "tolerance": 0.1, "slice": "orig_not_neutral", "label": None}
+    # increasing and P_orig(c) <= tol cannot fail -> every result None -> filtered
+    assert status("monotonic", dict(inc, label=0), "all_except_first", [POS, NEG]) == FILTERED
+    # explicit label: confidence in that class must not drop
+    assert status("monotonic", dict(inc, label=2), "all_except_first", [POS, [0.3, 0.1, 0.6]]) == FAIL
+
+
+def test_qa_eq_exact_and_inv_exact():
+    assert qstatus("eq", {}, "all", ["Anna", "Bob"], ["Anna", "Bob"]) == PASS
+    assert qstatus("eq", {}, "all", ["Anna.", "Bob"], ["Anna", "Bob"]) == FAIL
+    assert qstatus("inv", {"tolerance": 0.1}, "all_except_first", ["Anna", "Anna", "Anna"]) == PASS
+    assert qstatus("inv", {"tolerance": 0.1}, "all_except_first", ["Anna", "Anna", "Anna."]) == FAIL
+
+
+def test_squad_cleaning():
+    from beluga.scoring import clean_squad
+    assert clean_squad("the Anna.") == "Anna"
+    assert clean_squad("in Paris..") == "Paris"
+    # a character-set strip, not an article strip: 'then' and 'ethan' vanish, 'the nation' -> 'on'
+    assert clean_squad("then") == "" and clean_squad("ethan") == ""
+    assert clean_squad("the nation") == "on"
+    assert clean_squad("Ethan") == "Ethan"  # case-sensitive
+    assert clean_squad("[a, an] Bob") == "Bob"
+    assert qstatus("squad", {}, "all", ["the Anna.", "Bob"], ["Anna", "an Bob"]) == PASS
+    assert qstatus("squad", {}, "all", ["then", "Bob"], ["a tent", "Bob"]) == PASS  # both clean to ''
+    assert qstatus("squad", {}, "all", ["Anna", "Anna"], ["Anna", "Bob"]) == FAIL
+    assert qstatus("squad", {}, "all", [None], [""]) == PASS  # no answer = empty answer
+
+
+def test_same_answer_with_meta():
+    meta = [{}, ["Luther", "James"], ["Luther", "Shawn"]]
+    assert qstatus("same_answer", {}, "all_except_first", ["Luther King", "James King", "Shawn King"],
+                   meta=meta) == PASS
+    assert qstatus("same_answer", {}, "all_except_first", ["Luther King", "James King", "Luther King"],
+                   meta=meta) == FAIL
+    # whole words only: 'Lutherans' is not renamed
+    assert qstatus("same_answer", {}, "all_except_first", ["Lutherans", "Lutherans", "Lutherans"], meta=meta) == PASS
+    assert qstatus("same_answer", {}, "all_except_first", ["Lutherans", "Jamesans", "Lutherans"], meta=meta) == FAIL
+    # no meta: equal to the original answer
+    assert qstatus("same_answer", {}, "all_except_first", ["x", "x"]) == PASS
+    assert qstatus("same_answer", {}, "all_except_first", ["x", "y"]) == FAIL
+
+
+def test_score_cases_qa_and_three_class_sent():
+    from beluga.tasks import PARA, READ
+    suite = pd.DataFrame([
+        dict(case("q1", "who", "C", "MFT", ["ctx", "ctx"], expect="squad"), answers=["Anna", "Bob"]),
+        dict(case("q2", "who", "C", "MFT", ["ctx"], expect="eq"), answers=["Anna"]),
+        dict(case("q3", "names", "N", "INV", ["c0", "c1"], expect="same_answer"),
+             meta='[{}, ["Anna", "Eve"]]'),
+    ])
+    preds = pd.DataFrame({"case_id": ["q1", "q1", "q2", "q3", "q3"], "input_idx": [0, 1, 0, 0, 1],
+                          "answer": ["the Anna", "Bob.", "the Anna", "Anna Smith", "Eve Smith"],
+                          "split": "suite_test"})
+    out = score_cases(suite, preds, READ).set_index("case_id").status.to_dict()
+    assert out == {"q1": PASS, "q2": FAIL, "q3": PASS}
+    with pytest.raises(ValueError, match="field 'answer': missing column"):
+        score_cases(suite, preds.drop(columns="answer"), READ)
+    with pytest.raises(ValueError, match="duplicate prediction rows for case 'q1', input 0"):
+        score_cases(suite, pd.concat([preds, preds.iloc[:1]]), READ)
+    # SENT predictions may already be three-class
+    s = pd.DataFrame([case("a", "f", "C", "MFT", ["x"], [1])])
+    assert score_cases(s, pd.DataFrame({"case_id": ["a"], "input_idx": [0], "probs": [NEU]}), SENT
+                       ).status.tolist() == [PASS]
+    with pytest.raises(ValueError, match="field 'probs'"):
+        score_cases(s, pd.DataFrame({"case_id": ["a"], "input_idx": [0], "probs": [[0.2, 0.3, 0.1, 0.4]]}), PARA)

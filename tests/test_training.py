@@ -70,3 +70,70 @@ def test_dropout_free_eval_predictions_sum_to_one():
     assert p.shape == (3, 2) and p.dtype == np.float32
     np.testing.assert_allclose(p.sum(-1), 1, rtol=1e-5)
     assert torch.get_num_threads() >= 1
+
+
+def _case(cid, func, ttype, inputs, inputs_b=None, labels=None, expect="eq", params=None, agg="all", answers=None):
+    import json
+
+    return {"case_id": cid, "functionality": func, "capability": "C", "test_type": ttype, "inputs": inputs,
+            "inputs_b": inputs_b, "labels": labels, "expect": expect, "expect_params": json.dumps(params or {}),
+            "agg_fn": agg, "meta": None, "answers": answers}
+
+
+def test_para_streams_train_label_checks_as_mfts():
+    from beluga.tasks import PARA
+
+    suite = pd.DataFrame([
+        _case("m", "mft", "MFT", ["q1"], ["q2"], labels=[0]),
+        # DIR with a known label (slice on the original): perturbed pairs only, label 0
+        _case("d", "dir", "DIR", ["o1", "p1", "p2"], ["o2", "p1b", "p2b"], expect="eq",
+              params={"val": 0, "slice": "orig_pred_eq", "slice_value": 1}, agg="all_except_first"),
+        # paraphrase DIR checked with `all`: every pair, label 1
+        _case("pp", "para", "DIR", ["a", "b"], ["c", "d"], expect="eq", params={"val": 1}),
+        # implication triplets: every pair with its own label
+        _case("t", "impl", "DIR", ["x", "y", "z"], ["x2", "y2", "z2"], labels=[1, 1, 0], expect="triplet",
+              agg="all_except_first"),
+        # one-pair synonym "INV" with the paper's training hint
+        _case("s", "syn", "INV", ["w"], ["w2"], expect="inv", params={"tolerance": 0.1,
+                                                                     "train": {"as": "MFT", "label": 1}},
+              agg="all_except_first"),
+        _case("i", "inv", "INV", ["k", "k'"], ["l", "l'"], expect="inv", agg="all_except_first"),
+    ])
+    iid = pd.DataFrame({"text": ["a?"], "text_b": ["b?"], "label": [1]})
+    streams = build_streams(PARA, iid, suite)
+    assert {k: len(v) for k, v in streams.items()} == {"iid": 1, "MFT": 1 + 2 + 2 + 3 + 1, "INV": 1}
+    by_env = {}
+    for it in streams["MFT"]:
+        by_env.setdefault(it.env, []).append((it.inputs[0], it.inputs_b[0], it.target))
+    assert by_env["dir"] == [("p1", "p1b", [1.0, 0.0]), ("p2", "p2b", [1.0, 0.0])]
+    assert [t for *_, t in by_env["para"]] == [[0.0, 1.0]] * 2
+    assert [t for *_, t in by_env["impl"]] == [[0.0, 1.0], [0.0, 1.0], [1.0, 0.0]]
+    assert by_env["syn"] == [("w", "w2", [0.0, 1.0])]
+    assert streams["iid"][0].inputs_b == ["b?"]
+
+
+def test_read_streams_and_training_step():
+    from beluga.tasks import READ
+
+    ctx = "Paul traveled from Chicago to New York last year."
+    suite = pd.DataFrame([
+        _case("m", "who", "MFT", [ctx, ctx], ["Who traveled?", "Where to?"], answers=["Paul", "New York"],
+              expect="squad"),
+        _case("i", "typo", "INV", [ctx, ctx], ["Who traveled?", "Who travelled?"], expect="inv",
+              agg="all_except_first"),
+    ])
+    iid = pd.DataFrame({"example_id": ["e"], "context": [ctx], "question": ["From where?"],
+                        "answers": [["Chicago"]], "answer_starts": [[ctx.index("Chicago")]]})
+    streams = build_streams(READ, iid, suite)
+    assert {k: len(v) for k, v in streams.items()} == {"iid": 1, "MFT": 2, "INV": 1}
+    assert [it.answer for it in streams["MFT"]] == ["Paul", "New York"]
+    kinds = {b.kind for b in epoch_batches(streams, 2, np.random.default_rng(0))}
+    assert kinds == {"qa_mft", "qa_inv"}
+    set_seed(0)
+    model, tok = load_model(TINY_RANDOM, 0, task_head="qa")
+    summary = train(model, tok, streams, "vanilla", {"lr": 1e-3, "batch_size": 2, "epochs": 2}, seed=0,
+                    max_length=48, doc_stride=16)
+    assert summary["steps"] == 2 * 3 and all(np.isfinite(summary["epoch_losses"]))
+    bad = pd.DataFrame([_case("d", "dir", "DIR", [ctx, ctx], ["q", "q2"], expect="monotonic")])
+    with pytest.raises(ValueError, match="has no training loss"):
+        build_streams(READ, None, bad)

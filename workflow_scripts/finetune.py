@@ -8,4 +8,5 @@ run(sm, lambda: pipeline.finetune(
     suite_path=sm.input.suite, split_path=sm.input.split, iid_train=sm.input.get("iid_train"),
     start_model=sm.input.get("start", sm.params.model), hparams=sm.params.hparams, seed=sm.params.seed,
     max_length=sm.params.max_length, iid_in_mix=sm.params.iid_in_mix, dir_train_slice=sm.params.dir_train_slice,
-    out_dir=sm.output.model, threads=sm.threads))
+    out_dir=sm.output.model, threads=sm.threads,
+    doc_stride=sm.params.doc_stride))

@@ -12,12 +12,16 @@ test_type      string                  ``MFT``, ``INV`` or ``DIR``
 inputs         list<string>            inputs; for INV/DIR the original first
 inputs_b       list<string> | null     second text segment of each input
                                        (sentence-pair tasks); null otherwise
-labels         list<int64> | null      one label per input, or null
+labels         list<int64> | null      one class label per input (classification)
+answers        list<string> | null     one expected answer per input (QA)
 expect         string                  expectation name (see EXPECTATIONS)
 expect_params  string (JSON object)    expectation parameters
 agg_fn         string                  ``all`` or ``all_except_first``
 meta           string (JSON) | null    optional per-case metadata
 =============  ======================  ==========================================
+
+``answers`` is optional: a file written before it existed loads with the
+column filled with nulls.
 
 The file may declare its functionalities in the schema metadata key
 ``beluga.functionalities`` (JSON list of {functionality, capability,
@@ -41,18 +45,39 @@ TEST_TYPES = ("MFT", "INV", "DIR")
 AGG_FNS = ("all", "all_except_first")
 FUNCTIONALITIES_KEY = "beluga.functionalities"
 
-# expectation name -> (needs a label per input when no ``val`` param, allowed test types)
+# expectation name -> what it needs and where it applies.
+#   needs: "label"  - a class label per input (column ``labels``)
+#          "answer" - an expected answer string per input (column ``answers``)
+#          "label_or_answer" - labels (classification) or answers (QA)
+#          None     - nothing per input
+#   val_ok: a ``val`` parameter replaces the per-input label / answer
+#   label: kept for backward compatibility (True when some label info is needed)
+#   n_inputs: exact number of inputs the expectation works on (None: any)
 EXPECTATIONS: dict[str, dict] = {
-    "eq": {"label": True, "types": ("MFT", "INV", "DIR")},
-    "not_negative": {"label": False, "types": ("MFT",)},
-    "inv": {"label": False, "types": ("INV",)},
-    "monotonic": {"label": False, "types": ("DIR",)},
-    "diff_up": {"label": False, "types": ("DIR",)},
-    "diff_down": {"label": False, "types": ("DIR",)},
+    "eq": {"needs": "label_or_answer", "val_ok": True, "types": ("MFT", "INV", "DIR")},
+    "not_negative": {"needs": None, "val_ok": False, "types": ("MFT",)},
+    "eq_or_not_negative": {"needs": "label", "val_ok": False, "types": ("MFT",)},
+    "inv": {"needs": None, "val_ok": False, "types": ("INV",)},
+    "monotonic": {"needs": None, "val_ok": False, "types": ("DIR",)},
+    "diff_up": {"needs": None, "val_ok": False, "types": ("DIR",)},
+    "diff_down": {"needs": None, "val_ok": False, "types": ("DIR",)},
+    "triplet": {"needs": None, "val_ok": False, "types": ("DIR", "MFT"), "n_inputs": 3},
+    "squad": {"needs": "answer", "val_ok": False, "types": ("MFT", "INV", "DIR")},
+    "same_answer": {"needs": None, "val_ok": False, "types": ("INV", "DIR")},
+}
+for _spec in EXPECTATIONS.values():
+    _spec["label"] = _spec["needs"] is not None
+    _spec.setdefault("n_inputs", None)
+
+# slices (``expect_params.slice``): the case is scored only when the slice holds
+SLICES = {
+    "orig_not_neutral": "the original input is not predicted neutral (class 1)",
+    "orig_pred_eq": "the original input is predicted as class `slice_value`",
 }
 
 COLUMNS = ["case_id", "functionality", "capability", "test_type", "inputs", "inputs_b",
-           "labels", "expect", "expect_params", "agg_fn", "meta"]
+           "labels", "answers", "expect", "expect_params", "agg_fn", "meta"]
+OPTIONAL_COLUMNS = ("inputs_b", "answers", "meta")
 
 SCHEMA = pa.schema([
     ("case_id", pa.string()),
@@ -62,6 +87,7 @@ SCHEMA = pa.schema([
     ("inputs", pa.list_(pa.string())),
     ("inputs_b", pa.list_(pa.string())),
     ("labels", pa.list_(pa.int64())),
+    ("answers", pa.list_(pa.string())),
     ("expect", pa.string()),
     ("expect_params", pa.string()),
     ("agg_fn", pa.string()),
@@ -78,24 +104,94 @@ def _fail(path, row, case_id, field, msg) -> SuiteError:
     return SuiteError(f"suite file {path}: {where}: field '{field}': {msg}")
 
 
+def _as_list(v) -> list | None:
+    """A list / array / tuple as a list; anything else (None, strings, scalars) -> None."""
+    if v is None or isinstance(v, (str, bytes, dict)):
+        return None
+    try:
+        return list(v)
+    except TypeError:
+        return None
+
+
+def _is_int(v) -> bool:
+    if isinstance(v, (bool, str, bytes)):
+        return False
+    try:
+        return float(v).is_integer()
+    except (TypeError, ValueError):
+        return False
+
+
+def _missing_entry(v) -> bool:
+    return v is None or (isinstance(v, float) and v != v)
+
+
+def _check_params(path, i, cid, expect: str, params: dict, n_inputs: int) -> None:
+    sl = params.get("slice")
+    if sl is not None:
+        if sl not in SLICES:
+            raise _fail(path, i, cid, "expect_params",
+                        f"unknown slice {sl!r} (known: {', '.join(SLICES)})")
+        if sl == "orig_pred_eq":
+            v = params.get("slice_value")
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise _fail(path, i, cid, "expect_params",
+                            "slice 'orig_pred_eq' needs an integer 'slice_value'")
+    train = params.get("train")
+    if train is not None:
+        if not isinstance(train, dict) or train.get("as") not in TEST_TYPES:
+            raise _fail(path, i, cid, "expect_params",
+                        f"'train' must be an object with 'as' in {', '.join(TEST_TYPES)}, got {train!r}")
+        lb = train.get("label")
+        if lb is not None and (not isinstance(lb, int) or isinstance(lb, bool)):
+            raise _fail(path, i, cid, "expect_params", f"'train.label' must be an integer, got {lb!r}")
+    unp = params.get("unperturbed")
+    if unp is not None and not isinstance(unp, bool):
+        raise _fail(path, i, cid, "expect_params", f"'unperturbed' must be true or false, got {unp!r}")
+    tol = params.get("tolerance")
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float))):
+        raise _fail(path, i, cid, "expect_params", f"'tolerance' must be a number, got {tol!r}")
+
+
+def _check_same_answer_meta(path, i, cid, meta, n_inputs: int) -> None:
+    if meta is None:
+        return
+    if not isinstance(meta, list) or len(meta) != n_inputs:
+        raise _fail(path, i, cid, "meta",
+                    f"expectation 'same_answer' needs null or a list with one entry per input "
+                    f"({n_inputs}), got {str(meta)[:80]!r}")
+    for m in meta:
+        if not m:
+            continue
+        if not (isinstance(m, list) and len(m) == 2 and all(isinstance(x, str) for x in m)):
+            raise _fail(path, i, cid, "meta",
+                        f"expectation 'same_answer': each entry must be empty or [old, new] strings, got {m!r}")
+
+
 def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[int, ...] | None,
-                   declared: list[dict] | None = None) -> pd.DataFrame:
-    """Check every row; raise SuiteError naming the file, the row and the field."""
+                   declared: list[dict] | None = None, task_kind: str | None = None) -> pd.DataFrame:
+    """Check every row; raise SuiteError naming the file, the row and the field.
+
+    ``task_kind`` ("classification" or "qa") decides whether ``eq`` needs labels
+    or answers; None accepts either."""
     path = str(path)
-    missing = [c for c in COLUMNS if c not in df.columns and c not in ("inputs_b", "meta")]
+    missing = [c for c in COLUMNS if c not in df.columns and c not in OPTIONAL_COLUMNS]
     if missing:
         raise SuiteError(f"suite file {path}: missing column(s) {missing}; "
                          f"expected columns {COLUMNS}")
     df = df.copy()
-    for opt in ("inputs_b", "meta"):
+    for opt in OPTIONAL_COLUMNS:
         if opt not in df.columns:
             df[opt] = None
-    for col in ("inputs_b", "meta", "labels", "expect_params"):
-        df[col] = [None if _is_null(v) else v for v in df[col].astype(object)]
+    for col in ("inputs_b", "meta", "labels", "answers", "expect_params"):
+        df[col] = pd.Series([None if _is_null(v) else v for v in df[col].astype(object)], index=df.index,
+                            dtype=object)
     if len(df) == 0:
         raise SuiteError(f"suite file {path}: field 'case_id': the suite has no test cases")
     seen_ids: dict[str, int] = {}
     func_info: dict[str, tuple[str, str]] = {}
+    param_cache: dict[str, dict] = {}
     for i, r in enumerate(df.itertuples(index=False)):
         cid = r.case_id
         if not isinstance(cid, str) or not cid:
@@ -115,45 +211,88 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
             raise _fail(path, i, cid, "functionality",
                         f"functionality {r.functionality!r} has capability/test type "
                         f"{(r.capability, r.test_type)} here but {prev} in an earlier row")
-        inputs = list(r.inputs) if r.inputs is not None else []
+        inputs = _as_list(r.inputs) or []
         if not inputs or not all(isinstance(x, str) for x in inputs):
             raise _fail(path, i, cid, "inputs", "must be a non-empty list of strings")
-        if r.test_type in ("INV", "DIR") and len(inputs) < 2:
-            raise _fail(path, i, cid, "inputs",
-                        f"{r.test_type} case needs the original and at least one perturbation, "
-                        f"got {len(inputs)} input(s)")
-        if r.inputs_b is not None and len(r.inputs_b) != len(inputs):
-            raise _fail(path, i, cid, "inputs_b", f"has {len(r.inputs_b)} entries for {len(inputs)} inputs")
+        n = len(inputs)
+        if r.inputs_b is not None:
+            if _as_list(r.inputs_b) is None or len(r.inputs_b) != n:
+                raise _fail(path, i, cid, "inputs_b",
+                            f"must be a list with one entry per input ({n}), got {str(r.inputs_b)[:60]!r}")
+            if not all(isinstance(x, str) for x in r.inputs_b):
+                raise _fail(path, i, cid, "inputs_b", "must be a list of strings")
         if r.expect not in EXPECTATIONS:
             raise _fail(path, i, cid, "expect",
                         f"unknown expectation {r.expect!r} (known: {', '.join(EXPECTATIONS)})")
         spec = EXPECTATIONS[r.expect]
         if r.test_type not in spec["types"]:
             raise _fail(path, i, cid, "expect", f"expectation {r.expect!r} does not apply to {r.test_type} tests")
-        try:
-            params = json.loads(r.expect_params) if r.expect_params else {}
-        except (TypeError, json.JSONDecodeError) as e:
-            raise _fail(path, i, cid, "expect_params", f"not a JSON object: {e}") from None
-        if not isinstance(params, dict):
-            raise _fail(path, i, cid, "expect_params", "must be a JSON object")
+        if spec["n_inputs"] is not None and n != spec["n_inputs"]:
+            raise _fail(path, i, cid, "inputs",
+                        f"expectation {r.expect!r} needs exactly {spec['n_inputs']} inputs, got {n}")
+        raw = r.expect_params
+        params = param_cache.get(raw) if isinstance(raw, str) else None
+        if params is None:
+            try:
+                params = json.loads(raw) if raw else {}
+            except (TypeError, json.JSONDecodeError) as e:
+                raise _fail(path, i, cid, "expect_params", f"not a JSON object: {e}") from None
+            if not isinstance(params, dict):
+                raise _fail(path, i, cid, "expect_params", "must be a JSON object")
+            _check_params(path, i, cid, r.expect, params, n)
+            if isinstance(raw, str):
+                param_cache[raw] = params
+        if r.test_type in ("INV", "DIR") and n < 2 and params.get("unperturbed") is not True:
+            raise _fail(path, i, cid, "inputs",
+                        f"{r.test_type} case needs the original and at least one perturbation, "
+                        f"got {n} input(s) (a case released that way must say so with "
+                        f"expect_params \"unperturbed\": true)")
         if r.agg_fn not in AGG_FNS:
             raise _fail(path, i, cid, "agg_fn", f"unknown aggregation {r.agg_fn!r} (expected {' or '.join(AGG_FNS)})")
-        labels = None if r.labels is None else list(r.labels)
-        if labels is not None and len(labels) != len(inputs):
-            raise _fail(path, i, cid, "labels", f"has {len(labels)} entries for {len(inputs)} inputs")
-        needs_label = spec["label"] and params.get("val") is None
-        if needs_label and (labels is None or any(lb is None or pd.isna(lb) for lb in labels)):
-            raise _fail(path, i, cid, "labels", f"expectation {r.expect!r} needs a label for every input")
-        if labels is not None and label_set is not None:
+        labels = _as_list(r.labels)
+        if r.labels is not None and labels is None:
+            raise _fail(path, i, cid, "labels", "must be a list of integers (one per input)")
+        if labels is not None and len(labels) != n:
+            raise _fail(path, i, cid, "labels", f"has {len(labels)} entries for {n} inputs")
+        answers = None
+        if r.answers is not None:
+            answers = _as_list(r.answers)
+            if answers is None:
+                raise _fail(path, i, cid, "answers", "must be a list of strings (one per input)")
+            if len(answers) != n:
+                raise _fail(path, i, cid, "answers", f"has {len(answers)} entries for {n} inputs")
+            if not all(a is None or isinstance(a, str) for a in answers):
+                raise _fail(path, i, cid, "answers", "must be a list of strings (one per input)")
+        labels_ok = labels is not None and not any(_missing_entry(lb) for lb in labels)
+        answers_ok = answers is not None and not any(a is None for a in answers)
+        needs = spec["needs"]
+        if needs is not None and not (spec["val_ok"] and params.get("val") is not None):
+            if needs == "label_or_answer":
+                needs = {"classification": "label", "qa": "answer"}.get(task_kind, needs)
+            if needs == "label" and not labels_ok:
+                raise _fail(path, i, cid, "labels", f"expectation {r.expect!r} needs a label for every input")
+            if needs == "answer" and not answers_ok:
+                raise _fail(path, i, cid, "answers", f"expectation {r.expect!r} needs an answer for every input")
+            if needs == "label_or_answer" and not (labels_ok or answers_ok):
+                raise _fail(path, i, cid, "labels",
+                            f"expectation {r.expect!r} needs a label (or, for QA, an answer) for every input")
+        if labels is not None:
             for lb in labels:
-                if lb is not None and not pd.isna(lb) and int(lb) not in label_set:
+                if _missing_entry(lb):
+                    continue
+                if not _is_int(lb):
+                    raise _fail(path, i, cid, "labels", f"label {lb!r} is not an integer class")
+                if label_set is not None and int(lb) not in label_set:
                     raise _fail(path, i, cid, "labels",
                                 f"label {lb} is outside the task's label set {sorted(label_set)}")
+        meta = None
         if r.meta is not None:
             try:
-                json.loads(r.meta)
+                meta = json.loads(r.meta)
             except (TypeError, json.JSONDecodeError) as e:
                 raise _fail(path, i, cid, "meta", f"not valid JSON: {e}") from None
+        if r.expect == "same_answer":
+            _check_same_answer_meta(path, i, cid, meta, n)
     if declared is not None:
         for d in declared:
             name = d.get("functionality")
@@ -169,8 +308,10 @@ def declared_functionalities(path: str | os.PathLike) -> list[dict] | None:
     return None if raw is None else json.loads(raw)
 
 
-def load_suite(path: str | os.PathLike, label_set: tuple[int, ...] | None = None) -> pd.DataFrame:
-    """Read and validate a suite Parquet file."""
+def load_suite(path: str | os.PathLike, label_set: tuple[int, ...] | None = None,
+               task_kind: str | None = None) -> pd.DataFrame:
+    """Read and validate a suite Parquet file (files without ``answers`` load
+    with the column filled with nulls)."""
     path = Path(path)
     if not path.exists():
         raise SuiteError(f"suite file {path}: field 'path': file does not exist")
@@ -182,7 +323,7 @@ def load_suite(path: str | os.PathLike, label_set: tuple[int, ...] | None = None
     raw = (table.schema.metadata or {}).get(FUNCTIONALITIES_KEY.encode())
     if raw is not None:
         declared = json.loads(raw)
-    return validate_suite(table.to_pandas(), path, label_set, declared)
+    return validate_suite(table.to_pandas(), path, label_set, declared, task_kind=task_kind)
 
 
 def functionality_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -196,9 +337,12 @@ def functionality_table(df: pd.DataFrame) -> pd.DataFrame:
 
 def save_suite(df: pd.DataFrame, path: str | os.PathLike, declared: list[dict] | None = None) -> None:
     df = df.copy()
-    for opt in ("inputs_b", "meta"):
+    for opt in OPTIONAL_COLUMNS:
         if opt not in df.columns:
             df[opt] = None
-    table = pa.Table.from_pandas(df[COLUMNS], schema=SCHEMA, preserve_index=False)
+    df = df[COLUMNS].astype(object)
+    for col in ("inputs_b", "labels", "answers", "meta"):
+        df[col] = pd.Series([None if _is_null(v) else v for v in df[col]], index=df.index, dtype=object)
+    table = pa.Table.from_pandas(df, schema=SCHEMA, preserve_index=False)
     metadata = {FUNCTIONALITIES_KEY: json.dumps(declared)} if declared is not None else None
     write_parquet(table, path, metadata=metadata)

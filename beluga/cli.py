@@ -1,0 +1,161 @@
+"""Command line: ``python -m beluga score`` (also the ``beluga`` script).
+
+    python -m beluga score --suite PATH --predictions PATH --out DIR
+                           [--task sent|para|read] [--no-paper-fixes]
+
+Scores every suite case whose ``case_id`` appears in the predictions and
+writes ``DIR/cases.parquet`` (case_id, functionality, status) and
+``DIR/functionalities.csv`` (functionality, capability, test_type, n_cases,
+n_scored, n_passed, pass_rate; suite order). Errors: one line ``error: ...``
+on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from beluga.errors import BelugaError
+from beluga.tasks import SUITE_TASKS, TASKS, get_task
+
+EXIT_ERROR = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="beluga", description="BELUGA command line tools")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("score", help="score predictions on a behavioral suite (CheckList semantics)",
+                       description="Score model predictions on a suite: pass / fail / filtered per case and "
+                                   "pass rates per functionality.")
+    s.add_argument("--suite", required=True,
+                   help="suite file: project Parquet, CSV or JSONL, or a CheckList JSONL export (.jsonl[.gz])")
+    s.add_argument("--predictions", required=True,
+                   help="Parquet with case_id, input_idx and probs (classification) or answer (QA)")
+    s.add_argument("--out", required=True, help="output directory")
+    s.add_argument("--task", choices=sorted(TASKS), default=None,
+                   help="task type; default: inferred from the suite (CheckList `suite` field)")
+    s.add_argument("--no-paper-fixes", action="store_true",
+                   help="CheckList exports: keep the labels exactly as released")
+    return p
+
+
+def _infer_task(suite: pd.DataFrame, given: str | None, suite_path: str) -> str:
+    known = suite.attrs.get("task")
+    if given is not None:
+        if known is not None and known != given:
+            name = suite.attrs.get("checklist_suite", known)
+            raise BelugaError(f"--task {given}: the suite {suite_path} is the CheckList {name!r} suite "
+                              f"(task {known!r})")
+        return given
+    if known is not None:
+        return known
+    has_answers = suite["answers"].notna().any()
+    has_labels = suite["labels"].notna().any()
+    if has_answers and not has_labels:
+        return "read"
+    raise BelugaError(f"suite {suite_path}: field 'task': cannot infer the task from a project-format suite; "
+                      f"pass --task ({', '.join(sorted(TASKS))}; CheckList suites: "
+                      f"{', '.join(f'{k}={v}' for k, v in SUITE_TASKS.items())})")
+
+
+def _read_predictions(path: str, column: str) -> pd.DataFrame:
+    p = Path(path)
+    if not p.exists():
+        raise BelugaError(f"predictions {path}: field 'path': file does not exist")
+    try:
+        import pyarrow.parquet as pq
+
+        schema = pq.read_schema(p)
+        names = set(schema.names)
+        missing = [c for c in ("case_id", "input_idx", column) if c not in names]
+        if missing:
+            raise BelugaError(f"predictions {path}: field '{missing[0]}': missing column "
+                              f"(need case_id, input_idx and {column}; found {', '.join(schema.names)})")
+        return pq.read_table(p, columns=["case_id", "input_idx", column]).to_pandas()
+    except (pa.ArrowInvalid, OSError) as e:
+        raise BelugaError(f"predictions {path}: field 'path': not a readable Parquet file ({e})") from None
+
+
+def score_command(suite_path: str, predictions_path: str, out_dir: str, task_name: str | None = None,
+                  paper_fixes: bool = True) -> dict:
+    from beluga.io import write_csv, write_parquet
+    from beluga.scoring import FILTERED, PASS, score_cases
+    from beluga.suites.checklist import read_any_suite
+    from beluga.suites.format import validate_suite
+
+    t0 = time.time()
+    given = get_task(task_name) if task_name is not None else None
+    suite = read_any_suite(suite_path, paper_fixes=paper_fixes,
+                           label_set=(tuple(given.suite_labels) or None) if given else None,
+                           task_kind=given.kind if given else None)
+    task = get_task(_infer_task(suite, task_name, suite_path))
+    if given is None and suite.attrs.get("task") is None:
+        # inferred task (QA): re-check what it needs
+        suite = validate_suite(suite, suite_path, tuple(task.suite_labels) or None, task_kind=task.kind)
+    t_suite = time.time() - t0
+
+    preds = _read_predictions(predictions_path, "answer" if task.kind == "qa" else "probs")
+    wanted = set(preds["case_id"].tolist())
+    sel = suite[suite["case_id"].isin(wanted)].reset_index(drop=True)
+    if len(sel) == 0:
+        raise BelugaError(f"predictions {predictions_path}: field 'case_id': no case id matches a case of "
+                          f"the suite {suite_path}")
+    n_inputs = dict(zip(sel["case_id"], (len(x) for x in sel["inputs"])))
+    mine = preds[preds["case_id"].isin(n_inputs.keys())]
+    limit = mine["case_id"].map(n_inputs)
+    bad = mine[(mine["input_idx"] < 0) | (mine["input_idx"] >= limit)]
+    if len(bad):
+        b = bad.iloc[0]
+        raise BelugaError(f"predictions {predictions_path}: field 'input_idx': case {b['case_id']!r} has "
+                          f"{n_inputs[b['case_id']]} inputs but a prediction for input_idx {b['input_idx']} "
+                          f"(is this the suite the predictions were made for?)")
+    cases = score_cases(sel, preds, task, source=predictions_path)
+
+    order = list(dict.fromkeys(sel["functionality"]))
+    first = sel.drop_duplicates("functionality").set_index("functionality")
+    g = cases.groupby("functionality", sort=False)["status"]
+    funcs = pd.DataFrame({
+        "functionality": order,
+        "capability": [first.at[f, "capability"] for f in order],
+        "test_type": [first.at[f, "test_type"] for f in order],
+    })
+    n_cases = g.size()
+    n_scored = g.agg(lambda s: int((s != FILTERED).sum()))
+    n_passed = g.agg(lambda s: int((s == PASS).sum()))
+    funcs["n_cases"] = [int(n_cases[f]) for f in order]
+    funcs["n_scored"] = [int(n_scored[f]) for f in order]
+    funcs["n_passed"] = [int(n_passed[f]) for f in order]
+    funcs["pass_rate"] = [p / s if s else float("nan") for p, s in zip(funcs["n_passed"], funcs["n_scored"])]
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_parquet(cases[["case_id", "functionality", "status"]], out / "cases.parquet")
+    write_csv(funcs, out / "functionalities.csv")
+    return {"task": task.name, "n_cases": len(cases), "n_functionalities": len(funcs),
+            "suite_s": round(t_suite, 2), "total_s": round(time.time() - t0, 2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "score":
+            info = score_command(args.suite, args.predictions, args.out, args.task,
+                                 paper_fixes=not args.no_paper_fixes)
+            print(f"scored {info['n_cases']} cases in {info['n_functionalities']} functionalities "
+                  f"(task {info['task']}) in {info['total_s']} s -> {args.out}")
+    except BelugaError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as e:  # e.g. the output directory cannot be written
+        print(f"error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_ERROR
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

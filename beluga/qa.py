@@ -1,0 +1,441 @@
+"""READ (extractive QA): SQuAD metrics, feature building, span targets,
+the MFT and INV losses, decoding and batched prediction.
+
+Conventions
+- Inputs are (question, context) pairs, tokenized question first and context
+  second with ``truncation="only_second"`` (the question is never cut); long
+  contexts overflow into several *features* (windows) overlapping by
+  ``stride`` tokens, as in the Hugging Face question-answering examples.
+- Position 0 ([CLS]) is the "answer not in this window" target.
+- Losses return one value per feature / pair / example (a 1-D tensor), like
+  :mod:`beluga.losses`, so that methods can weight or group them.
+
+INV alignment (METHOD.md, "READ"): the original and the perturbed input have
+different token sequences, so their start / end distributions live on
+different positions. We pair positions with ``difflib.SequenceMatcher
+(autojunk=False).get_matching_blocks()`` on the token ids: it finds the
+longest matching block, then recurses left and right of it, so the pairs are
+monotone (order-preserving) and one-to-one, and a token that was substituted,
+inserted or deleted is simply left out. ``autojunk=False`` because the
+heuristic would otherwise treat frequent tokens (``the``, ``,``) in sequences of
+200+ tokens as junk and break blocks apart. By default only *context* tokens
+are aligned (the answer can only lie in the context, and the question tokens,
+[CLS] and [SEP] are not answer candidates); :func:`qa_inv_batch_loss` offers
+``scope="sequence"`` to align the whole sequences minus padding instead.
+"""
+
+from __future__ import annotations
+
+import collections
+import difflib
+import re
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from beluga.errors import ConfigError, DataError
+
+# --------------------------------------------------------------------------- metrics
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = set(string.punctuation)
+
+
+def squad_normalize(s: str) -> str:
+    """Official SQuAD v1.1 normalization: lower case, drop punctuation, drop the
+    articles a / an / the, collapse whitespace (same order as the official script)."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in _PUNCT)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+def _em_one(pred: str, gold: str) -> float:
+    return float(squad_normalize(pred) == squad_normalize(gold))
+
+
+def _f1_one(pred: str, gold: str) -> float:
+    p, g = squad_normalize(pred).split(), squad_normalize(gold).split()
+    common = collections.Counter(p) & collections.Counter(g)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(p), same / len(g)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _golds(golds: str | Sequence[str]) -> list[str]:
+    golds = [golds] if isinstance(golds, str) else list(golds)
+    if not golds:
+        raise ValueError("at least one gold answer is needed")
+    return golds
+
+
+def exact_match(pred: str, golds: str | Sequence[str]) -> float:
+    """1.0 if the normalized prediction equals any normalized gold answer, else 0.0."""
+    return max(_em_one(pred, g) for g in _golds(golds))
+
+
+def f1_score(pred: str, golds: str | Sequence[str]) -> float:
+    """Token-level F1 on normalized answers (bag of tokens), max over the gold answers."""
+    return max(_f1_one(pred, g) for g in _golds(golds))
+
+
+def squad_metrics(preds: dict[str, str], golds: dict[str, Sequence[str]]) -> dict[str, float]:
+    """Mean EM and F1 in [0, 1] over every id of ``golds`` (NaN when empty); a missing
+    prediction counts as "" (the official script counts it as wrong too)."""
+    if not golds:
+        return {"em": float("nan"), "f1": float("nan")}
+    em = [exact_match(preds.get(k, ""), g) for k, g in golds.items()]
+    f1 = [f1_score(preds.get(k, ""), g) for k, g in golds.items()]
+    return {"em": float(np.mean(em)), "f1": float(np.mean(f1))}
+
+
+# --------------------------------------------------------------------------- features
+
+
+@dataclass
+class QAFeatures:
+    """Tokenized (question, context) windows.
+
+    ``example_idx[f]`` is the input example of feature f; ``offsets[f][t]`` is
+    the (start_char, end_char) of token t in that example's context, or None
+    for question / special / padding tokens; ``context_mask`` is True on
+    context tokens."""
+
+    input_ids: torch.Tensor          # [F, L]
+    attention_mask: torch.Tensor     # [F, L]
+    token_type_ids: torch.Tensor | None
+    example_idx: torch.Tensor        # [F] long
+    offsets: list[list[tuple[int, int] | None]]
+    context_mask: torch.Tensor       # [F, L] bool
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    def model_inputs(self, idx: slice | Sequence[int] | None = None, device=None) -> dict[str, torch.Tensor]:
+        """Keyword arguments for the model (optionally a subset of features, on ``device``)."""
+        out = {"input_ids": self.input_ids, "attention_mask": self.attention_mask}
+        if self.token_type_ids is not None:
+            out["token_type_ids"] = self.token_type_ids
+        if idx is not None:
+            out = {k: v[idx] for k, v in out.items()}
+        if device is not None:
+            out = {k: v.to(device) for k, v in out.items()}
+        return out
+
+
+def _check_budget(tokenizer, questions: Sequence[str], max_length: int, stride: int) -> None:
+    """The tokenizers backend panics (a BaseException) when the question leaves no
+    room for the context or the stride does not fit the context window; fail
+    first with a clear message instead."""
+    if not questions:
+        return
+    q_lens = [len(x) for x in tokenizer(list(questions), add_special_tokens=False)["input_ids"]]
+    i = int(np.argmax(q_lens))
+    budget = max_length - q_lens[i] - tokenizer.num_special_tokens_to_add(pair=True)
+    if budget <= 0:
+        raise ConfigError(f"QA encoding: field 'max_length': {max_length} leaves no room for the context "
+                          f"after question {i} ({q_lens[i]} tokens: {questions[i][:60]!r})")
+    if stride >= budget:
+        raise ConfigError(f"QA encoding: field 'stride': {stride} must be smaller than the context window of "
+                          f"{budget} tokens (max_length {max_length} minus question {i} of {q_lens[i]} tokens "
+                          "and the special tokens)")
+
+
+def encode_qa(tokenizer, questions: Sequence[str], contexts: Sequence[str], max_length: int = 384,
+              stride: int = 128, padding: bool | str = True, overflow: bool = True) -> QAFeatures:
+    """Tokenize (question, context) pairs into features (HF QA-example style).
+
+    ``overflow=False`` keeps only the first window of each example (one feature
+    per example, used for INV pairs). Leading whitespace of questions is
+    stripped (it can make the question eat the context's budget)."""
+    if len(questions) != len(contexts):
+        raise ValueError(f"encode_qa: {len(questions)} questions but {len(contexts)} contexts")
+    if not getattr(tokenizer, "is_fast", False):
+        raise TypeError("encode_qa needs a fast tokenizer (offset mappings)")
+    questions = [q.lstrip() for q in questions]
+    _check_budget(tokenizer, questions, max_length, stride if overflow else 0)
+    enc = tokenizer(questions, list(contexts), truncation="only_second",
+                    max_length=max_length, stride=stride if overflow else 0,
+                    return_overflowing_tokens=overflow, return_offsets_mapping=True,
+                    padding=padding, return_tensors="pt")
+    n = enc["input_ids"].shape[0]
+    if overflow:
+        example_idx = enc["overflow_to_sample_mapping"].long()
+    else:
+        example_idx = torch.arange(n, dtype=torch.long)
+    offsets: list[list[tuple[int, int] | None]] = []
+    ctx = torch.zeros(enc["input_ids"].shape, dtype=torch.bool)
+    raw = enc["offset_mapping"].tolist()
+    for f in range(n):
+        seq = enc.sequence_ids(f)
+        row = []
+        for t, (sid, off) in enumerate(zip(seq, raw[f])):
+            if sid == 1:
+                row.append((int(off[0]), int(off[1])))
+                ctx[f, t] = True
+            else:
+                row.append(None)
+        offsets.append(row)
+    return QAFeatures(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"],
+                      token_type_ids=enc.get("token_type_ids"), example_idx=example_idx,
+                      offsets=offsets, context_mask=ctx)
+
+
+# --------------------------------------------------------------------------- targets and losses
+
+
+def answer_char_span(context: str, answer: str, answer_start: int | None = None,
+                     where: str = "example") -> tuple[int, int]:
+    """(start_char, end_char) of ``answer`` in ``context``: at ``answer_start``
+    (checked), or its first occurrence when no start is given."""
+    if not answer:
+        raise DataError(f"QA {where}: field 'answer': empty answer string")
+    if answer_start is None or (isinstance(answer_start, float) and np.isnan(answer_start)):
+        start = context.find(answer)
+        if start < 0:
+            raise DataError(f"QA {where}: field 'answer': {answer!r} does not occur in the context "
+                            f"{context[:80]!r}...")
+        return start, start + len(answer)
+    start = int(answer_start)
+    if context[start:start + len(answer)] != answer:
+        raise DataError(f"QA {where}: field 'answer_start': {start} does not point at the answer "
+                        f"{answer!r} in the context")
+    return start, start + len(answer)
+
+
+def span_targets(features: QAFeatures, contexts: Sequence[str], answers: Sequence[str],
+                 answer_starts: Sequence[int | None] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Start / end token targets per feature (LongTensors [F]).
+
+    The answer's character span comes from ``answer_starts`` (checked against
+    the text) or, when a start is None / not given, from the first occurrence
+    of the answer in the context (a clear :class:`DataError` if absent). The
+    start target is the last context token starting at or before the span's
+    first character, the end target the first context token ending at or
+    after its last character; a feature whose window does not contain the
+    whole span gets 0 ([CLS]) for both."""
+    n_ex = len(contexts)
+    if len(answers) != n_ex or (answer_starts is not None and len(answer_starts) != n_ex):
+        raise ValueError("span_targets: contexts, answers and answer_starts must have the same length")
+    spans = [answer_char_span(contexts[i], answers[i], None if answer_starts is None else answer_starts[i],
+                              where=f"example {i}") for i in range(n_ex)]
+    starts = torch.zeros(len(features), dtype=torch.long)
+    ends = torch.zeros(len(features), dtype=torch.long)
+    for f, offs in enumerate(features.offsets):
+        s_char, e_char = spans[int(features.example_idx[f])]
+        toks = [t for t, o in enumerate(offs) if o is not None]
+        if not toks or offs[toks[0]][0] > s_char or offs[toks[-1]][1] < e_char:
+            continue
+        s_tok = max(t for t in toks if offs[t][0] <= s_char)
+        e_tok = min(t for t in toks if offs[t][1] >= e_char)
+        starts[f], ends[f] = s_tok, e_tok
+    return starts, ends
+
+
+def _mask_logits(logits: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    if mask is None:
+        return logits
+    return logits.masked_fill(~mask.bool().to(logits.device), torch.finfo(logits.dtype).min)
+
+
+def qa_mft_loss(start_logits: torch.Tensor, end_logits: torch.Tensor, start_pos: torch.Tensor,
+                end_pos: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Per-feature span loss (CE(start) + CE(end)) / 2, as BertForQuestionAnswering.
+    ``mask`` (e.g. the attention mask) optionally excludes positions (padding)
+    from the softmax; by default every position counts, as in the HF model."""
+    ls = F.cross_entropy(_mask_logits(start_logits, mask), start_pos.to(start_logits.device), reduction="none")
+    le = F.cross_entropy(_mask_logits(end_logits, mask), end_pos.to(end_logits.device), reduction="none")
+    return (ls + le) / 2
+
+
+def aligned_positions(ids_a: Sequence[int] | torch.Tensor, ids_b: Sequence[int] | torch.Tensor,
+                      mask_a: Sequence[bool] | torch.Tensor | None = None,
+                      mask_b: Sequence[bool] | torch.Tensor | None = None) -> list[tuple[int, int]]:
+    """Pairs (i, j) of positions with ids_a[i] == ids_b[j] that
+    ``difflib.SequenceMatcher(autojunk=False).get_matching_blocks()`` matches
+    between the masked subsequences (positions where the mask is True; all
+    positions when a mask is None). Positions index the full sequences."""
+    def _keep(ids, mask):
+        ids = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        if mask is None:
+            return list(range(len(ids))), ids
+        mask = mask.tolist() if isinstance(mask, torch.Tensor) else list(mask)
+        pos = [i for i, m in enumerate(mask) if m]
+        return pos, [ids[i] for i in pos]
+
+    pos_a, seq_a = _keep(ids_a, mask_a)
+    pos_b, seq_b = _keep(ids_b, mask_b)
+    sm = difflib.SequenceMatcher(a=seq_a, b=seq_b, autojunk=False)
+    return [(pos_a[blk.a + k], pos_b[blk.b + k]) for blk in sm.get_matching_blocks() for k in range(blk.size)]
+
+
+def _pair_index(pairs: Sequence[Sequence[tuple[int, int]]], device) -> tuple[torch.Tensor, torch.Tensor,
+                                                                              torch.Tensor]:
+    k = max((len(p) for p in pairs), default=0)
+    k = max(k, 1)
+    ia = torch.zeros(len(pairs), k, dtype=torch.long)
+    ib = torch.zeros(len(pairs), k, dtype=torch.long)
+    valid = torch.zeros(len(pairs), k, dtype=torch.bool)
+    for r, p in enumerate(pairs):
+        if p:
+            t = torch.as_tensor(p, dtype=torch.long)
+            ia[r, :len(p)], ib[r, :len(p)] = t[:, 0], t[:, 1]
+            valid[r, :len(p)] = True
+    return ia.to(device), ib.to(device), valid.to(device)
+
+
+def _restricted_ce(orig: torch.Tensor, pert: torch.Tensor, ia, ib, valid, detach_orig: bool) -> torch.Tensor:
+    neg = torch.finfo(orig.dtype).min
+    lo = orig.gather(1, ia).masked_fill(~valid, neg)
+    lp = pert.gather(1, ib).masked_fill(~valid, neg)
+    p0 = F.softmax(lo, dim=-1)
+    if detach_orig:
+        p0 = p0.detach()
+    logq = F.log_softmax(lp, dim=-1).masked_fill(~valid, 0.0)
+    return -(p0 * logq * valid).sum(-1)
+
+
+def qa_inv_loss(orig_start: torch.Tensor, orig_end: torch.Tensor, pert_start: torch.Tensor,
+                pert_end: torch.Tensor, pairs: Sequence[Sequence[tuple[int, int]]],
+                detach_orig: bool = False) -> torch.Tensor:
+    """Per-pair INV loss for READ.
+
+    ``pairs[r]`` lists the aligned positions (i in the original, j in the
+    perturbation) of row r (see :func:`aligned_positions`). For start and for
+    end, both sides' logits are restricted to the aligned positions and
+    renormalized with a softmax over them; the loss is the cross-entropy
+    -sum_k p_orig[k] log p_pert[k], averaged over start and end. A row with no
+    aligned position has loss 0. The original side is not detached by default
+    (ref. code), ``detach_orig=True`` detaches it."""
+    if not (orig_start.shape[0] == orig_end.shape[0] == pert_start.shape[0] == pert_end.shape[0] == len(pairs)):
+        raise ValueError("qa_inv_loss: logits and pairs must have the same number of rows")
+    ia, ib, valid = _pair_index(pairs, orig_start.device)
+    ls = _restricted_ce(orig_start, pert_start, ia, ib, valid, detach_orig)
+    le = _restricted_ce(orig_end, pert_end, ia, ib, valid, detach_orig)
+    return (ls + le) / 2
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def decode_answers(start_logits: torch.Tensor | np.ndarray, end_logits: torch.Tensor | np.ndarray,
+                   features: QAFeatures, contexts: Sequence[str], max_answer_len: int = 30,
+                   n_best: int = 20) -> list[tuple[str, int, int]]:
+    """Best span per example across its features: the n_best start and end
+    context tokens of each feature are paired (start <= end, at most
+    ``max_answer_len`` tokens), score = start logit + end logit. Returns
+    (answer text sliced from the context, start_char, end_char) per example,
+    in example order; ("", 0, 0) when an example has no candidate span."""
+    sl = start_logits.detach().float().cpu().numpy() if isinstance(start_logits, torch.Tensor) else start_logits
+    el = end_logits.detach().float().cpu().numpy() if isinstance(end_logits, torch.Tensor) else end_logits
+    best: list[tuple[float, int, int] | None] = [None] * len(contexts)
+    for f, offs in enumerate(features.offsets):
+        ex = int(features.example_idx[f])
+        ctx = np.array([o is not None for o in offs] + [False] * (sl.shape[1] - len(offs)))
+        if not ctx.any():
+            continue
+        s = np.where(ctx, sl[f], -np.inf)
+        e = np.where(ctx, el[f], -np.inf)
+        k = min(n_best, int(ctx.sum()))
+        s_idx = np.argsort(-s, kind="stable")[:k]
+        e_idx = np.argsort(-e, kind="stable")[:k]
+        for i in s_idx:
+            for j in e_idx:
+                if j < i or j - i + 1 > max_answer_len:
+                    continue
+                score = float(s[i] + e[j])
+                if best[ex] is None or score > best[ex][0]:
+                    best[ex] = (score, offs[i][0], offs[j][1])
+    out = []
+    for ex, b in enumerate(best):
+        if b is None:
+            out.append(("", 0, 0))
+        else:
+            out.append((contexts[ex][b[1]:b[2]], b[1], b[2]))
+    return out
+
+
+def _device(model):
+    return next(model.parameters()).device
+
+
+@torch.no_grad()
+def predict_qa(model, tokenizer, questions: Sequence[str], contexts: Sequence[str], batch_size: int = 32,
+               max_length: int = 384, stride: int = 128, max_answer_len: int = 30,
+               n_best: int = 20) -> list[tuple[str, int, int]]:
+    """Predicted (answer, start_char, end_char) per (question, context), in input order.
+    Examples are processed in batches of ``batch_size`` (grouped by length);
+    their features go through the model ``batch_size`` at a time."""
+    model.eval()
+    n = len(questions)
+    if len(contexts) != n:
+        raise ValueError(f"predict_qa: {n} questions but {len(contexts)} contexts")
+    out: list[tuple[str, int, int] | None] = [None] * n
+    order = sorted(range(n), key=lambda i: len(questions[i]) + len(contexts[i]))
+    dev = _device(model)
+    for s in range(0, n, batch_size):
+        idx = order[s:s + batch_size]
+        qs, cs = [questions[i] for i in idx], [contexts[i] for i in idx]
+        feats = encode_qa(tokenizer, qs, cs, max_length=max_length, stride=stride)
+        starts, ends = [], []
+        for fs in range(0, len(feats), batch_size):
+            res = model(**feats.model_inputs(slice(fs, fs + batch_size), device=dev))
+            starts.append(res.start_logits.float().cpu())
+            ends.append(res.end_logits.float().cpu())
+        answers = decode_answers(torch.cat(starts), torch.cat(ends), feats, cs,
+                                 max_answer_len=max_answer_len, n_best=n_best)
+        for i, a in zip(idx, answers):
+            out[i] = a
+    return out  # type: ignore[return-value]
+
+
+# --------------------------------------------------------------------------- batch losses
+
+
+def per_example_mean(values: torch.Tensor, example_idx: torch.Tensor, n_examples: int) -> torch.Tensor:
+    """Mean of per-feature values over each example's features -> [n_examples]."""
+    idx = example_idx.to(values.device)
+    sums = torch.zeros(n_examples, dtype=values.dtype, device=values.device).index_add(0, idx, values)
+    counts = torch.bincount(idx, minlength=n_examples).clamp(min=1).to(values.dtype)
+    return sums / counts
+
+
+def qa_mft_batch_loss(model, tokenizer, questions: Sequence[str], contexts: Sequence[str],
+                      answers: Sequence[str], answer_starts: Sequence[int | None] | None = None,
+                      max_length: int = 384, stride: int = 128, mask_padding: bool = False) -> torch.Tensor:
+    """Per-example MFT / i.i.d. span loss (with gradients): every window of an
+    example is trained (windows without the answer target [CLS]) and its
+    features' losses are averaged, so each example weighs the same."""
+    feats = encode_qa(tokenizer, questions, contexts, max_length=max_length, stride=stride)
+    sp, ep = span_targets(feats, contexts, answers, answer_starts)
+    res = model(**feats.model_inputs(device=_device(model)))
+    loss = qa_mft_loss(res.start_logits, res.end_logits, sp, ep,
+                       mask=feats.attention_mask if mask_padding else None)
+    return per_example_mean(loss, feats.example_idx, len(questions))
+
+
+def qa_inv_batch_loss(model, tokenizer, orig_questions: Sequence[str], orig_contexts: Sequence[str],
+                      pert_questions: Sequence[str], pert_contexts: Sequence[str], max_length: int = 384,
+                      detach_orig: bool = False, scope: str = "context") -> torch.Tensor:
+    """Per-pair INV loss (with gradients) for (original, perturbation) pairs.
+    Each input is one window (truncated, no overflow); positions are aligned
+    over the context tokens (``scope="context"``, default) or over the whole
+    sequences minus padding (``scope="sequence"``)."""
+    if scope not in ("context", "sequence"):
+        raise ValueError(f"qa_inv_batch_loss: scope must be 'context' or 'sequence', got {scope!r}")
+    fo = encode_qa(tokenizer, orig_questions, orig_contexts, max_length=max_length, overflow=False)
+    fp = encode_qa(tokenizer, pert_questions, pert_contexts, max_length=max_length, overflow=False)
+    mo = fo.context_mask if scope == "context" else fo.attention_mask.bool()
+    mp = fp.context_mask if scope == "context" else fp.attention_mask.bool()
+    pairs = [aligned_positions(fo.input_ids[r], fp.input_ids[r], mo[r], mp[r]) for r in range(len(fo))]
+    dev = _device(model)
+    ro = model(**fo.model_inputs(device=dev))
+    rp = model(**fp.model_inputs(device=dev))
+    return qa_inv_loss(ro.start_logits, ro.end_logits, rp.start_logits, rp.end_logits, pairs,
+                       detach_orig=detach_orig)

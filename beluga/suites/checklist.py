@@ -1,0 +1,260 @@
+"""Import the JSONL export of the CheckList release suites
+(``../shared/data/checklist/{sentiment,qqp,squad}.jsonl.gz``, one test case
+per line; see ../shared/data/README.md, "Fields of a test case") into the
+project's suite format (docs/SUITE_FORMAT.md), and read any supported suite
+file (``read_any_suite``).
+
+Every CheckList expectation is mapped explicitly (``EXPECTATION_MAP`` in the
+docs); an expectation, slice or input shape the importer does not know raises
+a SuiteError naming the file, the line and the field -- nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from beluga.errors import SuiteError
+from beluga.suites.format import AGG_FNS, COLUMNS, TEST_TYPES, load_suite, validate_suite
+from beluga.suites.tabular import open_text, read_suite_table
+from beluga.tasks import SUITE_TASKS, get_task
+
+# BELUGA paper label fixes (../shared/data/README.md, "Known label fixes")
+RELABEL = {("qqp", "Order does matter for asymmetric relations"): 0}
+TRAIN_HINTS = {("qqp", "(question, f(question)) where f(question) replaces synonyms?"): {"as": "MFT", "label": 1}}
+
+# sentiment Expect.single(<lambda>) tests: "Q & A: no" is
+# `pred != 0 if label == 1 else pred == label`; the label-free ones are `pred != 0`
+SENT_EQ_OR_NOT_NEGATIVE = frozenset({"Q & A: no"})
+
+REQUIRED_FIELDS = ("suite", "case_id", "functionality", "capability", "test_type", "inputs", "agg_fn", "expect")
+
+
+class _LineError(Exception):
+    def __init__(self, field: str, msg: str):
+        super().__init__(msg)
+        self.field, self.msg = field, msg
+
+
+def _map_expectation(suite: str, functionality: str, expect: dict, has_labels: bool) -> tuple[str, dict]:
+    """CheckList ``expect`` object -> (expectation name, expect_params)."""
+    if not isinstance(expect, dict):
+        raise _LineError("expect", f"must be an object {{expression, name, params, slice}}, got {expect!r}")
+    name = expect.get("name")
+    params = expect.get("params") or {}
+    sl = expect.get("slice")
+    expression = expect.get("expression", name)
+    fn = params.get("fn")
+    out: dict = {}
+    if name == "Expect.eq":
+        e = "eq"
+        if params.get("val") is not None:
+            out["val"] = params["val"]
+    elif name == "Expect.inv":
+        e = "inv"
+        out["tolerance"] = params.get("tolerance", 0)
+    elif name == "Expect.monotonic" and suite == "sentiment":
+        e = "monotonic"
+        out.update(label=params.get("label"), increasing=bool(params.get("increasing", True)),
+                   tolerance=params.get("tolerance", 0.0))
+    elif name == "Expect.pairwise" and suite == "sentiment" and fn in ("diff_up", "diff_down"):
+        e = fn
+        out["tolerance"] = 0.1  # hard-coded in the CheckList sentiment notebook's diff_up / diff_down
+    elif name == "Expect.pairwise" and suite == "squad" and fn == "expect_same":
+        e = "same_answer"
+    elif name == "Expect.single" and suite == "squad" and fn == "expect_squad":
+        e = "squad"
+    elif name == "Expect.single" and suite == "sentiment" and fn == "<lambda>":
+        if functionality in SENT_EQ_OR_NOT_NEGATIVE:
+            e = "eq_or_not_negative"
+        elif not has_labels:
+            e = "not_negative"
+        else:
+            raise _LineError("expect", f"unknown sentiment lambda expectation {expression!r} with labels in "
+                             f"functionality {functionality!r}")
+    elif name == "Expect.testcase" and suite == "qqp" and fn == "expect_triplet":
+        e = "triplet"
+    else:
+        raise _LineError("expect", f"no mapping for CheckList expectation {expression!r} in the {suite} suite")
+    if sl is not None:
+        kind = sl.get("kind") if isinstance(sl, dict) else None
+        if kind == "Expect.slice_pairwise" and suite == "sentiment" and e == "monotonic":
+            out["slice"] = "orig_not_neutral"  # slice fn `pred != 1` applied to the original
+        elif kind == "Expect.slice_orig" and suite == "qqp" and e == "eq":
+            out["slice"] = "orig_pred_eq"  # slice fn `orig == 1`
+            out["slice_value"] = 1
+        else:
+            raise _LineError("expect", f"no mapping for the slice of CheckList expectation {expression!r} "
+                             f"in the {suite} suite")
+    return e, out
+
+
+def _split_inputs(suite: str, inputs) -> tuple[list[str], list[str] | None]:
+    if not isinstance(inputs, list) or not inputs:
+        raise _LineError("inputs", "must be a non-empty list")
+    if suite == "sentiment":
+        if not all(isinstance(x, str) for x in inputs):
+            raise _LineError("inputs", "sentiment inputs must be strings")
+        return inputs, None
+    if not all(isinstance(x, list) and len(x) == 2 and all(isinstance(y, str) for y in x) for x in inputs):
+        what = "[question1, question2]" if suite == "qqp" else "[context, question]"
+        raise _LineError("inputs", f"{suite} inputs must be {what} pairs of strings")
+    return [x[0] for x in inputs], [x[1] for x in inputs]
+
+
+def _labels(d: dict, n: int) -> list | None:
+    labels, label = d.get("labels"), d.get("label")
+    if labels is None and label is not None:
+        labels = [label] * n
+    if labels is None:
+        return None
+    if not isinstance(labels, list) or len(labels) != n:
+        raise _LineError("labels", f"must be a list aligned with the {n} inputs, got {str(labels)[:60]!r}")
+    return labels
+
+
+def is_checklist_export(path: str | os.PathLike) -> bool:
+    """True when the first record of a JSONL file looks like a CheckList
+    export (``expect`` is an object and ``test_type`` is present)."""
+    try:
+        with open_text(Path(path)) as f:
+            for line in f:
+                if line.strip():
+                    d = json.loads(line)
+                    return isinstance(d, dict) and isinstance(d.get("expect"), dict) and "test_type" in d
+    except (OSError, UnicodeDecodeError, EOFError, json.JSONDecodeError):
+        return False
+    return False
+
+
+def import_checklist(path: str | os.PathLike, paper_fixes: bool = True) -> pd.DataFrame:
+    """CheckList JSONL export -> validated suite DataFrame (columns
+    ``format.COLUMNS``, functionalities in file order).
+
+    ``paper_fixes``: apply the BELUGA paper's label fixes (qqp "Order does
+    matter for asymmetric relations" labels -> 0; qqp "(question, f(question))
+    where f(question) replaces synonyms?" gets the training hint
+    ``{"train": {"as": "MFT", "label": 1}}``). Without them labels are exactly
+    as released. ``df.attrs`` holds ``checklist_suite``, ``task`` and
+    ``declared`` (functionality descriptions)."""
+    path = Path(path)
+    if not path.exists():
+        raise SuiteError(f"CheckList suite {path}: field 'path': file does not exist")
+    cols: dict[str, list] = {c: [] for c in COLUMNS}
+    suite_name = None
+    declared: dict[str, dict] = {}
+    cache: dict[tuple, tuple[str, str]] = {}
+    ln, cid = 0, None
+    try:
+        with open_text(path) as f:
+            for i, line in enumerate(f, 1):
+                ln = i  # reported by the error handler below
+                if not line.strip():
+                    continue
+                cid = None
+                try:
+                    d = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise _LineError("json", f"not valid JSON ({e})") from None
+                if not isinstance(d, dict):
+                    raise _LineError("json", "must be a JSON object (one test case per line)")
+                cid = d.get("case_id")
+                for field in REQUIRED_FIELDS:
+                    if field not in d:
+                        raise _LineError(field, "missing (not a CheckList export line?)")
+                s = d["suite"]
+                if s not in SUITE_TASKS:
+                    raise _LineError("suite", f"unknown CheckList suite {s!r} (known: {', '.join(SUITE_TASKS)})")
+                if suite_name is None:
+                    suite_name = s
+                elif s != suite_name:
+                    raise _LineError("suite", f"{s!r} differs from {suite_name!r} in earlier lines")
+                func = d["functionality"]
+                if d["test_type"] not in TEST_TYPES:
+                    raise _LineError("test_type", f"unknown test type {d['test_type']!r}")
+                if d["agg_fn"] not in AGG_FNS:
+                    raise _LineError("agg_fn", f"unknown aggregation {d['agg_fn']!r}")
+                inputs, inputs_b = _split_inputs(s, d["inputs"])
+                labels = _labels(d, len(inputs))
+                answers = None
+                if s == "squad":
+                    if labels is not None and not all(isinstance(x, str) for x in labels):
+                        raise _LineError("labels", "squad labels must be answer strings")
+                    answers, labels = labels, None
+                elif labels is not None and not all(isinstance(x, int) and not isinstance(x, bool)
+                                                    for x in labels):
+                    raise _LineError("labels", f"{s} labels must be integer classes, got {str(labels)[:60]!r}")
+                expect = d["expect"]
+                unperturbed = d["test_type"] in ("INV", "DIR") and len(inputs) < 2
+                key = (func, expect.get("expression") if isinstance(expect, dict) else None, labels is None,
+                       unperturbed)
+                mapped = cache.get(key)
+                if mapped is None or key[1] is None:
+                    e, params = _map_expectation(s, func, expect, labels is not None)
+                    if unperturbed:
+                        params["unperturbed"] = True  # released with no perturbation (qqp synonyms INV)
+                    if paper_fixes and (s, func) in TRAIN_HINTS:
+                        params["train"] = TRAIN_HINTS[(s, func)]
+                    mapped = (e, json.dumps(params, sort_keys=True))
+                    cache[key] = mapped
+                if paper_fixes and (s, func) in RELABEL and labels is not None:
+                    labels = [RELABEL[(s, func)]] * len(labels)
+                meta = d.get("meta")
+                cols["case_id"].append(cid)
+                cols["functionality"].append(func)
+                cols["capability"].append(d["capability"])
+                cols["test_type"].append(d["test_type"])
+                cols["inputs"].append(inputs)
+                cols["inputs_b"].append(inputs_b)
+                cols["labels"].append(labels)
+                cols["answers"].append(answers)
+                cols["expect"].append(mapped[0])
+                cols["expect_params"].append(mapped[1])
+                cols["agg_fn"].append(d["agg_fn"])
+                cols["meta"].append(None if meta is None else json.dumps(meta))
+                if func not in declared:
+                    declared[func] = {"functionality": func, "capability": d["capability"],
+                                      "test_type": d["test_type"], "description": d.get("description") or ""}
+    except _LineError as e:
+        where = f"line {ln}" + (f" (case_id={cid!r})" if cid is not None else "")
+        raise SuiteError(f"CheckList suite {path}: {where}: field '{e.field}': {e.msg}") from None
+    except (OSError, UnicodeDecodeError, EOFError) as e:
+        raise SuiteError(f"CheckList suite {path}: field 'path': not a readable JSONL file ({e})") from None
+    if suite_name is None:
+        raise SuiteError(f"CheckList suite {path}: field 'case_id': the file has no test cases")
+    df = pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in cols.items()})
+    task = get_task(SUITE_TASKS[suite_name])
+    label_set = tuple(task.suite_labels) or None
+    df = validate_suite(df, path, label_set, task_kind=task.kind)
+    df.attrs.update(checklist_suite=suite_name, task=task.name, declared=list(declared.values()))
+    return df
+
+
+def read_any_suite(path: str | os.PathLike, paper_fixes: bool = True, label_set: tuple[int, ...] | None = None,
+                   task_kind: str | None = None) -> pd.DataFrame:
+    """Read a suite from any supported file, by extension:
+
+    - ``.parquet``: the project's format (``format.load_suite``);
+    - ``.jsonl`` / ``.jsonl.gz``: a CheckList export (records with an
+      ``expect`` object and ``test_type``) or the project's format as JSONL;
+    - ``.csv`` / ``.csv.gz``: the project's format as CSV.
+
+    ``label_set`` / ``task_kind`` apply to the project's formats; a CheckList
+    export knows its own task (``df.attrs['task']``)."""
+    path = Path(path)
+    if not path.exists():
+        raise SuiteError(f"suite file {path}: field 'path': file does not exist")
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        return load_suite(path, label_set, task_kind=task_kind)
+    if name.endswith((".jsonl", ".jsonl.gz")):
+        if is_checklist_export(path):
+            return import_checklist(path, paper_fixes=paper_fixes)
+        return read_suite_table(path, label_set, task_kind=task_kind)
+    if name.endswith((".csv", ".csv.gz")):
+        return read_suite_table(path, label_set, task_kind=task_kind)
+    raise SuiteError(f"suite file {path}: field 'path': unknown suite file type "
+                     f"(expected .parquet, .jsonl, .jsonl.gz, .csv or .csv.gz)")

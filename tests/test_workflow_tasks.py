@@ -1,0 +1,72 @@
+"""End-to-end: snakemake on tiny PARA and READ configs over the real CheckList
+suites and i.i.d. data (tiny random BERT). Needs ../shared/data."""
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from test_workflow import REPO, smk
+
+SHARED = REPO.parent / "shared" / "data"
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not SHARED.exists(), reason=f"real data folder {SHARED} is absent")]
+
+
+def config_with_shared(name: str, tmp_path: Path) -> Path:
+    """The test config with ../shared/data made absolute (snakemake runs in a temp folder)."""
+    text = (REPO / "tests" / "configs" / name).read_text().replace("../shared/data", str(SHARED))
+    out = tmp_path / name
+    out.write_text(text)
+    return out
+
+
+def run_task(tmp_path: Path, name: str) -> tuple[Path, dict]:
+    cfg = config_with_shared(name, tmp_path)
+    wd = tmp_path / "run"
+    smk(wd, "--cores", "2", configfiles=(cfg,))
+    return wd, yaml.safe_load(cfg.read_text())
+
+
+def test_para_end_to_end(tmp_path):
+    wd, cfg = run_task(tmp_path, "tiny_para.yaml")
+    res = wd / "results" / "para"
+    suite = pd.read_parquet(res / "suite" / "suite.parquet")
+    assert list(dict.fromkeys(suite.functionality)) == cfg["tasks"]["para"]["suite"]["functionalities"]
+    assert suite.inputs_b.notna().all()
+    pred = pq.read_table(res / "predictions" / "iid_to_iid_plus_t" / "vanilla" / "seen" / "all.parquet")
+    assert pa.types.is_list(pred.schema.field("probs").type)
+    df = pred.to_pandas()
+    assert (df.probs.map(len) == 2).all() and (df.split == "iid_test").sum() == 20
+    scores = pd.read_csv(res / "scores" / "scores.csv")
+    assert list(scores.configuration) == ["iid", "iid_to_iid_plus_t"]
+    assert {"iid_accuracy", "iid_f1", "G_seen", "G_func"} <= set(scores.columns)
+    row = scores.iloc[0]
+    assert row.iid_score == pytest.approx((row.iid_accuracy + row.iid_f1) / 2)
+    for p in ("seen", "func"):
+        assert (res / "plots" / f"heatmap_{p}.png").exists()
+
+
+def test_read_end_to_end(tmp_path):
+    wd, cfg = run_task(tmp_path, "tiny_read.yaml")
+    res = wd / "results" / "read"
+    split = pd.read_parquet(res / "suite" / "split.parquet")
+    suite = pd.read_parquet(res / "suite" / "suite.parquet")
+    test_ids = set(split.case_id[split.split == "test"])
+    n_inputs = int(suite[suite.case_id.isin(test_ids)].inputs.map(len).sum())
+    for f in (res / "predictions").rglob("*.parquet"):
+        df = pd.read_parquet(f)
+        assert {"split", "case_id", "input_idx", "answer", "start", "end"} <= set(df.columns)
+        st = df[df.split == "suite_test"]
+        assert len(st) == n_inputs and not st.duplicated(["case_id", "input_idx"]).any()
+        assert (df.split == "iid_test").sum() == 16
+    # two test types present -> two type folds
+    assert sorted(p.stem for p in (res / "predictions" / "iid_to_t" / "vanilla" / "type").glob("*.parquet")) == \
+        ["inv", "mft"]
+    scores = pd.read_csv(res / "scores" / "scores.csv")
+    assert {"iid_em", "iid_f1", "G_seen", "G_type"} <= set(scores.columns)
+    assert scores.iid_em.between(0, 1).all() and scores.iid_f1.between(0, 1).all()
+    outcomes = pd.read_parquet(res / "outcomes" / "iid" / "vanilla" / "standard" / "all.parquet")
+    assert set(outcomes.status.dropna()) <= {"pass", "fail", "filtered"}
