@@ -24,6 +24,15 @@ from beluga.io import atomic_dir
 TINY_RANDOM = "tiny-random"
 
 
+def pick_device() -> torch.device:
+    """Where models run: ``BELUGA_DEVICE`` if set (e.g. ``cpu``, ``cuda:1``),
+    else the first CUDA GPU when there is one, else the CPU."""
+    name = os.environ.get("BELUGA_DEVICE")
+    if name:
+        return torch.device(name)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 def set_seed(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % (2**32))
@@ -140,6 +149,6 @@ def predict_probs(model, tokenizer, texts: list[str], texts_b: list[str] | None 
         a = [texts[i] for i in idx]
         b = [texts_b[i] for i in idx] if texts_b else None
         enc = tokenizer(a, b, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-        logits = model(**enc).logits
-        out[idx] = torch.softmax(logits.float(), dim=-1).numpy()
+        logits = model(**{k: v.to(model.device) for k, v in enc.items()}).logits
+        out[idx] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
     return out

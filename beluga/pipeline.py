@@ -3,6 +3,7 @@ only translate snakemake's input/params/output into these calls."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import platform
@@ -89,6 +90,32 @@ def _read_suite_file(suite_cfg: dict) -> pd.DataFrame:
     return read_any_suite(path, paper_fixes=bool(suite_cfg.get("paper_fixes", True)))
 
 
+def cap_inputs(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
+    """Keep at most ``n`` inputs per case: the first (the original of an
+    INV/DIR case) and a seeded sample of the others, in their order, with the
+    aligned ``inputs_b`` / ``labels`` / ``answers`` / per-input ``meta``.
+    Triplet cases keep their three inputs."""
+    if n is None:
+        return df
+    df = df.copy()
+    for i, r in enumerate(df.itertuples(index=False)):
+        k = len(r.inputs)
+        if k <= n or r.expect == "triplet":
+            continue
+        rng = np.random.default_rng(folds_mod._stable_int(seed, r.case_id))
+        keep = [0] + sorted(int(j) + 1 for j in rng.choice(k - 1, size=n - 1, replace=False))
+        for col in ("inputs", "inputs_b", "labels", "answers"):
+            v = df.at[i, col] if col in df.columns else None
+            if v is not None and not (isinstance(v, float) and v != v):
+                df.at[i, col] = [list(v)[j] for j in keep]
+        meta = df.at[i, "meta"]
+        if isinstance(meta, str):
+            parsed = json.loads(meta)
+            if isinstance(parsed, list) and len(parsed) == k:
+                df.at[i, "meta"] = json.dumps([parsed[j] for j in keep])
+    return df
+
+
 def subsample_cases(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
     """At most ``n`` cases per functionality: a seeded sample drawn per
     functionality (independent of the other functionalities), suite order kept."""
@@ -121,6 +148,7 @@ def build_suite(suite_cfg: dict, task_type: str, pool_path: str | None, out_path
     else:
         df = _read_suite_file(suite_cfg)
         df = subsample_cases(df, suite_cfg.get("max_cases_per_functionality"), int(suite_cfg.get("seed", 7)))
+        df = cap_inputs(df, suite_cfg.get("max_inputs_per_case"), int(suite_cfg.get("seed", 7)))
         declared = None
     from beluga.suites.format import validate_suite
 
@@ -161,6 +189,15 @@ def _head(task) -> str:
     return "qa" if task.kind == "qa" else "sequence"
 
 
+def _device_name() -> str:
+    import torch
+
+    from beluga.modeling import pick_device
+
+    dev = pick_device()
+    return f"{dev} ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda" else str(dev)
+
+
 def _versions() -> dict:
     import numpy
     import torch
@@ -174,40 +211,42 @@ def train_iid(model_spec: str, task_type: str, iid_train: str, hparams: dict, se
               out_dir: str, threads: int = 1, doc_stride: int = 128) -> None:
     import torch
 
-    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.modeling import load_model, pick_device, save_model, set_seed
     from beluga.training import build_streams, train
 
     torch.set_num_threads(max(1, threads))
     task = get_task(task_type)
     set_seed(seed)
     model, tokenizer = load_model(model_spec, task.num_model_labels, task_head=_head(task))
+    model.to(pick_device())
     streams = build_streams(task, pd.read_parquet(iid_train), None)
     summary = train(model, tokenizer, streams, "vanilla", dict(hparams), seed, max_length=max_length,
                     doc_stride=doc_stride)
     record = {"configuration": "iid", "method": "vanilla", "partition": "standard", "fold": "all",
               "model": model_spec, "hparams": hparams, "seed": seed, **summary, "versions": _versions(),
-              "device": "cpu"}
+              "device": _device_name()}
     save_model(model, tokenizer, out_dir, {RUN_FILE: json.dumps(record, indent=2)})
 
 
-def finetune(*, task_type: str, configuration: str, method: str, partition: str, fold: dict,
-             all_functionalities: list[str], suite_path: str, split_path: str, iid_train: str | None,
-             start_model: str, hparams: dict, seed: int, max_length: int, iid_in_mix: int | None,
-             dir_train_slice: bool, out_dir: str, threads: int = 1, doc_stride: int = 128) -> None:
-    """Behavioral fine-tuning of one fold in one configuration with one method."""
+def _train_fold(*, task, configuration: str, method: str, fold: dict, all_functionalities: list[str],
+                suite_path: str, split_path: str, iid_train: str | None, start_model: str, hparams: dict,
+                seed: int, max_length: int, iid_in_mix: int | None, dir_train_slice: bool, threads: int,
+                doc_stride: int):
+    """The behavioral fine-tuning step shared by ``finetune`` and ``trial``:
+    (model, tokenizer, training summary)."""
     import torch
 
-    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.methods import get_algorithm
+    from beluga.modeling import load_model, pick_device, set_seed
     from beluga.training import build_streams, train
 
     if configuration not in CONFIG_SPEC:
         raise ConfigError(f"config: field 'configurations': unknown configuration {configuration!r} "
                           f"(known: {', '.join(CONFIG_SPEC)})")
     torch.set_num_threads(max(1, threads))
-    task = get_task(task_type)
-    from_iid, mix = CONFIG_SPEC[configuration]
+    _, mix = CONFIG_SPEC[configuration]
     train_funcs = set(folds_mod.training_functionalities(fold, all_functionalities))
-    suite_train = _suite_split(suite_path, split_path, task_type, "train")
+    suite_train = _suite_split(suite_path, split_path, task.name, "train")
     suite_train = suite_train[suite_train["functionality"].isin(train_funcs)]
     iid_df = None
     if mix:
@@ -217,18 +256,148 @@ def finetune(*, task_type: str, configuration: str, method: str, partition: str,
         if iid_in_mix is not None and len(iid_df) > iid_in_mix:
             iid_df = iid_df.sample(n=int(iid_in_mix), random_state=seed).reset_index(drop=True)
     set_seed(seed)
-    model, tokenizer = load_model(start_model, task.num_model_labels, task_head=_head(task))
+    overrides = get_algorithm(method).config_overrides(hparams)
+    model, tokenizer = load_model(start_model, task.num_model_labels, config_overrides=overrides,
+                                  task_head=_head(task))
+    model.to(pick_device())
     streams = build_streams(task, iid_df, suite_train, dir_train_slice=dir_train_slice)
     summary = train(model, tokenizer, streams, method, dict(hparams), seed, max_length=max_length,
                     doc_stride=doc_stride)
+    return model, tokenizer, summary
+
+
+GRID_KEYS = {"lr": "lr", "batch_size": "bs", "epochs": "ep"}
+
+
+def grid_points(grid: dict) -> dict[str, dict]:
+    """Trial id -> grid point for a grid ``{lr: [...], batch_size: [...],
+    epochs: [...]}`` (any subset of the keys), in grid order; ids such as
+    ``lr2e-05-bs8-ep1`` are stable and filesystem-safe."""
+    unknown = [k for k in grid if k not in GRID_KEYS]
+    if unknown:
+        raise ConfigError(f"config: field 'selection.grid.{unknown[0]}': not a searchable hyper-parameter "
+                          f"(searchable: {', '.join(GRID_KEYS)})")
+    keys = [k for k in GRID_KEYS if grid.get(k)]
+    if not keys:
+        return {}
+    points = {}
+    for combo in itertools.product(*(grid[k] for k in keys)):
+        point = dict(zip(keys, combo))
+        points["-".join(f"{GRID_KEYS[k]}{v:g}" for k, v in point.items())] = point
+    return points
+
+
+def read_hparams(hparams: dict, selected: str | None) -> tuple[dict, dict | None]:
+    """The run's hyper-parameters: ``hparams`` with the values chosen by model
+    selection on top (``selected``: the select rule's JSON), and that choice."""
+    if selected is None:
+        return dict(hparams), None
+    choice = json.loads(Path(selected).read_text())
+    return {**hparams, **choice["hparams"]}, choice
+
+
+def finetune(*, task_type: str, configuration: str, method: str, partition: str, fold: dict,
+             all_functionalities: list[str], suite_path: str, split_path: str, iid_train: str | None,
+             start_model: str, hparams: dict, seed: int, max_length: int, iid_in_mix: int | None,
+             dir_train_slice: bool, out_dir: str, threads: int = 1, doc_stride: int = 128,
+             selected: str | None = None, start_label: str | None = None) -> None:
+    """Behavioral fine-tuning of one fold in one configuration with one method."""
+    from beluga.modeling import save_model
+
+    task = get_task(task_type)
+    hparams, choice = read_hparams(hparams, selected)
+    model, tokenizer, summary = _train_fold(
+        task=task, configuration=configuration, method=method, fold=fold, all_functionalities=all_functionalities,
+        suite_path=suite_path, split_path=split_path, iid_train=iid_train, start_model=start_model,
+        hparams=hparams, seed=seed, max_length=max_length, iid_in_mix=iid_in_mix,
+        dir_train_slice=dir_train_slice, threads=threads, doc_stride=doc_stride)
     record = {"task": task.name, "configuration": configuration, "method": method, "partition": partition,
               "fold": fold["fold"], "held_out": fold["held_out"] if partition != "seen" else [],
-              "start_model": start_model if not from_iid else "iid", "hparams": hparams, "seed": seed,
-              "iid_in_mix": iid_in_mix, **summary, "versions": _versions(), "device": "cpu"}
+              "start_model": start_label or start_model, "hparams": hparams, "seed": seed,
+              "selection": None if choice is None else {k: choice[k] for k in ("policy", "fold", "trial", "score")},
+              "iid_in_mix": iid_in_mix, **summary, "versions": _versions(), "device": _device_name()}
     save_model(model, tokenizer, out_dir, {RUN_FILE: json.dumps(record, indent=2)})
 
 
+def trial(*, task_type: str, configuration: str, method: str, fold: dict, trial_id: str, grid_point: dict,
+          all_functionalities: list[str], suite_path: str, split_path: str, iid_train: str | None,
+          start_model: str, hparams: dict, seed: int, max_length: int, iid_in_mix: int | None,
+          dir_train_slice: bool, batch_size: int, out_path: str, threads: int = 1, doc_stride: int = 128) -> None:
+    """One grid point of model selection: train the fold as ``finetune`` does
+    with ``grid_point`` on top of ``hparams``, score T_val of the fold's
+    training functionalities (the held-out ones are never looked at), write
+    the mean pass rate."""
+    task = get_task(task_type)
+    hp = {**hparams, **grid_point}
+    model, tokenizer, summary = _train_fold(
+        task=task, configuration=configuration, method=method, fold=fold, all_functionalities=all_functionalities,
+        suite_path=suite_path, split_path=split_path, iid_train=iid_train, start_model=start_model, hparams=hp,
+        seed=seed, max_length=max_length, iid_in_mix=iid_in_mix, dir_train_slice=dir_train_slice,
+        threads=threads, doc_stride=doc_stride)
+    train_funcs = set(folds_mod.training_functionalities(fold, all_functionalities))
+    val = _suite_split(suite_path, split_path, task_type, "val")
+    val = val[val["functionality"].isin(train_funcs)].reset_index(drop=True)
+    preds = _suite_predictions(model, tokenizer, task, val, "suite_val", batch_size, max_length, doc_stride)
+    status = score_cases(val, preds, task, source=f"trial {trial_id}")
+    rates = status.groupby("functionality")["status"].agg(
+        lambda st: float((st == "pass").sum() / max(1, (st != "filtered").sum())) if (st != "filtered").any()
+        else float("nan"))
+    score = float(np.nanmean(rates.to_numpy())) if rates.notna().any() else float("nan")
+    write_json({"trial": trial_id, "grid_point": grid_point, "hparams": hp, "fold": fold["fold"],
+                "partition": fold["partition"], "score": score, "metric": "mean T_val pass rate",
+                "pass_rates": {k: (None if np.isnan(v) else v) for k, v in rates.items()},
+                "steps": summary["steps"], "wall_time_s": summary["wall_time_s"]}, out_path)
+
+
+def select_hparams(*, trials: list[str], policy: str, out_path: str) -> None:
+    """The grid point with the best mean T_val pass rate (ties and NaN scores:
+    the first in grid order wins / never wins)."""
+    results = [json.loads(Path(t).read_text()) for t in trials]
+    if not results:
+        raise ConfigError("config: field 'selection.grid': no trials to select from")
+    scored = [r for r in results if r["score"] == r["score"]]
+    best = max(scored, key=lambda r: r["score"]) if scored else results[0]
+    write_json({"policy": policy, "fold": f"{best['partition']}/{best['fold']}", "trial": best["trial"],
+                "score": best["score"], "hparams": best["grid_point"],
+                "trials": {r["trial"]: r["score"] for r in results}}, out_path)
+
+
 # ---------------------------------------------------------------- predictions
+def _model_outputs(model, tokenizer, task, texts: list[str], texts_b: list, batch_size: int, max_length: int,
+                   doc_stride: int) -> dict[str, list]:
+    """Prediction columns for the inputs: ``probs`` (classification) or
+    ``answer`` / ``start`` / ``end`` (extractive QA; texts = contexts,
+    texts_b = questions)."""
+    if task.kind == "qa":
+        from beluga.qa import predict_qa
+
+        spans = predict_qa(model, tokenizer, questions=texts_b, contexts=texts, batch_size=batch_size,
+                           max_length=max_length, stride=doc_stride)
+        return {"answer": [a for a, _, _ in spans], "start": [st for _, st, _ in spans],
+                "end": [en for _, _, en in spans]}
+    from beluga.modeling import predict_probs
+
+    use_b = any(b is not None for b in texts_b)
+    probs = predict_probs(model, tokenizer, texts, texts_b if use_b else None, batch_size, max_length)
+    return {"probs": [row.tolist() for row in probs]}
+
+
+def _suite_predictions(model, tokenizer, task, cases: pd.DataFrame, split: str, batch_size: int,
+                       max_length: int, doc_stride: int) -> pd.DataFrame:
+    """Predictions for every input of ``cases``, keyed by (case_id, input_idx)."""
+    keys, texts, texts_b = [], [], []
+    for r in cases.itertuples(index=False):
+        for j, t in enumerate(r.inputs):
+            keys.append((r.case_id, j))
+            texts.append(t)
+            texts_b.append(r.inputs_b[j] if r.inputs_b is not None else None)
+    out = pd.DataFrame({"split": split, "case_id": [k[0] for k in keys], "input_idx": [k[1] for k in keys]})
+    for col, values in _model_outputs(model, tokenizer, task, texts, texts_b, batch_size, max_length,
+                                      doc_stride).items():
+        out[col] = values
+    return out
+
+
 def predict(*, task_type: str, model_dir: str, suite_path: str, split_path: str, iid_test: str,
             batch_size: int, max_length: int, out_path: str, out_run: str, threads: int = 1,
             doc_stride: int = 128) -> None:
@@ -238,53 +407,35 @@ def predict(*, task_type: str, model_dir: str, suite_path: str, split_path: str,
     (``answer``, ``start``, ``end``; extractive QA)."""
     import torch
 
-    from beluga.modeling import load_trained
+    from beluga.modeling import load_trained, pick_device
 
     torch.set_num_threads(max(1, threads))
     task = get_task(task_type)
     model, tokenizer = load_trained(model_dir, _head(task))
-    suite_test = _suite_split(suite_path, split_path, task_type, "test")
-    keys, texts, texts_b = [], [], []
-    for r in suite_test.itertuples(index=False):
-        for j, t in enumerate(r.inputs):
-            keys.append(("suite_test", r.case_id, j))
-            texts.append(t)
-            texts_b.append(r.inputs_b[j] if r.inputs_b is not None else None)
-    iid = pd.read_parquet(iid_test)
-    labels = [None] * len(keys)
-    if task.kind == "qa":
-        # READ: inputs are contexts, inputs_b questions; i.i.d. rows likewise
-        keys += [("iid_test", eid, 0) for eid in iid["example_id"]]
-        texts += list(iid["context"])
-        texts_b += list(iid["question"])
-    else:
-        iid_b = iid["text_b"] if "text_b" in iid.columns else [None] * len(iid)
-        keys += [("iid_test", eid, 0) for eid in iid["example_id"]]
-        texts += list(iid["text"])
-        texts_b += list(iid_b)
-        labels += [int(y) for y in iid["label"]]
-    columns = {"split": [k[0] for k in keys], "case_id": [str(k[1]) for k in keys],
-               "input_idx": [k[2] for k in keys]}
+    model.to(pick_device())
     t0 = time.time()
-    if task.kind == "qa":
-        from beluga.qa import predict_qa
-
-        spans = predict_qa(model, tokenizer, questions=texts_b, contexts=texts, batch_size=batch_size,
-                           max_length=max_length, stride=doc_stride)
-        columns.update(answer=[a for a, _, _ in spans], start=[st for _, st, _ in spans],
-                       end=[en for _, _, en in spans])
-        table = pa.Table.from_pydict(columns, schema=QA_PREDICTION_SCHEMA)
+    suite_test = _suite_split(suite_path, split_path, task_type, "test")
+    suite = _suite_predictions(model, tokenizer, task, suite_test, "suite_test", batch_size, max_length, doc_stride)
+    iid = pd.read_parquet(iid_test)
+    if task.kind == "qa":   # READ: contexts and questions
+        texts, texts_b = list(iid["context"]), list(iid["question"])
     else:
-        from beluga.modeling import predict_probs
-
-        use_b = any(b is not None for b in texts_b)
-        probs = predict_probs(model, tokenizer, texts, texts_b if use_b else None, batch_size, max_length)
-        columns.update(probs=[row.tolist() for row in probs], label=labels)
-        table = pa.Table.from_pydict(columns, schema=PREDICTION_SCHEMA)
-    write_parquet(table, out_path)
+        texts = list(iid["text"])
+        texts_b = list(iid["text_b"]) if "text_b" in iid.columns else [None] * len(iid)
+    iid_out = pd.DataFrame({"split": "iid_test", "case_id": iid["example_id"].astype(str), "input_idx": 0})
+    for col, values in _model_outputs(model, tokenizer, task, texts, texts_b, batch_size, max_length,
+                                      doc_stride).items():
+        iid_out[col] = values
+    if task.kind != "qa":
+        suite["label"] = None
+        iid_out["label"] = iid["label"].astype(int).to_numpy()
+    df = pd.concat([suite, iid_out], ignore_index=True)
+    columns = {c: [None if (c == "label" and pd.isna(v)) else v for v in df[c]] for c in df.columns}
+    schema = QA_PREDICTION_SCHEMA if task.kind == "qa" else PREDICTION_SCHEMA
+    write_parquet(pa.Table.from_pydict({f.name: columns[f.name] for f in schema}, schema=schema), out_path)
     record = json.loads((Path(model_dir) / RUN_FILE).read_text())
     record["prediction_wall_time_s"] = round(time.time() - t0, 2)
-    record["n_predictions"] = len(keys)
+    record["n_predictions"] = len(df)
     write_json(record, out_run)
 
 

@@ -406,27 +406,37 @@ def per_example_mean(values: torch.Tensor, example_idx: torch.Tensor, n_examples
     return sums / counts
 
 
+def _scaled(logits: torch.Tensor, scale: torch.Tensor | float | None) -> torch.Tensor:
+    return logits if scale is None else logits * scale
+
+
 def qa_mft_batch_loss(model, tokenizer, questions: Sequence[str], contexts: Sequence[str],
                       answers: Sequence[str], answer_starts: Sequence[int | None] | None = None,
-                      max_length: int = 384, stride: int = 128, mask_padding: bool = False) -> torch.Tensor:
+                      max_length: int = 384, stride: int = 128, mask_padding: bool = False,
+                      scale: torch.Tensor | float | None = None) -> torch.Tensor:
     """Per-example MFT / i.i.d. span loss (with gradients): every window of an
     example is trained (windows without the answer target [CLS]) and its
-    features' losses are averaged, so each example weighs the same."""
+    features' losses are averaged, so each example weighs the same.
+    ``scale`` (optional, e.g. IRM's dummy classifier scale) multiplies the
+    start and end logits before the softmaxes."""
     feats = encode_qa(tokenizer, questions, contexts, max_length=max_length, stride=stride)
     sp, ep = span_targets(feats, contexts, answers, answer_starts)
     res = model(**feats.model_inputs(device=_device(model)))
-    loss = qa_mft_loss(res.start_logits, res.end_logits, sp, ep,
+    start, end = _scaled(res.start_logits, scale), _scaled(res.end_logits, scale)
+    loss = qa_mft_loss(start, end, sp, ep,
                        mask=feats.attention_mask if mask_padding else None)
     return per_example_mean(loss, feats.example_idx, len(questions))
 
 
 def qa_inv_batch_loss(model, tokenizer, orig_questions: Sequence[str], orig_contexts: Sequence[str],
                       pert_questions: Sequence[str], pert_contexts: Sequence[str], max_length: int = 384,
-                      detach_orig: bool = False, scope: str = "context") -> torch.Tensor:
+                      detach_orig: bool = False, scope: str = "context",
+                      scale: torch.Tensor | float | None = None) -> torch.Tensor:
     """Per-pair INV loss (with gradients) for (original, perturbation) pairs.
     Each input is one window (truncated, no overflow); positions are aligned
     over the context tokens (``scope="context"``, default) or over the whole
-    sequences minus padding (``scope="sequence"``)."""
+    sequences minus padding (``scope="sequence"``). ``scale`` (optional)
+    multiplies the start and end logits of both sides before the softmaxes."""
     if scope not in ("context", "sequence"):
         raise ValueError(f"qa_inv_batch_loss: scope must be 'context' or 'sequence', got {scope!r}")
     fo = encode_qa(tokenizer, orig_questions, orig_contexts, max_length=max_length, overflow=False)
@@ -437,5 +447,6 @@ def qa_inv_batch_loss(model, tokenizer, orig_questions: Sequence[str], orig_cont
     dev = _device(model)
     ro = model(**fo.model_inputs(device=dev))
     rp = model(**fp.model_inputs(device=dev))
-    return qa_inv_loss(ro.start_logits, ro.end_logits, rp.start_logits, rp.end_logits, pairs,
+    return qa_inv_loss(_scaled(ro.start_logits, scale), _scaled(ro.end_logits, scale),
+                       _scaled(rp.start_logits, scale), _scaled(rp.end_logits, scale), pairs,
                        detach_orig=detach_orig)

@@ -7,12 +7,39 @@ cases by test type). Each minibatch comes from one stream; per epoch the
 batches of all streams are shuffled together, so streams are drawn in
 proportion to their number of batches. INV/DIR minibatches hold
 (original, one randomly drawn perturbation) pairs, redrawn every epoch.
+
+Two sampling modes, chosen by the method (``Algorithm.sampling``):
+
+- ``pooled`` (vanilla, l2, dropout, lp, lp_ft): the above; an epoch is one
+  pass over every stream, ``n_batches`` updates, each given one minibatch.
+- ``per_env`` (irm, group_dro, fish): items are grouped by environment
+  (``Item.env``: the functionality, ``iid`` for i.i.d. items; see
+  :func:`env_groups`), and every update is given a list of minibatches, one
+  per environment of the step: all environments, or a fresh uniform sample of
+  ``envs_per_step`` of them (fish: ``fish_envs``) in random order. Each
+  environment's items are consumed in a shuffled order, reshuffled after
+  every pass (small environments cycle more often: sampling is balanced over
+  environments, not over items); a minibatch holds up to ``batch_size``
+  distinct items of one environment and one batch kind (see
+  :class:`EnvSampler`). An *epoch* is
+  ``ceil(total items / batch_size)`` updates by default
+  (``per_env_epoch="steps"``): the number of updates of pooled sampling, up to
+  rounding, so the learning-rate schedule and an IRM anneal fraction mean the
+  same; each update then sees up to k minibatches (k environments per step),
+  i.e. k times the examples (and compute) of a pooled update.
+  ``per_env_epoch="examples"`` makes an epoch ``ceil(total items / (k ×
+  batch_size))`` updates instead: as many examples per epoch as pooled
+  sampling, k times fewer updates.
+
+The linear learning-rate decay and the gradient clipping are shared by
+every method (:class:`beluga.methods.Algorithm`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -21,7 +48,7 @@ import pandas as pd
 import torch
 
 from beluga.losses import DIR_FN_INDEX, dir_function_for, dir_loss, inv_loss, mft_loss, neutral_mask
-from beluga.methods import get_algorithm
+from beluga.methods import check_method_hparams, get_algorithm
 from beluga.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -181,6 +208,67 @@ def n_batches(streams: dict[str, list[Item]], batch_size: int) -> int:
     return sum(-(-len(v) // batch_size) for v in streams.values())
 
 
+# --------------------------------------------------------------------------- per-environment sampling
+
+
+def env_groups(streams: dict[str, list[Item]]) -> dict[str, tuple[str, list[Item]]]:
+    """Environment -> (stream, items), environments sorted by name.
+
+    An environment is a functionality (or ``iid``); a functionality has one
+    test type, and label-checked DIRs (e.g. PARA) are trained as MFT items, so
+    all its items are in one stream and its minibatches are homogeneous in
+    kind. Should a functionality still have items in several streams, each
+    (functionality, stream) part becomes its own environment
+    ``"<functionality> [<stream>]"`` (with a warning)."""
+    by_env: dict[str, dict[str, list[Item]]] = {}
+    for stream in sorted(streams):
+        for it in streams[stream]:
+            by_env.setdefault(it.env, {}).setdefault(stream, []).append(it)
+    out: dict[str, tuple[str, list[Item]]] = {}
+    for env in sorted(by_env):
+        parts = by_env[env]
+        if len(parts) == 1:
+            (stream, items), = parts.items()
+            out[env] = (stream, items)
+            continue
+        log.warning("environment %r has items in several streams (%s): each part is its own environment",
+                    env, ", ".join(sorted(parts)))
+        for stream, items in sorted(parts.items()):
+            out[f"{env} [{stream}]"] = (stream, items)
+    return dict(sorted(out.items()))
+
+
+class EnvSampler:
+    """Minibatches of one environment at a time (see the module docstring).
+
+    Every environment goes through its items in passes: a pass is a fresh
+    permutation of the environment's items cut into minibatches of
+    ``batch_size`` (the last one of a pass may be smaller, as in pooled
+    sampling), so each item is used once per pass and a minibatch never
+    repeats an item. The batch's ``envs`` are the environment name."""
+
+    def __init__(self, groups: dict[str, tuple[str, list[Item]]], batch_size: int, rng: np.random.Generator):
+        self.groups = groups
+        self.batch_size = batch_size
+        self.rng = rng
+        self.queues: dict[str, list[int]] = {k: [] for k in groups}
+
+    def minibatch(self, env: str) -> Batch:
+        stream, items = self.groups[env]
+        if not self.queues[env]:
+            self.queues[env] = [int(i) for i in self.rng.permutation(len(items))]
+        queue = self.queues[env]
+        pick, self.queues[env] = queue[:self.batch_size], queue[self.batch_size:]
+        batch = _make_batch(stream, [items[i] for i in pick], self.rng)
+        batch.envs = [env] * batch.size
+        return batch
+
+    def step_envs(self, k: int) -> list[str]:
+        """A uniform sample of ``k`` environments, in random order."""
+        names = list(self.groups)
+        return [names[i] for i in self.rng.permutation(len(names))[:k]]
+
+
 class LossFn:
     """Maps (model, batch) to per-example losses; tokenizes on the fly."""
 
@@ -193,15 +281,19 @@ class LossFn:
     def logits(self, model, texts, texts_b=None):
         enc = self.tokenizer(texts, texts_b, padding=True, truncation=True, max_length=self.max_length,
                              return_tensors="pt")
-        return model(**enc).logits
+        dev = next(model.parameters()).device
+        return model(**{k: v.to(dev) for k, v in enc.items()}).logits
 
-    def __call__(self, model, batch: Batch) -> torch.Tensor:
+    def __call__(self, model, batch: Batch, scale: torch.Tensor | float | None = None) -> torch.Tensor:
+        """Per-example losses. ``scale`` (optional; IRM's dummy classifier w)
+        multiplies the logits before every softmax: the class logits of MFT /
+        INV / DIR batches, the start and end logits of QA batches."""
         if batch.kind == "qa_mft":
             from beluga.qa import qa_mft_batch_loss
 
             return qa_mft_batch_loss(model, self.tokenizer, questions=batch.texts_b, contexts=batch.texts,
                                      answers=batch.answers, answer_starts=batch.answer_starts,
-                                     max_length=self.max_length, stride=self.doc_stride)
+                                     max_length=self.max_length, stride=self.doc_stride, scale=scale)
         if batch.kind == "qa_inv":
             from beluga.qa import qa_inv_batch_loss
 
@@ -209,48 +301,87 @@ class LossFn:
             return qa_inv_batch_loss(model, self.tokenizer, orig_questions=batch.texts_b[:n],
                                      orig_contexts=batch.texts[:n], pert_questions=batch.texts_b[n:],
                                      pert_contexts=batch.texts[n:], max_length=self.max_length,
-                                     detach_orig=self.detach_inv_orig)
+                                     detach_orig=self.detach_inv_orig, scale=scale)
         logits = self.logits(model, batch.texts, batch.texts_b)
+        if scale is not None:
+            logits = logits * scale
         if batch.kind == "mft":
-            return mft_loss(logits, batch.targets)
+            return mft_loss(logits, batch.targets.to(logits.device, logits.dtype))
         n = batch.size
         lo, lp = logits[:n], logits[n:]
         if batch.kind == "inv":
             return inv_loss(lo, lp, detach_orig=self.detach_inv_orig)
         keep = None
         if batch.dir_slice is not None and bool(batch.dir_slice.any()):
-            keep = ~(batch.dir_slice & neutral_mask(lo.detach()))
-        return dir_loss(lo, lp, batch.dir_fn, keep=keep)
+            keep = ~(batch.dir_slice.to(lo.device) & neutral_mask(lo.detach()))
+        return dir_loss(lo, lp, batch.dir_fn.to(lo.device), keep=None if keep is None else keep.to(lo.device))
 
 
 def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams: dict, seed: int,
-          max_length: int = 128, log_every: int = 50, doc_stride: int = 128) -> dict:
-    """Train ``model`` in place. ``hparams`` holds lr, batch_size, epochs and
-    the method's own hyper-parameters. Returns a summary dict."""
-    if not streams:
+          max_length: int = 128, log_every: int = 50, doc_stride: int = 128,
+          reference_state: dict | None = None) -> dict:
+    """Train ``model`` in place with ``method``. ``hparams`` holds lr,
+    batch_size, epochs and the method's own hyper-parameters (missing ones
+    take ``DEFAULT_HPARAMS``). ``reference_state`` (optional, name -> tensor):
+    reference weights for L2-SP (default: the model's weights at the start).
+
+    Returns a summary dict: steps, epoch_losses (mean objective per epoch),
+    epoch_risks (mean loss per epoch, without penalties / weights),
+    wall_time_s, stream_sizes, sampling, and for ``per_env`` sampling
+    env_sizes / envs_per_step / steps_per_epoch; ``method_info`` holds the
+    method's own (e.g. final Group-DRO weights, IRM switch step)."""
+    from beluga.methods import DEFAULT_HPARAMS
+
+    if not streams or not any(streams.values()):
         raise ValueError("nothing to train on: every stream is empty")
     algo_cls = get_algorithm(method)
-    if algo_cls.sampling != "pooled":
-        raise NotImplementedError(f"sampling mode {algo_cls.sampling!r} of method {method!r} is not implemented")
+    hparams = {**DEFAULT_HPARAMS.get(method, {}), **hparams}
+    check_method_hparams(method, hparams)
     batch_size, epochs = int(hparams["batch_size"]), int(hparams["epochs"])
     if batch_size <= 0 or epochs <= 0 or float(hparams["lr"]) <= 0:
         raise ValueError(f"batch_size, epochs and lr must be positive, got {batch_size}, {epochs}, {hparams['lr']}")
-    total = n_batches(streams, batch_size) * epochs
     loss_fn = LossFn(tokenizer, max_length, detach_inv_orig=bool(hparams.get("detach_inv_orig", False)),
                      doc_stride=doc_stride)
+    extra: dict = {"sampling": algo_cls.sampling}
+    if algo_cls.sampling == "pooled":
+        total = n_batches(streams, batch_size) * epochs
+        envs = sorted({it.env for items in streams.values() for it in items})
+
+        def epoch_plan(epoch: int):
+            rng = np.random.default_rng([seed, epoch])
+            return ([b] for b in epoch_batches(streams, batch_size, rng))
+    elif algo_cls.sampling == "per_env":
+        groups = env_groups(streams)
+        envs = list(groups)
+        k = algo_cls.envs_per_step(hparams)
+        k = len(envs) if k is None else min(int(k), len(envs))
+        n_items = sum(len(items) for _, items in groups.values())
+        per = batch_size * (k if hparams.get("per_env_epoch", "steps") == "examples" else 1)
+        steps_per_epoch = math.ceil(n_items / per)
+        total = steps_per_epoch * epochs
+        sampler = EnvSampler(groups, batch_size, np.random.default_rng([seed, 1_000_003]))
+        extra.update(env_sizes={e: len(items) for e, (_, items) in groups.items()}, envs_per_step=k,
+                     steps_per_epoch=steps_per_epoch)
+
+        def epoch_plan(epoch: int):
+            return ([sampler.minibatch(e) for e in sampler.step_envs(k)] for _ in range(steps_per_epoch))
+    else:
+        raise NotImplementedError(f"sampling mode {algo_cls.sampling!r} of method {method!r} is not implemented")
     model.train()
-    algo = algo_cls(model, hparams, loss_fn, total)
-    t0, step, history = time.time(), 0, []
+    algo = algo_cls(model, hparams, loss_fn, total, envs=envs, reference_state=reference_state)
+    t0, step, history, risks = time.time(), 0, [], []
     for epoch in range(epochs):
-        rng = np.random.default_rng([seed, epoch])
-        running = []
-        for batch in epoch_batches(streams, batch_size, rng):
-            stats = algo.update([batch])
+        running, running_risk = [], []
+        for minibatches in epoch_plan(epoch):
+            stats = algo.update(minibatches)
             running.append(stats["loss"])
+            running_risk.append(stats.get("risk", stats["loss"]))
             step += 1
             if step % log_every == 0:
                 log.info("step %d/%d loss %.4f", step, total, float(np.mean(running[-log_every:])))
         history.append(float(np.mean(running)))
+        risks.append(float(np.mean(running_risk)))
         log.info("epoch %d done: mean loss %.4f (%.1fs)", epoch + 1, history[-1], time.time() - t0)
-    return {"steps": step, "epoch_losses": history, "wall_time_s": round(time.time() - t0, 2),
-            "stream_sizes": {k: len(v) for k, v in streams.items()}}
+    return {"steps": step, "epoch_losses": history, "epoch_risks": risks,
+            "wall_time_s": round(time.time() - t0, 2),
+            "stream_sizes": {k: len(v) for k, v in streams.items()}, **extra, "method_info": algo.summary()}

@@ -9,7 +9,7 @@ sys.path.insert(0, workflow.basedir)
 from beluga import folds as beluga_folds  # noqa: E402
 from beluga import pipeline as beluga_pipeline  # noqa: E402
 from beluga.errors import BelugaError  # noqa: E402
-from beluga.methods import method_hparams  # noqa: E402
+from beluga.methods import get_algorithm, method_hparams  # noqa: E402
 
 
 validate(config, schema="../schemas/config.schema.yaml")
@@ -29,11 +29,24 @@ except BelugaError as e:
 
 IID_FOLD = {"partition": "standard", "fold": "all", "group": "all"}
 
+# Model selection (METHOD.md: grid selected on T_val): a grid over the suite
+# stage's hyper-parameters, tried once on the seen fold and reused by every
+# fold (policy "seen", the paper) or on every fold's own T_val ("per_fold").
+# tasks.<id>.selection overrides the global block (READ's batch sizes differ).
+def selection(task):
+    merged = dict(config.get("selection", {}))
+    merged.update(TASKS[task].get("selection", {}))
+    return merged
+
+
+GRID_POINTS = {t: beluga_pipeline.grid_points(selection(t).get("grid") or {}) for t in TASKS}
+
 
 wildcard_constraints:
     task="|".join(TASKS),
     conf="iid|" + "|".join(beluga_pipeline.CONFIGURATIONS),
     method="[a-z0-9_]+",
+    trial="[A-Za-z0-9.+-]+",
     partition="standard|seen|func|class|type",
     fold="[a-z0-9-]+",
     split="train|val|test|pool",
@@ -43,7 +56,17 @@ wildcard_constraints:
 def fold_spec(task, partition, fold):
     if partition == "standard":
         return dict(IID_FOLD, held_out=list(FUNCS[task]["functionality"]))
+    if partition == "seen":  # also when only used for model selection
+        return beluga_folds.enumerate_folds(FUNCS[task], ["seen"])[0]
     return beluga_folds.find_fold(FOLDS[task], partition, fold)
+
+
+def selection_dir(w):
+    """Where a fold's hyper-parameters are selected: the seen fold (policy
+    "seen", the paper) or the fold itself (policy "per_fold")."""
+    if selection(w.task).get("policy", "seen") == "seen":
+        return res(w.task, "selection", w.conf, w.method, "seen", "all")
+    return res(w.task, "selection", w.conf, w.method, w.partition, w.fold)
 
 
 def run_keys(task):
@@ -98,17 +121,44 @@ def suite_build_inputs(wildcards):
     return {"suite_file": suite["path"]}
 
 
-def finetune_inputs(wildcards):
-    from_iid, mix = beluga_pipeline.CONFIG_SPEC[wildcards.conf]
+def start_model(w):
+    """(input path or None, label for the run record) of a fold's start model:
+    a method with a start method (lp_ft) starts from that method's model of
+    the same configuration and fold; otherwise IID→T and IID→(IID+T) start
+    from the IID model and IID+T from the pre-trained model."""
+    from_iid, _ = beluga_pipeline.CONFIG_SPEC[w.conf]
+    first = get_algorithm(w.method).start_method
+    if first is not None:
+        return res(w.task, "models", w.conf, first, w.partition, w.fold), f"{first} model of this fold"
+    if from_iid:
+        return res(w.task, "models", "iid", "vanilla", "standard", "all"), "iid"
+    return None, TASKS[w.task]["model"]
+
+
+def trial_inputs(wildcards):
+    _, mix = beluga_pipeline.CONFIG_SPEC[wildcards.conf]
     inputs = {
         "suite": res(wildcards.task, "suite", "suite.parquet"),
         "split": res(wildcards.task, "suite", "split.parquet"),
     }
     if mix:
         inputs["iid_train"] = res(wildcards.task, "iid", "train.parquet")
-    if from_iid:
-        inputs["start"] = res(wildcards.task, "models", "iid", "vanilla", "standard", "all")
+    start, _ = start_model(wildcards)
+    if start is not None:
+        inputs["start"] = start
     return inputs
+
+
+def finetune_inputs(wildcards):
+    inputs = trial_inputs(wildcards)
+    if GRID_POINTS[wildcards.task]:
+        inputs["selected"] = f"{selection_dir(wildcards)}/selected.json"
+    return inputs
+
+
+def trial_files(wildcards):
+    return [f"{RESULTS}/{wildcards.task}/selection/{wildcards.conf}/{wildcards.method}/{wildcards.partition}/"
+            f"{wildcards.fold}/trials/{t}.json" for t in GRID_POINTS[wildcards.task]]
 
 
 def outcome_files(wildcards):

@@ -26,9 +26,9 @@ def smk(workdir, *args, check=True, configfiles=(TINY,)):
     return out
 
 
-def planned_jobs(workdir) -> dict[str, int]:
+def planned_jobs(workdir, configfiles=(TINY,)) -> dict[str, int]:
     """Job counts per rule of a dry run."""
-    out = smk(workdir, "-n", "--quiet", "rules")
+    out = smk(workdir, "-n", "--quiet", "rules", configfiles=configfiles)
     counts = {}
     for line in (out.stdout + out.stderr).splitlines():
         parts = line.split()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -17,25 +17,66 @@ def register(cls):
 class Algorithm:
     """A method owns the model, its optimizer and scheduler.
 
-    ``loss_fn(model, batch) -> per-example losses`` is the one loss code path
-    (MFT / INV / DIR); ``update`` receives a list of minibatches (one per
-    environment for environment-aware methods, a single one otherwise).
+    ``loss_fn(model, batch, scale=None) -> per-example losses`` is the one
+    loss code path (MFT / INV / DIR / QA); ``update`` receives a list of
+    minibatches (one per environment for environment-aware methods, a single
+    one otherwise) and returns a dict with at least ``loss``.
+
+    Shared by every method: AdamW (``lr``, ``weight_decay``), a linear decay
+    of the learning rate to 0 over ``total_steps`` updates, and gradient
+    clipping at ``max_grad_norm`` (default 1.0). ``hparams`` is the method's
+    defaults (``DEFAULT_HPARAMS``) overridden by the given dict.
+
+    ``envs`` (optional) lists every training environment (functionalities, and
+    ``iid``), known before training starts; ``reference_state`` (optional) is a
+    name -> tensor dict of reference weights (L2-SP; other methods ignore it).
     """
 
     name = "base"
     #: how the training loop draws minibatches: "pooled" = one batch per step
-    #: drawn from the streams in proportion to their sizes.
+    #: drawn from the streams in proportion to their sizes; "per_env" = one
+    #: minibatch per environment per step (see ``training.train``).
     sampling = "pooled"
+    #: a method whose training starts from another method's trained model of
+    #: the same configuration and fold (lp_ft: "lp"); None = the configuration's
+    #: start model (the IID model or the pre-trained one).
+    start_method: str | None = None
 
-    def __init__(self, model: torch.nn.Module, hparams: dict, loss_fn: Callable, total_steps: int):
+    def __init__(self, model: torch.nn.Module, hparams: dict, loss_fn: Callable, total_steps: int,
+                 envs: Sequence[str] | None = None, reference_state: dict | None = None):
+        from beluga.methods import DEFAULT_HPARAMS
+
         self.model = model
-        self.hparams = hparams
+        self.hparams = {**DEFAULT_HPARAMS.get(self.name, {}), **hparams}
         self.loss_fn = loss_fn
         self.total_steps = max(1, int(total_steps))
+        self.envs = list(envs) if envs is not None else []
+        self.reference_state = reference_state
+        self.steps_done = 0
+        self.setup()
         self.optimizer = self.make_optimizer()
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda step: max(0.0, 1.0 - step / self.total_steps))
+        self.scheduler = self.make_scheduler(self.optimizer)
 
+    # ------------------------------------------------------------ hooks
+    @classmethod
+    def config_overrides(cls, hparams: dict | None = None) -> dict:
+        """Model config fields the model must be built with (``load_model(...,
+        config_overrides=...)``); none by default."""
+        return {}
+
+    @classmethod
+    def envs_per_step(cls, hparams: dict) -> int | None:
+        """Per-env sampling: environments per step (None = all)."""
+        return hparams.get("envs_per_step")
+
+    def setup(self) -> None:
+        """Runs before the optimizer is built (freeze parameters, set dropout...)."""
+
+    def summary(self) -> dict:
+        """Method-specific information for the run record."""
+        return {}
+
+    # ------------------------------------------------------------ optimisation
     def trainable_parameters(self):
         return [p for p in self.model.parameters() if p.requires_grad]
 
@@ -43,27 +84,55 @@ class Algorithm:
         return torch.optim.AdamW(self.trainable_parameters(), lr=self.hparams["lr"],
                                  weight_decay=self.hparams.get("weight_decay", 0.0))
 
+    def lr_factor(self) -> float:
+        """Linear decay to 0 over ``total_steps`` updates (a function of the
+        number of updates done, so that a new optimizer continues the schedule)."""
+        return max(0.0, 1.0 - self.steps_done / self.total_steps)
+
+    def make_scheduler(self, optimizer):
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: self.lr_factor())
+
+    def reset_optimizer(self) -> None:
+        """A fresh optimizer (no moments), the learning-rate schedule continuing where it was."""
+        self.optimizer = self.make_optimizer()
+        self.scheduler = self.make_scheduler(self.optimizer)
+
+    def clip(self, params) -> None:
+        torch.nn.utils.clip_grad_norm_(params, self.hparams.get("max_grad_norm", 1.0))
+
+    def end_step(self) -> None:
+        """Count one update and advance the learning-rate schedule."""
+        self.steps_done += 1
+        self.scheduler.step()
+
     def step(self, loss: torch.Tensor) -> None:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.trainable_parameters(), self.hparams.get("max_grad_norm", 1.0))
+        self.clip(self.trainable_parameters())
         self.optimizer.step()
-        self.scheduler.step()
+        self.end_step()
 
     def update(self, minibatches: list) -> dict:
         raise NotImplementedError
 
     @torch.no_grad()
     def predict(self, enc) -> torch.Tensor:
+        """Model outputs for a tokenized batch (eval mode): logits for a
+        sequence classifier, (start, end) logits stacked on dim 0 for QA."""
+        was_training = self.model.training
         self.model.eval()
-        logits = self.model(**enc).logits
-        self.model.train()
-        return logits
+        out = self.model(**enc)
+        if was_training:
+            self.model.train()
+        if hasattr(out, "logits"):
+            return out.logits
+        return torch.stack([out.start_logits, out.end_logits])
 
 
 @register
 class Vanilla(Algorithm):
-    """Empirical risk minimisation with AdamW."""
+    """Empirical risk minimisation with AdamW: the mean per-example loss of
+    the minibatches."""
 
     name = "vanilla"
 

@@ -1,0 +1,223 @@
+"""Environment-aware methods: IRM (IRMv1), Group-DRO and Fish.
+
+Environments are the functionalities of the training fold, plus ``iid`` for
+the i.i.d. data in IID+T and IID→(IID+T). These methods use the training
+loop's ``per_env`` sampling: every ``update`` receives a list of minibatches,
+one per (sampled) environment, each homogeneous in environment and batch kind
+(see ``beluga.training.train``). The loss code path is the shared
+``loss_fn(model, batch, scale=None)`` (MFT / INV / DIR / QA).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import torch
+
+from beluga.methods.base import Algorithm, register
+
+
+def _batch_env(mb) -> str:
+    envs = set(mb.envs)
+    if len(envs) != 1:
+        raise ValueError(f"an environment-aware method needs minibatches from one environment, got {sorted(envs)}")
+    return envs.pop()
+
+
+# --------------------------------------------------------------------------- IRM
+
+
+def _grad_wrt(value: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    if not value.requires_grad:
+        return torch.zeros((), dtype=scale.dtype, device=scale.device)
+    (g,) = torch.autograd.grad(value, [scale], create_graph=True, allow_unused=True)
+    return torch.zeros((), dtype=scale.dtype, device=scale.device) if g is None else g
+
+
+def irm_penalty(losses: torch.Tensor, scale: torch.Tensor, estimate: str = "full") -> torch.Tensor:
+    """IRMv1 penalty of one environment from its per-example losses computed
+    on ``scale``-multiplied logits (``scale`` a scalar leaf = 1.0 with
+    ``requires_grad``), keeping the graph (the penalty is differentiated).
+
+    ``estimate="full"`` (default, the IRM paper's code): (∂R_e/∂w)², with R_e
+    the mean loss of the minibatch: >= 0, 0 exactly when the risk is
+    stationary in the scale. ``"split"`` (DomainBed): ∂R_e^(even)/∂w ·
+    ∂R_e^(odd)/∂w over the even / odd examples, an unbiased estimate of the
+    squared gradient of the expected risk (it can be negative); a minibatch of
+    one example falls back to "full"."""
+    if estimate not in ("full", "split"):
+        raise ValueError(f"irm_penalty: estimate must be 'full' or 'split', got {estimate!r}")
+    if estimate == "split" and losses.numel() >= 2:
+        return _grad_wrt(losses[0::2].mean(), scale) * _grad_wrt(losses[1::2].mean(), scale)
+    return _grad_wrt(losses.mean(), scale) ** 2
+
+
+@register
+class IRM(Algorithm):
+    """Invariant Risk Minimization, IRMv1 (Arjovsky et al. 2019).
+
+    Per environment e, R_e(w) is the mean per-example loss computed with the
+    model's logits multiplied by a dummy scale w = 1.0 (classification: the
+    logits before every softmax of the MFT / INV / DIR losses; QA: the start
+    and end logits); penalty_e = (∂R_e/∂w)² (:func:`irm_penalty`,
+    ``irm_penalty_estimate``). Objective: mean_e R_e + λ·mean_e penalty_e with
+    λ = 1 for the first ``anneal`` updates and ``irm_lambda`` afterwards;
+    ``anneal`` = ``irm_penalty_anneal_iters`` when set, else
+    round(``irm_penalty_anneal_frac`` × total updates) (ref. code: λ = 1e4
+    after 1/5 of training; DomainBed: λ = 100 after 500 steps). The AdamW
+    optimizer is reset when λ switches (the learning-rate schedule continues).
+    ``irm_rescale`` divides the objective by λ after the switch (off by
+    default, like DomainBed; with Adam and gradient clipping it changes little
+    since Adam's steps are nearly invariant to the loss scale)."""
+
+    name = "irm"
+    sampling = "per_env"
+
+    def setup(self) -> None:
+        it = self.hparams.get("irm_penalty_anneal_iters")
+        if it is None:
+            it = round(float(self.hparams["irm_penalty_anneal_frac"]) * self.total_steps)
+        self.anneal_iters = max(0, int(it))
+        self.switch_step: int | None = 0 if self.anneal_iters == 0 else None
+        self.last_penalty = float("nan")
+
+    def penalty_weight(self) -> float:
+        return float(self.hparams["irm_lambda"]) if self.steps_done >= self.anneal_iters else 1.0
+
+    def update(self, minibatches: list) -> dict:
+        if self.steps_done == self.anneal_iters and self.anneal_iters > 0:
+            # Adam's moments were built with λ = 1: reset at the jump in gradient magnitudes
+            self.reset_optimizer()
+            self.switch_step = self.steps_done
+        p0 = next(self.model.parameters())
+        scale = torch.ones((), dtype=p0.dtype, device=p0.device, requires_grad=True)
+        risks, penalties = [], []
+        for mb in minibatches:
+            losses = self.loss_fn(self.model, mb, scale=scale)
+            risks.append(losses.mean())
+            penalties.append(irm_penalty(losses, scale, self.hparams["irm_penalty_estimate"]))
+        risk, penalty = torch.stack(risks).mean(), torch.stack(penalties).mean()
+        weight = self.penalty_weight()
+        loss = risk + weight * penalty
+        if self.hparams["irm_rescale"] and weight > 1.0:
+            loss = loss / weight
+        self.step(loss)
+        self.last_penalty = float(penalty.detach())
+        return {"loss": float(loss.detach()), "risk": float(risk.detach()), "irm_penalty": self.last_penalty,
+                "irm_weight": weight}
+
+    def summary(self) -> dict:
+        return {"irm_anneal_iters": self.anneal_iters, "irm_switch_step": self.switch_step,
+                "irm_lambda": float(self.hparams["irm_lambda"]), "irm_final_penalty": self.last_penalty}
+
+
+# --------------------------------------------------------------------------- Group-DRO
+
+
+@register
+class GroupDRO(Algorithm):
+    """Group-DRO (Sagawa et al. 2020), online version as in DomainBed.
+
+    One weight q_e per environment, uniform at the start over every training
+    environment (``envs``; an environment first seen in an update joins with
+    the current mean weight). At each update, for each minibatch's environment
+    q_e ← q_e·exp(η·loss_e) (η = ``groupdro_eta``, loss_e its mean loss),
+    then q is renormalised to sum to 1 and the objective is Σ_e q_e·loss_e
+    over the step's environments, divided by their Σ q_e (1 when every
+    environment is in the step; the division keeps the scale when only a
+    subset, ``envs_per_step``, is sampled). Weights are kept as logs."""
+
+    name = "group_dro"
+    sampling = "per_env"
+
+    def setup(self) -> None:
+        self.log_q: dict[str, float] = {e: -math.log(len(self.envs)) for e in self.envs}
+
+    def _add_env(self, env: str) -> None:
+        if self.log_q:
+            mean_q = sum(math.exp(v) for v in self.log_q.values()) / len(self.log_q)
+            self.log_q[env] = math.log(mean_q)
+        else:
+            self.log_q[env] = 0.0
+        self._normalise()
+
+    def _normalise(self) -> None:
+        lse = torch.logsumexp(torch.tensor(list(self.log_q.values()), dtype=torch.float64), 0).item()
+        self.log_q = {e: v - lse for e, v in self.log_q.items()}
+
+    @property
+    def weights(self) -> dict[str, float]:
+        return {e: math.exp(v) for e, v in self.log_q.items()}
+
+    def update(self, minibatches: list) -> dict:
+        envs = [_batch_env(mb) for mb in minibatches]
+        losses = [self.loss_fn(self.model, mb).mean() for mb in minibatches]
+        eta = float(self.hparams["groupdro_eta"])
+        for env, loss_e in zip(envs, losses):
+            if env not in self.log_q:
+                self._add_env(env)
+            self.log_q[env] += eta * float(loss_e.detach())
+        self._normalise()
+        q = torch.tensor([math.exp(self.log_q[e]) for e in envs], dtype=losses[0].dtype, device=losses[0].device)
+        loss = (q * torch.stack(losses)).sum() / q.sum()
+        self.step(loss)
+        return {"loss": float(loss.detach()), "risk": float(torch.stack(losses).mean().detach())}
+
+    def summary(self) -> dict:
+        return {"group_dro_weights": {e: round(w, 6) for e, w in sorted(self.weights.items())}}
+
+
+# --------------------------------------------------------------------------- Fish
+
+
+@register
+class Fish(Algorithm):
+    """Fish (Shi et al. 2022), as in DomainBed.
+
+    Each update (meta step): copy θ into an inner clone of the model; take
+    one inner AdamW step on the clone per sampled environment minibatch, in
+    the sampled order (``fish_envs`` environments per meta step, ref. code 5;
+    inner lr = ``lr`` with the shared linear decay and gradient clipping; the
+    inner optimizer's moments persist across meta steps, as in DomainBed);
+    then θ ← θ + ε(θ_inner − θ), ε = ``meta_lr`` (DomainBed: 0.5). The model's
+    own parameters are only changed by the meta update."""
+
+    name = "fish"
+    sampling = "per_env"
+
+    @classmethod
+    def envs_per_step(cls, hparams: dict) -> int | None:
+        return hparams.get("fish_envs")
+
+    def setup(self) -> None:
+        self.inner = copy.deepcopy(self.model)
+        self.inner.train()
+        self.pairs = [(p, q) for p, q in zip(self.model.parameters(), self.inner.parameters()) if p.requires_grad]
+
+    def make_optimizer(self) -> torch.optim.Optimizer:
+        return torch.optim.AdamW([q for _, q in self.pairs], lr=self.hparams["lr"],
+                                 weight_decay=self.hparams.get("weight_decay", 0.0))
+
+    def update(self, minibatches: list) -> dict:
+        with torch.no_grad():
+            for p, q in self.pairs:
+                q.copy_(p)
+        inner_params = [q for _, q in self.pairs]
+        losses = []
+        for mb in minibatches:
+            loss = self.loss_fn(self.inner, mb).mean()
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.clip(inner_params)
+            self.optimizer.step()
+            losses.append(float(loss.detach()))
+        eps = float(self.hparams["meta_lr"])
+        with torch.no_grad():
+            for p, q in self.pairs:
+                p.lerp_(q, eps)  # θ + ε(θ_inner − θ); exact θ_inner at ε = 1
+        self.end_step()
+        return {"loss": sum(losses) / len(losses)}
+
+    def summary(self) -> dict:
+        return {"fish_meta_steps": self.steps_done}

@@ -1,0 +1,203 @@
+"""Methods that change what is trained or how it is regularised, with pooled
+minibatches like vanilla: ``l2`` (weight decay / L2-SP), ``dropout``, ``lp``
+(linear probing: only the head trains) and ``lp_ft`` (full fine-tuning that
+starts from an LP model)."""
+
+from __future__ import annotations
+
+import torch
+
+from beluga.methods.base import Vanilla, register
+
+# --------------------------------------------------------------------------- heads
+
+#: the classification / QA head of each supported architecture, as parameter
+#: name prefixes (everything else is the encoder).
+HEAD_PREFIXES: dict[str, tuple[str, ...]] = {
+    "BertForSequenceClassification": ("classifier.",),
+    "BertForQuestionAnswering": ("qa_outputs.",),
+    "RobertaForSequenceClassification": ("classifier.dense.", "classifier.out_proj."),
+    "RobertaForQuestionAnswering": ("qa_outputs.",),
+    "XLMRobertaForSequenceClassification": ("classifier.dense.", "classifier.out_proj."),
+    "XLMRobertaForQuestionAnswering": ("qa_outputs.",),
+    "DistilBertForSequenceClassification": ("pre_classifier.", "classifier."),
+    "DistilBertForQuestionAnswering": ("qa_outputs.",),
+    "ElectraForSequenceClassification": ("classifier.dense.", "classifier.out_proj."),
+    "ElectraForQuestionAnswering": ("qa_outputs.",),
+    "MPNetForSequenceClassification": ("classifier.dense.", "classifier.out_proj."),
+    "MPNetForQuestionAnswering": ("qa_outputs.",),
+    "AlbertForSequenceClassification": ("classifier.",),
+    "AlbertForQuestionAnswering": ("qa_outputs.",),
+}
+
+
+def head_parameter_names(model: torch.nn.Module) -> list[str]:
+    """Names of the head's parameters (``model.named_parameters()`` order).
+
+    The head is named explicitly per architecture (:data:`HEAD_PREFIXES`):
+    BERT's ``classifier.*`` / ``qa_outputs.*``, RoBERTa's two-layer
+    ``classifier.dense`` + ``classifier.out_proj``, DistilBERT's
+    ``pre_classifier`` + ``classifier``... An unknown architecture, or a
+    prefix matching no parameter, is an error (never a silent guess)."""
+    arch = type(model).__name__
+    if arch not in HEAD_PREFIXES:
+        raise ValueError(f"linear probing: architecture {arch!r} has no known head "
+                         f"(known: {', '.join(sorted(HEAD_PREFIXES))}); add it to HEAD_PREFIXES")
+    prefixes = HEAD_PREFIXES[arch]
+    names = [n for n, _ in model.named_parameters()]
+    for pre in prefixes:
+        if not any(n.startswith(pre) for n in names):
+            raise ValueError(f"linear probing: {arch} has no parameter under {pre!r}")
+    return [n for n in names if n.startswith(prefixes)]
+
+
+# --------------------------------------------------------------------------- dropout
+
+_HIDDEN_FIELDS = ("hidden_dropout_prob", "dropout", "seq_classif_dropout", "qa_dropout", "pooler_dropout")
+_ATTENTION_FIELDS = ("attention_probs_dropout_prob", "attention_dropout")
+
+
+def _is_attention_dropout(parent: torch.nn.Module, attr: str) -> bool:
+    """Dropout on attention probabilities: BERT / RoBERTa / DistilBERT / MPNet's
+    ``*SelfAttention.dropout``, ALBERT's ``attention_dropout``."""
+    return "attention" in attr.lower() or (attr == "dropout" and type(parent).__name__.endswith("SelfAttention"))
+
+
+def set_dropout(model: torch.nn.Module, hidden: float, attention: float) -> dict[str, float]:
+    """Set every ``torch.nn.Dropout`` of an already built model (attention-
+    probability dropouts to ``attention``, all others, classifier included, to
+    ``hidden``) and the matching config fields. Returns {module name: p}."""
+    out = {}
+    for pname, parent in model.named_modules():
+        for attr, child in parent.named_children():
+            if isinstance(child, torch.nn.Dropout):
+                child.p = float(attention if _is_attention_dropout(parent, attr) else hidden)
+                out[f"{pname}.{attr}" if pname else attr] = child.p
+    cfg = getattr(model, "config", None)
+    if cfg is not None:
+        for f in _HIDDEN_FIELDS:
+            if hasattr(cfg, f):
+                setattr(cfg, f, float(hidden))
+        if getattr(cfg, "classifier_dropout", None) is not None:
+            cfg.classifier_dropout = float(hidden)
+        for f in _ATTENTION_FIELDS:
+            if hasattr(cfg, f):
+                setattr(cfg, f, float(attention))
+    return out
+
+
+# --------------------------------------------------------------------------- methods
+
+
+@register
+class L2(Vanilla):
+    """A stronger L2 penalty, λ = ``l2_lambda`` (0.1).
+
+    Default (ref. code): AdamW's decoupled weight decay λ toward zero,
+    θ ← θ − lr·λ·θ at every step. ``l2_sp=True``: L2-SP, the penalty
+    λ·||θ − θ0||² added to the loss (weight decay 0), toward θ0 = the weights
+    the trainable parameters had when the method was built (the start model:
+    the pre-trained encoder, or the IID model in IID→T), or ``reference_state``
+    when given (name -> tensor; parameters absent from it use their start
+    value)."""
+
+    name = "l2"
+
+    def setup(self) -> None:
+        self.anchor: dict[str, torch.Tensor] = {}
+        if not self.hparams["l2_sp"]:
+            return
+        ref = self.reference_state or {}
+        for n, p in self.model.named_parameters():
+            if p.requires_grad:
+                src = ref.get(n, p)
+                if tuple(src.shape) != tuple(p.shape):
+                    raise ValueError(f"l2_sp: reference weight {n!r} has shape {tuple(src.shape)}, "
+                                     f"the model's {tuple(p.shape)}")
+                self.anchor[n] = src.detach().clone().to(p.device, p.dtype)
+
+    def make_optimizer(self) -> torch.optim.Optimizer:
+        wd = 0.0 if self.hparams["l2_sp"] else float(self.hparams["l2_lambda"])
+        return torch.optim.AdamW(self.trainable_parameters(), lr=self.hparams["lr"], weight_decay=wd)
+
+    def sp_penalty(self) -> torch.Tensor:
+        terms = [((p - self.anchor[n]) ** 2).sum() for n, p in self.model.named_parameters() if n in self.anchor]
+        return torch.stack(terms).sum() if terms else torch.zeros(())
+
+    def update(self, minibatches: list) -> dict:
+        risk = torch.cat([self.loss_fn(self.model, mb) for mb in minibatches]).mean()
+        if not self.hparams["l2_sp"]:
+            self.step(risk)
+            return {"loss": float(risk.detach())}
+        penalty = self.sp_penalty()
+        loss = risk + float(self.hparams["l2_lambda"]) * penalty
+        self.step(loss)
+        return {"loss": float(loss.detach()), "risk": float(risk.detach()), "l2_sp_penalty": float(penalty.detach())}
+
+
+@register
+class Dropout(Vanilla):
+    """Hidden and attention dropout raised to ``hidden_dropout`` /
+    ``attention_dropout`` (0.3; BERT's default is 0.1).
+
+    Build the model with :meth:`config_overrides` (``load_model(...,
+    config_overrides=Dropout.config_overrides(hparams))``); on construction the
+    method also sets the p of every ``torch.nn.Dropout`` of the model and the
+    config fields (:func:`set_dropout`), so a model loaded from a folder
+    without the overrides (e.g. the IID model) gets the rates on every layer
+    too."""
+
+    name = "dropout"
+
+    @classmethod
+    def config_overrides(cls, hparams: dict | None = None, model_type: str = "bert") -> dict:
+        from beluga.methods import DEFAULT_HPARAMS
+
+        hp = {**DEFAULT_HPARAMS[cls.name], **(hparams or {})}
+        h, a = float(hp["hidden_dropout"]), float(hp["attention_dropout"])
+        if model_type == "distilbert":
+            return {"dropout": h, "attention_dropout": a, "seq_classif_dropout": h, "qa_dropout": h}
+        return {"hidden_dropout_prob": h, "attention_probs_dropout_prob": a}
+
+    def setup(self) -> None:
+        self.dropout_rates = set_dropout(self.model, self.hparams["hidden_dropout"], self.hparams["attention_dropout"])
+
+    def summary(self) -> dict:
+        return {"dropout_modules": len(self.dropout_rates),
+                "dropout_p": sorted(set(self.dropout_rates.values()))}
+
+
+@register
+class LP(Vanilla):
+    """Linear probing: the encoder is frozen (``requires_grad=False``), only
+    the head (:func:`head_parameter_names`) trains; the optimizer holds the
+    head's parameters only."""
+
+    name = "lp"
+
+    def setup(self) -> None:
+        head = set(head_parameter_names(self.model))
+        for n, p in self.model.named_parameters():
+            p.requires_grad_(n in head)
+        self.head_names = sorted(head)
+
+    def summary(self) -> dict:
+        return {"trainable_parameters": self.head_names}
+
+
+@register
+class LPFT(Vanilla):
+    """LP-FT, second stage: plain full fine-tuning (vanilla AdamW, every
+    parameter trainable) of a model whose head was first trained by ``lp``.
+
+    The two stages are two jobs: the ``lp`` method's trained model is this
+    method's START model (``start_method``); this class itself is vanilla
+    (it only makes sure no parameter is left frozen)."""
+
+    name = "lp_ft"
+    #: the method whose trained model is this method's start model
+    start_method = "lp"
+
+    def setup(self) -> None:
+        for p in self.model.parameters():
+            p.requires_grad_(True)

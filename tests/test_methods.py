@@ -1,0 +1,441 @@
+"""Generalization methods: every method on tiny problems (MFT / INV / DIR /
+QA), and the defining property of each one."""
+
+import copy
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from conftest import case, make_tiny_suite
+
+from beluga.errors import ConfigError
+from beluga.losses import mft_loss
+from beluga.methods import (
+    ALGORITHMS,
+    DEFAULT_HPARAMS,
+    Dropout,
+    get_algorithm,
+    head_parameter_names,
+    irm_penalty,
+    method_hparams,
+)
+from beluga.modeling import TINY_RANDOM, load_model, predict_probs, set_seed
+from beluga.qa import predict_qa
+from beluga.tasks import READ, SENT
+from beluga.training import Batch, EnvSampler, LossFn, build_streams, env_groups, train
+
+METHODS = sorted(ALGORITHMS)
+CTX = "Paul traveled from Chicago to New York last year."
+
+
+def tiny(num_labels=2, **overrides):
+    set_seed(0)
+    return load_model(TINY_RANDOM, num_labels, config_overrides=overrides or None)
+
+
+def tiny_qa():
+    set_seed(0)
+    return load_model(TINY_RANDOM, 0, task_head="qa")
+
+
+def two_env_suite(n=4):
+    rows = []
+    for i in range(n):
+        rows.append(case(f"a-{i}", "neg words", "Vocabulary", "MFT", [f"this is awful {i}"], [0]))
+        rows.append(case(f"b-{i}", "pos words", "Vocabulary", "MFT", [f"this is great {i}"], [1]))
+    return pd.DataFrame(rows)
+
+
+def qa_case(cid, func, ttype, contexts, questions, answers=None, expect="squad"):
+    return {"case_id": cid, "functionality": func, "capability": "C", "test_type": ttype, "inputs": contexts,
+            "inputs_b": questions, "labels": None, "expect": expect, "expect_params": json.dumps({}),
+            "agg_fn": "all" if ttype == "MFT" else "all_except_first", "meta": None, "answers": answers}
+
+
+def qa_streams():
+    suite = pd.DataFrame([
+        qa_case("m1", "who", "MFT", [CTX, CTX], ["Who traveled?", "Who went?"], answers=["Paul", "Paul"]),
+        qa_case("m2", "where", "MFT", [CTX, CTX], ["Where to?", "To where?"], answers=["New York", "New York"]),
+        qa_case("i1", "typo", "INV", [CTX, CTX], ["Who traveled?", "Who travelled?"], expect="inv"),
+        qa_case("i2", "typo", "INV", [CTX, CTX], ["Where to?", "Wehre to?"], expect="inv"),
+    ])
+    iid = pd.DataFrame({"example_id": ["e"], "context": [CTX], "question": ["From where?"],
+                        "answers": [["Chicago"]], "answer_starts": [[CTX.index("Chicago")]]})
+    return build_streams(READ, iid, suite)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models: one intra-op thread is faster (and steady on a busy machine)."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+HP = {"lr": 1e-3, "batch_size": 3, "epochs": 2}
+# small per-step environment counts so that the tiny runs stay fast
+FAST = {"fish": {"fish_envs": 2}, "irm": {"irm_penalty_anneal_iters": 2}}
+
+
+def run(method, model, tok, streams, **kw):
+    hp = {**HP, **method_hparams(method, FAST.get(method)), **kw}
+    return train(model, tok, streams, method, hp, seed=3, max_length=48, doc_stride=16)
+
+
+def finite_predict(method, model, tok, texts, texts_b=None):
+    algo = get_algorithm(method)(model, {**HP, **method_hparams(method)}, LossFn(tok, 48), 1)
+    enc = tok(texts, texts_b, padding=True, truncation=True, max_length=48, return_tensors="pt")
+    out = algo.predict(enc)
+    assert torch.isfinite(out).all()
+    return out
+
+
+# --------------------------------------------------------------------------- every method, every loss
+
+
+def test_registry_and_defaults():
+    assert set(METHODS) == {"vanilla", "l2", "dropout", "lp", "lp_ft", "irm", "group_dro", "fish"}
+    assert set(DEFAULT_HPARAMS) == set(METHODS)
+    assert {m for m in METHODS if ALGORITHMS[m].sampling == "per_env"} == {"irm", "group_dro", "fish"}
+    assert ALGORITHMS["lp_ft"].start_method == "lp"
+    assert Dropout.config_overrides() == {"hidden_dropout_prob": 0.3, "attention_probs_dropout_prob": 0.3}
+    with pytest.raises(ConfigError, match="per_env_epoch"):
+        method_hparams("irm", {"per_env_epoch": "bogus"})
+    with pytest.raises(ConfigError, match="meta_lr"):
+        method_hparams("fish", {"meta_lr": 0})
+    with pytest.raises(ConfigError, match="fish_envs"):
+        method_hparams("fish", {"fish_envs": 0})
+    with pytest.raises(ConfigError, match="irm_lambda"):  # YAML 1.1 reads a bare 1e4 as a string
+        method_hparams("irm", {"irm_lambda": "1e4"})
+    model, tok = tiny()
+    with pytest.raises(ConfigError, match="meta_lr"):  # train() checks the merged hyper-parameters too
+        train(model, tok, build_streams(SENT, None, two_env_suite(1)), "fish", {**HP, "meta_lr": 2.0}, seed=0)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_method_two_envs_and_all_test_types(method):
+    # two MFT environments
+    model, tok = tiny(**get_algorithm(method).config_overrides(method_hparams(method)))
+    streams = build_streams(SENT, None, two_env_suite())
+    s = run(method, model, tok, streams)
+    assert s["steps"] > 0 and all(np.isfinite(s["epoch_losses"]))
+    assert np.isfinite(predict_probs(model, tok, ["this is awful 9", "great"])).all()
+    finite_predict(method, model, tok, ["this is awful 9", "great"])
+    # MFT + INV + DIR functionalities and the i.i.d. environment
+    model, tok = tiny()
+    iid = pd.DataFrame({"text": ["good", "bad", "fine"], "label": [1, 0, 1]})
+    streams = build_streams(SENT, iid, make_tiny_suite(3))
+    s = run(method, model, tok, streams)
+    assert all(np.isfinite(s["epoch_losses"])) and all(np.isfinite(s["epoch_risks"]))
+    if ALGORITHMS[method].sampling == "per_env":
+        assert set(s["env_sizes"]) == {"iid", "neg words", "typos", "add positive", "not negative"}
+        assert s["steps"] == 2 * math.ceil(sum(s["env_sizes"].values()) / HP["batch_size"])
+    else:
+        assert s["steps"] == 2 * (1 + 2 + 1 + 1)
+    finite_predict(method, model, tok, ["a fine film", "the plot"])
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_method_qa(method):
+    model, tok = tiny_qa()
+    s = run(method, model, tok, qa_streams())
+    assert s["steps"] > 0 and all(np.isfinite(s["epoch_losses"]))
+    out = finite_predict(method, model, tok, [CTX], ["Who traveled?"])
+    assert out.shape[0] == 2  # start and end logits
+    assert predict_qa(model, tok, ["Who traveled?"], [CTX], max_length=48, stride=16)[0][0] in CTX
+
+
+# --------------------------------------------------------------------------- per-environment sampling
+
+
+def test_env_sampler_homogeneous_minibatches_and_passes():
+    iid = pd.DataFrame({"text": ["good", "bad"], "label": [1, 0]})
+    streams = build_streams(SENT, iid, make_tiny_suite(5))
+    groups = env_groups(streams)
+    assert {e: (st, len(items)) for e, (st, items) in groups.items()} == {
+        "add positive": ("DIR", 5), "iid": ("iid", 2), "neg words": ("MFT", 5), "not negative": ("MFT", 5),
+        "typos": ("INV", 5)}
+    sampler = EnvSampler(groups, 2, np.random.default_rng(0))
+    seen, sizes = [], []
+    for _ in range(6):  # two passes over 5 items: minibatches of 2, 2, 1
+        b = sampler.minibatch("typos")
+        assert b.kind == "inv" and b.envs == ["typos"] * b.size and len(b.texts) == 2 * b.size
+        seen += b.texts[:b.size]
+        sizes.append(b.size)
+    assert sizes == [2, 2, 1] * 2
+    assert sorted(seen[:5]) == sorted(seen[5:]) == sorted(it.inputs[0] for it in groups["typos"][1])
+    assert sampler.minibatch("iid").size == 2
+    picks = sampler.step_envs(3)
+    assert len(picks) == len(set(picks)) == 3
+
+
+def test_per_env_epoch_definition():
+    streams = build_streams(SENT, None, make_tiny_suite(4))  # 16 items in 4 environments
+    model, tok = tiny()
+    s = run("group_dro", model, tok, streams, batch_size=4, epochs=1)
+    assert s["steps_per_epoch"] == 4 and s["envs_per_step"] == 4
+    s = run("group_dro", model, tok, streams, batch_size=4, epochs=1, per_env_epoch="examples")
+    assert s["steps_per_epoch"] == 1
+    s = run("group_dro", model, tok, streams, batch_size=4, epochs=1, envs_per_step=2, per_env_epoch="examples")
+    assert s["steps_per_epoch"] == 2 and s["envs_per_step"] == 2
+
+
+# --------------------------------------------------------------------------- IRM
+
+
+def test_irm_penalty_zero_at_stationary_scale_and_finite_differences():
+    z = torch.tensor([[0.3, -1.2], [2.0, 0.5], [-0.7, 0.1]], dtype=torch.float64)
+
+    def risk(w, t):
+        return mft_loss(z * w, t)
+
+    # calibrated soft targets: the risk is minimal at w = 1, its gradient is 0
+    t_opt = torch.softmax(z, -1)
+    scale = torch.ones((), dtype=torch.float64, requires_grad=True)
+    assert irm_penalty(risk(scale, t_opt), scale).item() == pytest.approx(0.0, abs=1e-24)
+    # hard labels: positive, = (dR/dw)² by central finite differences
+    t = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]], dtype=torch.float64)
+    h = 1e-6
+    fd = (risk(1 + h, t).mean() - risk(1 - h, t).mean()).item() / (2 * h)
+    pen = irm_penalty(risk(scale, t), scale)
+    assert pen.item() > 0 and pen.item() == pytest.approx(fd ** 2, rel=1e-6)
+    assert pen.requires_grad  # differentiable: it is part of the objective
+    # the split (DomainBed) estimate: product of the halves' gradients
+    fd_even = (risk(1 + h, t)[0::2].mean() - risk(1 - h, t)[0::2].mean()).item() / (2 * h)
+    fd_odd = (risk(1 + h, t)[1::2].mean() - risk(1 - h, t)[1::2].mean()).item() / (2 * h)
+    split = irm_penalty(risk(scale, t), scale, estimate="split").item()
+    assert split == pytest.approx(fd_even * fd_odd, rel=1e-6)
+
+
+def _kind_batches():
+    iid = pd.DataFrame({"text": ["good movie", "bad"], "label": [1, 0]})
+    streams = build_streams(SENT, iid, make_tiny_suite(3))
+    sampler = EnvSampler(env_groups(streams), 3, np.random.default_rng(0))
+    cls = {b.kind: b for b in (sampler.minibatch(e) for e in ("neg words", "typos", "add positive"))}
+    qa = EnvSampler(env_groups(qa_streams()), 2, np.random.default_rng(0))
+    return cls, {b.kind: b for b in (qa.minibatch(e) for e in ("who", "typo"))}
+
+
+def test_irm_scale_reaches_every_batch_kind_and_matches_finite_differences():
+    cls_batches, qa_batches = _kind_batches()
+    assert set(cls_batches) == {"mft", "inv", "dir"} and set(qa_batches) == {"qa_mft", "qa_inv"}
+    for (model, tok), batches in ((tiny(), cls_batches), (tiny_qa(), qa_batches)):
+        model = model.double().eval()
+        loss_fn = LossFn(tok, 48, doc_stride=16)
+        for kind, b in batches.items():
+            scale = torch.ones((), dtype=torch.float64, requires_grad=True)
+            losses = loss_fn(model, b, scale=scale)
+            assert torch.allclose(losses, loss_fn(model, b)), kind  # scale 1 changes nothing
+            pen = irm_penalty(losses, scale).item()
+            h = 1e-6
+            with torch.no_grad():
+                fd = (loss_fn(model, b, scale=1 + h).mean() - loss_fn(model, b, scale=1 - h).mean()).item() / (2 * h)
+            assert pen == pytest.approx(fd ** 2, rel=1e-4, abs=1e-14), kind
+            if kind != "dir":  # a random model may sit in the DIR loss's flat region
+                assert pen > 0, kind
+
+
+def test_irm_switch_resets_optimizer_and_continues_schedule():
+    model, tok = tiny()
+    streams = build_streams(SENT, None, two_env_suite(3))
+    groups = env_groups(streams)
+    sampler = EnvSampler(groups, 2, np.random.default_rng(0))
+    hp = {**HP, **method_hparams("irm", {"irm_penalty_anneal_iters": 2, "irm_lambda": 100.0})}
+    algo = get_algorithm("irm")(model, hp, LossFn(tok, 48), 10, envs=list(groups))
+    weights, optimizers = [], []
+    for _ in range(4):
+        stats = algo.update([sampler.minibatch(e) for e in groups])
+        weights.append(stats["irm_weight"])
+        optimizers.append(algo.optimizer)
+    assert weights == [1.0, 1.0, 100.0, 100.0]
+    # a fresh optimizer for the first update with λ = 100, kept afterwards
+    assert optimizers[0] is optimizers[1] and optimizers[2] is not optimizers[1] and optimizers[3] is optimizers[2]
+    assert algo.optimizer.param_groups[0]["lr"] == pytest.approx(HP["lr"] * (1 - 4 / 10))
+    assert algo.summary()["irm_switch_step"] == 2
+    # default: the switch after 1/5 of training
+    s = run("irm", *tiny(), streams, irm_penalty_anneal_iters=None, epochs=5)
+    assert s["method_info"]["irm_anneal_iters"] == round(0.2 * s["steps"])
+    assert s["method_info"]["irm_switch_step"] == round(0.2 * s["steps"])
+
+
+# --------------------------------------------------------------------------- Group-DRO
+
+
+def _stub_loss(values):
+    """Per-example losses values[env], connected to the model's parameters."""
+    def loss_fn(model, batch, scale=None):
+        zero = 0.0 * sum(p.sum() for p in model.parameters() if p.requires_grad)
+        return torch.tensor([values[e] for e in batch.envs]) + zero
+    return loss_fn
+
+
+def _mb(env, n=2):
+    return Batch("mft", [env] * n, ["x"] * n, targets=torch.tensor([[1.0, 0.0]] * n))
+
+
+def test_group_dro_weights_move_toward_the_worst_environment():
+    model, _ = tiny()
+    losses = {"hard": 5.0, "easy": 0.1, "other": 1.0}
+    hp = {**HP, **method_hparams("group_dro")}
+    algo = get_algorithm("group_dro")(model, hp, _stub_loss(losses), 10, envs=["easy", "hard", "other"])
+    assert algo.weights == pytest.approx({"easy": 1 / 3, "hard": 1 / 3, "other": 1 / 3})
+    stats = algo.update([_mb("hard"), _mb("easy")])
+    q = algo.weights
+    assert sum(q.values()) == pytest.approx(1.0)
+    assert q["hard"] > 1 / 3 > q["easy"] and q["other"] < 1 / 3
+    assert q["hard"] / q["easy"] == pytest.approx(math.exp(0.01 * (5.0 - 0.1)))
+    assert stats["loss"] == pytest.approx((q["hard"] * 5.0 + q["easy"] * 0.1) / (q["hard"] + q["easy"]))
+    for _ in range(30):
+        algo.update([_mb(e) for e in losses])
+    q2 = algo.weights
+    assert sum(q2.values()) == pytest.approx(1.0) and q2["hard"] > q["hard"] and max(q2, key=q2.get) == "hard"
+    # trained through train(): weights over every environment, summing to 1
+    s = run("group_dro", *tiny(), build_streams(SENT, None, make_tiny_suite(3)))
+    w = s["method_info"]["group_dro_weights"]
+    assert set(w) == {"neg words", "typos", "add positive", "not negative"}
+    assert sum(w.values()) == pytest.approx(1.0, abs=1e-5)
+
+
+# --------------------------------------------------------------------------- Fish
+
+
+def test_fish_meta_lr_one_single_environment_equals_inner_steps():
+    model, tok = tiny()
+    streams = build_streams(SENT, None, two_env_suite(4))
+    groups = env_groups(streams)
+    sampler = EnvSampler(groups, 3, np.random.default_rng(0))
+    batches = [sampler.minibatch("neg words") for _ in range(3)]
+    a, b = copy.deepcopy(model), copy.deepcopy(model)
+    vanilla = get_algorithm("vanilla")(a, {**HP, **method_hparams("vanilla")}, LossFn(tok, 48), 10)
+    fish = get_algorithm("fish")(b, {**HP, **method_hparams("fish", {"meta_lr": 1.0, "fish_envs": 1})},
+                                 LossFn(tok, 48), 10)
+    for i, mb in enumerate(batches):
+        torch.manual_seed(100 + i)
+        vanilla.update([mb])
+        torch.manual_seed(100 + i)
+        fish.update([mb])
+    for (n, pa), pb in zip(a.named_parameters(), b.parameters()):
+        assert torch.equal(pa, pb), n
+    assert any(not torch.equal(pa, p0) for pa, p0 in zip(a.parameters(), model.parameters()))
+    # meta_lr 0.5: halfway between the start and the inner step
+    c, d = copy.deepcopy(model), copy.deepcopy(model)
+    vanilla = get_algorithm("vanilla")(c, {**HP, **method_hparams("vanilla")}, LossFn(tok, 48), 10)
+    fish = get_algorithm("fish")(d, {**HP, **method_hparams("fish", {"fish_envs": 1})}, LossFn(tok, 48), 10)
+    torch.manual_seed(7)
+    vanilla.update([batches[0]])
+    torch.manual_seed(7)
+    fish.update([batches[0]])
+    for p0, pc, pd_ in zip(model.parameters(), c.parameters(), d.parameters()):
+        torch.testing.assert_close(pd_, p0 + 0.5 * (pc - p0))
+
+
+# --------------------------------------------------------------------------- LP, dropout, L2
+
+
+@pytest.mark.parametrize("head", ["sequence", "qa"])
+def test_lp_changes_only_head_parameters(head):
+    model, tok = tiny_qa() if head == "qa" else tiny()
+    streams = qa_streams() if head == "qa" else build_streams(SENT, None, make_tiny_suite(3))
+    names = head_parameter_names(model)
+    assert names == (["qa_outputs.weight", "qa_outputs.bias"] if head == "qa"
+                     else ["classifier.weight", "classifier.bias"])
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    run("lp", model, tok, streams)
+    for n, p in model.named_parameters():
+        if n in names:
+            assert not torch.equal(p, before[n]), n
+        else:
+            assert torch.equal(p, before[n]), n
+
+
+def test_head_parameter_names_per_architecture():
+    from transformers import (
+        DistilBertConfig,
+        DistilBertForSequenceClassification,
+        RobertaConfig,
+        RobertaForSequenceClassification,
+    )
+
+    rob = RobertaForSequenceClassification(RobertaConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1,
+                                                         num_attention_heads=2, intermediate_size=16))
+    assert head_parameter_names(rob) == ["classifier.dense.weight", "classifier.dense.bias",
+                                         "classifier.out_proj.weight", "classifier.out_proj.bias"]
+    dis = DistilBertForSequenceClassification(DistilBertConfig(vocab_size=50, dim=8, hidden_dim=16, n_layers=1,
+                                                               n_heads=2))
+    assert head_parameter_names(dis) == ["pre_classifier.weight", "pre_classifier.bias", "classifier.weight",
+                                         "classifier.bias"]
+    with pytest.raises(ValueError, match="no known head"):
+        head_parameter_names(torch.nn.Linear(2, 2))
+
+
+def _dropouts(model):
+    return {n: m.p for n, m in model.named_modules() if isinstance(m, torch.nn.Dropout)}
+
+
+def test_dropout_reaches_every_layer():
+    hp = {**HP, **method_hparams("dropout")}
+    # built with the config overrides
+    model, tok = tiny(**Dropout.config_overrides(hp))
+    assert model.config.hidden_dropout_prob == model.config.attention_probs_dropout_prob == 0.3
+    assert set(_dropouts(model).values()) == {0.3}
+    # a model loaded without them (e.g. the IID model): set on construction
+    model, tok = tiny()
+    assert set(_dropouts(model).values()) == {0.1}
+    get_algorithm("dropout")(model, hp, LossFn(tok, 48), 1)
+    drops = _dropouts(model)
+    assert len(drops) == 1 + 2 * 3 + 1 and set(drops.values()) == {0.3}  # embeddings, 2 layers x 3, classifier
+    assert model.config.hidden_dropout_prob == model.config.attention_probs_dropout_prob == 0.3
+    # separate rates: attention-probability dropouts vs the others
+    model, tok = tiny()
+    get_algorithm("dropout")(model, {**hp, "hidden_dropout": 0.2, "attention_dropout": 0.4}, LossFn(tok, 48), 1)
+    drops = _dropouts(model)
+    assert {n for n, p in drops.items() if p == 0.4} == {f"bert.encoder.layer.{i}.attention.self.dropout"
+                                                          for i in range(2)}
+    assert {p for n, p in drops.items() if "attention.self" not in n} == {0.2}
+    assert model.config.attention_probs_dropout_prob == 0.4 and model.config.hidden_dropout_prob == 0.2
+    # another architecture (DistilBERT field names)
+    from transformers import DistilBertConfig, DistilBertForSequenceClassification
+
+    dis = DistilBertForSequenceClassification(DistilBertConfig(vocab_size=50, dim=8, hidden_dim=16, n_layers=1,
+                                                               n_heads=2))
+    get_algorithm("dropout")(dis, hp, LossFn(tok, 48), 1)
+    assert set(_dropouts(dis).values()) == {0.3}
+    assert dis.config.dropout == dis.config.attention_dropout == dis.config.seq_classif_dropout == 0.3
+
+
+def test_l2_weight_decay_toward_zero():
+    model, tok = tiny()
+    hp = {**HP, "lr": 1e-2, **method_hparams("l2")}
+    algo = get_algorithm("l2")(model, hp, _stub_loss({"e": 0.0}), 10)
+    before = [p.detach().clone() for p in model.parameters()]
+    algo.update([_mb("e")])  # zero data gradients: only the decay moves θ
+    for p, p0 in zip(model.parameters(), before):
+        torch.testing.assert_close(p, p0 * (1 - 1e-2 * 0.1))
+
+
+def test_l2_sp_pulls_toward_start_weights():
+    model, tok = tiny()
+    hp = {**HP, "lr": 1e-3, **method_hparams("l2", {"l2_sp": True})}
+    algo = get_algorithm("l2")(model, hp, _stub_loss({"e": 0.0}), 10)
+    assert all(g["weight_decay"] == 0.0 for g in algo.optimizer.param_groups)
+    start = {n: p.detach().clone() for n, p in model.named_parameters()}
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    moved = {n: p.detach().clone() for n, p in model.named_parameters()}
+    stats = algo.update([_mb("e")])
+    assert stats["l2_sp_penalty"] > 0
+    for n, p in model.named_parameters():
+        assert (p - start[n]).norm() < (moved[n] - start[n]).norm(), n
+        # toward θ0, not toward zero: each coordinate moves in the direction of θ0 - θ
+        assert ((p - moved[n]) * (start[n] - moved[n]) >= 0).all(), n
+    # explicit reference weights (e.g. the pre-trained encoder)
+    zeros = {n: torch.zeros_like(p) for n, p in model.named_parameters()}
+    algo = get_algorithm("l2")(model, hp, _stub_loss({"e": 0.0}), 10, reference_state=zeros)
+    expected = sum(float((p.detach().double() ** 2).sum()) for p in model.parameters())
+    assert float(algo.sp_penalty().detach()) == pytest.approx(expected, rel=1e-5)
