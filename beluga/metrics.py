@@ -35,11 +35,6 @@ def g_score(s_t: float, s_iid: float) -> float:
 IID_METRICS = {"sent": ("accuracy",), "para": ("accuracy", "f1"), "read": ("em", "f1")}
 
 
-def accuracy(outcomes: pd.DataFrame) -> float:
-    iid = outcomes[outcomes["split"] == "iid_test"]
-    return float(iid["correct"].mean()) if len(iid) else float("nan")
-
-
 def positive_f1(pred, gold, positive: int = 1) -> float:
     """F1 of the ``positive`` class (PARA: duplicate)."""
     pred, gold = np.asarray(pred), np.asarray(gold)

@@ -19,7 +19,7 @@ from beluga.data import iid as iid_mod
 from beluga.errors import ConfigError, SuiteError
 from beluga.io import write_csv, write_json, write_parquet, write_text
 from beluga.metrics import aggregate, scores_markdown
-from beluga.scoring import score_cases
+from beluga.scoring import pass_rates, score_cases
 from beluga.suites.format import functionality_table, load_suite, save_suite
 from beluga.tasks import get_task
 
@@ -339,10 +339,8 @@ def trial(*, task_type: str, configuration: str, method: str, fold: dict, trial_
     val = val[val["functionality"].isin(train_funcs)].reset_index(drop=True)
     preds = _suite_predictions(model, tokenizer, task, val, "suite_val", batch_size, max_length, doc_stride)
     status = score_cases(val, preds, task, source=f"trial {trial_id}")
-    rates = status.groupby("functionality")["status"].agg(
-        lambda st: float((st == "pass").sum() / max(1, (st != "filtered").sum())) if (st != "filtered").any()
-        else float("nan"))
-    score = float(np.nanmean(rates.to_numpy())) if rates.notna().any() else float("nan")
+    rates = pass_rates(status, functionality_table(val)).set_index("functionality")["pass_rate"]
+    score = float(rates.mean()) if rates.notna().any() else float("nan")
     write_json({"trial": trial_id, "grid_point": grid_point, "hparams": hp, "fold": fold["fold"],
                 "partition": fold["partition"], "score": score, "metric": "mean T_val pass rate",
                 "pass_rates": {k: (None if np.isnan(v) else v) for k, v in rates.items()},
