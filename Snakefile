@@ -15,6 +15,11 @@ include: "rules/train.smk"
 include: "rules/evaluate.smk"
 include: "rules/aggregate.smk"
 include: "rules/plots.smk"
+include: "rules/statistics.smk"
+
+
+# `snakemake --report report.html`: tables, figures, diagnostics, configuration.
+report: "report/workflow.rst"
 
 
 rule all:

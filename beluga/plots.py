@@ -33,17 +33,25 @@ def heatmap_matrix(long: pd.DataFrame, functionalities: pd.DataFrame, scenario: 
     return 100 * np.array(rows), labels, ["average"] + funcs
 
 
-def plot_heatmap(long: pd.DataFrame, functionalities: pd.DataFrame, scenario: str, configurations: list[str],
-                 methods: list[str], out_png: str | os.PathLike, title: str) -> None:
+def class_sorted(functionalities: pd.DataFrame) -> pd.DataFrame:
+    """Functionalities grouped by class (classes in order of first appearance),
+    suite order kept within a class."""
+    for col in ("functionality", "capability", "test_type"):
+        if col not in functionalities.columns:
+            raise ValueError(f"functionalities: missing column {col!r}")
     functionalities = functionalities.copy()
     order = list(dict.fromkeys(functionalities["capability"]))
     functionalities["_c"] = functionalities["capability"].map(order.index)
-    functionalities = functionalities.sort_values("_c", kind="stable")
+    return functionalities.sort_values("_c", kind="stable").drop(columns="_c").reset_index(drop=True)
+
+
+def plot_heatmap(long: pd.DataFrame, functionalities: pd.DataFrame, scenario: str, configurations: list[str],
+                 methods: list[str], out_png: str | os.PathLike, title: str) -> None:
+    functionalities = class_sorted(functionalities)
     mat, row_labels, col_labels = heatmap_matrix(long, functionalities, scenario, configurations, methods)
     n_rows, n_cols = mat.shape
     fig, ax = plt.subplots(figsize=(max(8, 0.42 * n_cols + 3), max(3, 0.45 * n_rows + 3.5)))
-    cmap = plt.get_cmap("RdYlGn").copy()
-    cmap.set_bad("lightgrey")
+    cmap = plt.get_cmap("RdYlGn").with_extremes(bad="lightgrey")
     im = ax.imshow(np.ma.masked_invalid(mat), cmap=cmap, vmin=0, vmax=100, aspect="auto")
     for i in range(n_rows):
         for j in range(n_cols):
@@ -73,3 +81,155 @@ def plot_heatmap(long: pd.DataFrame, functionalities: pd.DataFrame, scenario: st
     with atomic_path(out_png) as tmp:
         fig.savefig(tmp, format="png", dpi=130)
     plt.close(fig)
+
+
+# ------------------------------------------------------------------ Figure 1 --
+
+FIGURE1_SCENARIOS = ("seen", "func", "class", "type")
+FIGURE1_TITLES = {"seen": "seen", "func": "unseen functionality\n(func)", "class": "unseen class\n(class)",
+                  "type": "unseen test type\n(type)"}
+NAN_COLOR = "#d9d9d9"
+
+
+def figure1_matrices(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: list[str],
+                     methods: list[str]) -> dict[str, tuple[np.ndarray, list[str], list[str]]]:
+    """The matrix behind each Figure 1 panel (0-100): rows = the IID baseline
+    (standard scenario, the same row in every panel) then configuration x method;
+    columns = the average pass rate then each functionality, grouped by class."""
+    funcs = class_sorted(functionalities)
+    return {sc: heatmap_matrix(long, funcs, sc, configurations, methods) for sc in FIGURE1_SCENARIOS}
+
+
+def _key_columns(lines: list[tuple[str, str, bool]], n_col: int) -> list[list[tuple[str, str, bool]]]:
+    """Flow key lines into n_col columns of equal height, never leaving a class
+    header alone at the bottom of a column."""
+    per_col = max(1, -(-len(lines) // n_col))
+    while True:
+        cols, cur = [], []
+        for line in lines:
+            if len(cur) == per_col or (line[2] and len(cur) == per_col - 1 and per_col > 1):
+                cols.append(cur)
+                cur = []
+            cur.append(line)
+        cols.append(cur)
+        if len(cols) <= n_col:
+            return cols
+        per_col += 1
+
+
+def figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: list[str], methods: list[str],
+            title: str) -> plt.Figure:
+    """Build Figure 1 for one task: four heatmap panels (seen, func, class, type)
+    side by side, one colour scale, functionalities numbered with a key below."""
+    funcs = class_sorted(functionalities)
+    mats = figure1_matrices(long, funcs, configurations, methods)
+    n_rows, n_cols = mats["seen"][0].shape
+    row_labels = mats["seen"][1]
+    names, caps, types = list(funcs["functionality"]), list(funcs["capability"]), list(funcs["test_type"])
+
+    # sizes in inches, from the number of cells
+    cw = float(np.clip(6.0 / n_cols, 0.12, 0.28))
+    ch = 0.26 if n_rows <= 12 else 0.22
+    cell_fs = min(7.5, cw * 72 / 2.2, ch * 72 * 0.55)  # "100" fits the cell width
+    show_values = n_cols <= 60 and cell_fs >= 4.5
+    digits = len(str(n_cols - 1))
+    tick_fs = min(7.5, (cw * 72 - 1.5) / (0.64 * digits))  # numbers side by side if they fit at >= 6 pt
+    rotate_ticks = tick_fs < 6
+    if rotate_ticks:
+        tick_fs = min(7.5, cw * 72 * 0.85)
+    label_w = max(len(s) for s in row_labels) * 0.065 + 0.25
+    panel_w, panel_h, gap = n_cols * cw, n_rows * ch, 0.3
+    cbar_x = label_w + 4 * panel_w + 3 * gap + 0.2
+    width = max(10.0, cbar_x + 0.15 + 0.75)
+    top_h, tick_h = 0.8, 0.4
+
+    key_fs = 7.0
+    char_w, line_h = 0.56 * key_fs / 72, 1.45 * key_fs / 72
+    key_lines: list[tuple[str, str, bool]] = []
+    for k, (name, cap, tt) in enumerate(zip(names, caps, types), start=1):
+        if k == 1 or cap != caps[k - 2]:
+            key_lines.append((str(cap), "black", True))
+        key_lines.append((f"{k}: {name}", TYPE_COLORS.get(tt, "black"), False))
+    key_col_w = max(len(t) for t, _c, _b in key_lines) * char_w + 0.35
+    n_key_cols = max(1, int((width - 0.5) // key_col_w))
+    key_cols = _key_columns(key_lines, n_key_cols)
+    key_h = 0.35 + max(len(c) for c in key_cols) * line_h + 0.15
+    height = top_h + panel_h + tick_h + key_h
+
+    fig = plt.figure(figsize=(width, height))
+
+    def axes(x, y, w, h):  # inches from the bottom left
+        return fig.add_axes((x / width, y / height, w / width, h / height))
+
+    cmap = plt.get_cmap("RdYlGn").with_extremes(bad=NAN_COLOR)
+    y0 = key_h + tick_h
+    n_m = max(1, len(methods))
+    class_edges = [j for j in range(1, len(caps)) if caps[j] != caps[j - 1]]
+    im = None
+    for p, sc in enumerate(FIGURE1_SCENARIOS):
+        mat = mats[sc][0]
+        ax = axes(label_w + p * (panel_w + gap), y0, panel_w, panel_h)
+        im = ax.imshow(np.ma.masked_invalid(mat), cmap=cmap, vmin=0, vmax=100, aspect="auto",
+                       interpolation="nearest")
+        if show_values:
+            for i in range(n_rows):
+                for j in range(n_cols):
+                    v = mat[i, j]
+                    if np.isfinite(v):
+                        r, g, b, _a = cmap(v / 100)
+                        dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.45
+                        ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=cell_fs,
+                                color="white" if dark else "black", fontweight="bold" if j == 0 else "normal")
+        ticks = ["avg"] + [str(k) for k in range(1, n_cols)]
+        ax.set_xticks(range(n_cols), ticks, fontsize=tick_fs)
+        ax.tick_params(axis="x", length=2, pad=1.5)
+        for j, (tick, t) in enumerate(zip(ax.get_xticklabels(), ["avg"] + types)):
+            tick.set_color(TYPE_COLORS.get(t, "black"))
+            if rotate_ticks or (j == 0 and 3 * 0.6 * tick_fs > 0.95 * cw * 72):
+                tick.set_rotation(90)
+        if p == 0:
+            ax.set_yticks(range(n_rows), row_labels, fontsize=8)
+        else:
+            ax.set_yticks(range(n_rows), [""] * n_rows)
+        ax.tick_params(axis="y", length=2, pad=2)
+        ax.axvline(0.5, color="black", lw=1.6)
+        for j in class_edges:
+            ax.axvline(j + 0.5, color="black", lw=0.8)
+        ax.axhline(0.5, color="black", lw=1.6)
+        for k in range(1, len(configurations)):
+            ax.axhline(0.5 + k * n_m, color="black", lw=0.8)
+        ax.set_title(FIGURE1_TITLES[sc], fontsize=9, pad=4)
+
+    cax = axes(cbar_x, y0, 0.15, max(panel_h, 0.8))
+    cbar = fig.colorbar(im, cax=cax)
+    cbar.set_label("pass rate (%)", fontsize=8)
+    cbar.ax.tick_params(labelsize=7)
+
+    fig.text(0.15 / width, 1 - 0.12 / height, title, ha="left", va="top", fontsize=11, fontweight="bold")
+    handles = [plt.Line2D([], [], color=c, marker="s", ls="", label=t) for t, c in TYPE_COLORS.items()]
+    handles.append(plt.Line2D([], [], color=NAN_COLOR, marker="s", ls="", label="no score"))
+    fig.legend(handles=handles, loc="upper right", bbox_to_anchor=(1 - 0.15 / width, 1 - 0.05 / height),
+               ncol=len(handles), fontsize=7, frameon=False, title="tick / key colour = test type",
+               title_fontsize=7, handletextpad=0.2, columnspacing=1.0)
+
+    fig.text(0.15 / width, (key_h - 0.1) / height, "Functionalities (column number: name; grouped by class, "
+             "colour = test type; avg = mean pass rate over the scored functionalities)",
+             ha="left", va="top", fontsize=key_fs + 0.5, style="italic")
+    for c, col in enumerate(key_cols):
+        for r, (text, color, bold) in enumerate(col):
+            fig.text((0.15 + c * key_col_w) / width, (key_h - 0.35 - r * line_h) / height, text, ha="left",
+                     va="top", fontsize=key_fs, color=color, fontweight="bold" if bold else "normal")
+    return fig
+
+
+def plot_figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: list[str], methods: list[str],
+                 out_png: str | os.PathLike, out_pdf: str | os.PathLike, title: str) -> None:
+    """Figure 1 of the paper for one task, written atomically as PNG (150 dpi) and PDF."""
+    fig = figure1(long, functionalities, configurations, methods, title)
+    try:
+        with atomic_path(out_png) as tmp:
+            fig.savefig(tmp, format="png", dpi=150)
+        with atomic_path(out_pdf) as tmp:
+            fig.savefig(tmp, format="pdf")
+    finally:
+        plt.close(fig)

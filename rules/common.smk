@@ -8,11 +8,24 @@ sys.path.insert(0, workflow.basedir)
 
 from beluga import folds as beluga_folds  # noqa: E402
 from beluga import pipeline as beluga_pipeline  # noqa: E402
-from beluga.errors import BelugaError  # noqa: E402
+from beluga import io as beluga_io  # noqa: E402
+from beluga.errors import BelugaError, config_error_line  # noqa: E402
 from beluga.methods import get_algorithm, method_hparams  # noqa: E402
 
 
-validate(config, schema="../schemas/config.schema.yaml")
+# one line naming the config file and the field (not the schema dump)
+try:
+    validate(config, schema="../schemas/config.schema.yaml")
+except WorkflowError as e:
+    raise WorkflowError(config_error_line(e, workflow.configfiles)) from None
+
+
+onstart:
+    # a real run (not -n) into a read-only / inaccessible results folder fails before any job
+    try:
+        beluga_io.check_writable(config.get("results", "results"))
+    except BelugaError as e:
+        raise WorkflowError(str(e)) from None
 
 RESULTS = config.get("results", "results")
 TASKS = config["tasks"]
@@ -20,6 +33,8 @@ SUITE_CONFIGS = list(config["configurations"])
 METHODS = list(config["methods"])
 PARTITIONS = list(config["partitions"])
 TRAINING = config.get("training", {})
+STATISTICS = {"alpha": 0.05, "correction": "none", "randomization_R": 10000, "bootstrap_R": 1000, "seed": 0,
+              "degenerate_share": 0.95, **config.get("statistics", {})}
 
 try:
     FUNCS = {t: beluga_pipeline.suite_functionalities(c["suite"]) for t, c in TASKS.items()}
@@ -92,6 +107,47 @@ def stage_hparams(task, stage, method=None):
     if method is not None:
         hp.update(method_hparams(method, tr.get("method_hparams", {}).get(method)))
     return hp
+
+
+# Cluster resources (issue: cluster runs). A training or prediction job's
+# memory and time scale with the model (tiny plumbing BERT < MiniLM < BERT-base
+# < BERT-large), the sequence length and the retry attempt; a GPU is requested
+# only when gpus > 0 in the configuration (the jobs then run on CUDA).
+def model_scale(task):
+    name = str(TASKS[task]["model"]).lower()
+    if name == "tiny-random":
+        return 0.5
+    if "large" in name:
+        return 6.0
+    if "base" in name:
+        return 2.5
+    return 1.0  # MiniLM (default) or an unknown local model of that size
+
+
+def job_mem_mb(kind):
+    base = {"train": 3000, "predict": 2000}[kind]
+
+    def mem(wildcards, attempt):
+        length = max(1.0, max_length(wildcards.task) / 128)
+        return int(base * model_scale(wildcards.task) * length * (1 + 0.5 * (attempt - 1)))
+
+    return mem
+
+
+def job_runtime(kind):
+    """Minutes per job; doubles on every retry (preemption or a slow node)."""
+    base = {"train": 60, "predict": 20}[kind]
+
+    def runtime(wildcards, attempt):
+        return int(base * model_scale(wildcards.task) * 2 ** (attempt - 1))
+
+    return runtime
+
+
+GPU_RESOURCES = {"gpu": int(config["gpus"])} if config.get("gpus", 0) else {}
+# torch threads per training / prediction job: fixed, because float reductions
+# (and so the predictions, bit for bit) depend on the number of threads.
+JOB_THREADS = int(config.get("job_threads", 1))
 
 
 def max_length(task):
@@ -169,6 +225,18 @@ def prediction_path(task, conf, method, partition, fold):
     return f"{RESULTS}/{task}/predictions/{conf}/{method}/{partition}/{fold}.parquet"
 
 
+def prediction_files(wildcards):
+    return [prediction_path(wildcards.task, *key) for key in run_keys(wildcards.task)]
+
+
+def prediction_runs(wildcards):
+    return [
+        {"configuration": c, "method": m, "partition": p, "fold": f,
+         "path": prediction_path(wildcards.task, c, m, p, f)}
+        for c, m, p, f in run_keys(wildcards.task)
+    ]
+
+
 def all_targets():
     """Final tables and plots, plus every fold's predictions and outcomes:
     naming the per-fold files as targets makes a deleted (or failed) fold's
@@ -185,4 +253,13 @@ def all_targets():
             res(task, "scores", "pass_rates.csv"),
         ]
         targets += [res(task, "plots", f"heatmap_{p}.png") for p in PARTITIONS]
+        targets += [
+            res(task, "stats", "significance.csv"),
+            res(task, "stats", "intervals.csv"),
+            res(task, "diagnostics", "diagnostics.md"),
+            res(task, "figures", "figure1.png"),
+            res(task, "figures", "figure1.pdf"),
+        ]
+    targets += [f"{RESULTS}/table3/{name}" for name in ("table3.csv", "table3.md", "table3.tex")]
+    targets.append(f"{RESULTS}/run_config.yaml")
     return targets

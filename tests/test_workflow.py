@@ -46,7 +46,8 @@ def run(tmp_path_factory):
 
 def test_dry_run_lists_every_step(tmp_path):
     jobs = planned_jobs(tmp_path)
-    for rule in ("split_suite", "train_iid", "finetune", "predict", "outcomes", "aggregate", "heatmap"):
+    for rule in ("split_suite", "train_iid", "finetune", "predict", "outcomes", "aggregate", "heatmap",
+                 "unit_outcomes", "significance", "intervals", "diagnostics", "figure1", "table3", "run_config"):
         assert jobs.get(rule, 0) > 0, (rule, jobs)
     # 3 configurations x (1 seen + 3 func + 3 class + 3 type) folds; predictions also for the IID model
     assert jobs["finetune"] == 30 and jobs["predict"] == 31
@@ -93,6 +94,32 @@ def test_scores_and_plots(run):
     assert len((res / "suite" / "summary.tsv").read_text().strip().splitlines()) == 1 + 3
 
 
+def test_statistics_table3_figure1_report(run):
+    res = run / "results"
+    sig = pd.read_csv(res / "sent" / "stats" / "significance.csv")
+    assert set(sig.column) == {"iid", "G_seen", "G_func", "G_class", "G_type", "G_avg"}
+    assert len(sig) == 3 * 6 and sig.p_value.between(0, 1).all() and (sig.p_value > 0).all()
+    assert (sig.loc[sig.test == "randomization", "R"] == 10_000).all()
+    ci = pd.read_csv(res / "sent" / "stats" / "intervals.csv")
+    assert ((ci.lo <= ci.estimate + 1e-9) & (ci.estimate <= ci.hi + 1e-9)).all()
+    table = pd.read_csv(res / "table3" / "table3.csv")
+    scores = pd.read_csv(res / "sent" / "scores" / "scores.csv")
+    g = table[(table.column == "G_func") & (table.configuration == "iid_to_t")]["value"].iloc[0]
+    assert g == pytest.approx(scores.loc[scores.configuration == "iid_to_t", "G_func"].iloc[0])
+    md = (res / "table3" / "table3.md").read_text()
+    assert "IID→T" in md and "binomial" in md
+    tex = (res / "table3" / "table3.tex").read_text()
+    assert "\\begin{table" in tex and tex.count("{") == tex.count("}")
+    for ext in ("png", "pdf"):
+        assert (res / "sent" / "figures" / f"figure1.{ext}").stat().st_size > 10_000
+    diag = pd.read_csv(res / "sent" / "diagnostics" / "summary.csv")
+    assert len(diag) == 4 and "degenerate" in (res / "sent" / "diagnostics" / "diagnostics.md").read_text().lower()
+    report = run / "report.html"
+    smk(run, "--report", str(report))
+    html = report.read_text(errors="replace")
+    assert report.stat().st_size > 100_000 and "figure1.png" in html and "table3.csv" in html
+
+
 def test_nothing_to_do_then_only_one_fold_reruns(run):
     assert planned_jobs(run) == {}
     res = run / "results" / "sent"
@@ -100,7 +127,8 @@ def test_nothing_to_do_then_only_one_fold_reruns(run):
     others = {p: p.stat().st_mtime_ns for p in (res / "predictions").rglob("*.parquet") if p != victim}
     victim.unlink()
     jobs = planned_jobs(run)
-    assert jobs == {"finetune": 1, "predict": 1, "outcomes": 1, "aggregate": 1, "heatmap": 4, "all": 1}, jobs
+    assert jobs == {"finetune": 1, "predict": 1, "outcomes": 1, "aggregate": 1, "heatmap": 4, "unit_outcomes": 1,
+                    "significance": 1, "intervals": 1, "diagnostics": 1, "figure1": 1, "table3": 1, "all": 1}, jobs
     smk(run, "--cores", "2")
     assert victim.exists()
     assert all(p.stat().st_mtime_ns == t for p, t in others.items())

@@ -1,0 +1,368 @@
+"""Statistics stage of the DAG: per-unit outcomes of every system, significance
+against the IID baseline, bootstrap intervals, Table 3, Figure 1, diagnostics.
+
+Every function here reads files and writes files (atomically); the statistics
+themselves are in beluga.stats, the rendering in beluga.tables / beluga.plots /
+beluga.diagnostics.
+
+Units and systems (docs/STATISTICS.md):
+- a *system* is the IID baseline ("iid", "vanilla"; scenario "standard") or a
+  configuration–method pair with one outcome set per scenario (seen, func,
+  class, type); in the scenarios with several fold models each T_test case is
+  scored by the model that held its functionality out, and the i.i.d.
+  features of an example are averaged over those models;
+- the *units* are the T_test cases (pass / scored per case) and the i.i.d.
+  test examples (per-example features: SENT correct; PARA correct and the
+  duplicate-class tp / fp / fn indicators; READ EM and F1).
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from beluga import stats
+from beluga.errors import DataError
+from beluga.io import write_csv, write_parquet, write_text
+from beluga.metrics import BASELINE
+from beluga.scoring import FILTERED, PASS
+from beluga.suites.format import functionality_table, load_suite
+
+BASE_SCENARIO = "standard"
+
+
+# ---------------------------------------------------------------- unit outcomes
+def unit_outcomes(runs: list[dict], task_type: str) -> pd.DataFrame:
+    """Long table of per-unit outcomes of every system and scenario.
+
+    runs: dicts with configuration, method, partition, fold and path (an
+    outcomes Parquet file). Suite rows (unit "case"): passed / scored of the
+    held-out T_test cases; i.i.d. rows (unit "iid"): the task's per-example
+    features (stats.IID_FEATURES), averaged over the scenario's fold models."""
+    feats = stats.IID_FEATURES[task_type]
+    groups: dict[tuple, list] = {}
+    for run in runs:
+        scenario = BASE_SCENARIO if run["configuration"] == BASELINE[0] else run["partition"]
+        groups.setdefault((run["configuration"], run["method"], scenario), []).append(run)
+    frames = []
+    for (conf, method, scenario), members in groups.items():
+        cases, iid_sum, iid_ids, n_models = [], None, None, 0
+        for run in members:
+            out = pd.read_parquet(run["path"])
+            suite = out[(out["split"] == "suite_test") & out["held_out"].astype(bool)]
+            cases.append(suite[["case_id", "functionality", "status"]])
+            iid = out[out["split"] == "iid_test"].sort_values("case_id", kind="stable")
+            f = stats.iid_features(iid, task_type)
+            ids = iid["case_id"].astype(str).to_numpy()
+            if iid_ids is None:
+                iid_ids, iid_sum = ids, f.copy()
+            elif not np.array_equal(ids, iid_ids):
+                raise DataError(f"{run['path']}: field 'case_id': i.i.d. test examples differ between the fold "
+                                f"models of {conf}/{method}/{scenario}")
+            else:
+                iid_sum += f
+            n_models += 1
+        case_df = pd.concat(cases, ignore_index=True)
+        dup = case_df["case_id"].duplicated()
+        if dup.any():
+            raise DataError(f"{members[0]['path']}: field 'case_id': case {case_df['case_id'][dup].iloc[0]!r} is "
+                            f"held out by two folds of {conf}/{method}/{scenario}")
+        frames.append(pd.DataFrame({
+            "configuration": conf, "method": method, "scenario": scenario, "unit": "case",
+            "id": case_df["case_id"].astype(str).to_numpy(), "functionality": case_df["functionality"].to_numpy(),
+            "passed": (case_df["status"] == PASS).astype(float).to_numpy(),
+            "scored": (case_df["status"] != FILTERED).astype(float).to_numpy(),
+            "n_models": n_models}))
+        iid_df = pd.DataFrame({"configuration": conf, "method": method, "scenario": scenario, "unit": "iid",
+                               "id": iid_ids, "functionality": None, "n_models": n_models})
+        for j, name in enumerate(feats):
+            iid_df[name] = iid_sum[:, j] / n_models
+        frames.append(iid_df)
+    long = pd.concat(frames, ignore_index=True)
+    for col in ("passed", "scored", *feats):
+        long[col] = long[col].astype(float)
+    return long
+
+
+def write_unit_outcomes(*, runs: list[dict], task_type: str, out_path: str) -> None:
+    write_parquet(unit_outcomes(runs, task_type), out_path)
+
+
+@dataclass
+class TaskData:
+    task_type: str
+    case_ids: np.ndarray
+    func_index: np.ndarray
+    functionalities: list[str]
+    iid_ids: np.ndarray
+    scenarios: list[str]
+    base: stats.Outcomes
+    systems: dict[tuple[str, str], stats.Outcomes]
+
+
+def task_data(long: pd.DataFrame, functionalities: pd.DataFrame, task_type: str, source: str = "unit outcomes"
+              ) -> TaskData:
+    """Aligned arrays (units in a fixed order: cases by functionality then id,
+    i.i.d. examples by id) of the baseline and every pair, from unit_outcomes()."""
+    feats = list(stats.IID_FEATURES[task_type])
+    funcs = list(functionalities["functionality"])
+    base_rows = long[(long.configuration == BASELINE[0]) & (long.method == BASELINE[1])]
+    if not len(base_rows):
+        raise DataError(f"{source}: field 'configuration': no rows of the IID baseline")
+    cases = base_rows[base_rows.unit == "case"].copy()
+    cases["_f"] = cases["functionality"].map({f: i for i, f in enumerate(funcs)})
+    if cases["_f"].isna().any():
+        bad = cases.loc[cases["_f"].isna(), "functionality"].iloc[0]
+        raise DataError(f"{source}: field 'functionality': {bad!r} is not in the suite")
+    cases = cases.sort_values(["_f", "id"], kind="stable")
+    case_ids = cases["id"].to_numpy()
+    iid_ids = np.sort(base_rows.loc[base_rows.unit == "iid", "id"].to_numpy())
+    scenarios = [s for s in stats.SCENARIOS if s in set(long["scenario"])]
+
+    def block(rows: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        c = rows[rows.unit == "case"].set_index("id").reindex(case_ids)
+        i = rows[rows.unit == "iid"].set_index("id").reindex(iid_ids)
+        if c["passed"].isna().any() or i[feats].isna().any().any():
+            raise DataError(f"{source}: field 'id': {what} lacks outcomes for some units of the baseline")
+        return c["passed"].to_numpy(float), c["scored"].to_numpy(float), i[feats].to_numpy(float)
+
+    p, s, f = block(base_rows, "the IID baseline")
+    base = stats.Outcomes(passed=p[None], scored=s[None], iid=f[None])
+    systems = {}
+    rest = long[long.configuration != BASELINE[0]]
+    for (conf, method), rows in rest.groupby(["configuration", "method"], sort=False):
+        blocks = [block(rows[rows.scenario == sc], f"{conf}/{method}/{sc}") for sc in scenarios]
+        systems[(conf, method)] = stats.Outcomes(passed=np.stack([b[0] for b in blocks]),
+                                                 scored=np.stack([b[1] for b in blocks]),
+                                                 iid=np.stack([b[2] for b in blocks]))
+    return TaskData(task_type, case_ids, cases["_f"].to_numpy(int), funcs, iid_ids, scenarios, base, systems)
+
+
+def _load(unit_path: str, suite_path: str, task_type: str) -> TaskData:
+    funcs = functionality_table(load_suite(suite_path))
+    return task_data(pd.read_parquet(unit_path), funcs, task_type, source=unit_path)
+
+
+# ---------------------------------------------------------------- significance
+def significance(data: TaskData, *, iid_metric: str = "mean", R: int = 10_000, seed: int = 0,
+                 alpha: float = 0.05, correction: str = "none") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Tests of every pair against the IID baseline: the i.i.d. score (exact
+    binomial test on the discordant examples of the seen model vs the IID
+    model; READ: EM correctness, PARA: accuracy correctness) and each G and
+    the average G (approximate randomization, R draws). Returns (table, null
+    distribution of the average-G difference per pair, for the cross-task Avg)."""
+    n_func = len(data.functionalities)
+    base_scores = stats.scores(data.base, data.func_index, n_func, data.task_type, iid_metric)
+    rows, nulls = [], []
+    for (conf, method), sys_o in data.systems.items():
+        sys_scores = stats.scores(sys_o, data.func_index, n_func, data.task_type, iid_metric)
+        if "seen" in data.scenarios:
+            k = data.scenarios.index("seen")
+            b = stats.binomial_test(data.base.iid[0, :, 0] > 0.5, sys_o.iid[k, :, 0] > 0.5)
+            base_v = float(stats.iid_statistic(data.base.iid[0].mean(0), data.task_type, iid_metric))
+            sys_v = float(stats.iid_statistic(sys_o.iid[k].mean(0), data.task_type, iid_metric))
+            rows.append({"configuration": conf, "method": method, "column": "iid", "test": "binomial",
+                         "baseline_value": base_v, "value": sys_v, "delta": sys_v - base_v,
+                         "p_value": b["p_value"], "n_discordant": b["n_discordant"],
+                         "baseline_only": b["a_only"], "system_only": b["b_only"], "R": np.nan})
+        rt = stats.randomization_test(data.base, sys_o, data.func_index, n_func, data.task_type, iid_metric,
+                                      R=R, seed=seed, return_null=True)
+        for k, sc in enumerate(data.scenarios):
+            rows.append({"configuration": conf, "method": method, "column": f"G_{sc}", "test": "randomization",
+                         "baseline_value": float(base_scores["G"][0]), "value": float(sys_scores["G"][k]),
+                         "delta": float(rt["delta"][k]), "p_value": float(rt["p"][k]), "R": R})
+        rows.append({"configuration": conf, "method": method, "column": "G_avg", "test": "randomization",
+                     "baseline_value": float(base_scores["G"][0]), "value": float(sys_scores["G_avg"]),
+                     "delta": float(rt["delta_avg"]), "p_value": float(rt["p_avg"]), "R": R})
+        nulls.append(pd.DataFrame({"configuration": conf, "method": method, "draw": np.arange(R),
+                                   "null_avg": rt["null_avg"].astype(float)}))
+    table = pd.DataFrame(rows)
+    if not len(table):
+        raise DataError("significance: field 'configurations': no configuration-method pair to compare")
+    table = mark(table, alpha, correction)
+    null = pd.concat(nulls, ignore_index=True)
+    return table, null
+
+
+def mark(table: pd.DataFrame, alpha: float, correction: str) -> pd.DataFrame:
+    """p_adjusted (Holm across the pairs of each column, or unadjusted),
+    significant and direction (+1 better, -1 worse, 0)."""
+    table = table.copy()
+    if correction == "holm":
+        table["p_adjusted"] = table.groupby("column", sort=False)["p_value"].transform(
+            lambda p: pd.Series(stats.holm(p.to_numpy(float)), index=p.index))
+    elif correction == "none":
+        table["p_adjusted"] = table["p_value"]
+    else:
+        raise ValueError(f"field 'statistics.correction': unknown correction {correction!r} (none, holm)")
+    table["significant"] = table["p_adjusted"] < alpha
+    table["direction"] = np.where(table["significant"], np.sign(table["delta"]).astype(int), 0)
+    return table
+
+
+def write_significance(*, unit_outcomes_path: str, suite_path: str, task_type: str, iid_metric: str, R: int,
+                       seed: int, alpha: float, correction: str, task: str, out_csv: str, out_null: str) -> None:
+    data = _load(unit_outcomes_path, suite_path, task_type)
+    table, null = significance(data, iid_metric=iid_metric, R=R, seed=task_seed(seed, task), alpha=alpha,
+                               correction=correction)
+    write_csv(table, out_csv)
+    write_parquet(null, out_null)
+
+
+def task_seed(seed: int, task: str) -> int:
+    """Independent draws per task (the cross-task Avg pairs the draws by index)."""
+    return int(seed) * 1_000_003 + zlib.crc32(task.encode())
+
+
+# ---------------------------------------------------------------- intervals
+def intervals(data: TaskData, *, iid_metric: str = "mean", R: int = 1000, seed: int = 0,
+              level: float = 0.95) -> pd.DataFrame:
+    """Percentile bootstrap intervals of s_iid, s_T and G per scenario and of
+    the average G, for the baseline (scenario standard) and every pair."""
+    n_func = len(data.functionalities)
+    rows = []
+    plan = [(BASELINE, data.base, [BASE_SCENARIO])] + [(k, o, data.scenarios) for k, o in data.systems.items()]
+    for (conf, method), o, scen in plan:
+        est = stats.scores(o, data.func_index, n_func, data.task_type, iid_metric)
+        ci = stats.bootstrap_ci(o, data.func_index, n_func, data.task_type, iid_metric, R=R, seed=seed, level=level)
+        for k, sc in enumerate(scen):
+            for q, name in (("s_iid", f"s_iid_{sc}"), ("s_T", f"s_{sc}"), ("G", f"G_{sc}")):
+                rows.append({"configuration": conf, "method": method, "quantity": name,
+                             "estimate": float(est[q][k]), "lo": float(ci[q][k][0]), "hi": float(ci[q][k][1])})
+        if conf != BASELINE[0]:
+            rows.append({"configuration": conf, "method": method, "quantity": "G_avg",
+                         "estimate": float(est["G_avg"]), "lo": float(ci["G_avg"][0]), "hi": float(ci["G_avg"][1])})
+    out = pd.DataFrame(rows)
+    out["level"] = level
+    out["R"] = R
+    return out
+
+
+def write_intervals(*, unit_outcomes_path: str, suite_path: str, task_type: str, iid_metric: str, R: int,
+                    seed: int, task: str, out_csv: str) -> None:
+    data = _load(unit_outcomes_path, suite_path, task_type)
+    write_csv(intervals(data, iid_metric=iid_metric, R=R, seed=task_seed(seed, task)), out_csv)
+
+
+# ---------------------------------------------------------------- Table 3
+TABLE_COLUMNS = ("iid", "G_seen", "G_func", "G_class", "G_type", "G_avg")
+
+
+def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.DataFrame:
+    """The long Table 3 frame (beluga.tables) from each task's scores.csv,
+    significance.csv, intervals.csv and null_avg.parquet (DataFrames in
+    per_task[task] under those keys), plus the cross-task Avg (task "all")
+    when several tasks ran: mean G over tasks and scenarios, tested by pairing
+    the tasks' randomization draws by index."""
+    rows = []
+    for task, d in per_task.items():
+        scores, sig, ci = d["scores"], d["significance"], d["intervals"]
+        scen = [c[2:] for c in TABLE_COLUMNS[1:-1] if c in set(sig["column"])]
+        ci_idx = ci.set_index(["configuration", "method", "quantity"])
+        sig_idx = sig.set_index(["configuration", "method", "column"])
+        for r in scores.itertuples(index=False):
+            conf, method = r.configuration, r.method
+            is_base = conf == BASELINE[0]
+            values = {"iid": r.iid_score}
+            for sc in scen:
+                values[f"G_{sc}"] = r.G_standard if is_base else getattr(r, f"G_{sc}")
+            values["G_avg"] = float(np.mean([values[f"G_{sc}"] for sc in scen])) if scen else np.nan
+            for col, v in values.items():
+                q = {"iid": "s_iid_seen", "G_avg": "G_avg"}.get(col, col)
+                if is_base:
+                    q = {"iid": "s_iid_standard"}.get(col, "G_standard")
+                lo, hi = (ci_idx.loc[(conf, method, q), ["lo", "hi"]].to_numpy(float)
+                          if (conf, method, q) in ci_idx.index else (np.nan, np.nan))
+                row = {"task": task, "configuration": conf, "method": method, "column": col, "value": float(v),
+                       "ci_lo": lo, "ci_hi": hi, "p_value": np.nan, "p_adjusted": np.nan, "significant": False,
+                       "direction": 0}
+                if not is_base and (conf, method, col) in sig_idx.index:
+                    s = sig_idx.loc[(conf, method, col)]
+                    row.update(p_value=float(s["p_value"]), p_adjusted=float(s["p_adjusted"]),
+                               significant=bool(s["significant"]), direction=int(s["direction"]))
+                rows.append(row)
+    long = pd.DataFrame(rows)
+    if len(per_task) > 1:
+        long = pd.concat([long, _cross_task_avg(long, per_task, alpha, correction)], ignore_index=True)
+    return long
+
+
+def _cross_task_avg(long: pd.DataFrame, per_task: dict[str, dict], alpha: float, correction: str) -> pd.DataFrame:
+    g = long[long.column == "G_avg"]
+    pairs = list(dict.fromkeys(zip(g.configuration, g.method)))
+    tasks = list(per_task)
+    rows = []
+    for conf, method in pairs:
+        sel = g[(g.configuration == conf) & (g.method == method)]
+        value = float(sel["value"].mean()) if len(sel) == len(tasks) else np.nan
+        row = {"task": "all", "configuration": conf, "method": method, "column": "Avg", "value": value,
+               "ci_lo": np.nan, "ci_hi": np.nan, "p_value": np.nan, "delta": np.nan}
+        if conf != BASELINE[0] and len(sel) == len(tasks):
+            deltas, nulls = [], []
+            for t in tasks:
+                s = per_task[t]["significance"]
+                s = s[(s.configuration == conf) & (s.method == method) & (s.column == "G_avg")]
+                n = per_task[t]["null"]
+                n = n[(n.configuration == conf) & (n.method == method)].sort_values("draw")
+                deltas.append(float(s["delta"].iloc[0]))
+                nulls.append(n["null_avg"].to_numpy(float))
+            if len({len(n) for n in nulls}) != 1:
+                raise DataError("table3: field 'statistics.randomization_R': tasks were tested with different R")
+            delta, null = float(np.mean(deltas)), np.mean(nulls, axis=0)
+            row["delta"] = delta
+            row["p_value"] = (np.sum(np.abs(null) >= abs(delta) - 1e-12) + 1) / (len(null) + 1)
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    tested = out[out.configuration != BASELINE[0]]
+    marked = mark(tested, alpha, correction)
+    out["p_adjusted"] = marked["p_adjusted"].reindex(out.index)
+    out["significant"] = marked["significant"].reindex(out.index).fillna(False).astype(bool)
+    out["direction"] = marked["direction"].reindex(out.index).fillna(0).astype(int)
+    return out.drop(columns=["delta"])
+
+
+def write_table3(*, tasks: list[str], scores: list[str], significance_files: list[str], intervals_files: list[str],
+                 null_files: list[str], alpha: float, correction: str, out_csv: str, out_md: str,
+                 out_tex: str) -> None:
+    from beluga import tables
+
+    per_task = {t: {"scores": pd.read_csv(s), "significance": pd.read_csv(g), "intervals": pd.read_csv(i),
+                    "null": pd.read_parquet(n)}
+                for t, s, g, i, n in zip(tasks, scores, significance_files, intervals_files, null_files, strict=True)}
+    long = table3_long(per_task, alpha, correction)
+    write_csv(tables.table3_csv(long), out_csv)
+    write_text(tables.table3_markdown(long, alpha, None if correction == "none" else correction), out_md)
+    write_text(tables.table3_latex(long, alpha, None if correction == "none" else correction), out_tex)
+
+
+# ---------------------------------------------------------------- Figure 1, diagnostics
+def write_figure1(*, task: str, suite_path: str, pass_rates: str, configurations: list[str], methods: list[str],
+                  out_png: str, out_pdf: str) -> None:
+    from beluga.plots import plot_figure1
+
+    funcs = functionality_table(load_suite(suite_path))
+    plot_figure1(pd.read_csv(pass_rates), funcs, configurations, methods, out_png, out_pdf,
+                 title=f"{task.upper()}: pass rates (%) per scenario (first row: IID model)")
+
+
+def write_diagnostics(*, task: str, task_type: str, runs: list[dict], suite_path: str, split_path: str,
+                      iid_test: str, degenerate_share: float, out_csv: str, out_summary: str, out_md: str) -> None:
+    from beluga import diagnostics
+    from beluga.pipeline import _suite_split
+
+    suite_test = _suite_split(suite_path, split_path, task_type, "test")
+    iid = pd.read_parquet(iid_test)
+    rows = []
+    for run in runs:
+        d = diagnostics.run_diagnostics(pd.read_parquet(run["path"]), suite_test, iid, task_type,
+                                        degenerate_share=degenerate_share)
+        rows.append(dict(d, **{k: run[k] for k in ("configuration", "method", "partition", "fold")}))
+    table = diagnostics.diagnostics_table(rows)
+    summary = diagnostics.diagnostics_summary(table)
+    write_csv(table, out_csv)
+    write_csv(summary, out_summary)
+    write_text(diagnostics.diagnostics_markdown(summary, task, degenerate_share), out_md)
+

@@ -1,0 +1,479 @@
+"""Prediction diagnostics: degenerate solutions and prediction confidence.
+
+The paper (section 5.3, 5.5) inspects two failure modes that pass rates alone
+hide:
+
+- degenerate solutions: after suite training a model predicts (almost) always
+  the same class (SENT IID->T: 95% "negative" on SST-2 but 0.3% on the suite's
+  MFTs) or, for extractive QA, the same (often empty) span;
+- DIR applicability: confidence-based DIR expectations are hard to fail (and
+  give no training signal) when the model is very confident (mean confidence
+  0.97 on the SENT suite for the IID model).
+
+``run_diagnostics`` describes one model's prediction file (the Parquet file
+written by ``pipeline.predict``: split, case_id, input_idx and probs (or
+answer for QA)). Predictions are joined to the suite by (case_id, input_idx)
+and to the i.i.d. test set by example id, never by row order.
+
+Choices (the paper does not define them):
+
+- predicted labels on the suite come from the task's suite mapping (SENT: the
+  binary model's probabilities mapped to negative / neutral / positive, as the
+  suite is scored); on the i.i.d. test set from the model's own classes;
+- confidence is the mean of the model's maximal class probability over its own
+  output classes (for SENT the binary head, as the paper's 0.97);
+- suite gold labels: only inputs whose expectation names one class count:
+  ``eq`` (per-input ``labels`` or the per-case ``val`` parameter, which takes
+  precedence as in scoring) and ``eq_or_not_negative`` with a label other than
+  1 (label 1 means "not negative", not "neutral"); under ``all_except_first``
+  the original of an INV / DIR case is not checked and does not count;
+- QA: the most frequent answer counts the empty answer as one answer string
+  (answers are compared after stripping surrounding white space).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+from beluga.errors import DataError
+from beluga.tasks import get_task
+
+SUITE_SPLIT, IID_SPLIT = "suite_test", "iid_test"
+ID_COLUMNS = ["configuration", "method", "partition", "fold"]
+DIST_KEYS = ["iid_pred_share", "iid_gold_share", "suite_pred_share", "suite_gold_share"]
+SCALAR_KEYS = [
+    "task_type", "n_iid", "n_suite", "n_suite_gold", "n_dir_inputs",
+    "iid_majority_label", "iid_majority_share", "suite_majority_label", "suite_majority_share",
+    "iid_empty_share", "suite_empty_share",
+    "confidence_iid", "confidence_suite", "confidence_dir",
+    "degenerate", "degenerate_on", "degenerate_share",
+]
+CONFIG_ORDER = ["iid", "iid_to_t", "iid_plus_t", "iid_to_iid_plus_t"]
+CONFIG_NAMES = {"iid": "IID", "iid_to_t": "IID→T", "iid_plus_t": "IID+T", "iid_to_iid_plus_t": "IID→(IID+T)"}
+WARN = "⚠"
+_GOLD_EXPECTATIONS = ("eq", "eq_or_not_negative")
+
+
+# ---------------------------------------------------------------- helpers
+def slug(name) -> str:
+    """A label name as a column-name suffix: 'not duplicate' -> 'not_duplicate'."""
+    s = re.sub(r"[^0-9a-zA-Z]+", "_", str(name)).strip("_").lower()
+    return s or "label"
+
+
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _flag(v) -> bool:
+    """A degenerate flag as stored in a row or read back from CSV."""
+    if _missing(v):
+        return False
+    if isinstance(v, str):
+        return v.strip().lower() in ("true", "1", "yes")
+    return bool(v)
+
+
+def _as_int(v) -> int | None:
+    if _missing(v) or isinstance(v, (bool, str, bytes)):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return int(f) if f.is_integer() else None
+
+
+def _shares(labels: list[int], names: dict[int, str]) -> dict[str, float]:
+    """Share of each label name (every name of the label set, extra classes
+    appended as ``class_<k>``); NaN shares when there is nothing to count."""
+    counts = Counter(labels)
+    keys = list(names) + sorted(k for k in counts if k not in names)
+    n = len(labels)
+    return {names.get(k, f"class_{k}"): (counts.get(k, 0) / n if n else float("nan")) for k in keys}
+
+
+def _majority(shares: dict[str, float]) -> tuple[str | None, float]:
+    valid = {k: v for k, v in shares.items() if not math.isnan(v)}
+    if not valid:
+        return None, float("nan")
+    name = max(valid, key=lambda k: valid[k])   # first label wins ties
+    return name, float(valid[name])
+
+
+def _top_answer(answers: list[str]) -> tuple[str | None, float, float]:
+    """(most frequent answer, its share, share of empty answers)."""
+    if not answers:
+        return None, float("nan"), float("nan")
+    counts = Counter(answers)
+    top, n_top = max(counts.items(), key=lambda kv: kv[1])
+    n = len(answers)
+    return top, n_top / n, counts.get("", 0) / n
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(np.mean(values)) if len(values) else float("nan")
+
+
+def _check_columns(df: pd.DataFrame, cols, source: str, what: str) -> None:
+    for c in cols:
+        if c not in df.columns:
+            raise DataError(f"{source}: field '{c}': missing column ({what} needs {', '.join(cols)})")
+
+
+def _probs_matrix(values, source: str) -> np.ndarray:
+    try:
+        rows = [np.asarray(v, dtype=np.float64) for v in values]
+        out = np.stack(rows) if rows else np.zeros((0, 0))
+    except (TypeError, ValueError) as e:
+        raise DataError(f"{source}: field 'probs': every row needs a list of class probabilities "
+                        f"of the same length ({e})") from None
+    if out.ndim != 2:
+        raise DataError(f"{source}: field 'probs': every row needs a list of class probabilities")
+    return out
+
+
+def _answers(values) -> list[str]:
+    return ["" if _missing(v) else str(v).strip() for v in values]
+
+
+# ---------------------------------------------------------------- joins
+def _suite_inputs(suite: pd.DataFrame) -> pd.DataFrame:
+    """One row per input of every suite case: case_id, input_idx, test_type,
+    gold (the class the expectation names, or None)."""
+    cids, idxs, types, gold = [], [], [], []
+    cols = {c: (suite[c].tolist() if c in suite.columns else [None] * len(suite))
+            for c in ("case_id", "test_type", "inputs", "labels", "expect", "expect_params", "agg_fn")}
+    for cid, ttype, inputs, labels, expect, raw, agg in zip(*cols.values()):
+        n = len(inputs)
+        cid = str(cid)
+        cids += [cid] * n
+        idxs += list(range(n))
+        types += [ttype] * n
+        gold += _gold_labels(cid, ttype, n, labels, expect, raw, agg)
+    return pd.DataFrame({"case_id": cids, "input_idx": np.asarray(idxs, dtype=np.int64), "test_type": types,
+                         "gold": pd.Series(gold, dtype=object)})
+
+
+def _gold_labels(cid, ttype, n, labels, expect, raw, agg) -> list[int | None]:
+    if expect not in _GOLD_EXPECTATIONS:
+        return [None] * n
+    try:
+        params = json.loads(raw) if isinstance(raw, str) and raw else {}
+    except json.JSONDecodeError:
+        raise DataError(f"suite case {cid!r}: field 'expect_params': not a JSON object") from None
+    val = _as_int(params.get("val")) if isinstance(params, dict) else None
+    per_input = list(labels) if labels is not None and not isinstance(labels, float) else [None] * n
+    first = 1 if ttype != "MFT" and agg == "all_except_first" else 0
+    out: list[int | None] = []
+    for j in range(n):
+        lb = None
+        if j >= first:
+            lb = val if val is not None else (_as_int(per_input[j]) if j < len(per_input) else None)
+        if expect == "eq_or_not_negative" and lb == 1:
+            lb = None
+        out.append(lb)
+    return out
+
+
+def _join_suite(preds: pd.DataFrame, suite_test: pd.DataFrame, source: str) -> pd.DataFrame:
+    expected = _suite_inputs(suite_test)
+    p = preds.copy()
+    p["case_id"] = p["case_id"].astype(str)
+    known = set(expected["case_id"])
+    unknown = p.loc[~p["case_id"].isin(known), "case_id"]
+    if len(unknown):
+        raise DataError(f"{source}: field 'case_id': suite prediction for unknown case {unknown.iloc[0]!r} "
+                        f"({len(unknown)} row(s) name cases outside the suite's test split)")
+    try:
+        p["input_idx"] = p["input_idx"].astype(np.int64)
+    except (TypeError, ValueError) as e:
+        raise DataError(f"{source}: field 'input_idx': not an integer ({e})") from None
+    dup = p.duplicated(["case_id", "input_idx"])
+    if dup.any():
+        r = p[dup].iloc[0]
+        raise DataError(f"{source}: field 'case_id': duplicate suite prediction for case {r['case_id']!r}, "
+                        f"input {int(r['input_idx'])}")
+    joined = expected.merge(p, on=["case_id", "input_idx"], how="outer", indicator=True, sort=False)
+    extra = joined[joined["_merge"] == "right_only"]
+    if len(extra):
+        r = extra.iloc[0]
+        raise DataError(f"{source}: field 'input_idx': case {r['case_id']!r} has no input {int(r['input_idx'])}")
+    missing = joined[joined["_merge"] == "left_only"]
+    if len(missing):
+        r = missing.iloc[0]
+        raise DataError(f"{source}: field 'input_idx': no suite prediction for case {r['case_id']!r}, input "
+                        f"{int(r['input_idx'])} ({len(missing)} suite input(s) without a prediction; pass the "
+                        f"suite's test split)")
+    return joined.drop(columns="_merge").reset_index(drop=True)
+
+
+def _join_iid(preds: pd.DataFrame, iid_test: pd.DataFrame, source: str, need_label: bool) -> pd.DataFrame:
+    _check_columns(iid_test, ["example_id"] + (["label"] if need_label else []), "iid_test", "the i.i.d. test set")
+    gold = pd.DataFrame({"case_id": iid_test["example_id"].astype(str).to_numpy()})
+    if need_label:
+        gold["gold"] = iid_test["label"].to_numpy()
+    if gold["case_id"].duplicated().any():
+        raise DataError(f"iid_test: field 'example_id': duplicate example "
+                        f"{gold.loc[gold['case_id'].duplicated(), 'case_id'].iloc[0]!r}")
+    p = preds.drop(columns=[c for c in ("gold",) if c in preds.columns]).copy()
+    p["case_id"] = p["case_id"].astype(str)
+    unknown = p.loc[~p["case_id"].isin(set(gold["case_id"])), "case_id"]
+    if len(unknown):
+        raise DataError(f"{source}: field 'case_id': i.i.d. prediction for unknown example {unknown.iloc[0]!r}")
+    dup = p["case_id"].duplicated()
+    if dup.any():
+        raise DataError(f"{source}: field 'case_id': duplicate i.i.d. prediction for example "
+                        f"{p.loc[dup, 'case_id'].iloc[0]!r}")
+    if len(p) != len(gold):
+        raise DataError(f"{source}: field 'case_id': {len(p)} i.i.d. predictions for {len(gold)} test examples")
+    return gold.merge(p, on="case_id", how="left", sort=False)
+
+
+# ---------------------------------------------------------------- one model
+def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_test: pd.DataFrame, task_type: str,
+                    degenerate_share: float = 0.95, source: str = "predictions") -> dict:
+    """Diagnostics of one model's predictions (see the module docstring).
+
+    ``suite_test``: the suite's test split (every case must have a prediction
+    for every input); ``iid_test``: the i.i.d. test set (``example_id``, and
+    ``label`` for classification). Returns a flat dict of scalars plus the four
+    label distributions (``iid_pred_share``, ``iid_gold_share``,
+    ``suite_pred_share``, ``suite_gold_share``: label name -> share; empty for QA)."""
+    task = get_task(task_type)
+    qa = task.kind == "qa"
+    value_col = "answer" if qa else "probs"
+    _check_columns(predictions, ["split", "case_id", "input_idx", value_col], source,
+                   f"a {task.name} prediction file")
+    bad = predictions.loc[~predictions["split"].isin([SUITE_SPLIT, IID_SPLIT]), "split"]
+    if len(bad):
+        raise DataError(f"{source}: field 'split': unknown split {bad.iloc[0]!r} "
+                        f"(expected {SUITE_SPLIT} or {IID_SPLIT})")
+    suite = _join_suite(predictions[predictions["split"] == SUITE_SPLIT], suite_test, source)
+    iid = _join_iid(predictions[predictions["split"] == IID_SPLIT], iid_test, source, need_label=not qa)
+    is_dir = (suite["test_type"] == "DIR").to_numpy()
+    out: dict = {"task_type": task.name, "n_iid": int(len(iid)), "n_suite": int(len(suite)),
+                 "n_dir_inputs": int(is_dir.sum())}
+    nan = float("nan")
+    if qa:
+        iid_top, iid_top_share, iid_empty = _top_answer(_answers(iid["answer"]))
+        suite_top, suite_top_share, suite_empty = _top_answer(_answers(suite["answer"]))
+        out.update({"n_suite_gold": 0, **{k: {} for k in DIST_KEYS},
+                    "iid_majority_label": iid_top, "iid_majority_share": iid_top_share,
+                    "suite_majority_label": suite_top, "suite_majority_share": suite_top_share,
+                    "iid_empty_share": iid_empty, "suite_empty_share": suite_empty,
+                    "confidence_iid": nan, "confidence_suite": nan, "confidence_dir": nan})
+        iid_deg = max(iid_top_share, iid_empty) >= degenerate_share
+        suite_deg = max(suite_top_share, suite_empty) >= degenerate_share
+    else:
+        iid_probs = _probs_matrix(iid["probs"], source)
+        suite_probs = _probs_matrix(suite["probs"], source)
+        iid_pred = iid_probs.argmax(1).tolist() if len(iid_probs) else []
+        if len(suite_probs):
+            try:
+                suite_pred = task.suite_probs(suite_probs).argmax(1).tolist()
+            except ValueError as e:
+                raise DataError(f"{source}: field 'probs': {e}") from None
+        else:
+            suite_pred = []
+        gold_iid = [_as_int(v) for v in iid["gold"]]
+        if any(g is None for g in gold_iid):
+            raise DataError("iid_test: field 'label': every i.i.d. test example needs an integer label")
+        suite_gold = [int(g) for g in suite["gold"] if g is not None]
+        shares = {
+            "iid_pred_share": _shares(iid_pred, task.iid_labels),
+            "iid_gold_share": _shares(gold_iid, task.iid_labels),
+            "suite_pred_share": _shares(suite_pred, task.suite_labels),
+            "suite_gold_share": _shares(suite_gold, task.suite_labels),
+        }
+        iid_maj, iid_share = _majority(shares["iid_pred_share"])
+        suite_maj, suite_share = _majority(shares["suite_pred_share"])
+        conf_suite = suite_probs.max(1) if len(suite_probs) else np.zeros(0)
+        out.update({"n_suite_gold": len(suite_gold), **shares,
+                    "iid_majority_label": iid_maj, "iid_majority_share": iid_share,
+                    "suite_majority_label": suite_maj, "suite_majority_share": suite_share,
+                    "iid_empty_share": nan, "suite_empty_share": nan,
+                    "confidence_iid": _mean(iid_probs.max(1)) if len(iid_probs) else nan,
+                    "confidence_suite": _mean(conf_suite),
+                    "confidence_dir": _mean(conf_suite[is_dir]) if is_dir.any() else nan})
+        iid_deg = not math.isnan(iid_share) and iid_share >= degenerate_share
+        suite_deg = not math.isnan(suite_share) and suite_share >= degenerate_share
+    out["degenerate"] = bool(iid_deg or suite_deg)
+    out["degenerate_on"] = "both" if iid_deg and suite_deg else "iid" if iid_deg else "suite" if suite_deg else ""
+    out["degenerate_share"] = float(degenerate_share)
+    return {k: out[k] for k in SCALAR_KEYS[:5] + DIST_KEYS + SCALAR_KEYS[5:]}
+
+
+# ---------------------------------------------------------------- tables
+def _config_rank(configs: list[str]) -> dict[str, int]:
+    order = [c for c in CONFIG_ORDER if c in configs] + [c for c in dict.fromkeys(configs) if c not in CONFIG_ORDER]
+    return {c: i for i, c in enumerate(order)}
+
+
+def diagnostics_table(rows: list[dict]) -> pd.DataFrame:
+    """One row per model: run_diagnostics outputs plus configuration, method,
+    partition and fold; distributions flattened into ``<dist>_<label>``
+    columns. Column order: ids, counts, shares (per distribution, labels in
+    label-set order), majority, confidence, flags, then any other keys. Rows:
+    the IID baseline first, then the known configurations in the paper's order
+    (others by first appearance), methods and partitions by first appearance,
+    folds in the given order."""
+    labels: dict[str, list[str]] = {k: [] for k in DIST_KEYS}
+    flat_rows = []
+    extra: list[str] = []
+    for r in rows:
+        missing = [k for k in ID_COLUMNS if k not in r]
+        if missing:
+            raise DataError(f"diagnostics: field '{missing[0]}': every row needs {', '.join(ID_COLUMNS)}")
+        flat = {}
+        for k, v in r.items():
+            if k in DIST_KEYS:
+                for name, share in (v or {}).items():
+                    col = f"{k}_{slug(name)}"
+                    if col not in labels[k]:
+                        labels[k].append(col)
+                    flat[col] = share
+            else:
+                flat[k] = v
+                if k not in ID_COLUMNS and k not in SCALAR_KEYS and k not in extra:
+                    extra.append(k)
+        flat_rows.append(flat)
+    head = SCALAR_KEYS[:5]
+    tail = SCALAR_KEYS[5:]
+    columns = ID_COLUMNS + head + [c for k in DIST_KEYS for c in labels[k]] + tail + extra
+    table = pd.DataFrame(flat_rows, columns=columns)
+    if "degenerate" in table.columns:
+        table["degenerate"] = [_flag(v) for v in table["degenerate"]]
+    if not len(table):
+        return table
+    crank = _config_rank([str(c) for c in table["configuration"]])
+    mrank = {m: i for i, m in enumerate(dict.fromkeys(table["method"].astype(str)))}
+    prank = {p: i for i, p in enumerate(dict.fromkeys(table["partition"].astype(str)))}
+    key = pd.DataFrame({"c": table["configuration"].astype(str).map(crank),
+                        "m": table["method"].astype(str).map(mrank),
+                        "p": table["partition"].astype(str).map(prank)})
+    order = key.sort_values(["c", "m", "p"], kind="stable").index
+    return table.loc[order].reset_index(drop=True)
+
+
+def diagnostics_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration-method pair: mean over the pair's models
+    (every partition and fold) of the numeric columns, n_models, n_degenerate
+    and where the flags were raised (n_degenerate_iid / n_degenerate_suite:
+    models degenerate on the i.i.d. test set / on the suite, "both" counted in
+    each)."""
+    if not len(table):
+        return pd.DataFrame(columns=["configuration", "method", "n_models", "n_degenerate"])
+    t = table.copy()
+    deg = pd.Series([_flag(v) for v in t["degenerate"]], index=t.index) \
+        if "degenerate" in t.columns else pd.Series(False, index=t.index)
+    on = t["degenerate_on"].fillna("").astype(str) if "degenerate_on" in t.columns else pd.Series("", index=t.index)
+    t["_deg"] = deg.astype(int)
+    t["_deg_iid"] = on.isin(["iid", "both"]).astype(int)
+    t["_deg_suite"] = on.isin(["suite", "both"]).astype(int)
+    skip = set(ID_COLUMNS) | {"degenerate", "_deg", "_deg_iid", "_deg_suite"}
+    numeric = [c for c in t.columns if c not in skip and pd.api.types.is_numeric_dtype(t[c])
+               and not pd.api.types.is_bool_dtype(t[c])]
+    g = t.groupby(["configuration", "method"], sort=False)
+    out = g[numeric].mean() if numeric else pd.DataFrame(index=g.size().index)
+    out.insert(0, "n_degenerate_suite", g["_deg_suite"].sum())
+    out.insert(0, "n_degenerate_iid", g["_deg_iid"].sum())
+    out.insert(0, "n_degenerate", g["_deg"].sum())
+    out.insert(0, "n_models", g.size())
+    out = out.reset_index()
+    for c in ("n_models", "n_degenerate", "n_degenerate_iid", "n_degenerate_suite"):
+        out[c] = out[c].astype(int)
+    return out
+
+
+# ---------------------------------------------------------------- Markdown
+def _pct(v) -> str:
+    return "—" if v is None or pd.isna(v) else f"{100 * float(v):.1f}"
+
+
+def _num(v) -> str:
+    return "—" if v is None or pd.isna(v) else f"{float(v):.3f}"
+
+
+def _row(cells) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _pair_name(conf, method) -> str:
+    return f"{CONFIG_NAMES.get(conf, conf)} — {method}"
+
+
+def _deg_cell(d: dict) -> str:
+    n, m = int(d.get("n_degenerate", 0) or 0), int(d.get("n_models", 0) or 0)
+    if not n:
+        return f"0/{m}"
+    where = []
+    if d.get("n_degenerate_iid"):
+        where.append(f"i.i.d. {int(d['n_degenerate_iid'])}")
+    if d.get("n_degenerate_suite"):
+        where.append(f"suite {int(d['n_degenerate_suite'])}")
+    return f"{WARN} {n}/{m}" + (f" ({', '.join(where)})" if where else "")
+
+
+def diagnostics_markdown(summary: pd.DataFrame, task: str, degenerate_share: float) -> str:
+    """A Markdown section: an overview row per configuration-method pair and,
+    for classification tasks, a table per pair comparing predicted and gold
+    label shares on the i.i.d. test set and on the suite."""
+    cols = list(summary.columns)
+    qa = not any(c.startswith("suite_pred_share_") or c.startswith("iid_pred_share_") for c in cols)
+    lines = [f"## {task.upper()}: prediction diagnostics", ""]
+    if qa:
+        head = ["configuration", "method", "degenerate models", "i.i.d. empty (%)", "i.i.d. top answer (%)",
+                "suite empty (%)", "suite top answer (%)"]
+        keys = ["iid_empty_share", "iid_majority_share", "suite_empty_share", "suite_majority_share"]
+    else:
+        head = ["configuration", "method", "degenerate models", "i.i.d. majority (%)", "suite majority (%)",
+                "confidence i.i.d.", "confidence suite", "confidence DIR"]
+        keys = ["iid_majority_share", "suite_majority_share", "confidence_iid", "confidence_suite", "confidence_dir"]
+    lines += [_row(head), "|" + "---|" * len(head)]
+    records = summary.to_dict("records")
+    for d in records:
+        cells = [CONFIG_NAMES.get(d["configuration"], d["configuration"]), d["method"], _deg_cell(d)]
+        for k in keys:
+            fmt = _num if k.startswith("confidence") else _pct
+            cells.append(fmt(d.get(k)))
+        lines.append(_row(cells))
+    if not qa:
+        prefixes = ["suite_pred_share_", "suite_gold_share_", "iid_pred_share_", "iid_gold_share_"]
+        label_slugs = list(dict.fromkeys(c[len(p):] for p in prefixes for c in cols if c.startswith(p)))
+        for d in records:
+            flag = f" {WARN}" if d.get("n_degenerate") else ""
+            lines += ["", f"### {_pair_name(d['configuration'], d['method'])}{flag}", "",
+                      f"models: {int(d.get('n_models', 0))}, degenerate: {_deg_cell(d)}; mean confidence: "
+                      f"suite {_num(d.get('confidence_suite'))}, DIR {_num(d.get('confidence_dir'))}, "
+                      f"i.i.d. {_num(d.get('confidence_iid'))}", "",
+                      _row(["label", "i.i.d. predicted (%)", "i.i.d. gold (%)", "suite predicted (%)",
+                            "suite gold (%)"]), "|---|---|---|---|---|"]
+            for s in label_slugs:
+                lines.append(_row([s.replace("_", " ")] + [_pct(d.get(p + s)) for p in
+                                                          ("iid_pred_share_", "iid_gold_share_",
+                                                           "suite_pred_share_", "suite_gold_share_")]))
+    thr = f"{100 * degenerate_share:.0f}%"
+    legend = ["", "Legend: values are means over the models of each configuration–method pair (every "
+              "partition and fold); shares in %.",
+              f"- degenerate models: models flagged {WARN} / all models; a model is degenerate when its most "
+              f"frequent prediction covers at least {thr} of the i.i.d. test set or of the suite test inputs "
+              f"(in brackets: how many were flagged on each)."]
+    if qa:
+        legend += ["- empty: share of empty answers; top answer: share of the most frequent answer string "
+                   "(the empty answer included). QA predictions carry no probabilities: no confidence."]
+    else:
+        legend += ["- majority: share of the most frequent predicted label (i.i.d. test set: the model's classes; "
+                   "suite: the suite's label set, as scored).",
+                   "- predicted / gold: share of each label among the predictions and among the gold labels; suite "
+                   "gold counts only inputs whose expectation names one class (labelled MFT-like cases), suite "
+                   "predicted counts every input of every test case; — : no such label or no labelled input.",
+                   "- confidence: mean maximal class probability of the model (its own classes); DIR: inputs of DIR "
+                   "cases only. Confidence-based DIR expectations are hard to fail when it is near 1 (paper, 5.3)."]
+    return "\n".join(lines + legend) + "\n"

@@ -1,0 +1,534 @@
+"""Significance tests and confidence intervals for the Table 3 scores (METHOD.md, "Significance").
+
+Everything here works on *aligned per-unit outcomes* (:class:`Outcomes`): for one system, the pass / scored
+indicator of every suite test case in every scenario, and the per-example i.i.d. features from which s_iid is
+computed. The statistics are the ones of :mod:`beluga.metrics`: s_T = mean over scored functionalities of the pass
+rate, s_iid = the task's i.i.d. metric(s), G = harmonic mean of s_T and s_iid.
+
+- :func:`binomial_test`: two-sided exact sign test on the discordant i.i.d. examples (i.i.d. score vs the baseline).
+- :func:`randomization_test`: approximate randomization (Yeh 2000) of ΔG between a system and the baseline, one
+  swap mask per unit shared by all scenarios, i.i.d. examples and suite cases swapped jointly.
+  :func:`exact_randomization_p` enumerates every swap pattern (small cases; used to check the former).
+- :func:`bootstrap_ci`: percentile bootstrap intervals (cases resampled within functionality, i.i.d. examples
+  resampled) of s_T, s_iid and G.
+- :func:`holm`: Holm-Bonferroni adjusted p-values.
+
+The resampling is vectorized and processed in chunks of draws of bounded size. Randomization: only units where the
+two systems differ get a swap bit (swapping identical outcomes changes nothing); a draw's swap pattern is a few
+random uint64 words, and the per-functionality sums of the swapped -1 / 0 / +1 differences are popcounts of the
+pattern against precomputed bit vectors (no per-unit arrays, no BLAS threads). Bootstrap: resampling count weights
+drawn as multinomials over the distinct outcome rows of each functionality (and of the i.i.d. examples).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+SCENARIOS = ("seen", "func", "class", "type")
+IID_FEATURES = {"sent": ("correct",), "para": ("correct", "tp", "fp", "fn"), "read": ("em", "f1")}
+#: metric names per task type, in the order :func:`iid_statistic` averages them (cf. metrics.IID_METRICS)
+IID_METRIC_NAMES = {"sent": ("accuracy",), "para": ("accuracy", "f1"), "read": ("em", "f1")}
+
+#: |Δ'| >= |Δ| - TIE_TOL counts as "at least as extreme" (guards against rounding in ties)
+TIE_TOL = 1e-12
+#: elements (draws x words or units) of one chunk of resampling draws; bounds the temporary arrays
+_CHUNK_ELEMENTS = 1 << 22
+_MAX_CHUNK_DRAWS = 4096
+_MAX_EXACT_UNITS = 20
+
+
+def _check_task(task_type: str) -> None:
+    if task_type not in IID_FEATURES:
+        raise ValueError(f"field 'task_type': {task_type!r} is not one of {', '.join(IID_FEATURES)}")
+
+
+def _column(df: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in df.columns:
+        raise ValueError(f"i.i.d. outcomes: field {name!r} is missing")
+    return df[name].to_numpy(dtype=np.float64, na_value=np.nan)
+
+
+def iid_features(iid_rows: pd.DataFrame, task_type: str) -> np.ndarray:
+    """Per-example i.i.d. features (m, k), k = len(IID_FEATURES[task_type]), in the rows' order.
+
+    sent: ``correct``; para: ``correct`` and the tp / fp / fn indicators of the positive class 1 from
+    ``pred_label`` / ``gold_label``; read: ``em`` and ``f1``. The mean of these over examples gives
+    :func:`iid_statistic` its input."""
+    _check_task(task_type)
+    if task_type == "read":
+        return np.column_stack([_column(iid_rows, "em"), _column(iid_rows, "f1")]).astype(np.float64)
+    correct = _column(iid_rows, "correct")
+    if task_type == "sent":
+        return correct.reshape(-1, 1)
+    pred = _column(iid_rows, "pred_label") == 1
+    gold = _column(iid_rows, "gold_label") == 1
+    return np.column_stack([correct, pred & gold, pred & ~gold, ~pred & gold]).astype(np.float64)
+
+
+def _iid_metrics(f: np.ndarray, task_type: str) -> dict[str, np.ndarray]:
+    if task_type == "sent":
+        return {"accuracy": f[..., 0]}
+    if task_type == "read":
+        return {"em": f[..., 0], "f1": f[..., 1]}
+    tp, fp, fn = f[..., 1], f[..., 2], f[..., 3]
+    den = 2 * tp + fp + fn
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f1 = np.where(tp > 0, 2 * tp / np.where(den > 0, den, 1.0), np.where(np.isnan(tp), np.nan, 0.0))
+    return {"accuracy": f[..., 0], "f1": f1}
+
+
+def iid_statistic(mean_features: np.ndarray, task_type: str, iid_metric: str = "mean") -> np.ndarray:
+    """s_iid from per-example features averaged over examples: (..., k) -> (...).
+
+    ``iid_metric``: ``mean`` of the task's metrics (sent: accuracy; para: accuracy and F1 of class 1 =
+    2tp / (2tp + fp + fn), 0 when tp = 0; read: em and f1), or one metric name."""
+    _check_task(task_type)
+    f = np.asarray(mean_features, dtype=np.float64)
+    k = len(IID_FEATURES[task_type])
+    if f.shape[-1:] != (k,):
+        raise ValueError(f"mean_features: last axis has {f.shape[-1:] or 'no'} features, {task_type} needs {k}")
+    metrics = _iid_metrics(f, task_type)
+    if iid_metric == "mean":
+        vals = list(metrics.values())
+        return vals[0].copy() if len(vals) == 1 else sum(vals) / len(vals)
+    if iid_metric not in metrics:
+        raise ValueError(f"field 'iid_metric': {iid_metric!r} is not a metric of task type {task_type} "
+                         f"(mean, {', '.join(metrics)})")
+    return np.array(metrics[iid_metric], dtype=np.float64)
+
+
+@dataclass
+class Outcomes:
+    """One system's per-unit outcomes, aligned with the task's unit lists.
+
+    passed: (S, n) 0/1, case passed (0 where not scored); scored: (S, n) 0/1, case scored (not filtered);
+    iid: (S, m, k) per-example i.i.d. features (several fold models in a scenario: their mean).
+    S = number of scenarios; a baseline has S = 1 and is broadcast. 1-D passed / scored and 2-D iid are read as
+    S = 1. Arrays are converted to float64; passed / scored other than 0 / 1, or passed where not scored, raise
+    ValueError."""
+
+    passed: np.ndarray
+    scored: np.ndarray
+    iid: np.ndarray
+
+    def __post_init__(self):
+        passed = np.asarray(self.passed, dtype=np.float64)
+        scored = np.asarray(self.scored, dtype=np.float64)
+        iid = np.asarray(self.iid, dtype=np.float64)
+        passed = passed[None] if passed.ndim == 1 else passed
+        scored = scored[None] if scored.ndim == 1 else scored
+        iid = iid[None] if iid.ndim == 2 else iid
+        if passed.ndim != 2 or passed.shape != scored.shape:
+            raise ValueError(f"Outcomes: passed {passed.shape} and scored {scored.shape} must both be (S, n)")
+        if iid.ndim != 3 or iid.shape[0] != passed.shape[0]:
+            raise ValueError(f"Outcomes: iid {iid.shape} must be (S, m, k) with S = {passed.shape[0]}")
+        for name, v in (("passed", passed), ("scored", scored)):
+            if not np.all((v == 0) | (v == 1)):
+                raise ValueError(f"Outcomes: field {name!r}: values must be 0 or 1")
+        if np.any(passed > scored):
+            raise ValueError("Outcomes: field 'passed': a case passed that is not scored")
+        self.passed, self.scored, self.iid = passed, scored, iid
+
+    @property
+    def n_scenarios(self) -> int:
+        return self.passed.shape[0]
+
+
+def _func_index(func_index, n_func: int, n: int) -> np.ndarray:
+    fi = np.asarray(func_index)
+    if fi.shape != (n,):
+        raise ValueError(f"field 'func_index': shape {fi.shape}, expected ({n},)")
+    fi = fi.astype(np.int64)
+    if n and (fi.min() < 0 or fi.max() >= n_func):
+        raise ValueError(f"field 'func_index': values must lie in [0, {n_func})")
+    return fi
+
+
+def _suite_score(p: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Mean pass rate over functionalities (last axis) with at least one scored case; NaN if none."""
+    valid = c > 0
+    rate = np.divide(p, c, out=np.zeros(np.broadcast_shapes(p.shape, c.shape)), where=valid)
+    n_valid = valid.sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n_valid > 0, rate.sum(axis=-1) / np.maximum(n_valid, 1), np.nan)
+
+
+def _harmonic(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """G = 2ab / (a + b); 0 when a + b = 0; NaN when either is NaN."""
+    den = a + b
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g = np.where(den > 0, 2 * a * b / np.where(den > 0, den, 1.0), 0.0)
+    return np.where(np.isnan(den), np.nan, g)
+
+
+def _func_sums(values: np.ndarray, fi: np.ndarray, n_func: int) -> np.ndarray:
+    """(S, n) -> (S, n_func) sums per functionality."""
+    return np.stack([np.bincount(fi, weights=v, minlength=n_func) for v in values]) if len(values) else \
+        np.zeros((0, n_func))
+
+
+def _mean_features(iid: np.ndarray) -> np.ndarray:
+    m = iid.shape[1]
+    return iid.sum(axis=1) / m if m else np.full((iid.shape[0], iid.shape[2]), np.nan)
+
+
+def scores(o: Outcomes, func_index: np.ndarray, n_func: int, task_type: str, iid_metric: str = "mean") -> dict:
+    """Point scores per scenario: {"s_T": (S,), "s_iid": (S,), "G": (S,), "G_avg": mean of G over scenarios}."""
+    _check_task(task_type)
+    fi = _func_index(func_index, n_func, o.passed.shape[1])
+    s_t = _suite_score(_func_sums(o.passed, fi, n_func), _func_sums(o.scored, fi, n_func))
+    s_iid = iid_statistic(_mean_features(o.iid), task_type, iid_metric)
+    g = _harmonic(s_t, s_iid)
+    return {"s_T": s_t, "s_iid": s_iid, "G": g, "G_avg": float(np.mean(g))}
+
+
+def binomial_test(a_correct, b_correct) -> dict:
+    """Two-sided exact binomial (sign) test on the discordant pairs; a = baseline, b = system."""
+    a = np.asarray(a_correct, dtype=bool)
+    b = np.asarray(b_correct, dtype=bool)
+    if a.shape != b.shape:
+        raise ValueError(f"binomial_test: paired arrays differ in shape ({a.shape} vs {b.shape})")
+    a_only, b_only = int((a & ~b).sum()), int((b & ~a).sum())
+    n = a_only + b_only
+    p = float(binomtest(b_only, n, 0.5, alternative="two-sided").pvalue) if n else 1.0
+    return {"n_discordant": n, "a_only": a_only, "b_only": b_only, "p_value": p}
+
+
+def _bitvectors(sel: np.ndarray, bitpos: np.ndarray, n_words: int) -> np.ndarray:
+    """sel (u, c) bool, bitpos (u,) -> (c, n_words) uint64 with bit bitpos[i] of column j set iff sel[i, j]."""
+    full = np.zeros((sel.shape[1], n_words * 64), dtype=bool)
+    full[:, bitpos] = sel.T
+    return _pack_words(full)
+
+
+def _pack_words(bits: np.ndarray) -> np.ndarray:
+    """(..., 64 w) bool -> (..., w) uint64, bit t of word i = bits[..., 64 i + t]."""
+    return np.packbits(bits, axis=-1, bitorder="little").view("<u8").astype(np.uint64, copy=False)
+
+
+def _popcount_diff(words: np.ndarray, plus: np.ndarray, minus: np.ndarray) -> np.ndarray:
+    """words (w, R), plus / minus (w, c) -> (w, c, R) int8: popcount(words & plus) - popcount(words & minus)
+    (both at most 64, so the uint8 difference read as int8 is exact)."""
+    w = words[:, None, :]
+    a = np.bitwise_count(w & plus[:, :, None])
+    return np.subtract(a, np.bitwise_count(w & minus[:, :, None]), out=a).view(np.int8)
+
+
+def _rate_part(p: np.ndarray, c: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """Sum over ``axis`` of the pass rates of functionalities with a scored case, and their number."""
+    valid = c > 0
+    shape = np.broadcast_shapes(p.shape, c.shape)
+    return np.divide(p, c, out=np.zeros(shape), where=valid).sum(axis=axis), valid.sum(axis=axis)
+
+
+class _PairedNull:
+    """ΔG for swap patterns over the units where a system and the baseline differ.
+
+    Units: the differing suite cases (sorted by functionality), then the differing i.i.d. examples. A pattern is
+    packed into uint64 words: each functionality's differing cases fill a block of whole words, the i.i.d. examples
+    a final block; bit set = the unit's outcomes are swapped (in every scenario). The swapped system's sums are its
+    own plus the swapped units' differences (baseline - system). Suite outcomes are 0/1, so these differences are
+    -1 / 0 / +1 and their per-functionality sums are popcounts of the pattern against +1 / -1 bit vectors; i.i.d.
+    differences are handled the same way when they are -1 / 0 / +1 too, else by a matrix product. The swapped
+    baseline's sums are the pair's totals minus the swapped system's."""
+
+    def __init__(self, base: Outcomes, system: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str):
+        _check_task(task_type)
+        iid_statistic(np.zeros(len(IID_FEATURES[task_type])), task_type, iid_metric)  # validates iid_metric
+        self.task_type, self.iid_metric = task_type, iid_metric
+        s = system.n_scenarios
+        if base.n_scenarios not in (1, s):
+            raise ValueError(f"randomization: baseline has {base.n_scenarios} scenarios, system {s} (need 1 or {s})")
+        n = system.passed.shape[1]
+        if base.passed.shape[1] != n or base.iid.shape[1:] != system.iid.shape[1:]:
+            raise ValueError(f"randomization: unit lists differ (cases {base.passed.shape[1]} vs {n}, "
+                             f"i.i.d. {base.iid.shape[1:]} vs {system.iid.shape[1:]})")
+        k = len(IID_FEATURES[task_type])
+        if system.iid.shape[2] != k:
+            raise ValueError(f"randomization: i.i.d. features have {system.iid.shape[2]} columns, "
+                             f"{task_type} needs {k}")
+        fi = _func_index(func_index, n_func, n)
+        bp, bc = np.broadcast_to(base.passed, (s, n)), np.broadcast_to(base.scored, (s, n))
+        sp, sc = system.passed, system.scored
+        m = system.iid.shape[1]
+        bi, si = np.broadcast_to(base.iid, (s, m, k)), system.iid
+        self.s, self.k, self.m = s, k, m
+
+        # suite cases: differing units sorted by functionality, one block of whole words per functionality
+        diff = np.flatnonzero(np.any((sp != bp) | (sc != bc), axis=0))
+        diff = diff[np.argsort(fi[diff], kind="stable")]
+        d = np.concatenate([bp[:, diff] - sp[:, diff], bc[:, diff] - sc[:, diff]]).T  # (u_case, 2S)
+        self.scored_varies = bool(np.any(d[:, s:]))
+        if not self.scored_varies:
+            d = d[:, :s]
+        counts = np.bincount(fi[diff], minlength=n_func)
+        self.present = np.flatnonzero(counts)
+        n_words = (counts[self.present] + 63) // 64
+        block = np.concatenate([[0], np.cumsum(n_words)])
+        self.block_start, self.w_case = block[:-1], int(block[-1])
+        self.single_words = bool(np.all(n_words == 1))
+        self.extra_words = [(np.flatnonzero(n_words > j), self.block_start[n_words > j] + j)
+                            for j in range(1, int(n_words.max(initial=1)))]
+        rank = np.arange(len(diff)) - np.concatenate([[0], np.cumsum(counts)])[fi[diff]]
+        word_of_func = np.zeros(n_func, dtype=np.int64)
+        word_of_func[self.present] = self.block_start
+        case_bitpos = word_of_func[fi[diff]] * 64 + rank
+        self.case_plus = _bitvectors(d == 1, case_bitpos, self.w_case).T.copy()  # (words, columns)
+        self.case_minus = _bitvectors(d == -1, case_bitpos, self.w_case).T.copy()
+        self.case_dtype = np.int16 if counts.max(initial=0) < 2 ** 15 else np.int32
+        self.u_case, self.case_units = len(diff), diff
+
+        px, cx = _func_sums(sp, fi, n_func), _func_sums(sc, fi, n_func)
+        pt, ct = px + _func_sums(bp, fi, n_func), cx + _func_sums(bc, fi, n_func)
+        absent = np.setdiff1d(np.arange(n_func), self.present)
+        self.rest_x = _rate_part(px[:, absent], cx[:, absent])  # functionalities without a differing case
+        self.rest_y = _rate_part(pt[:, absent] - px[:, absent], ct[:, absent] - cx[:, absent])
+        self.px, self.cx = px[:, self.present, None], cx[:, self.present, None]  # (S, F present, 1)
+        self.pt, self.ct = pt[:, self.present, None], ct[:, self.present, None]
+
+        # i.i.d. examples: one final block
+        diff_i = np.flatnonzero(np.any(si != bi, axis=(0, 2)))
+        di = (bi[:, diff_i, :] - si[:, diff_i, :]).transpose(1, 0, 2).reshape(len(diff_i), s * k)
+        self.u_iid, self.iid_units = len(diff_i), diff_i
+        self.w_iid = (self.u_iid + 63) // 64
+        self.iid_popcount = bool(np.all((di == 0) | (di == 1) | (di == -1)))
+        if self.iid_popcount:
+            pos = np.arange(self.u_iid)
+            self.iid_plus = _bitvectors(di == 1, pos, self.w_iid).T.copy()
+            self.iid_minus = _bitvectors(di == -1, pos, self.w_iid).T.copy()
+        else:
+            self.d_iid = np.ascontiguousarray(di)
+        self.feat_x = si.sum(axis=1).reshape(s * k, 1)
+        self.feat_t = self.feat_x + bi.sum(axis=1).reshape(s * k, 1)
+
+        self.u = self.u_case + self.u_iid
+        self.n_words = self.w_case + self.w_iid
+        self.bitpos = np.concatenate([case_bitpos, self.w_case * 64 + np.arange(self.u_iid)]).astype(np.int64)
+
+    def chunk(self) -> int:
+        """Draws per chunk, bounding the temporary arrays (about 16 bytes per element counted here)."""
+        per_draw = self.w_case * self.case_plus.shape[1] + self.w_iid * self.k * self.s + self.n_words * 64
+        if not self.iid_popcount:
+            per_draw += self.u_iid * 8
+        return int(max(1, min(_MAX_CHUNK_DRAWS, _CHUNK_ELEMENTS // max(per_draw, 1))))
+
+    def pack(self, mask: np.ndarray) -> np.ndarray:
+        """(R, u) 0/1 in unit order (case_units, then iid_units) -> (n_words, R) packed swap patterns."""
+        full = np.zeros((mask.shape[0], self.n_words * 64), dtype=bool)
+        full[:, self.bitpos] = np.asarray(mask) != 0
+        return np.ascontiguousarray(_pack_words(full).T)
+
+    def null(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """words (n_words, R) uint64 swap patterns -> (ΔG (R, S), ΔG_avg (R,)).
+
+        Works with draws on the last axis: (columns, functionalities, R)."""
+        r, s = words.shape[1], self.s
+        if self.u_case:
+            per_word = _popcount_diff(words[:self.w_case], self.case_plus, self.case_minus)
+            if self.single_words:
+                cnt = per_word
+            else:  # first word of each functionality's block, plus its further words
+                cnt = per_word[self.block_start].astype(self.case_dtype)
+                for blocks, words_j in self.extra_words:
+                    cnt[blocks] += per_word[words_j]
+            cnt = cnt.transpose(1, 0, 2)                               # (columns, F present, R)
+            p_x = self.px + cnt[:s]
+            c_x = self.cx + cnt[s:] if self.scored_varies else self.cx
+        else:
+            p_x, c_x = np.broadcast_to(self.px, (*self.px.shape[:2], r)), self.cx
+        sum_x, n_x = _rate_part(p_x, c_x, axis=1)                      # (S, R)
+        sum_y, n_y = _rate_part(self.pt - p_x, self.ct - c_x, axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            st_x = ((sum_x + self.rest_x[0][:, None]) / (n_x + self.rest_x[1][:, None])).T  # (R, S)
+            st_y = ((sum_y + self.rest_y[0][:, None]) / (n_y + self.rest_y[1][:, None])).T
+        if self.u_iid:
+            wi = words[self.w_case:]
+            if self.iid_popcount:
+                add = _popcount_diff(wi, self.iid_plus, self.iid_minus).sum(axis=0, dtype=np.int64)  # (S k, R)
+            else:
+                wi = np.ascontiguousarray(wi.T).astype("<u8", copy=False).view(np.uint8)
+                bits = np.unpackbits(wi, axis=1, count=self.u_iid, bitorder="little")
+                add = (bits.astype(np.float64) @ self.d_iid).T
+            f_x = self.feat_x + add
+        else:
+            f_x = np.broadcast_to(self.feat_x, (s * self.k, r))
+        f_y = self.feat_t - f_x
+        with np.errstate(invalid="ignore", divide="ignore"):
+            si_x = iid_statistic((f_x.T / self.m).reshape(r, s, self.k), self.task_type, self.iid_metric)
+            si_y = iid_statistic((f_y.T / self.m).reshape(r, s, self.k), self.task_type, self.iid_metric)
+        g_x, g_y = _harmonic(st_x, si_x), _harmonic(st_y, si_y)
+        return g_x - g_y, g_x.mean(axis=1) - g_y.mean(axis=1)
+
+    def observed(self) -> tuple[np.ndarray, float]:
+        delta, delta_avg = self.null(np.zeros((self.n_words, 1), dtype=np.uint64))
+        return delta[0], float(delta_avg[0])
+
+
+def _count_extreme(null: np.ndarray, observed) -> np.ndarray:
+    return (np.abs(null) >= np.abs(observed) - TIE_TOL).sum(axis=0)
+
+
+def _p_or_nan(count, total, observed) -> np.ndarray:
+    return np.where(np.isnan(observed), np.nan, count / total)
+
+
+def randomization_test(base: Outcomes, system: Outcomes, func_index, n_func: int, task_type: str,
+                       iid_metric: str = "mean", R: int = 10_000, seed: int = 0, return_null: bool = False) -> dict:
+    """Approximate randomization test of ΔG = G_system - G_base per scenario and of ΔG_avg.
+
+    Each of R draws swaps, independently with probability 1/2 per unit (suite case or i.i.d. example), the two
+    systems' outcomes of that unit in every scenario. p = (#{|Δ'| >= |Δ| - 1e-12} + 1) / (R + 1).
+    Returns {"delta": (S,), "delta_avg", "p": (S,), "p_avg", "R", "n_units"} (+ "null" (R, S), "null_avg" (R,)).
+    Bit-reproducible for a given seed and input."""
+    if int(R) != R or R < 1:
+        raise ValueError(f"field 'R': {R!r} must be a positive integer")
+    R = int(R)
+    pn = _PairedNull(base, system, func_index, n_func, task_type, iid_metric)
+    delta, delta_avg = pn.observed()
+    rng = np.random.default_rng(seed)
+    null = np.empty((R, pn.s)) if return_null else None
+    null_avg = np.empty(R) if return_null else None
+    count, count_avg = np.zeros(pn.s, dtype=np.int64), 0
+    if pn.u == 0:  # nothing to swap: every draw reproduces Δ
+        count, count_avg = np.full(pn.s, R), R
+        if return_null:
+            null[:], null_avg[:] = delta, delta_avg
+    else:
+        step = pn.chunk()
+        for start in range(0, R, step):
+            rc = min(step, R - start)
+            d, d_avg = pn.null(rng.integers(0, 2 ** 64, size=(pn.n_words, rc), dtype=np.uint64))
+            count += _count_extreme(d, delta)
+            count_avg += int(_count_extreme(d_avg, delta_avg))
+            if return_null:
+                null[start:start + rc], null_avg[start:start + rc] = d, d_avg
+    out = {"delta": delta, "delta_avg": delta_avg,
+           "p": _p_or_nan(count + 1, R + 1, delta), "p_avg": float(_p_or_nan(count_avg + 1, R + 1, delta_avg)),
+           "R": R, "n_units": pn.u}
+    if return_null:
+        out["null"], out["null_avg"] = null, null_avg
+    return out
+
+
+def exact_randomization_p(base: Outcomes, system: Outcomes, func_index, n_func: int, task_type: str,
+                          iid_metric: str = "mean", return_null: bool = False) -> dict:
+    """The randomization statistic over all 2^u swap patterns of the u differing units (u <= 20):
+    {"delta", "delta_avg", "p": (S,), "p_avg", "n_units"}, p = #{|Δ'| >= |Δ| - 1e-12} / 2^u
+    (+ "null" (2^u, S), "null_avg" (2^u,) if return_null, one row per pattern in an unspecified order)."""
+    pn = _PairedNull(base, system, func_index, n_func, task_type, iid_metric)
+    if pn.u > _MAX_EXACT_UNITS:
+        raise ValueError(f"exact_randomization_p: {pn.u} differing units, at most {_MAX_EXACT_UNITS} can be enumerated")
+    delta, delta_avg = pn.observed()
+    total = 1 << pn.u
+    shifts = np.arange(pn.u, dtype=np.int64)
+    nulls, nulls_avg = [], []
+    count, count_avg = np.zeros(pn.s, dtype=np.int64), 0
+    step = pn.chunk()
+    for start in range(0, total, step):
+        codes = np.arange(start, min(total, start + step), dtype=np.int64)
+        d, d_avg = pn.null(pn.pack((codes[:, None] >> shifts) & 1))
+        count += _count_extreme(d, delta)
+        count_avg += int(_count_extreme(d_avg, delta_avg))
+        if return_null:
+            nulls.append(d)
+            nulls_avg.append(d_avg)
+    out = {"delta": delta, "delta_avg": delta_avg, "p": _p_or_nan(count, total, delta),
+           "p_avg": float(_p_or_nan(count_avg, total, delta_avg)), "n_units": pn.u}
+    if return_null:
+        out["null"], out["null_avg"] = np.concatenate(nulls), np.concatenate(nulls_avg)
+    return out
+
+
+class _Resampler:
+    """Resampling count weights over n units with replacement (one stratum). With 0 / 1 rows (suite outcomes, and
+    i.i.d. features of single models) the weights are drawn as a multinomial over the distinct rows when there are
+    few (same distribution as resampling the units, far fewer draws), else by drawing n unit indices."""
+
+    def __init__(self, rows: np.ndarray):
+        self.n, c = rows.shape
+        self.by_type = False
+        if self.n and c <= 62 and np.all((rows == 0) | (rows == 1)):
+            codes = rows.astype(np.int64) @ (np.int64(1) << np.arange(c, dtype=np.int64))
+            uniq, first, freq = np.unique(codes, return_index=True, return_counts=True)
+            self.by_type = 8 * len(uniq) <= self.n
+            if self.by_type:
+                self.values, self.pvals = rows[first], freq / self.n
+        if not self.by_type:
+            self.values = rows
+
+    def sums(self, rng: np.random.Generator, rc: int) -> np.ndarray:
+        """(rc, c) sums of the rows over rc resamples."""
+        if self.n == 0:
+            return np.zeros((rc, self.values.shape[1]))
+        if self.by_type:
+            w = rng.multinomial(self.n, self.pvals, size=rc).astype(np.float64)
+        else:
+            idx = rng.integers(0, self.n, size=(rc, self.n)) + (np.arange(rc, dtype=np.int64) * self.n)[:, None]
+            w = np.bincount(idx.ravel(), minlength=rc * self.n).reshape(rc, self.n).astype(np.float64)
+        return w @ self.values
+
+
+def bootstrap_ci(o: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str = "mean",
+                 R: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+    """Percentile bootstrap intervals {"s_T": (S, 2), "s_iid": (S, 2), "G": (S, 2), "G_avg": (2,)} (lower, upper).
+
+    A draw resamples the cases with replacement within each functionality and the i.i.d. examples with replacement;
+    the same resample serves every scenario. Draws with an undefined score (NaN) are left out of its quantiles."""
+    _check_task(task_type)
+    iid_statistic(np.zeros(len(IID_FEATURES[task_type])), task_type, iid_metric)
+    if int(R) != R or R < 1:
+        raise ValueError(f"field 'R': {R!r} must be a positive integer")
+    if not 0 < level < 1:
+        raise ValueError(f"field 'level': {level!r} must lie in (0, 1)")
+    R = int(R)
+    s, n = o.passed.shape
+    m, k = o.iid.shape[1:]
+    if k != len(IID_FEATURES[task_type]):
+        raise ValueError(f"bootstrap: i.i.d. features have {k} columns, {task_type} needs "
+                         f"{len(IID_FEATURES[task_type])}")
+    fi = _func_index(func_index, n_func, n)
+    rows = np.concatenate([o.passed, o.scored]).T  # (n, 2S)
+    strata = [(f, _Resampler(rows[fi == f])) for f in np.flatnonzero(np.bincount(fi, minlength=n_func))]
+    iid = _Resampler(o.iid.transpose(1, 0, 2).reshape(m, s * k))
+    rng = np.random.default_rng(seed)
+    step = int(max(1, min(_MAX_CHUNK_DRAWS, _CHUNK_ELEMENTS // max(n + m, 1))))
+    s_t, s_iid = np.empty((R, s)), np.empty((R, s))
+    for start in range(0, R, step):
+        rc = min(step, R - start)
+        sums = np.zeros((rc, 2 * s, n_func))
+        for f, res in strata:
+            sums[:, :, f] = res.sums(rng, rc)
+        s_t[start:start + rc] = _suite_score(sums[:, :s], sums[:, s:])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            feats = iid.sums(rng, rc).reshape(rc, s, k) / m
+        s_iid[start:start + rc] = iid_statistic(feats, task_type, iid_metric)
+    g = _harmonic(s_t, s_iid)
+    q = [(1 - level) / 2, (1 + level) / 2]
+
+    def interval(x: np.ndarray) -> np.ndarray:
+        if x.ndim == 2:
+            return np.stack([interval(col) for col in x.T])
+        ok = ~np.isnan(x)
+        return np.quantile(x[ok], q) if ok.any() else np.full(2, np.nan)
+
+    return {"s_T": interval(s_t), "s_iid": interval(s_iid), "G": interval(g), "G_avg": interval(g.mean(axis=1))}
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values, same shape; NaNs are passed through and not counted."""
+    p = np.asarray(pvalues, dtype=np.float64)
+    out = p.copy().ravel()
+    ok = ~np.isnan(out)
+    q = out[ok]
+    k = q.size
+    if k:
+        order = np.argsort(q, kind="stable")
+        adj = np.minimum(1.0, np.maximum.accumulate((k - np.arange(k)) * q[order]))
+        res = np.empty(k)
+        res[order] = adj
+        out[ok] = res
+    return out.reshape(p.shape)

@@ -1,0 +1,178 @@
+# Significance against the IID baseline, bootstrap intervals, diagnostics,
+# Table 3 and Figure 1 (docs/STATISTICS.md).
+
+
+rule unit_outcomes:
+    input:
+        outcomes=outcome_files,
+    output:
+        units=f"{RESULTS}/{{task}}/stats/unit_outcomes.parquet",
+    params:
+        runs=aggregate_runs,
+        task_type=lambda w: TASKS[w.task]["type"],
+    log:
+        "logs/{task}/stats/unit_outcomes.log",
+    conda:
+        "../envs/beluga.yaml"
+    script:
+        "../workflow_scripts/unit_outcomes.py"
+
+
+rule significance:
+    input:
+        units=f"{RESULTS}/{{task}}/stats/unit_outcomes.parquet",
+        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+    output:
+        table=report(
+            f"{RESULTS}/{{task}}/stats/significance.csv",
+            caption="../report/significance.rst",
+            category="Statistics",
+            subcategory="{task}",
+        ),
+        null=f"{RESULTS}/{{task}}/stats/null_avg.parquet",
+    params:
+        task_type=lambda w: TASKS[w.task]["type"],
+        iid_metric=lambda w: TASKS[w.task].get("iid_metric", "mean"),
+        R=STATISTICS["randomization_R"],
+        seed=STATISTICS["seed"],
+        alpha=STATISTICS["alpha"],
+        correction=STATISTICS["correction"],
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 4000 * attempt,
+        runtime=lambda wc, attempt: 30 * attempt,
+    log:
+        "logs/{task}/stats/significance.log",
+    conda:
+        "../envs/beluga.yaml"
+    script:
+        "../workflow_scripts/significance.py"
+
+
+rule intervals:
+    input:
+        units=f"{RESULTS}/{{task}}/stats/unit_outcomes.parquet",
+        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+    output:
+        table=report(
+            f"{RESULTS}/{{task}}/stats/intervals.csv",
+            caption="../report/intervals.rst",
+            category="Statistics",
+            subcategory="{task}",
+        ),
+    params:
+        task_type=lambda w: TASKS[w.task]["type"],
+        iid_metric=lambda w: TASKS[w.task].get("iid_metric", "mean"),
+        R=STATISTICS["bootstrap_R"],
+        seed=STATISTICS["seed"],
+    threads: 1
+    resources:
+        mem_mb=lambda wc, attempt: 4000 * attempt,
+        runtime=lambda wc, attempt: 30 * attempt,
+    log:
+        "logs/{task}/stats/intervals.log",
+    conda:
+        "../envs/beluga.yaml"
+    script:
+        "../workflow_scripts/intervals.py"
+
+
+rule diagnostics:
+    input:
+        predictions=prediction_files,
+        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+        split=f"{RESULTS}/{{task}}/suite/split.parquet",
+        iid_test=f"{RESULTS}/{{task}}/iid/test.parquet",
+    output:
+        table=f"{RESULTS}/{{task}}/diagnostics/diagnostics.csv",
+        summary=report(
+            f"{RESULTS}/{{task}}/diagnostics/summary.csv",
+            caption="../report/diagnostics.rst",
+            category="Diagnostics",
+            subcategory="{task}",
+        ),
+        markdown=f"{RESULTS}/{{task}}/diagnostics/diagnostics.md",
+    params:
+        runs=prediction_runs,
+        task_type=lambda w: TASKS[w.task]["type"],
+        degenerate_share=STATISTICS["degenerate_share"],
+    log:
+        "logs/{task}/diagnostics.log",
+    conda:
+        "../envs/beluga.yaml"
+    script:
+        "../workflow_scripts/diagnostics.py"
+
+
+rule figure1:
+    input:
+        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+        pass_rates=f"{RESULTS}/{{task}}/scores/pass_rates.csv",
+    output:
+        png=report(
+            f"{RESULTS}/{{task}}/figures/figure1.png",
+            caption="../report/figure1.rst",
+            category="Figure 1",
+            subcategory="{task}",
+        ),
+        pdf=f"{RESULTS}/{{task}}/figures/figure1.pdf",
+    params:
+        configurations=SUITE_CONFIGS,
+        methods=METHODS,
+    log:
+        "logs/{task}/figure1.log",
+    conda:
+        "../envs/beluga.yaml"
+    script:
+        "../workflow_scripts/figure1.py"
+
+
+rule table3:
+    input:
+        scores=expand(f"{RESULTS}/{{task}}/scores/scores.csv", task=list(TASKS)),
+        significance=expand(f"{RESULTS}/{{task}}/stats/significance.csv", task=list(TASKS)),
+        intervals=expand(f"{RESULTS}/{{task}}/stats/intervals.csv", task=list(TASKS)),
+        null=expand(f"{RESULTS}/{{task}}/stats/null_avg.parquet", task=list(TASKS)),
+    output:
+        csv=report(
+            f"{RESULTS}/table3/table3.csv",
+            caption="../report/table3.rst",
+            category="Table 3",
+        ),
+        markdown=f"{RESULTS}/table3/table3.md",
+        latex=f"{RESULTS}/table3/table3.tex",
+    params:
+        tasks=list(TASKS),
+        alpha=STATISTICS["alpha"],
+        correction=STATISTICS["correction"],
+    log:
+        "logs/table3.log",
+    conda:
+        "../envs/beluga.yaml"
+    script:
+        "../workflow_scripts/table3.py"
+
+
+rule run_config:
+    output:
+        config=report(
+            f"{RESULTS}/run_config.yaml",
+            caption="../report/run_config.rst",
+            category="Run configuration",
+        ),
+    params:
+        config=config,
+    log:
+        "logs/run_config.log",
+    conda:
+        "../envs/beluga.yaml"
+    script:
+        "../workflow_scripts/run_config.py"
+
+
+localrules:
+    unit_outcomes,
+    diagnostics,
+    figure1,
+    table3,
+    run_config,

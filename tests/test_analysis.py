@@ -1,0 +1,131 @@
+"""The statistics stage on hand-built outcome files: unit alignment, agreement
+with the aggregate scores, significance and Table 3 assembly."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from beluga import analysis
+from beluga.metrics import aggregate
+
+FUNCS = pd.DataFrame({"functionality": ["f1", "f2", "f3"], "capability": ["c1", "c1", "c2"],
+                      "test_type": ["MFT", "INV", "DIR"]})
+CASES = {f: [f"{f}-{i}" for i in range(6)] for f in FUNCS.functionality}
+IID = [f"ex{i:02d}" for i in range(20)]
+
+
+def outcome_frame(rng, held_out, p_pass=0.5, p_correct=0.7, flip=None):
+    rows = []
+    for f, ids in CASES.items():
+        for cid in ids:
+            st = rng.choice(["pass", "fail", "filtered"], p=[p_pass, 0.9 - p_pass, 0.1])
+            rows.append({"case_id": cid, "functionality": f, "status": st, "split": "suite_test",
+                         "held_out": f in held_out})
+    gold = np.arange(len(IID)) % 2
+    pred = np.where(rng.random(len(IID)) < p_correct, gold, 1 - gold)
+    for i, ex in enumerate(IID):
+        rows.append({"case_id": ex, "functionality": None, "status": None, "split": "iid_test", "held_out": False,
+                     "pred_label": int(pred[i]), "gold_label": int(gold[i]), "correct": bool(pred[i] == gold[i])})
+    df = pd.DataFrame(rows)
+    df["correct"] = df["correct"].astype("boolean")
+    return df.sample(frac=1, random_state=int(rng.integers(1 << 30)))  # ids, never row order
+
+
+def write_runs(tmp_path, rng, systems):
+    """systems: {(conf, method): p_pass}; folds: seen (all), func (one per functionality)."""
+    runs = []
+
+    def add(conf, method, partition, fold, held_out, p_pass):
+        path = tmp_path / f"{conf}-{method}-{partition}-{fold}.parquet"
+        outcome_frame(rng, held_out, p_pass).to_parquet(path)
+        runs.append({"configuration": conf, "method": method, "partition": partition, "fold": fold,
+                     "path": str(path)})
+
+    add("iid", "vanilla", "standard", "all", set(CASES), 0.3)
+    for (conf, method), p in systems.items():
+        add(conf, method, "seen", "all", set(CASES), p)
+        for f in CASES:
+            add(conf, method, "func", f, {f}, p)
+    return runs
+
+
+def test_units_align_and_scores_match_the_aggregate(tmp_path):
+    rng = np.random.default_rng(0)
+    runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.7})
+    long = analysis.unit_outcomes(runs, "sent")
+    func_rows = long[(long.scenario == "func") & (long.unit == "case")]
+    assert len(func_rows) == sum(map(len, CASES.values())) and func_rows["id"].is_unique
+    assert set(long.loc[long.unit == "iid", "n_models"]) == {1, 3}
+    data = analysis.task_data(long, FUNCS, "sent")
+    assert data.scenarios == ["seen", "func"]
+    loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
+    _, scores = aggregate(loaded, FUNCS, task_type="sent")
+    from beluga import stats
+
+    got = stats.scores(data.systems[("iid_to_t", "vanilla")], data.func_index, 3, "sent")
+    row = scores[scores.configuration == "iid_to_t"].iloc[0]
+    np.testing.assert_allclose(got["G"], [row.G_seen, row.G_func])
+    np.testing.assert_allclose(got["s_T"], [row.s_seen, row.s_func])
+    base = stats.scores(data.base, data.func_index, 3, "sent")
+    np.testing.assert_allclose(base["G"], [scores.iloc[0].G_standard])
+
+
+def test_missing_fold_is_reported(tmp_path):
+    rng = np.random.default_rng(1)
+    runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.7})
+    runs = [r for r in runs if r["fold"] != "f2"]
+    long = analysis.unit_outcomes(runs, "sent")
+    with pytest.raises(ValueError, match="field 'id'"):
+        analysis.task_data(long, FUNCS, "sent")
+
+
+def test_significance_identical_system_is_not_significant(tmp_path):
+    rng = np.random.default_rng(2)
+    runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.6})
+    long = analysis.unit_outcomes(runs, "sent")
+    # a pair whose outcomes are the baseline's in every scenario
+    base = long[long.configuration == "iid"]
+    clone = pd.concat([base.assign(configuration="iid_plus_t", method="vanilla", scenario=s)
+                       for s in ("seen", "func")], ignore_index=True)
+    data = analysis.task_data(pd.concat([long, clone], ignore_index=True), FUNCS, "sent")
+    table, null = analysis.significance(data, R=500, seed=1)
+    same = table[table.configuration == "iid_plus_t"]
+    assert (same["p_value"] == 1.0).all() and (same["direction"] == 0).all()
+    assert set(same["column"]) == {"iid", "G_seen", "G_func", "G_avg"}
+    assert len(null) == 2 * 500
+
+
+def test_holm_marks_fewer(tmp_path):
+    table = pd.DataFrame({"configuration": ["a", "b", "c"], "method": "vanilla", "column": "G_seen",
+                          "p_value": [0.01, 0.03, 0.04], "delta": [0.1, -0.2, 0.3]})
+    plain = analysis.mark(table, 0.05, "none")
+    holm = analysis.mark(table, 0.05, "holm")
+    assert plain["significant"].all() and list(plain["direction"]) == [1, -1, 1]
+    np.testing.assert_allclose(holm["p_adjusted"], [0.03, 0.06, 0.06])
+    assert list(holm["significant"]) == [True, False, False] and list(holm["direction"]) == [1, 0, 0]
+    with pytest.raises(ValueError, match="statistics.correction"):
+        analysis.mark(table, 0.05, "bonferroni")
+
+
+def test_table3_long_with_two_tasks_has_avg(tmp_path):
+    per_task = {}
+    for k, task in enumerate(("sent", "para")):
+        rng = np.random.default_rng(10 + k)
+        (tmp_path / task).mkdir()
+        runs = write_runs(tmp_path / task, rng, {("iid_to_t", "vanilla"): 0.8})
+        loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
+        _, scores = aggregate(loaded, FUNCS, task_type="sent")
+        data = analysis.task_data(analysis.unit_outcomes(runs, "sent"), FUNCS, "sent")
+        sig, null = analysis.significance(data, R=300, seed=k)
+        per_task[task] = {"scores": scores, "significance": sig, "null": null,
+                          "intervals": analysis.intervals(data, R=200, seed=k)}
+    long = analysis.table3_long(per_task, 0.05, "none")
+    avg = long[long.task == "all"]
+    assert list(avg["column"].unique()) == ["Avg"] and len(avg) == 2
+    base = long[long.configuration == "iid"]
+    assert not base["significant"].any() and base["p_value"].isna().all()
+    pair_avg = avg[avg.configuration == "iid_to_t"].iloc[0]
+    g = long[(long.column == "G_avg") & (long.configuration == "iid_to_t")]["value"].mean()
+    assert pair_avg["value"] == pytest.approx(g) and 0 < pair_avg["p_value"] <= 1
+    seen = long[(long.task == "sent") & (long.column == "G_seen") & (long.configuration == "iid_to_t")].iloc[0]
+    assert seen["ci_lo"] <= seen["value"] <= seen["ci_hi"]
