@@ -114,7 +114,7 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
         raise BelugaError(f"predictions {predictions_path}: field 'input_idx': case {b['case_id']!r} has "
                           f"{n_inputs[b['case_id']]} inputs but a prediction for input_idx {b['input_idx']} "
                           f"(is this the suite the predictions were made for?)")
-    cases = score_cases(sel, preds, task, source=predictions_path)
+    cases = score_cases(sel, preds, task, source=f"predictions {predictions_path}")
 
     order = list(dict.fromkeys(sel["functionality"]))
     first = sel.drop_duplicates("functionality").set_index("functionality")
@@ -133,9 +133,17 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     funcs["pass_rate"] = [p / s if s else float("nan") for p, s in zip(funcs["n_passed"], funcs["n_scored"])]
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BelugaError(f"output folder {out_dir}: field '--out': cannot be created: "
+                          f"{' '.join(str(e.strerror or e).split())}") from None
     write_parquet(cases[["case_id", "functionality", "status"]], out / "cases.parquet")
-    write_csv(funcs, out / "functionalities.csv")
+    try:
+        write_csv(funcs, out / "functionalities.csv")
+    except BaseException:
+        (out / "cases.parquet").unlink(missing_ok=True)  # no half result
+        raise
     return {"task": task.name, "n_cases": len(cases), "n_functionalities": len(funcs),
             "suite_s": round(t_suite, 2), "total_s": round(time.time() - t0, 2)}
 
@@ -149,10 +157,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"scored {info['n_cases']} cases in {info['n_functionalities']} functionalities "
                   f"(task {info['task']}) in {info['total_s']} s -> {args.out}")
     except BelugaError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print("error: " + " ".join(str(e).splitlines()), file=sys.stderr)
         return EXIT_ERROR
-    except OSError as e:  # e.g. the output directory cannot be written
-        print(f"error: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+    except OSError as e:  # e.g. an input that cannot be read
+        print(f"error: {e.filename or ''}: field 'path': {' '.join(str(e.strerror or e).split())}", file=sys.stderr)
         return EXIT_ERROR
     return 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -12,6 +13,25 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from beluga.errors import OutputError
+
+# errors that mean "this output cannot be written here" (read-only or full disk,
+# no permission): reported as one line naming the file instead of a traceback
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG})
+
+
+def output_error(path: str | os.PathLike, e: OSError) -> OutputError:
+    """An OutputError (a BelugaError and an OSError) naming the file that cannot be written."""
+    reason = " ".join(str(e.strerror or e).split())
+    code = errno.errorcode.get(e.errno or 0)
+    err = OutputError(f"output file {path}: field 'path': cannot be written: {reason}" + (f" ({code})" if code else ""))
+    err.errno = e.errno
+    return err
+
+
+def _is_write_error(e: BaseException) -> bool:
+    return isinstance(e, OSError) and not isinstance(e, OutputError) and e.errno in WRITE_ERRNOS
 
 
 def _tmp_sibling(path: Path, suffix: str = "") -> Path:
@@ -25,13 +45,21 @@ def _tmp_sibling(path: Path, suffix: str = "") -> Path:
 def atomic_path(path: str | os.PathLike):
     """Yield a temporary sibling path; rename it onto ``path`` only on success."""
     path = Path(path)
-    tmp = _tmp_sibling(path)
+    try:
+        tmp = _tmp_sibling(path)
+    except OSError as e:
+        if _is_write_error(e):
+            raise output_error(path, e) from None
+        raise
     try:
         yield tmp
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if _is_write_error(e):
+            raise output_error(path, e) from None
         raise
 
 
@@ -39,8 +67,13 @@ def atomic_path(path: str | os.PathLike):
 def atomic_dir(path: str | os.PathLike):
     """Yield a temporary sibling directory; it replaces ``path`` only on success."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    except OSError as e:
+        if _is_write_error(e):
+            raise output_error(path, e) from None
+        raise
     try:
         yield tmp
         for f in tmp.rglob("*"):
@@ -49,8 +82,10 @@ def atomic_dir(path: str | os.PathLike):
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        if _is_write_error(e):
+            raise output_error(path, e) from None
         raise
 
 
@@ -77,3 +112,25 @@ def write_json(obj, path: str | os.PathLike) -> None:
 def write_csv(df: pd.DataFrame, path: str | os.PathLike) -> None:
     with atomic_path(path) as tmp:
         df.to_csv(tmp, index=False)
+
+
+def check_writable(folder: str | os.PathLike, field: str = "results") -> None:
+    """Fail early, with one line naming the folder and the config field, when
+    outputs cannot be created under ``folder`` (read-only file system, no
+    permission): the nearest existing ancestor must be a writable folder."""
+    path = Path(folder).absolute()
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise OutputError(f"output folder {folder}: field '{field}': {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        try:  # access() is not the last word (e.g. some network file systems): try for real
+            tempfile.TemporaryDirectory(prefix=".beluga-probe.", dir=probe).cleanup()
+        except OSError as e:
+            reason = " ".join(str(e.strerror or e).split())
+            code = errno.errorcode.get(e.errno or 0)
+            err = OutputError(f"output folder {folder}: field '{field}': cannot be written: {reason}"
+                              + (f" ({code})" if code else ""))
+            err.errno = e.errno
+            raise err from None

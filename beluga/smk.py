@@ -27,5 +27,5 @@ def run(snakemake, fn) -> None:
         if log_path:
             with open(log_path, "a") as fh:
                 fh.write(traceback.format_exc())
-        print(f"error: {e}", file=sys.stderr)
+        print("error: " + " ".join(str(e).splitlines()), file=sys.stderr)  # one line
         sys.exit(1)

@@ -18,8 +18,13 @@ rule heatmap:
         "../workflow_scripts/heatmap.py"
 
 
+# Cheap rules run on the submitting node (never queued on a cluster).
 localrules:
     all,
+    prepare_iid,
+    build_suite,
+    split_suite,
+    select_hparams,
     outcomes,
     aggregate,
     heatmap,

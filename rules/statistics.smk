@@ -37,10 +37,6 @@ rule significance:
         seed=STATISTICS["seed"],
         alpha=STATISTICS["alpha"],
         correction=STATISTICS["correction"],
-    threads: 1
-    resources:
-        mem_mb=lambda wc, attempt: 4000 * attempt,
-        runtime=lambda wc, attempt: 30 * attempt,
     log:
         "logs/{task}/stats/significance.log",
     conda:
@@ -65,10 +61,6 @@ rule intervals:
         iid_metric=lambda w: TASKS[w.task].get("iid_metric", "mean"),
         R=STATISTICS["bootstrap_R"],
         seed=STATISTICS["seed"],
-    threads: 1
-    resources:
-        mem_mb=lambda wc, attempt: 4000 * attempt,
-        runtime=lambda wc, attempt: 30 * attempt,
     log:
         "logs/{task}/stats/intervals.log",
     conda:
@@ -170,8 +162,11 @@ rule run_config:
         "../workflow_scripts/run_config.py"
 
 
+# Cheap (seconds at the paper's scale): run on the submitting node, never queued.
 localrules:
     unit_outcomes,
+    significance,
+    intervals,
     diagnostics,
     figure1,
     table3,

@@ -84,7 +84,9 @@ def load_table(path: str | os.PathLike, label_set: set[int]) -> pd.DataFrame:
     bad = labels.isna() | ~labels.isin(sorted(label_set))
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
-        raise DataError(f"iid file {path}: row {i}: field 'label': value {df['label'].iloc[i]!r} "
+        v = df["label"].iloc[i]
+        v = v.item() if hasattr(v, "item") else v
+        raise DataError(f"iid file {path}: row {i}: field 'label': value {v!r} "
                         f"is outside the label set {sorted(label_set)}")
     id_col = next((c for c in ("example_id", "id", "idx") if c in df.columns), None)
     ids = df[id_col].astype(str) if id_col else [f"{path.stem}-{i:06d}" for i in range(len(df))]
@@ -129,6 +131,9 @@ def load_source(source: str, label_set: set[int]) -> pd.DataFrame:
         return load_rotten_tomatoes()
     if source.startswith("hf:"):
         return load_hf(source[3:], split="train", text_field="sentence", label_field="label")
+    if not Path(source).exists():
+        raise DataError(f"iid file {source}: field 'source': file does not exist (and it is not one of "
+                        f"'{RT_SOURCE}', 'sst2', 'qqp', 'squad' or 'hf:<name>')")
     return load_table(source, label_set)
 
 

@@ -1,0 +1,514 @@
+"""The bad-input catalogue: every malformed input ends with
+
+1. one user-facing line naming the file and the field (the WorkflowError line
+   snakemake prints, the ``error: ...`` line of a workflow script or of
+   ``python -m beluga score``, or the BelugaError of the package function the
+   rule calls),
+2. a non-zero exit status (or an exception), and
+3. no complete-looking output: the target does not exist and no file without
+   the temporary prefix (``.<name>.*.tmp``) is left behind.
+
+Config errors are caught by the schema (``snakemake -n``, a few seconds); suite
+files named in the config are read while the DAG is built, so they fail in a
+dry run too. Errors that arise inside a job are exercised through the package
+function the rule calls or the ``score`` command; only the cases that need the
+whole machinery (a failing job, a read-only or full results folder) run
+snakemake for real, and stop at the first, cheap job.
+"""
+
+import copy
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import make_tiny_suite
+
+from beluga import pipeline
+from beluga.errors import BelugaError, DataError, ModelError, OutputError, SuiteError
+from beluga.io import write_parquet
+from beluga.suites.format import save_suite
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+ENV = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false")
+
+BASE = {
+    "seed": 3,
+    "tasks": {"sent": {
+        "type": "sent", "model": "tiny-random",
+        "suite": {"generate": "sent_default", "cases_per_functionality": 4, "max_perturbations": 2,
+                  "functionalities": ["simple negations: negative", "typos", "add positive phrases"]},
+        "iid": {"source": "rotten_tomatoes", "n_train": 40, "n_val": 10, "n_test": 20},
+    }},
+    "configurations": ["iid_to_t"],
+    "methods": ["vanilla"],
+    "partitions": ["seen"],
+    "training": {"max_length": 32, "iid": {"lr": 1.0e-3, "batch_size": 8, "epochs": 1},
+                 "suite": {"lr": 1.0e-3, "batch_size": 4, "epochs": 1}, "iid_in_mix": 16},
+    "predict": {"batch_size": 32},
+}
+
+
+# ---------------------------------------------------------------- helpers
+def config_with(**changes) -> dict:
+    """BASE with nested keys set (``training__iid__lr=0``); a value of ... deletes the key."""
+    cfg = copy.deepcopy(BASE)
+    for dotted, value in changes.items():
+        *parents, last = dotted.split("__")
+        node = cfg
+        for k in parents:
+            node = node.setdefault(k, {})
+        if value is ...:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    return cfg
+
+
+def smk(workdir: Path, cfg: dict, *args) -> tuple[subprocess.CompletedProcess, Path]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg_file = workdir.parent / f"{workdir.name}.yaml"
+    cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(cfg_file), *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+    return out, cfg_file
+
+
+def run_cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "beluga", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, env=ENV, timeout=120)
+
+
+def one_line(text: str, *needles: str) -> str:
+    """The single line of ``text`` holding every needle (the message never spans lines)."""
+    lines = [ln for ln in text.splitlines() if all(n in ln for n in needles)]
+    assert len(lines) == 1, f"expected one line with {needles}, got {lines}:\n{text[-3000:]}"
+    print(lines[0])  # the catalogue's messages: pytest -rP shows them
+    return lines[0]
+
+
+# real runs: no retry (the workflow profile retries a failed job once, which
+# would print the same line twice and take twice as long)
+RUN = ("--cores", "1", "--retries", "0")
+
+
+def output(out: subprocess.CompletedProcess) -> str:
+    """What snakemake printed (it prints its errors on stdout, the jobs' on stderr)."""
+    return out.stdout + "\n" + out.stderr
+
+
+def check_workflow_error(out: subprocess.CompletedProcess, *needles: str) -> str:
+    """A snakemake run that stops with a WorkflowError: non-zero exit, the
+    message on the line after the WorkflowError header, no dump."""
+    text = output(out)
+    assert out.returncode != 0, text[-2000:]
+    line = one_line(text, *needles)
+    lines = text.splitlines()
+    i = lines.index(line)
+    assert i > 0 and lines[i - 1].startswith("WorkflowError"), text[-2000:]
+    for noise in ("Failed validating", "On instance", "Traceback"):
+        assert noise not in text, text[-3000:]
+    return line
+
+
+def check_cli_error(res: subprocess.CompletedProcess, *needles: str) -> str:
+    assert res.returncode != 0, (res.stdout, res.stderr)
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1, res.stderr
+    print(errors[0])
+    assert all(n in errors[0] for n in needles), (needles, errors[0])
+    assert "Traceback" not in res.stderr, res.stderr
+    return errors[0]
+
+
+def check_exc(excinfo, *needles: str) -> str:
+    msg = str(excinfo.value)
+    print(msg)
+    assert "\n" not in msg, msg
+    assert all(n in msg for n in needles), (needles, msg)
+    return msg
+
+
+def assert_no_output(folder: Path, *targets: Path) -> None:
+    """No target exists; under ``folder`` only temporary files (``.name.*.tmp``), if anything."""
+    for t in targets:
+        assert not Path(t).exists(), t
+    if folder.exists():
+        stray = [p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")]
+        assert not stray, stray
+
+
+def tiny_predictions(suite: pd.DataFrame) -> pd.DataFrame:
+    rows = [(r.case_id, j, [0.2, 0.8]) for r in suite.itertuples(index=False) for j in range(len(r.inputs))]
+    return pd.DataFrame(rows, columns=["case_id", "input_idx", "probs"])
+
+
+def _mount(args: list[str]) -> str | None:
+    if shutil.which("mount") is None:
+        return "the mount command is missing"
+    try:
+        res = subprocess.run(["mount", *args], capture_output=True, text=True, timeout=30)
+    except OSError as e:
+        return str(e)
+    return None if res.returncode == 0 else (res.stderr.strip() or f"exit status {res.returncode}")
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """A 64 KiB tmpfs (a disk that fills up at once); skipped where mounting is not permitted."""
+    mnt = tmp_path / "tiny_fs"
+    mnt.mkdir()
+    why = _mount(["-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)])
+    if why is not None:
+        pytest.skip(f"cannot mount a tmpfs to simulate a full disk (needs root / CAP_SYS_ADMIN): {why}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+@pytest.fixture
+def read_only_fs(tmp_path):
+    """A read-only tmpfs holding an empty folder ``out`` (root ignores permission
+    bits, so a read-only mount is the portable read-only folder)."""
+    mnt = tmp_path / "ro_fs"
+    mnt.mkdir()
+    why = _mount(["-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)])
+    if why is not None:
+        pytest.skip(f"cannot mount a tmpfs to simulate a read-only folder (needs root / CAP_SYS_ADMIN): {why}")
+    (mnt / "out").mkdir()
+    why = _mount(["-o", "remount,ro", str(mnt)])
+    if why is not None:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        pytest.skip(f"cannot remount the tmpfs read-only: {why}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def fill(folder: Path) -> None:
+    """Write a filler file until the file system is full."""
+    try:
+        with open(folder / ".filler", "wb", buffering=0) as f:
+            while True:
+                f.write(b"\0" * 4096)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------- config (schema, dry run)
+CONFIG_CASES = {
+    # name: (changes to BASE, field named in the message, words of the message)
+    "unknown_key": ({"bogus": 1}, "bogus", "unknown key"),
+    "unknown_nested_key": ({"tasks__sent__iid__n_tset": 5}, "tasks.sent.iid.n_tset", "unknown key"),
+    "wrong_type": ({"seed": "three"}, "seed", "is not of type 'integer'"),
+    "wrong_type_nested": ({"tasks__sent__iid__n_val": "ten"}, "tasks.sent.iid.n_val", "is not of type"),
+    "unknown_method": ({"methods": ["vanila"]}, "methods[0]", "unknown value 'vanila'"),
+    "unknown_configuration": ({"configurations": ["iid_to_t", "iid_then_t"]}, "configurations[1]",
+                              "unknown value 'iid_then_t'"),
+    "unknown_partition": ({"partitions": ["seen", "fold"]}, "partitions[1]", "unknown value 'fold'"),
+    "empty_method_list": ({"methods": []}, "methods", "should be non-empty"),
+    "zero_batch_size": ({"training__iid__batch_size": 0}, "training.iid.batch_size", "minimum of 1"),
+    "negative_batch_size": ({"predict__batch_size": -8}, "predict.batch_size", "minimum of 1"),
+    "zero_learning_rate": ({"training__suite__lr": 0}, "training.suite.lr", "less than or equal to the minimum of 0"),
+    "negative_learning_rate": ({"training__iid__lr": -1.0e-5}, "training.iid.lr", "minimum of 0"),
+    "unknown_task_type": ({"tasks__sent__type": "nli"}, "tasks.sent.type", "unknown value 'nli'"),
+    "suite_without_source": ({"tasks__sent__suite__generate": ...}, "tasks.sent.suite",
+                             "needs exactly one of the keys generate, path"),
+    "missing_required_key": ({"partitions": ...}, "partitions", "required key is missing"),
+}
+
+
+@pytest.mark.parametrize("name", list(CONFIG_CASES))
+def test_config_error(tmp_path, name):
+    changes, field, words = CONFIG_CASES[name]
+    wd = tmp_path / "wd"
+    out, cfg_file = smk(wd, config_with(**changes), "-n")
+    line = check_workflow_error(out, f"config file {cfg_file}", f"field '{field}'")
+    assert words in line, line
+    assert_no_output(wd / "results")
+    assert not (wd / "results").exists()
+
+
+# ---------------------------------------------------------------- suite files named in the config (dry run)
+def suite_config(path: Path) -> dict:
+    return config_with(tasks__sent__suite={"path": str(path)})
+
+
+def test_suite_file_missing(tmp_path):
+    path = tmp_path / "suites" / "sentiment.jsonl.gz"
+    out, _ = smk(tmp_path / "wd", suite_config(path), "-n")
+    line = check_workflow_error(out, f"suite file {path}", "field 'path'")
+    assert "file does not exist" in line
+    assert_no_output(tmp_path / "wd" / "results")
+
+
+def test_suite_file_truncated_jsonl_gz(tmp_path):
+    rows = make_tiny_suite(8).to_dict("records")
+    data = gzip.compress("".join(json.dumps(r) + "\n" for r in rows * 4).encode())
+    path = tmp_path / "suite.jsonl.gz"
+    path.write_bytes(data[: len(data) // 2])
+    out, _ = smk(tmp_path / "wd", suite_config(path), "-n")
+    line = check_workflow_error(out, f"suite file {path}", "field 'path'")
+    assert "not a readable JSONL file" in line
+    assert_no_output(tmp_path / "wd" / "results")
+
+
+def test_suite_file_not_parquet(tmp_path):
+    path = tmp_path / "suite.parquet"
+    path.write_text("case_id,functionality,test_type\nc1,negation,MFT\n")
+    out, _ = smk(tmp_path / "wd", suite_config(path), "-n")
+    line = check_workflow_error(out, f"suite file {path}", "field 'path'")
+    assert "not a readable Parquet file" in line
+    assert_no_output(tmp_path / "wd" / "results")
+
+
+# ---------------------------------------------------------------- suite contents (build_suite / score)
+def build(tmp_path, suite_file: Path):
+    """The build_suite rule's call on a suite file; returns (excinfo, target)."""
+    target = tmp_path / "results" / "sent" / "suite" / "suite.parquet"
+    with pytest.raises(SuiteError) as excinfo:
+        pipeline.build_suite({"path": str(suite_file), "paper_fixes": True, "seed": 7}, "sent", None, str(target))
+    return excinfo, target
+
+
+def test_suite_file_truncated_parquet(tmp_path):
+    suite = make_tiny_suite(3)
+    path = tmp_path / "in" / "suite.parquet"
+    path.parent.mkdir()
+    save_suite(suite, path)
+    path.write_bytes(path.read_bytes()[:-200])
+    tiny_predictions(suite).to_parquet(tmp_path / "in" / "preds.parquet")
+    out = tmp_path / "scored"
+    res = run_cli("score", "--suite", path, "--predictions", tmp_path / "in" / "preds.parquet", "--out", out,
+                  "--task", "sent")
+    line = check_cli_error(res, f"suite file {path}", "field 'path'")
+    assert "not a readable Parquet file" in line
+    assert_no_output(out, out / "cases.parquet", out / "functionalities.csv")
+
+
+def test_unknown_test_type(tmp_path):
+    suite = make_tiny_suite(2)
+    suite.loc[3, "test_type"] = "DIRR"
+    path = tmp_path / "suite.jsonl"
+    suite.to_json(path, orient="records", lines=True)
+    excinfo, target = build(tmp_path, path)
+    check_exc(excinfo, f"suite file {path}", f"case_id={suite.loc[3, 'case_id']!r}", "field 'test_type'",
+              "unknown test type 'DIRR'")
+    assert_no_output(tmp_path / "results", target)
+
+
+def test_functionality_without_cases(tmp_path):
+    suite = make_tiny_suite(2)
+    declared = [{"functionality": f, "capability": c, "test_type": t, "description": ""}
+                for f, c, t in suite[["functionality", "capability", "test_type"]].drop_duplicates().itertuples(
+                    index=False)]
+    declared.append({"functionality": "negated neutral", "capability": "Negation", "test_type": "MFT",
+                     "description": "declared, but every case was lost"})
+    path = tmp_path / "in" / "suite.parquet"
+    path.parent.mkdir()
+    save_suite(suite, path, declared=declared)
+    tiny_predictions(suite).to_parquet(tmp_path / "in" / "preds.parquet")
+    out = tmp_path / "scored"
+    res = run_cli("score", "--suite", path, "--predictions", tmp_path / "in" / "preds.parquet", "--out", out,
+                  "--task", "sent")
+    line = check_cli_error(res, f"suite file {path}", "field 'functionality'")
+    assert "'negated neutral' has no test cases" in line
+    assert_no_output(out, out / "cases.parquet", out / "functionalities.csv")
+
+
+def test_empty_suite(tmp_path):
+    path = tmp_path / "suite.csv"
+    path.write_text(",".join(make_tiny_suite(1).columns) + "\n")
+    excinfo, target = build(tmp_path, path)
+    check_exc(excinfo, f"suite file {path}", "field 'case_id'", "no test cases")
+    assert_no_output(tmp_path / "results", target)
+
+
+def test_labels_outside_label_set(tmp_path):
+    suite = make_tiny_suite(2)
+    suite.at[0, "labels"] = [3]  # SENT suites are three-class: 0, 1, 2
+    path = tmp_path / "in" / "suite.parquet"
+    path.parent.mkdir()
+    save_suite(suite, path)
+    excinfo, target = build(tmp_path, path)
+    check_exc(excinfo, f"suite file {path}", "case_id='mft-0'", "field 'labels'",
+              "label 3 is outside the task's label set [0, 1, 2]")
+    assert_no_output(tmp_path / "results", target)
+    # the score command says the same
+    tiny_predictions(suite).to_parquet(tmp_path / "in" / "preds.parquet")
+    out = tmp_path / "scored"
+    res = run_cli("score", "--suite", path, "--predictions", tmp_path / "in" / "preds.parquet", "--out", out,
+                  "--task", "sent")
+    check_cli_error(res, f"suite file {path}", "field 'labels'", "outside the task's label set")
+    assert_no_output(out, out / "cases.parquet")
+
+
+def test_inv_case_without_perturbation(tmp_path):
+    suite = make_tiny_suite(2)
+    i = int(suite.index[suite.case_id == "inv-1"][0])
+    suite.at[i, "inputs"] = ["a fine film 1"]
+    path = tmp_path / "suite.parquet"
+    save_suite(suite, path)
+    excinfo, target = build(tmp_path, path)
+    check_exc(excinfo, f"suite file {path}", "case_id='inv-1'", "field 'inputs'",
+              "INV case needs the original and at least one perturbation")
+    assert_no_output(tmp_path / "results", target)
+
+
+def test_duplicate_case_ids(tmp_path):
+    suite = make_tiny_suite(2)
+    suite.loc[5, "case_id"] = suite.loc[1, "case_id"]
+    path = tmp_path / "suite.parquet"
+    save_suite(suite, path)
+    excinfo, target = build(tmp_path, path)
+    check_exc(excinfo, f"suite file {path}", "row 5", f"case_id={suite.loc[1, 'case_id']!r}", "field 'case_id'",
+              "duplicate of row 1")
+    assert_no_output(tmp_path / "results", target)
+
+
+# ---------------------------------------------------------------- i.i.d. data
+def test_missing_iid_file(tmp_path):
+    """A real run: the prepare_iid job fails with the script's one-line error and leaves nothing."""
+    missing = tmp_path / "data" / "reviews.tsv"
+    cfg = config_with(tasks__sent__iid={"source": str(missing), "n_val": 10, "n_test": 20})
+    wd = tmp_path / "wd"
+    out, _ = smk(wd, cfg, *RUN)
+    assert out.returncode != 0
+    line = one_line(output(out), "error: ", f"iid file {missing}")
+    assert "field 'source'" in line and "file does not exist" in line, line
+    assert "Error in rule prepare_iid" in output(out)
+    iid = wd / "results" / "sent" / "iid"
+    assert_no_output(wd / "results" / "sent", *(iid / f"{s}.parquet" for s in ("train", "val", "test", "pool")))
+
+
+def test_iid_label_outside_label_set(tmp_path):
+    path = tmp_path / "reviews.tsv"
+    path.write_text("sentence\tlabel\n" + "".join(f"review {i}\t{i % 2}\n" for i in range(30)) + "so-so\t2\n")
+    outputs = {s: str(tmp_path / "results" / "sent" / "iid" / f"{s}.parquet") for s in ("train", "val", "test", "pool")}
+    with pytest.raises(DataError) as excinfo:
+        pipeline.prepare_iid({"source": str(path), "n_val": 5, "n_test": 5, "seed": 42}, "sent", outputs)
+    check_exc(excinfo, f"iid file {path}", "row 30", "field 'label'", "value 2 is outside the label set [0, 1]")
+    assert_no_output(tmp_path / "results", *map(Path, outputs.values()))
+
+
+# ---------------------------------------------------------------- models
+@pytest.fixture
+def iid_train(tmp_path):
+    path = tmp_path / "train.parquet"
+    write_parquet(pd.DataFrame({"example_id": ["a", "b"], "text": ["good", "bad"], "label": [1, 0]}), path)
+    return path
+
+
+def _train_iid(model: str, iid_train: Path, out_dir: Path):
+    pipeline.train_iid(model, "sent", str(iid_train), {"lr": 1e-3, "batch_size": 2, "epochs": 1}, seed=1,
+                       max_length=16, out_dir=str(out_dir))
+
+
+def test_model_path_does_not_exist(tmp_path, iid_train):
+    model = tmp_path / "models" / "my-bert"
+    out_dir = tmp_path / "results" / "sent" / "models" / "iid" / "vanilla" / "standard" / "all"
+    with pytest.raises(ModelError) as excinfo:
+        _train_iid(str(model), iid_train, out_dir)
+    check_exc(excinfo, f"model {model}", "field 'model'", "path does not exist")
+    assert_no_output(tmp_path / "results", out_dir)
+
+
+def test_hub_model_name_offline(tmp_path, iid_train, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out_dir = tmp_path / "results" / "model"
+    t0 = time.time()
+    with pytest.raises(ModelError) as excinfo:
+        _train_iid("bert-base-uncased", iid_train, out_dir)
+    assert time.time() - t0 < 30, "an offline hub name must fail fast, not wait for the network"
+    check_exc(excinfo, "model 'bert-base-uncased'", "field 'model'", "offline")
+    assert_no_output(tmp_path / "results", out_dir)
+
+
+# ---------------------------------------------------------------- score command
+def test_predictions_with_missing_inputs(tmp_path):
+    suite = make_tiny_suite(2)
+    save_suite(suite, tmp_path / "suite.parquet")
+    preds = tiny_predictions(suite)
+    preds = preds[~((preds.case_id == "inv-1") & (preds.input_idx == 2))]
+    path = tmp_path / "preds.parquet"
+    preds.to_parquet(path)
+    out = tmp_path / "scored"
+    res = run_cli("score", "--suite", tmp_path / "suite.parquet", "--predictions", path, "--out", out,
+                  "--task", "sent")
+    line = check_cli_error(res, f"predictions {path}", "field 'input_idx'")
+    assert "missing predictions for case 'inv-1'" in line and "input 2 has none" in line, line
+    assert_no_output(out, out / "cases.parquet", out / "functionalities.csv")
+
+
+# ---------------------------------------------------------------- where outputs go
+def scoring_inputs(tmp_path) -> tuple[Path, Path]:
+    suite = make_tiny_suite(3)
+    save_suite(suite, tmp_path / "suite.parquet")
+    tiny_predictions(suite).to_parquet(tmp_path / "preds.parquet")
+    return tmp_path / "suite.parquet", tmp_path / "preds.parquet"
+
+
+def test_read_only_results_folder_score(tmp_path, read_only_fs):
+    suite, preds = scoring_inputs(tmp_path)
+    out = read_only_fs / "out"
+    res = run_cli("score", "--suite", suite, "--predictions", preds, "--out", out, "--task", "sent")
+    line = check_cli_error(res, f"output file {out / 'cases.parquet'}", "field 'path'", "Read-only file system")
+    assert "EROFS" in line
+    assert_no_output(out, out / "cases.parquet", out / "functionalities.csv")
+    # an --out folder that cannot be created
+    new = out / "scored"
+    res = run_cli("score", "--suite", suite, "--predictions", preds, "--out", new, "--task", "sent")
+    check_cli_error(res, f"output folder {new}", "field '--out'", "cannot be created: Read-only file system")
+    assert not new.exists()
+
+
+def test_read_only_results_folder_workflow(tmp_path, read_only_fs):
+    """A real run into a read-only results folder stops before any job, naming the folder and 'results'."""
+    results = read_only_fs / "out" / "results"
+    wd = tmp_path / "wd"
+    out, _ = smk(wd, config_with(results=str(results)), *RUN)
+    line = check_workflow_error(out, f"output folder {results}", "field 'results'")
+    assert "Read-only file system" in line
+    assert "Error in rule" not in output(out)
+    assert_no_output(read_only_fs, results)
+
+
+def test_disk_full_score(tmp_path, tiny_fs):
+    suite, preds = scoring_inputs(tmp_path)
+    fill(tiny_fs)
+    out = tiny_fs / "scored"
+    res = run_cli("score", "--suite", suite, "--predictions", preds, "--out", out, "--task", "sent")
+    line = check_cli_error(res, f"output file {out / 'cases.parquet'}", "field 'path'", "No space left on device")
+    assert "ENOSPC" in line
+    assert_no_output(out, out / "cases.parquet", out / "functionalities.csv")
+
+
+def test_disk_full_workflow(tmp_path, tiny_fs):
+    """A real run whose first job fills the disk: the job's one-line error, and
+    snakemake removes the outputs it had already written."""
+    results = tiny_fs / "results"
+    wd = tmp_path / "wd"
+    out, _ = smk(wd, config_with(results=str(results)), *RUN)
+    assert out.returncode != 0
+    line = one_line(output(out), "error: output file ", str(results / "sent" / "iid"))
+    assert "field 'path'" in line and "No space left on device" in line, line
+    iid = results / "sent" / "iid"
+    assert_no_output(results / "sent", *(iid / f"{s}.parquet" for s in ("train", "val", "test", "pool")))
+
+
+def test_output_error_is_one_line_and_an_oserror(tmp_path, tiny_fs):
+    """write_parquet on a full disk: an OutputError (a BelugaError and still an
+    OSError for callers that catch those), no file, no temporary file left."""
+    fill(tiny_fs)
+    target = tiny_fs / "big.parquet"
+    with pytest.raises(OutputError) as excinfo:
+        write_parquet(pd.DataFrame({"x": range(100_000)}), target)
+    check_exc(excinfo, f"output file {target}", "field 'path'", "ENOSPC")
+    assert isinstance(excinfo.value, BelugaError) and isinstance(excinfo.value, OSError)
+    assert [p.name for p in tiny_fs.iterdir()] == [".filler"]
