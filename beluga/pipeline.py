@@ -208,42 +208,45 @@ def _versions() -> dict:
 
 
 def train_iid(model_spec: str, task_type: str, iid_train: str, hparams: dict, seed: int, max_length: int,
-              out_dir: str, threads: int = 1, doc_stride: int = 128) -> None:
-    import torch
-
-    from beluga.modeling import load_model, pick_device, save_model, set_seed
+              out_dir: str, threads: int = 1, doc_stride: int = 128, checkpoint_dir: str | None = None) -> None:
+    """The IID model. ``checkpoint_dir`` (optional): epoch checkpoints, to
+    resume an interrupted job (:mod:`beluga.checkpoint`); deleted once the
+    model is written."""
+    from beluga import checkpoint
+    from beluga.modeling import configure_torch, load_model, pick_device, save_model, set_seed
     from beluga.training import build_streams, train
 
-    torch.set_num_threads(max(1, threads))
+    configure_torch(threads)
     task = get_task(task_type)
     set_seed(seed)
     model, tokenizer = load_model(model_spec, task.num_model_labels, task_head=_head(task))
     model.to(pick_device())
     streams = build_streams(task, pd.read_parquet(iid_train), None)
     summary = train(model, tokenizer, streams, "vanilla", dict(hparams), seed, max_length=max_length,
-                    doc_stride=doc_stride)
+                    doc_stride=doc_stride, checkpoint_dir=checkpoint_dir,
+                    fingerprint_extra={"task": task.name, "configuration": "iid", "model": model_spec})
     record = {"configuration": "iid", "method": "vanilla", "partition": "standard", "fold": "all",
               "model": model_spec, "hparams": hparams, "seed": seed, **summary, "versions": _versions(),
-              "device": _device_name()}
+              "device": _device_name(), "torch_threads": threads}
     save_model(model, tokenizer, out_dir, {RUN_FILE: json.dumps(record, indent=2)})
+    checkpoint.clear(checkpoint_dir)
 
 
 def _train_fold(*, task, configuration: str, method: str, fold: dict, all_functionalities: list[str],
                 suite_path: str, split_path: str, iid_train: str | None, start_model: str, hparams: dict,
                 seed: int, max_length: int, iid_in_mix: int | None, dir_train_slice: bool, threads: int,
-                doc_stride: int):
+                doc_stride: int, checkpoint_dir: str | None = None):
     """The behavioral fine-tuning step shared by ``finetune`` and ``trial``:
-    (model, tokenizer, training summary)."""
-    import torch
-
+    (model, tokenizer, training summary). ``checkpoint_dir``: epoch
+    checkpoints (the caller deletes it once its outputs are written)."""
     from beluga.methods import get_algorithm
-    from beluga.modeling import load_model, pick_device, set_seed
+    from beluga.modeling import configure_torch, load_model, pick_device, set_seed
     from beluga.training import build_streams, train
 
     if configuration not in CONFIG_SPEC:
         raise ConfigError(f"config: field 'configurations': unknown configuration {configuration!r} "
                           f"(known: {', '.join(CONFIG_SPEC)})")
-    torch.set_num_threads(max(1, threads))
+    configure_torch(threads)
     _, mix = CONFIG_SPEC[configuration]
     train_funcs = set(folds_mod.training_functionalities(fold, all_functionalities))
     suite_train = _suite_split(suite_path, split_path, task.name, "train")
@@ -262,7 +265,10 @@ def _train_fold(*, task, configuration: str, method: str, fold: dict, all_functi
     model.to(pick_device())
     streams = build_streams(task, iid_df, suite_train, dir_train_slice=dir_train_slice)
     summary = train(model, tokenizer, streams, method, dict(hparams), seed, max_length=max_length,
-                    doc_stride=doc_stride)
+                    doc_stride=doc_stride, checkpoint_dir=checkpoint_dir,
+                    fingerprint_extra={"task": task.name, "configuration": configuration,
+                                       "partition": fold.get("partition"), "fold": fold.get("fold")})
+    summary["torch_threads"] = threads
     return model, tokenizer, summary
 
 
@@ -300,8 +306,11 @@ def finetune(*, task_type: str, configuration: str, method: str, partition: str,
              all_functionalities: list[str], suite_path: str, split_path: str, iid_train: str | None,
              start_model: str, hparams: dict, seed: int, max_length: int, iid_in_mix: int | None,
              dir_train_slice: bool, out_dir: str, threads: int = 1, doc_stride: int = 128,
-             selected: str | None = None, start_label: str | None = None) -> None:
-    """Behavioral fine-tuning of one fold in one configuration with one method."""
+             selected: str | None = None, start_label: str | None = None, checkpoint_dir: str | None = None) -> None:
+    """Behavioral fine-tuning of one fold in one configuration with one method.
+    ``checkpoint_dir`` (optional): epoch checkpoints, to resume an interrupted
+    job (:mod:`beluga.checkpoint`); deleted once the model is written."""
+    from beluga import checkpoint
     from beluga.modeling import save_model
 
     task = get_task(task_type)
@@ -310,30 +319,34 @@ def finetune(*, task_type: str, configuration: str, method: str, partition: str,
         task=task, configuration=configuration, method=method, fold=fold, all_functionalities=all_functionalities,
         suite_path=suite_path, split_path=split_path, iid_train=iid_train, start_model=start_model,
         hparams=hparams, seed=seed, max_length=max_length, iid_in_mix=iid_in_mix,
-        dir_train_slice=dir_train_slice, threads=threads, doc_stride=doc_stride)
+        dir_train_slice=dir_train_slice, threads=threads, doc_stride=doc_stride, checkpoint_dir=checkpoint_dir)
     record = {"task": task.name, "configuration": configuration, "method": method, "partition": partition,
               "fold": fold["fold"], "held_out": fold["held_out"] if partition != "seen" else [],
               "start_model": start_label or start_model, "hparams": hparams, "seed": seed,
               "selection": None if choice is None else {k: choice[k] for k in ("policy", "fold", "trial", "score")},
               "iid_in_mix": iid_in_mix, **summary, "versions": _versions(), "device": _device_name()}
     save_model(model, tokenizer, out_dir, {RUN_FILE: json.dumps(record, indent=2)})
+    checkpoint.clear(checkpoint_dir)
 
 
 def trial(*, task_type: str, configuration: str, method: str, fold: dict, trial_id: str, grid_point: dict,
           all_functionalities: list[str], suite_path: str, split_path: str, iid_train: str | None,
           start_model: str, hparams: dict, seed: int, max_length: int, iid_in_mix: int | None,
-          dir_train_slice: bool, batch_size: int, out_path: str, threads: int = 1, doc_stride: int = 128) -> None:
+          dir_train_slice: bool, batch_size: int, out_path: str, threads: int = 1, doc_stride: int = 128,
+          checkpoint_dir: str | None = None) -> None:
     """One grid point of model selection: train the fold as ``finetune`` does
     with ``grid_point`` on top of ``hparams``, score T_val of the fold's
     training functionalities (the held-out ones are never looked at), write
-    the mean pass rate."""
+    the mean pass rate. ``checkpoint_dir``: as in :func:`finetune`."""
+    from beluga import checkpoint
+
     task = get_task(task_type)
     hp = {**hparams, **grid_point}
     model, tokenizer, summary = _train_fold(
         task=task, configuration=configuration, method=method, fold=fold, all_functionalities=all_functionalities,
         suite_path=suite_path, split_path=split_path, iid_train=iid_train, start_model=start_model, hparams=hp,
         seed=seed, max_length=max_length, iid_in_mix=iid_in_mix, dir_train_slice=dir_train_slice,
-        threads=threads, doc_stride=doc_stride)
+        threads=threads, doc_stride=doc_stride, checkpoint_dir=checkpoint_dir)
     train_funcs = set(folds_mod.training_functionalities(fold, all_functionalities))
     val = _suite_split(suite_path, split_path, task_type, "val")
     val = val[val["functionality"].isin(train_funcs)].reset_index(drop=True)
@@ -345,6 +358,7 @@ def trial(*, task_type: str, configuration: str, method: str, fold: dict, trial_
                 "partition": fold["partition"], "score": score, "metric": "mean T_val pass rate",
                 "pass_rates": {k: (None if np.isnan(v) else v) for k, v in rates.items()},
                 "steps": summary["steps"], "wall_time_s": summary["wall_time_s"]}, out_path)
+    checkpoint.clear(checkpoint_dir)
 
 
 def select_hparams(*, trials: list[str], policy: str, out_path: str) -> None:
@@ -403,11 +417,9 @@ def predict(*, task_type: str, model_dir: str, suite_path: str, split_path: str,
     example, keyed by (split, case_id, input_idx): class probabilities
     (``probs``, classification) or answer strings with character offsets
     (``answer``, ``start``, ``end``; extractive QA)."""
-    import torch
+    from beluga.modeling import configure_torch, load_trained, pick_device
 
-    from beluga.modeling import load_trained, pick_device
-
-    torch.set_num_threads(max(1, threads))
+    configure_torch(threads)
     task = get_task(task_type)
     model, tokenizer = load_trained(model_dir, _head(task))
     model.to(pick_device())

@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -268,6 +269,16 @@ class EnvSampler:
         names = list(self.groups)
         return [names[i] for i in self.rng.permutation(len(names))[:k]]
 
+    def state(self) -> dict:
+        """JSON state (generator and queues), for checkpoints."""
+        return {"rng": self.rng.bit_generator.state, "queues": {k: list(v) for k, v in self.queues.items()}}
+
+    def set_state(self, state: dict) -> None:
+        if set(state["queues"]) != set(self.groups):
+            raise ValueError("sampler state: the environments differ")
+        self.rng.bit_generator.state = state["rng"]
+        self.queues = {k: [int(i) for i in state["queues"][k]] for k in self.groups}
+
 
 class LossFn:
     """Maps (model, batch) to per-example losses; tokenizes on the fly."""
@@ -319,17 +330,29 @@ class LossFn:
 
 def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams: dict, seed: int,
           max_length: int = 128, log_every: int = 50, doc_stride: int = 128,
-          reference_state: dict | None = None) -> dict:
+          reference_state: dict | None = None, checkpoint_dir: str | os.PathLike | None = None,
+          fingerprint_extra: dict | None = None) -> dict:
     """Train ``model`` in place with ``method``. ``hparams`` holds lr,
     batch_size, epochs and the method's own hyper-parameters (missing ones
     take ``DEFAULT_HPARAMS``). ``reference_state`` (optional, name -> tensor):
     reference weights for L2-SP (default: the model's weights at the start).
 
+    ``checkpoint_dir`` (optional; unused for one epoch): after every epoch but
+    the last, the whole training state is written there
+    (:mod:`beluga.checkpoint`); a later call with the same run (same
+    fingerprint: settings, data, start model, ``fingerprint_extra``) resumes
+    after the last saved epoch and ends with the same weights, bit for bit,
+    as a run that never stopped (same device kind and torch threads). The epoch's data
+    order never depends on how many epochs ran in this process: pooled
+    batches are drawn from a generator seeded with (seed, epoch), the
+    per-environment sampler's generator and queues are saved.
+
     Returns a summary dict: steps, epoch_losses (mean objective per epoch),
     epoch_risks (mean loss per epoch, without penalties / weights),
     wall_time_s, stream_sizes, sampling, and for ``per_env`` sampling
     env_sizes / envs_per_step / steps_per_epoch; ``method_info`` holds the
-    method's own (e.g. final Group-DRO weights, IRM switch step)."""
+    method's own (e.g. final Group-DRO weights, IRM switch step);
+    ``resumed_from_epoch`` the epochs a checkpoint provided (0: none)."""
     from beluga.methods import DEFAULT_HPARAMS
 
     if not streams or not any(streams.values()):
@@ -367,10 +390,34 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
             return ([sampler.minibatch(e) for e in sampler.step_envs(k)] for _ in range(steps_per_epoch))
     else:
         raise NotImplementedError(f"sampling mode {algo_cls.sampling!r} of method {method!r} is not implemented")
+    fp = ckpt = None
+    if epochs == 1:
+        checkpoint_dir = None   # no epoch boundary: nothing to save or resume
+    if checkpoint_dir is not None:
+        from beluga import checkpoint
+
+        fp = checkpoint.fingerprint(model=model, method=method, hparams=hparams, seed=seed, streams=streams,
+                                    reference_state=reference_state,
+                                    extra={"max_length": max_length, "doc_stride": doc_stride,
+                                           **(fingerprint_extra or {})})
+        ckpt = checkpoint.load(checkpoint_dir, fp)
+        checkpoint.write_owner(checkpoint_dir, fp)
     model.train()
     algo = algo_cls(model, hparams, loss_fn, total, envs=envs, reference_state=reference_state)
-    t0, step, history, risks = time.time(), 0, [], []
-    for epoch in range(epochs):
+    t0, step, history, risks, start_epoch, wall_before = time.time(), 0, [], [], 0, 0.0
+    if ckpt is not None:
+        loop = checkpoint.restore(ckpt, model, algo)
+        start_epoch, step = int(loop["epochs_done"]), int(loop["steps"])
+        history, risks, wall_before = list(loop["epoch_losses"]), list(loop["epoch_risks"]), float(loop["wall_time_s"])
+        if algo_cls.sampling == "per_env":
+            sampler.set_state(loop["sampler"])
+        if loop.get("torch_threads") != torch.get_num_threads():
+            log.warning("resuming with %d torch threads, the checkpoint was written with %s: the result may "
+                        "differ in the last bits from an uninterrupted run", torch.get_num_threads(),
+                        loop.get("torch_threads"))
+        log.info("resumed from epoch %d of %d (checkpoint %s, step %d)", start_epoch, epochs, ckpt.path, step)
+        del ckpt
+    for epoch in range(start_epoch, epochs):
         running, running_risk = [], []
         for minibatches in epoch_plan(epoch):
             stats = algo.update(minibatches)
@@ -382,6 +429,11 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
         history.append(float(np.mean(running)))
         risks.append(float(np.mean(running_risk)))
         log.info("epoch %d done: mean loss %.4f (%.1fs)", epoch + 1, history[-1], time.time() - t0)
+        if checkpoint_dir is not None and epoch + 1 < epochs:
+            loop = {"epochs_done": epoch + 1, "steps": step, "epoch_losses": history, "epoch_risks": risks,
+                    "wall_time_s": wall_before + time.time() - t0, "torch_threads": torch.get_num_threads(),
+                    "sampler": sampler.state() if algo_cls.sampling == "per_env" else None}
+            checkpoint.save(checkpoint_dir, epoch=epoch + 1, fp=fp, model=model, algo=algo, state=loop)
     return {"steps": step, "epoch_losses": history, "epoch_risks": risks,
-            "wall_time_s": round(time.time() - t0, 2),
+            "wall_time_s": round(wall_before + time.time() - t0, 2), "resumed_from_epoch": start_epoch,
             "stream_sizes": {k: len(v) for k, v in streams.items()}, **extra, "method_info": algo.summary()}

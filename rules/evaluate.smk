@@ -15,7 +15,11 @@ rule predict:
         batch_size=config.get("predict", {}).get("batch_size", 64),
         max_length=lambda w: max_length(w.task),
         doc_stride=lambda w: training(w.task).get("doc_stride", 128),
-    threads: 1
+    threads: JOB_THREADS
+    resources:
+        mem_mb=job_mem_mb("predict"),
+        runtime=job_runtime("predict"),
+        **GPU_RESOURCES,
     log:
         "logs/{task}/predict/{conf}/{method}/{partition}/{fold}.log",
     conda:

@@ -14,7 +14,14 @@ rule train_iid:
         seed=config.get("seed", 1),
         max_length=lambda w: max_length(w.task),
         doc_stride=lambda w: training(w.task).get("doc_stride", 128),
-    threads: 1
+        # epoch checkpoints, outside the outputs (deleted when a job fails): a
+        # killed job resumes there; removed once the model is written
+        checkpoint_dir=lambda w: res(w.task, "checkpoints", "train_iid", "iid", "vanilla", "standard", "all"),
+    threads: JOB_THREADS
+    resources:
+        mem_mb=job_mem_mb("train"),
+        runtime=job_runtime("train"),
+        **GPU_RESOURCES,
     log:
         "logs/{task}/train_iid.log",
     conda:
@@ -47,7 +54,12 @@ rule finetune:
         doc_stride=lambda w: training(w.task).get("doc_stride", 128),
         iid_in_mix=lambda w: training(w.task).get("iid_in_mix"),
         dir_train_slice=lambda w: training(w.task).get("dir_train_slice", True),
-    threads: 1
+        checkpoint_dir=lambda w: res(w.task, "checkpoints", "finetune", w.conf, w.method, w.partition, w.fold),
+    threads: JOB_THREADS
+    resources:
+        mem_mb=job_mem_mb("train"),
+        runtime=job_runtime("train"),
+        **GPU_RESOURCES,
     log:
         "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
     conda:
@@ -77,7 +89,14 @@ rule trial:
         iid_in_mix=lambda w: training(w.task).get("iid_in_mix"),
         dir_train_slice=lambda w: training(w.task).get("dir_train_slice", True),
         batch_size=config.get("predict", {}).get("batch_size", 64),
-    threads: 1
+        checkpoint_dir=lambda w: res(
+            w.task, "checkpoints", "trial", w.conf, w.method, w.partition, w.fold, w.trial
+        ),
+    threads: JOB_THREADS
+    resources:
+        mem_mb=job_mem_mb("train"),
+        runtime=job_runtime("train"),
+        **GPU_RESOURCES,
     log:
         "logs/{task}/trial/{conf}/{method}/{partition}/{fold}/{trial}.log",
     conda:

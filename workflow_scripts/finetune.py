@@ -9,4 +9,5 @@ run(sm, lambda: pipeline.finetune(
     start_model=sm.input.get("start", sm.params.model), hparams=sm.params.hparams, seed=sm.params.seed,
     max_length=sm.params.max_length, iid_in_mix=sm.params.iid_in_mix, dir_train_slice=sm.params.dir_train_slice,
     out_dir=sm.output.model, threads=sm.threads,
-    doc_stride=sm.params.doc_stride, selected=sm.input.get("selected"), start_label=sm.params.start_label))
+    doc_stride=sm.params.doc_stride, selected=sm.input.get("selected"), start_label=sm.params.start_label,
+    checkpoint_dir=sm.params.checkpoint_dir))
