@@ -263,6 +263,7 @@ def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.
         scen = [c[2:] for c in TABLE_COLUMNS[1:-1] if c in set(sig["column"])]
         ci_idx = ci.set_index(["configuration", "method", "quantity"])
         sig_idx = sig.set_index(["configuration", "method", "column"])
+        metric_cols = [c for c in scores.columns if c.startswith("iid_") and c != "iid_score"]
         for r in scores.itertuples(index=False):
             conf, method = r.configuration, r.method
             is_base = conf == BASELINE[0]
@@ -271,6 +272,10 @@ def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.
                 values[f"G_{sc}"] = r.G_standard if is_base else getattr(r, f"G_{sc}")
             values["G_avg"] = float(np.mean([values[f"G_{sc}"] for sc in scen])) if scen else np.nan
             for col, v in values.items():
+                if col == "iid" and len(metric_cols) > 1:  # PARA / READ: each canonical metric too (unmarked)
+                    rows += [{"task": task, "configuration": conf, "method": method, "column": m,
+                              "value": float(getattr(r, m)), "ci_lo": np.nan, "ci_hi": np.nan, "p_value": np.nan,
+                              "p_adjusted": np.nan, "significant": False, "direction": 0} for m in metric_cols]
                 q = {"iid": "s_iid_seen", "G_avg": "G_avg"}.get(col, col)
                 if is_base:
                     q = {"iid": "s_iid_standard"}.get(col, "G_standard")

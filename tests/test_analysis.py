@@ -129,3 +129,22 @@ def test_table3_long_with_two_tasks_has_avg(tmp_path):
     assert pair_avg["value"] == pytest.approx(g) and 0 < pair_avg["p_value"] <= 1
     seen = long[(long.task == "sent") & (long.column == "G_seen") & (long.configuration == "iid_to_t")].iloc[0]
     assert seen["ci_lo"] <= seen["value"] <= seen["ci_hi"]
+
+
+def test_table3_shows_each_metric_of_a_two_metric_task(tmp_path):
+    rng = np.random.default_rng(5)
+    runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.8})
+    loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
+    _, scores = aggregate(loaded, FUNCS, task_type="para")
+    data = analysis.task_data(analysis.unit_outcomes(runs, "para"), FUNCS, "para")
+    sig, null = analysis.significance(data, R=200, seed=0)
+    long = analysis.table3_long({"para": {"scores": scores, "significance": sig, "null": null,
+                                          "intervals": analysis.intervals(data, R=100)}}, 0.05, "none")
+    f1 = long[(long.column == "iid_f1")]
+    assert len(f1) == 2 and not f1["significant"].any()
+    assert f1["value"].tolist() == pytest.approx(scores["iid_f1"].tolist())
+    pair_iid = long[(long.column == "iid") & (long.configuration == "iid_to_t")].iloc[0]
+    assert pair_iid["value"] == pytest.approx((scores.iid_accuracy[1] + scores.iid_f1[1]) / 2)
+    from beluga import tables
+
+    assert "iid_f1" in tables.table3_markdown(long, 0.05, None)
