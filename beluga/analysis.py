@@ -162,8 +162,7 @@ def significance(data: TaskData, *, iid_metric: str = "mean", R: int = 10_000, s
         if "seen" in data.scenarios:
             k = data.scenarios.index("seen")
             b = stats.binomial_test(data.base.iid[0, :, 0] > 0.5, sys_o.iid[k, :, 0] > 0.5)
-            base_v = float(stats.iid_statistic(data.base.iid[0].mean(0), data.task_type, iid_metric))
-            sys_v = float(stats.iid_statistic(sys_o.iid[k].mean(0), data.task_type, iid_metric))
+            base_v, sys_v = float(base_scores["s_iid"][0]), float(sys_scores["s_iid"][k])
             rows.append({"configuration": conf, "method": method, "column": "iid", "test": "binomial",
                          "baseline_value": base_v, "value": sys_v, "delta": sys_v - base_v,
                          "p_value": b["p_value"], "n_discordant": b["n_discordant"],
@@ -267,15 +266,15 @@ def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.
         for r in scores.itertuples(index=False):
             conf, method = r.configuration, r.method
             is_base = conf == BASELINE[0]
+            if len(metric_cols) > 1:  # PARA / READ: each canonical metric too (unmarked), before "iid"
+                rows += [{"task": task, "configuration": conf, "method": method, "column": m,
+                          "value": float(getattr(r, m)), "ci_lo": np.nan, "ci_hi": np.nan, "p_value": np.nan,
+                          "p_adjusted": np.nan, "significant": False, "direction": 0} for m in metric_cols]
             values = {"iid": r.iid_score}
             for sc in scen:
                 values[f"G_{sc}"] = r.G_standard if is_base else getattr(r, f"G_{sc}")
             values["G_avg"] = float(np.mean([values[f"G_{sc}"] for sc in scen])) if scen else np.nan
             for col, v in values.items():
-                if col == "iid" and len(metric_cols) > 1:  # PARA / READ: each canonical metric too (unmarked)
-                    rows += [{"task": task, "configuration": conf, "method": method, "column": m,
-                              "value": float(getattr(r, m)), "ci_lo": np.nan, "ci_hi": np.nan, "p_value": np.nan,
-                              "p_adjusted": np.nan, "significant": False, "direction": 0} for m in metric_cols]
                 q = {"iid": "s_iid_seen", "G_avg": "G_avg"}.get(col, col)
                 if is_base:
                     q = {"iid": "s_iid_standard"}.get(col, "G_standard")
@@ -318,7 +317,7 @@ def _cross_task_avg(long: pd.DataFrame, per_task: dict[str, dict], alpha: float,
                 raise DataError("table3: field 'statistics.randomization_R': tasks were tested with different R")
             delta, null = float(np.mean(deltas)), np.mean(nulls, axis=0)
             row["delta"] = delta
-            row["p_value"] = (np.sum(np.abs(null) >= abs(delta) - 1e-12) + 1) / (len(null) + 1)
+            row["p_value"] = (np.sum(np.abs(null) >= abs(delta) - stats.TIE_TOL) + 1) / (len(null) + 1)
         rows.append(row)
     out = pd.DataFrame(rows)
     tested = out[out.configuration != BASELINE[0]]
@@ -339,8 +338,9 @@ def write_table3(*, tasks: list[str], scores: list[str], significance_files: lis
                 for t, s, g, i, n in zip(tasks, scores, significance_files, intervals_files, null_files, strict=True)}
     long = table3_long(per_task, alpha, correction)
     write_csv(tables.table3_csv(long), out_csv)
-    write_text(tables.table3_markdown(long, alpha, None if correction == "none" else correction), out_md)
-    write_text(tables.table3_latex(long, alpha, None if correction == "none" else correction), out_tex)
+    # the renderers read correction "none" as no correction
+    write_text(tables.table3_markdown(long, alpha, correction), out_md)
+    write_text(tables.table3_latex(long, alpha, correction), out_tex)
 
 
 # ---------------------------------------------------------------- Figure 1, diagnostics

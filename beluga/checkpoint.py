@@ -123,23 +123,18 @@ def method_state(algo) -> dict:
     sets the order of floating-point sums). An attribute that is neither JSON
     nor known to be rebuilt is an error: a method with such state must be
     added here, or it would resume differently."""
-    if hasattr(algo, "checkpoint_state"):
-        return algo.checkpoint_state()
     out = {}
     for k, v in vars(algo).items():
         if k in _NOT_STATE:
             continue
         if not _jsonable(v):
             raise TypeError(f"checkpoint: {type(algo).__name__}.{k} ({type(v).__name__}) is neither JSON nor "
-                            "known to be rebuilt; give the method checkpoint_state()/load_checkpoint_state()")
+                            "known to be rebuilt (checkpoint._NOT_STATE)")
         out[k] = v
     return out
 
 
 def load_method_state(algo, state: dict) -> None:
-    if hasattr(algo, "load_checkpoint_state"):
-        algo.load_checkpoint_state(state)
-        return
     for k, v in state.items():
         if isinstance(getattr(algo, k, None), tuple):
             v = tuple(v)
@@ -169,16 +164,15 @@ def _optimizer_state(opt: torch.optim.Optimizer) -> tuple[dict, dict[str, torch.
 
 
 def _load_optimizer_state(opt: torch.optim.Optimizer, meta: dict, tensors: dict[str, torch.Tensor]) -> None:
+    if len(meta["param_groups"]) != len(opt.param_groups):
+        raise ValueError("checkpoint: the optimizer has another number of parameter groups")
     state = {}
     for idx, entry in meta["state"].items():
         s = {k: tensors[f"{idx}.{k}"] for k in entry["tensors"]}
         s.update(entry["values"])
         state[int(idx)] = s
-    groups = []
-    for fresh, saved in zip(opt.param_groups, meta["param_groups"]):
-        groups.append({k: tuple(v) if isinstance(fresh.get(k), tuple) else v for k, v in saved.items()})
-    if len(groups) != len(opt.param_groups):
-        raise ValueError("checkpoint: the optimizer has another number of parameter groups")
+    groups = [{k: tuple(v) if isinstance(fresh.get(k), tuple) else v for k, v in saved.items()}
+              for fresh, saved in zip(opt.param_groups, meta["param_groups"])]
     opt.load_state_dict({"state": state, "param_groups": groups})
 
 
@@ -262,7 +256,6 @@ def save(ckpt_dir: str | os.PathLike, *, epoch: int, fp: str, model, algo, state
     for old in epoch_dirs(ckpt_dir):
         if old != target:
             shutil.rmtree(old, ignore_errors=True)
-    _remove_stale_temps(ckpt_dir)
     log.info("checkpoint: epoch %d saved to %s", epoch, target)
     pause = float(os.environ.get("BELUGA_CHECKPOINT_PAUSE_S", "0") or 0)
     if pause > 0:
@@ -284,10 +277,6 @@ class Checkpoint:
     optimizer: dict[str, torch.Tensor]
     rng: dict[str, torch.Tensor]
 
-    @property
-    def epoch(self) -> int:
-        return int(self.record["epoch"])
-
 
 def load(ckpt_dir: str | os.PathLike, fp: str) -> Checkpoint | None:
     """The newest complete checkpoint of this run (same fingerprint), read
@@ -296,8 +285,7 @@ def load(ckpt_dir: str | os.PathLike, fp: str) -> Checkpoint | None:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    if Path(ckpt_dir).is_dir():
-        _remove_stale_temps(ckpt_dir)
+    _remove_stale_temps(ckpt_dir)   # left by a write that was killed
     for d in epoch_dirs(ckpt_dir):
         try:
             record = json.loads((d / "state.json").read_text(encoding="utf-8"))
@@ -323,23 +311,20 @@ def restore(ckpt: Checkpoint, model, algo) -> dict:
     start model, as in the original run). Returns the loop's state."""
     rec = ckpt.record
     own = model.state_dict()
-    missing = sorted(set(own) - set(ckpt.model))
-    # safetensors drops duplicate names of shared (tied) tensors: fill them from their twin
-    shared = {}
-    for name in missing:
-        ptr = own[name].data_ptr()
-        twin = next((n for n in ckpt.model if n in own and own[n].data_ptr() == ptr), None)
-        if twin is None:
-            raise ValueError(f"checkpoint {ckpt.path}: weight {name!r} is missing")
-        shared[name] = ckpt.model[twin]
     extra = sorted(set(ckpt.model) - set(own))
     if extra:
         raise ValueError(f"checkpoint {ckpt.path}: unexpected weights {extra[:3]}")
-    for name, t in {**ckpt.model, **shared}.items():
+    # safetensors' save_model drops the duplicate names of shared (tied) tensors: loading the
+    # saved name fills its twins, so a name may be absent only if it shares a saved tensor's storage
+    saved = {own[n].data_ptr() for n in ckpt.model}
+    missing = [n for n in own if n not in ckpt.model and own[n].data_ptr() not in saved]
+    if missing:
+        raise ValueError(f"checkpoint {ckpt.path}: weight {missing[0]!r} is missing")
+    for name, t in ckpt.model.items():
         if tuple(t.shape) != tuple(own[name].shape):
             raise ValueError(f"checkpoint {ckpt.path}: weight {name!r} has shape {tuple(t.shape)}, "
                              f"the model's {tuple(own[name].shape)}")
-    model.load_state_dict({**ckpt.model, **shared}, strict=True)
+    model.load_state_dict(ckpt.model, strict=False)
     load_method_state(algo, rec["method"])
     _load_optimizer_state(algo.optimizer, rec["optimizer"], ckpt.optimizer)
     algo.scheduler.load_state_dict(dict(rec["scheduler"]))
@@ -349,5 +334,5 @@ def restore(ckpt: Checkpoint, model, algo) -> dict:
 
 def clear(ckpt_dir: str | os.PathLike | None) -> None:
     """Delete a job's checkpoint directory (after its outputs are written)."""
-    if ckpt_dir is not None and Path(ckpt_dir).exists():
+    if ckpt_dir is not None:
         shutil.rmtree(ckpt_dir, ignore_errors=True)

@@ -42,20 +42,22 @@ import numpy as np
 import pandas as pd
 
 from beluga.errors import DataError
+from beluga.metrics import CONFIG_LABELS
+from beluga.tables import CONFIG_ORDER
 from beluga.tasks import get_task
 
 SUITE_SPLIT, IID_SPLIT = "suite_test", "iid_test"
 ID_COLUMNS = ["configuration", "method", "partition", "fold"]
 DIST_KEYS = ["iid_pred_share", "iid_gold_share", "suite_pred_share", "suite_gold_share"]
-SCALAR_KEYS = [
-    "task_type", "n_iid", "n_suite", "n_suite_gold", "n_dir_inputs",
+# scalar outputs: counts (before the distributions in a row), then the rest (after them)
+COUNT_KEYS = ["task_type", "n_iid", "n_suite", "n_suite_gold", "n_dir_inputs"]
+RESULT_KEYS = [
     "iid_majority_label", "iid_majority_share", "suite_majority_label", "suite_majority_share",
     "iid_empty_share", "suite_empty_share",
     "confidence_iid", "confidence_suite", "confidence_dir",
     "degenerate", "degenerate_on", "degenerate_share",
 ]
-CONFIG_ORDER = ["iid", "iid_to_t", "iid_plus_t", "iid_to_iid_plus_t"]
-CONFIG_NAMES = {"iid": "IID", "iid_to_t": "IID→T", "iid_plus_t": "IID+T", "iid_to_iid_plus_t": "IID→(IID+T)"}
+SCALAR_KEYS = COUNT_KEYS + RESULT_KEYS
 WARN = "⚠"
 _GOLD_EXPECTATIONS = ("eq", "eq_or_not_negative")
 
@@ -269,8 +271,9 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
                     "suite_majority_label": suite_top, "suite_majority_share": suite_top_share,
                     "iid_empty_share": iid_empty, "suite_empty_share": suite_empty,
                     "confidence_iid": nan, "confidence_suite": nan, "confidence_dir": nan})
-        iid_deg = max(iid_top_share, iid_empty) >= degenerate_share
-        suite_deg = max(suite_top_share, suite_empty) >= degenerate_share
+        # the top answer's share is at least the empty answers' share (the empty answer counts as an answer)
+        iid_deg = iid_top_share >= degenerate_share
+        suite_deg = suite_top_share >= degenerate_share
     else:
         iid_probs = _probs_matrix(iid["probs"], source)
         suite_probs = _probs_matrix(suite["probs"], source)
@@ -307,7 +310,7 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
     out["degenerate"] = bool(iid_deg or suite_deg)
     out["degenerate_on"] = "both" if iid_deg and suite_deg else "iid" if iid_deg else "suite" if suite_deg else ""
     out["degenerate_share"] = float(degenerate_share)
-    return {k: out[k] for k in SCALAR_KEYS[:5] + DIST_KEYS + SCALAR_KEYS[5:]}
+    return {k: out[k] for k in COUNT_KEYS + DIST_KEYS + RESULT_KEYS}
 
 
 # ---------------------------------------------------------------- tables
@@ -344,12 +347,9 @@ def diagnostics_table(rows: list[dict]) -> pd.DataFrame:
                 if k not in ID_COLUMNS and k not in SCALAR_KEYS and k not in extra:
                     extra.append(k)
         flat_rows.append(flat)
-    head = SCALAR_KEYS[:5]
-    tail = SCALAR_KEYS[5:]
-    columns = ID_COLUMNS + head + [c for k in DIST_KEYS for c in labels[k]] + tail + extra
+    columns = ID_COLUMNS + COUNT_KEYS + [c for k in DIST_KEYS for c in labels[k]] + RESULT_KEYS + extra
     table = pd.DataFrame(flat_rows, columns=columns)
-    if "degenerate" in table.columns:
-        table["degenerate"] = [_flag(v) for v in table["degenerate"]]
+    table["degenerate"] = [_flag(v) for v in table["degenerate"]]
     if not len(table):
         return table
     crank = _config_rank([str(c) for c in table["configuration"]])
@@ -406,7 +406,7 @@ def _row(cells) -> str:
 
 
 def _pair_name(conf, method) -> str:
-    return f"{CONFIG_NAMES.get(conf, conf)} — {method}"
+    return f"{CONFIG_LABELS.get(conf, conf)} — {method}"
 
 
 def _deg_cell(d: dict) -> str:
@@ -439,7 +439,7 @@ def diagnostics_markdown(summary: pd.DataFrame, task: str, degenerate_share: flo
     lines += [_row(head), "|" + "---|" * len(head)]
     records = summary.to_dict("records")
     for d in records:
-        cells = [CONFIG_NAMES.get(d["configuration"], d["configuration"]), d["method"], _deg_cell(d)]
+        cells = [CONFIG_LABELS.get(d["configuration"], d["configuration"]), d["method"], _deg_cell(d)]
         for k in keys:
             fmt = _num if k.startswith("confidence") else _pct
             cells.append(fmt(d.get(k)))
@@ -456,9 +456,7 @@ def diagnostics_markdown(summary: pd.DataFrame, task: str, degenerate_share: flo
                       _row(["label", "i.i.d. predicted (%)", "i.i.d. gold (%)", "suite predicted (%)",
                             "suite gold (%)"]), "|---|---|---|---|---|"]
             for s in label_slugs:
-                lines.append(_row([s.replace("_", " ")] + [_pct(d.get(p + s)) for p in
-                                                          ("iid_pred_share_", "iid_gold_share_",
-                                                           "suite_pred_share_", "suite_gold_share_")]))
+                lines.append(_row([s.replace("_", " ")] + [_pct(d.get(f"{k}_{s}")) for k in DIST_KEYS]))
     thr = f"{100 * degenerate_share:.0f}%"
     legend = ["", "Legend: values are means over the models of each configuration–method pair (every "
               "partition and fold); shares in %.",

@@ -21,17 +21,24 @@ from beluga.errors import OutputError
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG})
 
 
-def output_error(path: str | os.PathLike, e: OSError) -> OutputError:
-    """An OutputError (a BelugaError and an OSError) naming the file that cannot be written."""
+def output_error(path: str | os.PathLike, e: OSError, what: str = "output file", field: str = "path") -> OutputError:
+    """An OutputError (a BelugaError and an OSError) naming the file (or folder) that cannot be written."""
     reason = " ".join(str(e.strerror or e).split())
     code = errno.errorcode.get(e.errno or 0)
-    err = OutputError(f"output file {path}: field 'path': cannot be written: {reason}" + (f" ({code})" if code else ""))
+    err = OutputError(f"{what} {path}: field '{field}': cannot be written: {reason}" + (f" ({code})" if code else ""))
     err.errno = e.errno
     return err
 
 
-def _is_write_error(e: BaseException) -> bool:
-    return isinstance(e, OSError) and not isinstance(e, OutputError) and e.errno in WRITE_ERRNOS
+@contextlib.contextmanager
+def _write_errors(path: Path):
+    """Re-raise an OSError that means ``path`` cannot be written as an OutputError naming it."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno in WRITE_ERRNOS and not isinstance(e, OutputError):
+            raise output_error(path, e) from None
+        raise
 
 
 def _tmp_sibling(path: Path, suffix: str = "") -> Path:
@@ -45,48 +52,36 @@ def _tmp_sibling(path: Path, suffix: str = "") -> Path:
 def atomic_path(path: str | os.PathLike):
     """Yield a temporary sibling path; rename it onto ``path`` only on success."""
     path = Path(path)
-    try:
+    with _write_errors(path):
         tmp = _tmp_sibling(path)
-    except OSError as e:
-        if _is_write_error(e):
-            raise output_error(path, e) from None
-        raise
-    try:
-        yield tmp
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException as e:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        if _is_write_error(e):
-            raise output_error(path, e) from None
-        raise
+        try:
+            yield tmp
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            raise
 
 
 @contextlib.contextmanager
 def atomic_dir(path: str | os.PathLike):
     """Yield a temporary sibling directory; it replaces ``path`` only on success."""
     path = Path(path)
-    try:
+    with _write_errors(path):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    except OSError as e:
-        if _is_write_error(e):
-            raise output_error(path, e) from None
-        raise
-    try:
-        yield tmp
-        for f in tmp.rglob("*"):
-            os.chmod(f, 0o755 if f.is_dir() else 0o644)
-        os.chmod(tmp, 0o755)
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(tmp, path)
-    except BaseException as e:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if _is_write_error(e):
-            raise output_error(path, e) from None
-        raise
+        try:
+            yield tmp
+            for f in tmp.rglob("*"):
+                os.chmod(f, 0o755 if f.is_dir() else 0o644)
+            os.chmod(tmp, 0o755)
+            if path.exists():
+                shutil.rmtree(path)
+            os.replace(tmp, path)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
 
 
 def write_parquet(df: pd.DataFrame | pa.Table, path: str | os.PathLike,
@@ -128,9 +123,4 @@ def check_writable(folder: str | os.PathLike, field: str = "results") -> None:
         try:  # access() is not the last word (e.g. some network file systems): try for real
             tempfile.TemporaryDirectory(prefix=".beluga-probe.", dir=probe).cleanup()
         except OSError as e:
-            reason = " ".join(str(e.strerror or e).split())
-            code = errno.errorcode.get(e.errno or 0)
-            err = OutputError(f"output folder {folder}: field '{field}': cannot be written: {reason}"
-                              + (f" ({code})" if code else ""))
-            err.errno = e.errno
-            raise err from None
+            raise output_error(folder, e, what="output folder", field=field) from None

@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from beluga.io import atomic_path  # noqa: E402
-from beluga.metrics import BASELINE, CONFIG_LABELS  # noqa: E402
+from beluga.metrics import BASELINE, CONFIG_LABELS, SCENARIOS  # noqa: E402
 
 TYPE_COLORS = {"MFT": "tab:blue", "INV": "tab:red", "DIR": "tab:green"}
 
@@ -45,6 +45,24 @@ def class_sorted(functionalities: pd.DataFrame) -> pd.DataFrame:
     return functionalities.sort_values("_c", kind="stable").drop(columns="_c").reset_index(drop=True)
 
 
+def _draw_separators(ax, capabilities: list, n_configurations: int, n_methods: int, lw: float) -> None:
+    """Black lines after the average column and between classes, after the baseline row and between
+    configurations."""
+    ax.axvline(0.5, color="black", lw=lw)
+    for j in range(1, len(capabilities)):
+        if capabilities[j] != capabilities[j - 1]:
+            ax.axvline(j + 0.5, color="black", lw=0.8)
+    ax.axhline(0.5, color="black", lw=lw)
+    n_m = max(1, n_methods)
+    for k in range(1, n_configurations):
+        ax.axhline(0.5 + k * n_m, color="black", lw=0.8)
+
+
+def _type_handles() -> list:
+    """Legend entries: one coloured square per test type."""
+    return [plt.Line2D([], [], color=c, marker="s", ls="", label=t) for t, c in TYPE_COLORS.items()]
+
+
 def plot_heatmap(long: pd.DataFrame, functionalities: pd.DataFrame, scenario: str, configurations: list[str],
                  methods: list[str], out_png: str | os.PathLike, title: str) -> None:
     functionalities = class_sorted(functionalities)
@@ -62,20 +80,11 @@ def plot_heatmap(long: pd.DataFrame, functionalities: pd.DataFrame, scenario: st
     types = ["avg"] + list(functionalities["test_type"])
     for tick, t in zip(ax.get_xticklabels(), types):
         tick.set_color(TYPE_COLORS.get(t, "black"))
-    ax.axvline(0.5, color="black", lw=1.5)
-    caps = list(functionalities["capability"])
-    for j in range(1, len(caps)):
-        if caps[j] != caps[j - 1]:
-            ax.axvline(j + 0.5, color="black", lw=0.8)
-    ax.axhline(0.5, color="black", lw=1.5)
-    n_m = max(1, len(methods))
-    for k in range(1, len(configurations)):
-        ax.axhline(0.5 + k * n_m, color="black", lw=0.8)
+    _draw_separators(ax, list(functionalities["capability"]), len(configurations), len(methods), lw=1.5)
     ax.set_title(title, fontsize=10, loc="right")
     cbar = fig.colorbar(im, ax=ax, fraction=0.025, pad=0.01)
     cbar.set_label("pass rate (%)")
-    handles = [plt.Line2D([], [], color=c, marker="s", ls="", label=t) for t, c in TYPE_COLORS.items()]
-    ax.legend(handles=handles, loc="lower left", bbox_to_anchor=(0.0, 1.01), ncol=3, fontsize=7,
+    ax.legend(handles=_type_handles(), loc="lower left", bbox_to_anchor=(0.0, 1.01), ncol=3, fontsize=7,
               title="tick colour = test type", title_fontsize=7, frameon=False)
     fig.tight_layout()
     with atomic_path(out_png) as tmp:
@@ -85,7 +94,7 @@ def plot_heatmap(long: pd.DataFrame, functionalities: pd.DataFrame, scenario: st
 
 # ------------------------------------------------------------------ Figure 1 --
 
-FIGURE1_SCENARIOS = ("seen", "func", "class", "type")
+FIGURE1_SCENARIOS = SCENARIOS[1:]  # every scenario but the baseline's "standard"
 FIGURE1_TITLES = {"seen": "seen", "func": "unseen functionality\n(func)", "class": "unseen class\n(class)",
                   "type": "unseen test type\n(type)"}
 NAN_COLOR = "#d9d9d9"
@@ -163,8 +172,6 @@ def figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: l
 
     cmap = plt.get_cmap("RdYlGn").with_extremes(bad=NAN_COLOR)
     y0 = key_h + tick_h
-    n_m = max(1, len(methods))
-    class_edges = [j for j in range(1, len(caps)) if caps[j] != caps[j - 1]]
     im = None
     for p, sc in enumerate(FIGURE1_SCENARIOS):
         mat = mats[sc][0]
@@ -192,12 +199,7 @@ def figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: l
         else:
             ax.set_yticks(range(n_rows), [""] * n_rows)
         ax.tick_params(axis="y", length=2, pad=2)
-        ax.axvline(0.5, color="black", lw=1.6)
-        for j in class_edges:
-            ax.axvline(j + 0.5, color="black", lw=0.8)
-        ax.axhline(0.5, color="black", lw=1.6)
-        for k in range(1, len(configurations)):
-            ax.axhline(0.5 + k * n_m, color="black", lw=0.8)
+        _draw_separators(ax, caps, len(configurations), len(methods), lw=1.6)
         ax.set_title(FIGURE1_TITLES[sc], fontsize=9, pad=4)
 
     cax = axes(cbar_x, y0, 0.15, max(panel_h, 0.8))
@@ -206,8 +208,7 @@ def figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: l
     cbar.ax.tick_params(labelsize=7)
 
     fig.text(0.15 / width, 1 - 0.12 / height, title, ha="left", va="top", fontsize=11, fontweight="bold")
-    handles = [plt.Line2D([], [], color=c, marker="s", ls="", label=t) for t, c in TYPE_COLORS.items()]
-    handles.append(plt.Line2D([], [], color=NAN_COLOR, marker="s", ls="", label="no score"))
+    handles = _type_handles() + [plt.Line2D([], [], color=NAN_COLOR, marker="s", ls="", label="no score")]
     fig.legend(handles=handles, loc="upper right", bbox_to_anchor=(1 - 0.15 / width, 1 - 0.05 / height),
                ncol=len(handles), fontsize=7, frameon=False, title="tick / key colour = test type",
                title_fontsize=7, handletextpad=0.2, columnspacing=1.0)

@@ -28,10 +28,11 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-SCENARIOS = ("seen", "func", "class", "type")
+from beluga import metrics
+
+#: the scenarios of a configuration-method pair (metrics.SCENARIOS without the baseline's "standard")
+SCENARIOS = metrics.SCENARIOS[1:]
 IID_FEATURES = {"sent": ("correct",), "para": ("correct", "tp", "fp", "fn"), "read": ("em", "f1")}
-#: metric names per task type, in the order :func:`iid_statistic` averages them (cf. metrics.IID_METRICS)
-IID_METRIC_NAMES = {"sent": ("accuracy",), "para": ("accuracy", "f1"), "read": ("em", "f1")}
 
 #: |Δ'| >= |Δ| - TIE_TOL counts as "at least as extreme" (guards against rounding in ties)
 TIE_TOL = 1e-12
@@ -41,9 +42,18 @@ _MAX_CHUNK_DRAWS = 4096
 _MAX_EXACT_UNITS = 20
 
 
-def _check_task(task_type: str) -> None:
+def _check_task(task_type: str, iid_metric: str | None = None) -> None:
+    """ValueError for an unknown task type or (when given) i.i.d. metric."""
     if task_type not in IID_FEATURES:
         raise ValueError(f"field 'task_type': {task_type!r} is not one of {', '.join(IID_FEATURES)}")
+    if iid_metric is not None:
+        iid_statistic(np.zeros(len(IID_FEATURES[task_type])), task_type, iid_metric)
+
+
+def _n_draws(R) -> int:
+    if int(R) != R or R < 1:
+        raise ValueError(f"field 'R': {R!r} must be a positive integer")
+    return int(R)
 
 
 def _column(df: pd.DataFrame, name: str) -> np.ndarray:
@@ -148,13 +158,18 @@ def _func_index(func_index, n_func: int, n: int) -> np.ndarray:
     return fi
 
 
+def _rate_part(p: np.ndarray, c: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """Sum over ``axis`` of the pass rates of functionalities with a scored case, and their number."""
+    valid = c > 0
+    shape = np.broadcast_shapes(p.shape, c.shape)
+    return np.divide(p, c, out=np.zeros(shape), where=valid).sum(axis=axis), valid.sum(axis=axis)
+
+
 def _suite_score(p: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Mean pass rate over functionalities (last axis) with at least one scored case; NaN if none."""
-    valid = c > 0
-    rate = np.divide(p, c, out=np.zeros(np.broadcast_shapes(p.shape, c.shape)), where=valid)
-    n_valid = valid.sum(axis=-1)
+    total, n_valid = _rate_part(p, c)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n_valid > 0, rate.sum(axis=-1) / np.maximum(n_valid, 1), np.nan)
+        return np.where(n_valid > 0, total / np.maximum(n_valid, 1), np.nan)
 
 
 def _harmonic(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -218,13 +233,6 @@ def _popcount_diff(words: np.ndarray, plus: np.ndarray, minus: np.ndarray) -> np
     return np.subtract(a, np.bitwise_count(w & minus[:, :, None]), out=a).view(np.int8)
 
 
-def _rate_part(p: np.ndarray, c: np.ndarray, axis: int = -1) -> tuple[np.ndarray, np.ndarray]:
-    """Sum over ``axis`` of the pass rates of functionalities with a scored case, and their number."""
-    valid = c > 0
-    shape = np.broadcast_shapes(p.shape, c.shape)
-    return np.divide(p, c, out=np.zeros(shape), where=valid).sum(axis=axis), valid.sum(axis=axis)
-
-
 class _PairedNull:
     """ΔG for swap patterns over the units where a system and the baseline differ.
 
@@ -237,8 +245,7 @@ class _PairedNull:
     baseline's sums are the pair's totals minus the swapped system's."""
 
     def __init__(self, base: Outcomes, system: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str):
-        _check_task(task_type)
-        iid_statistic(np.zeros(len(IID_FEATURES[task_type])), task_type, iid_metric)  # validates iid_metric
+        _check_task(task_type, iid_metric)
         self.task_type, self.iid_metric = task_type, iid_metric
         s = system.n_scenarios
         if base.n_scenarios not in (1, s):
@@ -384,9 +391,7 @@ def randomization_test(base: Outcomes, system: Outcomes, func_index, n_func: int
     systems' outcomes of that unit in every scenario. p = (#{|Δ'| >= |Δ| - 1e-12} + 1) / (R + 1).
     Returns {"delta": (S,), "delta_avg", "p": (S,), "p_avg", "R", "n_units"} (+ "null" (R, S), "null_avg" (R,)).
     Bit-reproducible for a given seed and input."""
-    if int(R) != R or R < 1:
-        raise ValueError(f"field 'R': {R!r} must be a positive integer")
-    R = int(R)
+    R = _n_draws(R)
     pn = _PairedNull(base, system, func_index, n_func, task_type, iid_metric)
     delta, delta_avg = pn.observed()
     rng = np.random.default_rng(seed)
@@ -478,13 +483,10 @@ def bootstrap_ci(o: Outcomes, func_index, n_func: int, task_type: str, iid_metri
 
     A draw resamples the cases with replacement within each functionality and the i.i.d. examples with replacement;
     the same resample serves every scenario. Draws with an undefined score (NaN) are left out of its quantiles."""
-    _check_task(task_type)
-    iid_statistic(np.zeros(len(IID_FEATURES[task_type])), task_type, iid_metric)
-    if int(R) != R or R < 1:
-        raise ValueError(f"field 'R': {R!r} must be a positive integer")
+    _check_task(task_type, iid_metric)
+    R = _n_draws(R)
     if not 0 < level < 1:
         raise ValueError(f"field 'level': {level!r} must lie in (0, 1)")
-    R = int(R)
     s, n = o.passed.shape
     m, k = o.iid.shape[1:]
     if k != len(IID_FEATURES[task_type]):

@@ -180,8 +180,8 @@ def _task_label(task: str) -> str:
     return "Avg" if task == ALL_TASK else task.upper()
 
 
-def _row_label(conf: str) -> str:
-    return "IID (baseline)" if conf == BASELINE[0] else CONFIG_LABELS.get(conf, conf)
+def _row_label(conf: str, labels: dict[str, str] = CONFIG_LABELS, escape=str) -> str:
+    return "IID (baseline)" if conf == BASELINE[0] else labels.get(conf, escape(conf))
 
 
 # ----------------------------------------------------------------- Markdown --
@@ -271,8 +271,7 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
     for i, (conf, meth) in enumerate(rows):
         if prev_conf is not None and conf != prev_conf:
             lines.append(r"\midrule")
-        label_cell = "" if conf == prev_conf else (
-            "IID (baseline)" if conf == BASELINE[0] else LATEX_CONFIG_LABELS.get(conf, latex_escape(conf)))
+        label_cell = "" if conf == prev_conf else _row_label(conf, LATEX_CONFIG_LABELS, latex_escape)
         prev_conf = conf
         cells = [label_cell, latex_escape(meth)]
         for j in range(n):

@@ -49,7 +49,7 @@ import pandas as pd
 import torch
 
 from beluga.losses import DIR_FN_INDEX, dir_function_for, dir_loss, inv_loss, mft_loss, neutral_mask
-from beluga.methods import check_method_hparams, get_algorithm
+from beluga.methods import DEFAULT_HPARAMS, check_method_hparams, get_algorithm
 from beluga.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -325,7 +325,7 @@ class LossFn:
         keep = None
         if batch.dir_slice is not None and bool(batch.dir_slice.any()):
             keep = ~(batch.dir_slice.to(lo.device) & neutral_mask(lo.detach()))
-        return dir_loss(lo, lp, batch.dir_fn.to(lo.device), keep=None if keep is None else keep.to(lo.device))
+        return dir_loss(lo, lp, batch.dir_fn.to(lo.device), keep=keep)
 
 
 def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams: dict, seed: int,
@@ -353,8 +353,6 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
     env_sizes / envs_per_step / steps_per_epoch; ``method_info`` holds the
     method's own (e.g. final Group-DRO weights, IRM switch step);
     ``resumed_from_epoch`` the epochs a checkpoint provided (0: none)."""
-    from beluga.methods import DEFAULT_HPARAMS
-
     if not streams or not any(streams.values()):
         raise ValueError("nothing to train on: every stream is empty")
     algo_cls = get_algorithm(method)
@@ -366,6 +364,7 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
     loss_fn = LossFn(tokenizer, max_length, detach_inv_orig=bool(hparams.get("detach_inv_orig", False)),
                      doc_stride=doc_stride)
     extra: dict = {"sampling": algo_cls.sampling}
+    sampler = None   # per-env sampling only (its state is checkpointed)
     if algo_cls.sampling == "pooled":
         total = n_batches(streams, batch_size) * epochs
         envs = sorted({it.env for items in streams.values() for it in items})
@@ -409,7 +408,7 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
         loop = checkpoint.restore(ckpt, model, algo)
         start_epoch, step = int(loop["epochs_done"]), int(loop["steps"])
         history, risks, wall_before = list(loop["epoch_losses"]), list(loop["epoch_risks"]), float(loop["wall_time_s"])
-        if algo_cls.sampling == "per_env":
+        if sampler is not None:
             sampler.set_state(loop["sampler"])
         if loop.get("torch_threads") != torch.get_num_threads():
             log.warning("resuming with %d torch threads, the checkpoint was written with %s: the result may "
@@ -432,7 +431,7 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
         if checkpoint_dir is not None and epoch + 1 < epochs:
             loop = {"epochs_done": epoch + 1, "steps": step, "epoch_losses": history, "epoch_risks": risks,
                     "wall_time_s": wall_before + time.time() - t0, "torch_threads": torch.get_num_threads(),
-                    "sampler": sampler.state() if algo_cls.sampling == "per_env" else None}
+                    "sampler": sampler.state() if sampler is not None else None}
             checkpoint.save(checkpoint_dir, epoch=epoch + 1, fp=fp, model=model, algo=algo, state=loop)
     return {"steps": step, "epoch_losses": history, "epoch_risks": risks,
             "wall_time_s": round(wall_before + time.time() - t0, 2), "resumed_from_epoch": start_epoch,

@@ -4,13 +4,13 @@
 rule aggregate:
     input:
         suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
-        outcomes=outcome_files,
+        outcomes=run_files("outcomes"),
     output:
         pass_rates=f"{RESULTS}/{{task}}/scores/pass_rates.csv",
         scores=f"{RESULTS}/{{task}}/scores/scores.csv",
         markdown=f"{RESULTS}/{{task}}/scores/scores.md",
     params:
-        runs=aggregate_runs,
+        runs=run_records("outcomes"),
         task_type=lambda w: TASKS[w.task]["type"],
         iid_metric=lambda w: TASKS[w.task].get("iid_metric", "mean"),
     log:

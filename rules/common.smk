@@ -41,6 +41,10 @@ try:
     FOLDS = {t: beluga_folds.enumerate_folds(FUNCS[t], PARTITIONS) for t in TASKS}
 except BelugaError as e:
     raise WorkflowError(str(e)) from None
+# built once here, not in the params of every job while the DAG is built
+FUNC_NAMES = {t: list(FUNCS[t]["functionality"]) for t in TASKS}
+# the seen fold, also when "seen" is not among the partitions (model selection)
+SEEN_FOLD = {t: beluga_folds.enumerate_folds(FUNCS[t], ["seen"])[0] for t in TASKS}
 
 IID_FOLD = {"partition": "standard", "fold": "all", "group": "all"}
 
@@ -70,9 +74,9 @@ wildcard_constraints:
 
 def fold_spec(task, partition, fold):
     if partition == "standard":
-        return dict(IID_FOLD, held_out=list(FUNCS[task]["functionality"]))
-    if partition == "seen":  # also when only used for model selection
-        return beluga_folds.enumerate_folds(FUNCS[task], ["seen"])[0]
+        return dict(IID_FOLD, held_out=FUNC_NAMES[task])
+    if partition == "seen":
+        return SEEN_FOLD[task]
     return beluga_folds.find_fold(FOLDS[task], partition, fold)
 
 
@@ -124,27 +128,25 @@ def model_scale(task):
     return 1.0  # MiniLM (default) or an unknown local model of that size
 
 
-def job_mem_mb(kind):
-    base = {"train": 3000, "predict": 2000}[kind]
+GPU_RESOURCES = {"gpu": int(config["gpus"])} if config.get("gpus", 0) else {}
 
-    def mem(wildcards, attempt):
+
+def job_resources(kind):
+    """A training / prediction rule's resources: mem_mb (grows by half on every
+    retry), runtime in minutes (doubles on every retry: preemption or a slow
+    node), and the GPUs of the configuration."""
+    base_mb, base_min = {"train": (3000, 60), "predict": (2000, 20)}[kind]
+
+    def mem_mb(wildcards, attempt):
         length = max(1.0, max_length(wildcards.task) / 128)
-        return int(base * model_scale(wildcards.task) * length * (1 + 0.5 * (attempt - 1)))
-
-    return mem
-
-
-def job_runtime(kind):
-    """Minutes per job; doubles on every retry (preemption or a slow node)."""
-    base = {"train": 60, "predict": 20}[kind]
+        return int(base_mb * model_scale(wildcards.task) * length * (1 + 0.5 * (attempt - 1)))
 
     def runtime(wildcards, attempt):
-        return int(base * model_scale(wildcards.task) * 2 ** (attempt - 1))
+        return int(base_min * model_scale(wildcards.task) * 2 ** (attempt - 1))
 
-    return runtime
+    return {"mem_mb": mem_mb, "runtime": runtime, **GPU_RESOURCES}
 
 
-GPU_RESOURCES = {"gpu": int(config["gpus"])} if config.get("gpus", 0) else {}
 # torch threads per training / prediction job: fixed, because float reductions
 # (and so the predictions, bit for bit) depend on the number of threads.
 JOB_THREADS = int(config.get("job_threads", 1))
@@ -158,16 +160,29 @@ def res(task, *parts):
     return "/".join([RESULTS, task, *parts])
 
 
-def outcome_path(task, conf, method, partition, fold):
-    return f"{RESULTS}/{task}/outcomes/{conf}/{method}/{partition}/{fold}.parquet"
+def run_path(kind, task, conf, method, partition, fold):
+    """A run's "predictions" or "outcomes" file."""
+    return f"{RESULTS}/{task}/{kind}/{conf}/{method}/{partition}/{fold}.parquet"
 
 
-def aggregate_runs(wildcards):
-    return [
-        {"configuration": c, "method": m, "partition": p, "fold": f,
-         "path": outcome_path(wildcards.task, c, m, p, f)}
-        for c, m, p, f in run_keys(wildcards.task)
-    ]
+def run_files(kind):
+    """Input function: the task's ``kind`` file of every run, in run_keys order."""
+    def files(wildcards):
+        return [run_path(kind, wildcards.task, *key) for key in run_keys(wildcards.task)]
+
+    return files
+
+
+def run_records(kind):
+    """Params function: every run (configuration, method, partition, fold) with its ``kind`` file."""
+    def records(wildcards):
+        return [
+            {"configuration": c, "method": m, "partition": p, "fold": f,
+             "path": run_path(kind, wildcards.task, c, m, p, f)}
+            for c, m, p, f in run_keys(wildcards.task)
+        ]
+
+    return records
 
 
 def suite_build_inputs(wildcards):
@@ -217,26 +232,6 @@ def trial_files(wildcards):
             f"{wildcards.fold}/trials/{t}.json" for t in GRID_POINTS[wildcards.task]]
 
 
-def outcome_files(wildcards):
-    return [outcome_path(wildcards.task, *key) for key in run_keys(wildcards.task)]
-
-
-def prediction_path(task, conf, method, partition, fold):
-    return f"{RESULTS}/{task}/predictions/{conf}/{method}/{partition}/{fold}.parquet"
-
-
-def prediction_files(wildcards):
-    return [prediction_path(wildcards.task, *key) for key in run_keys(wildcards.task)]
-
-
-def prediction_runs(wildcards):
-    return [
-        {"configuration": c, "method": m, "partition": p, "fold": f,
-         "path": prediction_path(wildcards.task, c, m, p, f)}
-        for c, m, p, f in run_keys(wildcards.task)
-    ]
-
-
 def all_targets():
     """Final tables and plots, plus every fold's predictions and outcomes:
     naming the per-fold files as targets makes a deleted (or failed) fold's
@@ -245,7 +240,7 @@ def all_targets():
     targets = []
     for task in TASKS:
         for key in run_keys(task):
-            targets += [prediction_path(task, *key), outcome_path(task, *key)]
+            targets += [run_path("predictions", task, *key), run_path("outcomes", task, *key)]
         targets += [
             res(task, "suite", "summary.tsv"),
             res(task, "scores", "scores.csv"),

@@ -17,9 +17,7 @@ rule predict:
         doc_stride=lambda w: training(w.task).get("doc_stride", 128),
     threads: JOB_THREADS
     resources:
-        mem_mb=job_mem_mb("predict"),
-        runtime=job_runtime("predict"),
-        **GPU_RESOURCES,
+        **job_resources("predict"),
     log:
         "logs/{task}/predict/{conf}/{method}/{partition}/{fold}.log",
     conda:

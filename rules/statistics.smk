@@ -4,11 +4,11 @@
 
 rule unit_outcomes:
     input:
-        outcomes=outcome_files,
+        outcomes=run_files("outcomes"),
     output:
         units=f"{RESULTS}/{{task}}/stats/unit_outcomes.parquet",
     params:
-        runs=aggregate_runs,
+        runs=run_records("outcomes"),
         task_type=lambda w: TASKS[w.task]["type"],
     log:
         "logs/{task}/stats/unit_outcomes.log",
@@ -71,7 +71,7 @@ rule intervals:
 
 rule diagnostics:
     input:
-        predictions=prediction_files,
+        predictions=run_files("predictions"),
         suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
         split=f"{RESULTS}/{{task}}/suite/split.parquet",
         iid_test=f"{RESULTS}/{{task}}/iid/test.parquet",
@@ -85,7 +85,7 @@ rule diagnostics:
         ),
         markdown=f"{RESULTS}/{{task}}/diagnostics/diagnostics.md",
     params:
-        runs=prediction_runs,
+        runs=run_records("predictions"),
         task_type=lambda w: TASKS[w.task]["type"],
         degenerate_share=STATISTICS["degenerate_share"],
     log:

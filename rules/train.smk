@@ -19,9 +19,7 @@ rule train_iid:
         checkpoint_dir=lambda w: res(w.task, "checkpoints", "train_iid", "iid", "vanilla", "standard", "all"),
     threads: JOB_THREADS
     resources:
-        mem_mb=job_mem_mb("train"),
-        runtime=job_runtime("train"),
-        **GPU_RESOURCES,
+        **job_resources("train"),
     log:
         "logs/{task}/train_iid.log",
     conda:
@@ -46,7 +44,7 @@ rule finetune:
         task_type=lambda w: TASKS[w.task]["type"],
         model=lambda w: TASKS[w.task]["model"],
         fold=lambda w: fold_spec(w.task, w.partition, w.fold),
-        all_functionalities=lambda w: list(FUNCS[w.task]["functionality"]),
+        all_functionalities=lambda w: FUNC_NAMES[w.task],
         hparams=lambda w: stage_hparams(w.task, "suite", w.method),
         start_label=lambda w: start_model(w)[1],
         seed=config.get("seed", 1),
@@ -57,9 +55,7 @@ rule finetune:
         checkpoint_dir=lambda w: res(w.task, "checkpoints", "finetune", w.conf, w.method, w.partition, w.fold),
     threads: JOB_THREADS
     resources:
-        mem_mb=job_mem_mb("train"),
-        runtime=job_runtime("train"),
-        **GPU_RESOURCES,
+        **job_resources("train"),
     log:
         "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
     conda:
@@ -80,7 +76,7 @@ rule trial:
         task_type=lambda w: TASKS[w.task]["type"],
         model=lambda w: TASKS[w.task]["model"],
         fold=lambda w: fold_spec(w.task, w.partition, w.fold),
-        all_functionalities=lambda w: list(FUNCS[w.task]["functionality"]),
+        all_functionalities=lambda w: FUNC_NAMES[w.task],
         hparams=lambda w: stage_hparams(w.task, "suite", w.method),
         grid_point=lambda w: GRID_POINTS[w.task][w.trial],
         seed=config.get("seed", 1),
@@ -94,9 +90,7 @@ rule trial:
         ),
     threads: JOB_THREADS
     resources:
-        mem_mb=job_mem_mb("train"),
-        runtime=job_runtime("train"),
-        **GPU_RESOURCES,
+        **job_resources("train"),
     log:
         "logs/{task}/trial/{conf}/{method}/{partition}/{fold}/{trial}.log",
     conda:

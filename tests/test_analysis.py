@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from beluga import analysis
+from beluga import analysis, stats, tables
 from beluga.metrics import aggregate
 
 FUNCS = pd.DataFrame({"functionality": ["f1", "f2", "f3"], "capability": ["c1", "c1", "c2"],
@@ -60,8 +60,6 @@ def test_units_align_and_scores_match_the_aggregate(tmp_path):
     assert data.scenarios == ["seen", "func"]
     loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
     _, scores = aggregate(loaded, FUNCS, task_type="sent")
-    from beluga import stats
-
     got = stats.scores(data.systems[("iid_to_t", "vanilla")], data.func_index, 3, "sent")
     row = scores[scores.configuration == "iid_to_t"].iloc[0]
     np.testing.assert_allclose(got["G"], [row.G_seen, row.G_func])
@@ -145,6 +143,4 @@ def test_table3_shows_each_metric_of_a_two_metric_task(tmp_path):
     assert f1["value"].tolist() == pytest.approx(scores["iid_f1"].tolist())
     pair_iid = long[(long.column == "iid") & (long.configuration == "iid_to_t")].iloc[0]
     assert pair_iid["value"] == pytest.approx((scores.iid_accuracy[1] + scores.iid_f1[1]) / 2)
-    from beluga import tables
-
     assert "iid_f1" in tables.table3_markdown(long, 0.05, None)

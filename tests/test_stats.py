@@ -84,7 +84,7 @@ def make_pair(rng, task_type="sent", n=40, n_func=5, m=30, S=4, n_diff_case=6, n
 
 def naive_null(base, system, fi, n_func, task_type, case_mask, iid_mask):
     """ΔG after swapping the masked units, by building the swapped outcomes and calling scores()."""
-    tt = "sent" if task_type == "sent_frac" else task_type
+    tt = task_of(task_type)
     bp, bs = np.broadcast_to(base.passed, system.passed.shape), np.broadcast_to(base.scored, system.scored.shape)
     bi = np.broadcast_to(base.iid, system.iid.shape)
     mc, mi = case_mask.astype(bool), iid_mask.astype(bool)[None, :, None]

@@ -64,7 +64,7 @@ def method_hparams(name: str, overrides: dict | None = None) -> dict:
 
 
 _CHOICES = {"per_env_epoch": ("steps", "examples"), "irm_penalty_estimate": ("full", "split")}
-_POSITIVE_INT_OR_NONE = ("envs_per_step", "fish_envs", "irm_penalty_anneal_iters")
+_INT_OR_NONE_MIN = {"envs_per_step": 1, "fish_envs": 1, "irm_penalty_anneal_iters": 0}
 _NON_NEGATIVE = ("weight_decay", "l2_lambda", "irm_lambda", "groupdro_eta")
 _UNIT = ("hidden_dropout", "attention_dropout", "irm_penalty_anneal_frac")
 
@@ -77,10 +77,9 @@ def check_method_hparams(name: str, hp: dict) -> None:
     for k, v in hp.items():
         if k in _CHOICES and v not in _CHOICES[k]:
             bad(k, f"must be one of {', '.join(_CHOICES[k])}")
-        if k in _POSITIVE_INT_OR_NONE and v is not None and (isinstance(v, bool) or not isinstance(v, int)
-                                                              or v < (0 if k == "irm_penalty_anneal_iters" else 1)):
-            bad(k, "must be null or a " + ("non-negative" if k == "irm_penalty_anneal_iters" else "positive")
-                + " integer")
+        if k in _INT_OR_NONE_MIN and v is not None and (isinstance(v, bool) or not isinstance(v, int)
+                                                         or v < _INT_OR_NONE_MIN[k]):
+            bad(k, f"must be null or a {'positive' if _INT_OR_NONE_MIN[k] else 'non-negative'} integer")
         if k in _NON_NEGATIVE and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
             bad(k, "must be a non-negative number")
         if k in _UNIT and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1):

@@ -60,8 +60,12 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
+def _which(name: str) -> str | None:
+    return shutil.which(name, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+
+
 def missing_binaries() -> list[str]:
-    return [b for b in BINARIES if shutil.which(b, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") is None]
+    return [b for b in BINARIES if _which(b) is None]
 
 
 def ensure_packages(log=print) -> None:
@@ -87,7 +91,7 @@ def ensure_packages(log=print) -> None:
 
 
 def _sbin(name: str) -> str:
-    return shutil.which(name, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") or name
+    return _which(name) or name
 
 
 def _pid(path: Path) -> int | None:
