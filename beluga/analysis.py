@@ -362,8 +362,13 @@ def write_diagnostics(*, task: str, task_type: str, runs: list[dict], suite_path
     iid = pd.read_parquet(iid_test)
     rows = []
     for run in runs:
-        d = diagnostics.run_diagnostics(pd.read_parquet(run["path"]), suite_test, iid, task_type,
-                                        degenerate_share=degenerate_share)
+        # a fold model predicts the T_test functionalities it is scored on (predict.scope): its
+        # diagnostics describe what it predicted; every case of those functionalities must be there
+        funcs = run.get("functionalities")
+        cases = suite_test if funcs is None else suite_test[suite_test["functionality"].isin(set(funcs))]
+        d = diagnostics.run_diagnostics(pd.read_parquet(run["path"]), cases, iid, task_type,
+                                        degenerate_share=degenerate_share, source=run["path"],
+                                        whole_suite=funcs is None or set(funcs) >= set(suite_test["functionality"]))
         rows.append(dict(d, **{k: run[k] for k in ("configuration", "method", "partition", "fold")}))
     table = diagnostics.diagnostics_table(rows)
     summary = diagnostics.diagnostics_summary(table)

@@ -64,7 +64,8 @@ PREFIX = "epoch-"
 # scheduler are saved on their own; the others are rebuilt identically when the
 # method is constructed on the start model (L2-SP anchor, Fish's inner clone,
 # whose weights are overwritten at every update) or are inputs.
-_NOT_STATE = frozenset({"model", "loss_fn", "optimizer", "scheduler", "reference_state", "anchor", "inner", "pairs"})
+_NOT_STATE = frozenset({"model", "loss_fn", "optimizer", "scheduler", "reference_state", "anchor", "inner", "pairs",
+                        "fused"})
 
 
 # --------------------------------------------------------------------------- fingerprint
@@ -125,7 +126,7 @@ def method_state(algo) -> dict:
     added here, or it would resume differently."""
     out = {}
     for k, v in vars(algo).items():
-        if k in _NOT_STATE:
+        if k in _NOT_STATE or k.startswith("_"):   # "_": transient by convention (methods.base)
             continue
         if not _jsonable(v):
             raise TypeError(f"checkpoint: {type(algo).__name__}.{k} ({type(v).__name__}) is neither JSON nor "

@@ -1,4 +1,9 @@
-"""Command line: ``python -m beluga score`` (also the ``beluga`` script).
+"""Command line: ``python -m beluga score`` and ``python -m beluga plan``
+(also the ``beluga`` script).
+
+    python -m beluga plan [--configfile F] [--throughput JSON] [--train-rate R] [--predict-rate R]
+
+prints the cost plan of a configuration (beluga/plan.py).
 
     python -m beluga score --suite PATH --predictions PATH --out DIR
                            [--task sent|para|read] [--no-paper-fixes]
@@ -41,6 +46,19 @@ def _parser() -> argparse.ArgumentParser:
                    help="task type; default: inferred from the suite (CheckList `suite` field)")
     s.add_argument("--no-paper-fixes", action="store_true",
                    help="CheckList exports: keep the labels exactly as released")
+    p_plan = sub.add_parser("plan", help="cost plan of a configuration before running it",
+                            description="Jobs, sequences trained on and predicted per job, and estimated core- or "
+                                        "GPU-hours per rule and configuration-method pair (beluga/plan.py).")
+    p_plan.add_argument("--configfile", default=None, help="configuration (default: config.yaml of the repository)")
+    p_plan.add_argument("--throughput", default=None,
+                        help="throughput table: a benchmark JSON (default: benchmarks/benchmark.json when present, "
+                             "else the built-in reference figures)")
+    p_plan.add_argument("--train-rate", type=float, default=None,
+                        help="training sequences/s of all-MiniLM-L6-v2 at 48 tokens on the target device")
+    p_plan.add_argument("--predict-rate", type=float, default=None,
+                        help="prediction sequences/s of all-MiniLM-L6-v2 at 48 tokens on the target device")
+    p_plan.add_argument("--fixed-s", type=float, default=None, help="fixed seconds per job (start-up, model load)")
+    p_plan.add_argument("--json", default=None, help="also write the plan as JSON to this file")
     return p
 
 
@@ -156,6 +174,11 @@ def main(argv: list[str] | None = None) -> int:
                                  paper_fixes=not args.no_paper_fixes)
             print(f"scored {info['n_cases']} cases in {info['n_functionalities']} functionalities "
                   f"(task {info['task']}) in {info['total_s']} s -> {args.out}")
+        elif args.command == "plan":
+            from beluga.plan import plan_command
+
+            print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
+                               args.json), end="")
     except BelugaError as e:
         print("error: " + " ".join(str(e).splitlines()), file=sys.stderr)
         return EXIT_ERROR

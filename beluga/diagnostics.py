@@ -240,12 +240,17 @@ def _join_iid(preds: pd.DataFrame, iid_test: pd.DataFrame, source: str, need_lab
 
 # ---------------------------------------------------------------- one model
 def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_test: pd.DataFrame, task_type: str,
-                    degenerate_share: float = 0.95, source: str = "predictions") -> dict:
+                    degenerate_share: float = 0.95, source: str = "predictions", whole_suite: bool = True) -> dict:
     """Diagnostics of one model's predictions (see the module docstring).
 
     ``suite_test``: the suite's test split (every case must have a prediction
     for every input); ``iid_test``: the i.i.d. test set (``example_id``, and
-    ``label`` for classification). Returns a flat dict of scalars plus the four
+    ``label`` for classification). ``whole_suite=False``: the model predicted
+    only some functionalities (a func / class / type fold model predicts the
+    ones it is scored on): its suite shares are reported, but a high suite
+    majority share does not flag it degenerate (one functionality's inputs
+    often share one gold label; predicting it is not a degenerate solution);
+    the i.i.d. test set still does. Returns a flat dict of scalars plus the four
     label distributions (``iid_pred_share``, ``iid_gold_share``,
     ``suite_pred_share``, ``suite_gold_share``: label name -> share; empty for QA)."""
     task = get_task(task_type)
@@ -273,7 +278,7 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
                     "confidence_iid": nan, "confidence_suite": nan, "confidence_dir": nan})
         # the top answer's share is at least the empty answers' share (the empty answer counts as an answer)
         iid_deg = iid_top_share >= degenerate_share
-        suite_deg = suite_top_share >= degenerate_share
+        suite_deg = whole_suite and suite_top_share >= degenerate_share
     else:
         iid_probs = _probs_matrix(iid["probs"], source)
         suite_probs = _probs_matrix(suite["probs"], source)
@@ -306,7 +311,7 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
                     "confidence_suite": _mean(conf_suite),
                     "confidence_dir": _mean(conf_suite[is_dir]) if is_dir.any() else nan})
         iid_deg = not math.isnan(iid_share) and iid_share >= degenerate_share
-        suite_deg = not math.isnan(suite_share) and suite_share >= degenerate_share
+        suite_deg = whole_suite and not math.isnan(suite_share) and suite_share >= degenerate_share
     out["degenerate"] = bool(iid_deg or suite_deg)
     out["degenerate_on"] = "both" if iid_deg and suite_deg else "iid" if iid_deg else "suite" if suite_deg else ""
     out["degenerate_share"] = float(degenerate_share)
@@ -459,10 +464,13 @@ def diagnostics_markdown(summary: pd.DataFrame, task: str, degenerate_share: flo
                 lines.append(_row([s.replace("_", " ")] + [_pct(d.get(f"{k}_{s}")) for k in DIST_KEYS]))
     thr = f"{100 * degenerate_share:.0f}%"
     legend = ["", "Legend: values are means over the models of each configuration–method pair (every "
-              "partition and fold); shares in %.",
+              "partition and fold); shares in %. Suite values describe what each model predicted: the T_test "
+              "functionalities it is scored on (all of them for the IID and seen models, the held-out ones for a "
+              "func / class / type fold model), or all of T_test with predict.scope: all.",
               f"- degenerate models: models flagged {WARN} / all models; a model is degenerate when its most "
               f"frequent prediction covers at least {thr} of the i.i.d. test set or of the suite test inputs "
-              f"(in brackets: how many were flagged on each)."]
+              f"(in brackets: how many were flagged on each; on the suite only models that predicted every "
+              f"functionality: the IID and seen models, or all with predict.scope: all)."]
     if qa:
         legend += ["- empty: share of empty answers; top answer: share of the most frequent answer string "
                    "(the empty answer included). QA predictions carry no probabilities: no confidence."]

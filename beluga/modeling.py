@@ -20,6 +20,7 @@ import torch
 
 from beluga.errors import ModelError
 from beluga.io import atomic_dir
+from beluga.precision import FP32, Precision
 
 TINY_RANDOM = "tiny-random"
 
@@ -161,10 +162,11 @@ def save_model(model, tokenizer, out_dir: str | os.PathLike, extra_files: dict[s
             raise ModelError(f"model {out_dir}: no safetensors weights were written")
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def predict_probs(model, tokenizer, texts: list[str], texts_b: list[str] | None = None,
-                  batch_size: int = 64, max_length: int = 128) -> np.ndarray:
-    """Softmax probabilities, in input order (batched by length for speed)."""
+                  batch_size: int = 64, max_length: int = 128, precision: Precision = FP32) -> np.ndarray:
+    """Softmax probabilities, in input order (batched by length for speed;
+    forward passes under ``precision``'s autocast, softmax in float32)."""
     model.eval()
     n = len(texts)
     out = np.zeros((n, model.config.num_labels), dtype=np.float32)
@@ -176,6 +178,7 @@ def predict_probs(model, tokenizer, texts: list[str], texts_b: list[str] | None 
         a = [texts[i] for i in idx]
         b = [texts_b[i] for i in idx] if texts_b else None
         enc = tokenizer(a, b, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-        logits = model(**{k: v.to(model.device) for k, v in enc.items()}).logits
+        with precision.autocast():
+            logits = model(**{k: v.to(model.device) for k, v in enc.items()}).logits
         out[idx] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
     return out

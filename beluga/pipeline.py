@@ -7,7 +7,7 @@ import itertools
 import json
 import logging
 import platform
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from beluga import folds as folds_mod
+from beluga.clock import Clock
 from beluga.data import iid as iid_mod
 from beluga.errors import ConfigError, SuiteError
 from beluga.io import write_csv, write_json, write_parquet, write_text
@@ -32,6 +33,8 @@ CONFIGURATIONS = ("iid_to_t", "iid_plus_t", "iid_to_iid_plus_t")
 # configuration -> (starts from the IID model?, mixes D_train into the suite stage?)
 CONFIG_SPEC = {"iid_to_t": (True, False), "iid_plus_t": (False, True), "iid_to_iid_plus_t": (True, True)}
 RUN_FILE = "beluga_run.json"
+#: what a fold's model predicts of T_test: the functionalities it is scored on, or all
+PREDICT_SCOPES = ("scored", "all")
 
 PREDICTION_SCHEMA = pa.schema([
     ("split", pa.string()), ("case_id", pa.string()), ("input_idx", pa.int32()),
@@ -133,11 +136,21 @@ def subsample_cases(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
 
 
 def build_suite(suite_cfg: dict, task_type: str, pool_path: str | None, out_path: str) -> None:
+    pool = pd.read_parquet(pool_path) if "generate" in suite_cfg else None
+    df, declared = make_suite(suite_cfg, task_type, pool, with_declared=True)
+    save_suite(df, out_path, declared=declared)
+
+
+def make_suite(suite_cfg: dict, task_type: str, pool: pd.DataFrame | None, with_declared: bool = False):
+    """The task's suite as configured, validated (generated from the i.i.d.
+    ``pool``'s sentences, or read from ``suite.path`` with the configured
+    subsampling); with ``with_declared`` also the generator's declared
+    functionality table (None for suite files)."""
     task = get_task(task_type)
     if "generate" in suite_cfg:
         from beluga.suites.generator import generate_sent_suite, sent_catalogue
 
-        sentences = list(pd.read_parquet(pool_path)["text"])
+        sentences = list(pool["text"])
         df = generate_sent_suite(sentences, seed=int(suite_cfg["seed"]),
                                  cases_per_functionality=int(suite_cfg["cases_per_functionality"]),
                                  max_perturbations=int(suite_cfg.get("max_perturbations", 3)),
@@ -154,7 +167,7 @@ def build_suite(suite_cfg: dict, task_type: str, pool_path: str | None, out_path
 
     df = _select_functionalities(df, suite_cfg)
     df = validate_suite(df, suite_cfg.get("path", "generated suite"), _label_set(task), declared)
-    save_suite(df, out_path, declared=declared)
+    return (df, declared) if with_declared else df
 
 
 def split_suite(suite_path: str, task_type: str, fractions, seed: int, out_split: str, out_summary: str) -> None:
@@ -177,7 +190,7 @@ def prepare_iid(iid_cfg: dict, task_type: str, outputs: dict[str, str]) -> None:
         write_parquet(parts[name], path)
 
 
-# ---------------------------------------------------------------- training
+# ---------------------------------------------------------------- jobs
 def _suite_split(suite_path: str, split_path: str, task_type: str, split: str) -> pd.DataFrame:
     suite = load_suite(suite_path, _label_set(get_task(task_type)))
     ids = pd.read_parquet(split_path)
@@ -189,12 +202,9 @@ def _head(task) -> str:
     return "qa" if task.kind == "qa" else "sequence"
 
 
-def _device_name() -> str:
+def _device_name(dev) -> str:
     import torch
 
-    from beluga.modeling import pick_device
-
-    dev = pick_device()
     return f"{dev} ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda" else str(dev)
 
 
@@ -207,46 +217,79 @@ def _versions() -> dict:
             "transformers": transformers.__version__, "numpy": numpy.__version__, "pandas": pd.__version__}
 
 
-def train_iid(model_spec: str, task_type: str, iid_train: str, hparams: dict, seed: int, max_length: int,
-              out_dir: str, threads: int = 1, doc_stride: int = 128, checkpoint_dir: str | None = None) -> None:
-    """The IID model. ``checkpoint_dir`` (optional): epoch checkpoints, to
-    resume an interrupted job (:mod:`beluga.checkpoint`); deleted once the
-    model is written."""
-    from beluga import checkpoint
-    from beluga.modeling import configure_torch, load_model, pick_device, save_model, set_seed
-    from beluga.training import build_streams, train
+@dataclass
+class _Job:
+    """What a training / prediction job runs on: device, resolved precision, threads."""
+
+    device: object
+    precision: object
+    threads: int
+
+    def record(self) -> dict:
+        return {"versions": _versions(), "device": _device_name(self.device), "torch_threads": self.threads,
+                **self.precision.record()}
+
+
+def _start_job(threads: int, precision: str) -> _Job:
+    """Per job, before any model is built: fixed torch threads and
+    deterministic algorithms, the device, the resolved precision (:mod:`beluga.precision`)."""
+    from beluga.modeling import configure_torch, pick_device
+    from beluga.precision import resolve
 
     configure_torch(threads)
+    dev = pick_device()
+    return _Job(dev, resolve(precision, dev), int(threads))
+
+
+def train_iid(model_spec: str, task_type: str, iid_train: str, hparams: dict, seed: int, max_length: int,
+              out_dir: str, threads: int = 1, doc_stride: int = 128, checkpoint_dir: str | None = None,
+              precision: str = "auto", checkpoint_every_s: float = 0.0) -> dict:
+    """The IID model. ``checkpoint_dir`` (optional): epoch checkpoints, to
+    resume an interrupted job (:mod:`beluga.checkpoint`); deleted once the
+    model is written. Returns the job's timing parts."""
+    from beluga import checkpoint
+    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.training import build_streams, train
+
+    clock = Clock()
+    job = _start_job(threads, precision)
     task = get_task(task_type)
     set_seed(seed)
     model, tokenizer = load_model(model_spec, task.num_model_labels, task_head=_head(task))
-    model.to(pick_device())
+    model.to(job.device)
     streams = build_streams(task, pd.read_parquet(iid_train), None)
-    summary = train(model, tokenizer, streams, "vanilla", dict(hparams), seed, max_length=max_length,
-                    doc_stride=doc_stride, checkpoint_dir=checkpoint_dir,
-                    fingerprint_extra={"task": task.name, "configuration": "iid", "model": model_spec})
+    clock.mark("train_start")
+    with clock("train"):
+        summary = train(model, tokenizer, streams, "vanilla", dict(hparams), seed, max_length=max_length,
+                        doc_stride=doc_stride, checkpoint_dir=checkpoint_dir, precision=job.precision,
+                        checkpoint_every_s=checkpoint_every_s,
+                        fingerprint_extra={"task": task.name, "configuration": "iid", "model": model_spec})
+    clock.split("train", "checkpoint", summary["checkpoint_s"])
     record = {"configuration": "iid", "method": "vanilla", "partition": "standard", "fold": "all",
-              "model": model_spec, "hparams": hparams, "seed": seed, **summary, "versions": _versions(),
-              "device": _device_name(), "torch_threads": threads}
+              "model": model_spec, "hparams": hparams, "seed": seed, **summary, **job.record(),
+              "timing": clock.record()}
     save_model(model, tokenizer, out_dir, {RUN_FILE: json.dumps(record, indent=2)})
     checkpoint.clear(checkpoint_dir)
+    return clock.parts
 
 
 def _train_fold(*, task, configuration: str, method: str, fold: dict, all_functionalities: list[str],
                 suite_path: str, split_path: str, iid_train: str | None, start_model: str, hparams: dict,
-                seed: int, max_length: int, iid_in_mix: int | None, dir_train_slice: bool, threads: int,
-                doc_stride: int, checkpoint_dir: str | None = None):
-    """The behavioral fine-tuning step shared by ``finetune`` and ``trial``:
-    (model, tokenizer, training summary). ``checkpoint_dir``: epoch
-    checkpoints (the caller deletes it once its outputs are written)."""
+                seed: int, max_length: int, iid_in_mix: int | None, dir_train_slice: bool, job: _Job,
+                doc_stride: int, checkpoint_dir: str | None = None, clock: Clock | None = None,
+                checkpoint_every_s: float = 0.0):
+    """The behavioral fine-tuning step shared by ``finetune``,
+    ``finetune_model`` and ``trial``: (model, tokenizer, training summary).
+    ``checkpoint_dir``: epoch checkpoints (the caller deletes it once its
+    outputs are written)."""
     from beluga.methods import get_algorithm
-    from beluga.modeling import configure_torch, load_model, pick_device, set_seed
+    from beluga.modeling import load_model, set_seed
     from beluga.training import build_streams, train
 
     if configuration not in CONFIG_SPEC:
         raise ConfigError(f"config: field 'configurations': unknown configuration {configuration!r} "
                           f"(known: {', '.join(CONFIG_SPEC)})")
-    configure_torch(threads)
+    clock = clock or Clock()
     _, mix = CONFIG_SPEC[configuration]
     train_funcs = set(folds_mod.training_functionalities(fold, all_functionalities))
     suite_train = _suite_split(suite_path, split_path, task.name, "train")
@@ -262,13 +305,16 @@ def _train_fold(*, task, configuration: str, method: str, fold: dict, all_functi
     overrides = get_algorithm(method).config_overrides(hparams)
     model, tokenizer = load_model(start_model, task.num_model_labels, config_overrides=overrides,
                                   task_head=_head(task))
-    model.to(pick_device())
+    model.to(job.device)
     streams = build_streams(task, iid_df, suite_train, dir_train_slice=dir_train_slice)
-    summary = train(model, tokenizer, streams, method, dict(hparams), seed, max_length=max_length,
-                    doc_stride=doc_stride, checkpoint_dir=checkpoint_dir,
-                    fingerprint_extra={"task": task.name, "configuration": configuration,
-                                       "partition": fold.get("partition"), "fold": fold.get("fold")})
-    summary["torch_threads"] = threads
+    clock.mark("train_start")
+    with clock("train"):
+        summary = train(model, tokenizer, streams, method, dict(hparams), seed, max_length=max_length,
+                        doc_stride=doc_stride, checkpoint_dir=checkpoint_dir, precision=job.precision,
+                        checkpoint_every_s=checkpoint_every_s,
+                        fingerprint_extra={"task": task.name, "configuration": configuration,
+                                           "partition": fold.get("partition"), "fold": fold.get("fold")})
+    clock.split("train", "checkpoint", summary["checkpoint_s"])
     return model, tokenizer, summary
 
 
@@ -302,63 +348,144 @@ def read_hparams(hparams: dict, selected: str | None) -> tuple[dict, dict | None
     return {**hparams, **choice["hparams"]}, choice
 
 
+def scored_functionalities(fold: dict, scope: str = "scored") -> list[str] | None:
+    """The functionalities whose T_test a fold's model must predict: the ones
+    it is scored on (its held-out functionalities; all of them for ``seen``
+    and the IID baseline), or None (every functionality) with ``scope="all"``."""
+    if scope not in PREDICT_SCOPES:
+        raise ConfigError(f"config: field 'predict.scope': {scope!r} is not one of {', '.join(PREDICT_SCOPES)}")
+    return None if scope == "all" else list(fold["held_out"])
+
+
+def _fold_record(*, task, configuration, method, partition, fold, start_label, hparams, seed, choice, iid_in_mix,
+                 summary, job: _Job) -> dict:
+    return {"task": task.name, "configuration": configuration, "method": method, "partition": partition,
+            "fold": fold["fold"], "held_out": fold["held_out"] if partition != "seen" else [],
+            "start_model": start_label, "hparams": hparams, "seed": seed,
+            "selection": None if choice is None else {k: choice[k] for k in ("policy", "fold", "trial", "score")},
+            "iid_in_mix": iid_in_mix, **summary, **job.record()}
+
+
 def finetune(*, task_type: str, configuration: str, method: str, partition: str, fold: dict,
              all_functionalities: list[str], suite_path: str, split_path: str, iid_train: str | None,
-             start_model: str, hparams: dict, seed: int, max_length: int, iid_in_mix: int | None,
-             dir_train_slice: bool, out_dir: str, threads: int = 1, doc_stride: int = 128,
-             selected: str | None = None, start_label: str | None = None, checkpoint_dir: str | None = None) -> None:
-    """Behavioral fine-tuning of one fold in one configuration with one method.
-    ``checkpoint_dir`` (optional): epoch checkpoints, to resume an interrupted
-    job (:mod:`beluga.checkpoint`); deleted once the model is written."""
+             iid_test: str, start_model: str, hparams: dict, seed: int, max_length: int, iid_in_mix: int | None,
+             dir_train_slice: bool, out_predictions: str, out_run: str, out_outcomes: str,
+             out_model: str | None = None, threads: int = 1, doc_stride: int = 128, selected: str | None = None,
+             start_label: str | None = None, checkpoint_dir: str | None = None, precision: str = "auto",
+             batch_size: int = 64, scope: str = "scored", checkpoint_every_s: float = 0.0) -> dict:
+    """One fold, in one process with the model in memory: behavioral
+    fine-tuning in one configuration with one method, predictions for the
+    T_test cases the fold is scored on (``scope``) and the i.i.d. test set,
+    and their outcomes. The model is written only to ``out_model`` (when
+    given: kept models, or an LP model that LP-FT starts from).
+    ``checkpoint_dir`` (optional): epoch checkpoints, to resume an
+    interrupted job (:mod:`beluga.checkpoint`); deleted once the outputs are
+    written. Returns the job's timing parts."""
     from beluga import checkpoint
     from beluga.modeling import save_model
 
+    clock = Clock()
+    job = _start_job(threads, precision)
     task = get_task(task_type)
     hparams, choice = read_hparams(hparams, selected)
     model, tokenizer, summary = _train_fold(
         task=task, configuration=configuration, method=method, fold=fold, all_functionalities=all_functionalities,
         suite_path=suite_path, split_path=split_path, iid_train=iid_train, start_model=start_model,
         hparams=hparams, seed=seed, max_length=max_length, iid_in_mix=iid_in_mix,
-        dir_train_slice=dir_train_slice, threads=threads, doc_stride=doc_stride, checkpoint_dir=checkpoint_dir)
-    record = {"task": task.name, "configuration": configuration, "method": method, "partition": partition,
-              "fold": fold["fold"], "held_out": fold["held_out"] if partition != "seen" else [],
-              "start_model": start_label or start_model, "hparams": hparams, "seed": seed,
-              "selection": None if choice is None else {k: choice[k] for k in ("policy", "fold", "trial", "score")},
-              "iid_in_mix": iid_in_mix, **summary, "versions": _versions(), "device": _device_name()}
+        dir_train_slice=dir_train_slice, job=job, doc_stride=doc_stride, checkpoint_dir=checkpoint_dir, clock=clock,
+        checkpoint_every_s=checkpoint_every_s)
+    record = _fold_record(task=task, configuration=configuration, method=method, partition=partition, fold=fold,
+                          start_label=start_label or start_model, hparams=hparams, seed=seed, choice=choice,
+                          iid_in_mix=iid_in_mix, summary=summary, job=job)
+    if out_model is not None:
+        with clock("save_model"):
+            save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)})
+    functionalities = scored_functionalities(fold, scope)
+    suite_test, iid = _test_sets(suite_path, split_path, task_type, iid_test, functionalities)
+    with clock("predict"):
+        preds = _predictions(model, tokenizer, task, suite_test, iid, batch_size, max_length, doc_stride,
+                             job.precision)
+    with clock("score"):
+        outcome = _outcomes(task, suite_test, preds, iid, fold["held_out"], source=out_predictions)
+    record.update(n_predictions=len(preds), predict_scope=scope, predicted_functionalities=functionalities,
+                  timing=clock.record())
+    _write_predictions(preds, task, out_predictions)
+    write_json(record, out_run)
+    write_parquet(outcome, out_outcomes)
+    checkpoint.clear(checkpoint_dir)
+    return clock.parts
+
+
+def finetune_model(*, task_type: str, configuration: str, method: str, partition: str, fold: dict,
+                   all_functionalities: list[str], suite_path: str, split_path: str, iid_train: str | None,
+                   start_model: str, hparams: dict, seed: int, max_length: int, iid_in_mix: int | None,
+                   dir_train_slice: bool, out_dir: str, threads: int = 1, doc_stride: int = 128,
+                   selected: str | None = None, start_label: str | None = None, checkpoint_dir: str | None = None,
+                   precision: str = "auto", checkpoint_every_s: float = 0.0) -> dict:
+    """Behavioral fine-tuning of one fold whose model is kept on disk
+    (``keep_models: true``): the model and its run record go to ``out_dir``;
+    the ``predict`` and ``outcomes`` rules take it from there. Returns the
+    job's timing parts."""
+    from beluga import checkpoint
+    from beluga.modeling import save_model
+
+    clock = Clock()
+    job = _start_job(threads, precision)
+    task = get_task(task_type)
+    hparams, choice = read_hparams(hparams, selected)
+    model, tokenizer, summary = _train_fold(
+        task=task, configuration=configuration, method=method, fold=fold, all_functionalities=all_functionalities,
+        suite_path=suite_path, split_path=split_path, iid_train=iid_train, start_model=start_model,
+        hparams=hparams, seed=seed, max_length=max_length, iid_in_mix=iid_in_mix,
+        dir_train_slice=dir_train_slice, job=job, doc_stride=doc_stride, checkpoint_dir=checkpoint_dir, clock=clock,
+        checkpoint_every_s=checkpoint_every_s)
+    record = _fold_record(task=task, configuration=configuration, method=method, partition=partition, fold=fold,
+                          start_label=start_label or start_model, hparams=hparams, seed=seed, choice=choice,
+                          iid_in_mix=iid_in_mix, summary=summary, job=job)
+    record["timing"] = clock.record()
     save_model(model, tokenizer, out_dir, {RUN_FILE: json.dumps(record, indent=2)})
     checkpoint.clear(checkpoint_dir)
+    return clock.parts
 
 
 def trial(*, task_type: str, configuration: str, method: str, fold: dict, trial_id: str, grid_point: dict,
           all_functionalities: list[str], suite_path: str, split_path: str, iid_train: str | None,
           start_model: str, hparams: dict, seed: int, max_length: int, iid_in_mix: int | None,
           dir_train_slice: bool, batch_size: int, out_path: str, threads: int = 1, doc_stride: int = 128,
-          checkpoint_dir: str | None = None) -> None:
+          checkpoint_dir: str | None = None, precision: str = "auto", checkpoint_every_s: float = 0.0) -> dict:
     """One grid point of model selection: train the fold as ``finetune`` does
     with ``grid_point`` on top of ``hparams``, score T_val of the fold's
     training functionalities (the held-out ones are never looked at), write
     the mean pass rate. ``checkpoint_dir``: as in :func:`finetune`."""
     from beluga import checkpoint
 
+    clock = Clock()
+    job = _start_job(threads, precision)
     task = get_task(task_type)
     hp = {**hparams, **grid_point}
     model, tokenizer, summary = _train_fold(
         task=task, configuration=configuration, method=method, fold=fold, all_functionalities=all_functionalities,
         suite_path=suite_path, split_path=split_path, iid_train=iid_train, start_model=start_model, hparams=hp,
         seed=seed, max_length=max_length, iid_in_mix=iid_in_mix, dir_train_slice=dir_train_slice,
-        threads=threads, doc_stride=doc_stride, checkpoint_dir=checkpoint_dir)
+        job=job, doc_stride=doc_stride, checkpoint_dir=checkpoint_dir, clock=clock,
+        checkpoint_every_s=checkpoint_every_s)
     train_funcs = set(folds_mod.training_functionalities(fold, all_functionalities))
     val = _suite_split(suite_path, split_path, task_type, "val")
     val = val[val["functionality"].isin(train_funcs)].reset_index(drop=True)
-    preds = _suite_predictions(model, tokenizer, task, val, "suite_val", batch_size, max_length, doc_stride)
-    status = score_cases(val, preds, task, source=f"trial {trial_id}")
-    rates = pass_rates(status, functionality_table(val)).set_index("functionality")["pass_rate"]
+    with clock("predict"):
+        preds = _suite_predictions(model, tokenizer, task, val, "suite_val", batch_size, max_length, doc_stride,
+                                   job.precision)
+    with clock("score"):
+        status = score_cases(val, preds, task, source=f"trial {trial_id}")
+        rates = pass_rates(status, functionality_table(val)).set_index("functionality")["pass_rate"]
     score = float(rates.mean()) if rates.notna().any() else float("nan")
     write_json({"trial": trial_id, "grid_point": grid_point, "hparams": hp, "fold": fold["fold"],
                 "partition": fold["partition"], "score": score, "metric": "mean T_val pass rate",
                 "pass_rates": {k: (None if np.isnan(v) else v) for k, v in rates.items()},
-                "steps": summary["steps"], "wall_time_s": summary["wall_time_s"]}, out_path)
+                "steps": summary["steps"], "wall_time_s": summary["wall_time_s"], **job.precision.record(),
+                "timing": clock.record()}, out_path)
     checkpoint.clear(checkpoint_dir)
+    return clock.parts
 
 
 def select_hparams(*, trials: list[str], policy: str, out_path: str) -> None:
@@ -376,7 +503,7 @@ def select_hparams(*, trials: list[str], policy: str, out_path: str) -> None:
 
 # ---------------------------------------------------------------- predictions
 def _model_outputs(model, tokenizer, task, texts: list[str], texts_b: list, batch_size: int, max_length: int,
-                   doc_stride: int) -> dict[str, list]:
+                   doc_stride: int, precision) -> dict[str, list]:
     """Prediction columns for the inputs: ``probs`` (classification) or
     ``answer`` / ``start`` / ``end`` (extractive QA; texts = contexts,
     texts_b = questions)."""
@@ -384,18 +511,19 @@ def _model_outputs(model, tokenizer, task, texts: list[str], texts_b: list, batc
         from beluga.qa import predict_qa
 
         spans = predict_qa(model, tokenizer, questions=texts_b, contexts=texts, batch_size=batch_size,
-                           max_length=max_length, stride=doc_stride)
+                           max_length=max_length, stride=doc_stride, precision=precision)
         return {"answer": [a for a, _, _ in spans], "start": [st for _, st, _ in spans],
                 "end": [en for _, _, en in spans]}
     from beluga.modeling import predict_probs
 
     use_b = any(b is not None for b in texts_b)
-    probs = predict_probs(model, tokenizer, texts, texts_b if use_b else None, batch_size, max_length)
+    probs = predict_probs(model, tokenizer, texts, texts_b if use_b else None, batch_size, max_length,
+                          precision=precision)
     return {"probs": [row.tolist() for row in probs]}
 
 
 def _suite_predictions(model, tokenizer, task, cases: pd.DataFrame, split: str, batch_size: int,
-                       max_length: int, doc_stride: int) -> pd.DataFrame:
+                       max_length: int, doc_stride: int, precision) -> pd.DataFrame:
     """Predictions for every input of ``cases``, keyed by (case_id, input_idx)."""
     keys, texts, texts_b = [], [], []
     for r in cases.itertuples(index=False):
@@ -405,28 +533,28 @@ def _suite_predictions(model, tokenizer, task, cases: pd.DataFrame, split: str, 
             texts_b.append(r.inputs_b[j] if r.inputs_b is not None else None)
     out = pd.DataFrame({"split": split, "case_id": [k[0] for k in keys], "input_idx": [k[1] for k in keys]})
     for col, values in _model_outputs(model, tokenizer, task, texts, texts_b, batch_size, max_length,
-                                      doc_stride).items():
+                                      doc_stride, precision).items():
         out[col] = values
     return out
 
 
-def predict(*, task_type: str, model_dir: str, suite_path: str, split_path: str, iid_test: str,
-            batch_size: int, max_length: int, out_path: str, out_run: str, threads: int = 1,
-            doc_stride: int = 128) -> None:
-    """Predictions for every input of every T_test case and every i.i.d. test
-    example, keyed by (split, case_id, input_idx): class probabilities
-    (``probs``, classification) or answer strings with character offsets
-    (``answer``, ``start``, ``end``; extractive QA)."""
-    from beluga.modeling import configure_torch, load_trained, pick_device
-
-    configure_torch(threads)
-    task = get_task(task_type)
-    model, tokenizer = load_trained(model_dir, _head(task))
-    model.to(pick_device())
-    t0 = time.time()
+def _test_sets(suite_path: str, split_path: str, task_type: str, iid_test: str,
+               functionalities: list[str] | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(T_test cases of ``functionalities`` (None: all), the i.i.d. test set)."""
     suite_test = _suite_split(suite_path, split_path, task_type, "test")
-    suite = _suite_predictions(model, tokenizer, task, suite_test, "suite_test", batch_size, max_length, doc_stride)
-    iid = pd.read_parquet(iid_test)
+    if functionalities is not None:
+        suite_test = suite_test[suite_test["functionality"].isin(set(functionalities))].reset_index(drop=True)
+    return suite_test, pd.read_parquet(iid_test)
+
+
+def _predictions(model, tokenizer, task, suite_test: pd.DataFrame, iid: pd.DataFrame, batch_size: int,
+                 max_length: int, doc_stride: int, precision) -> pd.DataFrame:
+    """Predictions for every input of the ``suite_test`` cases and every
+    i.i.d. test example, keyed by (split, case_id, input_idx): class
+    probabilities (``probs``; i.i.d. rows also carry the gold ``label``) or
+    answer strings with character offsets (``answer``, ``start``, ``end``)."""
+    suite = _suite_predictions(model, tokenizer, task, suite_test, "suite_test", batch_size, max_length, doc_stride,
+                               precision)
     if task.kind == "qa":   # READ: contexts and questions
         texts, texts_b = list(iid["context"]), list(iid["question"])
     else:
@@ -434,39 +562,73 @@ def predict(*, task_type: str, model_dir: str, suite_path: str, split_path: str,
         texts_b = list(iid["text_b"]) if "text_b" in iid.columns else [None] * len(iid)
     iid_out = pd.DataFrame({"split": "iid_test", "case_id": iid["example_id"].astype(str), "input_idx": 0})
     for col, values in _model_outputs(model, tokenizer, task, texts, texts_b, batch_size, max_length,
-                                      doc_stride).items():
+                                      doc_stride, precision).items():
         iid_out[col] = values
     if task.kind != "qa":
         suite["label"] = None
         iid_out["label"] = iid["label"].astype(int).to_numpy()
-    df = pd.concat([suite, iid_out], ignore_index=True)
+    return pd.concat([suite, iid_out], ignore_index=True)
+
+
+def _write_predictions(df: pd.DataFrame, task, out_path: str) -> None:
     columns = {c: [None if (c == "label" and pd.isna(v)) else v for v in df[c]] for c in df.columns}
     schema = QA_PREDICTION_SCHEMA if task.kind == "qa" else PREDICTION_SCHEMA
     write_parquet(pa.Table.from_pydict({f.name: columns[f.name] for f in schema}, schema=schema), out_path)
+
+
+def predict(*, task_type: str, model_dir: str, suite_path: str, split_path: str, iid_test: str,
+            batch_size: int, max_length: int, out_path: str, out_run: str, threads: int = 1,
+            doc_stride: int = 128, functionalities: list[str] | None = None, precision: str = "auto") -> dict:
+    """Predictions of a model on disk (the IID baseline, kept fold models) for
+    every input of the T_test cases of ``functionalities`` (None: all) and
+    every i.i.d. test example (see :func:`_predictions`). Returns the job's
+    timing parts."""
+    from beluga.modeling import load_trained
+
+    clock = Clock()
+    job = _start_job(threads, precision)
+    task = get_task(task_type)
+    model, tokenizer = load_trained(model_dir, _head(task))
+    model.to(job.device)
+    suite_test, iid = _test_sets(suite_path, split_path, task_type, iid_test, functionalities)
+    clock.mark("predict_start")
+    with clock("predict"):
+        df = _predictions(model, tokenizer, task, suite_test, iid, batch_size, max_length, doc_stride,
+                          job.precision)
+    _write_predictions(df, task, out_path)
     record = json.loads((Path(model_dir) / RUN_FILE).read_text())
-    record["prediction_wall_time_s"] = round(time.time() - t0, 2)
+    record["prediction_wall_time_s"] = round(clock.parts["predict"], 2)
     record["n_predictions"] = len(df)
+    record["predicted_functionalities"] = functionalities
+    record["prediction"] = {**job.record(), "timing": clock.record()}
     write_json(record, out_run)
+    return clock.parts
 
 
 # ---------------------------------------------------------------- scoring
-def outcomes(*, task_type: str, suite_path: str, split_path: str, predictions: str, iid_test: str,
-             held_out: list[str], out_path: str) -> None:
-    """Per-case status on T_test (flag ``held_out``) and per-example i.i.d.
-    outcomes, keyed by ids."""
+def _outcomes(task, suite_test: pd.DataFrame, preds: pd.DataFrame, iid: pd.DataFrame, held_out: list[str],
+              source: str) -> pd.DataFrame:
+    """Per-case status on T_test (``held_out`` flags the fold's scored
+    functionalities) and per-example i.i.d. outcomes, keyed by ids."""
     from beluga.metrics import iid_outcomes
 
-    task = get_task(task_type)
-    suite_test = _suite_split(suite_path, split_path, task_type, "test")
-    preds = pd.read_parquet(predictions)
-    status = score_cases(suite_test, preds[preds["split"] == "suite_test"], task, source=predictions)
+    status = score_cases(suite_test, preds[preds["split"] == "suite_test"], task, source=source)
     status["split"] = "suite_test"
     status["held_out"] = status["functionality"].isin(set(held_out))
-    iid_out = iid_outcomes(preds[preds["split"] == "iid_test"], pd.read_parquet(iid_test), task.kind,
-                           source=predictions)
+    iid_out = iid_outcomes(preds[preds["split"] == "iid_test"], iid, task.kind, source=source)
     out = pd.concat([status, iid_out], ignore_index=True)
     out["correct"] = out["correct"].astype("boolean")
-    write_parquet(out, out_path)
+    return out
+
+
+def outcomes(*, task_type: str, suite_path: str, split_path: str, predictions: str, iid_test: str,
+             held_out: list[str], out_path: str, functionalities: list[str] | None = None) -> None:
+    """Outcomes of a predictions file (see :func:`_outcomes`): the T_test
+    cases of ``functionalities`` (None: all; what was predicted)."""
+    task = get_task(task_type)
+    suite_test, iid = _test_sets(suite_path, split_path, task_type, iid_test, functionalities)
+    write_parquet(_outcomes(task, suite_test, pd.read_parquet(predictions), iid, held_out, source=predictions),
+                  out_path)
 
 
 def aggregate_task(*, task: str, task_type: str, suite_path: str, runs: list[dict], out_long: str,

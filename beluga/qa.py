@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from beluga.errors import ConfigError, DataError
+from beluga.precision import FP32, Precision, full
 
 # --------------------------------------------------------------------------- metrics
 
@@ -365,13 +366,14 @@ def _device(model):
     return next(model.parameters()).device
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def predict_qa(model, tokenizer, questions: Sequence[str], contexts: Sequence[str], batch_size: int = 32,
                max_length: int = 384, stride: int = 128, max_answer_len: int = 30,
-               n_best: int = 20) -> list[tuple[str, int, int]]:
+               n_best: int = 20, precision: Precision = FP32) -> list[tuple[str, int, int]]:
     """Predicted (answer, start_char, end_char) per (question, context), in input order.
     Examples are processed in batches of ``batch_size`` (grouped by length);
-    their features go through the model ``batch_size`` at a time."""
+    their features go through the model ``batch_size`` at a time (forward
+    passes under ``precision``'s autocast, logits decoded in float32)."""
     model.eval()
     n = len(questions)
     if len(contexts) != n:
@@ -385,7 +387,8 @@ def predict_qa(model, tokenizer, questions: Sequence[str], contexts: Sequence[st
         feats = encode_qa(tokenizer, qs, cs, max_length=max_length, stride=stride)
         starts, ends = [], []
         for fs in range(0, len(feats), batch_size):
-            res = model(**feats.model_inputs(slice(fs, fs + batch_size), device=dev))
+            with precision.autocast():
+                res = model(**feats.model_inputs(slice(fs, fs + batch_size), device=dev))
             starts.append(res.start_logits.float().cpu())
             ends.append(res.end_logits.float().cpu())
         answers = decode_answers(torch.cat(starts), torch.cat(ends), feats, cs,
@@ -407,13 +410,15 @@ def per_example_mean(values: torch.Tensor, example_idx: torch.Tensor, n_examples
 
 
 def _scaled(logits: torch.Tensor, scale: torch.Tensor | float | None) -> torch.Tensor:
+    """float32 logits (forward passes may run under bf16 autocast), times ``scale`` if given."""
+    logits = full(logits)
     return logits if scale is None else logits * scale
 
 
 def qa_mft_batch_loss(model, tokenizer, questions: Sequence[str], contexts: Sequence[str],
                       answers: Sequence[str], answer_starts: Sequence[int | None] | None = None,
                       max_length: int = 384, stride: int = 128, mask_padding: bool = False,
-                      scale: torch.Tensor | float | None = None) -> torch.Tensor:
+                      scale: torch.Tensor | float | None = None, precision: Precision = FP32) -> torch.Tensor:
     """Per-example MFT / i.i.d. span loss (with gradients): every window of an
     example is trained (windows without the answer target [CLS]) and its
     features' losses are averaged, so each example weighs the same.
@@ -421,7 +426,8 @@ def qa_mft_batch_loss(model, tokenizer, questions: Sequence[str], contexts: Sequ
     start and end logits before the softmaxes."""
     feats = encode_qa(tokenizer, questions, contexts, max_length=max_length, stride=stride)
     sp, ep = span_targets(feats, contexts, answers, answer_starts)
-    res = model(**feats.model_inputs(device=_device(model)))
+    with precision.autocast():
+        res = model(**feats.model_inputs(device=_device(model)))
     start, end = _scaled(res.start_logits, scale), _scaled(res.end_logits, scale)
     loss = qa_mft_loss(start, end, sp, ep,
                        mask=feats.attention_mask if mask_padding else None)
@@ -431,7 +437,7 @@ def qa_mft_batch_loss(model, tokenizer, questions: Sequence[str], contexts: Sequ
 def qa_inv_batch_loss(model, tokenizer, orig_questions: Sequence[str], orig_contexts: Sequence[str],
                       pert_questions: Sequence[str], pert_contexts: Sequence[str], max_length: int = 384,
                       detach_orig: bool = False, scope: str = "context",
-                      scale: torch.Tensor | float | None = None) -> torch.Tensor:
+                      scale: torch.Tensor | float | None = None, precision: Precision = FP32) -> torch.Tensor:
     """Per-pair INV loss (with gradients) for (original, perturbation) pairs.
     Each input is one window (truncated, no overflow); positions are aligned
     over the context tokens (``scope="context"``, default) or over the whole
@@ -445,8 +451,9 @@ def qa_inv_batch_loss(model, tokenizer, orig_questions: Sequence[str], orig_cont
     mp = fp.context_mask if scope == "context" else fp.attention_mask.bool()
     pairs = [aligned_positions(fo.input_ids[r], fp.input_ids[r], mo[r], mp[r]) for r in range(len(fo))]
     dev = _device(model)
-    ro = model(**fo.model_inputs(device=dev))
-    rp = model(**fp.model_inputs(device=dev))
+    with precision.autocast():
+        ro = model(**fo.model_inputs(device=dev))
+        rp = model(**fp.model_inputs(device=dev))
     return qa_inv_loss(_scaled(ro.start_logits, scale), _scaled(ro.end_logits, scale),
                        _scaled(rp.start_logits, scale), _scaled(rp.end_logits, scale), pairs,
                        detach_orig=detach_orig)

@@ -1,18 +1,47 @@
-"""Glue for workflow_scripts: logging to the rule's log file, one-line errors."""
+"""Glue for workflow_scripts: logging to the rule's log file, one-line errors,
+the job's timing, and a fast exit.
+
+Every job ends its log with one line ``BELUGA_TIMING {json}``: the rule, the
+wildcards, when the process started (from the kernel), when the rule's step
+was called and returned, and the step's science parts (training, prediction,
+scoring seconds) when it reports them. ``scripts/benchmark.py`` reads these
+lines to split a run's job-seconds into science and fixed per-process cost.
+
+A job that succeeded leaves through ``os._exit(0)`` once its outputs are
+closed and its log is flushed: the interpreter's teardown (about a second
+with torch and transformers loaded: module finalisers, garbage collection)
+does nothing for the outputs. ``BELUGA_FULL_EXIT=1`` keeps the normal exit.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
+import time
 import traceback
 
+from beluga.clock import process_start_time
 from beluga.errors import BelugaError
+
+TIMING_TAG = "BELUGA_TIMING"
+
+
+def timing_line(rule: str, wildcards: dict, started: float, called: float, returned: float,
+                science: dict | None) -> str:
+    return TIMING_TAG + " " + json.dumps({
+        "rule": rule, "wildcards": wildcards, "process_start": round(started, 3), "call_start": round(called, 3),
+        "call_end": round(returned, 3), "science": {k: round(v, 3) for k, v in (science or {}).items()}},
+        sort_keys=True)
 
 
 def run(snakemake, fn) -> None:
     """Call ``fn()`` with logging sent to the rule's log; a BelugaError ends
-    the job with its one-line message (full traceback only in the log)."""
+    the job with its one-line message (full traceback only in the log). A
+    dict returned by ``fn`` (name -> seconds: the step's training /
+    prediction / scoring time) goes into the job's timing line."""
+    started = process_start_time()
     log_path = snakemake.log[0] if len(snakemake.log) else None
     handlers = [logging.StreamHandler(sys.stderr)]
     if log_path:
@@ -20,8 +49,9 @@ def run(snakemake, fn) -> None:
         handlers.append(logging.FileHandler(log_path, mode="w"))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         handlers=handlers, force=True)
+    called = time.time()
     try:
-        fn()
+        out = fn()
     except BelugaError as e:
         logging.getLogger("beluga").debug(traceback.format_exc())
         if log_path:
@@ -29,3 +59,18 @@ def run(snakemake, fn) -> None:
                 fh.write(traceback.format_exc())
         print("error: " + " ".join(str(e).splitlines()), file=sys.stderr)  # one line
         sys.exit(1)
+    science = {k: v for k, v in out.items() if k in SCIENCE_PARTS} if isinstance(out, dict) else None
+    wildcards = dict(snakemake.wildcards.items()) if hasattr(snakemake.wildcards, "items") else {}
+    line = timing_line(snakemake.rule, wildcards, started, called, time.time(), science)
+    if log_path:
+        with open(log_path, "a") as fh:
+            fh.write(line + "\n")
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.environ.get("BELUGA_FULL_EXIT", "0") in ("0", "", "false", "False"):
+        os._exit(0)
+
+
+#: the parts of a job that are the science (everything else is fixed per-process cost)
+SCIENCE_PARTS = ("train", "predict", "score")

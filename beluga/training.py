@@ -21,15 +21,14 @@ Two sampling modes, chosen by the method (``Algorithm.sampling``):
   every pass (small environments cycle more often: sampling is balanced over
   environments, not over items); a minibatch holds up to ``batch_size``
   distinct items of one environment and one batch kind (see
-  :class:`EnvSampler`). An *epoch* is
-  ``ceil(total items / batch_size)`` updates by default
-  (``per_env_epoch="steps"``): the number of updates of pooled sampling, up to
-  rounding, so the learning-rate schedule and an IRM anneal fraction mean the
-  same; each update then sees up to k minibatches (k environments per step),
-  i.e. k times the examples (and compute) of a pooled update.
-  ``per_env_epoch="examples"`` makes an epoch ``ceil(total items / (k ×
-  batch_size))`` updates instead: as many examples per epoch as pooled
-  sampling, k times fewer updates.
+  :class:`EnvSampler`). An *epoch* is ``ceil(total items / (k ×
+  batch_size))`` updates by default (``per_env_epoch="examples"``, k
+  environments per step): as many examples, and so about the compute, of a
+  pooled epoch, as in the reference code (the paper's equal compute budget
+  across methods). ``per_env_epoch="steps"`` makes an epoch ``ceil(total
+  items / batch_size)`` updates instead: the number of updates of pooled
+  sampling, each seeing up to k minibatches, i.e. k times the examples (and
+  compute) of a pooled epoch.
 
 The linear learning-rate decay and the gradient clipping are shared by
 every method (:class:`beluga.methods.Algorithm`).
@@ -50,6 +49,7 @@ import torch
 
 from beluga.losses import DIR_FN_INDEX, dir_function_for, dir_loss, inv_loss, mft_loss, neutral_mask
 from beluga.methods import DEFAULT_HPARAMS, check_method_hparams, get_algorithm
+from beluga.precision import FP32, Precision, full
 from beluga.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -283,17 +283,22 @@ class EnvSampler:
 class LossFn:
     """Maps (model, batch) to per-example losses; tokenizes on the fly."""
 
-    def __init__(self, tokenizer, max_length: int, detach_inv_orig: bool = False, doc_stride: int = 128):
+    def __init__(self, tokenizer, max_length: int, detach_inv_orig: bool = False, doc_stride: int = 128,
+                 precision: Precision = FP32):
         self.tokenizer = tokenizer
         self.max_length = max_length
         self.detach_inv_orig = detach_inv_orig
         self.doc_stride = doc_stride
+        self.precision = precision
 
     def logits(self, model, texts, texts_b=None):
+        """float32 logits; the forward pass runs under the precision's autocast."""
         enc = self.tokenizer(texts, texts_b, padding=True, truncation=True, max_length=self.max_length,
                              return_tensors="pt")
         dev = next(model.parameters()).device
-        return model(**{k: v.to(dev) for k, v in enc.items()}).logits
+        with self.precision.autocast():
+            logits = model(**{k: v.to(dev) for k, v in enc.items()}).logits
+        return full(logits)
 
     def __call__(self, model, batch: Batch, scale: torch.Tensor | float | None = None) -> torch.Tensor:
         """Per-example losses. ``scale`` (optional; IRM's dummy classifier w)
@@ -304,7 +309,8 @@ class LossFn:
 
             return qa_mft_batch_loss(model, self.tokenizer, questions=batch.texts_b, contexts=batch.texts,
                                      answers=batch.answers, answer_starts=batch.answer_starts,
-                                     max_length=self.max_length, stride=self.doc_stride, scale=scale)
+                                     max_length=self.max_length, stride=self.doc_stride, scale=scale,
+                                     precision=self.precision)
         if batch.kind == "qa_inv":
             from beluga.qa import qa_inv_batch_loss
 
@@ -312,7 +318,7 @@ class LossFn:
             return qa_inv_batch_loss(model, self.tokenizer, orig_questions=batch.texts_b[:n],
                                      orig_contexts=batch.texts[:n], pert_questions=batch.texts_b[n:],
                                      pert_contexts=batch.texts[n:], max_length=self.max_length,
-                                     detach_orig=self.detach_inv_orig, scale=scale)
+                                     detach_orig=self.detach_inv_orig, scale=scale, precision=self.precision)
         logits = self.logits(model, batch.texts, batch.texts_b)
         if scale is not None:
             logits = logits * scale
@@ -328,18 +334,35 @@ class LossFn:
         return dir_loss(lo, lp, batch.dir_fn.to(lo.device), keep=keep)
 
 
+def _as_tensor(v) -> torch.Tensor:
+    return v.detach().float().reshape(()) if torch.is_tensor(v) else torch.tensor(float(v))
+
+
+def _mean(values: list[torch.Tensor]) -> float:
+    """Mean of 0-dim loss tensors (on any device) as a float: one host sync."""
+    if not values:
+        return float("nan")
+    return float(torch.stack([v.to(values[0].device) for v in values]).mean())
+
+
 def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams: dict, seed: int,
           max_length: int = 128, log_every: int = 50, doc_stride: int = 128,
           reference_state: dict | None = None, checkpoint_dir: str | os.PathLike | None = None,
-          fingerprint_extra: dict | None = None) -> dict:
+          fingerprint_extra: dict | None = None, precision: Precision = FP32,
+          checkpoint_every_s: float = 0.0) -> dict:
     """Train ``model`` in place with ``method``. ``hparams`` holds lr,
     batch_size, epochs and the method's own hyper-parameters (missing ones
     take ``DEFAULT_HPARAMS``). ``reference_state`` (optional, name -> tensor):
     reference weights for L2-SP (default: the model's weights at the start).
+    ``precision`` (:mod:`beluga.precision`): autocast of the forward passes
+    and fused AdamW (default: float32, unfused).
 
-    ``checkpoint_dir`` (optional; unused for one epoch): after every epoch but
+    ``checkpoint_dir`` (optional; unused for one epoch): after an epoch but
     the last, the whole training state is written there
-    (:mod:`beluga.checkpoint`); a later call with the same run (same
+    (:mod:`beluga.checkpoint`) when at least ``checkpoint_every_s`` seconds
+    have passed since training started or since the last checkpoint (0:
+    after every epoch; a job shorter than that would redo less than it spends
+    saving); a later call with the same run (same
     fingerprint: settings, data, start model, ``fingerprint_extra``) resumes
     after the last saved epoch and ends with the same weights, bit for bit,
     as a run that never stopped (same device kind and torch threads). The epoch's data
@@ -349,7 +372,8 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
 
     Returns a summary dict: steps, epoch_losses (mean objective per epoch),
     epoch_risks (mean loss per epoch, without penalties / weights),
-    wall_time_s, stream_sizes, sampling, and for ``per_env`` sampling
+    wall_time_s (checkpoint_s of it: fingerprint, checkpoint writes and
+    restore), stream_sizes, sampling, and for ``per_env`` sampling
     env_sizes / envs_per_step / steps_per_epoch; ``method_info`` holds the
     method's own (e.g. final Group-DRO weights, IRM switch step);
     ``resumed_from_epoch`` the epochs a checkpoint provided (0: none)."""
@@ -362,7 +386,7 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
     if batch_size <= 0 or epochs <= 0 or float(hparams["lr"]) <= 0:
         raise ValueError(f"batch_size, epochs and lr must be positive, got {batch_size}, {epochs}, {hparams['lr']}")
     loss_fn = LossFn(tokenizer, max_length, detach_inv_orig=bool(hparams.get("detach_inv_orig", False)),
-                     doc_stride=doc_stride)
+                     doc_stride=doc_stride, precision=precision)
     extra: dict = {"sampling": algo_cls.sampling}
     sampler = None   # per-env sampling only (its state is checkpointed)
     if algo_cls.sampling == "pooled":
@@ -378,7 +402,7 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
         k = algo_cls.envs_per_step(hparams)
         k = len(envs) if k is None else min(int(k), len(envs))
         n_items = sum(len(items) for _, items in groups.values())
-        per = batch_size * (k if hparams.get("per_env_epoch", "steps") == "examples" else 1)
+        per = batch_size * (k if hparams.get("per_env_epoch", "examples") == "examples" else 1)
         steps_per_epoch = math.ceil(n_items / per)
         total = steps_per_epoch * epochs
         sampler = EnvSampler(groups, batch_size, np.random.default_rng([seed, 1_000_003]))
@@ -390,6 +414,7 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
     else:
         raise NotImplementedError(f"sampling mode {algo_cls.sampling!r} of method {method!r} is not implemented")
     fp = ckpt = None
+    t_ckpt = time.time()
     if epochs == 1:
         checkpoint_dir = None   # no epoch boundary: nothing to save or resume
     if checkpoint_dir is not None:
@@ -398,12 +423,13 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
         fp = checkpoint.fingerprint(model=model, method=method, hparams=hparams, seed=seed, streams=streams,
                                     reference_state=reference_state,
                                     extra={"max_length": max_length, "doc_stride": doc_stride,
-                                           **(fingerprint_extra or {})})
+                                           **precision.record(), **(fingerprint_extra or {})})
         ckpt = checkpoint.load(checkpoint_dir, fp)
         checkpoint.write_owner(checkpoint_dir, fp)
     model.train()
-    algo = algo_cls(model, hparams, loss_fn, total, envs=envs, reference_state=reference_state)
-    t0, step, history, risks, start_epoch, wall_before = time.time(), 0, [], [], 0, 0.0
+    algo = algo_cls(model, hparams, loss_fn, total, envs=envs, reference_state=reference_state,
+                    fused=precision.fused_optimizer)
+    t0, step, history, risks, start_epoch, wall_before = t_ckpt, 0, [], [], 0, 0.0
     if ckpt is not None:
         loop = checkpoint.restore(ckpt, model, algo)
         start_epoch, step = int(loop["epochs_done"]), int(loop["steps"])
@@ -416,23 +442,30 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
                         loop.get("torch_threads"))
         log.info("resumed from epoch %d of %d (checkpoint %s, step %d)", start_epoch, epochs, ckpt.path, step)
         del ckpt
+    ckpt_s = time.time() - t_ckpt   # fingerprint and restore
+    last_save = time.time()
     for epoch in range(start_epoch, epochs):
+        # losses stay on the device (0-dim tensors); they reach the host only when logged
         running, running_risk = [], []
         for minibatches in epoch_plan(epoch):
             stats = algo.update(minibatches)
-            running.append(stats["loss"])
-            running_risk.append(stats.get("risk", stats["loss"]))
+            running.append(_as_tensor(stats["loss"]))
+            running_risk.append(_as_tensor(stats.get("risk", stats["loss"])))
             step += 1
             if step % log_every == 0:
-                log.info("step %d/%d loss %.4f", step, total, float(np.mean(running[-log_every:])))
-        history.append(float(np.mean(running)))
-        risks.append(float(np.mean(running_risk)))
+                log.info("step %d/%d loss %.4f", step, total, _mean(running[-log_every:]))
+        history.append(_mean(running))
+        risks.append(_mean(running_risk))
         log.info("epoch %d done: mean loss %.4f (%.1fs)", epoch + 1, history[-1], time.time() - t0)
-        if checkpoint_dir is not None and epoch + 1 < epochs:
+        if checkpoint_dir is not None and epoch + 1 < epochs and time.time() - last_save >= checkpoint_every_s:
+            t_save = time.time()
             loop = {"epochs_done": epoch + 1, "steps": step, "epoch_losses": history, "epoch_risks": risks,
                     "wall_time_s": wall_before + time.time() - t0, "torch_threads": torch.get_num_threads(),
                     "sampler": sampler.state() if sampler is not None else None}
             checkpoint.save(checkpoint_dir, epoch=epoch + 1, fp=fp, model=model, algo=algo, state=loop)
+            last_save = time.time()
+            ckpt_s += last_save - t_save
     return {"steps": step, "epoch_losses": history, "epoch_risks": risks,
-            "wall_time_s": round(wall_before + time.time() - t0, 2), "resumed_from_epoch": start_epoch,
+            "wall_time_s": round(wall_before + time.time() - t0, 2), "checkpoint_s": round(ckpt_s, 3),
+            "resumed_from_epoch": start_epoch,
             "stream_sizes": {k: len(v) for k, v in streams.items()}, **extra, "method_info": algo.summary()}

@@ -150,6 +150,41 @@ def job_resources(kind):
 # torch threads per training / prediction job: fixed, because float reductions
 # (and so the predictions, bit for bit) depend on the number of threads.
 JOB_THREADS = int(config.get("job_threads", 1))
+# numerical precision of training and prediction jobs (beluga/precision.py)
+PRECISION = config.get("precision", "auto")
+# epoch checkpoints at most this often (seconds): a short job redoes less than it would spend saving
+CHECKPOINT_EVERY_S = float(config.get("checkpoint_every_s", 120))
+PREDICT = {"batch_size": 64, "scope": "scored", **config.get("predict", {})}
+
+# Which fold models are written to disk. By default a fold is one job that
+# trains, predicts and scores with the model in memory (rule finetune); only an
+# LP model that LP-FT starts from is written (rule finetune_keep, a temporary
+# file). keep_models: true keeps every fold model: finetune_model trains and
+# writes it, predict and outcomes take it from there (as for the IID model).
+KEEP_MODELS = bool(config.get("keep_models", False))
+START_METHODS = sorted({get_algorithm(m).start_method for m in METHODS} - {None})
+NEVER = "(?!)"  # a wildcard constraint no value matches
+
+
+def method_regex(methods):
+    return "|".join(sorted(methods, key=len, reverse=True)) if methods else NEVER
+
+
+if KEEP_MODELS:
+    FUSED_METHODS, KEEP_METHODS, MODEL_METHODS = [], [], sorted(set(METHODS) | set(START_METHODS))
+else:
+    KEEP_METHODS = list(START_METHODS)
+    FUSED_METHODS = [m for m in METHODS if m not in KEEP_METHODS]
+    MODEL_METHODS = []
+# the models the predict / outcomes rules read from disk: the IID model, and kept fold models
+DISK_CONFS = "|".join(["iid"] + (list(beluga_pipeline.CONFIGURATIONS) if KEEP_MODELS else []))
+DISK_METHODS = method_regex(sorted({"vanilla"} | set(MODEL_METHODS)))
+
+
+def predicted_functionalities(w):
+    """Params function: the T_test functionalities a model on disk predicts
+    (the ones its run is scored on; None = all, predict.scope: all)."""
+    return beluga_pipeline.scored_functionalities(fold_spec(w.task, w.partition, w.fold), PREDICT["scope"])
 
 
 def max_length(task):
@@ -174,11 +209,14 @@ def run_files(kind):
 
 
 def run_records(kind):
-    """Params function: every run (configuration, method, partition, fold) with its ``kind`` file."""
+    """Params function: every run (configuration, method, partition, fold) with
+    its ``kind`` file and the T_test functionalities it predicted (None: all)."""
     def records(wildcards):
         return [
             {"configuration": c, "method": m, "partition": p, "fold": f,
-             "path": run_path(kind, wildcards.task, c, m, p, f)}
+             "path": run_path(kind, wildcards.task, c, m, p, f),
+             "functionalities": beluga_pipeline.scored_functionalities(fold_spec(wildcards.task, p, f),
+                                                                       PREDICT["scope"])}
             for c, m, p, f in run_keys(wildcards.task)
         ]
 
@@ -220,11 +258,35 @@ def trial_inputs(wildcards):
     return inputs
 
 
-def finetune_inputs(wildcards):
+def finetune_model_inputs(wildcards):
+    """A fold's training inputs, with the selected hyper-parameters when there is a grid."""
     inputs = trial_inputs(wildcards)
     if GRID_POINTS[wildcards.task]:
         inputs["selected"] = f"{selection_dir(wildcards)}/selected.json"
     return inputs
+
+
+def finetune_inputs(wildcards):
+    """A fused fold job's inputs: training inputs and the i.i.d. test set."""
+    return {**finetune_model_inputs(wildcards), "iid_test": res(wildcards.task, "iid", "test.parquet")}
+
+
+# The settings of a fold's training (rules finetune, finetune_keep, finetune_model, trial).
+FOLD_PARAMS = dict(
+    task_type=lambda w: TASKS[w.task]["type"],
+    model=lambda w: TASKS[w.task]["model"],
+    fold=lambda w: fold_spec(w.task, w.partition, w.fold),
+    all_functionalities=lambda w: FUNC_NAMES[w.task],
+    hparams=lambda w: stage_hparams(w.task, "suite", w.method),
+    start_label=lambda w: start_model(w)[1],
+    seed=config.get("seed", 1),
+    max_length=lambda w: max_length(w.task),
+    doc_stride=lambda w: training(w.task).get("doc_stride", 128),
+    iid_in_mix=lambda w: training(w.task).get("iid_in_mix"),
+    dir_train_slice=lambda w: training(w.task).get("dir_train_slice", True),
+    precision=PRECISION,
+    checkpoint_every_s=CHECKPOINT_EVERY_S,
+)
 
 
 def trial_files(wildcards):

@@ -1,4 +1,6 @@
-# Predictions (Parquet, keyed by ids) and per-case outcomes.
+# Predictions (Parquet, keyed by ids) and per-case outcomes of the models on
+# disk: the IID model, and every fold model with keep_models: true (fold jobs
+# otherwise predict and score in their own process, rules/train.smk).
 
 
 rule predict:
@@ -10,11 +12,16 @@ rule predict:
     output:
         predictions=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
         run=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.json",
+    wildcard_constraints:
+        conf=DISK_CONFS,
+        method=DISK_METHODS,
     params:
         task_type=lambda w: TASKS[w.task]["type"],
-        batch_size=config.get("predict", {}).get("batch_size", 64),
+        batch_size=PREDICT["batch_size"],
         max_length=lambda w: max_length(w.task),
         doc_stride=lambda w: training(w.task).get("doc_stride", 128),
+        functionalities=predicted_functionalities,
+        precision=PRECISION,
     threads: JOB_THREADS
     resources:
         **job_resources("predict"),
@@ -34,9 +41,13 @@ rule outcomes:
         iid_test=f"{RESULTS}/{{task}}/iid/test.parquet",
     output:
         outcomes=f"{RESULTS}/{{task}}/outcomes/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
+    wildcard_constraints:
+        conf=DISK_CONFS,
+        method=DISK_METHODS,
     params:
         task_type=lambda w: TASKS[w.task]["type"],
         held_out=lambda w: fold_spec(w.task, w.partition, w.fold)["held_out"],
+        functionalities=predicted_functionalities,
     log:
         "logs/{task}/outcomes/{conf}/{method}/{partition}/{fold}.log",
     conda:

@@ -1,5 +1,6 @@
-# IID pretraining (once per task) and behavioral fine-tuning per fold
-# (one rule for every configuration and method).
+# IID pretraining (once per task) and behavioral fine-tuning per fold (one rule
+# for every configuration and method). By default a fold is one job: it
+# trains, predicts what it is scored on and scores it with the model in memory.
 
 
 rule train_iid:
@@ -14,6 +15,8 @@ rule train_iid:
         seed=config.get("seed", 1),
         max_length=lambda w: max_length(w.task),
         doc_stride=lambda w: training(w.task).get("doc_stride", 128),
+        precision=PRECISION,
+        checkpoint_every_s=CHECKPOINT_EVERY_S,
         # epoch checkpoints, outside the outputs (deleted when a job fails): a
         # killed job resumes there; removed once the model is written
         checkpoint_dir=lambda w: res(w.task, "checkpoints", "train_iid", "iid", "vanilla", "standard", "all"),
@@ -32,27 +35,18 @@ rule finetune:
     input:
         unpack(finetune_inputs),
     output:
-        model=temp(
-            directory(
-                f"{RESULTS}/{{task}}/models/{{conf}}/{{method}}/{{partition}}/{{fold}}"
-            )
-        ),
+        predictions=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
+        run=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.json",
+        outcomes=f"{RESULTS}/{{task}}/outcomes/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
     wildcard_constraints:
         conf="|".join(beluga_pipeline.CONFIGURATIONS),
+        method=method_regex(FUSED_METHODS),
         partition="seen|func|class|type",
     params:
-        task_type=lambda w: TASKS[w.task]["type"],
-        model=lambda w: TASKS[w.task]["model"],
-        fold=lambda w: fold_spec(w.task, w.partition, w.fold),
-        all_functionalities=lambda w: FUNC_NAMES[w.task],
-        hparams=lambda w: stage_hparams(w.task, "suite", w.method),
-        start_label=lambda w: start_model(w)[1],
-        seed=config.get("seed", 1),
-        max_length=lambda w: max_length(w.task),
-        doc_stride=lambda w: training(w.task).get("doc_stride", 128),
-        iid_in_mix=lambda w: training(w.task).get("iid_in_mix"),
-        dir_train_slice=lambda w: training(w.task).get("dir_train_slice", True),
+        **FOLD_PARAMS,
         checkpoint_dir=lambda w: res(w.task, "checkpoints", "finetune", w.conf, w.method, w.partition, w.fold),
+        batch_size=PREDICT["batch_size"],
+        scope=PREDICT["scope"],
     threads: JOB_THREADS
     resources:
         **job_resources("train"),
@@ -64,6 +58,48 @@ rule finetune:
         "../workflow_scripts/finetune.py"
 
 
+# The same job for a method whose model another method starts from (LP for
+# LP-FT): the fold model is also written, as a temporary file.
+use rule finetune as finetune_keep with:
+    output:
+        predictions=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
+        run=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.json",
+        outcomes=f"{RESULTS}/{{task}}/outcomes/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
+        model=temp(directory(f"{RESULTS}/{{task}}/models/{{conf}}/{{method}}/{{partition}}/{{fold}}")),
+    wildcard_constraints:
+        method=method_regex(KEEP_METHODS),
+    log:
+        "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
+
+
+ruleorder: finetune_keep > finetune
+
+
+# keep_models: true: the fold model is trained and kept; predict and outcomes
+# (rules/evaluate.smk) take it from there.
+rule finetune_model:
+    input:
+        unpack(finetune_model_inputs),
+    output:
+        model=directory(f"{RESULTS}/{{task}}/models/{{conf}}/{{method}}/{{partition}}/{{fold}}"),
+    wildcard_constraints:
+        conf="|".join(beluga_pipeline.CONFIGURATIONS),
+        method=method_regex(MODEL_METHODS),
+        partition="seen|func|class|type",
+    params:
+        **FOLD_PARAMS,
+        checkpoint_dir=lambda w: res(w.task, "checkpoints", "finetune", w.conf, w.method, w.partition, w.fold),
+    threads: JOB_THREADS
+    resources:
+        **job_resources("train"),
+    log:
+        "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
+    conda:
+        "../envs/beluga.yaml"
+    script:
+        "../workflow_scripts/finetune_model.py"
+
+
 rule trial:
     input:
         unpack(trial_inputs),
@@ -73,18 +109,9 @@ rule trial:
         conf="|".join(beluga_pipeline.CONFIGURATIONS),
         partition="seen|func|class|type",
     params:
-        task_type=lambda w: TASKS[w.task]["type"],
-        model=lambda w: TASKS[w.task]["model"],
-        fold=lambda w: fold_spec(w.task, w.partition, w.fold),
-        all_functionalities=lambda w: FUNC_NAMES[w.task],
-        hparams=lambda w: stage_hparams(w.task, "suite", w.method),
+        **FOLD_PARAMS,
         grid_point=lambda w: GRID_POINTS[w.task][w.trial],
-        seed=config.get("seed", 1),
-        max_length=lambda w: max_length(w.task),
-        doc_stride=lambda w: training(w.task).get("doc_stride", 128),
-        iid_in_mix=lambda w: training(w.task).get("iid_in_mix"),
-        dir_train_slice=lambda w: training(w.task).get("dir_train_slice", True),
-        batch_size=config.get("predict", {}).get("batch_size", 64),
+        batch_size=PREDICT["batch_size"],
         checkpoint_dir=lambda w: res(
             w.task, "checkpoints", "trial", w.conf, w.method, w.partition, w.fold, w.trial
         ),

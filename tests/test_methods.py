@@ -133,7 +133,11 @@ def test_method_two_envs_and_all_test_types(method):
     assert all(np.isfinite(s["epoch_losses"])) and all(np.isfinite(s["epoch_risks"]))
     if ALGORITHMS[method].sampling == "per_env":
         assert set(s["env_sizes"]) == {"iid", "neg words", "typos", "add positive", "not negative"}
-        assert s["steps"] == 2 * math.ceil(sum(s["env_sizes"].values()) / HP["batch_size"])
+        # an epoch sees as many examples as a pooled one: ceil(items / (k envs per step × batch size))
+        hp = {**method_hparams(method), **FAST.get(method, {})}
+        k = {"irm": 5, "group_dro": 1, "fish": hp.get("fish_envs")}[method]
+        assert s["envs_per_step"] == k
+        assert s["steps"] == 2 * math.ceil(sum(s["env_sizes"].values()) / (k * HP["batch_size"]))
     else:
         assert s["steps"] == 2 * (1 + 2 + 1 + 1)
     finite_predict(method, model, tok, ["a fine film", "the plot"])
@@ -176,9 +180,13 @@ def test_env_sampler_homogeneous_minibatches_and_passes():
 def test_per_env_epoch_definition():
     streams = build_streams(SENT, None, make_tiny_suite(4))  # 16 items in 4 environments
     model, tok = tiny()
+    # default (reference code): one environment per step, an epoch of ceil(16 / 4) steps
     s = run("group_dro", model, tok, streams, batch_size=4, epochs=1)
+    assert s["steps_per_epoch"] == 4 and s["envs_per_step"] == 1
+    # every environment at every step: "steps" keeps the pooled number of updates (4x the examples)
+    s = run("group_dro", model, tok, streams, batch_size=4, epochs=1, envs_per_step=None, per_env_epoch="steps")
     assert s["steps_per_epoch"] == 4 and s["envs_per_step"] == 4
-    s = run("group_dro", model, tok, streams, batch_size=4, epochs=1, per_env_epoch="examples")
+    s = run("group_dro", model, tok, streams, batch_size=4, epochs=1, envs_per_step=None, per_env_epoch="examples")
     assert s["steps_per_epoch"] == 1
     s = run("group_dro", model, tok, streams, batch_size=4, epochs=1, envs_per_step=2, per_env_epoch="examples")
     assert s["steps_per_epoch"] == 2 and s["envs_per_step"] == 2
@@ -288,7 +296,11 @@ def test_group_dro_weights_move_toward_the_worst_environment():
     assert sum(q.values()) == pytest.approx(1.0)
     assert q["hard"] > 1 / 3 > q["easy"] and q["other"] < 1 / 3
     assert q["hard"] / q["easy"] == pytest.approx(math.exp(0.01 * (5.0 - 0.1)))
-    assert stats["loss"] == pytest.approx((q["hard"] * 5.0 + q["easy"] * 0.1) / (q["hard"] + q["easy"]))
+    # the step's environments weighted by q (not renormalised: with one environment per step, the
+    # reference code's q_e * loss_e)
+    assert float(stats["loss"]) == pytest.approx(q["hard"] * 5.0 + q["easy"] * 0.1)
+    stats = algo.update([_mb("other")])
+    assert float(stats["loss"]) == pytest.approx(algo.weights["other"] * 1.0)
     for _ in range(30):
         algo.update([_mb(e) for e in losses])
     q2 = algo.weights

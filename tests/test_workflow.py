@@ -1,5 +1,6 @@
 """End-to-end: snakemake on the tiny config (tiny random BERT, three functionalities)."""
 
+import json
 import os
 import subprocess
 import sys
@@ -9,6 +10,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+from beluga.smk import TIMING_TAG
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -49,16 +52,17 @@ def test_dry_run_lists_every_step(tmp_path):
     for rule in ("split_suite", "train_iid", "finetune", "predict", "outcomes", "aggregate", "heatmap",
                  "unit_outcomes", "significance", "intervals", "diagnostics", "figure1", "table3", "run_config"):
         assert jobs.get(rule, 0) > 0, (rule, jobs)
-    # 3 configurations x (1 seen + 3 func + 3 class + 3 type) folds; predictions also for the IID model
-    assert jobs["finetune"] == 30 and jobs["predict"] == 31
+    # 3 configurations x (1 seen + 3 func + 3 class + 3 type) folds, each one job that trains, predicts and
+    # scores; only the IID model (on disk) has predict and outcomes jobs of its own
+    assert jobs["finetune"] == 30 and jobs["predict"] == 1 and jobs["outcomes"] == 1
+    assert "finetune_model" not in jobs and "finetune_keep" not in jobs
 
 
 def test_predictions_follow_contract(run):
     res = run / "results" / "sent"
     suite = pd.read_parquet(res / "suite" / "suite.parquet")
     split = pd.read_parquet(res / "suite" / "split.parquet")
-    test_ids = set(split.case_id[split.split == "test"])
-    n_inputs = int(suite[suite.case_id.isin(test_ids)].inputs.map(len).sum())
+    test = suite[suite.case_id.isin(set(split.case_id[split.split == "test"]))]
     n_iid = len(pd.read_parquet(res / "iid" / "test.parquet"))
     files = sorted((res / "predictions").rglob("*.parquet"))
     assert len(files) == 31
@@ -68,15 +72,30 @@ def test_predictions_follow_contract(run):
         probs_type = table.schema.field("probs").type
         assert pa.types.is_list(probs_type) and probs_type.value_type == pa.float32(), probs_type
         df = table.to_pandas()
+        record = json.loads(f.with_suffix(".json").read_text())
+        # a model predicts T_test of the functionalities it is scored on: all for the IID and seen models,
+        # the held-out ones for a func / class / type fold
+        partition = f.parent.name if f.parent.parent.name != "iid" else "standard"
+        scored = set(test.functionality) if partition in ("seen", "standard") else set(record["held_out"])
+        assert scored and (partition in ("seen", "standard") or scored < set(test.functionality))
+        cases = test[test.functionality.isin(scored)]
         st = df[df.split == "suite_test"]
-        assert len(st) == n_inputs and not st.duplicated(["case_id", "input_idx"]).any()
-        assert set(st.case_id) == test_ids
+        assert len(st) == int(cases.inputs.map(len).sum()) and not st.duplicated(["case_id", "input_idx"]).any()
+        assert set(st.case_id) == set(cases.case_id)
         assert (df.split == "iid_test").sum() == n_iid
         assert df[df.split == "iid_test"].label.notna().all()
-        assert f.with_suffix(".json").exists()
-    # fold models are temporary; the IID model stays
+        outcomes = pd.read_parquet(str(f).replace("/predictions/", "/outcomes/"))
+        assert set(outcomes.case_id[outcomes.split == "suite_test"]) == set(cases.case_id)
+        assert outcomes.held_out[outcomes.split == "suite_test"].all()
+        if partition != "standard":   # fold jobs: precision and where the job's time went
+            assert record["precision"] in ("fp32", "bf16") and record["predict_scope"] == "scored"
+            assert {"train_s", "predict_s", "score_s", "train_start_at_s"} <= set(record["timing"])
+    # fold models are never written (one process per fold); the IID model stays
     assert not (res / "models" / "iid_to_t").exists()
     assert any((res / "models" / "iid" / "vanilla" / "standard" / "all").glob("*.safetensors"))
+    # every job ends its log with its timing line (scripts/benchmark.py reads them)
+    logs = list((run / "logs").rglob("*.log"))
+    assert logs and all(TIMING_TAG in p.read_text() for p in logs), [p for p in logs if TIMING_TAG not in p.read_text()]
 
 
 def test_scores_and_plots(run):
@@ -127,7 +146,7 @@ def test_nothing_to_do_then_only_one_fold_reruns(run):
     others = {p: p.stat().st_mtime_ns for p in (res / "predictions").rglob("*.parquet") if p != victim}
     victim.unlink()
     jobs = planned_jobs(run)
-    assert jobs == {"finetune": 1, "predict": 1, "outcomes": 1, "aggregate": 1, "heatmap": 4, "unit_outcomes": 1,
+    assert jobs == {"finetune": 1, "aggregate": 1, "heatmap": 4, "unit_outcomes": 1,
                     "significance": 1, "intervals": 1, "diagnostics": 1, "figure1": 1, "table3": 1, "all": 1}, jobs
     smk(run, "--cores", "2")
     assert victim.exists()
@@ -148,6 +167,42 @@ def test_seeds_change_split_and_scores(run, tmp_path):
     pb = pd.read_parquet(tmp_path / target.replace("outcomes", "predictions"))
     ia, ib = (p[p.split == "iid_test"].set_index("case_id").probs for p in (pa_, pb))
     assert any(list(x) != list(ib[k]) for k, x in ia.items())
+
+
+def test_predicting_everything_changes_no_score_or_statistic(run, tmp_path):
+    """predict.scope: all (every fold model predicts all of T_test) gives the same pass rates, scores,
+    statistics and Table 3, byte for byte, as the default (each fold predicts what it is scored on)."""
+    everything = tmp_path / "scope_all.yaml"
+    everything.write_text("predict: {batch_size: 32, scope: all}\n")
+    smk(tmp_path, "--cores", "2", configfiles=(TINY, everything))
+    for name in ("sent/scores/pass_rates.csv", "sent/scores/scores.csv", "sent/stats/unit_outcomes.parquet",
+                 "sent/stats/significance.csv", "sent/stats/intervals.csv", "table3/table3.csv", "table3/table3.md"):
+        assert (run / "results" / name).read_bytes() == (tmp_path / "results" / name).read_bytes(), name
+    fold = "sent/predictions/iid_to_t/vanilla/func/typos.parquet"
+    few, every = (pd.read_parquet(d / "results" / fold) for d in (run, tmp_path))
+    assert set(few.case_id[few.split == "suite_test"]) < set(every.case_id[every.split == "suite_test"])
+
+
+def test_cost_plan_counts_what_the_run_did(run):
+    """python -m beluga plan: the jobs of the dry run, the sequences each fold job trained on and predicted
+    (its run record: stream sizes, an INV / DIR item being a pair), with hours from a throughput table."""
+    from beluga.plan import load_config, plan, relative_cost
+
+    rates = {"train_seq_per_s": 100.0, "predict_seq_per_s": 200.0, "fixed_s_per_job": 4.0}
+    lines = {(ln.rule, ln.configuration, ln.method): ln for ln in plan(load_config(str(TINY)), rates)}
+    assert {k[0] for k in lines} == {"train_iid", "predict", "finetune"}
+    assert sum(ln.jobs for k, ln in lines.items() if k[0] == "finetune") == 30
+    res = run / "results" / "sent"
+    for conf in ("iid_to_t", "iid_plus_t", "iid_to_iid_plus_t"):
+        records = [json.loads(p.read_text()) for p in (res / "predictions" / conf).rglob("*.json")]
+        trained = sum(r["hparams"]["epochs"] * sum(n * (2 if stream in ("INV", "DIR") else 1)
+                                                   for stream, n in r["stream_sizes"].items()) for r in records)
+        predicted = sum(r["n_predictions"] for r in records)
+        line = lines[("finetune", conf, "vanilla")]
+        assert line.jobs == len(records) == 10
+        assert line.train_seqs == trained and line.predict_seqs == predicted, conf
+        cost = relative_cost("tiny-random", 32)
+        assert line.hours * 3600 == pytest.approx(10 * 4.0 + trained / 100.0 * cost + predicted / 200.0 * cost)
 
 
 def test_lint():

@@ -17,12 +17,20 @@ from beluga.methods.base import ALGORITHMS, Algorithm, Vanilla
 # detach_inv_orig = false) come from the config.
 #
 # Per-environment methods (irm, group_dro, fish) also take
-#   per_env_epoch: "steps" (an epoch = ceil(items / batch_size) updates, the
+#   per_env_epoch: "examples" (default: an epoch = ceil(items / (envs per step ×
+#                  batch_size)) updates, as many examples, and so about the
+#                  compute, of a pooled epoch: the paper's "same compute budget
+#                  across all methods", the reference code's epoch length) or
+#                  "steps" (an epoch = ceil(items / batch_size) updates, the
 #                  number of updates of pooled sampling, each update taking one
-#                  minibatch per sampled environment) or "examples" (an epoch =
-#                  ceil(items / (envs per step × batch_size)) updates, as many
-#                  examples as pooled sampling);
+#                  minibatch per sampled environment: k times the examples);
 #   envs_per_step: environments per update, None = all (fish: fish_envs).
+# Reference code (peluz/beluga behaviour_training.py): IRM takes every
+# environment at each step and an epoch of ceil(n / sum of the batch sizes)
+# steps; Group-DRO one sampled environment per step, ceil(n / batch) steps;
+# Fish 5 environments per meta step, ceil(n / (batch × 5)) meta steps. The
+# earlier default of this project (every environment at every step, "steps"
+# epochs) is per_env_epoch: steps with envs_per_step: null.
 DEFAULT_HPARAMS: dict[str, dict] = {
     "vanilla": {"weight_decay": 0.0},
     # AdamW decoupled weight decay l2_lambda toward 0; l2_sp: penalty
@@ -33,9 +41,9 @@ DEFAULT_HPARAMS: dict[str, dict] = {
     "lp_ft": {"weight_decay": 0.0},
     "irm": {"weight_decay": 0.0, "irm_lambda": 1e4, "irm_penalty_anneal_frac": 0.2,
             "irm_penalty_anneal_iters": None, "irm_penalty_estimate": "full", "irm_rescale": False,
-            "envs_per_step": None, "per_env_epoch": "steps"},
-    "group_dro": {"weight_decay": 0.0, "groupdro_eta": 0.01, "envs_per_step": None, "per_env_epoch": "steps"},
-    "fish": {"weight_decay": 0.0, "meta_lr": 0.5, "fish_envs": 5, "per_env_epoch": "steps"},
+            "envs_per_step": None, "per_env_epoch": "examples"},
+    "group_dro": {"weight_decay": 0.0, "groupdro_eta": 0.01, "envs_per_step": 1, "per_env_epoch": "examples"},
+    "fish": {"weight_decay": 0.0, "meta_lr": 0.5, "fish_envs": 5, "per_env_epoch": "examples"},
 }
 
 # the method modules register their classes on import

@@ -29,7 +29,13 @@ class Algorithm:
 
     ``envs`` (optional) lists every training environment (functionalities, and
     ``iid``), known before training starts; ``reference_state`` (optional) is a
-    name -> tensor dict of reference weights (L2-SP; other methods ignore it).
+    name -> tensor dict of reference weights (L2-SP; other methods ignore it);
+    ``fused``: AdamW's fused implementation (``beluga.precision``).
+
+    ``update`` returns its losses as detached 0-dim tensors (or floats): the
+    training loop moves them to the host only when it logs, so an update never
+    waits for the device. Attributes whose name starts with ``_`` are
+    transient (not saved in checkpoints).
     """
 
     name = "base"
@@ -43,7 +49,7 @@ class Algorithm:
     start_method: str | None = None
 
     def __init__(self, model: torch.nn.Module, hparams: dict, loss_fn: Callable, total_steps: int,
-                 envs: Sequence[str] | None = None, reference_state: dict | None = None):
+                 envs: Sequence[str] | None = None, reference_state: dict | None = None, fused: bool = False):
         from beluga.methods import DEFAULT_HPARAMS
 
         self.model = model
@@ -52,6 +58,7 @@ class Algorithm:
         self.total_steps = max(1, int(total_steps))
         self.envs = list(envs) if envs is not None else []
         self.reference_state = reference_state
+        self.fused = bool(fused)
         self.steps_done = 0
         self.setup()
         self.optimizer = self.make_optimizer()
@@ -80,9 +87,15 @@ class Algorithm:
     def trainable_parameters(self):
         return [p for p in self.model.parameters() if p.requires_grad]
 
+    def adamw(self, params, weight_decay: float | None = None) -> torch.optim.Optimizer:
+        """AdamW over ``params`` (a list of tensors or of parameter groups) with
+        the run's lr, the given (default: the method's) weight decay, fused when
+        the device supports it."""
+        wd = self.hparams.get("weight_decay", 0.0) if weight_decay is None else weight_decay
+        return torch.optim.AdamW(params, lr=self.hparams["lr"], weight_decay=wd, fused=self.fused or None)
+
     def make_optimizer(self) -> torch.optim.Optimizer:
-        return torch.optim.AdamW(self.trainable_parameters(), lr=self.hparams["lr"],
-                                 weight_decay=self.hparams.get("weight_decay", 0.0))
+        return self.adamw(self.trainable_parameters())
 
     def lr_factor(self) -> float:
         """Linear decay to 0 over ``total_steps`` updates (a function of the
@@ -140,4 +153,4 @@ class Vanilla(Algorithm):
         losses = torch.cat([self.loss_fn(self.model, mb) for mb in minibatches])
         loss = losses.mean()
         self.step(loss)
-        return {"loss": float(loss.detach())}
+        return {"loss": loss.detach()}

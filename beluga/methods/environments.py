@@ -80,7 +80,7 @@ class IRM(Algorithm):
             it = round(float(self.hparams["irm_penalty_anneal_frac"]) * self.total_steps)
         self.anneal_iters = max(0, int(it))
         self.switch_step: int | None = 0 if self.anneal_iters == 0 else None
-        self.last_penalty = float("nan")
+        self._penalty: torch.Tensor | None = None   # last step's penalty (transient: read by summary)
 
     def penalty_weight(self) -> float:
         return float(self.hparams["irm_lambda"]) if self.steps_done >= self.anneal_iters else 1.0
@@ -103,13 +103,13 @@ class IRM(Algorithm):
         if self.hparams["irm_rescale"] and weight > 1.0:
             loss = loss / weight
         self.step(loss)
-        self.last_penalty = float(penalty.detach())
-        return {"loss": float(loss.detach()), "risk": float(risk.detach()), "irm_penalty": self.last_penalty,
-                "irm_weight": weight}
+        self._penalty = penalty.detach()
+        return {"loss": loss.detach(), "risk": risk.detach(), "irm_penalty": self._penalty, "irm_weight": weight}
 
     def summary(self) -> dict:
+        final = float("nan") if self._penalty is None else float(self._penalty)
         return {"irm_anneal_iters": self.anneal_iters, "irm_switch_step": self.switch_step,
-                "irm_lambda": float(self.hparams["irm_lambda"]), "irm_final_penalty": self.last_penalty}
+                "irm_lambda": float(self.hparams["irm_lambda"]), "irm_final_penalty": final}
 
 
 # --------------------------------------------------------------------------- Group-DRO
@@ -124,9 +124,12 @@ class GroupDRO(Algorithm):
     the current mean weight). At each update, for each minibatch's environment
     q_e ← q_e·exp(η·loss_e) (η = ``groupdro_eta``, loss_e its mean loss),
     then q is renormalised to sum to 1 and the objective is Σ_e q_e·loss_e
-    over the step's environments, divided by their Σ q_e (1 when every
-    environment is in the step; the division keeps the scale when only a
-    subset, ``envs_per_step``, is sampled). Weights are kept as logs."""
+    over the step's environments. By default a step holds one sampled
+    environment (``envs_per_step = 1``), as in the reference code (loss =
+    q_e·loss_e, one environment per step, the compute of a vanilla step);
+    ``envs_per_step: null`` gives every environment at every step (DomainBed,
+    this project's earlier default). Weights are kept as logs (the q update
+    reads each loss on the host: one device sync per step)."""
 
     name = "group_dro"
     sampling = "per_env"
@@ -160,9 +163,9 @@ class GroupDRO(Algorithm):
             self.log_q[env] += eta * float(loss_e.detach())
         self._normalise()
         q = torch.tensor([math.exp(self.log_q[e]) for e in envs], dtype=losses[0].dtype, device=losses[0].device)
-        loss = (q * torch.stack(losses)).sum() / q.sum()
+        loss = (q * torch.stack(losses)).sum()
         self.step(loss)
-        return {"loss": float(loss.detach()), "risk": float(torch.stack(losses).mean().detach())}
+        return {"loss": loss.detach(), "risk": torch.stack(losses).mean().detach()}
 
     def summary(self) -> dict:
         return {"group_dro_weights": {e: round(w, 6) for e, w in sorted(self.weights.items())}}
@@ -196,8 +199,7 @@ class Fish(Algorithm):
         self.pairs = [(p, q) for p, q in zip(self.model.parameters(), self.inner.parameters()) if p.requires_grad]
 
     def make_optimizer(self) -> torch.optim.Optimizer:
-        return torch.optim.AdamW([q for _, q in self.pairs], lr=self.hparams["lr"],
-                                 weight_decay=self.hparams.get("weight_decay", 0.0))
+        return self.adamw([q for _, q in self.pairs])
 
     def update(self, minibatches: list) -> dict:
         with torch.no_grad():
@@ -211,13 +213,13 @@ class Fish(Algorithm):
             loss.backward()
             self.clip(inner_params)
             self.optimizer.step()
-            losses.append(float(loss.detach()))
+            losses.append(loss.detach())
         eps = float(self.hparams["meta_lr"])
         with torch.no_grad():
             for p, q in self.pairs:
                 p.lerp_(q, eps)  # θ + ε(θ_inner − θ); exact θ_inner at ε = 1
         self.end_step()
-        return {"loss": sum(losses) / len(losses)}
+        return {"loss": torch.stack(losses).mean()}
 
     def summary(self) -> dict:
         return {"fish_meta_steps": self.steps_done}

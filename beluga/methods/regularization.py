@@ -118,7 +118,7 @@ class L2(Vanilla):
 
     def make_optimizer(self) -> torch.optim.Optimizer:
         wd = 0.0 if self.hparams["l2_sp"] else float(self.hparams["l2_lambda"])
-        return torch.optim.AdamW(self.trainable_parameters(), lr=self.hparams["lr"], weight_decay=wd)
+        return self.adamw(self.trainable_parameters(), weight_decay=wd)
 
     def sp_penalty(self) -> torch.Tensor:
         terms = [((p - self.anchor[n]) ** 2).sum() for n, p in self.model.named_parameters() if n in self.anchor]
@@ -128,11 +128,11 @@ class L2(Vanilla):
         risk = torch.cat([self.loss_fn(self.model, mb) for mb in minibatches]).mean()
         if not self.hparams["l2_sp"]:
             self.step(risk)
-            return {"loss": float(risk.detach())}
+            return {"loss": risk.detach()}
         penalty = self.sp_penalty()
         loss = risk + float(self.hparams["l2_lambda"]) * penalty
         self.step(loss)
-        return {"loss": float(loss.detach()), "risk": float(risk.detach()), "l2_sp_penalty": float(penalty.detach())}
+        return {"loss": loss.detach(), "risk": risk.detach(), "l2_sp_penalty": penalty.detach()}
 
 
 @register

@@ -1,0 +1,300 @@
+"""A cost plan before a run: ``python -m beluga plan [--configfile F]``.
+
+For every rule that trains or predicts, and every (configuration, method), the
+plan counts the jobs, the sequences each job trains on (items × epochs; an
+INV / DIR item is a pair: original and one perturbation) and predicts (T_test
+inputs of the functionalities a fold is scored on, the i.i.d. test set;
+trials: T_val of the training functionalities), and estimates core-hours
+(CPU jobs) or GPU-hours (``gpus: N``) from a throughput table:
+
+- the benchmark's JSON for this machine (``scripts/benchmark.py`` writes
+  ``benchmarks/benchmark.json``), or a table given with ``--throughput``;
+- otherwise the reference figures in :data:`REFERENCE` (measured by the
+  benchmark on the machines named there);
+- or numbers the user gives (``--train-rate`` / ``--predict-rate``: sequences
+  per second of the default model at its reference length; ``--fixed-s``:
+  seconds of fixed cost per job).
+
+Throughput is measured for all-MiniLM-L6-v2 at 48 tokens and scaled to other
+models and lengths by the model's per-token cost (non-embedding parameters
+plus attention, from the model's size: :func:`model_size`) times the
+sequence length. It is an estimate: real sequences are often shorter than
+``max_length`` (the plan assumes full length), READ contexts longer than
+``max_length`` make several windows (the plan counts one), and the selected
+number of epochs is unknown before selection (the plan uses the mean of the
+grid's values).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from beluga.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+
+#: Reference throughput (sequences / s at 48 tokens, all-MiniLM-L6-v2, one job)
+#: measured by scripts/benchmark.py; used when no benchmark JSON is given.
+REFERENCE = {
+    "cpu": {"machine": "AMD Zen 4 (AVX-512, native bf16), 1 thread per job, bf16 + fused AdamW",
+            "train_seq_per_s": 95.0, "predict_seq_per_s": 170.0, "fixed_s_per_job": 4.0},
+    "cuda": {"machine": "NVIDIA H100 80GB, bf16 + fused AdamW, TF32",
+             "train_seq_per_s": 2500.0, "predict_seq_per_s": 12000.0, "fixed_s_per_job": 12.0},
+}
+
+#: (layers, hidden, intermediate) of known model names; local folders are read from config.json
+KNOWN_SIZES = {
+    "default": (6, 384, 1536), "tiny-random": (2, 32, 64),
+    "bert-base-uncased": (12, 768, 3072), "bert-base-cased": (12, 768, 3072), "roberta-base": (12, 768, 3072),
+    "bert-large-uncased": (24, 1024, 4096), "bert-large-uncased-whole-word-masking": (24, 1024, 4096),
+    "roberta-large": (24, 1024, 4096), "distilbert-base-uncased": (6, 768, 3072),
+}
+REF_SIZE, REF_LENGTH = KNOWN_SIZES["default"], 48
+
+
+def model_size(spec: str) -> tuple[int, int, int]:
+    """(layers, hidden, intermediate) of a model spec."""
+    if spec in KNOWN_SIZES:
+        return KNOWN_SIZES[spec]
+    cfg = Path(spec).expanduser() / "config.json"
+    if cfg.exists():
+        c = json.loads(cfg.read_text())
+        layers = c.get("num_hidden_layers", c.get("n_layers"))
+        hidden = c.get("hidden_size", c.get("dim"))
+        inter = c.get("intermediate_size", c.get("hidden_dim", 4 * (hidden or 0)))
+        if layers and hidden:
+            return int(layers), int(hidden), int(inter)
+    name = spec.lower()
+    for key, size in (("large", KNOWN_SIZES["bert-large-uncased"]), ("base", KNOWN_SIZES["bert-base-uncased"])):
+        if key in name:
+            return size
+    raise ConfigError(f"model {spec!r}: field 'model': unknown size for the cost plan (a local folder with "
+                      "config.json, or a name containing 'base' / 'large'); give --train-rate / --predict-rate "
+                      "measured for it")
+
+
+def relative_cost(spec: str, length: int) -> float:
+    """Cost of one sequence of ``length`` tokens through ``spec`` relative to
+    the reference (MiniLM, 48 tokens): (per-token matmul FLOPs + attention)
+    × length."""
+    def per_seq(size, n):
+        layers, h, i = size
+        return layers * n * (4 * h * h + 2 * h * i + 2 * n * h)
+
+    return per_seq(model_size(spec), length) / per_seq(REF_SIZE, REF_LENGTH)
+
+
+@dataclass
+class Line:
+    rule: str
+    configuration: str
+    method: str
+    jobs: int = 0
+    train_seqs: float = 0.0      # summed over the jobs
+    predict_seqs: float = 0.0
+    hours: float = 0.0
+    task_hours: dict = field(default_factory=dict)
+
+
+def load_config(configfile: str | None) -> dict:
+    """The config as snakemake sees it: YAML, validated against the schema, defaults filled."""
+    import yaml
+    from snakemake.utils import validate
+
+    path = Path(configfile) if configfile else REPO / "config.yaml"
+    if not path.exists():
+        raise ConfigError(f"config file {path}: field 'path': file does not exist")
+    config = yaml.safe_load(path.read_text()) or {}
+    try:
+        validate(config, schema=str(SCHEMA))
+    except Exception as e:  # a WorkflowError wrapping the jsonschema error
+        from beluga.errors import config_error_line
+
+        raise ConfigError(config_error_line(e, [path])) from None
+    return config
+
+
+def _stage(cfg: dict, task_cfg: dict, stage: str) -> dict:
+    merged = {**cfg.get("training", {}), **task_cfg.get("training", {})}
+    return merged.get(stage, {"lr": 5e-5, "batch_size": 16, "epochs": 2}), merged
+
+
+def _epochs_estimate(stage: dict, grid: dict) -> float:
+    eps = grid.get("epochs")
+    return float(sum(eps) / len(eps)) if eps else float(stage["epochs"])
+
+
+def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
+    """Per functionality: training items and sequences (T_train), T_val and
+    T_test inputs; the i.i.d. split sizes. Builds the suite and the split in
+    memory exactly as the pipeline does."""
+    from beluga import folds as folds_mod
+    from beluga import pipeline
+    from beluga.data import iid as iid_mod
+    from beluga.tasks import get_task
+    from beluga.training import build_streams
+
+    task = get_task(task_cfg["type"])
+    parts = iid_mod.load_splits(task_cfg["iid"], task.kind, set(task.iid_labels))
+    suite = pipeline.make_suite(task_cfg["suite"], task_cfg["type"], parts.get("pool"))
+    split = folds_mod.split_suite(suite, tuple(split_cfg.get("fractions", [0.5, 0.25, 0.25])),
+                                  int(split_cfg.get("seed", 123)))
+    which = dict(zip(split["case_id"], split["split"]))
+    suite = suite.assign(split=suite["case_id"].map(which))
+    n_inputs = suite["inputs"].map(len)
+    funcs = pipeline.functionality_table(suite)[["functionality", "capability", "test_type"]]
+    per = {}
+    train = suite[suite["split"] == "train"]
+    streams = build_streams(task, None, train.drop(columns="split"))
+    for f in funcs["functionality"]:
+        per[f] = {"items": 0, "seqs": 0,
+                  "val_inputs": int(n_inputs[(suite["functionality"] == f) & (suite["split"] == "val")].sum()),
+                  "test_inputs": int(n_inputs[(suite["functionality"] == f) & (suite["split"] == "test")].sum())}
+    for stream, items in streams.items():
+        for it in items:
+            per[it.env]["items"] += 1
+            per[it.env]["seqs"] += 1 if stream in ("MFT", "iid") else 2
+    return {"funcs": funcs, "per": per, "iid": {k: len(v) for k, v in parts.items()}}
+
+
+def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
+    """(rates, source) for ``device`` ("cpu" / "cuda")."""
+    candidates = [Path(path)] if path else [REPO / "benchmarks" / "benchmark.json"]
+    for p in candidates:
+        if not p.exists():
+            if path:
+                raise ConfigError(f"throughput table {p}: field 'path': file does not exist")
+            continue
+        bench = json.loads(p.read_text())
+        rates = bench.get("throughput", {}).get(device)
+        if rates:
+            return rates, f"{p} ({bench.get('machine', {}).get('cpu') if device == 'cpu' else device})"
+        if path:
+            raise ConfigError(f"throughput table {p}: field 'throughput.{device}': no figures for {device}")
+    ref = REFERENCE[device]
+    return ref, f"built-in reference ({ref['machine']})"
+
+
+def plan(config: dict, rates: dict) -> list[Line]:
+    """One Line per (rule, configuration, method) over all tasks."""
+    from beluga import folds as folds_mod
+    from beluga import pipeline
+    from beluga.methods import get_algorithm
+
+    lines: dict[tuple, Line] = {}
+
+    def add(rule, conf, method, task, train_seqs, predict_seqs, cost):
+        line = lines.setdefault((rule, conf, method), Line(rule, conf, method))
+        line.jobs += 1
+        line.train_seqs += train_seqs
+        line.predict_seqs += predict_seqs
+        secs = (rates["fixed_s_per_job"] + train_seqs * cost / rates["train_seq_per_s"]
+                + predict_seqs * cost / rates["predict_seq_per_s"])
+        hours = secs * max(1, int(config.get("gpus", 0)) or int(config.get("job_threads", 1))) / 3600
+        line.hours += hours
+        line.task_hours[task] = line.task_hours.get(task, 0.0) + hours
+
+    scope = config.get("predict", {}).get("scope", "scored")
+    method_cost = rates.get("method_cost", {})
+    keep = bool(config.get("keep_models", False))
+    for tid, tcfg in config["tasks"].items():
+        counts = task_counts(tcfg, config.get("split", {}))
+        per, funcs, iid = counts["per"], counts["funcs"], counts["iid"]
+        all_funcs = list(funcs["functionality"])
+        iid_stage, training = _stage(config, tcfg, "iid")
+        suite_stage, _ = _stage(config, tcfg, "suite")
+        length = int(training.get("max_length", 128))
+        cost = relative_cost(tcfg["model"], length)
+        grid = {**config.get("selection", {}), **tcfg.get("selection", {})}
+        points = pipeline.grid_points(grid.get("grid") or {})
+        policy = grid.get("policy", "seen")
+        test_all = sum(p["test_inputs"] for p in per.values())
+        add("train_iid", "iid", "vanilla", tid, iid["train"] * iid_stage["epochs"], 0, cost)
+        add("predict", "iid", "vanilla", tid, 0, test_all + iid["test"], cost)
+        folds = folds_mod.enumerate_folds(funcs, list(config["partitions"]))
+        seen = folds_mod.enumerate_folds(funcs, ["seen"])[0]
+        mix_n = iid["train"] if training.get("iid_in_mix") is None else min(iid["train"], training["iid_in_mix"])
+        epochs = _epochs_estimate(suite_stage, grid.get("grid") or {})
+        for conf in config["configurations"]:
+            mix = pipeline.CONFIG_SPEC[conf][1]
+            methods = list(dict.fromkeys([*config["methods"],
+                                          *filter(None, (get_algorithm(m).start_method for m in config["methods"]))]))
+            for method in methods:
+                factor = float(method_cost.get(method, 1.0))
+                for f in folds:
+                    train_f = folds_mod.training_functionalities(f, all_funcs)
+                    items = sum(per[x]["seqs"] for x in train_f) + (mix_n if mix else 0)
+                    scored = all_funcs if scope == "all" else f["held_out"]
+                    pred = sum(per[x]["test_inputs"] for x in scored) + iid["test"]
+                    if keep:
+                        add("finetune_model", conf, method, tid, items * epochs * factor, 0, cost)
+                        add("predict", conf, method, tid, 0, pred, cost)
+                    else:
+                        add("finetune", conf, method, tid, items * epochs * factor, pred, cost)
+                if points:
+                    sel_folds = [seen] if policy == "seen" else folds
+                    for f in sel_folds:
+                        train_f = folds_mod.training_functionalities(f, all_funcs)
+                        items = sum(per[x]["seqs"] for x in train_f) + (mix_n if mix else 0)
+                        val = sum(per[x]["val_inputs"] for x in train_f)
+                        for point in points.values():
+                            ep = point.get("epochs", suite_stage["epochs"])
+                            add("trial", conf, method, tid, items * ep * factor, val, cost)
+    return list(lines.values())
+
+
+def render(lines: list[Line], device: str, source: str, config_name: str) -> str:
+    unit = "GPU-h" if device == "cuda" else "core-h"
+    total = sum(ln.hours for ln in lines)
+    rows = sorted(lines, key=lambda ln: -ln.hours)
+    out = [f"cost plan for {config_name}: {sum(ln.jobs for ln in lines):,} training / prediction jobs, "
+           f"{total:,.1f} {unit} in all ({device}; throughput: {source})", ""]
+    head = f"{'rule':<15} {'configuration':<18} {'method':<10} {'jobs':>7} {'train seq/job':>14} " \
+           f"{'predict seq/job':>16} {unit:>10} {'share':>6}"
+    out += [head, "-" * len(head)]
+    for ln in rows:
+        out.append(f"{ln.rule:<15} {ln.configuration:<18} {ln.method:<10} {ln.jobs:>7,} "
+                   f"{ln.train_seqs / ln.jobs:>14,.0f} {ln.predict_seqs / ln.jobs:>16,.0f} {ln.hours:>10,.2f} "
+                   f"{(ln.hours / total if total else 0):>6.1%}")
+    by_rule: dict[str, float] = {}
+    by_task: dict[str, float] = {}
+    for ln in lines:
+        by_rule[ln.rule] = by_rule.get(ln.rule, 0.0) + ln.hours
+        for t, h in ln.task_hours.items():
+            by_task[t] = by_task.get(t, 0.0) + h
+    out += ["-" * len(head), "per rule: " + ", ".join(f"{r} {h:,.1f} {unit}" for r, h in
+                                                      sorted(by_rule.items(), key=lambda kv: -kv[1])),
+            "per task: " + ", ".join(f"{t} {h:,.1f} {unit}" for t, h in by_task.items()),
+            f"total: {total:,.1f} {unit}"]
+    if rows:
+        top = rows[0]
+        out.append(f"largest part: {top.rule} {top.configuration}/{top.method} ({top.hours / total:.0%})")
+    return "\n".join(out) + "\n"
+
+
+def plan_command(configfile: str | None, throughput: str | None = None, train_rate: float | None = None,
+                 predict_rate: float | None = None, fixed_s: float | None = None, as_json: str | None = None) -> str:
+    config = load_config(configfile)
+    device = "cuda" if int(config.get("gpus", 0)) > 0 else "cpu"
+    rates, source = throughput_table(throughput, device)
+    rates = dict(rates)
+    given = {"train_seq_per_s": train_rate, "predict_seq_per_s": predict_rate, "fixed_s_per_job": fixed_s}
+    for k, v in given.items():
+        if v is not None:
+            if not v > 0 and not (k == "fixed_s_per_job" and v == 0):
+                raise ConfigError(f"--{k}: must be positive, got {v}")
+            rates[k] = v
+            source = "numbers given on the command line" if k != "fixed_s_per_job" else source
+    lines = plan(config, rates)
+    text = render(lines, device, source, configfile or "config.yaml")
+    if as_json:
+        from beluga.io import write_json
+
+        write_json({"device": device, "source": source, "rates": rates,
+                    "lines": [dict(ln.__dict__) for ln in lines]}, as_json)
+    return text
+
+

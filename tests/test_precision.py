@@ -1,0 +1,86 @@
+"""Precision settings (beluga/precision.py): resolution, bf16 autocast of the
+forward passes with float32 losses, fused AdamW, determinism."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from conftest import make_tiny_suite
+
+from beluga.methods import get_algorithm, method_hparams
+from beluga.modeling import TINY_RANDOM, load_model, predict_probs, set_seed
+from beluga.precision import FP32, Precision, full, native_bf16, resolve
+from beluga.qa import predict_qa
+from beluga.tasks import SENT
+from beluga.training import LossFn, build_streams, epoch_batches, train
+
+BF16 = Precision("bf16", "cpu", True, False)
+CTX = "Paul traveled from Chicago to New York last year."
+
+
+def tiny(head="sequence"):
+    set_seed(0)
+    return load_model(TINY_RANDOM, 2 if head == "sequence" else 0, task_head=head)
+
+
+def test_resolve():
+    cpu = torch.device("cpu")
+    auto = resolve("auto", cpu)
+    assert auto.name == ("bf16" if native_bf16(cpu) else "fp32")
+    assert resolve("fp32", cpu) == Precision("fp32", "cpu", True, False)
+    assert resolve("bf16", cpu).name == "bf16" and resolve("bf16", cpu).tf32 is False
+    assert resolve("fp32", cpu).record() == {"precision": "fp32", "fused_optimizer": True, "tf32": False}
+    with pytest.raises(ValueError, match="precision"):
+        resolve("fp16", cpu)
+
+
+def test_full_precision_outputs():
+    assert full(torch.ones(2, dtype=torch.bfloat16)).dtype == torch.float32
+    assert full(torch.ones(2, dtype=torch.float64)).dtype == torch.float64
+    x = torch.ones(2)
+    assert full(x) is x
+
+
+def test_bf16_forward_float32_losses_close_to_fp32():
+    model, tok = tiny()
+    streams = build_streams(SENT, None, make_tiny_suite(3))
+    batches = epoch_batches(streams, 4, np.random.default_rng(0))
+    kinds = set()
+    for b in batches:
+        lo32 = LossFn(tok, 32)(model, b)
+        lo16 = LossFn(tok, 32, precision=BF16)(model, b)
+        assert lo16.dtype == torch.float32 and lo16.shape == lo32.shape
+        assert torch.allclose(lo16, lo32, atol=0.05, rtol=0.05), b.kind
+        kinds.add(b.kind)
+    assert kinds == {"mft", "inv", "dir"}
+
+
+def test_bf16_predictions_close_and_qa_decodes():
+    model, tok = tiny()
+    texts = ["this is awful", "a fine film", "the plot", "great acting"]
+    p32 = predict_probs(model, tok, texts, precision=FP32)
+    p16 = predict_probs(model, tok, texts, precision=BF16)
+    assert p16.dtype == p32.dtype and abs(p16 - p32).max() < 0.05
+    qa, qtok = tiny("qa")
+    assert predict_qa(qa, qtok, ["Who traveled?"], [CTX], max_length=48, stride=16, precision=BF16)[0][0] in CTX
+
+
+def test_fused_adamw_and_deterministic_bf16_training():
+    model, tok = tiny()
+    algo = get_algorithm("vanilla")(model, {"lr": 1e-3, "batch_size": 4, "epochs": 1,
+                                            **method_hparams("vanilla")}, LossFn(tok, 32), 1, fused=True)
+    assert algo.optimizer.defaults["fused"] is True
+
+    def run():
+        m, t = tiny()
+        streams = build_streams(SENT, pd.DataFrame({"text": ["good", "bad"], "label": [1, 0]}), make_tiny_suite(3))
+        s = train(m, t, streams, "vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 2}, 3, max_length=32,
+                  precision=BF16)
+        return s, {k: v.clone() for k, v in m.state_dict().items()}
+
+    torch.set_num_threads(1)
+    (s1, w1), (s2, w2) = run(), run()
+    assert s1["epoch_losses"] == s2["epoch_losses"]
+    assert all(torch.equal(w1[k], w2[k]) for k in w1)
+    m, _ = tiny()
+    assert any(not torch.equal(w1[k], v) for k, v in m.state_dict().items())   # it trained
