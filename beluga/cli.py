@@ -51,8 +51,8 @@ def _parser() -> argparse.ArgumentParser:
                                         "GPU-hours per rule and configuration-method pair (beluga/plan.py).")
     p_plan.add_argument("--configfile", default=None, help="configuration (default: config.yaml of the repository)")
     p_plan.add_argument("--throughput", default=None,
-                        help="throughput table: a benchmark JSON (default: benchmarks/benchmark.json when present, "
-                             "else the built-in reference figures)")
+                        help="throughput table: a benchmark JSON (default: benchmarks/benchmark-<device>.json "
+                             "if present, else the built-in reference figures)")
     p_plan.add_argument("--train-rate", type=float, default=None,
                         help="training sequences/s of all-MiniLM-L6-v2 at 48 tokens on the target device")
     p_plan.add_argument("--predict-rate", type=float, default=None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import os
 import platform
 from dataclasses import dataclass
 from pathlib import Path
@@ -236,7 +237,7 @@ def _start_job(threads: int, precision: str) -> _Job:
     from beluga.modeling import configure_torch, pick_device
     from beluga.precision import resolve
 
-    configure_torch(threads)
+    configure_torch(threads, cuda_deterministic=os.environ.get("BELUGA_CUDA_DETERMINISTIC", "0") == "1")
     dev = pick_device()
     return _Job(dev, resolve(precision, dev), int(threads))
 

@@ -8,17 +8,19 @@ trials: T_val of the training functionalities), and estimates core-hours
 (CPU jobs) or GPU-hours (``gpus: N``) from a throughput table:
 
 - the benchmark's JSON for this machine (``scripts/benchmark.py`` writes
-  ``benchmarks/benchmark.json``), or a table given with ``--throughput``;
+  ``benchmarks/benchmark-<device>.json``), or a table given with ``--throughput``;
 - otherwise the reference figures in :data:`REFERENCE` (measured by the
   benchmark on the machines named there);
 - or numbers the user gives (``--train-rate`` / ``--predict-rate``: sequences
   per second of the default model at its reference length; ``--fixed-s``:
   seconds of fixed cost per job).
 
-Throughput is measured for all-MiniLM-L6-v2 at 48 tokens and scaled to other
-models and lengths by the model's per-token cost (non-embedding parameters
-plus attention, from the model's size: :func:`model_size`) times the
-sequence length. It is an estimate: real sequences are often shorter than
+Throughput is measured for one model at one length (the table's
+``ref_size`` / ``ref_length``: all-MiniLM-L6-v2 at 48 tokens on the CPU, a
+BERT-base-sized model at 128 tokens on a GPU) and scaled to other models and
+lengths by the model's per-token cost (non-embedding parameters plus
+attention, from the model's size: :func:`model_size`) times the sequence
+length. It is an estimate: real sequences are often shorter than
 ``max_length`` (the plan assumes full length), READ contexts longer than
 ``max_length`` make several windows (the plan counts one), and the selected
 number of epochs is unknown before selection (the plan uses the mean of the
@@ -76,15 +78,15 @@ def model_size(spec: str) -> tuple[int, int, int]:
                       "measured for it")
 
 
-def relative_cost(spec: str, length: int) -> float:
+def relative_cost(spec: str, length: int, ref_size=REF_SIZE, ref_length: int = REF_LENGTH) -> float:
     """Cost of one sequence of ``length`` tokens through ``spec`` relative to
-    the reference (MiniLM, 48 tokens): (per-token matmul FLOPs + attention)
-    × length."""
+    the throughput table's reference model and length (default: MiniLM, 48
+    tokens): (per-token matmul FLOPs + attention) × length."""
     def per_seq(size, n):
         layers, h, i = size
         return layers * n * (4 * h * h + 2 * h * i + 2 * n * h)
 
-    return per_seq(model_size(spec), length) / per_seq(REF_SIZE, REF_LENGTH)
+    return per_seq(model_size(spec), length) / per_seq(tuple(ref_size), int(ref_length))
 
 
 @dataclass
@@ -162,16 +164,17 @@ def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
 
 def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
     """(rates, source) for ``device`` ("cpu" / "cuda")."""
-    candidates = [Path(path)] if path else [REPO / "benchmarks" / "benchmark.json"]
+    candidates = [Path(path)] if path else [REPO / "benchmarks" / f"benchmark-{device}.json"]
     for p in candidates:
         if not p.exists():
             if path:
                 raise ConfigError(f"throughput table {p}: field 'path': file does not exist")
             continue
         bench = json.loads(p.read_text())
-        rates = bench.get("throughput", {}).get(device)
+        rates = {k: v for k, v in bench.get("throughput", {}).get(device, {}).items() if v is not None}
         if rates:
-            return rates, f"{p} ({bench.get('machine', {}).get('cpu') if device == 'cpu' else device})"
+            rates = {**REFERENCE[device], **rates}   # a figure the benchmark did not measure: the reference
+            return rates, f"{p} ({rates.get('machine', device)})"
         if path:
             raise ConfigError(f"throughput table {p}: field 'throughput.{device}': no figures for {device}")
     ref = REFERENCE[device]
@@ -207,7 +210,8 @@ def plan(config: dict, rates: dict) -> list[Line]:
         iid_stage, training = _stage(config, tcfg, "iid")
         suite_stage, _ = _stage(config, tcfg, "suite")
         length = int(training.get("max_length", 128))
-        cost = relative_cost(tcfg["model"], length)
+        cost = relative_cost(tcfg["model"], length, rates.get("ref_size", REF_SIZE),
+                             rates.get("ref_length", REF_LENGTH))
         grid = {**config.get("selection", {}), **tcfg.get("selection", {})}
         points = pipeline.grid_points(grid.get("grid") or {})
         policy = grid.get("policy", "seen")

@@ -1,12 +1,13 @@
 """Compute benchmark: where the time of a BELUGA run goes, measured side by side.
 
-    .venv/bin/python scripts/benchmark.py [--reps 3] [--run-dir .] [--out benchmarks/benchmark.json]
+    .venv/bin/python scripts/benchmark.py [--device cpu|cuda] [--reps 3] [--run-dir .]
 
 Prints one table (figure, value, baseline measured in the same run, ratio,
-target) and writes it as JSON (the throughput table ``python -m beluga plan``
-reads). Every ratio is a median over ``--reps`` repetitions measured in this
-run, on one torch thread (as the pipeline's jobs), with the default model
-(all-MiniLM-L6-v2), sequences of at most 48 tokens and batches of 16:
+target) and writes it as JSON, ``benchmarks/benchmark-<device>.json`` (with
+the throughput table ``python -m beluga plan`` reads). Every ratio is a
+median over ``--reps`` repetitions measured in this run, on one torch
+thread (as the pipeline's jobs), with the default model (all-MiniLM-L6-v2),
+sequences of at most 48 tokens and batches of 16:
 
 - training loop: ``beluga.training.train`` vs a raw PyTorch loop over the same
   minibatches (same losses, optimizer, clipping, schedule): target >= 0.95;
@@ -25,8 +26,8 @@ run, on one torch thread (as the pipeline's jobs), with the default model
   is fixed per-process cost (everything but training, prediction and scoring
   in model jobs): target <= 0.15;
 - ``snakemake -n`` on ``configs/paper.yaml``: seconds to plan the DAG;
-- on a CUDA device (when there is one): training and prediction examples/s
-  with bf16 and the model FLOP utilisation of training.
+- ``--device cuda``: the training, precision, prediction and method figures on
+  the first GPU, plus the model FLOP utilisation of training.
 """
 
 from __future__ import annotations
@@ -48,8 +49,23 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-MAX_LENGTH, BATCH = 48, 16
+MAX_LENGTH, BATCH, MODEL = 48, 16, "default"   # --max-length, --batch-size, --model
 ROWS: list[dict] = []
+DEVICE = None   # torch.device, set by main()
+
+
+def prec(name: str, fused: bool):
+    """A Precision on the benchmark's device (TF32 with bf16 on CUDA, as the pipeline's jobs)."""
+    from beluga.precision import Precision
+
+    return Precision(name, DEVICE.type, fused, DEVICE.type == "cuda" and name != "fp32")
+
+
+def sync():
+    import torch
+
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def row(figure: str, value: float, unit: str = "", baseline: float | None = None, target: str = "",
@@ -95,11 +111,12 @@ def default_fold(tmp: Path):
     return task, build_streams(task, mix, suite_train), cfg, iid
 
 
-def fresh_model():
+def fresh_model(**overrides):
     from beluga.modeling import load_model, set_seed
 
     set_seed(1)
-    return load_model("default", 2)
+    model, tok = load_model(MODEL, 2, config_overrides=overrides or None)
+    return model.to(DEVICE), tok
 
 
 # --------------------------------------------------------------------------- training loop and precision
@@ -115,6 +132,7 @@ def raw_loop(model, tokenizer, batches, precision, lr=5e-5):
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0, fused=precision.fused_optimizer or None)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1 - s / len(batches)))
     model.train()
+    sync()
     t = time.perf_counter()
     for b in batches:
         loss = loss_fn(model, b).mean()
@@ -123,6 +141,7 @@ def raw_loop(model, tokenizer, batches, precision, lr=5e-5):
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         sched.step()
+    sync()
     return time.perf_counter() - t
 
 
@@ -135,22 +154,20 @@ def subset(streams, n_items: int) -> dict:
 def bench_training(streams, reps: int, n_items: int) -> dict:
     import numpy as np
 
-    from beluga.precision import FP32, Precision
     from beluga.training import epoch_batches, train
 
     small = subset(streams, n_items)
     items = sum(len(v) for v in small.values())
-    bf16 = Precision("bf16", "cpu", False, False)
-    bf16f = Precision("bf16", "cpu", True, False)
+    fp32, bf16, bf16f = prec("fp32", False), prec("bf16", False), prec("bf16", True)
     times = {k: [] for k in ("raw fp32", "loop fp32", "raw bf16", "raw bf16+fused", "loop bf16+fused")}
     for _ in range(reps):
-        for name, prec in (("fp32", FP32), ("bf16+fused", bf16f)):
+        for name, p in (("fp32", fp32), ("bf16+fused", bf16f)):
             model, tok = fresh_model()
             batches = epoch_batches(small, BATCH, np.random.default_rng([1, 0]))  # train()'s epoch-0 batches
-            times[f"raw {name}"].append(raw_loop(model, tok, batches, prec))
+            times[f"raw {name}"].append(raw_loop(model, tok, batches, p))
             model, tok = fresh_model()
             summary = train(model, tok, small, "vanilla", {"lr": 5e-5, "batch_size": BATCH, "epochs": 1}, 1,
-                            max_length=MAX_LENGTH, precision=prec)
+                            max_length=MAX_LENGTH, precision=p)
             times[f"loop {name}"].append(summary["wall_time_s"])
         model, tok = fresh_model()
         batches = epoch_batches(small, BATCH, np.random.default_rng([1, 0]))
@@ -167,7 +184,23 @@ def bench_training(streams, reps: int, n_items: int) -> dict:
     row("training items/s bf16 + fused AdamW", rate["raw bf16+fused"], "items/s", baseline=rate["raw fp32"])
     row("training items/s, the loop as the pipeline runs it", rate["loop bf16+fused"], "items/s",
         baseline=rate["loop fp32"])
-    return {"train_items_per_s": rate, "train_items": items}
+    seqs = sum(len(v) * (1 if k in ("MFT", "iid") else 2) for k, v in small.items())
+    out = {"train_items_per_s": rate, "train_items": items, "train_seq_per_s": rate["loop bf16+fused"] * seqs / items}
+    if DEVICE.type == "cuda":
+        model, tok = fresh_model()
+        n_params = sum(p.numel() for n, p in model.named_parameters() if "embeddings" not in n)
+        texts = [t for v in small.values() for it in v for t in it.inputs[:2]]
+        tokens = sum(len(x) for x in tok(texts, truncation=True, max_length=MAX_LENGTH)["input_ids"])
+        achieved = 6 * n_params * tokens / (items / rate["loop bf16+fused"])
+        import torch
+
+        name = torch.cuda.get_device_name(DEVICE)
+        peak = next((v for k, v in {"H100": 989e12, "H200": 989e12, "A100": 312e12}.items() if k in name), None)
+        if peak:
+            out["mfu"] = achieved / peak
+            row("training model FLOP utilisation (CUDA, bf16)", out["mfu"], "share",
+                note=f"6 x {n_params / 1e6:.1f}M non-embedding params x real tokens / {name} dense bf16 peak")
+    return out
 
 
 def bench_prediction(iid, reps: int, n: int) -> dict:
@@ -175,65 +208,64 @@ def bench_prediction(iid, reps: int, n: int) -> dict:
     import torch
 
     from beluga.modeling import predict_probs
-    from beluga.precision import FP32, Precision
 
     texts = list(pd.read_parquet(iid["pool"])["text"][:n])
     model, tok = fresh_model()
     model.eval()
-    bf16 = Precision("bf16", "cpu", True, False)
+    fp32, bf16 = prec("fp32", True), prec("bf16", True)
 
     def raw(prec):
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        sync()
         t = time.perf_counter()
         with torch.inference_mode():
             for s in range(0, len(order), 64):
                 enc = tok([texts[i] for i in order[s:s + 64]], padding=True, truncation=True, max_length=MAX_LENGTH,
                           return_tensors="pt")
                 with prec.autocast():
-                    logits = model(**enc).logits
-                torch.softmax(logits.float(), -1)
+                    logits = model(**{k: v.to(DEVICE) for k, v in enc.items()}).logits
+                torch.softmax(logits.float(), -1).cpu()
+        sync()
         return time.perf_counter() - t
 
     def ours(prec):
+        sync()
         t = time.perf_counter()
         predict_probs(model, tok, texts, None, 64, MAX_LENGTH, precision=prec)
+        sync()
         return time.perf_counter() - t
 
     times = {k: [] for k in ("raw fp32", "ours fp32", "raw bf16", "ours bf16")}
     for _ in range(reps):
-        for name, prec in (("fp32", FP32), ("bf16", bf16)):
-            times[f"raw {name}"].append(raw(prec))
-            times[f"ours {name}"].append(ours(prec))
+        for name, p in (("fp32", fp32), ("bf16", bf16)):
+            times[f"raw {name}"].append(raw(p))
+            times[f"ours {name}"].append(ours(p))
     ratio = [r / o for r, o in zip(times["raw bf16"], times["ours bf16"])]
     row("prediction / raw inference_mode loop (bf16)", median(ratio), "x", target=">= 0.95", ok=median(ratio) >= 0.95)
     rate = {k: len(texts) / median(v) for k, v in times.items()}
     row("prediction inputs/s fp32", rate["ours fp32"], "inputs/s")
     row("prediction inputs/s bf16", rate["ours bf16"], "inputs/s", baseline=rate["ours fp32"])
-    p32 = predict_probs(model, tok, texts, None, 64, MAX_LENGTH, precision=FP32)
+    p32 = predict_probs(model, tok, texts, None, 64, MAX_LENGTH, precision=fp32)
     p16 = predict_probs(model, tok, texts, None, 64, MAX_LENGTH, precision=bf16)
     same = float((p32.argmax(1) == p16.argmax(1)).mean())
     row("bf16 vs fp32: same predicted class", same, "share", note=f"max |dp| {abs(p32 - p16).max():.4f}")
-    return {"predict_inputs_per_s": rate, "bf16_same_class": same}
+    return {"predict_inputs_per_s": rate, "predict_seq_per_s": rate["ours bf16"], "bf16_same_class": same}
 
 
 def bench_methods(streams, reps: int, n_items: int) -> dict:
     from beluga.methods import ALGORITHMS, get_algorithm, method_hparams
-    from beluga.modeling import load_model, set_seed
-    from beluga.precision import Precision
     from beluga.training import train
 
     small = subset(streams, n_items)
-    prec = Precision("bf16", "cpu", True, False)
+    p = prec("bf16", True)
     per_epoch = {}
     # lp_ft's cost is full fine-tuning (its start model, an LP model, is another job)
     for method in ["vanilla"] + sorted(m for m in ALGORITHMS if m != "vanilla"):
         ts = []
         for _ in range(reps):
-            set_seed(1)
-            overrides = get_algorithm(method).config_overrides(method_hparams(method))
-            model, tok = load_model("default", 2, config_overrides=overrides)
+            model, tok = fresh_model(**get_algorithm(method).config_overrides(method_hparams(method)))
             hp = {"lr": 5e-5, "batch_size": BATCH, "epochs": 1, **method_hparams(method)}
-            ts.append(train(model, tok, small, method, hp, 1, max_length=MAX_LENGTH, precision=prec)["wall_time_s"])
+            ts.append(train(model, tok, small, method, hp, 1, max_length=MAX_LENGTH, precision=p)["wall_time_s"])
         per_epoch[method] = median(ts)
     for method, t in per_epoch.items():
         rel = t / per_epoch["vanilla"]
@@ -278,7 +310,8 @@ def bench_fold_job(tmp: Path, cfg: dict, reps: int) -> dict:
     for mode in ("fast exit", "full exit"):
         shares, walls, startups, tails = [], [], [], []
         for _ in range(reps):
-            env = dict(os.environ, PYTHONPATH=str(REPO), BELUGA_FULL_EXIT="1" if mode == "full exit" else "0")
+            path = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+            env = dict(os.environ, PYTHONPATH=path, BELUGA_FULL_EXIT="1" if mode == "full exit" else "0")
             t0 = time.time()
             res = subprocess.run([sys.executable, "-c", FOLD_JOB, json.dumps(args)], capture_output=True, text=True,
                                  env=env, cwd=tmp)
@@ -361,78 +394,43 @@ def bench_dry_run(reps: int) -> dict:
     return {"paper_dry_run_s": median(ts)}
 
 
-# --------------------------------------------------------------------------- CUDA
-def bench_cuda(streams, iid, reps: int) -> dict:
-    import pandas as pd
-    import torch
-
-    from beluga.modeling import predict_probs
-    from beluga.precision import resolve
-    from beluga.training import train
-
-    if not torch.cuda.is_available():
-        return {}
-    dev = torch.device("cuda")
-    prec = resolve("auto", dev)
-    model, tok = fresh_model()
-    model.to(dev)
-    n_params = sum(p.numel() for n, p in model.named_parameters() if "embeddings" not in n)
-    rates = []
-    for _ in range(reps):
-        s = train(model, tok, streams, "vanilla", {"lr": 5e-5, "batch_size": 32, "epochs": 1}, 1,
-                  max_length=MAX_LENGTH, precision=prec)
-        items = sum(len(v) for v in streams.values())
-        rates.append(items / s["wall_time_s"])
-    # tokens actually processed in one epoch (sequences x padded length is an upper bound; count real tokens)
-    texts = [t for v in streams.values() for it in v for t in it.inputs[:2]]
-    tokens = sum(min(MAX_LENGTH, len(x)) for x in tok(texts, truncation=True, max_length=MAX_LENGTH)["input_ids"])
-    per_item_tokens = tokens / sum(len(v) for v in streams.values())
-    achieved = 6 * n_params * per_item_tokens * median(rates)
-    peak = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
-    name = torch.cuda.get_device_name(dev)
-    peak_flops = next((v for k, v in peak.items() if k in name), None)
-    row(f"CUDA ({name}) training items/s, bf16, batch 32", median(rates), "items/s")
-    if peak_flops:
-        row("CUDA training model FLOP utilisation", achieved / peak_flops, "share",
-            note="6 x non-embedding params x tokens / dense bf16 peak")
-    texts = list(pd.read_parquet(iid["pool"])["text"][:4000])
-    ts = []
-    for _ in range(reps):
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        predict_probs(model, tok, texts, None, 256, MAX_LENGTH, precision=prec)
-        torch.cuda.synchronize()
-        ts.append(time.perf_counter() - t)
-    row(f"CUDA ({name}) prediction inputs/s, bf16, batch 256", len(texts) / median(ts), "inputs/s")
-    return {"cuda": {"device": name, "train_items_per_s": median(rates),
-                     "predict_inputs_per_s": len(texts) / median(ts),
-                     "mfu": achieved / peak_flops if peak_flops else None}}
-
-
 def main(argv=None) -> int:
+    global DEVICE
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="where the training / prediction figures are measured (cuda: the first GPU)")
     ap.add_argument("--reps", type=int, default=3, help="repetitions per measurement (median; >= 3)")
     ap.add_argument("--items", type=int, default=400, help="training items per timed epoch")
+    ap.add_argument("--model", default="default",
+                    help="model spec (default: all-MiniLM-L6-v2; e.g. a local bert-base folder for GPU figures)")
+    ap.add_argument("--max-length", type=int, default=48, help="tokens per sequence (default 48, the default run's)")
+    ap.add_argument("--batch-size", type=int, default=16, help="training batch size (default 16)")
     ap.add_argument("--run-dir", default=str(REPO), help="a finished run's working directory (its logs/)")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "benchmark.json"))
+    ap.add_argument("--out", default=None, help="JSON output (default: benchmarks/benchmark-<device>.json)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["training", "prediction", "methods", "fold", "run",
-                                                               "dry-run", "cuda"])
+                                                               "dry-run"])
     args = ap.parse_args(argv)
     import torch
 
     from beluga.io import write_json
+    from beluga.plan import model_size
 
+    global MAX_LENGTH, BATCH, MODEL
+    MAX_LENGTH, BATCH, MODEL = args.max_length, args.batch_size, args.model
+    DEVICE = torch.device(args.device)
+    out_path = args.out or str(REPO / "benchmarks" / f"benchmark-{args.device}.json")
     torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    # as the pipeline's jobs (beluga.modeling.configure_torch): deterministic algorithms on the CPU only
+    torch.use_deterministic_algorithms(args.device == "cpu", warn_only=True)
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
                "torch": torch.__version__, "threads": 1, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
     with contextlib.suppress(OSError):
         with open("/proc/cpuinfo") as fh:
             machine["cpu"] = next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
-    print(f"machine: {machine}")
+    print(f"machine: {machine}; measured on {args.device}")
     print(f"{'figure':<58} {'value':>10} {'unit':<10} {'baseline':>10} {'ratio':>8}  {'target':<10}")
-    results = {"machine": machine, "model": "default (all-MiniLM-L6-v2)", "max_length": MAX_LENGTH,
+    results = {"machine": machine, "device": args.device, "model": MODEL, "max_length": MAX_LENGTH,
                "batch_size": BATCH, "reps": args.reps, "when": time.strftime("%Y-%m-%d %H:%M")}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -445,15 +443,21 @@ def main(argv=None) -> int:
             results.update(bench_methods(streams, args.reps, args.items))
         if "fold" not in args.skip:
             results.update(bench_fold_job(tmp, cfg, args.reps))
-        if "cuda" not in args.skip:
-            results.update(bench_cuda(streams, iid, args.reps))
     if "run" not in args.skip:
         results.update(run_share(Path(args.run_dir)))
     if "dry-run" not in args.skip:
         results.update(bench_dry_run(args.reps))
+    # the throughput table `python -m beluga plan` reads (sequences/s of the model at its length, one job)
+    fixed = results.get("fold_job", {}).get("fast exit")
+    results["throughput"] = {args.device: {
+        "machine": f"{machine['cuda'] if args.device == 'cuda' else machine['cpu']}, measured {results['when']}",
+        "ref_size": list(model_size(MODEL)), "ref_length": MAX_LENGTH, "batch_size": BATCH,
+        "train_seq_per_s": results.get("train_seq_per_s"), "predict_seq_per_s": results.get("predict_seq_per_s"),
+        "fixed_s_per_job": None if fixed is None else fixed["wall_s"] * fixed["fixed_share"],
+        "method_cost": results.get("method_cost", {})}}
     results["rows"] = ROWS
-    write_json(results, args.out)
-    print(f"written: {args.out}")
+    write_json(results, out_path)
+    print(f"written: {out_path}")
     missed = [r["figure"] for r in ROWS if r["ok"] is False]
     if missed:
         print("targets missed: " + "; ".join(missed))
