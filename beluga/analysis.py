@@ -26,7 +26,7 @@ import pandas as pd
 
 from beluga import stats
 from beluga.errors import DataError
-from beluga.io import write_csv, write_parquet, write_text
+from beluga.io import read_parquet, write_csv, write_parquet, write_text
 from beluga.metrics import BASELINE
 from beluga.scoring import FILTERED, PASS
 from beluga.suites.format import functionality_table, load_suite
@@ -51,7 +51,7 @@ def unit_outcomes(runs: list[dict], task_type: str) -> pd.DataFrame:
     for (conf, method, scenario), members in groups.items():
         cases, iid_sum, iid_ids, n_models = [], None, None, 0
         for run in members:
-            out = pd.read_parquet(run["path"])
+            out = read_parquet(run["path"], "outcomes")
             suite = out[(out["split"] == "suite_test") & out["held_out"].astype(bool)]
             cases.append(suite[["case_id", "functionality", "status"]])
             iid = out[out["split"] == "iid_test"].sort_values("case_id", kind="stable")
@@ -143,7 +143,7 @@ def task_data(long: pd.DataFrame, functionalities: pd.DataFrame, task_type: str,
 
 def _load(unit_path: str, suite_path: str, task_type: str) -> TaskData:
     funcs = functionality_table(load_suite(suite_path))
-    return task_data(pd.read_parquet(unit_path), funcs, task_type, source=unit_path)
+    return task_data(read_parquet(unit_path, "unit outcomes"), funcs, task_type, source=unit_path)
 
 
 # ---------------------------------------------------------------- significance
@@ -334,7 +334,7 @@ def write_table3(*, tasks: list[str], scores: list[str], significance_files: lis
     from beluga import tables
 
     per_task = {t: {"scores": pd.read_csv(s), "significance": pd.read_csv(g), "intervals": pd.read_csv(i),
-                    "null": pd.read_parquet(n)}
+                    "null": read_parquet(n, "null distribution")}
                 for t, s, g, i, n in zip(tasks, scores, significance_files, intervals_files, null_files, strict=True)}
     long = table3_long(per_task, alpha, correction)
     write_csv(tables.table3_csv(long), out_csv)
@@ -359,14 +359,14 @@ def write_diagnostics(*, task: str, task_type: str, runs: list[dict], suite_path
     from beluga.pipeline import _suite_split
 
     suite_test = _suite_split(suite_path, split_path, task_type, "test")
-    iid = pd.read_parquet(iid_test)
+    iid = read_parquet(iid_test, "i.i.d. test data")
     rows = []
     for run in runs:
         # a fold model predicts the T_test functionalities it is scored on (predict.scope): its
         # diagnostics describe what it predicted; every case of those functionalities must be there
         funcs = run.get("functionalities")
         cases = suite_test if funcs is None else suite_test[suite_test["functionality"].isin(set(funcs))]
-        d = diagnostics.run_diagnostics(pd.read_parquet(run["path"]), cases, iid, task_type,
+        d = diagnostics.run_diagnostics(read_parquet(run["path"], "predictions"), cases, iid, task_type,
                                         degenerate_share=degenerate_share, source=run["path"],
                                         whole_suite=funcs is None or set(funcs) >= set(suite_test["functionality"]))
         rows.append(dict(d, **{k: run[k] for k in ("configuration", "method", "partition", "fold")}))

@@ -13,6 +13,7 @@ and deletes it once the job's outputs are written)::
         model.safetensors      model weights (state_dict)
         optimizer.safetensors  the optimizer's tensors (Adam moments, step counts)
         rng.safetensors        torch CPU (and CUDA) generator states, uint8
+        checksums.json         SHA-256 of the four files, verified on resume
         state.json             format, fingerprint, epochs / steps done, loss
                                history, optimizer structure and scalars, LR
                                scheduler, the method's own state (Group-DRO
@@ -59,13 +60,32 @@ log = logging.getLogger(__name__)
 FORMAT = 1
 OWNER = "owner.json"
 PREFIX = "epoch-"
+CHECKSUMS = "checksums.json"
+FILES = ("model.safetensors", "optimizer.safetensors", "rng.safetensors", "state.json")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _verify(d: Path) -> None:
+    """Every file of an epoch checkpoint has the checksum written with it (a
+    file corrupted in place, even at the same size, is caught)."""
+    sums = json.loads((d / CHECKSUMS).read_text(encoding="utf-8"))
+    for f in FILES:
+        if sums.get(f) != _sha256(d / f):
+            raise ValueError(f"{f} does not match its checksum")
 
 # Algorithm attributes that are not run state: the model, optimizer and
 # scheduler are saved on their own; the others are rebuilt identically when the
 # method is constructed on the start model (L2-SP anchor, Fish's inner clone,
 # whose weights are overwritten at every update) or are inputs.
 _NOT_STATE = frozenset({"model", "loss_fn", "optimizer", "scheduler", "reference_state", "anchor", "inner", "pairs",
-                        "fused"})
+                        "fused", "nonfinite"})
 
 
 # --------------------------------------------------------------------------- fingerprint
@@ -253,6 +273,7 @@ def save(ckpt_dir: str | os.PathLike, *, epoch: int, fp: str, model, algo, state
         save_file(opt_tensors, str(tmp / "optimizer.safetensors"))
         save_file(rng_tensors, str(tmp / "rng.safetensors"))
         (tmp / "state.json").write_text(text + "\n", encoding="utf-8")
+        (tmp / CHECKSUMS).write_text(json.dumps({f: _sha256(tmp / f) for f in FILES}, indent=1) + "\n")
         _fsync_tree(tmp)
     for old in epoch_dirs(ckpt_dir):
         if old != target:
@@ -289,6 +310,7 @@ def load(ckpt_dir: str | os.PathLike, fp: str) -> Checkpoint | None:
     _remove_stale_temps(ckpt_dir)   # left by a write that was killed
     for d in epoch_dirs(ckpt_dir):
         try:
+            _verify(d)
             record = json.loads((d / "state.json").read_text(encoding="utf-8"))
             if record.get("format") != FORMAT:
                 raise ValueError(f"format {record.get('format')!r}, expected {FORMAT}")
@@ -301,7 +323,8 @@ def load(ckpt_dir: str | os.PathLike, fp: str) -> Checkpoint | None:
             return Checkpoint(d, record, load_file(str(d / "model.safetensors")),
                               load_file(str(d / "optimizer.safetensors")), load_file(str(d / "rng.safetensors")))
         except (OSError, ValueError, KeyError, TypeError, SafetensorError) as e:
-            log.warning("checkpoint %s cannot be read (%s): discarded", d, str(e).splitlines()[0] if str(e) else e)
+            log.warning("checkpoint %s cannot be read or fails its checksum (%s): discarded, training from the "
+                        "start", d, str(e).splitlines()[0] if str(e) else e)
             shutil.rmtree(d, ignore_errors=True)
     return None
 

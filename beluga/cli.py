@@ -99,6 +99,23 @@ def _read_predictions(path: str, column: str) -> pd.DataFrame:
         raise BelugaError(f"predictions {path}: field 'path': not a readable Parquet file ({e})") from None
 
 
+def _typed_keys(preds: pd.DataFrame, path: str) -> pd.DataFrame:
+    """case_id as strings, input_idx as integers (one line naming the row otherwise)."""
+    preds = preds.copy()
+    if preds["case_id"].isna().any():
+        i = int(preds.index[preds["case_id"].isna()][0])
+        raise BelugaError(f"predictions {path}: row {i}: field 'case_id': missing")
+    preds["case_id"] = preds["case_id"].astype(str)
+    idx = pd.to_numeric(preds["input_idx"], errors="coerce")
+    bad = idx.isna() | (idx != idx.round())
+    if bad.any():
+        i = int(preds.index[bad][0])
+        raise BelugaError(f"predictions {path}: row {i}: field 'input_idx': {preds['input_idx'].iloc[i]!r} is not "
+                          f"an integer ({int(bad.sum())} such row(s))")
+    preds["input_idx"] = idx.astype("int64")
+    return preds
+
+
 def score_command(suite_path: str, predictions_path: str, out_dir: str, task_name: str | None = None,
                   paper_fixes: bool = True) -> dict:
     from beluga.io import write_csv, write_parquet
@@ -118,11 +135,17 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     t_suite = time.time() - t0
 
     preds = _read_predictions(predictions_path, "answer" if task.kind == "qa" else "probs")
+    preds = _typed_keys(preds, predictions_path)
     wanted = set(preds["case_id"].tolist())
     sel = suite[suite["case_id"].isin(wanted)].reset_index(drop=True)
     if len(sel) == 0:
         raise BelugaError(f"predictions {predictions_path}: field 'case_id': no case id matches a case of "
                           f"the suite {suite_path}")
+    unknown = sorted(wanted - set(sel["case_id"]))
+    if unknown:
+        shown = ", ".join(repr(c) for c in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        print(f"warning: predictions {predictions_path}: {len(unknown)} case id(s) are not in the suite "
+              f"{suite_path} and were not scored: {shown}", file=sys.stderr)
     n_inputs = dict(zip(sel["case_id"], (len(x) for x in sel["inputs"])))
     mine = preds[preds["case_id"].isin(n_inputs.keys())]
     limit = mine["case_id"].map(n_inputs)

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.errors import DataError
+from beluga.health import check_probabilities
 from beluga.metrics import CONFIG_LABELS
 from beluga.tables import CONFIG_ORDER
 from beluga.tasks import get_task
@@ -138,6 +139,8 @@ def _probs_matrix(values, source: str) -> np.ndarray:
                         f"of the same length ({e})") from None
     if out.ndim != 2:
         raise DataError(f"{source}: field 'probs': every row needs a list of class probabilities")
+    if len(out):
+        check_probabilities(out, source)
     return out
 
 

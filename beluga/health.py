@@ -45,14 +45,15 @@ def bad_probability_rows(probs: np.ndarray) -> np.ndarray:
 def check_probabilities(probs: np.ndarray, source: str, rows=None, keys=None) -> None:
     """Raise a DataError naming ``source``, the row and the field 'probs' for
     the first row that is not a probability distribution. ``rows``: the row
-    numbers in the file (default 0..n-1); ``keys``: (case_id, input_idx) per
-    row, for the message."""
+    numbers in the file (default 0..n-1); ``keys``: (case_id, input_idx) of
+    row i, a sequence or a function of i (for the message)."""
     bad = bad_probability_rows(probs)
     if not len(bad):
         return
     i = int(bad[0])
     row = int(rows[i]) if rows is not None else i
-    where = f" (case {keys[i][0]!r}, input {keys[i][1]})" if keys is not None else ""
+    key = None if keys is None else (keys(i) if callable(keys) else keys[i])
+    where = f" (case {key[0]!r}, input {key[1]})" if key is not None else ""
     values = np.asarray(probs, dtype=np.float64)[i].tolist()
     raise DataError(f"{source}: row {row}{where}: field 'probs': {values} is not a probability distribution "
                     f"(values must be finite, in [0, 1] and sum to 1 within {SUM_TOLERANCE}); {len(bad)} such row(s)")

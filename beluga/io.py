@@ -6,6 +6,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from beluga.errors import OutputError
+from beluga.errors import DataError, OutputError
 
 # errors that mean "this output cannot be written here" (read-only or full disk,
 # no permission): reported as one line naming the file instead of a traceback
@@ -30,15 +31,43 @@ def output_error(path: str | os.PathLike, e: OSError, what: str = "output file",
     return err
 
 
+def _errno_of(e: BaseException) -> int | None:
+    """The OS error number inside an exception from a library that wraps it in
+    its own type (safetensors: ``... Os { code: 28, ... }`` / ``os error 28``)."""
+    m = re.search(r"(?:code: |os error )(\d+)", str(e))
+    return int(m.group(1)) if m else None
+
+
 @contextlib.contextmanager
 def _write_errors(path: Path):
-    """Re-raise an OSError that means ``path`` cannot be written as an OutputError naming it."""
+    """Re-raise an OSError (or a library error wrapping one, e.g. safetensors')
+    that means ``path`` cannot be written as an OutputError naming it."""
     try:
         yield
+    except OutputError:
+        raise
     except OSError as e:
-        if e.errno in WRITE_ERRNOS and not isinstance(e, OutputError):
+        if e.errno in WRITE_ERRNOS:
             raise output_error(path, e) from None
         raise
+    except Exception as e:
+        code = _errno_of(e) if type(e).__name__ == "SafetensorError" else None
+        if code in WRITE_ERRNOS:
+            raise output_error(path, OSError(code, os.strerror(code))) from None
+        raise
+
+
+def read_parquet(path: str | os.PathLike, what: str = "file", columns: list[str] | None = None) -> pd.DataFrame:
+    """A Parquet input, or one line naming it when it is missing or unreadable
+    (a truncated or corrupted file: delete it, and snakemake re-creates it)."""
+    try:
+        return pd.read_parquet(path, columns=columns)
+    except FileNotFoundError:
+        raise DataError(f"{what} {path}: field 'path': file does not exist") from None
+    except (pa.ArrowInvalid, OSError) as e:
+        reason = " ".join(str(e).split())[:200]
+        raise DataError(f"{what} {path}: field 'path': not a readable Parquet file ({reason}); delete it and run "
+                        "snakemake again, which re-creates it from its inputs") from None
 
 
 def _tmp_sibling(path: Path, suffix: str = "") -> Path:
@@ -124,3 +153,61 @@ def check_writable(folder: str | os.PathLike, field: str = "results") -> None:
             tempfile.TemporaryDirectory(prefix=".beluga-probe.", dir=probe).cleanup()
         except OSError as e:
             raise output_error(folder, e, what="output folder", field=field) from None
+
+
+# ---------------------------------------------------------------- one run per results folder
+LOCK_NAME = ".beluga-run.lock"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def acquire_results_lock(folder: str | os.PathLike, workdir: str | os.PathLike) -> Path:
+    """Claim ``folder`` (the config's ``results``) for the run in ``workdir``:
+    snakemake locks its own working directory, not a results folder that two
+    working directories share. A lock of the same working directory, or of a
+    process that no longer runs on this host, is taken over; one held by a
+    live run of another working directory (or on another host, whose process
+    cannot be checked) is refused in one line."""
+    import socket
+    import time
+
+    folder, workdir = Path(folder).absolute(), Path(workdir).absolute()
+    lock = folder / LOCK_NAME
+    host = socket.gethostname()
+    if lock.exists():
+        try:
+            held = json.loads(lock.read_text())
+        except (OSError, ValueError):
+            held = {}
+        other = held.get("workdir")
+        if other and Path(other) != workdir:
+            same_host = held.get("host") == host
+            if not same_host or _alive(int(held.get("pid", -1))):
+                where = f"pid {held.get('pid')} on {held.get('host')}, since {held.get('started')}"
+                raise OutputError(f"output folder {folder}: field 'results': in use by the run in the working "
+                                  f"directory {other} ({where}); wait for it to finish, give this run another "
+                                  f"results folder, or delete {lock} if that run is gone")
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json({"workdir": str(workdir), "pid": os.getpid(), "host": host,
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, lock)
+    return lock
+
+
+def release_results_lock(folder: str | os.PathLike, workdir: str | os.PathLike) -> None:
+    """Remove the lock this working directory holds on ``folder`` (if it holds it)."""
+    lock = Path(folder).absolute() / LOCK_NAME
+    try:
+        held = json.loads(lock.read_text())
+    except (OSError, ValueError):
+        return
+    if Path(held.get("workdir", "")) == Path(workdir).absolute():
+        with contextlib.suppress(OSError):
+            lock.unlink()

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.errors import DataError
+from beluga.health import check_probabilities
 from beluga.scoring import pass_rates
 
 SCENARIOS = ("standard", "seen", "func", "class", "type")
@@ -84,7 +85,14 @@ def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, task_kind: str, source
         out["f1"] = [float(f1_score(a, g)) for a, g in zip(answers, golds)]
         out["correct"] = out["em"] > 0.5
     else:
-        pred_label = np.array([int(np.argmax(p)) for p in preds["probs"]], dtype=np.int64)
+        try:
+            probs = np.array([np.asarray(p, dtype=np.float64) for p in preds["probs"]], dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise DataError(f"{source}: field 'probs': every row needs a list of class probabilities ({e})") from None
+        if len(probs):
+            check_probabilities(probs.reshape(len(probs), -1), source, rows=preds.index.to_numpy(),
+                                keys=lambda i: (ids[i], 0))
+        pred_label = probs.argmax(axis=1).astype(np.int64) if len(probs) else np.zeros(0, dtype=np.int64)
         gold_label = gold.loc[ids, "label"].astype(int).to_numpy()
         out["pred_label"] = pred_label
         out["gold_label"] = gold_label

@@ -111,19 +111,22 @@ def _auto_class(task_head: str):
 
 def load_trained(model_dir: str, task_head: str = "sequence"):
     """(model, tokenizer) written by :func:`save_model` (safetensors only)."""
+    from safetensors import SafetensorError
     from transformers import AutoTokenizer
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
         model = _auto_class(task_head).from_pretrained(model_dir, use_safetensors=True)
-    except (OSError, ValueError, KeyError) as e:
-        raise ModelError(f"model {model_dir}: field 'model': cannot be loaded ({_first_line(e)})") from None
+    except (OSError, ValueError, KeyError, SafetensorError) as e:
+        raise ModelError(f"model {model_dir}: field 'model': cannot be loaded ({_first_line(e)}); delete the folder "
+                         "and run snakemake again to re-create it, or replace the files") from None
     return model, tokenizer
 
 
 def load_model(spec: str, num_labels: int, config_overrides: dict | None = None, task_head: str = "sequence"):
     """(model, tokenizer): a sequence classifier with ``num_labels`` classes, or
     (``task_head="qa"``) an extractive QA model with start/end logits."""
+    from safetensors import SafetensorError
     from transformers import AutoConfig, AutoTokenizer, BertConfig
 
     auto = _auto_class(task_head)
@@ -150,7 +153,7 @@ def load_model(spec: str, num_labels: int, config_overrides: dict | None = None,
         model = auto.from_pretrained(source, config=config, **({"use_safetensors": True} if local else {}))
     except ModelError:
         raise
-    except (OSError, ValueError, KeyError) as e:  # missing / unreadable files, a config transformers does not know
+    except (OSError, ValueError, KeyError, SafetensorError) as e:  # missing / unreadable files, unknown config
         raise ModelError(f"model {spec}: field 'model': cannot be loaded ({_first_line(e)})") from None
     return model, tokenizer
 

@@ -19,7 +19,7 @@ from beluga import folds as folds_mod
 from beluga.clock import Clock
 from beluga.data import iid as iid_mod
 from beluga.errors import ConfigError, SuiteError
-from beluga.io import write_csv, write_json, write_parquet, write_text
+from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
 from beluga.metrics import aggregate, scores_markdown
 from beluga.scoring import pass_rates, score_cases
 from beluga.suites.format import functionality_table, load_suite, save_suite
@@ -66,32 +66,71 @@ def _select_functionalities(df: pd.DataFrame, suite_cfg: dict) -> pd.DataFrame:
     return df[df["functionality"].isin(set(wanted))].reset_index(drop=True)
 
 
-def suite_functionalities(suite_cfg: dict) -> pd.DataFrame:
+def suite_functionalities(suite_cfg: dict, task_type: str | None = None) -> pd.DataFrame:
     """Functionality table known before anything runs (fold enumeration at
-    DAG-construction time): from the generator's catalogue or the suite file."""
-    return _select_functionalities(_all_suite_functionalities(suite_cfg), suite_cfg)
+    DAG-construction time): from the generator's catalogue or the suite file
+    (checked against ``task_type``: :func:`check_suite_task`), with the
+    number of cases each functionality will have (``n_cases``, after
+    ``max_cases_per_functionality``)."""
+    return _select_functionalities(_all_suite_functionalities(suite_cfg, task_type), suite_cfg)
 
 
-def _all_suite_functionalities(suite_cfg: dict) -> pd.DataFrame:
+def _all_suite_functionalities(suite_cfg: dict, task_type: str | None = None) -> pd.DataFrame:
     if "generate" in suite_cfg:
         from beluga.suites.generator import sent_catalogue
 
         if suite_cfg["generate"] != "sent_default":
             raise ConfigError(f"config: field 'suite.generate': unknown generator {suite_cfg['generate']!r}")
-        return pd.DataFrame(sent_catalogue())[["functionality", "capability", "test_type"]]
-    df = _read_suite_file(suite_cfg)
-    return df[["functionality", "capability", "test_type"]].drop_duplicates("functionality").reset_index(drop=True)
+        if task_type not in (None, "sent"):
+            raise ConfigError(f"config: field 'suite.generate': the built-in generator makes a SENT suite; this "
+                              f"task's type is {task_type!r} (give its suite with 'path')")
+        df = pd.DataFrame(sent_catalogue())[["functionality", "capability", "test_type"]]
+        return df.assign(n_cases=int(suite_cfg.get("cases_per_functionality", 16)))
+    df = _read_suite_file(suite_cfg, task_type)
+    table = df[["functionality", "capability", "test_type"]].drop_duplicates("functionality").reset_index(drop=True)
+    n = df.groupby("functionality", sort=False).size()
+    cap = suite_cfg.get("max_cases_per_functionality")
+    table["n_cases"] = [int(n[f]) if cap is None else min(int(n[f]), int(cap)) for f in table["functionality"]]
+    return table
 
 
-def _read_suite_file(suite_cfg: dict) -> pd.DataFrame:
+def check_suite_task(df: pd.DataFrame, task_type: str, path) -> None:
+    """The suite must be one the task can be tested on: a CheckList export
+    of the task's own suite, and inputs of the task's arity (one text for
+    SENT; a pair of texts for PARA; context and question for READ)."""
+    task = get_task(task_type)
+    known = df.attrs.get("task")
+    if known is not None and known != task.name:
+        name = df.attrs.get("checklist_suite", known)
+        raise SuiteError(f"suite file {path}: field 'type': the file is CheckList's {name!r} suite, a {known} "
+                         f"suite, but the task it is configured for has type {task.name!r}")
+    paired = df["inputs_b"].map(lambda v: v is not None and not (isinstance(v, float) and v != v))
+    needs_b = task.kind == "qa" or getattr(task, "pair", False)
+    wrong = df[~paired] if needs_b else df[paired]
+    if len(wrong):
+        r = wrong.iloc[0]
+        what = ("context and question (inputs and inputs_b)" if task.kind == "qa" else
+                "pairs of texts (inputs and inputs_b)" if needs_b else "single texts (no inputs_b)")
+        raise SuiteError(f"suite file {path}: case_id={r['case_id']!r}: field 'inputs_b': a {task.name} task needs "
+                         f"{what}; {len(wrong)} case(s) of this suite do not match")
+
+
+def _read_suite_file(suite_cfg: dict, task_type: str | None = None) -> pd.DataFrame:
     """A suite named by ``suite.path`` (project Parquet / CSV / JSONL, or a
-    CheckList JSONL export), validated; the paper's fixes as configured."""
+    CheckList JSONL export), validated (against ``task_type`` when given);
+    the paper's fixes as configured."""
     from beluga.suites.checklist import read_any_suite
 
     path = suite_cfg["path"]
     if not Path(path).exists():
         raise SuiteError(f"suite file {path}: field 'path': file does not exist")
-    return read_any_suite(path, paper_fixes=bool(suite_cfg.get("paper_fixes", True)))
+    if task_type is None:
+        return read_any_suite(path, paper_fixes=bool(suite_cfg.get("paper_fixes", True)))
+    task = get_task(task_type)
+    df = read_any_suite(path, paper_fixes=bool(suite_cfg.get("paper_fixes", True)), label_set=_label_set(task),
+                        task_kind=task.kind)
+    check_suite_task(df, task_type, path)
+    return df
 
 
 def cap_inputs(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
@@ -137,7 +176,7 @@ def subsample_cases(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
 
 
 def build_suite(suite_cfg: dict, task_type: str, pool_path: str | None, out_path: str) -> None:
-    pool = pd.read_parquet(pool_path) if "generate" in suite_cfg else None
+    pool = read_parquet(pool_path, "i.i.d. pool") if "generate" in suite_cfg else None
     df, declared = make_suite(suite_cfg, task_type, pool, with_declared=True)
     save_suite(df, out_path, declared=declared)
 
@@ -160,7 +199,7 @@ def make_suite(suite_cfg: dict, task_type: str, pool: pd.DataFrame | None, with_
         declared = [{k: f[k] for k in ("functionality", "capability", "test_type", "description")}
                     for f in sent_catalogue() if f["functionality"] in keep]
     else:
-        df = _read_suite_file(suite_cfg)
+        df = _read_suite_file(suite_cfg, task_type)
         df = subsample_cases(df, suite_cfg.get("max_cases_per_functionality"), int(suite_cfg.get("seed", 7)))
         df = cap_inputs(df, suite_cfg.get("max_inputs_per_case"), int(suite_cfg.get("seed", 7)))
         declared = None
@@ -194,7 +233,7 @@ def prepare_iid(iid_cfg: dict, task_type: str, outputs: dict[str, str]) -> None:
 # ---------------------------------------------------------------- jobs
 def _suite_split(suite_path: str, split_path: str, task_type: str, split: str) -> pd.DataFrame:
     suite = load_suite(suite_path, _label_set(get_task(task_type)))
-    ids = pd.read_parquet(split_path)
+    ids = read_parquet(split_path, "suite split")
     keep = set(ids.loc[ids["split"] == split, "case_id"])
     return suite[suite["case_id"].isin(keep)].reset_index(drop=True)
 
@@ -244,7 +283,7 @@ def _start_job(threads: int, precision: str) -> _Job:
 
 def train_iid(model_spec: str, task_type: str, iid_train: str, hparams: dict, seed: int, max_length: int,
               out_dir: str, threads: int = 1, doc_stride: int = 128, checkpoint_dir: str | None = None,
-              precision: str = "auto", checkpoint_every_s: float = 0.0) -> dict:
+              precision: str = "auto", checkpoint_every_s: float = 0.0, nonfinite: str = "stop") -> dict:
     """The IID model. ``checkpoint_dir`` (optional): epoch checkpoints, to
     resume an interrupted job (:mod:`beluga.checkpoint`); deleted once the
     model is written. Returns the job's timing parts."""
@@ -258,12 +297,12 @@ def train_iid(model_spec: str, task_type: str, iid_train: str, hparams: dict, se
     set_seed(seed)
     model, tokenizer = load_model(model_spec, task.num_model_labels, task_head=_head(task))
     model.to(job.device)
-    streams = build_streams(task, pd.read_parquet(iid_train), None)
+    streams = build_streams(task, read_parquet(iid_train, "i.i.d. training data"), None)
     clock.mark("train_start")
     with clock("train"):
         summary = train(model, tokenizer, streams, "vanilla", dict(hparams), seed, max_length=max_length,
                         doc_stride=doc_stride, checkpoint_dir=checkpoint_dir, precision=job.precision,
-                        checkpoint_every_s=checkpoint_every_s,
+                        checkpoint_every_s=checkpoint_every_s, nonfinite=nonfinite, job=f"{task.name} IID model",
                         fingerprint_extra={"task": task.name, "configuration": "iid", "model": model_spec})
     clock.split("train", "checkpoint", summary["checkpoint_s"])
     record = {"configuration": "iid", "method": "vanilla", "partition": "standard", "fold": "all",
@@ -278,7 +317,7 @@ def _train_fold(*, task, configuration: str, method: str, fold: dict, all_functi
                 suite_path: str, split_path: str, iid_train: str | None, start_model: str, hparams: dict,
                 seed: int, max_length: int, iid_in_mix: int | None, dir_train_slice: bool, job: _Job,
                 doc_stride: int, checkpoint_dir: str | None = None, clock: Clock | None = None,
-                checkpoint_every_s: float = 0.0):
+                checkpoint_every_s: float = 0.0, nonfinite: str = "stop"):
     """The behavioral fine-tuning step shared by ``finetune``,
     ``finetune_model`` and ``trial``: (model, tokenizer, training summary).
     ``checkpoint_dir``: epoch checkpoints (the caller deletes it once its
@@ -299,7 +338,7 @@ def _train_fold(*, task, configuration: str, method: str, fold: dict, all_functi
     if mix:
         if iid_train is None:
             raise ConfigError(f"configuration {configuration}: needs the i.i.d. training data")
-        iid_df = pd.read_parquet(iid_train)
+        iid_df = read_parquet(iid_train, "i.i.d. training data")
         if iid_in_mix is not None and len(iid_df) > iid_in_mix:
             iid_df = iid_df.sample(n=int(iid_in_mix), random_state=seed).reset_index(drop=True)
     set_seed(seed)
@@ -312,7 +351,8 @@ def _train_fold(*, task, configuration: str, method: str, fold: dict, all_functi
     with clock("train"):
         summary = train(model, tokenizer, streams, method, dict(hparams), seed, max_length=max_length,
                         doc_stride=doc_stride, checkpoint_dir=checkpoint_dir, precision=job.precision,
-                        checkpoint_every_s=checkpoint_every_s,
+                        checkpoint_every_s=checkpoint_every_s, nonfinite=nonfinite,
+                        job=f"{task.name} {configuration}/{method}/{fold.get('partition')}/{fold.get('fold')}",
                         fingerprint_extra={"task": task.name, "configuration": configuration,
                                            "partition": fold.get("partition"), "fold": fold.get("fold")})
     clock.split("train", "checkpoint", summary["checkpoint_s"])
@@ -333,6 +373,14 @@ def grid_points(grid: dict) -> dict[str, dict]:
     keys = [k for k in GRID_KEYS if grid.get(k)]
     if not keys:
         return {}
+    for k in keys:
+        ids = [f"{v:g}" for v in grid[k]]
+        dup = next((i for i, x in enumerate(ids) if x in ids[:i]), None)
+        if dup is not None:
+            first = grid[k][ids.index(ids[dup])]
+            raise ConfigError(f"config: field 'selection.grid.{k}': values {first!r} and {grid[k][dup]!r} have the "
+                              f"same trial id ({GRID_KEYS[k]}{ids[dup]}); use values that differ in 6 significant "
+                              "digits")
     points = {}
     for combo in itertools.product(*(grid[k] for k in keys)):
         point = dict(zip(keys, combo))
@@ -373,7 +421,8 @@ def finetune(*, task_type: str, configuration: str, method: str, partition: str,
              dir_train_slice: bool, out_predictions: str, out_run: str, out_outcomes: str,
              out_model: str | None = None, threads: int = 1, doc_stride: int = 128, selected: str | None = None,
              start_label: str | None = None, checkpoint_dir: str | None = None, precision: str = "auto",
-             batch_size: int = 64, scope: str = "scored", checkpoint_every_s: float = 0.0) -> dict:
+             batch_size: int = 64, scope: str = "scored", checkpoint_every_s: float = 0.0,
+             nonfinite: str = "stop") -> dict:
     """One fold, in one process with the model in memory: behavioral
     fine-tuning in one configuration with one method, predictions for the
     T_test cases the fold is scored on (``scope``) and the i.i.d. test set,
@@ -394,7 +443,7 @@ def finetune(*, task_type: str, configuration: str, method: str, partition: str,
         suite_path=suite_path, split_path=split_path, iid_train=iid_train, start_model=start_model,
         hparams=hparams, seed=seed, max_length=max_length, iid_in_mix=iid_in_mix,
         dir_train_slice=dir_train_slice, job=job, doc_stride=doc_stride, checkpoint_dir=checkpoint_dir, clock=clock,
-        checkpoint_every_s=checkpoint_every_s)
+        checkpoint_every_s=checkpoint_every_s, nonfinite=nonfinite)
     record = _fold_record(task=task, configuration=configuration, method=method, partition=partition, fold=fold,
                           start_label=start_label or start_model, hparams=hparams, seed=seed, choice=choice,
                           iid_in_mix=iid_in_mix, summary=summary, job=job)
@@ -422,7 +471,7 @@ def finetune_model(*, task_type: str, configuration: str, method: str, partition
                    start_model: str, hparams: dict, seed: int, max_length: int, iid_in_mix: int | None,
                    dir_train_slice: bool, out_dir: str, threads: int = 1, doc_stride: int = 128,
                    selected: str | None = None, start_label: str | None = None, checkpoint_dir: str | None = None,
-                   precision: str = "auto", checkpoint_every_s: float = 0.0) -> dict:
+                   precision: str = "auto", checkpoint_every_s: float = 0.0, nonfinite: str = "stop") -> dict:
     """Behavioral fine-tuning of one fold whose model is kept on disk
     (``keep_models: true``): the model and its run record go to ``out_dir``;
     the ``predict`` and ``outcomes`` rules take it from there. Returns the
@@ -439,7 +488,7 @@ def finetune_model(*, task_type: str, configuration: str, method: str, partition
         suite_path=suite_path, split_path=split_path, iid_train=iid_train, start_model=start_model,
         hparams=hparams, seed=seed, max_length=max_length, iid_in_mix=iid_in_mix,
         dir_train_slice=dir_train_slice, job=job, doc_stride=doc_stride, checkpoint_dir=checkpoint_dir, clock=clock,
-        checkpoint_every_s=checkpoint_every_s)
+        checkpoint_every_s=checkpoint_every_s, nonfinite=nonfinite)
     record = _fold_record(task=task, configuration=configuration, method=method, partition=partition, fold=fold,
                           start_label=start_label or start_model, hparams=hparams, seed=seed, choice=choice,
                           iid_in_mix=iid_in_mix, summary=summary, job=job)
@@ -453,7 +502,8 @@ def trial(*, task_type: str, configuration: str, method: str, fold: dict, trial_
           all_functionalities: list[str], suite_path: str, split_path: str, iid_train: str | None,
           start_model: str, hparams: dict, seed: int, max_length: int, iid_in_mix: int | None,
           dir_train_slice: bool, batch_size: int, out_path: str, threads: int = 1, doc_stride: int = 128,
-          checkpoint_dir: str | None = None, precision: str = "auto", checkpoint_every_s: float = 0.0) -> dict:
+          checkpoint_dir: str | None = None, precision: str = "auto", checkpoint_every_s: float = 0.0,
+          nonfinite: str = "stop") -> dict:
     """One grid point of model selection: train the fold as ``finetune`` does
     with ``grid_point`` on top of ``hparams``, score T_val of the fold's
     training functionalities (the held-out ones are never looked at), write
@@ -469,7 +519,7 @@ def trial(*, task_type: str, configuration: str, method: str, fold: dict, trial_
         suite_path=suite_path, split_path=split_path, iid_train=iid_train, start_model=start_model, hparams=hp,
         seed=seed, max_length=max_length, iid_in_mix=iid_in_mix, dir_train_slice=dir_train_slice,
         job=job, doc_stride=doc_stride, checkpoint_dir=checkpoint_dir, clock=clock,
-        checkpoint_every_s=checkpoint_every_s)
+        checkpoint_every_s=checkpoint_every_s, nonfinite=nonfinite)
     train_funcs = set(folds_mod.training_functionalities(fold, all_functionalities))
     val = _suite_split(suite_path, split_path, task_type, "val")
     val = val[val["functionality"].isin(train_funcs)].reset_index(drop=True)
@@ -545,7 +595,7 @@ def _test_sets(suite_path: str, split_path: str, task_type: str, iid_test: str,
     suite_test = _suite_split(suite_path, split_path, task_type, "test")
     if functionalities is not None:
         suite_test = suite_test[suite_test["functionality"].isin(set(functionalities))].reset_index(drop=True)
-    return suite_test, pd.read_parquet(iid_test)
+    return suite_test, read_parquet(iid_test, "i.i.d. test data")
 
 
 def _predictions(model, tokenizer, task, suite_test: pd.DataFrame, iid: pd.DataFrame, batch_size: int,
@@ -572,6 +622,13 @@ def _predictions(model, tokenizer, task, suite_test: pd.DataFrame, iid: pd.DataF
 
 
 def _write_predictions(df: pd.DataFrame, task, out_path: str) -> None:
+    """Write a predictions table; class probabilities are checked first (a
+    model whose outputs are not finite probabilities never writes any)."""
+    if task.kind != "qa" and len(df):
+        from beluga.health import check_probabilities
+
+        check_probabilities(np.array(df["probs"].tolist(), dtype=np.float64), f"predictions {out_path} (not written)",
+                            keys=lambda i: (df["case_id"].iat[i], df["input_idx"].iat[i]))
     columns = {c: [None if (c == "label" and pd.isna(v)) else v for v in df[c]] for c in df.columns}
     schema = QA_PREDICTION_SCHEMA if task.kind == "qa" else PREDICTION_SCHEMA
     write_parquet(pa.Table.from_pydict({f.name: columns[f.name] for f in schema}, schema=schema), out_path)
@@ -628,15 +685,15 @@ def outcomes(*, task_type: str, suite_path: str, split_path: str, predictions: s
     cases of ``functionalities`` (None: all; what was predicted)."""
     task = get_task(task_type)
     suite_test, iid = _test_sets(suite_path, split_path, task_type, iid_test, functionalities)
-    write_parquet(_outcomes(task, suite_test, pd.read_parquet(predictions), iid, held_out, source=predictions),
-                  out_path)
+    preds = read_parquet(predictions, "predictions")
+    write_parquet(_outcomes(task, suite_test, preds, iid, held_out, source=predictions), out_path)
 
 
 def aggregate_task(*, task: str, task_type: str, suite_path: str, runs: list[dict], out_long: str,
                    out_scores: str, out_md: str, iid_metric: str = "mean") -> None:
     suite = load_suite(suite_path)
     funcs = functionality_table(suite)
-    loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
+    loaded = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in runs]
     long, scores = aggregate(loaded, funcs, task_type=task_type, iid_metric=iid_metric)
     write_csv(long, out_long)
     write_csv(scores, out_scores)

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.errors import BelugaError
+from beluga.health import check_probabilities
 from beluga.tasks import Task
 
 PASS, FAIL, FILTERED = "pass", "fail", "filtered"
@@ -239,6 +240,11 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, task: Task,
         except (TypeError, ValueError) as e:
             raise BelugaError(f"{source}: field 'probs': every row needs a list of class probabilities "
                               f"of the same length ({e})") from None
+        if len(values):
+            if probs_model.ndim != 2:
+                raise BelugaError(f"{source}: field 'probs': every row needs a list of class probabilities")
+            cids, idx = predictions["case_id"].tolist(), predictions["input_idx"].tolist()
+            check_probabilities(probs_model, source, rows=flat, keys=lambda i: (cids[flat[i]], idx[flat[i]]))
         try:
             probs = task.suite_probs(probs_model) if len(values) else probs_model
         except ValueError as e:

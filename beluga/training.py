@@ -47,6 +47,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from beluga.errors import ConfigError
+from beluga.health import DivergedError, check_finite_weights
 from beluga.losses import DIR_FN_INDEX, dir_function_for, dir_loss, inv_loss, mft_loss, neutral_mask
 from beluga.methods import DEFAULT_HPARAMS, check_method_hparams, get_algorithm
 from beluga.precision import FP32, Precision, full
@@ -98,9 +100,18 @@ def build_streams(task: Task, iid_train: pd.DataFrame | None, suite_train: pd.Da
         streams["iid"] = [Item("iid", [t], None if b is None else [b], list(np.eye(n)[int(y)]))
                           for t, b, y in zip(iid_train["text"], texts_b, iid_train["label"])]
     if suite_train is not None and len(suite_train):
+        unpaired = 0
         for r in suite_train.itertuples(index=False):
             stream, items = _case_items(task, r, dir_train_slice)
-            streams.setdefault(stream, []).extend(items)
+            if stream in ("INV", "DIR"):   # a pair loss needs the original and a perturbation
+                kept = [it for it in items if len(it.inputs) >= 2]
+                unpaired += len(items) - len(kept)
+                items = kept
+            if items:
+                streams.setdefault(stream, []).extend(items)
+        if unpaired:
+            log.info("training data: %d INV / DIR case(s) with fewer than two inputs skipped (no perturbation to "
+                     "train on)", unpaired)
     return {k: streams[k] for k in sorted(streams)}
 
 
@@ -339,23 +350,30 @@ def _as_tensor(v) -> torch.Tensor:
 
 
 def _mean(values: list[torch.Tensor]) -> float:
-    """Mean of 0-dim loss tensors (on any device) as a float: one host sync."""
+    """Mean of the finite ones of 0-dim loss tensors (on any device) as a float
+    (skipped non-finite steps do not count): one host sync."""
     if not values:
         return float("nan")
-    return float(torch.stack([v.to(values[0].device) for v in values]).mean())
+    v = torch.stack([x.to(values[0].device) for x in values])
+    return float(v[torch.isfinite(v)].mean()) if bool(torch.isfinite(v).any()) else float("nan")
 
 
 def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams: dict, seed: int,
           max_length: int = 128, log_every: int = 50, doc_stride: int = 128,
           reference_state: dict | None = None, checkpoint_dir: str | os.PathLike | None = None,
           fingerprint_extra: dict | None = None, precision: Precision = FP32,
-          checkpoint_every_s: float = 0.0) -> dict:
+          checkpoint_every_s: float = 0.0, nonfinite: str = "stop", job: str = "model") -> dict:
     """Train ``model`` in place with ``method``. ``hparams`` holds lr,
     batch_size, epochs and the method's own hyper-parameters (missing ones
     take ``DEFAULT_HPARAMS``). ``reference_state`` (optional, name -> tensor):
     reference weights for L2-SP (default: the model's weights at the start).
     ``precision`` (:mod:`beluga.precision`): autocast of the forward passes
-    and fused AdamW (default: float32, unfused).
+    and fused AdamW (default: float32, unfused). ``nonfinite``: a
+    non-finite loss stops training with a :class:`beluga.health.DivergedError`
+    naming ``job`` and the step (``stop``, checked every ``log_every``
+    updates and at every epoch end, so the loss stays on the device), or the
+    update is skipped and counted (``skip``); the trained weights are checked
+    finite at the end either way.
 
     ``checkpoint_dir`` (optional; unused for one epoch): after an epoch but
     the last, the whole training state is written there
@@ -378,7 +396,8 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
     method's own (e.g. final Group-DRO weights, IRM switch step);
     ``resumed_from_epoch`` the epochs a checkpoint provided (0: none)."""
     if not streams or not any(streams.values()):
-        raise ValueError("nothing to train on: every stream is empty")
+        raise ConfigError(f"training {job}: field 'partitions': nothing to train on (the fold's training "
+                          "functionalities have no trainable case and no i.i.d. data is mixed in)")
     algo_cls = get_algorithm(method)
     hparams = {**DEFAULT_HPARAMS.get(method, {}), **hparams}
     check_method_hparams(method, hparams)
@@ -422,13 +441,20 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
 
         fp = checkpoint.fingerprint(model=model, method=method, hparams=hparams, seed=seed, streams=streams,
                                     reference_state=reference_state,
-                                    extra={"max_length": max_length, "doc_stride": doc_stride,
+                                    extra={"max_length": max_length, "doc_stride": doc_stride, "nonfinite": nonfinite,
                                            **precision.record(), **(fingerprint_extra or {})})
         ckpt = checkpoint.load(checkpoint_dir, fp)
         checkpoint.write_owner(checkpoint_dir, fp)
     model.train()
     algo = algo_cls(model, hparams, loss_fn, total, envs=envs, reference_state=reference_state,
-                    fused=precision.fused_optimizer)
+                    fused=precision.fused_optimizer, nonfinite=nonfinite)
+
+    def check_finite():
+        bad = algo.first_nonfinite_step()
+        if bad is not None:
+            raise DivergedError(f"training {job}: field 'training.nonfinite': the loss is not finite at step {bad} "
+                                f"of {total} (the run diverged: lower the learning rate, or set training.nonfinite: "
+                                "skip to skip such steps)")
     t0, step, history, risks, start_epoch, wall_before = t_ckpt, 0, [], [], 0, 0.0
     if ckpt is not None:
         loop = checkpoint.restore(ckpt, model, algo)
@@ -453,7 +479,9 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
             running_risk.append(_as_tensor(stats.get("risk", stats["loss"])))
             step += 1
             if step % log_every == 0:
+                check_finite()
                 log.info("step %d/%d loss %.4f", step, total, _mean(running[-log_every:]))
+        check_finite()
         history.append(_mean(running))
         risks.append(_mean(running_risk))
         log.info("epoch %d done: mean loss %.4f (%.1fs)", epoch + 1, history[-1], time.time() - t0)
@@ -465,7 +493,11 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
             checkpoint.save(checkpoint_dir, epoch=epoch + 1, fp=fp, model=model, algo=algo, state=loop)
             last_save = time.time()
             ckpt_s += last_save - t_save
-    return {"steps": step, "epoch_losses": history, "epoch_risks": risks,
+    check_finite_weights(model, job)
+    if algo.nonfinite_skipped:
+        log.warning("training %s: %d update(s) with a non-finite loss were skipped", job, algo.nonfinite_skipped)
+    return {"steps": step, "nonfinite_steps_skipped": algo.nonfinite_skipped, "epoch_losses": history,
+            "epoch_risks": risks,
             "wall_time_s": round(wall_before + time.time() - t0, 2), "checkpoint_s": round(ckpt_s, 3),
             "resumed_from_epoch": start_epoch,
             "stream_sizes": {k: len(v) for k, v in streams.items()}, **extra, "method_info": algo.summary()}

@@ -1,4 +1,5 @@
 # Config validation, fold enumeration, wildcard constraints, target lists.
+import os
 import sys
 
 from snakemake.exceptions import WorkflowError
@@ -6,26 +7,47 @@ from snakemake.utils import validate
 
 sys.path.insert(0, workflow.basedir)
 
+from beluga import dag as beluga_dag  # noqa: E402
 from beluga import folds as beluga_folds  # noqa: E402
 from beluga import pipeline as beluga_pipeline  # noqa: E402
 from beluga import io as beluga_io  # noqa: E402
+from beluga.data import iid as beluga_iid  # noqa: E402
 from beluga.errors import BelugaError, config_error_line  # noqa: E402
 from beluga.methods import get_algorithm, method_hparams  # noqa: E402
 
 
-# one line naming the config file and the field (not the schema dump)
+# one line naming the config file and the field (not the schema dump); then
+# what the schema cannot say (beluga/dag.py)
 try:
     validate(config, schema="../schemas/config.schema.yaml")
 except WorkflowError as e:
     raise WorkflowError(config_error_line(e, workflow.configfiles)) from None
+try:
+    beluga_dag.check_config(
+        config,
+        beluga_dag.load_schema(f"{workflow.basedir}/schemas/config.schema.yaml"),
+        workflow.configfiles,
+    )
+except BelugaError as e:
+    raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
 
 
 onstart:
-    # a real run (not -n) into a read-only / inaccessible results folder fails before any job
+    # a real run (not -n) into a read-only / inaccessible results folder fails before any job;
+    # a results folder another working directory's run is writing to is refused
     try:
         beluga_io.check_writable(config.get("results", "results"))
+        beluga_io.acquire_results_lock(config.get("results", "results"), os.getcwd())
     except BelugaError as e:
         raise WorkflowError(str(e)) from None
+
+
+onsuccess:
+    beluga_io.release_results_lock(config.get("results", "results"), os.getcwd())
+
+
+onerror:
+    beluga_io.release_results_lock(config.get("results", "results"), os.getcwd())
 
 RESULTS = config.get("results", "results")
 TASKS = config["tasks"]
@@ -37,10 +59,16 @@ STATISTICS = {"alpha": 0.05, "correction": "none", "randomization_R": 10000, "bo
               "degenerate_share": 0.95, **config.get("statistics", {})}
 
 try:
-    FUNCS = {t: beluga_pipeline.suite_functionalities(c["suite"]) for t, c in TASKS.items()}
+    FUNCS = {
+        t: beluga_pipeline.suite_functionalities(c["suite"], c["type"])
+        for t, c in TASKS.items()
+    }
     FOLDS = {t: beluga_folds.enumerate_folds(FUNCS[t], PARTITIONS) for t in TASKS}
+    for _t in TASKS:
+        beluga_dag.check_case_counts(_t, FUNCS[_t], workflow.configfiles)
+        beluga_dag.check_folds(_t, FOLDS[_t], FUNCS[_t], SUITE_CONFIGS, workflow.configfiles)
 except BelugaError as e:
-    raise WorkflowError(str(e)) from None
+    raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
 # built once here, not in the params of every job while the DAG is built
 FUNC_NAMES = {t: list(FUNCS[t]["functionality"]) for t in TASKS}
 # the seen fold, also when "seen" is not among the partitions (model selection)
@@ -58,7 +86,12 @@ def selection(task):
     return merged
 
 
-GRID_POINTS = {t: beluga_pipeline.grid_points(selection(t).get("grid") or {}) for t in TASKS}
+try:
+    GRID_POINTS = {
+        t: beluga_pipeline.grid_points(selection(t).get("grid") or {}) for t in TASKS
+    }
+except BelugaError as e:
+    raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
 
 
 wildcard_constraints:
@@ -255,6 +288,8 @@ def trial_inputs(wildcards):
     start, _ = start_model(wildcards)
     if start is not None:
         inputs["start"] = start
+    else:  # the pre-trained model: a local folder's files are inputs too
+        inputs["model_files"] = beluga_dag.model_files(TASKS[wildcards.task]["model"])
     return inputs
 
 
@@ -275,6 +310,7 @@ def finetune_inputs(wildcards):
 FOLD_PARAMS = dict(
     task_type=lambda w: TASKS[w.task]["type"],
     model=lambda w: TASKS[w.task]["model"],
+    model_version=lambda w: beluga_dag.model_version(TASKS[w.task]["model"]),
     fold=lambda w: fold_spec(w.task, w.partition, w.fold),
     all_functionalities=lambda w: FUNC_NAMES[w.task],
     hparams=lambda w: stage_hparams(w.task, "suite", w.method),
@@ -286,6 +322,7 @@ FOLD_PARAMS = dict(
     dir_train_slice=lambda w: training(w.task).get("dir_train_slice", True),
     precision=PRECISION,
     checkpoint_every_s=CHECKPOINT_EVERY_S,
+    nonfinite=lambda w: training(w.task).get("nonfinite", "stop"),
 )
 
 

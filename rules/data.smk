@@ -2,6 +2,9 @@
 
 
 rule prepare_iid:
+    input:
+        # local data files (an edit reruns this and everything downstream); none for package data
+        sources=lambda w: beluga_iid.source_files(TASKS[w.task]["iid"]),
     output:
         train=f"{RESULTS}/{{task}}/iid/train.parquet",
         val=f"{RESULTS}/{{task}}/iid/val.parquet",
@@ -10,6 +13,8 @@ rule prepare_iid:
     params:
         iid=lambda w: TASKS[w.task]["iid"],
         task_type=lambda w: TASKS[w.task]["type"],
+        # the package an offline source ships in: another version reruns
+        source_version=lambda w: beluga_iid.source_version(TASKS[w.task]["iid"]),
     log:
         "logs/{task}/prepare_iid.log",
     conda:

@@ -6,10 +6,13 @@
 rule train_iid:
     input:
         train=f"{RESULTS}/{{task}}/iid/train.parquet",
+        # a local model folder's files (replacing its weights reruns this)
+        model_files=lambda w: beluga_dag.model_files(TASKS[w.task]["model"]),
     output:
         model=directory(f"{RESULTS}/{{task}}/models/iid/vanilla/standard/all"),
     params:
         model=lambda w: TASKS[w.task]["model"],
+        model_version=lambda w: beluga_dag.model_version(TASKS[w.task]["model"]),
         task_type=lambda w: TASKS[w.task]["type"],
         hparams=lambda w: stage_hparams(w.task, "iid"),
         seed=config.get("seed", 1),
@@ -17,6 +20,7 @@ rule train_iid:
         doc_stride=lambda w: training(w.task).get("doc_stride", 128),
         precision=PRECISION,
         checkpoint_every_s=CHECKPOINT_EVERY_S,
+        nonfinite=lambda w: training(w.task).get("nonfinite", "stop"),
         # epoch checkpoints, outside the outputs (deleted when a job fails): a
         # killed job resumes there; removed once the model is written
         checkpoint_dir=lambda w: res(w.task, "checkpoints", "train_iid", "iid", "vanilla", "standard", "all"),

@@ -250,6 +250,15 @@ CONFIG_CASES = {
     "suite_without_source": ({"tasks__sent__suite__generate": ...}, "tasks.sent.suite",
                              "needs exactly one of the keys generate, path"),
     "missing_required_key": ({"partitions": ...}, "partitions", "required key is missing"),
+    # what the schema cannot say (beluga/dag.py), still before any job
+    "float_seed": ({"seed": 3.0}, "seed", "3.0 is not an integer"),
+    "float_size": ({"tasks__sent__iid__n_train": 40.0}, "tasks.sent.iid.n_train", "is not an integer"),
+    "fractions_not_summing_to_one": ({"split": {"fractions": [0.5, 0.25, 0.2]}}, "split.fractions", "must sum to 1"),
+    "fraction_zero": ({"split": {"fractions": [0.75, 0.0, 0.25]}}, "split.fractions[1]", "less than or equal to"),
+    "grid_ids_collide": ({"selection": {"grid": {"lr": [1.0e-3, 1.0000001e-3]}}}, "selection.grid.lr",
+                         "have the same trial id"),
+    "empty_training_fold": ({"tasks__sent__suite__functionalities": ["typos"], "partitions": ["func"]}, "partitions",
+                            "has nothing to train on"),
 }
 
 
@@ -529,3 +538,201 @@ def test_output_error_is_one_line_and_an_oserror(tmp_path, tiny_fs):
     check_exc(excinfo, f"output file {target}", "field 'path'", "ENOSPC")
     assert isinstance(excinfo.value, BelugaError) and isinstance(excinfo.value, OSError)
     assert [p.name for p in tiny_fs.iterdir()] == [".filler"]
+
+
+# ---------------------------------------------------------------- suites that do not fit the task (dry run)
+SHARED = REPO.parent / "shared" / "data"
+
+
+def test_checklist_qqp_suite_under_a_sent_task(tmp_path):
+    qqp = SHARED / "checklist" / "qqp.jsonl.gz"
+    if not qqp.exists():
+        pytest.skip(f"needs the real CheckList suites: {qqp} is absent")
+    out, _ = smk(tmp_path / "wd", suite_config(qqp), "-n")
+    line = check_workflow_error(out, f"suite file {qqp}", "field 'type'")
+    assert "CheckList's 'qqp' suite, a para suite" in line and "has type 'sent'" in line, line
+    assert_no_output(tmp_path / "wd" / "results")
+
+
+def test_pair_suite_under_a_sent_task(tmp_path):
+    suite = make_tiny_suite(3)
+    suite["inputs_b"] = [[f"second {i}"] * len(x) for i, x in enumerate(suite.inputs)]
+    path = tmp_path / "pairs.parquet"
+    save_suite(suite, path)
+    out, _ = smk(tmp_path / "wd", suite_config(path), "-n")
+    line = check_workflow_error(out, f"suite file {path}", "field 'inputs_b'")
+    assert "a sent task needs single texts" in line, line
+
+
+def test_suite_metadata_not_json(tmp_path):
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "suite.parquet"
+    save_suite(make_tiny_suite(3), path)
+    table = pq.read_table(path)
+    pq.write_table(table.replace_schema_metadata({b"beluga.functionalities": b"[{not json"}), path)
+    out, _ = smk(tmp_path / "wd", suite_config(path), "-n")
+    line = check_workflow_error(out, f"suite file {path}", "field 'metadata.beluga.functionalities'")
+    assert "not valid JSON" in line, line
+
+
+def test_functionality_with_too_few_cases(tmp_path):
+    suite = make_tiny_suite(4)
+    suite = suite[~suite.case_id.isin(["mft-2", "mft-3"])]   # "neg words" keeps 2 cases
+    path = tmp_path / "suite.parquet"
+    save_suite(suite, path)
+    out, cfg = smk(tmp_path / "wd", suite_config(path), "-n")
+    line = check_workflow_error(out, f"config file {cfg}", "field 'tasks.sent.suite'")
+    assert "'neg words' has 2 case(s); at least 3 are needed" in line, line
+
+
+# ---------------------------------------------------------------- numerical health
+def test_diverged_training_fails_and_no_table_ranks_it(tmp_path):
+    """A real run whose suite stage diverges (lr 1e30): every fold job stops with one line naming it and the
+    step, snakemake fails, and no score table or Table 3 is written."""
+    cfg = config_with(training__suite__lr=1.0e30, partitions=["seen", "type"])
+    wd = tmp_path / "wd"
+    out, _ = smk(wd, cfg, "--cores", "2", "--retries", "0", "--keep-going")
+    assert out.returncode != 0
+    text = output(out)
+    line = one_line(text, "error: training sent iid_to_t/vanilla/seen/all", "field 'training.nonfinite'")
+    assert "the loss is not finite at step" in line, line
+    res = wd / "results"
+    assert not (res / "table3" / "table3.csv").exists() and not (res / "sent" / "scores" / "scores.csv").exists()
+    assert not list((res / "sent" / "predictions" / "iid_to_t").rglob("*.parquet"))
+    assert_no_output(res / "sent" / "predictions" / "iid_to_t")
+
+
+def nan_predictions(suite: pd.DataFrame, bad) -> pd.DataFrame:
+    preds = tiny_predictions(suite)
+    preds.at[3, "probs"] = bad
+    return preds
+
+
+@pytest.mark.parametrize("bad", [[float("nan"), float("nan")], [-0.2, 1.2], [2.5, -1.0], [0.9, 0.3]],
+                         ids=["nan", "negative", "logits", "not_normalised"])
+def test_score_rejects_what_is_not_a_probability(tmp_path, bad):
+    suite = make_tiny_suite(2)
+    save_suite(suite, tmp_path / "suite.parquet")
+    path = tmp_path / "preds.parquet"
+    preds = nan_predictions(suite, bad)
+    preds.to_parquet(path)
+    out = tmp_path / "scored"
+    res = score(tmp_path / "suite.parquet", path, out)
+    line = check_cli_error(res, f"predictions {path}", "row 3", "field 'probs'", "is not a probability distribution")
+    assert f"case {preds.case_id[3]!r}, input {preds.input_idx[3]}" in line, line
+    assert_no_output(out, out / "cases.parquet", out / "functionalities.csv")
+
+
+def test_outcomes_reject_nan_predictions(tmp_path):
+    """The outcomes rule's call on a predictions file with a NaN row: one line naming the file, row and field."""
+    suite = make_tiny_suite(2)
+    save_suite(suite, tmp_path / "suite.parquet")
+    write_parquet(pd.DataFrame({"case_id": suite.case_id, "functionality": suite.functionality,
+                                "split": "test"}), tmp_path / "split.parquet")
+    iid = pd.DataFrame({"example_id": ["a", "b"], "text": ["good", "bad"], "label": [1, 0]})
+    write_parquet(iid, tmp_path / "iid.parquet")
+    preds = nan_predictions(suite, [float("nan"), float("nan")]).assign(split="suite_test", label=None)
+    preds = pd.concat([preds, pd.DataFrame({"split": "iid_test", "case_id": ["a", "b"], "input_idx": 0,
+                                            "probs": [[0.1, 0.9], [0.8, 0.2]], "label": [1, 0]})],
+                      ignore_index=True)
+    path = tmp_path / "preds.parquet"
+    preds.to_parquet(path)
+    target = tmp_path / "results" / "outcomes.parquet"
+    with pytest.raises(DataError) as excinfo:
+        pipeline.outcomes(task_type="sent", suite_path=str(tmp_path / "suite.parquet"),
+                          split_path=str(tmp_path / "split.parquet"), predictions=str(path),
+                          iid_test=str(tmp_path / "iid.parquet"), held_out=list(suite.functionality.unique()),
+                          out_path=str(target))
+    check_exc(excinfo, str(path), "row 3", "field 'probs'")
+    assert_no_output(tmp_path / "results", target)
+
+
+def test_truncated_predictions_parquet(tmp_path):
+    suite = make_tiny_suite(2)
+    save_suite(suite, tmp_path / "suite.parquet")
+    write_parquet(pd.DataFrame({"case_id": suite.case_id, "functionality": suite.functionality,
+                                "split": "test"}), tmp_path / "split.parquet")
+    write_parquet(pd.DataFrame({"example_id": ["a"], "text": ["good"], "label": [1]}), tmp_path / "iid.parquet")
+    path = tmp_path / "preds.parquet"
+    tiny_predictions(suite).assign(split="suite_test").to_parquet(path)
+    path.write_bytes(path.read_bytes()[:-100])
+    target = tmp_path / "results" / "outcomes.parquet"
+    with pytest.raises(DataError) as excinfo:
+        pipeline.outcomes(task_type="sent", suite_path=str(tmp_path / "suite.parquet"),
+                          split_path=str(tmp_path / "split.parquet"), predictions=str(path),
+                          iid_test=str(tmp_path / "iid.parquet"), held_out=[], out_path=str(target))
+    check_exc(excinfo, f"predictions {path}", "field 'path'", "not a readable Parquet file", "delete it")
+    assert_no_output(tmp_path / "results", target)
+
+
+def test_score_input_idx_not_integer_and_unknown_case_ids(tmp_path):
+    suite = make_tiny_suite(2)
+    save_suite(suite, tmp_path / "suite.parquet")
+    preds = tiny_predictions(suite)
+    preds["input_idx"] = preds["input_idx"].astype(str)
+    preds.at[2, "input_idx"] = "first"
+    path = tmp_path / "preds.parquet"
+    preds.to_parquet(path)
+    out = tmp_path / "scored"
+    res = score(tmp_path / "suite.parquet", path, out)
+    check_cli_error(res, f"predictions {path}", "row 2", "field 'input_idx'", "'first' is not an integer")
+    assert_no_output(out, out / "cases.parquet")
+    # case ids that are not in the suite: a warning naming them, the others are scored
+    preds = pd.concat([tiny_predictions(suite), pd.DataFrame({"case_id": ["ghost-1", "ghost-2"], "input_idx": 0,
+                                                              "probs": [[0.5, 0.5]] * 2})], ignore_index=True)
+    preds.to_parquet(path)
+    res = score(tmp_path / "suite.parquet", path, out)
+    assert res.returncode == 0, res.stderr
+    warn = [ln for ln in res.stderr.splitlines() if ln.startswith("warning: ")]
+    assert len(warn) == 1 and "2 case id(s) are not in the suite" in warn[0] and "'ghost-1'" in warn[0], res.stderr
+
+
+# ---------------------------------------------------------------- models and weights
+def test_pickle_named_safetensors_is_refused(tmp_path, iid_train):
+    import pickle  # noqa: S403 - writes the hostile file this test feeds the loader
+
+    from beluga.modeling import TINY_RANDOM, load_model, save_model
+
+    model, tok = load_model(TINY_RANDOM, 2)
+    folder = tmp_path / "my-model"
+    save_model(model, tok, folder)
+    (folder / "model.safetensors").write_bytes(pickle.dumps({"weights": [1, 2, 3]}))
+    out_dir = tmp_path / "results" / "model"
+    with pytest.raises(ModelError) as excinfo:
+        _train_iid(str(folder), iid_train, out_dir)
+    check_exc(excinfo, f"model {folder}", "field 'model'", "cannot be loaded")
+    assert_no_output(tmp_path / "results", out_dir)
+
+
+def test_disk_full_while_saving_weights(tmp_path, tiny_fs, iid_train):
+    out_dir = tiny_fs / "results" / "model"
+    (tiny_fs / "results").mkdir()
+    fill(tiny_fs)
+    with pytest.raises(OutputError) as excinfo:
+        _train_iid("tiny-random", iid_train, out_dir)
+    check_exc(excinfo, "field 'path'", "cannot be written", "ENOSPC")
+    assert_no_output(tiny_fs / "results", out_dir)
+
+
+# ---------------------------------------------------------------- one run per results folder
+def test_results_folder_shared_by_two_working_directories(tmp_path):
+    """A real run whose results folder another working directory's live run holds is refused before any job."""
+    import socket
+
+    results = tmp_path / "shared_results"
+    results.mkdir()
+    other = tmp_path / "other_wd"
+    (results / ".beluga-run.lock").write_text(json.dumps({"workdir": str(other), "pid": os.getpid(),
+                                                          "host": socket.gethostname(), "started": "earlier"}))
+    wd = tmp_path / "wd"
+    out, _ = smk(wd, config_with(results=str(results)), *RUN)
+    line = check_workflow_error(out, f"output folder {results}", "field 'results'")
+    assert f"in use by the run in the working directory {other}" in line, line
+    assert "Error in rule" not in output(out) and not (results / "sent").exists()
+    # a lock left by a run that no longer exists is taken over (and released at the end)
+    (results / ".beluga-run.lock").write_text(json.dumps({"workdir": str(other), "pid": 2**22 + 12345,
+                                                          "host": socket.gethostname(), "started": "earlier"}))
+    out, _ = smk(wd, config_with(results=str(results)), *RUN, str(results / "sent" / "suite" / "summary.tsv"))
+    assert out.returncode == 0, output(out)[-3000:]
+    assert not (results / ".beluga-run.lock").exists()

@@ -213,3 +213,18 @@ def test_local_model_without_safetensors_is_refused(tmp_path):
     (tmp_path / "pytorch_model.bin").write_bytes(b"\x80\x04not loaded")   # a pickle is never opened
     with pytest.raises(ModelError, match="no \\*.safetensors weights"):
         load_model(str(tmp_path), 2)
+
+
+def test_checkpoint_corrupted_in_place_fails_its_checksum(tmp_path, monkeypatch, caplog):
+    """A checkpoint file changed in place at the same size is caught by its checksum: discarded, retrained."""
+    with pytest.raises(Crash):
+        fit("vanilla", tmp_path, crash_after=1, monkeypatch=monkeypatch)
+    weights = tmp_path / "epoch-0001" / "model.safetensors"
+    raw = bytearray(weights.read_bytes())
+    raw[-8:] = bytes(8)   # the last values of the last tensor, zeroed: still a valid safetensors file
+    weights.write_bytes(bytes(raw))
+    straight, _ = fit("vanilla")
+    with caplog.at_level(logging.INFO, logger="beluga"):
+        fresh, s = fit("vanilla", tmp_path)
+    assert "fails its checksum" in caplog.text and "model.safetensors does not match its checksum" in caplog.text
+    assert s["resumed_from_epoch"] == 0 and same_weights(straight, fresh)

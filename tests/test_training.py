@@ -1,3 +1,6 @@
+import logging
+import unittest.mock as mock
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -8,7 +11,7 @@ from beluga.errors import ConfigError, ModelError
 from beluga.methods import get_algorithm, method_hparams
 from beluga.modeling import TINY_RANDOM, load_model, predict_probs, resolve_model, set_seed
 from beluga.tasks import SENT
-from beluga.training import build_streams, epoch_batches, train
+from beluga.training import LossFn, build_streams, epoch_batches, train
 
 
 def tiny():
@@ -137,3 +140,45 @@ def test_read_streams_and_training_step():
     bad = pd.DataFrame([_case("d", "dir", "DIR", [ctx, ctx], ["q", "q2"], expect="monotonic")])
     with pytest.raises(ValueError, match="has no training loss"):
         build_streams(READ, None, bad)
+
+
+def test_diverged_training_stops_with_the_step_or_skips():
+    """A non-finite loss stops training with one line naming the job and the step; nonfinite: skip goes on,
+    counting the skipped steps; a model with non-finite weights is never returned."""
+    from beluga.health import DivergedError
+
+    suite = make_tiny_suite(6)
+    model, tok = tiny()
+    with pytest.raises(DivergedError) as excinfo:
+        train(model, tok, build_streams(SENT, None, suite), "vanilla", {"lr": 1e30, "batch_size": 4, "epochs": 2},
+              seed=5, job="sent iid_to_t/vanilla/seen/all")
+    msg = str(excinfo.value)
+    assert "\n" not in msg and "training sent iid_to_t/vanilla/seen/all" in msg and "field 'training.nonfinite'" in msg
+    assert "not finite at step" in msg
+    # an injected non-finite loss on one step: skipped and counted, training goes on
+    model, tok = tiny()
+    calls = {"n": 0}
+    real = LossFn.__call__
+
+    def one_nan(self, m, batch, scale=None):
+        out = real(self, m, batch, scale)
+        calls["n"] += 1
+        return out * float("nan") if calls["n"] == 3 else out
+
+    with mock.patch.object(LossFn, "__call__", one_nan):
+        s = train(model, tok, build_streams(SENT, None, suite), "vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 1},
+                  seed=5, nonfinite="skip")
+    assert s["nonfinite_steps_skipped"] == 1 and all(np.isfinite(s["epoch_losses"]))
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_inv_and_dir_cases_without_a_perturbation_are_skipped_in_training(caplog):
+    suite = make_tiny_suite(3)
+    i = int(suite.index[suite.case_id == "inv-1"][0])
+    suite.at[i, "inputs"] = ["a fine film 1"]   # an "unperturbed" INV case (CheckList's one-input cases)
+    with caplog.at_level(logging.INFO, logger="beluga"):
+        streams = build_streams(SENT, None, suite)
+    assert len(streams["INV"]) == 2 and all(len(it.inputs) >= 2 for it in streams["INV"])
+    assert "1 INV / DIR case(s) with fewer than two inputs skipped" in caplog.text
+    model, tok = tiny()
+    assert train(model, tok, streams, "vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 1}, seed=1)["steps"] > 0

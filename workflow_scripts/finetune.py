@@ -12,4 +12,5 @@ run(sm, lambda: pipeline.finetune(
     out_outcomes=sm.output.outcomes, out_model=sm.output.get("model"), threads=sm.threads,
     doc_stride=sm.params.doc_stride, selected=sm.input.get("selected"), start_label=sm.params.start_label,
     checkpoint_dir=sm.params.checkpoint_dir, precision=sm.params.precision, batch_size=sm.params.batch_size,
-    scope=sm.params.scope, checkpoint_every_s=sm.params.checkpoint_every_s))
+    scope=sm.params.scope, checkpoint_every_s=sm.params.checkpoint_every_s,
+    nonfinite=sm.params.nonfinite))

@@ -10,4 +10,4 @@ run(sm, lambda: pipeline.finetune_model(
     max_length=sm.params.max_length, iid_in_mix=sm.params.iid_in_mix, dir_train_slice=sm.params.dir_train_slice,
     out_dir=sm.output.model, threads=sm.threads, doc_stride=sm.params.doc_stride, selected=sm.input.get("selected"),
     start_label=sm.params.start_label, checkpoint_dir=sm.params.checkpoint_dir, precision=sm.params.precision,
-    checkpoint_every_s=sm.params.checkpoint_every_s))
+    checkpoint_every_s=sm.params.checkpoint_every_s, nonfinite=sm.params.nonfinite))

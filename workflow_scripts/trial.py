@@ -11,4 +11,5 @@ run(sm, lambda: pipeline.trial(
     iid_in_mix=sm.params.iid_in_mix, dir_train_slice=sm.params.dir_train_slice,
     batch_size=sm.params.batch_size, out_path=sm.output.score, threads=sm.threads,
     doc_stride=sm.params.doc_stride, checkpoint_dir=sm.params.checkpoint_dir,
-    precision=sm.params.precision, checkpoint_every_s=sm.params.checkpoint_every_s))
+    precision=sm.params.precision, checkpoint_every_s=sm.params.checkpoint_every_s,
+    nonfinite=sm.params.nonfinite))

