@@ -142,10 +142,6 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
         raise BelugaError(f"predictions {predictions_path}: field 'case_id': no case id matches a case of "
                           f"the suite {suite_path}")
     unknown = sorted(wanted - set(sel["case_id"]))
-    if unknown:
-        shown = ", ".join(repr(c) for c in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
-        print(f"warning: predictions {predictions_path}: {len(unknown)} case id(s) are not in the suite "
-              f"{suite_path} and were not scored: {shown}", file=sys.stderr)
     n_inputs = dict(zip(sel["case_id"], (len(x) for x in sel["inputs"])))
     mine = preds[preds["case_id"].isin(n_inputs.keys())]
     limit = mine["case_id"].map(n_inputs)
@@ -185,6 +181,10 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     except BaseException:
         (out / "cases.parquet").unlink(missing_ok=True)  # no half result
         raise
+    if unknown:   # after scoring: an error stays the only line
+        shown = ", ".join(repr(c) for c in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        print(f"warning: predictions {predictions_path}: {len(unknown)} case id(s) are not in the suite "
+              f"{suite_path} and were not scored: {shown}", file=sys.stderr)
     return {"task": task.name, "n_cases": len(cases), "n_functionalities": len(funcs),
             "suite_s": round(t_suite, 2), "total_s": round(time.time() - t0, 2)}
 

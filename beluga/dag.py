@@ -98,6 +98,24 @@ def check_case_counts(task: str, funcs, configfiles=()) -> None:
                           f"T_train, T_val and T_test ({len(small)} functionality(ies) with fewer)")
 
 
+def check_sources(tasks: dict, configfiles=()) -> None:
+    """Local data and model paths named in the config exist (before any job runs)."""
+    from beluga.data.iid import source_files
+
+    for tid, t in tasks.items():
+        iid = t["iid"]
+        if iid["source"] in ("sst2", "qqp", "squad") and iid.get("path") and not Path(iid["path"]).is_dir():
+            raise ConfigError(f"{_where(configfiles)}: field 'tasks.{tid}.iid.path': {iid['path']} is not a folder")
+        for f in source_files(iid):
+            if not Path(f).exists():
+                field = "path" if iid["source"] in ("sst2", "qqp", "squad") else "source"
+                raise ConfigError(f"iid file {f}: field 'tasks.{tid}.iid.{field}': file does not exist")
+        spec = str(t["model"])
+        if spec not in ("default", "tiny-random") and not Path(spec).expanduser().exists() and (
+                spec.startswith((".", "/", "~")) or spec.count("/") > 1):
+            raise ConfigError(f"model {spec}: field 'tasks.{tid}.model': path does not exist")
+
+
 def model_files(spec: str) -> list[str]:
     """The files of a local model folder (a rule's inputs: replacing its
     weights reruns what was trained from it); none for the packaged default,

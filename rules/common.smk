@@ -28,6 +28,7 @@ try:
         beluga_dag.load_schema(f"{workflow.basedir}/schemas/config.schema.yaml"),
         workflow.configfiles,
     )
+    beluga_dag.check_sources(config["tasks"], workflow.configfiles)
 except BelugaError as e:
     raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
 

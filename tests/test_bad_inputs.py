@@ -402,17 +402,22 @@ def test_duplicate_case_ids(tmp_path):
 
 # ---------------------------------------------------------------- i.i.d. data
 def test_missing_iid_file(tmp_path):
-    """A real run: the prepare_iid job fails with the script's one-line error and leaves nothing."""
+    """A local i.i.d. file that does not exist: the dry run stops, naming the file and the field (it is a
+    declared input of prepare_iid, checked before any job runs)."""
     missing = tmp_path / "data" / "reviews.tsv"
     cfg = config_with(tasks__sent__iid={"source": str(missing), "n_val": 10, "n_test": 20})
     wd = tmp_path / "wd"
-    out, _ = smk(wd, cfg, *RUN)
-    assert out.returncode != 0
-    line = one_line(output(out), "error: ", f"iid file {missing}")
-    assert "field 'source'" in line and "file does not exist" in line, line
-    assert "Error in rule prepare_iid" in output(out)
-    iid = wd / "results" / "sent" / "iid"
-    assert_no_output(wd / "results" / "sent", *(iid / f"{s}.parquet" for s in ("train", "val", "test", "pool")))
+    out, _ = smk(wd, cfg, "-n")
+    line = check_workflow_error(out, f"iid file {missing}", "field 'tasks.sent.iid.source'")
+    assert "file does not exist" in line, line
+    assert_no_output(wd / "results")
+
+
+def test_missing_local_model_folder(tmp_path):
+    model = tmp_path / "models" / "my-bert"
+    out, _ = smk(tmp_path / "wd", config_with(tasks__sent__model=str(model)), "-n")
+    line = check_workflow_error(out, f"model {model}", "field 'tasks.sent.model'")
+    assert "path does not exist" in line, line
 
 
 def test_iid_label_outside_label_set(tmp_path):

@@ -166,7 +166,7 @@ def test_checkpoint_files_are_safetensors_and_json_world_readable(tmp_path, monk
     files = sorted(p for p in tmp_path.rglob("*") if p.is_file())
     names = {p.relative_to(tmp_path).as_posix() for p in files}
     assert names == {"owner.json", "epoch-0001/model.safetensors", "epoch-0001/optimizer.safetensors",
-                     "epoch-0001/rng.safetensors", "epoch-0001/state.json"}
+                     "epoch-0001/rng.safetensors", "epoch-0001/state.json", "epoch-0001/checksums.json"}
     for p in files:
         assert stat.S_IMODE(p.stat().st_mode) == 0o644, p
         raw = p.read_bytes()

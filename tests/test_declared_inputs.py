@@ -19,7 +19,7 @@ TARGET = "results/sent/models/iid/vanilla/standard/all"
 
 
 def planned(wd, cfg, *targets) -> dict[str, int]:
-    out, _ = smk(wd, cfg, "-n", "--quiet", "rules", *targets)
+    out, _ = smk(wd, cfg, "-n", *targets, "--quiet", "rules")   # (after --configfile, a target would be a file)
     assert out.returncode == 0, output(out)[-3000:]
     counts = {}
     for line in (out.stdout + out.stderr).splitlines():
@@ -29,10 +29,12 @@ def planned(wd, cfg, *targets) -> dict[str, int]:
     return counts
 
 
-def touch_in_place(path):
-    """Rewrite a file with its own content, one second later (an in-place edit)."""
+def edit_in_place(path, old: bytes, new: bytes):
+    """Replace bytes in a file, one second later (snakemake compares content, not only times)."""
     time.sleep(1.1)
-    path.write_bytes(path.read_bytes())
+    raw = path.read_bytes()
+    assert old in raw
+    path.write_bytes(raw.replace(old, new))
 
 
 def test_package_sources_are_keyed_by_version():
@@ -47,13 +49,13 @@ def test_package_sources_are_keyed_by_version():
 def test_editing_a_local_iid_file_reruns_prepare_iid_and_everything_after(tmp_path):
     rt = load_rotten_tomatoes().head(120)
     tsv = tmp_path / "reviews.tsv"
-    rt.rename(columns={"text": "sentence"})[["sentence", "label"]].to_csv(tsv, sep="\t", index=False)
+    tsv.write_text("sentence\tlabel\n" + "".join(f"{' '.join(t.split())}\t{y}\n" for t, y in zip(rt.text, rt.label)))
     cfg = config_with(tasks__sent__iid={"source": str(tsv), "n_train": 40, "n_val": 10, "n_test": 20})
     wd = tmp_path / "wd"
     out, _ = smk(wd, cfg, *RUN, TARGET)
     assert out.returncode == 0, output(out)[-3000:]
     assert planned(wd, cfg, TARGET) == {}
-    touch_in_place(tsv)
+    edit_in_place(tsv, b"\t1\n", b"\t0\n")   # every positive label flipped
     jobs = planned(wd, cfg, TARGET)
     assert jobs.get("prepare_iid") == 1 and jobs.get("train_iid") == 1, jobs
 
@@ -72,7 +74,7 @@ def test_editing_a_dataset_folder_file_reruns_prepare_iid(tmp_path):
     out, _ = smk(wd, cfg, *RUN, target)
     assert out.returncode == 0, output(out)[-3000:]
     assert planned(wd, cfg, target) == {}
-    touch_in_place(folder / "dev.tsv")
+    edit_in_place(folder / "dev.tsv", b"dev review 3", b"dev review three")
     assert planned(wd, cfg, target) == {"prepare_iid": 1}
 
 
@@ -87,7 +89,9 @@ def test_replacing_a_local_models_weights_reruns_training(tmp_path):
     out, _ = smk(wd, cfg, *RUN, TARGET)
     assert out.returncode == 0, output(out)[-3000:]
     assert planned(wd, cfg, TARGET) == {}
-    touch_in_place(folder / "model.safetensors")
+    time.sleep(1.1)
+    model.classifier.bias.data += 1.0   # new weights under the same name
+    save_model(model, tok, folder)
     jobs = planned(wd, cfg, TARGET)
     assert jobs.get("train_iid") == 1 and "prepare_iid" not in jobs, jobs
     assert pd.read_parquet(wd / "results/sent/iid/train.parquet").shape[0] == 40

@@ -63,7 +63,7 @@ def _dry_run_jobs(workdir, cfg) -> tuple[dict[str, int], list[str]]:
         if s.startswith(("rule ", "localrule ")):
             rule = s.split()[1].rstrip(":")
         elif s.startswith("output:") and rule == "finetune":
-            outputs.append(s.split(":", 1)[1].strip())
+            outputs.append(s.split(":", 1)[1].strip().split(", ")[0])   # the job's predictions file
     counts = {}
     for line in text.splitlines():
         parts = line.split()

@@ -1,6 +1,7 @@
 """End-to-end: snakemake on tiny PARA and READ configs over the real CheckList
 suites and i.i.d. data (tiny random BERT). Needs ../shared/data."""
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -54,11 +55,13 @@ def test_read_end_to_end(tmp_path):
     res = wd / "results" / "read"
     split = pd.read_parquet(res / "suite" / "split.parquet")
     suite = pd.read_parquet(res / "suite" / "suite.parquet")
-    test_ids = set(split.case_id[split.split == "test"])
-    n_inputs = int(suite[suite.case_id.isin(test_ids)].inputs.map(len).sum())
+    test = suite[suite.case_id.isin(set(split.case_id[split.split == "test"]))]
     for f in (res / "predictions").rglob("*.parquet"):
         df = pd.read_parquet(f)
         assert {"split", "case_id", "input_idx", "answer", "start", "end"} <= set(df.columns)
+        # each model predicts the T_test functionalities it is scored on (held-out ones for a type fold)
+        held = json.loads(f.with_suffix(".json").read_text()).get("held_out") or list(test.functionality.unique())
+        n_inputs = int(test[test.functionality.isin(set(held))].inputs.map(len).sum())
         st = df[df.split == "suite_test"]
         assert len(st) == n_inputs and not st.duplicated(["case_id", "input_idx"]).any()
         assert (df.split == "iid_test").sum() == 16
