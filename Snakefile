@@ -23,6 +23,6 @@ report: "report/workflow.rst"
 
 
 rule all:
+    default_target: True
     input:
         all_targets(),
-    default_target: True

@@ -1,9 +1,7 @@
-"""Statistics stage of the DAG: per-unit outcomes of every system, significance
-against the IID baseline, bootstrap intervals, Table 3, Figure 1, diagnostics.
-
-Every function here reads files and writes files (atomically); the statistics
-themselves are in beluga.stats, the rendering in beluga.tables / beluga.plots /
-beluga.diagnostics.
+"""The statistics of a task's runs: per-unit outcomes of every system,
+significance against the IID baseline, bootstrap intervals, the long Table 3
+frame (the steps that read and write them: beluga.steps.statistics; the
+tests themselves: beluga.stats; rendering: beluga.tables).
 
 Units and systems (docs/STATISTICS.md):
 - a *system* is the IID baseline ("iid", "vanilla"; scenario "standard") or a
@@ -26,10 +24,9 @@ import pandas as pd
 
 from beluga import stats
 from beluga.errors import DataError
-from beluga.io import read_parquet, write_csv, write_parquet, write_text
+from beluga.io import read_parquet
 from beluga.metrics import BASELINE
 from beluga.scoring import FILTERED, PASS
-from beluga.suites.format import functionality_table, load_suite
 
 BASE_SCENARIO = "standard"
 
@@ -87,10 +84,6 @@ def unit_outcomes(runs: list[dict], task_type: str) -> pd.DataFrame:
     return long
 
 
-def write_unit_outcomes(*, runs: list[dict], task_type: str, out_path: str) -> None:
-    write_parquet(unit_outcomes(runs, task_type), out_path)
-
-
 @dataclass
 class TaskData:
     task_type: str
@@ -139,11 +132,6 @@ def task_data(long: pd.DataFrame, functionalities: pd.DataFrame, task_type: str,
                                                  scored=np.stack([b[1] for b in blocks]),
                                                  iid=np.stack([b[2] for b in blocks]))
     return TaskData(task_type, case_ids, cases["_f"].to_numpy(int), funcs, iid_ids, scenarios, base, systems)
-
-
-def _load(unit_path: str, suite_path: str, task_type: str) -> TaskData:
-    funcs = functionality_table(load_suite(suite_path))
-    return task_data(read_parquet(unit_path, "unit outcomes"), funcs, task_type, source=unit_path)
 
 
 # ---------------------------------------------------------------- significance
@@ -202,15 +190,6 @@ def mark(table: pd.DataFrame, alpha: float, correction: str) -> pd.DataFrame:
     return table
 
 
-def write_significance(*, unit_outcomes_path: str, suite_path: str, task_type: str, iid_metric: str, R: int,
-                       seed: int, alpha: float, correction: str, task: str, out_csv: str, out_null: str) -> None:
-    data = _load(unit_outcomes_path, suite_path, task_type)
-    table, null = significance(data, iid_metric=iid_metric, R=R, seed=task_seed(seed, task), alpha=alpha,
-                               correction=correction)
-    write_csv(table, out_csv)
-    write_parquet(null, out_null)
-
-
 def task_seed(seed: int, task: str) -> int:
     """Independent draws per task (the cross-task Avg pairs the draws by index)."""
     return int(seed) * 1_000_003 + zlib.crc32(task.encode())
@@ -238,12 +217,6 @@ def intervals(data: TaskData, *, iid_metric: str = "mean", R: int = 1000, seed: 
     out["level"] = level
     out["R"] = R
     return out
-
-
-def write_intervals(*, unit_outcomes_path: str, suite_path: str, task_type: str, iid_metric: str, R: int,
-                    seed: int, task: str, out_csv: str) -> None:
-    data = _load(unit_outcomes_path, suite_path, task_type)
-    write_csv(intervals(data, iid_metric=iid_metric, R=R, seed=task_seed(seed, task)), out_csv)
 
 
 # ---------------------------------------------------------------- Table 3
@@ -326,53 +299,3 @@ def _cross_task_avg(long: pd.DataFrame, per_task: dict[str, dict], alpha: float,
     out["significant"] = marked["significant"].reindex(out.index).fillna(False).astype(bool)
     out["direction"] = marked["direction"].reindex(out.index).fillna(0).astype(int)
     return out.drop(columns=["delta"])
-
-
-def write_table3(*, tasks: list[str], scores: list[str], significance_files: list[str], intervals_files: list[str],
-                 null_files: list[str], alpha: float, correction: str, out_csv: str, out_md: str,
-                 out_tex: str) -> None:
-    from beluga import tables
-
-    per_task = {t: {"scores": pd.read_csv(s), "significance": pd.read_csv(g), "intervals": pd.read_csv(i),
-                    "null": read_parquet(n, "null distribution")}
-                for t, s, g, i, n in zip(tasks, scores, significance_files, intervals_files, null_files, strict=True)}
-    long = table3_long(per_task, alpha, correction)
-    write_csv(tables.table3_csv(long), out_csv)
-    # the renderers read correction "none" as no correction
-    write_text(tables.table3_markdown(long, alpha, correction), out_md)
-    write_text(tables.table3_latex(long, alpha, correction), out_tex)
-
-
-# ---------------------------------------------------------------- Figure 1, diagnostics
-def write_figure1(*, task: str, suite_path: str, pass_rates: str, configurations: list[str], methods: list[str],
-                  out_png: str, out_pdf: str) -> None:
-    from beluga.plots import plot_figure1
-
-    funcs = functionality_table(load_suite(suite_path))
-    plot_figure1(pd.read_csv(pass_rates), funcs, configurations, methods, out_png, out_pdf,
-                 title=f"{task.upper()}: pass rates (%) per scenario (first row: IID model)")
-
-
-def write_diagnostics(*, task: str, task_type: str, runs: list[dict], suite_path: str, split_path: str,
-                      iid_test: str, degenerate_share: float, out_csv: str, out_summary: str, out_md: str) -> None:
-    from beluga import diagnostics
-    from beluga.pipeline import _suite_split
-
-    suite_test = _suite_split(suite_path, split_path, task_type, "test")
-    iid = read_parquet(iid_test, "i.i.d. test data")
-    rows = []
-    for run in runs:
-        # a fold model predicts the T_test functionalities it is scored on (predict.scope): its
-        # diagnostics describe what it predicted; every case of those functionalities must be there
-        funcs = run.get("functionalities")
-        cases = suite_test if funcs is None else suite_test[suite_test["functionality"].isin(set(funcs))]
-        d = diagnostics.run_diagnostics(read_parquet(run["path"], "predictions"), cases, iid, task_type,
-                                        degenerate_share=degenerate_share, source=run["path"],
-                                        whole_suite=funcs is None or set(funcs) >= set(suite_test["functionality"]))
-        rows.append(dict(d, **{k: run[k] for k in ("configuration", "method", "partition", "fold")}))
-    table = diagnostics.diagnostics_table(rows)
-    summary = diagnostics.diagnostics_summary(table)
-    write_csv(table, out_csv)
-    write_csv(summary, out_summary)
-    write_text(diagnostics.diagnostics_markdown(summary, task, degenerate_share), out_md)
-

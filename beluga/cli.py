@@ -26,7 +26,7 @@ import pandas as pd
 import pyarrow as pa
 
 from beluga.errors import BelugaError
-from beluga.tasks import SUITE_TASKS, TASKS, get_task
+from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
 
 EXIT_ERROR = 2
 
@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--predictions", required=True,
                    help="Parquet with case_id, input_idx and probs (classification) or answer (QA)")
     s.add_argument("--out", required=True, help="output directory")
-    s.add_argument("--task", choices=sorted(TASKS), default=None,
+    s.add_argument("--task", choices=sorted(TASK_TYPES), default=None,
                    help="task type; default: inferred from the suite (CheckList `suite` field)")
     s.add_argument("--no-paper-fixes", action="store_true",
                    help="CheckList exports: keep the labels exactly as released")
@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _infer_task(suite: pd.DataFrame, given: str | None, suite_path: str) -> str:
-    known = suite.attrs.get("task")
+    known = suite.attrs.get("task_type")
     if given is not None:
         if known is not None and known != given:
             name = suite.attrs.get("checklist_suite", known)
@@ -77,8 +77,8 @@ def _infer_task(suite: pd.DataFrame, given: str | None, suite_path: str) -> str:
     if has_answers and not has_labels:
         return "read"
     raise BelugaError(f"suite {suite_path}: field 'task': cannot infer the task from a project-format suite; "
-                      f"pass --task ({', '.join(sorted(TASKS))}; CheckList suites: "
-                      f"{', '.join(f'{k}={v}' for k, v in SUITE_TASKS.items())})")
+                      f"pass --task ({', '.join(sorted(TASK_TYPES))}; CheckList suites: "
+                      f"{', '.join(f'{k}={v}' for k, v in SUITE_TASK_TYPES.items())})")
 
 
 def _read_predictions(path: str, column: str) -> pd.DataFrame:
@@ -124,17 +124,17 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     from beluga.suites.format import validate_suite
 
     t0 = time.time()
-    given = get_task(task_name) if task_name is not None else None
+    given = get_task_type(task_name) if task_name is not None else None
     suite = read_any_suite(suite_path, paper_fixes=paper_fixes,
                            label_set=(tuple(given.suite_labels) or None) if given else None,
-                           task_kind=given.kind if given else None)
-    task = get_task(_infer_task(suite, task_name, suite_path))
-    if given is None and suite.attrs.get("task") is None:
-        # inferred task (QA): re-check what it needs
-        suite = validate_suite(suite, suite_path, tuple(task.suite_labels) or None, task_kind=task.kind)
+                           head=given.head if given else None)
+    ttype = get_task_type(_infer_task(suite, task_name, suite_path))
+    if given is None and suite.attrs.get("task_type") is None:
+        # inferred task type (QA): re-check what it needs
+        suite = validate_suite(suite, suite_path, tuple(ttype.suite_labels) or None, head=ttype.head)
     t_suite = time.time() - t0
 
-    preds = _read_predictions(predictions_path, "answer" if task.kind == "qa" else "probs")
+    preds = _read_predictions(predictions_path, "answer" if ttype.head == "qa" else "probs")
     preds = _typed_keys(preds, predictions_path)
     wanted = set(preds["case_id"].tolist())
     sel = suite[suite["case_id"].isin(wanted)].reset_index(drop=True)
@@ -151,7 +151,7 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
         raise BelugaError(f"predictions {predictions_path}: field 'input_idx': case {b['case_id']!r} has "
                           f"{n_inputs[b['case_id']]} inputs but a prediction for input_idx {b['input_idx']} "
                           f"(is this the suite the predictions were made for?)")
-    cases = score_cases(sel, preds, task, source=f"predictions {predictions_path}")
+    cases = score_cases(sel, preds, ttype, source=f"predictions {predictions_path}")
 
     order = list(dict.fromkeys(sel["functionality"]))
     first = sel.drop_duplicates("functionality").set_index("functionality")
@@ -185,7 +185,7 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
         shown = ", ".join(repr(c) for c in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
         print(f"warning: predictions {predictions_path}: {len(unknown)} case id(s) are not in the suite "
               f"{suite_path} and were not scored: {shown}", file=sys.stderr)
-    return {"task": task.name, "n_cases": len(cases), "n_functionalities": len(funcs),
+    return {"task": ttype.name, "n_cases": len(cases), "n_functionalities": len(funcs),
             "suite_s": round(t_suite, 2), "total_s": round(time.time() - t0, 2)}
 
 

@@ -1,12 +1,88 @@
-"""Checks of a configuration that can be made while the DAG is built, before
-any job runs: each failure is one line naming the config file and the field
-(a WorkflowError in ``rules/common.smk``). Light: no torch, no transformers."""
+"""What ``rules/common.smk`` needs while the DAG is built: the training
+configurations, fold enumeration, grid trial ids, what a model predicts, and
+the checks of a configuration that can be made before any job runs (each
+failure is one line naming the config file and the field: a WorkflowError).
+Light: no torch, no transformers."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
+from typing import NamedTuple
 
 from beluga.errors import ConfigError
+from beluga.folds import enumerate_folds
+from beluga.suites.build import suite_functionalities
+
+
+class Configuration(NamedTuple):
+    """A training configuration of the paper (docs/METHOD.md, §2)."""
+
+    from_iid: bool     # the suite stage starts from the IID model (else from the pre-trained model)
+    mixes_iid: bool    # D_train is mixed into the suite stage
+
+
+CONFIGURATIONS: dict[str, Configuration] = {
+    "iid_to_t": Configuration(from_iid=True, mixes_iid=False),
+    "iid_plus_t": Configuration(from_iid=False, mixes_iid=True),
+    "iid_to_iid_plus_t": Configuration(from_iid=True, mixes_iid=True),
+}
+
+
+def configuration(name: str) -> Configuration:
+    if name not in CONFIGURATIONS:
+        raise ConfigError(f"config: field 'configurations': unknown configuration {name!r} "
+                          f"(known: {', '.join(CONFIGURATIONS)})")
+    return CONFIGURATIONS[name]
+
+
+#: what a fold's model predicts of T_test: the functionalities it is scored on, or all
+PREDICT_SCOPES = ("scored", "all")
+
+
+def scored_functionalities(fold: dict, scope: str = "scored") -> list[str] | None:
+    """The functionalities whose T_test a fold's model must predict: the ones
+    it is scored on (its held-out functionalities; all of them for ``seen``
+    and the IID baseline), or None (every functionality) with ``scope="all"``."""
+    if scope not in PREDICT_SCOPES:
+        raise ConfigError(f"config: field 'predict.scope': {scope!r} is not one of {', '.join(PREDICT_SCOPES)}")
+    return None if scope == "all" else list(fold["held_out"])
+
+
+GRID_KEYS = {"lr": "lr", "batch_size": "bs", "epochs": "ep"}
+
+
+def grid_points(grid: dict) -> dict[str, dict]:
+    """Trial id -> grid point for a grid ``{lr: [...], batch_size: [...],
+    epochs: [...]}`` (any subset of the keys), in grid order; ids such as
+    ``lr2e-05-bs8-ep1`` are stable and filesystem-safe; two values with the
+    same id are refused."""
+    unknown = [k for k in grid if k not in GRID_KEYS]
+    if unknown:
+        raise ConfigError(f"config: field 'selection.grid.{unknown[0]}': not a searchable hyper-parameter "
+                          f"(searchable: {', '.join(GRID_KEYS)})")
+    keys = [k for k in GRID_KEYS if grid.get(k)]
+    if not keys:
+        return {}
+    for k in keys:
+        ids = [f"{v:g}" for v in grid[k]]
+        dup = next((i for i, x in enumerate(ids) if x in ids[:i]), None)
+        if dup is not None:
+            first = grid[k][ids.index(ids[dup])]
+            raise ConfigError(f"config: field 'selection.grid.{k}': values {first!r} and {grid[k][dup]!r} have the "
+                              f"same trial id ({GRID_KEYS[k]}{ids[dup]}); use values that differ in 6 significant "
+                              "digits")
+    points = {}
+    for combo in itertools.product(*(grid[k] for k in keys)):
+        point = dict(zip(keys, combo))
+        points["-".join(f"{GRID_KEYS[k]}{v:g}" for k, v in point.items())] = point
+    return points
+
+
+def task_folds(suite_cfg: dict, task_type: str, partitions: list[str]):
+    """(the functionality table, the folds of ``partitions``, the seen fold) of a task."""
+    funcs = suite_functionalities(suite_cfg, task_type)
+    return funcs, enumerate_folds(funcs, partitions), enumerate_folds(funcs, ["seen"])[0]
 
 
 def _where(configfiles) -> str:
@@ -73,10 +149,9 @@ def check_folds(task: str, folds: list[dict], funcs, configurations, configfiles
     """Every fold of a configuration without i.i.d. data in its suite stage
     (IID→T) needs at least one training functionality."""
     from beluga.folds import training_functionalities
-    from beluga.pipeline import CONFIG_SPEC
 
     names = list(funcs["functionality"])
-    no_mix = [c for c in configurations if not CONFIG_SPEC[c][1]]
+    no_mix = [c for c in configurations if not configuration(c).mixes_iid]
     if not no_mix:
         return
     for f in folds:

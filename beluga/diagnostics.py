@@ -11,7 +11,7 @@ hide:
   0.97 on the SENT suite for the IID model).
 
 ``run_diagnostics`` describes one model's prediction file (the Parquet file
-written by ``pipeline.predict``: split, case_id, input_idx and probs (or
+written by the finetune / predict steps: split, case_id, input_idx and probs (or
 answer for QA)). Predictions are joined to the suite by (case_id, input_idx)
 and to the i.i.d. test set by example id, never by row order.
 
@@ -45,7 +45,7 @@ from beluga.errors import DataError
 from beluga.health import check_probabilities
 from beluga.metrics import CONFIG_LABELS
 from beluga.tables import CONFIG_ORDER
-from beluga.tasks import get_task
+from beluga.tasks import get_task_type
 
 SUITE_SPLIT, IID_SPLIT = "suite_test", "iid_test"
 ID_COLUMNS = ["configuration", "method", "partition", "fold"]
@@ -256,11 +256,11 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
     the i.i.d. test set still does. Returns a flat dict of scalars plus the four
     label distributions (``iid_pred_share``, ``iid_gold_share``,
     ``suite_pred_share``, ``suite_gold_share``: label name -> share; empty for QA)."""
-    task = get_task(task_type)
-    qa = task.kind == "qa"
+    ttype = get_task_type(task_type)
+    qa = ttype.head == "qa"
     value_col = "answer" if qa else "probs"
     _check_columns(predictions, ["split", "case_id", "input_idx", value_col], source,
-                   f"a {task.name} prediction file")
+                   f"a {ttype.name} prediction file")
     bad = predictions.loc[~predictions["split"].isin([SUITE_SPLIT, IID_SPLIT]), "split"]
     if len(bad):
         raise DataError(f"{source}: field 'split': unknown split {bad.iloc[0]!r} "
@@ -268,7 +268,7 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
     suite = _join_suite(predictions[predictions["split"] == SUITE_SPLIT], suite_test, source)
     iid = _join_iid(predictions[predictions["split"] == IID_SPLIT], iid_test, source, need_label=not qa)
     is_dir = (suite["test_type"] == "DIR").to_numpy()
-    out: dict = {"task_type": task.name, "n_iid": int(len(iid)), "n_suite": int(len(suite)),
+    out: dict = {"task_type": ttype.name, "n_iid": int(len(iid)), "n_suite": int(len(suite)),
                  "n_dir_inputs": int(is_dir.sum())}
     nan = float("nan")
     if qa:
@@ -288,7 +288,7 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
         iid_pred = iid_probs.argmax(1).tolist() if len(iid_probs) else []
         if len(suite_probs):
             try:
-                suite_pred = task.suite_probs(suite_probs).argmax(1).tolist()
+                suite_pred = ttype.suite_probs(suite_probs).argmax(1).tolist()
             except ValueError as e:
                 raise DataError(f"{source}: field 'probs': {e}") from None
         else:
@@ -298,10 +298,10 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
             raise DataError("iid_test: field 'label': every i.i.d. test example needs an integer label")
         suite_gold = [int(g) for g in suite["gold"] if g is not None]
         shares = {
-            "iid_pred_share": _shares(iid_pred, task.iid_labels),
-            "iid_gold_share": _shares(gold_iid, task.iid_labels),
-            "suite_pred_share": _shares(suite_pred, task.suite_labels),
-            "suite_gold_share": _shares(suite_gold, task.suite_labels),
+            "iid_pred_share": _shares(iid_pred, ttype.iid_labels),
+            "iid_gold_share": _shares(gold_iid, ttype.iid_labels),
+            "suite_pred_share": _shares(suite_pred, ttype.suite_labels),
+            "suite_gold_share": _shares(suite_gold, ttype.suite_labels),
         }
         iid_maj, iid_share = _majority(shares["iid_pred_share"])
         suite_maj, suite_share = _majority(shares["suite_pred_share"])

@@ -15,7 +15,7 @@ PARTITIONS = ("seen", "func", "class", "type")
 SEEN_FOLD = "all"
 
 
-def _stable_int(*parts: object) -> int:
+def stable_int(*parts: object) -> int:
     h = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
     return int.from_bytes(h[:8], "little")
 
@@ -34,7 +34,7 @@ def split_suite(suite: pd.DataFrame, fractions: tuple[float, float, float], seed
         if n < 3:
             raise SuiteError(f"suite: functionality {func!r}: field 'case_id': {n} case(s); at least 3 are "
                              "needed to have one in each of train / val / test")
-        rng = np.random.default_rng(_stable_int(seed, func))
+        rng = np.random.default_rng(stable_int(seed, func))
         perm = [ids[i] for i in rng.permutation(n)]
         n_val = max(1, int(round(fractions[1] * n)))
         n_test = max(1, int(round(fractions[2] * n)))

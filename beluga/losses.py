@@ -1,4 +1,4 @@
-"""Per-example losses for MFT / i.i.d., INV and DIR batches (METHOD.md, 3.2).
+"""Per-example losses for MFT / i.i.d., INV and DIR batches (docs/METHOD.md, §3).
 
 All functions return a 1-D tensor with one loss per example so that
 methods (ERM, Group-DRO, IRM, ...) can weight or group them.

@@ -1,4 +1,4 @@
-"""Aggregate scores: s_iid, s_T per scenario, and G (METHOD.md, 3.3-3.4).
+"""Aggregate scores: s_iid, s_T per scenario, and G (docs/METHOD.md, §5).
 
 Choices where the paper is silent (documented in docs/PIPELINE.md):
 - s_T(scenario) is the mean pass rate over functionalities; a functionality
@@ -31,7 +31,7 @@ def g_score(s_t: float, s_iid: float) -> float:
     return 0.0 if s_t + s_iid == 0 else 2 * s_t * s_iid / (s_t + s_iid)
 
 
-#: canonical i.i.d. metrics per task type (METHOD.md): SENT accuracy; PARA
+#: canonical i.i.d. metrics per task type (docs/METHOD.md, §5): SENT accuracy; PARA
 #: accuracy and F1 of the duplicate class; READ exact match and token F1.
 IID_METRICS = {"sent": ("accuracy",), "para": ("accuracy", "f1"), "read": ("em", "f1")}
 
@@ -64,7 +64,7 @@ def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent") -> dict[str, fl
     return out
 
 
-def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, task_kind: str, source: str = "predictions") -> pd.DataFrame:
+def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str = "predictions") -> pd.DataFrame:
     """Per-example i.i.d. outcomes keyed by example id: ``correct`` and, for
     classification, ``pred_label`` / ``gold_label``; for QA ``em`` / ``f1``
     (SQuAD v1.1 evaluation, max over the gold answers)."""
@@ -76,7 +76,7 @@ def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, task_kind: str, source
     if len(set(ids)) != len(gold):
         raise DataError(f"{source}: field 'case_id': {len(set(ids))} i.i.d. predictions for {len(gold)} test examples")
     out = pd.DataFrame({"case_id": ids, "functionality": None, "status": None, "split": "iid_test", "held_out": False})
-    if task_kind == "qa":
+    if head == "qa":
         from beluga.qa import exact_match, f1_score
 
         golds = [list(gold.at[i, "answers"]) for i in ids]

@@ -93,7 +93,7 @@ def resolve_model(spec: str) -> str:
     return spec
 
 
-HEADS = ("sequence", "qa")
+HEADS = ("classification", "qa")   # a task type's head (beluga.tasks.TaskType.head)
 
 
 def _first_line(e: BaseException) -> str:
@@ -101,38 +101,38 @@ def _first_line(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-def _auto_class(task_head: str):
+def _auto_class(head: str):
     from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification
 
-    if task_head not in HEADS:
-        raise ValueError(f"model head {task_head!r} is not one of {HEADS}")
-    return AutoModelForQuestionAnswering if task_head == "qa" else AutoModelForSequenceClassification
+    if head not in HEADS:
+        raise ValueError(f"model head {head!r} is not one of {HEADS}")
+    return AutoModelForQuestionAnswering if head == "qa" else AutoModelForSequenceClassification
 
 
-def load_trained(model_dir: str, task_head: str = "sequence"):
+def load_trained(model_dir: str, head: str = "classification"):
     """(model, tokenizer) written by :func:`save_model` (safetensors only)."""
     from safetensors import SafetensorError
     from transformers import AutoTokenizer
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        model = _auto_class(task_head).from_pretrained(model_dir, use_safetensors=True)
+        model = _auto_class(head).from_pretrained(model_dir, use_safetensors=True)
     except (OSError, ValueError, KeyError, SafetensorError) as e:
         raise ModelError(f"model {model_dir}: field 'model': cannot be loaded ({_first_line(e)}); delete the folder "
                          "and run snakemake again to re-create it, or replace the files") from None
     return model, tokenizer
 
 
-def load_model(spec: str, num_labels: int, config_overrides: dict | None = None, task_head: str = "sequence"):
+def load_model(spec: str, num_labels: int, config_overrides: dict | None = None, head: str = "classification"):
     """(model, tokenizer): a sequence classifier with ``num_labels`` classes, or
-    (``task_head="qa"``) an extractive QA model with start/end logits."""
+    (``head="qa"``) an extractive QA model with start/end logits."""
     from safetensors import SafetensorError
     from transformers import AutoConfig, AutoTokenizer, BertConfig
 
-    auto = _auto_class(task_head)
+    auto = _auto_class(head)
     source = resolve_model(spec)
     overrides = dict(config_overrides or {})
-    if task_head == "sequence":
+    if head == "classification":
         overrides["num_labels"] = num_labels
     try:
         if source == TINY_RANDOM:

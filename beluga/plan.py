@@ -129,8 +129,8 @@ def load_config(configfile: str | None) -> dict:
 
 
 def _stage(cfg: dict, task_cfg: dict, stage: str) -> dict:
-    merged = {**cfg.get("training", {}), **task_cfg.get("training", {})}
-    return merged.get(stage, {"lr": 5e-5, "batch_size": 16, "epochs": 2}), merged
+    merged = {**cfg["training"], **task_cfg.get("training", {})}
+    return merged[stage], merged
 
 
 def _epochs_estimate(stage: dict, grid: dict) -> float:
@@ -143,23 +143,23 @@ def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
     T_test inputs; the i.i.d. split sizes. Builds the suite and the split in
     memory exactly as the pipeline does."""
     from beluga import folds as folds_mod
-    from beluga import pipeline
     from beluga.data import iid as iid_mod
-    from beluga.tasks import get_task
+    from beluga.suites.build import make_suite
+    from beluga.suites.format import functionality_table
+    from beluga.tasks import get_task_type
     from beluga.training import build_streams
 
-    task = get_task(task_cfg["type"])
-    parts = iid_mod.load_splits(task_cfg["iid"], task.kind, set(task.iid_labels))
-    suite = pipeline.make_suite(task_cfg["suite"], task_cfg["type"], parts.get("pool"))
-    split = folds_mod.split_suite(suite, tuple(split_cfg.get("fractions", [0.5, 0.25, 0.25])),
-                                  int(split_cfg.get("seed", 123)))
+    ttype = get_task_type(task_cfg["type"])
+    parts = iid_mod.load_splits(task_cfg["iid"], ttype.head, set(ttype.iid_labels))
+    suite, _ = make_suite(task_cfg["suite"], task_cfg["type"], parts.get("pool"))
+    split = folds_mod.split_suite(suite, tuple(split_cfg["fractions"]), int(split_cfg["seed"]))
     which = dict(zip(split["case_id"], split["split"]))
     suite = suite.assign(split=suite["case_id"].map(which))
     n_inputs = suite["inputs"].map(len)
-    funcs = pipeline.functionality_table(suite)[["functionality", "capability", "test_type"]]
+    funcs = functionality_table(suite)[["functionality", "capability", "test_type"]]
     per = {}
     train = suite[suite["split"] == "train"]
-    streams = build_streams(task, None, train.drop(columns="split"))
+    streams = build_streams(ttype, None, train.drop(columns="split"))
     for f in funcs["functionality"]:
         per[f] = {"items": 0, "seqs": 0,
                   "val_inputs": int(n_inputs[(suite["functionality"] == f) & (suite["split"] == "val")].sum()),
@@ -193,7 +193,7 @@ def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
 def plan(config: dict, rates: dict) -> list[Line]:
     """One Line per (rule, configuration, method) over all tasks."""
     from beluga import folds as folds_mod
-    from beluga import pipeline
+    from beluga.dag import configuration, grid_points
     from beluga.methods import get_algorithm
 
     lines: dict[tuple, Line] = {}
@@ -206,34 +206,34 @@ def plan(config: dict, rates: dict) -> list[Line]:
         line.predict_seqs += predict_seqs
         secs = (rates["fixed_s_per_job"] + train_seqs * cost * factor / rates["train_seq_per_s"]
                 + predict_seqs * cost / rates["predict_seq_per_s"])
-        hours = secs * max(1, int(config.get("gpus", 0)) or int(config.get("job_threads", 1))) / 3600
+        hours = secs * max(1, int(config["gpus"]) or int(config["job_threads"])) / 3600
         line.hours += hours
         line.task_hours[task] = line.task_hours.get(task, 0.0) + hours
 
-    scope = config.get("predict", {}).get("scope", "scored")
+    scope = config["predict"]["scope"]
     method_cost = rates.get("method_cost", {})
-    keep = bool(config.get("keep_models", False))
+    keep = bool(config["keep_models"])
     for tid, tcfg in config["tasks"].items():
-        counts = task_counts(tcfg, config.get("split", {}))
+        counts = task_counts(tcfg, config["split"])
         per, funcs, iid = counts["per"], counts["funcs"], counts["iid"]
         all_funcs = list(funcs["functionality"])
         iid_stage, training = _stage(config, tcfg, "iid")
         suite_stage, _ = _stage(config, tcfg, "suite")
-        length = int(training.get("max_length", 128))
+        length = int(training["max_length"])
         cost = relative_cost(tcfg["model"], length, rates.get("ref_size", REF_SIZE),
                              rates.get("ref_length", REF_LENGTH))
-        grid = {**config.get("selection", {}), **tcfg.get("selection", {})}
-        points = pipeline.grid_points(grid.get("grid") or {})
-        policy = grid.get("policy", "seen")
+        grid = {**config["selection"], **tcfg.get("selection", {})}
+        points = grid_points(grid["grid"])
+        policy = grid["policy"]
         test_all = sum(p["test_inputs"] for p in per.values())
         add("train_iid", "iid", "vanilla", tid, iid["train"] * iid_stage["epochs"], 0, cost)
         add("predict", "iid", "vanilla", tid, 0, test_all + iid["test"], cost)
         folds = folds_mod.enumerate_folds(funcs, list(config["partitions"]))
         seen = folds_mod.enumerate_folds(funcs, ["seen"])[0]
-        mix_n = iid["train"] if training.get("iid_in_mix") is None else min(iid["train"], training["iid_in_mix"])
+        mix_n = iid["train"] if training["iid_in_mix"] is None else min(iid["train"], training["iid_in_mix"])
         epochs = _epochs_estimate(suite_stage, grid.get("grid") or {})
         for conf in config["configurations"]:
-            mix = pipeline.CONFIG_SPEC[conf][1]
+            mix = configuration(conf).mixes_iid
             methods = list(dict.fromkeys([*config["methods"],
                                           *filter(None, (get_algorithm(m).start_method for m in config["methods"]))]))
             for method in methods:

@@ -10,7 +10,7 @@ Conventions
 - Losses return one value per feature / pair / example (a 1-D tensor), like
   :mod:`beluga.losses`, so that methods can weight or group them.
 
-INV alignment (METHOD.md, "READ"): the original and the perturbed input have
+INV alignment (docs/METHOD.md, §3.5): the original and the perturbed input have
 different token sequences, so their start / end distributions live on
 different positions. We pair positions with ``difflib.SequenceMatcher
 (autojunk=False).get_matching_blocks()`` on the token ids: it finds the

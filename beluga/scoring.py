@@ -26,7 +26,7 @@ import pandas as pd
 
 from beluga.errors import BelugaError
 from beluga.health import check_probabilities
-from beluga.tasks import Task
+from beluga.tasks import TaskType
 
 PASS, FAIL, FILTERED = "pass", "fail", "filtered"
 
@@ -204,17 +204,17 @@ def _index_predictions(predictions: pd.DataFrame, source: str) -> dict:
     return pos
 
 
-def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, task: Task,
+def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
                 source: str = "predictions") -> pd.DataFrame:
     """suite: suite rows to score; predictions: rows (case_id, input_idx,
     probs) for classification tasks or (case_id, input_idx, answer) for QA,
     covering every input of those cases (other columns are ignored).
     Returns DataFrame(case_id, functionality, status)."""
-    qa = task.kind == "qa"
+    qa = ttype.head == "qa"
     col = "answer" if qa else "probs"
     for c in ("case_id", "input_idx", col):
         if c not in predictions.columns:
-            raise BelugaError(f"{source}: field '{c}': missing column (a {task.name} prediction file needs "
+            raise BelugaError(f"{source}: field '{c}': missing column (a {ttype.name} prediction file needs "
                               f"case_id, input_idx and {col})")
     pos = _index_predictions(predictions, source)
 
@@ -246,7 +246,7 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, task: Task,
             cids, idx = predictions["case_id"].tolist(), predictions["input_idx"].tolist()
             check_probabilities(probs_model, source, rows=flat, keys=lambda i: (cids[flat[i]], idx[flat[i]]))
         try:
-            probs = task.suite_probs(probs_model) if len(values) else probs_model
+            probs = ttype.suite_probs(probs_model) if len(values) else probs_model
         except ValueError as e:
             raise BelugaError(f"{source}: field 'probs': {e}") from None
         pred_all = probs.argmax(-1).tolist() if len(values) else []
@@ -271,7 +271,7 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, task: Task,
                                   f"probabilities, which a QA task does not have")
             if r.expect in ("diff_up", "diff_down") and n_classes != 3:
                 raise BelugaError(f"suite case {r.case_id!r}: field 'expect': expectation {r.expect!r} needs "
-                                  f"three-class (negative, neutral, positive) probabilities; task {task.name!r} "
+                                  f"three-class (negative, neutral, positive) probabilities; task type {ttype.name!r} "
                                   f"gives {n_classes}")
             checked.add(r.expect)
         meta = json.loads(r.meta) if (r.expect == "same_answer" and isinstance(r.meta, str)) else None
@@ -291,3 +291,19 @@ def pass_rates(outcomes: pd.DataFrame, functionalities: pd.DataFrame) -> pd.Data
     df["pass_rate"] = np.where(df["n_scored"] > 0, df["n_passed"] / df["n_scored"].where(df["n_scored"] > 0), np.nan)
     meta = functionalities[["functionality", "capability", "test_type"]]
     return meta.merge(df, on="functionality", how="inner")
+
+
+def run_outcomes(ttype: TaskType, suite_test: pd.DataFrame, preds: pd.DataFrame, iid: pd.DataFrame,
+                 held_out: list[str], source: str) -> pd.DataFrame:
+    """A model's outcomes: per-case status on the predicted T_test cases
+    (``held_out`` flags the functionalities its run is scored on) and
+    per-example i.i.d. outcomes, keyed by ids."""
+    from beluga.metrics import iid_outcomes
+
+    status = score_cases(suite_test, preds[preds["split"] == "suite_test"], ttype, source=source)
+    status["split"] = "suite_test"
+    status["held_out"] = status["functionality"].isin(set(held_out))
+    iid_out = iid_outcomes(preds[preds["split"] == "iid_test"], iid, ttype.head, source=source)
+    out = pd.concat([status, iid_out], ignore_index=True)
+    out["correct"] = out["correct"].astype("boolean")
+    return out

@@ -1,5 +1,12 @@
-"""Per-task specifics: label sets, training targets, and the mapping from model
-probabilities to the classes the suite's expectations speak about."""
+"""Task types (SENT, PARA, READ): label sets, training targets, the model's
+head (``classification`` or extractive ``qa``), and the mapping from model
+probabilities to the classes the suite's expectations speak about.
+
+Names used everywhere: a *task* is an entry of the config's ``tasks`` (its id
+names paths and messages); its *task type* is ``sent``, ``para`` or ``read``
+(a :class:`TaskType`, found with :func:`get_task_type`); the *head* is the
+model's output layer, ``classification`` (predictions: class probabilities)
+or ``qa`` (start / end positions; predictions: answer strings)."""
 
 from __future__ import annotations
 
@@ -11,17 +18,17 @@ from beluga.errors import ConfigError
 
 
 @dataclass(frozen=True)
-class Task:
+class TaskType:
     name: str
     num_model_labels: int          # classes of the trained model's head (0 for extractive QA)
     suite_labels: dict[int, str]   # labels used in the suite (empty for QA: answers are strings)
     iid_labels: dict[int, str]     # labels of the i.i.d. dataset (empty for QA)
     neutral_label: int | None = None
-    kind: str = "classification"   # "classification" (predictions: probs) or "qa" (predictions: answer)
+    head: str = "classification"   # "classification" (predictions: probs) or "qa" (predictions: answer)
     pair: bool = False             # inputs are pairs (inputs, inputs_b): PARA (q1, q2), READ (context, question)
 
     def mft_target(self, expect: str, label: int | None) -> list[float]:
-        """Soft training target for one MFT input (METHOD.md, section 3.2)."""
+        """Soft training target for one MFT input (docs/METHOD.md, §3.1)."""
         raise NotImplementedError
 
     def suite_probs(self, probs: np.ndarray) -> np.ndarray:
@@ -29,7 +36,7 @@ class Task:
         return probs
 
 
-class SentimentTask(Task):
+class SentimentType(TaskType):
     """SENT: a binary model (0 = negative, 1 = positive) tested with a
     three-class suite (0 = negative, 1 = neutral, 2 = positive)."""
 
@@ -72,7 +79,7 @@ def binary_to_three_class(p_pos: np.ndarray) -> np.ndarray:
     return pp
 
 
-class ParaphraseTask(Task):
+class ParaphraseType(TaskType):
     """PARA: duplicate-question classification (0 = not duplicate, 1 = duplicate)
     on (question1, question2) pairs; suite and model share the label set."""
 
@@ -88,7 +95,7 @@ class ParaphraseTask(Task):
         return probs
 
 
-class QATask(Task):
+class QAType(TaskType):
     """READ: extractive question answering on (context, question) pairs; the
     model predicts start/end positions, predictions are answer strings."""
 
@@ -99,7 +106,7 @@ class QATask(Task):
         raise ValueError("READ predictions are answer strings, not class probabilities")
 
 
-SENT = SentimentTask(
+SENT = SentimentType(
     name="sent",
     num_model_labels=2,
     suite_labels={0: "negative", 1: "neutral", 2: "positive"},
@@ -107,7 +114,7 @@ SENT = SentimentTask(
     neutral_label=1,
 )
 
-PARA = ParaphraseTask(
+PARA = ParaphraseType(
     name="para",
     num_model_labels=2,
     suite_labels={0: "not duplicate", 1: "duplicate"},
@@ -115,23 +122,23 @@ PARA = ParaphraseTask(
     pair=True,
 )
 
-READ = QATask(
+READ = QAType(
     name="read",
     num_model_labels=0,
     suite_labels={},
     iid_labels={},
-    kind="qa",
+    head="qa",
     pair=True,
 )
 
-TASKS: dict[str, Task] = {"sent": SENT, "para": PARA, "read": READ}
+TASK_TYPES: dict[str, TaskType] = {"sent": SENT, "para": PARA, "read": READ}
 
 # CheckList suite name -> task type
-SUITE_TASKS = {"sentiment": "sent", "qqp": "para", "squad": "read"}
+SUITE_TASK_TYPES = {"sentiment": "sent", "qqp": "para", "squad": "read"}
 
 
-def get_task(kind: str) -> Task:
-    if kind not in TASKS:
-        raise ConfigError(f"config: field 'task_type': unknown task type {kind!r} "
-                          f"(implemented: {', '.join(TASKS)})")
-    return TASKS[kind]
+def get_task_type(name: str) -> TaskType:
+    if name not in TASK_TYPES:
+        raise ConfigError(f"config: field 'type': unknown task type {name!r} "
+                          f"(implemented: {', '.join(TASK_TYPES)})")
+    return TASK_TYPES[name]

@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import time
 from dataclasses import dataclass, field
 
@@ -50,9 +49,10 @@ import torch
 from beluga.errors import ConfigError
 from beluga.health import DivergedError, check_finite_weights
 from beluga.losses import DIR_FN_INDEX, dir_function_for, dir_loss, inv_loss, mft_loss, neutral_mask
-from beluga.methods import DEFAULT_HPARAMS, check_method_hparams, get_algorithm
-from beluga.precision import FP32, Precision, full
-from beluga.tasks import Task
+from beluga.methods import check_method_hparams, get_algorithm
+from beluga.precision import FP32, Precision, full, resolve
+from beluga.settings import FoldRun
+from beluga.tasks import TaskType
 
 log = logging.getLogger(__name__)
 
@@ -87,22 +87,22 @@ class Batch:
         self.size = len(self.envs)
 
 
-def build_streams(task: Task, iid_train: pd.DataFrame | None, suite_train: pd.DataFrame | None,
+def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: pd.DataFrame | None,
                   dir_train_slice: bool = True) -> dict[str, list[Item]]:
     streams: dict[str, list[Item]] = {}
-    if iid_train is not None and len(iid_train) and task.kind == "qa":
+    if iid_train is not None and len(iid_train) and ttype.head == "qa":
         streams["iid"] = [Item("iid", [c], [q], answer=str(a[0]), answer_start=int(s[0]), qa=True)
                           for c, q, a, s in zip(iid_train["context"], iid_train["question"], iid_train["answers"],
                                                 iid_train["answer_starts"])]
     elif iid_train is not None and len(iid_train):
-        n = task.num_model_labels
+        n = ttype.num_model_labels
         texts_b = iid_train["text_b"] if "text_b" in iid_train.columns else [None] * len(iid_train)
         streams["iid"] = [Item("iid", [t], None if b is None else [b], list(np.eye(n)[int(y)]))
                           for t, b, y in zip(iid_train["text"], texts_b, iid_train["label"])]
     if suite_train is not None and len(suite_train):
         unpaired = 0
         for r in suite_train.itertuples(index=False):
-            stream, items = _case_items(task, r, dir_train_slice)
+            stream, items = _case_items(ttype, r, dir_train_slice)
             if stream in ("INV", "DIR"):   # a pair loss needs the original and a perturbation
                 kept = [it for it in items if len(it.inputs) >= 2]
                 unpaired += len(items) - len(kept)
@@ -115,7 +115,7 @@ def build_streams(task: Task, iid_train: pd.DataFrame | None, suite_train: pd.Da
     return {k: streams[k] for k in sorted(streams)}
 
 
-def _case_items(task: Task, r, dir_train_slice: bool) -> tuple[str, list[Item]]:
+def _case_items(ttype: TaskType, r, dir_train_slice: bool) -> tuple[str, list[Item]]:
     """Training items of one suite case and the stream they go to.
 
     MFTs: one item per input with its (soft) target. A DIR whose expectation
@@ -129,24 +129,24 @@ def _case_items(task: Task, r, dir_train_slice: bool) -> tuple[str, list[Item]]:
     params = json.loads(r.expect_params) if r.expect_params else {}
     inputs = list(r.inputs)
     inputs_b = list(r.inputs_b) if r.inputs_b is not None else None
-    if task.kind == "qa":
+    if ttype.head == "qa":
         return _qa_case_items(r, inputs, inputs_b)
     hint = params.get("train") or {}
-    ttype = r.test_type
-    if hint.get("as") == "MFT" or ttype == "MFT" or r.expect in ("eq", "triplet"):
+    test_type = r.test_type
+    if hint.get("as") == "MFT" or test_type == "MFT" or r.expect in ("eq", "triplet"):
         if hint.get("as") == "MFT":
             expect, labels, first = "eq", [hint.get("label")] * len(inputs), 0
         else:
             expect = "eq" if r.expect == "triplet" else r.expect
             labels = list(r.labels) if r.labels is not None else [params.get("val")] * len(inputs)
-            first = 1 if ttype != "MFT" and r.agg_fn == "all_except_first" and r.expect != "triplet" else 0
+            first = 1 if test_type != "MFT" and r.agg_fn == "all_except_first" and r.expect != "triplet" else 0
         items = []
         for j in range(first, len(inputs)):
             label = labels[j] if labels[j] is not None else params.get("val")
             items.append(Item(r.functionality, [inputs[j]], [inputs_b[j]] if inputs_b else None,
-                              task.mft_target(expect, label)))
+                              ttype.mft_target(expect, label)))
         return "MFT", items
-    if ttype == "INV":
+    if test_type == "INV":
         return "INV", [Item(r.functionality, inputs, inputs_b)]
     fn = dir_function_for(r.expect, params)
     sliced = dir_train_slice and params.get("slice") == "orig_not_neutral"
@@ -358,35 +358,34 @@ def _mean(values: list[torch.Tensor]) -> float:
     return float(v[torch.isfinite(v)].mean()) if bool(torch.isfinite(v).any()) else float("nan")
 
 
-def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams: dict, seed: int,
-          max_length: int = 128, log_every: int = 50, doc_stride: int = 128,
-          reference_state: dict | None = None, checkpoint_dir: str | os.PathLike | None = None,
-          fingerprint_extra: dict | None = None, precision: Precision = FP32,
-          checkpoint_every_s: float = 0.0, nonfinite: str = "stop", job: str = "model") -> dict:
-    """Train ``model`` in place with ``method``. ``hparams`` holds lr,
-    batch_size, epochs and the method's own hyper-parameters (missing ones
-    take ``DEFAULT_HPARAMS``). ``reference_state`` (optional, name -> tensor):
-    reference weights for L2-SP (default: the model's weights at the start).
-    ``precision`` (:mod:`beluga.precision`): autocast of the forward passes
-    and fused AdamW (default: float32, unfused). ``nonfinite``: a
-    non-finite loss stops training with a :class:`beluga.health.DivergedError`
-    naming ``job`` and the step (``stop``, checked every ``log_every``
-    updates and at every epoch end, so the loss stays on the device), or the
-    update is skipped and counted (``skip``); the trained weights are checked
-    finite at the end either way.
+def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, reference_state: dict | None = None,
+          log_every: int = 50) -> dict:
+    """Train ``model`` in place as ``run`` says (:class:`beluga.settings.FoldRun`:
+    the method, its complete hyper-parameters (lr, batch_size, epochs and the
+    method's own), seed, sequence length, precision, checkpointing...).
+    ``reference_state`` (optional, name -> tensor): reference weights for
+    L2-SP (default: the model's weights at the start).
 
-    ``checkpoint_dir`` (optional; unused for one epoch): after an epoch but
-    the last, the whole training state is written there
-    (:mod:`beluga.checkpoint`) when at least ``checkpoint_every_s`` seconds
-    have passed since training started or since the last checkpoint (0:
-    after every epoch; a job shorter than that would redo less than it spends
-    saving); a later call with the same run (same
-    fingerprint: settings, data, start model, ``fingerprint_extra``) resumes
-    after the last saved epoch and ends with the same weights, bit for bit,
-    as a run that never stopped (same device kind and torch threads). The epoch's data
-    order never depends on how many epochs ran in this process: pooled
-    batches are drawn from a generator seeded with (seed, epoch), the
-    per-environment sampler's generator and queues are saved.
+    Precision (``run.precision``, :mod:`beluga.precision`, resolved on the
+    model's device): autocast of the forward passes and fused AdamW.
+    ``run.nonfinite``: a non-finite loss stops training with a
+    :class:`beluga.health.DivergedError` naming the job and the step
+    (``stop``, checked every ``log_every`` updates and at every epoch end, so
+    the loss stays on the device), or the update is skipped and counted
+    (``skip``); the trained weights are checked finite at the end either way.
+
+    ``run.checkpoint_dir`` (optional; unused for one epoch): after an epoch
+    but the last, the whole training state is written there
+    (:mod:`beluga.checkpoint`) when at least ``run.checkpoint_every_s``
+    seconds have passed since training started or since the last checkpoint
+    (0: after every epoch; a job shorter than that would redo less than it
+    spends saving); a later call with the same run (same fingerprint: the
+    run's settings, data, start model) resumes after the last saved epoch and
+    ends with the same weights, bit for bit, as a run that never stopped (same
+    device kind and torch threads). The epoch's data order never depends on
+    how many epochs ran in this process: pooled batches are drawn from a
+    generator seeded with (seed, epoch), the per-environment sampler's
+    generator and queues are saved.
 
     Returns a summary dict: steps, epoch_losses (mean objective per epoch),
     epoch_risks (mean loss per epoch, without penalties / weights),
@@ -395,17 +394,19 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
     env_sizes / envs_per_step / steps_per_epoch; ``method_info`` holds the
     method's own (e.g. final Group-DRO weights, IRM switch step);
     ``resumed_from_epoch`` the epochs a checkpoint provided (0: none)."""
+    method, hparams, seed, job = run.method, dict(run.hparams), run.seed, run.job
+    checkpoint_dir = run.checkpoint_dir
     if not streams or not any(streams.values()):
         raise ConfigError(f"training {job}: field 'partitions': nothing to train on (the fold's training "
                           "functionalities have no trainable case and no i.i.d. data is mixed in)")
     algo_cls = get_algorithm(method)
-    hparams = {**DEFAULT_HPARAMS.get(method, {}), **hparams}
     check_method_hparams(method, hparams)
     batch_size, epochs = int(hparams["batch_size"]), int(hparams["epochs"])
     if batch_size <= 0 or epochs <= 0 or float(hparams["lr"]) <= 0:
         raise ValueError(f"batch_size, epochs and lr must be positive, got {batch_size}, {epochs}, {hparams['lr']}")
-    loss_fn = LossFn(tokenizer, max_length, detach_inv_orig=bool(hparams.get("detach_inv_orig", False)),
-                     doc_stride=doc_stride, precision=precision)
+    precision = resolve(run.precision, next(model.parameters()).device)
+    loss_fn = LossFn(tokenizer, run.max_length, detach_inv_orig=bool(hparams["detach_inv_orig"]),
+                     doc_stride=run.doc_stride, precision=precision)
     extra: dict = {"sampling": algo_cls.sampling}
     sampler = None   # per-env sampling only (its state is checkpointed)
     if algo_cls.sampling == "pooled":
@@ -421,7 +422,7 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
         k = algo_cls.envs_per_step(hparams)
         k = len(envs) if k is None else min(int(k), len(envs))
         n_items = sum(len(items) for _, items in groups.values())
-        per = batch_size * (k if hparams.get("per_env_epoch", "examples") == "examples" else 1)
+        per = batch_size * (k if hparams["per_env_epoch"] == "examples" else 1)
         steps_per_epoch = math.ceil(n_items / per)
         total = steps_per_epoch * epochs
         sampler = EnvSampler(groups, batch_size, np.random.default_rng([seed, 1_000_003]))
@@ -441,13 +442,12 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
 
         fp = checkpoint.fingerprint(model=model, method=method, hparams=hparams, seed=seed, streams=streams,
                                     reference_state=reference_state,
-                                    extra={"max_length": max_length, "doc_stride": doc_stride, "nonfinite": nonfinite,
-                                           **precision.record(), **(fingerprint_extra or {})})
+                                    extra={**run.fingerprint_settings(), **precision.record()})
         ckpt = checkpoint.load(checkpoint_dir, fp)
         checkpoint.write_owner(checkpoint_dir, fp)
     model.train()
     algo = algo_cls(model, hparams, loss_fn, total, envs=envs, reference_state=reference_state,
-                    fused=precision.fused_optimizer, nonfinite=nonfinite)
+                    fused=precision.fused_optimizer, nonfinite=run.nonfinite)
 
     def check_finite():
         bad = algo.first_nonfinite_step()
@@ -485,7 +485,7 @@ def train(model, tokenizer, streams: dict[str, list[Item]], method: str, hparams
         history.append(_mean(running))
         risks.append(_mean(running_risk))
         log.info("epoch %d done: mean loss %.4f (%.1fs)", epoch + 1, history[-1], time.time() - t0)
-        if checkpoint_dir is not None and epoch + 1 < epochs and time.time() - last_save >= checkpoint_every_s:
+        if checkpoint_dir is not None and epoch + 1 < epochs and time.time() - last_save >= run.checkpoint_every_s:
             t_save = time.time()
             loop = {"epochs_done": epoch + 1, "steps": step, "epoch_losses": history, "epoch_risks": risks,
                     "wall_time_s": wall_before + time.time() - t0, "torch_threads": torch.get_num_threads(),

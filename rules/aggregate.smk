@@ -1,4 +1,5 @@
-# Pass rates, s_T and G per configuration x method (plus the IID baseline).
+# Pass rates, s_T and G per configuration x method (plus the IID baseline);
+# beluga/steps/aggregate.py.
 
 
 rule aggregate:
@@ -9,13 +10,13 @@ rule aggregate:
         pass_rates=f"{RESULTS}/{{task}}/scores/pass_rates.csv",
         scores=f"{RESULTS}/{{task}}/scores/scores.csv",
         markdown=f"{RESULTS}/{{task}}/scores/scores.md",
-    params:
-        runs=run_records("outcomes"),
-        task_type=lambda w: TASKS[w.task]["type"],
-        iid_metric=lambda w: TASKS[w.task].get("iid_metric", "mean"),
     log:
         "logs/{task}/aggregate.log",
     conda:
         "../envs/beluga.yaml"
+    params:
+        runs=run_records("outcomes"),
+        task_type=lambda w: TASKS[w.task]["type"],
+        iid_metric=lambda w: TASKS[w.task]["iid_metric"],
     script:
         "../workflow_scripts/aggregate.py"

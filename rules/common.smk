@@ -9,12 +9,11 @@ sys.path.insert(0, workflow.basedir)
 
 from beluga import dag as beluga_dag  # noqa: E402
 from beluga import folds as beluga_folds  # noqa: E402
-from beluga import pipeline as beluga_pipeline  # noqa: E402
+from beluga import settings as beluga_settings  # noqa: E402
 from beluga import io as beluga_io  # noqa: E402
 from beluga.data import iid as beluga_iid  # noqa: E402
 from beluga.errors import BelugaError, config_error_line  # noqa: E402
 from beluga.methods import get_algorithm, method_hparams  # noqa: E402
-
 
 # one line naming the config file and the field (not the schema dump); then
 # what the schema cannot say (beluga/dag.py)
@@ -37,67 +36,62 @@ onstart:
     # a real run (not -n) into a read-only / inaccessible results folder fails before any job;
     # a results folder another working directory's run is writing to is refused
     try:
-        beluga_io.check_writable(config.get("results", "results"))
-        beluga_io.acquire_results_lock(config.get("results", "results"), os.getcwd())
+        beluga_io.check_writable(config["results"])
+        beluga_io.acquire_results_lock(config["results"], os.getcwd())
     except BelugaError as e:
         raise WorkflowError(str(e)) from None
 
 
 onsuccess:
-    beluga_io.release_results_lock(config.get("results", "results"), os.getcwd())
+    beluga_io.release_results_lock(config["results"], os.getcwd())
 
 
 onerror:
-    beluga_io.release_results_lock(config.get("results", "results"), os.getcwd())
+    beluga_io.release_results_lock(config["results"], os.getcwd())
 
-RESULTS = config.get("results", "results")
+
+RESULTS = config["results"]
 TASKS = config["tasks"]
 SUITE_CONFIGS = list(config["configurations"])
 METHODS = list(config["methods"])
 PARTITIONS = list(config["partitions"])
-TRAINING = config.get("training", {})
-STATISTICS = {"alpha": 0.05, "correction": "none", "randomization_R": 10000, "bootstrap_R": 1000, "seed": 0,
-              "degenerate_share": 0.95, **config.get("statistics", {})}
+STATISTICS = config["statistics"]
+PREDICT = config["predict"]
+# torch threads per training / prediction job: fixed, because float reductions
+# (and so the predictions, bit for bit) depend on the number of threads
+JOB_THREADS = config["job_threads"]
 
 try:
-    FUNCS = {
-        t: beluga_pipeline.suite_functionalities(c["suite"], c["type"])
-        for t, c in TASKS.items()
-    }
-    FOLDS = {t: beluga_folds.enumerate_folds(FUNCS[t], PARTITIONS) for t in TASKS}
-    for _t in TASKS:
-        beluga_dag.check_case_counts(_t, FUNCS[_t], workflow.configfiles)
-        beluga_dag.check_folds(_t, FOLDS[_t], FUNCS[_t], SUITE_CONFIGS, workflow.configfiles)
+    FOLDS, FUNC_NAMES, SEEN_FOLD = {}, {}, {}
+    for _t, _c in TASKS.items():
+        _funcs, FOLDS[_t], SEEN_FOLD[_t] = beluga_dag.task_folds(_c["suite"], _c["type"], PARTITIONS)
+        beluga_dag.check_case_counts(_t, _funcs, workflow.configfiles)
+        beluga_dag.check_folds(_t, FOLDS[_t], _funcs, SUITE_CONFIGS, workflow.configfiles)
+        # built once here, not in the params of every job while the DAG is built
+        FUNC_NAMES[_t] = list(_funcs["functionality"])
 except BelugaError as e:
     raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
-# built once here, not in the params of every job while the DAG is built
-FUNC_NAMES = {t: list(FUNCS[t]["functionality"]) for t in TASKS}
-# the seen fold, also when "seen" is not among the partitions (model selection)
-SEEN_FOLD = {t: beluga_folds.enumerate_folds(FUNCS[t], ["seen"])[0] for t in TASKS}
 
 IID_FOLD = {"partition": "standard", "fold": "all", "group": "all"}
 
-# Model selection (METHOD.md: grid selected on T_val): a grid over the suite
-# stage's hyper-parameters, tried once on the seen fold and reused by every
-# fold (policy "seen", the paper) or on every fold's own T_val ("per_fold").
-# tasks.<id>.selection overrides the global block (READ's batch sizes differ).
+
+# Model selection (docs/METHOD.md, §4: grid selected on T_val): a grid over the
+# suite stage's hyper-parameters, tried once on the seen fold and reused by
+# every fold (policy "seen", the paper) or on every fold's own T_val
+# ("per_fold"). tasks.<id>.selection overrides keys of the global block.
 def selection(task):
-    merged = dict(config.get("selection", {}))
-    merged.update(TASKS[task].get("selection", {}))
-    return merged
+    return {**config["selection"], **TASKS[task].get("selection", {})}
 
 
 try:
-    GRID_POINTS = {
-        t: beluga_pipeline.grid_points(selection(t).get("grid") or {}) for t in TASKS
-    }
+    GRID_POINTS = {t: beluga_dag.grid_points(selection(t)["grid"]) for t in TASKS}
 except BelugaError as e:
     raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
 
 
 wildcard_constraints:
     task="|".join(TASKS),
-    conf="iid|" + "|".join(beluga_pipeline.CONFIGURATIONS),
+    conf="iid|" + "|".join(beluga_dag.CONFIGURATIONS),
     method="[a-z0-9_]+",
     trial="[A-Za-z0-9.+-]+",
     partition="standard|seen|func|class|type",
@@ -117,7 +111,7 @@ def fold_spec(task, partition, fold):
 def selection_dir(w):
     """Where a fold's hyper-parameters are selected: the seen fold (policy
     "seen", the paper) or the fold itself (policy "per_fold")."""
-    if selection(w.task).get("policy", "seen") == "seen":
+    if selection(w.task)["policy"] == "seen":
         return res(w.task, "selection", w.conf, w.method, "seen", "all")
     return res(w.task, "selection", w.conf, w.method, w.partition, w.fold)
 
@@ -134,17 +128,13 @@ def run_keys(task):
 
 def training(task):
     """The global training block with the task's own overrides (tasks.<id>.training) on top."""
-    merged = dict(TRAINING)
-    merged.update(TASKS[task].get("training", {}))
-    return merged
+    return {**config["training"], **TASKS[task].get("training", {})}
 
 
-def stage_hparams(task, stage, method=None):
+def stage_hparams(task, stage, method):
+    """A stage's lr / batch_size / epochs with the method's complete hyper-parameters."""
     tr = training(task)
-    hp = dict(tr.get(stage, {"lr": 5e-5, "batch_size": 16, "epochs": 2}))
-    if method is not None:
-        hp.update(method_hparams(method, tr.get("method_hparams", {}).get(method)))
-    return hp
+    return {**tr[stage], **method_hparams(method, tr["method_hparams"].get(method))}
 
 
 # Cluster resources (issue: cluster runs). A training or prediction job's
@@ -162,7 +152,7 @@ def model_scale(task):
     return 1.0  # MiniLM (default) or an unknown local model of that size
 
 
-GPU_RESOURCES = {"gpu": int(config["gpus"])} if config.get("gpus", 0) else {}
+GPU_RESOURCES = {"gpu": int(config["gpus"])} if config["gpus"] else {}
 
 
 def job_resources(kind):
@@ -172,7 +162,7 @@ def job_resources(kind):
     base_mb, base_min = {"train": (3000, 60), "predict": (2000, 20)}[kind]
 
     def mem_mb(wildcards, attempt):
-        length = max(1.0, max_length(wildcards.task) / 128)
+        length = max(1.0, training(wildcards.task)["max_length"] / 128)
         return int(base_mb * model_scale(wildcards.task) * length * (1 + 0.5 * (attempt - 1)))
 
     def runtime(wildcards, attempt):
@@ -181,21 +171,12 @@ def job_resources(kind):
     return {"mem_mb": mem_mb, "runtime": runtime, **GPU_RESOURCES}
 
 
-# torch threads per training / prediction job: fixed, because float reductions
-# (and so the predictions, bit for bit) depend on the number of threads.
-JOB_THREADS = int(config.get("job_threads", 1))
-# numerical precision of training and prediction jobs (beluga/precision.py)
-PRECISION = config.get("precision", "auto")
-# epoch checkpoints at most this often (seconds): a short job redoes less than it would spend saving
-CHECKPOINT_EVERY_S = float(config.get("checkpoint_every_s", 120))
-PREDICT = {"batch_size": 64, "scope": "scored", **config.get("predict", {})}
-
 # Which fold models are written to disk. By default a fold is one job that
 # trains, predicts and scores with the model in memory (rule finetune); only an
 # LP model that LP-FT starts from is written (rule finetune_keep, a temporary
 # file). keep_models: true keeps every fold model: finetune_model trains and
 # writes it, predict and outcomes take it from there (as for the IID model).
-KEEP_MODELS = bool(config.get("keep_models", False))
+KEEP_MODELS = config["keep_models"]
 START_METHODS = sorted({get_algorithm(m).start_method for m in METHODS} - {None})
 NEVER = "(?!)"  # a wildcard constraint no value matches
 
@@ -211,18 +192,14 @@ else:
     FUSED_METHODS = [m for m in METHODS if m not in KEEP_METHODS]
     MODEL_METHODS = []
 # the models the predict / outcomes rules read from disk: the IID model, and kept fold models
-DISK_CONFS = "|".join(["iid"] + (list(beluga_pipeline.CONFIGURATIONS) if KEEP_MODELS else []))
+DISK_CONFS = "|".join(["iid"] + (list(beluga_dag.CONFIGURATIONS) if KEEP_MODELS else []))
 DISK_METHODS = method_regex(sorted({"vanilla"} | set(MODEL_METHODS)))
 
 
 def predicted_functionalities(w):
     """Params function: the T_test functionalities a model on disk predicts
     (the ones its run is scored on; None = all, predict.scope: all)."""
-    return beluga_pipeline.scored_functionalities(fold_spec(w.task, w.partition, w.fold), PREDICT["scope"])
-
-
-def max_length(task):
-    return training(task).get("max_length", 128)
+    return beluga_dag.scored_functionalities(fold_spec(w.task, w.partition, w.fold), PREDICT["scope"])
 
 
 def res(task, *parts):
@@ -236,6 +213,7 @@ def run_path(kind, task, conf, method, partition, fold):
 
 def run_files(kind):
     """Input function: the task's ``kind`` file of every run, in run_keys order."""
+
     def files(wildcards):
         return [run_path(kind, wildcards.task, *key) for key in run_keys(wildcards.task)]
 
@@ -245,12 +223,17 @@ def run_files(kind):
 def run_records(kind):
     """Params function: every run (configuration, method, partition, fold) with
     its ``kind`` file and the T_test functionalities it predicted (None: all)."""
+
     def records(wildcards):
         return [
-            {"configuration": c, "method": m, "partition": p, "fold": f,
-             "path": run_path(kind, wildcards.task, c, m, p, f),
-             "functionalities": beluga_pipeline.scored_functionalities(fold_spec(wildcards.task, p, f),
-                                                                       PREDICT["scope"])}
+            {
+                "configuration": c,
+                "method": m,
+                "partition": p,
+                "fold": f,
+                "path": run_path(kind, wildcards.task, c, m, p, f),
+                "functionalities": beluga_dag.scored_functionalities(fold_spec(wildcards.task, p, f), PREDICT["scope"]),
+            }
             for c, m, p, f in run_keys(wildcards.task)
         ]
 
@@ -269,22 +252,20 @@ def start_model(w):
     a method with a start method (lp_ft) starts from that method's model of
     the same configuration and fold; otherwise IID→T and IID→(IID+T) start
     from the IID model and IID+T from the pre-trained model."""
-    from_iid, _ = beluga_pipeline.CONFIG_SPEC[w.conf]
     first = get_algorithm(w.method).start_method
     if first is not None:
         return res(w.task, "models", w.conf, first, w.partition, w.fold), f"{first} model of this fold"
-    if from_iid:
+    if beluga_dag.configuration(w.conf).from_iid:
         return res(w.task, "models", "iid", "vanilla", "standard", "all"), "iid"
     return None, TASKS[w.task]["model"]
 
 
 def trial_inputs(wildcards):
-    _, mix = beluga_pipeline.CONFIG_SPEC[wildcards.conf]
     inputs = {
         "suite": res(wildcards.task, "suite", "suite.parquet"),
         "split": res(wildcards.task, "suite", "split.parquet"),
     }
-    if mix:
+    if beluga_dag.configuration(wildcards.conf).mixes_iid:
         inputs["iid_train"] = res(wildcards.task, "iid", "train.parquet")
     start, _ = start_model(wildcards)
     if start is not None:
@@ -303,33 +284,61 @@ def finetune_model_inputs(wildcards):
 
 
 def finetune_inputs(wildcards):
-    """A fused fold job's inputs: training inputs and the i.i.d. test set."""
+    """A fold job's inputs: training inputs and the i.i.d. test set."""
     return {**finetune_model_inputs(wildcards), "iid_test": res(wildcards.task, "iid", "test.parquet")}
 
 
-# The settings of a fold's training (rules finetune, finetune_keep, finetune_model, trial).
-FOLD_PARAMS = dict(
-    task_type=lambda w: TASKS[w.task]["type"],
-    model=lambda w: TASKS[w.task]["model"],
-    model_version=lambda w: beluga_dag.model_version(TASKS[w.task]["model"]),
-    fold=lambda w: fold_spec(w.task, w.partition, w.fold),
-    all_functionalities=lambda w: FUNC_NAMES[w.task],
-    hparams=lambda w: stage_hparams(w.task, "suite", w.method),
-    start_label=lambda w: start_model(w)[1],
-    seed=config.get("seed", 1),
-    max_length=lambda w: max_length(w.task),
-    doc_stride=lambda w: training(w.task).get("doc_stride", 128),
-    iid_in_mix=lambda w: training(w.task).get("iid_in_mix"),
-    dir_train_slice=lambda w: training(w.task).get("dir_train_slice", True),
-    precision=PRECISION,
-    checkpoint_every_s=CHECKPOINT_EVERY_S,
-    nonfinite=lambda w: training(w.task).get("nonfinite", "stop"),
-)
+def run_settings(rule_name):
+    """Params function: the job's settings as one object (beluga/settings.py
+    FoldRun, as a dict) for the training rules train_iid, finetune (and
+    finetune_keep), finetune_model and trial."""
+
+    def settings(w):
+        task = TASKS[w.task]
+        if rule_name == "train_iid":
+            job = dict(
+                configuration="iid",
+                method="vanilla",
+                partition="standard",
+                fold="all",
+                held_out=(),
+                functionalities=(),
+                start_label=task["model"],
+                hparams=stage_hparams(w.task, "iid", "vanilla"),
+                checkpoint_dir=res(w.task, "checkpoints", rule_name, "iid", "vanilla", "standard", "all"),
+            )
+        else:
+            extra = [w.trial] if rule_name == "trial" else []
+            job = dict(
+                configuration=w.conf,
+                method=w.method,
+                partition=w.partition,
+                fold=w.fold,
+                held_out=tuple(fold_spec(w.task, w.partition, w.fold)["held_out"]),
+                functionalities=tuple(FUNC_NAMES[w.task]),
+                start_label=start_model(w)[1],
+                hparams=stage_hparams(w.task, "suite", w.method),
+                checkpoint_dir=res(w.task, "checkpoints", rule_name, w.conf, w.method, w.partition, w.fold, *extra),
+            )
+        run = beluga_settings.fold_run(
+            config, training(w.task), task=w.task, task_type=task["type"], model=task["model"], **job
+        )
+        return run.to_dict()
+
+    return settings
+
+
+def model_version(w):
+    """Params function: the packaged default model's version (another version reruns what was trained)."""
+    return beluga_dag.model_version(TASKS[w.task]["model"])
 
 
 def trial_files(wildcards):
-    return [f"{RESULTS}/{wildcards.task}/selection/{wildcards.conf}/{wildcards.method}/{wildcards.partition}/"
-            f"{wildcards.fold}/trials/{t}.json" for t in GRID_POINTS[wildcards.task]]
+    return [
+        f"{RESULTS}/{wildcards.task}/selection/{wildcards.conf}/{wildcards.method}/{wildcards.partition}/"
+        f"{wildcards.fold}/trials/{t}.json"
+        for t in GRID_POINTS[wildcards.task]
+    ]
 
 
 def all_targets():
@@ -358,3 +367,22 @@ def all_targets():
     targets += [f"{RESULTS}/table3/{name}" for name in ("table3.csv", "table3.md", "table3.tex")]
     targets.append(f"{RESULTS}/run_config.yaml")
     return targets
+
+
+# Cheap rules run on the submitting node (never queued on a cluster).
+localrules:
+    all,
+    prepare_iid,
+    build_suite,
+    split_suite,
+    select_hparams,
+    outcomes,
+    aggregate,
+    heatmap,
+    figure1,
+    unit_outcomes,
+    significance,
+    intervals,
+    diagnostics,
+    table3,
+    run_config,

@@ -1,4 +1,4 @@
-# i.i.d. data, suite build, suite split.
+# i.i.d. data, suite build, suite split (beluga/steps/data.py).
 
 
 rule prepare_iid:
@@ -10,15 +10,15 @@ rule prepare_iid:
         val=f"{RESULTS}/{{task}}/iid/val.parquet",
         test=f"{RESULTS}/{{task}}/iid/test.parquet",
         pool=f"{RESULTS}/{{task}}/iid/pool.parquet",
+    log:
+        "logs/{task}/prepare_iid.log",
+    conda:
+        "../envs/beluga.yaml"
     params:
         iid=lambda w: TASKS[w.task]["iid"],
         task_type=lambda w: TASKS[w.task]["type"],
         # the package an offline source ships in: another version reruns
         source_version=lambda w: beluga_iid.source_version(TASKS[w.task]["iid"]),
-    log:
-        "logs/{task}/prepare_iid.log",
-    conda:
-        "../envs/beluga.yaml"
     script:
         "../workflow_scripts/prepare_iid.py"
 
@@ -28,13 +28,13 @@ rule build_suite:
         unpack(suite_build_inputs),
     output:
         suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
-    params:
-        suite=lambda w: TASKS[w.task]["suite"],
-        task_type=lambda w: TASKS[w.task]["type"],
     log:
         "logs/{task}/build_suite.log",
     conda:
         "../envs/beluga.yaml"
+    params:
+        suite=lambda w: TASKS[w.task]["suite"],
+        task_type=lambda w: TASKS[w.task]["type"],
     script:
         "../workflow_scripts/build_suite.py"
 
@@ -45,13 +45,13 @@ rule split_suite:
     output:
         split=f"{RESULTS}/{{task}}/suite/split.parquet",
         summary=f"{RESULTS}/{{task}}/suite/summary.tsv",
-    params:
-        task_type=lambda w: TASKS[w.task]["type"],
-        fractions=config.get("split", {}).get("fractions", [0.5, 0.25, 0.25]),
-        seed=config.get("split", {}).get("seed", 123),
     log:
         "logs/{task}/split_suite.log",
     conda:
         "../envs/beluga.yaml"
+    params:
+        task_type=lambda w: TASKS[w.task]["type"],
+        fractions=config["split"]["fractions"],
+        seed=config["split"]["seed"],
     script:
         "../workflow_scripts/split_suite.py"

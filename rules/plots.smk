@@ -1,4 +1,4 @@
-# Pass-rate heatmaps, one per scenario.
+# Pass-rate heatmaps, one per scenario, and Figure 1 (beluga/steps/plots.py).
 
 
 rule heatmap:
@@ -7,24 +7,35 @@ rule heatmap:
         pass_rates=f"{RESULTS}/{{task}}/scores/pass_rates.csv",
     output:
         png=f"{RESULTS}/{{task}}/plots/heatmap_{{scenario}}.png",
-    params:
-        configurations=SUITE_CONFIGS,
-        methods=METHODS,
     log:
         "logs/{task}/heatmap_{scenario}.log",
     conda:
         "../envs/beluga.yaml"
+    params:
+        configurations=SUITE_CONFIGS,
+        methods=METHODS,
     script:
         "../workflow_scripts/heatmap.py"
 
 
-# Cheap rules run on the submitting node (never queued on a cluster).
-localrules:
-    all,
-    prepare_iid,
-    build_suite,
-    split_suite,
-    select_hparams,
-    outcomes,
-    aggregate,
-    heatmap,
+rule figure1:
+    input:
+        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+        pass_rates=f"{RESULTS}/{{task}}/scores/pass_rates.csv",
+    output:
+        png=report(
+            f"{RESULTS}/{{task}}/figures/figure1.png",
+            caption="../report/figure1.rst",
+            category="Figure 1",
+            subcategory="{task}",
+        ),
+        pdf=f"{RESULTS}/{{task}}/figures/figure1.pdf",
+    log:
+        "logs/{task}/figure1.log",
+    conda:
+        "../envs/beluga.yaml"
+    params:
+        configurations=SUITE_CONFIGS,
+        methods=METHODS,
+    script:
+        "../workflow_scripts/figure1.py"

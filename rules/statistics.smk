@@ -1,5 +1,6 @@
 # Significance against the IID baseline, bootstrap intervals, diagnostics,
-# Table 3 and Figure 1 (docs/STATISTICS.md).
+# Table 3 and the run's configuration (docs/STATISTICS.md;
+# beluga/steps/statistics.py).
 
 
 rule unit_outcomes:
@@ -7,13 +8,13 @@ rule unit_outcomes:
         outcomes=run_files("outcomes"),
     output:
         units=f"{RESULTS}/{{task}}/stats/unit_outcomes.parquet",
-    params:
-        runs=run_records("outcomes"),
-        task_type=lambda w: TASKS[w.task]["type"],
     log:
         "logs/{task}/stats/unit_outcomes.log",
     conda:
         "../envs/beluga.yaml"
+    params:
+        runs=run_records("outcomes"),
+        task_type=lambda w: TASKS[w.task]["type"],
     script:
         "../workflow_scripts/unit_outcomes.py"
 
@@ -30,17 +31,17 @@ rule significance:
             subcategory="{task}",
         ),
         null=f"{RESULTS}/{{task}}/stats/null_avg.parquet",
-    params:
-        task_type=lambda w: TASKS[w.task]["type"],
-        iid_metric=lambda w: TASKS[w.task].get("iid_metric", "mean"),
-        R=STATISTICS["randomization_R"],
-        seed=STATISTICS["seed"],
-        alpha=STATISTICS["alpha"],
-        correction=STATISTICS["correction"],
     log:
         "logs/{task}/stats/significance.log",
     conda:
         "../envs/beluga.yaml"
+    params:
+        task_type=lambda w: TASKS[w.task]["type"],
+        iid_metric=lambda w: TASKS[w.task]["iid_metric"],
+        R=STATISTICS["randomization_R"],
+        seed=STATISTICS["seed"],
+        alpha=STATISTICS["alpha"],
+        correction=STATISTICS["correction"],
     script:
         "../workflow_scripts/significance.py"
 
@@ -56,15 +57,15 @@ rule intervals:
             category="Statistics",
             subcategory="{task}",
         ),
-    params:
-        task_type=lambda w: TASKS[w.task]["type"],
-        iid_metric=lambda w: TASKS[w.task].get("iid_metric", "mean"),
-        R=STATISTICS["bootstrap_R"],
-        seed=STATISTICS["seed"],
     log:
         "logs/{task}/stats/intervals.log",
     conda:
         "../envs/beluga.yaml"
+    params:
+        task_type=lambda w: TASKS[w.task]["type"],
+        iid_metric=lambda w: TASKS[w.task]["iid_metric"],
+        R=STATISTICS["bootstrap_R"],
+        seed=STATISTICS["seed"],
     script:
         "../workflow_scripts/intervals.py"
 
@@ -84,39 +85,16 @@ rule diagnostics:
             subcategory="{task}",
         ),
         markdown=f"{RESULTS}/{{task}}/diagnostics/diagnostics.md",
-    params:
-        runs=run_records("predictions"),
-        task_type=lambda w: TASKS[w.task]["type"],
-        degenerate_share=STATISTICS["degenerate_share"],
     log:
         "logs/{task}/diagnostics.log",
     conda:
         "../envs/beluga.yaml"
+    params:
+        runs=run_records("predictions"),
+        task_type=lambda w: TASKS[w.task]["type"],
+        degenerate_share=STATISTICS["degenerate_share"],
     script:
         "../workflow_scripts/diagnostics.py"
-
-
-rule figure1:
-    input:
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
-        pass_rates=f"{RESULTS}/{{task}}/scores/pass_rates.csv",
-    output:
-        png=report(
-            f"{RESULTS}/{{task}}/figures/figure1.png",
-            caption="../report/figure1.rst",
-            category="Figure 1",
-            subcategory="{task}",
-        ),
-        pdf=f"{RESULTS}/{{task}}/figures/figure1.pdf",
-    params:
-        configurations=SUITE_CONFIGS,
-        methods=METHODS,
-    log:
-        "logs/{task}/figure1.log",
-    conda:
-        "../envs/beluga.yaml"
-    script:
-        "../workflow_scripts/figure1.py"
 
 
 rule table3:
@@ -133,14 +111,14 @@ rule table3:
         ),
         markdown=f"{RESULTS}/table3/table3.md",
         latex=f"{RESULTS}/table3/table3.tex",
-    params:
-        tasks=list(TASKS),
-        alpha=STATISTICS["alpha"],
-        correction=STATISTICS["correction"],
     log:
         "logs/table3.log",
     conda:
         "../envs/beluga.yaml"
+    params:
+        tasks=list(TASKS),
+        alpha=STATISTICS["alpha"],
+        correction=STATISTICS["correction"],
     script:
         "../workflow_scripts/table3.py"
 
@@ -152,22 +130,11 @@ rule run_config:
             caption="../report/run_config.rst",
             category="Run configuration",
         ),
-    params:
-        config=config,
     log:
         "logs/run_config.log",
     conda:
         "../envs/beluga.yaml"
+    params:
+        config=config,
     script:
         "../workflow_scripts/run_config.py"
-
-
-# Cheap (seconds at the paper's scale): run on the submitting node, never queued.
-localrules:
-    unit_outcomes,
-    significance,
-    intervals,
-    diagnostics,
-    figure1,
-    table3,
-    run_config,

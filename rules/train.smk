@@ -1,6 +1,8 @@
 # IID pretraining (once per task) and behavioral fine-tuning per fold (one rule
-# for every configuration and method). By default a fold is one job: it
-# trains, predicts what it is scored on and scores it with the model in memory.
+# for every configuration and method; beluga/steps/train.py). By default a fold
+# is one job: it trains, predicts what it is scored on and scores it with the
+# model in memory. Every training job gets its settings as one object, `run`
+# (beluga/settings.py FoldRun, built by run_settings in common.smk).
 
 
 rule train_iid:
@@ -10,27 +12,16 @@ rule train_iid:
         model_files=lambda w: beluga_dag.model_files(TASKS[w.task]["model"]),
     output:
         model=directory(f"{RESULTS}/{{task}}/models/iid/vanilla/standard/all"),
-    params:
-        model=lambda w: TASKS[w.task]["model"],
-        model_version=lambda w: beluga_dag.model_version(TASKS[w.task]["model"]),
-        task_type=lambda w: TASKS[w.task]["type"],
-        hparams=lambda w: stage_hparams(w.task, "iid"),
-        seed=config.get("seed", 1),
-        max_length=lambda w: max_length(w.task),
-        doc_stride=lambda w: training(w.task).get("doc_stride", 128),
-        precision=PRECISION,
-        checkpoint_every_s=CHECKPOINT_EVERY_S,
-        nonfinite=lambda w: training(w.task).get("nonfinite", "stop"),
-        # epoch checkpoints, outside the outputs (deleted when a job fails): a
-        # killed job resumes there; removed once the model is written
-        checkpoint_dir=lambda w: res(w.task, "checkpoints", "train_iid", "iid", "vanilla", "standard", "all"),
-    threads: JOB_THREADS
-    resources:
-        **job_resources("train"),
     log:
         "logs/{task}/train_iid.log",
     conda:
         "../envs/beluga.yaml"
+    threads: JOB_THREADS
+    resources:
+        **job_resources("train"),
+    params:
+        run=run_settings("train_iid"),
+        model_version=model_version,
     script:
         "../workflow_scripts/train_iid.py"
 
@@ -42,22 +33,22 @@ rule finetune:
         predictions=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
         run=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.json",
         outcomes=f"{RESULTS}/{{task}}/outcomes/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
+    log:
+        "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
     wildcard_constraints:
-        conf="|".join(beluga_pipeline.CONFIGURATIONS),
+        conf="|".join(beluga_dag.CONFIGURATIONS),
         method=method_regex(FUSED_METHODS),
         partition="seen|func|class|type",
-    params:
-        **FOLD_PARAMS,
-        checkpoint_dir=lambda w: res(w.task, "checkpoints", "finetune", w.conf, w.method, w.partition, w.fold),
-        batch_size=PREDICT["batch_size"],
-        scope=PREDICT["scope"],
+    conda:
+        "../envs/beluga.yaml"
     threads: JOB_THREADS
     resources:
         **job_resources("train"),
-    log:
-        "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
-    conda:
-        "../envs/beluga.yaml"
+    params:
+        run=run_settings("finetune"),
+        model_version=model_version,
+        batch_size=PREDICT["batch_size"],
+        scope=PREDICT["scope"],
     script:
         "../workflow_scripts/finetune.py"
 
@@ -70,10 +61,10 @@ use rule finetune as finetune_keep with:
         run=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.json",
         outcomes=f"{RESULTS}/{{task}}/outcomes/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
         model=temp(directory(f"{RESULTS}/{{task}}/models/{{conf}}/{{method}}/{{partition}}/{{fold}}")),
-    wildcard_constraints:
-        method=method_regex(KEEP_METHODS),
     log:
         "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
+    wildcard_constraints:
+        method=method_regex(KEEP_METHODS),
 
 
 ruleorder: finetune_keep > finetune
@@ -86,20 +77,20 @@ rule finetune_model:
         unpack(finetune_model_inputs),
     output:
         model=directory(f"{RESULTS}/{{task}}/models/{{conf}}/{{method}}/{{partition}}/{{fold}}"),
+    log:
+        "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
     wildcard_constraints:
-        conf="|".join(beluga_pipeline.CONFIGURATIONS),
+        conf="|".join(beluga_dag.CONFIGURATIONS),
         method=method_regex(MODEL_METHODS),
         partition="seen|func|class|type",
-    params:
-        **FOLD_PARAMS,
-        checkpoint_dir=lambda w: res(w.task, "checkpoints", "finetune", w.conf, w.method, w.partition, w.fold),
+    conda:
+        "../envs/beluga.yaml"
     threads: JOB_THREADS
     resources:
         **job_resources("train"),
-    log:
-        "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
-    conda:
-        "../envs/beluga.yaml"
+    params:
+        run=run_settings("finetune"),
+        model_version=model_version,
     script:
         "../workflow_scripts/finetune_model.py"
 
@@ -109,23 +100,21 @@ rule trial:
         unpack(trial_inputs),
     output:
         score=f"{RESULTS}/{{task}}/selection/{{conf}}/{{method}}/{{partition}}/{{fold}}/trials/{{trial}}.json",
+    log:
+        "logs/{task}/trial/{conf}/{method}/{partition}/{fold}/{trial}.log",
     wildcard_constraints:
-        conf="|".join(beluga_pipeline.CONFIGURATIONS),
+        conf="|".join(beluga_dag.CONFIGURATIONS),
         partition="seen|func|class|type",
-    params:
-        **FOLD_PARAMS,
-        grid_point=lambda w: GRID_POINTS[w.task][w.trial],
-        batch_size=PREDICT["batch_size"],
-        checkpoint_dir=lambda w: res(
-            w.task, "checkpoints", "trial", w.conf, w.method, w.partition, w.fold, w.trial
-        ),
+    conda:
+        "../envs/beluga.yaml"
     threads: JOB_THREADS
     resources:
         **job_resources("train"),
-    log:
-        "logs/{task}/trial/{conf}/{method}/{partition}/{fold}/{trial}.log",
-    conda:
-        "../envs/beluga.yaml"
+    params:
+        run=run_settings("trial"),
+        model_version=model_version,
+        grid_point=lambda w: GRID_POINTS[w.task][w.trial],
+        batch_size=PREDICT["batch_size"],
     script:
         "../workflow_scripts/trial.py"
 
@@ -135,11 +124,11 @@ rule select_hparams:
         trials=trial_files,
     output:
         selected=f"{RESULTS}/{{task}}/selection/{{conf}}/{{method}}/{{partition}}/{{fold}}/selected.json",
-    params:
-        policy=lambda w: selection(w.task).get("policy", "seen"),
     log:
         "logs/{task}/select/{conf}/{method}/{partition}/{fold}.log",
     conda:
         "../envs/beluga.yaml"
+    params:
+        policy=lambda w: selection(w.task)["policy"],
     script:
         "../workflow_scripts/select_hparams.py"

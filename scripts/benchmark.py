@@ -88,27 +88,46 @@ def default_fold(tmp: Path):
     """The embedded default's suite and i.i.d. data (built in ``tmp``), and the
     training streams of the seen fold of IID→(IID+T) with the default's mix."""
     import pandas as pd
-    import yaml
 
-    from beluga import pipeline
-    from beluga.tasks import get_task
+    from beluga.plan import load_config
+    from beluga.steps import data
+    from beluga.suites.build import split_cases
+    from beluga.tasks import get_task_type
     from beluga.training import build_streams
 
-    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+    cfg = load_config(str(REPO / "config.yaml"))   # validated, the schema's defaults filled
     task_cfg = cfg["tasks"]["sent"]
     iid = {k: str(tmp / f"{k}.parquet") for k in ("train", "val", "test", "pool")}
-    pipeline.prepare_iid(task_cfg["iid"], "sent", iid)
-    pipeline.build_suite(task_cfg["suite"], "sent", iid["pool"], str(tmp / "suite.parquet"))
-    split = cfg.get("split", {})
-    pipeline.split_suite(str(tmp / "suite.parquet"), "sent", split.get("fractions", [0.5, 0.25, 0.25]),
-                         split.get("seed", 123), str(tmp / "split.parquet"), str(tmp / "summary.tsv"))
-    task = get_task("sent")
-    suite_train = pipeline._suite_split(str(tmp / "suite.parquet"), str(tmp / "split.parquet"), "sent", "train")
+    data.prepare_iid(iid=task_cfg["iid"], task_type="sent", outputs=iid)
+    data.build_suite(suite=task_cfg["suite"], task_type="sent", pool=iid["pool"], out_suite=str(tmp / "suite.parquet"))
+    data.split_suite(suite=str(tmp / "suite.parquet"), task_type="sent", fractions=cfg["split"]["fractions"],
+                     seed=cfg["split"]["seed"], out_split=str(tmp / "split.parquet"),
+                     out_summary=str(tmp / "summary.tsv"))
+    ttype = get_task_type("sent")
+    suite_train = split_cases(str(tmp / "suite.parquet"), str(tmp / "split.parquet"), "sent", "train")
     mix = pd.read_parquet(iid["train"])
-    n_mix = cfg.get("training", {}).get("iid_in_mix")
+    n_mix = cfg["training"]["iid_in_mix"]
     if n_mix is not None and len(mix) > n_mix:
         mix = mix.sample(n=int(n_mix), random_state=1).reset_index(drop=True)
-    return task, build_streams(task, mix, suite_train), cfg, iid
+    return ttype, build_streams(ttype, mix, suite_train), cfg, iid
+
+
+def bench_run(method: str, precision: str):
+    """The FoldRun (beluga/settings.py) of a timed epoch: the default config's
+    settings, the method's defaults, lr 5e-5, one epoch, no checkpoints."""
+    import dataclasses
+
+    from beluga.methods import method_hparams
+    from beluga.plan import load_config
+    from beluga.settings import fold_run
+
+    cfg = load_config(str(REPO / "config.yaml"))
+    run = fold_run(cfg, cfg["training"], task="bench", task_type="sent", configuration="iid_to_iid_plus_t",
+                   method=method, partition="seen", fold="all", held_out=(), functionalities=(), model=MODEL,
+                   start_label=MODEL, hparams={"lr": 5e-5, "batch_size": BATCH, "epochs": 1, **method_hparams(method)},
+                   checkpoint_dir=None)
+    return dataclasses.replace(run, seed=1, precision=precision, threads=1, checkpoint_every_s=0.0,
+                               max_length=MAX_LENGTH, iid_in_mix=None)
 
 
 def fresh_model(**overrides):
@@ -166,8 +185,7 @@ def bench_training(streams, reps: int, n_items: int) -> dict:
             batches = epoch_batches(small, BATCH, np.random.default_rng([1, 0]))  # train()'s epoch-0 batches
             times[f"raw {name}"].append(raw_loop(model, tok, batches, p))
             model, tok = fresh_model()
-            summary = train(model, tok, small, "vanilla", {"lr": 5e-5, "batch_size": BATCH, "epochs": 1}, 1,
-                            max_length=MAX_LENGTH, precision=p)
+            summary = train(model, tok, small, bench_run("vanilla", p.name))
             times[f"loop {name}"].append(summary["wall_time_s"])
         model, tok = fresh_model()
         batches = epoch_batches(small, BATCH, np.random.default_rng([1, 0]))
@@ -264,8 +282,7 @@ def bench_methods(streams, reps: int, n_items: int) -> dict:
         ts = []
         for _ in range(reps):
             model, tok = fresh_model(**get_algorithm(method).config_overrides(method_hparams(method)))
-            hp = {"lr": 5e-5, "batch_size": BATCH, "epochs": 1, **method_hparams(method)}
-            ts.append(train(model, tok, small, method, hp, 1, max_length=MAX_LENGTH, precision=p)["wall_time_s"])
+            ts.append(train(model, tok, small, bench_run(method, p.name))["wall_time_s"])
         per_epoch[method] = median(ts)
     for method, t in per_epoch.items():
         rel = t / per_epoch["vanilla"]
@@ -277,12 +294,11 @@ def bench_methods(streams, reps: int, n_items: int) -> dict:
 # --------------------------------------------------------------------------- a fold job as a process
 FOLD_JOB = """
 import json, os, sys, time
-t_main = time.time()
-from beluga import pipeline
 from beluga.clock import process_start_time
-fold = json.loads(sys.argv[1])
-parts = pipeline.finetune(**fold)
-rec = json.load(open(fold["out_run"]))
+from beluga.steps import train
+args = json.loads(sys.argv[1])
+parts = train.finetune(**args)
+rec = json.load(open(args["out_run"]))
 print(json.dumps({"process_start": process_start_time(), "timing": rec["timing"], "parts": parts,
                   "end": time.time()}), flush=True)
 if os.environ.get("BELUGA_FULL_EXIT") != "1":
@@ -292,20 +308,22 @@ if os.environ.get("BELUGA_FULL_EXIT") != "1":
 
 def bench_fold_job(tmp: Path, cfg: dict, reps: int) -> dict:
     """A seen fold of IID+T (no IID model needed) of the default, as one process."""
-    from beluga import pipeline
-    from beluga.folds import enumerate_folds
+    from beluga.dag import task_folds
+    from beluga.methods import method_hparams
+    from beluga.settings import fold_run
 
-    funcs = pipeline.suite_functionalities(cfg["tasks"]["sent"]["suite"])
-    fold = enumerate_folds(funcs, ["seen"])[0]
-    tr = cfg.get("training", {})
-    args = {"task_type": "sent", "configuration": "iid_plus_t", "method": "vanilla", "partition": "seen",
-            "fold": fold, "all_functionalities": list(funcs["functionality"]),
-            "suite_path": str(tmp / "suite.parquet"), "split_path": str(tmp / "split.parquet"),
-            "iid_train": str(tmp / "train.parquet"), "iid_test": str(tmp / "test.parquet"), "start_model": "default",
-            "hparams": dict(tr.get("suite", {"lr": 5e-5, "batch_size": 16, "epochs": 1})), "seed": 1,
-            "max_length": tr.get("max_length", 128), "iid_in_mix": tr.get("iid_in_mix"),
-            "dir_train_slice": True, "out_predictions": str(tmp / "p.parquet"), "out_run": str(tmp / "p.json"),
-            "out_outcomes": str(tmp / "o.parquet"), "precision": "auto"}
+    task_cfg = cfg["tasks"]["sent"]
+    funcs, _, seen = task_folds(task_cfg["suite"], "sent", ["seen"])
+    training = cfg["training"]
+    run = fold_run(cfg, training, task="sent", task_type="sent", configuration="iid_plus_t", method="vanilla",
+                   partition="seen", fold="all", held_out=tuple(seen["held_out"]),
+                   functionalities=tuple(funcs["functionality"]), model="default", start_label="default",
+                   hparams={**training["suite"], **method_hparams("vanilla")}, checkpoint_dir=None)
+    args = {"run": run.to_dict(), "suite": str(tmp / "suite.parquet"), "split": str(tmp / "split.parquet"),
+            "iid_train": str(tmp / "train.parquet"), "iid_test": str(tmp / "test.parquet"), "start": None,
+            "selected": None, "batch_size": cfg["predict"]["batch_size"], "scope": cfg["predict"]["scope"],
+            "out_predictions": str(tmp / "p.parquet"), "out_run": str(tmp / "p.json"),
+            "out_outcomes": str(tmp / "o.parquet")}
     out = {}
     for mode in ("fast exit", "full exit"):
         shares, walls, startups, tails = [], [], [], []

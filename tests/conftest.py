@@ -1,5 +1,14 @@
+"""Helpers shared by the test modules (no test module imports another)."""
+
+import copy
+import functools
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -34,3 +43,130 @@ def make_tiny_suite(n_per_func: int = 8) -> pd.DataFrame:
 @pytest.fixture
 def tiny_suite():
     return make_tiny_suite()
+
+
+# ---------------------------------------------------------------- training through the one loop
+@functools.cache
+def schema_settings() -> tuple:
+    """The config-sourced FoldRun settings of a minimal config with the
+    schema's defaults filled (the schema is their only source)."""
+    from snakemake.utils import validate
+
+    from beluga.settings import sourced_settings
+
+    cfg = {"tasks": {"t": {"type": "sent", "model": "default", "suite": {"generate": "sent_default"},
+                           "iid": {"source": "rotten_tomatoes"}}},
+           "configurations": ["iid_to_t"], "methods": ["vanilla"], "partitions": ["seen"]}
+    validate(cfg, str(REPO / "schemas" / "config.schema.yaml"))
+    return tuple(sourced_settings(cfg, cfg["training"]).items())
+
+
+def fold_run(method: str = "vanilla", hparams: dict | None = None, seed: int = 0, **settings):
+    """A FoldRun (beluga/settings.py) for a unit test: the schema's defaults,
+    the method's complete hyper-parameters with ``hparams`` on top, plain
+    fp32, one thread, no checkpoints; ``settings`` replace any other field."""
+    from beluga.methods import get_algorithm
+    from beluga.settings import FoldRun
+
+    run = dict(schema_settings())
+    run.update(task="test", task_type="sent", configuration="iid_to_t", method=method, partition="seen", fold="all",
+               held_out=(), functionalities=(), model="tiny-random", start_label="tiny-random",
+               hparams={**get_algorithm(method).hparam_defaults(), **(hparams or {})}, checkpoint_dir=None,
+               seed=seed, precision="fp32", threads=1, checkpoint_every_s=0.0)
+    run.update(settings)
+    return FoldRun(**run)
+
+
+def train_run(model, tokenizer, streams, method: str, hparams: dict, seed: int = 0, reference_state=None,
+              **settings) -> dict:
+    """beluga.training.train with the run built by :func:`fold_run`."""
+    from beluga.training import train
+
+    return train(model, tokenizer, streams, fold_run(method, hparams, seed, **settings),
+                 reference_state=reference_state)
+
+
+# ---------------------------------------------------------------- snakemake on test configs
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+CONFIGS = REPO / "tests" / "configs"
+TINY = CONFIGS / "tiny.yaml"
+ENV = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false")
+
+
+def smk(workdir, *args, check=True, configfiles=(TINY,)):
+    """snakemake on config files (default: the tiny config); a failure shows its output."""
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args,
+           "--configfile", *map(str, configfiles)]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=1500)
+    if check and out.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-6000:]}")
+    return out
+
+
+def job_counts(text: str) -> dict[str, int]:
+    """Job counts per rule from snakemake's job stats table."""
+    counts = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("total", "job") and parts[0][-1] != ":":
+            counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def planned_jobs(workdir, configfiles=(TINY,)) -> dict[str, int]:
+    """Job counts per rule of a dry run."""
+    out = smk(workdir, "-n", "--quiet", "rules", configfiles=configfiles)
+    return job_counts(out.stdout + out.stderr)
+
+
+# ---------------------------------------------------------------- snakemake on a config written from a dict
+#: a tiny SENT config (the bad-input catalogue and the declared-input tests change keys of it)
+BASE = {
+    "seed": 3,
+    "tasks": {"sent": {
+        "type": "sent", "model": "tiny-random",
+        "suite": {"generate": "sent_default", "cases_per_functionality": 4, "max_perturbations": 2,
+                  "functionalities": ["simple negations: negative", "typos", "add positive phrases"]},
+        "iid": {"source": "rotten_tomatoes", "n_train": 40, "n_val": 10, "n_test": 20},
+    }},
+    "configurations": ["iid_to_t"],
+    "methods": ["vanilla"],
+    "partitions": ["seen"],
+    "training": {"max_length": 32, "iid": {"lr": 1.0e-3, "batch_size": 8, "epochs": 1},
+                 "suite": {"lr": 1.0e-3, "batch_size": 4, "epochs": 1}, "iid_in_mix": 16},
+    "predict": {"batch_size": 32},
+}
+# real runs: no retry (the workflow profile retries a failed job once, which
+# would print the same line twice and take twice as long)
+RUN = ("--cores", "1", "--retries", "0")
+
+
+def config_with(**changes) -> dict:
+    """BASE with nested keys set (``training__iid__lr=0``); a value of ... deletes the key."""
+    cfg = copy.deepcopy(BASE)
+    for dotted, value in changes.items():
+        *parents, last = dotted.split("__")
+        node = cfg
+        for k in parents:
+            node = node.setdefault(k, {})
+        if value is ...:
+            node.pop(last, None)
+        else:
+            node[last] = value
+    return cfg
+
+
+def smk_config(workdir: Path, cfg: dict, *args) -> tuple[subprocess.CompletedProcess, Path]:
+    """snakemake with ``cfg`` written next to ``workdir`` as its config file."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg_file = workdir.parent / f"{workdir.name}.yaml"
+    cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(cfg_file), *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+    return out, cfg_file
+
+
+def output(out: subprocess.CompletedProcess) -> str:
+    """What snakemake printed (it prints its errors on stdout, the jobs' on stderr)."""
+    return out.stdout + "\n" + out.stderr

@@ -17,7 +17,6 @@ snakemake for real, and stop at the first, cheap job.
 """
 
 import contextlib
-import copy
 import gzip
 import json
 import os
@@ -29,58 +28,20 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-from conftest import make_tiny_suite
+from conftest import ENV, REPO, RUN, config_with, fold_run, make_tiny_suite, output, smk_config
 
-from beluga import pipeline
 from beluga.errors import BelugaError, DataError, ModelError, OutputError, SuiteError
 from beluga.io import write_parquet
+from beluga.steps import data as data_steps
+from beluga.steps import evaluate as evaluate_steps
+from beluga.steps import train as train_steps
 from beluga.suites.format import save_suite
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-ENV = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO), TOKENIZERS_PARALLELISM="false")
-
-BASE = {
-    "seed": 3,
-    "tasks": {"sent": {
-        "type": "sent", "model": "tiny-random",
-        "suite": {"generate": "sent_default", "cases_per_functionality": 4, "max_perturbations": 2,
-                  "functionalities": ["simple negations: negative", "typos", "add positive phrases"]},
-        "iid": {"source": "rotten_tomatoes", "n_train": 40, "n_val": 10, "n_test": 20},
-    }},
-    "configurations": ["iid_to_t"],
-    "methods": ["vanilla"],
-    "partitions": ["seen"],
-    "training": {"max_length": 32, "iid": {"lr": 1.0e-3, "batch_size": 8, "epochs": 1},
-                 "suite": {"lr": 1.0e-3, "batch_size": 4, "epochs": 1}, "iid_in_mix": 16},
-    "predict": {"batch_size": 32},
-}
+SHARED = REPO.parent / "shared" / "data"
 
 
-# ---------------------------------------------------------------- helpers
-def config_with(**changes) -> dict:
-    """BASE with nested keys set (``training__iid__lr=0``); a value of ... deletes the key."""
-    cfg = copy.deepcopy(BASE)
-    for dotted, value in changes.items():
-        *parents, last = dotted.split("__")
-        node = cfg
-        for k in parents:
-            node = node.setdefault(k, {})
-        if value is ...:
-            node.pop(last, None)
-        else:
-            node[last] = value
-    return cfg
-
-
-def smk(workdir: Path, cfg: dict, *args) -> tuple[subprocess.CompletedProcess, Path]:
-    workdir.mkdir(parents=True, exist_ok=True)
-    cfg_file = workdir.parent / f"{workdir.name}.yaml"
-    cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(cfg_file), *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
-    return out, cfg_file
+def smk(workdir: Path, cfg: dict, *args):
+    return smk_config(workdir, cfg, *args)
 
 
 def run_cli(*args) -> subprocess.CompletedProcess:
@@ -122,16 +83,6 @@ def one_line(text: str, *needles: str) -> str:
     assert len(lines) == 1, f"expected one line with {needles}, got {lines}:\n{text[-3000:]}"
     print(lines[0])  # the catalogue's messages: pytest -rP shows them
     return lines[0]
-
-
-# real runs: no retry (the workflow profile retries a failed job once, which
-# would print the same line twice and take twice as long)
-RUN = ("--cores", "1", "--retries", "0")
-
-
-def output(out: subprocess.CompletedProcess) -> str:
-    """What snakemake printed (it prints its errors on stdout, the jobs' on stderr)."""
-    return out.stdout + "\n" + out.stderr
 
 
 def check_workflow_error(out: subprocess.CompletedProcess, *needles: str) -> str:
@@ -310,7 +261,9 @@ def build(tmp_path, suite_file: Path):
     """The build_suite rule's call on a suite file; returns (excinfo, target)."""
     target = tmp_path / "results" / "sent" / "suite" / "suite.parquet"
     with pytest.raises(SuiteError) as excinfo:
-        pipeline.build_suite({"path": str(suite_file), "paper_fixes": True, "seed": 7}, "sent", None, str(target))
+        data_steps.build_suite(suite={"path": str(suite_file), "paper_fixes": True, "seed": 7,
+                                      "max_cases_per_functionality": None, "max_inputs_per_case": None},
+                               task_type="sent", pool=None, out_suite=str(target))
     return excinfo, target
 
 
@@ -425,7 +378,8 @@ def test_iid_label_outside_label_set(tmp_path):
     path.write_text("sentence\tlabel\n" + "".join(f"review {i}\t{i % 2}\n" for i in range(30)) + "so-so\t2\n")
     outputs = {s: str(tmp_path / "results" / "sent" / "iid" / f"{s}.parquet") for s in ("train", "val", "test", "pool")}
     with pytest.raises(DataError) as excinfo:
-        pipeline.prepare_iid({"source": str(path), "n_val": 5, "n_test": 5, "seed": 42}, "sent", outputs)
+        data_steps.prepare_iid(iid={"source": str(path), "n_val": 5, "n_test": 5, "seed": 42}, task_type="sent",
+                               outputs=outputs)
     check_exc(excinfo, f"iid file {path}", "row 30", "field 'label'", "value 2 is outside the label set [0, 1]")
     assert_no_output(tmp_path / "results", *map(Path, outputs.values()))
 
@@ -439,8 +393,9 @@ def iid_train(tmp_path):
 
 
 def _train_iid(model: str, iid_train: Path, out_dir: Path):
-    pipeline.train_iid(model, "sent", str(iid_train), {"lr": 1e-3, "batch_size": 2, "epochs": 1}, seed=1,
-                       max_length=16, out_dir=str(out_dir))
+    run = fold_run(hparams={"lr": 1e-3, "batch_size": 2, "epochs": 1}, seed=1, task="sent", configuration="iid",
+                   partition="standard", model=model, max_length=16)
+    train_steps.train_iid(run=run.to_dict(), train=str(iid_train), out_model=str(out_dir))
 
 
 def test_model_path_does_not_exist(tmp_path, iid_train):
@@ -546,9 +501,6 @@ def test_output_error_is_one_line_and_an_oserror(tmp_path, tiny_fs):
 
 
 # ---------------------------------------------------------------- suites that do not fit the task (dry run)
-SHARED = REPO.parent / "shared" / "data"
-
-
 def test_checklist_qqp_suite_under_a_sent_task(tmp_path):
     qqp = SHARED / "checklist" / "qqp.jsonl.gz"
     if not qqp.exists():
@@ -645,10 +597,10 @@ def test_outcomes_reject_nan_predictions(tmp_path):
     preds.to_parquet(path)
     target = tmp_path / "results" / "outcomes.parquet"
     with pytest.raises(DataError) as excinfo:
-        pipeline.outcomes(task_type="sent", suite_path=str(tmp_path / "suite.parquet"),
-                          split_path=str(tmp_path / "split.parquet"), predictions=str(path),
-                          iid_test=str(tmp_path / "iid.parquet"), held_out=list(suite.functionality.unique()),
-                          out_path=str(target))
+        evaluate_steps.outcomes(task_type="sent", suite=str(tmp_path / "suite.parquet"),
+                                split=str(tmp_path / "split.parquet"), predictions=str(path),
+                                iid_test=str(tmp_path / "iid.parquet"), held_out=list(suite.functionality.unique()),
+                                functionalities=None, out_outcomes=str(target))
     check_exc(excinfo, str(path), "row 3", "field 'probs'")
     assert_no_output(tmp_path / "results", target)
 
@@ -664,9 +616,10 @@ def test_truncated_predictions_parquet(tmp_path):
     path.write_bytes(path.read_bytes()[:-100])
     target = tmp_path / "results" / "outcomes.parquet"
     with pytest.raises(DataError) as excinfo:
-        pipeline.outcomes(task_type="sent", suite_path=str(tmp_path / "suite.parquet"),
-                          split_path=str(tmp_path / "split.parquet"), predictions=str(path),
-                          iid_test=str(tmp_path / "iid.parquet"), held_out=[], out_path=str(target))
+        evaluate_steps.outcomes(task_type="sent", suite=str(tmp_path / "suite.parquet"),
+                                split=str(tmp_path / "split.parquet"), predictions=str(path),
+                                iid_test=str(tmp_path / "iid.parquet"), held_out=[], functionalities=None,
+                                out_outcomes=str(target))
     check_exc(excinfo, f"predictions {path}", "field 'path'", "not a readable Parquet file", "delete it")
     assert_no_output(tmp_path / "results", target)
 

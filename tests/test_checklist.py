@@ -19,7 +19,7 @@ from beluga.scoring import FAIL, FILTERED, PASS, score_cases
 from beluga.suites.checklist import import_checklist, is_checklist_export, read_any_suite
 from beluga.suites.format import COLUMNS, functionality_table, save_suite
 from beluga.suites.tabular import read_suite_table
-from beluga.tasks import SUITE_TASKS, get_task
+from beluga.tasks import SUITE_TASK_TYPES, get_task_type
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "checklist"
 SUITES = ("sentiment", "qqp", "squad")
@@ -49,7 +49,7 @@ def test_import_matches_summary(suite):
     ft = functionality_table(df)
     for col in ("functionality", "capability", "test_type", "n_cases", "n_inputs"):
         assert ft[col].tolist() == ref[col].tolist(), col
-    assert df.attrs["checklist_suite"] == suite and df.attrs["task"] == SUITE_TASKS[suite]
+    assert df.attrs["checklist_suite"] == suite and df.attrs["task_type"] == SUITE_TASK_TYPES[suite]
     assert [d["functionality"] for d in df.attrs["declared"]] == ref["functionality"].tolist()
     assert df["case_id"].is_unique and df["case_id"].str.startswith(f"{suite}-").all()
 
@@ -136,7 +136,7 @@ def oracle_predictions(df: pd.DataFrame, task) -> pd.DataFrame:
     for r in df.itertuples(index=False):
         n = len(r.inputs)
         params = json.loads(r.expect_params)
-        if task.kind == "qa":
+        if task.head == "qa":
             if r.expect in ("eq", "squad"):
                 v = list(r.answers)
             elif r.expect == "same_answer":
@@ -162,7 +162,7 @@ def oracle_predictions(df: pd.DataFrame, task) -> pd.DataFrame:
         cid += [r.case_id] * n
         idx += list(range(n))
         vals += v
-    col = "answer" if task.kind == "qa" else "probs"
+    col = "answer" if task.head == "qa" else "probs"
     return pd.DataFrame({"case_id": cid, "input_idx": idx, col: vals})
 
 
@@ -170,7 +170,7 @@ def oracle_predictions(df: pd.DataFrame, task) -> pd.DataFrame:
 @pytest.mark.parametrize("suite", SUITES)
 def test_oracle_predictions_never_fail(suite):
     df = imported(suite)
-    task = get_task(SUITE_TASKS[suite])
+    task = get_task_type(SUITE_TASK_TYPES[suite])
     preds = oracle_predictions(df, task)
     t = time.time()
     out = score_cases(df, preds, task, source="oracle")
@@ -184,7 +184,7 @@ def test_oracle_predictions_never_fail(suite):
 def test_sentiment_qa_no_scored_with_released_semantics():
     df = imported("sentiment")
     qa = df[df.functionality == "Q & A: no"].reset_index(drop=True)
-    task = get_task("sent")
+    task = get_task_type("sent")
     neutral = pd.DataFrame({"case_id": qa.case_id, "input_idx": 0, "probs": [[0.0, 1.0, 0.0]] * len(qa)})
     st = score_cases(qa, neutral, task).status
     # neutral passes exactly the "not negative" (label 1) cases

@@ -10,14 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from conftest import make_tiny_suite
+from conftest import make_tiny_suite, train_run
 
 from beluga import checkpoint
 from beluga.errors import ModelError
 from beluga.methods import ALGORITHMS, get_algorithm, method_hparams
 from beluga.modeling import TINY_RANDOM, configure_torch, load_model, load_trained, save_model, set_seed
 from beluga.tasks import SENT
-from beluga.training import build_streams, train
+from beluga.training import build_streams
 
 METHODS = sorted(ALGORITHMS)
 HP = {"lr": 1e-3, "batch_size": 4, "epochs": 3}
@@ -73,7 +73,7 @@ def fit(method, ckpt=None, crash_after=None, monkeypatch=None, **kw):
     model, tok = tiny(method)
     set_seed(123)   # the global generators at the start of train() need not match between runs
     try:
-        summary = train(model, tok, streams(), method, hparams(method, **kw), seed=5, checkpoint_dir=ckpt)
+        summary = train_run(model, tok, streams(), method, hparams(method, **kw), seed=5, checkpoint_dir=ckpt)
     finally:
         if crash_after is not None:
             monkeypatch.setattr(checkpoint, "save", real)
@@ -203,7 +203,7 @@ def test_saved_models_are_world_readable_safetensors(tmp_path):
 
 def test_one_epoch_writes_no_checkpoint(tmp_path):
     model, tok = tiny()
-    s = train(model, tok, streams(), "vanilla", {**HP, "epochs": 1}, seed=5, checkpoint_dir=tmp_path / "ckpt")
+    s = train_run(model, tok, streams(), "vanilla", {**HP, "epochs": 1}, seed=5, checkpoint_dir=tmp_path / "ckpt")
     assert s["resumed_from_epoch"] == 0 and not (tmp_path / "ckpt").exists()
 
 

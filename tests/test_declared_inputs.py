@@ -9,7 +9,8 @@ from importlib.metadata import version
 
 import pandas as pd
 import pytest
-from test_bad_inputs import BASE, RUN, config_with, output, smk
+from conftest import BASE, RUN, config_with, job_counts, output
+from conftest import smk_config as smk
 
 from beluga.dag import model_files, model_version
 from beluga.data.iid import load_rotten_tomatoes, source_files, source_version
@@ -21,12 +22,7 @@ TARGET = "results/sent/models/iid/vanilla/standard/all"
 def planned(wd, cfg, *targets) -> dict[str, int]:
     out, _ = smk(wd, cfg, "-n", *targets, "--quiet", "rules")   # (after --configfile, a target would be a file)
     assert out.returncode == 0, output(out)[-3000:]
-    counts = {}
-    for line in (out.stdout + out.stderr).splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("total", "job"):
-            counts[parts[0]] = int(parts[1])
-    return counts
+    return job_counts(out.stdout + out.stderr)
 
 
 def edit_in_place(path, old: bytes, new: bytes):

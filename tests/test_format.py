@@ -94,7 +94,7 @@ def test_answers_roundtrip_and_qa_validation(tmp_path):
     df = qa_suite()
     path = tmp_path / "qa.parquet"
     save_suite(df, path)
-    back = load_suite(path, None, task_kind="qa")
+    back = load_suite(path, None, head="qa")
     assert list(back.answers.iloc[0]) == ["Anna", "Bob"]
     assert back.labels.isna().all()
     bad = df.copy()
@@ -104,7 +104,7 @@ def test_answers_roundtrip_and_qa_validation(tmp_path):
     bad = df.copy()
     bad.at[1, "answers"] = None
     with pytest.raises(SuiteError, match=r"qa.parquet: row 1 .*field 'answers': .*'eq' needs an answer"):
-        validate_suite(bad, "qa.parquet", None, task_kind="qa")
+        validate_suite(bad, "qa.parquet", None, head="qa")
     with pytest.raises(SuiteError, match=r"row 1 .*field 'labels'"):
         validate_suite(bad, "qa.parquet", None)
     bad = df.copy()

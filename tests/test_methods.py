@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import case, make_tiny_suite
+from conftest import case, make_tiny_suite, train_run
 
 from beluga.errors import ConfigError
 from beluga.losses import mft_loss
@@ -25,7 +25,7 @@ from beluga.methods import (
 from beluga.modeling import TINY_RANDOM, load_model, predict_probs, set_seed
 from beluga.qa import predict_qa
 from beluga.tasks import READ, SENT
-from beluga.training import Batch, EnvSampler, LossFn, build_streams, env_groups, train
+from beluga.training import Batch, EnvSampler, LossFn, build_streams, env_groups
 
 METHODS = sorted(ALGORITHMS)
 CTX = "Paul traveled from Chicago to New York last year."
@@ -38,7 +38,7 @@ def tiny(num_labels=2, **overrides):
 
 def tiny_qa():
     set_seed(0)
-    return load_model(TINY_RANDOM, 0, task_head="qa")
+    return load_model(TINY_RANDOM, 0, head="qa")
 
 
 def two_env_suite(n=4):
@@ -83,7 +83,7 @@ FAST = {"fish": {"fish_envs": 2}, "irm": {"irm_penalty_anneal_iters": 2}}
 
 def run(method, model, tok, streams, **kw):
     hp = {**HP, **method_hparams(method, FAST.get(method)), **kw}
-    return train(model, tok, streams, method, hp, seed=3, max_length=48, doc_stride=16)
+    return train_run(model, tok, streams, method, hp, seed=3, max_length=48, doc_stride=16)
 
 
 def finite_predict(method, model, tok, texts, texts_b=None):
@@ -113,7 +113,7 @@ def test_registry_and_defaults():
         method_hparams("irm", {"irm_lambda": "1e4"})
     model, tok = tiny()
     with pytest.raises(ConfigError, match="meta_lr"):  # train() checks the merged hyper-parameters too
-        train(model, tok, build_streams(SENT, None, two_env_suite(1)), "fish", {**HP, "meta_lr": 2.0}, seed=0)
+        train_run(model, tok, build_streams(SENT, None, two_env_suite(1)), "fish", {**HP, "meta_lr": 2.0}, seed=0)
 
 
 @pytest.mark.parametrize("method", METHODS)

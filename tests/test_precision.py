@@ -5,22 +5,22 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import make_tiny_suite
+from conftest import make_tiny_suite, train_run
 
 from beluga.methods import get_algorithm, method_hparams
 from beluga.modeling import TINY_RANDOM, load_model, predict_probs, set_seed
 from beluga.precision import FP32, Precision, full, native_bf16, resolve
 from beluga.qa import predict_qa
 from beluga.tasks import SENT
-from beluga.training import LossFn, build_streams, epoch_batches, train
+from beluga.training import LossFn, build_streams, epoch_batches
 
 BF16 = Precision("bf16", "cpu", True, False)
 CTX = "Paul traveled from Chicago to New York last year."
 
 
-def tiny(head="sequence"):
+def tiny(head="classification"):
     set_seed(0)
-    return load_model(TINY_RANDOM, 2 if head == "sequence" else 0, task_head=head)
+    return load_model(TINY_RANDOM, 2 if head == "classification" else 0, head=head)
 
 
 def test_resolve():
@@ -74,8 +74,8 @@ def test_fused_adamw_and_deterministic_bf16_training():
     def run():
         m, t = tiny()
         streams = build_streams(SENT, pd.DataFrame({"text": ["good", "bad"], "label": [1, 0]}), make_tiny_suite(3))
-        s = train(m, t, streams, "vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 2}, 3, max_length=32,
-                  precision=BF16)
+        s = train_run(m, t, streams, "vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 2}, 3, max_length=32,
+                  precision="bf16")
         return s, {k: v.clone() for k, v in m.state_dict().items()}
 
     torch.set_num_threads(1)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_workflow import REPO, SNAKEMAKE, TINY, planned_jobs, smk
+from conftest import REPO, SNAKEMAKE, TINY, job_counts, planned_jobs, smk
 
 pytestmark = pytest.mark.slow
 FOLD = ("iid_to_t", "vanilla", "type", "inv")
@@ -64,12 +64,7 @@ def _dry_run_jobs(workdir, cfg) -> tuple[dict[str, int], list[str]]:
             rule = s.split()[1].rstrip(":")
         elif s.startswith("output:") and rule == "finetune":
             outputs.append(s.split(":", 1)[1].strip().split(", ")[0])   # the job's predictions file
-    counts = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("total", "job") and parts[0][-1] != ":":
-            counts[parts[0]] = int(parts[1])
-    return counts, outputs
+    return job_counts(text), outputs
 
 
 def test_killed_fold_resumes_and_matches_an_uninterrupted_run(tmp_path, config):

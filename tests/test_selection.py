@@ -1,9 +1,11 @@
 import json
 
 import pytest
+from conftest import fold_run
 
+from beluga.dag import grid_points
 from beluga.errors import ConfigError
-from beluga.pipeline import grid_points, read_hparams, select_hparams
+from beluga.steps.train import select_hparams, with_selection
 
 
 def test_grid_points_ids_and_order():
@@ -26,18 +28,19 @@ def test_select_best_first_on_ties_nan_never(tmp_path):
     trials = [_trial(tmp_path, "a", 0.5, {"lr": 1}), _trial(tmp_path, "b", float("nan"), {"lr": 2}),
               _trial(tmp_path, "c", 0.7, {"lr": 3}), _trial(tmp_path, "d", 0.7, {"lr": 4})]
     out = tmp_path / "selected.json"
-    select_hparams(trials=trials, policy="seen", out_path=str(out))
+    select_hparams(trials=trials, policy="seen", out_selected=str(out))
     chosen = json.loads(out.read_text())
     assert chosen["trial"] == "c" and chosen["hparams"] == {"lr": 3} and chosen["fold"] == "seen/all"
-    hp, choice = read_hparams({"lr": 9, "batch_size": 16, "epochs": 1}, str(out))
-    assert hp == {"lr": 3, "batch_size": 16, "epochs": 1} and choice["trial"] == "c"
-    assert read_hparams({"lr": 9}, None) == ({"lr": 9}, None)
+    run = fold_run(hparams={"lr": 9, "batch_size": 16, "epochs": 1})
+    selected, choice = with_selection(run, str(out))
+    assert selected.hparams == {**run.hparams, "lr": 3} and choice["trial"] == "c"
+    assert with_selection(run, None) == (run, None)
 
 
 def test_cap_inputs_keeps_original_and_aligned_columns():
     import pandas as pd
 
-    from beluga.pipeline import cap_inputs
+    from beluga.suites.build import cap_inputs
 
     df = pd.DataFrame([
         {"case_id": "a", "expect": "same_answer", "inputs": [f"c{i}" for i in range(8)],

@@ -5,13 +5,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import make_tiny_suite
+from conftest import make_tiny_suite, train_run
 
 from beluga.errors import ConfigError, ModelError
 from beluga.methods import get_algorithm, method_hparams
 from beluga.modeling import TINY_RANDOM, load_model, predict_probs, resolve_model, set_seed
 from beluga.tasks import SENT
-from beluga.training import LossFn, build_streams, epoch_batches, train
+from beluga.training import LossFn, build_streams, epoch_batches
 
 
 def tiny():
@@ -42,7 +42,7 @@ def test_train_reduces_loss_and_is_deterministic():
     for _ in range(2):
         model, tok = tiny()
         streams = build_streams(SENT, None, suite)
-        summary = train(model, tok, streams, "vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 3}, seed=5)
+        summary = train_run(model, tok, streams, "vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 3}, seed=5)
         outs.append(predict_probs(model, tok, ["this is awful 1", "a fine film"]))
     assert summary["steps"] == 3 * (3 + 2 + 2)
     np.testing.assert_array_equal(outs[0], outs[1])
@@ -55,7 +55,7 @@ def test_unknown_method_and_bad_hparams():
         method_hparams("vanilla", {"bogus": 1})
     model, tok = tiny()
     with pytest.raises(ValueError, match="must be positive"):
-        train(model, tok, build_streams(SENT, None, make_tiny_suite(3)), "vanilla",
+        train_run(model, tok, build_streams(SENT, None, make_tiny_suite(3)), "vanilla",
               {"lr": 0, "batch_size": 2, "epochs": 1}, seed=1)
 
 
@@ -133,8 +133,8 @@ def test_read_streams_and_training_step():
     kinds = {b.kind for b in epoch_batches(streams, 2, np.random.default_rng(0))}
     assert kinds == {"qa_mft", "qa_inv"}
     set_seed(0)
-    model, tok = load_model(TINY_RANDOM, 0, task_head="qa")
-    summary = train(model, tok, streams, "vanilla", {"lr": 1e-3, "batch_size": 2, "epochs": 2}, seed=0,
+    model, tok = load_model(TINY_RANDOM, 0, head="qa")
+    summary = train_run(model, tok, streams, "vanilla", {"lr": 1e-3, "batch_size": 2, "epochs": 2}, seed=0,
                     max_length=48, doc_stride=16)
     assert summary["steps"] == 2 * 3 and all(np.isfinite(summary["epoch_losses"]))
     bad = pd.DataFrame([_case("d", "dir", "DIR", [ctx, ctx], ["q", "q2"], expect="monotonic")])
@@ -150,8 +150,8 @@ def test_diverged_training_stops_with_the_step_or_skips():
     suite = make_tiny_suite(6)
     model, tok = tiny()
     with pytest.raises(DivergedError) as excinfo:
-        train(model, tok, build_streams(SENT, None, suite), "vanilla", {"lr": 1e30, "batch_size": 4, "epochs": 2},
-              seed=5, job="sent iid_to_t/vanilla/seen/all")
+        train_run(model, tok, build_streams(SENT, None, suite), "vanilla", {"lr": 1e30, "batch_size": 4, "epochs": 2},
+                  seed=5, task="sent")
     msg = str(excinfo.value)
     assert "\n" not in msg and "training sent iid_to_t/vanilla/seen/all" in msg and "field 'training.nonfinite'" in msg
     assert "not finite at step" in msg
@@ -166,8 +166,8 @@ def test_diverged_training_stops_with_the_step_or_skips():
         return out * float("nan") if calls["n"] == 3 else out
 
     with mock.patch.object(LossFn, "__call__", one_nan):
-        s = train(model, tok, build_streams(SENT, None, suite), "vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 1},
-                  seed=5, nonfinite="skip")
+        s = train_run(model, tok, build_streams(SENT, None, suite), "vanilla",
+                      {"lr": 1e-3, "batch_size": 4, "epochs": 1}, seed=5, nonfinite="skip")
     assert s["nonfinite_steps_skipped"] == 1 and all(np.isfinite(s["epoch_losses"]))
     assert all(torch.isfinite(p).all() for p in model.parameters())
 
@@ -181,4 +181,4 @@ def test_inv_and_dir_cases_without_a_perturbation_are_skipped_in_training(caplog
     assert len(streams["INV"]) == 2 and all(len(it.inputs) >= 2 for it in streams["INV"])
     assert "1 INV / DIR case(s) with fewer than two inputs skipped" in caplog.text
     model, tok = tiny()
-    assert train(model, tok, streams, "vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 1}, seed=1)["steps"] > 0
+    assert train_run(model, tok, streams, "vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 1}, seed=1)["steps"] > 0

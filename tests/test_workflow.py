@@ -1,43 +1,16 @@
 """End-to-end: snakemake on the tiny config (tiny random BERT, three functionalities)."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import TINY, planned_jobs, smk
 
 from beluga.smk import TIMING_TAG
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-TINY = REPO / "tests" / "configs" / "tiny.yaml"
 pytestmark = pytest.mark.slow
-
-
-def smk(workdir, *args, check=True, configfiles=(TINY,)):
-    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args,
-           "--configfile", *map(str, configfiles)]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1500)
-    if check and out.returncode != 0:
-        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-6000:]}")
-    return out
-
-
-def planned_jobs(workdir, configfiles=(TINY,)) -> dict[str, int]:
-    """Job counts per rule of a dry run."""
-    out = smk(workdir, "-n", "--quiet", "rules", configfiles=configfiles)
-    counts = {}
-    for line in (out.stdout + out.stderr).splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("total", "job"):
-            counts[parts[0]] = int(parts[1])
-    return counts
 
 
 @pytest.fixture(scope="module")
@@ -203,9 +176,3 @@ def test_cost_plan_counts_what_the_run_did(run):
         assert line.train_seqs == trained and line.predict_seqs == predicted, conf
         cost = relative_cost("tiny-random", 32)
         assert line.hours * 3600 == pytest.approx(10 * 4.0 + trained / 100.0 * cost + predicted / 200.0 * cost)
-
-
-def test_lint():
-    out = subprocess.run([SNAKEMAKE, "--lint", "-s", str(REPO / "Snakefile"), "-d", str(REPO)],
-                         capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_workflow import TINY, planned_jobs, smk
+from conftest import TINY, planned_jobs, smk
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ import json
 
 import pandas as pd
 import pytest
-from test_workflow import REPO, planned_jobs, smk
+from conftest import REPO, planned_jobs, smk
 
 pytestmark = pytest.mark.slow
 CONFIGS = REPO / "tests" / "configs"

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from test_workflow import REPO, smk
+from conftest import REPO, smk
 
 SHARED = REPO.parent / "shared" / "data"
 pytestmark = [pytest.mark.slow,

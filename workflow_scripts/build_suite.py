@@ -1,6 +1,6 @@
-from beluga import pipeline
 from beluga.smk import run
+from beluga.steps import data
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: pipeline.build_suite(sm.params.suite, sm.params.task_type,
-                                     sm.input.get("pool"), sm.output.suite))
+run(sm, lambda: data.build_suite(suite=sm.params.suite, task_type=sm.params.task_type, pool=sm.input.get("pool"),
+                                 out_suite=sm.output.suite))

@@ -1,16 +1,9 @@
-from beluga import pipeline
 from beluga.smk import run
+from beluga.steps import train
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: pipeline.finetune(
-    task_type=sm.params.task_type, configuration=sm.wildcards.conf, method=sm.wildcards.method,
-    partition=sm.wildcards.partition, fold=sm.params.fold, all_functionalities=sm.params.all_functionalities,
-    suite_path=sm.input.suite, split_path=sm.input.split, iid_train=sm.input.get("iid_train"),
-    iid_test=sm.input.iid_test, start_model=sm.input.get("start", sm.params.model), hparams=sm.params.hparams,
-    seed=sm.params.seed, max_length=sm.params.max_length, iid_in_mix=sm.params.iid_in_mix,
-    dir_train_slice=sm.params.dir_train_slice, out_predictions=sm.output.predictions, out_run=sm.output.run,
-    out_outcomes=sm.output.outcomes, out_model=sm.output.get("model"), threads=sm.threads,
-    doc_stride=sm.params.doc_stride, selected=sm.input.get("selected"), start_label=sm.params.start_label,
-    checkpoint_dir=sm.params.checkpoint_dir, precision=sm.params.precision, batch_size=sm.params.batch_size,
-    scope=sm.params.scope, checkpoint_every_s=sm.params.checkpoint_every_s,
-    nonfinite=sm.params.nonfinite))
+run(sm, lambda: train.finetune(
+    run=sm.params.run, suite=sm.input.suite, split=sm.input.split, iid_train=sm.input.get("iid_train"),
+    iid_test=sm.input.iid_test, start=sm.input.get("start"), selected=sm.input.get("selected"),
+    batch_size=sm.params.batch_size, scope=sm.params.scope, out_predictions=sm.output.predictions,
+    out_run=sm.output.run, out_outcomes=sm.output.outcomes, out_model=sm.output.get("model")))

@@ -1,8 +1,7 @@
-from beluga import analysis
 from beluga.smk import run
+from beluga.steps import statistics
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: analysis.write_intervals(unit_outcomes_path=sm.input.units, suite_path=sm.input.suite,
-                                         task_type=sm.params.task_type, iid_metric=sm.params.iid_metric,
-                                         R=sm.params.R, seed=sm.params.seed, task=sm.wildcards.task,
-                                         out_csv=sm.output.table))
+run(sm, lambda: statistics.intervals(
+    task=sm.wildcards.task, units=sm.input.units, suite=sm.input.suite, task_type=sm.params.task_type,
+    iid_metric=sm.params.iid_metric, R=sm.params.R, seed=sm.params.seed, out_table=sm.output.table))

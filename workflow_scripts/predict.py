@@ -1,9 +1,9 @@
-from beluga import pipeline
 from beluga.smk import run
+from beluga.steps import evaluate
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: pipeline.predict(
-    task_type=sm.params.task_type, model_dir=sm.input.model, suite_path=sm.input.suite,
-    split_path=sm.input.split, iid_test=sm.input.iid_test, batch_size=sm.params.batch_size,
-    max_length=sm.params.max_length, out_path=sm.output.predictions, out_run=sm.output.run, threads=sm.threads,
-    doc_stride=sm.params.doc_stride, functionalities=sm.params.functionalities, precision=sm.params.precision))
+run(sm, lambda: evaluate.predict(
+    task_type=sm.params.task_type, model=sm.input.model, suite=sm.input.suite, split=sm.input.split,
+    iid_test=sm.input.iid_test, functionalities=sm.params.functionalities, batch_size=sm.params.batch_size,
+    max_length=sm.params.max_length, doc_stride=sm.params.doc_stride, threads=sm.threads,
+    precision=sm.params.precision, out_predictions=sm.output.predictions, out_run=sm.output.run))

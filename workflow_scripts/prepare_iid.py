@@ -1,6 +1,6 @@
-from beluga import pipeline
 from beluga.smk import run
+from beluga.steps import data
 
-run(snakemake, lambda: pipeline.prepare_iid(  # noqa: F821
-    snakemake.params.iid, snakemake.params.task_type,  # noqa: F821
-    {k: snakemake.output[k] for k in ("train", "val", "test", "pool")}))  # noqa: F821
+sm = snakemake  # noqa: F821
+run(sm, lambda: data.prepare_iid(iid=sm.params.iid, task_type=sm.params.task_type,
+                                 outputs={k: sm.output[k] for k in ("train", "val", "test", "pool")}))

@@ -1,6 +1,6 @@
-from beluga import pipeline
 from beluga.smk import run
+from beluga.steps import train
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: pipeline.select_hparams(trials=list(sm.input.trials), policy=sm.params.policy,
-                                        out_path=sm.output.selected))
+run(sm, lambda: train.select_hparams(trials=list(sm.input.trials), policy=sm.params.policy,
+                                     out_selected=sm.output.selected))

@@ -1,6 +1,6 @@
-from beluga import pipeline
 from beluga.smk import run
+from beluga.steps import data
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: pipeline.split_suite(sm.input.suite, sm.params.task_type, sm.params.fractions,
-                                     sm.params.seed, sm.output.split, sm.output.summary))
+run(sm, lambda: data.split_suite(suite=sm.input.suite, task_type=sm.params.task_type, fractions=sm.params.fractions,
+                                 seed=sm.params.seed, out_split=sm.output.split, out_summary=sm.output.summary))

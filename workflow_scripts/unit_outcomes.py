@@ -1,6 +1,6 @@
-from beluga import analysis
 from beluga.smk import run
+from beluga.steps import statistics
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: analysis.write_unit_outcomes(runs=sm.params.runs, task_type=sm.params.task_type,
-                                             out_path=sm.output.units))
+run(sm, lambda: statistics.unit_outcomes(runs=sm.params.runs, task_type=sm.params.task_type,
+                                         out_units=sm.output.units))

@@ -271,7 +271,7 @@ def source_version(cfg: dict) -> str | None:
         return "scattertext (not installed)"
 
 
-def load_splits(cfg: dict, task_kind: str, label_set: set[int]) -> dict[str, pd.DataFrame]:
+def load_splits(cfg: dict, head: str, label_set: set[int]) -> dict[str, pd.DataFrame]:
     """train / val / test / pool for the ``iid`` block of a task's config.
     ``n_train`` / ``n_val`` / ``n_test`` are the sizes for single-table sources
     and caps (seeded samples) for datasets with their own splits; ``pool`` holds
@@ -294,7 +294,7 @@ def load_splits(cfg: dict, task_kind: str, label_set: set[int]) -> dict[str, pd.
             out[name], left = _cap(parts[name], sizes[name], seed, name)
             rest.append(left)
         out["pool"] = pd.concat(rest, ignore_index=True)
-    elif task_kind == "qa":
+    elif head == "qa":
         raise DataError(f"iid source {source!r}: field 'source': a QA task reads 'squad' (SQuAD v1.1 JSON)")
     else:
         if sizes["val"] is None or sizes["test"] is None:

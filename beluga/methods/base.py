@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
-import torch
+from beluga.lazy import torch
 
 ALGORITHMS: dict[str, type[Algorithm]] = {}
 
@@ -27,6 +28,7 @@ class Algorithm:
     clipping at ``max_grad_norm`` (default 1.0). ``hparams`` is the method's
     defaults (``DEFAULT_HPARAMS``) overridden by the given dict.
 
+    ``hparams`` must be complete (:func:`beluga.methods.method_hparams`).
     ``envs`` (optional) lists every training environment (functionalities, and
     ``iid``), known before training starts; ``reference_state`` (optional) is a
     name -> tensor dict of reference weights (L2-SP; other methods ignore it);
@@ -39,6 +41,10 @@ class Algorithm:
     """
 
     name = "base"
+    #: hyper-parameters every method has (settable per method in training.method_hparams)
+    shared_defaults: ClassVar[dict] = {"max_grad_norm": 1.0, "detach_inv_orig": False}
+    #: the method's own hyper-parameters and their defaults (the one place they are set)
+    defaults: ClassVar[dict] = {}
     #: how the training loop draws minibatches: "pooled" = one batch per step
     #: drawn from the streams in proportion to their sizes; "per_env" = one
     #: minibatch per environment per step (see ``training.train``).
@@ -51,10 +57,12 @@ class Algorithm:
     def __init__(self, model: torch.nn.Module, hparams: dict, loss_fn: Callable, total_steps: int,
                  envs: Sequence[str] | None = None, reference_state: dict | None = None, fused: bool = False,
                  nonfinite: str = "stop"):
-        from beluga.methods import DEFAULT_HPARAMS
-
+        missing = sorted(set(self.hparam_defaults()) - set(hparams))
+        if missing:
+            raise ValueError(f"method {self.name}: hyper-parameters {missing} are missing (build them with "
+                             "beluga.methods.method_hparams)")
         self.model = model
-        self.hparams = {**DEFAULT_HPARAMS.get(self.name, {}), **hparams}
+        self.hparams = dict(hparams)
         self.loss_fn = loss_fn
         self.total_steps = max(1, int(total_steps))
         self.envs = list(envs) if envs is not None else []
@@ -72,6 +80,11 @@ class Algorithm:
 
     # ------------------------------------------------------------ hooks
     @classmethod
+    def hparam_defaults(cls) -> dict:
+        """The shared and the method's own hyper-parameter defaults."""
+        return {**Algorithm.shared_defaults, **cls.defaults}
+
+    @classmethod
     def config_overrides(cls, hparams: dict | None = None) -> dict:
         """Model config fields the model must be built with (``load_model(...,
         config_overrides=...)``); none by default."""
@@ -80,7 +93,7 @@ class Algorithm:
     @classmethod
     def envs_per_step(cls, hparams: dict) -> int | None:
         """Per-env sampling: environments per step (None = all)."""
-        return hparams.get("envs_per_step")
+        return hparams["envs_per_step"]
 
     def setup(self) -> None:
         """Runs before the optimizer is built (freeze parameters, set dropout...)."""
@@ -97,7 +110,7 @@ class Algorithm:
         """AdamW over ``params`` (a list of tensors or of parameter groups) with
         the run's lr, the given (default: the method's) weight decay, fused when
         the device supports it."""
-        wd = self.hparams.get("weight_decay", 0.0) if weight_decay is None else weight_decay
+        wd = self.hparams["weight_decay"] if weight_decay is None else weight_decay
         return torch.optim.AdamW(params, lr=self.hparams["lr"], weight_decay=wd, fused=self.fused or None)
 
     def make_optimizer(self) -> torch.optim.Optimizer:
@@ -117,7 +130,7 @@ class Algorithm:
         self.scheduler = self.make_scheduler(self.optimizer)
 
     def clip(self, params) -> None:
-        torch.nn.utils.clip_grad_norm_(params, self.hparams.get("max_grad_norm", 1.0))
+        torch.nn.utils.clip_grad_norm_(params, self.hparams["max_grad_norm"])
 
     def end_step(self) -> None:
         """Count one update and advance the learning-rate schedule."""
@@ -167,13 +180,13 @@ class Algorithm:
     def update(self, minibatches: list) -> dict:
         raise NotImplementedError
 
-    @torch.no_grad()
     def predict(self, enc) -> torch.Tensor:
         """Model outputs for a tokenized batch (eval mode): logits for a
         sequence classifier, (start, end) logits stacked on dim 0 for QA."""
         was_training = self.model.training
         self.model.eval()
-        out = self.model(**enc)
+        with torch.no_grad():
+            out = self.model(**enc)
         if was_training:
             self.model.train()
         if hasattr(out, "logits"):
@@ -187,6 +200,7 @@ class Vanilla(Algorithm):
     the minibatches."""
 
     name = "vanilla"
+    defaults = {"weight_decay": 0.0}
 
     def update(self, minibatches: list) -> dict:
         losses = torch.cat([self.loss_fn(self.model, mb) for mb in minibatches])

@@ -6,6 +6,20 @@ loop's ``per_env`` sampling: every ``update`` receives a list of minibatches,
 one per (sampled) environment, each homogeneous in environment and batch kind
 (see ``beluga.training.train``). The loss code path is the shared
 ``loss_fn(model, batch, scale=None)`` (MFT / INV / DIR / QA).
+
+Their sampling hyper-parameters: ``envs_per_step`` (environments per update;
+None = all; fish: ``fish_envs``) and ``per_env_epoch``: ``examples`` (default:
+an epoch of ceil(items / (envs per step × batch size)) updates sees as many
+examples, and so costs about as much, as a pooled epoch: the paper's "same
+compute budget across all methods", the reference code's epoch length) or
+``steps`` (the pooled number of updates, each with one minibatch per sampled
+environment: k times the examples). Reference code (peluz/beluga
+behaviour_training.py): IRM takes every environment at each step, an epoch of
+ceil(n / sum of the batch sizes) steps; Group-DRO one sampled environment per
+step, ceil(n / batch) steps; Fish 5 environments per meta step,
+ceil(n / (batch × 5)) meta steps. This project's earlier default (every
+environment at every step, ``steps`` epochs) is ``per_env_epoch: steps`` with
+``envs_per_step: null``.
 """
 
 from __future__ import annotations
@@ -13,8 +27,7 @@ from __future__ import annotations
 import copy
 import math
 
-import torch
-
+from beluga.lazy import torch
 from beluga.methods.base import Algorithm, register
 
 
@@ -73,9 +86,12 @@ class IRM(Algorithm):
 
     name = "irm"
     sampling = "per_env"
+    defaults = {"weight_decay": 0.0, "irm_lambda": 1e4, "irm_penalty_anneal_frac": 0.2,
+                "irm_penalty_anneal_iters": None, "irm_penalty_estimate": "full", "irm_rescale": False,
+                "envs_per_step": None, "per_env_epoch": "examples"}
 
     def setup(self) -> None:
-        it = self.hparams.get("irm_penalty_anneal_iters")
+        it = self.hparams["irm_penalty_anneal_iters"]
         if it is None:
             it = round(float(self.hparams["irm_penalty_anneal_frac"]) * self.total_steps)
         self.anneal_iters = max(0, int(it))
@@ -133,6 +149,7 @@ class GroupDRO(Algorithm):
 
     name = "group_dro"
     sampling = "per_env"
+    defaults = {"weight_decay": 0.0, "groupdro_eta": 0.01, "envs_per_step": 1, "per_env_epoch": "examples"}
 
     def setup(self) -> None:
         self.log_q: dict[str, float] = {e: -math.log(len(self.envs)) for e in self.envs}
@@ -191,10 +208,11 @@ class Fish(Algorithm):
 
     name = "fish"
     sampling = "per_env"
+    defaults = {"weight_decay": 0.0, "meta_lr": 0.5, "fish_envs": 5, "per_env_epoch": "examples"}
 
     @classmethod
     def envs_per_step(cls, hparams: dict) -> int | None:
-        return hparams.get("fish_envs")
+        return hparams["fish_envs"]
 
     def setup(self) -> None:
         self.inner = copy.deepcopy(self.model)

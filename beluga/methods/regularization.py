@@ -5,8 +5,7 @@ starts from an LP model)."""
 
 from __future__ import annotations
 
-import torch
-
+from beluga.lazy import torch
 from beluga.methods.base import Vanilla, register
 
 # --------------------------------------------------------------------------- heads
@@ -102,6 +101,9 @@ class L2(Vanilla):
     value)."""
 
     name = "l2"
+    # AdamW decoupled weight decay l2_lambda toward 0; l2_sp: penalty
+    # l2_lambda * ||θ - θ0||² toward the start weights (weight decay 0)
+    defaults = {"l2_lambda": 0.1, "l2_sp": False}
 
     def setup(self) -> None:
         self.anchor: dict[str, torch.Tensor] = {}
@@ -148,12 +150,11 @@ class Dropout(Vanilla):
     too."""
 
     name = "dropout"
+    defaults = {"weight_decay": 0.0, "hidden_dropout": 0.3, "attention_dropout": 0.3}
 
     @classmethod
     def config_overrides(cls, hparams: dict | None = None, model_type: str = "bert") -> dict:
-        from beluga.methods import DEFAULT_HPARAMS
-
-        hp = {**DEFAULT_HPARAMS[cls.name], **(hparams or {})}
+        hp = hparams if hparams is not None else cls.hparam_defaults()
         h, a = float(hp["hidden_dropout"]), float(hp["attention_dropout"])
         if model_type == "distilbert":
             return {"dropout": h, "attention_dropout": a, "seq_classif_dropout": h, "qa_dropout": h}
@@ -174,6 +175,7 @@ class LP(Vanilla):
     head's parameters only."""
 
     name = "lp"
+    defaults = {"weight_decay": 0.0}
 
     def setup(self) -> None:
         head = set(head_parameter_names(self.model))
@@ -195,6 +197,7 @@ class LPFT(Vanilla):
     (it only makes sure no parameter is left frozen)."""
 
     name = "lp_ft"
+    defaults = {"weight_decay": 0.0}
     #: the method whose trained model is this method's start model
     start_method = "lp"
 

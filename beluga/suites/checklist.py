@@ -20,7 +20,7 @@ import pandas as pd
 from beluga.errors import SuiteError
 from beluga.suites.format import AGG_FNS, COLUMNS, TEST_TYPES, load_suite, validate_suite
 from beluga.suites.tabular import open_text, read_suite_table
-from beluga.tasks import SUITE_TASKS, get_task
+from beluga.tasks import SUITE_TASK_TYPES, get_task_type
 
 # BELUGA paper label fixes (../shared/data/README.md, "Known label fixes")
 RELABEL = {("qqp", "Order does matter for asymmetric relations"): 0}
@@ -138,7 +138,7 @@ def import_checklist(path: str | os.PathLike, paper_fixes: bool = True) -> pd.Da
     matter for asymmetric relations" labels -> 0; qqp "(question, f(question))
     where f(question) replaces synonyms?" gets the training hint
     ``{"train": {"as": "MFT", "label": 1}}``). Without them labels are exactly
-    as released. ``df.attrs`` holds ``checklist_suite``, ``task`` and
+    as released. ``df.attrs`` holds ``checklist_suite``, ``task_type`` and
     ``declared`` (functionality descriptions)."""
     path = Path(path)
     if not path.exists():
@@ -166,8 +166,8 @@ def import_checklist(path: str | os.PathLike, paper_fixes: bool = True) -> pd.Da
                     if field not in d:
                         raise _LineError(field, "missing (not a CheckList export line?)")
                 s = d["suite"]
-                if s not in SUITE_TASKS:
-                    raise _LineError("suite", f"unknown CheckList suite {s!r} (known: {', '.join(SUITE_TASKS)})")
+                if s not in SUITE_TASK_TYPES:
+                    raise _LineError("suite", f"unknown CheckList suite {s!r} (known: {', '.join(SUITE_TASK_TYPES)})")
                 if suite_name is None:
                     suite_name = s
                 elif s != suite_name:
@@ -226,15 +226,15 @@ def import_checklist(path: str | os.PathLike, paper_fixes: bool = True) -> pd.Da
     if suite_name is None:
         raise SuiteError(f"CheckList suite {path}: field 'case_id': the file has no test cases")
     df = pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in cols.items()})
-    task = get_task(SUITE_TASKS[suite_name])
-    label_set = tuple(task.suite_labels) or None
-    df = validate_suite(df, path, label_set, task_kind=task.kind)
-    df.attrs.update(checklist_suite=suite_name, task=task.name, declared=list(declared.values()))
+    ttype = get_task_type(SUITE_TASK_TYPES[suite_name])
+    label_set = tuple(ttype.suite_labels) or None
+    df = validate_suite(df, path, label_set, head=ttype.head)
+    df.attrs.update(checklist_suite=suite_name, task_type=ttype.name, declared=list(declared.values()))
     return df
 
 
 def read_any_suite(path: str | os.PathLike, paper_fixes: bool = True, label_set: tuple[int, ...] | None = None,
-                   task_kind: str | None = None) -> pd.DataFrame:
+                   head: str | None = None) -> pd.DataFrame:
     """Read a suite from any supported file, by extension:
 
     - ``.parquet``: the project's format (``format.load_suite``);
@@ -242,19 +242,19 @@ def read_any_suite(path: str | os.PathLike, paper_fixes: bool = True, label_set:
       ``expect`` object and ``test_type``) or the project's format as JSONL;
     - ``.csv`` / ``.csv.gz``: the project's format as CSV.
 
-    ``label_set`` / ``task_kind`` apply to the project's formats; a CheckList
-    export knows its own task (``df.attrs['task']``)."""
+    ``label_set`` / ``head`` apply to the project's formats; a CheckList
+    export knows its own task type (``df.attrs['task_type']``)."""
     path = Path(path)
     if not path.exists():
         raise SuiteError(f"suite file {path}: field 'path': file does not exist")
     name = path.name.lower()
     if name.endswith(".parquet"):
-        return load_suite(path, label_set, task_kind=task_kind)
+        return load_suite(path, label_set, head=head)
     if name.endswith((".jsonl", ".jsonl.gz")):
         if is_checklist_export(path):
             return import_checklist(path, paper_fixes=paper_fixes)
-        return read_suite_table(path, label_set, task_kind=task_kind)
+        return read_suite_table(path, label_set, head=head)
     if name.endswith((".csv", ".csv.gz")):
-        return read_suite_table(path, label_set, task_kind=task_kind)
+        return read_suite_table(path, label_set, head=head)
     raise SuiteError(f"suite file {path}: field 'path': unknown suite file type "
                      f"(expected .parquet, .jsonl, .jsonl.gz, .csv or .csv.gz)")

@@ -170,10 +170,10 @@ def _check_same_answer_meta(path, i, cid, meta, n_inputs: int) -> None:
 
 
 def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[int, ...] | None,
-                   declared: list[dict] | None = None, task_kind: str | None = None) -> pd.DataFrame:
+                   declared: list[dict] | None = None, head: str | None = None) -> pd.DataFrame:
     """Check every row; raise SuiteError naming the file, the row and the field.
 
-    ``task_kind`` ("classification" or "qa") decides whether ``eq`` needs labels
+    ``head`` ("classification" or "qa") decides whether ``eq`` needs labels
     or answers; None accepts either."""
     path = str(path)
     missing = [c for c in COLUMNS if c not in df.columns and c not in OPTIONAL_COLUMNS]
@@ -268,7 +268,7 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
         needs = spec["needs"]
         if needs is not None and not (spec["val_ok"] and params.get("val") is not None):
             if needs == "label_or_answer":
-                needs = {"classification": "label", "qa": "answer"}.get(task_kind, needs)
+                needs = {"classification": "label", "qa": "answer"}.get(head, needs)
             if needs == "label" and not labels_ok:
                 raise _fail(path, i, cid, "labels", f"expectation {r.expect!r} needs a label for every input")
             if needs == "answer" and not answers_ok:
@@ -303,7 +303,7 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
 
 
 def load_suite(path: str | os.PathLike, label_set: tuple[int, ...] | None = None,
-               task_kind: str | None = None) -> pd.DataFrame:
+               head: str | None = None) -> pd.DataFrame:
     """Read and validate a suite Parquet file (files without ``answers`` load
     with the column filled with nulls)."""
     path = Path(path)
@@ -314,7 +314,7 @@ def load_suite(path: str | os.PathLike, label_set: tuple[int, ...] | None = None
     except (pa.ArrowInvalid, OSError) as e:
         raise SuiteError(f"suite file {path}: field 'path': not a readable Parquet file ({e})") from None
     declared = _declared(table.schema.metadata, path)
-    return validate_suite(table.to_pandas(), path, label_set, declared, task_kind=task_kind)
+    return validate_suite(table.to_pandas(), path, label_set, declared, head=head)
 
 
 def _declared(metadata: dict | None, path) -> list[dict] | None:

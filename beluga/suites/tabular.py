@@ -110,7 +110,7 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
 
 
 def read_suite_table(path: str | os.PathLike, label_set: tuple[int, ...] | None = None,
-                     task_kind: str | None = None) -> pd.DataFrame:
+                     head: str | None = None) -> pd.DataFrame:
     """Read and validate a project-format suite stored as CSV (``.csv``,
     ``.csv.gz``) or JSONL (``.jsonl``, ``.jsonl.gz``)."""
     path = Path(path)
@@ -129,4 +129,4 @@ def read_suite_table(path: str | os.PathLike, label_set: tuple[int, ...] | None 
         if col in df.columns:
             df[col] = ["{}" if v is None or (isinstance(v, float) and v != v) else v for v in df[col]]
     keep = [c for c in COLUMNS if c in df.columns]
-    return validate_suite(df[keep], path, label_set, task_kind=task_kind)
+    return validate_suite(df[keep], path, label_set, head=head)

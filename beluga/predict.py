@@ -1,0 +1,99 @@
+"""Prediction tables: a model's outputs for every input of some suite cases
+and of the i.i.d. test set, keyed by (split, case_id, input_idx) — never by
+row order.
+
+Contract (docs/PIPELINE.md): ``split`` (``suite_test`` / ``iid_test``, or
+``suite_val`` for model selection), ``case_id`` (test case id, or the i.i.d.
+example id), ``input_idx`` (position in the case's inputs; 0 for i.i.d.), and
+``probs`` (class probabilities, float32) with the i.i.d. ``label`` for a
+classification head, or ``answer`` / ``start`` / ``end`` (the answer string and
+its character offsets in the context) for a QA head.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from beluga.tasks import TaskType
+
+PREDICTION_SCHEMA = pa.schema([
+    ("split", pa.string()), ("case_id", pa.string()), ("input_idx", pa.int32()),
+    ("probs", pa.list_(pa.float32())), ("label", pa.int32()),
+])
+QA_PREDICTION_SCHEMA = pa.schema([
+    ("split", pa.string()), ("case_id", pa.string()), ("input_idx", pa.int32()),
+    ("answer", pa.string()), ("start", pa.int32()), ("end", pa.int32()),
+])
+
+
+def model_outputs(model, tokenizer, ttype: TaskType, texts: list[str], texts_b: list, batch_size: int,
+                  max_length: int, doc_stride: int, precision) -> dict[str, list]:
+    """Prediction columns for the inputs: ``probs`` (classification head) or
+    ``answer`` / ``start`` / ``end`` (QA head; texts = contexts, texts_b =
+    questions)."""
+    if ttype.head == "qa":
+        from beluga.qa import predict_qa
+
+        spans = predict_qa(model, tokenizer, questions=texts_b, contexts=texts, batch_size=batch_size,
+                           max_length=max_length, stride=doc_stride, precision=precision)
+        return {"answer": [a for a, _, _ in spans], "start": [st for _, st, _ in spans],
+                "end": [en for _, _, en in spans]}
+    from beluga.modeling import predict_probs
+
+    use_b = any(b is not None for b in texts_b)
+    probs = predict_probs(model, tokenizer, texts, texts_b if use_b else None, batch_size, max_length,
+                          precision=precision)
+    return {"probs": [row.tolist() for row in probs]}
+
+
+def suite_predictions(model, tokenizer, ttype: TaskType, cases: pd.DataFrame, split: str, batch_size: int,
+                      max_length: int, doc_stride: int, precision) -> pd.DataFrame:
+    """Predictions for every input of ``cases``, keyed by (case_id, input_idx)."""
+    keys, texts, texts_b = [], [], []
+    for r in cases.itertuples(index=False):
+        for j, t in enumerate(r.inputs):
+            keys.append((r.case_id, j))
+            texts.append(t)
+            texts_b.append(r.inputs_b[j] if r.inputs_b is not None else None)
+    out = pd.DataFrame({"split": split, "case_id": [k[0] for k in keys], "input_idx": [k[1] for k in keys]})
+    for col, values in model_outputs(model, tokenizer, ttype, texts, texts_b, batch_size, max_length,
+                                     doc_stride, precision).items():
+        out[col] = values
+    return out
+
+
+def predictions(model, tokenizer, ttype: TaskType, suite_test: pd.DataFrame, iid: pd.DataFrame, batch_size: int,
+                max_length: int, doc_stride: int, precision) -> pd.DataFrame:
+    """Predictions for every input of the ``suite_test`` cases and every
+    i.i.d. test example (see the module docstring)."""
+    suite = suite_predictions(model, tokenizer, ttype, suite_test, "suite_test", batch_size, max_length,
+                              doc_stride, precision)
+    if ttype.head == "qa":   # READ: contexts and questions
+        texts, texts_b = list(iid["context"]), list(iid["question"])
+    else:
+        texts = list(iid["text"])
+        texts_b = list(iid["text_b"]) if "text_b" in iid.columns else [None] * len(iid)
+    iid_out = pd.DataFrame({"split": "iid_test", "case_id": iid["example_id"].astype(str), "input_idx": 0})
+    for col, values in model_outputs(model, tokenizer, ttype, texts, texts_b, batch_size, max_length,
+                                     doc_stride, precision).items():
+        iid_out[col] = values
+    if ttype.head != "qa":
+        suite["label"] = None
+        iid_out["label"] = iid["label"].astype(int).to_numpy()
+    return pd.concat([suite, iid_out], ignore_index=True)
+
+
+def predictions_table(df: pd.DataFrame, ttype: TaskType, where: str) -> pa.Table:
+    """The Arrow table of a predictions frame, in the contract's schema; class
+    probabilities are checked first (a model whose outputs are not finite
+    probabilities never writes any; ``where`` names the file in the message)."""
+    if ttype.head != "qa" and len(df):
+        from beluga.health import check_probabilities
+
+        check_probabilities(np.array(df["probs"].tolist(), dtype=np.float64), f"predictions {where} (not written)",
+                            keys=lambda i: (df["case_id"].iat[i], df["input_idx"].iat[i]))
+    columns = {c: [None if (c == "label" and pd.isna(v)) else v for v in df[c]] for c in df.columns}
+    schema = QA_PREDICTION_SCHEMA if ttype.head == "qa" else PREDICTION_SCHEMA
+    return pa.Table.from_pydict({f.name: columns[f.name] for f in schema}, schema=schema)

@@ -1,0 +1,51 @@
+"""What a training / prediction job runs on (shared by the training and
+evaluation steps): torch threads and determinism, the device, the resolved
+precision, and what the run record says about them."""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+
+#: the run record written beside a model on disk
+RUN_FILE = "beluga_run.json"
+
+
+def _device_name(dev) -> str:
+    import torch
+
+    return f"{dev} ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda" else str(dev)
+
+
+def _versions() -> dict:
+    import numpy
+    import pandas
+    import torch
+    import transformers
+
+    return {"python": platform.python_version(), "torch": torch.__version__,
+            "transformers": transformers.__version__, "numpy": numpy.__version__, "pandas": pandas.__version__}
+
+
+@dataclass
+class Job:
+    device: object
+    precision: object   # beluga.precision.Precision
+    threads: int
+
+    def record(self) -> dict:
+        return {"versions": _versions(), "device": _device_name(self.device), "torch_threads": self.threads,
+                **self.precision.record()}
+
+
+def start_job(threads: int, precision: str) -> Job:
+    """Per job, before any model is built: fixed torch threads and
+    deterministic algorithms (on CUDA only with BELUGA_CUDA_DETERMINISTIC=1),
+    the device, the resolved precision (:mod:`beluga.precision`)."""
+    from beluga.modeling import configure_torch, pick_device
+    from beluga.precision import resolve
+
+    configure_torch(threads, cuda_deterministic=os.environ.get("BELUGA_CUDA_DETERMINISTIC", "0") == "1")
+    dev = pick_device()
+    return Job(dev, resolve(precision, dev), int(threads))

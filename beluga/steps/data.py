@@ -1,0 +1,40 @@
+"""rules/data.smk: i.i.d. data, suite build, suite split."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from beluga import folds
+from beluga.data.iid import load_splits
+from beluga.io import read_parquet, write_parquet, write_text
+from beluga.suites.build import label_set, make_suite
+from beluga.suites.format import functionality_table, load_suite, save_suite
+from beluga.tasks import get_task_type
+
+
+def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str]) -> None:
+    """train / val / test / pool of the task's i.i.d. data (``iid``: the config block)."""
+    ttype = get_task_type(task_type)
+    parts = load_splits(iid, ttype.head, set(ttype.iid_labels))
+    for name, path in outputs.items():
+        write_parquet(parts[name], path)
+
+
+def build_suite(*, suite: dict, task_type: str, pool: str | None, out_suite: str) -> None:
+    """The task's suite as configured (``suite``: the config block; ``pool``:
+    the i.i.d. pool a generated suite draws its sentences from)."""
+    pool_df = read_parquet(pool, "i.i.d. pool") if "generate" in suite else None
+    df, declared = make_suite(suite, task_type, pool_df)
+    save_suite(df, out_suite, declared=declared)
+
+
+def split_suite(*, suite: str, task_type: str, fractions, seed: int, out_split: str, out_summary: str) -> None:
+    """T_train / T_val / T_test by case, per functionality, and the suite's summary table."""
+    cases = load_suite(suite, label_set(get_task_type(task_type)))
+    split = folds.split_suite(cases, tuple(fractions), seed)
+    write_parquet(split, out_split)
+    summary = functionality_table(cases)
+    counts = split.groupby(["functionality", "split"]).size().unstack(fill_value=0)
+    for s in ("train", "val", "test"):
+        summary[f"n_{s}"] = summary["functionality"].map(counts.get(s, pd.Series(dtype=int))).fillna(0).astype(int)
+    write_text(summary.to_csv(sep="\t", index=False), out_summary)

@@ -1,0 +1,56 @@
+"""rules/evaluate.smk: predictions and outcomes of the models on disk (the
+IID model; every fold model with ``keep_models: true``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from beluga.clock import Clock
+from beluga.io import read_parquet, write_json, write_parquet
+from beluga.steps._job import RUN_FILE, start_job
+from beluga.suites.build import split_cases
+from beluga.tasks import get_task_type
+
+
+def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str, functionalities: list[str] | None,
+            batch_size: int, max_length: int, doc_stride: int, threads: int, precision: str, out_predictions: str,
+            out_run: str) -> dict:
+    """Predictions of a model on disk for every input of the T_test cases of
+    ``functionalities`` (None: all) and every i.i.d. test example
+    (:func:`beluga.predict.predictions`); the run record is the model's, with
+    the prediction's settings and timing added."""
+    from beluga.modeling import load_trained
+    from beluga.predict import predictions, predictions_table
+
+    clock = Clock()
+    job = start_job(threads, precision)
+    ttype = get_task_type(task_type)
+    net, tokenizer = load_trained(model, ttype.head)
+    net.to(job.device)
+    suite_test = split_cases(suite, split, task_type, "test", functionalities)
+    iid = read_parquet(iid_test, "i.i.d. test data")
+    clock.mark("predict_start")
+    with clock("predict"):
+        df = predictions(net, tokenizer, ttype, suite_test, iid, batch_size, max_length, doc_stride, job.precision)
+    write_parquet(predictions_table(df, ttype, out_predictions), out_predictions)
+    record = json.loads((Path(model) / RUN_FILE).read_text())
+    record["prediction_wall_time_s"] = round(clock.parts["predict"], 2)
+    record["n_predictions"] = len(df)
+    record["predicted_functionalities"] = functionalities
+    record["prediction"] = {**job.record(), "timing": clock.record()}
+    write_json(record, out_run)
+    return clock.parts
+
+
+def outcomes(*, task_type: str, suite: str, split: str, predictions: str, iid_test: str, held_out: list[str],
+             functionalities: list[str] | None, out_outcomes: str) -> None:
+    """Outcomes of a predictions file (:func:`beluga.scoring.run_outcomes`):
+    the T_test cases of ``functionalities`` (None: all; what was predicted)."""
+    from beluga.scoring import run_outcomes
+
+    ttype = get_task_type(task_type)
+    suite_test = split_cases(suite, split, task_type, "test", functionalities)
+    preds = read_parquet(predictions, "predictions")
+    iid = read_parquet(iid_test, "i.i.d. test data")
+    write_parquet(run_outcomes(ttype, suite_test, preds, iid, held_out, source=predictions), out_outcomes)

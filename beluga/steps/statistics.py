@@ -1,0 +1,86 @@
+"""rules/statistics.smk: per-unit outcomes, significance against the IID
+baseline, bootstrap intervals, prediction diagnostics, Table 3 and the run's
+configuration (docs/STATISTICS.md); the statistics themselves are in
+beluga.analysis / beluga.stats, the rendering in beluga.tables /
+beluga.diagnostics."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from beluga import analysis
+from beluga.io import read_parquet, write_csv, write_parquet, write_text
+from beluga.suites.build import split_cases
+from beluga.suites.format import functionality_table, load_suite
+
+
+def _task_data(units: str, suite: str, task_type: str) -> analysis.TaskData:
+    funcs = functionality_table(load_suite(suite))
+    return analysis.task_data(read_parquet(units, "unit outcomes"), funcs, task_type, source=units)
+
+
+def unit_outcomes(*, runs: list[dict], task_type: str, out_units: str) -> None:
+    write_parquet(analysis.unit_outcomes(runs, task_type), out_units)
+
+
+def significance(*, task: str, units: str, suite: str, task_type: str, iid_metric: str, R: int, seed: int,
+                 alpha: float, correction: str, out_table: str, out_null: str) -> None:
+    table, null = analysis.significance(_task_data(units, suite, task_type), iid_metric=iid_metric, R=R,
+                                        seed=analysis.task_seed(seed, task), alpha=alpha, correction=correction)
+    write_csv(table, out_table)
+    write_parquet(null, out_null)
+
+
+def intervals(*, task: str, units: str, suite: str, task_type: str, iid_metric: str, R: int, seed: int,
+              out_table: str) -> None:
+    write_csv(analysis.intervals(_task_data(units, suite, task_type), iid_metric=iid_metric, R=R,
+                                 seed=analysis.task_seed(seed, task)), out_table)
+
+
+def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, split: str, iid_test: str,
+                degenerate_share: float, out_table: str, out_summary: str, out_markdown: str) -> None:
+    """Every model's prediction diagnostics: a fold model predicts the T_test
+    functionalities it is scored on (predict.scope), so its diagnostics
+    describe what it predicted (every case of those functionalities must be
+    there); only a model that predicted every functionality can be flagged
+    degenerate on the suite."""
+    from beluga import diagnostics as diag
+
+    suite_test = split_cases(suite, split, task_type, "test")
+    every = set(suite_test["functionality"])
+    iid = read_parquet(iid_test, "i.i.d. test data")
+    rows = []
+    for run in runs:
+        funcs = run.get("functionalities")
+        cases = suite_test if funcs is None else suite_test[suite_test["functionality"].isin(set(funcs))]
+        d = diag.run_diagnostics(read_parquet(run["path"], "predictions"), cases, iid, task_type,
+                                 degenerate_share=degenerate_share, source=run["path"],
+                                 whole_suite=funcs is None or set(funcs) >= every)
+        rows.append(dict(d, **{k: run[k] for k in ("configuration", "method", "partition", "fold")}))
+    table = diag.diagnostics_table(rows)
+    summary = diag.diagnostics_summary(table)
+    write_csv(table, out_table)
+    write_csv(summary, out_summary)
+    write_text(diag.diagnostics_markdown(summary, task, degenerate_share), out_markdown)
+
+
+def table3(*, tasks: list[str], scores: list[str], significance: list[str], intervals: list[str], null: list[str],
+           alpha: float, correction: str, out_csv: str, out_markdown: str, out_latex: str) -> None:
+    from beluga import tables
+
+    per_task = {t: {"scores": pd.read_csv(s), "significance": pd.read_csv(g), "intervals": pd.read_csv(i),
+                    "null": read_parquet(n, "null distribution")}
+                for t, s, g, i, n in zip(tasks, scores, significance, intervals, null, strict=True)}
+    long = analysis.table3_long(per_task, alpha, correction)
+    write_csv(tables.table3_csv(long), out_csv)
+    # the renderers read correction "none" as no correction
+    write_text(tables.table3_markdown(long, alpha, correction), out_markdown)
+    write_text(tables.table3_latex(long, alpha, correction), out_latex)
+
+
+def run_config(*, config: dict, out_config: str) -> None:
+    """The configuration of this run, as YAML (the report's last section)."""
+    import yaml
+
+    write_text("# The configuration of this run (config.yaml or --configfile, with --config overrides)\n"
+               + yaml.safe_dump(dict(config), sort_keys=False), out_config)

@@ -1,0 +1,212 @@
+"""rules/train.smk: the IID model, behavioral fine-tuning per fold (by default
+one job trains the fold, predicts what it is scored on and scores it, with the
+model in memory), grid trials and their selection.
+
+Every training job gets its settings as one :class:`beluga.settings.FoldRun`
+(``run``, a dict) and returns its timing parts (training / prediction /
+scoring seconds) for the job's timing line (:mod:`beluga.smk`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from beluga.clock import Clock
+from beluga.dag import configuration
+from beluga.errors import ConfigError
+from beluga.io import read_parquet, write_json, write_parquet
+from beluga.settings import FoldRun
+from beluga.steps._job import RUN_FILE, Job, start_job
+from beluga.suites.build import split_cases
+from beluga.tasks import get_task_type
+
+
+def _train(model, tokenizer, streams, run: FoldRun, clock: Clock) -> dict:
+    from beluga.training import train
+
+    clock.mark("train_start")
+    with clock("train"):
+        summary = train(model, tokenizer, streams, run)
+    clock.split("train", "checkpoint", summary["checkpoint_s"])
+    return summary
+
+
+def train_iid(*, run: dict, train: str, out_model: str) -> dict:
+    """The IID model: the pre-trained model trained on D_train."""
+    from beluga import checkpoint
+    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.training import build_streams
+
+    run = FoldRun.from_dict(run)
+    clock = Clock()
+    job = start_job(run.threads, run.precision)
+    ttype = get_task_type(run.task_type)
+    set_seed(run.seed)
+    model, tokenizer = load_model(run.model, ttype.num_model_labels, head=ttype.head)
+    model.to(job.device)
+    streams = build_streams(ttype, read_parquet(train, "i.i.d. training data"), None)
+    summary = _train(model, tokenizer, streams, run, clock)
+    record = {"configuration": "iid", "method": run.method, "partition": "standard", "fold": "all",
+              "model": run.model, "hparams": run.hparams, "seed": run.seed, **summary, **job.record(),
+              "timing": clock.record()}
+    save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)})
+    checkpoint.clear(run.checkpoint_dir)
+    return clock.parts
+
+
+def _train_fold(run: FoldRun, *, suite: str, split: str, iid_train: str | None, start: str | None, job: Job,
+                clock: Clock):
+    """Behavioral fine-tuning of one fold (shared by finetune, finetune_model
+    and trial): (model, tokenizer, training summary). The checkpoint folder is
+    the caller's to delete once its outputs are written."""
+    from beluga.methods import get_algorithm
+    from beluga.modeling import load_model, set_seed
+    from beluga.training import build_streams
+
+    ttype = get_task_type(run.task_type)
+    suite_train = split_cases(suite, split, run.task_type, "train", run.training_functionalities)
+    iid_df = None
+    if configuration(run.configuration).mixes_iid:
+        if iid_train is None:
+            raise ConfigError(f"configuration {run.configuration}: needs the i.i.d. training data")
+        iid_df = read_parquet(iid_train, "i.i.d. training data")
+        if run.iid_in_mix is not None and len(iid_df) > run.iid_in_mix:
+            iid_df = iid_df.sample(n=int(run.iid_in_mix), random_state=run.seed).reset_index(drop=True)
+    set_seed(run.seed)
+    overrides = get_algorithm(run.method).config_overrides(run.hparams)
+    model, tokenizer = load_model(start or run.model, ttype.num_model_labels, config_overrides=overrides,
+                                  head=ttype.head)
+    model.to(job.device)
+    streams = build_streams(ttype, iid_df, suite_train, dir_train_slice=run.dir_train_slice)
+    return model, tokenizer, _train(model, tokenizer, streams, run, clock)
+
+
+def with_selection(run: FoldRun, selected: str | None) -> tuple[FoldRun, dict | None]:
+    """The run with the hyper-parameters model selection chose (``selected``:
+    the select_hparams rule's JSON), and that choice."""
+    if selected is None:
+        return run, None
+    choice = json.loads(Path(selected).read_text())
+    return run.with_hparams(**choice["hparams"]), choice
+
+
+def _fold_record(run: FoldRun, choice: dict | None, summary: dict, job: Job) -> dict:
+    return {"task": run.task, "task_type": run.task_type, "configuration": run.configuration, "method": run.method,
+            "partition": run.partition, "fold": run.fold,
+            "held_out": list(run.held_out) if run.partition != "seen" else [],
+            "start_model": run.start_label, "hparams": run.hparams, "seed": run.seed,
+            "selection": None if choice is None else {k: choice[k] for k in ("policy", "fold", "trial", "score")},
+            "iid_in_mix": run.iid_in_mix, **summary, **job.record()}
+
+
+def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_test: str, start: str | None,
+             selected: str | None, batch_size: int, scope: str, out_predictions: str, out_run: str,
+             out_outcomes: str, out_model: str | None = None) -> dict:
+    """One fold in one process with the model in memory: behavioral
+    fine-tuning, predictions for the T_test cases the fold is scored on
+    (``scope``) and the i.i.d. test set, and their outcomes. The model is
+    written only to ``out_model`` (finetune_keep: an LP model that LP-FT
+    starts from). Rule ``finetune_keep`` is this step too."""
+    from beluga import checkpoint
+    from beluga.dag import scored_functionalities
+    from beluga.modeling import save_model
+    from beluga.predict import predictions, predictions_table
+    from beluga.scoring import run_outcomes
+
+    run, choice = with_selection(FoldRun.from_dict(run), selected)
+    clock = Clock()
+    job = start_job(run.threads, run.precision)
+    ttype = get_task_type(run.task_type)
+    model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=iid_train, start=start,
+                                            job=job, clock=clock)
+    record = _fold_record(run, choice, summary, job)
+    if out_model is not None:
+        with clock("save_model"):
+            save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)})
+    functionalities = scored_functionalities({"held_out": list(run.held_out)}, scope)
+    suite_test = split_cases(suite, split, run.task_type, "test", functionalities)
+    iid = read_parquet(iid_test, "i.i.d. test data")
+    with clock("predict"):
+        preds = predictions(model, tokenizer, ttype, suite_test, iid, batch_size, run.max_length, run.doc_stride,
+                            job.precision)
+    with clock("score"):
+        outcome = run_outcomes(ttype, suite_test, preds, iid, list(run.held_out), source=out_predictions)
+    record.update(n_predictions=len(preds), predict_scope=scope, predicted_functionalities=functionalities,
+                  timing=clock.record())
+    write_parquet(predictions_table(preds, ttype, out_predictions), out_predictions)
+    write_json(record, out_run)
+    write_parquet(outcome, out_outcomes)
+    checkpoint.clear(run.checkpoint_dir)
+    return clock.parts
+
+
+#: rule finetune_keep (``use rule finetune``) runs the same step
+finetune_keep = finetune
+
+
+def finetune_model(*, run: dict, suite: str, split: str, iid_train: str | None, start: str | None,
+                   selected: str | None, out_model: str) -> dict:
+    """Behavioral fine-tuning of one fold whose model is kept on disk
+    (``keep_models: true``); the predict and outcomes rules take it from there."""
+    from beluga import checkpoint
+    from beluga.modeling import save_model
+
+    run, choice = with_selection(FoldRun.from_dict(run), selected)
+    clock = Clock()
+    job = start_job(run.threads, run.precision)
+    model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=iid_train, start=start,
+                                            job=job, clock=clock)
+    record = {**_fold_record(run, choice, summary, job), "timing": clock.record()}
+    save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)})
+    checkpoint.clear(run.checkpoint_dir)
+    return clock.parts
+
+
+def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str, iid_train: str | None,
+          start: str | None, batch_size: int, out_score: str) -> dict:
+    """One grid point of model selection: train the fold with ``grid_point``
+    on top of its hyper-parameters, score T_val of its training
+    functionalities (the held-out ones are never looked at), write the mean
+    pass rate."""
+    from beluga import checkpoint
+    from beluga.predict import suite_predictions
+    from beluga.scoring import pass_rates, score_cases
+    from beluga.suites.format import functionality_table
+
+    run = FoldRun.from_dict(run).with_hparams(**grid_point)
+    clock = Clock()
+    job = start_job(run.threads, run.precision)
+    ttype = get_task_type(run.task_type)
+    model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=iid_train, start=start,
+                                            job=job, clock=clock)
+    val = split_cases(suite, split, run.task_type, "val", run.training_functionalities)
+    with clock("predict"):
+        preds = suite_predictions(model, tokenizer, ttype, val, "suite_val", batch_size, run.max_length,
+                                  run.doc_stride, job.precision)
+    with clock("score"):
+        status = score_cases(val, preds, ttype, source=f"trial {trial_id}")
+        rates = pass_rates(status, functionality_table(val)).set_index("functionality")["pass_rate"]
+    score = float(rates.mean()) if rates.notna().any() else float("nan")
+    write_json({"trial": trial_id, "grid_point": grid_point, "hparams": run.hparams, "fold": run.fold,
+                "partition": run.partition, "score": score, "metric": "mean T_val pass rate",
+                "pass_rates": {k: (None if np.isnan(v) else v) for k, v in rates.items()},
+                "steps": summary["steps"], "wall_time_s": summary["wall_time_s"], **job.precision.record(),
+                "timing": clock.record()}, out_score)
+    checkpoint.clear(run.checkpoint_dir)
+    return clock.parts
+
+
+def select_hparams(*, trials: list[str], policy: str, out_selected: str) -> None:
+    """The grid point with the best mean T_val pass rate (ties: the first in
+    grid order wins; NaN scores never win)."""
+    results = [json.loads(Path(t).read_text()) for t in trials]
+    if not results:
+        raise ConfigError("config: field 'selection.grid': no trials to select from")
+    scored = [r for r in results if r["score"] == r["score"]]
+    best = max(scored, key=lambda r: r["score"]) if scored else results[0]
+    write_json({"policy": policy, "fold": f"{best['partition']}/{best['fold']}", "trial": best["trial"],
+                "score": best["score"], "hparams": best["grid_point"],
+                "trials": {r["trial"]: r["score"] for r in results}}, out_selected)

@@ -1,0 +1,181 @@
+"""A task's suite as its config describes it: generated offline, or read from
+a suite file (the project's formats or a CheckList export), checked against
+the task's type, subsampled as configured, validated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from beluga.errors import ConfigError, SuiteError
+from beluga.folds import stable_int
+from beluga.suites.format import validate_suite
+from beluga.tasks import TaskType, get_task_type
+
+
+def label_set(ttype: TaskType) -> tuple[int, ...] | None:
+    """The suite's integer label set (None for QA, whose labels are answer strings)."""
+    return tuple(ttype.suite_labels) or None
+
+
+def select_functionalities(df: pd.DataFrame, suite_cfg: dict) -> pd.DataFrame:
+    """Keep only the functionalities listed in ``suite.functionalities`` (if set)."""
+    wanted = suite_cfg.get("functionalities")
+    if not wanted:
+        return df
+    known = set(df["functionality"])
+    unknown = [f for f in wanted if f not in known]
+    if unknown:
+        raise ConfigError(f"config: field 'suite.functionalities': unknown functionality {unknown[0]!r} "
+                          f"(the suite has: {', '.join(sorted(known))})")
+    return df[df["functionality"].isin(set(wanted))].reset_index(drop=True)
+
+
+def suite_functionalities(suite_cfg: dict, task_type: str) -> pd.DataFrame:
+    """Functionality table known before anything runs (fold enumeration at
+    DAG-construction time): from the generator's catalogue or the suite file
+    (checked against the task type: :func:`check_suite_task_type`), with the
+    number of cases each functionality will have (``n_cases``, after
+    ``max_cases_per_functionality``)."""
+    return select_functionalities(_all_functionalities(suite_cfg, task_type), suite_cfg)
+
+
+def _all_functionalities(suite_cfg: dict, task_type: str) -> pd.DataFrame:
+    if "generate" in suite_cfg:
+        from beluga.suites.generator import sent_catalogue
+
+        if suite_cfg["generate"] != "sent_default":
+            raise ConfigError(f"config: field 'suite.generate': unknown generator {suite_cfg['generate']!r}")
+        if task_type != "sent":
+            raise ConfigError(f"config: field 'suite.generate': the built-in generator makes a SENT suite; this "
+                              f"task's type is {task_type!r} (give its suite with 'path')")
+        df = pd.DataFrame(sent_catalogue())[["functionality", "capability", "test_type"]]
+        return df.assign(n_cases=int(suite_cfg["cases_per_functionality"]))
+    df = read_suite_file(suite_cfg, task_type)
+    table = df[["functionality", "capability", "test_type"]].drop_duplicates("functionality").reset_index(drop=True)
+    n = df.groupby("functionality", sort=False).size()
+    cap = suite_cfg.get("max_cases_per_functionality")
+    table["n_cases"] = [int(n[f]) if cap is None else min(int(n[f]), int(cap)) for f in table["functionality"]]
+    return table
+
+
+def check_suite_task_type(df: pd.DataFrame, task_type: str, path) -> None:
+    """The suite must be one the task can be tested on: a CheckList export
+    of the task type's own suite, and inputs of the task type's arity (one
+    text for SENT; a pair of texts for PARA; context and question for READ)."""
+    ttype = get_task_type(task_type)
+    known = df.attrs.get("task_type")
+    if known is not None and known != ttype.name:
+        name = df.attrs.get("checklist_suite", known)
+        raise SuiteError(f"suite file {path}: field 'type': the file is CheckList's {name!r} suite, a {known} "
+                         f"suite, but the task it is configured for has type {ttype.name!r}")
+    paired = df["inputs_b"].map(lambda v: v is not None and not (isinstance(v, float) and v != v))
+    needs_b = ttype.head == "qa" or ttype.pair
+    wrong = df[~paired] if needs_b else df[paired]
+    if len(wrong):
+        r = wrong.iloc[0]
+        what = ("context and question (inputs and inputs_b)" if ttype.head == "qa" else
+                "pairs of texts (inputs and inputs_b)" if needs_b else "single texts (no inputs_b)")
+        raise SuiteError(f"suite file {path}: case_id={r['case_id']!r}: field 'inputs_b': a {ttype.name} task needs "
+                         f"{what}; {len(wrong)} case(s) of this suite do not match")
+
+
+def read_suite_file(suite_cfg: dict, task_type: str) -> pd.DataFrame:
+    """A suite named by ``suite.path`` (project Parquet / CSV / JSONL, or a
+    CheckList JSONL export), validated against the task type; the paper's
+    fixes as configured."""
+    from beluga.suites.checklist import read_any_suite
+
+    path = suite_cfg["path"]
+    if not Path(path).exists():
+        raise SuiteError(f"suite file {path}: field 'path': file does not exist")
+    ttype = get_task_type(task_type)
+    df = read_any_suite(path, paper_fixes=bool(suite_cfg["paper_fixes"]), label_set=label_set(ttype),
+                        head=ttype.head)
+    check_suite_task_type(df, task_type, path)
+    return df
+
+
+def cap_inputs(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
+    """Keep at most ``n`` inputs per case: the first (the original of an
+    INV/DIR case) and a seeded sample of the others, in their order, with the
+    aligned ``inputs_b`` / ``labels`` / ``answers`` / per-input ``meta``.
+    Triplet cases keep their three inputs."""
+    if n is None:
+        return df
+    df = df.copy()
+    for i, r in enumerate(df.itertuples(index=False)):
+        k = len(r.inputs)
+        if k <= n or r.expect == "triplet":
+            continue
+        rng = np.random.default_rng(stable_int(seed, r.case_id))
+        keep = [0] + sorted(int(j) + 1 for j in rng.choice(k - 1, size=n - 1, replace=False))
+        for col in ("inputs", "inputs_b", "labels", "answers"):
+            v = df.at[i, col] if col in df.columns else None
+            if v is not None and not (isinstance(v, float) and v != v):
+                df.at[i, col] = [list(v)[j] for j in keep]
+        meta = df.at[i, "meta"]
+        if isinstance(meta, str):
+            parsed = json.loads(meta)
+            if isinstance(parsed, list) and len(parsed) == k:
+                df.at[i, "meta"] = json.dumps([parsed[j] for j in keep])
+    return df
+
+
+def subsample_cases(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
+    """At most ``n`` cases per functionality: a seeded sample drawn per
+    functionality (independent of the other functionalities), suite order kept."""
+    if n is None:
+        return df
+    keep = set()
+    for func, group in df.groupby("functionality", sort=False):
+        ids = sorted(group["case_id"])
+        if len(ids) <= n:
+            keep.update(ids)
+            continue
+        rng = np.random.default_rng(stable_int(seed, func))
+        keep.update(ids[i] for i in rng.choice(len(ids), size=n, replace=False))
+    return df[df["case_id"].isin(keep)].reset_index(drop=True)
+
+
+def make_suite(suite_cfg: dict, task_type: str, pool: pd.DataFrame | None) -> tuple[pd.DataFrame, list | None]:
+    """(the task's suite as configured, validated; the generator's declared
+    functionality table or None): generated from the i.i.d. ``pool``'s
+    sentences, or read from ``suite.path`` with the configured subsampling."""
+    ttype = get_task_type(task_type)
+    if "generate" in suite_cfg:
+        from beluga.suites.generator import generate_sent_suite, sent_catalogue
+
+        df = generate_sent_suite(list(pool["text"]), seed=int(suite_cfg["seed"]),
+                                 cases_per_functionality=int(suite_cfg["cases_per_functionality"]),
+                                 max_perturbations=int(suite_cfg["max_perturbations"]),
+                                 max_words=int(suite_cfg["max_words"]))
+        keep = set(select_functionalities(pd.DataFrame(sent_catalogue()), suite_cfg)["functionality"])
+        declared = [{k: f[k] for k in ("functionality", "capability", "test_type", "description")}
+                    for f in sent_catalogue() if f["functionality"] in keep]
+    else:
+        df = read_suite_file(suite_cfg, task_type)
+        df = subsample_cases(df, suite_cfg["max_cases_per_functionality"], int(suite_cfg["seed"]))
+        df = cap_inputs(df, suite_cfg["max_inputs_per_case"], int(suite_cfg["seed"]))
+        declared = None
+    df = select_functionalities(df, suite_cfg)
+    return validate_suite(df, suite_cfg.get("path", "generated suite"), label_set(ttype), declared), declared
+
+
+def split_cases(suite_path: str, split_path: str, task_type: str, split: str,
+                functionalities=None) -> pd.DataFrame:
+    """The cases of one split (``train`` / ``val`` / ``test``) of a built
+    suite, optionally only those of ``functionalities`` (None: all)."""
+    from beluga.io import read_parquet
+    from beluga.suites.format import load_suite
+
+    suite = load_suite(suite_path, label_set(get_task_type(task_type)))
+    ids = read_parquet(split_path, "suite split")
+    keep = set(ids.loc[ids["split"] == split, "case_id"])
+    cases = suite[suite["case_id"].isin(keep)]
+    if functionalities is not None:
+        cases = cases[cases["functionality"].isin(set(functionalities))]
+    return cases.reset_index(drop=True)
