@@ -25,20 +25,24 @@ import pandas as pd
 from beluga import stats
 from beluga.errors import DataError
 from beluga.io import read_parquet
-from beluga.metrics import BASELINE
+from beluga.metrics import BASELINE, SCENARIO_IID
 from beluga.scoring import FILTERED, PASS
 
 BASE_SCENARIO = "standard"
 
 
 # ---------------------------------------------------------------- unit outcomes
-def unit_outcomes(runs: list[dict], task_type: str) -> pd.DataFrame:
+def unit_outcomes(runs: list[dict], task_type: str, scenario_iid: str = "folds") -> pd.DataFrame:
     """Long table of per-unit outcomes of every system and scenario.
 
     runs: dicts with configuration, method, partition, fold and path (an
     outcomes Parquet file). Suite rows (unit "case"): passed / scored of the
     held-out T_test cases; i.i.d. rows (unit "iid"): the task's per-example
-    features (stats.IID_FEATURES), averaged over the scenario's fold models."""
+    features (stats.IID_FEATURES), averaged over the scenario's fold models
+    (``scenario_iid: folds``), or the seen model's in every scenario of a
+    pair (``scenario_iid: seen``; metrics.aggregate does the same)."""
+    if scenario_iid not in SCENARIO_IID:
+        raise ValueError(f"field 'scenario_iid': {scenario_iid!r} is not one of {', '.join(SCENARIO_IID)}")
     feats = stats.IID_FEATURES[task_type]
     groups: dict[tuple, list] = {}
     for run in runs:
@@ -78,10 +82,28 @@ def unit_outcomes(runs: list[dict], task_type: str) -> pd.DataFrame:
         for j, name in enumerate(feats):
             iid_df[name] = iid_sum[:, j] / n_models
         frames.append(iid_df)
+    if scenario_iid == "seen":
+        frames = _seen_iid(frames)
     long = pd.concat(frames, ignore_index=True)
     for col in ("passed", "scored", *feats):
         long[col] = long[col].astype(float)
     return long
+
+
+def _seen_iid(frames: list[pd.DataFrame]) -> list[pd.DataFrame]:
+    """Every scenario's i.i.d. rows replaced by the pair's seen-model rows."""
+    seen = {(f["configuration"].iat[0], f["method"].iat[0]): f for f in frames
+            if len(f) and f["unit"].iat[0] == "iid" and f["scenario"].iat[0] == "seen"}
+    out = []
+    for f in frames:
+        if len(f) and f["unit"].iat[0] == "iid" and f["configuration"].iat[0] != BASELINE[0]:
+            key = (f["configuration"].iat[0], f["method"].iat[0])
+            if key not in seen:
+                raise DataError(f"field 'scenario_iid': 'seen' takes s_iid from the seen model, but "
+                                f"{key[0]}/{key[1]} has no seen run")
+            f = seen[key].assign(scenario=f["scenario"].iat[0])
+        out.append(f)
+    return out
 
 
 @dataclass

@@ -79,6 +79,12 @@ def grid_points(grid: dict) -> dict[str, dict]:
     return points
 
 
+def method_grid(selection: dict, method: str) -> dict:
+    """A method's selection grid: ``selection.grid`` with the keys of
+    ``selection.method_grid.<method>`` replacing its own."""
+    return {**(selection.get("grid") or {}), **((selection.get("method_grid") or {}).get(method) or {})}
+
+
 def task_folds(suite_cfg: dict, task_type: str, partitions: list[str]):
     """(the functionality table, the folds of ``partitions``, the seen fold) of a task."""
     funcs = suite_functionalities(suite_cfg, task_type)
@@ -134,7 +140,7 @@ def non_integers(value, node: dict, schema: dict, path: str = ""):
 
 def check_config(config: dict, schema: dict, configfiles=()) -> None:
     """What the schema cannot say: integers written as floats, split fractions
-    that do not sum to 1."""
+    that do not sum to 1, ``scenario_iid: seen`` without the seen partition."""
     where = _where(configfiles)
     for field, value in non_integers(config, schema, schema):
         raise ConfigError(f"{where}: field '{field}': {value!r} is not an integer (write {int(value)}"
@@ -143,6 +149,10 @@ def check_config(config: dict, schema: dict, configfiles=()) -> None:
     if fractions is not None and abs(sum(fractions) - 1) > 1e-6:
         raise ConfigError(f"{where}: field 'split.fractions': {list(fractions)} must sum to 1 "
                           f"(they sum to {sum(fractions):g})")
+    for tid, task in (config.get("tasks") or {}).items():
+        if (task or {}).get("scenario_iid") == "seen" and "seen" not in (config.get("partitions") or []):
+            raise ConfigError(f"{where}: field 'tasks.{tid}.scenario_iid': 'seen' takes G's s_iid from the seen "
+                              "model, but 'seen' is not in partitions")
 
 
 def check_folds(task: str, folds: list[dict], funcs, configurations, configfiles=()) -> None:

@@ -4,9 +4,13 @@ Choices where the paper is silent (documented in docs/PIPELINE.md):
 - s_T(scenario) is the mean pass rate over functionalities; a functionality
   whose held-out cases were all filtered has no pass rate and is left out of
   the mean (the count is reported in ``n_func_scored``).
-- s_iid used in G(scenario) is the mean i.i.d. score of the models that
-  produced the scenario's pass rates (one model for seen/standard, one per fold
-  otherwise). The i.i.d. score column of the table is the seen model's.
+- s_iid used in G(scenario) is the i.i.d. score of the models that produced
+  the scenario's pass rates (one model for seen/standard, one per fold
+  otherwise), *pooled*: their i.i.d. test rows are concatenated and the metric
+  is computed once. For accuracy, EM and SQuAD F1 this is the mean over the
+  fold models; for PARA's F1 it is the F1 of the summed tp / fp / fn, the
+  statistic the significance tests resample (beluga.stats; docs/STATISTICS.md).
+  The i.i.d. score column of the table is the seen model's.
 - The IID baseline was trained on no suite data, so its s_T is the standard
   score in every scenario.
 """
@@ -118,12 +122,19 @@ def fold_pass_rates(outcomes: pd.DataFrame, functionalities: pd.DataFrame) -> pd
     return pass_rates(suite[["case_id", "functionality", "status"]], functionalities)
 
 
+SCENARIO_IID = ("folds", "seen")
+
+
 def aggregate(runs: list[dict], functionalities: pd.DataFrame, task_type: str = "sent",
-              iid_metric: str = "mean") -> tuple[pd.DataFrame, pd.DataFrame]:
+              iid_metric: str = "mean", scenario_iid: str = "folds") -> tuple[pd.DataFrame, pd.DataFrame]:
     """runs: dicts with configuration, method, partition, fold, outcomes (DataFrame).
     The IID baseline is the run with configuration 'iid' (partition 'standard').
+    ``scenario_iid``: the s_iid of a scenario's G comes from its own models
+    (``folds``) or from the seen model (``seen``).
     Returns (long pass-rate table, scores table)."""
-    long_rows, iid_scores, iid_detail = [], {}, {}
+    if scenario_iid not in SCENARIO_IID:
+        raise ValueError(f"field 'scenario_iid': {scenario_iid!r} is not one of {', '.join(SCENARIO_IID)}")
+    long_rows, iid_rows, iid_detail = [], {}, {}
     for run in runs:
         pr = fold_pass_rates(run["outcomes"], functionalities)
         scenario = "standard" if run["configuration"] == "iid" else run["partition"]
@@ -134,7 +145,7 @@ def aggregate(runs: list[dict], functionalities: pd.DataFrame, task_type: str = 
         long_rows.append(pr)
         key = (run["configuration"], run["method"], scenario, run["fold"])
         iid_detail[key] = iid_metrics(run["outcomes"], task_type)
-        iid_scores[key] = iid_score(iid_detail[key], iid_metric)
+        iid_rows[key] = run["outcomes"][run["outcomes"]["split"] == "iid_test"]
     long = pd.concat(long_rows, ignore_index=True)
     dup = long.duplicated(["scenario", "configuration", "method", "functionality"])
     if dup.any():
@@ -145,7 +156,15 @@ def aggregate(runs: list[dict], functionalities: pd.DataFrame, task_type: str = 
     rows = []
     base = long[(long.configuration == BASELINE[0])]
     base_st = float(base["pass_rate"].mean())
-    base_iid = iid_scores.get((*BASELINE, "standard", "all"), float("nan"))
+
+    def pooled_iid(conf: str, meth: str, sc: str) -> float:
+        """s_iid of the scenario's models: the metric of their concatenated i.i.d. rows."""
+        rows_ = [v for (c, m, s, _f), v in iid_rows.items() if (c, m, s) == (conf, meth, sc)]
+        if not rows_:
+            return float("nan")
+        return iid_score(iid_metrics(pd.concat(rows_, ignore_index=True), task_type), iid_metric)
+
+    base_iid = pooled_iid(*BASELINE, "standard")
     pairs = [BASELINE] + [p for p in dict.fromkeys(zip(long.configuration, long.method)) if p != BASELINE]
     for conf, meth in pairs:
         row = {"configuration": conf, "method": meth}
@@ -156,9 +175,11 @@ def aggregate(runs: list[dict], functionalities: pd.DataFrame, task_type: str = 
                 s_t, s_iid, n_scored = base_st, base_iid, int(base["pass_rate"].notna().sum())
             else:
                 sel = long[(long.configuration == conf) & (long.method == meth) & (long.scenario == sc)]
-                accs = [v for (c, m, s, _f), v in iid_scores.items() if (c, m, s) == (conf, meth, sc)]
                 s_t = float(sel["pass_rate"].mean()) if len(sel) else float("nan")
-                s_iid = float(np.mean(accs)) if accs else float("nan")
+                if scenario_iid == "seen" and len(sel) and not any(k[:3] == (conf, meth, "seen") for k in iid_rows):
+                    raise ValueError(f"field 'scenario_iid': 'seen' takes s_iid from the seen model, but "
+                                     f"{conf}/{meth} has no seen run")
+                s_iid = pooled_iid(conf, meth, "seen" if scenario_iid == "seen" else sc)
                 n_scored = int(sel["pass_rate"].notna().sum())
             row[f"s_{sc}"] = s_t
             row[f"s_iid_{sc}"] = s_iid
@@ -194,6 +215,7 @@ def scores_markdown(scores: pd.DataFrame, task: str) -> str:
     lines += ["", "iid_score: s_iid of the seen model (the IID model for the baseline) on the i.i.d. test set "
               "(SENT accuracy; PARA / READ: the configured iid_metric, by default the mean of the two canonical "
               "metrics shown as iid_*). "
-              "s_X: mean pass rate over functionalities in scenario X; G_X: harmonic mean of s_X and the mean "
-              "i.i.d. score of the models behind s_X."]
+              "s_X: mean pass rate over functionalities in scenario X; G_X: harmonic mean of s_X and the "
+              "i.i.d. score of the models behind s_X, pooled over fold models (their i.i.d. predictions "
+              "scored together)."]
     return "\n".join(lines) + "\n"

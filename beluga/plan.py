@@ -193,8 +193,8 @@ def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
 def plan(config: dict, rates: dict) -> list[Line]:
     """One Line per (rule, configuration, method) over all tasks."""
     from beluga import folds as folds_mod
-    from beluga.dag import configuration, grid_points
-    from beluga.methods import get_algorithm
+    from beluga.dag import configuration, grid_points, method_grid
+    from beluga.methods import get_algorithm, method_hparams
 
     lines: dict[tuple, Line] = {}
 
@@ -223,7 +223,6 @@ def plan(config: dict, rates: dict) -> list[Line]:
         cost = relative_cost(tcfg["model"], length, rates.get("ref_size", REF_SIZE),
                              rates.get("ref_length", REF_LENGTH))
         grid = {**config["selection"], **tcfg.get("selection", {})}
-        points = grid_points(grid["grid"])
         policy = grid["policy"]
         test_all = sum(p["test_inputs"] for p in per.values())
         add("train_iid", "iid", "vanilla", tid, iid["train"] * iid_stage["epochs"], 0, cost)
@@ -231,13 +230,20 @@ def plan(config: dict, rates: dict) -> list[Line]:
         folds = folds_mod.enumerate_folds(funcs, list(config["partitions"]))
         seen = folds_mod.enumerate_folds(funcs, ["seen"])[0]
         mix_n = iid["train"] if training["iid_in_mix"] is None else min(iid["train"], training["iid_in_mix"])
-        epochs = _epochs_estimate(suite_stage, grid.get("grid") or {})
+        methods = list(dict.fromkeys([*config["methods"],
+                                      *filter(None, (get_algorithm(m).start_method for m in config["methods"]))]))
+        hparams = {m: {**suite_stage, **method_hparams(m, (training.get("method_hparams") or {}).get(m))}
+                   for m in methods}
+        # whose grid trials give each method its hyper-parameters (LP-FT may take vanilla's); their grids
+        selectors = {m: get_algorithm(m).selection_method(hparams[m]) for m in methods}
+        grids = {m: method_grid(grid, m) for m in dict.fromkeys(selectors.values())}
         for conf in config["configurations"]:
             mix = configuration(conf).mixes_iid
-            methods = list(dict.fromkeys([*config["methods"],
-                                          *filter(None, (get_algorithm(m).start_method for m in config["methods"]))]))
             for method in methods:
                 factor = float(method_cost.get(method, 1.0))
+                sel_grid = grids[selectors[method]]
+                epochs = _epochs_estimate(suite_stage, sel_grid if grid_points(sel_grid) else {})
+                epochs = float(get_algorithm(method).final_hparams({**hparams[method], "epochs": epochs})["epochs"])
                 for f in folds:
                     train_f = folds_mod.training_functionalities(f, all_funcs)
                     items = sum(per[x]["seqs"] for x in train_f) + (mix_n if mix else 0)
@@ -248,6 +254,9 @@ def plan(config: dict, rates: dict) -> list[Line]:
                         add("predict", conf, method, tid, 0, pred, cost)
                     else:
                         add("finetune", conf, method, tid, items * epochs, pred, cost, factor)
+            for method, sel_grid in grids.items():   # trials of every method whose selection is used
+                factor = float(method_cost.get(method, 1.0))
+                points = grid_points(sel_grid)
                 if points:
                     sel_folds = [seen] if policy == "seen" else folds
                     for f in sel_folds:

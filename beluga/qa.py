@@ -191,14 +191,37 @@ def encode_qa(tokenizer, questions: Sequence[str], contexts: Sequence[str], max_
 # --------------------------------------------------------------------------- targets and losses
 
 
+ANSWER_MATCHES = ("token", "substring")
+
+
+def locate_answer(context: str, answer: str, match: str = "token") -> int:
+    """Character start of ``answer`` in ``context`` (-1 when it does not occur).
+
+    ``token`` (default): the first occurrence that is a whole-token match, i.e.
+    not glued to a word character on either side ("Daniel" in "Danielle is
+    wiser than Daniel." is the last word, not the start of "Danielle"); when
+    the answer only occurs inside longer words, its first occurrence.
+    ``substring``: the first occurrence, as the reference code's
+    ``context.find(label)`` (docs/DEVIATIONS.md)."""
+    if match not in ANSWER_MATCHES:
+        raise ValueError(f"answer match must be one of {ANSWER_MATCHES}, got {match!r}")
+    first = context.find(answer)
+    if first < 0 or match == "substring":
+        return first
+    pattern = (r"(?<!\w)" if re.match(r"\w", answer) else "") + re.escape(answer) + \
+        (r"(?!\w)" if re.search(r"\w$", answer) else "")
+    whole = re.search(pattern, context)
+    return whole.start() if whole else first
+
+
 def answer_char_span(context: str, answer: str, answer_start: int | None = None,
-                     where: str = "example") -> tuple[int, int]:
+                     where: str = "example", match: str = "token") -> tuple[int, int]:
     """(start_char, end_char) of ``answer`` in ``context``: at ``answer_start``
-    (checked), or its first occurrence when no start is given."""
+    (checked), or located by :func:`locate_answer` when no start is given."""
     if not answer:
         raise DataError(f"QA {where}: field 'answer': empty answer string")
     if answer_start is None or (isinstance(answer_start, float) and np.isnan(answer_start)):
-        start = context.find(answer)
+        start = locate_answer(context, answer, match)
         if start < 0:
             raise DataError(f"QA {where}: field 'answer': {answer!r} does not occur in the context "
                             f"{context[:80]!r}...")
@@ -215,8 +238,9 @@ def span_targets(features: QAFeatures, contexts: Sequence[str], answers: Sequenc
     """Start / end token targets per feature (LongTensors [F]).
 
     The answer's character span comes from ``answer_starts`` (checked against
-    the text) or, when a start is None / not given, from the first occurrence
-    of the answer in the context (a clear :class:`DataError` if absent). The
+    the text) or, when a start is None / not given, from the answer's first
+    whole-token occurrence in the context (:func:`locate_answer`; a clear
+    :class:`DataError` if absent). The
     start target is the last context token starting at or before the span's
     first character, the end target the first context token ending at or
     after its last character; a feature whose window does not contain the

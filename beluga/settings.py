@@ -51,6 +51,8 @@ class FoldRun:
     doc_stride: int = field(metadata=_from("training"))
     iid_in_mix: int | None = field(metadata=_from("training"))
     dir_train_slice: bool = field(metadata=_from("training"))
+    qa_answer_match: str = field(metadata=_from("training"))
+    qa_inv_scope: str = field(metadata=_from("training"))
     nonfinite: str = field(metadata=_from("training"))
 
     @property

@@ -36,6 +36,7 @@ every method (:class:`beluga.methods.Algorithm`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import math
@@ -46,7 +47,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from beluga.errors import ConfigError
+from beluga.errors import ConfigError, DataError
 from beluga.health import DivergedError, check_finite_weights
 from beluga.losses import DIR_FN_INDEX, dir_function_for, dir_loss, inv_loss, mft_loss, neutral_mask
 from beluga.methods import check_method_hparams, get_algorithm
@@ -88,7 +89,7 @@ class Batch:
 
 
 def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: pd.DataFrame | None,
-                  dir_train_slice: bool = True) -> dict[str, list[Item]]:
+                  dir_train_slice: bool = True, qa_answer_match: str = "token") -> dict[str, list[Item]]:
     streams: dict[str, list[Item]] = {}
     if iid_train is not None and len(iid_train) and ttype.head == "qa":
         streams["iid"] = [Item("iid", [c], [q], answer=str(a[0]), answer_start=int(s[0]), qa=True)
@@ -102,7 +103,7 @@ def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: 
     if suite_train is not None and len(suite_train):
         unpaired = 0
         for r in suite_train.itertuples(index=False):
-            stream, items = _case_items(ttype, r, dir_train_slice)
+            stream, items = _case_items(ttype, r, dir_train_slice, qa_answer_match)
             if stream in ("INV", "DIR"):   # a pair loss needs the original and a perturbation
                 kept = [it for it in items if len(it.inputs) >= 2]
                 unpaired += len(items) - len(kept)
@@ -115,7 +116,7 @@ def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: 
     return {k: streams[k] for k in sorted(streams)}
 
 
-def _case_items(ttype: TaskType, r, dir_train_slice: bool) -> tuple[str, list[Item]]:
+def _case_items(ttype: TaskType, r, dir_train_slice: bool, qa_answer_match: str = "token") -> tuple[str, list[Item]]:
     """Training items of one suite case and the stream they go to.
 
     MFTs: one item per input with its (soft) target. A DIR whose expectation
@@ -130,7 +131,7 @@ def _case_items(ttype: TaskType, r, dir_train_slice: bool) -> tuple[str, list[It
     inputs = list(r.inputs)
     inputs_b = list(r.inputs_b) if r.inputs_b is not None else None
     if ttype.head == "qa":
-        return _qa_case_items(r, inputs, inputs_b)
+        return _qa_case_items(r, inputs, inputs_b, qa_answer_match)
     hint = params.get("train") or {}
     test_type = r.test_type
     if hint.get("as") == "MFT" or test_type == "MFT" or r.expect in ("eq", "triplet"):
@@ -153,9 +154,12 @@ def _case_items(ttype: TaskType, r, dir_train_slice: bool) -> tuple[str, list[It
     return "DIR", [Item(r.functionality, inputs, inputs_b, dir_fn=DIR_FN_INDEX[fn], dir_slice=sliced)]
 
 
-def _qa_case_items(r, contexts: list[str], questions: list[str] | None) -> tuple[str, list[Item]]:
+def _qa_case_items(r, contexts: list[str], questions: list[str] | None,
+                   answer_match: str = "token") -> tuple[str, list[Item]]:
     """READ: MFTs (and label-checked tests) train the span of the expected
-    answer of every input (its first occurrence in the context); INVs
+    answer of every input (located by ``beluga.qa.locate_answer``: its first
+    whole-token occurrence by default, the first substring occurrence under
+    ``training.qa_answer_match: substring``); INVs
     (``inv`` / ``same_answer``) pair the original with a perturbation and
     compare their start / end distributions on the aligned positions."""
     if questions is None:
@@ -166,8 +170,16 @@ def _qa_case_items(r, contexts: list[str], questions: list[str] | None) -> tuple
     if r.test_type != "MFT" or answers is None:
         raise ValueError(f"READ case {r.case_id!r}: a {r.test_type} test with expectation {r.expect!r} "
                          "has no training loss (READ trains MFTs with answers and INVs)")
-    return "MFT", [Item(r.functionality, [c], [q], answer=str(a), qa=True)
-                   for c, q, a in zip(contexts, questions, answers)]
+    from beluga.qa import locate_answer
+
+    items = []
+    for c, q, a in zip(contexts, questions, answers):
+        start = locate_answer(c, str(a), answer_match)
+        if start < 0:
+            raise DataError(f"READ case {r.case_id!r}: field 'answers': {str(a)!r} does not occur in the context "
+                            f"{c[:80]!r}...")
+        items.append(Item(r.functionality, [c], [q], answer=str(a), answer_start=start, qa=True))
+    return "MFT", items
 
 
 def _make_batch(stream: str, items: list[Item], rng: np.random.Generator) -> Batch:
@@ -218,6 +230,13 @@ def epoch_batches(streams: dict[str, list[Item]], batch_size: int, rng: np.rando
 
 def n_batches(streams: dict[str, list[Item]], batch_size: int) -> int:
     return sum(-(-len(v) // batch_size) for v in streams.values())
+
+
+def epoch_steps_total(steps_per_epoch: int, epochs: float) -> int:
+    """Updates of a run of ``epochs`` (possibly fractional) epochs:
+    ceil(epochs × updates per epoch), as the Hugging Face Trainer counts them
+    (the last, partial epoch runs the first updates of its shuffled order)."""
+    return max(1, math.ceil(round(float(epochs) * steps_per_epoch, 9)))
 
 
 # --------------------------------------------------------------------------- per-environment sampling
@@ -295,8 +314,9 @@ class LossFn:
     """Maps (model, batch) to per-example losses; tokenizes on the fly."""
 
     def __init__(self, tokenizer, max_length: int, detach_inv_orig: bool = False, doc_stride: int = 128,
-                 precision: Precision = FP32):
+                 precision: Precision = FP32, qa_inv_scope: str = "context"):
         self.tokenizer = tokenizer
+        self.qa_inv_scope = qa_inv_scope
         self.max_length = max_length
         self.detach_inv_orig = detach_inv_orig
         self.doc_stride = doc_stride
@@ -329,7 +349,8 @@ class LossFn:
             return qa_inv_batch_loss(model, self.tokenizer, orig_questions=batch.texts_b[:n],
                                      orig_contexts=batch.texts[:n], pert_questions=batch.texts_b[n:],
                                      pert_contexts=batch.texts[n:], max_length=self.max_length,
-                                     detach_orig=self.detach_inv_orig, scale=scale, precision=self.precision)
+                                     detach_orig=self.detach_inv_orig, scope=self.qa_inv_scope, scale=scale,
+                                     precision=self.precision)
         logits = self.logits(model, batch.texts, batch.texts_b)
         if scale is not None:
             logits = logits * scale
@@ -401,16 +422,20 @@ def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, refere
                           "functionalities have no trainable case and no i.i.d. data is mixed in)")
     algo_cls = get_algorithm(method)
     check_method_hparams(method, hparams)
-    batch_size, epochs = int(hparams["batch_size"]), int(hparams["epochs"])
-    if batch_size <= 0 or epochs <= 0 or float(hparams["lr"]) <= 0:
-        raise ValueError(f"batch_size, epochs and lr must be positive, got {batch_size}, {epochs}, {hparams['lr']}")
+    batch_size, epochs_f = int(hparams["batch_size"]), float(hparams["epochs"])
+    if batch_size <= 0 or not epochs_f > 0 or float(hparams["lr"]) <= 0:
+        raise ValueError(f"batch_size, epochs and lr must be positive, got {batch_size}, {hparams['epochs']}, "
+                         f"{hparams['lr']}")
+    # fractional epochs (LP-FT's 1.5, as the reference code): the last epoch
+    # stops early; the number of epochs the loop runs
+    epochs = math.ceil(epochs_f)
     precision = resolve(run.precision, next(model.parameters()).device)
     loss_fn = LossFn(tokenizer, run.max_length, detach_inv_orig=bool(hparams["detach_inv_orig"]),
-                     doc_stride=run.doc_stride, precision=precision)
+                     doc_stride=run.doc_stride, precision=precision, qa_inv_scope=run.qa_inv_scope)
     extra: dict = {"sampling": algo_cls.sampling}
     sampler = None   # per-env sampling only (its state is checkpointed)
     if algo_cls.sampling == "pooled":
-        total = n_batches(streams, batch_size) * epochs
+        steps_per_epoch = n_batches(streams, batch_size)
         envs = sorted({it.env for items in streams.values() for it in items})
 
         def epoch_plan(epoch: int):
@@ -424,7 +449,6 @@ def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, refere
         n_items = sum(len(items) for _, items in groups.values())
         per = batch_size * (k if hparams["per_env_epoch"] == "examples" else 1)
         steps_per_epoch = math.ceil(n_items / per)
-        total = steps_per_epoch * epochs
         sampler = EnvSampler(groups, batch_size, np.random.default_rng([seed, 1_000_003]))
         extra.update(env_sizes={e: len(items) for e, (_, items) in groups.items()}, envs_per_step=k,
                      steps_per_epoch=steps_per_epoch)
@@ -433,6 +457,12 @@ def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, refere
             return ([sampler.minibatch(e) for e in sampler.step_envs(k)] for _ in range(steps_per_epoch))
     else:
         raise NotImplementedError(f"sampling mode {algo_cls.sampling!r} of method {method!r} is not implemented")
+    # updates in all (the Hugging Face Trainer's ceil(epochs x updates per epoch)) and in each epoch
+    total = epoch_steps_total(steps_per_epoch, epochs_f)
+    extra["total_steps"] = total
+
+    def steps_in(epoch: int) -> int:
+        return min(steps_per_epoch, total - epoch * steps_per_epoch)
     fp = ckpt = None
     t_ckpt = time.time()
     if epochs == 1:
@@ -473,7 +503,7 @@ def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, refere
     for epoch in range(start_epoch, epochs):
         # losses stay on the device (0-dim tensors); they reach the host only when logged
         running, running_risk = [], []
-        for minibatches in epoch_plan(epoch):
+        for minibatches in itertools.islice(epoch_plan(epoch), steps_in(epoch)):
             stats = algo.update(minibatches)
             running.append(_as_tensor(stats["loss"]))
             running_risk.append(_as_tensor(stats.get("risk", stats["loss"])))

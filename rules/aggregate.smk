@@ -18,5 +18,6 @@ rule aggregate:
         runs=run_records("outcomes"),
         task_type=lambda w: TASKS[w.task]["type"],
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
+        scenario_iid=lambda w: TASKS[w.task]["scenario_iid"],
     script:
         "../workflow_scripts/aggregate.py"

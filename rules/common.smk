@@ -78,15 +78,11 @@ IID_FOLD = {"partition": "standard", "fold": "all", "group": "all"}
 # Model selection (docs/METHOD.md, §4: grid selected on T_val): a grid over the
 # suite stage's hyper-parameters, tried once on the seen fold and reused by
 # every fold (policy "seen", the paper) or on every fold's own T_val
-# ("per_fold"). tasks.<id>.selection overrides keys of the global block.
+# ("per_fold"); selection.method_grid.<method> replaces keys of the grid for
+# one method (LP's learning rates). tasks.<id>.selection overrides keys of the
+# global block.
 def selection(task):
     return {**config["selection"], **TASKS[task].get("selection", {})}
-
-
-try:
-    GRID_POINTS = {t: beluga_dag.grid_points(selection(t)["grid"]) for t in TASKS}
-except BelugaError as e:
-    raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
 
 
 wildcard_constraints:
@@ -110,10 +106,12 @@ def fold_spec(task, partition, fold):
 
 def selection_dir(w):
     """Where a fold's hyper-parameters are selected: the seen fold (policy
-    "seen", the paper) or the fold itself (policy "per_fold")."""
+    "seen", the paper) or the fold itself (policy "per_fold"), by the
+    method's selection method."""
+    method = selection_method(w.task, w.method)
     if selection(w.task)["policy"] == "seen":
-        return res(w.task, "selection", w.conf, w.method, "seen", "all")
-    return res(w.task, "selection", w.conf, w.method, w.partition, w.fold)
+        return res(w.task, "selection", w.conf, method, "seen", "all")
+    return res(w.task, "selection", w.conf, method, w.partition, w.fold)
 
 
 def run_keys(task):
@@ -135,6 +133,23 @@ def stage_hparams(task, stage, method):
     """A stage's lr / batch_size / epochs with the method's complete hyper-parameters."""
     tr = training(task)
     return {**tr[stage], **method_hparams(method, tr["method_hparams"].get(method))}
+
+
+def selection_method(task, method):
+    """The method whose selection gives ``method`` its hyper-parameters (itself;
+    LP-FT with ft_hparams_from: vanilla takes vanilla's)."""
+    return get_algorithm(method).selection_method(stage_hparams(task, "suite", method))
+
+
+try:
+    # (task, method) -> trial id -> grid point
+    GRID_POINTS = {
+        (t, m): beluga_dag.grid_points(beluga_dag.method_grid(selection(t), m))
+        for t in TASKS
+        for m in sorted(set(METHODS) | {selection_method(t, m) for m in METHODS})
+    }
+except BelugaError as e:
+    raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
 
 
 # Cluster resources (issue: cluster runs). A training or prediction job's
@@ -278,7 +293,7 @@ def trial_inputs(wildcards):
 def finetune_model_inputs(wildcards):
     """A fold's training inputs, with the selected hyper-parameters when there is a grid."""
     inputs = trial_inputs(wildcards)
-    if GRID_POINTS[wildcards.task]:
+    if GRID_POINTS[(wildcards.task, selection_method(wildcards.task, wildcards.method))]:
         inputs["selected"] = f"{selection_dir(wildcards)}/selected.json"
     return inputs
 
@@ -328,6 +343,33 @@ def run_settings(rule_name):
     return settings
 
 
+def hparams_summary(rule_name):
+    """Params function: a training job's hyper-parameters in words, for its
+    message (a dry run shows it): the values, or which method's selection on
+    which fold chooses them."""
+
+    def summary(w):
+        hp = get_algorithm(w.method).final_hparams(stage_hparams(w.task, "suite", w.method))
+        if rule_name == "trial":
+            point = GRID_POINTS[(w.task, w.method)][w.trial]
+            hp = get_algorithm(w.method).final_hparams({**hp, **point})
+            chosen = {}
+        else:
+            sel = selection_method(w.task, w.method)
+            where = "seen/all" if selection(w.task)["policy"] == "seen" else "this fold"
+            grid = beluga_dag.method_grid(selection(w.task), sel) if GRID_POINTS[(w.task, sel)] else {}
+            chosen = {k: f"{sel}'s selection on {where}" for k in grid}
+            if hp.get("ft_epochs") is not None:
+                chosen.pop("epochs", None)
+        keys = ("lr", "batch_size", "epochs")
+        parts = [", ".join(f"{k} {hp[k]:g}" for k in keys if k not in chosen)]
+        if chosen:
+            parts.append(f"{', '.join(k for k in keys if k in chosen)}: {next(iter(chosen.values()))}")
+        return "; ".join([p for p in parts if p] + [f"starts from {start_model(w)[1]}"])
+
+    return summary
+
+
 def model_version(w):
     """Params function: the packaged default model's version (another version reruns what was trained)."""
     return beluga_dag.model_version(TASKS[w.task]["model"])
@@ -337,7 +379,7 @@ def trial_files(wildcards):
     return [
         f"{RESULTS}/{wildcards.task}/selection/{wildcards.conf}/{wildcards.method}/{wildcards.partition}/"
         f"{wildcards.fold}/trials/{t}.json"
-        for t in GRID_POINTS[wildcards.task]
+        for t in GRID_POINTS[(wildcards.task, wildcards.method)]
     ]
 
 

@@ -15,6 +15,7 @@ rule unit_outcomes:
     params:
         runs=run_records("outcomes"),
         task_type=lambda w: TASKS[w.task]["type"],
+        scenario_iid=lambda w: TASKS[w.task]["scenario_iid"],
     script:
         "../workflow_scripts/unit_outcomes.py"
 

@@ -47,8 +47,11 @@ rule finetune:
     params:
         run=run_settings("finetune"),
         model_version=model_version,
+        hparams=hparams_summary("finetune"),
         batch_size=PREDICT["batch_size"],
         scope=PREDICT["scope"],
+    message:
+        "finetune {wildcards.task} {wildcards.conf}/{wildcards.method}/{wildcards.partition}/{wildcards.fold}: {params.hparams}"
     script:
         "../workflow_scripts/finetune.py"
 
@@ -91,6 +94,9 @@ rule finetune_model:
     params:
         run=run_settings("finetune"),
         model_version=model_version,
+        hparams=hparams_summary("finetune"),
+    message:
+        "finetune_model {wildcards.task} {wildcards.conf}/{wildcards.method}/{wildcards.partition}/{wildcards.fold}: {params.hparams}"
     script:
         "../workflow_scripts/finetune_model.py"
 
@@ -113,8 +119,11 @@ rule trial:
     params:
         run=run_settings("trial"),
         model_version=model_version,
-        grid_point=lambda w: GRID_POINTS[w.task][w.trial],
+        hparams=hparams_summary("trial"),
+        grid_point=lambda w: GRID_POINTS[(w.task, w.method)][w.trial],
         batch_size=PREDICT["batch_size"],
+    message:
+        "trial {wildcards.task} {wildcards.conf}/{wildcards.method}/{wildcards.partition}/{wildcards.fold} {wildcards.trial}: {params.hparams}"
     script:
         "../workflow_scripts/trial.py"
 

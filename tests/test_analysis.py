@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from beluga import analysis, stats, tables
+from beluga.errors import DataError
 from beluga.metrics import aggregate
 
 FUNCS = pd.DataFrame({"functionality": ["f1", "f2", "f3"], "capability": ["c1", "c1", "c2"],
@@ -91,6 +92,45 @@ def test_significance_identical_system_is_not_significant(tmp_path):
     assert (same["p_value"] == 1.0).all() and (same["direction"] == 0).all()
     assert set(same["column"]) == {"iid", "G_seen", "G_func", "G_avg"}
     assert len(null) == 2 * 500
+
+
+@pytest.mark.parametrize("scenario_iid", ["folds", "seen"])
+@pytest.mark.parametrize("task_type", ["sent", "para"])
+def test_tested_delta_g_is_the_displayed_delta_g(tmp_path, task_type, scenario_iid):
+    """The randomization test's observed ΔG equals the difference of the G values in scores.csv / Table 3,
+    also for PARA, whose duplicate-class F1 is not a mean over examples: a scenario's s_iid pools its fold
+    models' i.i.d. predictions in both places (docs/STATISTICS.md); or, with ``scenario_iid: seen``, is the
+    seen model's in both places."""
+    rng = np.random.default_rng(7)
+    runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.7, ("iid_plus_t", "vanilla"): 0.4})
+    loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
+    _, scores = aggregate(loaded, FUNCS, task_type=task_type, scenario_iid=scenario_iid)
+    data = analysis.task_data(analysis.unit_outcomes(runs, task_type, scenario_iid), FUNCS, task_type)
+    table, _ = analysis.significance(data, R=200, seed=0)
+    base_g = scores.iloc[0].G_standard
+    for conf in ("iid_to_t", "iid_plus_t"):
+        row = scores[scores.configuration == conf].iloc[0]
+        got = table[table.configuration == conf].set_index("column")
+        for sc in ("seen", "func"):
+            assert got.at[f"G_{sc}", "value"] == pytest.approx(row[f"G_{sc}"], abs=1e-12)
+            assert got.at[f"G_{sc}", "delta"] == pytest.approx(row[f"G_{sc}"] - base_g, abs=1e-12)
+        assert got.at["G_avg", "delta"] == pytest.approx((row.G_seen + row.G_func) / 2 - base_g, abs=1e-12)
+    if scenario_iid == "seen":
+        assert (scores.s_iid_func == scores.s_iid_seen).all()
+        with pytest.raises(ValueError, match="scenario_iid.*no seen run"):
+            aggregate([r for r in loaded if r["partition"] != "seen"], FUNCS, task_type=task_type,
+                      scenario_iid="seen")
+        with pytest.raises(DataError, match="scenario_iid.*no seen run"):
+            analysis.unit_outcomes([r for r in runs if r["partition"] != "seen"], task_type, "seen")
+    elif task_type == "para":   # the data tells the two definitions apart: pooled counts, not the mean of F1s
+        from beluga.metrics import iid_metrics
+
+        folds = [r["outcomes"] for r in loaded if (r["configuration"], r["partition"]) == ("iid_to_t", "func")]
+        mean_of_f1s = np.mean([iid_metrics(o, "para")["f1"] for o in folds])
+        pooled = iid_metrics(pd.concat(folds), "para")
+        row = scores[scores.configuration == "iid_to_t"].iloc[0]
+        assert abs(mean_of_f1s - pooled["f1"]) > 1e-3
+        assert row.s_iid_func == pytest.approx((pooled["accuracy"] + pooled["f1"]) / 2, abs=1e-12)
 
 
 def test_holm_marks_fewer(tmp_path):

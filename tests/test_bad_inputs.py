@@ -208,6 +208,10 @@ CONFIG_CASES = {
     "fraction_zero": ({"split": {"fractions": [0.75, 0.0, 0.25]}}, "split.fractions[1]", "less than or equal to"),
     "grid_ids_collide": ({"selection": {"grid": {"lr": [1.0e-3, 1.0000001e-3]}}}, "selection.grid.lr",
                          "have the same trial id"),
+    "scenario_iid_seen_without_seen": ({"tasks__sent__scenario_iid": "seen", "partitions": ["func"]},
+                                       "tasks.sent.scenario_iid", "'seen' is not in partitions"),
+    "unknown_answer_match": ({"training__qa_answer_match": "fuzzy"}, "training.qa_answer_match",
+                             "unknown value 'fuzzy'"),
     "empty_training_fold": ({"tasks__sent__suite__functionalities": ["typos"], "partitions": ["func"]}, "partitions",
                             "has nothing to train on"),
 }

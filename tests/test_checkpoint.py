@@ -22,7 +22,8 @@ from beluga.training import build_streams
 METHODS = sorted(ALGORITHMS)
 HP = {"lr": 1e-3, "batch_size": 4, "epochs": 3}
 # per-method settings that put the interesting events after the first checkpoint
-METHOD_HP = {"irm": {"irm_penalty_anneal_frac": 0.5},   # the λ switch (optimizer reset) in epoch 2
+METHOD_HP = {"irm": {"irm_penalty_anneal_frac": 0.5,    # the λ switch (optimizer reset) in epoch 2
+                     "irm_reset_optimizer": True},
              "l2": {"l2_sp": True},                      # the anchor is the start weights, not the checkpoint's
              "fish": {"fish_envs": 3}}
 
@@ -102,6 +103,30 @@ def test_resume_after_a_crash_is_bit_identical(method, tmp_path, monkeypatch, ca
     assert s1["method_info"] == s0["method_info"]
     if method == "irm":
         assert s0["method_info"]["irm_switch_step"] > s0["steps"] // 3   # the switch came after the checkpoint
+
+
+@pytest.mark.parametrize("method", ["vanilla", "group_dro"])
+def test_fractional_epochs_stop_after_the_right_updates_and_resume_bit_for_bit(method, tmp_path, monkeypatch):
+    """1.5 and 2.5 epochs (LP-FT's second stage in the reference code): ceil(epochs x updates per epoch)
+    updates (the linear schedule spans them); a run killed after the first epoch resumes to the same weights."""
+    from beluga.training import epoch_steps_total
+
+    _, one = fit(method, epochs=1)
+    per_epoch = one["steps"]
+    assert per_epoch >= 3
+    for epochs in (1.5, 2.5):
+        straight, s0 = fit(method, epochs=epochs)
+        assert s0["steps"] == s0["total_steps"] == epoch_steps_total(per_epoch, epochs) == -(-int(epochs * 2) *
+                                                                                              per_epoch // 2)
+        assert len(s0["epoch_losses"]) == int(epochs) + 1
+        ckpt = tmp_path / f"ckpt{epochs}"
+        with pytest.raises(Crash):
+            fit(method, ckpt, crash_after=1, monkeypatch=monkeypatch, epochs=epochs)
+        resumed, s1 = fit(method, ckpt, epochs=epochs)
+        assert s1["resumed_from_epoch"] == 1 and s1["steps"] == s0["steps"]
+        assert same_weights(straight, resumed)
+    assert epoch_steps_total(10, 1.5) == 15 and epoch_steps_total(3, 1.5) == 5 and epoch_steps_total(7, 1.0) == 7
+    assert epoch_steps_total(1, 0.01) == 1
 
 
 def test_resume_after_the_second_epoch_and_without_a_checkpoint_dir(tmp_path, monkeypatch):

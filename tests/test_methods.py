@@ -247,23 +247,30 @@ def test_irm_scale_reaches_every_batch_kind_and_matches_finite_differences():
                 assert pen > 0, kind
 
 
-def test_irm_switch_resets_optimizer_and_continues_schedule():
+def test_irm_switch_rescales_optionally_resets_optimizer_and_continues_schedule():
     model, tok = tiny()
     streams = build_streams(SENT, None, two_env_suite(3))
     groups = env_groups(streams)
     sampler = EnvSampler(groups, 2, np.random.default_rng(0))
-    hp = {**HP, **method_hparams("irm", {"irm_penalty_anneal_iters": 2, "irm_lambda": 100.0})}
-    algo = get_algorithm("irm")(model, hp, LossFn(tok, 48), 10, envs=list(groups))
-    weights, optimizers = [], []
-    for _ in range(4):
-        stats = algo.update([sampler.minibatch(e) for e in groups])
-        weights.append(stats["irm_weight"])
-        optimizers.append(algo.optimizer)
-    assert weights == [1.0, 1.0, 100.0, 100.0]
-    # a fresh optimizer for the first update with λ = 100, kept afterwards
-    assert optimizers[0] is optimizers[1] and optimizers[2] is not optimizers[1] and optimizers[3] is optimizers[2]
-    assert algo.optimizer.param_groups[0]["lr"] == pytest.approx(HP["lr"] * (1 - 4 / 10))
-    assert algo.summary()["irm_switch_step"] == 2
+    for reset in (True, False):     # DomainBed's reset / the reference code's (and the default) none
+        hp = {**HP, **method_hparams("irm", {"irm_penalty_anneal_iters": 2, "irm_lambda": 100.0,
+                                             **({"irm_reset_optimizer": True} if reset else {})})}
+        algo = get_algorithm("irm")(model, hp, LossFn(tok, 48), 10, envs=list(groups))
+        weights, optimizers, steps = [], [], []
+        for _ in range(4):
+            stats = algo.update([sampler.minibatch(e) for e in groups])
+            weights.append(stats["irm_weight"])
+            optimizers.append(algo.optimizer)
+            steps.append({k: float(stats[k]) for k in ("loss", "risk", "irm_penalty")})
+        assert weights == [1.0, 1.0, 100.0, 100.0]
+        # a fresh optimizer for the first update with λ = 100, kept afterwards (reset); one optimizer (no reset)
+        assert optimizers[0] is optimizers[1] and optimizers[3] is optimizers[2]
+        assert (optimizers[2] is not optimizers[1]) == reset
+        assert algo.optimizer.param_groups[0]["lr"] == pytest.approx(HP["lr"] * (1 - 4 / 10))
+        assert algo.summary()["irm_switch_step"] == 2
+        # the default rescales the objective by 1/λ after the switch (reference code): risk/λ + penalty
+        for st, w in zip(steps, weights):
+            assert st["loss"] == pytest.approx((st["risk"] + w * st["irm_penalty"]) / w, rel=1e-5)
     # default: the switch after 1/5 of training
     s = run("irm", *tiny(), streams, irm_penalty_anneal_iters=None, epochs=5)
     assert s["method_info"]["irm_anneal_iters"] == round(0.2 * s["steps"])
@@ -419,14 +426,67 @@ def test_dropout_reaches_every_layer():
     assert dis.config.dropout == dis.config.attention_dropout == dis.config.seq_classif_dropout == 0.3
 
 
-def test_l2_weight_decay_toward_zero():
-    model, tok = tiny()
+def _tiny_architectures():
+    from transformers import (
+        BertConfig,
+        BertForSequenceClassification,
+        DistilBertConfig,
+        DistilBertForSequenceClassification,
+        RobertaConfig,
+        RobertaForSequenceClassification,
+    )
+
+    small = dict(vocab_size=50, hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=16)
+    return {
+        "bert": BertForSequenceClassification(BertConfig(**small)),
+        "roberta": RobertaForSequenceClassification(RobertaConfig(**small)),
+        "distilbert": DistilBertForSequenceClassification(DistilBertConfig(vocab_size=50, dim=8, hidden_dim=16,
+                                                                           n_layers=2, n_heads=2)),
+    }
+
+
+#: every bias and every LayerNorm weight of the three architectures, by their names (the test's own list;
+#: the method finds them by module type)
+NORM_NAMES = {"bert": ("LayerNorm.weight",), "roberta": ("LayerNorm.weight",),
+              "distilbert": ("LayerNorm.weight", "sa_layer_norm.weight", "output_layer_norm.weight")}
+
+
+@pytest.mark.parametrize("arch", ["bert", "roberta", "distilbert"])
+def test_l2_decays_all_but_biases_and_norm_weights(arch):
+    torch.manual_seed(0)
+    model = _tiny_architectures()[arch]
     hp = {**HP, "lr": 1e-2, **method_hparams("l2")}
     algo = get_algorithm("l2")(model, hp, _stub_loss({"e": 0.0}), 10)
-    before = [p.detach().clone() for p in model.parameters()]
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
     algo.update([_mb("e")])  # zero data gradients: only the decay moves θ
-    for p, p0 in zip(model.parameters(), before):
-        torch.testing.assert_close(p, p0 * (1 - 1e-2 * 0.1))
+    exempt = {n for n in before if n.endswith(".bias") or n.endswith(NORM_NAMES[arch])}
+    assert any("norm" in n.lower() for n in exempt) and any(n.endswith(".bias") for n in exempt)
+    for n, p in model.named_parameters():
+        if n in exempt:
+            assert torch.equal(p, before[n]), n
+        else:
+            torch.testing.assert_close(p, before[n] * (1 - 1e-2 * 0.1), msg=n)
+    # the option: decay every parameter
+    model = _tiny_architectures()[arch]
+    algo = get_algorithm("l2")(model, {**hp, "l2_decay_all": True}, _stub_loss({"e": 0.0}), 10)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    algo.update([_mb("e")])
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(p, before[n] * (1 - 1e-2 * 0.1), msg=n)
+
+
+def test_no_decay_parameters_by_module_type():
+    from beluga.methods.base import is_normalization, no_decay_parameters
+
+    class T5LayerNorm(torch.nn.Module):   # a model-specific norm class (no bias, not a torch LayerNorm)
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(4))
+
+    net = torch.nn.Sequential(torch.nn.Linear(4, 4), T5LayerNorm(), torch.nn.Linear(4, 2, bias=False),
+                              torch.nn.LayerNorm(2))
+    assert is_normalization(net[1]) and is_normalization(net[3]) and not is_normalization(net[0])
+    assert no_decay_parameters(net) == {id(net[0].bias), id(net[1].weight), id(net[3].weight), id(net[3].bias)}
 
 
 def test_l2_sp_pulls_toward_start_weights():

@@ -11,6 +11,7 @@ from beluga.qa import (
     encode_qa,
     exact_match,
     f1_score,
+    locate_answer,
     predict_qa,
     qa_inv_batch_loss,
     qa_inv_loss,
@@ -94,6 +95,43 @@ def test_span_targets_decode_back_to_the_answer(tok):
     assert feats.offsets[0][s0][0] == second  # the given occurrence, not the first
     # question / special tokens carry no offsets
     assert feats.offsets[0][0] is None and feats.context_mask[0].sum() < feats.attention_mask[0].sum()
+
+
+def test_span_target_is_the_whole_token_answer_daniel_not_danielle(tok):
+    """The squad suite's 'A is COMP than B': the answer "Daniel" is the last
+    word, not the start of "Danielle" (4 of 56,788 squad MFT inputs change)."""
+    import json
+
+    import pandas as pd
+
+    from beluga.tasks import READ
+    from beluga.training import build_streams
+
+    ctx = "Danielle is wiser than Daniel."
+    assert locate_answer(ctx, "Daniel") == ctx.rindex("Daniel") == 23
+    assert locate_answer(ctx, "Daniel", "substring") == 0                    # the reference code's context.find
+    assert locate_answer(ctx, "Danielle") == 0
+    assert locate_answer("Angela and Angel are friends.", "Angel") == 11
+    assert locate_answer("Mr. Smith left.", "Mr.") == 0                      # punctuation at the edge
+    assert locate_answer("x-ray and xray", "ray") == 2                       # "x-ray": '-' is not a word character
+    assert locate_answer("Danielle left.", "Daniel") == 0                    # only inside a word: first occurrence
+    assert locate_answer("Anne left.", "Paul") == -1
+    with pytest.raises(ValueError, match="answer match"):
+        locate_answer(ctx, "Daniel", "fuzzy")
+
+    case = {"case_id": "c", "functionality": "comparison", "capability": "Taxonomy", "test_type": "MFT",
+            "inputs": [ctx], "inputs_b": ["Who is less wise?"], "labels": None, "expect": "squad",
+            "expect_params": json.dumps({}), "agg_fn": "all", "meta": None, "answers": ["Daniel"]}
+    for match, char in (("token", 23), ("substring", 0)):
+        (item,) = build_streams(READ, None, pd.DataFrame([case]), qa_answer_match=match)["MFT"]
+        assert item.answer_start == char
+        feats = encode_qa(tok, item.inputs_b, item.inputs, max_length=64, stride=16)
+        sp, ep = span_targets(feats, item.inputs, [item.answer], [item.answer_start])
+        assert tok.decode(feats.input_ids[0, int(sp[0]):int(ep[0]) + 1]) == ("daniel" if match == "token"
+                                                                             else "danielle")
+    bad = {**case, "answers": ["Paul"]}
+    with pytest.raises(DataError, match="field 'answers'.*'Paul' does not occur"):
+        build_streams(READ, None, pd.DataFrame([bad]))
 
 
 def test_span_targets_errors(tok):

@@ -110,6 +110,7 @@ def test_schema_enums_are_the_registry_and_the_configurations():
         schema["properties"]["methods"]["items"]["enum"]).index)
     assert set(schema["properties"]["methods"]["items"]["enum"]) == set(ALGORITHMS)
     assert set(schema["$defs"]["method_hparams"]["propertyNames"]["enum"]) == set(ALGORITHMS)
+    assert set(schema["$defs"]["method_grid"]["propertyNames"]["enum"]) == set(ALGORITHMS)
     assert set(schema["properties"]["configurations"]["items"]["enum"]) == set(CONFIGURATIONS)
 
 

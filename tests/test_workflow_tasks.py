@@ -50,6 +50,33 @@ def test_para_end_to_end(tmp_path):
         assert (res / "plots" / f"heatmap_{p}.png").exists()
 
 
+def test_para_paper_fixes_false_trains_and_scores_the_released_synonym_test(tmp_path):
+    """``paper_fixes: false``: the synonym functionality is the released one-pair "INV" (nothing to compare
+    the pair with). Training skips those cases (no perturbation to train on) instead of crashing, and scoring
+    passes every one of them, as CheckList's all_except_first does with a single result."""
+    cfg = yaml.safe_load(config_with_shared("tiny_para.yaml", tmp_path).read_text())
+    cfg["tasks"]["para"]["suite"]["paper_fixes"] = False
+    cfg["partitions"] = ["seen"]
+    cfg_file = tmp_path / "released.yaml"
+    cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    wd = tmp_path / "run"
+    smk(wd, "--cores", "2", configfiles=(cfg_file,))
+    res = wd / "results" / "para"
+    syn = "(question, f(question)) where f(question) replaces synonyms?"
+    suite = pd.read_parquet(res / "suite" / "suite.parquet")
+    cases = suite[suite.functionality == syn]
+    assert len(cases) == 4 and (cases.test_type == "INV").all() and (cases.inputs.map(len) == 1).all()
+    assert all("train" not in json.loads(p) for p in cases.expect_params)     # as released: no MFT hint
+    log = (wd / "logs" / "para" / "finetune" / "iid_to_iid_plus_t" / "vanilla" / "seen" / "all.log").read_text()
+    split = pd.read_parquet(res / "suite" / "split.parquet")
+    n_train = int(split[(split.split == "train") & split.case_id.isin(set(cases.case_id))].shape[0])
+    assert n_train >= 1 and f"{n_train} INV / DIR case(s) with fewer than two inputs skipped" in log
+    for model in ("iid/vanilla/standard/all", "iid_to_iid_plus_t/vanilla/seen/all"):
+        outcomes = pd.read_parquet(res / "outcomes" / f"{model}.parquet")
+        scored = outcomes[outcomes.case_id.isin(set(cases.case_id))]
+        assert len(scored) >= 1 and (scored.status == "pass").all(), model
+
+
 def test_read_end_to_end(tmp_path):
     wd, cfg = run_task(tmp_path, "tiny_read.yaml")
     res = wd / "results" / "read"

@@ -3,4 +3,4 @@ from beluga.steps import statistics
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: statistics.unit_outcomes(runs=sm.params.runs, task_type=sm.params.task_type,
-                                         out_units=sm.output.units))
+                                         scenario_iid=sm.params.scenario_iid, out_units=sm.output.units))

@@ -41,7 +41,8 @@ def method_hparams(name: str, overrides: dict | None = None) -> dict:
     return hp
 
 
-_CHOICES = {"per_env_epoch": ("steps", "examples"), "irm_penalty_estimate": ("full", "split")}
+_CHOICES = {"per_env_epoch": ("steps", "examples"), "irm_penalty_estimate": ("full", "split"),
+            "ft_hparams_from": ("own", "vanilla")}
 _INT_OR_NONE_MIN = {"envs_per_step": 1, "fish_envs": 1, "irm_penalty_anneal_iters": 0}
 _NON_NEGATIVE = ("weight_decay", "l2_lambda", "irm_lambda", "groupdro_eta")
 _UNIT = ("hidden_dropout", "attention_dropout", "irm_penalty_anneal_frac")
@@ -62,9 +63,12 @@ def check_method_hparams(name: str, hp: dict) -> None:
             bad(k, "must be a non-negative number")
         if k in _UNIT and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1):
             bad(k, "must be a number in [0, 1]")
+        if k in ("lr", "ft_epochs") and v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                                           or not v > 0):
+            bad(k, "must be a positive number" + (" or null" if k == "ft_epochs" else ""))
         if k == "meta_lr" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1):
             bad(k, "must be a number in (0, 1]")
-        if k in ("l2_sp", "irm_rescale") and not isinstance(v, bool):
+        if k in ("l2_sp", "l2_decay_all", "irm_rescale", "irm_reset_optimizer") and not isinstance(v, bool):
             bad(k, "must be true or false")
 
 

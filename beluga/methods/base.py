@@ -15,6 +15,28 @@ def register(cls):
     return cls
 
 
+def is_normalization(module) -> bool:
+    """A normalization layer, by type: torch's LayerNorm, GroupNorm, RMSNorm,
+    batch / instance norms, and model-specific classes named ``*Norm``
+    (T5LayerNorm, LlamaRMSNorm...)."""
+    types = (torch.nn.LayerNorm, torch.nn.GroupNorm, torch.nn.modules.batchnorm._NormBase,
+             torch.nn.LocalResponseNorm) + ((torch.nn.RMSNorm,) if hasattr(torch.nn, "RMSNorm") else ())
+    return isinstance(module, types) or type(module).__name__.endswith("Norm")
+
+
+def no_decay_parameters(model) -> set[int]:
+    """ids of the parameters weight decay leaves alone (the Hugging Face
+    Trainer's convention): every parameter of a normalization module
+    (:func:`is_normalization`) and every module's own ``bias``."""
+    out: set[int] = set()
+    for module in model.modules():
+        norm = is_normalization(module)
+        for name, p in module.named_parameters(recurse=False):
+            if norm or name == "bias":
+                out.add(id(p))
+    return out
+
+
 class Algorithm:
     """A method owns the model, its optimizer and scheduler.
 
@@ -95,6 +117,18 @@ class Algorithm:
         """Per-env sampling: environments per step (None = all)."""
         return hparams["envs_per_step"]
 
+    @classmethod
+    def selection_method(cls, hparams: dict) -> str:
+        """The method whose model selection (grid trials on T_val) gives this
+        one its hyper-parameters: its own by default."""
+        return cls.name
+
+    @classmethod
+    def final_hparams(cls, hparams: dict) -> dict:
+        """The hyper-parameters training uses, once model selection's choice is
+        applied (a method may fix some of them afterwards); unchanged by default."""
+        return dict(hparams)
+
     def setup(self) -> None:
         """Runs before the optimizer is built (freeze parameters, set dropout...)."""
 
@@ -106,12 +140,23 @@ class Algorithm:
     def trainable_parameters(self):
         return [p for p in self.model.parameters() if p.requires_grad]
 
-    def adamw(self, params, weight_decay: float | None = None) -> torch.optim.Optimizer:
-        """AdamW over ``params`` (a list of tensors or of parameter groups) with
-        the run's lr, the given (default: the method's) weight decay, fused when
-        the device supports it."""
-        wd = self.hparams["weight_decay"] if weight_decay is None else weight_decay
-        return torch.optim.AdamW(params, lr=self.hparams["lr"], weight_decay=wd, fused=self.fused or None)
+    def adamw(self, params, weight_decay: float | None = None, decay_all: bool = False,
+              owner=None) -> torch.optim.Optimizer:
+        """AdamW over ``params`` (tensors of ``owner``, default the model) with the run's lr and
+        the given (default: the method's) weight decay, fused when the device
+        supports it. As in the Hugging Face Trainer (the reference code), a
+        positive decay is not applied to biases and normalization weights
+        (:func:`no_decay_parameters`, found by module type); ``decay_all``
+        decays every parameter."""
+        wd = float(self.hparams["weight_decay"] if weight_decay is None else weight_decay)
+        params = list(params)
+        groups: list = params
+        if wd > 0 and not decay_all:
+            exempt = no_decay_parameters(self.model if owner is None else owner)
+            groups = [{"params": [p for p in params if id(p) not in exempt], "weight_decay": wd},
+                      {"params": [p for p in params if id(p) in exempt], "weight_decay": 0.0}]
+            groups = [g for g in groups if g["params"]]
+        return torch.optim.AdamW(groups, lr=self.hparams["lr"], weight_decay=wd, fused=self.fused or None)
 
     def make_optimizer(self) -> torch.optim.Optimizer:
         return self.adamw(self.trainable_parameters())

@@ -78,17 +78,17 @@ class IRM(Algorithm):
     λ = 1 for the first ``anneal`` updates and ``irm_lambda`` afterwards;
     ``anneal`` = ``irm_penalty_anneal_iters`` when set, else
     round(``irm_penalty_anneal_frac`` × total updates) (ref. code: λ = 1e4
-    after 1/5 of training; DomainBed: λ = 100 after 500 steps). The AdamW
-    optimizer is reset when λ switches (the learning-rate schedule continues).
-    ``irm_rescale`` divides the objective by λ after the switch (off by
-    default, like DomainBed; with Adam and gradient clipping it changes little
-    since Adam's steps are nearly invariant to the loss scale)."""
+    after 1/5 of training; DomainBed: λ = 100 after 500 steps).
+    ``irm_rescale`` (default on, as the reference code) divides the objective
+    by λ after the switch; ``irm_reset_optimizer`` (default off, as the
+    reference code; DomainBed's choice when on) gives AdamW fresh moments at
+    the switch, the learning-rate schedule continuing (docs/DEVIATIONS.md)."""
 
     name = "irm"
     sampling = "per_env"
     defaults = {"weight_decay": 0.0, "irm_lambda": 1e4, "irm_penalty_anneal_frac": 0.2,
-                "irm_penalty_anneal_iters": None, "irm_penalty_estimate": "full", "irm_rescale": False,
-                "envs_per_step": None, "per_env_epoch": "examples"}
+                "irm_penalty_anneal_iters": None, "irm_penalty_estimate": "full", "irm_rescale": True,
+                "irm_reset_optimizer": False, "envs_per_step": None, "per_env_epoch": "examples"}
 
     def setup(self) -> None:
         it = self.hparams["irm_penalty_anneal_iters"]
@@ -103,8 +103,9 @@ class IRM(Algorithm):
 
     def update(self, minibatches: list) -> dict:
         if self.steps_done == self.anneal_iters and self.anneal_iters > 0:
-            # Adam's moments were built with λ = 1: reset at the jump in gradient magnitudes
-            self.reset_optimizer()
+            if self.hparams["irm_reset_optimizer"]:
+                # Adam's moments were built with λ = 1: reset at the jump in gradient magnitudes (DomainBed)
+                self.reset_optimizer()
             self.switch_step = self.steps_done
         p0 = next(self.model.parameters())
         scale = torch.ones((), dtype=p0.dtype, device=p0.device, requires_grad=True)
@@ -220,7 +221,7 @@ class Fish(Algorithm):
         self.pairs = [(p, q) for p, q in zip(self.model.parameters(), self.inner.parameters()) if p.requires_grad]
 
     def make_optimizer(self) -> torch.optim.Optimizer:
-        return self.adamw([q for _, q in self.pairs])
+        return self.adamw([q for _, q in self.pairs], owner=self.inner)
 
     def update(self, minibatches: list) -> dict:
         with torch.no_grad():

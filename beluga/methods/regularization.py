@@ -92,8 +92,11 @@ def set_dropout(model: torch.nn.Module, hidden: float, attention: float) -> dict
 class L2(Vanilla):
     """A stronger L2 penalty, λ = ``l2_lambda`` (0.1).
 
-    Default (ref. code): AdamW's decoupled weight decay λ toward zero,
-    θ ← θ − lr·λ·θ at every step. ``l2_sp=True``: L2-SP, the penalty
+    Default (ref. code: the Trainer's ``weight_decay = 0.1``): AdamW's
+    decoupled weight decay λ toward zero, θ ← θ − lr·λ·θ at every step, on
+    every parameter but biases and normalization weights (the Trainer's
+    parameter groups, found by module type: :func:`no_decay_parameters`);
+    ``l2_decay_all=True`` decays every parameter. ``l2_sp=True``: L2-SP, the penalty
     λ·||θ − θ0||² added to the loss (weight decay 0), toward θ0 = the weights
     the trainable parameters had when the method was built (the start model:
     the pre-trained encoder, or the IID model in IID→T), or ``reference_state``
@@ -103,7 +106,7 @@ class L2(Vanilla):
     name = "l2"
     # AdamW decoupled weight decay l2_lambda toward 0; l2_sp: penalty
     # l2_lambda * ||θ - θ0||² toward the start weights (weight decay 0)
-    defaults = {"l2_lambda": 0.1, "l2_sp": False}
+    defaults = {"l2_lambda": 0.1, "l2_sp": False, "l2_decay_all": False}
 
     def setup(self) -> None:
         self.anchor: dict[str, torch.Tensor] = {}
@@ -120,7 +123,7 @@ class L2(Vanilla):
 
     def make_optimizer(self) -> torch.optim.Optimizer:
         wd = 0.0 if self.hparams["l2_sp"] else float(self.hparams["l2_lambda"])
-        return self.adamw(self.trainable_parameters(), weight_decay=wd)
+        return self.adamw(self.trainable_parameters(), weight_decay=wd, decay_all=self.hparams["l2_decay_all"])
 
     def sp_penalty(self) -> torch.Tensor:
         terms = [((p - self.anchor[n]) ** 2).sum() for n, p in self.model.named_parameters() if n in self.anchor]
@@ -172,10 +175,15 @@ class Dropout(Vanilla):
 class LP(Vanilla):
     """Linear probing: the encoder is frozen (``requires_grad=False``), only
     the head (:func:`head_parameter_names`) trains; the optimizer holds the
-    head's parameters only."""
+    head's parameters only.
+
+    Its own learning rate ``lr`` (1e-3) replaces the suite stage's: a head
+    alone needs a larger one (the reference code tunes LP over lr {1e-4, 5e-4,
+    1e-3}, not the fine-tuning grid; ``selection.method_grid.lp``). A grid
+    with ``lr`` values replaces it in turn."""
 
     name = "lp"
-    defaults = {"weight_decay": 0.0}
+    defaults = {"weight_decay": 0.0, "lr": 1e-3}
 
     def setup(self) -> None:
         head = set(head_parameter_names(self.model))
@@ -190,16 +198,35 @@ class LP(Vanilla):
 @register
 class LPFT(Vanilla):
     """LP-FT, second stage: plain full fine-tuning (vanilla AdamW, every
-    parameter trainable) of a model whose head was first trained by ``lp``.
+    parameter trainable, a fresh optimizer) of a model whose head was first
+    trained by ``lp``.
 
-    The two stages are two jobs: the ``lp`` method's trained model is this
-    method's START model (``start_method``); this class itself is vanilla
-    (it only makes sure no parameter is left frozen)."""
+    The two stages are two jobs: the ``lp`` method's trained model (with LP's
+    own hyper-parameters) is this method's START model (``start_method``);
+    this class itself is vanilla (it only makes sure no parameter is left
+    frozen).
+
+    The second stage's hyper-parameters: ``ft_hparams_from: own`` (default)
+    selects them like any method (its own grid trials, or the suite stage's
+    values); ``vanilla`` takes the vanilla method's selection of the same
+    configuration and fold (the reference code). ``ft_epochs`` (null = as
+    selected) then fixes the number of epochs (the reference code: 1.5)."""
 
     name = "lp_ft"
-    defaults = {"weight_decay": 0.0}
+    defaults = {"weight_decay": 0.0, "ft_hparams_from": "own", "ft_epochs": None}
     #: the method whose trained model is this method's start model
     start_method = "lp"
+
+    @classmethod
+    def selection_method(cls, hparams: dict) -> str:
+        return cls.name if hparams["ft_hparams_from"] == "own" else hparams["ft_hparams_from"]
+
+    @classmethod
+    def final_hparams(cls, hparams: dict) -> dict:
+        out = dict(hparams)
+        if out["ft_epochs"] is not None:
+            out["epochs"] = out["ft_epochs"]
+        return out
 
     def setup(self) -> None:
         for p in self.model.parameters():

@@ -19,8 +19,8 @@ def _task_data(units: str, suite: str, task_type: str) -> analysis.TaskData:
     return analysis.task_data(read_parquet(units, "unit outcomes"), funcs, task_type, source=units)
 
 
-def unit_outcomes(*, runs: list[dict], task_type: str, out_units: str) -> None:
-    write_parquet(analysis.unit_outcomes(runs, task_type), out_units)
+def unit_outcomes(*, runs: list[dict], task_type: str, scenario_iid: str, out_units: str) -> None:
+    write_parquet(analysis.unit_outcomes(runs, task_type, scenario_iid), out_units)
 
 
 def significance(*, task: str, units: str, suite: str, task_type: str, iid_metric: str, R: int, seed: int,

@@ -80,17 +80,27 @@ def _train_fold(run: FoldRun, *, suite: str, split: str, iid_train: str | None, 
     model, tokenizer = load_model(start or run.model, ttype.num_model_labels, config_overrides=overrides,
                                   head=ttype.head)
     model.to(job.device)
-    streams = build_streams(ttype, iid_df, suite_train, dir_train_slice=run.dir_train_slice)
+    streams = build_streams(ttype, iid_df, suite_train, dir_train_slice=run.dir_train_slice,
+                            qa_answer_match=run.qa_answer_match)
     return model, tokenizer, _train(model, tokenizer, streams, run, clock)
+
+
+def final(run: FoldRun) -> FoldRun:
+    """The run with the hyper-parameters its method fixes after selection
+    (LP-FT's ``ft_epochs``)."""
+    from beluga.methods import get_algorithm
+
+    return run.with_hparams(**get_algorithm(run.method).final_hparams(run.hparams))
 
 
 def with_selection(run: FoldRun, selected: str | None) -> tuple[FoldRun, dict | None]:
     """The run with the hyper-parameters model selection chose (``selected``:
-    the select_hparams rule's JSON), and that choice."""
+    the select_hparams rule's JSON; another method's for LP-FT with
+    ``ft_hparams_from: vanilla``), then those its method fixes, and the choice."""
     if selected is None:
-        return run, None
+        return final(run), None
     choice = json.loads(Path(selected).read_text())
-    return run.with_hparams(**choice["hparams"]), choice
+    return final(run.with_hparams(**choice["hparams"])), choice
 
 
 def _fold_record(run: FoldRun, choice: dict | None, summary: dict, job: Job) -> dict:
@@ -176,7 +186,7 @@ def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str,
     from beluga.scoring import pass_rates, score_cases
     from beluga.suites.format import functionality_table
 
-    run = FoldRun.from_dict(run).with_hparams(**grid_point)
+    run = final(FoldRun.from_dict(run).with_hparams(**grid_point))
     clock = Clock()
     job = start_job(run.threads, run.precision)
     ttype = get_task_type(run.task_type)
