@@ -16,6 +16,7 @@ include: "rules/evaluate.smk"
 include: "rules/aggregate.smk"
 include: "rules/plots.smk"
 include: "rules/statistics.smk"
+include: "rules/ood.smk"
 
 
 # `snakemake --report report.html`: tables, figures, diagnostics, configuration.

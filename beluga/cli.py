@@ -59,6 +59,13 @@ def _parser() -> argparse.ArgumentParser:
                         help="prediction sequences/s of all-MiniLM-L6-v2 at 48 tokens on the target device")
     p_plan.add_argument("--fixed-s", type=float, default=None, help="fixed seconds per job (start-up, model load)")
     p_plan.add_argument("--json", default=None, help="also write the plan as JSON to this file")
+    p_rank = sub.add_parser("ood-rank", help="GLUE-X ranking of systems from a long score table",
+                            description="Read a long table (CSV, TSV or Parquet) with columns system, task, dataset, "
+                                        "domain (id or ood), metric, value and write ranking.csv (system, id_avg, "
+                                        "ood_avg, decrease_ratio, rank_decrease_ratio, friedman_rank_ood, "
+                                        "friedman_rank_id) and ranking.md, as GLUE-X computes them (beluga/ood.py).")
+    p_rank.add_argument("--scores", required=True, help="the long score table")
+    p_rank.add_argument("--out", required=True, help="output directory")
     return p
 
 
@@ -202,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
 
             print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
                                args.json), end="")
+        elif args.command == "ood-rank":
+            from beluga.ood import ood_rank_command
+
+            print(ood_rank_command(args.scores, args.out), end="")
     except BelugaError as e:
         print("error: " + " ".join(str(e).splitlines()), file=sys.stderr)
         return EXIT_ERROR

@@ -150,6 +150,10 @@ def check_config(config: dict, schema: dict, configfiles=()) -> None:
         raise ConfigError(f"{where}: field 'split.fractions': {list(fractions)} must sum to 1 "
                           f"(they sum to {sum(fractions):g})")
     for tid, task in (config.get("tasks") or {}).items():
+        names = [e.get("name") for e in (task or {}).get("ood") or []]
+        dup = next((n for n in names if names.count(n) > 1), None)
+        if dup is not None:
+            raise ConfigError(f"{where}: field 'tasks.{tid}.ood': two OOD sets are named {dup!r}")
         if (task or {}).get("scenario_iid") == "seen" and "seen" not in (config.get("partitions") or []):
             raise ConfigError(f"{where}: field 'tasks.{tid}.scenario_iid': 'seen' takes G's s_iid from the seen "
                               "model, but 'seen' is not in partitions")
@@ -195,6 +199,17 @@ def check_sources(tasks: dict, configfiles=()) -> None:
             if not Path(f).exists():
                 field = "path" if iid["source"] in ("sst2", "qqp", "squad") else "source"
                 raise ConfigError(f"iid file {f}: field 'tasks.{tid}.iid.{field}': file does not exist")
+        for k, entry in enumerate(t.get("ood") or []):
+            field = f"tasks.{tid}.ood[{k}]"
+            if entry.get("source") == "local" and not Path(entry["path"]).expanduser().exists():
+                raise ConfigError(f"ood file {entry['path']}: field '{field}.path': file does not exist")
+            if entry.get("source") == "hub":
+                from beluga.data.iid import hub_reachable
+
+                if not hub_reachable():
+                    raise ConfigError(f"{_where(configfiles)}: field '{field}.dataset': OOD set {entry['name']!r} "
+                                      f"reads the Hugging Face dataset {entry['dataset']!r}, but the hub is not "
+                                      "reachable (offline or HF_HUB_OFFLINE=1); use source: local with a copy")
         spec = str(t["model"])
         if spec not in ("default", "tiny-random") and not Path(spec).expanduser().exists() and (
                 spec.startswith((".", "/", "~")) or spec.count("/") > 1):

@@ -261,10 +261,12 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
     value_col = "answer" if qa else "probs"
     _check_columns(predictions, ["split", "case_id", "input_idx", value_col], source,
                    f"a {ttype.name} prediction file")
-    bad = predictions.loc[~predictions["split"].isin([SUITE_SPLIT, IID_SPLIT]), "split"]
+    split = predictions["split"].astype(str)
+    known = split.isin([SUITE_SPLIT, IID_SPLIT]) | split.str.startswith("ood:")
+    bad = predictions.loc[~known, "split"]
     if len(bad):
         raise DataError(f"{source}: field 'split': unknown split {bad.iloc[0]!r} "
-                        f"(expected {SUITE_SPLIT} or {IID_SPLIT})")
+                        f"(expected {SUITE_SPLIT}, {IID_SPLIT} or ood:<name>)")
     suite = _join_suite(predictions[predictions["split"] == SUITE_SPLIT], suite_test, source)
     iid = _join_iid(predictions[predictions["split"] == IID_SPLIT], iid_test, source, need_label=not qa)
     is_dir = (suite["test_type"] == "DIR").to_numpy()

@@ -49,10 +49,11 @@ def positive_f1(pred, gold, positive: int = 1) -> float:
     return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
 
 
-def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent") -> dict[str, float]:
+def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent", split: str = "iid_test") -> dict[str, float]:
     """The task's canonical i.i.d. metrics from the per-example outcome rows
-    (``correct``; PARA also ``pred_label`` / ``gold_label``; READ ``em`` / ``f1``)."""
-    iid = outcomes[outcomes["split"] == "iid_test"]
+    (``correct``; PARA also ``pred_label`` / ``gold_label``; READ ``em`` / ``f1``)
+    of ``split`` (the i.i.d. test set, or an OOD set's ``ood:<name>``)."""
+    iid = outcomes[outcomes["split"] == split]
     if not len(iid):
         return {m: float("nan") for m in IID_METRICS[task_type]}
     out = {}
@@ -68,10 +69,12 @@ def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent") -> dict[str, fl
     return out
 
 
-def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str = "predictions") -> pd.DataFrame:
-    """Per-example i.i.d. outcomes keyed by example id: ``correct`` and, for
-    classification, ``pred_label`` / ``gold_label``; for QA ``em`` / ``f1``
-    (SQuAD v1.1 evaluation, max over the gold answers)."""
+def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str = "predictions",
+                 split: str = "iid_test") -> pd.DataFrame:
+    """Per-example i.i.d. (or OOD: ``split`` = ``ood:<name>``) outcomes keyed by
+    example id: ``correct`` and, for classification, ``pred_label`` /
+    ``gold_label``; for QA ``em`` / ``f1`` (SQuAD v1.1 evaluation, max over the
+    gold answers)."""
     gold = gold.set_index("example_id")
     ids = preds["case_id"].astype(str).to_numpy()
     missing = [i for i in ids if i not in gold.index]
@@ -79,7 +82,7 @@ def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str
         raise DataError(f"{source}: field 'case_id': i.i.d. prediction for unknown example {missing[0]!r}")
     if len(set(ids)) != len(gold):
         raise DataError(f"{source}: field 'case_id': {len(set(ids))} i.i.d. predictions for {len(gold)} test examples")
-    out = pd.DataFrame({"case_id": ids, "functionality": None, "status": None, "split": "iid_test", "held_out": False})
+    out = pd.DataFrame({"case_id": ids, "functionality": None, "status": None, "split": split, "held_out": False})
     if head == "qa":
         from beluga.qa import exact_match, f1_score
 

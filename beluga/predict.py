@@ -2,10 +2,11 @@
 and of the i.i.d. test set, keyed by (split, case_id, input_idx) — never by
 row order.
 
-Contract (docs/PIPELINE.md): ``split`` (``suite_test`` / ``iid_test``, or
-``suite_val`` for model selection), ``case_id`` (test case id, or the i.i.d.
-example id), ``input_idx`` (position in the case's inputs; 0 for i.i.d.), and
-``probs`` (class probabilities, float32) with the i.i.d. ``label`` for a
+Contract (docs/PIPELINE.md): ``split`` (``suite_test`` / ``iid_test``,
+``ood:<name>`` for an OOD set, or ``suite_val`` for model selection),
+``case_id`` (test case id, or the i.i.d. / OOD example id), ``input_idx``
+(position in the case's inputs; 0 for examples), and ``probs`` (class
+probabilities, float32) with the example's ``label`` for a
 classification head, or ``answer`` / ``start`` / ``end`` (the answer string and
 its character offsets in the context) for a QA head.
 """
@@ -64,25 +65,42 @@ def suite_predictions(model, tokenizer, ttype: TaskType, cases: pd.DataFrame, sp
     return out
 
 
-def predictions(model, tokenizer, ttype: TaskType, suite_test: pd.DataFrame, iid: pd.DataFrame, batch_size: int,
-                max_length: int, doc_stride: int, precision) -> pd.DataFrame:
-    """Predictions for every input of the ``suite_test`` cases and every
-    i.i.d. test example (see the module docstring)."""
-    suite = suite_predictions(model, tokenizer, ttype, suite_test, "suite_test", batch_size, max_length,
-                              doc_stride, precision)
+def example_predictions(model, tokenizer, ttype: TaskType, examples: pd.DataFrame, split: str, batch_size: int,
+                        max_length: int, doc_stride: int, precision) -> pd.DataFrame:
+    """Predictions for a table of examples in the i.i.d. test set's columns
+    (the i.i.d. test set, or an OOD set), keyed by example id under ``split``."""
     if ttype.head == "qa":   # READ: contexts and questions
-        texts, texts_b = list(iid["context"]), list(iid["question"])
+        texts, texts_b = list(examples["context"]), list(examples["question"])
     else:
-        texts = list(iid["text"])
-        texts_b = list(iid["text_b"]) if "text_b" in iid.columns else [None] * len(iid)
-    iid_out = pd.DataFrame({"split": "iid_test", "case_id": iid["example_id"].astype(str), "input_idx": 0})
+        texts = list(examples["text"])
+        texts_b = list(examples["text_b"]) if "text_b" in examples.columns else [None] * len(examples)
+    out = pd.DataFrame({"split": split, "case_id": examples["example_id"].astype(str), "input_idx": 0})
     for col, values in model_outputs(model, tokenizer, ttype, texts, texts_b, batch_size, max_length,
                                      doc_stride, precision).items():
-        iid_out[col] = values
+        out[col] = values
+    if ttype.head != "qa":
+        out["label"] = examples["label"].astype(int).to_numpy()
+    return out
+
+
+def predictions(model, tokenizer, ttype: TaskType, suite_test: pd.DataFrame, iid: pd.DataFrame, batch_size: int,
+                max_length: int, doc_stride: int, precision, ood: dict[str, pd.DataFrame] | None = None
+                ) -> pd.DataFrame:
+    """Predictions for every input of the ``suite_test`` cases, every i.i.d.
+    test example and every example of the ``ood`` sets (name -> table; split
+    ``ood:<name>``; see the module docstring)."""
+    from beluga.data.ood import split_name
+
+    suite = suite_predictions(model, tokenizer, ttype, suite_test, "suite_test", batch_size, max_length,
+                              doc_stride, precision)
     if ttype.head != "qa":
         suite["label"] = None
-        iid_out["label"] = iid["label"].astype(int).to_numpy()
-    return pd.concat([suite, iid_out], ignore_index=True)
+    parts = [suite, example_predictions(model, tokenizer, ttype, iid, "iid_test", batch_size, max_length,
+                                        doc_stride, precision)]
+    for name, examples in (ood or {}).items():
+        parts.append(example_predictions(model, tokenizer, ttype, examples, split_name(name), batch_size,
+                                         max_length, doc_stride, precision))
+    return pd.concat(parts, ignore_index=True)
 
 
 def predictions_table(df: pd.DataFrame, ttype: TaskType, where: str) -> pa.Table:

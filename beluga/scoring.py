@@ -294,16 +294,20 @@ def pass_rates(outcomes: pd.DataFrame, functionalities: pd.DataFrame) -> pd.Data
 
 
 def run_outcomes(ttype: TaskType, suite_test: pd.DataFrame, preds: pd.DataFrame, iid: pd.DataFrame,
-                 held_out: list[str], source: str) -> pd.DataFrame:
+                 held_out: list[str], source: str, ood: dict[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """A model's outcomes: per-case status on the predicted T_test cases
     (``held_out`` flags the functionalities its run is scored on) and
-    per-example i.i.d. outcomes, keyed by ids."""
+    per-example i.i.d. and OOD (``ood``: name -> gold table) outcomes, keyed by ids."""
+    from beluga.data.ood import split_name
     from beluga.metrics import iid_outcomes
 
     status = score_cases(suite_test, preds[preds["split"] == "suite_test"], ttype, source=source)
     status["split"] = "suite_test"
     status["held_out"] = status["functionality"].isin(set(held_out))
-    iid_out = iid_outcomes(preds[preds["split"] == "iid_test"], iid, ttype.head, source=source)
-    out = pd.concat([status, iid_out], ignore_index=True)
+    parts = [status, iid_outcomes(preds[preds["split"] == "iid_test"], iid, ttype.head, source=source)]
+    for name, gold in (ood or {}).items():
+        parts.append(iid_outcomes(preds[preds["split"] == split_name(name)], gold, ttype.head,
+                                  source=f"{source} ({name})", split=split_name(name)))
+    out = pd.concat(parts, ignore_index=True)
     out["correct"] = out["correct"].astype("boolean")
     return out

@@ -74,3 +74,9 @@ def run(snakemake, fn) -> None:
 
 #: the parts of a job that are the science (everything else is fixed per-process cost)
 SCIENCE_PARTS = ("train", "predict", "score")
+
+
+def input_list(snakemake, name: str) -> list[str]:
+    """A named input that is a list of files (possibly empty or of one file) as a list."""
+    value = snakemake.input.get(name, [])
+    return [value] if isinstance(value, str) else list(value)

@@ -12,6 +12,7 @@ from beluga import folds as beluga_folds  # noqa: E402
 from beluga import settings as beluga_settings  # noqa: E402
 from beluga import io as beluga_io  # noqa: E402
 from beluga.data import iid as beluga_iid  # noqa: E402
+from beluga.data import ood as beluga_ood  # noqa: E402
 from beluga.errors import BelugaError, config_error_line  # noqa: E402
 from beluga.methods import get_algorithm, method_hparams  # noqa: E402
 
@@ -122,6 +123,55 @@ def run_keys(task):
             for f in FOLDS[task]:
                 keys.append((conf, method, f["partition"], f["fold"]))
     return keys
+
+
+# OOD test sets (tasks.<id>.ood; beluga/data/ood.py, beluga/ood.py): the IID
+# model and every pair's seen model predict them in their own jobs
+# (predict.ood_models: all = every fold model); rule ood scores and ranks them.
+OOD_SETS = {t: {e["name"]: e for e in (TASKS[t].get("ood") or [])} for t in TASKS}
+
+
+def ood_entry(task, name):
+    return OOD_SETS[task][name]
+
+
+def ood_data(task):
+    """The prepared OOD sets of a task, in config order."""
+    return [res(task, "ood", "data", f"{name}.parquet") for name in OOD_SETS[task]]
+
+
+def predicts_ood(conf, partition):
+    return conf == "iid" or partition == "seen" or PREDICT["ood_models"] == "all"
+
+
+def ood_inputs(w):
+    """Input function: the OOD sets a run predicts (none for most folds)."""
+    return ood_data(w.task) if predicts_ood(w.conf, w.partition) else []
+
+
+def ood_runs(which):
+    """Params function: the runs the OOD evaluation reads, with their outcomes files -
+    ``systems`` (the IID model and each pair's seen model) or ``models``
+    (every model that predicted the OOD sets)."""
+
+    def records(w):
+        keys = [
+            k
+            for k in run_keys(w.task)
+            if (k[0] == "iid" or k[2] == "seen" if which == "systems" else predicts_ood(k[0], k[2]))
+        ]
+        return [
+            {
+                "configuration": c,
+                "method": m,
+                "partition": p,
+                "fold": f,
+                "path": run_path("outcomes", w.task, c, m, p, f),
+            }
+            for c, m, p, f in keys
+        ]
+
+    return records
 
 
 def training(task):
@@ -299,8 +349,12 @@ def finetune_model_inputs(wildcards):
 
 
 def finetune_inputs(wildcards):
-    """A fold job's inputs: training inputs and the i.i.d. test set."""
-    return {**finetune_model_inputs(wildcards), "iid_test": res(wildcards.task, "iid", "test.parquet")}
+    """A fold job's inputs: training inputs, the i.i.d. test set and the OOD sets it predicts."""
+    return {
+        **finetune_model_inputs(wildcards),
+        "iid_test": res(wildcards.task, "iid", "test.parquet"),
+        "ood": ood_inputs(wildcards),
+    }
 
 
 def run_settings(rule_name):
@@ -383,6 +437,9 @@ def trial_files(wildcards):
     ]
 
 
+OOD_OUTPUTS = ("scores.csv", "ranking.csv", "ood_table.csv", "ood_table.md", "ood_table.tex", "ood.png", "models.csv")
+
+
 def all_targets():
     """Final tables and plots, plus every fold's predictions and outcomes:
     naming the per-fold files as targets makes a deleted (or failed) fold's
@@ -406,7 +463,11 @@ def all_targets():
             res(task, "figures", "figure1.png"),
             res(task, "figures", "figure1.pdf"),
         ]
+        if OOD_SETS[task]:
+            targets += [res(task, "ood", name) for name in OOD_OUTPUTS]
     targets += [f"{RESULTS}/table3/{name}" for name in ("table3.csv", "table3.md", "table3.tex")]
+    if sum(bool(OOD_SETS[t]) for t in TASKS) > 1:
+        targets += [f"{RESULTS}/ood/ranking.csv", f"{RESULTS}/ood/ranking.md"]
     targets.append(f"{RESULTS}/run_config.yaml")
     return targets
 
@@ -428,3 +489,6 @@ localrules:
     diagnostics,
     table3,
     run_config,
+    prepare_ood,
+    ood,
+    ood_ranking,

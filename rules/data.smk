@@ -1,4 +1,4 @@
-# i.i.d. data, suite build, suite split (beluga/steps/data.py).
+# i.i.d. data, OOD test sets, suite build, suite split (beluga/steps/data.py).
 
 
 rule prepare_iid:
@@ -21,6 +21,25 @@ rule prepare_iid:
         source_version=lambda w: beluga_iid.source_version(TASKS[w.task]["iid"]),
     script:
         "../workflow_scripts/prepare_iid.py"
+
+
+rule prepare_ood:
+    input:
+        # a local OOD file (an edit reruns this and the models' OOD predictions); none for built-in sets
+        sources=lambda w: beluga_ood.source_files(ood_entry(w.task, w.name)),
+    output:
+        data=f"{RESULTS}/{{task}}/ood/data/{{name}}.parquet",
+    log:
+        "logs/{task}/prepare_ood_{name}.log",
+    conda:
+        "../envs/beluga.yaml"
+    params:
+        entry=lambda w: ood_entry(w.task, w.name),
+        task_type=lambda w: TASKS[w.task]["type"],
+        # the package built-in sets ship in: another version reruns
+        source_version=lambda w: beluga_ood.source_version(ood_entry(w.task, w.name)),
+    script:
+        "../workflow_scripts/prepare_ood.py"
 
 
 rule build_suite:

@@ -10,6 +10,7 @@ rule predict:
         suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
         split=f"{RESULTS}/{{task}}/suite/split.parquet",
         iid_test=f"{RESULTS}/{{task}}/iid/test.parquet",
+        ood=ood_inputs,
     output:
         predictions=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
         run=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.json",
@@ -40,6 +41,7 @@ rule outcomes:
         suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
         split=f"{RESULTS}/{{task}}/suite/split.parquet",
         iid_test=f"{RESULTS}/{{task}}/iid/test.parquet",
+        ood=ood_inputs,
     output:
         outcomes=f"{RESULTS}/{{task}}/outcomes/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
     log:

@@ -1,4 +1,4 @@
-from beluga.smk import run
+from beluga.smk import input_list, run
 from beluga.steps import train
 
 sm = snakemake  # noqa: F821
@@ -6,4 +6,5 @@ run(sm, lambda: train.finetune(
     run=sm.params.run, suite=sm.input.suite, split=sm.input.split, iid_train=sm.input.get("iid_train"),
     iid_test=sm.input.iid_test, start=sm.input.get("start"), selected=sm.input.get("selected"),
     batch_size=sm.params.batch_size, scope=sm.params.scope, out_predictions=sm.output.predictions,
-    out_run=sm.output.run, out_outcomes=sm.output.outcomes, out_model=sm.output.get("model")))
+    out_run=sm.output.run, out_outcomes=sm.output.outcomes, out_model=sm.output.get("model"),
+    ood=input_list(sm, "ood")))

@@ -1,4 +1,4 @@
-from beluga.smk import run
+from beluga.smk import input_list, run
 from beluga.steps import evaluate
 
 sm = snakemake  # noqa: F821
@@ -6,4 +6,5 @@ run(sm, lambda: evaluate.predict(
     task_type=sm.params.task_type, model=sm.input.model, suite=sm.input.suite, split=sm.input.split,
     iid_test=sm.input.iid_test, functionalities=sm.params.functionalities, batch_size=sm.params.batch_size,
     max_length=sm.params.max_length, doc_stride=sm.params.doc_stride, threads=sm.threads,
-    precision=sm.params.precision, out_predictions=sm.output.predictions, out_run=sm.output.run))
+    precision=sm.params.precision, out_predictions=sm.output.predictions, out_run=sm.output.run,
+    ood=input_list(sm, "ood")))

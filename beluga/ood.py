@@ -1,0 +1,348 @@
+"""OOD evaluation, GLUE-X style (docs/OOD.md): scores per OOD set, the
+decrease ratio, Friedman ranks and significance against the IID baseline.
+
+GLUE-X (Yang et al., 2023) summarises a model's out-of-distribution
+robustness as follows, and :func:`rank_systems` computes exactly that from a
+long table ``system, task, dataset, domain (id | ood), metric, value``:
+
+- a dataset's score is the unweighted mean of its metrics (PARA: accuracy and
+  duplicate-class F1; READ: EM and F1);
+- a task's ID / OOD score is the unweighted mean over its ID / OOD datasets,
+  and ``id_avg`` / ``ood_avg`` the mean over tasks;
+- decrease ratio = 100 × (id_avg − ood_avg) / id_avg; ``rank_decrease_ratio``
+  ranks it (1 = the smallest relative drop);
+- Friedman rank: each system's rank (1 = best, ties share the average rank,
+  unrounded scores) within each block, averaged over the blocks — the blocks
+  are the tasks when several are given (the system's per-task score), the
+  datasets when there is a single task.
+
+``python -m beluga ood-rank`` runs it on any such table; the pipeline's ood
+rule writes its own long table and runs the same code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from beluga.errors import DataError
+from beluga.metrics import BASELINE, CONFIG_LABELS, iid_metrics
+
+LONG_COLUMNS = ("system", "task", "dataset", "domain", "metric", "value")
+RANKING_COLUMNS = ("system", "id_avg", "ood_avg", "decrease_ratio", "rank_decrease_ratio", "friedman_rank_ood",
+                   "friedman_rank_id")
+ID_DATASET = "iid_test"
+
+
+# ---------------------------------------------------------------- GLUE-X summary
+
+
+def check_long(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The long table with the required columns and clean values (one clear line otherwise)."""
+    missing = [c for c in LONG_COLUMNS if c not in df.columns]
+    if missing:
+        raise DataError(f"{source}: field '{missing[0]}': column missing (columns: {list(df.columns)})")
+    df = df[list(LONG_COLUMNS)].copy()
+    for c in ("system", "task", "dataset", "domain", "metric"):
+        if df[c].isna().any():
+            raise DataError(f"{source}: row {int(np.flatnonzero(df[c].isna().to_numpy())[0])}: field '{c}': empty")
+        df[c] = df[c].astype(str)
+    bad = ~df["domain"].isin(["id", "ood"])
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise DataError(f"{source}: row {i}: field 'domain': {df['domain'].iat[i]!r} is not 'id' or 'ood'")
+    values = pd.to_numeric(df["value"], errors="coerce")
+    bad = values.isna() | ~np.isfinite(values.to_numpy(dtype=float, na_value=np.nan))
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise DataError(f"{source}: row {i}: field 'value': {df['value'].iat[i]!r} is not a finite number")
+    df["value"] = values.astype(float)
+    dup = df.duplicated(["system", "task", "dataset", "metric"])
+    if dup.any():
+        r = df[dup].iloc[0]
+        raise DataError(f"{source}: field 'metric': {r['system']}/{r['task']}/{r['dataset']}/{r['metric']} appears "
+                        "twice")
+    return df
+
+
+def _ranks(scores: pd.DataFrame, source: str, what: str) -> pd.Series:
+    """scores: rows = systems, columns = blocks. Mean over blocks of the rank within each block (1 = best,
+    average ranks for ties). Every system needs a score in every block (Friedman's complete blocks)."""
+    if scores.isna().any().any():
+        sys_, block = next((s, b) for b in scores.columns for s in scores.index if pd.isna(scores.at[s, b]))
+        raise DataError(f"{source}: field 'value': system {sys_!r} has no {what} score for {block!r} "
+                        "(every system needs every block for a Friedman rank)")
+    return scores.rank(axis=0, ascending=False, method="average").mean(axis=1)
+
+
+def rank_systems(long: pd.DataFrame, source: str = "scores") -> pd.DataFrame:
+    """The GLUE-X summary of a long score table (module docstring), one row per system."""
+    long = check_long(long, source)
+    per_ds = long.groupby(["system", "task", "dataset", "domain"], sort=False)["value"].mean().reset_index()
+    clash = per_ds.groupby(["task", "dataset"])["domain"].nunique()
+    if (clash > 1).any():
+        t, d = clash[clash > 1].index[0]
+        raise DataError(f"{source}: field 'domain': dataset {d!r} of task {t!r} is both id and ood")
+    per_task = per_ds.groupby(["system", "task", "domain"], sort=False)["value"].mean().unstack("domain")
+    for dom in ("id", "ood"):
+        if dom not in per_task.columns:
+            raise DataError(f"{source}: field 'domain': no {dom!r} rows")
+    systems = list(dict.fromkeys(long["system"]))
+    tasks = list(dict.fromkeys(long["task"]))
+    avg = per_task.groupby("system").mean().reindex(systems)
+    if avg.isna().any().any():
+        s = avg.index[avg.isna().any(axis=1)][0]
+        raise DataError(f"{source}: field 'domain': system {s!r} lacks id or ood rows")
+    out = pd.DataFrame({"system": systems, "id_avg": avg["id"].to_numpy(), "ood_avg": avg["ood"].to_numpy()})
+    if (out["id_avg"] == 0).any():
+        raise DataError(f"{source}: field 'value': system {out['system'][out['id_avg'] == 0].iloc[0]!r} has an ID "
+                        "score of 0 (no decrease ratio)")
+    out["decrease_ratio"] = 100.0 * (out["id_avg"] - out["ood_avg"]) / out["id_avg"]
+    out["rank_decrease_ratio"] = out["decrease_ratio"].rank(ascending=True, method="average").to_numpy()
+    for dom in ("ood", "id"):
+        if len(tasks) > 1:
+            blocks = per_task[dom].unstack("task").reindex(index=systems, columns=tasks)
+        else:
+            sub = per_ds[per_ds["domain"] == dom]
+            blocks = sub.pivot(index="system", columns="dataset", values="value").reindex(systems)
+        out[f"friedman_rank_{dom}"] = _ranks(blocks, source, dom).reindex(systems).to_numpy()
+    return out[list(RANKING_COLUMNS)]
+
+
+def ranking_markdown(ranking: pd.DataFrame, title: str = "OOD ranking (GLUE-X)") -> str:
+    head = list(RANKING_COLUMNS)
+    lines = [f"# {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in ranking.itertuples(index=False):
+        d = r._asdict()
+        cells = [str(d["system"])] + [f"{d[c]:.2f}" for c in head[1:]]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "id_avg / ood_avg: mean over tasks of the mean over datasets of the mean over metrics; "
+              "decrease_ratio = 100 × (id_avg − ood_avg) / id_avg (rank 1 = smallest drop); Friedman ranks: mean "
+              "rank over tasks (over datasets for a single task), 1 = best, ties share the average rank."]
+    return "\n".join(lines) + "\n"
+
+
+def read_long(path: str) -> pd.DataFrame:
+    from pathlib import Path
+
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"scores file {p}: field 'path': file does not exist")
+    try:
+        if p.suffix == ".parquet":
+            return pd.read_parquet(p)
+        sep = "\t" if p.suffix in (".tsv", ".tab") else ","
+        return pd.read_csv(p, sep=sep, keep_default_na=False, na_values=[""])
+    except Exception as e:  # noqa: BLE001 - any parse failure is reported as bad input
+        raise DataError(f"scores file {p}: field 'path': cannot be read ({e})") from None
+
+
+def ood_rank_command(scores: str, out: str) -> str:
+    """``python -m beluga ood-rank``: ranking.csv and ranking.md in ``out``."""
+    from pathlib import Path
+
+    from beluga.io import write_csv, write_text
+
+    ranking = rank_systems(read_long(scores), source=f"scores file {scores}")
+    Path(out).mkdir(parents=True, exist_ok=True)
+    write_csv(ranking, str(Path(out) / "ranking.csv"))
+    md = ranking_markdown(ranking)
+    write_text(md, str(Path(out) / "ranking.md"))
+    return md
+
+
+# ---------------------------------------------------------------- the pipeline's OOD evaluation
+
+
+def system_name(conf: str, method: str) -> str:
+    return f"{conf}/{method}"
+
+
+def system_label(conf: str, method: str) -> str:
+    return "IID" if conf == BASELINE[0] else f"{CONFIG_LABELS.get(conf, conf)} {method}"
+
+
+def long_scores(runs: list[dict], names: list[str], task: str, task_type: str) -> pd.DataFrame:
+    """The long score table (×100) of the systems' ID (i.i.d. test) and OOD sets.
+    runs: the IID baseline and each pair's seen model, with ``outcomes`` loaded."""
+    from beluga.data.ood import split_name
+
+    rows = []
+    for run in runs:
+        sysname = system_name(run["configuration"], run["method"])
+        out = run["outcomes"]
+        for dataset, split, domain in [(ID_DATASET, "iid_test", "id")] + [(n, split_name(n), "ood") for n in names]:
+            part = out[out["split"] == split]
+            if not len(part):
+                raise DataError(f"{run['path']}: field 'split': no {split!r} outcomes (the model did not predict "
+                                f"{dataset})")
+            for metric, value in iid_metrics(out, task_type, split=split).items():
+                rows.append({"system": sysname, "configuration": run["configuration"], "method": run["method"],
+                             "task": task, "dataset": dataset, "domain": domain, "metric": metric,
+                             "value": 100.0 * value, "n": int(len(part))})
+    return pd.DataFrame(rows)
+
+
+def significance(runs: list[dict], names: list[str], alpha: float, correction: str) -> pd.DataFrame:
+    """Per pair and OOD set: two-sided exact binomial test on the discordant
+    examples (correct: SENT / PARA the predicted class, READ exact match) against
+    the IID baseline; p adjusted per OOD set across pairs (Holm) or not."""
+    from beluga.analysis import mark
+    from beluga.data.ood import split_name
+    from beluga.stats import binomial_test
+
+    base = next((r for r in runs if (r["configuration"], r["method"]) == BASELINE), None)
+    if base is None:
+        raise DataError("ood: field 'runs': the IID baseline's outcomes are missing")
+    rows = []
+    for name in names:
+        split = split_name(name)
+        b = base["outcomes"][base["outcomes"]["split"] == split].set_index("case_id")["correct"]
+        for run in runs:
+            if run is base:
+                continue
+            s = run["outcomes"][run["outcomes"]["split"] == split].set_index("case_id")["correct"]
+            if set(s.index) != set(b.index):
+                raise DataError(f"{run['path']}: field 'case_id': the {name} examples differ from the IID model's")
+            s = s.reindex(b.index)
+            t = binomial_test(b.to_numpy(dtype=bool), s.to_numpy(dtype=bool))
+            rows.append({"configuration": run["configuration"], "method": run["method"], "column": name,
+                         "p_value": t["p_value"], "n_discordant": t["n_discordant"],
+                         "baseline_only": t["a_only"], "system_only": t["b_only"],
+                         "delta": float(s.astype(float).mean() - b.astype(float).mean())})
+    if not rows:
+        return pd.DataFrame(columns=["configuration", "method", "column", "p_value", "n_discordant",
+                                     "baseline_only", "system_only", "delta", "p_adjusted", "significant",
+                                     "direction"])
+    return mark(pd.DataFrame(rows), alpha, correction)
+
+
+def ood_table(long: pd.DataFrame, ranking: pd.DataFrame, sig: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """One row per system: ID score, each OOD set's score, its difference to
+    the IID baseline and test, OOD average, decrease ratio and ranks."""
+    per_ds = long.groupby(["system", "configuration", "method", "dataset"], sort=False)["value"].mean()
+    systems = list(dict.fromkeys(zip(long["system"], long["configuration"], long["method"])))
+    base_sys = system_name(*BASELINE)
+    rank = ranking.set_index("system")
+    sig_idx = sig.set_index(["configuration", "method", "column"]) if len(sig) else None
+    rows = []
+    for sysname, conf, method in systems:
+        row = {"system": sysname, "configuration": conf, "method": method, "label": system_label(conf, method),
+               "id": per_ds[(sysname, conf, method, ID_DATASET)]}
+        for n in names:
+            v = per_ds[(sysname, conf, method, n)]
+            row[n] = v
+            row[f"{n}_delta"] = v - per_ds[(base_sys, *BASELINE, n)] if (base_sys, *BASELINE, n) in per_ds else np.nan
+            key = (conf, method, n)
+            if sig_idx is not None and key in sig_idx.index:
+                row[f"{n}_p"] = float(sig_idx.at[key, "p_adjusted"])
+                row[f"{n}_direction"] = int(sig_idx.at[key, "direction"])
+            else:
+                row[f"{n}_p"], row[f"{n}_direction"] = np.nan, 0
+        for c in ("ood_avg", "decrease_ratio", "rank_decrease_ratio", "friedman_rank_ood"):
+            row[c] = float(rank.at[sysname, c])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _mark(direction: int) -> str:
+    from beluga.tables import DOWN, UP
+
+    return UP if direction > 0 else (DOWN if direction < 0 else "")
+
+
+def table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str) -> str:
+    head = ["", "ID"] + names + ["OOD avg", "decrease ratio", "Friedman rank"]
+    lines = [f"# {task.upper()}: OOD evaluation (×100)", "", "| " + " | ".join(head) + " |",
+             "|" + "---|" * len(head)]
+    for r in table.to_dict("records"):
+        cells = [r["label"], f"{r['id']:.1f}"]
+        cells += [f"{r[n]:.1f}{_mark(r[f'{n}_direction'])}" for n in names]
+        cells += [f"{r['ood_avg']:.1f}", f"{r['decrease_ratio']:.1f}", f"{r['friedman_rank_ood']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    corr = "Holm-adjusted " if correction == "holm" else ""
+    lines += ["", f"ID: the i.i.d. test score; OOD sets: {', '.join(names)} (score = mean of the task's metrics). "
+              f"▲ / ▼: significantly better / worse than the IID model on that set (two-sided exact binomial test "
+              f"on the discordant examples, {corr}p < {alpha}). Decrease ratio = 100 × (ID − OOD avg) / ID; "
+              "Friedman rank: mean rank over the OOD sets (1 = best)."]
+    return "\n".join(lines) + "\n"
+
+
+def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str) -> str:
+    from beluga.tables import latex_escape
+
+    cols = "l" + "r" * (len(names) + 4)
+    head = " & ".join(["", "ID", *map(latex_escape, names), "OOD avg", r"$\Delta\downarrow$", "F-rank"])
+    lines = [r"\begin{table}[t]", r"\centering", rf"\begin{{tabular}}{{{cols}}}", r"\toprule", head + r" \\",
+             r"\midrule"]
+    sym = {1: r"$^{\blacktriangle}$", -1: r"$^{\blacktriangledown}$", 0: ""}
+    for r in table.to_dict("records"):
+        cells = [latex_escape(r["label"]), f"{r['id']:.1f}"]
+        cells += [f"{r[n]:.1f}{sym[int(r[f'{n}_direction'])]}" for n in names]
+        cells += [f"{r['ood_avg']:.1f}", f"{r['decrease_ratio']:.1f}", f"{r['friedman_rank_ood']:.2f}"]
+        lines.append(" & ".join(cells) + r" \\")
+    corr = "Holm-adjusted " if correction == "holm" else ""
+    lines += [r"\bottomrule", r"\end{tabular}",
+              rf"\caption{{{latex_escape(task.upper())}: OOD evaluation (×100). Markers: significantly better / worse "
+              rf"than the IID model ({latex_escape(corr)}exact binomial test, $p < {alpha}$). $\Delta\downarrow$: "
+              r"decrease ratio 100 (ID $-$ OOD)/ID.}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str) -> None:
+    """GLUE-X's ID–OOD view: each OOD set's score against the i.i.d. score per
+    system (one marker per set, y = x dashed), and the decrease ratios."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from beluga.io import atomic_path
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1.1, 1]})
+    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
+    colors = plt.get_cmap("tab10")
+    lo = min(table["id"].min(), min(table[n].min() for n in names))
+    hi = max(table["id"].max(), max(table[n].max() for n in names))
+    pad = max(2.0, 0.05 * (hi - lo))
+    for k, r in enumerate(table.to_dict("records")):
+        for j, n in enumerate(names):
+            ax.scatter(r["id"], r[n], marker=markers[j % len(markers)], color=colors(k % 10), s=46,
+                       edgecolor="black", linewidth=0.4)
+        ax.annotate(r["label"], (r["id"], max(r[n] for n in names)), textcoords="offset points", xytext=(4, 4),
+                    fontsize=7, color=colors(k % 10))
+    for j, n in enumerate(names):   # legend: one grey marker per OOD set (colours are systems)
+        ax.scatter([], [], marker=markers[j % len(markers)], color="lightgrey", edgecolor="black", linewidth=0.4,
+                   s=46, label=n)
+    ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "--", color="grey", linewidth=1, label="y = x")
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_ylim(lo - pad, hi + pad)
+    ax.set_xlabel("i.i.d. test score")
+    ax.set_ylabel("OOD score")
+    ax.set_title(f"{task.upper()}: OOD vs i.i.d. score")
+    ax.legend(fontsize=7, loc="lower right")
+    bx.barh(table["label"][::-1], table["decrease_ratio"][::-1], color=[colors(k % 10) for k in
+                                                                         range(len(table))][::-1])
+    bx.axvline(0, color="black", linewidth=0.8)
+    bx.set_xlabel("decrease ratio, % (100 × (ID − OOD avg) / ID)")
+    bx.set_title("relative drop out of distribution")
+    bx.tick_params(axis="y", labelsize=8)
+    fig.tight_layout()
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=130)
+    plt.close(fig)
+
+
+def model_scores(runs: list[dict], names: list[str], task_type: str) -> pd.DataFrame:
+    """predict.ood_models: all — every model's score (×100) on every OOD set and the i.i.d. test set."""
+    from beluga.data.ood import split_name
+
+    rows = []
+    for run in runs:
+        row = {"configuration": run["configuration"], "method": run["method"], "partition": run["partition"],
+               "fold": run["fold"]}
+        for dataset, split in [(ID_DATASET, "iid_test")] + [(n, split_name(n)) for n in names]:
+            m = iid_metrics(run["outcomes"], task_type, split=split)
+            row[dataset] = 100.0 * float(np.mean(list(m.values())))
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,5 @@
+from beluga.smk import run
+from beluga.steps import data
+
+sm = snakemake  # noqa: F821
+run(sm, lambda: data.prepare_ood(entry=sm.params.entry, task_type=sm.params.task_type, out_data=sm.output.data))
