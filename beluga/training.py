@@ -380,7 +380,7 @@ def _mean(values: list[torch.Tensor]) -> float:
 
 
 def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, reference_state: dict | None = None,
-          log_every: int = 50) -> dict:
+          log_every: int = 50, on_epoch_end=None) -> dict:
     """Train ``model`` in place as ``run`` says (:class:`beluga.settings.FoldRun`:
     the method, its complete hyper-parameters (lr, batch_size, epochs and the
     method's own), seed, sequence length, precision, checkpointing...).
@@ -414,9 +414,15 @@ def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, refere
     restore), stream_sizes, sampling, and for ``per_env`` sampling
     env_sizes / envs_per_step / steps_per_epoch; ``method_info`` holds the
     method's own (e.g. final Group-DRO weights, IRM switch step);
-    ``resumed_from_epoch`` the epochs a checkpoint provided (0: none)."""
+    ``resumed_from_epoch`` the epochs a checkpoint provided (0: none).
+
+    ``on_epoch_end`` (optional; analyses with early stopping): called with
+    the number of epochs done after each epoch; returning True ends training
+    there (``stopped_after_epoch`` in the summary). It may evaluate the model
+    (training mode is restored afterwards); such a run keeps no checkpoints,
+    since the callback's own state would not be saved with them."""
     method, hparams, seed, job = run.method, dict(run.hparams), run.seed, run.job
-    checkpoint_dir = run.checkpoint_dir
+    checkpoint_dir = run.checkpoint_dir if on_epoch_end is None else None
     if not streams or not any(streams.values()):
         raise ConfigError(f"training {job}: field 'partitions': nothing to train on (the fold's training "
                           "functionalities have no trainable case and no i.i.d. data is mixed in)")
@@ -500,6 +506,7 @@ def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, refere
         del ckpt
     ckpt_s = time.time() - t_ckpt   # fingerprint and restore
     last_save = time.time()
+    stopped = None
     for epoch in range(start_epoch, epochs):
         # losses stay on the device (0-dim tensors); they reach the host only when logged
         running, running_risk = [], []
@@ -523,11 +530,18 @@ def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, refere
             checkpoint.save(checkpoint_dir, epoch=epoch + 1, fp=fp, model=model, algo=algo, state=loop)
             last_save = time.time()
             ckpt_s += last_save - t_save
+        if on_epoch_end is not None:
+            stop = on_epoch_end(epoch + 1)
+            model.train()
+            if stop and epoch + 1 < epochs:
+                stopped = epoch + 1
+                log.info("stopped after epoch %d of %d (on_epoch_end)", stopped, epochs)
+                break
     check_finite_weights(model, job)
     if algo.nonfinite_skipped:
         log.warning("training %s: %d update(s) with a non-finite loss were skipped", job, algo.nonfinite_skipped)
     return {"steps": step, "nonfinite_steps_skipped": algo.nonfinite_skipped, "epoch_losses": history,
             "epoch_risks": risks,
             "wall_time_s": round(wall_before + time.time() - t0, 2), "checkpoint_s": round(ckpt_s, 3),
-            "resumed_from_epoch": start_epoch,
+            "resumed_from_epoch": start_epoch, "stopped_after_epoch": stopped,
             "stream_sizes": {k: len(v) for k, v in streams.items()}, **extra, "method_info": algo.summary()}

@@ -5,6 +5,7 @@ predictions file is byte for byte the one of an uninterrupted run."""
 
 import json
 import os
+import re
 import shutil
 import signal
 import stat
@@ -57,13 +58,13 @@ def _dry_run_jobs(workdir, cfg) -> tuple[dict[str, int], list[str]]:
     """(job counts per rule, finetune outputs) of a dry run with --rerun-incomplete."""
     out = smk(workdir, "-n", "--rerun-incomplete", configfiles=(cfg,))
     text = out.stdout + out.stderr
-    outputs, rule = [], None
+    outputs = []
     for line in text.splitlines():
-        s = line.strip()
-        if s.startswith(("rule ", "localrule ")):
-            rule = s.split()[1].rstrip(":")
-        elif s.startswith("output:") and rule == "finetune":
-            outputs.append(s.split(":", 1)[1].strip().split(", ")[0])   # the job's predictions file
+        # a finetune job shows its message: "Job N: finetune <task> <conf>/<method>/<partition>/<fold>: ..."
+        m = re.match(r"Job \d+: finetune (\S+) (\S+)/(\S+)/(\S+)/([^:\s]+):", line.strip())
+        if m:
+            task, conf, method, partition, fold = m.groups()
+            outputs.append(f"results/{task}/predictions/{conf}/{method}/{partition}/{fold}.parquet")
     return job_counts(text), outputs
 
 

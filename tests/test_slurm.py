@@ -132,7 +132,9 @@ def runs(cluster, tmp_path_factory):
 def test_jobs_ran_under_slurm_and_show_in_sacct(runs, cluster):
     _, _, log, rows = runs
     # what snakemake submitted ("rule X:") and ran itself ("localrule X:")
-    submitted = Counter(re.findall(r"^rule (\w+):", log, re.M))
+    # (a rule with a message, e.g. finetune, shows "Job N: <rule> ..." instead of its "rule X:" block)
+    submitted = Counter(re.findall(r"^rule (\w+):", log, re.M)) + \
+        Counter(re.findall(r"^Job \d+: (finetune|finetune_keep|finetune_model|trial) ", log, re.M))
     local_jobs = Counter(re.findall(r"^localrule (\w+):", log, re.M))
     assert "SLURM run ID" in log and "has been submitted with SLURM jobid" in log, log[-3000:]
     in_sacct = Counter(re.match(r"rule_([a-z0-9_]+?)(?:_wildcards_.*)?$", r["comment"]).group(1) for r in rows)
