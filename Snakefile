@@ -17,6 +17,7 @@ include: "rules/aggregate.smk"
 include: "rules/plots.smk"
 include: "rules/statistics.smk"
 include: "rules/ood.smk"
+include: "rules/analyses.smk"
 
 
 # `snakemake --report report.html`: tables, figures, diagnostics, configuration.

@@ -20,6 +20,16 @@ def stable_int(*parts: object) -> int:
     return int.from_bytes(h[:8], "little")
 
 
+def split_sizes(n: int, fractions) -> tuple[int, int, int]:
+    """(T_train, T_val, T_test) case counts of a functionality with ``n`` >= 3 cases."""
+    n_val = max(1, int(round(fractions[1] * n)))
+    n_test = max(1, int(round(fractions[2] * n)))
+    n_train = n - n_val - n_test
+    if n_train < 1:
+        n_train, n_val = 1, n - 1 - n_test
+    return n_train, n_val, n_test
+
+
 def split_suite(suite: pd.DataFrame, fractions: tuple[float, float, float], seed: int) -> pd.DataFrame:
     """Assign every case to train / val / test, per functionality, so that each
     functionality appears in each split. A case (with all its perturbations)
@@ -36,11 +46,7 @@ def split_suite(suite: pd.DataFrame, fractions: tuple[float, float, float], seed
                              "needed to have one in each of train / val / test")
         rng = np.random.default_rng(stable_int(seed, func))
         perm = [ids[i] for i in rng.permutation(n)]
-        n_val = max(1, int(round(fractions[1] * n)))
-        n_test = max(1, int(round(fractions[2] * n)))
-        n_train = n - n_val - n_test
-        if n_train < 1:
-            n_train, n_val = 1, n - 1 - n_test
+        n_train, n_val, n_test = split_sizes(n, fractions)
         for i, cid in enumerate(perm):
             split = "train" if i < n_train else ("val" if i < n_train + n_val else "test")
             rows.append((cid, func, split))

@@ -171,6 +171,23 @@ def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
     return {"funcs": funcs, "per": per, "iid": {k: len(v) for k, v in parts.items()}}
 
 
+def ood_size(task_cfg: dict) -> int:
+    """Examples of a task's OOD sets (``max_examples`` where set; a hub set
+    without it counts 0: its size is unknown offline)."""
+    from beluga.data.ood import load_hutto, load_local
+
+    n = 0
+    for e in task_cfg.get("ood") or []:
+        if e.get("max_examples") is not None:
+            n += int(e["max_examples"])
+        elif e["source"] == "hutto":
+            n += len(load_hutto(e["set"], float(e.get("threshold", 0.8))))
+        elif e["source"] == "local":
+            n += len(load_local(e["path"], "qa" if task_cfg["type"] == "read" else "classification",
+                                {0, 1, 2}))
+    return n
+
+
 def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
     """(rates, source) for ``device`` ("cpu" / "cuda")."""
     candidates = [Path(path)] if path else [REPO / "benchmarks" / f"benchmark-{device}.json"]
@@ -226,7 +243,8 @@ def plan(config: dict, rates: dict) -> list[Line]:
         policy = grid["policy"]
         test_all = sum(p["test_inputs"] for p in per.values())
         add("train_iid", "iid", "vanilla", tid, iid["train"] * iid_stage["epochs"], 0, cost)
-        add("predict", "iid", "vanilla", tid, 0, test_all + iid["test"], cost)
+        n_ood = ood_size(tcfg)
+        add("predict", "iid", "vanilla", tid, 0, test_all + iid["test"] + n_ood, cost)
         folds = folds_mod.enumerate_folds(funcs, list(config["partitions"]))
         seen = folds_mod.enumerate_folds(funcs, ["seen"])[0]
         mix_n = iid["train"] if training["iid_in_mix"] is None else min(iid["train"], training["iid_in_mix"])
@@ -249,6 +267,8 @@ def plan(config: dict, rates: dict) -> list[Line]:
                     items = sum(per[x]["seqs"] for x in train_f) + (mix_n if mix else 0)
                     scored = all_funcs if scope == "all" else f["held_out"]
                     pred = sum(per[x]["test_inputs"] for x in scored) + iid["test"]
+                    if f["partition"] == "seen" or config["predict"]["ood_models"] == "all":
+                        pred += n_ood
                     if keep:
                         add("finetune_model", conf, method, tid, items * epochs, 0, cost, factor)
                         add("predict", conf, method, tid, 0, pred, cost)

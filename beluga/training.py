@@ -417,7 +417,8 @@ def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, refere
     ``resumed_from_epoch`` the epochs a checkpoint provided (0: none).
 
     ``on_epoch_end`` (optional; analyses with early stopping): called with
-    the number of epochs done after each epoch; returning True ends training
+    the number of epochs done, the model and the tokenizer after each epoch;
+    returning True ends training
     there (``stopped_after_epoch`` in the summary). It may evaluate the model
     (training mode is restored afterwards); such a run keeps no checkpoints,
     since the callback's own state would not be saved with them."""
@@ -531,7 +532,7 @@ def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, refere
             last_save = time.time()
             ckpt_s += last_save - t_save
         if on_epoch_end is not None:
-            stop = on_epoch_end(epoch + 1)
+            stop = on_epoch_end(epoch + 1, model, tokenizer)
             model.train()
             if stop and epoch + 1 < epochs:
                 stopped = epoch + 1

@@ -13,6 +13,7 @@ from beluga import settings as beluga_settings  # noqa: E402
 from beluga import io as beluga_io  # noqa: E402
 from beluga.data import iid as beluga_iid  # noqa: E402
 from beluga.data import ood as beluga_ood  # noqa: E402
+from beluga import inoculation as beluga_inoculation  # noqa: E402
 from beluga.errors import BelugaError, config_error_line  # noqa: E402
 from beluga.methods import get_algorithm, method_hparams  # noqa: E402
 
@@ -58,18 +59,20 @@ METHODS = list(config["methods"])
 PARTITIONS = list(config["partitions"])
 STATISTICS = config["statistics"]
 PREDICT = config["predict"]
+COMBINATIONAL = config["combinational"]
 # torch threads per training / prediction job: fixed, because float reductions
 # (and so the predictions, bit for bit) depend on the number of threads
 JOB_THREADS = config["job_threads"]
 
 try:
-    FOLDS, FUNC_NAMES, SEEN_FOLD = {}, {}, {}
+    FOLDS, FUNC_NAMES, SEEN_FOLD, FUNC_TABLES = {}, {}, {}, {}
     for _t, _c in TASKS.items():
         _funcs, FOLDS[_t], SEEN_FOLD[_t] = beluga_dag.task_folds(_c["suite"], _c["type"], PARTITIONS)
         beluga_dag.check_case_counts(_t, _funcs, workflow.configfiles)
         beluga_dag.check_folds(_t, FOLDS[_t], _funcs, SUITE_CONFIGS, workflow.configfiles)
         # built once here, not in the params of every job while the DAG is built
         FUNC_NAMES[_t] = list(_funcs["functionality"])
+        FUNC_TABLES[_t] = _funcs
 except BelugaError as e:
     raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
 
@@ -207,7 +210,9 @@ except BelugaError as e:
 # < BERT-large), the sequence length and the retry attempt; a GPU is requested
 # only when gpus > 0 in the configuration (the jobs then run on CUDA).
 def model_scale(task):
-    name = str(TASKS[task]["model"]).lower()
+    """Memory / time scale of a task's model (the combinational analysis: its own model)."""
+    spec = COMBINATIONAL["model"] if task is None else TASKS[task]["model"]
+    name = str(spec).lower()
     if name == "tiny-random":
         return 0.5
     if "large" in name:
@@ -227,11 +232,12 @@ def job_resources(kind):
     base_mb, base_min = {"train": (3000, 60), "predict": (2000, 20)}[kind]
 
     def mem_mb(wildcards, attempt):
-        length = max(1.0, training(wildcards.task)["max_length"] / 128)
-        return int(base_mb * model_scale(wildcards.task) * length * (1 + 0.5 * (attempt - 1)))
+        task = wildcards.get("task")
+        max_length = COMBINATIONAL["max_length"] if task is None else training(task)["max_length"]
+        return int(base_mb * model_scale(task) * max(1.0, max_length / 128) * (1 + 0.5 * (attempt - 1)))
 
     def runtime(wildcards, attempt):
-        return int(base_min * model_scale(wildcards.task) * 2 ** (attempt - 1))
+        return int(base_min * model_scale(wildcards.get("task")) * 2 ** (attempt - 1))
 
     return {"mem_mb": mem_mb, "runtime": runtime, **GPU_RESOURCES}
 
@@ -437,6 +443,101 @@ def trial_files(wildcards):
     ]
 
 
+# Inoculation by fine-tuning and combinational OOD (rules/analyses.smk;
+# docs/ANALYSES.md): off in the default target unless enabled; their targets
+# inoculation_all and combinational_all run them on any config.
+INOCULATION = config["inoculation"]
+try:
+    INOC_UNITS = {
+        t: beluga_inoculation.units(FUNC_TABLES[t], INOCULATION["units"]) for t in (INOCULATION["tasks"] or TASKS)
+    }
+except BelugaError as e:
+    raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
+for _t in INOC_UNITS:
+    if _t not in TASKS:
+        raise WorkflowError(f"config: field 'inoculation.tasks': {_t!r} is not a task of this config")
+
+
+def inoc_doses(task, unit):
+    n = beluga_inoculation.train_cases_per_unit(
+        FUNC_TABLES[task], INOC_UNITS[task][unit]["functionalities"], config["split"]["fractions"]
+    )
+    return beluga_inoculation.doses_for(n, INOCULATION["doses"])
+
+
+def inoc_results(task):
+    """Every (unit, dose, learning rate) result of a task."""
+    return [
+        res(task, "inoculation", "runs", unit, dose, f"{beluga_inoculation.lr_id(lr)}.json")
+        for unit in INOC_UNITS[task]
+        for dose in inoc_doses(task, unit)
+        for lr in INOCULATION["lrs"]
+    ]
+
+
+INOC_OUTPUTS = ("table.csv", "outcomes.csv", "inoculation.md", "curves.png", "transfer.png")
+
+
+def inoc_targets():
+    return [p for t in INOC_UNITS for p in inoc_results(t) + [res(t, "inoculation", n) for n in INOC_OUTPUTS]]
+
+
+def inoc_settings(w):
+    """Params function: an inoculation job's settings (a FoldRun): IID→T on the unit's dose."""
+    task = TASKS[w.task]
+    unit_funcs = set(INOC_UNITS[w.task][w.unit]["functionalities"])
+    lr = next(x for x in INOCULATION["lrs"] if beluga_inoculation.lr_id(x) == w.lr)
+    hp = stage_hparams(w.task, "suite", "vanilla")
+    hp.update(lr=lr, epochs=INOCULATION["max_epochs"], batch_size=INOCULATION["batch_size"] or hp["batch_size"])
+    run = beluga_settings.fold_run(
+        config,
+        training(w.task),
+        task=w.task,
+        task_type=task["type"],
+        model=task["model"],
+        configuration="iid_to_t",
+        method="vanilla",
+        partition="inoculation",
+        fold=f"{w.unit}-{w.dose}-{w.lr}",
+        held_out=tuple(f for f in FUNC_NAMES[w.task] if f not in unit_funcs),
+        functionalities=tuple(FUNC_NAMES[w.task]),
+        start_label="iid",
+        hparams=hp,
+        checkpoint_dir=None,
+    )
+    return run.to_dict()
+
+
+COMB_OUTPUTS = ("table.csv", "table.md", "accuracy.png", "epochs.csv")
+
+
+def comb_targets():
+    runs = [f"{RESULTS}/combinational/runs/k{k}.json" for k in COMBINATIONAL["ks"]]
+    return runs + [f"{RESULTS}/combinational/{n}" for n in COMB_OUTPUTS]
+
+
+def comb_settings(w):
+    """Params function: a combinational training job's settings (a FoldRun)."""
+    hp = {**COMBINATIONAL["training"], **method_hparams("vanilla")}
+    run = beluga_settings.fold_run(
+        config,
+        {**config["training"], "max_length": COMBINATIONAL["max_length"]},
+        task="combinational",
+        task_type="sent",
+        model=COMBINATIONAL["model"],
+        configuration="iid",
+        method="vanilla",
+        partition="standard",
+        fold=f"k{w.k}",
+        held_out=(),
+        functionalities=(),
+        start_label=COMBINATIONAL["model"],
+        hparams=hp,
+        checkpoint_dir=None,
+    )
+    return dict(run.to_dict(), seed=COMBINATIONAL["seed"])
+
+
 OOD_OUTPUTS = ("scores.csv", "ranking.csv", "ood_table.csv", "ood_table.md", "ood_table.tex", "ood.png", "models.csv")
 
 
@@ -468,6 +569,10 @@ def all_targets():
     targets += [f"{RESULTS}/table3/{name}" for name in ("table3.csv", "table3.md", "table3.tex")]
     if sum(bool(OOD_SETS[t]) for t in TASKS) > 1:
         targets += [f"{RESULTS}/ood/ranking.csv", f"{RESULTS}/ood/ranking.md"]
+    if INOCULATION["enabled"]:
+        targets += inoc_targets()
+    if COMBINATIONAL["enabled"]:
+        targets += comb_targets()
     targets.append(f"{RESULTS}/run_config.yaml")
     return targets
 
@@ -492,3 +597,8 @@ localrules:
     prepare_ood,
     ood,
     ood_ranking,
+    inoculation,
+    inoculation_all,
+    combinational_data,
+    combinational,
+    combinational_all,

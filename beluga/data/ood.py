@@ -66,7 +66,14 @@ def hutto_dir() -> Path:
     return Path(list(spec.submodule_search_locations)[0]).joinpath(*HUTTO_DIR)
 
 
-def hutto_path(set_name: str) -> Path:
+def hutto_path(set_name: str, allow_movies: bool = False) -> Path:
+    """A ground-truth file; the movie snippets only where domain does not
+    matter (the combinational analysis), never as an OOD set."""
+    if allow_movies and set_name in HUTTO_EXCLUDED:
+        path = hutto_dir() / HUTTO_EXCLUDED[set_name]
+        if not path.exists():
+            raise DataError(f"hutto data: field 'sets': {path} does not exist")
+        return path
     if set_name in HUTTO_EXCLUDED:
         raise ConfigError(f"ood source 'hutto': field 'set': {set_name!r} is the Rotten Tomatoes movie snippets "
                           "SST was built from, not out-of-domain for SENT (sets: tweets, amazon, nyt)")
@@ -78,9 +85,9 @@ def hutto_path(set_name: str) -> Path:
     return path
 
 
-def read_hutto_ratings(set_name: str) -> pd.DataFrame:
+def read_hutto_ratings(set_name: str, allow_movies: bool = False) -> pd.DataFrame:
     """All rows of one ground-truth file: ``id``, ``rating`` (mean, -4..4), ``text``."""
-    path = hutto_path(set_name)
+    path = hutto_path(set_name, allow_movies)
     rows = []
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
         header = f.readline().rstrip("\r\n").split("\t")

@@ -25,12 +25,12 @@ from beluga.suites.build import split_cases
 from beluga.tasks import get_task_type
 
 
-def _train(model, tokenizer, streams, run: FoldRun, clock: Clock) -> dict:
+def _train(model, tokenizer, streams, run: FoldRun, clock: Clock, on_epoch_end=None) -> dict:
     from beluga.training import train
 
     clock.mark("train_start")
     with clock("train"):
-        summary = train(model, tokenizer, streams, run)
+        summary = train(model, tokenizer, streams, run, on_epoch_end=on_epoch_end)
     clock.split("train", "checkpoint", summary["checkpoint_s"])
     return summary
 
@@ -59,16 +59,20 @@ def train_iid(*, run: dict, train: str, out_model: str) -> dict:
 
 
 def _train_fold(run: FoldRun, *, suite: str, split: str, iid_train: str | None, start: str | None, job: Job,
-                clock: Clock):
-    """Behavioral fine-tuning of one fold (shared by finetune, finetune_model
-    and trial): (model, tokenizer, training summary). The checkpoint folder is
-    the caller's to delete once its outputs are written."""
+                clock: Clock, case_ids=None, on_epoch_end=None):
+    """Behavioral fine-tuning of one fold (shared by finetune, finetune_model,
+    trial and the inoculation analysis): (model, tokenizer, training summary).
+    ``case_ids`` (optional) keeps only those T_train cases (an inoculation
+    dose); ``on_epoch_end`` is passed to the training loop (early stopping).
+    The checkpoint folder is the caller's to delete once its outputs are written."""
     from beluga.methods import get_algorithm
     from beluga.modeling import load_model, set_seed
     from beluga.training import build_streams
 
     ttype = get_task_type(run.task_type)
     suite_train = split_cases(suite, split, run.task_type, "train", run.training_functionalities)
+    if case_ids is not None:
+        suite_train = suite_train[suite_train["case_id"].isin(set(case_ids))].reset_index(drop=True)
     iid_df = None
     if configuration(run.configuration).mixes_iid:
         if iid_train is None:
@@ -83,7 +87,7 @@ def _train_fold(run: FoldRun, *, suite: str, split: str, iid_train: str | None, 
     model.to(job.device)
     streams = build_streams(ttype, iid_df, suite_train, dir_train_slice=run.dir_train_slice,
                             qa_answer_match=run.qa_answer_match)
-    return model, tokenizer, _train(model, tokenizer, streams, run, clock)
+    return model, tokenizer, _train(model, tokenizer, streams, run, clock, on_epoch_end=on_epoch_end)
 
 
 def final(run: FoldRun) -> FoldRun:

@@ -1,0 +1,255 @@
+"""rules/analyses.smk: inoculation by fine-tuning (beluga/inoculation.py) and
+combinational OOD generalization (beluga/combinational.py). Their training
+jobs run the project's one training loop (beluga.training.train) through the
+same steps as the fold jobs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from beluga.clock import Clock
+from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
+from beluga.settings import FoldRun
+from beluga.steps._job import start_job
+from beluga.suites.build import split_cases
+from beluga.tasks import get_task_type
+
+# ---------------------------------------------------------------- inoculation
+
+
+def _dev_score(model, tokenizer, ttype, run: FoldRun, examples: pd.DataFrame, batch_size: int, precision,
+               iid_metric: str) -> float:
+    from beluga.metrics import iid_metrics, iid_outcomes, iid_score
+    from beluga.predict import example_predictions
+
+    preds = example_predictions(model, tokenizer, ttype, examples, "iid_test", batch_size, run.max_length,
+                                run.doc_stride, precision)
+    out = iid_outcomes(preds, examples, ttype.head, source="original dev set")
+    return iid_score(iid_metrics(out, ttype.name), iid_metric)
+
+
+def inoculate(*, run: dict, unit: str, unit_funcs: list[str], dose: str, sample_seed: int, patience: int,
+              suite: str, split: str, start: str, iid_val: str, iid_test: str, batch_size: int, iid_metric: str,
+              out_result: str) -> dict:
+    """One (unit, dose, learning rate): fine-tune the IID model on the dose's
+    T_train cases of the unit until the original dev score has not improved
+    for ``patience`` epochs (at most the run's epochs; the best-dev weights
+    are kept), then score the challenge (the unit's T_test and T_val), every
+    functionality of T_test and the original test set."""
+    from beluga.inoculation import dose_sample
+    from beluga.metrics import iid_metrics, iid_score
+    from beluga.predict import predictions, suite_predictions
+    from beluga.scoring import pass_rates, run_outcomes, score_cases
+    from beluga.steps.train import _train_fold
+    from beluga.suites.format import functionality_table
+
+    run = FoldRun.from_dict(run)
+    clock = Clock()
+    job = start_job(run.threads, run.precision)
+    ttype = get_task_type(run.task_type)
+    train_cases = split_cases(suite, split, run.task_type, "train", unit_funcs)
+    chosen = dose_sample(train_cases["case_id"], dose, sample_seed, unit)
+    dev = read_parquet(iid_val, "i.i.d. validation data")
+    state = {"best": -np.inf, "best_epoch": 0, "weights": None, "curve": []}
+
+    def on_epoch_end(epoch: int, model, tokenizer) -> bool:
+        score = _dev_score(model, tokenizer, ttype, run, dev, batch_size, job.precision, iid_metric)
+        state["curve"].append(score)
+        if score > state["best"]:
+            state.update(best=score, best_epoch=epoch,
+                         weights={k: v.detach().clone() for k, v in model.state_dict().items()})
+        return epoch - state["best_epoch"] >= patience
+
+    model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=None, start=start, job=job,
+                                            clock=clock, case_ids=chosen, on_epoch_end=on_epoch_end)
+    if state["weights"] is not None:
+        model.load_state_dict(state["weights"])
+    model.eval()
+    suite_test = split_cases(suite, split, run.task_type, "test")
+    test = read_parquet(iid_test, "i.i.d. test data")
+    with clock("predict"):
+        preds = predictions(model, tokenizer, ttype, suite_test, test, batch_size, run.max_length, run.doc_stride,
+                            job.precision)
+        val_cases = split_cases(suite, split, run.task_type, "val", unit_funcs)
+        val_preds = suite_predictions(model, tokenizer, ttype, val_cases, "suite_val", batch_size, run.max_length,
+                                      run.doc_stride, job.precision)
+    with clock("score"):
+        outcome = run_outcomes(ttype, suite_test, preds, test, list(unit_funcs), source=out_result)
+        suite_rows = outcome[outcome["split"] == "suite_test"]
+        rates = pass_rates(suite_rows[["case_id", "functionality", "status"]], functionality_table(suite_test))
+        rates = rates.set_index("functionality")["pass_rate"]
+        val_rates = pass_rates(score_cases(val_cases, val_preds, ttype, source=f"{out_result} (T_val)"),
+                               functionality_table(val_cases)).set_index("functionality")["pass_rate"]
+        metrics = iid_metrics(outcome, ttype.name)
+    unit_rates = rates.reindex(unit_funcs)
+    write_json({
+        "task": run.task, "unit": unit, "functionalities": list(unit_funcs), "dose": dose, "n_cases": len(chosen),
+        "lr": run.hparams["lr"], "max_epochs": run.hparams["epochs"], "patience": patience,
+        "epochs_trained": len(state["curve"]), "best_epoch": state["best_epoch"], "dev_curve": state["curve"],
+        "original": iid_score(metrics, iid_metric), "original_metrics": metrics,
+        "challenge": float(unit_rates.mean()) if unit_rates.notna().any() else None,
+        "challenge_val": float(val_rates.mean()) if val_rates.notna().any() else None,
+        "pass_rates": {f: (None if pd.isna(v) else float(v)) for f, v in rates.items()},
+        "steps": summary["steps"], "seed": run.seed, "timing": clock.record(), **job.record()}, out_result)
+    return clock.parts
+
+
+def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, results: list[str], iid_outcomes: str,
+                suite: str, lrs: list[float], select_on: str, thresholds: dict, out_table: str, out_outcomes: str,
+                out_markdown: str, out_curves: str, out_transfer: str) -> None:
+    """The analysis' tables and figures: per unit and dose the learning rate
+    with the best challenge score, its challenge and original scores (dose 0:
+    the IID model), the outcome of every unit, the learning curves and the
+    transfer heatmaps (one per dose)."""
+    from beluga import inoculation as ino
+    from beluga.metrics import fold_pass_rates, iid_metrics, iid_score
+    from beluga.suites.format import functionality_table, load_suite
+
+    recs = [json.loads(Path(p).read_text()) for p in results]
+    order = {float(lr): i for i, lr in enumerate(lrs)}
+    df = pd.DataFrame(recs)
+    df["lr_order"] = df["lr"].map(lambda v: order.get(float(v), len(order)))
+    chosen = ino.choose(df, select_on)
+    base_out = read_parquet(iid_outcomes, "IID model outcomes")
+    funcs = functionality_table(load_suite(suite))
+    base_rates = fold_pass_rates(base_out, funcs).set_index("functionality")["pass_rate"].to_dict()
+    base_original = iid_score(iid_metrics(base_out, task_type), iid_metric)
+    rows = []
+    for uid, spec in units.items():
+        vals = [base_rates.get(f) for f in spec["functionalities"] if not pd.isna(base_rates.get(f, np.nan))]
+        rows.append({"unit": uid, "level": spec["level"], "label": spec["label"], "dose": "0", "n_cases": 0,
+                     "lr": np.nan, "challenge": 100 * float(np.mean(vals)) if vals else np.nan,
+                     "challenge_val": np.nan, "original": 100 * base_original, "epochs_trained": 0,
+                     "best_epoch": 0})
+    for r in chosen.itertuples(index=False):
+        spec = units[r.unit]
+        rows.append({"unit": r.unit, "level": spec["level"], "label": spec["label"], "dose": r.dose,
+                     "n_cases": int(r.n_cases), "lr": float(r.lr),
+                     "challenge": np.nan if r.challenge is None else 100 * float(r.challenge),
+                     "challenge_val": np.nan if r.challenge_val is None else 100 * float(r.challenge_val),
+                     "original": 100 * float(r.original), "epochs_trained": int(r.epochs_trained),
+                     "best_epoch": int(r.best_epoch)})
+    table = pd.DataFrame(rows)
+    table["_unit"] = table["unit"].map({u: i for i, u in enumerate(units)})
+    table = table.sort_values(["_unit", "n_cases"], kind="stable").drop(columns="_unit").reset_index(drop=True)
+    outcomes = []
+    for uid, g in table.groupby("unit", sort=False):
+        first, last = g.iloc[0], g.iloc[-1]
+        label, reason = ino.classify(first.challenge, first.original, last.challenge, last.original, **thresholds)
+        outcomes.append({"unit": uid, "label": first.label, "level": first.level, "outcome": label,
+                         "reason": reason, "last_dose": last.dose, "challenge_0": first.challenge,
+                         "challenge_last": last.challenge, "original_0": first.original,
+                         "original_last": last.original})
+    outcomes = pd.DataFrame(outcomes)
+    write_csv(table, out_table)
+    write_csv(outcomes, out_outcomes)
+    md = [f"# {task.upper()}: inoculation by fine-tuning", "",
+          "| unit | outcome | why |", "|---|---|---|"]
+    md += [f"| {r.label} | {r.outcome} | {r.reason} |" for r in outcomes.itertuples(index=False)]
+    md += ["", "| unit | dose | cases | lr | challenge | original | epochs (best) |", "|---|---|---|---|---|---|---|"]
+    md += [f"| {r.label} | {r.dose} | {r.n_cases} | {'' if pd.isna(r.lr) else f'{r.lr:g}'} | {r.challenge:.1f} | "
+           f"{r.original:.1f} | {r.epochs_trained} ({r.best_epoch}) |" for r in table.itertuples(index=False)]
+    md += ["", "Outcome 1: the gap closes (challenge within reach of the original score, original kept); 2: "
+           "nothing changes (a weakness of the model); 3: the original score drops (the challenge conflicts with "
+           f"the original data); between: neither. Dose 0 is the IID model; lr picked on the challenge "
+           f"{'test set (as the seed)' if select_on == 'test' else 'validation cases'}."]
+    write_text("\n".join(md) + "\n", out_markdown)
+    ino.curves_figure(table, outcomes, task, out_curves)
+    mats = {d: ino.transfer_matrix(chosen, base_rates, units, d) for d in dict.fromkeys(chosen["dose"])}
+    ino.transfer_figure(mats, units, task, out_transfer)
+
+
+# ---------------------------------------------------------------- combinational OOD
+
+
+def combinational_data(*, data: dict, roles: dict | None, n_test: int, seed: int, out_pool: str) -> None:
+    """The labelled inputs with their roles (fst / sec / neu), split into test
+    inputs and ranked training inputs."""
+    from beluga import combinational as comb
+    from beluga.data.ood import load_local
+
+    if data["source"] == "hutto":
+        df = comb.hutto_three_way(data["sets"], data["negative_below"], data["neutral_within"],
+                                  data["positive_above"])
+        roles = roles or {"fst": "positive", "sec": "negative", "neu": "neutral"}
+    else:
+        df = _local_labelled(data["path"], load_local)
+        if not roles:
+            from beluga.errors import ConfigError
+
+            raise ConfigError("config: field 'combinational.roles': a local data set needs fst / sec / neu labels")
+    write_parquet(comb.split_pool(comb.assign_roles(df, roles), n_test, seed), out_pool)
+
+
+def _local_labelled(path: str, load_local) -> pd.DataFrame:
+    """A local table with text and any label values (three or more)."""
+    from beluga.data.ood import _read_any
+
+    raw = _read_any(Path(path), "combinational file")
+    from beluga.errors import DataError
+
+    for col in ("text", "label"):
+        if col not in raw.columns:
+            raise DataError(f"combinational file {path}: field '{col}': column missing")
+    ids = raw["id"].astype(str) if "id" in raw.columns else [f"x{i:06d}" for i in range(len(raw))]
+    return pd.DataFrame({"example_id": ids, "text": raw["text"].astype(str), "label": raw["label"].astype(str)})
+
+
+def combinational_train(*, run: dict, pool: str, k: int, words: dict, template: str, batch_size: int,
+                        per_epoch: bool, out_result: str) -> dict:
+    """One training size K: a binary classifier (the task's model) trained on
+    the templated ID combinations through the training loop, then the
+    accuracy of every cell of the seed's Table 2 (and per epoch if asked)."""
+    from beluga import combinational as comb
+    from beluga.modeling import load_model, predict_probs, set_seed
+    from beluga.steps.train import _train
+    from beluga.tasks import SENT
+    from beluga.training import build_streams
+
+    run = FoldRun.from_dict(run)
+    clock = Clock()
+    job = start_job(run.threads, run.precision)
+    train, test = comb.build(read_parquet(pool, "combinational data"), k, words, template)
+    set_seed(run.seed)
+    model, tokenizer = load_model(run.model, 2)
+    model.to(job.device)
+    streams = build_streams(SENT, train[["example_id", "text", "label"]], None)
+
+    def accuracy() -> dict:
+        probs = predict_probs(model, tokenizer, list(test["text"]), None, batch_size, run.max_length,
+                              precision=job.precision)
+        return comb.cell_accuracy(test, probs.argmax(axis=1))
+
+    epochs = []
+
+    def on_epoch_end(epoch: int, _model, _tokenizer) -> bool:
+        epochs.append({"epoch": epoch, **accuracy()})
+        return False
+
+    summary = _train(model, tokenizer, streams, run, clock, on_epoch_end=on_epoch_end if per_epoch else None)
+    model.eval()
+    with clock("predict"):
+        acc = accuracy()
+    write_json({"K": k, "n_train": len(train), "n_test": len(test), "accuracy": acc, "per_epoch": epochs,
+                "hparams": run.hparams, "seed": run.seed, "steps": summary["steps"],
+                "train_x": sorted(set(train["x_id"])), "timing": clock.record(), **job.record()}, out_result)
+    return clock.parts
+
+
+def combinational(*, results: list[str], out_table: str, out_markdown: str, out_figure: str,
+                  out_epochs: str) -> None:
+    """Accuracy per cell and group for every K, the curve against K and (if recorded) per epoch."""
+    from beluga import combinational as comb
+
+    recs = sorted((json.loads(Path(p).read_text()) for p in results), key=lambda r: r["K"])
+    table = pd.DataFrame([{"K": r["K"], "n_train": r["n_train"], "n_test": r["n_test"], **r["accuracy"]}
+                          for r in recs])
+    epochs = pd.DataFrame([{"K": r["K"], **e} for r in recs for e in r["per_epoch"]])
+    write_csv(table, out_table)
+    write_csv(epochs if len(epochs) else pd.DataFrame(columns=["K", "epoch", *comb.GROUPS]), out_epochs)
+    write_text(comb.table_markdown(table), out_markdown)
+    comb.curve_figure(table, out_figure, epochs if len(epochs) else None)

@@ -1,0 +1,7 @@
+from beluga.smk import input_list, run
+from beluga.steps import analyses
+
+sm = snakemake  # noqa: F821
+run(sm, lambda: analyses.combinational(results=input_list(sm, "results"), out_table=sm.output.table,
+                                       out_markdown=sm.output.markdown, out_figure=sm.output.figure,
+                                       out_epochs=sm.output.epochs))

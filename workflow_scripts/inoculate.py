@@ -1,0 +1,9 @@
+from beluga.smk import run
+from beluga.steps import analyses
+
+sm = snakemake  # noqa: F821
+run(sm, lambda: analyses.inoculate(
+    run=sm.params.run, unit=sm.wildcards.unit, unit_funcs=sm.params.unit_funcs, dose=sm.wildcards.dose,
+    sample_seed=sm.params.sample_seed, patience=sm.params.patience, suite=sm.input.suite, split=sm.input.split,
+    start=sm.input.start, iid_val=sm.input.iid_val, iid_test=sm.input.iid_test, batch_size=sm.params.batch_size,
+    iid_metric=sm.params.iid_metric, out_result=sm.output.result))

@@ -1,0 +1,10 @@
+from beluga.smk import input_list, run
+from beluga.steps import analyses
+
+sm = snakemake  # noqa: F821
+run(sm, lambda: analyses.inoculation(
+    task=sm.wildcards.task, task_type=sm.params.task_type, iid_metric=sm.params.iid_metric, units=sm.params.units,
+    results=input_list(sm, "results"), iid_outcomes=sm.input.iid_outcomes, suite=sm.input.suite, lrs=sm.params.lrs,
+    select_on=sm.params.select_on, thresholds=sm.params.thresholds, out_table=sm.output.table,
+    out_outcomes=sm.output.outcomes, out_markdown=sm.output.markdown, out_curves=sm.output.curves,
+    out_transfer=sm.output.transfer))
