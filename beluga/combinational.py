@@ -147,6 +147,9 @@ def curve_figure(table: pd.DataFrame, out_png: str, epochs: pd.DataFrame | None 
     for g, (st, col) in styles.items():
         ax.plot(table["K"], 100 * table[g], st, color=col, label=g)
     ax.set_xscale("log")
+    ax.set_xticks(list(table["K"]))
+    ax.set_xticklabels([str(int(k)) for k in table["K"]])
+    ax.minorticks_off()
     ax.set_xlabel("K (training inputs per label)")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(-3, 103)
@@ -159,6 +162,7 @@ def curve_figure(table: pd.DataFrame, out_png: str, epochs: pd.DataFrame | None 
         e = epochs[epochs["K"] == k]
         for g, (st, col) in styles.items():
             bx.plot(e["epoch"], 100 * e[g], st, color=col, label=g)
+        bx.set_xticks(list(e["epoch"]))
         bx.set_xlabel("epoch")
         bx.set_ylim(-3, 103)
         bx.set_title(f"per epoch, K = {k}")

@@ -110,19 +110,22 @@ def classify(challenge0: float, original0: float, challenge: float, original: fl
     already within ``close_within`` of its original score, so there was no gap
     to close. Returns (label, the reason in words)."""
     d_chal, d_orig = challenge - challenge0, original - original0
-    tail = f"original {d_orig:+.0f} pp ({original0:.0f} → {original:.0f})"
+
+    def pp(x: float) -> str:   # signed whole points, never "-0"
+        return f"{int(round(x)):+d} pp"
+    tail = f"original {pp(d_orig)} ({original0:.0f} → {original:.0f})"
     if d_orig <= -original_drop:
-        return "3", (f"original {d_orig:+.0f} pp (≤ −{original_drop:g}: the challenge conflicts with the original "
-                     f"data); challenge {d_chal:+.0f} pp")
+        return "3", (f"original {pp(d_orig)} (≤ −{original_drop:g}: the challenge conflicts with the original "
+                     f"data); challenge {pp(d_chal)}")
     if challenge0 >= original0 - close_within:
         return "no gap", (f"no gap at dose 0: challenge {challenge0:.0f} vs original {original0:.0f} (the IID model "
-                          f"already passes); challenge {d_chal:+.0f} pp; {tail}")
+                          f"already passes); challenge {pp(d_chal)}; {tail}")
     if challenge >= original - close_within:
-        return "1", (f"challenge {d_chal:+.0f} pp to within {close_within:g} pp of original "
+        return "1", (f"challenge {pp(d_chal)} to within {close_within:g} pp of original "
                      f"({challenge:.0f} vs {original:.0f}); {tail}")
     if d_chal < min_gain:
-        return "2", f"challenge {d_chal:+.0f} pp (< {min_gain:g}: a weakness of the model); {tail}"
-    return "between", (f"challenge {d_chal:+.0f} pp but {original - challenge:.0f} pp below original; {tail}")
+        return "2", f"challenge {pp(d_chal)} (< {min_gain:g}: a weakness of the model); {tail}"
+    return "between", (f"challenge {pp(d_chal)} but {original - challenge:.0f} pp below original; {tail}")
 
 
 def dose_number(dose: str, n_cases: int) -> int:
@@ -203,7 +206,7 @@ def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, ou
         ax.set_xticks(range(mat.shape[1]))
         ax.set_xticklabels([unit_map[u]["label"][:22] for u in mat.columns], rotation=90, fontsize=6)
         ax.set_yticks(range(mat.shape[0]))
-        ax.set_yticklabels([unit_map[u]["label"][:22] for u in mat.index], fontsize=6)
+        ax.set_yticklabels([unit_map[u]["label"][:22] for u in mat.index] if k == 0 else [], fontsize=6)
         ax.set_title(f"dose {dose}", fontsize=9)
         ax.set_xlabel("evaluated unit", fontsize=7)
         if k == 0:

@@ -59,7 +59,7 @@ def test_outcome_classification(curve, outcome):
     label, reason = ino.classify(*curve)
     assert label == outcome, reason
     c0, o0, c, o = curve
-    assert f"{c - c0:+.0f} pp" in reason and "original" in reason
+    assert f"{int(round(c - c0)):+d} pp" in reason and "original" in reason
 
 
 def test_outcome_reason_in_words():
