@@ -40,7 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--suite", required=True,
                    help="suite file: project Parquet, CSV or JSONL, or a CheckList JSONL export (.jsonl[.gz])")
     s.add_argument("--predictions", required=True,
-                   help="Parquet with case_id, input_idx and probs (classification) or answer (QA)")
+                   help="predictions: Parquet / CSV / TSV / JSONL keyed by case_id, input_idx with probs (or pred) "
+                        "or answer (QA), or a CheckList line file in the export's order (see --format)")
+    s.add_argument("--format", default=None, choices=None,
+                   help="parquet, csv, tsv, jsonl, or CheckList's pred_only, binary_conf, softmax, pred_and_conf, "
+                        "pred_and_softmax (default: from the extension)")
     s.add_argument("--out", required=True, help="output directory")
     s.add_argument("--task", choices=sorted(TASK_TYPES), default=None,
                    help="task type; default: inferred from the suite (CheckList `suite` field)")
@@ -59,6 +63,35 @@ def _parser() -> argparse.ArgumentParser:
                         help="prediction sequences/s of all-MiniLM-L6-v2 at 48 tokens on the target device")
     p_plan.add_argument("--fixed-s", type=float, default=None, help="fixed seconds per job (start-up, model load)")
     p_plan.add_argument("--json", default=None, help="also write the plan as JSON to this file")
+    p_test = sub.add_parser("test", help="behavioral test of a trained model on a suite (no training)",
+                            description="Predict every input of a suite with a trained model, score it with "
+                                        "CheckList's semantics and print the failure summary: per class and "
+                                        "functionality the failure rate, and failing cases with their inputs, "
+                                        "expectation and predictions. Writes predictions.parquet, cases.parquet, "
+                                        "functionalities.csv, summary.md and summary.html to --out.")
+    p_test.add_argument("--model", required=True,
+                        help="a local model folder (safetensors weights) or a Hugging Face hub name (online only)")
+    p_test.add_argument("--suite", required=True, help="suite file (as for score)")
+    p_test.add_argument("--out", required=True, help="output directory")
+    p_test.add_argument("--task", choices=sorted(TASK_TYPES), default=None, help="task type (default: inferred)")
+    p_test.add_argument("--batch-size", type=int, default=64)
+    p_test.add_argument("--max-length", type=int, default=128, help="tokens per input (READ: per window)")
+    p_test.add_argument("--max-cases-per-functionality", type=int, default=None,
+                        help="a seeded sample of at most this many cases per functionality")
+    p_test.add_argument("--failures", type=int, default=3, help="failing cases shown per functionality")
+    p_test.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
+    p_test.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
+    p_suite = sub.add_parser("suite", help="suite tools: export the inputs for models outside Python")
+    suite_sub = p_suite.add_subparsers(dest="suite_command", required=True)
+    p_exp = suite_sub.add_parser("export", help="every input, one row per (case_id, input_idx), in a stable order",
+                                 description="Write every input of a suite with columns case_id, input_idx and the "
+                                             "text(s) (text [, text_b]; READ: context, question): TSV by default, "
+                                             "JSONL for a .jsonl name. A CheckList-format prediction file for "
+                                             "`score --format` has one line per row, in this order.")
+    p_exp.add_argument("--suite", required=True, help="suite file (as for score)")
+    p_exp.add_argument("--out", required=True, help="output file (.tsv or .jsonl)")
+    p_exp.add_argument("--task", choices=sorted(TASK_TYPES), default=None, help="task type (default: inferred)")
+    p_exp.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
     p_rank = sub.add_parser("ood-rank", help="GLUE-X ranking of systems from a long score table",
                             description="Read a long table (CSV, TSV or Parquet) with columns system, task, dataset, "
                                         "domain (id or ood), metric, value and write ranking.csv (system, id_avg, "
@@ -123,14 +156,11 @@ def _typed_keys(preds: pd.DataFrame, path: str) -> pd.DataFrame:
     return preds
 
 
-def score_command(suite_path: str, predictions_path: str, out_dir: str, task_name: str | None = None,
-                  paper_fixes: bool = True) -> dict:
-    from beluga.io import write_csv, write_parquet
-    from beluga.scoring import FILTERED, PASS, score_cases
+def load_suite_for(suite_path: str, task_name: str | None, paper_fixes: bool = True):
+    """(suite, task type) of any suite the project reads, the task inferred when not given."""
     from beluga.suites.checklist import read_any_suite
     from beluga.suites.format import validate_suite
 
-    t0 = time.time()
     given = get_task_type(task_name) if task_name is not None else None
     suite = read_any_suite(suite_path, paper_fixes=paper_fixes,
                            label_set=(tuple(given.suite_labels) or None) if given else None,
@@ -139,9 +169,35 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     if given is None and suite.attrs.get("task_type") is None:
         # inferred task type (QA): re-check what it needs
         suite = validate_suite(suite, suite_path, tuple(ttype.suite_labels) or None, head=ttype.head)
+    return suite, ttype
+
+
+def export_command(suite_path: str, out: str, task_name: str | None = None, paper_fixes: bool = True) -> str:
+    from beluga.behavioral import export_rows, write_export
+
+    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
+    rows = export_rows(suite, ttype.head)
+    fmt = write_export(rows, out)
+    return f"exported {len(rows)} inputs of {len(suite)} cases ({ttype.name}) as {fmt.upper()} -> {out}"
+
+
+def score_command(suite_path: str, predictions_path: str, out_dir: str, task_name: str | None = None,
+                  paper_fixes: bool = True, fmt: str | None = None) -> dict:
+    from beluga.behavioral import export_rows, infer_format, read_predictions
+    from beluga.io import write_csv, write_parquet
+    from beluga.scoring import FILTERED, PASS, score_cases
+
+    t0 = time.time()
+    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
     t_suite = time.time() - t0
 
-    preds = _read_predictions(predictions_path, "answer" if ttype.head == "qa" else "probs")
+    fmt = infer_format(predictions_path, fmt)
+    if fmt == "parquet":
+        preds = _read_predictions(predictions_path, "answer" if ttype.head == "qa" else "probs")
+    else:
+        order = export_rows(suite, ttype.head)[["case_id", "input_idx"]]
+        k = ttype.num_model_labels if ttype.head != "qa" else 0   # the model's classes (SENT: 2, mapped as CheckList)
+        preds = read_predictions(predictions_path, fmt, order, k, ttype.head == "qa")
     preds = _typed_keys(preds, predictions_path)
     wanted = set(preds["case_id"].tolist())
     sel = suite[suite["case_id"].isin(wanted)].reset_index(drop=True)
@@ -196,12 +252,86 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
             "suite_s": round(t_suite, 2), "total_s": round(time.time() - t0, 2)}
 
 
+def test_command(model: str, suite_path: str, out_dir: str, task_name: str | None = None, batch_size: int = 64,
+                 max_length: int = 128, max_cases: int | None = None, failures: int = 3, precision: str = "auto",
+                 paper_fixes: bool = True) -> str:
+    """``python -m beluga test``: predict, score and summarise (returns the terminal summary)."""
+    from beluga.behavioral import failure_summary, summary_html, summary_markdown, summary_text
+    from beluga.io import write_csv, write_parquet, write_text
+    from beluga.predict import predictions_table
+    from beluga.scoring import score_cases
+    from beluga.suites.build import subsample_cases
+
+    t0 = time.time()
+    if batch_size < 1 or max_length < 8 or (max_cases is not None and max_cases < 1) or failures < 0:
+        raise BelugaError("test: field '--batch-size' / '--max-length' / '--max-cases-per-functionality' / "
+                          "'--failures': must be positive")
+    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
+    if max_cases is not None:
+        suite = subsample_cases(suite, max_cases, 0).reset_index(drop=True)
+    net, tokenizer = _load_test_model(model, ttype)
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise BelugaError(f"output folder {out_dir}: field '--out': cannot be created: "
+                          f"{' '.join(str(e.strerror or e).split())}") from None
+    preds = _predict_with_progress(net, tokenizer, ttype, suite, batch_size, max_length, precision)
+    status = score_cases(suite, preds, ttype, source=f"model {model}")
+    funcs, examples = failure_summary(suite, status, preds, ttype, k=failures)
+    shown = str(model) if len(str(model)) <= 48 else "…" + str(model)[-47:]
+    title = f"{shown} on {Path(suite_path).name} ({ttype.name}, {len(suite)} cases)"
+    table = predictions_table(preds.assign(split="suite_test", label=None), ttype, str(out / "predictions.parquet"))
+    write_parquet(table, out / "predictions.parquet")
+    write_parquet(suite[["case_id", "functionality", "capability", "test_type"]].merge(
+        status[["case_id", "status"]], on="case_id"), out / "cases.parquet")
+    write_csv(funcs, out / "functionalities.csv")
+    write_text(summary_markdown(funcs, examples, title), out / "summary.md")
+    write_text(summary_html(funcs, examples, title), out / "summary.html")
+    text = summary_text(funcs, examples, title)
+    return text + f"\n{len(preds)} inputs predicted and scored in {time.time() - t0:.1f} s -> {out_dir}\n"
+
+
+def _load_test_model(spec: str, ttype):
+    """A trained model: a local folder (safetensors only) or a hub name (online)."""
+    from beluga.modeling import load_trained, resolve_model
+
+    path = resolve_model(spec)
+    return load_trained(path, ttype.head)
+
+
+def _predict_with_progress(model, tokenizer, ttype, suite, batch_size: int, max_length: int, precision: str):
+    """Predictions of every input, in chunks of cases with a progress bar on a terminal."""
+    import torch
+
+    from beluga.precision import resolve
+    from beluga.predict import suite_predictions
+
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(dev).eval()
+    prec = resolve(precision, dev)
+    chunk = max(1, 2000 // max(1, int(suite["inputs"].map(len).mean())))
+    parts = []
+    show = sys.stderr.isatty() and len(suite) > chunk
+    for start in range(0, len(suite), chunk):
+        part = suite.iloc[start:start + chunk]
+        parts.append(suite_predictions(model, tokenizer, ttype, part, "suite_test", batch_size, max_length, 128,
+                                       prec))
+        if show:
+            done = min(len(suite), start + chunk)
+            bar = "#" * int(30 * done / len(suite))
+            print(f"\rpredicting [{bar:<30}] {done}/{len(suite)} cases", end="", file=sys.stderr, flush=True)
+    if show:
+        print(file=sys.stderr)
+    return pd.concat(parts, ignore_index=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "score":
             info = score_command(args.suite, args.predictions, args.out, args.task,
-                                 paper_fixes=not args.no_paper_fixes)
+                                 paper_fixes=not args.no_paper_fixes, fmt=args.format)
             print(f"scored {info['n_cases']} cases in {info['n_functionalities']} functionalities "
                   f"(task {info['task']}) in {info['total_s']} s -> {args.out}")
         elif args.command == "plan":
@@ -209,6 +339,12 @@ def main(argv: list[str] | None = None) -> int:
 
             print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
                                args.json), end="")
+        elif args.command == "test":
+            print(test_command(args.model, args.suite, args.out, args.task, args.batch_size, args.max_length,
+                               args.max_cases_per_functionality, args.failures, args.precision,
+                               paper_fixes=not args.no_paper_fixes), end="")
+        elif args.command == "suite" and args.suite_command == "export":
+            print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes))
         elif args.command == "ood-rank":
             from beluga.ood import ood_rank_command
 

@@ -28,7 +28,7 @@ rule significance:
         table=report(
             f"{RESULTS}/{{task}}/stats/significance.csv",
             caption="../report/significance.rst",
-            category="Statistics",
+            category="Significance and intervals",
             subcategory="{task}",
         ),
         null=f"{RESULTS}/{{task}}/stats/null_avg.parquet",
@@ -55,7 +55,7 @@ rule intervals:
         table=report(
             f"{RESULTS}/{{task}}/stats/intervals.csv",
             caption="../report/intervals.rst",
-            category="Statistics",
+            category="Significance and intervals",
             subcategory="{task}",
         ),
     log:
