@@ -194,6 +194,20 @@ def _short(text, n: int = 70) -> str:
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
+def _first_diff(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
+
+
+def _around(text: str, at: int, n: int) -> str:
+    """``text`` shortened to ``n`` characters around position ``at`` (where a perturbation changed it)."""
+    text = str(text)
+    if len(text) <= n or at < n - 25:
+        return _short(text, n)
+    start = max(0, min(at - 25, len(text) - (n - 2)))
+    return "…" + _short(text[start:], n - 1)
+
+
 def expectation_text(expect: str, params: str | None) -> str:
     p = json.loads(params) if params else {}
     p = {k: v for k, v in p.items() if k != "train"}
@@ -204,9 +218,13 @@ def prediction_text(value, ttype) -> str:
     if ttype.head == "qa":
         return repr(_short(value, 40))
     probs = np.asarray(value, dtype=float)
-    names = ttype.iid_labels if len(probs) == len(ttype.iid_labels) else ttype.suite_labels
-    k = int(probs.argmax())
-    return f"{names.get(k, str(k))} ({probs[k]:.2f})"
+    suite = ttype.suite_probs(probs[None, :])[0]      # what the expectation sees (SENT: three classes)
+    k = int(suite.argmax())
+    shown = f"{ttype.suite_labels.get(k, str(k))} ({suite[k]:.2f})"
+    if len(probs) != len(suite):   # the model's own classes too
+        j = int(probs.argmax())
+        shown += f"; model: {ttype.iid_labels.get(j, str(j))} {probs[j]:.2f}"
+    return shown
 
 
 def failure_summary(suite: pd.DataFrame, status: pd.DataFrame, preds: pd.DataFrame, ttype,
@@ -228,10 +246,15 @@ def failure_summary(suite: pd.DataFrame, status: pd.DataFrame, preds: pd.DataFra
         ex = []
         for r in g[s.to_numpy() == FAIL].head(k).itertuples(index=False):
             inputs = []
-            for j, t in enumerate(r.inputs[:4]):
+            texts = [str(x) for x in r.inputs]
+            for j, t in enumerate(texts[:4]):
                 b = r.inputs_b[j] if getattr(r, "inputs_b", None) is not None else None
-                shown = _short(t) if b is None else (f"{_short(b, 40)} | {_short(t, 50)}" if ttype.head == "qa"
-                                                     else f"{_short(t, 45)} | {_short(b, 45)}")
+                # where this input differs from the original (the original: from the first perturbation)
+                other = texts[1] if j == 0 and len(texts) > 1 else texts[0]
+                at = _first_diff(t, other)
+                shown = _around(t, at, 70) if b is None else (
+                    f"{_short(b, 40)} | {_around(t, at, 50)}" if ttype.head == "qa"
+                    else f"{_around(t, at, 45)} | {_short(b, 45)}")
                 inputs.append({"input": shown, "prediction": prediction_text(pv.get((str(r.case_id), j)), ttype)})
             expected = expectation_text(r.expect, r.expect_params)
             labels = getattr(r, "labels", None)
@@ -306,7 +329,8 @@ def summary_html(funcs: pd.DataFrame, examples: dict, title: str) -> str:
             items.append(f"<div class='case'><div><code>{e(ex['case_id'])}</code> expected: "
                          f"<b>{e(ex['expectation'])}</b> ({ex['n_inputs']} inputs)</div>"
                          f"<table class='inputs'>{inputs}</table></div>")
-        details.append(f"<details><summary>{e(func)} — {len(exs)} failing case(s) shown</summary>"
+        opened = " open" if not details else ""    # the first one open: failures are visible on arrival
+        details.append(f"<details{opened}><summary>{e(func)} — {len(exs)} failing case(s) shown</summary>"
                        f"{''.join(items)}</details>")
     style = ("body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}"
              "td,th{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left}.num{text-align:right}"
@@ -317,3 +341,80 @@ def summary_html(funcs: pd.DataFrame, examples: dict, title: str) -> str:
             "<table id='functionalities'><thead><tr><th>class</th><th>functionality</th><th>type</th>"
             f"<th>failure rate</th><th>failed / scored</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
             f"<h2>Failing cases</h2><div id='failures'>{''.join(details)}</div></body></html>\n")
+
+
+# ---------------------------------------------------------------- failures in the pipeline's report
+
+
+SCENARIO_ORDER = ("standard", "seen", "func", "class", "type")
+
+
+def pipeline_failures(suite_test: pd.DataFrame, runs: list[dict], ttype, k: int = 3) -> pd.DataFrame:
+    """Failing T_test cases of every model, per functionality: the IID model
+    (scenario standard), each pair's seen model, and for func / class / type
+    the fold model that held the functionality out. ``runs``: dicts with
+    configuration, method, partition, fold, ``outcomes`` and ``predictions``
+    (DataFrames). One row per shown input."""
+    rows = []
+    for run in runs:
+        out = run["outcomes"]
+        held = out[(out["split"] == "suite_test") & out["held_out"].astype(bool)]
+        if not len(held):
+            continue
+        cases = suite_test[suite_test["case_id"].isin(set(held["case_id"]))]
+        preds = run["predictions"]
+        preds = preds[preds["split"] == "suite_test"]
+        _, examples = failure_summary(cases, held[["case_id", "status"]], preds, ttype, k=k)
+        scenario = "standard" if run["configuration"] == "iid" else run["partition"]
+        for func, exs in examples.items():
+            for ex in exs:
+                for j, inp in enumerate(ex["inputs"]):
+                    rows.append({"scenario": scenario, "configuration": run["configuration"],
+                                 "method": run["method"], "fold": run["fold"], "functionality": func,
+                                 "case_id": ex["case_id"], "expectation": ex["expectation"], "input_idx": j,
+                                 "input": inp["input"], "prediction": inp["prediction"]})
+    cols = ["scenario", "configuration", "method", "fold", "functionality", "case_id", "expectation", "input_idx",
+            "input", "prediction"]
+    df = pd.DataFrame(rows, columns=cols)
+    if len(df):
+        df["_s"] = df["scenario"].map({s: i for i, s in enumerate(SCENARIO_ORDER)})
+        df = df.sort_values(["_s"], kind="stable").drop(columns="_s").reset_index(drop=True)
+    return df
+
+
+def failures_html(df: pd.DataFrame, funcs: pd.DataFrame, task: str, labels: dict) -> str:
+    """A standalone page: one collapsible section per functionality, inside it
+    the failing cases of each model (scenario, configuration, method, fold)."""
+    from html import escape as e
+
+    parts, opened = [], False
+    for r in funcs.itertuples(index=False):
+        sub = df[df["functionality"] == r.functionality]
+        if not len(sub):
+            parts.append(f"<details><summary>{e(str(r.functionality))} ({r.test_type}) — no failing case"
+                         "</summary></details>")
+            continue
+        blocks = []
+        for (sc, conf, meth, fold), g in sub.groupby(["scenario", "configuration", "method", "fold"], sort=False):
+            who = "IID model" if conf == "iid" else f"{labels.get(conf, conf)} {meth}, {sc} ({fold})"
+            cases = []
+            for cid, c in g.groupby("case_id", sort=False):
+                trs = "".join(f"<tr><td>{e(str(x.input))}</td><td class='pred'>{e(str(x.prediction))}</td></tr>"
+                              for x in c.itertuples(index=False))
+                cases.append(f"<div class='case'><code>{e(str(cid))}</code> expected: "
+                             f"<b>{e(str(c['expectation'].iat[0]))}</b><table class='inputs'>{trs}</table></div>")
+            blocks.append(f"<h4>{e(who)}</h4>{''.join(cases)}")
+        n_models = sub.groupby(["scenario", "configuration", "method", "fold"]).ngroups
+        attr = "" if opened else " open"          # the first one open: failures are visible on arrival
+        opened = True
+        parts.append(f"<details{attr}><summary>{e(str(r.functionality))} ({r.test_type}) — failing cases of "
+                     f"{n_models} model(s)</summary>{''.join(blocks)}</details>")
+    style = ("body{font-family:sans-serif;margin:2em;max-width:1100px}td{border-bottom:1px solid #ddd;"
+             "padding:2px 8px}.case{margin:.5em 0 .5em 1em}.pred{color:#c0392b;white-space:nowrap}"
+             "summary{cursor:pointer;margin:.3em 0}h4{margin:.6em 0 .2em}")
+    title = f"{task.upper()}: failing T_test cases per functionality"
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title><style>{style}"
+            f"</style></head><body><h1>{e(title)}</h1><p>The IID model, each configuration–method pair's seen "
+            "model, and in func / class / type the fold model that held the functionality out; a few failing "
+            f"cases each, with every shown input and the model's prediction.</p><div id='failures'>{''.join(parts)}"
+            "</div></body></html>\n")

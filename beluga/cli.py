@@ -289,7 +289,7 @@ def test_command(model: str, suite_path: str, out_dir: str, task_name: str | Non
     write_text(summary_markdown(funcs, examples, title), out / "summary.md")
     write_text(summary_html(funcs, examples, title), out / "summary.html")
     text = summary_text(funcs, examples, title)
-    return text + f"\n{len(preds)} inputs predicted and scored in {time.time() - t0:.1f} s -> {out_dir}\n"
+    return text + f"\n{len(preds)} inputs predicted and scored in {time.time() - t0:.1f} s; written to\n{out_dir}\n"
 
 
 def _load_test_model(spec: str, ttype):

@@ -311,6 +311,14 @@ def run_records(kind):
     return records
 
 
+def failure_runs(w):
+    """Params function: every run with its outcomes and predictions files."""
+    return [
+        dict(r, predictions=run_path("predictions", w.task, r["configuration"], r["method"], r["partition"], r["fold"]))
+        for r in run_records("outcomes")(w)
+    ]
+
+
 def suite_build_inputs(wildcards):
     suite = TASKS[wildcards.task]["suite"]
     if "generate" in suite:
@@ -561,6 +569,7 @@ def all_targets():
             res(task, "stats", "significance.csv"),
             res(task, "stats", "intervals.csv"),
             res(task, "diagnostics", "diagnostics.md"),
+            res(task, "failures", "failures.html"),
             res(task, "figures", "figure1.png"),
             res(task, "figures", "figure1.pdf"),
         ]
@@ -592,6 +601,7 @@ localrules:
     significance,
     intervals,
     diagnostics,
+    failures,
     table3,
     run_config,
     prepare_ood,

@@ -98,6 +98,33 @@ rule diagnostics:
         "../workflow_scripts/diagnostics.py"
 
 
+rule failures:
+    input:
+        outcomes=run_files("outcomes"),
+        predictions=run_files("predictions"),
+        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+        split=f"{RESULTS}/{{task}}/suite/split.parquet",
+    output:
+        table=f"{RESULTS}/{{task}}/failures/failures.csv",
+        markdown=f"{RESULTS}/{{task}}/failures/failures.md",
+        html=report(
+            f"{RESULTS}/{{task}}/failures/failures.html",
+            caption="../report/failures.rst",
+            category="Failures",
+            subcategory="{task}",
+        ),
+    log:
+        "logs/{task}/failures.log",
+    conda:
+        "../envs/beluga.yaml"
+    params:
+        runs=failure_runs,
+        task_type=lambda w: TASKS[w.task]["type"],
+        k=STATISTICS["failures_per_functionality"],
+    script:
+        "../workflow_scripts/failures.py"
+
+
 rule table3:
     input:
         scores=expand(f"{RESULTS}/{{task}}/scores/scores.csv", task=list(TASKS)),

@@ -19,6 +19,28 @@ def _task_data(units: str, suite: str, task_type: str) -> analysis.TaskData:
     return analysis.task_data(read_parquet(units, "unit outcomes"), funcs, task_type, source=units)
 
 
+def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: str, k: int, out_table: str,
+             out_markdown: str, out_html: str) -> None:
+    """Failing T_test cases per functionality of every model (beluga.behavioral.pipeline_failures)."""
+    from beluga.behavioral import failures_html, pipeline_failures
+    from beluga.metrics import CONFIG_LABELS
+    from beluga.tasks import get_task_type
+
+    ttype = get_task_type(task_type)
+    suite_test = split_cases(suite, split, task_type, "test")
+    loaded = [dict(r, outcomes=read_parquet(r["path"], "outcomes"),
+                   predictions=read_parquet(r["predictions"], "predictions")) for r in runs]
+    df = pipeline_failures(suite_test, loaded, ttype, k=k)
+    funcs = functionality_table(load_suite(suite))
+    write_csv(df, out_table)
+    md = [f"# {task.upper()}: failing T_test cases", "", "| scenario | model | functionality | case | expected | input "
+          "| prediction |", "|---|---|---|---|---|---|---|"]
+    md += [f"| {r.scenario} | {r.configuration}/{r.method}/{r.fold} | {r.functionality} | {r.case_id} | "
+           f"{r.expectation} | {str(r.input).replace('|', '/')} | {r.prediction} |" for r in df.itertuples(index=False)]
+    write_text("\n".join(md) + "\n", out_markdown)
+    write_text(failures_html(df, funcs, task, CONFIG_LABELS), out_html)
+
+
 def unit_outcomes(*, runs: list[dict], task_type: str, scenario_iid: str, out_units: str) -> None:
     write_parquet(analysis.unit_outcomes(runs, task_type, scenario_iid), out_units)
 

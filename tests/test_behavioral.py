@@ -1,0 +1,242 @@
+"""Behavioral testing of any model (docs/TESTING.md): `python -m beluga test`,
+`suite export`, `score --format` in every supported format, and the pages a
+person reads (the test summary, the pipeline's failures and report) rendered
+in headless Chromium."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import make_tiny_suite, smk
+
+from beluga.behavioral import export_rows
+from beluga.cli import main
+from beluga.suites.format import save_suite
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from beluga.modeling import load_model, save_model, set_seed
+
+    set_seed(0)
+    model, tok = load_model("tiny-random", 2)
+    out = tmp_path_factory.mktemp("model") / "tiny"
+    save_model(model, tok, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def suite_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("suite") / "suite.parquet"
+    save_suite(make_tiny_suite(6), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def tested(tiny_model, suite_file, tmp_path_factory):
+    out = tmp_path_factory.mktemp("test_out")
+    rc = main(["test", "--model", str(tiny_model), "--suite", str(suite_file), "--out", str(out), "--task", "sent",
+               "--failures", "2"])
+    assert rc == 0
+    return out
+
+
+def test_test_command_outputs_and_failure_rates_equal_score(tested, suite_file, tmp_path, capsys):
+    for name in ("predictions.parquet", "cases.parquet", "functionalities.csv", "summary.md", "summary.html"):
+        assert (tested / name).stat().st_size > 0, name
+    funcs = pd.read_csv(tested / "functionalities.csv")
+    assert main(["score", "--suite", str(suite_file), "--predictions", str(tested / "predictions.parquet"),
+                 "--out", str(tmp_path), "--task", "sent"]) == 0
+    scored = pd.read_csv(tmp_path / "functionalities.csv").set_index("functionality")
+    for r in funcs.itertuples(index=False):
+        s = scored.loc[r.functionality]
+        assert r.n_scored == s.n_scored
+        if r.n_scored:
+            assert r.failure_rate == pytest.approx(1 - s.pass_rate) and r.n_failed == s.n_scored - s.n_passed
+    cases = pd.read_parquet(tested / "cases.parquet")
+    assert set(cases["status"]) <= {"pass", "fail", "filtered"} and cases["case_id"].is_unique
+
+
+def test_terminal_summary_is_readable_in_100_columns(tiny_model, suite_file, tmp_path, capsys):
+    assert main(["test", "--model", str(tiny_model), "--suite", str(suite_file), "--out", str(tmp_path),
+                 "--task", "sent", "--max-cases-per-functionality", "3"]) == 0
+    text = capsys.readouterr().out
+    lines = text.splitlines()[:-1]          # the last line is the output folder
+    assert max(map(len, lines)) <= 100
+    assert "neg words" in text and "fail" in text and "inputs predicted and scored" in text
+    funcs = pd.read_csv(tmp_path / "functionalities.csv")
+    assert (funcs["n_cases"] == 3).all()                                 # the cap per functionality
+
+
+def test_pickled_weights_refused_and_offline_hub_name_one_line(tiny_model, suite_file, tmp_path, capsys,
+                                                               monkeypatch):
+    pickled = tmp_path / "pickled"
+    shutil.copytree(tiny_model, pickled)
+    for f in pickled.glob("*.safetensors"):
+        f.unlink()
+    import torch
+
+    torch.save({"weight": torch.zeros(2)}, pickled / "pytorch_model.bin")
+    capsys.readouterr()
+    assert main(["test", "--model", str(pickled), "--suite", str(suite_file), "--out", str(tmp_path / "o"),
+                 "--task", "sent"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"model {pickled}: field 'model': cannot be loaded" in err[0]
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["test", "--model", "bert-base-uncased", "--suite", str(suite_file), "--out", str(tmp_path / "o"),
+                 "--task", "sent"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Hugging Face hub is offline or unreachable" in err[0]
+
+
+# ---------------------------------------------------------------- export -> external file -> score
+
+
+def _line(fmt: str, probs) -> str:
+    p = [float(x) for x in probs]
+    k = int(np.argmax(p))
+    return {"pred_only": f"{k}", "binary_conf": f"{p[1]!r}", "softmax": " ".join(map(repr, p)),
+            "pred_and_conf": f"{k} {p[k]!r}", "pred_and_softmax": f"{k} " + " ".join(map(repr, p))}[fmt]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "tsv", "jsonl", "pred_only", "binary_conf", "softmax", "pred_and_conf",
+                                 "pred_and_softmax"])
+def test_export_external_file_score_round_trip(suite_file, tmp_path, fmt):
+    suite = pd.read_parquet(suite_file)
+    assert main(["suite", "export", "--suite", str(suite_file), "--out", str(tmp_path / "inputs.tsv"),
+                 "--task", "sent"]) == 0
+    exported = pd.read_csv(tmp_path / "inputs.tsv", sep="\t")
+    assert list(exported.columns) == ["case_id", "input_idx", "text"]
+    pd.testing.assert_frame_equal(exported.astype({"case_id": str}),
+                                  export_rows(suite, "classification").astype({"case_id": str}))
+    # a model outside Python: probabilities per exported row (what the format can express)
+    rng = np.random.default_rng(len(fmt))
+    p1 = rng.random(len(exported))
+    probs = np.column_stack([1 - p1, p1])
+    if fmt == "pred_only":
+        probs = np.eye(2)[probs.argmax(axis=1)]
+    ref = exported[["case_id", "input_idx"]].assign(probs=[list(map(float, r)) for r in probs])
+    ref.to_parquet(tmp_path / "ref.parquet")
+    if fmt in ("csv", "tsv"):
+        ref.assign(probs=[" ".join(repr(float(x)) for x in r) for r in ref["probs"]]).to_csv(
+            tmp_path / f"preds.{fmt}", sep="\t" if fmt == "tsv" else ",", index=False)
+        path, given = tmp_path / f"preds.{fmt}", []
+    elif fmt == "jsonl":
+        ref.to_json(tmp_path / "preds.jsonl", orient="records", lines=True)
+        path, given = tmp_path / "preds.jsonl", []
+    else:
+        (tmp_path / "preds.txt").write_text("".join(_line(fmt, r) + "\n" for r in ref["probs"]))
+        path, given = tmp_path / "preds.txt", ["--format", fmt]
+    for pred, out in ((tmp_path / "ref.parquet", "a"), (path, "b")):
+        assert main(["score", "--suite", str(suite_file), "--predictions", str(pred), "--out", str(tmp_path / out),
+                     "--task", "sent", *(given if out == "b" else [])]) == 0
+    a = pd.read_parquet(tmp_path / "a" / "cases.parquet")
+    b = pd.read_parquet(tmp_path / "b" / "cases.parquet")
+    pd.testing.assert_frame_equal(a, b)
+    assert a["status"].nunique() >= 2        # the check has something to compare
+
+
+def test_read_answers_round_trip_and_format_errors(tmp_path, capsys):
+    qa = pd.DataFrame([{"case_id": "q1", "functionality": "f", "capability": "c", "test_type": "MFT",
+                        "inputs": ["Anne is taller than Bob.", "Bob is taller than Anne."],
+                        "inputs_b": ["Who is taller?", "Who is taller?"], "labels": None, "expect": "squad",
+                        "expect_params": json.dumps({}), "agg_fn": "all", "meta": None, "answers": ["Anne", "Bob"]}])
+    save_suite(qa, tmp_path / "qa.parquet")
+    assert main(["suite", "export", "--suite", str(tmp_path / "qa.parquet"), "--out", str(tmp_path / "in.jsonl"),
+                 "--task", "read"]) == 0
+    rows = [json.loads(x) for x in (tmp_path / "in.jsonl").read_text().splitlines()]
+    assert [list(r) for r in rows] == [["case_id", "input_idx", "context", "question"]] * 2
+    (tmp_path / "answers.txt").write_text("Anne\nAnne\n")
+    assert main(["score", "--suite", str(tmp_path / "qa.parquet"), "--predictions", str(tmp_path / "answers.txt"),
+                 "--format", "pred_only", "--out", str(tmp_path / "o"), "--task", "read"]) == 0
+    assert pd.read_parquet(tmp_path / "o" / "cases.parquet")["status"].tolist() == ["fail"]
+    (tmp_path / "short.txt").write_text("Anne\n")
+    capsys.readouterr()
+    assert main(["score", "--suite", str(tmp_path / "qa.parquet"), "--predictions", str(tmp_path / "short.txt"),
+                 "--format", "pred_only", "--out", str(tmp_path / "o2"), "--task", "read"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1 line(s) for the 2 inputs of the export" in err[0]
+    assert main(["score", "--suite", str(tmp_path / "qa.parquet"), "--predictions", str(tmp_path / "short.txt"),
+                 "--out", str(tmp_path / "o3"), "--task", "read"]) == 2
+    assert "cannot tell the format from the extension" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- in a browser
+
+
+def _chromium():
+    """The chromium binary, installed with apt-get as root when missing (as the Slurm test installs Slurm)."""
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe:
+        return exe
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        pytest.skip("headless Chromium is not installed, and installing Debian's chromium needs root and apt-get")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]
+    if subprocess.run(cmd, env=env, capture_output=True, timeout=900).returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, timeout=900)
+        if subprocess.run(cmd, env=env, capture_output=True, timeout=900).returncode != 0:
+            pytest.skip("apt-get install chromium failed (no package mirror reachable?)")
+    return shutil.which("chromium")
+
+
+def render(exe: str, page: Path, shot: Path) -> tuple[str, list[str]]:
+    """(the DOM after scripts ran, console lines) of a page; a screenshot next to it."""
+    base = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr",
+            "--v=0", "--virtual-time-budget=8000", "--window-size=1280,1600"]
+    dom = subprocess.run([*base, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=180)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    subprocess.run([*base, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=180)
+    console = [ln for ln in dom.stderr.splitlines() if ":CONSOLE" in ln]
+    return dom.stdout, console
+
+
+def visible_pixels(png: Path) -> float:
+    from PIL import Image
+
+    img = np.asarray(Image.open(png).convert("L"), dtype=float)
+    return float((img < 200).mean())
+
+
+#: what docutils prints into a page when a caption's reStructuredText is wrong
+DOCUTILS_WARNING = re.compile(r"System Message|Docutils System Messages|\((?:WARNING|ERROR|SEVERE)/\d")
+
+
+def console_errors(lines: list[str]) -> list[str]:
+    bad = ("Uncaught", "Error", "Failed to load", "ERROR:CONSOLE")
+    return [ln for ln in lines if any(b in ln for b in bad)]
+
+
+@pytest.mark.slow
+def test_pages_in_headless_chromium(tested, tmp_path):
+    exe = _chromium()
+    # the test command's page
+    dom, console = render(exe, tested / "summary.html", tmp_path / "summary.png")
+    assert not console_errors(console), console
+    assert not DOCUTILS_WARNING.search(dom)
+    assert "<table id=\"functionalities\"" in dom and "<details open=" in dom and "expected:" in dom
+    assert visible_pixels(tmp_path / "summary.png") > 0.005
+    # the pipeline's report and failures page on the tiny config
+    wd = tmp_path / "run"
+    smk(wd, "--cores", "2")
+    smk(wd, "--report", str(tmp_path / "report.html"))
+    report = (tmp_path / "report.html").read_text()
+    assert not DOCUTILS_WARNING.search(report) and "Duplicate explicit target" not in report
+    for item in ("failures.html", "figure1.png", "table3.csv"):
+        assert item in report, item
+    dom, console = render(exe, tmp_path / "report.html", tmp_path / "report.png")
+    assert not console_errors(console), console
+    assert not DOCUTILS_WARNING.search(dom)
+    assert visible_pixels(tmp_path / "report.png") > 0.005
+    failures = wd / "results" / "sent" / "failures" / "failures.html"
+    dom, console = render(exe, failures, tmp_path / "failures.png")
+    assert not console_errors(console), console
+    assert dom.count("<details") == 3 and "<details open=" in dom and "expected:" in dom   # one per functionality
+    assert visible_pixels(tmp_path / "failures.png") > 0.002
+    print(f"screenshots: {tmp_path}")
