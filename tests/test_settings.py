@@ -32,7 +32,7 @@ def distinctive_config() -> dict:
                            "iid": {"source": "rotten_tomatoes", "n_train": 4, "n_val": 2, "n_test": 2}}},
         "configurations": ["iid_to_t"], "methods": ["vanilla"], "partitions": ["seen"],
         "training": {"max_length": 37, "doc_stride": 19, "iid_in_mix": 7, "dir_train_slice": False,
-                     "nonfinite": "skip"},
+                     "nonfinite": "skip", "qa_answer_match": "substring", "qa_inv_scope": "sequence"},
     })
 
 
@@ -82,7 +82,7 @@ def test_every_field_reaches_the_training_loop(step, tmp_path, monkeypatch):
     class Stop(Exception):
         pass
 
-    def capture(model, tokenizer, streams, given, reference_state=None, log_every=50):
+    def capture(model, tokenizer, streams, given, reference_state=None, log_every=50, on_epoch_end=None):
         seen["run"] = given
         raise Stop
 
