@@ -119,8 +119,8 @@ def test_nothing_to_do_then_only_one_fold_reruns(run):
     others = {p: p.stat().st_mtime_ns for p in (res / "predictions").rglob("*.parquet") if p != victim}
     victim.unlink()
     jobs = planned_jobs(run)
-    assert jobs == {"finetune": 1, "aggregate": 1, "heatmap": 4, "unit_outcomes": 1,
-                    "significance": 1, "intervals": 1, "diagnostics": 1, "figure1": 1, "table3": 1, "all": 1}, jobs
+    assert jobs == {"finetune": 1, "aggregate": 1, "heatmap": 4, "unit_outcomes": 1, "significance": 1,
+                    "intervals": 1, "diagnostics": 1, "failures": 1, "figure1": 1, "table3": 1, "all": 1}, jobs
     smk(run, "--cores", "2")
     assert victim.exists()
     assert all(p.stat().st_mtime_ns == t for p, t in others.items())
