@@ -225,3 +225,33 @@ def test_tiny_run_with_a_local_ood_tsv(tmp_path):
     # the long table ranks the same way through the command
     assert main(["ood-rank", "--scores", str(res / "ood" / "scores.csv"), "--out", str(tmp_path / "rank")]) == 0
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "rank" / "ranking.csv"), ranking)
+
+
+def _ood_consumers(dot: str) -> dict[str, int]:
+    """Jobs of each rule that read a prepared OOD set, from `snakemake --dag`."""
+    import re
+
+    labels = {m.group(1): m.group(2) for m in re.finditer(r'^\s*(\d+)\[label = "([a-z_0-9]+)', dot, re.M)}
+    ood_nodes = {n for n, rule in labels.items() if rule == "prepare_ood"}
+    out: dict[str, int] = {}
+    for src, dst in re.findall(r"^\s*(\d+) -> (\d+)", dot, re.M):
+        if src in ood_nodes:
+            out[labels[dst]] = out.get(labels[dst], 0) + 1
+    return out
+
+
+def test_which_models_predict_the_ood_sets(tmp_path):
+    """By default the IID model and the seen models; predict.ood_models: all adds every fold model."""
+    cfg = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
+    cfg["configurations"], cfg["partitions"] = ["iid_to_t"], ["seen", "type"]
+    cfg["tasks"]["sent"]["ood"] = [{"name": "tweets", "source": "hutto", "set": "tweets", "max_examples": 10}]
+    counts = {}
+    for which in ("seen", "all"):
+        cfg["predict"]["ood_models"] = which
+        f = tmp_path / f"{which}.yaml"
+        f.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        out = smk(tmp_path / which, "--dag", configfiles=(f,))
+        counts[which] = _ood_consumers(out.stdout)
+    # one OOD set: the IID model's predict and outcomes jobs, the seen fold, the ood rule; all: the type folds too
+    assert counts["seen"] == {"predict": 1, "outcomes": 1, "finetune": 1, "ood": 1}
+    assert counts["all"] == {"predict": 1, "outcomes": 1, "finetune": 4, "ood": 1}
