@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--predictions", required=True,
                    help="predictions: Parquet / CSV / TSV / JSONL keyed by case_id, input_idx with probs (or pred) "
                         "or answer (QA), or a CheckList line file in the export's order (see --format)")
-    s.add_argument("--format", default=None, choices=None,
+    s.add_argument("--format", default=None,
                    help="parquet, csv, tsv, jsonl, or CheckList's pred_only, binary_conf, softmax, pred_and_conf, "
                         "pred_and_softmax (default: from the extension)")
     s.add_argument("--out", required=True, help="output directory")

@@ -63,6 +63,18 @@ def load_rotten_tomatoes() -> pd.DataFrame:
     return out[out["text"] != ""].reset_index(drop=True)
 
 
+def checked_labels(values: pd.Series, label_set, where: str) -> np.ndarray:
+    """Integer labels, each in ``label_set`` (one line naming the first bad row otherwise)."""
+    labels = pd.to_numeric(values, errors="coerce")
+    bad = labels.isna() | ~labels.isin(sorted(label_set))
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        v = values.iloc[i]
+        v = v.item() if hasattr(v, "item") else v
+        raise DataError(f"{where}: row {i}: field 'label': value {v!r} is outside the label set {sorted(label_set)}")
+    return labels.astype(int).to_numpy()
+
+
 def load_table(path: str | os.PathLike, label_set: set[int]) -> pd.DataFrame:
     """A local TSV/CSV with a text column (``text`` or ``sentence``), a ``label``
     column and optionally an ``id`` / ``example_id`` column."""
@@ -80,21 +92,14 @@ def load_table(path: str | os.PathLike, label_set: set[int]) -> pd.DataFrame:
                         f"(columns: {list(df.columns)})")
     if "label" not in df.columns:
         raise DataError(f"iid file {path}: field 'label': no 'label' column")
-    labels = pd.to_numeric(df["label"], errors="coerce")
-    bad = labels.isna() | ~labels.isin(sorted(label_set))
-    if bad.any():
-        i = int(np.flatnonzero(bad.to_numpy())[0])
-        v = df["label"].iloc[i]
-        v = v.item() if hasattr(v, "item") else v
-        raise DataError(f"iid file {path}: row {i}: field 'label': value {v!r} "
-                        f"is outside the label set {sorted(label_set)}")
+    labels = checked_labels(df["label"], label_set, f"iid file {path}")
     id_col = next((c for c in ("example_id", "id", "idx") if c in df.columns), None)
     ids = df[id_col].astype(str) if id_col else [f"{path.stem}-{i:06d}" for i in range(len(df))]
     out = pd.DataFrame({"example_id": ids, "text": df[text_col].astype(str)})
     b_col = next((c for c in ("text_b", "question2", "sentence2") if c in df.columns), None)
     if b_col is not None:
         out["text_b"] = df[b_col].astype(str)
-    out["label"] = labels.astype(int).to_numpy()
+    out["label"] = labels
     if out["example_id"].duplicated().any():
         dup = out["example_id"][out["example_id"].duplicated()].iloc[0]
         raise DataError(f"iid file {path}: field '{id_col}': duplicate id {dup!r}")

@@ -176,17 +176,14 @@ def _normalise(df: pd.DataFrame, head: str, label_set: set[int], where: str, id_
             raise DataError(f"{where}: field 'text': no 'text' or 'sentence' column (columns: {list(df.columns)})")
         if "label" not in df.columns:
             raise DataError(f"{where}: field 'label': no 'label' column (columns: {list(df.columns)})")
-        labels = pd.to_numeric(df["label"], errors="coerce")
-        bad = labels.isna() | ~labels.isin(sorted(label_set))
-        if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise DataError(f"{where}: row {i}: field 'label': value {df['label'].iloc[i]!r} is outside the label "
-                            f"set {sorted(label_set)}")
+        from beluga.data.iid import checked_labels
+
+        labels = checked_labels(df["label"], label_set, where)
         out = pd.DataFrame({"example_id": ids, "text": df[text_col].astype(str).to_numpy()})
         b_col = next((c for c in ("text_b", "question2", "sentence2") if c in df.columns), None)
         if b_col is not None:
             out["text_b"] = df[b_col].astype(str).to_numpy()
-        out["label"] = labels.astype(int).to_numpy()
+        out["label"] = labels
     dup = out["example_id"].duplicated()
     if dup.any():
         raise DataError(f"{where}: field '{id_col or 'example_id'}': duplicate id {out['example_id'][dup].iloc[0]!r}")
