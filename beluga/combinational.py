@@ -61,6 +61,20 @@ def hutto_three_way(sets, negative_below: float, neutral_within: float, positive
     return out[(out["label"] != "") & (out["text"].str.len() > 0)].reset_index(drop=True)
 
 
+def load_labelled(path: str) -> pd.DataFrame:
+    """A local TSV / CSV / JSONL with ``text`` and any label values (three or more), optional ``id``."""
+    from pathlib import Path
+
+    from beluga.data.ood import read_table
+
+    raw = read_table(Path(path), "combinational file")
+    for col in ("text", "label"):
+        if col not in raw.columns:
+            raise DataError(f"combinational file {path}: field '{col}': column missing")
+    ids = raw["id"].astype(str) if "id" in raw.columns else [f"x{i:06d}" for i in range(len(raw))]
+    return pd.DataFrame({"example_id": ids, "text": raw["text"].astype(str), "label": raw["label"].astype(str)})
+
+
 def assign_roles(df: pd.DataFrame, roles: dict) -> pd.DataFrame:
     """``roles``: fst / sec / neu -> the label value in ``df``; other labels are dropped."""
     missing = [r for r in ROLES if r not in roles]

@@ -174,7 +174,7 @@ def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
 def ood_size(task_cfg: dict) -> int:
     """Examples of a task's OOD sets (``max_examples`` where set; a hub set
     without it counts 0: its size is unknown offline)."""
-    from beluga.data.ood import load_hutto, load_local
+    from beluga.data.ood import load_hutto, read_table
 
     n = 0
     for e in task_cfg.get("ood") or []:
@@ -183,8 +183,7 @@ def ood_size(task_cfg: dict) -> int:
         elif e["source"] == "hutto":
             n += len(load_hutto(e["set"], float(e.get("threshold", 0.8))))
         elif e["source"] == "local":
-            n += len(load_local(e["path"], "qa" if task_cfg["type"] == "read" else "classification",
-                                {0, 1, 2}))
+            n += len(read_table(Path(e["path"]).expanduser(), "ood file"))
     return n
 
 

@@ -158,11 +158,10 @@ def ood_runs(which):
     (every model that predicted the OOD sets)."""
 
     def records(w):
-        keys = [
-            k
-            for k in run_keys(w.task)
-            if (k[0] == "iid" or k[2] == "seen" if which == "systems" else predicts_ood(k[0], k[2]))
-        ]
+        if which == "systems":
+            keys = [k for k in run_keys(w.task) if k[0] == "iid" or k[2] == "seen"]
+        else:
+            keys = [k for k in run_keys(w.task) if predicts_ood(k[0], k[2])]
         return [
             {
                 "configuration": c,

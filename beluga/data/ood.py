@@ -128,7 +128,7 @@ def load_hutto(set_name: str, threshold: float = HUTTO_THRESHOLD) -> pd.DataFram
                          "rating": df["rating"].to_numpy()}).reset_index(drop=True)
 
 
-def _read_any(path: Path, what: str) -> pd.DataFrame:
+def read_table(path: Path, what: str) -> pd.DataFrame:
     if not path.exists():
         raise DataError(f"{what} {path}: field 'path': file does not exist")
     name = path.name.lower()
@@ -192,7 +192,7 @@ def _normalise(df: pd.DataFrame, head: str, label_set: set[int], where: str, id_
 
 def load_local(path: str, head: str, label_set: set[int]) -> pd.DataFrame:
     p = Path(path).expanduser()
-    return _normalise(_read_any(p, "ood file"), head, label_set, f"ood file {p}", p.stem)
+    return _normalise(read_table(p, "ood file"), head, label_set, f"ood file {p}", p.stem)
 
 
 def load_hub(entry: dict, head: str, label_set: set[int]) -> pd.DataFrame:

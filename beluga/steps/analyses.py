@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.clock import Clock
+from beluga.errors import ConfigError
 from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
 from beluga.settings import FoldRun
 from beluga.steps._job import start_job
@@ -170,33 +171,16 @@ def combinational_data(*, data: dict, roles: dict | None, n_test: int, seed: int
     """The labelled inputs with their roles (fst / sec / neu), split into test
     inputs and ranked training inputs."""
     from beluga import combinational as comb
-    from beluga.data.ood import load_local
 
     if data["source"] == "hutto":
         df = comb.hutto_three_way(data["sets"], data["negative_below"], data["neutral_within"],
                                   data["positive_above"])
         roles = roles or {"fst": "positive", "sec": "negative", "neu": "neutral"}
     else:
-        df = _local_labelled(data["path"], load_local)
         if not roles:
-            from beluga.errors import ConfigError
-
             raise ConfigError("config: field 'combinational.roles': a local data set needs fst / sec / neu labels")
+        df = comb.load_labelled(data["path"])
     write_parquet(comb.split_pool(comb.assign_roles(df, roles), n_test, seed), out_pool)
-
-
-def _local_labelled(path: str, load_local) -> pd.DataFrame:
-    """A local table with text and any label values (three or more)."""
-    from beluga.data.ood import _read_any
-
-    raw = _read_any(Path(path), "combinational file")
-    from beluga.errors import DataError
-
-    for col in ("text", "label"):
-        if col not in raw.columns:
-            raise DataError(f"combinational file {path}: field '{col}': column missing")
-    ids = raw["id"].astype(str) if "id" in raw.columns else [f"x{i:06d}" for i in range(len(raw))]
-    return pd.DataFrame({"example_id": ids, "text": raw["text"].astype(str), "label": raw["label"].astype(str)})
 
 
 def combinational_train(*, run: dict, pool: str, k: int, words: dict, template: str, batch_size: int,
