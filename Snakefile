@@ -10,6 +10,7 @@ if not workflow.overwrite_configfiles:
 
 
 include: "rules/common.smk"
+include: "rules/fetch.smk"
 include: "rules/data.smk"
 include: "rules/train.smk"
 include: "rules/evaluate.smk"
@@ -27,4 +28,4 @@ report: "report/workflow.rst"
 rule all:
     default_target: True
     input:
-        all_targets(),
+        lambda w: all_targets(),

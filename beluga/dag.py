@@ -7,6 +7,7 @@ Light: no torch, no transformers."""
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -187,16 +188,32 @@ def check_case_counts(task: str, funcs, configfiles=()) -> None:
                           f"T_train, T_val and T_test ({len(small)} functionality(ies) with fewer)")
 
 
-def check_sources(tasks: dict, configfiles=()) -> None:
-    """Local data and model paths named in the config exist (before any job runs)."""
+def suite_not_fetched(suite_cfg: dict, not_fetched) -> bool:
+    """A suite file the fetch target provides and that is not there yet."""
+    path = suite_cfg.get("path")
+    return bool(path) and any(os.path.normpath(path) == os.path.normpath(p) for p in not_fetched)
+
+
+def _fetch_pending(path: str, not_fetched) -> bool:
+    """``path`` (a file, or a folder holding one) is waiting for the fetch target."""
+    p = os.path.normpath(path)
+    return any(os.path.normpath(f) == p or os.path.normpath(f).startswith(p + os.sep) for f in not_fetched)
+
+
+def check_sources(tasks: dict, configfiles=(), not_fetched=()) -> None:
+    """Local data and model paths named in the config exist (before any job
+    runs), except those the fetch target provides (``not_fetched``: they
+    stop every target but fetch)."""
     from beluga.data.iid import source_files
 
     for tid, t in tasks.items():
         iid = t["iid"]
         if iid["source"] in ("sst2", "qqp", "squad") and iid.get("path") and not Path(iid["path"]).is_dir():
+            if _fetch_pending(iid["path"], not_fetched):
+                continue
             raise ConfigError(f"{_where(configfiles)}: field 'tasks.{tid}.iid.path': {iid['path']} is not a folder")
         for f in source_files(iid):
-            if not Path(f).exists():
+            if not Path(f).exists() and not _fetch_pending(f, not_fetched):
                 field = "path" if iid["source"] in ("sst2", "qqp", "squad") else "source"
                 raise ConfigError(f"iid file {f}: field 'tasks.{tid}.iid.{field}': file does not exist")
         for k, entry in enumerate(t.get("ood") or []):

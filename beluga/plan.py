@@ -108,6 +108,7 @@ class Line:
     predict_seqs: float = 0.0
     hours: float = 0.0
     task_hours: dict = field(default_factory=dict)
+    task_jobs: dict = field(default_factory=dict)
 
 
 def load_config(configfile: str | None) -> dict:
@@ -125,6 +126,9 @@ def load_config(configfile: str | None) -> dict:
         from beluga.errors import config_error_line
 
         raise ConfigError(config_error_line(e, [path])) from None
+    from beluga.fetch import resolve_data_paths
+
+    resolve_data_paths(config)
     return config
 
 
@@ -225,6 +229,7 @@ def plan(config: dict, rates: dict) -> list[Line]:
         hours = secs * max(1, int(config["gpus"]) or int(config["job_threads"])) / 3600
         line.hours += hours
         line.task_hours[task] = line.task_hours.get(task, 0.0) + hours
+        line.task_jobs[task] = line.task_jobs.get(task, 0) + 1
 
     scope = config["predict"]["scope"]
     method_cost = rates.get("method_cost", {})
@@ -288,6 +293,59 @@ def plan(config: dict, rates: dict) -> list[Line]:
     return list(lines.values())
 
 
+def n_parameters(spec: str) -> int:
+    """Parameters of a BERT-like model of ``spec``'s size (a 30,522-token vocabulary and 512 positions)."""
+    layers, h, i = model_size(spec)
+    return layers * (4 * h * h + 2 * h * i + 9 * h + i) + (30522 + 512 + 2) * h
+
+
+#: bytes per parameter of an epoch checkpoint (fp32 weights + AdamW's two moments) and of a saved model (fp32)
+CHECKPOINT_BYTES, MODEL_BYTES = 12, 4
+
+
+def disk_plan(config: dict, lines: list[Line], concurrent: int) -> dict:
+    """Peak scratch disk of a run (bytes), an upper bound from its parts:
+    the epoch checkpoints of ``concurrent`` training jobs running at once
+    (weights, optimizer moments; the largest models first), the fold models
+    a run keeps on disk (the IID models; every fold model with
+    ``keep_models``; LP models that LP-FT starts from, temporary: deleted
+    once their LP-FT job is done, all counted as if alive at once), and each
+    pre-trained model's copy in the Hugging Face cache."""
+    tasks = config["tasks"]
+    params = {t: n_parameters(str(c["model"])) for t, c in tasks.items()}
+    training_jobs = []  # checkpoint bytes of every training job
+    kept = {t: MODEL_BYTES * params[t] for t in tasks}  # the IID models
+    lp_models = 0
+    starts = {"lp"} if "lp_ft" in config["methods"] else set()
+    for ln in lines:
+        for t, n in ln.task_jobs.items():
+            if ln.rule in ("train_iid", "finetune", "finetune_model", "trial"):
+                training_jobs += [CHECKPOINT_BYTES * params[t]] * n
+            if ln.rule == "finetune_model":
+                kept[t] += MODEL_BYTES * params[t] * n
+            if ln.rule == "finetune" and ln.method in starts:
+                lp_models += MODEL_BYTES * params[t] * n
+    training_jobs.sort(reverse=True)
+    checkpoints = sum(training_jobs[:concurrent])
+    cache = sum(MODEL_BYTES * n for n in {str(tasks[t]["model"]): params[t] for t in tasks}.values())
+    largest = max((CHECKPOINT_BYTES * p for p in params.values()), default=0)
+    return {"concurrent_jobs": concurrent, "checkpoints": checkpoints, "largest_checkpoint": largest,
+            "kept_models": sum(kept.values()), "temporary_lp_models": lp_models, "model_cache": cache,
+            "peak": checkpoints + sum(kept.values()) + lp_models + cache}
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:,.1f} GB"
+
+
+def render_disk(d: dict) -> str:
+    return (f"peak scratch disk: about {_gb(d['peak'])} (upper bound) = epoch checkpoints of "
+            f"{d['concurrent_jobs']} training jobs at once ({_gb(d['checkpoints'])}; up to "
+            f"{_gb(d['largest_checkpoint'])} each) + fold models kept on disk ({_gb(d['kept_models'])}) + "
+            f"temporary LP models for LP-FT ({_gb(d['temporary_lp_models'])}) + pre-trained models in the "
+            f"Hugging Face cache ({_gb(d['model_cache'])}); predictions and data are small beside them\n")
+
+
 def render(lines: list[Line], device: str, source: str, config_name: str) -> str:
     unit = "GPU-h" if device == "cuda" else "core-h"
     total = sum(ln.hours for ln in lines)
@@ -318,9 +376,19 @@ def render(lines: list[Line], device: str, source: str, config_name: str) -> str
 
 
 def plan_command(configfile: str | None, throughput: str | None = None, train_rate: float | None = None,
-                 predict_rate: float | None = None, fixed_s: float | None = None, as_json: str | None = None) -> str:
+                 predict_rate: float | None = None, fixed_s: float | None = None, as_json: str | None = None,
+                 concurrent_jobs: int | None = None) -> str:
+    """The plan's text. ``concurrent_jobs``: training jobs running at once
+    (the disk estimate; default: the Slurm profile's 100 jobs on GPUs, the
+    machine's cores / job_threads on CPUs)."""
+    import os
+
     config = load_config(configfile)
     device = "cuda" if int(config.get("gpus", 0)) > 0 else "cpu"
+    if concurrent_jobs is None:
+        concurrent_jobs = 100 if device == "cuda" else max(1, (os.cpu_count() or 1) // int(config["job_threads"]))
+    if concurrent_jobs < 1:
+        raise ConfigError(f"--concurrent-jobs: must be positive, got {concurrent_jobs}")
     rates, source = throughput_table(throughput, device)
     rates = dict(rates)
     given = {"train_seq_per_s": train_rate, "predict_seq_per_s": predict_rate, "fixed_s_per_job": fixed_s}
@@ -331,11 +399,12 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
             rates[k] = v
             source = "numbers given on the command line" if k != "fixed_s_per_job" else source
     lines = plan(config, rates)
-    text = render(lines, device, source, configfile or "config.yaml")
+    disk = disk_plan(config, lines, concurrent_jobs)
+    text = render(lines, device, source, configfile or "config.yaml") + render_disk(disk)
     if as_json:
         from beluga.io import write_json
 
-        write_json({"device": device, "source": source, "rates": rates,
+        write_json({"device": device, "source": source, "rates": rates, "disk": disk,
                     "lines": [dict(ln.__dict__) for ln in lines]}, as_json)
     return text
 

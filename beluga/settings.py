@@ -54,6 +54,9 @@ class FoldRun:
     qa_answer_match: str = field(metadata=_from("training"))
     qa_inv_scope: str = field(metadata=_from("training"))
     nonfinite: str = field(metadata=_from("training"))
+    gpus: int = field(metadata=_from("config"))   # > 0: the job must find a CUDA GPU (or stop)
+    # a hub model's marker (beluga/fetch.py: the commit its revision resolved to; a declared input)
+    model_lock: str | None = None
 
     @property
     def job(self) -> str:
@@ -92,7 +95,7 @@ class FoldRun:
         """What determines the trained weights (the checkpoint fingerprint): every
         setting but where the job writes and how often it saves."""
         d = self.to_dict()
-        for k in ("checkpoint_dir", "checkpoint_every_s", "start_label", "threads"):
+        for k in ("checkpoint_dir", "checkpoint_every_s", "start_label", "threads", "model_lock"):
             d.pop(k)
         return d
 

@@ -1,5 +1,6 @@
 # Config validation, fold enumeration, wildcard constraints, target lists.
 import os
+import re
 import sys
 
 from snakemake.exceptions import WorkflowError
@@ -11,6 +12,7 @@ from beluga import dag as beluga_dag  # noqa: E402
 from beluga import folds as beluga_folds  # noqa: E402
 from beluga import settings as beluga_settings  # noqa: E402
 from beluga import io as beluga_io  # noqa: E402
+from beluga import fetch as beluga_fetch  # noqa: E402
 from beluga.data import iid as beluga_iid  # noqa: E402
 from beluga.data import ood as beluga_ood  # noqa: E402
 from beluga import inoculation as beluga_inoculation  # noqa: E402
@@ -23,13 +25,22 @@ try:
     validate(config, schema="../schemas/config.schema.yaml")
 except WorkflowError as e:
     raise WorkflowError(config_error_line(e, workflow.configfiles)) from None
+# relative data paths are relative to data_dir (fetched inputs: rules/fetch.smk)
+beluga_fetch.resolve_data_paths(config)
+DATA_DIR = str(config["data_dir"])
+# inputs the fetch target provides that are not in the data folder yet
+NOT_FETCHED = sorted(
+    os.path.join(DATA_DIR, r.path)
+    for r in beluga_fetch.config_files(config)
+    if not os.path.lexists(os.path.join(DATA_DIR, r.path))
+)
 try:
     beluga_dag.check_config(
         config,
         beluga_dag.load_schema(f"{workflow.basedir}/schemas/config.schema.yaml"),
         workflow.configfiles,
     )
-    beluga_dag.check_sources(config["tasks"], workflow.configfiles)
+    beluga_dag.check_sources(config["tasks"], workflow.configfiles, not_fetched=NOT_FETCHED)
 except BelugaError as e:
     raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
 
@@ -67,6 +78,10 @@ JOB_THREADS = config["job_threads"]
 try:
     FOLDS, FUNC_NAMES, SEEN_FOLD, FUNC_TABLES = {}, {}, {}, {}
     for _t, _c in TASKS.items():
+        if beluga_dag.suite_not_fetched(_c["suite"], NOT_FETCHED):
+            # the fetch target can run; every other target stops (all_targets)
+            FOLDS[_t], SEEN_FOLD[_t], FUNC_NAMES[_t], FUNC_TABLES[_t] = [], {}, [], None
+            continue
         _funcs, FOLDS[_t], SEEN_FOLD[_t] = beluga_dag.task_folds(_c["suite"], _c["type"], PARTITIONS)
         beluga_dag.check_case_counts(_t, _funcs, workflow.configfiles)
         beluga_dag.check_folds(_t, FOLDS[_t], _funcs, SUITE_CONFIGS, workflow.configfiles)
@@ -222,6 +237,9 @@ def model_scale(task):
 
 
 GPU_RESOURCES = {"gpu": int(config["gpus"])} if config["gpus"] else {}
+# one setting sends every job that trains or predicts to the cluster's GPU partition
+if config["gpu_partition"]:
+    GPU_RESOURCES["slurm_partition"] = config["gpu_partition"]
 
 
 def job_resources(kind):
@@ -338,6 +356,22 @@ def start_model(w):
     return None, TASKS[w.task]["model"]
 
 
+def model_locks(task):
+    """Input function helper: a hub model's marker (the commit its configured
+    revision resolved to, written by the fetch; none for local models).
+    ancient(): only its path, which names the revision, decides a rerun."""
+    spec, rev = TASKS[task]["model"], TASKS[task].get("model_revision")
+    if not beluga_fetch.is_hub_name(str(spec)):
+        return []
+    return [ancient(beluga_fetch.model_marker(DATA_DIR, spec, rev))]
+
+
+def model_lock_path(task):
+    """The FoldRun's model_lock: the marker path of a hub model, else None."""
+    locks = model_locks(task)
+    return str(locks[0]) if locks else None
+
+
 def trial_inputs(wildcards):
     inputs = {
         "suite": res(wildcards.task, "suite", "suite.parquet"),
@@ -348,8 +382,9 @@ def trial_inputs(wildcards):
     start, _ = start_model(wildcards)
     if start is not None:
         inputs["start"] = start
-    else:  # the pre-trained model: a local folder's files are inputs too
+    else:  # the pre-trained model: a local folder's files are inputs too, a hub model's marker
         inputs["model_files"] = beluga_dag.model_files(TASKS[wildcards.task]["model"])
+        inputs["model_lock"] = model_locks(wildcards.task)
     return inputs
 
 
@@ -402,8 +437,15 @@ def run_settings(rule_name):
                 hparams=stage_hparams(w.task, "suite", w.method),
                 checkpoint_dir=res(w.task, "checkpoints", rule_name, w.conf, w.method, w.partition, w.fold, *extra),
             )
+        start = start_model(w)[0] if rule_name != "train_iid" else None
         run = beluga_settings.fold_run(
-            config, training(w.task), task=w.task, task_type=task["type"], model=task["model"], **job
+            config,
+            training(w.task),
+            task=w.task,
+            task_type=task["type"],
+            model=task["model"],
+            model_lock=model_lock_path(w.task) if start is None else None,
+            **job,
         )
         return run.to_dict()
 
@@ -456,7 +498,9 @@ def trial_files(wildcards):
 INOCULATION = config["inoculation"]
 try:
     INOC_UNITS = {
-        t: beluga_inoculation.units(FUNC_TABLES[t], INOCULATION["units"]) for t in (INOCULATION["tasks"] or TASKS)
+        t: beluga_inoculation.units(FUNC_TABLES[t], INOCULATION["units"])
+        for t in (INOCULATION["tasks"] or TASKS)
+        if FUNC_TABLES.get(t) is not None
     }
 except BelugaError as e:
     raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
@@ -542,7 +586,16 @@ def comb_settings(w):
         hparams=hp,
         checkpoint_dir=None,
     )
-    return dict(run.to_dict(), seed=COMBINATIONAL["seed"])
+    locks = model_locks_comb()
+    return dict(run.to_dict(), seed=COMBINATIONAL["seed"], model_lock=str(locks[0]) if locks else None)
+
+
+def model_locks_comb():
+    """The combinational analysis' hub model marker (none for a local model)."""
+    spec = COMBINATIONAL["model"]
+    if not beluga_fetch.is_hub_name(str(spec)):
+        return []
+    return [ancient(beluga_fetch.model_marker(DATA_DIR, spec, COMBINATIONAL.get("model_revision")))]
 
 
 OOD_OUTPUTS = ("scores.csv", "ranking.csv", "ood_table.csv", "ood_table.md", "ood_table.tex", "ood.png", "models.csv")
@@ -552,7 +605,15 @@ def all_targets():
     """Final tables and plots, plus every fold's predictions and outcomes:
     naming the per-fold files as targets makes a deleted (or failed) fold's
     file rerun that fold alone (Snakemake >= 7.7 does not regenerate a missing
-    intermediate file whose consumers are up to date)."""
+    intermediate file whose consumers are up to date). Inputs the fetch target
+    provides must be there first."""
+    if NOT_FETCHED:
+        where = " ".join(f"--configfile {f}" for f in workflow.configfiles) or ""
+        raise WorkflowError(
+            f"{len(NOT_FETCHED)} input file(s) of this configuration are not in the data folder {DATA_DIR} "
+            f"(first: {NOT_FETCHED[0]}): fetch them first on a machine with a network: "
+            f"snakemake --cores 4 {where} fetch (README: The paper's run on a cluster)"
+        )
     targets = []
     for task in TASKS:
         for key in run_keys(task):
@@ -588,6 +649,10 @@ def all_targets():
 # Cheap rules run on the submitting node (never queued on a cluster).
 localrules:
     all,
+    fetch,
+    fetch_file,
+    fetch_file_new,
+    fetch_model,
     prepare_iid,
     build_suite,
     split_suite,

@@ -31,6 +31,7 @@ rule predict:
         doc_stride=lambda w: training(w.task)["doc_stride"],
         functionalities=predicted_functionalities,
         precision=config["precision"],
+        gpus=config["gpus"],
     script:
         "../workflow_scripts/predict.py"
 

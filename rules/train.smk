@@ -10,6 +10,8 @@ rule train_iid:
         train=f"{RESULTS}/{{task}}/iid/train.parquet",
         # a local model folder's files (replacing its weights reruns this)
         model_files=lambda w: beluga_dag.model_files(TASKS[w.task]["model"]),
+        # a hub model's marker: the commit of its configured revision (rules/fetch.smk)
+        model_lock=lambda w: model_locks(w.task),
     output:
         model=directory(f"{RESULTS}/{{task}}/models/iid/vanilla/standard/all"),
     log:

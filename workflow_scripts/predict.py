@@ -7,4 +7,4 @@ run(sm, lambda: evaluate.predict(
     iid_test=sm.input.iid_test, functionalities=sm.params.functionalities, batch_size=sm.params.batch_size,
     max_length=sm.params.max_length, doc_stride=sm.params.doc_stride, threads=sm.threads,
     precision=sm.params.precision, out_predictions=sm.output.predictions, out_run=sm.output.run,
-    ood=input_list(sm, "ood")))
+    ood=input_list(sm, "ood"), gpus=sm.params.gpus))

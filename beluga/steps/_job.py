@@ -39,13 +39,17 @@ class Job:
                 **self.precision.record()}
 
 
-def start_job(threads: int, precision: str) -> Job:
+def start_job(threads: int, precision: str, gpus: int = 0) -> Job:
     """Per job, before any model is built: fixed torch threads and
     deterministic algorithms (on CUDA only with BELUGA_CUDA_DETERMINISTIC=1),
-    the device, the resolved precision (:mod:`beluga.precision`)."""
-    from beluga.modeling import configure_torch, pick_device
+    the device, the resolved precision (:mod:`beluga.precision`). A job
+    configured for a GPU (``gpus`` > 0) that finds none stops with one line
+    instead of training on the CPU."""
+    from beluga.modeling import configure_torch, pick_device, require_gpu
     from beluga.precision import resolve
 
     configure_torch(threads, cuda_deterministic=os.environ.get("BELUGA_CUDA_DETERMINISTIC", "0") == "1")
     dev = pick_device()
+    if gpus:
+        require_gpu(dev, gpus)
     return Job(dev, resolve(precision, dev), int(threads))

@@ -50,7 +50,7 @@ def inoculate(*, run: dict, unit: str, unit_funcs: list[str], dose: str, sample_
 
     run = FoldRun.from_dict(run)
     clock = Clock()
-    job = start_job(run.threads, run.precision)
+    job = start_job(run.threads, run.precision, run.gpus)
     ttype = get_task_type(run.task_type)
     train_cases = split_cases(suite, split, run.task_type, "train", unit_funcs)
     chosen = dose_sample(train_cases["case_id"], dose, sample_seed, unit)
@@ -196,10 +196,10 @@ def combinational_train(*, run: dict, pool: str, k: int, words: dict, template: 
 
     run = FoldRun.from_dict(run)
     clock = Clock()
-    job = start_job(run.threads, run.precision)
+    job = start_job(run.threads, run.precision, run.gpus)
     train, test = comb.build(read_parquet(pool, "combinational data"), k, words, template)
     set_seed(run.seed)
-    model, tokenizer = load_model(run.model, 2)
+    model, tokenizer = load_model(run.model, 2, model_lock=run.model_lock)
     model.to(job.device)
     streams = build_streams(SENT, train[["example_id", "text", "label"]], None)
 

@@ -16,7 +16,7 @@ from beluga.tasks import get_task_type
 
 def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str, functionalities: list[str] | None,
             batch_size: int, max_length: int, doc_stride: int, threads: int, precision: str, out_predictions: str,
-            out_run: str, ood: list[str] = ()) -> dict:
+            out_run: str, ood: list[str] = (), gpus: int = 0) -> dict:
     """Predictions of a model on disk for every input of the T_test cases of
     ``functionalities`` (None: all) and every i.i.d. test example
     (:func:`beluga.predict.predictions`); the run record is the model's, with
@@ -25,7 +25,7 @@ def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str
     from beluga.predict import predictions, predictions_table
 
     clock = Clock()
-    job = start_job(threads, precision)
+    job = start_job(threads, precision, gpus)
     ttype = get_task_type(task_type)
     net, tokenizer = load_trained(model, ttype.head)
     net.to(job.device)

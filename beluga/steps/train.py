@@ -38,21 +38,21 @@ def _train(model, tokenizer, streams, run: FoldRun, clock: Clock, on_epoch_end=N
 def train_iid(*, run: dict, train: str, out_model: str) -> dict:
     """The IID model: the pre-trained model trained on D_train."""
     from beluga import checkpoint
-    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.modeling import load_model, model_provenance, save_model, set_seed
     from beluga.training import build_streams
 
     run = FoldRun.from_dict(run)
     clock = Clock()
-    job = start_job(run.threads, run.precision)
+    job = start_job(run.threads, run.precision, run.gpus)
     ttype = get_task_type(run.task_type)
     set_seed(run.seed)
-    model, tokenizer = load_model(run.model, ttype.num_model_labels, head=ttype.head)
+    model, tokenizer = load_model(run.model, ttype.num_model_labels, head=ttype.head, model_lock=run.model_lock)
     model.to(job.device)
     streams = build_streams(ttype, read_parquet(train, "i.i.d. training data"), None)
     summary = _train(model, tokenizer, streams, run, clock)
     record = {"configuration": "iid", "method": run.method, "partition": "standard", "fold": "all",
-              "model": run.model, "hparams": run.hparams, "seed": run.seed, **summary, **job.record(),
-              "timing": clock.record()}
+              **model_provenance(run.model, run.model_lock), "hparams": run.hparams, "seed": run.seed, **summary,
+              **job.record(), "timing": clock.record()}
     save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)})
     checkpoint.clear(run.checkpoint_dir)
     return clock.parts
@@ -83,7 +83,7 @@ def _train_fold(run: FoldRun, *, suite: str, split: str, iid_train: str | None, 
     set_seed(run.seed)
     overrides = get_algorithm(run.method).config_overrides(run.hparams)
     model, tokenizer = load_model(start or run.model, ttype.num_model_labels, config_overrides=overrides,
-                                  head=ttype.head)
+                                  head=ttype.head, model_lock=None if start else run.model_lock)
     model.to(job.device)
     streams = build_streams(ttype, iid_df, suite_train, dir_train_slice=run.dir_train_slice,
                             qa_answer_match=run.qa_answer_match)
@@ -109,8 +109,11 @@ def with_selection(run: FoldRun, selected: str | None) -> tuple[FoldRun, dict | 
 
 
 def _fold_record(run: FoldRun, choice: dict | None, summary: dict, job: Job) -> dict:
-    return {"task": run.task, "task_type": run.task_type, "configuration": run.configuration, "method": run.method,
-            "partition": run.partition, "fold": run.fold,
+    from beluga.modeling import model_provenance
+
+    base = {} if run.model_lock is None else {"pretrained": model_provenance(run.model, run.model_lock)}
+    return {**base, "task": run.task, "task_type": run.task_type, "configuration": run.configuration,
+            "method": run.method, "partition": run.partition, "fold": run.fold,
             "held_out": list(run.held_out) if run.partition != "seen" else [],
             "start_model": run.start_label, "hparams": run.hparams, "seed": run.seed,
             "selection": None if choice is None else {k: choice[k] for k in ("policy", "fold", "trial", "score")},
@@ -134,7 +137,7 @@ def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_te
 
     run, choice = with_selection(FoldRun.from_dict(run), selected)
     clock = Clock()
-    job = start_job(run.threads, run.precision)
+    job = start_job(run.threads, run.precision, run.gpus)
     ttype = get_task_type(run.task_type)
     model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=iid_train, start=start,
                                             job=job, clock=clock)
@@ -174,7 +177,7 @@ def finetune_model(*, run: dict, suite: str, split: str, iid_train: str | None, 
 
     run, choice = with_selection(FoldRun.from_dict(run), selected)
     clock = Clock()
-    job = start_job(run.threads, run.precision)
+    job = start_job(run.threads, run.precision, run.gpus)
     model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=iid_train, start=start,
                                             job=job, clock=clock)
     record = {**_fold_record(run, choice, summary, job), "timing": clock.record()}
@@ -196,7 +199,7 @@ def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str,
 
     run = final(FoldRun.from_dict(run).with_hparams(**grid_point))
     clock = Clock()
-    job = start_job(run.threads, run.precision)
+    job = start_job(run.threads, run.precision, run.gpus)
     ttype = get_task_type(run.task_type)
     model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=iid_train, start=start,
                                             job=job, clock=clock)

@@ -1,0 +1,385 @@
+"""Every input of a configuration, fetched and verified before a run
+(README, "The paper's run on a cluster"; rules/fetch.smk).
+
+The data folder (``data_dir``, default ``data/``) holds the official
+downloads under fixed relative paths (:data:`REMOTES`): CheckList's release
+tarballs pinned to one commit with their published SHA-256 sums, GLUE's SST-2
+and QQP archives, SQuAD v1.1 train and dev. Hub models go into the Hugging
+Face cache (``HF_HOME`` / ``HF_HUB_CACHE``) at the revision the configuration
+names (``tasks.<id>.model_revision``, default ``main``); the commit that
+revision resolved to at the first fetch is recorded in a small marker file per
+(model, revision), ``<data_dir>/models/<org>--<name>@<revision>.json``, which
+the training jobs read (a declared input: another revision is another file,
+and reruns what was trained from it).
+
+``<data_dir>/fetch.lock.json`` records, for every fetched file, its URL, size
+and SHA-256 (a file without a published checksum gets its own at the first
+download; later downloads of it must match), and every model's commit.
+
+Light: no torch; huggingface_hub only inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from beluga.errors import ConfigError, DataError, ModelError
+
+#: CheckList's repository commit the release suites are pinned to
+CHECKLIST_COMMIT = "4e6e5e33a26f30c20ed602b2050f6c73e123cc23"
+CHECKLIST_URL = "https://raw.githubusercontent.com/marcotcr/checklist/{commit}/release_suites/{name}"
+GLUE_URL = "https://dl.fbaipublicfiles.com/glue/data/{name}"
+SQUAD_URL = "https://rajpurkar.github.io/SQuAD-explorer/dataset/{name}"
+
+LOCK_NAME = "fetch.lock.json"
+DEFAULT_REVISION = "main"
+#: what a model fetch downloads: configs, tokenizer files and safetensors weights (no pickled or TF / Flax weights)
+MODEL_PATTERNS = ("*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*", "vocab*", "merges*")
+
+
+@dataclass(frozen=True)
+class Remote:
+    """A file of the data folder and where it comes from."""
+
+    path: str            # relative to the data folder
+    url: str
+    sha256: str | None   # the published checksum (None: recorded at the first download)
+    what: str
+
+
+def _checklist(name: str, sha256: str) -> Remote:
+    return Remote(f"checklist/release/{name}", CHECKLIST_URL.format(commit=CHECKLIST_COMMIT, name=name), sha256,
+                  f"CheckList release suite {name} (commit {CHECKLIST_COMMIT[:12]})")
+
+
+REMOTES: dict[str, Remote] = {r.path: r for r in (
+    _checklist("sentiment_suite.tar.gz", "d546320bd859e04fc3eb5f11b62ca96d7b19b29010b8925843cbfb8722091111"),
+    _checklist("qqp_suite.tar.gz", "60836d96a7f64b8006b78134a75f6664677a90318b0830768d971dbde35e64c4"),
+    _checklist("squad_suite.tar.gz", "2942d48eaa71cdd525416db253571207a6f64c1ec79ad3b2aa2dbda98d05253e"),
+    Remote("iid/sst2/SST-2.zip", GLUE_URL.format(name="SST-2.zip"), None, "GLUE SST-2"),
+    Remote("iid/qqp/QQP-clean.zip", GLUE_URL.format(name="QQP-clean.zip"), None, "GLUE QQP"),
+    Remote("iid/squad/train-v1.1.json", SQUAD_URL.format(name="train-v1.1.json"), None, "SQuAD v1.1 train"),
+    Remote("iid/squad/dev-v1.1.json", SQUAD_URL.format(name="dev-v1.1.json"), None, "SQuAD v1.1 dev"),
+)}
+
+#: the files of an i.i.d. source the fetch provides, in its folder ``<data_dir>/iid/<source>``
+DATASET_FILES = {"sst2": ("iid/sst2/SST-2.zip",), "qqp": ("iid/qqp/QQP-clean.zip",),
+                 "squad": ("iid/squad/train-v1.1.json", "iid/squad/dev-v1.1.json")}
+
+#: files of a source's folder the i.i.d. loaders fall back to when the official downloads are absent
+FALLBACKS = {"sst2": ("train.tsv", "train.tsv.gz", "SST-2"),
+             "qqp": ("QQP.zip", "QQP", "train.tsv", "train.tsv.gz", "quora_duplicate_questions.tsv",
+                     "quora_duplicate_questions.tsv.gz"),
+             "squad": ("dev-v1.1.reconstructed.json.gz", "dev-v1.1.reconstructed.json", "train-v1.1.json.gz")}
+
+#: what ``python -m beluga data stage`` links from a copy laid out as ../shared/data (no network)
+STAGED = ("checklist/release/sentiment_suite.tar.gz", "checklist/release/qqp_suite.tar.gz",
+          "checklist/release/squad_suite.tar.gz", "iid/sst2/train.tsv", "iid/sst2/dev.tsv",
+          "iid/qqp/quora_duplicate_questions.tsv.gz", "iid/squad/dev-v1.1.reconstructed.json.gz")
+
+
+class FetchError(DataError):
+    """A download that is not what it should be."""
+
+
+# --- paths -----------------------------------------------------------------
+
+def _is_relative_path(value) -> bool:
+    return isinstance(value, str) and bool(value) and not os.path.isabs(os.path.expanduser(value))
+
+
+def _under(data_dir: str, value: str) -> str:
+    return value if data_dir in (".", "") else os.path.join(data_dir, value)
+
+
+def resolve_data_paths(config: dict) -> None:
+    """Relative data paths of the config (a suite file, an i.i.d. folder or
+    table, a local OOD set, the combinational analysis' local data) are
+    relative to ``data_dir`` (default ``.``: the directory snakemake runs in).
+    Rewrites them in place, once, right after validation."""
+    data_dir = str(config.get("data_dir") or ".")
+    if data_dir in (".", ""):
+        return
+    for task in config.get("tasks", {}).values():
+        suite = task.get("suite") or {}
+        if _is_relative_path(suite.get("path")):
+            suite["path"] = _under(data_dir, suite["path"])
+        iid = task.get("iid") or {}
+        if _is_relative_path(iid.get("path")):
+            iid["path"] = _under(data_dir, iid["path"])
+        src = iid.get("source")
+        if isinstance(src, str) and ("/" in src or "." in src) and not src.startswith("hf:") \
+                and _is_relative_path(src):
+            iid["source"] = _under(data_dir, src)
+        for entry in task.get("ood") or []:
+            if entry.get("source") == "local" and _is_relative_path(entry.get("path")):
+                entry["path"] = _under(data_dir, entry["path"])
+    comb = (config.get("combinational") or {}).get("data") or {}
+    if comb.get("source") == "local" and _is_relative_path(comb.get("path")):
+        comb["path"] = _under(data_dir, comb["path"])
+
+
+def _same(a: str, b: str) -> bool:
+    return os.path.normpath(a) == os.path.normpath(b)
+
+
+# --- what a configuration needs --------------------------------------------
+
+def is_hub_name(spec: str) -> bool:
+    """A Hugging Face hub model id (``name`` or ``org/name``), not a local path or a built-in model."""
+    if spec in ("default", "tiny-random") or spec.startswith((".", "/", "~")) or spec.count("/") > 1:
+        return False
+    return not Path(spec).expanduser().exists()
+
+
+def model_key(name: str, revision: str | None) -> str:
+    return f"{name.replace('/', '--')}@{(revision or DEFAULT_REVISION).replace('/', '--')}"
+
+
+def model_marker(data_dir: str, name: str, revision: str | None) -> str:
+    """The marker file of a hub model at a revision (a training job's declared input)."""
+    return os.path.join(data_dir or ".", "models", f"{model_key(name, revision)}.json")
+
+
+def config_models(config: dict) -> dict[str, tuple[str, str]]:
+    """Every hub model the configuration trains or tests: marker path -> (name, revision)."""
+    out: dict[str, tuple[str, str]] = {}
+    data_dir = str(config.get("data_dir") or ".")
+    specs = [(t["model"], t.get("model_revision")) for t in config.get("tasks", {}).values()]
+    comb = config.get("combinational") or {}
+    if comb.get("enabled") or comb.get("model") not in (None, "default"):
+        specs.append((comb.get("model", "default"), comb.get("model_revision")))
+    for spec, rev in specs:
+        if is_hub_name(str(spec)):
+            out[model_marker(data_dir, spec, rev)] = (str(spec), rev or DEFAULT_REVISION)
+    return out
+
+
+def config_files(config: dict) -> list[Remote]:
+    """The remote files a configuration reads from its data folder (after
+    :func:`resolve_data_paths`): a release suite named by its path in the
+    folder, the official files of an ``sst2`` / ``qqp`` / ``squad`` source
+    whose folder is the data folder's ``iid/<source>`` (unless the folder
+    holds only files the loaders fall back to: a staged reference copy,
+    :func:`stage`), and ``fetch.files``."""
+    data_dir = str(config.get("data_dir") or ".")
+    want: dict[str, Remote] = {}
+    for task in config.get("tasks", {}).values():
+        path = (task.get("suite") or {}).get("path")
+        for rel, remote in REMOTES.items():
+            if path and _same(path, _under(data_dir, rel)):
+                want[rel] = remote
+        iid = task.get("iid") or {}
+        src = iid.get("source")
+        if src in DATASET_FILES and iid.get("path") and _same(iid["path"], _under(data_dir, f"iid/{src}")):
+            folder = Path(iid["path"])
+            official = [rel for rel in DATASET_FILES[src] if os.path.lexists(_under(data_dir, rel))]
+            fallback = [n for n in FALLBACKS[src] if os.path.lexists(folder / n)]
+            if official or not fallback:
+                for rel in DATASET_FILES[src]:
+                    want[rel] = REMOTES[rel]
+    for k, entry in enumerate((config.get("fetch") or {}).get("files") or []):
+        rel = os.path.normpath(entry["path"])
+        if os.path.isabs(rel) or rel.startswith(".."):
+            raise ConfigError(f"config: field 'fetch.files[{k}].path': {entry['path']} must be a path inside the "
+                              "data folder")
+        want[rel] = Remote(rel, entry["url"], entry.get("sha256"), f"fetch.files[{k}]")
+    return [want[k] for k in sorted(want)]
+
+
+def remote_url(remote: Remote, mirror: str | None = None) -> str:
+    """Where a file is downloaded from: its origin, or ``<mirror>/<path in the data folder>``."""
+    return f"{mirror.rstrip('/')}/{remote.path}" if mirror else remote.url
+
+
+# --- the lock file -----------------------------------------------------------
+
+def lock_path(data_dir: str) -> Path:
+    return Path(data_dir or ".") / LOCK_NAME
+
+
+def read_lock(data_dir: str) -> dict:
+    path = lock_path(data_dir)
+    if not path.exists():
+        return {"files": {}, "models": {}}
+    try:
+        lock = json.loads(path.read_text())
+        if not isinstance(lock, dict) or not isinstance(lock.get("files", {}), dict):
+            raise ValueError("not an object with 'files'")
+    except (OSError, ValueError) as e:
+        raise FetchError(f"lock file {path}: field 'files': not a readable lock file ({e}); delete it and fetch "
+                         "again") from None
+    lock.setdefault("files", {})
+    lock.setdefault("models", {})
+    return lock
+
+
+def expected_sha256(rel: str, lock: dict, remote: Remote | None = None) -> str | None:
+    """The checksum a download of ``rel`` must have: the published one, else
+    the one recorded at the first fetch."""
+    remote = remote or REMOTES.get(rel)
+    if remote is not None and remote.sha256:
+        return remote.sha256
+    return (lock.get("files", {}).get(rel) or {}).get("sha256")
+
+
+def sha256_of(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def install(downloaded: str, out: str, rel: str, expected: str | None) -> str:
+    """Verify a download and move it into the data folder atomically; a file
+    whose checksum differs is deleted (the download too) and stops the fetch
+    with one line naming it and both checksums. Returns the checksum."""
+    got = sha256_of(downloaded)
+    if expected and got != expected:
+        Path(downloaded).unlink(missing_ok=True)
+        raise FetchError(f"fetched file {rel}: field 'sha256': the download has SHA-256 {got}, expected {expected} "
+                         "(corrupted or truncated download, or the file changed at its source); removed, nothing "
+                         "installed")
+    from beluga.io import atomic_path
+
+    with atomic_path(out) as tmp:
+        shutil.copyfile(downloaded, tmp)
+    return got
+
+
+def write_lock(data_dir: str, files: dict[str, dict], models: dict[str, dict], out: str | None = None) -> dict:
+    """Check every file of the data folder the configuration uses against the
+    lock (and the published checksums: ``files[rel]['published']``) and write
+    the lock: entries of other configurations are kept."""
+    from beluga.io import write_json
+
+    lock = read_lock(data_dir)
+    for rel, entry in sorted(files.items()):
+        path = Path(data_dir or ".") / rel
+        got = sha256_of(path)
+        want = entry.get("published") or expected_sha256(rel, lock)
+        if want and got != want:
+            raise FetchError(f"data file {path}: field 'sha256': SHA-256 {got}, expected {want} (changed since it "
+                             "was fetched); delete it and fetch again")
+        kept = {k: v for k, v in entry.items() if k != "published"}
+        lock["files"][rel] = {**kept, "sha256": got, "size": path.stat().st_size}
+    lock["models"].update(models)
+    lock["checklist_commit"] = CHECKLIST_COMMIT
+    write_json(lock, out or lock_path(data_dir))
+    return lock
+
+
+# --- hub models --------------------------------------------------------------
+
+def _hub_error(name: str, revision: str, e: BaseException) -> ModelError:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    reason = lines[0] if lines else type(e).__name__
+    return ModelError(f"model {name!r}: field 'model': revision {revision!r} cannot be fetched from the Hugging Face "
+                      f"hub ({type(e).__name__}: {reason[:200]})")
+
+
+def fetch_model(name: str, revision: str, out_marker: str) -> dict:
+    """Download a hub model at a revision into the Hugging Face cache
+    (configs, tokenizer, safetensors weights; ``HF_ENDPOINT``, proxies and
+    ``HF_HUB_OFFLINE`` work as in huggingface_hub: offline, a cached copy is
+    used) and write its marker: the commit the revision resolved to."""
+    from huggingface_hub import snapshot_download
+
+    from beluga.io import write_json
+
+    try:
+        path = Path(snapshot_download(repo_id=name, revision=revision, allow_patterns=list(MODEL_PATTERNS)))
+    except Exception as e:  # noqa: BLE001 - network, missing repo or revision, offline without a cached copy
+        raise _hub_error(name, revision, e) from None
+    files = sorted(p.name for p in path.iterdir())
+    if not any(f.endswith(".safetensors") for f in files):
+        raise ModelError(f"model {name!r}: field 'model': revision {revision!r} has no safetensors weights (pickled "
+                         "weights are never loaded); choose a revision with model.safetensors")
+    marker = {"model": name, "revision": revision, "commit": path.name, "files": files}
+    write_json(marker, out_marker)
+    return marker
+
+
+def read_marker(path: str | os.PathLike) -> dict:
+    try:
+        marker = json.loads(Path(path).read_text())
+        if not isinstance(marker, dict) or not isinstance(marker.get("commit"), str):
+            raise ValueError("no 'commit'")
+    except (OSError, ValueError) as e:
+        raise ModelError(f"model marker {path}: field 'commit': not readable ({e}); delete it and fetch "
+                         "again") from None
+    return marker
+
+
+def hub_snapshot(name: str, commit: str) -> str:
+    """The local folder of a hub model at a commit: from the cache (no
+    network), else downloaded unless ``HF_HUB_OFFLINE`` is set."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return snapshot_download(repo_id=name, revision=commit, allow_patterns=list(MODEL_PATTERNS),
+                                 local_files_only=True)
+    except Exception:  # noqa: BLE001 - not in this machine's cache
+        pass
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        from huggingface_hub import constants
+
+        raise ModelError(f"model {name!r}: field 'model': commit {commit[:12]} is not in the Hugging Face cache "
+                         f"{constants.HF_HUB_CACHE} and HF_HUB_OFFLINE is set: fetch it first (snakemake ... fetch "
+                         "on a machine with a network, the same HF_HOME on every node)")
+    try:
+        return snapshot_download(repo_id=name, revision=commit, allow_patterns=list(MODEL_PATTERNS))
+    except Exception as e:  # noqa: BLE001
+        raise _hub_error(name, commit, e) from None
+
+
+# --- staging a local copy (no network) -----------------------------------------
+
+def stage(source: str | os.PathLike, data_dir: str | os.PathLike, copy: bool = False) -> list[str]:
+    """Lay out a local copy of the data shaped like ``../shared/data`` (the
+    release tarballs, SST-2 TSVs, the Quora release, the reconstructed SQuAD
+    dev) as a data folder: symbolic links (or copies) under the fetched
+    layout, each checked against the copy's ``SHA256SUMS`` and the published
+    CheckList checksums, recorded in the lock as staged. The i.i.d. loaders
+    then fall back to these files (docs/DEVIATIONS.md)."""
+    source, data_dir = Path(source).resolve(), Path(data_dir)
+    sums_file = source / "SHA256SUMS"
+    if not sums_file.exists():
+        raise ConfigError(f"staging source {source}: field 'SHA256SUMS': missing (not a copy of the project's "
+                          "reference data)")
+    sums = {}
+    for line in sums_file.read_text().splitlines():
+        if line.strip():
+            digest, rel = line.split(maxsplit=1)
+            sums[rel.strip()] = digest
+    lock = read_lock(str(data_dir))
+    done = []
+    for rel in STAGED:
+        src = source / rel
+        if not src.exists():
+            raise ConfigError(f"staging source {src}: field 'path': file does not exist")
+        got = sha256_of(src)
+        want = (REMOTES.get(rel).sha256 if rel in REMOTES else None) or sums.get(rel)
+        if want and got != want:
+            raise FetchError(f"staging source {src}: field 'sha256': SHA-256 {got}, expected {want}")
+        dest = data_dir / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.is_symlink() or dest.exists():
+            dest.unlink()
+        if copy:
+            shutil.copyfile(src, dest)
+        else:
+            dest.symlink_to(src)
+        lock["files"][rel] = {"origin": f"staged from {source}", "sha256": got, "size": src.stat().st_size}
+        done.append(rel)
+    from beluga.io import write_json
+
+    lock["checklist_commit"] = CHECKLIST_COMMIT
+    write_json(lock, lock_path(str(data_dir)))
+    return done

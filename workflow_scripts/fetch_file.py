@@ -1,0 +1,6 @@
+from beluga.smk import run
+from beluga.steps import fetch
+
+sm = snakemake  # noqa: F821
+run(sm, lambda: fetch.fetch_file(download=sm.input.download, rel=sm.params.rel, expected=sm.params.expected,
+                                 out_file=sm.output.file))
