@@ -2,8 +2,15 @@
 (also the ``beluga`` script).
 
     python -m beluga plan [--configfile F] [--throughput JSON] [--train-rate R] [--predict-rate R]
+                          [--concurrent-jobs N]
 
-prints the cost plan of a configuration (beluga/plan.py).
+prints the cost plan of a configuration (beluga/plan.py): jobs, GPU- or
+core-hours and the peak scratch disk.
+
+    python -m beluga data stage --from DIR [--data-dir data] [--copy]
+
+lays out a local copy of the reference data as the fetched data folder
+(beluga/fetch.py :func:`stage`).
 
     python -m beluga score --suite PATH --predictions PATH --out DIR
                            [--task sent|para|read] [--no-paper-fixes]
@@ -13,6 +20,11 @@ writes ``DIR/cases.parquet`` (case_id, functionality, status) and
 ``DIR/functionalities.csv`` (functionality, capability, test_type, n_cases,
 n_scored, n_passed, pass_rate; suite order). Errors: one line ``error: ...``
 on stderr and exit status 2.
+
+    python -m beluga suite export --suite PATH --out FILE [--format inputs|checklist]
+
+writes every input of a suite (TSV / JSONL), or with ``--format checklist``
+CheckList's JSONL export of a release tarball (``beluga/suites/release.py``).
 """
 
 from __future__ import annotations
@@ -38,7 +50,8 @@ def _parser() -> argparse.ArgumentParser:
                        description="Score model predictions on a suite: pass / fail / filtered per case and "
                                    "pass rates per functionality.")
     s.add_argument("--suite", required=True,
-                   help="suite file: project Parquet, CSV or JSONL, or a CheckList JSONL export (.jsonl[.gz])")
+                   help="suite file: project Parquet, CSV or JSONL, a CheckList JSONL export (.jsonl[.gz]), or a "
+                        "CheckList release suite (.tar.gz / .tgz / .pkl, read without executing it)")
     s.add_argument("--predictions", required=True,
                    help="predictions: Parquet / CSV / TSV / JSONL keyed by case_id, input_idx with probs (or pred) "
                         "or answer (QA), or a CheckList line file in the export's order (see --format)")
@@ -63,6 +76,24 @@ def _parser() -> argparse.ArgumentParser:
                         help="prediction sequences/s of all-MiniLM-L6-v2 at 48 tokens on the target device")
     p_plan.add_argument("--fixed-s", type=float, default=None, help="fixed seconds per job (start-up, model load)")
     p_plan.add_argument("--json", default=None, help="also write the plan as JSON to this file")
+    p_plan.add_argument("--concurrent-jobs", type=int, default=None,
+                        help="training jobs running at once, for the peak scratch disk (default: 100 on GPUs, "
+                             "as the Slurm profile's jobs; on CPUs the cores / job_threads)")
+    p_data = sub.add_parser("data", help="the data folder: stage a local copy of the reference data (no network)")
+    data_sub = p_data.add_subparsers(dest="data_command", required=True)
+    p_stage = data_sub.add_parser(
+        "stage", help="lay out a local copy of the reference data as the fetched data folder (no network)",
+        description="Link (or copy) the files of a local copy of the project's reference data (laid out as "
+                    "../shared/data on the development machines: CheckList's release tarballs, SST-2 TSVs, the "
+                    "Quora release, the reconstructed SQuAD dev set) into a data folder under the layout the "
+                    "fetch target writes, each checked against the copy's SHA256SUMS and CheckList's published "
+                    "checksums and recorded in the folder's fetch.lock.json. Configurations that read the data "
+                    "folder (configs/paper.yaml) then run without a network; the i.i.d. loaders fall back to "
+                    "the Quora release and the SQuAD dev set (docs/DEVIATIONS.md). With a network, fetch "
+                    "instead: snakemake fetch --cores 4 --configfile configs/paper.yaml.")
+    p_stage.add_argument("--from", dest="source", required=True, help="the local copy (a folder with SHA256SUMS)")
+    p_stage.add_argument("--data-dir", default="data", help="the data folder (default: data, as configs/paper.yaml)")
+    p_stage.add_argument("--copy", action="store_true", help="copy the files instead of linking them")
     p_test = sub.add_parser("test", help="behavioral test of a trained model on a suite (no training)",
                             description="Predict every input of a suite with a trained model, score it with "
                                         "CheckList's semantics and print the failure summary: per class and "
@@ -70,7 +101,8 @@ def _parser() -> argparse.ArgumentParser:
                                         "expectation and predictions. Writes predictions.parquet, cases.parquet, "
                                         "functionalities.csv, summary.md and summary.html to --out.")
     p_test.add_argument("--model", required=True,
-                        help="a local model folder (safetensors weights) or a Hugging Face hub name (online only)")
+                        help="a local model folder (safetensors weights) or a Hugging Face hub name (from the "
+                             "local cache; downloaded unless HF_HUB_OFFLINE is set)")
     p_test.add_argument("--suite", required=True, help="suite file (as for score)")
     p_test.add_argument("--out", required=True, help="output directory")
     p_test.add_argument("--task", choices=sorted(TASK_TYPES), default=None, help="task type (default: inferred)")
@@ -81,15 +113,29 @@ def _parser() -> argparse.ArgumentParser:
     p_test.add_argument("--failures", type=int, default=3, help="failing cases shown per functionality")
     p_test.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
     p_test.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
-    p_suite = sub.add_parser("suite", help="suite tools: export the inputs for models outside Python")
+    p_suite = sub.add_parser("suite", help="suite tools: export the inputs for models outside Python, or a "
+                                           "CheckList release tarball as its JSONL export")
     suite_sub = p_suite.add_subparsers(dest="suite_command", required=True)
-    p_exp = suite_sub.add_parser("export", help="every input, one row per (case_id, input_idx), in a stable order",
-                                 description="Write every input of a suite with columns case_id, input_idx and the "
-                                             "text(s) (text [, text_b]; READ: context, question): TSV by default, "
-                                             "JSONL for a .jsonl name. A CheckList-format prediction file for "
-                                             "`score --format` has one line per row, in this order.")
+    p_exp = suite_sub.add_parser(
+        "export", help="every input, one row per (case_id, input_idx), in a stable order; or (--format checklist) "
+                       "a CheckList release suite as CheckList's JSONL export",
+        description="Write every input of a suite with columns case_id, input_idx and the text(s) (text [, text_b]; "
+                    "READ: context, question): TSV by default, JSONL for a .jsonl name. A CheckList-format "
+                    "prediction file for `score --format` has one line per row, in this order. "
+                    "With --format checklist, write CheckList's JSONL export instead -- one JSON object per test "
+                    "case with suite, case_id, functionality, capability, test_type, inputs, labels, label, "
+                    "label_scope, meta, agg_fn, expect, in_run_subset, ... (../shared/data/README.md) -- from a "
+                    "CheckList release suite (release_suites/*_suite.tar.gz, .tgz or its .pkl), read without "
+                    "executing it (or from such a JSONL export); gzip-compressed when --out ends in .gz, e.g. "
+                    "`python -m beluga suite export --suite sentiment_suite.tar.gz --out sentiment.jsonl.gz "
+                    "--format checklist`. Labels are written as released (--task / --no-paper-fixes do not apply). "
+                    "The output may not be the input file itself.")
     p_exp.add_argument("--suite", required=True, help="suite file (as for score)")
-    p_exp.add_argument("--out", required=True, help="output file (.tsv or .jsonl)")
+    p_exp.add_argument("--out", required=True,
+                       help="output file (.tsv or .jsonl; --format checklist: .jsonl or .jsonl.gz)")
+    p_exp.add_argument("--format", choices=["inputs", "checklist"], default="inputs",
+                       help="inputs (default): every input, TSV or JSONL by the --out extension; checklist: "
+                            "CheckList's JSONL export of a CheckList release suite")
     p_exp.add_argument("--task", choices=sorted(TASK_TYPES), default=None, help="task type (default: inferred)")
     p_exp.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
     p_rank = sub.add_parser("ood-rank", help="GLUE-X ranking of systems from a long score table",
@@ -172,9 +218,66 @@ def load_suite_for(suite_path: str, task_name: str | None, paper_fixes: bool = T
     return suite, ttype
 
 
-def export_command(suite_path: str, out: str, task_name: str | None = None, paper_fixes: bool = True) -> str:
+def _same_file(a: str, b: str) -> bool:
+    x, y = Path(a), Path(b)
+    try:
+        if x.exists() and y.exists():
+            return x.samefile(y)
+    except OSError:
+        pass
+    return x.resolve() == y.resolve()
+
+
+def checklist_export_command(suite_path: str, out: str) -> str:
+    """``suite export --format checklist``: CheckList's JSONL export (one record
+    per test case) of a release suite (read without executing it) or of a
+    CheckList JSONL export, written atomically."""
+    import json
+
+    from beluga.suites.checklist import is_checklist_export
+    from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
+    from beluga.suites.tabular import open_text
+
+    p = Path(suite_path)
+    if not p.exists():
+        raise BelugaError(f"suite file {suite_path}: field 'path': file does not exist")
+    if p.name.lower().endswith(RELEASE_SUFFIXES):
+        records = read_release_records(p)
+    elif p.name.lower().endswith((".jsonl", ".jsonl.gz")) and is_checklist_export(p):
+        def lines():
+            with open_text(p) as f:
+                for i, line in enumerate(f, 1):
+                    if line.strip():
+                        try:
+                            yield json.loads(line)
+                        except json.JSONDecodeError as e:
+                            raise BelugaError(f"CheckList suite {suite_path}: line {i}: field 'json': not valid "
+                                              f"JSON ({e})") from None
+        records = lines()
+    else:
+        raise BelugaError(f"suite file {suite_path}: field '--format': checklist export needs a CheckList release "
+                          "suite (.tar.gz, .tgz or .pkl) or a CheckList JSONL export")
+    counts: dict[str, int] = {}
+
+    def counted():
+        for r in records:
+            counts[r["suite"]] = counts.get(r["suite"], 0) + 1
+            yield r
+    n = write_checklist_jsonl(counted(), out)
+    names = ", ".join(counts) or "no"
+    return f"exported {n} CheckList test cases ({names} suite) as CheckList JSONL -> {out}"
+
+
+def export_command(suite_path: str, out: str, task_name: str | None = None, paper_fixes: bool = True,
+                   fmt: str = "inputs") -> str:
+    """``suite export``: every input (TSV / JSONL), or with ``fmt="checklist"``
+    CheckList's JSONL export of a CheckList suite."""
     from beluga.behavioral import export_rows, write_export
 
+    if _same_file(suite_path, out):
+        raise BelugaError(f"suite export {out}: field '--out': is the input suite file itself; choose another name")
+    if fmt == "checklist":
+        return checklist_export_command(suite_path, out)
     suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
     rows = export_rows(suite, ttype.head)
     fmt = write_export(rows, out)
@@ -293,7 +396,7 @@ def test_command(model: str, suite_path: str, out_dir: str, task_name: str | Non
 
 
 def _load_test_model(spec: str, ttype):
-    """A trained model: a local folder (safetensors only) or a hub name (online)."""
+    """A trained model: a local folder (safetensors only) or a hub name (the cached main snapshot, else a download)."""
     from beluga.modeling import load_trained, resolve_model
 
     path = resolve_model(spec)
@@ -338,13 +441,21 @@ def main(argv: list[str] | None = None) -> int:
             from beluga.plan import plan_command
 
             print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
-                               args.json), end="")
+                               args.json, args.concurrent_jobs), end="")
+        elif args.command == "data" and args.data_command == "stage":
+            from beluga.fetch import stage
+
+            done = stage(args.source, args.data_dir, copy=args.copy)
+            print(f"staged {len(done)} files from {args.source} into {args.data_dir} "
+                  f"({'copied' if args.copy else 'linked'}; checksums recorded in "
+                  f"{Path(args.data_dir) / 'fetch.lock.json'})")
         elif args.command == "test":
             print(test_command(args.model, args.suite, args.out, args.task, args.batch_size, args.max_length,
                                args.max_cases_per_functionality, args.failures, args.precision,
                                paper_fixes=not args.no_paper_fixes), end="")
         elif args.command == "suite" and args.suite_command == "export":
-            print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes))
+            print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes,
+                                 fmt=args.format))
         elif args.command == "ood-rank":
             from beluga.ood import ood_rank_command
 

@@ -143,7 +143,7 @@ def model_key(name: str, revision: str | None) -> str:
 
 def model_marker(data_dir: str, name: str, revision: str | None) -> str:
     """The marker file of a hub model at a revision (a training job's declared input)."""
-    return os.path.join(data_dir or ".", "models", f"{model_key(name, revision)}.json")
+    return os.path.normpath(os.path.join(data_dir or ".", "models", f"{model_key(name, revision)}.json"))
 
 
 def config_models(config: dict) -> dict[str, tuple[str, str]]:
@@ -278,10 +278,9 @@ def write_lock(data_dir: str, files: dict[str, dict], models: dict[str, dict], o
 # --- hub models --------------------------------------------------------------
 
 def _hub_error(name: str, revision: str, e: BaseException) -> ModelError:
-    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-    reason = lines[0] if lines else type(e).__name__
+    reason = " ".join(ln.strip() for ln in str(e).splitlines() if ln.strip()) or type(e).__name__
     return ModelError(f"model {name!r}: field 'model': revision {revision!r} cannot be fetched from the Hugging Face "
-                      f"hub ({type(e).__name__}: {reason[:200]})")
+                      f"hub ({type(e).__name__}: {reason[:300]})")
 
 
 def fetch_model(name: str, revision: str, out_marker: str) -> dict:
@@ -297,7 +296,7 @@ def fetch_model(name: str, revision: str, out_marker: str) -> dict:
         path = Path(snapshot_download(repo_id=name, revision=revision, allow_patterns=list(MODEL_PATTERNS)))
     except Exception as e:  # noqa: BLE001 - network, missing repo or revision, offline without a cached copy
         raise _hub_error(name, revision, e) from None
-    files = sorted(p.name for p in path.iterdir())
+    files = sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if p.is_file())
     if not any(f.endswith(".safetensors") for f in files):
         raise ModelError(f"model {name!r}: field 'model': revision {revision!r} has no safetensors weights (pickled "
                          "weights are never loaded); choose a revision with model.safetensors")
@@ -331,7 +330,7 @@ def hub_snapshot(name: str, commit: str) -> str:
         from huggingface_hub import constants
 
         raise ModelError(f"model {name!r}: field 'model': commit {commit[:12]} is not in the Hugging Face cache "
-                         f"{constants.HF_HUB_CACHE} and HF_HUB_OFFLINE is set: fetch it first (snakemake ... fetch "
+                         f"{constants.HF_HUB_CACHE} and HF_HUB_OFFLINE is set: fetch it first (snakemake fetch ... "
                          "on a machine with a network, the same HF_HOME on every node)")
     try:
         return snapshot_download(repo_id=name, revision=commit, allow_patterns=list(MODEL_PATTERNS))

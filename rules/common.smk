@@ -34,6 +34,13 @@ NOT_FETCHED = sorted(
     for r in beluga_fetch.config_files(config)
     if not os.path.lexists(os.path.join(DATA_DIR, r.path))
 )
+
+
+def data_path(*parts):
+    """A path in the data folder (no leading ./ when it is the working directory)."""
+    return os.path.normpath(os.path.join(DATA_DIR, *parts))
+
+
 try:
     beluga_dag.check_config(
         config,
@@ -92,6 +99,30 @@ except BelugaError as e:
     raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
 
 IID_FOLD = {"partition": "standard", "fold": "all", "group": "all"}
+
+
+# The fetch target (rules/fetch.smk; beluga/fetch.py): the remote files and hub
+# models of the configuration; a download rule exists only for what is missing.
+FETCH_FILES = {r.path: r for r in beluga_fetch.config_files(config)}
+FETCH_MODELS = beluga_fetch.config_models(config)
+FETCH_MIRROR = config["fetch"]["mirror"]
+try:
+    FETCH_LOCK = beluga_fetch.read_lock(DATA_DIR)
+except BelugaError as e:
+    raise WorkflowError(str(e)) from None
+# missing files with a known checksum (published, or recorded at the first fetch) / without one
+_MISSING = [rel for rel in FETCH_FILES if not os.path.lexists(data_path(rel))]
+_CHECKED = [rel for rel in _MISSING if beluga_fetch.expected_sha256(rel, FETCH_LOCK, FETCH_FILES[rel])]
+_UNCHECKED = [rel for rel in _MISSING if rel not in _CHECKED]
+_MISSING_MODELS = [m for m in FETCH_MODELS if not os.path.exists(m)]
+
+
+def fetch_regex(paths):
+    return "|".join(re.escape(p) for p in paths) or NEVER
+
+
+def fetch_url(w):
+    return storage.http(beluga_fetch.remote_url(FETCH_FILES[w.path], FETCH_MIRROR))
 
 
 # Model selection (docs/METHOD.md, §4: grid selected on T_val): a grid over the
@@ -612,7 +643,7 @@ def all_targets():
         raise WorkflowError(
             f"{len(NOT_FETCHED)} input file(s) of this configuration are not in the data folder {DATA_DIR} "
             f"(first: {NOT_FETCHED[0]}): fetch them first on a machine with a network: "
-            f"snakemake --cores 4 {where} fetch (README: The paper's run on a cluster)"
+            f"snakemake fetch --cores 4 {where} (README: The paper's run on a cluster)"
         )
     targets = []
     for task in TASKS:

@@ -10,6 +10,8 @@ rule prepare_iid:
         val=f"{RESULTS}/{{task}}/iid/val.parquet",
         test=f"{RESULTS}/{{task}}/iid/test.parquet",
         pool=f"{RESULTS}/{{task}}/iid/pool.parquet",
+        # which source was read (origin, files, SHA-256), the split rule, rows per split
+        source=f"{RESULTS}/{{task}}/iid/source.json",
     log:
         "logs/{task}/prepare_iid.log",
     conda:

@@ -30,8 +30,8 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not SHARED.exists(), reason=f"real data folder {SHARED} is absent")]
 
 HUB_NAME = "sentence-transformers/all-MiniLM-L6-v2"
-COMMIT_A = "a" * 40
-COMMIT_B = "b" * 40
+COMMIT_A = "3f1b0c4e9a7d2b6e8c5a1f0d4b7e9c2a6d8f1e3b"   # commit-like ids (40 hex digits)
+COMMIT_B = "9c2e7a1d5b3f8e0a4c6d2b9f7e1a3c5d8b0f6e4a"
 QUORA_REL = "iid/quora/quora_duplicate_questions.tsv"
 
 
@@ -130,7 +130,8 @@ def build_hub_cache(cache: Path, commits=(COMMIT_A,)) -> Path:
                 blob = repo / "blobs" / hashlib.sha256(data).hexdigest()
                 if not blob.exists():
                     blob.write_bytes(data)
-                (snap / f.name).symlink_to(os.path.relpath(blob, snap))
+                if not (snap / f.name).is_symlink():
+                    (snap / f.name).symlink_to(os.path.relpath(blob, snap))
     (repo / "refs").mkdir(exist_ok=True)
     (repo / "refs" / "main").write_text(commits[0])
     return cache
@@ -141,7 +142,7 @@ def hub_env(cache: Path) -> dict:
 
 
 def run_smk(workdir: Path, cfg_file: Path, *args, env=None, check=True, timeout=1500):
-    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(cfg_file), *args]
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args, "--configfile", str(cfg_file)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, timeout=timeout)
     if check and out.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{out.stdout[-4000:]}\n{out.stderr[-6000:]}")
@@ -158,7 +159,7 @@ def paper_shaped_config(mirror: str, sent_revision: str | None = None) -> dict:
             "sent": {"type": "sent", "model": HUB_NAME, "model_revision": sent_revision,
                      "suite": {"path": "checklist/release/sentiment_suite.tar.gz", "max_cases_per_functionality": 4,
                                "max_inputs_per_case": 3, "seed": 7,
-                               "functionalities": ["single positive words", "negated negative should be positive",
+                               "functionalities": ["single positive words", "simple negations: not negative",
                                                    "add random urls and handles"]},
                      "iid": {"source": "sst2", "path": "iid/sst2", "n_train": 32, "n_val": 10, "n_test": 20,
                              "seed": 42}},
@@ -350,7 +351,7 @@ def test_unfetched_inputs_stop_the_run_but_not_the_fetch(served, tmp_path):
     out = run_smk(work, cfg, "-n", check=False)
     text = out.stdout + out.stderr
     assert out.returncode != 0 and "fetch them first" in text and "data/checklist/release" in text
-    out = run_smk(work, cfg, "-n", "--quiet", "rules", "fetch", check=False)
+    out = run_smk(work, cfg, "fetch", "-n", "--quiet", "rules", check=False)
     counts = job_counts(out.stdout + out.stderr)
     assert out.returncode == 0 and counts.get("fetch_file") == 3 and counts.get("fetch_file_new") == 5, counts
     assert counts.get("fetch_model") == 1 and counts.get("fetch") == 1, counts

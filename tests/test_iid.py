@@ -76,8 +76,13 @@ def test_qqp_hash_split():
 def test_named_dataset_needs_folder(tmp_path):
     with pytest.raises(DataError, match="field 'path'"):
         load_splits({"source": "sst2"}, "classification", {0, 1})
-    with pytest.raises(DataError, match="lacks train.tsv"):
+    with pytest.raises(DataError, match=r"holds none of the sst2 files \(SST-2.zip, .*\): fetch the configuration"):
         load_splits({"source": "sst2", "path": str(tmp_path)}, "classification", {0, 1})
+    (tmp_path / "train.tsv").write_text("sentence\tlabel\ngood\t1\n")
+    with pytest.raises(DataError, match="lacks dev.tsv"):
+        load_splits({"source": "sst2", "path": str(tmp_path)}, "classification", {0, 1})
+    with pytest.raises(DataError, match="is not a folder: fetch the configuration's inputs first"):
+        load_splits({"source": "qqp", "path": str(tmp_path / "qqp")}, "classification", {0, 1})
 
 
 def test_pair_table(tmp_path):

@@ -10,6 +10,10 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*REPO.glob("beluga/**/*.py"), *REPO.glob("workflow_scripts/*.py"), *REPO.glob("scripts/**/*.py")])
 UNSAFE_MODULES = {"pickle", "dill", "cloudpickle", "joblib", "shelve", "marshal"}
+#: the one module allowed to import pickle: CheckList's release suites are read by a restricted
+#: Unpickler (an explicit allow-list of inert stand-ins; nothing from the pickle is imported or run),
+#: which tests/test_release_suites.py feeds hostile pickles (os.system, eval, dill tricks)
+RESTRICTED_UNPICKLER = REPO / "beluga" / "suites" / "release.py"
 
 
 def unsafe_uses(path: Path) -> list[str]:
@@ -22,7 +26,7 @@ def unsafe_uses(path: Path) -> list[str]:
             names = {(node.module or "").split(".")[0]}
         else:
             names = set()
-        if names & UNSAFE_MODULES:
+        if names & UNSAFE_MODULES and not (path == RESTRICTED_UNPICKLER and names == {"pickle"}):
             found.append(f"{path.name}:{node.lineno}: imports {sorted(names & UNSAFE_MODULES)}")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             base = node.func.value

@@ -5,7 +5,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from beluga.data.squad import load_squad, split_squad_by_article
+from beluga.data.squad import _article_key, halve_squad_by_article, load_squad, split_squad_by_article
 from beluga.errors import DataError
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -94,6 +94,20 @@ def test_split_synthetic_rules(tmp_path):
         split_squad_by_article(df, fractions=(0.98, 0.01, 0.01), seed=7)
 
 
+def test_halve_by_article_synthetic(tmp_path):
+    """The paper's halving of an official dev set, by whole articles: articles in
+    hash order go to val while the questions before them are under half."""
+    df = load_squad(write(tmp_path, squad_doc(n_articles=7)))
+    val, test = halve_squad_by_article(df, seed=7)
+    assert len(val) + len(test) == len(df) and not set(val["title"]) & set(test["title"])
+    order = sorted(df["title"].unique(), key=lambda t: _article_key(7, t))
+    assert set(val["title"]) == set(order[:4])      # 6 questions an article: 0, 6, 12, 18 before it < 42 / 2
+    again = halve_squad_by_article(df.sample(frac=1, random_state=1), seed=7)
+    assert set(again[0]["example_id"]) == set(val["example_id"])              # independent of row order
+    with pytest.raises(DataError, match="at least two"):
+        halve_squad_by_article(df[df["title"] == "Title_0"], seed=7)
+
+
 @pytest.fixture(scope="module")
 def squad_dev():
     if not SHARED_DATA.is_dir():
@@ -127,3 +141,13 @@ def test_real_squad_split_by_article(squad_dev):
     assert [len(small[k]) for k in ("train", "val", "test")] == [200, 50, 50]
     assert set(small["test"]["title"]) <= t["test"]
     assert small["train"].equals(split_squad_by_article(squad_dev, seed=42, max_examples=(200, 50, 50))["train"])
+
+
+def test_real_squad_dev_halved_by_article(squad_dev):
+    """The paper's val / test from the official dev set: about 5k questions each, no article shared."""
+    val, test = halve_squad_by_article(squad_dev, seed=42)
+    assert len(val) + len(test) == 10_570 and not set(val["title"]) & set(test["title"])
+    assert abs(len(val) - len(test)) < 2 * squad_dev["title"].value_counts().max()
+    assert 4_500 < len(val) < 6_100 and 4_500 < len(test) < 6_100
+    again = halve_squad_by_article(squad_dev, seed=42)
+    pd.testing.assert_frame_equal(again[0], val)

@@ -3,4 +3,5 @@ from beluga.steps import data
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: data.prepare_iid(iid=sm.params.iid, task_type=sm.params.task_type,
-                                 outputs={k: sm.output[k] for k in ("train", "val", "test", "pool")}))
+                                 outputs={k: sm.output[k] for k in ("train", "val", "test", "pool")},
+                                 out_source=sm.output.source))

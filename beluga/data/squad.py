@@ -1,12 +1,16 @@
-"""SQuAD v1.1 (READ i.i.d. data): loader and the deterministic split by article.
+"""SQuAD v1.1 (READ i.i.d. data): loader, the paper's split and the offline fallback split.
 
-The staged file is the SQuAD v1.1 *dev* set rebuilt from the official explorer
-pages (``../shared/data/iid/squad/dev-v1.1.reconstructed.json.gz``). Texts, ids
-and answers are exact, but ``answer_start`` was re-derived: for questions whose
+With the official files (``train-v1.1.json`` and ``dev-v1.1.json``, plain or
+``.gz``, in ``iid.path``) the split is the paper's: train = the train file, the
+official dev set halved *by article* into val / test
+(:func:`halve_squad_by_article`). Without a train file a dev file alone is
+split 80 / 10 / 10 by article (:func:`split_squad_by_article`): the offline
+fallback for the staged ``../shared/data/iid/squad/dev-v1.1.reconstructed.json.gz``,
+the dev set rebuilt from the official explorer pages. Its texts, ids and
+answers are exact, but ``answer_start`` was re-derived: for questions whose
 answer occurs more than once in the context it may point at another occurrence
-(the string at that offset is still the answer). SQuAD v1.1 train is not
-available, so train / val / test are all cut from this dev set, by article
-(:func:`split_squad_by_article`), so that no article is shared between splits.
+(the string at that offset is still the answer). Which files are read:
+:func:`beluga.data.iid.locate`.
 
 :func:`load_squad` returns one row per question with columns ``example_id``
 (the SQuAD id), ``title`` (the article), ``context``, ``question``, ``answers``
@@ -30,6 +34,10 @@ from beluga.errors import DataError
 
 SPLITS = ("train", "val", "test")
 COLUMNS = ("example_id", "title", "context", "question", "answers", "answer_starts")
+#: the official file names, in order of precedence (the plain file before its .gz)
+TRAIN_FILES = ("train-v1.1.json", "train-v1.1.json.gz")
+#: a dev file: the official one, else the staged reconstruction
+DEV_FILES = ("dev-v1.1.json", "dev-v1.1.json.gz", "dev-v1.1.reconstructed.json.gz")
 
 
 def _read_json(path: Path):
@@ -191,3 +199,33 @@ def split_squad_by_article(df: pd.DataFrame, fractions: Sequence[float] | None =
                             f"({n_articles} articles available)")
         out[s] = _subsample(part, caps[s], seed, s).reset_index(drop=True)
     return out
+
+
+def halve_squad_by_article(df: pd.DataFrame, seed: int = 42) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """An official dev set halved into val / test by article (the paper halves
+    SQuAD's dev set; whole articles here, so that val and test share none).
+
+    Rule: articles (distinct ``title``) are ordered by the SHA-256 hex digest of
+    ``f"{seed}\\0{title}"`` (the ordering of :func:`split_squad_by_article`);
+    with c = the number of questions in the articles before an article and N
+    the total, the article goes to val if 2c < N, else to test: val gets the
+    first articles up to half the questions (within one article), test the
+    rest. Rows keep their order within each half; the index is reset. A dev
+    set with fewer than two articles cannot be halved (DataError).
+    """
+    for col in ("example_id", "title"):
+        if col not in df.columns:
+            raise DataError(f"squad split: field '{col}': column missing (columns: {list(df.columns)})")
+    titles = sorted(df["title"].unique(), key=lambda t: _article_key(seed, t))
+    counts = df["title"].value_counts()
+    total = int(counts.sum())
+    val_titles, c = set(), 0
+    for t in titles:
+        if 2 * c < total:
+            val_titles.add(t)
+        c += int(counts[t])
+    in_val = df["title"].isin(val_titles)
+    if in_val.all() or not in_val.any():
+        raise DataError(f"squad split: field 'title': the dev set has {len(titles)} article(s); halving it by "
+                        "article into val / test needs at least two")
+    return df[in_val].reset_index(drop=True), df[~in_val].reset_index(drop=True)

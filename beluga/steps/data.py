@@ -5,19 +5,23 @@ from __future__ import annotations
 import pandas as pd
 
 from beluga import folds
-from beluga.data.iid import load_splits
-from beluga.io import read_parquet, write_parquet, write_text
+from beluga.data.iid import load_splits, source_record
+from beluga.io import read_parquet, write_json, write_parquet, write_text
 from beluga.suites.build import label_set, make_suite
 from beluga.suites.format import functionality_table, load_suite, save_suite
 from beluga.tasks import get_task_type
 
 
-def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str]) -> None:
-    """train / val / test / pool of the task's i.i.d. data (``iid``: the config block)."""
+def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str], out_source: str | None = None) -> None:
+    """train / val / test / pool of the task's i.i.d. data (``iid``: the config block), and
+    ``out_source``: which source was read and how it was split (``data.iid.source_record``:
+    origin, files and their SHA-256, split rule, rows per split)."""
     ttype = get_task_type(task_type)
     parts = load_splits(iid, ttype.head, set(ttype.iid_labels))
     for name, path in outputs.items():
         write_parquet(parts[name], path)
+    if out_source is not None:
+        write_json(source_record(iid, parts), out_source)
 
 
 def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:

@@ -1,8 +1,9 @@
 """Import the JSONL export of the CheckList release suites
 (``../shared/data/checklist/{sentiment,qqp,squad}.jsonl.gz``, one test case
-per line; see ../shared/data/README.md, "Fields of a test case") into the
-project's suite format (docs/SUITE_FORMAT.md), and read any supported suite
-file (``read_any_suite``).
+per line; see ../shared/data/README.md, "Fields of a test case") -- or the
+release tarballs themselves, whose records ``beluga.suites.release`` rebuilds
+without executing them -- into the project's suite format
+(docs/SUITE_FORMAT.md), and read any supported suite file (``read_any_suite``).
 
 Every CheckList expectation is mapped explicitly (``EXPECTATION_MAP`` in the
 docs); an expectation, slice or input shape the importer does not know raises
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -34,9 +36,9 @@ REQUIRED_FIELDS = ("suite", "case_id", "functionality", "capability", "test_type
 
 
 class _LineError(Exception):
-    def __init__(self, field: str, msg: str):
+    def __init__(self, field: str, msg: str, where: str | None = None):
         super().__init__(msg)
-        self.field, self.msg = field, msg
+        self.field, self.msg, self.where = field, msg, where
 
 
 def _map_expectation(suite: str, functionality: str, expect: dict, has_labels: bool) -> tuple[str, dict]:
@@ -130,99 +132,102 @@ def is_checklist_export(path: str | os.PathLike) -> bool:
     return False
 
 
-def import_checklist(path: str | os.PathLike, paper_fixes: bool = True) -> pd.DataFrame:
-    """CheckList JSONL export -> validated suite DataFrame (columns
-    ``format.COLUMNS``, functionalities in file order).
+def _jsonl_records(f) -> Iterator[tuple[str, dict]]:
+    """(``line N``, record) for every non-blank line of a JSONL export."""
+    for i, line in enumerate(f, 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise _LineError("json", f"not valid JSON ({e})", where=f"line {i}") from None
+        if not isinstance(d, dict):
+            raise _LineError("json", "must be a JSON object (one test case per line)", where=f"line {i}")
+        yield f"line {i}", d
 
-    ``paper_fixes``: apply the BELUGA paper's label fixes (qqp "Order does
-    matter for asymmetric relations" labels -> 0; qqp "(question, f(question))
-    where f(question) replaces synonyms?" gets the training hint
-    ``{"train": {"as": "MFT", "label": 1}}``). Without them labels are exactly
-    as released. ``df.attrs`` holds ``checklist_suite``, ``task_type`` and
-    ``declared`` (functionality descriptions)."""
-    path = Path(path)
-    if not path.exists():
-        raise SuiteError(f"CheckList suite {path}: field 'path': file does not exist")
+
+def import_checklist_records(records: Iterable[tuple[str | None, dict]], source: str | os.PathLike,
+                             paper_fixes: bool = True) -> pd.DataFrame:
+    """CheckList export records -> validated suite DataFrame (the body of
+    :func:`import_checklist`). ``records`` yields ``(where, record)``: ``where``
+    names the record in errors (``"line 12"`` for a JSONL file, None for a
+    release suite's records, which are named by their ``case_id``); ``source``
+    is the file named in errors."""
+    path = source
     cols: dict[str, list] = {c: [] for c in COLUMNS}
     suite_name = None
     declared: dict[str, dict] = {}
     cache: dict[tuple, tuple[str, str]] = {}
-    ln, cid = 0, None
+    where, cid = None, None
     try:
-        with open_text(path) as f:
-            for i, line in enumerate(f, 1):
-                ln = i  # reported by the error handler below
-                if not line.strip():
-                    continue
-                cid = None
-                try:
-                    d = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise _LineError("json", f"not valid JSON ({e})") from None
-                if not isinstance(d, dict):
-                    raise _LineError("json", "must be a JSON object (one test case per line)")
-                cid = d.get("case_id")
-                for field in REQUIRED_FIELDS:
-                    if field not in d:
-                        raise _LineError(field, "missing (not a CheckList export line?)")
-                s = d["suite"]
-                if s not in SUITE_TASK_TYPES:
-                    raise _LineError("suite", f"unknown CheckList suite {s!r} (known: {', '.join(SUITE_TASK_TYPES)})")
-                if suite_name is None:
-                    suite_name = s
-                elif s != suite_name:
-                    raise _LineError("suite", f"{s!r} differs from {suite_name!r} in earlier lines")
-                func = d["functionality"]
-                if d["test_type"] not in TEST_TYPES:
-                    raise _LineError("test_type", f"unknown test type {d['test_type']!r}")
-                if d["agg_fn"] not in AGG_FNS:
-                    raise _LineError("agg_fn", f"unknown aggregation {d['agg_fn']!r}")
-                inputs, inputs_b = _split_inputs(s, d["inputs"])
-                labels = _labels(d, len(inputs))
-                answers = None
-                if s == "squad":
-                    if labels is not None and not all(isinstance(x, str) for x in labels):
-                        raise _LineError("labels", "squad labels must be answer strings")
-                    answers, labels = labels, None
-                elif labels is not None and not all(isinstance(x, int) and not isinstance(x, bool)
-                                                    for x in labels):
-                    raise _LineError("labels", f"{s} labels must be integer classes, got {str(labels)[:60]!r}")
-                expect = d["expect"]
-                unperturbed = d["test_type"] in ("INV", "DIR") and len(inputs) < 2
-                key = (func, expect.get("expression") if isinstance(expect, dict) else None, labels is None,
-                       unperturbed)
-                mapped = cache.get(key)
-                if mapped is None or key[1] is None:
-                    e, params = _map_expectation(s, func, expect, labels is not None)
-                    if unperturbed:
-                        params["unperturbed"] = True  # released with no perturbation (qqp synonyms INV)
-                    if paper_fixes and (s, func) in TRAIN_HINTS:
-                        params["train"] = TRAIN_HINTS[(s, func)]
-                    mapped = (e, json.dumps(params, sort_keys=True))
-                    cache[key] = mapped
-                if paper_fixes and (s, func) in RELABEL and labels is not None:
-                    labels = [RELABEL[(s, func)]] * len(labels)
-                meta = d.get("meta")
-                cols["case_id"].append(cid)
-                cols["functionality"].append(func)
-                cols["capability"].append(d["capability"])
-                cols["test_type"].append(d["test_type"])
-                cols["inputs"].append(inputs)
-                cols["inputs_b"].append(inputs_b)
-                cols["labels"].append(labels)
-                cols["answers"].append(answers)
-                cols["expect"].append(mapped[0])
-                cols["expect_params"].append(mapped[1])
-                cols["agg_fn"].append(d["agg_fn"])
-                cols["meta"].append(None if meta is None else json.dumps(meta))
-                if func not in declared:
-                    declared[func] = {"functionality": func, "capability": d["capability"],
-                                      "test_type": d["test_type"], "description": d.get("description") or ""}
+        for item in records:
+            where, d = item  # ``where`` is reported by the error handler below
+            cid = d.get("case_id") if isinstance(d, dict) else None
+            if not isinstance(d, dict):
+                raise _LineError("json", "must be an object (one test case per record)")
+            for field in REQUIRED_FIELDS:
+                if field not in d:
+                    raise _LineError(field, "missing (not a CheckList export line?)")
+            s = d["suite"]
+            if s not in SUITE_TASK_TYPES:
+                raise _LineError("suite", f"unknown CheckList suite {s!r} (known: {', '.join(SUITE_TASK_TYPES)})")
+            if suite_name is None:
+                suite_name = s
+            elif s != suite_name:
+                raise _LineError("suite", f"{s!r} differs from {suite_name!r} in earlier lines")
+            func = d["functionality"]
+            if d["test_type"] not in TEST_TYPES:
+                raise _LineError("test_type", f"unknown test type {d['test_type']!r}")
+            if d["agg_fn"] not in AGG_FNS:
+                raise _LineError("agg_fn", f"unknown aggregation {d['agg_fn']!r}")
+            inputs, inputs_b = _split_inputs(s, d["inputs"])
+            labels = _labels(d, len(inputs))
+            answers = None
+            if s == "squad":
+                if labels is not None and not all(isinstance(x, str) for x in labels):
+                    raise _LineError("labels", "squad labels must be answer strings")
+                answers, labels = labels, None
+            elif labels is not None and not all(isinstance(x, int) and not isinstance(x, bool)
+                                                for x in labels):
+                raise _LineError("labels", f"{s} labels must be integer classes, got {str(labels)[:60]!r}")
+            expect = d["expect"]
+            unperturbed = d["test_type"] in ("INV", "DIR") and len(inputs) < 2
+            key = (func, expect.get("expression") if isinstance(expect, dict) else None, labels is None,
+                   unperturbed)
+            mapped = cache.get(key)
+            if mapped is None or key[1] is None:
+                e, params = _map_expectation(s, func, expect, labels is not None)
+                if unperturbed:
+                    params["unperturbed"] = True  # released with no perturbation (qqp synonyms INV)
+                if paper_fixes and (s, func) in TRAIN_HINTS:
+                    params["train"] = TRAIN_HINTS[(s, func)]
+                mapped = (e, json.dumps(params, sort_keys=True))
+                cache[key] = mapped
+            if paper_fixes and (s, func) in RELABEL and labels is not None:
+                labels = [RELABEL[(s, func)]] * len(labels)
+            meta = d.get("meta")
+            cols["case_id"].append(cid)
+            cols["functionality"].append(func)
+            cols["capability"].append(d["capability"])
+            cols["test_type"].append(d["test_type"])
+            cols["inputs"].append(inputs)
+            cols["inputs_b"].append(inputs_b)
+            cols["labels"].append(labels)
+            cols["answers"].append(answers)
+            cols["expect"].append(mapped[0])
+            cols["expect_params"].append(mapped[1])
+            cols["agg_fn"].append(d["agg_fn"])
+            cols["meta"].append(None if meta is None else json.dumps(meta))
+            if func not in declared:
+                declared[func] = {"functionality": func, "capability": d["capability"],
+                                  "test_type": d["test_type"], "description": d.get("description") or ""}
     except _LineError as e:
-        where = f"line {ln}" + (f" (case_id={cid!r})" if cid is not None else "")
-        raise SuiteError(f"CheckList suite {path}: {where}: field '{e.field}': {e.msg}") from None
-    except (OSError, UnicodeDecodeError, EOFError) as e:
-        raise SuiteError(f"CheckList suite {path}: field 'path': not a readable JSONL file ({e})") from None
+        where = e.where or where
+        if where is None:
+            at = f"case_id={cid!r}" if cid is not None else "record"
+        else:
+            at = where + (f" (case_id={cid!r})" if cid is not None and e.where is None else "")
+        raise SuiteError(f"CheckList suite {path}: {at}: field '{e.field}': {e.msg}") from None
     if suite_name is None:
         raise SuiteError(f"CheckList suite {path}: field 'case_id': the file has no test cases")
     df = pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in cols.items()})
@@ -233,6 +238,32 @@ def import_checklist(path: str | os.PathLike, paper_fixes: bool = True) -> pd.Da
     return df
 
 
+def import_checklist(path: str | os.PathLike, paper_fixes: bool = True) -> pd.DataFrame:
+    """CheckList JSONL export -- or a CheckList release tarball / ``.pkl``
+    (``beluga.suites.release``, read without executing it) -- -> validated
+    suite DataFrame (columns ``format.COLUMNS``, functionalities in file order).
+
+    ``paper_fixes``: apply the BELUGA paper's label fixes (qqp "Order does
+    matter for asymmetric relations" labels -> 0; qqp "(question, f(question))
+    where f(question) replaces synonyms?" gets the training hint
+    ``{"train": {"as": "MFT", "label": 1}}``). Without them labels are exactly
+    as released. ``df.attrs`` holds ``checklist_suite``, ``task_type`` and
+    ``declared`` (functionality descriptions). Errors name the file, the line
+    (JSONL) or the case id (release suites) and the field."""
+    from beluga.suites.release import RELEASE_SUFFIXES, read_release_records
+
+    path = Path(path)
+    if not path.exists():
+        raise SuiteError(f"CheckList suite {path}: field 'path': file does not exist")
+    if path.name.lower().endswith(RELEASE_SUFFIXES):
+        return import_checklist_records(((None, r) for r in read_release_records(path)), path, paper_fixes)
+    try:
+        with open_text(path) as f:
+            return import_checklist_records(_jsonl_records(f), path, paper_fixes)
+    except (OSError, UnicodeDecodeError, EOFError) as e:
+        raise SuiteError(f"CheckList suite {path}: field 'path': not a readable JSONL file ({e})") from None
+
+
 def read_any_suite(path: str | os.PathLike, paper_fixes: bool = True, label_set: tuple[int, ...] | None = None,
                    head: str | None = None) -> pd.DataFrame:
     """Read a suite from any supported file, by extension:
@@ -240,7 +271,11 @@ def read_any_suite(path: str | os.PathLike, paper_fixes: bool = True, label_set:
     - ``.parquet``: the project's format (``format.load_suite``);
     - ``.jsonl`` / ``.jsonl.gz``: a CheckList export (records with an
       ``expect`` object and ``test_type``) or the project's format as JSONL;
-    - ``.csv`` / ``.csv.gz``: the project's format as CSV.
+    - ``.csv`` / ``.csv.gz``: the project's format as CSV;
+    - ``.tar.gz`` / ``.tgz`` / ``.pkl``: a CheckList release suite (the
+      published ``release_suites/*_suite.tar.gz`` or its pickle), read without
+      executing it (``beluga.suites.release``) and imported like its JSONL
+      export.
 
     ``label_set`` / ``head`` apply to the project's formats; a CheckList
     export knows its own task type (``df.attrs['task_type']``)."""
@@ -256,5 +291,8 @@ def read_any_suite(path: str | os.PathLike, paper_fixes: bool = True, label_set:
         return read_suite_table(path, label_set, head=head)
     if name.endswith((".csv", ".csv.gz")):
         return read_suite_table(path, label_set, head=head)
+    if name.endswith((".tar.gz", ".tgz", ".pkl")):
+        return import_checklist(path, paper_fixes=paper_fixes)
     raise SuiteError(f"suite file {path}: field 'path': unknown suite file type "
-                     f"(expected .parquet, .jsonl, .jsonl.gz, .csv or .csv.gz)")
+                     f"(expected .parquet, .jsonl, .jsonl.gz, .csv, .csv.gz, or a CheckList release suite "
+                     f".tar.gz, .tgz or .pkl)")
