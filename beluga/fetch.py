@@ -329,9 +329,10 @@ def hub_snapshot(name: str, commit: str) -> str:
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
         from huggingface_hub import constants
 
-        raise ModelError(f"model {name!r}: field 'model': commit {commit[:12]} is not in the Hugging Face cache "
-                         f"{constants.HF_HUB_CACHE} and HF_HUB_OFFLINE is set: fetch it first (snakemake fetch ... "
-                         "on a machine with a network, the same HF_HOME on every node)")
+        what = f"commit {commit[:12]}" if len(commit) == 40 else f"revision {commit!r}"
+        raise ModelError(f"model {name!r}: field 'model': {what} is not in the Hugging Face cache "
+                         f"{constants.HF_HUB_CACHE} and the hub is offline (HF_HUB_OFFLINE is set): fetch it first "
+                         "(snakemake fetch ... on a machine with a network; the same HF_HOME on every node)")
     try:
         return snapshot_download(repo_id=name, revision=commit, allow_patterns=list(MODEL_PATTERNS))
     except Exception as e:  # noqa: BLE001

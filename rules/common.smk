@@ -468,14 +468,15 @@ def run_settings(rule_name):
                 hparams=stage_hparams(w.task, "suite", w.method),
                 checkpoint_dir=res(w.task, "checkpoints", rule_name, w.conf, w.method, w.partition, w.fold, *extra),
             )
-        start = start_model(w)[0] if rule_name != "train_iid" else None
+        # a hub model's marker: loaded from when training starts from the pre-trained model,
+        # and its commit in every run record
         run = beluga_settings.fold_run(
             config,
             training(w.task),
             task=w.task,
             task_type=task["type"],
             model=task["model"],
-            model_lock=model_lock_path(w.task) if start is None else None,
+            model_lock=model_lock_path(w.task),
             **job,
         )
         return run.to_dict()

@@ -92,7 +92,7 @@ def test_pickled_weights_refused_and_offline_hub_name_one_line(tiny_model, suite
     assert main(["test", "--model", "bert-base-uncased", "--suite", str(suite_file), "--out", str(tmp_path / "o"),
                  "--task", "sent"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Hugging Face hub is offline or unreachable" in err[0]
+    assert len(err) == 1 and "not in the Hugging Face cache" in err[0] and "the hub is offline" in err[0]
 
 
 # ---------------------------------------------------------------- export -> external file -> score

@@ -252,7 +252,7 @@ def test_paper_shaped_run_from_the_fetched_folder(fetched_run):
     iid_record = json.loads((work / "results" / "sent" / "models" / "iid" / "vanilla" / "standard" / "all"
                              / "beluga_run.json").read_text())
     assert iid_record["model_commit"] == COMMIT_A and iid_record["model"] == HUB_NAME
-    assert record["start_model"] == "iid"
+    assert record["start_model"] == "iid" and record["pretrained"]["model_commit"] == COMMIT_A
     # the Quora release fetched beside (fetch.files) reads with its CSV quoting undone
     from beluga.data.iid import load_splits
 
@@ -385,3 +385,47 @@ def test_zip_layout_reader_sanity(served):
         assert {"SST-2/train.tsv", "SST-2/dev.tsv"} <= set(z.namelist())
         head = io.TextIOWrapper(z.open("SST-2/train.tsv")).readline()
     assert head.split("\t")[0] == "sentence"
+
+
+def test_gpu_partition_reaches_every_gpu_rule_and_only_them(tmp_path):
+    """One setting (gpu_partition) sends every job that trains or predicts to the GPU partition."""
+    from conftest import config_with, output, smk_config
+
+    cfg = config_with(gpus=1, gpu_partition="gpu-a100", inoculation__enabled=True,
+                      inoculation__doses=[2], inoculation__lrs=[1.0e-3])
+    out, _ = smk_config(tmp_path / "w", cfg, "-n", "-p")
+    text = output(out)
+    assert out.returncode == 0, text[-3000:]
+    blocks = [b for b in text.split("\n\n") if b.strip().startswith(("rule ", "localrule ", "[")) or "rule " in b]
+    gpu_rules, cpu_rules = set(), set()
+    for b in blocks:
+        lines = b.strip().splitlines()
+        head = next((ln for ln in lines if ln.startswith(("rule ", "localrule "))), None)
+        if head is None:
+            continue
+        rule = head.split()[1].rstrip(":")
+        res = next((ln for ln in lines if ln.strip().startswith("resources:")), "")
+        (gpu_rules if "slurm_partition=gpu-a100" in res and "gpu=1" in res else cpu_rules).add(rule)
+    # rules with a message print it instead of their block (finetune, trial, inoculate): checked below
+    assert {"train_iid", "predict"} <= gpu_rules, (gpu_rules, cpu_rules)
+    assert not ({"aggregate", "prepare_iid", "build_suite", "table3", "outcomes"} & gpu_rules), gpu_rules
+    # every rule that trains or predicts takes its resources from job_resources (gpu, slurm_partition)
+    import re
+
+    with_resources = set()
+    for smk_file in (REPO / "rules").glob("*.smk"):
+        for name, body in re.findall(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)*)", smk_file.read_text(), re.M):
+            if "**job_resources(" in body:
+                with_resources.add(name)
+    assert with_resources == {"train_iid", "finetune", "finetune_model", "trial", "predict", "inoculate",
+                              "combinational_train"}, with_resources
+
+
+def test_gpu_job_on_a_machine_without_one_stops_the_run_in_one_line(tmp_path):
+    from conftest import RUN, config_with, output, smk_config
+
+    out, _ = smk_config(tmp_path / "w", config_with(gpus=1), *RUN)
+    text = output(out)
+    lines = [ln for ln in text.splitlines() if ln.startswith("error: ")]
+    assert out.returncode != 0 and lines and all("configured for 1 GPU" in ln for ln in lines), text[-3000:]
+    assert not (tmp_path / "w" / "results" / "sent" / "models" / "iid" / "vanilla" / "standard" / "all").exists()

@@ -129,11 +129,24 @@ def load_table(path: str | os.PathLike, label_set: set[int]) -> pd.DataFrame:
     return out
 
 
-def hub_reachable(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether a Hugging Face *dataset* can be downloaded (checked once while
+    the DAG is built, never per job): False with ``HF_HUB_OFFLINE`` /
+    ``HF_DATASETS_OFFLINE``; True behind a proxy (``HTTPS_PROXY`` / ``HTTP_PROXY``:
+    the libraries go through it, a direct probe would say nothing); otherwise
+    a connection to the endpoint's host (``HF_ENDPOINT``, default
+    https://huggingface.co) answers."""
+    from urllib.parse import urlparse
+
+    off = ("0", "", "false", "False")
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in off or os.environ.get("HF_DATASETS_OFFLINE", "0") not in off:
         return False
+    if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")):
+        return True
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = url.port or (443 if url.scheme == "https" else 80)
     try:
-        socket.create_connection((host, 443), timeout=timeout).close()
+        socket.create_connection((url.hostname or "huggingface.co", port), timeout=timeout).close()
         return True
     except OSError:
         return False

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-from beluga import fetch
+from beluga import fetch as remote
 
 
 def fetch_file(*, download: str, rel: str, expected: str | None, out_file: str) -> None:
     """A downloaded file (the HTTP storage plugin's local copy) checked against
     its expected checksum and moved into the data folder."""
-    fetch.install(download, out_file, rel, expected)
+    remote.install(download, out_file, rel, expected)
 
 
 def fetch_model(*, model: list, out_marker: str) -> None:
     """A hub model at a revision into the Hugging Face cache; its marker records the commit."""
     name, revision = model
-    fetch.fetch_model(name, revision, out_marker)
+    remote.fetch_model(name, revision, out_marker)
 
 
-def fetch_all(*, data_dir: str, files: dict, models: dict, markers: list[str], out_lock: str) -> None:
+def fetch(*, data_dir: str, files: dict, models: dict, markers: list[str], out_lock: str) -> None:
     """Every fetched file checked against the lock and the published checksums; the lock written."""
     recorded = {}
     for path in markers:
-        marker = fetch.read_marker(path)
+        marker = remote.read_marker(path)
         recorded[marker["model"] + "@" + marker["revision"]] = {k: marker[k] for k in ("model", "revision", "commit")}
-    fetch.write_lock(data_dir, files, recorded, out=out_lock)
+    remote.write_lock(data_dir, files, recorded, out=out_lock)
