@@ -44,7 +44,7 @@ EXIT_ERROR = 2
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="beluga", description="BELUGA command line tools")
+    p = argparse.ArgumentParser(prog="beluga", description="BELUGA command line tools", allow_abbrev=False)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("score", help="score predictions on a behavioral suite (CheckList semantics)",
                        description="Score model predictions on a suite: pass / fail / filtered per case and "
@@ -67,6 +67,9 @@ def _parser() -> argparse.ArgumentParser:
                             description="Jobs, sequences trained on and predicted per job, and estimated core- or "
                                         "GPU-hours per rule and configuration-method pair (beluga/plan.py).")
     p_plan.add_argument("--configfile", default=None, help="configuration (default: config.yaml of the repository)")
+    p_plan.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="override top-level keys of the configuration as snakemake --config does "
+                             "(values in YAML), e.g. --config data_dir=/scratch/beluga-data gpus=1")
     p_plan.add_argument("--throughput", default=None,
                         help="throughput table: a benchmark JSON (default: benchmarks/benchmark-<device>.json "
                              "if present, else the built-in reference figures)")
@@ -441,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
             from beluga.plan import plan_command
 
             print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
-                               args.json, args.concurrent_jobs), end="")
+                               args.json, args.concurrent_jobs, overrides=args.config), end="")
         elif args.command == "data" and args.data_command == "stage":
             from beluga.fetch import stage
 

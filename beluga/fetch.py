@@ -37,6 +37,7 @@ GLUE_URL = "https://dl.fbaipublicfiles.com/glue/data/{name}"
 SQUAD_URL = "https://rajpurkar.github.io/SQuAD-explorer/dataset/{name}"
 
 LOCK_NAME = "fetch.lock.json"
+LOCK_STAMP = ".fetch.done"   # the fetch_lock rule's output (the lock is updated in place, never re-created)
 DEFAULT_REVISION = "main"
 #: what a model fetch downloads: configs, tokenizer files and safetensors weights (no pickled or TF / Flax weights)
 MODEL_PATTERNS = ("*.json", "*.safetensors", "*.txt", "*.model", "tokenizer*", "vocab*", "merges*")
@@ -94,7 +95,17 @@ def _is_relative_path(value) -> bool:
 
 
 def _under(data_dir: str, value: str) -> str:
-    return value if data_dir in (".", "") else os.path.join(data_dir, value)
+    """``value`` inside the data folder, spelled one way (normalised; relative to the working directory
+    when inside it), so that ``data``, ``./data/`` and the absolute path of the same folder plan the same
+    jobs (a data path is part of what a job's parameters record)."""
+    if data_dir in (".", "") and value != ".":
+        return value
+    path = os.path.normpath(os.path.join(os.path.expanduser(data_dir or "."), value))
+    if os.path.isabs(path):
+        rel = os.path.relpath(path)
+        if not rel.startswith(".."):
+            return rel
+    return path
 
 
 def resolve_data_paths(config: dict) -> None:
@@ -105,6 +116,7 @@ def resolve_data_paths(config: dict) -> None:
     data_dir = str(config.get("data_dir") or ".")
     if data_dir in (".", ""):
         return
+    config["data_dir"] = data_dir = _under(data_dir, ".")
     for task in config.get("tasks", {}).values():
         suite = task.get("suite") or {}
         if _is_relative_path(suite.get("path")):
@@ -253,7 +265,7 @@ def install(downloaded: str, out: str, rel: str, expected: str | None) -> str:
     return got
 
 
-def write_lock(data_dir: str, files: dict[str, dict], models: dict[str, dict], out: str | None = None) -> dict:
+def write_lock(data_dir: str, files: dict[str, dict], models: dict[str, dict]) -> dict:
     """Check every file of the data folder the configuration uses against the
     lock (and the published checksums: ``files[rel]['published']``) and write
     the lock: entries of other configurations are kept."""
@@ -268,10 +280,13 @@ def write_lock(data_dir: str, files: dict[str, dict], models: dict[str, dict], o
             raise FetchError(f"data file {path}: field 'sha256': SHA-256 {got}, expected {want} (changed since it "
                              "was fetched); delete it and fetch again")
         kept = {k: v for k, v in entry.items() if k != "published"}
+        before = lock["files"].get(rel) or {}
+        if before.get("sha256") == got:   # the same file: keep where it came from (a mirror, a staged copy)
+            kept = {**kept, **{k: v for k, v in before.items() if k in ("url", "origin")}}
         lock["files"][rel] = {**kept, "sha256": got, "size": path.stat().st_size}
     lock["models"].update(models)
     lock["checklist_commit"] = CHECKLIST_COMMIT
-    write_json(lock, out or lock_path(data_dir))
+    write_json(lock, lock_path(data_dir))
     return lock
 
 

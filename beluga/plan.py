@@ -111,8 +111,10 @@ class Line:
     task_jobs: dict = field(default_factory=dict)
 
 
-def load_config(configfile: str | None) -> dict:
-    """The config as snakemake sees it: YAML, validated against the schema, defaults filled."""
+def load_config(configfile: str | None, overrides: list[str] = ()) -> dict:
+    """The config as snakemake sees it: YAML, top-level ``KEY=VALUE``
+    overrides (as ``snakemake --config``), validated against the schema,
+    defaults filled."""
     import yaml
     from snakemake.utils import validate
 
@@ -120,6 +122,11 @@ def load_config(configfile: str | None) -> dict:
     if not path.exists():
         raise ConfigError(f"config file {path}: field 'path': file does not exist")
     config = yaml.safe_load(path.read_text()) or {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--config: field {item!r}: expected KEY=VALUE")
+        config[key] = yaml.safe_load(value)
     try:
         validate(config, schema=str(SCHEMA))
     except Exception as e:  # a WorkflowError wrapping the jsonschema error
@@ -377,13 +384,13 @@ def render(lines: list[Line], device: str, source: str, config_name: str) -> str
 
 def plan_command(configfile: str | None, throughput: str | None = None, train_rate: float | None = None,
                  predict_rate: float | None = None, fixed_s: float | None = None, as_json: str | None = None,
-                 concurrent_jobs: int | None = None) -> str:
+                 concurrent_jobs: int | None = None, overrides: list[str] = ()) -> str:
     """The plan's text. ``concurrent_jobs``: training jobs running at once
     (the disk estimate; default: the Slurm profile's 100 jobs on GPUs, the
     machine's cores / job_threads on CPUs)."""
     import os
 
-    config = load_config(configfile)
+    config = load_config(configfile, overrides)
     device = "cuda" if int(config.get("gpus", 0)) > 0 else "cpu"
     if concurrent_jobs is None:
         concurrent_jobs = 100 if device == "cuda" else max(1, (os.cpu_count() or 1) // int(config["job_threads"]))

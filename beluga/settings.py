@@ -54,6 +54,7 @@ class FoldRun:
     qa_answer_match: str = field(metadata=_from("training"))
     qa_inv_scope: str = field(metadata=_from("training"))
     nonfinite: str = field(metadata=_from("training"))
+    compile: str = field(metadata=_from("training"))   # off / default / graphs (beluga/compiling.py)
     gpus: int = field(metadata=_from("config"))   # > 0: the job must find a CUDA GPU (or stop)
     # a hub model's marker (beluga/fetch.py: the commit its revision resolved to; a declared input)
     model_lock: str | None = None
@@ -90,6 +91,10 @@ class FoldRun:
     def with_hparams(self, **changes) -> FoldRun:
         """The same run with hyper-parameters changed (a grid point, the selected values)."""
         return dataclasses.replace(self, hparams={**self.hparams, **changes})
+
+    def replace(self, **changes) -> FoldRun:
+        """The same run with other settings (the IID model's threads)."""
+        return dataclasses.replace(self, **changes)
 
     def fingerprint_settings(self) -> dict:
         """What determines the trained weights (the checkpoint fingerprint): every

@@ -310,25 +310,123 @@ class EnvSampler:
         self.queues = {k: [int(i) for i in state["queues"][k]] for k in self.groups}
 
 
+def to_device(t: torch.Tensor, dev: torch.device) -> torch.Tensor:
+    """A host tensor on ``dev``: on CUDA copied from pinned memory without
+    blocking the host (the copy is ordered before the kernels that use it)."""
+    if dev.type != "cuda" or t.device.type != "cpu":
+        return t.to(dev)
+    return t.pin_memory().to(dev, non_blocking=True)
+
+
+class Encoder:
+    """Token ids of a fold's classification inputs, tokenized once before the
+    first epoch (:meth:`add`), and padded batches built from them: the same
+    tensors the tokenizer returns for ``tokenizer(texts, texts_b,
+    padding=True, truncation=True, max_length=...)``, bit for bit (truncation
+    is per sequence, padding to the batch's longest on the tokenizer's side
+    with its pad id and pad token type). Inputs it has not seen are tokenized
+    on the fly, as before."""
+
+    def __init__(self, tokenizer, max_length: int):
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.cache: dict[tuple[str, str | None], dict[str, list[int]]] = {}
+        self.keys = [k for k in ("input_ids", "token_type_ids") if k in tokenizer.model_input_names]
+        self.mask = "attention_mask" in tokenizer.model_input_names
+        self.pad = {"input_ids": tokenizer.pad_token_id, "token_type_ids": tokenizer.pad_token_type_id}
+
+    def _tokenize(self, texts: list[str], texts_b: list[str] | None) -> None:
+        for s in range(0, len(texts), 2048):
+            tb = None if texts_b is None else texts_b[s:s + 2048]
+            enc = self.tokenizer(texts[s:s + 2048], tb, truncation=True, max_length=self.max_length,
+                                 return_attention_mask=False, return_token_type_ids="token_type_ids" in self.keys)
+            for i, t in enumerate(texts[s:s + 2048]):
+                self.cache[(t, None if tb is None else tb[i])] = {k: enc[k][i] for k in self.keys}
+
+    def add(self, streams: dict[str, list[Item]]) -> None:
+        """Tokenize every (non-QA) input of the streams once: singles and pairs apart."""
+        singles, pairs = {}, {}
+        for items in streams.values():
+            for it in items:
+                if it.qa:
+                    continue
+                for j, t in enumerate(it.inputs):
+                    if it.inputs_b is None:
+                        singles[t] = None
+                    else:
+                        pairs[(t, it.inputs_b[j])] = None
+        new_singles = [t for t in singles if (t, None) not in self.cache]
+        if new_singles:
+            self._tokenize(new_singles, None)
+        new_pairs = [p for p in pairs if p not in self.cache]
+        if new_pairs:
+            self._tokenize([a for a, _ in new_pairs], [b for _, b in new_pairs])
+
+    def __call__(self, texts: list[str], texts_b: list[str] | None) -> dict[str, torch.Tensor]:
+        keys = [(t, None if texts_b is None else texts_b[i]) for i, t in enumerate(texts)]
+        missing = [k for k in dict.fromkeys(keys) if k not in self.cache]
+        if missing:
+            self._tokenize([a for a, _ in missing], None if texts_b is None else [b for _, b in missing])
+        rows = [self.cache[k] for k in keys]
+        longest = max(len(r["input_ids"]) for r in rows)
+        right = self.tokenizer.padding_side == "right"
+        out = {}
+        for name in self.keys:
+            pad = self.pad[name]
+            out[name] = torch.tensor([r[name] + [pad] * (longest - len(r[name])) if right else
+                                      [pad] * (longest - len(r[name])) + r[name] for r in rows], dtype=torch.long)
+        if self.mask and any(len(r["input_ids"]) < longest for r in rows):
+            # no mask when no sequence is padded: the model's own mask helper would find it all ones (on
+            # CUDA after a device -> host sync) and drop it; the outputs are the same either way
+            out["attention_mask"] = torch.tensor(
+                [[1] * len(r["input_ids"]) + [0] * (longest - len(r["input_ids"])) if right else
+                 [0] * (longest - len(r["input_ids"])) + [1] * len(r["input_ids"]) for r in rows], dtype=torch.long)
+        return out
+
+
 class LossFn:
-    """Maps (model, batch) to per-example losses; tokenizes on the fly."""
+    """Maps (model, batch) to per-example losses. Classification inputs come
+    from an :class:`Encoder` (tokenized once per fold: :meth:`pretokenize`)
+    and reach the device from pinned memory without blocking
+    (``host_hygiene``; ``False``: tokenized per batch and copied as before,
+    the same bytes); QA batches are tokenized per batch (windows, offsets)."""
 
     def __init__(self, tokenizer, max_length: int, detach_inv_orig: bool = False, doc_stride: int = 128,
-                 precision: Precision = FP32, qa_inv_scope: str = "context"):
+                 precision: Precision = FP32, qa_inv_scope: str = "context", host_hygiene: bool = True,
+                 compile: str = "off", compile_cache: str | None = None, job: str = ""):
         self.tokenizer = tokenizer
         self.qa_inv_scope = qa_inv_scope
         self.max_length = max_length
         self.detach_inv_orig = detach_inv_orig
         self.doc_stride = doc_stride
         self.precision = precision
+        self.encoder = Encoder(tokenizer, max_length) if host_hygiene else None
+        # training.compile (beluga/compiling.py): the classification forward pass compiled; off: eager
+        self.compiled = None
+        if compile not in ("off", False):   # False: a bare YAML off
+            from beluga.compiling import CompiledForward
+
+            self.compiled = CompiledForward(compile, max_length, precision.device_type, tokenizer.pad_token_id,
+                                            tokenizer.pad_token_type_id, tokenizer.padding_side, compile_cache, job)
+
+    def pretokenize(self, streams: dict[str, list[Item]]) -> None:
+        if self.encoder is not None:
+            self.encoder.add(streams)
 
     def logits(self, model, texts, texts_b=None):
         """float32 logits; the forward pass runs under the precision's autocast."""
-        enc = self.tokenizer(texts, texts_b, padding=True, truncation=True, max_length=self.max_length,
-                             return_tensors="pt")
         dev = next(model.parameters()).device
+        if self.encoder is None:
+            enc = self.tokenizer(texts, texts_b, padding=True, truncation=True, max_length=self.max_length,
+                                 return_tensors="pt")
+            inputs = {k: v.to(dev) for k, v in enc.items()}
+        else:
+            inputs = {k: to_device(v, dev) for k, v in self.encoder(texts, texts_b).items()}
         with self.precision.autocast():
-            logits = model(**{k: v.to(dev) for k, v in enc.items()}).logits
+            if self.compiled is None:
+                logits = model(**inputs).logits
+            else:
+                logits = self.compiled(model, inputs, "attention_mask" in self.tokenizer.model_input_names)
         return full(logits)
 
     def __call__(self, model, batch: Batch, scale: torch.Tensor | float | None = None) -> torch.Tensor:
@@ -355,15 +453,15 @@ class LossFn:
         if scale is not None:
             logits = logits * scale
         if batch.kind == "mft":
-            return mft_loss(logits, batch.targets.to(logits.device, logits.dtype))
+            return mft_loss(logits, to_device(batch.targets, logits.device).to(logits.dtype))
         n = batch.size
         lo, lp = logits[:n], logits[n:]
         if batch.kind == "inv":
             return inv_loss(lo, lp, detach_orig=self.detach_inv_orig)
         keep = None
         if batch.dir_slice is not None and bool(batch.dir_slice.any()):
-            keep = ~(batch.dir_slice.to(lo.device) & neutral_mask(lo.detach()))
-        return dir_loss(lo, lp, batch.dir_fn.to(lo.device), keep=keep)
+            keep = ~(to_device(batch.dir_slice, lo.device) & neutral_mask(lo.detach()))
+        return dir_loss(lo, lp, to_device(batch.dir_fn, lo.device), keep=keep)
 
 
 def _as_tensor(v) -> torch.Tensor:
@@ -380,7 +478,7 @@ def _mean(values: list[torch.Tensor]) -> float:
 
 
 def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, reference_state: dict | None = None,
-          log_every: int = 50, on_epoch_end=None) -> dict:
+          log_every: int = 50, on_epoch_end=None, host_hygiene: bool = True) -> dict:
     """Train ``model`` in place as ``run`` says (:class:`beluga.settings.FoldRun`:
     the method, its complete hyper-parameters (lr, batch_size, epochs and the
     method's own), seed, sequence length, precision, checkpointing...).
@@ -438,7 +536,11 @@ def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, refere
     epochs = math.ceil(epochs_f)
     precision = resolve(run.precision, next(model.parameters()).device)
     loss_fn = LossFn(tokenizer, run.max_length, detach_inv_orig=bool(hparams["detach_inv_orig"]),
-                     doc_stride=run.doc_stride, precision=precision, qa_inv_scope=run.qa_inv_scope)
+                     doc_stride=run.doc_stride, precision=precision, qa_inv_scope=run.qa_inv_scope,
+                     host_hygiene=host_hygiene, compile=run.compile, job=job)
+    t_tok = time.time()
+    loss_fn.pretokenize(streams)   # once, before the first epoch
+    tokenize_s = time.time() - t_tok
     extra: dict = {"sampling": algo_cls.sampling}
     sampler = None   # per-env sampling only (its state is checkpointed)
     if algo_cls.sampling == "pooled":
@@ -544,5 +646,6 @@ def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, refere
     return {"steps": step, "nonfinite_steps_skipped": algo.nonfinite_skipped, "epoch_losses": history,
             "epoch_risks": risks,
             "wall_time_s": round(wall_before + time.time() - t0, 2), "checkpoint_s": round(ckpt_s, 3),
-            "resumed_from_epoch": start_epoch, "stopped_after_epoch": stopped,
-            "stream_sizes": {k: len(v) for k, v in streams.items()}, **extra, "method_info": algo.summary()}
+            "resumed_from_epoch": start_epoch, "stopped_after_epoch": stopped, "tokenize_s": round(tokenize_s, 3),
+            "stream_sizes": {k: len(v) for k, v in streams.items()}, **extra, "method_info": algo.summary(),
+            **(loss_fn.compiled.summary() if loss_fn.compiled is not None else {"compile_s": 0.0, "compiles": 0})}

@@ -81,6 +81,8 @@ COMBINATIONAL = config["combinational"]
 # torch threads per training / prediction job: fixed, because float reductions
 # (and so the predictions, bit for bit) depend on the number of threads
 JOB_THREADS = config["job_threads"]
+# the IID model trains alone before any fold can start: it may use the cores that would idle
+IID_THREADS = config["iid_job_threads"] or JOB_THREADS
 
 try:
     FOLDS, FUNC_NAMES, SEEN_FOLD, FUNC_TABLES = {}, {}, {}, {}
@@ -267,7 +269,12 @@ def model_scale(task):
     return 1.0  # MiniLM (default) or an unknown local model of that size
 
 
-GPU_RESOURCES = {"gpu": int(config["gpus"])} if config["gpus"] else {}
+GPU_RESOURCES = {}
+if config["gpus"] and config["gpu_jobs"] == 1:
+    GPU_RESOURCES = {"gpu": int(config["gpus"])}
+elif config["gpus"]:
+    # K jobs per GPU: a slot of a GPU locally (--resources gpu_slot=K), a GPU shard on Slurm
+    GPU_RESOURCES = {"gpu_slot": 1, "gres": f"shard:{int(config['gpus'])}"}
 # one setting sends every job that trains or predicts to the cluster's GPU partition
 if config["gpu_partition"]:
     GPU_RESOURCES["slurm_partition"] = config["gpu_partition"]
@@ -479,6 +486,8 @@ def run_settings(rule_name):
             model_lock=model_lock_path(w.task),
             **job,
         )
+        if rule_name == "train_iid":
+            run = run.replace(threads=IID_THREADS)
         return run.to_dict()
 
     return settings
@@ -682,6 +691,7 @@ def all_targets():
 localrules:
     all,
     fetch,
+    fetch_lock,
     fetch_file,
     fetch_file_new,
     fetch_model,

@@ -6,25 +6,35 @@
 # second fetch does nothing.
 
 
+# the target: every file and model marker of the configuration, and the lock checked and updated
 rule fetch:
     input:
         files=[data_path(rel) for rel in FETCH_FILES],
         models=list(FETCH_MODELS),
+        lock=data_path(beluga_fetch.LOCK_STAMP),
+
+
+# every fetched file checked against the lock (and the published checksums) and recorded in it; the
+# lock itself is updated in place (never deleted and re-created: it keeps what earlier fetches recorded),
+# the stamp is the rule's output
+rule fetch_lock:
+    input:
+        files=[data_path(rel) for rel in FETCH_FILES],
+        models=list(FETCH_MODELS),
     output:
-        lock=data_path(beluga_fetch.LOCK_NAME),
+        stamp=data_path(beluga_fetch.LOCK_STAMP),
     log:
-        "logs/fetch/fetch.log",
+        "logs/fetch/fetch_lock.log",
     conda:
         "../envs/beluga.yaml"
     params:
-        data_dir=lambda w, output: os.path.dirname(output.lock) or ".",
+        data_dir=lambda w, output: os.path.dirname(output.stamp) or ".",
         files={
             rel: {"url": beluga_fetch.remote_url(r, FETCH_MIRROR), "what": r.what, "published": r.sha256}
             for rel, r in FETCH_FILES.items()
         },
-        models=FETCH_MODELS,
     script:
-        "../workflow_scripts/fetch.py"
+        "../workflow_scripts/fetch_lock.py"
 
 
 # a file with a checksum (CheckList's published one, or the lock's): Snakemake checks it too (ensure)

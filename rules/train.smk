@@ -18,7 +18,7 @@ rule train_iid:
         "logs/{task}/train_iid.log",
     conda:
         "../envs/beluga.yaml"
-    threads: JOB_THREADS
+    threads: IID_THREADS
     resources:
         **job_resources("train"),
     params:

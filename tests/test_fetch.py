@@ -271,6 +271,25 @@ def test_changed_revision_reruns_what_depends_on_it(fetched_run, tmp_path):
     assert counts.get("finetune") == 1, counts   # sent's fold only: para / read are up to date
     same = run_smk(fetched_run["work"], fetched_run["cfg"], "-n", env=fetched_run["env"])
     assert "Nothing to be done" in same.stdout + same.stderr
+    # the same data folder spelled otherwise retrains nothing (run_config records the spelling)
+    for spelling in ("./data/", str(fetched_run["work"] / "data")):
+        same = run_smk(fetched_run["work"], fetched_run["cfg"], "-n", "--quiet", "rules", "--config",
+                       f"data_dir={spelling}", env=fetched_run["env"])
+        assert set(job_counts(same.stdout + same.stderr)) <= {"run_config", "all"}, (spelling, same.stdout[-2000:])
+
+
+def test_a_missing_marker_is_fetched_again(fetched_run):
+    """Deleting a model marker (or staging a folder that has a lock but no marker): the fetch fetches it."""
+    marker = fetched_run["work"] / "data" / "models" / f"{HUB_NAME.replace('/', '--')}@main.json"
+    saved = marker.read_bytes()
+    marker.unlink()
+    try:
+        out = run_smk(fetched_run["work"], fetched_run["cfg"], "fetch", "-n", "--quiet", "rules",
+                      env=fetched_run["env"])
+        counts = job_counts(out.stdout + out.stderr)
+        assert counts.get("fetch_model") == 1 and counts.get("fetch_lock") == 1, counts
+    finally:
+        marker.write_bytes(saved)
 
 
 def test_corrupted_download_is_refused_and_not_left(served, tmp_path):
@@ -309,6 +328,18 @@ def test_corrupted_download_is_refused_and_not_left(served, tmp_path):
         lines = [ln for ln in text.splitlines() if ln.startswith("error: ")]
         assert out.returncode != 0 and len(lines) == 1 and zip_rel in lines[0] and sha256_of(z) in lines[0], text
         assert not (work / "data" / zip_rel).exists()
+        # a fetched file changed in place afterwards: the next fetch stops, the lock keeps the first checksum
+        lock_before = json.loads((work / "data" / "fetch.lock.json").read_text())
+        tar_rel = "checklist/release/qqp_suite.tar.gz"
+        with open(work / "data" / tar_rel, "ab") as f:
+            f.write(b" ")
+        out = run_smk(work, _write(tmp_path / "good2.yaml", dict(cfg, fetch={"mirror": server.url})),
+                      "fetch", "--cores", "1", "--retries", "0", check=False)
+        text = out.stdout + out.stderr
+        lines = [ln for ln in text.splitlines() if ln.startswith("error: ")]
+        assert out.returncode != 0 and len(lines) == 1 and tar_rel in lines[0] and "changed since" in lines[0], text
+        lock_after = json.loads((work / "data" / "fetch.lock.json").read_text())
+        assert lock_after["files"][tar_rel] == lock_before["files"][tar_rel]
     finally:
         bad.close()
 

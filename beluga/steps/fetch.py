@@ -17,10 +17,14 @@ def fetch_model(*, model: list, out_marker: str) -> None:
     remote.fetch_model(name, revision, out_marker)
 
 
-def fetch(*, data_dir: str, files: dict, models: dict, markers: list[str], out_lock: str) -> None:
-    """Every fetched file checked against the lock and the published checksums; the lock written."""
+def fetch_lock(*, data_dir: str, files: dict, markers: list[str], out_stamp: str) -> None:
+    """Every fetched file checked against the lock and the published checksums;
+    the lock updated in place (earlier entries kept); the stamp written."""
+    from beluga.io import write_text
+
     recorded = {}
     for path in markers:
         marker = remote.read_marker(path)
         recorded[marker["model"] + "@" + marker["revision"]] = {k: marker[k] for k in ("model", "revision", "commit")}
-    remote.write_lock(data_dir, files, recorded, out=out_lock)
+    lock = remote.write_lock(data_dir, files, recorded)
+    write_text(f"{len(lock['files'])} files, {len(lock['models'])} models in {remote.LOCK_NAME}\n", out_stamp)

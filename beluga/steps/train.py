@@ -108,10 +108,25 @@ def with_selection(run: FoldRun, selected: str | None) -> tuple[FoldRun, dict | 
     return final(run.with_hparams(**choice["hparams"])), choice
 
 
-def _fold_record(run: FoldRun, choice: dict | None, summary: dict, job: Job) -> dict:
+def _pretrained(run: FoldRun, start: str | None) -> dict:
+    """A hub model's provenance for a fold's record: from the model the fold
+    starts from (the IID model, an LP model), which recorded the commit it was
+    trained from; from the marker when the fold starts from the pre-trained
+    model; nothing for a local or packaged model."""
+    if run.model_lock is None:
+        return {}
+    if start is not None and (Path(start) / RUN_FILE).exists():
+        rec = json.loads((Path(start) / RUN_FILE).read_text())
+        pre = rec.get("pretrained") or {k: rec[k] for k in ("model", "model_revision", "model_commit") if k in rec}
+        if pre.get("model_commit"):
+            return {"pretrained": pre}
     from beluga.modeling import model_provenance
 
-    base = {} if run.model_lock is None else {"pretrained": model_provenance(run.model, run.model_lock)}
+    return {"pretrained": model_provenance(run.model, run.model_lock)}
+
+
+def _fold_record(run: FoldRun, choice: dict | None, summary: dict, job: Job, start: str | None = None) -> dict:
+    base = _pretrained(run, start)
     return {**base, "task": run.task, "task_type": run.task_type, "configuration": run.configuration,
             "method": run.method, "partition": run.partition, "fold": run.fold,
             "held_out": list(run.held_out) if run.partition != "seen" else [],
@@ -141,7 +156,7 @@ def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_te
     ttype = get_task_type(run.task_type)
     model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=iid_train, start=start,
                                             job=job, clock=clock)
-    record = _fold_record(run, choice, summary, job)
+    record = _fold_record(run, choice, summary, job, start)
     if out_model is not None:
         with clock("save_model"):
             save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)})
@@ -180,7 +195,7 @@ def finetune_model(*, run: dict, suite: str, split: str, iid_train: str | None, 
     job = start_job(run.threads, run.precision, run.gpus)
     model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=iid_train, start=start,
                                             job=job, clock=clock)
-    record = {**_fold_record(run, choice, summary, job), "timing": clock.record()}
+    record = {**_fold_record(run, choice, summary, job, start), "timing": clock.record()}
     save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)})
     checkpoint.clear(run.checkpoint_dir)
     return clock.parts

@@ -1,0 +1,6 @@
+from beluga.smk import input_list, run
+from beluga.steps import fetch
+
+sm = snakemake  # noqa: F821
+run(sm, lambda: fetch.fetch_lock(data_dir=sm.params.data_dir, files=sm.params.files,
+                                 markers=input_list(sm, "models"), out_stamp=sm.output.stamp))
