@@ -604,16 +604,23 @@ class Workload:
     seed: int = 1
 
     def save(self, path: Path) -> Path:
-        import pickle
+        """As JSON (the worker processes read it; no pickle: tests/test_safety.py)."""
+        import dataclasses
 
-        path.write_bytes(pickle.dumps(dict(self.__dict__)))
+        d = dict(self.__dict__)
+        d["streams"] = {k: [dataclasses.asdict(it) for it in v] for k, v in self.streams.items()}
+        d["heldout"] = [dataclasses.asdict(it) for it in self.heldout]
+        path.write_text(json.dumps(d))
         return path
 
     @classmethod
     def load(cls, path: str) -> Workload:
-        import pickle
+        from beluga.training import Item
 
-        return cls(**pickle.loads(Path(path).read_bytes()))
+        d = json.loads(Path(path).read_text())
+        d["streams"] = {k: [Item(**it) for it in v] for k, v in d["streams"].items()}
+        d["heldout"] = [Item(**it) for it in d["heldout"]]
+        return cls(**d)
 
 
 def long_items(ttype, df, length: int) -> list:
@@ -1077,7 +1084,7 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
         key = f"jobs_{K}"
         print(f"  (c) {K} job{'s' if K > 1 else ''} {per_gpu}: {K} worker process{'es' if K > 1 else ''}, "
               f"{reps} round{'s' if reps > 1 else ''}", flush=True)
-        res = run_jobs(wl.save(tmp / f"workload-{wl.name}.pkl"), K, reps, warmup, steps, tmp, save_weights=True)
+        res = run_jobs(wl.save(tmp / f"workload-{wl.name}.json"), K, reps, warmup, steps, tmp, save_weights=True)
         spans, sums = [], []
         for rep, start in enumerate(res["starts"]):
             recs = [r for r in res["records"] if r["rep"] == rep]
@@ -1172,7 +1179,7 @@ FIXED_PARTS = (("interpreter_s", "interpreter start (launch -> the script's firs
 
 def bench_fixed_cost(wl: Workload, reps: int, tmp: Path) -> dict:
     spec = tmp / "fixed-cost.json"
-    spec.write_text(json.dumps({"workload": str(wl.save(tmp / f"workload-{wl.name}.pkl")), "device": DEVICE.type,
+    spec.write_text(json.dumps({"workload": str(wl.save(tmp / f"workload-{wl.name}.json")), "device": DEVICE.type,
                                 "run": base_run().to_dict()}))
     runs = []
     for _ in range(reps):
