@@ -594,20 +594,14 @@ def describe_source(cfg: dict) -> dict:
             "paper_split": paper, "seed": seed, "caps": caps}
 
 
-def file_sha256(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def source_record(cfg: dict, parts: dict[str, pd.DataFrame]) -> dict:
     """:func:`describe_source` plus the row count of each split and the SHA-256
     of each file read (prepare_iid's ``source.json``)."""
     out = describe_source(cfg)
     out["rows"] = {k: int(len(v)) for k, v in parts.items()}
-    out["sha256"] = {f: file_sha256(f) for f in out["files"]}
+    from beluga.fetch import sha256_of
+
+    out["sha256"] = {f: sha256_of(f) for f in out["files"]}
     return out
 
 
