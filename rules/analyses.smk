@@ -105,7 +105,7 @@ rule combinational_train:
     input:
         pool=f"{RESULTS}/combinational/pool.parquet",
         model_files=beluga_dag.model_files(COMBINATIONAL["model"]),
-        model_lock=model_locks_comb(),
+        model_lock=model_locks(),
     output:
         result=f"{RESULTS}/combinational/runs/k{{k}}.json",
     log:

@@ -394,17 +394,19 @@ def start_model(w):
     return None, TASKS[w.task]["model"]
 
 
-def model_locks(task):
+def model_locks(task=None):
     """Input function helper: a hub model's marker (the commit its configured
-    revision resolved to, written by the fetch; none for local models).
-    ancient(): only its path, which names the revision, decides a rerun."""
-    spec, rev = TASKS[task]["model"], TASKS[task].get("model_revision")
-    if not beluga_fetch.is_hub_name(str(spec)):
+    revision resolved to, written by the fetch; none for local models) of a
+    task, or (task None) of the combinational analysis. ancient(): only its
+    path, which names the revision, decides a rerun."""
+    block = COMBINATIONAL if task is None else TASKS[task]
+    spec = str(block["model"])
+    if not beluga_fetch.is_hub_name(spec):
         return []
-    return [ancient(beluga_fetch.model_marker(DATA_DIR, spec, rev))]
+    return [ancient(beluga_fetch.model_marker(DATA_DIR, spec, block.get("model_revision")))]
 
 
-def model_lock_path(task):
+def model_lock_path(task=None):
     """The FoldRun's model_lock: the marker path of a hub model, else None."""
     locks = model_locks(task)
     return str(locks[0]) if locks else None
@@ -627,16 +629,7 @@ def comb_settings(w):
         hparams=hp,
         checkpoint_dir=None,
     )
-    locks = model_locks_comb()
-    return dict(run.to_dict(), seed=COMBINATIONAL["seed"], model_lock=str(locks[0]) if locks else None)
-
-
-def model_locks_comb():
-    """The combinational analysis' hub model marker (none for a local model)."""
-    spec = COMBINATIONAL["model"]
-    if not beluga_fetch.is_hub_name(str(spec)):
-        return []
-    return [ancient(beluga_fetch.model_marker(DATA_DIR, spec, COMBINATIONAL.get("model_revision")))]
+    return dict(run.to_dict(), seed=COMBINATIONAL["seed"], model_lock=model_lock_path())
 
 
 OOD_OUTPUTS = ("scores.csv", "ranking.csv", "ood_table.csv", "ood_table.md", "ood_table.tex", "ood.png", "models.csv")
