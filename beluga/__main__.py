@@ -1,7 +1,7 @@
-"""``python -m beluga ...`` (see beluga/cli.py)."""
+"""``python -m beluga ...`` (see beluga/workflow/cli.py)."""
 
 import sys
 
-from beluga.cli import main
+from beluga.workflow.cli import main
 
 sys.exit(main())

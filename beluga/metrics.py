@@ -9,7 +9,7 @@ Choices where the paper is silent (documented in docs/PIPELINE.md):
   otherwise), *pooled*: their i.i.d. test rows are concatenated and the metric
   is computed once. For accuracy, EM and SQuAD F1 this is the mean over the
   fold models; for PARA's F1 it is the F1 of the summed tp / fp / fn, the
-  statistic the significance tests resample (beluga.stats; docs/STATISTICS.md).
+  statistic the significance tests resample (beluga.report.stats; docs/STATISTICS.md).
   The i.i.d. score column of the table is the seen model's.
 - The IID baseline was trained on no suite data, so its s_T is the standard
   score in every scenario.

@@ -89,7 +89,7 @@ def predictions(model, tokenizer, ttype: TaskType, suite_test: pd.DataFrame, iid
     """Predictions for every input of the ``suite_test`` cases, every i.i.d.
     test example and every example of the ``ood`` sets (name -> table; split
     ``ood:<name>``; see the module docstring)."""
-    from beluga.data.ood import split_name
+    from beluga.data.ood_sets import split_name
 
     suite = suite_predictions(model, tokenizer, ttype, suite_test, "suite_test", batch_size, max_length,
                               doc_stride, precision)

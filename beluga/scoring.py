@@ -298,7 +298,7 @@ def run_outcomes(ttype: TaskType, suite_test: pd.DataFrame, preds: pd.DataFrame,
     """A model's outcomes: per-case status on the predicted T_test cases
     (``held_out`` flags the functionalities its run is scored on) and
     per-example i.i.d. and OOD (``ood``: name -> gold table) outcomes, keyed by ids."""
-    from beluga.data.ood import split_name
+    from beluga.data.ood_sets import split_name
     from beluga.metrics import iid_outcomes
 
     status = score_cases(suite_test, preds[preds["split"] == "suite_test"], ttype, source=source)

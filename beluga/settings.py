@@ -56,7 +56,7 @@ class FoldRun:
     nonfinite: str = field(metadata=_from("training"))
     compile: str = field(metadata=_from("training"))   # off / default / graphs (beluga/compiling.py)
     gpus: int = field(metadata=_from("config"))   # > 0: the job must find a CUDA GPU (or stop)
-    # a hub model's marker (beluga/fetch.py: the commit its revision resolved to; a declared input)
+    # a hub model's marker (beluga/data/fetch.py: the commit its revision resolved to; a declared input)
     model_lock: str | None = None
 
     @property

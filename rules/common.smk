@@ -8,19 +8,19 @@ from snakemake.utils import validate
 
 sys.path.insert(0, workflow.basedir)
 
-from beluga import dag as beluga_dag  # noqa: E402
+from beluga.workflow import dag as beluga_dag  # noqa: E402
 from beluga import folds as beluga_folds  # noqa: E402
 from beluga import settings as beluga_settings  # noqa: E402
 from beluga import io as beluga_io  # noqa: E402
-from beluga import fetch as beluga_fetch  # noqa: E402
+from beluga.data import fetch as beluga_fetch  # noqa: E402
 from beluga.data import iid as beluga_iid  # noqa: E402
-from beluga.data import ood as beluga_ood  # noqa: E402
-from beluga import inoculation as beluga_inoculation  # noqa: E402
+from beluga.data import ood_sets as beluga_ood  # noqa: E402
+from beluga.analyses import inoculation as beluga_inoculation  # noqa: E402
 from beluga.errors import BelugaError, config_error_line  # noqa: E402
 from beluga.methods import get_algorithm, method_hparams  # noqa: E402
 
 # one line naming the config file and the field (not the schema dump); then
-# what the schema cannot say (beluga/dag.py)
+# what the schema cannot say (beluga/workflow/dag.py)
 try:
     validate(config, schema="../schemas/config.schema.yaml")
 except WorkflowError as e:
@@ -103,7 +103,7 @@ except BelugaError as e:
 IID_FOLD = {"partition": "standard", "fold": "all", "group": "all"}
 
 
-# The fetch target (rules/fetch.smk; beluga/fetch.py): the remote files and hub
+# The fetch target (rules/fetch.smk; beluga/data/fetch.py): the remote files and hub
 # models of the configuration; a download rule exists only for what is missing.
 FETCH_FILES = {r.path: r for r in beluga_fetch.config_files(config)}
 FETCH_MODELS = beluga_fetch.config_models(config)
@@ -176,7 +176,7 @@ def run_keys(task):
     return keys
 
 
-# OOD test sets (tasks.<id>.ood; beluga/data/ood.py, beluga/ood.py): the IID
+# OOD test sets (tasks.<id>.ood; beluga/data/ood_sets.py, beluga/analyses/ood_eval.py): the IID
 # model and every pair's seen model predict them in their own jobs
 # (predict.ood_models: all = every fold model); rule ood scores and ranks them.
 OOD_SETS = {t: {e["name"]: e for e in (TASKS[t].get("ood") or [])} for t in TASKS}

@@ -1,4 +1,4 @@
-"""Benchmark of beluga.stats at the paper's scale (prints figures, asserts nothing).
+"""Benchmark of beluga.report.stats at the paper's scale (prints figures, asserts nothing).
 
 Per task (SENT / PARA / READ sizes), synthetic outcomes for the IID baseline (S = 1) and `--pairs`
 configuration-method pairs (S = 4 scenarios each), where a pair's system agrees with the baseline on 70-90 %
@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from beluga.stats import Outcomes, bootstrap_ci, randomization_test, scores  # noqa: E402
+from beluga.report.stats import Outcomes, bootstrap_ci, randomization_test, scores  # noqa: E402
 
 TASKS = {  # name: (task_type, suite cases, functionalities, i.i.d. test examples)
     "SENT": ("sent", 21_000, 45, 436),
@@ -103,7 +103,7 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.quick:
         args.R, args.pairs, args.boot_R, args.naive_draws = 1000, 4, 200, 5
-    print(f"beluga.stats benchmark: R={args.R}, pairs={args.pairs}, scenarios={S}, bootstrap R={args.boot_R}, "
+    print(f"beluga.report.stats benchmark: R={args.R}, pairs={args.pairs}, scenarios={S}, bootstrap R={args.boot_R}, "
           f"cpus={os.cpu_count()}, load average {os.getloadavg()[0]:.2f} (a shared machine inflates the times)")
     rng = np.random.default_rng(args.seed)
     for name in args.tasks.split(","):

@@ -162,11 +162,11 @@ def default_fold(tmp: Path):
     training streams of the seen fold of IID→(IID+T) with the default's mix."""
     import pandas as pd
 
-    from beluga.plan import load_config
     from beluga.steps import data
     from beluga.suites.build import split_cases
     from beluga.tasks import get_task_type
     from beluga.training import build_streams
+    from beluga.workflow.plan import load_config
 
     cfg = load_config(str(REPO / "config.yaml"))   # validated, the schema's defaults filled
     task_cfg = cfg["tasks"]["sent"]
@@ -191,8 +191,8 @@ def bench_run(method: str, precision: str):
     import dataclasses
 
     from beluga.methods import method_hparams
-    from beluga.plan import load_config
     from beluga.settings import fold_run
+    from beluga.workflow.plan import load_config
 
     cfg = load_config(str(REPO / "config.yaml"))
     run = fold_run(cfg, cfg["training"], task="bench", task_type="sent", configuration="iid_to_iid_plus_t",
@@ -436,9 +436,9 @@ if os.environ.get("BELUGA_FULL_EXIT") != "1":
 
 def bench_fold_job(tmp: Path, cfg: dict, reps: int) -> dict:
     """A seen fold of IID+T (no IID model needed) of the default, as one process."""
-    from beluga.dag import task_folds
     from beluga.methods import method_hparams
     from beluga.settings import fold_run
+    from beluga.workflow.dag import task_folds
 
     task_cfg = cfg["tasks"]["sent"]
     funcs, _, seen = task_folds(task_cfg["suite"], "sent", ["seen"])
@@ -491,7 +491,7 @@ def bench_fold_job(tmp: Path, cfg: dict, reps: int) -> dict:
 def run_share(run_dir: Path) -> dict:
     """Job-seconds of the run whose logs are under ``run_dir/logs`` (the last
     run of each job), split into science and fixed per-process cost."""
-    from beluga.smk import SCIENCE_PARTS, TIMING_TAG
+    from beluga.workflow.smk import SCIENCE_PARTS, TIMING_TAG
 
     jobs = []
     for log in sorted((run_dir / "logs").rglob("*.log")):
@@ -1261,7 +1261,7 @@ def main(argv=None) -> int:
     import torch
 
     from beluga.io import write_json
-    from beluga.plan import model_size
+    from beluga.workflow.plan import model_size
 
     global MAX_LENGTH, BATCH, MODEL
     cuda = args.device == "cuda"

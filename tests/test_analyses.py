@@ -10,8 +10,8 @@ import pytest
 import yaml
 from conftest import REPO, job_counts, smk
 
-from beluga import combinational as comb
-from beluga import inoculation as ino
+from beluga.analyses import combinational as comb
+from beluga.analyses import inoculation as ino
 from beluga.errors import ConfigError, DataError
 
 # ---------------------------------------------------------------- inoculation

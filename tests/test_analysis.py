@@ -5,9 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from beluga import analysis, stats, tables
 from beluga.errors import DataError
 from beluga.metrics import aggregate
+from beluga.report import run_stats as analysis
+from beluga.report import stats, tables
 
 FUNCS = pd.DataFrame({"functionality": ["f1", "f2", "f3"], "capability": ["c1", "c1", "c2"],
                       "test_type": ["MFT", "INV", "DIR"]})

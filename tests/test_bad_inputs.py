@@ -201,7 +201,7 @@ CONFIG_CASES = {
     "suite_without_source": ({"tasks__sent__suite__generate": ...}, "tasks.sent.suite",
                              "needs exactly one of the keys generate, path"),
     "missing_required_key": ({"partitions": ...}, "partitions", "required key is missing"),
-    # what the schema cannot say (beluga/dag.py), still before any job
+    # what the schema cannot say (beluga/workflow/dag.py), still before any job
     "float_seed": ({"seed": 3.0}, "seed", "3.0 is not an integer"),
     "float_size": ({"tasks__sent__iid__n_train": 40.0}, "tasks.sent.iid.n_train", "is not an integer"),
     "fractions_not_summing_to_one": ({"split": {"fractions": [0.5, 0.25, 0.2]}}, "split.fractions", "must sum to 1"),

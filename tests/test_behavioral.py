@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from conftest import make_tiny_suite, smk
 
-from beluga.behavioral import export_rows
-from beluga.cli import main
+from beluga.analyses.behavioral import export_rows
 from beluga.suites.format import save_suite
+from beluga.workflow.cli import main
 
 
 @pytest.fixture(scope="module")

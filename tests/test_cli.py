@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from conftest import make_tiny_suite
 
-from beluga.cli import main
 from beluga.suites.format import save_suite
+from beluga.workflow.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "checklist"

@@ -1,4 +1,4 @@
-"""Prediction diagnostics (beluga/diagnostics.py) on synthetic prediction frames."""
+"""Prediction diagnostics (beluga/report/diagnostics.py) on synthetic prediction frames."""
 
 import json
 import math
@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from beluga.diagnostics import (
+from beluga.errors import DataError
+from beluga.report.diagnostics import (
     diagnostics_markdown,
     diagnostics_summary,
     diagnostics_table,
     run_diagnostics,
 )
-from beluga.errors import DataError
 
 NEG, POS, MID = [0.9, 0.1], [0.05, 0.95], [0.5, 0.5]   # SENT binary head: P(neg), P(pos)
 

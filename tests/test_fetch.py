@@ -217,7 +217,7 @@ def fetched_run(served, tmp_path_factory):
 
 
 def test_fetch_downloads_and_verifies_every_input(fetched_run):
-    from beluga.fetch import REMOTES, sha256_of
+    from beluga.data.fetch import REMOTES, sha256_of
 
     data = fetched_run["work"] / "data"
     lock = json.loads((data / "fetch.lock.json").read_text())
@@ -308,7 +308,7 @@ def test_corrupted_download_is_refused_and_not_left(served, tmp_path):
         out = run_smk(work, cfgf, "--cores", "1", "--retries", "0", "fetch", check=False)
         text = out.stdout + out.stderr
         assert out.returncode != 0
-        from beluga.fetch import REMOTES, sha256_of
+        from beluga.data.fetch import REMOTES, sha256_of
 
         lines = [ln for ln in text.splitlines() if ln.startswith("error: ")]
         assert len(lines) == 1 and "checklist/release/qqp_suite.tar.gz" in lines[0], text[-3000:]
@@ -390,14 +390,14 @@ def test_unfetched_inputs_stop_the_run_but_not_the_fetch(served, tmp_path):
 
 def test_gpu_job_without_a_gpu_stops_in_one_line():
     from beluga.errors import ModelError
-    from beluga.steps._job import start_job
+    from beluga.job import start_job
 
     with pytest.raises(ModelError, match="configured for 1 GPU"):
         start_job(1, "fp32", gpus=1)
 
 
 def test_plan_prints_peak_scratch_disk():
-    from beluga.plan import disk_plan, load_config, n_parameters, plan
+    from beluga.workflow.plan import disk_plan, load_config, n_parameters, plan
 
     assert abs(n_parameters("bert-base-uncased") - 110e6) < 3e6
     assert abs(n_parameters("bert-large-uncased-whole-word-masking") - 335e6) < 5e6

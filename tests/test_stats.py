@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from beluga.metrics import iid_metrics, iid_score, positive_f1
-from beluga.stats import (
+from beluga.report.stats import (
     Outcomes,
     _PairedNull,
     binomial_test,

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from beluga.tables import latex_escape, table3_csv, table3_latex, table3_markdown, wide_table
+from beluga.report.tables import latex_escape, table3_csv, table3_latex, table3_markdown, wide_table
 
 G_COLS = ["iid", "G_seen", "G_func", "G_class", "G_type"]
 # input deliberately out of order: configurations and columns shuffled, baseline not first

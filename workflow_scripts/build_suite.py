@@ -1,5 +1,5 @@
-from beluga.smk import run
 from beluga.steps import data
+from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: data.build_suite(suite=sm.params.suite, task_type=sm.params.task_type, pool=sm.input.get("pool"),

@@ -1,5 +1,5 @@
-from beluga.smk import run
 from beluga.steps import analyses
+from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: analyses.combinational_data(data=sm.params.data, roles=sm.params.roles, n_test=sm.params.n_test,

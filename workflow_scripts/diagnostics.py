@@ -1,5 +1,5 @@
-from beluga.smk import run
 from beluga.steps import statistics
+from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: statistics.diagnostics(

@@ -1,5 +1,5 @@
-from beluga.smk import input_list, run
 from beluga.steps import fetch
+from beluga.workflow.smk import input_list, run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: fetch.fetch_lock(data_dir=sm.params.data_dir, files=sm.params.files,

@@ -1,5 +1,5 @@
-from beluga.smk import run
 from beluga.steps import plots
+from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: plots.heatmap(task=sm.wildcards.task, suite=sm.input.suite, pass_rates=sm.input.pass_rates,

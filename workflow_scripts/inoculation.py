@@ -1,5 +1,5 @@
-from beluga.smk import input_list, run
 from beluga.steps import analyses
+from beluga.workflow.smk import input_list, run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: analyses.inoculation(

@@ -1,5 +1,5 @@
-from beluga.smk import input_list, run
 from beluga.steps import ood as steps
+from beluga.workflow.smk import input_list, run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: steps.ood_ranking(scores=input_list(sm, "scores"), out_ranking=sm.output.ranking,

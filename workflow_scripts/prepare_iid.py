@@ -1,5 +1,5 @@
-from beluga.smk import run
 from beluga.steps import data
+from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: data.prepare_iid(iid=sm.params.iid, task_type=sm.params.task_type,

@@ -599,7 +599,7 @@ def source_record(cfg: dict, parts: dict[str, pd.DataFrame]) -> dict:
     of each file read (prepare_iid's ``source.json``)."""
     out = describe_source(cfg)
     out["rows"] = {k: int(len(v)) for k, v in parts.items()}
-    from beluga.fetch import sha256_of
+    from beluga.data.fetch import sha256_of
 
     out["sha256"] = {f: sha256_of(f) for f in out["files"]}
     return out

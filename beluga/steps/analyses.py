@@ -1,5 +1,5 @@
-"""rules/analyses.smk: inoculation by fine-tuning (beluga/inoculation.py) and
-combinational OOD generalization (beluga/combinational.py). Their training
+"""rules/analyses.smk: inoculation by fine-tuning (beluga/analyses/inoculation.py) and
+combinational OOD generalization (beluga/analyses/combinational.py). Their training
 jobs run the project's one training loop (beluga.training.train) through the
 same steps as the fold jobs."""
 
@@ -14,8 +14,8 @@ import pandas as pd
 from beluga.clock import Clock
 from beluga.errors import ConfigError
 from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
+from beluga.job import start_job
 from beluga.settings import FoldRun
-from beluga.steps._job import start_job
 from beluga.suites.build import split_cases
 from beluga.tasks import get_task_type
 
@@ -41,7 +41,7 @@ def inoculate(*, run: dict, unit: str, unit_funcs: list[str], dose: str, sample_
     for ``patience`` epochs (at most the run's epochs; the best-dev weights
     are kept), then score the challenge (the unit's T_test and T_val), every
     functionality of T_test and the original test set."""
-    from beluga.inoculation import dose_sample
+    from beluga.analyses.inoculation import dose_sample
     from beluga.metrics import iid_metrics, iid_score
     from beluga.predict import predictions, suite_predictions
     from beluga.scoring import pass_rates, run_outcomes, score_cases
@@ -106,7 +106,7 @@ def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, resu
     with the best challenge score, its challenge and original scores (dose 0:
     the IID model), the outcome of every unit, the learning curves and the
     transfer heatmaps (one per dose)."""
-    from beluga import inoculation as ino
+    from beluga.analyses import inoculation as ino
     from beluga.metrics import fold_pass_rates, iid_metrics, iid_score
     from beluga.suites.format import functionality_table, load_suite
 
@@ -170,7 +170,7 @@ def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, resu
 def combinational_data(*, data: dict, roles: dict | None, n_test: int, seed: int, out_pool: str) -> None:
     """The labelled inputs with their roles (fst / sec / neu), split into test
     inputs and ranked training inputs."""
-    from beluga import combinational as comb
+    from beluga.analyses import combinational as comb
 
     if data["source"] == "hutto":
         df = comb.hutto_three_way(data["sets"], data["negative_below"], data["neutral_within"],
@@ -188,7 +188,7 @@ def combinational_train(*, run: dict, pool: str, k: int, words: dict, template: 
     """One training size K: a binary classifier (the task's model) trained on
     the templated ID combinations through the training loop, then the
     accuracy of every cell of the seed's Table 2 (and per epoch if asked)."""
-    from beluga import combinational as comb
+    from beluga.analyses import combinational as comb
     from beluga.modeling import load_model, predict_probs, set_seed
     from beluga.steps.train import _train
     from beluga.tasks import SENT
@@ -227,7 +227,7 @@ def combinational_train(*, run: dict, pool: str, k: int, words: dict, template: 
 def combinational(*, results: list[str], out_table: str, out_markdown: str, out_figure: str,
                   out_epochs: str) -> None:
     """Accuracy per cell and group for every K, the curve against K and (if recorded) per epoch."""
-    from beluga import combinational as comb
+    from beluga.analyses import combinational as comb
 
     recs = sorted((json.loads(Path(p).read_text()) for p in results), key=lambda r: r["K"])
     table = pd.DataFrame([{"K": r["K"], "n_train": r["n_train"], "n_test": r["n_test"], **r["accuracy"]}

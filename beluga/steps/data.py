@@ -26,7 +26,7 @@ def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str], out_sourc
 
 def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:
     """One OOD test set of the task (``entry``: its config entry), in the i.i.d. test set's columns."""
-    from beluga.data.ood import load_ood
+    from beluga.data.ood_sets import load_ood
 
     ttype = get_task_type(task_type)
     write_parquet(load_ood(entry, ttype.head, set(ttype.iid_labels)), out_data)

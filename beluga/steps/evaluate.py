@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from beluga.clock import Clock
-from beluga.data.ood import read_prepared
+from beluga.data.ood_sets import read_prepared
 from beluga.io import read_parquet, write_json, write_parquet
-from beluga.steps._job import RUN_FILE, start_job
+from beluga.job import RUN_FILE, start_job
 from beluga.suites.build import split_cases
 from beluga.tasks import get_task_type
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from beluga import fetch as remote
+from beluga.data import fetch as remote
 
 
 def fetch_file(*, download: str, rel: str, expected: str | None, out_file: str) -> None:

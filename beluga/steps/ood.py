@@ -1,5 +1,5 @@
 """rules/ood.smk: OOD evaluation of the IID model and every pair's seen model
-(beluga/ood.py), and the GLUE-X ranking across tasks."""
+(beluga/analyses/ood_eval.py), and the GLUE-X ranking across tasks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from beluga import ood as ood_eval
+from beluga.analyses import ood_eval as ood_eval
 from beluga.io import read_parquet, write_csv, write_text
 
 

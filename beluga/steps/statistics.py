@@ -1,15 +1,15 @@
 """rules/statistics.smk: per-unit outcomes, significance against the IID
 baseline, bootstrap intervals, prediction diagnostics, Table 3 and the run's
 configuration (docs/STATISTICS.md); the statistics themselves are in
-beluga.analysis / beluga.stats, the rendering in beluga.tables /
-beluga.diagnostics."""
+beluga.report.run_stats / beluga.report.stats, the rendering in beluga.report.tables /
+beluga.report.diagnostics."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from beluga import analysis
 from beluga.io import read_parquet, write_csv, write_parquet, write_text
+from beluga.report import run_stats as analysis
 from beluga.suites.build import split_cases
 from beluga.suites.format import functionality_table, load_suite
 
@@ -21,8 +21,8 @@ def _task_data(units: str, suite: str, task_type: str) -> analysis.TaskData:
 
 def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: str, k: int, out_table: str,
              out_markdown: str, out_html: str) -> None:
-    """Failing T_test cases per functionality of every model (beluga.behavioral.pipeline_failures)."""
-    from beluga.behavioral import failures_html, pipeline_failures
+    """Failing T_test cases per functionality of every model (beluga.analyses.behavioral.pipeline_failures)."""
+    from beluga.analyses.behavioral import failures_html, pipeline_failures
     from beluga.metrics import CONFIG_LABELS
     from beluga.tasks import get_task_type
 
@@ -66,7 +66,7 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
     describe what it predicted (every case of those functionalities must be
     there); only a model that predicted every functionality can be flagged
     degenerate on the suite."""
-    from beluga import diagnostics as diag
+    from beluga.report import diagnostics as diag
 
     suite_test = split_cases(suite, split, task_type, "test")
     every = set(suite_test["functionality"])
@@ -88,7 +88,7 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
 
 def table3(*, tasks: list[str], scores: list[str], significance: list[str], intervals: list[str], null: list[str],
            alpha: float, correction: str, out_csv: str, out_markdown: str, out_latex: str) -> None:
-    from beluga import tables
+    from beluga.report import tables
 
     per_task = {t: {"scores": pd.read_csv(s), "significance": pd.read_csv(g), "intervals": pd.read_csv(i),
                     "null": read_parquet(n, "null distribution")}

@@ -4,7 +4,7 @@ model in memory), grid trials and their selection.
 
 Every training job gets its settings as one :class:`beluga.settings.FoldRun`
 (``run``, a dict) and returns its timing parts (training / prediction /
-scoring seconds) for the job's timing line (:mod:`beluga.smk`).
+scoring seconds) for the job's timing line (:mod:`beluga.workflow.smk`).
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 
 from beluga.clock import Clock
-from beluga.dag import configuration
-from beluga.data.ood import read_prepared
+from beluga.data.ood_sets import read_prepared
 from beluga.errors import ConfigError
 from beluga.io import read_parquet, write_json, write_parquet
+from beluga.job import RUN_FILE, Job, start_job
 from beluga.settings import FoldRun
-from beluga.steps._job import RUN_FILE, Job, start_job
 from beluga.suites.build import split_cases
 from beluga.tasks import get_task_type
+from beluga.workflow.dag import configuration
 
 
 def _train(model, tokenizer, streams, run: FoldRun, clock: Clock, on_epoch_end=None) -> dict:
@@ -145,10 +145,10 @@ def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_te
     written only to ``out_model`` (finetune_keep: an LP model that LP-FT
     starts from). Rule ``finetune_keep`` is this step too."""
     from beluga import checkpoint
-    from beluga.dag import scored_functionalities
     from beluga.modeling import save_model
     from beluga.predict import predictions, predictions_table
     from beluga.scoring import run_outcomes
+    from beluga.workflow.dag import scored_functionalities
 
     run, choice = with_selection(FoldRun.from_dict(run), selected)
     clock = Clock()

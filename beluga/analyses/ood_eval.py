@@ -165,7 +165,7 @@ def system_label(conf: str, method: str) -> str:
 def long_scores(runs: list[dict], names: list[str], task: str, task_type: str) -> pd.DataFrame:
     """The long score table (×100) of the systems' ID (i.i.d. test) and OOD sets.
     runs: the IID baseline and each pair's seen model, with ``outcomes`` loaded."""
-    from beluga.data.ood import split_name
+    from beluga.data.ood_sets import split_name
 
     rows = []
     for run in runs:
@@ -187,9 +187,9 @@ def significance(runs: list[dict], names: list[str], alpha: float, correction: s
     """Per pair and OOD set: two-sided exact binomial test on the discordant
     examples (correct: SENT / PARA the predicted class, READ exact match) against
     the IID baseline; p adjusted per OOD set across pairs (Holm) or not."""
-    from beluga.analysis import mark
-    from beluga.data.ood import split_name
-    from beluga.stats import binomial_test
+    from beluga.data.ood_sets import split_name
+    from beluga.report.run_stats import mark
+    from beluga.report.stats import binomial_test
 
     base = next((r for r in runs if (r["configuration"], r["method"]) == BASELINE), None)
     if base is None:
@@ -246,7 +246,7 @@ def ood_table(long: pd.DataFrame, ranking: pd.DataFrame, sig: pd.DataFrame, name
 
 
 def _mark(direction: int) -> str:
-    from beluga.tables import DOWN, UP
+    from beluga.report.tables import DOWN, UP
 
     return UP if direction > 0 else (DOWN if direction < 0 else "")
 
@@ -269,7 +269,7 @@ def table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: floa
 
 
 def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str) -> str:
-    from beluga.tables import latex_escape
+    from beluga.report.tables import latex_escape
 
     cols = "l" + "r" * (len(names) + 4)
     head = " & ".join(["", "ID", *map(latex_escape, names), "OOD avg", r"$\Delta\downarrow$", "F-rank"])
@@ -335,7 +335,7 @@ def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str) -> None
 
 def model_scores(runs: list[dict], names: list[str], task_type: str) -> pd.DataFrame:
     """predict.ood_models: all — every model's score (×100) on every OOD set and the i.i.d. test set."""
-    from beluga.data.ood import split_name
+    from beluga.data.ood_sets import split_name
 
     rows = []
     for run in runs:

@@ -4,13 +4,13 @@
     python -m beluga plan [--configfile F] [--throughput JSON] [--train-rate R] [--predict-rate R]
                           [--concurrent-jobs N]
 
-prints the cost plan of a configuration (beluga/plan.py): jobs, GPU- or
+prints the cost plan of a configuration (beluga/workflow/plan.py): jobs, GPU- or
 core-hours and the peak scratch disk.
 
     python -m beluga data stage --from DIR [--data-dir data] [--copy]
 
 lays out a local copy of the reference data as the fetched data folder
-(beluga/fetch.py :func:`stage`).
+(beluga/data/fetch.py :func:`stage`).
 
     python -m beluga score --suite PATH --predictions PATH --out DIR
                            [--task sent|para|read] [--no-paper-fixes]
@@ -65,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="CheckList exports: keep the labels exactly as released")
     p_plan = sub.add_parser("plan", help="cost plan of a configuration before running it",
                             description="Jobs, sequences trained on and predicted per job, and estimated core- or "
-                                        "GPU-hours per rule and configuration-method pair (beluga/plan.py).")
+                                        "GPU-hours per rule and configuration-method pair (beluga/workflow/plan.py).")
     p_plan.add_argument("--configfile", default=None, help="configuration (default: config.yaml of the repository)")
     p_plan.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
                         help="override top-level keys of the configuration as snakemake --config does "
@@ -145,7 +145,8 @@ def _parser() -> argparse.ArgumentParser:
                             description="Read a long table (CSV, TSV or Parquet) with columns system, task, dataset, "
                                         "domain (id or ood), metric, value and write ranking.csv (system, id_avg, "
                                         "ood_avg, decrease_ratio, rank_decrease_ratio, friedman_rank_ood, "
-                                        "friedman_rank_id) and ranking.md, as GLUE-X computes them (beluga/ood.py).")
+                                        "friedman_rank_id) and ranking.md, as GLUE-X computes them "
+                                        "(beluga/analyses/ood_eval.py).")
     p_rank.add_argument("--scores", required=True, help="the long score table")
     p_rank.add_argument("--out", required=True, help="output directory")
     return p
@@ -275,7 +276,7 @@ def export_command(suite_path: str, out: str, task_name: str | None = None, pape
                    fmt: str = "inputs") -> str:
     """``suite export``: every input (TSV / JSONL), or with ``fmt="checklist"``
     CheckList's JSONL export of a CheckList suite."""
-    from beluga.behavioral import export_rows, write_export
+    from beluga.analyses.behavioral import export_rows, write_export
 
     if _same_file(suite_path, out):
         raise BelugaError(f"suite export {out}: field '--out': is the input suite file itself; choose another name")
@@ -289,7 +290,7 @@ def export_command(suite_path: str, out: str, task_name: str | None = None, pape
 
 def score_command(suite_path: str, predictions_path: str, out_dir: str, task_name: str | None = None,
                   paper_fixes: bool = True, fmt: str | None = None) -> dict:
-    from beluga.behavioral import export_rows, infer_format, read_predictions
+    from beluga.analyses.behavioral import export_rows, infer_format, read_predictions
     from beluga.io import write_csv, write_parquet
     from beluga.scoring import FILTERED, PASS, score_cases
 
@@ -362,7 +363,7 @@ def test_command(model: str, suite_path: str, out_dir: str, task_name: str | Non
                  max_length: int = 128, max_cases: int | None = None, failures: int = 3, precision: str = "auto",
                  paper_fixes: bool = True) -> str:
     """``python -m beluga test``: predict, score and summarise (returns the terminal summary)."""
-    from beluga.behavioral import failure_summary, summary_html, summary_markdown, summary_text
+    from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
     from beluga.io import write_csv, write_parquet, write_text
     from beluga.predict import predictions_table
     from beluga.scoring import score_cases
@@ -441,12 +442,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"scored {info['n_cases']} cases in {info['n_functionalities']} functionalities "
                   f"(task {info['task']}) in {info['total_s']} s -> {args.out}")
         elif args.command == "plan":
-            from beluga.plan import plan_command
+            from beluga.workflow.plan import plan_command
 
             print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
                                args.json, args.concurrent_jobs, overrides=args.config), end="")
         elif args.command == "data" and args.data_command == "stage":
-            from beluga.fetch import stage
+            from beluga.data.fetch import stage
 
             done = stage(args.source, args.data_dir, copy=args.copy)
             print(f"staged {len(done)} files from {args.source} into {args.data_dir} "
@@ -460,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
             print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes,
                                  fmt=args.format))
         elif args.command == "ood-rank":
-            from beluga.ood import ood_rank_command
+            from beluga.analyses.ood_eval import ood_rank_command
 
             print(ood_rank_command(args.scores, args.out), end="")
     except BelugaError as e:

@@ -1,7 +1,7 @@
 """The statistics of a task's runs: per-unit outcomes of every system,
 significance against the IID baseline, bootstrap intervals, the long Table 3
 frame (the steps that read and write them: beluga.steps.statistics; the
-tests themselves: beluga.stats; rendering: beluga.tables).
+tests themselves: beluga.report.stats; rendering: beluga.report.tables).
 
 Units and systems (docs/STATISTICS.md):
 - a *system* is the IID baseline ("iid", "vanilla"; scenario "standard") or a
@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from beluga import stats
 from beluga.errors import DataError
 from beluga.io import read_parquet
 from beluga.metrics import BASELINE, SCENARIO_IID
+from beluga.report import stats
 from beluga.scoring import FILTERED, PASS
 
 BASE_SCENARIO = "standard"
@@ -246,7 +246,7 @@ TABLE_COLUMNS = ("iid", "G_seen", "G_func", "G_class", "G_type", "G_avg")
 
 
 def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.DataFrame:
-    """The long Table 3 frame (beluga.tables) from each task's scores.csv,
+    """The long Table 3 frame (beluga.report.tables) from each task's scores.csv,
     significance.csv, intervals.csv and null_avg.parquet (DataFrames in
     per_task[task] under those keys), plus the cross-task Avg (task "all")
     when several tasks ran: mean G over tasks and scenarios, tested by pairing

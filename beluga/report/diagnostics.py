@@ -44,7 +44,7 @@ import pandas as pd
 from beluga.errors import DataError
 from beluga.health import check_probabilities
 from beluga.metrics import CONFIG_LABELS
-from beluga.tables import CONFIG_ORDER
+from beluga.report.tables import CONFIG_ORDER
 from beluga.tasks import get_task_type
 
 SUITE_SPLIT, IID_SPLIT = "suite_test", "iid_test"

@@ -133,7 +133,7 @@ def load_config(configfile: str | None, overrides: list[str] = ()) -> dict:
         from beluga.errors import config_error_line
 
         raise ConfigError(config_error_line(e, [path])) from None
-    from beluga.fetch import resolve_data_paths
+    from beluga.data.fetch import resolve_data_paths
 
     resolve_data_paths(config)
     return config
@@ -185,7 +185,7 @@ def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
 def ood_size(task_cfg: dict) -> int:
     """Examples of a task's OOD sets (``max_examples`` where set; a hub set
     without it counts 0: its size is unknown offline)."""
-    from beluga.data.ood import load_hutto, read_table
+    from beluga.data.ood_sets import load_hutto, read_table
 
     n = 0
     for e in task_cfg.get("ood") or []:
@@ -220,8 +220,8 @@ def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
 def plan(config: dict, rates: dict) -> list[Line]:
     """One Line per (rule, configuration, method) over all tasks."""
     from beluga import folds as folds_mod
-    from beluga.dag import configuration, grid_points, method_grid
     from beluga.methods import get_algorithm, method_hparams
+    from beluga.workflow.dag import configuration, grid_points, method_grid
 
     lines: dict[tuple, Line] = {}
 

@@ -46,7 +46,7 @@ def hutto_three_way(sets, negative_below: float, neutral_within: float, positive
     not matter here) binned by mean rating: negative below ``negative_below``,
     neutral within ±``neutral_within``, positive above ``positive_above``
     (ratings in the gaps are dropped). Columns: example_id, text, label."""
-    from beluga.data import ood
+    from beluga.data import ood_sets as ood
 
     if not (negative_below <= -neutral_within <= 0 <= neutral_within <= positive_above):
         raise ConfigError("config: field 'combinational.data': cut points must satisfy negative_below <= "
@@ -65,7 +65,7 @@ def load_labelled(path: str) -> pd.DataFrame:
     """A local TSV / CSV / JSONL with ``text`` and any label values (three or more), optional ``id``."""
     from pathlib import Path
 
-    from beluga.data.ood import read_table
+    from beluga.data.ood_sets import read_table
 
     raw = read_table(Path(path), "combinational file")
     for col in ("text", "label"):

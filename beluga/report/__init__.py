@@ -1,0 +1,1 @@
+"""Reporting: statistics of the runs, significance tests, tables, plots, diagnostics."""
