@@ -31,7 +31,7 @@ the content of every training stream (each item's inputs, targets, envs), the
 start model (class, config and every weight), the L2-SP reference weights when
 given, the torch / transformers versions and the device kind. A checkpoint
 with another fingerprint (other settings, data or start model) is never
-resumed: it is discarded with a log line and training starts from scratch.
+resumed: it is discarded with a _log line and training starts from scratch.
 
 ``BELUGA_CHECKPOINT_PAUSE_S`` (tests only): seconds to sleep after writing a
 checkpoint, a window in which a test kills the job.
@@ -55,7 +55,7 @@ import torch
 
 from beluga.io import atomic_dir, write_json
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 FORMAT = 1
 OWNER = "owner.json"
@@ -139,7 +139,7 @@ def _jsonable(v) -> bool:
 
 def method_state(algo) -> dict:
     """The method's own state: every attribute of the algorithm object other
-    than the model, optimizer, scheduler and inputs (steps done, Group-DRO log
+    than the model, optimizer, scheduler and inputs (steps done, Group-DRO _log
     weights, IRM switch step and last penalty, ...). Dict order is kept (it
     sets the order of floating-point sums). An attribute that is neither JSON
     nor known to be rebuilt is an error: a method with such state must be
@@ -278,7 +278,7 @@ def save(ckpt_dir: str | os.PathLike, *, epoch: int, fp: str, model, algo, state
     for old in epoch_dirs(ckpt_dir):
         if old != target:
             shutil.rmtree(old, ignore_errors=True)
-    log.info("checkpoint: epoch %d saved to %s", epoch, target)
+    _log.info("checkpoint: epoch %d saved to %s", epoch, target)
     pause = float(os.environ.get("BELUGA_CHECKPOINT_PAUSE_S", "0") or 0)
     if pause > 0:
         time.sleep(pause)
@@ -303,7 +303,7 @@ class Checkpoint:
 def load(ckpt_dir: str | os.PathLike, fp: str) -> Checkpoint | None:
     """The newest complete checkpoint of this run (same fingerprint), read
     into memory, or None. Checkpoints of another run, or unreadable ones, are
-    deleted with a log line."""
+    deleted with a _log line."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
@@ -315,7 +315,7 @@ def load(ckpt_dir: str | os.PathLike, fp: str) -> Checkpoint | None:
             if record.get("format") != FORMAT:
                 raise ValueError(f"format {record.get('format')!r}, expected {FORMAT}")
             if record.get("fingerprint") != fp:
-                log.warning("checkpoint %s is from a different run (fingerprint %s, this run %s: other "
+                _log.warning("checkpoint %s is from a different run (fingerprint %s, this run %s: other "
                             "settings, data or start model): discarded, training from the start",
                             d, str(record.get("fingerprint"))[:12], fp[:12])
                 shutil.rmtree(d, ignore_errors=True)
@@ -323,7 +323,7 @@ def load(ckpt_dir: str | os.PathLike, fp: str) -> Checkpoint | None:
             return Checkpoint(d, record, load_file(str(d / "model.safetensors")),
                               load_file(str(d / "optimizer.safetensors")), load_file(str(d / "rng.safetensors")))
         except (OSError, ValueError, KeyError, TypeError, SafetensorError) as e:
-            log.warning("checkpoint %s cannot be read or fails its checksum (%s): discarded, training from the "
+            _log.warning("checkpoint %s cannot be read or fails its checksum (%s): discarded, training from the "
                         "start", d, str(e).splitlines()[0] if str(e) else e)
             shutil.rmtree(d, ignore_errors=True)
     return None

@@ -30,7 +30,7 @@ def split_sizes(n: int, fractions) -> tuple[int, int, int]:
     return n_train, n_val, n_test
 
 
-def split_suite(suite: pd.DataFrame, fractions: tuple[float, float, float], seed: int) -> pd.DataFrame:
+def assign_splits(suite: pd.DataFrame, fractions: tuple[float, float, float], seed: int) -> pd.DataFrame:
     """Assign every case to train / val / test, per functionality, so that each
     functionality appears in each split. A case (with all its perturbations)
     is one unit. Returns DataFrame(case_id, functionality, split)."""
@@ -58,7 +58,7 @@ def slugify(name: str, max_len: int = 60) -> str:
     return (s[:max_len].rstrip("-")) or "x"
 
 
-def _fold_ids(names: list[str]) -> dict[str, str]:
+def fold_ids(names: list[str]) -> dict[str, str]:
     """Stable, filesystem-safe, unique ids for group names."""
     slugs = {n: slugify(n) for n in names}
     counts = pd.Series(list(slugs.values())).value_counts()
@@ -84,7 +84,7 @@ def enumerate_folds(functionalities: pd.DataFrame, partitions: list[str]) -> lis
             continue
         col = {"func": "functionality", "class": "capability", "type": "test_type"}[part]
         groups = list(dict.fromkeys(functionalities[col]))
-        ids = _fold_ids(groups)
+        ids = fold_ids(groups)
         for g in groups:
             held = list(functionalities.loc[functionalities[col] == g, "functionality"])
             folds.append({"partition": part, "fold": ids[g], "group": g, "held_out": held})

@@ -8,7 +8,9 @@ import json
 import os
 import re
 import shutil
+import socket
 import tempfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -156,7 +158,7 @@ def check_writable(folder: str | os.PathLike, field: str = "results") -> None:
 
 
 # ---------------------------------------------------------------- one run per results folder
-LOCK_NAME = ".beluga-run.lock"
+RESULTS_LOCK_NAME = ".beluga-run.lock"
 
 
 def _alive(pid: int) -> bool:
@@ -176,11 +178,9 @@ def acquire_results_lock(folder: str | os.PathLike, workdir: str | os.PathLike) 
     process that no longer runs on this host, is taken over; one held by a
     live run of another working directory (or on another host, whose process
     cannot be checked) is refused in one line."""
-    import socket
-    import time
 
     folder, workdir = Path(folder).absolute(), Path(workdir).absolute()
-    lock = folder / LOCK_NAME
+    lock = folder / RESULTS_LOCK_NAME
     host = socket.gethostname()
     if lock.exists():
         try:
@@ -203,7 +203,7 @@ def acquire_results_lock(folder: str | os.PathLike, workdir: str | os.PathLike) 
 
 def release_results_lock(folder: str | os.PathLike, workdir: str | os.PathLike) -> None:
     """Remove the lock this working directory holds on ``folder`` (if it holds it)."""
-    lock = Path(folder).absolute() / LOCK_NAME
+    lock = Path(folder).absolute() / RESULTS_LOCK_NAME
     try:
         held = json.loads(lock.read_text())
     except (OSError, ValueError):

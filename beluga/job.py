@@ -8,6 +8,8 @@ import os
 import platform
 from dataclasses import dataclass
 
+import numpy
+
 #: the run record written beside a model on disk
 RUN_FILE = "beluga_run.json"
 
@@ -19,7 +21,6 @@ def _device_name(dev) -> str:
 
 
 def _versions() -> dict:
-    import numpy
     import pandas
     import torch
     import transformers

@@ -20,9 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from beluga.errors import DataError
-from beluga.health import check_probabilities
-from beluga.scoring import pass_rates
+from beluga.scoring import FILTERED, PASS
 
 SCENARIOS = ("standard", "seen", "func", "class", "type")
 BASELINE = ("iid", "vanilla")
@@ -69,43 +67,6 @@ def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent", split: str = "i
     return out
 
 
-def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str = "predictions",
-                 split: str = "iid_test") -> pd.DataFrame:
-    """Per-example i.i.d. (or OOD: ``split`` = ``ood:<name>``) outcomes keyed by
-    example id: ``correct`` and, for classification, ``pred_label`` /
-    ``gold_label``; for QA ``em`` / ``f1`` (SQuAD v1.1 evaluation, max over the
-    gold answers)."""
-    gold = gold.set_index("example_id")
-    ids = preds["case_id"].astype(str).to_numpy()
-    missing = [i for i in ids if i not in gold.index]
-    if missing:
-        raise DataError(f"{source}: field 'case_id': i.i.d. prediction for unknown example {missing[0]!r}")
-    if len(set(ids)) != len(gold):
-        raise DataError(f"{source}: field 'case_id': {len(set(ids))} i.i.d. predictions for {len(gold)} test examples")
-    out = pd.DataFrame({"case_id": ids, "functionality": None, "status": None, "split": split, "held_out": False})
-    if head == "qa":
-        from beluga.qa import exact_match, f1_score
-
-        golds = [list(gold.at[i, "answers"]) for i in ids]
-        answers = preds["answer"].fillna("").astype(str).tolist()
-        out["em"] = [float(exact_match(a, g)) for a, g in zip(answers, golds)]
-        out["f1"] = [float(f1_score(a, g)) for a, g in zip(answers, golds)]
-        out["correct"] = out["em"] > 0.5
-    else:
-        try:
-            probs = np.array([np.asarray(p, dtype=np.float64) for p in preds["probs"]], dtype=np.float64)
-        except (TypeError, ValueError) as e:
-            raise DataError(f"{source}: field 'probs': every row needs a list of class probabilities ({e})") from None
-        if len(probs):
-            check_probabilities(probs.reshape(len(probs), -1), source, rows=preds.index.to_numpy(),
-                                keys=lambda i: (ids[i], 0))
-        pred_label = probs.argmax(axis=1).astype(np.int64) if len(probs) else np.zeros(0, dtype=np.int64)
-        gold_label = gold.loc[ids, "label"].astype(int).to_numpy()
-        out["pred_label"] = pred_label
-        out["gold_label"] = gold_label
-        out["correct"] = pred_label == gold_label
-    out["correct"] = out["correct"].astype("boolean")
-    return out
 
 
 def iid_score(metrics: dict[str, float], choice: str = "mean") -> float:
@@ -117,6 +78,17 @@ def iid_score(metrics: dict[str, float], choice: str = "mean") -> float:
     if choice not in metrics:
         raise ValueError(f"field 'iid_metric': {choice!r} is not a metric of this task ({', '.join(metrics)})")
     return float(metrics[choice])
+def pass_rates(outcomes: pd.DataFrame, functionalities: pd.DataFrame) -> pd.DataFrame:
+    """Per functionality: n_cases, n_scored, n_passed, pass_rate (NaN if nothing scored)."""
+    g = outcomes.groupby("functionality", sort=False)["status"]
+    df = pd.DataFrame({
+        "n_cases": g.size(),
+        "n_scored": g.apply(lambda s: int((s != FILTERED).sum())),
+        "n_passed": g.apply(lambda s: int((s == PASS).sum())),
+    }).reset_index()
+    df["pass_rate"] = np.where(df["n_scored"] > 0, df["n_passed"] / df["n_scored"].where(df["n_scored"] > 0), np.nan)
+    meta = functionalities[["functionality", "capability", "test_type"]]
+    return meta.merge(df, on="functionality", how="inner")
 
 
 def fold_pass_rates(outcomes: pd.DataFrame, functionalities: pd.DataFrame) -> pd.DataFrame:
@@ -128,7 +100,7 @@ def fold_pass_rates(outcomes: pd.DataFrame, functionalities: pd.DataFrame) -> pd
 SCENARIO_IID = ("folds", "seen")
 
 
-def aggregate(runs: list[dict], functionalities: pd.DataFrame, task_type: str = "sent",
+def score_runs(runs: list[dict], functionalities: pd.DataFrame, task_type: str = "sent",
               iid_metric: str = "mean", scenario_iid: str = "folds") -> tuple[pd.DataFrame, pd.DataFrame]:
     """runs: dicts with configuration, method, partition, fold, outcomes (DataFrame).
     The IID baseline is the run with configuration 'iid' (partition 'standard').

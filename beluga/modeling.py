@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from beluga.data.fetch import DEFAULT_REVISION, hub_snapshot, read_marker
 from beluga.errors import ModelError
 from beluga.io import atomic_dir
 from beluga.precision import FP32, Precision
@@ -102,7 +103,6 @@ def resolve_model(spec: str, model_lock: str | None = None) -> str:
         return str(p)
     if looks_like_path:
         raise ModelError(f"model {spec}: field 'model': path does not exist")
-    from beluga.data.fetch import DEFAULT_REVISION, hub_snapshot, read_marker
 
     commit = read_marker(model_lock)["commit"] if model_lock else DEFAULT_REVISION
     return hub_snapshot(spec, commit)
@@ -113,7 +113,6 @@ def model_provenance(spec: str, model_lock: str | None = None) -> dict:
     hub model, the revision asked for and the commit it resolved to."""
     if not model_lock:
         return {"model": spec}
-    from beluga.data.fetch import read_marker
 
     marker = read_marker(model_lock)
     return {"model": spec, "model_revision": marker.get("revision"), "model_commit": marker["commit"]}

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 CHOICES = ("auto", "fp32", "bf16")
 
@@ -78,7 +78,7 @@ def resolve(setting: str, device: torch.device) -> Precision:
     native = native_bf16(device)
     name = ("bf16" if native else "fp32") if setting == "auto" else setting
     if name == "bf16" and not native:
-        log.warning("precision bf16 on %s without native bf16 support: correct but slow", device)
+        _log.warning("precision bf16 on %s without native bf16 support: correct but slow", device)
     tf32 = device.type == "cuda" and name != "fp32"
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = tf32

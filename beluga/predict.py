@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from beluga.health import check_probabilities
 from beluga.tasks import TaskType
 
 PREDICTION_SCHEMA = pa.schema([
@@ -108,7 +109,6 @@ def predictions_table(df: pd.DataFrame, ttype: TaskType, where: str) -> pa.Table
     probabilities are checked first (a model whose outputs are not finite
     probabilities never writes any; ``where`` names the file in the message)."""
     if ttype.head != "qa" and len(df):
-        from beluga.health import check_probabilities
 
         check_probabilities(np.array(df["probs"].tolist(), dtype=np.float64), f"predictions {where} (not written)",
                             keys=lambda i: (df["case_id"].iat[i], df["input_idx"].iat[i]))

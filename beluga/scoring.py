@@ -24,7 +24,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from beluga.errors import BelugaError
+from beluga.errors import BelugaError, DataError
 from beluga.health import check_probabilities
 from beluga.tasks import TaskType
 
@@ -149,13 +149,13 @@ CASE_LEVEL = frozenset({"triplet"})
 NEEDS_PROBS = frozenset({"monotonic", "diff_up", "diff_down"})
 
 # slices: a case is kept only if the slice holds (CheckList wrap_slice)
-SLICES = {
+SLICE_FNS = {
     "orig_not_neutral": lambda preds, probs, params: preds[0] != 1,
     "orig_pred_eq": lambda preds, probs, params: preds[0] == params.get("slice_value"),
 }
 
 
-def aggregate(results: list, agg_fn: str) -> str:
+def combine_inputs(results: list, agg_fn: str) -> str:
     r = [x for x in results if x is not None]
     if not r:
         return FILTERED
@@ -174,12 +174,12 @@ def case_status(expect: str, params: dict, agg_fn: str, preds, probs, labels,
         raise BelugaError(f"field 'expect': unknown expectation {expect!r} (known: {', '.join(EXPECT_FNS)})")
     slice_name = params.get("slice")
     if slice_name is not None:
-        if slice_name not in SLICES:
+        if slice_name not in SLICE_FNS:
             raise BelugaError(f"expectation parameter 'slice': unknown slice {slice_name!r}")
-        if not SLICES[slice_name](preds, probs, params):
+        if not SLICE_FNS[slice_name](preds, probs, params):
             return FILTERED
     results = EXPECT_FNS[expect](preds, probs, labels, params, answers, meta)
-    return aggregate(results, "all" if expect in CASE_LEVEL else agg_fn)
+    return combine_inputs(results, "all" if expect in CASE_LEVEL else agg_fn)
 
 
 def _as_list(v):
@@ -280,17 +280,43 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
     return pd.DataFrame({"case_id": case_ids, "functionality": suite["functionality"].tolist(), "status": statuses})
 
 
-def pass_rates(outcomes: pd.DataFrame, functionalities: pd.DataFrame) -> pd.DataFrame:
-    """Per functionality: n_cases, n_scored, n_passed, pass_rate (NaN if nothing scored)."""
-    g = outcomes.groupby("functionality", sort=False)["status"]
-    df = pd.DataFrame({
-        "n_cases": g.size(),
-        "n_scored": g.apply(lambda s: int((s != FILTERED).sum())),
-        "n_passed": g.apply(lambda s: int((s == PASS).sum())),
-    }).reset_index()
-    df["pass_rate"] = np.where(df["n_scored"] > 0, df["n_passed"] / df["n_scored"].where(df["n_scored"] > 0), np.nan)
-    meta = functionalities[["functionality", "capability", "test_type"]]
-    return meta.merge(df, on="functionality", how="inner")
+def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str = "predictions",
+                 split: str = "iid_test") -> pd.DataFrame:
+    """Per-example i.i.d. (or OOD: ``split`` = ``ood:<name>``) outcomes keyed by
+    example id: ``correct`` and, for classification, ``pred_label`` /
+    ``gold_label``; for QA ``em`` / ``f1`` (SQuAD v1.1 evaluation, max over the
+    gold answers)."""
+    gold = gold.set_index("example_id")
+    ids = preds["case_id"].astype(str).to_numpy()
+    missing = [i for i in ids if i not in gold.index]
+    if missing:
+        raise DataError(f"{source}: field 'case_id': i.i.d. prediction for unknown example {missing[0]!r}")
+    if len(set(ids)) != len(gold):
+        raise DataError(f"{source}: field 'case_id': {len(set(ids))} i.i.d. predictions for {len(gold)} test examples")
+    out = pd.DataFrame({"case_id": ids, "functionality": None, "status": None, "split": split, "held_out": False})
+    if head == "qa":
+        from beluga.qa import exact_match, f1_score
+
+        golds = [list(gold.at[i, "answers"]) for i in ids]
+        answers = preds["answer"].fillna("").astype(str).tolist()
+        out["em"] = [float(exact_match(a, g)) for a, g in zip(answers, golds)]
+        out["f1"] = [float(f1_score(a, g)) for a, g in zip(answers, golds)]
+        out["correct"] = out["em"] > 0.5
+    else:
+        try:
+            probs = np.array([np.asarray(p, dtype=np.float64) for p in preds["probs"]], dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise DataError(f"{source}: field 'probs': every row needs a list of class probabilities ({e})") from None
+        if len(probs):
+            check_probabilities(probs.reshape(len(probs), -1), source, rows=preds.index.to_numpy(),
+                                keys=lambda i: (ids[i], 0))
+        pred_label = probs.argmax(axis=1).astype(np.int64) if len(probs) else np.zeros(0, dtype=np.int64)
+        gold_label = gold.loc[ids, "label"].astype(int).to_numpy()
+        out["pred_label"] = pred_label
+        out["gold_label"] = gold_label
+        out["correct"] = pred_label == gold_label
+    out["correct"] = out["correct"].astype("boolean")
+    return out
 
 
 def run_outcomes(ttype: TaskType, suite_test: pd.DataFrame, preds: pd.DataFrame, iid: pd.DataFrame,
@@ -299,7 +325,6 @@ def run_outcomes(ttype: TaskType, suite_test: pd.DataFrame, preds: pd.DataFrame,
     (``held_out`` flags the functionalities its run is scored on) and
     per-example i.i.d. and OOD (``ood``: name -> gold table) outcomes, keyed by ids."""
     from beluga.data.ood_sets import split_name
-    from beluga.metrics import iid_outcomes
 
     status = score_cases(suite_test, preds[preds["split"] == "suite_test"], ttype, source=source)
     status["split"] = "suite_test"

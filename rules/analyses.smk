@@ -96,7 +96,7 @@ rule combinational_data:
         roles=COMBINATIONAL["roles"],
         n_test=COMBINATIONAL["n_test"],
         seed=COMBINATIONAL["seed"],
-        source_version=beluga_ood.source_version({"source": COMBINATIONAL["data"]["source"]}),
+        source_version=beluga_ood.ood_source_version({"source": COMBINATIONAL["data"]["source"]}),
     script:
         "../workflow_scripts/combinational_data.py"
 

@@ -28,7 +28,7 @@ rule prepare_iid:
 rule prepare_ood:
     input:
         # a local OOD file (an edit reruns this and the models' OOD predictions); none for built-in sets
-        sources=lambda w: beluga_ood.source_files(ood_entry(w.task, w.name)),
+        sources=lambda w: beluga_ood.ood_source_files(ood_entry(w.task, w.name)),
     output:
         data=f"{RESULTS}/{{task}}/ood/data/{{name}}.parquet",
     log:
@@ -39,7 +39,7 @@ rule prepare_ood:
         entry=lambda w: ood_entry(w.task, w.name),
         task_type=lambda w: TASKS[w.task]["type"],
         # the package built-in sets ship in: another version reruns
-        source_version=lambda w: beluga_ood.source_version(ood_entry(w.task, w.name)),
+        source_version=lambda w: beluga_ood.ood_source_version(ood_entry(w.task, w.name)),
     script:
         "../workflow_scripts/prepare_ood.py"
 

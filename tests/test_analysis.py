@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from beluga.errors import DataError
-from beluga.metrics import aggregate
+from beluga.metrics import score_runs
 from beluga.report import run_stats as analysis
 from beluga.report import stats, tables
 
@@ -51,17 +51,17 @@ def write_runs(tmp_path, rng, systems):
     return runs
 
 
-def test_units_align_and_scores_match_the_aggregate(tmp_path):
+def test_units_align_and_scores_match_the_score_runs(tmp_path):
     rng = np.random.default_rng(0)
     runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.7})
-    long = analysis.unit_outcomes(runs, "sent")
+    long = analysis.outcomes_per_unit(runs, "sent")
     func_rows = long[(long.scenario == "func") & (long.unit == "case")]
     assert len(func_rows) == sum(map(len, CASES.values())) and func_rows["id"].is_unique
     assert set(long.loc[long.unit == "iid", "n_models"]) == {1, 3}
     data = analysis.task_data(long, FUNCS, "sent")
     assert data.scenarios == ["seen", "func"]
     loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
-    _, scores = aggregate(loaded, FUNCS, task_type="sent")
+    _, scores = score_runs(loaded, FUNCS, task_type="sent")
     got = stats.scores(data.systems[("iid_to_t", "vanilla")], data.func_index, 3, "sent")
     row = scores[scores.configuration == "iid_to_t"].iloc[0]
     np.testing.assert_allclose(got["G"], [row.G_seen, row.G_func])
@@ -74,7 +74,7 @@ def test_missing_fold_is_reported(tmp_path):
     rng = np.random.default_rng(1)
     runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.7})
     runs = [r for r in runs if r["fold"] != "f2"]
-    long = analysis.unit_outcomes(runs, "sent")
+    long = analysis.outcomes_per_unit(runs, "sent")
     with pytest.raises(ValueError, match="field 'id'"):
         analysis.task_data(long, FUNCS, "sent")
 
@@ -82,13 +82,13 @@ def test_missing_fold_is_reported(tmp_path):
 def test_significance_identical_system_is_not_significant(tmp_path):
     rng = np.random.default_rng(2)
     runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.6})
-    long = analysis.unit_outcomes(runs, "sent")
+    long = analysis.outcomes_per_unit(runs, "sent")
     # a pair whose outcomes are the baseline's in every scenario
     base = long[long.configuration == "iid"]
     clone = pd.concat([base.assign(configuration="iid_plus_t", method="vanilla", scenario=s)
                        for s in ("seen", "func")], ignore_index=True)
     data = analysis.task_data(pd.concat([long, clone], ignore_index=True), FUNCS, "sent")
-    table, null = analysis.significance(data, R=500, seed=1)
+    table, null = analysis.significance_table(data, R=500, seed=1)
     same = table[table.configuration == "iid_plus_t"]
     assert (same["p_value"] == 1.0).all() and (same["direction"] == 0).all()
     assert set(same["column"]) == {"iid", "G_seen", "G_func", "G_avg"}
@@ -105,9 +105,9 @@ def test_tested_delta_g_is_the_displayed_delta_g(tmp_path, task_type, scenario_i
     rng = np.random.default_rng(7)
     runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.7, ("iid_plus_t", "vanilla"): 0.4})
     loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
-    _, scores = aggregate(loaded, FUNCS, task_type=task_type, scenario_iid=scenario_iid)
-    data = analysis.task_data(analysis.unit_outcomes(runs, task_type, scenario_iid), FUNCS, task_type)
-    table, _ = analysis.significance(data, R=200, seed=0)
+    _, scores = score_runs(loaded, FUNCS, task_type=task_type, scenario_iid=scenario_iid)
+    data = analysis.task_data(analysis.outcomes_per_unit(runs, task_type, scenario_iid), FUNCS, task_type)
+    table, _ = analysis.significance_table(data, R=200, seed=0)
     base_g = scores.iloc[0].G_standard
     for conf in ("iid_to_t", "iid_plus_t"):
         row = scores[scores.configuration == conf].iloc[0]
@@ -119,10 +119,10 @@ def test_tested_delta_g_is_the_displayed_delta_g(tmp_path, task_type, scenario_i
     if scenario_iid == "seen":
         assert (scores.s_iid_func == scores.s_iid_seen).all()
         with pytest.raises(ValueError, match="scenario_iid.*no seen run"):
-            aggregate([r for r in loaded if r["partition"] != "seen"], FUNCS, task_type=task_type,
+            score_runs([r for r in loaded if r["partition"] != "seen"], FUNCS, task_type=task_type,
                       scenario_iid="seen")
         with pytest.raises(DataError, match="scenario_iid.*no seen run"):
-            analysis.unit_outcomes([r for r in runs if r["partition"] != "seen"], task_type, "seen")
+            analysis.outcomes_per_unit([r for r in runs if r["partition"] != "seen"], task_type, "seen")
     elif task_type == "para":   # the data tells the two definitions apart: pooled counts, not the mean of F1s
         from beluga.metrics import iid_metrics
 
@@ -153,11 +153,11 @@ def test_table3_long_with_two_tasks_has_avg(tmp_path):
         (tmp_path / task).mkdir()
         runs = write_runs(tmp_path / task, rng, {("iid_to_t", "vanilla"): 0.8})
         loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
-        _, scores = aggregate(loaded, FUNCS, task_type="sent")
-        data = analysis.task_data(analysis.unit_outcomes(runs, "sent"), FUNCS, "sent")
-        sig, null = analysis.significance(data, R=300, seed=k)
+        _, scores = score_runs(loaded, FUNCS, task_type="sent")
+        data = analysis.task_data(analysis.outcomes_per_unit(runs, "sent"), FUNCS, "sent")
+        sig, null = analysis.significance_table(data, R=300, seed=k)
         per_task[task] = {"scores": scores, "significance": sig, "null": null,
-                          "intervals": analysis.intervals(data, R=200, seed=k)}
+                          "intervals": analysis.interval_table(data, R=200, seed=k)}
     long = analysis.table3_long(per_task, 0.05, "none")
     avg = long[long.task == "all"]
     assert list(avg["column"].unique()) == ["Avg"] and len(avg) == 2
@@ -174,11 +174,11 @@ def test_table3_shows_each_metric_of_a_two_metric_task(tmp_path):
     rng = np.random.default_rng(5)
     runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.8})
     loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
-    _, scores = aggregate(loaded, FUNCS, task_type="para")
-    data = analysis.task_data(analysis.unit_outcomes(runs, "para"), FUNCS, "para")
-    sig, null = analysis.significance(data, R=200, seed=0)
+    _, scores = score_runs(loaded, FUNCS, task_type="para")
+    data = analysis.task_data(analysis.outcomes_per_unit(runs, "para"), FUNCS, "para")
+    sig, null = analysis.significance_table(data, R=200, seed=0)
     long = analysis.table3_long({"para": {"scores": scores, "significance": sig, "null": null,
-                                          "intervals": analysis.intervals(data, R=100)}}, 0.05, "none")
+                                          "intervals": analysis.interval_table(data, R=100)}}, 0.05, "none")
     f1 = long[(long.column == "iid_f1")]
     assert len(f1) == 2 and not f1["significant"].any()
     assert f1["value"].tolist() == pytest.approx(scores["iid_f1"].tolist())

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from beluga.report.plots import TYPE_COLORS, figure1, figure1_matrices, plot_figure1, plot_heatmap
+from beluga.report.plots import TYPE_COLORS, build_figure1, figure1_matrices, plot_figure1, plot_heatmap
 
 # suite order interleaves the classes; the figure groups them: f1 f3 | f2 f5 | f4 f6
 FUNCS = pd.DataFrame({
@@ -74,7 +74,7 @@ def test_panel_matrices_match_input():
 
 def test_figure_ticks_lines_text():
     long, truth = make_long()
-    fig = figure1(long, FUNCS, CONFS, METHODS, "SENT")
+    fig = build_figure1(long, FUNCS, CONFS, METHODS, "SENT")
     try:
         panels = [ax for ax in fig.axes if ax.get_title() and ax.images][:4]
         assert len(panels) == 4
@@ -130,7 +130,7 @@ def test_large_figure_stays_legible():
     plan = [("standard", "iid", "vanilla")] + [(s, c, m) for s in SCENARIOS for c in confs for m in methods]
     long = pd.DataFrame([{"scenario": s, "configuration": c, "method": m, "functionality": f,
                           "pass_rate": rng.uniform()} for s, c, m in plan for f in funcs["functionality"]])
-    fig = figure1(long, funcs, confs, methods, "PARA")
+    fig = build_figure1(long, funcs, confs, methods, "PARA")
     try:
         w, h = fig.get_size_inches()
         assert 20 < w < 50 and 5 < h < 15

@@ -3,13 +3,13 @@ import pytest
 from conftest import make_tiny_suite
 
 from beluga.errors import SuiteError
-from beluga.folds import enumerate_folds, slugify, split_suite, training_functionalities
+from beluga.folds import assign_splits, enumerate_folds, slugify, training_functionalities
 from beluga.suites.format import functionality_table
 
 
 def test_split_invariants():
     suite = make_tiny_suite(8)
-    split = split_suite(suite, (0.5, 0.25, 0.25), seed=123)
+    split = assign_splits(suite, (0.5, 0.25, 0.25), seed=123)
     # every case exactly once (so all its perturbations stay with it)
     assert sorted(split.case_id) == sorted(suite.case_id)
     assert not split.case_id.duplicated().any()
@@ -20,16 +20,16 @@ def test_split_invariants():
 
 def test_split_seeded():
     suite = make_tiny_suite(8)
-    a = split_suite(suite, (0.5, 0.25, 0.25), 1)
-    b = split_suite(suite, (0.5, 0.25, 0.25), 1)
-    c = split_suite(suite, (0.5, 0.25, 0.25), 2)
+    a = assign_splits(suite, (0.5, 0.25, 0.25), 1)
+    b = assign_splits(suite, (0.5, 0.25, 0.25), 1)
+    c = assign_splits(suite, (0.5, 0.25, 0.25), 2)
     pd.testing.assert_frame_equal(a, b)
     assert not a.set_index("case_id").split.equals(c.set_index("case_id").split.reindex(a.case_id))
 
 
 def test_split_needs_three_cases():
     with pytest.raises(SuiteError, match="at least 3"):
-        split_suite(make_tiny_suite(2), (0.5, 0.25, 0.25), 1)
+        assign_splits(make_tiny_suite(2), (0.5, 0.25, 0.25), 1)
 
 
 def test_partitions_hold_out_each_functionality_once():

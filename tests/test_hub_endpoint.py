@@ -216,8 +216,8 @@ def run_snippet(body: str, env: dict) -> subprocess.CompletedProcess:
 
 
 def fetch(name: str, revision: str, marker: Path, env: dict) -> subprocess.CompletedProcess:
-    return run_snippet(f"from beluga.data.fetch import fetch_model\n"
-                       f"fetch_model({name!r}, {revision!r}, {str(marker)!r})", env)
+    return run_snippet(f"from beluga.data.fetch import download_model\n"
+                       f"download_model({name!r}, {revision!r}, {str(marker)!r})", env)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ import math
 import pandas as pd
 import pytest
 
-from beluga.metrics import aggregate, g_score
+from beluga.metrics import g_score, score_runs
 
 
 def test_g_formula():
@@ -33,7 +33,7 @@ def test_aggregate_scores():
         {"configuration": "iid_to_t", "method": "vanilla", "partition": "func", "fold": "f2",
          "outcomes": outcomes({"f1": ["pass", "pass"], "f2": ["fail", "fail"]}, {"f2"}, [1, 1, 0, 0])},
     ]
-    long, scores = aggregate(runs, funcs)
+    long, scores = score_runs(runs, funcs)
     s = scores.set_index("configuration")
     assert s.loc["iid", "s_standard"] == pytest.approx(0.25)
     assert s.loc["iid", "iid_score"] == pytest.approx(0.5)
@@ -50,7 +50,8 @@ def test_aggregate_scores():
 
 
 def test_positive_f1_and_para_metrics():
-    from beluga.metrics import iid_metrics, iid_outcomes, iid_score, positive_f1
+    from beluga.metrics import iid_metrics, iid_score, positive_f1
+    from beluga.scoring import iid_outcomes
 
     # tp=2, fp=1, fn=1 -> F1 = 4 / 6
     assert positive_f1([1, 1, 1, 0, 0], [1, 1, 0, 1, 0]) == pytest.approx(4 / 6)
@@ -69,7 +70,7 @@ def test_positive_f1_and_para_metrics():
 
 def test_iid_outcomes_reject_unknown_or_missing_ids():
     from beluga.errors import DataError
-    from beluga.metrics import iid_outcomes
+    from beluga.scoring import iid_outcomes
 
     gold = pd.DataFrame({"example_id": ["a", "b"], "label": [0, 1]})
     with pytest.raises(DataError, match="unknown example 'z'"):

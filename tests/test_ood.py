@@ -11,7 +11,7 @@ import pytest
 import yaml
 from conftest import REPO, smk
 
-from beluga.analyses.ood_eval import rank_systems, significance
+from beluga.analyses.ood_eval import ood_significance, rank_systems
 from beluga.data import ood_sets as ood_data
 from beluga.errors import ConfigError, DataError
 from beluga.workflow.cli import main
@@ -155,15 +155,15 @@ def test_significance_exact_binomial_on_discordant_examples():
     runs = [{"configuration": "iid", "method": "vanilla", "path": "b", "outcomes": outcomes(base)},
             {"configuration": "iid_to_t", "method": "vanilla", "path": "s", "outcomes": outcomes(better)},
             {"configuration": "iid_plus_t", "method": "vanilla", "path": "u", "outcomes": outcomes(same)}]
-    sig = significance(runs, ["s"], alpha=0.05, correction="none").set_index("configuration")
+    sig = ood_significance(runs, ["s"], alpha=0.05, correction="none").set_index("configuration")
     assert sig.at["iid_to_t", "n_discordant"] == 8 and sig.at["iid_to_t", "system_only"] == 8
     assert sig.at["iid_to_t", "p_value"] == pytest.approx(2 * 0.5 ** 8)
     assert sig.at["iid_to_t", "direction"] == 1 and sig.at["iid_to_t", "delta"] == pytest.approx(0.4)
     assert sig.at["iid_plus_t", "p_value"] == 1.0 and sig.at["iid_plus_t", "direction"] == 0
-    holm = significance(runs, ["s"], alpha=0.05, correction="holm").set_index("configuration")
+    holm = ood_significance(runs, ["s"], alpha=0.05, correction="holm").set_index("configuration")
     assert holm.at["iid_to_t", "p_adjusted"] == pytest.approx(min(1, 2 * 2 * 0.5 ** 8))
     shuffled = dict(runs[1], outcomes=outcomes(better).sample(frac=1, random_state=3))
-    again = significance([runs[0], shuffled], ["s"], 0.05, "none")
+    again = ood_significance([runs[0], shuffled], ["s"], 0.05, "none")
     assert again["p_value"].iloc[0] == sig.at["iid_to_t", "p_value"]        # keyed by ids
 
 

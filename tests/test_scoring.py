@@ -3,7 +3,8 @@ import pandas as pd
 import pytest
 from conftest import case
 
-from beluga.scoring import FAIL, FILTERED, PASS, case_status, pass_rates, score_cases
+from beluga.metrics import pass_rates
+from beluga.scoring import FAIL, FILTERED, PASS, case_status, score_cases
 from beluga.tasks import SENT, binary_to_three_class
 
 
@@ -138,10 +139,10 @@ def test_all_except_first_with_one_input_passes():
     for probs in (DUP, NOT):
         assert pstatus("inv", {"tolerance": 0.1, "unperturbed": True}, "all_except_first", [probs]) == PASS
     # the first *remaining* result is dropped after Nones are removed
-    from beluga.scoring import aggregate
-    assert aggregate([None, True, False], "all_except_first") == FAIL
-    assert aggregate([None, False, True], "all_except_first") == PASS
-    assert aggregate([None, None], "all_except_first") == FILTERED
+    from beluga.scoring import combine_inputs
+    assert combine_inputs([None, True, False], "all_except_first") == FAIL
+    assert combine_inputs([None, False, True], "all_except_first") == PASS
+    assert combine_inputs([None, None], "all_except_first") == FILTERED
 
 
 def test_inv_zero_tolerance_and_monotonic_not_scored():

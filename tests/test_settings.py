@@ -61,14 +61,14 @@ def test_every_field_reaches_the_training_loop(step, tmp_path, monkeypatch):
     import pandas as pd
 
     import beluga.training
-    from beluga.folds import split_suite
+    from beluga.folds import assign_splits
     from beluga.io import write_parquet
     from beluga.steps import train as steps
 
     cfg = distinctive_config()
     suite = make_tiny_suite(4)
     save_suite(suite, tmp_path / "suite.parquet")
-    write_parquet(split_suite(suite, (0.5, 0.25, 0.25), 1), tmp_path / "split.parquet")
+    write_parquet(assign_splits(suite, (0.5, 0.25, 0.25), 1), tmp_path / "split.parquet")
     write_parquet(pd.DataFrame({"example_id": ["a"], "text": ["good"], "label": [1]}), tmp_path / "iid.parquet")
     funcs = tuple(suite.functionality.unique())
     iid = step == "train_iid"

@@ -26,6 +26,7 @@ confidence), which these reproduce.
 from __future__ import annotations
 
 import json
+from html import escape as e
 from pathlib import Path
 
 import numpy as np
@@ -309,7 +310,6 @@ def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str) -> str:
 def summary_html(funcs: pd.DataFrame, examples: dict, title: str) -> str:
     """A standalone page: the failure-rate table and, per functionality, a
     collapsible list of failing cases (no scripts, no external resources)."""
-    from html import escape as e
 
     rows = []
     for r in funcs.itertuples(index=False):
@@ -385,7 +385,6 @@ def pipeline_failures(suite_test: pd.DataFrame, runs: list[dict], ttype, k: int 
 def failures_html(df: pd.DataFrame, funcs: pd.DataFrame, task: str, labels: dict) -> str:
     """A standalone page: one collapsible section per functionality, inside it
     the failing cases of each model (scenario, configuration, method, fold)."""
-    from html import escape as e
 
     parts, opened = [], False
     for r in funcs.itertuples(index=False):

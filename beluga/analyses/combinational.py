@@ -23,12 +23,14 @@ agrees with the sentence" handles COOD; one that learned the shortcut
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from beluga.errors import ConfigError, DataError
 
-ROLES = ("fst", "sec", "neu")
+COMB_ROLES = ("fst", "sec", "neu")
 #: (x role, template role, ŷ) of every cell, in the seed's Table 2 order
 CELLS = [("fst", "fst", 0, "ID"), ("sec", "sec", 0, "ID"), ("neu", "fst", 1, "ID"), ("neu", "sec", 1, "ID"),
          ("fst", "sec", 1, "COOD"), ("sec", "fst", 1, "COOD"),
@@ -63,7 +65,6 @@ def hutto_three_way(sets, negative_below: float, neutral_within: float, positive
 
 def load_labelled(path: str) -> pd.DataFrame:
     """A local TSV / CSV / JSONL with ``text`` and any label values (three or more), optional ``id``."""
-    from pathlib import Path
 
     from beluga.data.ood_sets import read_table
 
@@ -77,12 +78,12 @@ def load_labelled(path: str) -> pd.DataFrame:
 
 def assign_roles(df: pd.DataFrame, roles: dict) -> pd.DataFrame:
     """``roles``: fst / sec / neu -> the label value in ``df``; other labels are dropped."""
-    missing = [r for r in ROLES if r not in roles]
+    missing = [r for r in COMB_ROLES if r not in roles]
     if missing:
         raise ConfigError(f"config: field 'combinational.roles.{missing[0]}': required")
     inv = {str(v): r for r, v in roles.items()}
     out = df.assign(role=df["label"].astype(str).map(inv)).dropna(subset=["role"])
-    for r in ROLES:
+    for r in COMB_ROLES:
         if not (out["role"] == r).any():
             raise DataError(f"combinational data: field 'label': no example with label {roles[r]!r} (role {r})")
     return out.reset_index(drop=True)
@@ -93,9 +94,9 @@ def split_pool(df: pd.DataFrame, n_test: int, seed: int) -> pd.DataFrame:
     are test inputs, the rest are training inputs in ``rank`` order (a K-sample
     is rank < K). Columns added: ``split`` (test / train) and ``rank``."""
     parts = []
-    for r in ROLES:
+    for r in COMB_ROLES:
         g = df[df["role"] == r].sort_values("example_id", kind="stable").reset_index(drop=True)
-        order = np.random.default_rng([seed, ROLES.index(r)]).permutation(len(g))
+        order = np.random.default_rng([seed, COMB_ROLES.index(r)]).permutation(len(g))
         g = g.iloc[order].reset_index(drop=True)
         if len(g) <= n_test:
             raise DataError(f"combinational data: field 'n_test': role {r} has {len(g)} examples, not more than "
@@ -127,7 +128,7 @@ def build(pool: pd.DataFrame, k: int, words: dict, template: str) -> tuple[pd.Da
         return out
 
     train_x = pool[(pool["split"] == "train") & (pool["rank"] < k)]
-    short = train_x.groupby("role").size().reindex(list(ROLES), fill_value=0)
+    short = train_x.groupby("role").size().reindex(list(COMB_ROLES), fill_value=0)
     if (short < k).any():
         r = short.index[short < k][0]
         raise DataError(f"combinational data: field 'ks': K = {k} needs {k} training inputs of role {r}, "
@@ -187,7 +188,7 @@ def curve_figure(table: pd.DataFrame, out_png: str, epochs: pd.DataFrame | None 
     plt.close(fig)
 
 
-def table_markdown(table: pd.DataFrame) -> str:
+def accuracy_markdown(table: pd.DataFrame) -> str:
     cells = [cell_name(x, t) for x, t, _, _ in CELLS]
     head = ["K"] + cells + list(GROUPS)
     lines = ["# Combinational OOD: accuracy (%) per cell and group", "",

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.errors import ConfigError
-from beluga.folds import _fold_ids, split_sizes, stable_int
+from beluga.folds import fold_ids, split_sizes, stable_int
 
 LEVELS = ("suite", "class", "functionality")
 LEVEL_PREFIX = {"suite": "suite", "class": "class", "functionality": "func"}
@@ -42,7 +42,7 @@ def units(funcs: pd.DataFrame, levels) -> dict[str, dict]:
             continue
         col = "capability" if level == "class" else "functionality"
         groups = list(dict.fromkeys(funcs[col]))
-        for name, gid in _fold_ids(groups).items():
+        for name, gid in fold_ids(groups).items():
             members = list(funcs.loc[funcs[col] == name, "functionality"])
             out[f"{LEVEL_PREFIX[level]}-{gid}"] = {"level": level, "label": str(name), "functionalities": members}
     return out

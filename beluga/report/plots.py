@@ -126,7 +126,7 @@ def _key_columns(lines: list[tuple[str, str, bool]], n_col: int) -> list[list[tu
         per_col += 1
 
 
-def figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: list[str], methods: list[str],
+def build_figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: list[str], methods: list[str],
             title: str) -> plt.Figure:
     """Build Figure 1 for one task: four heatmap panels (seen, func, class, type)
     side by side, one colour scale, functionalities numbered with a key below."""
@@ -226,7 +226,7 @@ def figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: l
 def plot_figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: list[str], methods: list[str],
                  out_png: str | os.PathLike, out_pdf: str | os.PathLike, title: str) -> None:
     """Figure 1 of the paper for one task, written atomically as PNG (150 dpi) and PDF."""
-    fig = figure1(long, functionalities, configurations, methods, title)
+    fig = build_figure1(long, functionalities, configurations, methods, title)
     try:
         with atomic_path(out_png) as tmp:
             fig.savefig(tmp, format="png", dpi=150)

@@ -32,7 +32,7 @@ BASE_SCENARIO = "standard"
 
 
 # ---------------------------------------------------------------- unit outcomes
-def unit_outcomes(runs: list[dict], task_type: str, scenario_iid: str = "folds") -> pd.DataFrame:
+def outcomes_per_unit(runs: list[dict], task_type: str, scenario_iid: str = "folds") -> pd.DataFrame:
     """Long table of per-unit outcomes of every system and scenario.
 
     runs: dicts with configuration, method, partition, fold and path (an
@@ -40,7 +40,7 @@ def unit_outcomes(runs: list[dict], task_type: str, scenario_iid: str = "folds")
     held-out T_test cases; i.i.d. rows (unit "iid"): the task's per-example
     features (stats.IID_FEATURES), averaged over the scenario's fold models
     (``scenario_iid: folds``), or the seen model's in every scenario of a
-    pair (``scenario_iid: seen``; metrics.aggregate does the same)."""
+    pair (``scenario_iid: seen``; metrics.score_runs does the same)."""
     if scenario_iid not in SCENARIO_IID:
         raise ValueError(f"field 'scenario_iid': {scenario_iid!r} is not one of {', '.join(SCENARIO_IID)}")
     feats = stats.IID_FEATURES[task_type]
@@ -135,7 +135,7 @@ def task_data(long: pd.DataFrame, functionalities: pd.DataFrame, task_type: str,
     cases = cases.sort_values(["_f", "id"], kind="stable")
     case_ids = cases["id"].to_numpy()
     iid_ids = np.sort(base_rows.loc[base_rows.unit == "iid", "id"].to_numpy())
-    scenarios = [s for s in stats.SCENARIOS if s in set(long["scenario"])]
+    scenarios = [s for s in stats.SUITE_SCENARIOS if s in set(long["scenario"])]
 
     def block(rows: pd.DataFrame, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         c = rows[rows.unit == "case"].set_index("id").reindex(case_ids)
@@ -157,7 +157,7 @@ def task_data(long: pd.DataFrame, functionalities: pd.DataFrame, task_type: str,
 
 
 # ---------------------------------------------------------------- significance
-def significance(data: TaskData, *, iid_metric: str = "mean", R: int = 10_000, seed: int = 0,
+def significance_table(data: TaskData, *, iid_metric: str = "mean", R: int = 10_000, seed: int = 0,
                  alpha: float = 0.05, correction: str = "none") -> tuple[pd.DataFrame, pd.DataFrame]:
     """Tests of every pair against the IID baseline: the i.i.d. score (exact
     binomial test on the discordant examples of the seen model vs the IID
@@ -218,7 +218,7 @@ def task_seed(seed: int, task: str) -> int:
 
 
 # ---------------------------------------------------------------- intervals
-def intervals(data: TaskData, *, iid_metric: str = "mean", R: int = 1000, seed: int = 0,
+def interval_table(data: TaskData, *, iid_metric: str = "mean", R: int = 1000, seed: int = 0,
               level: float = 0.95) -> pd.DataFrame:
     """Percentile bootstrap intervals of s_iid, s_T and G per scenario and of
     the average G, for the baseline (scenario standard) and every pair."""

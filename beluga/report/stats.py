@@ -31,7 +31,7 @@ from scipy.stats import binomtest
 from beluga import metrics
 
 #: the scenarios of a configuration-method pair (metrics.SCENARIOS without the baseline's "standard")
-SCENARIOS = metrics.SCENARIOS[1:]
+SUITE_SCENARIOS = metrics.SCENARIOS[1:]
 IID_FEATURES = {"sent": ("correct",), "para": ("correct", "tp", "fp", "fn"), "read": ("em", "f1")}
 
 #: |Δ'| >= |Δ| - TIE_TOL counts as "at least as extreme" (guards against rounding in ties)

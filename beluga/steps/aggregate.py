@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from beluga.io import read_parquet, write_csv, write_text
-from beluga.metrics import aggregate as aggregate_runs
-from beluga.metrics import scores_markdown
+from beluga.metrics import score_runs, scores_markdown
 from beluga.suites.format import functionality_table, load_suite
 
 
@@ -13,7 +12,7 @@ def aggregate(*, task: str, task_type: str, suite: str, runs: list[dict], iid_me
     """``runs``: every run (configuration, method, partition, fold) with its outcomes file (``path``)."""
     funcs = functionality_table(load_suite(suite))
     loaded = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in runs]
-    long, scores = aggregate_runs(loaded, funcs, task_type=task_type, iid_metric=iid_metric,
+    long, scores = score_runs(loaded, funcs, task_type=task_type, iid_metric=iid_metric,
                                   scenario_iid=scenario_iid)
     write_csv(long, out_pass_rates)
     write_csv(scores, out_scores)

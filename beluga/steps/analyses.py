@@ -24,8 +24,9 @@ from beluga.tasks import get_task_type
 
 def _dev_score(model, tokenizer, ttype, run: FoldRun, examples: pd.DataFrame, batch_size: int, precision,
                iid_metric: str) -> float:
-    from beluga.metrics import iid_metrics, iid_outcomes, iid_score
+    from beluga.metrics import iid_metrics, iid_score
     from beluga.predict import example_predictions
+    from beluga.scoring import iid_outcomes
 
     preds = example_predictions(model, tokenizer, ttype, examples, "iid_test", batch_size, run.max_length,
                                 run.doc_stride, precision)
@@ -42,9 +43,9 @@ def inoculate(*, run: dict, unit: str, unit_funcs: list[str], dose: str, sample_
     are kept), then score the challenge (the unit's T_test and T_val), every
     functionality of T_test and the original test set."""
     from beluga.analyses.inoculation import dose_sample
-    from beluga.metrics import iid_metrics, iid_score
+    from beluga.metrics import iid_metrics, iid_score, pass_rates
     from beluga.predict import predictions, suite_predictions
-    from beluga.scoring import pass_rates, run_outcomes, score_cases
+    from beluga.scoring import run_outcomes, score_cases
     from beluga.steps.train import _train_fold
     from beluga.suites.format import functionality_table
 
@@ -235,5 +236,5 @@ def combinational(*, results: list[str], out_table: str, out_markdown: str, out_
     epochs = pd.DataFrame([{"K": r["K"], **e} for r in recs for e in r["per_epoch"]])
     write_csv(table, out_table)
     write_csv(epochs if len(epochs) else pd.DataFrame(columns=["K", "epoch", *comb.GROUPS]), out_epochs)
-    write_text(comb.table_markdown(table), out_markdown)
+    write_text(comb.accuracy_markdown(table), out_markdown)
     comb.curve_figure(table, out_figure, epochs if len(epochs) else None)

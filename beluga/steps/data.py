@@ -43,7 +43,7 @@ def build_suite(*, suite: dict, task_type: str, pool: str | None, out_suite: str
 def split_suite(*, suite: str, task_type: str, fractions, seed: int, out_split: str, out_summary: str) -> None:
     """T_train / T_val / T_test by case, per functionality, and the suite's summary table."""
     cases = load_suite(suite, label_set(get_task_type(task_type)))
-    split = folds.split_suite(cases, tuple(fractions), seed)
+    split = folds.assign_splits(cases, tuple(fractions), seed)
     write_parquet(split, out_split)
     summary = functionality_table(cases)
     counts = split.groupby(["functionality", "split"]).size().unstack(fill_value=0)

@@ -14,7 +14,7 @@ def fetch_file(*, download: str, rel: str, expected: str | None, out_file: str) 
 def fetch_model(*, model: list, out_marker: str) -> None:
     """A hub model at a revision into the Hugging Face cache; its marker records the commit."""
     name, revision = model
-    remote.fetch_model(name, revision, out_marker)
+    remote.download_model(name, revision, out_marker)
 
 
 def fetch_lock(*, data_dir: str, files: dict, markers: list[str], out_stamp: str) -> None:

@@ -22,12 +22,12 @@ def ood(*, task: str, task_type: str, runs: list[dict], models: list[dict], data
     loaded = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in runs]
     long = ood_eval.long_scores(loaded, names, task, task_type)
     ranking = ood_eval.rank_systems(long, source=f"{task} OOD scores")
-    sig = ood_eval.significance(loaded, names, alpha, correction)
+    sig = ood_eval.ood_significance(loaded, names, alpha, correction)
     table = ood_eval.ood_table(long, ranking, sig, names)
     write_csv(long, out_scores)
     write_csv(ranking, out_ranking)
     write_csv(table, out_table)
-    write_text(ood_eval.table_markdown(table, names, task, alpha, correction), out_markdown)
+    write_text(ood_eval.ood_table_markdown(table, names, task, alpha, correction), out_markdown)
     write_text(ood_eval.table_latex(table, names, task, alpha, correction), out_latex)
     ood_eval.plot(table, names, task, out_figure)
     all_models = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in models]

@@ -7,11 +7,13 @@ beluga.report.diagnostics."""
 from __future__ import annotations
 
 import pandas as pd
+import yaml
 
 from beluga.io import read_parquet, write_csv, write_parquet, write_text
 from beluga.report import run_stats as analysis
 from beluga.suites.build import split_cases
 from beluga.suites.format import functionality_table, load_suite
+from beluga.tasks import get_task_type
 
 
 def _task_data(units: str, suite: str, task_type: str) -> analysis.TaskData:
@@ -24,7 +26,6 @@ def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: 
     """Failing T_test cases per functionality of every model (beluga.analyses.behavioral.pipeline_failures)."""
     from beluga.analyses.behavioral import failures_html, pipeline_failures
     from beluga.metrics import CONFIG_LABELS
-    from beluga.tasks import get_task_type
 
     ttype = get_task_type(task_type)
     suite_test = split_cases(suite, split, task_type, "test")
@@ -42,12 +43,12 @@ def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: 
 
 
 def unit_outcomes(*, runs: list[dict], task_type: str, scenario_iid: str, out_units: str) -> None:
-    write_parquet(analysis.unit_outcomes(runs, task_type, scenario_iid), out_units)
+    write_parquet(analysis.outcomes_per_unit(runs, task_type, scenario_iid), out_units)
 
 
 def significance(*, task: str, units: str, suite: str, task_type: str, iid_metric: str, R: int, seed: int,
                  alpha: float, correction: str, out_table: str, out_null: str) -> None:
-    table, null = analysis.significance(_task_data(units, suite, task_type), iid_metric=iid_metric, R=R,
+    table, null = analysis.significance_table(_task_data(units, suite, task_type), iid_metric=iid_metric, R=R,
                                         seed=analysis.task_seed(seed, task), alpha=alpha, correction=correction)
     write_csv(table, out_table)
     write_parquet(null, out_null)
@@ -55,7 +56,7 @@ def significance(*, task: str, units: str, suite: str, task_type: str, iid_metri
 
 def intervals(*, task: str, units: str, suite: str, task_type: str, iid_metric: str, R: int, seed: int,
               out_table: str) -> None:
-    write_csv(analysis.intervals(_task_data(units, suite, task_type), iid_metric=iid_metric, R=R,
+    write_csv(analysis.interval_table(_task_data(units, suite, task_type), iid_metric=iid_metric, R=R,
                                  seed=analysis.task_seed(seed, task)), out_table)
 
 
@@ -102,7 +103,6 @@ def table3(*, tasks: list[str], scores: list[str], significance: list[str], inte
 
 def run_config(*, config: dict, out_config: str) -> None:
     """The configuration of this run, as YAML (the report's last section)."""
-    import yaml
 
     write_text("# The configuration of this run (config.yaml or --configfile, with --config overrides)\n"
                + yaml.safe_dump(dict(config), sort_keys=False), out_config)

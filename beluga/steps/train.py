@@ -208,8 +208,9 @@ def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str,
     functionalities (the held-out ones are never looked at), write the mean
     pass rate."""
     from beluga import checkpoint
+    from beluga.metrics import pass_rates
     from beluga.predict import suite_predictions
-    from beluga.scoring import pass_rates, score_cases
+    from beluga.scoring import score_cases
     from beluga.suites.format import functionality_table
 
     run = final(FoldRun.from_dict(run).with_hparams(**grid_point))

@@ -21,6 +21,7 @@ import pandas as pd
 
 from beluga.errors import SuiteError
 from beluga.suites.format import AGG_FNS, COLUMNS, TEST_TYPES, load_suite, validate_suite
+from beluga.suites.release import RELEASE_SUFFIXES, read_release_records
 from beluga.suites.tabular import open_text, read_suite_table
 from beluga.tasks import SUITE_TASK_TYPES, get_task_type
 
@@ -250,7 +251,6 @@ def import_checklist(path: str | os.PathLike, paper_fixes: bool = True) -> pd.Da
     as released. ``df.attrs`` holds ``checklist_suite``, ``task_type`` and
     ``declared`` (functionality descriptions). Errors name the file, the line
     (JSONL) or the case id (release suites) and the field."""
-    from beluga.suites.release import RELEASE_SUFFIXES, read_release_records
 
     path = Path(path)
     if not path.exists():

@@ -30,6 +30,7 @@ CheckList's JSONL export of a release tarball (``beluga/suites/release.py``).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -37,8 +38,11 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
+from beluga.data.fetch import stage
 from beluga.errors import BelugaError
+from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
 from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
+from beluga.workflow.plan import plan_command
 
 EXIT_ERROR = 2
 
@@ -236,10 +240,8 @@ def checklist_export_command(suite_path: str, out: str) -> str:
     """``suite export --format checklist``: CheckList's JSONL export (one record
     per test case) of a release suite (read without executing it) or of a
     CheckList JSONL export, written atomically."""
-    import json
 
     from beluga.suites.checklist import is_checklist_export
-    from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
     from beluga.suites.tabular import open_text
 
     p = Path(suite_path)
@@ -442,12 +444,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"scored {info['n_cases']} cases in {info['n_functionalities']} functionalities "
                   f"(task {info['task']}) in {info['total_s']} s -> {args.out}")
         elif args.command == "plan":
-            from beluga.workflow.plan import plan_command
 
             print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
                                args.json, args.concurrent_jobs, overrides=args.config), end="")
         elif args.command == "data" and args.data_command == "stage":
-            from beluga.data.fetch import stage
 
             done = stage(args.source, args.data_dir, copy=args.copy)
             print(f"staged {len(done)} files from {args.source} into {args.data_dir} "

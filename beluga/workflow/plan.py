@@ -30,13 +30,19 @@ grid's values).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from beluga.errors import ConfigError
+import yaml
+
+from beluga.data.fetch import resolve_data_paths
+from beluga.errors import ConfigError, config_error_line
+from beluga.methods import get_algorithm, method_hparams
+from beluga.tasks import get_task_type
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = REPO / "schemas" / "config.schema.yaml"
+CONFIG_SCHEMA = REPO / "schemas" / "config.schema.yaml"
 
 #: Reference throughput (sequences / s of one job at its model size and length,
 #: fixed seconds per job, method cost per epoch relative to vanilla), measured by
@@ -115,7 +121,6 @@ def load_config(configfile: str | None, overrides: list[str] = ()) -> dict:
     """The config as snakemake sees it: YAML, top-level ``KEY=VALUE``
     overrides (as ``snakemake --config``), validated against the schema,
     defaults filled."""
-    import yaml
     from snakemake.utils import validate
 
     path = Path(configfile) if configfile else REPO / "config.yaml"
@@ -128,12 +133,10 @@ def load_config(configfile: str | None, overrides: list[str] = ()) -> dict:
             raise ConfigError(f"--config: field {item!r}: expected KEY=VALUE")
         config[key] = yaml.safe_load(value)
     try:
-        validate(config, schema=str(SCHEMA))
+        validate(config, schema=str(CONFIG_SCHEMA))
     except Exception as e:  # a WorkflowError wrapping the jsonschema error
-        from beluga.errors import config_error_line
 
         raise ConfigError(config_error_line(e, [path])) from None
-    from beluga.data.fetch import resolve_data_paths
 
     resolve_data_paths(config)
     return config
@@ -157,13 +160,12 @@ def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
     from beluga.data import iid as iid_mod
     from beluga.suites.build import make_suite
     from beluga.suites.format import functionality_table
-    from beluga.tasks import get_task_type
     from beluga.training import build_streams
 
     ttype = get_task_type(task_cfg["type"])
     parts = iid_mod.load_splits(task_cfg["iid"], ttype.head, set(ttype.iid_labels))
     suite, _ = make_suite(task_cfg["suite"], task_cfg["type"], parts.get("pool"))
-    split = folds_mod.split_suite(suite, tuple(split_cfg["fractions"]), int(split_cfg["seed"]))
+    split = folds_mod.assign_splits(suite, tuple(split_cfg["fractions"]), int(split_cfg["seed"]))
     which = dict(zip(split["case_id"], split["split"]))
     suite = suite.assign(split=suite["case_id"].map(which))
     n_inputs = suite["inputs"].map(len)
@@ -220,7 +222,6 @@ def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
 def plan(config: dict, rates: dict) -> list[Line]:
     """One Line per (rule, configuration, method) over all tasks."""
     from beluga import folds as folds_mod
-    from beluga.methods import get_algorithm, method_hparams
     from beluga.workflow.dag import configuration, grid_points, method_grid
 
     lines: dict[tuple, Line] = {}
@@ -388,7 +389,6 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     """The plan's text. ``concurrent_jobs``: training jobs running at once
     (the disk estimate; default: the Slurm profile's 100 jobs on GPUs, the
     machine's cores / job_threads on CPUs)."""
-    import os
 
     config = load_config(configfile, overrides)
     device = "cuda" if int(config.get("gpus", 0)) > 0 else "cpu"
