@@ -82,7 +82,7 @@ def run(out: Path) -> None:
         if not part.exists():
             targets = ["all", "inoculation_all", "combinational_all"] if cfg == analyses else ["all"]
             print(f"running {cfg.name} ...", flush=True)
-            snakemake(wd, cfg, "--cores", "2", "--quiet", *targets)
+            snakemake(wd, cfg, *targets, "--cores", "2", "--quiet", "all")   # targets before --quiet
             part.write_text(json.dumps(digest_tree(wd / "results")))
         digest[cfg.stem] = json.loads(part.read_text())
     digest["dry-run default"] = {"jobs": summary(out / "dry-default", REPO / "config.yaml")}
