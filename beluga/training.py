@@ -13,7 +13,7 @@ Two sampling modes, chosen by the method (``Algorithm.sampling``):
 - ``pooled`` (vanilla, l2, dropout, lp, lp_ft): the above; an epoch is one
   pass over every stream, ``n_batches`` updates, each given one minibatch.
 - ``per_env`` (irm, group_dro, fish): items are grouped by environment
-  (``Item.env``: the functionality, ``iid`` for i.i.d. items; see
+  (``TrainItem.env``: the functionality, ``iid`` for i.i.d. items; see
   :func:`env_groups`), and every update is given a list of minibatches, one
   per environment of the step: all environments, or a fresh uniform sample of
   ``envs_per_step`` of them (fish: ``fish_envs``) in random order. Each
@@ -41,17 +41,21 @@ import json
 import logging
 import math
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 import torch
 
+from beluga import checkpoint
+from beluga.compiling import CompiledForward
 from beluga.errors import ConfigError, DataError
 from beluga.health import DivergedError, check_finite_weights
 from beluga.losses import DIR_FN_INDEX, dir_function_for, dir_loss, inv_loss, mft_loss, neutral_mask
-from beluga.methods import check_method_hparams, get_algorithm
-from beluga.precision import FP32, Precision, full, resolve
+from beluga.methods import Algorithm, check_method_hparams, get_algorithm
+from beluga.precision import FP32, Precision, full
+from beluga.qa import locate_answer, qa_inv_batch_loss, qa_mft_batch_loss
 from beluga.settings import FoldRun
 from beluga.tasks import TaskType
 
@@ -59,7 +63,9 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Item:
+class TrainItem:
+    """One training item of a stream (:func:`build_streams`): an i.i.d. example or (part of) a suite case."""
+
     env: str
     inputs: list[str]
     inputs_b: list[str] | None = None
@@ -89,16 +95,16 @@ class Batch:
 
 
 def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: pd.DataFrame | None,
-                  dir_train_slice: bool = True, qa_answer_match: str = "token") -> dict[str, list[Item]]:
-    streams: dict[str, list[Item]] = {}
+                  dir_train_slice: bool = True, qa_answer_match: str = "token") -> dict[str, list[TrainItem]]:
+    streams: dict[str, list[TrainItem]] = {}
     if iid_train is not None and len(iid_train) and ttype.head == "qa":
-        streams["iid"] = [Item("iid", [c], [q], answer=str(a[0]), answer_start=int(s[0]), qa=True)
+        streams["iid"] = [TrainItem("iid", [c], [q], answer=str(a[0]), answer_start=int(s[0]), qa=True)
                           for c, q, a, s in zip(iid_train["context"], iid_train["question"], iid_train["answers"],
                                                 iid_train["answer_starts"])]
     elif iid_train is not None and len(iid_train):
         n = ttype.num_model_labels
         texts_b = iid_train["text_b"] if "text_b" in iid_train.columns else [None] * len(iid_train)
-        streams["iid"] = [Item("iid", [t], None if b is None else [b], list(np.eye(n)[int(y)]))
+        streams["iid"] = [TrainItem("iid", [t], None if b is None else [b], list(np.eye(n)[int(y)]))
                           for t, b, y in zip(iid_train["text"], texts_b, iid_train["label"])]
     if suite_train is not None and len(suite_train):
         unpaired = 0
@@ -116,7 +122,8 @@ def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: 
     return {k: streams[k] for k in sorted(streams)}
 
 
-def _case_items(ttype: TaskType, r, dir_train_slice: bool, qa_answer_match: str = "token") -> tuple[str, list[Item]]:
+def _case_items(ttype: TaskType, r, dir_train_slice: bool,
+                qa_answer_match: str = "token") -> tuple[str, list[TrainItem]]:
     """Training items of one suite case and the stream they go to.
 
     MFTs: one item per input with its (soft) target. A DIR whose expectation
@@ -144,18 +151,18 @@ def _case_items(ttype: TaskType, r, dir_train_slice: bool, qa_answer_match: str 
         items = []
         for j in range(first, len(inputs)):
             label = labels[j] if labels[j] is not None else params.get("val")
-            items.append(Item(r.functionality, [inputs[j]], [inputs_b[j]] if inputs_b else None,
-                              ttype.mft_target(expect, label)))
+            items.append(TrainItem(r.functionality, [inputs[j]], [inputs_b[j]] if inputs_b else None,
+                                   ttype.mft_target(expect, label)))
         return "MFT", items
     if test_type == "INV":
-        return "INV", [Item(r.functionality, inputs, inputs_b)]
+        return "INV", [TrainItem(r.functionality, inputs, inputs_b)]
     fn = dir_function_for(r.expect, params)
     sliced = dir_train_slice and params.get("slice") == "orig_not_neutral"
-    return "DIR", [Item(r.functionality, inputs, inputs_b, dir_fn=DIR_FN_INDEX[fn], dir_slice=sliced)]
+    return "DIR", [TrainItem(r.functionality, inputs, inputs_b, dir_fn=DIR_FN_INDEX[fn], dir_slice=sliced)]
 
 
 def _qa_case_items(r, contexts: list[str], questions: list[str] | None,
-                   answer_match: str = "token") -> tuple[str, list[Item]]:
+                   answer_match: str = "token") -> tuple[str, list[TrainItem]]:
     """READ: MFTs (and label-checked tests) train the span of the expected
     answer of every input (located by ``beluga.qa.locate_answer``: its first
     whole-token occurrence by default, the first substring occurrence under
@@ -165,24 +172,22 @@ def _qa_case_items(r, contexts: list[str], questions: list[str] | None,
     if questions is None:
         raise ValueError(f"READ case {r.case_id!r}: field 'inputs_b': questions are missing")
     if r.test_type == "INV":
-        return "INV", [Item(r.functionality, contexts, questions, qa=True)]
+        return "INV", [TrainItem(r.functionality, contexts, questions, qa=True)]
     answers = list(r.answers) if getattr(r, "answers", None) is not None else None
     if r.test_type != "MFT" or answers is None:
         raise ValueError(f"READ case {r.case_id!r}: a {r.test_type} test with expectation {r.expect!r} "
                          "has no training loss (READ trains MFTs with answers and INVs)")
-    from beluga.qa import locate_answer
-
     items = []
     for c, q, a in zip(contexts, questions, answers):
         start = locate_answer(c, str(a), answer_match)
         if start < 0:
             raise DataError(f"READ case {r.case_id!r}: field 'answers': {str(a)!r} does not occur in the context "
                             f"{c[:80]!r}...")
-        items.append(Item(r.functionality, [c], [q], answer=str(a), answer_start=start, qa=True))
+        items.append(TrainItem(r.functionality, [c], [q], answer=str(a), answer_start=start, qa=True))
     return "MFT", items
 
 
-def _make_batch(stream: str, items: list[Item], rng: np.random.Generator) -> Batch:
+def _make_batch(stream: str, items: list[TrainItem], rng: np.random.Generator) -> Batch:
     envs = [it.env for it in items]
     has_b = items[0].inputs_b is not None
     if items[0].qa and stream in ("iid", "MFT"):
@@ -205,11 +210,11 @@ def _make_batch(stream: str, items: list[Item], rng: np.random.Generator) -> Bat
                  dir_slice=torch.tensor([it.dir_slice for it in items], dtype=torch.bool))
 
 
-def _length(item: Item) -> int:
+def _length(item: TrainItem) -> int:
     return sum(len(t) for t in item.inputs) + (sum(len(t) for t in item.inputs_b) if item.inputs_b else 0)
 
 
-def epoch_batches(streams: dict[str, list[Item]], batch_size: int, rng: np.random.Generator,
+def epoch_batches(streams: dict[str, list[TrainItem]], batch_size: int, rng: np.random.Generator,
                   bucket: int = 8) -> list[Batch]:
     """All minibatches of one epoch, shuffled across streams. Within a stream,
     items are shuffled, cut into pools of ``bucket`` batches, and each pool is
@@ -228,7 +233,7 @@ def epoch_batches(streams: dict[str, list[Item]], batch_size: int, rng: np.rando
     return [_make_batch(planned[i][0], planned[i][1], rng) for i in sequence]
 
 
-def n_batches(streams: dict[str, list[Item]], batch_size: int) -> int:
+def n_batches(streams: dict[str, list[TrainItem]], batch_size: int) -> int:
     return sum(-(-len(v) // batch_size) for v in streams.values())
 
 
@@ -242,7 +247,7 @@ def epoch_steps_total(steps_per_epoch: int, epochs: float) -> int:
 # --------------------------------------------------------------------------- per-environment sampling
 
 
-def env_groups(streams: dict[str, list[Item]]) -> dict[str, tuple[str, list[Item]]]:
+def env_groups(streams: dict[str, list[TrainItem]]) -> dict[str, tuple[str, list[TrainItem]]]:
     """Environment -> (stream, items), environments sorted by name.
 
     An environment is a functionality (or ``iid``); a functionality has one
@@ -251,11 +256,11 @@ def env_groups(streams: dict[str, list[Item]]) -> dict[str, tuple[str, list[Item
     kind. Should a functionality still have items in several streams, each
     (functionality, stream) part becomes its own environment
     ``"<functionality> [<stream>]"`` (with a warning)."""
-    by_env: dict[str, dict[str, list[Item]]] = {}
+    by_env: dict[str, dict[str, list[TrainItem]]] = {}
     for stream in sorted(streams):
         for it in streams[stream]:
             by_env.setdefault(it.env, {}).setdefault(stream, []).append(it)
-    out: dict[str, tuple[str, list[Item]]] = {}
+    out: dict[str, tuple[str, list[TrainItem]]] = {}
     for env in sorted(by_env):
         parts = by_env[env]
         if len(parts) == 1:
@@ -278,7 +283,7 @@ class EnvSampler:
     sampling), so each item is used once per pass and a minibatch never
     repeats an item. The batch's ``envs`` are the environment name."""
 
-    def __init__(self, groups: dict[str, tuple[str, list[Item]]], batch_size: int, rng: np.random.Generator):
+    def __init__(self, groups: dict[str, tuple[str, list[TrainItem]]], batch_size: int, rng: np.random.Generator):
         self.groups = groups
         self.batch_size = batch_size
         self.rng = rng
@@ -343,7 +348,7 @@ class Encoder:
             for i, t in enumerate(texts[s:s + 2048]):
                 self.cache[(t, None if tb is None else tb[i])] = {k: enc[k][i] for k in self.keys}
 
-    def add(self, streams: dict[str, list[Item]]) -> None:
+    def add(self, streams: dict[str, list[TrainItem]]) -> None:
         """Tokenize every (non-QA) input of the streams once: singles and pairs apart."""
         singles, pairs = {}, {}
         for items in streams.values():
@@ -404,12 +409,10 @@ class LossFn:
         # training.compile (beluga/compiling.py): the classification forward pass compiled; off: eager
         self.compiled = None
         if compile not in ("off", False):   # False: a bare YAML off
-            from beluga.compiling import CompiledForward
-
             self.compiled = CompiledForward(compile, max_length, precision.device_type, tokenizer.pad_token_id,
                                             tokenizer.pad_token_type_id, tokenizer.padding_side, compile_cache, job)
 
-    def pretokenize(self, streams: dict[str, list[Item]]) -> None:
+    def pretokenize(self, streams: dict[str, list[TrainItem]]) -> None:
         if self.encoder is not None:
             self.encoder.add(streams)
 
@@ -434,15 +437,11 @@ class LossFn:
         multiplies the logits before every softmax: the class logits of MFT /
         INV / DIR batches, the start and end logits of QA batches."""
         if batch.kind == "qa_mft":
-            from beluga.qa import qa_mft_batch_loss
-
             return qa_mft_batch_loss(model, self.tokenizer, questions=batch.texts_b, contexts=batch.texts,
                                      answers=batch.answers, answer_starts=batch.answer_starts,
                                      max_length=self.max_length, stride=self.doc_stride, scale=scale,
                                      precision=self.precision)
         if batch.kind == "qa_inv":
-            from beluga.qa import qa_inv_batch_loss
-
             n = batch.size
             return qa_inv_batch_loss(model, self.tokenizer, orig_questions=batch.texts_b[:n],
                                      orig_contexts=batch.texts[:n], pert_questions=batch.texts_b[n:],
@@ -477,77 +476,66 @@ def _mean(values: list[torch.Tensor]) -> float:
     return float(v[torch.isfinite(v)].mean()) if bool(torch.isfinite(v).any()) else float("nan")
 
 
-def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, reference_state: dict | None = None,
-          log_every: int = 50, on_epoch_end=None, host_hygiene: bool = True) -> dict:
-    """Train ``model`` in place as ``run`` says (:class:`beluga.settings.FoldRun`:
-    the method, its complete hyper-parameters (lr, batch_size, epochs and the
-    method's own), seed, sequence length, precision, checkpointing...).
-    ``reference_state`` (optional, name -> tensor): reference weights for
-    L2-SP (default: the model's weights at the start).
+# --------------------------------------------------------------------------- the training loop
 
-    Precision (``run.precision``, :mod:`beluga.precision`, resolved on the
-    model's device): autocast of the forward passes and fused AdamW.
-    ``run.nonfinite``: a non-finite loss stops training with a
-    :class:`beluga.health.DivergedError` naming the job and the step
-    (``stop``, checked every ``log_every`` updates and at every epoch end, so
-    the loss stays on the device), or the update is skipped and counted
-    (``skip``); the trained weights are checked finite at the end either way.
 
-    ``run.checkpoint_dir`` (optional; unused for one epoch): after an epoch
-    but the last, the whole training state is written there
-    (:mod:`beluga.checkpoint`) when at least ``run.checkpoint_every_s``
-    seconds have passed since training started or since the last checkpoint
-    (0: after every epoch; a job shorter than that would redo less than it
-    spends saving); a later call with the same run (same fingerprint: the
-    run's settings, data, start model) resumes after the last saved epoch and
-    ends with the same weights, bit for bit, as a run that never stopped (same
-    device kind and torch threads). The epoch's data order never depends on
-    how many epochs ran in this process: pooled batches are drawn from a
-    generator seeded with (seed, epoch), the per-environment sampler's
-    generator and queues are saved.
+@dataclass
+class _Plan:
+    """How a run draws its updates (the sampling modes of the module docstring)."""
 
-    Returns a summary dict: steps, epoch_losses (mean objective per epoch),
-    epoch_risks (mean loss per epoch, without penalties / weights),
-    wall_time_s (checkpoint_s of it: fingerprint, checkpoint writes and
-    restore), stream_sizes, sampling, and for ``per_env`` sampling
-    env_sizes / envs_per_step / steps_per_epoch; ``method_info`` holds the
-    method's own (e.g. final Group-DRO weights, IRM switch step);
-    ``resumed_from_epoch`` the epochs a checkpoint provided (0: none).
+    epochs: int                  # epochs the loop runs (fractional epochs: the last one stops early)
+    steps_per_epoch: int
+    total: int                   # updates in all: the Hugging Face Trainer's ceil(epochs x updates per epoch)
+    envs: list[str]              # every training environment, for the method
+    batches: Callable[[int], Iterator[list[Batch]]]   # epoch -> the minibatch lists of its updates
+    sampler: EnvSampler | None   # per_env only (its state is checkpointed)
+    extra: dict                  # summary fields: sampling, total_steps, per_env's env_sizes / envs_per_step /
+                                 # steps_per_epoch
 
-    ``on_epoch_end`` (optional; analyses with early stopping): called with
-    the number of epochs done, the model and the tokenizer after each epoch;
-    returning True ends training
-    there (``stopped_after_epoch`` in the summary). It may evaluate the model
-    (training mode is restored afterwards); such a run keeps no checkpoints,
-    since the callback's own state would not be saved with them."""
-    method, hparams, seed, job = run.method, dict(run.hparams), run.seed, run.job
-    checkpoint_dir = run.checkpoint_dir if on_epoch_end is None else None
+    def steps_in(self, epoch: int) -> int:
+        """Updates of ``epoch`` (0-based): all of them but in a fractional last epoch."""
+        return min(self.steps_per_epoch, self.total - epoch * self.steps_per_epoch)
+
+
+def _checked_method(run: FoldRun, streams: dict[str, list[TrainItem]]) -> type[Algorithm]:
+    """The run's method class, once the streams hold something to train on and
+    its complete hyper-parameters pass :func:`beluga.methods.check_method_hparams`
+    (the one run-time check of lr, batch_size, epochs and the method's own)."""
     if not streams or not any(streams.values()):
-        raise ConfigError(f"training {job}: field 'partitions': nothing to train on (the fold's training "
+        raise ConfigError(f"training {run.job}: field 'partitions': nothing to train on (the fold's training "
                           "functionalities have no trainable case and no i.i.d. data is mixed in)")
-    algo_cls = get_algorithm(method)
-    check_method_hparams(method, hparams)
-    batch_size, epochs_f = int(hparams["batch_size"]), float(hparams["epochs"])
-    if batch_size <= 0 or not epochs_f > 0 or float(hparams["lr"]) <= 0:
-        raise ValueError(f"batch_size, epochs and lr must be positive, got {batch_size}, {hparams['epochs']}, "
-                         f"{hparams['lr']}")
-    # fractional epochs (LP-FT's 1.5, as the reference code): the last epoch
-    # stops early; the number of epochs the loop runs
-    epochs = math.ceil(epochs_f)
-    precision = resolve(run.precision, next(model.parameters()).device)
-    loss_fn = LossFn(tokenizer, run.max_length, detach_inv_orig=bool(hparams["detach_inv_orig"]),
+    algo_cls = get_algorithm(run.method)
+    check_method_hparams(run.method, run.hparams)
+    return algo_cls
+
+
+def _pretokenized_loss(tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, precision: Precision,
+                       host_hygiene: bool) -> tuple[LossFn, float]:
+    """The run's :class:`LossFn` with the streams tokenized once, before the
+    first epoch, and the seconds that took."""
+    loss_fn = LossFn(tokenizer, run.max_length, detach_inv_orig=bool(run.hparams["detach_inv_orig"]),
                      doc_stride=run.doc_stride, precision=precision, qa_inv_scope=run.qa_inv_scope,
-                     host_hygiene=host_hygiene, compile=run.compile, job=job)
+                     host_hygiene=host_hygiene, compile=run.compile, job=run.job)
     t_tok = time.time()
-    loss_fn.pretokenize(streams)   # once, before the first epoch
-    tokenize_s = time.time() - t_tok
+    loss_fn.pretokenize(streams)
+    return loss_fn, time.time() - t_tok
+
+
+def _plan(algo_cls: type[Algorithm], streams: dict[str, list[TrainItem]], hparams: dict, seed: int) -> _Plan:
+    """The sampling plan of ``algo_cls.sampling``. ``pooled``: an epoch is one
+    pass over every stream, its batches drawn from a generator seeded with
+    (seed, epoch). ``per_env``: ``steps_per_epoch`` updates, each given one
+    minibatch of each of k environments (all, or ``envs_per_step``), from an
+    :class:`EnvSampler` seeded once per run (its state goes into checkpoints).
+    Neither depends on how many epochs ran in this process."""
+    batch_size, epochs_f = int(hparams["batch_size"]), float(hparams["epochs"])
     extra: dict = {"sampling": algo_cls.sampling}
-    sampler = None   # per-env sampling only (its state is checkpointed)
+    sampler = None
     if algo_cls.sampling == "pooled":
         steps_per_epoch = n_batches(streams, batch_size)
         envs = sorted({it.env for items in streams.values() for it in items})
 
-        def epoch_plan(epoch: int):
+        def batches(epoch: int):
             rng = np.random.default_rng([seed, epoch])
             return ([b] for b in epoch_batches(streams, batch_size, rng))
     elif algo_cls.sampling == "per_env":
@@ -562,90 +550,210 @@ def train(model, tokenizer, streams: dict[str, list[Item]], run: FoldRun, refere
         extra.update(env_sizes={e: len(items) for e, (_, items) in groups.items()}, envs_per_step=k,
                      steps_per_epoch=steps_per_epoch)
 
-        def epoch_plan(epoch: int):
+        def batches(epoch: int):
             return ([sampler.minibatch(e) for e in sampler.step_envs(k)] for _ in range(steps_per_epoch))
     else:
-        raise NotImplementedError(f"sampling mode {algo_cls.sampling!r} of method {method!r} is not implemented")
-    # updates in all (the Hugging Face Trainer's ceil(epochs x updates per epoch)) and in each epoch
+        raise NotImplementedError(f"sampling mode {algo_cls.sampling!r} of method {algo_cls.name!r} is not "
+                                  "implemented")
     total = epoch_steps_total(steps_per_epoch, epochs_f)
     extra["total_steps"] = total
+    return _Plan(math.ceil(epochs_f), steps_per_epoch, total, envs, batches, sampler, extra)
 
-    def steps_in(epoch: int) -> int:
-        return min(steps_per_epoch, total - epoch * steps_per_epoch)
-    fp = ckpt = None
-    t_ckpt = time.time()
-    if epochs == 1:
-        checkpoint_dir = None   # no epoch boundary: nothing to save or resume
-    if checkpoint_dir is not None:
-        from beluga import checkpoint
 
-        fp = checkpoint.fingerprint(model=model, method=method, hparams=hparams, seed=seed, streams=streams,
-                                    reference_state=reference_state,
-                                    extra={**run.fingerprint_settings(), **precision.record()})
-        ckpt = checkpoint.load(checkpoint_dir, fp)
-        checkpoint.write_owner(checkpoint_dir, fp)
+@dataclass
+class _Progress:
+    """Where training stands: fresh, or as a checkpoint left it."""
+
+    start_epoch: int = 0          # epochs a checkpoint provided
+    step: int = 0                 # updates done
+    history: list[float] = field(default_factory=list)   # mean objective per epoch
+    risks: list[float] = field(default_factory=list)     # mean loss per epoch, without penalties / weights
+    wall_before: float = 0.0      # training seconds of the processes before a resume
+    stopped: int | None = None    # epochs done when ``on_epoch_end`` stopped training
+
+
+class _Checkpoints:
+    """Epoch checkpoints of one run (:mod:`beluga.checkpoint`) in
+    ``run.checkpoint_dir``; none for one epoch (no boundary) or with
+    ``on_epoch_end`` (the callback's own state would not be saved).
+
+    :meth:`open` fingerprints the run (settings, data, start model, precision)
+    and finds its checkpoint; :meth:`resume` restores it (weights, method and
+    optimizer state, RNGs, the per-env sampler) once the method is built: the
+    run ends with the weights, bit for bit, of one that never stopped (same
+    device kind and torch threads). :meth:`save_if_due` saves after an epoch
+    but the last once ``run.checkpoint_every_s`` seconds have passed since
+    training started or the last save (0: every epoch; a shorter job would
+    redo less than it spends saving). ``t0``: training's start; ``seconds``:
+    fingerprint, restore and saves."""
+
+    def __init__(self, run: FoldRun, plan: _Plan, on_epoch_end):
+        self.dir = run.checkpoint_dir if on_epoch_end is None and plan.epochs > 1 else None
+        self.every_s = run.checkpoint_every_s
+        self.fp = self.found = None
+        self.t0 = time.time()
+        self.seconds = 0.0
+        self.last_save = self.t0
+
+    def open(self, model, run: FoldRun, streams: dict[str, list[TrainItem]], reference_state: dict | None,
+             precision: Precision) -> None:
+        if self.dir is None:
+            return
+        self.fp = checkpoint.fingerprint(model=model, method=run.method, hparams=dict(run.hparams), seed=run.seed,
+                                         streams=streams, reference_state=reference_state,
+                                         extra={**run.fingerprint_settings(), **precision.record()})
+        self.found = checkpoint.load(self.dir, self.fp)
+        checkpoint.write_owner(self.dir, self.fp)
+
+    def resume(self, model, algo: Algorithm, plan: _Plan) -> _Progress:
+        progress = _Progress()
+        if self.found is not None:
+            loop = checkpoint.restore(self.found, model, algo)
+            progress = _Progress(start_epoch=int(loop["epochs_done"]), step=int(loop["steps"]),
+                                 history=list(loop["epoch_losses"]), risks=list(loop["epoch_risks"]),
+                                 wall_before=float(loop["wall_time_s"]))
+            if plan.sampler is not None:
+                plan.sampler.set_state(loop["sampler"])
+            if loop.get("torch_threads") != torch.get_num_threads():
+                log.warning("resuming with %d torch threads, the checkpoint was written with %s: the result may "
+                            "differ in the last bits from an uninterrupted run", torch.get_num_threads(),
+                            loop.get("torch_threads"))
+            log.info("resumed from epoch %d of %d (checkpoint %s, step %d)", progress.start_epoch, plan.epochs,
+                     self.found.path, progress.step)
+            self.found = None
+        self.seconds = time.time() - self.t0   # fingerprint and restore
+        self.last_save = time.time()
+        return progress
+
+    def save_if_due(self, epochs_done: int, plan: _Plan, progress: _Progress, model, algo: Algorithm) -> None:
+        if self.dir is None or epochs_done >= plan.epochs or time.time() - self.last_save < self.every_s:
+            return
+        t_save = time.time()
+        loop = {"epochs_done": epochs_done, "steps": progress.step, "epoch_losses": progress.history,
+                "epoch_risks": progress.risks, "wall_time_s": progress.wall_before + time.time() - self.t0,
+                "torch_threads": torch.get_num_threads(),
+                "sampler": plan.sampler.state() if plan.sampler is not None else None}
+        checkpoint.save(self.dir, epoch=epochs_done, fp=self.fp, model=model, algo=algo, state=loop)
+        self.last_save = time.time()
+        self.seconds += self.last_save - t_save
+
+
+def _check_finite(algo: Algorithm, job: str, total: int) -> None:
+    """``nonfinite: stop``: a :class:`beluga.health.DivergedError` naming the
+    job and the first update whose loss was not finite (one host sync)."""
+    bad = algo.first_nonfinite_step()
+    if bad is not None:
+        raise DivergedError(f"training {job}: field 'training.nonfinite': the loss is not finite at step {bad} "
+                            f"of {total} (the run diverged: lower the learning rate, or set training.nonfinite: "
+                            "skip to skip such steps)")
+
+
+def _run_epoch(algo: Algorithm, plan: _Plan, epoch: int, progress: _Progress, job: str, log_every: int,
+               t0: float) -> None:
+    """The updates of ``epoch``, its mean objective and risk appended to
+    ``progress``. Losses stay on the device (0-dim tensors) and reach the host
+    only when logged; non-finite losses are checked every ``log_every``
+    updates and at the epoch's end (:func:`_check_finite`)."""
+    running, running_risk = [], []
+    for minibatches in itertools.islice(plan.batches(epoch), plan.steps_in(epoch)):
+        stats = algo.update(minibatches)
+        running.append(_as_tensor(stats["loss"]))
+        running_risk.append(_as_tensor(stats.get("risk", stats["loss"])))
+        progress.step += 1
+        if progress.step % log_every == 0:
+            _check_finite(algo, job, plan.total)
+            log.info("step %d/%d loss %.4f", progress.step, plan.total, _mean(running[-log_every:]))
+    _check_finite(algo, job, plan.total)
+    progress.history.append(_mean(running))
+    progress.risks.append(_mean(running_risk))
+    log.info("epoch %d done: mean loss %.4f (%.1fs)", epoch + 1, progress.history[-1], time.time() - t0)
+
+
+def _stop_requested(on_epoch_end, epochs_done: int, epochs: int, model, tokenizer) -> bool:
+    """Calls ``on_epoch_end`` (if any) after an epoch, restores training
+    mode (it may evaluate the model), and whether it ended training before
+    the last epoch."""
+    if on_epoch_end is None:
+        return False
+    stop = on_epoch_end(epochs_done, model, tokenizer)
     model.train()
-    algo = algo_cls(model, hparams, loss_fn, total, envs=envs, reference_state=reference_state,
-                    fused=precision.fused_optimizer, nonfinite=run.nonfinite)
+    if stop and epochs_done < epochs:
+        log.info("stopped after epoch %d of %d (on_epoch_end)", epochs_done, epochs)
+        return True
+    return False
 
-    def check_finite():
-        bad = algo.first_nonfinite_step()
-        if bad is not None:
-            raise DivergedError(f"training {job}: field 'training.nonfinite': the loss is not finite at step {bad} "
-                                f"of {total} (the run diverged: lower the learning rate, or set training.nonfinite: "
-                                "skip to skip such steps)")
-    t0, step, history, risks, start_epoch, wall_before = t_ckpt, 0, [], [], 0, 0.0
-    if ckpt is not None:
-        loop = checkpoint.restore(ckpt, model, algo)
-        start_epoch, step = int(loop["epochs_done"]), int(loop["steps"])
-        history, risks, wall_before = list(loop["epoch_losses"]), list(loop["epoch_risks"]), float(loop["wall_time_s"])
-        if sampler is not None:
-            sampler.set_state(loop["sampler"])
-        if loop.get("torch_threads") != torch.get_num_threads():
-            log.warning("resuming with %d torch threads, the checkpoint was written with %s: the result may "
-                        "differ in the last bits from an uninterrupted run", torch.get_num_threads(),
-                        loop.get("torch_threads"))
-        log.info("resumed from epoch %d of %d (checkpoint %s, step %d)", start_epoch, epochs, ckpt.path, step)
-        del ckpt
-    ckpt_s = time.time() - t_ckpt   # fingerprint and restore
-    last_save = time.time()
-    stopped = None
-    for epoch in range(start_epoch, epochs):
-        # losses stay on the device (0-dim tensors); they reach the host only when logged
-        running, running_risk = [], []
-        for minibatches in itertools.islice(epoch_plan(epoch), steps_in(epoch)):
-            stats = algo.update(minibatches)
-            running.append(_as_tensor(stats["loss"]))
-            running_risk.append(_as_tensor(stats.get("risk", stats["loss"])))
-            step += 1
-            if step % log_every == 0:
-                check_finite()
-                log.info("step %d/%d loss %.4f", step, total, _mean(running[-log_every:]))
-        check_finite()
-        history.append(_mean(running))
-        risks.append(_mean(running_risk))
-        log.info("epoch %d done: mean loss %.4f (%.1fs)", epoch + 1, history[-1], time.time() - t0)
-        if checkpoint_dir is not None and epoch + 1 < epochs and time.time() - last_save >= run.checkpoint_every_s:
-            t_save = time.time()
-            loop = {"epochs_done": epoch + 1, "steps": step, "epoch_losses": history, "epoch_risks": risks,
-                    "wall_time_s": wall_before + time.time() - t0, "torch_threads": torch.get_num_threads(),
-                    "sampler": sampler.state() if sampler is not None else None}
-            checkpoint.save(checkpoint_dir, epoch=epoch + 1, fp=fp, model=model, algo=algo, state=loop)
-            last_save = time.time()
-            ckpt_s += last_save - t_save
-        if on_epoch_end is not None:
-            stop = on_epoch_end(epoch + 1, model, tokenizer)
-            model.train()
-            if stop and epoch + 1 < epochs:
-                stopped = epoch + 1
-                log.info("stopped after epoch %d of %d (on_epoch_end)", stopped, epochs)
-                break
-    check_finite_weights(model, job)
-    if algo.nonfinite_skipped:
-        log.warning("training %s: %d update(s) with a non-finite loss were skipped", job, algo.nonfinite_skipped)
-    return {"steps": step, "nonfinite_steps_skipped": algo.nonfinite_skipped, "epoch_losses": history,
-            "epoch_risks": risks,
-            "wall_time_s": round(wall_before + time.time() - t0, 2), "checkpoint_s": round(ckpt_s, 3),
-            "resumed_from_epoch": start_epoch, "stopped_after_epoch": stopped, "tokenize_s": round(tokenize_s, 3),
-            "stream_sizes": {k: len(v) for k, v in streams.items()}, **extra, "method_info": algo.summary(),
+
+def _summary(progress: _Progress, algo: Algorithm, loss_fn: LossFn, plan: _Plan,
+             streams: dict[str, list[TrainItem]], ckpts: _Checkpoints, tokenize_s: float) -> dict:
+    """The run's summary (see :func:`train`): steps, skipped non-finite
+    updates, epoch_losses / epoch_risks, wall_time_s (of it: checkpoint_s,
+    tokenize_s), resumed_from_epoch, stopped_after_epoch, stream_sizes, the
+    plan's fields (sampling, total_steps; per_env: env_sizes, envs_per_step,
+    steps_per_epoch), method_info and the compiled forward pass's
+    compile_s / compiles."""
+    return {"steps": progress.step, "nonfinite_steps_skipped": algo.nonfinite_skipped,
+            "epoch_losses": progress.history, "epoch_risks": progress.risks,
+            "wall_time_s": round(progress.wall_before + time.time() - ckpts.t0, 2),
+            "checkpoint_s": round(ckpts.seconds, 3), "resumed_from_epoch": progress.start_epoch,
+            "stopped_after_epoch": progress.stopped, "tokenize_s": round(tokenize_s, 3),
+            "stream_sizes": {k: len(v) for k, v in streams.items()}, **plan.extra, "method_info": algo.summary(),
             **(loss_fn.compiled.summary() if loss_fn.compiled is not None else {"compile_s": 0.0, "compiles": 0})}
+
+
+def train(model, tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, *, precision: Precision,
+          reference_state: dict | None = None, log_every: int = 50, on_epoch_end=None,
+          host_hygiene: bool = True) -> dict:
+    """Train ``model`` in place as ``run`` says (:class:`beluga.settings.FoldRun`:
+    the method, its complete hyper-parameters (lr, batch_size, epochs and the
+    method's own), seed, sequence length, checkpointing...), drawing
+    minibatches as the method's sampling mode says (:func:`_plan`).
+    ``reference_state`` (optional, name -> tensor): reference weights for
+    L2-SP (default: the model's weights at the start).
+
+    ``precision``: the job's :class:`beluga.precision.Precision`, resolved
+    once per job on the model's device (``beluga.job.start_job``): autocast of
+    the forward passes and fused AdamW.
+    ``run.nonfinite``: a non-finite loss stops training with a
+    :class:`beluga.health.DivergedError` naming the job and the step
+    (``stop``, checked every ``log_every`` updates and at every epoch end, so
+    the loss stays on the device), or the update is skipped and counted
+    (``skip``); the trained weights are checked finite at the end either way.
+
+    ``run.checkpoint_dir`` (optional; unused for one epoch): the whole
+    training state is saved at epoch boundaries and a later call with the same
+    run resumes after the last saved epoch, ending with the same weights, bit
+    for bit, as a run that never stopped (:class:`_Checkpoints`).
+
+    Returns a summary dict (:func:`_summary`): steps, epoch_losses (mean
+    objective per epoch), epoch_risks (mean loss per epoch, without penalties
+    / weights), wall_time_s (checkpoint_s of it: fingerprint, checkpoint
+    writes and restore), stream_sizes, sampling, and for ``per_env`` sampling
+    env_sizes / envs_per_step / steps_per_epoch; ``method_info`` holds the
+    method's own (e.g. final Group-DRO weights, IRM switch step);
+    ``resumed_from_epoch`` the epochs a checkpoint provided (0: none).
+
+    ``on_epoch_end`` (optional; analyses with early stopping): called with
+    the number of epochs done, the model and the tokenizer after each epoch;
+    returning True ends training there (``stopped_after_epoch`` in the
+    summary). It may evaluate the model (training mode is restored
+    afterwards); such a run keeps no checkpoints."""
+    algo_cls = _checked_method(run, streams)
+    hparams = dict(run.hparams)
+    loss_fn, tokenize_s = _pretokenized_loss(tokenizer, streams, run, precision, host_hygiene)
+    plan = _plan(algo_cls, streams, hparams, run.seed)
+    ckpts = _Checkpoints(run, plan, on_epoch_end)
+    ckpts.open(model, run, streams, reference_state, precision)
+    model.train()
+    algo = algo_cls(model, hparams, loss_fn, plan.total, envs=plan.envs, reference_state=reference_state,
+                    fused=precision.fused_optimizer, nonfinite=run.nonfinite)
+    progress = ckpts.resume(model, algo, plan)
+    for epoch in range(progress.start_epoch, plan.epochs):
+        _run_epoch(algo, plan, epoch, progress, run.job, log_every, ckpts.t0)
+        ckpts.save_if_due(epoch + 1, plan, progress, model, algo)
+        if _stop_requested(on_epoch_end, epoch + 1, plan.epochs, model, tokenizer):
+            progress.stopped = epoch + 1
+            break
+    check_finite_weights(model, run.job)
+    if algo.nonfinite_skipped:
+        log.warning("training %s: %d update(s) with a non-finite loss were skipped", run.job, algo.nonfinite_skipped)
+    return _summary(progress, algo, loss_fn, plan, streams, ckpts, tokenize_s)

@@ -304,6 +304,7 @@ def subset(streams, n_items: int) -> dict:
 def bench_training(streams, reps: int, n_items: int) -> dict:
     import numpy as np
 
+    from beluga.precision import resolve
     from beluga.training import epoch_batches, train
 
     small = subset(streams, n_items)
@@ -316,7 +317,7 @@ def bench_training(streams, reps: int, n_items: int) -> dict:
             batches = epoch_batches(small, BATCH, np.random.default_rng([1, 0]))  # train()'s epoch-0 batches
             times[f"raw {name}"].append(raw_loop(model, tok, batches, p))
             model, tok = fresh_model()
-            summary = train(model, tok, small, bench_run("vanilla", p.name))
+            summary = train(model, tok, small, bench_run("vanilla", p.name), precision=resolve(p.name, DEVICE))
             times[f"loop {name}"].append(summary["wall_time_s"])
         model, tok = fresh_model()
         batches = epoch_batches(small, BATCH, np.random.default_rng([1, 0]))
@@ -400,6 +401,7 @@ def bench_prediction(iid, reps: int, n: int) -> dict:
 
 def bench_methods(streams, reps: int, n_items: int) -> dict:
     from beluga.methods import ALGORITHMS, get_algorithm, method_hparams
+    from beluga.precision import resolve
     from beluga.training import train
 
     small = subset(streams, n_items)
@@ -410,7 +412,8 @@ def bench_methods(streams, reps: int, n_items: int) -> dict:
         ts = []
         for _ in range(reps):
             model, tok = fresh_model(**get_algorithm(method).config_overrides(method_hparams(method)))
-            ts.append(train(model, tok, small, bench_run(method, p.name))["wall_time_s"])
+            ts.append(train(model, tok, small, bench_run(method, p.name),
+                           precision=resolve(p.name, DEVICE))["wall_time_s"])
         per_epoch[method] = median(ts)
     for method, t in per_epoch.items():
         rel = t / per_epoch["vanilla"]
@@ -615,11 +618,11 @@ class Workload:
 
     @classmethod
     def load(cls, path: str) -> Workload:
-        from beluga.training import Item
+        from beluga.training import TrainItem
 
         d = json.loads(Path(path).read_text())
-        d["streams"] = {k: [Item(**it) for it in v] for k, v in d["streams"].items()}
-        d["heldout"] = [Item(**it) for it in d["heldout"]]
+        d["streams"] = {k: [TrainItem(**it) for it in v] for k, v in d["streams"].items()}
+        d["heldout"] = [TrainItem(**it) for it in d["heldout"]]
         return cls(**d)
 
 
@@ -628,7 +631,7 @@ def long_items(ttype, df, length: int) -> list:
     window of ``length`` tokens and is truncated there), with the first sentence's label: full windows."""
     import numpy as np
 
-    from beluga.training import Item
+    from beluga.training import TrainItem
 
     items, parts, size, label = [], [], 0, 0
     eye = np.eye(ttype.num_model_labels)
@@ -638,7 +641,7 @@ def long_items(ttype, df, length: int) -> list:
         parts.append(str(text))
         size += len(text) + 1
         if size >= 8 * length:
-            items.append(Item("iid", [" ".join(parts)], None, list(eye[label])))
+            items.append(TrainItem("iid", [" ".join(parts)], None, list(eye[label])))
             parts, size = [], 0
     return items
 
@@ -758,6 +761,7 @@ def timed_train(wl: Workload, model, tok, hygiene: bool, compile_mode: str, warm
     import torch
 
     from beluga.modeling import set_seed
+    from beluga.precision import resolve
     from beluga.training import train
 
     frames = None
@@ -771,7 +775,7 @@ def timed_train(wl: Workload, model, tok, hygiene: bool, compile_mode: str, warm
         torch.cuda.reset_peak_memory_stats(DEVICE)
     set_seed(wl.seed)   # the same dropout masks in every variant
     with timer.installed():
-        summary = train(model, tok, wl.streams, run, host_hygiene=hygiene)
+        summary = train(model, tok, wl.streams, run, precision=resolve(run.precision, DEVICE), host_hygiene=hygiene)
     if summary["steps"] != warmup + steps or timer.n != warmup + steps:
         raise RuntimeError(f"benchmark: {summary['steps']} updates ran, {warmup + steps} were planned")
     return {"elapsed_s": timer.t_end - timer.t_start, "warmup_s": timer.t_start - timer.t_first,

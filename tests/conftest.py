@@ -79,10 +79,13 @@ def fold_run(method: str = "vanilla", hparams: dict | None = None, seed: int = 0
 
 def train_run(model, tokenizer, streams, method: str, hparams: dict, seed: int = 0, reference_state=None,
               **settings) -> dict:
-    """beluga.training.train with the run built by :func:`fold_run`."""
+    """beluga.training.train with the run built by :func:`fold_run`, its
+    precision resolved on the model's device (as a job resolves it)."""
+    from beluga.precision import resolve
     from beluga.training import train
 
-    return train(model, tokenizer, streams, fold_run(method, hparams, seed, **settings),
+    run = fold_run(method, hparams, seed, **settings)
+    return train(model, tokenizer, streams, run, precision=resolve(run.precision, next(model.parameters()).device),
                  reference_state=reference_state)
 
 

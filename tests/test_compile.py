@@ -36,6 +36,7 @@ from conftest import REPO, config_with, fold_run, make_tiny_suite, output, smk_c
 from beluga.errors import ConfigError
 from beluga.methods import get_algorithm
 from beluga.modeling import TINY_RANDOM, load_model, set_seed
+from beluga.precision import resolve
 from beluga.tasks import SENT
 from beluga.training import build_streams, train
 
@@ -75,8 +76,8 @@ def _train(method="vanilla", reference=False, **settings):
     model, tok = load_model(TINY_RANDOM, 2)
     ref = {k: v.clone() for k, v in model.state_dict().items()} if reference else None
     hparams = {**get_algorithm(method).hparam_defaults(), "lr": 1e-3, "batch_size": 4, "epochs": 2}
-    summary = train(model, tok, _streams(), fold_run(method, hparams, seed=7, max_length=32, **settings),
-                    reference_state=ref)
+    run = fold_run(method, hparams, seed=7, max_length=32, **settings)
+    summary = train(model, tok, _streams(), run, precision=resolve(run.precision, model.device), reference_state=ref)
     model.eval()
     with torch.no_grad():
         probs = model(**tok(PROBE, padding=True, return_tensors="pt")).logits.softmax(-1)
@@ -156,8 +157,8 @@ def test_graphs_without_cuda_stops_at_job_start_with_one_line():
     model, tok = load_model(TINY_RANDOM, 2)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     with pytest.raises(ConfigError) as err:
-        train(model, tok, _streams(), fold_run("vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 1},
-                                               compile="graphs", max_length=32))
+        run = fold_run("vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 1}, compile="graphs", max_length=32)
+        train(model, tok, _streams(), run, precision=resolve(run.precision, model.device))
     msg = str(err.value)
     assert "\n" not in msg and "training.compile: graphs needs a CUDA GPU" in msg and "runs on cpu" in msg
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())   # nothing trained

@@ -11,6 +11,7 @@ from conftest import fold_run, make_tiny_suite
 
 from beluga.methods import get_algorithm
 from beluga.modeling import TINY_RANDOM, load_model, set_seed
+from beluga.precision import resolve
 from beluga.tasks import PARA, SENT
 from beluga.training import Encoder, build_streams, train
 
@@ -43,8 +44,8 @@ def _weights(task, streams, method, host_hygiene, **hp):
     set_seed(0)
     model, tok = load_model(TINY_RANDOM, task.num_model_labels)
     hparams = {**get_algorithm(method).hparam_defaults(), "lr": 1e-3, "batch_size": 4, "epochs": 2, **hp}
-    summary = train(model, tok, streams, fold_run(method, hparams, seed=7, max_length=32),
-                    host_hygiene=host_hygiene)
+    run = fold_run(method, hparams, seed=7, max_length=32)
+    summary = train(model, tok, streams, run, precision=resolve(run.precision, model.device), host_hygiene=host_hygiene)
     return {k: v.clone() for k, v in model.state_dict().items()}, summary
 
 

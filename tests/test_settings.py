@@ -82,7 +82,8 @@ def test_every_field_reaches_the_training_loop(step, tmp_path, monkeypatch):
     class Stop(Exception):
         pass
 
-    def capture(model, tokenizer, streams, given, reference_state=None, log_every=50, on_epoch_end=None):
+    def capture(model, tokenizer, streams, given, *, precision, reference_state=None, log_every=50,
+                on_epoch_end=None):
         seen["run"] = given
         raise Stop
 

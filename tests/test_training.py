@@ -8,7 +8,7 @@ import torch
 from conftest import make_tiny_suite, train_run
 
 from beluga.errors import ConfigError, ModelError
-from beluga.methods import get_algorithm, method_hparams
+from beluga.methods import check_method_hparams, get_algorithm, method_hparams
 from beluga.modeling import TINY_RANDOM, load_model, predict_probs, resolve_model, set_seed
 from beluga.tasks import SENT
 from beluga.training import LossFn, build_streams, epoch_batches
@@ -56,7 +56,15 @@ def test_unknown_method_and_bad_hparams():
     model, tok = tiny()
     with pytest.raises(ValueError, match="must be (a )?positive"):
         train_run(model, tok, build_streams(SENT, None, make_tiny_suite(3)), "vanilla",
-              {"lr": 0, "batch_size": 2, "epochs": 1}, seed=1)
+                  {"lr": 0, "batch_size": 2, "epochs": 1}, seed=1)
+    complete = {"lr": 1e-3, "batch_size": 2, "epochs": 1.5, **method_hparams("vanilla")}
+    check_method_hparams("vanilla", complete)
+    for key, value, why in (("lr", 0, "a positive number"), ("lr", None, "a positive number"),
+                            ("batch_size", 0, "a positive integer"), ("batch_size", 2.5, "a positive integer"),
+                            ("epochs", 0, "a positive number")):
+        with pytest.raises(ConfigError, match=f"^config: method vanilla: hyper-parameter '{key}': must be {why}, "
+                                              f"got {value!r}$"):
+            check_method_hparams("vanilla", {**complete, key: value})
 
 
 def test_model_resolution():

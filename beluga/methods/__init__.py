@@ -46,12 +46,26 @@ _CHOICES = {"per_env_epoch": ("steps", "examples"), "irm_penalty_estimate": ("fu
 _INT_OR_NONE_MIN = {"envs_per_step": 1, "fish_envs": 1, "irm_penalty_anneal_iters": 0}
 _NON_NEGATIVE = ("weight_decay", "l2_lambda", "irm_lambda", "groupdro_eta")
 _UNIT = ("hidden_dropout", "attention_dropout", "irm_penalty_anneal_frac")
+_POSITIVE = ("lr", "epochs", "ft_epochs")   # epochs may be fractional (LP-FT's 1.5); ft_epochs may be null
+
+
+def _number(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float))
 
 
 def check_method_hparams(name: str, hp: dict) -> None:
-    """Value checks of the method hyper-parameters present in ``hp``."""
+    """Value checks of the hyper-parameters present in ``hp``: the method's
+    own and the shared ``lr`` (> 0), ``batch_size`` (a positive integer) and
+    ``epochs`` (> 0). Called on the method's keys when the job's settings are
+    built (:func:`method_hparams`) and once more, on the run's complete dict,
+    when training starts (``beluga.training.train``): the one run-time check
+    of the hyper-parameters. Keys the method does not own (lr, batch_size and
+    epochs of the training stage, or a grid point) are named as hyper-parameters."""
+    own = get_algorithm(name).hparam_defaults()
+
     def bad(k, why):
-        raise ConfigError(f"config: field 'method_hparams.{name}.{k}': {why}, got {hp[k]!r}")
+        where = f"field 'method_hparams.{name}.{k}'" if k in own else f"method {name}: hyper-parameter '{k}'"
+        raise ConfigError(f"config: {where}: {why}, got {hp[k]!r}")
 
     for k, v in hp.items():
         if k in _CHOICES and v not in _CHOICES[k]:
@@ -59,14 +73,15 @@ def check_method_hparams(name: str, hp: dict) -> None:
         if k in _INT_OR_NONE_MIN and v is not None and (isinstance(v, bool) or not isinstance(v, int)
                                                          or v < _INT_OR_NONE_MIN[k]):
             bad(k, f"must be null or a {'positive' if _INT_OR_NONE_MIN[k] else 'non-negative'} integer")
-        if k in _NON_NEGATIVE and (isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0):
+        if k in _NON_NEGATIVE and (not _number(v) or v < 0):
             bad(k, "must be a non-negative number")
-        if k in _UNIT and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1):
+        if k in _UNIT and (not _number(v) or not 0 <= v <= 1):
             bad(k, "must be a number in [0, 1]")
-        if k in ("lr", "ft_epochs") and v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))
-                                                           or not v > 0):
+        if k in _POSITIVE and not (k == "ft_epochs" and v is None) and (not _number(v) or not v > 0):
             bad(k, "must be a positive number" + (" or null" if k == "ft_epochs" else ""))
-        if k == "meta_lr" and (isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1):
+        if k == "batch_size" and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            bad(k, "must be a positive integer")
+        if k == "meta_lr" and (not _number(v) or not 0 < v <= 1):
             bad(k, "must be a number in (0, 1]")
         if k in ("l2_sp", "l2_decay_all", "irm_rescale", "irm_reset_optimizer") and not isinstance(v, bool):
             bad(k, "must be true or false")
