@@ -152,3 +152,24 @@ def test_the_graph_sees_what_it_checks():
     assert {"beluga.training", "beluga.modeling"} <= heavy_modules()
     assert "beluga.errors" not in heavy_modules()
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+def test_no_public_name_defined_twice():
+    """A public function, class or constant has one home in the package (a step is named after its
+    rule; what it calls has a name of its own)."""
+    homes: dict[str, list[str]] = {}
+    for m, p in MODULES.items():
+        for node in ast.parse(p.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
+            else:
+                names = []
+            for n in names:
+                if not n.startswith("_"):
+                    homes.setdefault(n, []).append(m)
+    twice = {n: ms for n, ms in homes.items() if len(set(ms)) > 1}
+    assert not twice, "\n".join(f"{n}: {', '.join(ms)}" for n, ms in sorted(twice.items()))
