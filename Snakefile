@@ -1,5 +1,5 @@
 # BELUGA: cross-functional analysis of generalization in behavioral learning.
-# The workflow only includes the rule files, in pipeline order.
+# The workflow includes the rule files, in pipeline order, and holds the results folder's lock.
 
 # The embedded default, unless configuration files are given on the command
 # line: a --configfile is a whole configuration (configs/*.yaml) and replaces
@@ -10,6 +10,7 @@ if not workflow.overwrite_configfiles:
 
 
 include: "rules/common.smk"
+include: "rules/targets.smk"
 include: "rules/fetch.smk"
 include: "rules/data.smk"
 include: "rules/train.smk"
@@ -19,6 +20,24 @@ include: "rules/plots.smk"
 include: "rules/statistics.smk"
 include: "rules/ood.smk"
 include: "rules/analyses.smk"
+
+
+# A real run (not -n) into a read-only / inaccessible results folder fails before any job;
+# a results folder another working directory's run is writing to is refused (beluga/io.py).
+onstart:
+    try:
+        beluga_io.check_writable(config["results"])
+        beluga_io.acquire_results_lock(config["results"], os.getcwd())
+    except BelugaError as e:
+        raise WorkflowError(str(e)) from None
+
+
+onsuccess:
+    beluga_io.release_results_lock(config["results"], os.getcwd())
+
+
+onerror:
+    beluga_io.release_results_lock(config["results"], os.getcwd())
 
 
 # `snakemake --report report.html`: tables, figures, diagnostics, configuration.

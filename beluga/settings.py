@@ -1,7 +1,8 @@
 """The settings of one training job, as one object.
 
-A :class:`FoldRun` is built once per job in ``rules/common.smk`` (from the
-wildcards and the validated config: :func:`fold_run`), travels to the job as
+A :class:`FoldRun` is built once per job while the DAG is built
+(``beluga.workflow.runs.Runs.settings``, from the wildcards and the validated
+config: :func:`fold_run`), travels to the job as
 one parameter (a plain dict: :meth:`FoldRun.to_dict`), and is what the
 training loop reads (``beluga.training.train(model, tokenizer, streams, run)``).
 

@@ -4,12 +4,12 @@
 
 rule aggregate:
     input:
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+        suite=PATHS.suite(),
         outcomes=run_files("outcomes"),
     output:
-        pass_rates=f"{RESULTS}/{{task}}/scores/pass_rates.csv",
-        scores=f"{RESULTS}/{{task}}/scores/scores.csv",
-        markdown=f"{RESULTS}/{{task}}/scores/scores.md",
+        pass_rates=PATHS.scores("pass_rates.csv"),
+        scores=PATHS.scores("scores.csv"),
+        markdown=PATHS.scores("scores.md"),
     log:
         "logs/{task}/aggregate.log",
     conda:

@@ -5,13 +5,13 @@
 
 rule inoculate:
     input:
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
-        split=f"{RESULTS}/{{task}}/suite/split.parquet",
-        start=f"{RESULTS}/{{task}}/models/iid/vanilla/standard/all",
-        iid_val=f"{RESULTS}/{{task}}/iid/val.parquet",
-        iid_test=f"{RESULTS}/{{task}}/iid/test.parquet",
+        suite=PATHS.suite(),
+        split=PATHS.suite("split.parquet"),
+        start=PATHS.iid_model(),
+        iid_val=PATHS.iid("val"),
+        iid_test=PATHS.iid("test"),
     output:
-        result=f"{RESULTS}/{{task}}/inoculation/runs/{{unit}}/{{dose}}/{{lr}}.json",
+        result=PATHS.inoculation_run(),
     log:
         "logs/{task}/inoculation/{unit}/{dose}/{lr}.log",
     wildcard_constraints:
@@ -24,8 +24,8 @@ rule inoculate:
     resources:
         **job_resources("train"),
     params:
-        run=inoc_settings,
-        unit_funcs=lambda w: INOC_UNITS[w.task][w.unit]["functionalities"],
+        run=run_settings("inoculate"),
+        unit_funcs=lambda w: RUNS.inoc_units[w.task][w.unit]["functionalities"],
         sample_seed=INOCULATION["seed"],
         patience=INOCULATION["patience"],
         batch_size=PREDICT["batch_size"],
@@ -38,26 +38,26 @@ rule inoculate:
 
 rule inoculation:
     input:
-        results=lambda w: inoc_results(w.task),
-        iid_outcomes=f"{RESULTS}/{{task}}/outcomes/iid/vanilla/standard/all.parquet",
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+        results=lambda w: RUNS.inoc_results(w.task),
+        iid_outcomes=PATHS.iid_run("outcomes"),
+        suite=PATHS.suite(),
     output:
         table=report(
-            f"{RESULTS}/{{task}}/inoculation/table.csv",
+            PATHS.inoculation("table.csv"),
             caption="../report/inoculation_table.rst",
             category="Inoculation",
             subcategory="{task}",
         ),
-        outcomes=f"{RESULTS}/{{task}}/inoculation/outcomes.csv",
-        markdown=f"{RESULTS}/{{task}}/inoculation/inoculation.md",
+        outcomes=PATHS.inoculation("outcomes.csv"),
+        markdown=PATHS.inoculation("inoculation.md"),
         curves=report(
-            f"{RESULTS}/{{task}}/inoculation/curves.png",
+            PATHS.inoculation("curves.png"),
             caption="../report/inoculation_curves.rst",
             category="Inoculation",
             subcategory="{task}",
         ),
         transfer=report(
-            f"{RESULTS}/{{task}}/inoculation/transfer.png",
+            PATHS.inoculation("transfer.png"),
             caption="../report/inoculation_transfer.rst",
             category="Inoculation",
             subcategory="{task}",
@@ -69,7 +69,7 @@ rule inoculation:
     params:
         task_type=lambda w: TASKS[w.task]["type"],
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
-        units=lambda w: INOC_UNITS[w.task],
+        units=lambda w: RUNS.inoc_units[w.task],
         lrs=INOCULATION["lrs"],
         select_on=INOCULATION["select_on"],
         thresholds=INOCULATION["thresholds"],
@@ -86,7 +86,7 @@ rule combinational_data:
     input:
         sources=[COMBINATIONAL["data"]["path"]] if COMBINATIONAL["data"]["source"] == "local" else [],
     output:
-        pool=f"{RESULTS}/combinational/pool.parquet",
+        pool=PATHS.combinational("pool.parquet"),
     log:
         "logs/combinational/data.log",
     conda:
@@ -103,11 +103,11 @@ rule combinational_data:
 
 rule combinational_train:
     input:
-        pool=f"{RESULTS}/combinational/pool.parquet",
+        pool=PATHS.combinational("pool.parquet"),
         model_files=beluga_dag.model_files(COMBINATIONAL["model"]),
         model_lock=model_locks(),
     output:
-        result=f"{RESULTS}/combinational/runs/k{{k}}.json",
+        result=PATHS.combinational_run(),
     log:
         "logs/combinational/k{k}.log",
     wildcard_constraints:
@@ -118,7 +118,7 @@ rule combinational_train:
     resources:
         **job_resources("train"),
     params:
-        run=comb_settings,
+        run=run_settings("combinational_train"),
         words=COMBINATIONAL["label_words"],
         template=lambda w: COMBINATIONAL["template"],
         batch_size=PREDICT["batch_size"],
@@ -131,20 +131,20 @@ rule combinational_train:
 
 rule combinational:
     input:
-        results=[f"{RESULTS}/combinational/runs/k{k}.json" for k in COMBINATIONAL["ks"]],
+        results=[PATHS.combinational_run(k) for k in COMBINATIONAL["ks"]],
     output:
         table=report(
-            f"{RESULTS}/combinational/table.csv",
+            PATHS.combinational("table.csv"),
             caption="../report/combinational_table.rst",
             category="Combinational OOD",
         ),
-        markdown=f"{RESULTS}/combinational/table.md",
+        markdown=PATHS.combinational("table.md"),
         figure=report(
-            f"{RESULTS}/combinational/accuracy.png",
+            PATHS.combinational("accuracy.png"),
             caption="../report/combinational_figure.rst",
             category="Combinational OOD",
         ),
-        epochs=f"{RESULTS}/combinational/epochs.csv",
+        epochs=PATHS.combinational("epochs.csv"),
     log:
         "logs/combinational/summary.log",
     conda:

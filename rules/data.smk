@@ -6,12 +6,12 @@ rule prepare_iid:
         # local data files (an edit reruns this and everything downstream); none for package data
         sources=lambda w: beluga_iid.source_files(TASKS[w.task]["iid"]),
     output:
-        train=f"{RESULTS}/{{task}}/iid/train.parquet",
-        val=f"{RESULTS}/{{task}}/iid/val.parquet",
-        test=f"{RESULTS}/{{task}}/iid/test.parquet",
-        pool=f"{RESULTS}/{{task}}/iid/pool.parquet",
+        train=PATHS.iid("train"),
+        val=PATHS.iid("val"),
+        test=PATHS.iid("test"),
+        pool=PATHS.iid("pool"),
         # which source was read (origin, files, SHA-256), the split rule, rows per split
-        source=f"{RESULTS}/{{task}}/iid/source.json",
+        source=PATHS.iid_source(),
     log:
         "logs/{task}/prepare_iid.log",
     conda:
@@ -28,18 +28,18 @@ rule prepare_iid:
 rule prepare_ood:
     input:
         # a local OOD file (an edit reruns this and the models' OOD predictions); none for built-in sets
-        sources=lambda w: beluga_ood.ood_source_files(ood_entry(w.task, w.name)),
+        sources=lambda w: beluga_ood.ood_source_files(RUNS.ood_sets[w.task][w.name]),
     output:
-        data=f"{RESULTS}/{{task}}/ood/data/{{name}}.parquet",
+        data=PATHS.ood_data(),
     log:
         "logs/{task}/prepare_ood_{name}.log",
     conda:
         "../envs/beluga.yaml"
     params:
-        entry=lambda w: ood_entry(w.task, w.name),
+        entry=lambda w: RUNS.ood_sets[w.task][w.name],
         task_type=lambda w: TASKS[w.task]["type"],
         # the package built-in sets ship in: another version reruns
-        source_version=lambda w: beluga_ood.ood_source_version(ood_entry(w.task, w.name)),
+        source_version=lambda w: beluga_ood.ood_source_version(RUNS.ood_sets[w.task][w.name]),
     script:
         "../workflow_scripts/prepare_ood.py"
 
@@ -48,7 +48,7 @@ rule build_suite:
     input:
         unpack(suite_build_inputs),
     output:
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+        suite=PATHS.suite(),
     log:
         "logs/{task}/build_suite.log",
     conda:
@@ -62,10 +62,10 @@ rule build_suite:
 
 rule split_suite:
     input:
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+        suite=PATHS.suite(),
     output:
-        split=f"{RESULTS}/{{task}}/suite/split.parquet",
-        summary=f"{RESULTS}/{{task}}/suite/summary.tsv",
+        split=PATHS.suite("split.parquet"),
+        summary=PATHS.suite("summary.tsv"),
     log:
         "logs/{task}/split_suite.log",
     conda:

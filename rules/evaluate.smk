@@ -6,16 +6,16 @@
 
 rule predict:
     input:
-        model=f"{RESULTS}/{{task}}/models/{{conf}}/{{method}}/{{partition}}/{{fold}}",
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
-        split=f"{RESULTS}/{{task}}/suite/split.parquet",
-        iid_test=f"{RESULTS}/{{task}}/iid/test.parquet",
+        model=PATHS.model(),
+        suite=PATHS.suite(),
+        split=PATHS.suite("split.parquet"),
+        iid_test=PATHS.iid("test"),
         ood=ood_inputs,
     output:
-        predictions=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
-        run=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.json",
+        predictions=PATHS.run("predictions"),
+        run=PATHS.run("predictions", ext="json"),
     log:
-        "logs/{task}/predict/{conf}/{method}/{partition}/{fold}.log",
+        fold_log("predict"),
     wildcard_constraints:
         conf=DISK_CONFS,
         method=DISK_METHODS,
@@ -27,8 +27,8 @@ rule predict:
     params:
         task_type=lambda w: TASKS[w.task]["type"],
         batch_size=PREDICT["batch_size"],
-        max_length=lambda w: training(w.task)["max_length"],
-        doc_stride=lambda w: training(w.task)["doc_stride"],
+        max_length=lambda w: RUNS.training(w.task)["max_length"],
+        doc_stride=lambda w: RUNS.training(w.task)["doc_stride"],
         functionalities=predicted_functionalities,
         precision=config["precision"],
         gpus=config["gpus"],
@@ -38,15 +38,15 @@ rule predict:
 
 rule outcomes:
     input:
-        predictions=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
-        split=f"{RESULTS}/{{task}}/suite/split.parquet",
-        iid_test=f"{RESULTS}/{{task}}/iid/test.parquet",
+        predictions=PATHS.run("predictions"),
+        suite=PATHS.suite(),
+        split=PATHS.suite("split.parquet"),
+        iid_test=PATHS.iid("test"),
         ood=ood_inputs,
     output:
-        outcomes=f"{RESULTS}/{{task}}/outcomes/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
+        outcomes=PATHS.run("outcomes"),
     log:
-        "logs/{task}/outcomes/{conf}/{method}/{partition}/{fold}.log",
+        fold_log("outcomes"),
     wildcard_constraints:
         conf=DISK_CONFS,
         method=DISK_METHODS,
@@ -54,7 +54,7 @@ rule outcomes:
         "../envs/beluga.yaml"
     params:
         task_type=lambda w: TASKS[w.task]["type"],
-        held_out=lambda w: fold_spec(w.task, w.partition, w.fold)["held_out"],
+        held_out=lambda w: RUNS.fold_spec(w.task, w.partition, w.fold)["held_out"],
         functionalities=predicted_functionalities,
     script:
         "../workflow_scripts/outcomes.py"

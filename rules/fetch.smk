@@ -4,6 +4,21 @@
 # A rule that downloads a file is defined only for the files of the data folder
 # that are missing, so a run over fetched data never consults the network; a
 # second fetch does nothing.
+import re
+
+# The remote files and hub models of the configuration (beluga/data/fetch.py).
+FETCH_FILES = {r.path: r for r in beluga_fetch.config_files(config)}
+FETCH_MODELS = beluga_fetch.config_models(config)
+FETCH_MIRROR = config["fetch"]["mirror"]
+try:
+    FETCH_LOCK = beluga_fetch.read_lock(DATA_DIR)
+except BelugaError as e:
+    raise WorkflowError(str(e)) from None
+# missing files with a known checksum (published, or recorded at the first fetch) / without one
+_MISSING = [rel for rel in FETCH_FILES if not os.path.lexists(data_path(rel))]
+_CHECKED = [rel for rel in _MISSING if beluga_fetch.expected_sha256(rel, FETCH_LOCK, FETCH_FILES[rel])]
+_UNCHECKED = [rel for rel in _MISSING if rel not in _CHECKED]
+_MISSING_MODELS = [m for m in FETCH_MODELS if not os.path.exists(m)]
 
 
 # the target: every file and model marker of the configuration, and the lock checked and updated
@@ -40,7 +55,7 @@ rule fetch_lock:
 # a file with a checksum (CheckList's published one, or the lock's): Snakemake checks it too (ensure)
 rule fetch_file:
     input:
-        download=fetch_url,
+        download=lambda w: storage.http(beluga_fetch.remote_url(FETCH_FILES[w.path], FETCH_MIRROR)),
     output:
         file=ensure(
             data_path("{path}"),
@@ -50,7 +65,7 @@ rule fetch_file:
     log:
         "logs/fetch/{path}.log",
     wildcard_constraints:
-        path=fetch_regex(_CHECKED),
+        path=beluga_dag.paths_regex(_CHECKED),
     conda:
         "../envs/beluga.yaml"
     params:
@@ -67,7 +82,7 @@ use rule fetch_file as fetch_file_new with:
     log:
         "logs/fetch/{path}.log",
     wildcard_constraints:
-        path=fetch_regex(_UNCHECKED),
+        path=beluga_dag.paths_regex(_UNCHECKED),
 
 
 rule fetch_model:
@@ -76,7 +91,7 @@ rule fetch_model:
     log:
         "logs/fetch/models/{key}.log",
     wildcard_constraints:
-        key=fetch_regex([os.path.basename(m)[: -len(".json")] for m in _MISSING_MODELS]),
+        key=beluga_dag.paths_regex([os.path.basename(m)[: -len(".json")] for m in _MISSING_MODELS]),
     conda:
         "../envs/beluga.yaml"
     params:

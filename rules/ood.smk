@@ -5,26 +5,26 @@
 
 rule ood:
     input:
-        outcomes=lambda w: [r["path"] for r in ood_runs("models")(w)],
-        data=lambda w: ood_data(w.task),
+        outcomes=lambda w: [PATHS.run("outcomes", w.task, *k) for k in RUNS.ood_keys(w.task, "models")],
+        data=lambda w: RUNS.ood_data(w.task),
     output:
-        scores=f"{RESULTS}/{{task}}/ood/scores.csv",
-        ranking=f"{RESULTS}/{{task}}/ood/ranking.csv",
+        scores=PATHS.ood("scores.csv"),
+        ranking=PATHS.ood("ranking.csv"),
         table=report(
-            f"{RESULTS}/{{task}}/ood/ood_table.csv",
+            PATHS.ood("ood_table.csv"),
             caption="../report/ood_table.rst",
             category="OOD evaluation",
             subcategory="{task}",
         ),
-        markdown=f"{RESULTS}/{{task}}/ood/ood_table.md",
-        latex=f"{RESULTS}/{{task}}/ood/ood_table.tex",
+        markdown=PATHS.ood("ood_table.md"),
+        latex=PATHS.ood("ood_table.tex"),
         figure=report(
-            f"{RESULTS}/{{task}}/ood/ood.png",
+            PATHS.ood("ood.png"),
             caption="../report/ood_figure.rst",
             category="OOD evaluation",
             subcategory="{task}",
         ),
-        models=f"{RESULTS}/{{task}}/ood/models.csv",
+        models=PATHS.ood("models.csv"),
     log:
         "logs/{task}/ood.log",
     conda:
@@ -41,14 +41,14 @@ rule ood:
 
 rule ood_ranking:
     input:
-        scores=[f"{RESULTS}/{t}/ood/scores.csv" for t in TASKS if OOD_SETS[t]],
+        scores=[PATHS.ood("scores.csv", t) for t in TASKS if RUNS.ood_sets[t]],
     output:
         ranking=report(
-            f"{RESULTS}/ood/ranking.csv",
+            PATHS.ood_ranking("ranking.csv"),
             caption="../report/ood_ranking.rst",
             category="OOD evaluation",
         ),
-        markdown=f"{RESULTS}/ood/ranking.md",
+        markdown=PATHS.ood_ranking("ranking.md"),
     log:
         "logs/ood_ranking.log",
     conda:

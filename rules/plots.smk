@@ -3,10 +3,10 @@
 
 rule heatmap:
     input:
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
-        pass_rates=f"{RESULTS}/{{task}}/scores/pass_rates.csv",
+        suite=PATHS.suite(),
+        pass_rates=PATHS.scores("pass_rates.csv"),
     output:
-        png=f"{RESULTS}/{{task}}/plots/heatmap_{{scenario}}.png",
+        png=PATHS.plots("heatmap_{scenario}.png"),
     log:
         "logs/{task}/heatmap_{scenario}.log",
     conda:
@@ -20,16 +20,16 @@ rule heatmap:
 
 rule figure1:
     input:
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
-        pass_rates=f"{RESULTS}/{{task}}/scores/pass_rates.csv",
+        suite=PATHS.suite(),
+        pass_rates=PATHS.scores("pass_rates.csv"),
     output:
         png=report(
-            f"{RESULTS}/{{task}}/figures/figure1.png",
+            PATHS.figures("figure1.png"),
             caption="../report/figure1.rst",
             category="Figure 1",
             subcategory="{task}",
         ),
-        pdf=f"{RESULTS}/{{task}}/figures/figure1.pdf",
+        pdf=PATHS.figures("figure1.pdf"),
     log:
         "logs/{task}/figure1.log",
     conda:

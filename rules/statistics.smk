@@ -7,7 +7,7 @@ rule unit_outcomes:
     input:
         outcomes=run_files("outcomes"),
     output:
-        units=f"{RESULTS}/{{task}}/stats/unit_outcomes.parquet",
+        units=PATHS.stats("unit_outcomes.parquet"),
     log:
         "logs/{task}/stats/unit_outcomes.log",
     conda:
@@ -22,16 +22,16 @@ rule unit_outcomes:
 
 rule significance:
     input:
-        units=f"{RESULTS}/{{task}}/stats/unit_outcomes.parquet",
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+        units=PATHS.stats("unit_outcomes.parquet"),
+        suite=PATHS.suite(),
     output:
         table=report(
-            f"{RESULTS}/{{task}}/stats/significance.csv",
+            PATHS.stats("significance.csv"),
             caption="../report/significance.rst",
             category="Significance and intervals",
             subcategory="{task}",
         ),
-        null=f"{RESULTS}/{{task}}/stats/null_avg.parquet",
+        null=PATHS.stats("null_avg.parquet"),
     log:
         "logs/{task}/stats/significance.log",
     conda:
@@ -49,11 +49,11 @@ rule significance:
 
 rule intervals:
     input:
-        units=f"{RESULTS}/{{task}}/stats/unit_outcomes.parquet",
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
+        units=PATHS.stats("unit_outcomes.parquet"),
+        suite=PATHS.suite(),
     output:
         table=report(
-            f"{RESULTS}/{{task}}/stats/intervals.csv",
+            PATHS.stats("intervals.csv"),
             caption="../report/intervals.rst",
             category="Significance and intervals",
             subcategory="{task}",
@@ -74,18 +74,18 @@ rule intervals:
 rule diagnostics:
     input:
         predictions=run_files("predictions"),
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
-        split=f"{RESULTS}/{{task}}/suite/split.parquet",
-        iid_test=f"{RESULTS}/{{task}}/iid/test.parquet",
+        suite=PATHS.suite(),
+        split=PATHS.suite("split.parquet"),
+        iid_test=PATHS.iid("test"),
     output:
-        table=f"{RESULTS}/{{task}}/diagnostics/diagnostics.csv",
+        table=PATHS.diagnostics("diagnostics.csv"),
         summary=report(
-            f"{RESULTS}/{{task}}/diagnostics/summary.csv",
+            PATHS.diagnostics("summary.csv"),
             caption="../report/diagnostics.rst",
             category="Diagnostics",
             subcategory="{task}",
         ),
-        markdown=f"{RESULTS}/{{task}}/diagnostics/diagnostics.md",
+        markdown=PATHS.diagnostics("diagnostics.md"),
     log:
         "logs/{task}/diagnostics.log",
     conda:
@@ -102,13 +102,13 @@ rule failures:
     input:
         outcomes=run_files("outcomes"),
         predictions=run_files("predictions"),
-        suite=f"{RESULTS}/{{task}}/suite/suite.parquet",
-        split=f"{RESULTS}/{{task}}/suite/split.parquet",
+        suite=PATHS.suite(),
+        split=PATHS.suite("split.parquet"),
     output:
-        table=f"{RESULTS}/{{task}}/failures/failures.csv",
-        markdown=f"{RESULTS}/{{task}}/failures/failures.md",
+        table=PATHS.failures("failures.csv"),
+        markdown=PATHS.failures("failures.md"),
         html=report(
-            f"{RESULTS}/{{task}}/failures/failures.html",
+            PATHS.failures("failures.html"),
             caption="../report/failures.rst",
             category="Failures",
             subcategory="{task}",
@@ -127,18 +127,18 @@ rule failures:
 
 rule table3:
     input:
-        scores=expand(f"{RESULTS}/{{task}}/scores/scores.csv", task=list(TASKS)),
-        significance=expand(f"{RESULTS}/{{task}}/stats/significance.csv", task=list(TASKS)),
-        intervals=expand(f"{RESULTS}/{{task}}/stats/intervals.csv", task=list(TASKS)),
-        null=expand(f"{RESULTS}/{{task}}/stats/null_avg.parquet", task=list(TASKS)),
+        scores=expand(PATHS.scores("scores.csv"), task=list(TASKS)),
+        significance=expand(PATHS.stats("significance.csv"), task=list(TASKS)),
+        intervals=expand(PATHS.stats("intervals.csv"), task=list(TASKS)),
+        null=expand(PATHS.stats("null_avg.parquet"), task=list(TASKS)),
     output:
         csv=report(
-            f"{RESULTS}/table3/table3.csv",
+            PATHS.table3("table3.csv"),
             caption="../report/table3.rst",
             category="Table 3",
         ),
-        markdown=f"{RESULTS}/table3/table3.md",
-        latex=f"{RESULTS}/table3/table3.tex",
+        markdown=PATHS.table3("table3.md"),
+        latex=PATHS.table3("table3.tex"),
     log:
         "logs/table3.log",
     conda:
@@ -154,7 +154,7 @@ rule table3:
 rule run_config:
     output:
         config=report(
-            f"{RESULTS}/run_config.yaml",
+            PATHS.run_config(),
             caption="../report/run_config.rst",
             category="Run configuration",
         ),

@@ -2,18 +2,18 @@
 # for every configuration and method; beluga/steps/train.py). By default a fold
 # is one job: it trains, predicts what it is scored on and scores it with the
 # model in memory. Every training job gets its settings as one object, `run`
-# (beluga/settings.py FoldRun, built by run_settings in common.smk).
+# (beluga/settings.py FoldRun, built by Runs.settings in beluga/workflow/runs.py).
 
 
 rule train_iid:
     input:
-        train=f"{RESULTS}/{{task}}/iid/train.parquet",
+        train=PATHS.iid("train"),
         # a local model folder's files (replacing its weights reruns this)
         model_files=lambda w: beluga_dag.model_files(TASKS[w.task]["model"]),
         # a hub model's marker: the commit of its configured revision (rules/fetch.smk)
         model_lock=lambda w: model_locks(w.task),
     output:
-        model=directory(f"{RESULTS}/{{task}}/models/iid/vanilla/standard/all"),
+        model=directory(PATHS.iid_model()),
     log:
         "logs/{task}/train_iid.log",
     conda:
@@ -32,14 +32,14 @@ rule finetune:
     input:
         unpack(finetune_inputs),
     output:
-        predictions=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
-        run=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.json",
-        outcomes=f"{RESULTS}/{{task}}/outcomes/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
+        predictions=PATHS.run("predictions"),
+        run=PATHS.run("predictions", ext="json"),
+        outcomes=PATHS.run("outcomes"),
     log:
-        "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
+        fold_log("finetune"),
     wildcard_constraints:
         conf="|".join(beluga_dag.CONFIGURATIONS),
-        method=method_regex(FUSED_METHODS),
+        method=beluga_dag.method_regex(FUSED_METHODS),
         partition="seen|func|class|type",
     conda:
         "../envs/beluga.yaml"
@@ -62,14 +62,14 @@ rule finetune:
 # LP-FT): the fold model is also written, as a temporary file.
 use rule finetune as finetune_keep with:
     output:
-        predictions=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
-        run=f"{RESULTS}/{{task}}/predictions/{{conf}}/{{method}}/{{partition}}/{{fold}}.json",
-        outcomes=f"{RESULTS}/{{task}}/outcomes/{{conf}}/{{method}}/{{partition}}/{{fold}}.parquet",
-        model=temp(directory(f"{RESULTS}/{{task}}/models/{{conf}}/{{method}}/{{partition}}/{{fold}}")),
+        predictions=PATHS.run("predictions"),
+        run=PATHS.run("predictions", ext="json"),
+        outcomes=PATHS.run("outcomes"),
+        model=temp(directory(PATHS.model())),
     log:
-        "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
+        fold_log("finetune"),
     wildcard_constraints:
-        method=method_regex(KEEP_METHODS),
+        method=beluga_dag.method_regex(KEEP_METHODS),
 
 
 ruleorder: finetune_keep > finetune
@@ -81,12 +81,12 @@ rule finetune_model:
     input:
         unpack(finetune_model_inputs),
     output:
-        model=directory(f"{RESULTS}/{{task}}/models/{{conf}}/{{method}}/{{partition}}/{{fold}}"),
+        model=directory(PATHS.model()),
     log:
-        "logs/{task}/finetune/{conf}/{method}/{partition}/{fold}.log",
+        fold_log("finetune"),
     wildcard_constraints:
         conf="|".join(beluga_dag.CONFIGURATIONS),
-        method=method_regex(MODEL_METHODS),
+        method=beluga_dag.method_regex(MODEL_METHODS),
         partition="seen|func|class|type",
     conda:
         "../envs/beluga.yaml"
@@ -107,9 +107,9 @@ rule trial:
     input:
         unpack(trial_inputs),
     output:
-        score=f"{RESULTS}/{{task}}/selection/{{conf}}/{{method}}/{{partition}}/{{fold}}/trials/{{trial}}.json",
+        score=PATHS.trial(),
     log:
-        "logs/{task}/trial/{conf}/{method}/{partition}/{fold}/{trial}.log",
+        fold_log("trial", "{trial}"),
     wildcard_constraints:
         conf="|".join(beluga_dag.CONFIGURATIONS),
         partition="seen|func|class|type",
@@ -122,7 +122,7 @@ rule trial:
         run=run_settings("trial"),
         model_version=model_version,
         hparams=hparams_summary("trial"),
-        grid_point=lambda w: GRID_POINTS[(w.task, w.method)][w.trial],
+        grid_point=lambda w: RUNS.grid_points[(w.task, w.method)][w.trial],
         batch_size=PREDICT["batch_size"],
     message:
         "trial {wildcards.task} {wildcards.conf}/{wildcards.method}/{wildcards.partition}/{wildcards.fold} {wildcards.trial}: {params.hparams}"
@@ -134,12 +134,12 @@ rule select_hparams:
     input:
         trials=trial_files,
     output:
-        selected=f"{RESULTS}/{{task}}/selection/{{conf}}/{{method}}/{{partition}}/{{fold}}/selected.json",
+        selected=PATHS.selected(),
     log:
-        "logs/{task}/select/{conf}/{method}/{partition}/{fold}.log",
+        fold_log("select"),
     conda:
         "../envs/beluga.yaml"
     params:
-        policy=lambda w: selection(w.task)["policy"],
+        policy=lambda w: RUNS.selection(w.task)["policy"],
     script:
         "../workflow_scripts/select_hparams.py"

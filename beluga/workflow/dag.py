@@ -1,13 +1,15 @@
 """What ``rules/common.smk`` needs while the DAG is built: the training
-configurations, fold enumeration, grid trial ids, what a model predicts, and
-the checks of a configuration that can be made before any job runs (each
-failure is one line naming the config file and the field: a WorkflowError).
+configurations, fold enumeration, grid trial ids, what a model predicts,
+wildcard constraints matching a list of names, and the checks of a
+configuration that can be made before any job runs (each failure is one line
+naming the config file and the field: a WorkflowError).
 Light: no torch, no transformers."""
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -102,6 +104,20 @@ def dag_error_line(e: BaseException, configfiles=()) -> str:
     about the config (``config: field ...``) names the config file(s)."""
     msg = " ".join(str(e).split())
     return f"{_where(configfiles)}: {msg[len('config: '):]}" if msg.startswith("config: ") else msg
+
+
+#: a wildcard constraint no value matches
+NEVER = "(?!)"
+
+
+def method_regex(methods) -> str:
+    """A wildcard constraint matching exactly the given method names (the longest first), or none."""
+    return "|".join(sorted(methods, key=len, reverse=True)) if methods else NEVER
+
+
+def paths_regex(paths) -> str:
+    """A wildcard constraint matching exactly the given paths, or none."""
+    return "|".join(re.escape(p) for p in paths) or NEVER
 
 
 def _resolve(schema: dict, node: dict) -> dict:

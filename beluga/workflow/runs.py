@@ -1,0 +1,306 @@
+"""The runs of a configuration, as ``rules/common.smk`` needs them while the DAG is built.
+
+A :class:`Runs` is built once from the validated config: each task's folds, the
+selection grid's trial ids, the inoculation units. Its methods answer what the
+rules ask of a run, given the task or a job's wildcards (Snakemake's, or any
+mapping with the same keys): which runs a task has (:meth:`Runs.run_keys`) and
+their records for the aggregating rules (:meth:`Runs.records`), a training
+job's settings (:meth:`Runs.settings`: one :class:`beluga.settings.FoldRun`,
+as a dict) and hyper-parameters in words (:meth:`Runs.hparams_summary`),
+where a fold's hyper-parameters are selected, what it starts from, and the
+resources of a job that trains or predicts (:meth:`Runs.job_resources`).
+Every path comes from :class:`beluga.workflow.paths.Paths`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from beluga import folds as beluga_folds
+from beluga.analyses import inoculation
+from beluga.data import fetch
+from beluga.methods import get_algorithm, method_hparams
+from beluga.settings import fold_run
+from beluga.workflow import dag
+from beluga.workflow.paths import IID_RUN, Paths, RunKey
+
+#: the rules whose settings :meth:`Runs.settings` builds (finetune_keep and finetune_model use finetune's)
+TRAINING_RULES = ("train_iid", "finetune", "trial", "inoculate", "combinational_train")
+
+#: a training / prediction job's memory (MB) and time (minutes) at model scale 1, first attempt
+BASE_RESOURCES = {"train": (3000, 60), "predict": (2000, 20)}
+
+
+def model_scale(spec) -> float:
+    """Memory / time scale of a model (tiny plumbing BERT < MiniLM < BERT-base < BERT-large)."""
+    name = str(spec).lower()
+    if name == "tiny-random":
+        return 0.5
+    if "large" in name:
+        return 6.0
+    if "base" in name:
+        return 2.5
+    return 1.0  # MiniLM (default) or an unknown local model of that size
+
+
+def gpu_resources(config: dict) -> dict:
+    """The resources every job that trains or predicts requests for the configuration's GPUs:
+    a GPU each (``gpu_jobs: 1``), or K jobs per GPU (a slot of a GPU locally: ``--resources
+    gpu_slot=K``; a GPU shard on Slurm); the cluster's GPU partition when one is set."""
+    out = {}
+    if config["gpus"] and config["gpu_jobs"] == 1:
+        out = {"gpu": int(config["gpus"])}
+    elif config["gpus"]:
+        out = {"gpu_slot": 1, "gres": f"shard:{int(config['gpus'])}"}
+    if config["gpu_partition"]:
+        out["slurm_partition"] = config["gpu_partition"]
+    return out
+
+
+class Runs:
+    """The runs of a validated config (``data_dir``: its data folder; ``not_fetched``: inputs the
+    fetch target provides that are not there yet, whose tasks get no folds). Building it checks
+    the folds, the selection grids and the inoculation units: a :class:`beluga.errors.BelugaError`
+    names the config file(s) ``configfiles`` and the field."""
+
+    def __init__(self, config: dict, paths: Paths, data_dir: str, not_fetched=(), configfiles=()):
+        self.config, self.paths, self.data_dir = config, paths, data_dir
+        self.tasks = config["tasks"]
+        self.configurations = list(config["configurations"])
+        self.methods = list(config["methods"])
+        self.predict = config["predict"]
+        self.combinational = config["combinational"]
+        self.inoculation = config["inoculation"]
+        # torch threads of a training / prediction job (fixed: float reductions depend on it);
+        # the IID model trains alone before any fold can start and may use the cores that would idle
+        self.iid_threads = config["iid_job_threads"] or config["job_threads"]
+        self.folds, self.seen_fold, self.func_names, self.func_tables = {}, {}, {}, {}
+        for t, c in self.tasks.items():
+            if dag.suite_not_fetched(c["suite"], not_fetched):
+                # the fetch target can run; every other target stops (all_targets)
+                self.folds[t], self.seen_fold[t], self.func_names[t], self.func_tables[t] = [], {}, [], None
+                continue
+            funcs, self.folds[t], self.seen_fold[t] = dag.task_folds(c["suite"], c["type"], list(config["partitions"]))
+            dag.check_case_counts(t, funcs, configfiles)
+            dag.check_folds(t, self.folds[t], funcs, self.configurations, configfiles)
+            self.func_names[t], self.func_tables[t] = list(funcs["functionality"]), funcs
+        self.ood_sets = {t: {e["name"]: e for e in (self.tasks[t].get("ood") or [])} for t in self.tasks}
+        #: (task, method) -> trial id -> grid point, for every method and the methods they take selections from
+        self.grid_points = {
+            (t, m): dag.grid_points(dag.method_grid(self.selection(t), m))
+            for t in self.tasks
+            for m in sorted(set(self.methods) | {self.selection_method(t, m) for m in self.methods})
+        }
+        #: task -> inoculation unit -> {level, label, functionalities}
+        self.inoc_units = {
+            t: inoculation.units(self.func_tables[t], self.inoculation["units"])
+            for t in (self.inoculation["tasks"] or self.tasks)
+            if self.func_tables.get(t) is not None
+        }
+
+    # --- a task's blocks ---------------------------------------------------------------------------
+    def training(self, task: str) -> dict:
+        """The global training block with the task's own overrides (tasks.<id>.training) on top."""
+        return {**self.config["training"], **self.tasks[task].get("training", {})}
+
+    def stage_hparams(self, task: str, stage: str, method: str) -> dict:
+        """A stage's lr / batch_size / epochs with the method's complete hyper-parameters."""
+        tr = self.training(task)
+        return {**tr[stage], **method_hparams(method, tr["method_hparams"].get(method))}
+
+    def selection(self, task: str) -> dict:
+        """The selection block (docs/METHOD.md, §4) with the task's overrides (tasks.<id>.selection)."""
+        return {**self.config["selection"], **self.tasks[task].get("selection", {})}
+
+    def selection_method(self, task: str, method: str) -> str:
+        """The method whose selection gives ``method`` its hyper-parameters (itself;
+        LP-FT with ft_hparams_from: vanilla takes vanilla's)."""
+        return get_algorithm(method).selection_method(self.stage_hparams(task, "suite", method))
+
+    def selected(self, w: Mapping) -> str:
+        """A fold's selected hyper-parameters: selected on the seen fold (policy "seen", the paper)
+        or on the fold itself (policy "per_fold"), by the method's selection method."""
+        task, method = w["task"], self.selection_method(w["task"], w["method"])
+        if self.selection(task)["policy"] == "seen":
+            return self.paths.selected(task, w["conf"], method, "seen", "all")
+        return self.paths.selected(task, w["conf"], method, w["partition"], w["fold"])
+
+    def has_grid(self, task: str, method: str) -> bool:
+        """A fold of ``method`` trains with selected hyper-parameters (its selection method has a grid)."""
+        return bool(self.grid_points[(task, self.selection_method(task, method))])
+
+    # --- folds and runs ------------------------------------------------------------------------------
+    def fold_spec(self, task: str, partition: str, fold: str) -> dict:
+        """A run's fold: the IID model's (standard/all), the seen fold, or a held-out fold."""
+        if partition == "standard":
+            return {"partition": "standard", "fold": "all", "group": "all", "held_out": self.func_names[task]}
+        if partition == "seen":
+            return self.seen_fold[task]
+        return beluga_folds.find_fold(self.folds[task], partition, fold)
+
+    def scored_functionalities(self, task: str, partition: str, fold: str) -> list[str] | None:
+        """The T_test functionalities a run predicts and is scored on (None: all, predict.scope: all)."""
+        return dag.scored_functionalities(self.fold_spec(task, partition, fold), self.predict["scope"])
+
+    def run_keys(self, task: str) -> list[RunKey]:
+        """Every (configuration, method, partition, fold) with predictions, the IID baseline first."""
+        keys = [IID_RUN]
+        for conf in self.configurations:
+            for method in self.methods:
+                keys += [RunKey(conf, method, f["partition"], f["fold"]) for f in self.folds[task]]
+        return keys
+
+    def predicts_ood(self, conf: str, partition: str) -> bool:
+        """The run's model predicts the OOD sets: the IID and seen models (every model: ood_models: all)."""
+        return conf == "iid" or partition == "seen" or self.predict["ood_models"] == "all"
+
+    def ood_data(self, task: str) -> list[str]:
+        """The prepared OOD sets of a task, in config order."""
+        return [self.paths.ood_data(name, task) for name in self.ood_sets[task]]
+
+    def ood_keys(self, task: str, which: str) -> list[RunKey]:
+        """The runs the OOD evaluation reads: ``systems`` (the IID model and each pair's
+        seen model) or ``models`` (every model that predicted the OOD sets)."""
+        if which == "systems":
+            return [k for k in self.run_keys(task) if k.conf == "iid" or k.partition == "seen"]
+        return [k for k in self.run_keys(task) if self.predicts_ood(k.conf, k.partition)]
+
+    def records(self, task: str, kind: str, keys=None, functionalities: bool = True,
+                predictions: bool = False) -> list[dict]:
+        """The record of every run of ``keys`` (default: every run of the task): configuration,
+        method, partition, fold, the path of its ``kind`` file, the T_test functionalities it
+        predicted (None: all) and, with ``predictions``, its predictions file."""
+        out = []
+        for key in self.run_keys(task) if keys is None else keys:
+            c, m, p, f = key
+            rec = {"configuration": c, "method": m, "partition": p, "fold": f, "path": self.paths.run(kind, task, *key)}
+            if functionalities:
+                rec["functionalities"] = self.scored_functionalities(task, p, f)
+            if predictions:
+                rec["predictions"] = self.paths.run("predictions", task, *key)
+            out.append(rec)
+        return out
+
+    def start_model(self, w: Mapping) -> tuple[str | None, str]:
+        """(input path or None, label for the run record) of a fold's start model: a method with
+        a start method (lp_ft) starts from that method's model of the same configuration and fold;
+        otherwise IID→T and IID→(IID+T) start from the IID model and IID+T from the pre-trained model."""
+        first = get_algorithm(w["method"]).start_method
+        if first is not None:
+            model = self.paths.model(w["task"], w["conf"], first, w["partition"], w["fold"])
+            return model, f"{first} model of this fold"
+        if dag.configuration(w["conf"]).from_iid:
+            return self.paths.iid_model(w["task"]), "iid"
+        return None, self.tasks[w["task"]]["model"]
+
+    def model_marker(self, task: str | None = None) -> str | None:
+        """The marker of a task's hub model (task None: the combinational analysis' model), the commit
+        its configured revision resolved to (written by the fetch); None for a local model."""
+        block = self.combinational if task is None else self.tasks[task]
+        spec = str(block["model"])
+        if not fetch.is_hub_name(spec):
+            return None
+        return fetch.model_marker(self.data_dir, spec, block.get("model_revision"))
+
+    # --- a training job's settings and message ---------------------------------------------------------
+    def settings(self, rule: str, w: Mapping) -> dict:
+        """The settings of a job of the training rule ``rule`` (:data:`TRAINING_RULES`) with the
+        wildcards ``w``, as one FoldRun (beluga/settings.py) dict: the job's own fields here, every
+        other field from the config (the task's training block; the combinational analysis' own)."""
+        if rule not in TRAINING_RULES:
+            raise ValueError(f"settings: {rule!r} is not a training rule ({', '.join(TRAINING_RULES)})")
+        changes = {}
+        if rule == "combinational_train":
+            comb = self.combinational
+            task, task_type, model = "combinational", "sent", comb["model"]
+            training = {**self.config["training"], "max_length": comb["max_length"]}
+            key, held_out, funcs = RunKey("iid", "vanilla", "standard", f"k{w['k']}"), (), ()
+            start, hparams, checkpoint_dir = model, {**comb["training"], **method_hparams("vanilla")}, None
+            model_lock, changes["seed"] = self.model_marker(), comb["seed"]
+        else:
+            task = w["task"]
+            task_type, model, training = self.tasks[task]["type"], self.tasks[task]["model"], self.training(task)
+            funcs, model_lock = tuple(self.func_names[task]), self.model_marker(task)
+            if rule == "train_iid":
+                key, held_out, funcs, start = IID_RUN, (), (), model
+                hparams = self.stage_hparams(task, "iid", "vanilla")
+                checkpoint_dir = self.paths.checkpoints(rule, task, key)
+                changes["threads"] = self.iid_threads
+            elif rule == "inoculate":  # IID→T on the unit's dose
+                inoc = self.inoculation
+                key = RunKey("iid_to_t", "vanilla", "inoculation", f"{w['unit']}-{w['dose']}-{w['lr']}")
+                unit_funcs = set(self.inoc_units[task][w["unit"]]["functionalities"])
+                held_out, start = tuple(f for f in funcs if f not in unit_funcs), "iid"
+                hparams = self.stage_hparams(task, "suite", "vanilla")
+                hparams.update(lr=next(x for x in inoc["lrs"] if inoculation.lr_id(x) == w["lr"]),
+                               epochs=inoc["max_epochs"], batch_size=inoc["batch_size"] or hparams["batch_size"])
+                checkpoint_dir, model_lock = None, None
+            else:  # finetune (finetune_keep, finetune_model) and trial
+                key = RunKey(w["conf"], w["method"], w["partition"], w["fold"])
+                held_out = tuple(self.fold_spec(task, key.partition, key.fold)["held_out"])
+                start, hparams = self.start_model(w)[1], self.stage_hparams(task, "suite", key.method)
+                trial = [w["trial"]] if rule == "trial" else []
+                checkpoint_dir = self.paths.checkpoints(rule, task, key, *trial)
+        run = fold_run(self.config, training, task=task, task_type=task_type, model=model, configuration=key.conf,
+                       method=key.method, partition=key.partition, fold=key.fold, held_out=held_out,
+                       functionalities=funcs, start_label=start, hparams=hparams, checkpoint_dir=checkpoint_dir,
+                       model_lock=model_lock)
+        return run.replace(**changes).to_dict()
+
+    def hparams_summary(self, rule: str, w: Mapping) -> str:
+        """A training job's hyper-parameters in words, for its message (a dry run shows it): the
+        values, or which method's selection on which fold chooses them."""
+        task, method = w["task"], w["method"]
+        hp = get_algorithm(method).final_hparams(self.stage_hparams(task, "suite", method))
+        if rule == "trial":
+            hp = get_algorithm(method).final_hparams({**hp, **self.grid_points[(task, method)][w["trial"]]})
+            chosen = {}
+        else:
+            sel = self.selection_method(task, method)
+            where = "seen/all" if self.selection(task)["policy"] == "seen" else "this fold"
+            grid = dag.method_grid(self.selection(task), sel) if self.grid_points[(task, sel)] else {}
+            chosen = {k: f"{sel}'s selection on {where}" for k in grid}
+            if hp.get("ft_epochs") is not None:
+                chosen.pop("epochs", None)
+        keys = ("lr", "batch_size", "epochs")
+        parts = [", ".join(f"{k} {hp[k]:g}" for k in keys if k not in chosen)]
+        if chosen:
+            parts.append(f"{', '.join(k for k in keys if k in chosen)}: {next(iter(chosen.values()))}")
+        return "; ".join([p for p in parts if p] + [f"starts from {self.start_model(w)[1]}"])
+
+    # --- cluster resources --------------------------------------------------------------------------
+    def job_resources(self, kind: str) -> dict:
+        """A training (``train``) / prediction (``predict``) rule's resources: mem_mb (grows by half
+        on every retry), runtime in minutes (doubles on every retry: preemption or a slow node), both
+        scaled by the task's model (the combinational analysis: its own) and max_length; and the
+        configuration's GPUs (:func:`gpu_resources`)."""
+        base_mb, base_min = BASE_RESOURCES[kind]
+
+        def scale(task):
+            return model_scale(self.combinational["model"] if task is None else self.tasks[task]["model"])
+
+        def mem_mb(wildcards, attempt):
+            task = wildcards.get("task")
+            max_length = self.combinational["max_length"] if task is None else self.training(task)["max_length"]
+            return int(base_mb * scale(task) * max(1.0, max_length / 128) * (1 + 0.5 * (attempt - 1)))
+
+        def runtime(wildcards, attempt):
+            return int(base_min * scale(wildcards.get("task")) * 2 ** (attempt - 1))
+
+        return {"mem_mb": mem_mb, "runtime": runtime, **gpu_resources(self.config)}
+
+    # --- inoculation ---------------------------------------------------------------------------------
+    def inoc_doses(self, task: str, unit: str) -> list[str]:
+        n = inoculation.train_cases_per_unit(self.func_tables[task], self.inoc_units[task][unit]["functionalities"],
+                                             self.config["split"]["fractions"])
+        return inoculation.doses_for(n, self.inoculation["doses"])
+
+    def inoc_results(self, task: str) -> list[str]:
+        """Every (unit, dose, learning rate) result of a task."""
+        return [
+            self.paths.inoculation_run(task, unit, dose, inoculation.lr_id(lr))
+            for unit in self.inoc_units[task]
+            for dose in self.inoc_doses(task, unit)
+            for lr in self.inoculation["lrs"]
+        ]
+

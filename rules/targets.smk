@@ -1,0 +1,59 @@
+# The targets: the default target's files (rule all, Snakefile) and the related
+# analyses' (rules inoculation_all and combinational_all, rules/analyses.smk).
+# Every path comes from PATHS (beluga/workflow/paths.py).
+
+INOC_OUTPUTS = ("table.csv", "outcomes.csv", "inoculation.md", "curves.png", "transfer.png")
+COMB_OUTPUTS = ("table.csv", "table.md", "accuracy.png", "epochs.csv")
+OOD_OUTPUTS = ("scores.csv", "ranking.csv", "ood_table.csv", "ood_table.md", "ood_table.tex", "ood.png", "models.csv")
+
+
+# Inoculation by fine-tuning and combinational OOD (docs/ANALYSES.md): in the
+# default target when enabled; their targets run them on any config.
+def inoc_targets():
+    return [p for t in RUNS.inoc_units for p in RUNS.inoc_results(t) + [PATHS.inoculation(n, t) for n in INOC_OUTPUTS]]
+
+
+def comb_targets():
+    runs = [PATHS.combinational_run(k) for k in COMBINATIONAL["ks"]]
+    return runs + [PATHS.combinational(n) for n in COMB_OUTPUTS]
+
+
+def all_targets():
+    """Final tables and plots, plus every fold's predictions and outcomes:
+    naming the per-fold files as targets makes a deleted (or failed) fold's
+    file rerun that fold alone (Snakemake >= 7.7 does not regenerate a missing
+    intermediate file whose consumers are up to date). Inputs the fetch target
+    provides must be there first."""
+    if NOT_FETCHED:
+        where = " ".join(f"--configfile {f}" for f in workflow.configfiles) or ""
+        raise WorkflowError(
+            f"{len(NOT_FETCHED)} input file(s) of this configuration are not in the data folder {DATA_DIR} "
+            f"(first: {NOT_FETCHED[0]}): fetch them first on a machine with a network: "
+            f"snakemake fetch --cores 4 {where} (README: The paper's run on a cluster)"
+        )
+    targets = []
+    for task in TASKS:
+        for key in RUNS.run_keys(task):
+            targets += [PATHS.run("predictions", task, *key), PATHS.run("outcomes", task, *key)]
+        targets += [PATHS.suite("summary.tsv", task)]
+        targets += [PATHS.scores(name, task) for name in ("scores.csv", "scores.md", "pass_rates.csv")]
+        targets += [PATHS.plots(f"heatmap_{p}.png", task) for p in PARTITIONS]
+        targets += [
+            PATHS.stats("significance.csv", task),
+            PATHS.stats("intervals.csv", task),
+            PATHS.diagnostics("diagnostics.md", task),
+            PATHS.failures("failures.html", task),
+            PATHS.figures("figure1.png", task),
+            PATHS.figures("figure1.pdf", task),
+        ]
+        if RUNS.ood_sets[task]:
+            targets += [PATHS.ood(name, task) for name in OOD_OUTPUTS]
+    targets += [PATHS.table3(name) for name in ("table3.csv", "table3.md", "table3.tex")]
+    if sum(bool(RUNS.ood_sets[t]) for t in TASKS) > 1:
+        targets += [PATHS.ood_ranking("ranking.csv"), PATHS.ood_ranking("ranking.md")]
+    if INOCULATION["enabled"]:
+        targets += inoc_targets()
+    if COMBINATIONAL["enabled"]:
+        targets += comb_targets()
+    targets.append(PATHS.run_config())
+    return targets
