@@ -211,6 +211,9 @@ def test_inoculation_results():
     assert len(results) == 4 * 2 * 2
     assert results[:2] == ["results/sent/inoculation/runs/class-vocabulary/1/lr0.001.json",
                            "results/sent/inoculation/runs/class-vocabulary/1/lr0.0001.json"]
+    # a task the config does not have is an error, not an analysis silently left out
+    with pytest.raises(ConfigError, match=r"field 'inoculation\.tasks': 'para' is not a task of this config"):
+        runs(config(inoculation={**INOCULATION, "tasks": ["para"]}))
 
 
 def test_bad_folds_and_grids_name_the_config_file():

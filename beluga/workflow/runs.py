@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from beluga import folds as beluga_folds
 from beluga.analyses import inoculation
 from beluga.data import fetch
+from beluga.errors import ConfigError
 from beluga.methods import get_algorithm, method_hparams
 from beluga.settings import fold_run
 from beluga.workflow import dag
@@ -91,6 +92,10 @@ class Runs:
             for t in self.tasks
             for m in sorted(set(self.methods) | {self.selection_method(t, m) for m in self.methods})
         }
+        unknown = [t for t in self.inoculation["tasks"] or () if t not in self.tasks]
+        if unknown:
+            raise ConfigError(f"config: field 'inoculation.tasks': {unknown[0]!r} is not a task of this config "
+                              f"(tasks: {', '.join(self.tasks)})")
         #: task -> inoculation unit -> {level, label, functionalities}
         self.inoc_units = {
             t: inoculation.units(self.func_tables[t], self.inoculation["units"])
