@@ -1,6 +1,7 @@
 """What a training / prediction job runs on (shared by the training and
 evaluation steps): torch threads and determinism, the device, the resolved
-precision, and what the run record says about them."""
+precision, and what the run record says about them; :func:`begin` starts a
+step's job and its clock."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import platform
 from dataclasses import dataclass
 
 import numpy
+
+from beluga.clock import Clock
 
 #: the run record written beside a model on disk
 RUN_FILE = "beluga_run.json"
@@ -54,3 +57,11 @@ def start_job(threads: int, precision: str, gpus: int = 0) -> Job:
     if gpus:
         require_gpu(dev, gpus)
     return Job(dev, resolve(precision, dev), int(threads))
+
+
+def begin(threads: int, precision: str, gpus: int = 0) -> tuple[Job, Clock]:
+    """A step's start: its clock (the process start, named parts) and its job
+    (:func:`start_job`: threads, determinism, device, the precision resolved
+    once for the whole job)."""
+    clock = Clock()
+    return start_job(threads, precision, gpus), clock

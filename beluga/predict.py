@@ -13,6 +13,8 @@ its character offsets in the context) for a QA head.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -51,8 +53,20 @@ def model_outputs(model, tokenizer, ttype: TaskType, texts: list[str], texts_b: 
 
 
 def suite_predictions(model, tokenizer, ttype: TaskType, cases: pd.DataFrame, split: str, batch_size: int,
-                      max_length: int, doc_stride: int, precision) -> pd.DataFrame:
-    """Predictions for every input of ``cases``, keyed by (case_id, input_idx)."""
+                      max_length: int, doc_stride: int, precision, *, chunk_cases: int | None = None,
+                      on_chunk: Callable[[int], None] | None = None) -> pd.DataFrame:
+    """Predictions for every input of ``cases``, keyed by (case_id, input_idx).
+    ``chunk_cases`` (optional): predicted ``chunk_cases`` cases at a time (each
+    chunk batched by length on its own), ``on_chunk`` called with the number
+    of cases done after each chunk (a progress bar)."""
+    if chunk_cases is not None:
+        parts = []
+        for start in range(0, len(cases), chunk_cases):
+            parts.append(suite_predictions(model, tokenizer, ttype, cases.iloc[start:start + chunk_cases], split,
+                                           batch_size, max_length, doc_stride, precision))
+            if on_chunk is not None:
+                on_chunk(min(len(cases), start + chunk_cases))
+        return pd.concat(parts, ignore_index=True)
     keys, texts, texts_b = [], [], []
     for r in cases.itertuples(index=False):
         for j, t in enumerate(r.inputs):

@@ -2,6 +2,6 @@ from beluga.steps import plots
 from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: plots.build_figure1(task=sm.wildcards.task, suite=sm.input.suite, pass_rates=sm.input.pass_rates,
+run(sm, lambda: plots.figure1(task=sm.wildcards.task, suite=sm.input.suite, pass_rates=sm.input.pass_rates,
                               configurations=sm.params.configurations, methods=sm.params.methods,
                               out_png=sm.output.png, out_pdf=sm.output.pdf))

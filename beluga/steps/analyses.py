@@ -1,7 +1,7 @@
 """rules/analyses.smk: inoculation by fine-tuning (beluga/analyses/inoculation.py) and
 combinational OOD generalization (beluga/analyses/combinational.py). Their training
-jobs run the project's one training loop (beluga.training.train) through the
-same steps as the fold jobs."""
+jobs train and score through beluga/fold.py, as the fold jobs do (the project's
+one training loop, beluga.training.train)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from beluga.clock import Clock
 from beluga.errors import ConfigError
 from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
-from beluga.job import start_job
+from beluga.job import begin
 from beluga.settings import FoldRun
 from beluga.suites.build import split_cases
-from beluga.tasks import get_task_type
+from beluga.tasks import SENT, get_task_type
 
 # ---------------------------------------------------------------- inoculation
 
@@ -43,15 +42,12 @@ def inoculate(*, run: dict, unit: str, unit_funcs: list[str], dose: str, sample_
     are kept), then score the challenge (the unit's T_test and T_val), every
     functionality of T_test and the original test set."""
     from beluga.analyses.inoculation import dose_sample
+    from beluga.fold import evaluate_fold, suite_pass_rates, train_fold
     from beluga.metrics import iid_metrics, iid_score, pass_rates
-    from beluga.predict import predictions, suite_predictions
-    from beluga.scoring import run_outcomes, score_cases
-    from beluga.steps.train import _train_fold
     from beluga.suites.format import functionality_table
 
     run = FoldRun.from_dict(run)
-    clock = Clock()
-    job = start_job(run.threads, run.precision, run.gpus)
+    job, clock = begin(run.threads, run.precision, run.gpus)
     ttype = get_task_type(run.task_type)
     train_cases = split_cases(suite, split, run.task_type, "train", unit_funcs)
     chosen = dose_sample(train_cases["case_id"], dose, sample_seed, unit)
@@ -66,26 +62,22 @@ def inoculate(*, run: dict, unit: str, unit_funcs: list[str], dose: str, sample_
                          weights={k: v.detach().clone() for k, v in model.state_dict().items()})
         return epoch - state["best_epoch"] >= patience
 
-    model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=None, start=start, job=job,
-                                            clock=clock, case_ids=chosen, on_epoch_end=on_epoch_end)
+    model, tokenizer, summary = train_fold(run, job, clock, suite=suite, split=split, iid_train=None, start=start,
+                                           case_ids=chosen, on_epoch_end=on_epoch_end)
     if state["weights"] is not None:
         model.load_state_dict(state["weights"])
     model.eval()
     suite_test = split_cases(suite, split, run.task_type, "test")
     test = read_parquet(iid_test, "i.i.d. test data")
-    with clock("predict"):
-        preds = predictions(model, tokenizer, ttype, suite_test, test, batch_size, run.max_length, run.doc_stride,
-                            job.precision)
-        val_cases = split_cases(suite, split, run.task_type, "val", unit_funcs)
-        val_preds = suite_predictions(model, tokenizer, ttype, val_cases, "suite_val", batch_size, run.max_length,
-                                      run.doc_stride, job.precision)
+    _, outcome = evaluate_fold(model, tokenizer, run, job, clock, suite_test=suite_test, iid=test,
+                               held_out=unit_funcs, batch_size=batch_size, source=out_result)
+    val_cases = split_cases(suite, split, run.task_type, "val", unit_funcs)
+    val_rates = suite_pass_rates(model, tokenizer, val_cases, run, job, clock, batch_size=batch_size,
+                                 source=f"{out_result} (T_val)")
     with clock("score"):
-        outcome = run_outcomes(ttype, suite_test, preds, test, list(unit_funcs), source=out_result)
         suite_rows = outcome[outcome["split"] == "suite_test"]
         rates = pass_rates(suite_rows[["case_id", "functionality", "status"]], functionality_table(suite_test))
         rates = rates.set_index("functionality")["pass_rate"]
-        val_rates = pass_rates(score_cases(val_cases, val_preds, ttype, source=f"{out_result} (T_val)"),
-                               functionality_table(val_cases)).set_index("functionality")["pass_rate"]
         metrics = iid_metrics(outcome, ttype.name)
     unit_rates = rates.reindex(unit_funcs)
     write_json({
@@ -190,18 +182,14 @@ def combinational_train(*, run: dict, pool: str, k: int, words: dict, template: 
     the templated ID combinations through the training loop, then the
     accuracy of every cell of the seed's Table 2 (and per epoch if asked)."""
     from beluga.analyses import combinational as comb
-    from beluga.modeling import load_model, predict_probs, set_seed
-    from beluga.steps.train import _train
-    from beluga.tasks import SENT
+    from beluga.fold import load_start_model, train_model
+    from beluga.modeling import predict_probs
     from beluga.training import build_streams
 
     run = FoldRun.from_dict(run)
-    clock = Clock()
-    job = start_job(run.threads, run.precision, run.gpus)
+    job, clock = begin(run.threads, run.precision, run.gpus)
     train, test = comb.build(read_parquet(pool, "combinational data"), k, words, template)
-    set_seed(run.seed)
-    model, tokenizer = load_model(run.model, 2, model_lock=run.model_lock)
-    model.to(job.device)
+    model, tokenizer = load_start_model(run, job, num_labels=2)
     streams = build_streams(SENT, train[["example_id", "text", "label"]], None)
 
     def accuracy() -> dict:
@@ -215,7 +203,8 @@ def combinational_train(*, run: dict, pool: str, k: int, words: dict, template: 
         epochs.append({"epoch": epoch, **accuracy()})
         return False
 
-    summary = _train(model, tokenizer, streams, run, clock, on_epoch_end=on_epoch_end if per_epoch else None)
+    summary = train_model(model, tokenizer, streams, run, job, clock,
+                          on_epoch_end=on_epoch_end if per_epoch else None)
     model.eval()
     with clock("predict"):
         acc = accuracy()

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from beluga.clock import Clock
 from beluga.data.ood_sets import read_prepared
 from beluga.io import read_parquet, write_json, write_parquet
-from beluga.job import RUN_FILE, start_job
+from beluga.job import RUN_FILE, begin
 from beluga.suites.build import split_cases
 from beluga.tasks import get_task_type
 
@@ -24,8 +23,7 @@ def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str
     from beluga.modeling import load_trained
     from beluga.predict import predictions, predictions_table
 
-    clock = Clock()
-    job = start_job(threads, precision, gpus)
+    job, clock = begin(threads, precision, gpus)
     ttype = get_task_type(task_type)
     net, tokenizer = load_trained(model, ttype.head)
     net.to(job.device)

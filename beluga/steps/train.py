@@ -3,8 +3,9 @@ one job trains the fold, predicts what it is scored on and scores it, with the
 model in memory), grid trials and their selection.
 
 Every training job gets its settings as one :class:`beluga.settings.FoldRun`
-(``run``, a dict) and returns its timing parts (training / prediction /
-scoring seconds) for the job's timing line (:mod:`beluga.workflow.smk`).
+(``run``, a dict), trains and scores through :mod:`beluga.fold` and returns its
+timing parts (training / prediction / scoring seconds) for the job's timing
+line (:mod:`beluga.workflow.smk`).
 """
 
 from __future__ import annotations
@@ -14,42 +15,30 @@ from pathlib import Path
 
 import numpy as np
 
-from beluga.clock import Clock
 from beluga.data.ood_sets import read_prepared
 from beluga.errors import ConfigError
 from beluga.io import read_parquet, write_json, write_parquet
-from beluga.job import RUN_FILE, Job, start_job
+from beluga.job import RUN_FILE, Job, begin
+from beluga.methods import get_algorithm
 from beluga.settings import FoldRun
 from beluga.suites.build import split_cases
 from beluga.tasks import get_task_type
-from beluga.workflow.dag import configuration
-
-
-def _train(model, tokenizer, streams, run: FoldRun, clock: Clock, on_epoch_end=None) -> dict:
-    from beluga.training import train
-
-    clock.mark("train_start")
-    with clock("train"):
-        summary = train(model, tokenizer, streams, run, on_epoch_end=on_epoch_end)
-    clock.split("train", "checkpoint", summary["checkpoint_s"])
-    return summary
+from beluga.workflow.dag import scored_functionalities
 
 
 def train_iid(*, run: dict, train: str, out_model: str) -> dict:
     """The IID model: the pre-trained model trained on D_train."""
     from beluga import checkpoint
-    from beluga.modeling import load_model, model_provenance, save_model, set_seed
+    from beluga.fold import load_start_model, train_model
+    from beluga.modeling import model_provenance, save_model
     from beluga.training import build_streams
 
     run = FoldRun.from_dict(run)
-    clock = Clock()
-    job = start_job(run.threads, run.precision, run.gpus)
+    job, clock = begin(run.threads, run.precision, run.gpus)
     ttype = get_task_type(run.task_type)
-    set_seed(run.seed)
-    model, tokenizer = load_model(run.model, ttype.num_model_labels, head=ttype.head, model_lock=run.model_lock)
-    model.to(job.device)
+    model, tokenizer = load_start_model(run, job, num_labels=ttype.num_model_labels, head=ttype.head)
     streams = build_streams(ttype, read_parquet(train, "i.i.d. training data"), None)
-    summary = _train(model, tokenizer, streams, run, clock)
+    summary = train_model(model, tokenizer, streams, run, job, clock)
     record = {"configuration": "iid", "method": run.method, "partition": "standard", "fold": "all",
               **model_provenance(run.model, run.model_lock), "hparams": run.hparams, "seed": run.seed, **summary,
               **job.record(), "timing": clock.record()}
@@ -58,43 +47,9 @@ def train_iid(*, run: dict, train: str, out_model: str) -> dict:
     return clock.parts
 
 
-def _train_fold(run: FoldRun, *, suite: str, split: str, iid_train: str | None, start: str | None, job: Job,
-                clock: Clock, case_ids=None, on_epoch_end=None):
-    """Behavioral fine-tuning of one fold (shared by finetune, finetune_model,
-    trial and the inoculation analysis): (model, tokenizer, training summary).
-    ``case_ids`` (optional) keeps only those T_train cases (an inoculation
-    dose); ``on_epoch_end`` is passed to the training loop (early stopping).
-    The checkpoint folder is the caller's to delete once its outputs are written."""
-    from beluga.methods import get_algorithm
-    from beluga.modeling import load_model, set_seed
-    from beluga.training import build_streams
-
-    ttype = get_task_type(run.task_type)
-    suite_train = split_cases(suite, split, run.task_type, "train", run.training_functionalities)
-    if case_ids is not None:
-        suite_train = suite_train[suite_train["case_id"].isin(set(case_ids))].reset_index(drop=True)
-    iid_df = None
-    if configuration(run.configuration).mixes_iid:
-        if iid_train is None:
-            raise ConfigError(f"configuration {run.configuration}: needs the i.i.d. training data")
-        iid_df = read_parquet(iid_train, "i.i.d. training data")
-        if run.iid_in_mix is not None and len(iid_df) > run.iid_in_mix:
-            iid_df = iid_df.sample(n=int(run.iid_in_mix), random_state=run.seed).reset_index(drop=True)
-    set_seed(run.seed)
-    overrides = get_algorithm(run.method).config_overrides(run.hparams)
-    model, tokenizer = load_model(start or run.model, ttype.num_model_labels, config_overrides=overrides,
-                                  head=ttype.head, model_lock=None if start else run.model_lock)
-    model.to(job.device)
-    streams = build_streams(ttype, iid_df, suite_train, dir_train_slice=run.dir_train_slice,
-                            qa_answer_match=run.qa_answer_match)
-    return model, tokenizer, _train(model, tokenizer, streams, run, clock, on_epoch_end=on_epoch_end)
-
-
 def final(run: FoldRun) -> FoldRun:
     """The run with the hyper-parameters its method fixes after selection
     (LP-FT's ``ft_epochs``)."""
-    from beluga.methods import get_algorithm
-
     return run.with_hparams(**get_algorithm(run.method).final_hparams(run.hparams))
 
 
@@ -145,17 +100,15 @@ def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_te
     written only to ``out_model`` (finetune_keep: an LP model that LP-FT
     starts from). Rule ``finetune_keep`` is this step too."""
     from beluga import checkpoint
+    from beluga.fold import evaluate_fold, train_fold
     from beluga.modeling import save_model
-    from beluga.predict import predictions, predictions_table
-    from beluga.scoring import run_outcomes
-    from beluga.workflow.dag import scored_functionalities
+    from beluga.predict import predictions_table
 
     run, choice = with_selection(FoldRun.from_dict(run), selected)
-    clock = Clock()
-    job = start_job(run.threads, run.precision, run.gpus)
+    job, clock = begin(run.threads, run.precision, run.gpus)
     ttype = get_task_type(run.task_type)
-    model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=iid_train, start=start,
-                                            job=job, clock=clock)
+    model, tokenizer, summary = train_fold(run, job, clock, suite=suite, split=split, iid_train=iid_train,
+                                           start=start)
     record = _fold_record(run, choice, summary, job, start)
     if out_model is not None:
         with clock("save_model"):
@@ -163,13 +116,9 @@ def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_te
     functionalities = scored_functionalities({"held_out": list(run.held_out)}, scope)
     suite_test = split_cases(suite, split, run.task_type, "test", functionalities)
     iid = read_parquet(iid_test, "i.i.d. test data")
-    ood_sets = read_prepared(ood)
-    with clock("predict"):
-        preds = predictions(model, tokenizer, ttype, suite_test, iid, batch_size, run.max_length, run.doc_stride,
-                            job.precision, ood=ood_sets)
-    with clock("score"):
-        outcome = run_outcomes(ttype, suite_test, preds, iid, list(run.held_out), source=out_predictions,
-                               ood=ood_sets)
+    preds, outcome = evaluate_fold(model, tokenizer, run, job, clock, suite_test=suite_test, iid=iid,
+                                   held_out=run.held_out, batch_size=batch_size, source=out_predictions,
+                                   ood=read_prepared(ood))
     record.update(n_predictions=len(preds), predict_scope=scope, predicted_functionalities=functionalities,
                   timing=clock.record())
     write_parquet(predictions_table(preds, ttype, out_predictions), out_predictions)
@@ -188,13 +137,13 @@ def finetune_model(*, run: dict, suite: str, split: str, iid_train: str | None, 
     """Behavioral fine-tuning of one fold whose model is kept on disk
     (``keep_models: true``); the predict and outcomes rules take it from there."""
     from beluga import checkpoint
+    from beluga.fold import train_fold
     from beluga.modeling import save_model
 
     run, choice = with_selection(FoldRun.from_dict(run), selected)
-    clock = Clock()
-    job = start_job(run.threads, run.precision, run.gpus)
-    model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=iid_train, start=start,
-                                            job=job, clock=clock)
+    job, clock = begin(run.threads, run.precision, run.gpus)
+    model, tokenizer, summary = train_fold(run, job, clock, suite=suite, split=split, iid_train=iid_train,
+                                           start=start)
     record = {**_fold_record(run, choice, summary, job, start), "timing": clock.record()}
     save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)})
     checkpoint.clear(run.checkpoint_dir)
@@ -208,24 +157,15 @@ def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str,
     functionalities (the held-out ones are never looked at), write the mean
     pass rate."""
     from beluga import checkpoint
-    from beluga.metrics import pass_rates
-    from beluga.predict import suite_predictions
-    from beluga.scoring import score_cases
-    from beluga.suites.format import functionality_table
+    from beluga.fold import suite_pass_rates, train_fold
 
     run = final(FoldRun.from_dict(run).with_hparams(**grid_point))
-    clock = Clock()
-    job = start_job(run.threads, run.precision, run.gpus)
-    ttype = get_task_type(run.task_type)
-    model, tokenizer, summary = _train_fold(run, suite=suite, split=split, iid_train=iid_train, start=start,
-                                            job=job, clock=clock)
+    job, clock = begin(run.threads, run.precision, run.gpus)
+    model, tokenizer, summary = train_fold(run, job, clock, suite=suite, split=split, iid_train=iid_train,
+                                           start=start)
     val = split_cases(suite, split, run.task_type, "val", run.training_functionalities)
-    with clock("predict"):
-        preds = suite_predictions(model, tokenizer, ttype, val, "suite_val", batch_size, run.max_length,
-                                  run.doc_stride, job.precision)
-    with clock("score"):
-        status = score_cases(val, preds, ttype, source=f"trial {trial_id}")
-        rates = pass_rates(status, functionality_table(val)).set_index("functionality")["pass_rate"]
+    rates = suite_pass_rates(model, tokenizer, val, run, job, clock, batch_size=batch_size,
+                             source=f"trial {trial_id}")
     score = float(rates.mean()) if rates.notna().any() else float("nan")
     write_json({"trial": trial_id, "grid_point": grid_point, "hparams": run.hparams, "fold": run.fold,
                 "partition": run.partition, "score": score, "metric": "mean T_val pass rate",

@@ -294,7 +294,9 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
                   paper_fixes: bool = True, fmt: str | None = None) -> dict:
     from beluga.analyses.behavioral import export_rows, infer_format, read_predictions
     from beluga.io import write_csv, write_parquet
-    from beluga.scoring import FILTERED, PASS, score_cases
+    from beluga.metrics import pass_rates
+    from beluga.scoring import score_cases
+    from beluga.suites.format import functionality_table
 
     t0 = time.time()
     suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
@@ -324,22 +326,7 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
                           f"{n_inputs[b['case_id']]} inputs but a prediction for input_idx {b['input_idx']} "
                           f"(is this the suite the predictions were made for?)")
     cases = score_cases(sel, preds, ttype, source=f"predictions {predictions_path}")
-
-    order = list(dict.fromkeys(sel["functionality"]))
-    first = sel.drop_duplicates("functionality").set_index("functionality")
-    g = cases.groupby("functionality", sort=False)["status"]
-    funcs = pd.DataFrame({
-        "functionality": order,
-        "capability": [first.at[f, "capability"] for f in order],
-        "test_type": [first.at[f, "test_type"] for f in order],
-    })
-    n_cases = g.size()
-    n_scored = g.agg(lambda s: int((s != FILTERED).sum()))
-    n_passed = g.agg(lambda s: int((s == PASS).sum()))
-    funcs["n_cases"] = [int(n_cases[f]) for f in order]
-    funcs["n_scored"] = [int(n_scored[f]) for f in order]
-    funcs["n_passed"] = [int(n_passed[f]) for f in order]
-    funcs["pass_rate"] = [p / s if s else float("nan") for p, s in zip(funcs["n_passed"], funcs["n_scored"])]
+    funcs = pass_rates(cases, functionality_table(sel))   # suite order
 
     out = Path(out_dir)
     try:
@@ -366,9 +353,9 @@ def test_command(model: str, suite_path: str, out_dir: str, task_name: str | Non
                  paper_fixes: bool = True) -> str:
     """``python -m beluga test``: predict, score and summarise (returns the terminal summary)."""
     from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
+    from beluga.fold import suite_outcomes
     from beluga.io import write_csv, write_parquet, write_text
     from beluga.predict import predictions_table
-    from beluga.scoring import score_cases
     from beluga.suites.build import subsample_cases
 
     t0 = time.time()
@@ -385,8 +372,12 @@ def test_command(model: str, suite_path: str, out_dir: str, task_name: str | Non
     except OSError as e:
         raise BelugaError(f"output folder {out_dir}: field '--out': cannot be created: "
                           f"{' '.join(str(e.strerror or e).split())}") from None
-    preds = _predict_with_progress(net, tokenizer, ttype, suite, batch_size, max_length, precision)
-    status = score_cases(suite, preds, ttype, source=f"model {model}")
+    prec = _to_device(net, precision)
+    chunk = max(1, 2000 // max(1, int(suite["inputs"].map(len).mean())))   # cases predicted at a time
+    progress = _progress_bar(len(suite)) if sys.stderr.isatty() and len(suite) > chunk else None
+    preds, status = suite_outcomes(net, tokenizer, ttype, suite, split="suite_test", batch_size=batch_size,
+                                   max_length=max_length, doc_stride=128, precision=prec, source=f"model {model}",
+                                   chunk_cases=chunk, on_chunk=progress)
     funcs, examples = failure_summary(suite, status, preds, ttype, k=failures)
     shown = str(model) if len(str(model)) <= 48 else "…" + str(model)[-47:]
     title = f"{shown} on {Path(suite_path).name} ({ttype.name}, {len(suite)} cases)"
@@ -409,30 +400,27 @@ def _load_test_model(spec: str, ttype):
     return load_trained(path, ttype.head)
 
 
-def _predict_with_progress(model, tokenizer, ttype, suite, batch_size: int, max_length: int, precision: str):
-    """Predictions of every input, in chunks of cases with a progress bar on a terminal."""
+def _to_device(model, precision: str):
+    """The test command's job: the model on the GPU if there is one, else the
+    CPU, in eval mode; ``precision`` resolved there, once (it runs no
+    :func:`beluga.job.start_job`: torch keeps its own threads)."""
     import torch
 
     from beluga.precision import resolve
-    from beluga.predict import suite_predictions
 
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(dev).eval()
-    prec = resolve(precision, dev)
-    chunk = max(1, 2000 // max(1, int(suite["inputs"].map(len).mean())))
-    parts = []
-    show = sys.stderr.isatty() and len(suite) > chunk
-    for start in range(0, len(suite), chunk):
-        part = suite.iloc[start:start + chunk]
-        parts.append(suite_predictions(model, tokenizer, ttype, part, "suite_test", batch_size, max_length, 128,
-                                       prec))
-        if show:
-            done = min(len(suite), start + chunk)
-            bar = "#" * int(30 * done / len(suite))
-            print(f"\rpredicting [{bar:<30}] {done}/{len(suite)} cases", end="", file=sys.stderr, flush=True)
-    if show:
-        print(file=sys.stderr)
-    return pd.concat(parts, ignore_index=True)
+    return resolve(precision, dev)
+
+
+def _progress_bar(total: int):
+    """A progress bar on stderr, called with the cases done (a newline when all are)."""
+    def show(done: int) -> None:
+        bar = "#" * int(30 * done / total)
+        print(f"\rpredicting [{bar:<30}] {done}/{total} cases", end="", file=sys.stderr, flush=True)
+        if done == total:
+            print(file=sys.stderr)
+    return show
 
 
 def main(argv: list[str] | None = None) -> int:

