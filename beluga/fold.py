@@ -38,6 +38,7 @@ import pandas as pd
 from beluga import training
 from beluga.clock import Clock
 from beluga.errors import ConfigError
+from beluga.folds import configuration
 from beluga.io import read_parquet
 from beluga.job import Job
 from beluga.methods import get_algorithm
@@ -50,7 +51,6 @@ from beluga.settings import FoldRun
 from beluga.suites.build import split_cases
 from beluga.suites.format import functionality_table
 from beluga.tasks import TaskType, get_task_type
-from beluga.workflow.dag import configuration
 
 
 def training_data(run: FoldRun, *, suite: str, split: str, iid_train: str | None,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -103,3 +104,40 @@ def find_fold(folds: list[dict], partition: str, fold_id: str) -> dict:
         if f["partition"] == partition and f["fold"] == fold_id:
             return f
     raise ConfigError(f"unknown fold {partition}/{fold_id}")
+
+
+# ---------------------------------------------------------------- training configurations
+
+
+class Configuration(NamedTuple):
+    """A training configuration of the paper (docs/METHOD.md, §2)."""
+
+    from_iid: bool     # the suite stage starts from the IID model (else from the pre-trained model)
+    mixes_iid: bool    # D_train is mixed into the suite stage
+
+
+CONFIGURATIONS: dict[str, Configuration] = {
+    "iid_to_t": Configuration(from_iid=True, mixes_iid=False),
+    "iid_plus_t": Configuration(from_iid=False, mixes_iid=True),
+    "iid_to_iid_plus_t": Configuration(from_iid=True, mixes_iid=True),
+}
+
+
+def configuration(name: str) -> Configuration:
+    if name not in CONFIGURATIONS:
+        raise ConfigError(f"config: field 'configurations': unknown configuration {name!r} "
+                          f"(known: {', '.join(CONFIGURATIONS)})")
+    return CONFIGURATIONS[name]
+
+
+#: what a fold's model predicts of T_test: the functionalities it is scored on, or all
+PREDICT_SCOPES = ("scored", "all")
+
+
+def scored_functionalities(fold: dict, scope: str = "scored") -> list[str] | None:
+    """The functionalities whose T_test a fold's model must predict: the ones
+    it is scored on (its held-out functionalities; all of them for ``seen``
+    and the IID baseline), or None (every functionality) with ``scope="all"``."""
+    if scope not in PREDICT_SCOPES:
+        raise ConfigError(f"config: field 'predict.scope': {scope!r} is not one of {', '.join(PREDICT_SCOPES)}")
+    return None if scope == "all" else list(fold["held_out"])

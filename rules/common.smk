@@ -11,6 +11,7 @@ from snakemake.utils import validate
 
 sys.path.insert(0, workflow.basedir)
 
+from beluga import folds as beluga_folds  # noqa: E402
 from beluga.workflow import dag as beluga_dag  # noqa: E402
 from beluga.workflow.paths import Paths, fold_log  # noqa: E402
 from beluga.workflow.runs import Runs  # noqa: E402
@@ -82,7 +83,7 @@ job_resources = RUNS.job_resources
 
 wildcard_constraints:
     task="|".join(TASKS),
-    conf="iid|" + "|".join(beluga_dag.CONFIGURATIONS),
+    conf="iid|" + "|".join(beluga_folds.CONFIGURATIONS),
     method="[a-z0-9_]+",
     trial="[A-Za-z0-9.+-]+",
     partition="standard|seen|func|class|type",
@@ -105,7 +106,7 @@ else:
     FUSED_METHODS = [m for m in METHODS if m not in KEEP_METHODS]
     MODEL_METHODS = []
 # the models the predict / outcomes rules read from disk: the IID model, and kept fold models
-DISK_CONFS = "|".join(["iid"] + (list(beluga_dag.CONFIGURATIONS) if KEEP_MODELS else []))
+DISK_CONFS = "|".join(["iid"] + (list(beluga_folds.CONFIGURATIONS) if KEEP_MODELS else []))
 DISK_METHODS = beluga_dag.method_regex(sorted({"vanilla"} | set(MODEL_METHODS)))
 
 
@@ -137,7 +138,7 @@ def model_locks(task=None):
 
 def trial_inputs(wildcards):
     inputs = {"suite": PATHS.suite(task=wildcards.task), "split": PATHS.suite("split.parquet", wildcards.task)}
-    if beluga_dag.configuration(wildcards.conf).mixes_iid:
+    if beluga_folds.configuration(wildcards.conf).mixes_iid:
         inputs["iid_train"] = PATHS.iid("train", wildcards.task)
     start, _ = RUNS.start_model(wildcards)
     if start is not None:

@@ -38,7 +38,7 @@ rule finetune:
     log:
         fold_log("finetune"),
     wildcard_constraints:
-        conf="|".join(beluga_dag.CONFIGURATIONS),
+        conf="|".join(beluga_folds.CONFIGURATIONS),
         method=beluga_dag.method_regex(FUSED_METHODS),
         partition="seen|func|class|type",
     conda:
@@ -85,7 +85,7 @@ rule finetune_model:
     log:
         fold_log("finetune"),
     wildcard_constraints:
-        conf="|".join(beluga_dag.CONFIGURATIONS),
+        conf="|".join(beluga_folds.CONFIGURATIONS),
         method=beluga_dag.method_regex(MODEL_METHODS),
         partition="seen|func|class|type",
     conda:
@@ -111,7 +111,7 @@ rule trial:
     log:
         fold_log("trial", "{trial}"),
     wildcard_constraints:
-        conf="|".join(beluga_dag.CONFIGURATIONS),
+        conf="|".join(beluga_folds.CONFIGURATIONS),
         partition="seen|func|class|type",
     conda:
         "../envs/beluga.yaml"

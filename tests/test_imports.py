@@ -173,3 +173,27 @@ def test_no_public_name_defined_twice():
                     homes.setdefault(n, []).append(m)
     twice = {n: ms for n, ms in homes.items() if len(set(ms)) > 1}
     assert not twice, "\n".join(f"{n}: {', '.join(ms)}" for n, ms in sorted(twice.items()))
+
+
+#: the package's groups, lowest first: a module imports only from its own group or a lower one
+LAYERS = ("core", "report", "analyses", "workflow")
+
+
+def layer(module: str) -> str:
+    part = module.split(".")[1] if module.count(".") else ""
+    if part in ("steps", "workflow", "__main__"):
+        return "workflow"   # the glue: steps, DAG helpers, job glue, plan, command line
+    return part if part in ("report", "analyses") else "core"
+
+
+def test_groups_import_downwards():
+    """The BELUGA core imports no reporting, analysis or workflow module; reporting no analysis or
+    workflow module; the analyses no workflow module; nothing in the package imports a step."""
+    bad = []
+    for m, deps in graph().items():
+        for d in sorted(deps):
+            if LAYERS.index(layer(d)) > LAYERS.index(layer(m)):
+                bad.append(f"{m} ({layer(m)}) imports {d} ({layer(d)})")
+            if d.startswith("beluga.steps.") and not m.startswith("beluga.steps"):
+                bad.append(f"{m} imports the step module {d}")
+    assert not bad, "\n".join(bad)

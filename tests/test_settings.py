@@ -10,10 +10,10 @@ import yaml
 from conftest import REPO, make_tiny_suite
 from snakemake.utils import validate
 
+from beluga.folds import CONFIGURATIONS
 from beluga.methods import ALGORITHMS, DEFAULT_HPARAMS, method_hparams
 from beluga.settings import FoldRun, fold_run, sourced_settings
 from beluga.suites.format import save_suite
-from beluga.workflow.dag import CONFIGURATIONS
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 

@@ -17,13 +17,13 @@ import numpy as np
 
 from beluga.data.ood_sets import read_prepared
 from beluga.errors import ConfigError
+from beluga.folds import scored_functionalities
 from beluga.io import read_parquet, write_json, write_parquet
 from beluga.job import RUN_FILE, Job, begin
 from beluga.methods import get_algorithm
 from beluga.settings import FoldRun
 from beluga.suites.build import split_cases
 from beluga.tasks import get_task_type
-from beluga.workflow.dag import scored_functionalities
 
 
 def train_iid(*, run: dict, train: str, out_model: str) -> dict:

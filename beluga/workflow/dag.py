@@ -1,5 +1,4 @@
-"""What ``rules/common.smk`` needs while the DAG is built: the training
-configurations, fold enumeration, grid trial ids, what a model predicts,
+"""What ``rules/common.smk`` needs while the DAG is built: fold enumeration, grid trial ids, what a model predicts,
 wildcard constraints matching a list of names, and the checks of a
 configuration that can be made before any job runs (each failure is one line
 naming the config file and the field: a WorkflowError).
@@ -12,48 +11,12 @@ import os
 import re
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import NamedTuple
 
 import yaml
 
 from beluga.errors import ConfigError
-from beluga.folds import enumerate_folds
+from beluga.folds import configuration, enumerate_folds
 from beluga.suites.build import suite_functionalities
-
-
-class Configuration(NamedTuple):
-    """A training configuration of the paper (docs/METHOD.md, §2)."""
-
-    from_iid: bool     # the suite stage starts from the IID model (else from the pre-trained model)
-    mixes_iid: bool    # D_train is mixed into the suite stage
-
-
-CONFIGURATIONS: dict[str, Configuration] = {
-    "iid_to_t": Configuration(from_iid=True, mixes_iid=False),
-    "iid_plus_t": Configuration(from_iid=False, mixes_iid=True),
-    "iid_to_iid_plus_t": Configuration(from_iid=True, mixes_iid=True),
-}
-
-
-def configuration(name: str) -> Configuration:
-    if name not in CONFIGURATIONS:
-        raise ConfigError(f"config: field 'configurations': unknown configuration {name!r} "
-                          f"(known: {', '.join(CONFIGURATIONS)})")
-    return CONFIGURATIONS[name]
-
-
-#: what a fold's model predicts of T_test: the functionalities it is scored on, or all
-PREDICT_SCOPES = ("scored", "all")
-
-
-def scored_functionalities(fold: dict, scope: str = "scored") -> list[str] | None:
-    """The functionalities whose T_test a fold's model must predict: the ones
-    it is scored on (its held-out functionalities; all of them for ``seen``
-    and the IID baseline), or None (every functionality) with ``scope="all"``."""
-    if scope not in PREDICT_SCOPES:
-        raise ConfigError(f"config: field 'predict.scope': {scope!r} is not one of {', '.join(PREDICT_SCOPES)}")
-    return None if scope == "all" else list(fold["held_out"])
-
 
 GRID_KEYS = {"lr": "lr", "batch_size": "bs", "epochs": "ep"}
 

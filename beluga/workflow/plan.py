@@ -222,7 +222,8 @@ def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
 def plan(config: dict, rates: dict) -> list[Line]:
     """One Line per (rule, configuration, method) over all tasks."""
     from beluga import folds as folds_mod
-    from beluga.workflow.dag import configuration, grid_points, method_grid
+    from beluga.folds import configuration
+    from beluga.workflow.dag import grid_points, method_grid
 
     lines: dict[tuple, Line] = {}
 

@@ -145,7 +145,7 @@ class Runs:
 
     def scored_functionalities(self, task: str, partition: str, fold: str) -> list[str] | None:
         """The T_test functionalities a run predicts and is scored on (None: all, predict.scope: all)."""
-        return dag.scored_functionalities(self.fold_spec(task, partition, fold), self.predict["scope"])
+        return beluga_folds.scored_functionalities(self.fold_spec(task, partition, fold), self.predict["scope"])
 
     def run_keys(self, task: str) -> list[RunKey]:
         """Every (configuration, method, partition, fold) with predictions, the IID baseline first."""
@@ -194,7 +194,7 @@ class Runs:
         if first is not None:
             model = self.paths.model(w["task"], w["conf"], first, w["partition"], w["fold"])
             return model, f"{first} model of this fold"
-        if dag.configuration(w["conf"]).from_iid:
+        if beluga_folds.configuration(w["conf"]).from_iid:
             return self.paths.iid_model(w["task"]), "iid"
         return None, self.tasks[w["task"]]["model"]
 
