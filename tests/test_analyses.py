@@ -40,7 +40,7 @@ def test_units_per_level():
     assert units["suite"]["functionalities"] == ["a", "b", "c"]
     assert units["class-negation"]["functionalities"] == ["a", "b"]
     assert units["func-c"] == {"level": "functionality", "label": "c", "functionalities": ["c"]}
-    # T_train sizes before the split (fractions 0.5 / 0.25 / 0.25: 10 -> 6 / 2 / 2 ... as folds.split_suite)
+    # T_train sizes before the split (fractions 0.5 / 0.25 / 0.25: 10 -> 6 / 2 / 2 ... as folds.assign_splits)
     from beluga.folds import split_sizes
     assert ino.train_cases_per_unit(funcs, ["a", "b"], (0.5, 0.25, 0.25)) == 2 * split_sizes(10, (0.5, .25, .25))[0]
     with pytest.raises(ConfigError, match="inoculation.units"):

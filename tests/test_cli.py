@@ -166,3 +166,12 @@ def test_score_real_sentiment_export(tmp_path):
     # only the sliced / cannot-fail DIRs filter cases
     filtered = funcs[funcs.n_scored < funcs.n_cases].functionality.tolist()
     assert set(filtered) <= {"intensifiers", "reducers", '"used to" should reduce'}
+
+
+def test_plan_finds_the_repository_files():
+    """`python -m beluga plan` without --configfile reads the embedded default and the schema from the
+    repository root (paths computed from the module's own location)."""
+    from beluga.workflow import plan as plan_mod
+
+    assert (plan_mod.REPO / "Snakefile").exists() and plan_mod.CONFIG_SCHEMA.exists()
+    assert plan_mod.load_config(None)["results"] == "results"

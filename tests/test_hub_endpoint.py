@@ -1,6 +1,6 @@
 """Hub models through huggingface_hub's own HTTP client, against a minimal
 mock of the Hugging Face hub on 127.0.0.1 (``HF_ENDPOINT``): the fetch
-(beluga.data.fetch.fetch_model) resolves a branch to its commit, downloads configs,
+(beluga.data.fetch.download_model) resolves a branch to its commit, downloads configs,
 tokenizer and safetensors weights and never the pickled ``pytorch_model.bin``;
 a training job then loads the model from the cache with ``HF_HUB_OFFLINE=1``
 without a single request; an unknown revision stops the fetch with one line.

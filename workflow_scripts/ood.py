@@ -1,8 +1,8 @@
-from beluga.steps import ood as steps
+from beluga.steps import ood
 from beluga.workflow.smk import input_list, run
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: steps.ood(
+run(sm, lambda: ood.ood(
     task=sm.wildcards.task, task_type=sm.params.task_type, runs=sm.params.runs, models=sm.params.models,
     data=input_list(sm, "data"), alpha=sm.params.alpha, correction=sm.params.correction, out_scores=sm.output.scores,
     out_ranking=sm.output.ranking, out_table=sm.output.table, out_markdown=sm.output.markdown,

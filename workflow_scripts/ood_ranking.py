@@ -1,6 +1,6 @@
-from beluga.steps import ood as steps
+from beluga.steps import ood
 from beluga.workflow.smk import input_list, run
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: steps.ood_ranking(scores=input_list(sm, "scores"), out_ranking=sm.output.ranking,
+run(sm, lambda: ood.ood_ranking(scores=input_list(sm, "scores"), out_ranking=sm.output.ranking,
                                 out_markdown=sm.output.markdown))

@@ -121,7 +121,7 @@ class TaskData:
 def task_data(long: pd.DataFrame, functionalities: pd.DataFrame, task_type: str, source: str = "unit outcomes"
               ) -> TaskData:
     """Aligned arrays (units in a fixed order: cases by functionality then id,
-    i.i.d. examples by id) of the baseline and every pair, from unit_outcomes()."""
+    i.i.d. examples by id) of the baseline and every pair, from outcomes_per_unit()."""
     feats = list(stats.IID_FEATURES[task_type])
     funcs = list(functionalities["functionality"])
     base_rows = long[(long.configuration == BASELINE[0]) & (long.method == BASELINE[1])]

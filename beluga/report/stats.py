@@ -101,14 +101,14 @@ def iid_statistic(mean_features: np.ndarray, task_type: str, iid_metric: str = "
     k = len(IID_FEATURES[task_type])
     if f.shape[-1:] != (k,):
         raise ValueError(f"mean_features: last axis has {f.shape[-1:] or 'no'} features, {task_type} needs {k}")
-    metrics = _iid_metrics(f, task_type)
+    named = _iid_metrics(f, task_type)
     if iid_metric == "mean":
-        vals = list(metrics.values())
+        vals = list(named.values())
         return vals[0].copy() if len(vals) == 1 else sum(vals) / len(vals)
-    if iid_metric not in metrics:
+    if iid_metric not in named:
         raise ValueError(f"field 'iid_metric': {iid_metric!r} is not a metric of task type {task_type} "
-                         f"(mean, {', '.join(metrics)})")
-    return np.array(metrics[iid_metric], dtype=np.float64)
+                         f"(mean, {', '.join(named)})")
+    return np.array(named[iid_metric], dtype=np.float64)
 
 
 @dataclass

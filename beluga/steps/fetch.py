@@ -27,4 +27,4 @@ def fetch_lock(*, data_dir: str, files: dict, markers: list[str], out_stamp: str
         marker = remote.read_marker(path)
         recorded[marker["model"] + "@" + marker["revision"]] = {k: marker[k] for k in ("model", "revision", "commit")}
     lock = remote.write_lock(data_dir, files, recorded)
-    write_text(f"{len(lock['files'])} files, {len(lock['models'])} models in {remote.LOCK_NAME}\n", out_stamp)
+    write_text(f"{len(lock['files'])} files, {len(lock['models'])} models in {remote.FETCH_LOCK_NAME}\n", out_stamp)

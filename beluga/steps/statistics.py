@@ -10,15 +10,15 @@ import pandas as pd
 import yaml
 
 from beluga.io import read_parquet, write_csv, write_parquet, write_text
-from beluga.report import run_stats as analysis
+from beluga.report import run_stats
 from beluga.suites.build import split_cases
 from beluga.suites.format import functionality_table, load_suite
 from beluga.tasks import get_task_type
 
 
-def _task_data(units: str, suite: str, task_type: str) -> analysis.TaskData:
+def _task_data(units: str, suite: str, task_type: str) -> run_stats.TaskData:
     funcs = functionality_table(load_suite(suite))
-    return analysis.task_data(read_parquet(units, "unit outcomes"), funcs, task_type, source=units)
+    return run_stats.task_data(read_parquet(units, "unit outcomes"), funcs, task_type, source=units)
 
 
 def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: str, k: int, out_table: str,
@@ -43,21 +43,21 @@ def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: 
 
 
 def unit_outcomes(*, runs: list[dict], task_type: str, scenario_iid: str, out_units: str) -> None:
-    write_parquet(analysis.outcomes_per_unit(runs, task_type, scenario_iid), out_units)
+    write_parquet(run_stats.outcomes_per_unit(runs, task_type, scenario_iid), out_units)
 
 
 def significance(*, task: str, units: str, suite: str, task_type: str, iid_metric: str, R: int, seed: int,
                  alpha: float, correction: str, out_table: str, out_null: str) -> None:
-    table, null = analysis.significance_table(_task_data(units, suite, task_type), iid_metric=iid_metric, R=R,
-                                        seed=analysis.task_seed(seed, task), alpha=alpha, correction=correction)
+    table, null = run_stats.significance_table(_task_data(units, suite, task_type), iid_metric=iid_metric, R=R,
+                                        seed=run_stats.task_seed(seed, task), alpha=alpha, correction=correction)
     write_csv(table, out_table)
     write_parquet(null, out_null)
 
 
 def intervals(*, task: str, units: str, suite: str, task_type: str, iid_metric: str, R: int, seed: int,
               out_table: str) -> None:
-    write_csv(analysis.interval_table(_task_data(units, suite, task_type), iid_metric=iid_metric, R=R,
-                                 seed=analysis.task_seed(seed, task)), out_table)
+    write_csv(run_stats.interval_table(_task_data(units, suite, task_type), iid_metric=iid_metric, R=R,
+                                 seed=run_stats.task_seed(seed, task)), out_table)
 
 
 def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, split: str, iid_test: str,
@@ -94,7 +94,7 @@ def table3(*, tasks: list[str], scores: list[str], significance: list[str], inte
     per_task = {t: {"scores": pd.read_csv(s), "significance": pd.read_csv(g), "intervals": pd.read_csv(i),
                     "null": read_parquet(n, "null distribution")}
                 for t, s, g, i, n in zip(tasks, scores, significance, intervals, null, strict=True)}
-    long = analysis.table3_long(per_task, alpha, correction)
+    long = run_stats.table3_long(per_task, alpha, correction)
     write_csv(tables.table3_csv(long), out_csv)
     # the renderers read correction "none" as no correction
     write_text(tables.table3_markdown(long, alpha, correction), out_markdown)

@@ -98,7 +98,7 @@ def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_te
     (``scope``), the i.i.d. test set and the OOD sets (``ood``: prepared
     files, empty for most folds), and their outcomes. The model is
     written only to ``out_model`` (finetune_keep: an LP model that LP-FT
-    starts from). Rule ``finetune_keep`` is this step too."""
+    starts from). Rule ``finetune_keep`` (``use rule finetune``) runs this step too."""
     from beluga import checkpoint
     from beluga.fold import evaluate_fold, train_fold
     from beluga.modeling import save_model
@@ -126,10 +126,6 @@ def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_te
     write_parquet(outcome, out_outcomes)
     checkpoint.clear(run.checkpoint_dir)
     return clock.parts
-
-
-#: rule finetune_keep (``use rule finetune``) runs the same step
-finetune_keep = finetune
 
 
 def finetune_model(*, run: dict, suite: str, split: str, iid_train: str | None, start: str | None,

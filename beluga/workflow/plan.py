@@ -38,10 +38,11 @@ import yaml
 
 from beluga.data.fetch import resolve_data_paths
 from beluga.errors import ConfigError, config_error_line
-from beluga.methods import get_algorithm, method_hparams
+from beluga.methods import get_algorithm
 from beluga.tasks import get_task_type
+from beluga.workflow import runs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CONFIG_SCHEMA = REPO / "schemas" / "config.schema.yaml"
 
 #: Reference throughput (sequences / s of one job at its model size and length,
@@ -140,11 +141,6 @@ def load_config(configfile: str | None, overrides: list[str] = ()) -> dict:
 
     resolve_data_paths(config)
     return config
-
-
-def _stage(cfg: dict, task_cfg: dict, stage: str) -> dict:
-    merged = {**cfg["training"], **task_cfg.get("training", {})}
-    return merged[stage], merged
 
 
 def _epochs_estimate(stage: dict, grid: dict) -> float:
@@ -247,12 +243,12 @@ def plan(config: dict, rates: dict) -> list[Line]:
         counts = task_counts(tcfg, config["split"])
         per, funcs, iid = counts["per"], counts["funcs"], counts["iid"]
         all_funcs = list(funcs["functionality"])
-        iid_stage, training = _stage(config, tcfg, "iid")
-        suite_stage, _ = _stage(config, tcfg, "suite")
+        training = runs.task_training(config, tcfg)
+        iid_stage, suite_stage = training["iid"], training["suite"]
         length = int(training["max_length"])
         cost = relative_cost(tcfg["model"], length, rates.get("ref_size", REF_SIZE),
                              rates.get("ref_length", REF_LENGTH))
-        grid = {**config["selection"], **tcfg.get("selection", {})}
+        grid = runs.task_selection(config, tcfg)
         policy = grid["policy"]
         test_all = sum(p["test_inputs"] for p in per.values())
         add("train_iid", "iid", "vanilla", tid, iid["train"] * iid_stage["epochs"], 0, cost)
@@ -263,10 +259,9 @@ def plan(config: dict, rates: dict) -> list[Line]:
         mix_n = iid["train"] if training["iid_in_mix"] is None else min(iid["train"], training["iid_in_mix"])
         methods = list(dict.fromkeys([*config["methods"],
                                       *filter(None, (get_algorithm(m).start_method for m in config["methods"]))]))
-        hparams = {m: {**suite_stage, **method_hparams(m, (training.get("method_hparams") or {}).get(m))}
-                   for m in methods}
+        hparams = {m: runs.stage_hparams(config, tcfg, "suite", m) for m in methods}
         # whose grid trials give each method its hyper-parameters (LP-FT may take vanilla's); their grids
-        selectors = {m: get_algorithm(m).selection_method(hparams[m]) for m in methods}
+        selectors = {m: runs.selection_method(config, tcfg, m) for m in methods}
         grids = {m: method_grid(grid, m) for m in dict.fromkeys(selectors.values())}
         for conf in config["configurations"]:
             mix = configuration(conf).mixes_iid

@@ -58,6 +58,29 @@ def gpu_resources(config: dict) -> dict:
     return out
 
 
+# ---------------------------------------------------------------- a task's blocks (also the cost plan's)
+def task_training(config: dict, task_cfg: dict) -> dict:
+    """The global training block with the task's own overrides (tasks.<id>.training) on top."""
+    return {**config["training"], **task_cfg.get("training", {})}
+
+
+def stage_hparams(config: dict, task_cfg: dict, stage: str, method: str) -> dict:
+    """A stage's (iid / suite) lr / batch_size / epochs with the method's complete hyper-parameters."""
+    tr = task_training(config, task_cfg)
+    return {**tr[stage], **method_hparams(method, tr["method_hparams"].get(method))}
+
+
+def task_selection(config: dict, task_cfg: dict) -> dict:
+    """The selection block (docs/METHOD.md, §4) with the task's overrides (tasks.<id>.selection)."""
+    return {**config["selection"], **task_cfg.get("selection", {})}
+
+
+def selection_method(config: dict, task_cfg: dict, method: str) -> str:
+    """The method whose selection gives ``method`` its hyper-parameters (itself;
+    LP-FT with ft_hparams_from: vanilla takes vanilla's)."""
+    return get_algorithm(method).selection_method(stage_hparams(config, task_cfg, "suite", method))
+
+
 class Runs:
     """The runs of a validated config (``data_dir``: its data folder; ``not_fetched``: inputs the
     fetch target provides that are not there yet, whose tasks get no folds). Building it checks
@@ -105,22 +128,16 @@ class Runs:
 
     # --- a task's blocks ---------------------------------------------------------------------------
     def training(self, task: str) -> dict:
-        """The global training block with the task's own overrides (tasks.<id>.training) on top."""
-        return {**self.config["training"], **self.tasks[task].get("training", {})}
+        return task_training(self.config, self.tasks[task])
 
     def stage_hparams(self, task: str, stage: str, method: str) -> dict:
-        """A stage's lr / batch_size / epochs with the method's complete hyper-parameters."""
-        tr = self.training(task)
-        return {**tr[stage], **method_hparams(method, tr["method_hparams"].get(method))}
+        return stage_hparams(self.config, self.tasks[task], stage, method)
 
     def selection(self, task: str) -> dict:
-        """The selection block (docs/METHOD.md, §4) with the task's overrides (tasks.<id>.selection)."""
-        return {**self.config["selection"], **self.tasks[task].get("selection", {})}
+        return task_selection(self.config, self.tasks[task])
 
     def selection_method(self, task: str, method: str) -> str:
-        """The method whose selection gives ``method`` its hyper-parameters (itself;
-        LP-FT with ft_hparams_from: vanilla takes vanilla's)."""
-        return get_algorithm(method).selection_method(self.stage_hparams(task, "suite", method))
+        return selection_method(self.config, self.tasks[task], method)
 
     def selected(self, w: Mapping) -> str:
         """A fold's selected hyper-parameters: selected on the seen fold (policy "seen", the paper)

@@ -7,8 +7,7 @@ import pytest
 
 from beluga.errors import DataError
 from beluga.metrics import score_runs
-from beluga.report import run_stats as analysis
-from beluga.report import stats, tables
+from beluga.report import run_stats, stats, tables
 
 FUNCS = pd.DataFrame({"functionality": ["f1", "f2", "f3"], "capability": ["c1", "c1", "c2"],
                       "test_type": ["MFT", "INV", "DIR"]})
@@ -54,11 +53,11 @@ def write_runs(tmp_path, rng, systems):
 def test_units_align_and_scores_match_the_score_runs(tmp_path):
     rng = np.random.default_rng(0)
     runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.7})
-    long = analysis.outcomes_per_unit(runs, "sent")
+    long = run_stats.outcomes_per_unit(runs, "sent")
     func_rows = long[(long.scenario == "func") & (long.unit == "case")]
     assert len(func_rows) == sum(map(len, CASES.values())) and func_rows["id"].is_unique
     assert set(long.loc[long.unit == "iid", "n_models"]) == {1, 3}
-    data = analysis.task_data(long, FUNCS, "sent")
+    data = run_stats.task_data(long, FUNCS, "sent")
     assert data.scenarios == ["seen", "func"]
     loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
     _, scores = score_runs(loaded, FUNCS, task_type="sent")
@@ -74,21 +73,21 @@ def test_missing_fold_is_reported(tmp_path):
     rng = np.random.default_rng(1)
     runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.7})
     runs = [r for r in runs if r["fold"] != "f2"]
-    long = analysis.outcomes_per_unit(runs, "sent")
+    long = run_stats.outcomes_per_unit(runs, "sent")
     with pytest.raises(ValueError, match="field 'id'"):
-        analysis.task_data(long, FUNCS, "sent")
+        run_stats.task_data(long, FUNCS, "sent")
 
 
 def test_significance_identical_system_is_not_significant(tmp_path):
     rng = np.random.default_rng(2)
     runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.6})
-    long = analysis.outcomes_per_unit(runs, "sent")
+    long = run_stats.outcomes_per_unit(runs, "sent")
     # a pair whose outcomes are the baseline's in every scenario
     base = long[long.configuration == "iid"]
     clone = pd.concat([base.assign(configuration="iid_plus_t", method="vanilla", scenario=s)
                        for s in ("seen", "func")], ignore_index=True)
-    data = analysis.task_data(pd.concat([long, clone], ignore_index=True), FUNCS, "sent")
-    table, null = analysis.significance_table(data, R=500, seed=1)
+    data = run_stats.task_data(pd.concat([long, clone], ignore_index=True), FUNCS, "sent")
+    table, null = run_stats.significance_table(data, R=500, seed=1)
     same = table[table.configuration == "iid_plus_t"]
     assert (same["p_value"] == 1.0).all() and (same["direction"] == 0).all()
     assert set(same["column"]) == {"iid", "G_seen", "G_func", "G_avg"}
@@ -106,8 +105,8 @@ def test_tested_delta_g_is_the_displayed_delta_g(tmp_path, task_type, scenario_i
     runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.7, ("iid_plus_t", "vanilla"): 0.4})
     loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
     _, scores = score_runs(loaded, FUNCS, task_type=task_type, scenario_iid=scenario_iid)
-    data = analysis.task_data(analysis.outcomes_per_unit(runs, task_type, scenario_iid), FUNCS, task_type)
-    table, _ = analysis.significance_table(data, R=200, seed=0)
+    data = run_stats.task_data(run_stats.outcomes_per_unit(runs, task_type, scenario_iid), FUNCS, task_type)
+    table, _ = run_stats.significance_table(data, R=200, seed=0)
     base_g = scores.iloc[0].G_standard
     for conf in ("iid_to_t", "iid_plus_t"):
         row = scores[scores.configuration == conf].iloc[0]
@@ -122,7 +121,7 @@ def test_tested_delta_g_is_the_displayed_delta_g(tmp_path, task_type, scenario_i
             score_runs([r for r in loaded if r["partition"] != "seen"], FUNCS, task_type=task_type,
                       scenario_iid="seen")
         with pytest.raises(DataError, match="scenario_iid.*no seen run"):
-            analysis.outcomes_per_unit([r for r in runs if r["partition"] != "seen"], task_type, "seen")
+            run_stats.outcomes_per_unit([r for r in runs if r["partition"] != "seen"], task_type, "seen")
     elif task_type == "para":   # the data tells the two definitions apart: pooled counts, not the mean of F1s
         from beluga.metrics import iid_metrics
 
@@ -137,13 +136,13 @@ def test_tested_delta_g_is_the_displayed_delta_g(tmp_path, task_type, scenario_i
 def test_holm_marks_fewer(tmp_path):
     table = pd.DataFrame({"configuration": ["a", "b", "c"], "method": "vanilla", "column": "G_seen",
                           "p_value": [0.01, 0.03, 0.04], "delta": [0.1, -0.2, 0.3]})
-    plain = analysis.mark(table, 0.05, "none")
-    holm = analysis.mark(table, 0.05, "holm")
+    plain = run_stats.mark(table, 0.05, "none")
+    holm = run_stats.mark(table, 0.05, "holm")
     assert plain["significant"].all() and list(plain["direction"]) == [1, -1, 1]
     np.testing.assert_allclose(holm["p_adjusted"], [0.03, 0.06, 0.06])
     assert list(holm["significant"]) == [True, False, False] and list(holm["direction"]) == [1, 0, 0]
     with pytest.raises(ValueError, match="statistics.correction"):
-        analysis.mark(table, 0.05, "bonferroni")
+        run_stats.mark(table, 0.05, "bonferroni")
 
 
 def test_table3_long_with_two_tasks_has_avg(tmp_path):
@@ -154,11 +153,11 @@ def test_table3_long_with_two_tasks_has_avg(tmp_path):
         runs = write_runs(tmp_path / task, rng, {("iid_to_t", "vanilla"): 0.8})
         loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
         _, scores = score_runs(loaded, FUNCS, task_type="sent")
-        data = analysis.task_data(analysis.outcomes_per_unit(runs, "sent"), FUNCS, "sent")
-        sig, null = analysis.significance_table(data, R=300, seed=k)
+        data = run_stats.task_data(run_stats.outcomes_per_unit(runs, "sent"), FUNCS, "sent")
+        sig, null = run_stats.significance_table(data, R=300, seed=k)
         per_task[task] = {"scores": scores, "significance": sig, "null": null,
-                          "intervals": analysis.interval_table(data, R=200, seed=k)}
-    long = analysis.table3_long(per_task, 0.05, "none")
+                          "intervals": run_stats.interval_table(data, R=200, seed=k)}
+    long = run_stats.table3_long(per_task, 0.05, "none")
     avg = long[long.task == "all"]
     assert list(avg["column"].unique()) == ["Avg"] and len(avg) == 2
     base = long[long.configuration == "iid"]
@@ -175,10 +174,10 @@ def test_table3_shows_each_metric_of_a_two_metric_task(tmp_path):
     runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.8})
     loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
     _, scores = score_runs(loaded, FUNCS, task_type="para")
-    data = analysis.task_data(analysis.outcomes_per_unit(runs, "para"), FUNCS, "para")
-    sig, null = analysis.significance_table(data, R=200, seed=0)
-    long = analysis.table3_long({"para": {"scores": scores, "significance": sig, "null": null,
-                                          "intervals": analysis.interval_table(data, R=100)}}, 0.05, "none")
+    data = run_stats.task_data(run_stats.outcomes_per_unit(runs, "para"), FUNCS, "para")
+    sig, null = run_stats.significance_table(data, R=200, seed=0)
+    long = run_stats.table3_long({"para": {"scores": scores, "significance": sig, "null": null,
+                                          "intervals": run_stats.interval_table(data, R=100)}}, 0.05, "none")
     f1 = long[(long.column == "iid_f1")]
     assert len(f1) == 2 and not f1["significant"].any()
     assert f1["value"].tolist() == pytest.approx(scores["iid_f1"].tolist())
