@@ -19,7 +19,8 @@ include: "rules/aggregate.smk"
 include: "rules/plots.smk"
 include: "rules/statistics.smk"
 include: "rules/ood.smk"
-include: "rules/analyses.smk"
+include: "rules/inoculation.smk"
+include: "rules/combinational.smk"
 
 
 # A real run (not -n) into a read-only / inaccessible results folder fails before any job;

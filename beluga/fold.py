@@ -1,6 +1,6 @@
 """One fold: the one public way to train a model on a fold and to score what
 it is scored on. Every step that trains (beluga/steps/train.py,
-beluga/steps/analyses.py) goes through here, after
+beluga/steps/inoculation.py, beluga/steps/combinational.py) goes through here, after
 :func:`beluga.job.begin` started its job and clock:
 
 - :func:`train_fold`: a fold's behavioral fine-tuning, end to end:

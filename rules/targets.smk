@@ -1,5 +1,5 @@
 # The targets: the default target's files (rule all, Snakefile) and the related
-# analyses' (rules inoculation_all and combinational_all, rules/analyses.smk).
+# analyses' (rules inoculation_all and combinational_all, rules/inoculation.smk, rules/combinational.smk).
 # Every path comes from PATHS (beluga/workflow/paths.py).
 
 INOC_OUTPUTS = ("table.csv", "outcomes.csv", "inoculation.md", "curves.png", "transfer.png")

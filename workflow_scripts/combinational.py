@@ -1,7 +1,7 @@
-from beluga.steps import analyses
+from beluga.steps import combinational
 from beluga.workflow.smk import input_list, run
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: analyses.combinational(results=input_list(sm, "results"), out_table=sm.output.table,
+run(sm, lambda: combinational.combinational(results=input_list(sm, "results"), out_table=sm.output.table,
                                        out_markdown=sm.output.markdown, out_figure=sm.output.figure,
                                        out_epochs=sm.output.epochs))

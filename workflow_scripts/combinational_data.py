@@ -1,6 +1,6 @@
-from beluga.steps import analyses
+from beluga.steps import combinational
 from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: analyses.combinational_data(data=sm.params.data, roles=sm.params.roles, n_test=sm.params.n_test,
+run(sm, lambda: combinational.combinational_data(data=sm.params.data, roles=sm.params.roles, n_test=sm.params.n_test,
                                             seed=sm.params.seed, out_pool=sm.output.pool))

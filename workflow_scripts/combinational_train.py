@@ -1,7 +1,7 @@
-from beluga.steps import analyses
+from beluga.steps import combinational
 from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: analyses.combinational_train(
+run(sm, lambda: combinational.combinational_train(
     run=sm.params.run, pool=sm.input.pool, k=int(sm.wildcards.k), words=sm.params.words, template=sm.params.template,
     batch_size=sm.params.batch_size, per_epoch=sm.params.per_epoch, out_result=sm.output.result))

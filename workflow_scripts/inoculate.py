@@ -1,8 +1,8 @@
-from beluga.steps import analyses
+from beluga.steps import inoculation
 from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: analyses.inoculate(
+run(sm, lambda: inoculation.inoculate(
     run=sm.params.run, unit=sm.wildcards.unit, unit_funcs=sm.params.unit_funcs, dose=sm.wildcards.dose,
     sample_seed=sm.params.sample_seed, patience=sm.params.patience, suite=sm.input.suite, split=sm.input.split,
     start=sm.input.start, iid_val=sm.input.iid_val, iid_test=sm.input.iid_test, batch_size=sm.params.batch_size,

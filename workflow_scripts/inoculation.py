@@ -1,8 +1,8 @@
-from beluga.steps import analyses
+from beluga.steps import inoculation
 from beluga.workflow.smk import input_list, run
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: analyses.inoculation(
+run(sm, lambda: inoculation.inoculation(
     task=sm.wildcards.task, task_type=sm.params.task_type, iid_metric=sm.params.iid_metric, units=sm.params.units,
     results=input_list(sm, "results"), iid_outcomes=sm.input.iid_outcomes, suite=sm.input.suite, lrs=sm.params.lrs,
     select_on=sm.params.select_on, thresholds=sm.params.thresholds, out_table=sm.output.table,

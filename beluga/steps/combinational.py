@@ -1,0 +1,87 @@
+"""rules/combinational.smk: combinational OOD generalization (beluga/analyses/combinational.py).
+Its training jobs train through beluga/fold.py, as the fold jobs do (the project's one training
+loop, beluga.training.train)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from beluga.errors import ConfigError
+from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
+from beluga.job import begin
+from beluga.settings import FoldRun
+from beluga.tasks import SENT
+
+# ---------------------------------------------------------------- combinational OOD
+
+
+def combinational_data(*, data: dict, roles: dict | None, n_test: int, seed: int, out_pool: str) -> None:
+    """The labelled inputs with their roles (fst / sec / neu), split into test
+    inputs and ranked training inputs."""
+    from beluga.analyses import combinational as comb
+
+    if data["source"] == "hutto":
+        df = comb.hutto_three_way(data["sets"], data["negative_below"], data["neutral_within"],
+                                  data["positive_above"])
+        roles = roles or {"fst": "positive", "sec": "negative", "neu": "neutral"}
+    else:
+        if not roles:
+            raise ConfigError("config: field 'combinational.roles': a local data set needs fst / sec / neu labels")
+        df = comb.load_labelled(data["path"])
+    write_parquet(comb.split_pool(comb.assign_roles(df, roles), n_test, seed), out_pool)
+
+
+def combinational_train(*, run: dict, pool: str, k: int, words: dict, template: str, batch_size: int,
+                        per_epoch: bool, out_result: str) -> dict:
+    """One training size K: a binary classifier (the task's model) trained on
+    the templated ID combinations through the training loop, then the
+    accuracy of every cell of the seed's Table 2 (and per epoch if asked)."""
+    from beluga.analyses import combinational as comb
+    from beluga.fold import load_start_model, train_model
+    from beluga.modeling import predict_probs
+    from beluga.training import build_streams
+
+    run = FoldRun.from_dict(run)
+    job, clock = begin(run.threads, run.precision, run.gpus)
+    train, test = comb.build(read_parquet(pool, "combinational data"), k, words, template)
+    model, tokenizer = load_start_model(run, job, num_labels=2)
+    streams = build_streams(SENT, train[["example_id", "text", "label"]], None)
+
+    def accuracy() -> dict:
+        probs = predict_probs(model, tokenizer, list(test["text"]), None, batch_size, run.max_length,
+                              precision=job.precision)
+        return comb.cell_accuracy(test, probs.argmax(axis=1))
+
+    epochs = []
+
+    def on_epoch_end(epoch: int, _model, _tokenizer) -> bool:
+        epochs.append({"epoch": epoch, **accuracy()})
+        return False
+
+    summary = train_model(model, tokenizer, streams, run, job, clock,
+                          on_epoch_end=on_epoch_end if per_epoch else None)
+    model.eval()
+    with clock("predict"):
+        acc = accuracy()
+    write_json({"K": k, "n_train": len(train), "n_test": len(test), "accuracy": acc, "per_epoch": epochs,
+                "hparams": run.hparams, "seed": run.seed, "steps": summary["steps"],
+                "train_x": sorted(set(train["x_id"])), "timing": clock.record(), **job.record()}, out_result)
+    return clock.parts
+
+
+def combinational(*, results: list[str], out_table: str, out_markdown: str, out_figure: str,
+                  out_epochs: str) -> None:
+    """Accuracy per cell and group for every K, the curve against K and (if recorded) per epoch."""
+    from beluga.analyses import combinational as comb
+
+    recs = sorted((json.loads(Path(p).read_text()) for p in results), key=lambda r: r["K"])
+    table = pd.DataFrame([{"K": r["K"], "n_train": r["n_train"], "n_test": r["n_test"], **r["accuracy"]}
+                          for r in recs])
+    epochs = pd.DataFrame([{"K": r["K"], **e} for r in recs for e in r["per_epoch"]])
+    write_csv(table, out_table)
+    write_csv(epochs if len(epochs) else pd.DataFrame(columns=["K", "epoch", *comb.GROUPS]), out_epochs)
+    write_text(comb.accuracy_markdown(table), out_markdown)
+    comb.curve_figure(table, out_figure, epochs if len(epochs) else None)

@@ -1,0 +1,81 @@
+# Inoculation by fine-tuning (seed 001; docs/ANALYSES.md; beluga/steps/inoculation.py,
+# beluga/analyses/inoculation.py): the IID model fine-tuned on doses of a unit's challenge data.
+
+
+rule inoculate:
+    input:
+        suite=PATHS.suite(),
+        split=PATHS.suite("split.parquet"),
+        start=PATHS.iid_model(),
+        iid_val=PATHS.iid("val"),
+        iid_test=PATHS.iid("test"),
+    output:
+        result=PATHS.inoculation_run(),
+    log:
+        "logs/{task}/inoculation/{unit}/{dose}/{lr}.log",
+    wildcard_constraints:
+        unit="[a-z0-9-]+",
+        dose="[0-9]+|all",
+        lr="lr[0-9.e+-]+",
+    conda:
+        "../envs/beluga.yaml"
+    threads: JOB_THREADS
+    resources:
+        **job_resources("train"),
+    params:
+        run=run_settings("inoculate"),
+        unit_funcs=lambda w: RUNS.inoc_units[w.task][w.unit]["functionalities"],
+        sample_seed=INOCULATION["seed"],
+        patience=INOCULATION["patience"],
+        batch_size=PREDICT["batch_size"],
+        iid_metric=lambda w: TASKS[w.task]["iid_metric"],
+    message:
+        "inoculate {wildcards.task} {wildcards.unit}: dose {wildcards.dose}, {wildcards.lr}"
+    script:
+        "../workflow_scripts/inoculate.py"
+
+
+rule inoculation:
+    input:
+        results=lambda w: RUNS.inoc_results(w.task),
+        iid_outcomes=PATHS.iid_run("outcomes"),
+        suite=PATHS.suite(),
+    output:
+        table=report(
+            PATHS.inoculation("table.csv"),
+            caption="../report/inoculation_table.rst",
+            category="Inoculation",
+            subcategory="{task}",
+        ),
+        outcomes=PATHS.inoculation("outcomes.csv"),
+        markdown=PATHS.inoculation("inoculation.md"),
+        curves=report(
+            PATHS.inoculation("curves.png"),
+            caption="../report/inoculation_curves.rst",
+            category="Inoculation",
+            subcategory="{task}",
+        ),
+        transfer=report(
+            PATHS.inoculation("transfer.png"),
+            caption="../report/inoculation_transfer.rst",
+            category="Inoculation",
+            subcategory="{task}",
+        ),
+    log:
+        "logs/{task}/inoculation.log",
+    conda:
+        "../envs/beluga.yaml"
+    params:
+        task_type=lambda w: TASKS[w.task]["type"],
+        iid_metric=lambda w: TASKS[w.task]["iid_metric"],
+        units=lambda w: RUNS.inoc_units[w.task],
+        lrs=INOCULATION["lrs"],
+        select_on=INOCULATION["select_on"],
+        thresholds=INOCULATION["thresholds"],
+    script:
+        "../workflow_scripts/inoculation.py"
+
+
+rule inoculation_all:
+    input:
+        inoc_targets(),
