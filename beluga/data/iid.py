@@ -46,15 +46,15 @@ import socket
 import zipfile
 import zlib
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from urllib.parse import urlparse
 
 import numpy as np
 import pandas as pd
 
-from beluga.errors import DataError
-from urllib.parse import urlparse
 from beluga.data.fetch import sha256_of
-from importlib.metadata import PackageNotFoundError, version
+from beluga.errors import DataError
 
 _log = logging.getLogger(__name__)
 

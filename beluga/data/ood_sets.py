@@ -34,13 +34,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from beluga.errors import ConfigError, DataError
-from importlib.metadata import PackageNotFoundError, version
 
 HUTTO_DIR = ("data", "hutto_ICWSM_2014")
 HUTTO_SETS = {"tweets": "tweets_GroundTruth.txt", "amazon": "amazonReviewSnippets_GroundTruth.txt",
