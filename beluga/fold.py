@@ -86,24 +86,27 @@ def load_start_model(run: FoldRun, job: Job, *, num_labels: int, head: str = "cl
     return model, tokenizer
 
 
-def train_model(model, tokenizer, streams, run: FoldRun, job: Job, clock: Clock, on_epoch_end=None) -> dict:
+def train_model(model, tokenizer, streams, run: FoldRun, job: Job, clock: Clock, on_epoch_end=None,
+                lr_factor=None) -> dict:
     """The training loop (:func:`beluga.training.train`) under the job's
     precision, timed: ``train_start`` marked, the ``train`` part with the
     checkpoint writes split off into ``checkpoint``. Returns its summary."""
     clock.mark("train_start")
     with clock("train"):   # looked up when called (a test may replace the loop)
-        summary = training.train(model, tokenizer, streams, run, precision=job.precision, on_epoch_end=on_epoch_end)
+        summary = training.train(model, tokenizer, streams, run, precision=job.precision, on_epoch_end=on_epoch_end,
+                                 **({} if lr_factor is None else {"lr_factor": lr_factor}))
     clock.split("train", "checkpoint", summary["checkpoint_s"])
     return summary
 
 
 def train_fold(run: FoldRun, job: Job, clock: Clock, *, suite: str, split: str, iid_train: str | None,
-               start: str | None, case_ids=None, on_epoch_end=None):
+               start: str | None, case_ids=None, on_epoch_end=None, lr_factor=None):
     """Behavioral fine-tuning of one fold: (model, tokenizer, training
     summary). The model starts from ``start`` (None: the pre-trained model),
     built with the config fields its method needs; ``case_ids`` (optional)
     keeps only those T_train cases; ``on_epoch_end`` is passed to the training
-    loop (early stopping). The checkpoint folder is the caller's to delete
+    loop (early stopping), ``lr_factor`` too (a schedule of the caller's
+    replacing the method's linear decay; None: the method's). The checkpoint folder is the caller's to delete
     once its outputs are written."""
     ttype = get_task_type(run.task_type)
     suite_train, iid_mix = training_data(run, suite=suite, split=split, iid_train=iid_train, case_ids=case_ids)
@@ -111,7 +114,8 @@ def train_fold(run: FoldRun, job: Job, clock: Clock, *, suite: str, split: str, 
                                         config_overrides=get_algorithm(run.method).config_overrides(run.hparams))
     streams = training.build_streams(ttype, iid_mix, suite_train, dir_train_slice=run.dir_train_slice,
                                      qa_answer_match=run.qa_answer_match)
-    return model, tokenizer, train_model(model, tokenizer, streams, run, job, clock, on_epoch_end=on_epoch_end)
+    return model, tokenizer, train_model(model, tokenizer, streams, run, job, clock, on_epoch_end=on_epoch_end,
+                                         lr_factor=lr_factor)
 
 
 def _part(clock: Clock | None, name: str):

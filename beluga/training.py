@@ -700,9 +700,18 @@ def _summary(progress: _Progress, algo: Algorithm, loss_fn: LossFn, plan: _Plan,
             **(loss_fn.compiled.summary() if loss_fn.compiled is not None else {"compile_s": 0.0, "compiles": 0})}
 
 
+def _use_lr_factor(algo: Algorithm, lr_factor: Callable[[], float]) -> None:
+    """The learning rate of ``algo``'s optimizer becomes its base rate times
+    ``lr_factor()`` now and at every update after (the factor replaces the
+    method's schedule, :meth:`beluga.methods.base.Algorithm.lr_factor`)."""
+    algo.lr_factor = lr_factor
+    for group, base in zip(algo.optimizer.param_groups, algo.scheduler.base_lrs):
+        group["lr"] = base * float(lr_factor())
+
+
 def train(model, tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, *, precision: Precision,
           reference_state: dict | None = None, log_every: int = 50, on_epoch_end=None,
-          host_hygiene: bool = True) -> dict:
+          host_hygiene: bool = True, lr_factor: Callable[[], float] | None = None) -> dict:
     """Train ``model`` in place as ``run`` says (:class:`beluga.settings.FoldRun`:
     the method, its complete hyper-parameters (lr, batch_size, epochs and the
     method's own), seed, sequence length, checkpointing...), drawing
@@ -736,7 +745,13 @@ def train(model, tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, *
     the number of epochs done, the model and the tokenizer after each epoch;
     returning True ends training there (``stopped_after_epoch`` in the
     summary). It may evaluate the model (training mode is restored
-    afterwards); such a run keeps no checkpoints."""
+    afterwards); such a run keeps no checkpoints.
+
+    ``lr_factor`` (optional; analyses with their own schedule, e.g. the
+    inoculation's halving on a dev plateau, which ``on_epoch_end`` decides):
+    a callable giving the factor of the base learning rate, read at the start
+    and after every update and every ``on_epoch_end``; it replaces the
+    method's linear decay. None (default): the method's schedule."""
     algo_cls = _checked_method(run, streams)
     hparams = dict(run.hparams)
     loss_fn, tokenize_s = _pretokenized_loss(tokenizer, streams, run, precision, host_hygiene)
@@ -747,12 +762,16 @@ def train(model, tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, *
     algo = algo_cls(model, hparams, loss_fn, plan.total, envs=plan.envs, reference_state=reference_state,
                     fused=precision.fused_optimizer, nonfinite=run.nonfinite)
     progress = ckpts.resume(model, algo, plan)
+    if lr_factor is not None:
+        _use_lr_factor(algo, lr_factor)
     for epoch in range(progress.start_epoch, plan.epochs):
         _run_epoch(algo, plan, epoch, progress, run.job, log_every, ckpts.t0)
         ckpts.save_if_due(epoch + 1, plan, progress, model, algo)
         if _stop_requested(on_epoch_end, epoch + 1, plan.epochs, model, tokenizer):
             progress.stopped = epoch + 1
             break
+        if lr_factor is not None:
+            _use_lr_factor(algo, lr_factor)
     check_finite_weights(model, run.job)
     if algo.nonfinite_skipped:
         log.warning("training %s: %d update(s) with a non-finite loss were skipped", run.job, algo.nonfinite_skipped)

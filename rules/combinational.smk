@@ -1,5 +1,10 @@
 # Combinational OOD generalization by template recombination (seed 002; docs/ANALYSES.md;
-# beluga/steps/combinational.py, beluga/analyses/combinational.py).
+# beluga/steps/combinational.py, beluga/analyses/combinational.py). Every variant
+# (combinational.variants: a model, a template, label words, a length limit...) trains and
+# is summarised under results/combinational/<variant>/, on the one shared pool of inputs;
+# combinational_comparison puts the variants side by side.
+
+COMB_VARIANTS = RUNS.comb_variants
 
 
 rule combinational_data:
@@ -24,14 +29,16 @@ rule combinational_data:
 rule combinational_train:
     input:
         pool=PATHS.combinational("pool.parquet"),
-        model_files=beluga_dag.model_files(COMBINATIONAL["model"]),
-        model_lock=model_locks(),
+        model_files=lambda w: beluga_dag.model_files(COMB_VARIANTS[w.variant]["model"]),
+        # a variant's hub model marker (none for local models); ancient(): only its path decides a rerun
+        model_lock=lambda w: [ancient(m) for m in [RUNS.model_marker(None, w.variant)] if m],
     output:
         result=PATHS.combinational_run(),
     log:
-        "logs/combinational/k{k}.log",
+        "logs/combinational/{variant}/k{k}.log",
     wildcard_constraints:
         k="[0-9]+",
+        variant="[A-Za-z0-9][A-Za-z0-9_-]*",
     conda:
         "../envs/beluga.yaml"
     threads: JOB_THREADS
@@ -39,38 +46,71 @@ rule combinational_train:
         **job_resources("train"),
     params:
         run=run_settings("combinational_train"),
-        words=COMBINATIONAL["label_words"],
-        template=lambda w: COMBINATIONAL["template"],
+        words=lambda w: COMB_VARIANTS[w.variant]["label_words"],
+        template=lambda w: COMB_VARIANTS[w.variant]["template"],
+        too_long=lambda w: COMB_VARIANTS[w.variant]["too_long"],
         batch_size=PREDICT["batch_size"],
         per_epoch=COMBINATIONAL["per_epoch"],
     message:
-        "combinational_train K={wildcards.k}"
+        "combinational_train {wildcards.variant} K={wildcards.k}"
     script:
         "../workflow_scripts/combinational_train.py"
 
 
 rule combinational:
     input:
-        results=[PATHS.combinational_run(k) for k in COMBINATIONAL["ks"]],
+        results=lambda w: [PATHS.combinational_run(k, w.variant) for k in COMBINATIONAL["ks"]],
     output:
         table=report(
-            PATHS.combinational("table.csv"),
+            PATHS.combinational_variant("table.csv"),
             caption="../report/combinational_table.rst",
             category="Combinational OOD",
+            subcategory="{variant}",
         ),
-        markdown=PATHS.combinational("table.md"),
+        markdown=PATHS.combinational_variant("table.md"),
         figure=report(
-            PATHS.combinational("accuracy.png"),
+            PATHS.combinational_variant("accuracy.png"),
             caption="../report/combinational_figure.rst",
             category="Combinational OOD",
+            subcategory="{variant}",
         ),
-        epochs=PATHS.combinational("epochs.csv"),
+        epochs=PATHS.combinational_variant("epochs.csv"),
+        epochs_figure=report(
+            PATHS.combinational_variant("epochs.png"),
+            caption="../report/combinational_epochs.rst",
+            category="Combinational OOD",
+            subcategory="{variant}",
+        ),
     log:
-        "logs/combinational/summary.log",
+        "logs/combinational/{variant}/summary.log",
+    wildcard_constraints:
+        variant="[A-Za-z0-9][A-Za-z0-9_-]*",
     conda:
         "../envs/beluga.yaml"
+    params:
+        too_long=lambda w: COMB_VARIANTS[w.variant]["too_long"],
     script:
         "../workflow_scripts/combinational.py"
+
+
+rule combinational_comparison:
+    input:
+        tables=[PATHS.combinational_variant("table.csv", v) for v in COMB_VARIANTS],
+    output:
+        table=report(
+            PATHS.combinational("comparison.csv"),
+            caption="../report/combinational_comparison.rst",
+            category="Combinational OOD",
+        ),
+        markdown=PATHS.combinational("comparison.md"),
+    log:
+        "logs/combinational/comparison.log",
+    conda:
+        "../envs/beluga.yaml"
+    params:
+        variants=COMB_VARIANTS,
+    script:
+        "../workflow_scripts/combinational_comparison.py"
 
 
 rule combinational_all:

@@ -237,4 +237,5 @@ localrules:
     inoculation_all,
     combinational_data,
     combinational,
+    combinational_comparison,
     combinational_all,

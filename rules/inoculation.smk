@@ -9,8 +9,10 @@ rule inoculate:
         start=PATHS.iid_model(),
         iid_val=PATHS.iid("val"),
         iid_test=PATHS.iid("test"),
+        challenge=lambda w: RUNS.inoc_challenge(w.task, w.unit),
     output:
         result=PATHS.inoculation_run(),
+        outcomes=PATHS.inoculation_run(ext="parquet"),
     log:
         "logs/{task}/inoculation/{unit}/{dose}/{lr}.log",
     wildcard_constraints:
@@ -27,6 +29,9 @@ rule inoculate:
         unit_funcs=lambda w: RUNS.inoc_units[w.task][w.unit]["functionalities"],
         sample_seed=INOCULATION["seed"],
         patience=INOCULATION["patience"],
+        schedule=INOCULATION["schedule"],
+        challenge=lambda w: RUNS.inoc_units[w.task][w.unit].get("challenge"),
+        challenge_test_fraction=INOCULATION["challenge_test_fraction"],
         batch_size=PREDICT["batch_size"],
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
     message:
@@ -38,6 +43,7 @@ rule inoculate:
 rule inoculation:
     input:
         results=lambda w: RUNS.inoc_results(w.task),
+        case_outcomes=lambda w: RUNS.inoc_results(w.task, "parquet"),
         iid_outcomes=PATHS.iid_run("outcomes"),
         suite=PATHS.suite(),
     output:
@@ -69,9 +75,13 @@ rule inoculation:
         task_type=lambda w: TASKS[w.task]["type"],
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
         units=lambda w: RUNS.inoc_units[w.task],
-        lrs=INOCULATION["lrs"],
+        lrs=RUNS.inoc_lrs,
         select_on=INOCULATION["select_on"],
         thresholds=INOCULATION["thresholds"],
+        decide_by=INOCULATION["decide_by"],
+        level=INOCULATION["level"],
+        bootstrap=INOCULATION["bootstrap"],
+        randomization=INOCULATION["randomization"],
     script:
         "../workflow_scripts/inoculation.py"
 

@@ -1,6 +1,9 @@
 # OOD evaluation, GLUE-X style: scores of the IID model and every pair's seen
 # model on the tasks' OOD sets, decrease ratio, Friedman ranks, significance
-# against the IID model; the ranking over tasks (docs/OOD.md; beluga/steps/ood.py).
+# against the IID model, the ID–OOD correlation; the ranking over tasks and backbones
+# (docs/OOD.md; beluga/steps/ood.py).
+
+from beluga.analyses import ood_eval as beluga_ood_eval
 
 
 rule ood:
@@ -25,6 +28,7 @@ rule ood:
             subcategory="{task}",
         ),
         models=PATHS.ood("models.csv"),
+        correlation=PATHS.ood("correlation.csv"),
     log:
         "logs/{task}/ood.log",
     conda:
@@ -33,6 +37,8 @@ rule ood:
         runs=ood_runs("systems"),
         models=ood_runs("models"),
         task_type=lambda w: TASKS[w.task]["type"],
+        backbone=lambda w: beluga_ood_eval.backbone_label(TASKS[w.task]),
+        credits=lambda w: {n: beluga_ood.ood_credit(e) for n, e in RUNS.ood_sets[w.task].items()},
         alpha=STATISTICS["alpha"],
         correction=STATISTICS["correction"],
     script:
@@ -49,9 +55,18 @@ rule ood_ranking:
             category="OOD evaluation",
         ),
         markdown=PATHS.ood_ranking("ranking.md"),
+        table=report(
+            PATHS.ood_ranking("ood_table.csv"),
+            caption="../report/ood_comparison.rst",
+            category="OOD evaluation",
+        ),
+        table_markdown=PATHS.ood_ranking("ood_table.md"),
+        correlation=PATHS.ood_ranking("correlation.csv"),
     log:
         "logs/ood_ranking.log",
     conda:
         "../envs/beluga.yaml"
+    params:
+        benchmarks=beluga_ood_eval.ood_benchmarks(TASKS),
     script:
         "../workflow_scripts/ood_ranking.py"

@@ -3,8 +3,18 @@
 # Every path comes from PATHS (beluga/workflow/paths.py).
 
 INOC_OUTPUTS = ("table.csv", "outcomes.csv", "inoculation.md", "curves.png", "transfer.png")
-COMB_OUTPUTS = ("table.csv", "table.md", "accuracy.png", "epochs.csv")
-OOD_OUTPUTS = ("scores.csv", "ranking.csv", "ood_table.csv", "ood_table.md", "ood_table.tex", "ood.png", "models.csv")
+COMB_OUTPUTS = ("table.csv", "table.md", "accuracy.png", "epochs.csv", "epochs.png")
+OOD_OUTPUTS = (
+    "scores.csv",
+    "ranking.csv",
+    "ood_table.csv",
+    "ood_table.md",
+    "ood_table.tex",
+    "ood.png",
+    "models.csv",
+    "correlation.csv",
+)
+OOD_RANKING_OUTPUTS = ("ranking.csv", "ranking.md", "ood_table.csv", "ood_table.md", "correlation.csv")
 
 
 # Inoculation by fine-tuning and combinational OOD (docs/ANALYSES.md): in the
@@ -14,8 +24,11 @@ def inoc_targets():
 
 
 def comb_targets():
-    runs = [PATHS.combinational_run(k) for k in COMBINATIONAL["ks"]]
-    return runs + [PATHS.combinational(n) for n in COMB_OUTPUTS]
+    # every variant's runs and summary, then the comparison of the variants
+    variants = list(RUNS.comb_variants)
+    runs = [PATHS.combinational_run(k, v) for v in variants for k in COMBINATIONAL["ks"]]
+    outputs = [PATHS.combinational_variant(n, v) for v in variants for n in COMB_OUTPUTS]
+    return runs + outputs + [PATHS.combinational(n) for n in ("comparison.csv", "comparison.md")]
 
 
 def all_targets():
@@ -50,7 +63,7 @@ def all_targets():
             targets += [PATHS.ood(name, task) for name in OOD_OUTPUTS]
     targets += [PATHS.table3(name) for name in ("table3.csv", "table3.md", "table3.tex")]
     if sum(bool(RUNS.ood_sets[t]) for t in TASKS) > 1:
-        targets += [PATHS.ood_ranking("ranking.csv"), PATHS.ood_ranking("ranking.md")]
+        targets += [PATHS.ood_ranking(name) for name in OOD_RANKING_OUTPUTS]
     if INOCULATION["enabled"]:
         targets += inoc_targets()
     if COMBINATIONAL["enabled"]:

@@ -31,8 +31,9 @@ def test_patterns_are_the_rules_wildcard_patterns():
     assert P.failures("failures.html") == "results/{task}/failures/failures.html"
     assert P.inoculation("curves.png") == "results/{task}/inoculation/curves.png"
     assert P.inoculation_run() == "results/{task}/inoculation/runs/{unit}/{dose}/{lr}.json"
-    assert P.combinational_run() == "results/combinational/runs/k{k}.json"
+    assert P.combinational_run() == "results/combinational/{variant}/runs/k{k}.json"
     assert P.combinational("pool.parquet") == "results/combinational/pool.parquet"
+    assert P.combinational_variant("table.csv") == "results/combinational/{variant}/table.csv"
     assert P.table3("table3.tex") == "results/table3/table3.tex"
     assert P.ood_ranking("ranking.md") == "results/ood/ranking.md"
     assert P.run_config() == "results/run_config.yaml"
@@ -53,14 +54,16 @@ def test_concrete_paths():
     assert P.checkpoints("train_iid", "sent", IID_RUN) == "results/sent/checkpoints/train_iid/iid/vanilla/standard/all"
     assert P.inoculation_run("sent", "suite", "all", "lr0.001") == \
         "results/sent/inoculation/runs/suite/all/lr0.001.json"
-    assert P.combinational_run(8) == "results/combinational/runs/k8.json"
+    assert P.combinational_run(8, "minilm") == "results/combinational/minilm/runs/k8.json"
+    assert P.combinational_variant("epochs.png", "minilm") == "results/combinational/minilm/epochs.png"
     assert P.ood_data("tweets", "sent") == "results/sent/ood/data/tweets.parquet"
     assert P.task_path("sent", "iid", "test.parquet") == "results/sent/iid/test.parquet"
 
 
 def test_a_pattern_filled_in_is_the_concrete_path():
     values = {"task": "sent", "conf": "iid_plus_t", "method": "irm", "partition": "class", "fold": "negation",
-              "trial": "lr1e-05", "unit": "class-negation", "dose": "4", "lr": "lr0.001", "k": "16"}
+              "trial": "lr1e-05", "unit": "class-negation", "dose": "4", "lr": "lr0.001", "k": "16",
+              "variant": "minilm"}
     key = RunKey(values["conf"], values["method"], values["partition"], values["fold"])
     for kind in ("predictions", "outcomes"):
         assert P.run(kind).format(**values) == P.run(kind, "sent", *key)
@@ -68,7 +71,7 @@ def test_a_pattern_filled_in_is_the_concrete_path():
     assert P.trial().format(**values) == P.trial("sent", *key, "lr1e-05")
     assert P.selected().format(**values) == P.selected("sent", *key)
     assert P.inoculation_run().format(**values) == P.inoculation_run("sent", "class-negation", "4", "lr0.001")
-    assert P.combinational_run().format(**values) == P.combinational_run(16)
+    assert P.combinational_run().format(**values) == P.combinational_run(16, "minilm")
 
 
 def test_results_root_and_logs():

@@ -126,10 +126,10 @@ def test_settings_of_every_training_rule():
                             hparams={**suite_hp, "lr": 1e-4, "epochs": 3}, checkpoint_dir=None).to_dict()
     assert list(inoc["hparams"]) == list(suite_hp)   # the dose's values replace the suite stage's in place
 
-    comb = r.settings("combinational_train", {"k": "8"})
+    comb = r.settings("combinational_train", {"variant": "default", "k": "8"})
     assert comb == fold_run(cfg, {**cfg["training"], "max_length": 32}, task="combinational", task_type="sent",
                             model="tiny-random", configuration="iid", method="vanilla", partition="standard",
-                            fold="k8", held_out=(), functionalities=(), start_label="tiny-random",
+                            fold="default-k8", held_out=(), functionalities=(), start_label="tiny-random",
                             hparams={**COMBINATIONAL["training"], **method_hparams("vanilla")},
                             checkpoint_dir=None).replace(seed=13).to_dict()
     assert comb["seed"] == 13 != cfg["seed"]
@@ -149,7 +149,8 @@ def test_settings_carry_a_hub_models_marker_except_inoculation():
     assert r.settings("trial", fold(trial="x"))["model_lock"] == marker
     assert r.settings("inoculate", {"task": "sent", "unit": "suite", "dose": "all", "lr": "lr0.001"})["model_lock"] \
         is None
-    assert r.settings("combinational_train", {"k": "4"})["model_lock"] == model_marker(".", "org/some-model", None)
+    assert r.settings("combinational_train", {"variant": "default", "k": "4"})["model_lock"] == \
+        model_marker(".", "org/some-model", None)
     assert runs(config()).model_marker("sent") is None
 
 

@@ -2,6 +2,7 @@ from beluga.steps import combinational
 from beluga.workflow.smk import input_list, run
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: combinational.combinational(results=input_list(sm, "results"), out_table=sm.output.table,
-                                       out_markdown=sm.output.markdown, out_figure=sm.output.figure,
-                                       out_epochs=sm.output.epochs))
+run(sm, lambda: combinational.combinational(
+    results=input_list(sm, "results"), variant=sm.wildcards.variant, too_long=sm.params.too_long,
+    out_table=sm.output.table, out_markdown=sm.output.markdown, out_figure=sm.output.figure,
+    out_epochs=sm.output.epochs, out_epochs_figure=sm.output.epochs_figure))

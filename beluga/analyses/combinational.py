@@ -19,10 +19,25 @@ of a seeded order), and test inputs are drawn from a disjoint set, so no x
 seen in training is ever tested. A model that learned "the template word
 agrees with the sentence" handles COOD; one that learned the shortcut
 "neutral sentence ⇒ 1, template names fst/sec ⇒ 0" fails it.
+
+The template and its label word are never truncated (:func:`fit_inputs`):
+an input x whose templated input (with the longest of the three label words)
+exceeds ``max_length`` tokens is dropped from every cell, as the seed drops
+inputs over 100 tokens (``too_long: drop``), or its sentence is cut by whole
+words until it fits (``too_long: truncate_sentence``). Right-truncating the
+whole string would cut the label word, so that the fst and sec templates of
+a long x become token-identical with opposite labels. Sentence pairs (a
+``text_b`` column: premise, hypothesis) keep the premise as the first
+segment and append the template to the hypothesis (the seed's MNLI setting).
+
+Several variants (a model, a template, a label-word set, a length limit...)
+run on the same pool, each under its own name (:func:`variants`), and
+:func:`comparison` puts them side by side as the seed's Tables 2 and 3.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +52,11 @@ CELLS = [("fst", "fst", 0, "ID"), ("sec", "sec", 0, "ID"), ("neu", "fst", 1, "ID
          ("fst", "neu", 1, "OOD"), ("sec", "neu", 1, "OOD"), ("neu", "neu", 0, "OOD")]
 TRAIN_CELLS = [c for c in CELLS if c[3] == "ID"]
 GROUPS = ("ID", "COOD", "OOD")
+#: what happens to an input whose templated version exceeds max_length (the seed: dropped)
+TOO_LONG_RULES = ("drop", "truncate_sentence")
+#: the keys of a variant (combinational.variants[i]); unset ones come from the combinational block
+VARIANT_KEYS = ("model", "model_revision", "template", "label_words", "max_length", "training", "too_long")
+VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 
 
 def cell_name(x_role: str, t_role: str) -> str:
@@ -64,7 +84,8 @@ def hutto_three_way(sets, negative_below: float, neutral_within: float, positive
 
 
 def load_labelled(path: str) -> pd.DataFrame:
-    """A local TSV / CSV / JSONL with ``text`` and any label values (three or more), optional ``id``."""
+    """A local TSV / CSV / JSONL with ``text`` and any label values (three or more), optional ``id``;
+    a ``text_b`` column makes every input a sentence pair (premise ``text``, hypothesis ``text_b``)."""
 
     from beluga.data.ood_sets import read_table
 
@@ -73,7 +94,10 @@ def load_labelled(path: str) -> pd.DataFrame:
         if col not in raw.columns:
             raise DataError(f"combinational file {path}: field '{col}': column missing")
     ids = raw["id"].astype(str) if "id" in raw.columns else [f"x{i:06d}" for i in range(len(raw))]
-    return pd.DataFrame({"example_id": ids, "text": raw["text"].astype(str), "label": raw["label"].astype(str)})
+    out = pd.DataFrame({"example_id": ids, "text": raw["text"].astype(str), "label": raw["label"].astype(str)})
+    if "text_b" in raw.columns:
+        out.insert(2, "text_b", raw["text_b"].fillna("").astype(str))
+    return out
 
 
 def assign_roles(df: pd.DataFrame, roles: dict) -> pd.DataFrame:
@@ -107,34 +131,181 @@ def split_pool(df: pd.DataFrame, n_test: int, seed: int) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def templated(text: str, word: str, template: str) -> str:
+def variants(block: dict) -> dict[str, dict]:
+    """name -> the complete settings of every variant of the combinational block: each entry of
+    ``variants`` with its unset keys (:data:`VARIANT_KEYS`) taken from the block (``training``: key
+    by key); no entry: one variant named ``default``, the block's own keys."""
+    base = {k: block.get(k) for k in VARIANT_KEYS}
+    entries = block.get("variants") or [{"name": "default"}]
+    out: dict[str, dict] = {}
+    for i, v in enumerate(entries):
+        name = str(v.get("name", ""))
+        if not VARIANT_NAME.fullmatch(name):
+            raise ConfigError(f"config: field 'combinational.variants[{i}].name': {name!r} is not a path-safe name "
+                              "(letters, digits, _ and -, not starting with _ or -)")
+        if name in out:
+            raise ConfigError(f"config: field 'combinational.variants[{i}].name': {name!r} appears twice")
+        unknown = sorted(set(v) - set(VARIANT_KEYS) - {"name"})
+        if unknown:
+            raise ConfigError(f"config: field 'combinational.variants[{i}].{unknown[0]}': not a variant key "
+                              f"({', '.join(VARIANT_KEYS)})")
+        merged = {**base, **{k: v[k] for k in VARIANT_KEYS if k in v and k != "training"}}
+        merged["training"] = {**(base["training"] or {}), **(v.get("training") or {})}
+        merged["label_words"] = {**(base["label_words"] or {}), **(v.get("label_words") or {})}
+        check_template(merged["template"], f"combinational.variants[{i}].template" if "template" in v
+                       else "combinational.template")
+        if merged["too_long"] not in TOO_LONG_RULES:
+            raise ConfigError(f"config: field 'combinational.variants[{i}].too_long': one of {TOO_LONG_RULES}")
+        out[name] = merged
+    return out
+
+
+def check_template(template: str, field: str = "combinational.template") -> None:
     if "{S}" not in template or "{LABEL}" not in template:
-        raise ConfigError("config: field 'combinational.template': needs {S} and {LABEL}")
+        raise ConfigError(f"config: field '{field}': needs {{S}} and {{LABEL}}")
+
+
+def templated(text: str, word: str, template: str) -> str:
+    check_template(template)
     return template.replace("{S}", text.strip()).replace("{LABEL}", word)
+
+
+def is_pair(pool: pd.DataFrame) -> bool:
+    """A sentence-pair pool (premise ``text``, hypothesis ``text_b``)."""
+    return "text_b" in pool.columns
+
+
+def _segments(text: str, text_b, word: str, template: str) -> tuple[str, str | None]:
+    """The model's input for x with a template naming ``word``: one string, or for a pair the
+    premise and the templated hypothesis."""
+    if text_b is None:
+        return templated(text, word, template), None
+    return text.strip(), templated(text_b, word, template)
+
+
+def _lengths(tokenizer, pairs: list[tuple[str, str | None]]) -> list[int]:
+    """Token counts with the special tokens, untruncated."""
+    if not pairs:
+        return []
+    a = [p[0] for p in pairs]
+    b = [p[1] for p in pairs] if pairs[0][1] is not None else None
+    enc = tokenizer(a, b, truncation=False, add_special_tokens=True, verbose=False)
+    return [len(ids) for ids in enc["input_ids"]]
+
+
+def _capped(a: str, b: str | None, c: int) -> tuple[str, str | None]:
+    """Each segment cut to at most ``c`` whole words (longest first, at word level)."""
+    return " ".join(a.split()[:c]), None if b is None else " ".join(b.split()[:c])
+
+
+def fit_inputs(pool: pd.DataFrame, words: dict, template: str, tokenizer, max_length: int,
+               too_long: str = "drop") -> pd.DataFrame:
+    """The pool measured against ``max_length`` with the variant's tokenizer: ``n_tokens`` (the
+    longest of x's three templated inputs, special tokens included), ``too_long`` (over the
+    limit) and ``kept``. The template and its label word are never cut: ``drop`` (the seed's rule)
+    drops a too-long x from every cell; ``truncate_sentence`` cuts its sentence (a pair: the
+    longer of premise and hypothesis first) to the most whole words with which all three
+    templated inputs fit, the same cut for every template (an x whose sentence would be cut to
+    nothing is dropped). Columns added: n_tokens, too_long, truncated, kept; ``text`` (and
+    ``text_b``) hold the cut sentences."""
+    if too_long not in TOO_LONG_RULES:
+        raise ConfigError(f"config: field 'combinational.too_long': one of {TOO_LONG_RULES}")
+    ws = [words[r] for r in COMB_ROLES]
+    if max(_lengths(tokenizer, [_segments("", None if not is_pair(pool) else "", w, template) for w in ws])) \
+            > max_length:
+        raise ConfigError(f"config: field 'combinational.max_length': {max_length} tokens do not hold the template "
+                          f"{template!r} with its label words")
+    out = pool.reset_index(drop=True)   # positions = labels below
+    b_col = list(out["text_b"]) if is_pair(out) else [None] * len(out)
+    flat = [_segments(t, b, w, template) for t, b in zip(out["text"], b_col) for w in ws]
+    n_tok = np.asarray(_lengths(tokenizer, flat), dtype=int).reshape(len(out), len(ws)).max(axis=1) \
+        if len(out) else np.zeros(0, dtype=int)
+    out["n_tokens"] = n_tok
+    out["too_long"] = n_tok > max_length
+    out["truncated"] = False
+    out["kept"] = ~out["too_long"]
+    if too_long == "drop":
+        return out
+
+    def fits(a: str, b) -> bool:
+        return max(_lengths(tokenizer, [_segments(a, b, w, template) for w in ws])) <= max_length
+
+    for i in np.flatnonzero(out["too_long"].to_numpy()):
+        a, b = str(out.at[i, "text"]), None if b_col[i] is None else str(b_col[i])
+        lo, hi = 0, max(len(a.split()), 0 if b is None else len(b.split()))   # hi words: too long
+        while hi - lo > 1:   # the largest cap that fits
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(*_capped(a, b, mid)) else (lo, mid)
+        ca, cb = _capped(a, b, lo)
+        if lo == 0 or not fits(ca, cb):
+            continue   # nothing of the sentence would remain: dropped
+        out.at[i, "text"] = ca
+        if b is not None:
+            out.at[i, "text_b"] = cb
+        out.at[i, "truncated"] = True
+        out.at[i, "kept"] = True
+    return out
+
+
+def training_inputs(pool: pd.DataFrame, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the first K kept training inputs of each role in rank order, every training input up to
+    the last one taken: the inputs a K-sample reads, dropped ones included). Nested in K."""
+    kept = pool["kept"] if "kept" in pool.columns else pd.Series(True, index=pool.index)
+    train = pool[pool["split"] == "train"]
+    taken, read = [], []
+    for r in COMB_ROLES:
+        g = train[train["role"] == r].sort_values("rank", kind="stable")
+        ok = g[kept[g.index]]
+        if len(ok) < k:
+            raise DataError(f"combinational data: field 'ks': K = {k} needs {k} training inputs of role {r}, "
+                            f"there are {len(ok)}" + (f" within max_length ({len(g) - len(ok)} too long)"
+                                                      if len(g) > len(ok) else ""))
+        first = ok.head(k)
+        taken.append(first)
+        read.append(g[g["rank"] <= first["rank"].max()] if k else g.head(0))
+    return pd.concat(taken), pd.concat(read)
 
 
 def build(pool: pd.DataFrame, k: int, words: dict, template: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(training set, test set) for K = ``k``: the training set holds the ID
-    cells on the first K training inputs of each role (2K examples with ŷ = 0,
-    2K with ŷ = 1); the test set holds all nine cells on the test inputs.
-    Columns: example_id, text, label (ŷ), cell, group, x_id."""
+    cells on the first K (kept, :func:`fit_inputs`) training inputs of each role
+    (2K examples with ŷ = 0, 2K with ŷ = 1); the test set holds all nine cells
+    on the kept test inputs. Columns: example_id, text, label (ŷ), cell, group,
+    x_id; and text_b for a sentence pair (the templated hypothesis)."""
+    check_template(template)
+    pair = is_pair(pool)
+
     def rows(sub: pd.DataFrame, cells) -> list[dict]:
         out = []
         for x_role, t_role, y, group in cells:
             for r in sub[sub["role"] == x_role].itertuples(index=False):
-                out.append({"example_id": f"{r.example_id}|{t_role}", "text": templated(r.text, words[t_role],
-                                                                                        template),
+                a, b = _segments(r.text, r.text_b if pair else None, words[t_role], template)
+                out.append({"example_id": f"{r.example_id}|{t_role}", "text": a, **({"text_b": b} if pair else {}),
                             "label": y, "cell": cell_name(x_role, t_role), "group": group, "x_id": r.example_id})
         return out
 
-    train_x = pool[(pool["split"] == "train") & (pool["rank"] < k)]
-    short = train_x.groupby("role").size().reindex(list(COMB_ROLES), fill_value=0)
-    if (short < k).any():
-        r = short.index[short < k][0]
-        raise DataError(f"combinational data: field 'ks': K = {k} needs {k} training inputs of role {r}, "
-                        f"there are {int(short[r])}")
+    train_x, _ = training_inputs(pool, k)
     test_x = pool[pool["split"] == "test"]
+    if "kept" in pool.columns:
+        test_x = test_x[test_x["kept"]]
     return pd.DataFrame(rows(train_x, TRAIN_CELLS)), pd.DataFrame(rows(test_x, CELLS))
+
+
+def length_counts(pool: pd.DataFrame, k: int, rule: str, max_length: int) -> dict:
+    """Inputs x over the limit, per split: among the test inputs, among the training inputs a
+    K-sample reads (:func:`training_inputs`) and in the whole training part; and how many of them
+    were dropped or had their sentence cut."""
+    _, read = training_inputs(pool, k)
+    test = pool[pool["split"] == "test"]
+    train_all = pool[pool["split"] == "train"]
+
+    def n(df, col, value=True):
+        return int((df[col] == value).sum())
+    return {"rule": rule, "max_length": int(max_length), "max_tokens": int(pool["n_tokens"].max()),
+            "too_long": {"train": n(read, "too_long"), "test": n(test, "too_long"),
+                         "train_pool": n(train_all, "too_long")},
+            "dropped": {"train": n(read, "kept", False), "test": n(test, "kept", False)},
+            "truncated": {"train": n(read, "truncated"), "test": n(test, "truncated")}}
 
 
 def cell_accuracy(test: pd.DataFrame, pred: np.ndarray) -> dict:
@@ -146,20 +317,29 @@ def cell_accuracy(test: pd.DataFrame, pred: np.ndarray) -> dict:
     return out
 
 
-def curve_figure(table: pd.DataFrame, out_png: str, epochs: pd.DataFrame | None = None) -> None:
-    """ID / COOD / OOD accuracy against K (and, when recorded, against the epoch for the largest K)."""
+STYLES = {"ID": ("o-", "tab:blue"), "COOD": ("s-", "tab:orange"), "OOD": ("^-", "tab:grey")}
+
+
+def _save(fig, out_png: str) -> None:
+    import matplotlib.pyplot as plt
+
+    from beluga.io import atomic_path
+
+    fig.tight_layout()
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def curve_figure(table: pd.DataFrame, out_png: str, title: str = "") -> None:
+    """ID / COOD / OOD accuracy against K (the seed's Figure 3)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from beluga.io import atomic_path
-
-    panels = 2 if epochs is not None and len(epochs) else 1
-    fig, axes = plt.subplots(1, panels, figsize=(5.2 * panels, 3.8), squeeze=False)
-    ax = axes[0][0]
-    styles = {"ID": ("o-", "tab:blue"), "COOD": ("s-", "tab:orange"), "OOD": ("^-", "tab:grey")}
-    for g, (st, col) in styles.items():
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    for g, (st, col) in STYLES.items():
         ax.plot(table["K"], 100 * table[g], st, color=col, label=g)
     ax.set_xscale("log")
     ax.set_xticks(list(table["K"]))
@@ -169,34 +349,98 @@ def curve_figure(table: pd.DataFrame, out_png: str, epochs: pd.DataFrame | None 
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(-3, 103)
     ax.axhline(50, color="black", linewidth=0.6, linestyle=":")
-    ax.set_title("combinational generalization vs training size")
+    ax.set_title(f"{title}: accuracy vs training size" if title else "accuracy vs training size")
     ax.legend(fontsize=8)
-    if panels == 2:
-        bx = axes[0][1]
-        k = int(epochs["K"].max())
-        e = epochs[epochs["K"] == k]
-        for g, (st, col) in styles.items():
-            bx.plot(e["epoch"], 100 * e[g], st, color=col, label=g)
-        bx.set_xticks(list(e["epoch"]))
-        bx.set_xlabel("epoch")
-        bx.set_ylim(-3, 103)
-        bx.set_title(f"per epoch, K = {k}")
-        bx.legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_path(out_png) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    _save(fig, out_png)
 
 
-def accuracy_markdown(table: pd.DataFrame) -> str:
+def epochs_figure(epochs: pd.DataFrame, ks: list[int], out_png: str, title: str = "") -> None:
+    """ID / COOD / OOD accuracy after every epoch, one panel per K (the seed's Figure 2); a panel
+    says so when the epochs were not recorded (per_epoch: false)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(ks), figsize=(4.2 * len(ks), 3.6), squeeze=False, sharey=True)
+    for ax, k in zip(axes[0], ks):
+        e = epochs[epochs["K"] == k] if len(epochs) else epochs
+        if len(e):
+            for g, (st, col) in STYLES.items():
+                ax.plot(e["epoch"], 100 * e[g], st, color=col, label=g)
+            ax.set_xticks(list(e["epoch"]))
+            ax.legend(fontsize=8)
+        else:
+            ax.text(0.5, 0.5, "not recorded (per_epoch: false)", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xlabel("epoch")
+        ax.set_ylim(-3, 103)
+        ax.axhline(50, color="black", linewidth=0.6, linestyle=":")
+        ax.set_title(f"{title}, K = {k}" if title else f"K = {k}")
+    axes[0][0].set_ylabel("accuracy (%)")
+    _save(fig, out_png)
+
+
+def _pct(x) -> str:
+    return "–" if pd.isna(x) else f"{100 * x:.1f}"
+
+
+def _length_note(rule: str) -> str:
+    return ("too long: inputs x whose templated input exceeds max_length tokens (train: among the inputs a "
+            "K-sample reads; test: among the test inputs), " +
+            ("dropped from every cell (the seed drops inputs over 100 tokens)" if rule == "drop" else
+             "their sentence cut by whole words (template and label word intact; dropped if nothing remains)"))
+
+
+def accuracy_markdown(table: pd.DataFrame, title: str = "", rule: str = "drop") -> str:
     cells = [cell_name(x, t) for x, t, _, _ in CELLS]
-    head = ["K"] + cells + list(GROUPS)
-    lines = ["# Combinational OOD: accuracy (%) per cell and group", "",
+    head = ["K"] + cells + list(GROUPS) + ["too long (train / test)"]
+    lines = [f"# Combinational OOD{f' ({title})' if title else ''}: accuracy (%) per cell and group", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in table.to_dict("records"):
-        lines.append("| " + " | ".join([str(int(r["K"]))] + [f"{100 * r[c]:.1f}" for c in cells + list(GROUPS)])
-                     + " |")
+        lines.append("| " + " | ".join([str(int(r["K"]))] + [_pct(r[c]) for c in cells + list(GROUPS)]
+                                       + [f"{int(r['too_long_train'])} / {int(r['too_long_test'])}"]) + " |")
     lines += ["", "x/t: an input of label x with a template naming label t (fst: first label, sec: second, neu: "
               "third). ID cells are the training combinations on held-out inputs; COOD: unseen combinations of "
-              "seen parts; OOD: the third label's word, never seen in a template."]
+              "seen parts; OOD: the third label's word, never seen in a template.", "", _length_note(rule) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def comparison(tables: dict[str, pd.DataFrame], settings: dict[str, dict]) -> pd.DataFrame:
+    """One row per variant and K (variants in ``settings`` order): the variant's model, template,
+    label words, length rule and counts, and the accuracy of the nine cells and three groups."""
+    rows = []
+    for name, v in settings.items():
+        w = v["label_words"]
+        for r in tables[name].to_dict("records"):
+            rows.append({"variant": name, "model": v["model"], "template": v["template"],
+                         "label_words": "/".join(w[x] for x in COMB_ROLES), "max_length": v["max_length"],
+                         "too_long_rule": v["too_long"], **r})
+    return pd.DataFrame(rows)
+
+
+def comparison_markdown(comp: pd.DataFrame) -> str:
+    """The seed's Table 2 (the nine cells per variant) and Table 3 (template and label words: ID,
+    COOD, OOD), one row per variant and K."""
+    cells = [cell_name(x, t) for x, t, _, _ in CELLS]
+    t2 = ["variant", "model", "K"] + cells
+    t3 = ["variant", "template", "label words (fst/sec/neu)", "K", "ID", "COOD", "OOD", "max_length",
+          "too long (train / test)", "rule"]
+    lines = ["# Combinational OOD: comparison of the variants", "",
+             "## Accuracy (%) per cell (as the seed's Table 2)", "",
+             "| " + " | ".join(t2) + " |", "|" + "---|" * len(t2)]
+    recs = comp.to_dict("records")
+    for r in recs:
+        lines.append("| " + " | ".join([r["variant"], f"`{r['model']}`", str(int(r["K"]))]
+                                       + [_pct(r[c]) for c in cells]) + " |")
+    lines += ["", "## Accuracy (%) per group, template and label words (as the seed's Table 3)", "",
+              "| " + " | ".join(t3) + " |", "|" + "---|" * len(t3)]
+    for r in recs:
+        lines.append("| " + " | ".join([r["variant"], f"`{r['template']}`", r["label_words"], str(int(r["K"]))]
+                                       + [_pct(r[g]) for g in GROUPS]
+                                       + [str(int(r["max_length"])),
+                                          f"{int(r['too_long_train'])} / {int(r['too_long_test'])}",
+                                          r["too_long_rule"]]) + " |")
+    lines += ["", "fst / sec / neu: the first, second and third label; x/t: an input of label x with a template "
+              "naming label t. " + _length_note("drop").split(", dropped")[0] + "; rule: drop (the seed's) or "
+              "truncate_sentence."]
     return "\n".join(lines) + "\n"

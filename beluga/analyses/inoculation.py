@@ -15,10 +15,19 @@ unit's challenge data and watch the challenge score and the original score.
   seed's early stopping); per dose the reported learning rate is the one with
   the best challenge score (the seed: on the challenge test set;
   ``select_on: val``: on the unit's T_val).
-- The outcome of a unit compares the last dose with dose 0 (:func:`classify`).
+- Learning rate: constant and halved after every epoch whose original dev
+  score does not improve (``schedule: halve_on_plateau``, the seed's appendix
+  A), or the project's linear decay (``linear``); the seed's grids by name
+  (:data:`LR_GRIDS`).
+- The outcome of a unit compares the last dose with dose 0 by tests at a
+  stated level (:func:`decide`; :func:`classify`: the fixed point thresholds
+  used before), with 95 % intervals of every score (:func:`score_intervals`)
+  and a label-skew flag (:func:`label_skew`; the seed's §3.3 limitation).
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
@@ -28,6 +37,49 @@ from beluga.folds import fold_ids, split_sizes, stable_int
 
 LEVELS = ("suite", "class", "functionality")
 LEVEL_PREFIX = {"suite": "suite", "class": "class", "functionality": "func"}
+
+#: the seed's learning-rate grids (appendix A): NLI stress tests and Adversarial SQuAD
+LR_GRIDS = {"paper_nli": [1.0e-6, 1.0e-5, 1.0e-4, 4.0e-4, 1.0e-3, 1.0e-2],
+            "paper_squad": [1.0e-5, 1.0e-4, 1.0e-3, 1.0e-2]}
+SCHEDULES = ("halve_on_plateau", "linear")
+OUTCOMES = ("1", "2", "3", "between", "no gap")
+
+
+def lr_grid(lrs) -> list[float]:
+    """The learning rates of ``inoculation.lrs``: a list, or a grid of the seed by name (:data:`LR_GRIDS`)."""
+    if isinstance(lrs, str):
+        if lrs not in LR_GRIDS:
+            raise ConfigError(f"config: field 'inoculation.lrs': {lrs!r} is not a named grid ({', '.join(LR_GRIDS)})")
+        return list(LR_GRIDS[lrs])
+    return [float(x) for x in lrs]
+
+
+class HalveOnPlateau:
+    """The seed's schedule and early stopping (appendix A: "the learning rate
+    is halved whenever validation performance does not improve, and we employ
+    early stopping with a patience of 5"): after each epoch, :meth:`epoch_end`
+    takes the original dev score; a score above the best so far becomes the
+    best (its epoch is kept), otherwise the learning-rate factor is halved
+    (``halve``: False keeps it, the ``linear`` schedule's early stopping).
+    Returns True when ``patience`` epochs have passed without improvement."""
+
+    def __init__(self, patience: int, halve: bool = True):
+        self.patience, self.halve = int(patience), bool(halve)
+        self.best, self.best_epoch, self.factor = -np.inf, 0, 1.0
+        self.curve: list[float] = []
+        self.lrs: list[float] = []       # the factor each epoch trained with
+
+    def lr_factor(self) -> float:
+        return self.factor
+
+    def epoch_end(self, epoch: int, score: float) -> bool:
+        self.lrs.append(self.factor)
+        self.curve.append(float(score))
+        if score > self.best:
+            self.best, self.best_epoch = float(score), int(epoch)
+        elif self.halve:
+            self.factor *= 0.5
+        return epoch - self.best_epoch >= self.patience
 
 
 def units(funcs: pd.DataFrame, levels) -> dict[str, dict]:
@@ -48,19 +100,46 @@ def units(funcs: pd.DataFrame, levels) -> dict[str, dict]:
     return out
 
 
+def challenge_units(names, ood_sets: dict) -> dict[str, dict]:
+    """unit id (``set-<name>``) -> {level ``challenge set``, label, functionalities [], challenge: name} for
+    each configured challenge set that is one of the task's OOD sets (``ood_sets``: name -> entry)."""
+    out = {}
+    for name in names:
+        if name in ood_sets:
+            uid = "set-" + re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")
+            out[uid] = {"level": "challenge set", "label": str(name), "functionalities": [], "challenge": name}
+    return out
+
+
+def challenge_train_size(entry: dict, test_fraction: float) -> int | None:
+    """Training part of a challenge set, known before it is prepared only when it is capped
+    (``max_examples``); None otherwise (every configured dose runs, ``all`` added)."""
+    n = entry.get("max_examples")
+    return None if n is None else int(n) - int(round(int(n) * float(test_fraction)))
+
+
+def challenge_split(example_ids, test_fraction: float, seed: int, name: str) -> tuple[list[str], list[str]]:
+    """(training ids, test ids) of a challenge set: a permutation of the sorted ids seeded by (seed, name),
+    the first round(n × test_fraction) to the test part."""
+    ids = sorted(map(str, example_ids))
+    order = np.random.default_rng(stable_int(seed, f"challenge:{name}")).permutation(len(ids))
+    n_test = int(round(len(ids) * float(test_fraction)))
+    return sorted(ids[i] for i in order[n_test:]), sorted(ids[i] for i in order[:n_test])
+
+
 def train_cases_per_unit(funcs: pd.DataFrame, unit_funcs: list[str], fractions) -> int:
     """T_train cases of a unit, known before the suite is split (``n_cases`` per functionality)."""
     n = funcs.set_index("functionality")["n_cases"]
     return int(sum(split_sizes(int(n[f]), fractions)[0] for f in unit_funcs))
 
 
-def doses_for(n_train: int, doses) -> list[str]:
+def doses_for(n_train: int | None, doses) -> list[str]:
     """The dose ids a unit runs: every configured number below its T_train size,
     plus ``all`` when it is listed or a number reaches the size (no two doses
     train on the same cases)."""
-    ids, use_all = [], False
+    ids, use_all = [], n_train is None
     for d in doses:
-        if d == "all" or int(d) >= n_train:
+        if d == "all" or (n_train is not None and int(d) >= n_train):
             use_all = True
         elif int(d) > 0:
             ids.append(int(d))
@@ -128,11 +207,262 @@ def classify(challenge0: float, original0: float, challenge: float, original: fl
     return "between", (f"challenge {pp(d_chal)} but {original - challenge:.0f} pp below original; {tail}")
 
 
+# ---------------------------------------------------------------- outcomes from evidence
+def label_skew(cases: pd.DataFrame, head: str = "classification", names: dict | None = None) -> dict:
+    """Whether a unit's suite cases (every split) can inform outcome 3: the
+    seed (§3.3) warns that on a challenge set of one label fine-tuning learns
+    to predict that label, which reads as outcome 3 without saying anything.
+    ``{"label_skew": words, "labels": "label: share, ...", "informative_3": bool}``:
+    ``no label`` when no case carries a label (INV / DIR), ``single label``
+    when every label of the labelled cases is one label, else ``mixed``; QA
+    cases (answers, no label set): ``n/a (QA)``, informative. ``names`` (label
+    id -> name, the task's label set): shares by name, and the labels no case has."""
+    if head == "qa":
+        return {"label_skew": "n/a (QA)", "labels": "", "informative_3": True}
+    labels = [int(x) for v in cases["labels"] if v is not None for x in np.asarray(v).ravel()]
+    n_unlabelled = int(sum(v is None for v in cases["labels"]))
+    if not labels:
+        return {"label_skew": "no label", "labels": "", "informative_3": False}
+    counts = pd.Series(labels).value_counts().sort_index()
+    names = names or {}
+    shares = ", ".join(f"{names.get(k, k)}: {100 * v / len(labels):.0f}%" for k, v in counts.items())
+    kind = "single label" if len(counts) == 1 else "mixed"
+    absent = [str(v) for k, v in sorted(names.items()) if k not in counts.index]
+    if absent:
+        shares += f"; no {' / '.join(absent)} case"
+    if n_unlabelled:
+        shares += f"; {n_unlabelled} case(s) without a label"
+    return {"label_skew": kind, "labels": shares, "informative_3": kind != "single label"}
+
+
+def set_label_skew(examples: pd.DataFrame, head: str = "classification", names: dict | None = None) -> dict:
+    """:func:`label_skew` of a challenge set (one label per example)."""
+    if head == "qa":
+        return label_skew(examples, head)
+    return label_skew(pd.DataFrame({"labels": [[int(y)] for y in examples["label"]]}), head, names)
+
+
+def unpaired_permutation(chal: np.ndarray, orig: np.ndarray, task_type: str, iid_metric: str, R: int = 10_000,
+                         seed: int = 0) -> float:
+    """One-sided permutation test that the statistic on the challenge examples is below the one on the
+    original examples (different examples, features (n, k) as :func:`beluga.report.stats.iid_features`):
+    p = (#{Δ' ≤ Δ} + 1) / (R + 1), Δ = statistic(challenge) − statistic(original)."""
+    from beluga.report.stats import TIE_TOL, iid_statistic
+
+    chal, orig = np.asarray(chal, dtype=np.float64), np.asarray(orig, dtype=np.float64)
+    if not len(chal) or not len(orig):
+        return 1.0
+    pool, n = np.concatenate([chal, orig]), len(chal)
+    delta = float(iid_statistic(chal.mean(axis=0), task_type, iid_metric)
+                  - iid_statistic(orig.mean(axis=0), task_type, iid_metric))
+    rng, count = np.random.default_rng(seed), 0
+    total = pool.sum(axis=0)
+    for _ in range(R):
+        pick = rng.permutation(len(pool))[:n]
+        a = pool[pick].sum(axis=0)
+        d = iid_statistic(a / n, task_type, iid_metric) - iid_statistic((total - a) / (len(pool) - n), task_type,
+                                                                        iid_metric)
+        count += int(d <= delta + TIE_TOL)
+    return (count + 1) / (R + 1)
+
+
+def unit_case_arrays(outcomes: pd.DataFrame, unit_funcs: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
+    """The unit's T_test cases of a model's outcomes, sorted by case id:
+    (rows with case_id / functionality / passed / scored, functionality index)."""
+    from beluga.scoring import FILTERED, PASS
+
+    rows = outcomes[(outcomes["split"] == "suite_test") & outcomes["functionality"].isin(set(unit_funcs))]
+    rows = rows.sort_values("case_id", kind="stable").reset_index(drop=True)
+    out = pd.DataFrame({"case_id": rows["case_id"].astype(str), "functionality": rows["functionality"],
+                        "passed": (rows["status"] == PASS).to_numpy(),
+                        "scored": (rows["status"] != FILTERED).to_numpy()})
+    fi = out["functionality"].map({f: i for i, f in enumerate(unit_funcs)}).to_numpy(dtype=np.int64)
+    return out, fi
+
+
+def original_rows(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """The i.i.d. test rows of a model's outcomes, sorted by example id."""
+    rows = outcomes[outcomes["split"] == "iid_test"].copy()
+    rows["case_id"] = rows["case_id"].astype(str)
+    return rows.sort_values("case_id", kind="stable").reset_index(drop=True)
+
+
+def original_hits(rows: pd.DataFrame, task_type: str) -> np.ndarray:
+    """Per i.i.d. test example, right or not: ``correct`` (classification; SQuAD: exact match) —
+    the pass / fail of the example read as a one-input MFT case, the original's pass rate."""
+    col = "em" if task_type == "read" else "correct"
+    return rows[col].astype(float).fillna(0).to_numpy() > 0.5
+
+
+def binary_iid_metric(task_type: str, iid_metric: str) -> bool:
+    """The task's i.i.d. score is the mean of a 0/1 per-example outcome (accuracy, exact match):
+    the paired test of the original score is then exact McNemar."""
+    return (task_type == "sent" and iid_metric in ("mean", "accuracy")) or iid_metric in ("accuracy", "em")
+
+
+def paired_randomization(base: np.ndarray, system: np.ndarray, task_type: str, iid_metric: str,
+                         R: int = 10_000, seed: int = 0) -> dict:
+    """Paired approximate randomization of Δ = statistic(system) − statistic(base) on per-example
+    i.i.d. features (m, k) (:func:`beluga.report.stats.iid_features`): each draw swaps each
+    example's two rows with probability 1/2. p = (#{|Δ'| ≥ |Δ|} + 1) / (R + 1), two-sided."""
+    from beluga.report.stats import TIE_TOL, iid_statistic
+
+    base, system = np.asarray(base, dtype=np.float64), np.asarray(system, dtype=np.float64)
+    m = base.shape[0]
+    delta = float(iid_statistic(system.mean(axis=0), task_type, iid_metric) -
+                  iid_statistic(base.mean(axis=0), task_type, iid_metric))
+    diff = system - base
+    moving = np.flatnonzero(np.any(diff != 0, axis=1))
+    if not len(moving):
+        return {"delta": delta, "p_value": 1.0, "n_discordant": 0}
+    rng = np.random.default_rng(seed)
+    total_b, total_s, d = base.sum(axis=0), system.sum(axis=0), diff[moving]
+    count, step = 0, max(1, min(R, (1 << 22) // len(moving)))
+    for start in range(0, R, step):
+        swap = rng.integers(0, 2, size=(min(step, R - start), len(moving))).astype(np.float64)
+        s_sum = total_s - swap @ d          # swapped examples give the system the base's row
+        b_sum = total_b + swap @ d
+        null = iid_statistic(s_sum / m, task_type, iid_metric) - iid_statistic(b_sum / m, task_type, iid_metric)
+        count += int((np.abs(null) >= abs(delta) - TIE_TOL).sum())
+    return {"delta": delta, "p_value": (count + 1) / (R + 1), "n_discordant": int(len(moving))}
+
+
+def mcnemar(before, after) -> dict:
+    """Exact McNemar test (two-sided exact binomial on the discordant pairs,
+    :func:`beluga.report.stats.binomial_test`) of paired 0/1 outcomes."""
+    from beluga.report.stats import binomial_test
+
+    r = binomial_test(before, after)
+    return {"p_value": r["p_value"], "n_discordant": r["n_discordant"], "gained": r["b_only"], "lost": r["a_only"]}
+
+
+def gap_test(chal_passed: int, chal_n: int, orig_passed: int, orig_n: int) -> float:
+    """One-sided Fisher exact test that the challenge pass proportion is below the original's
+    (different items: unpaired); the p-value (1.0 when either side has no item)."""
+    from scipy.stats import fisher_exact
+
+    if chal_n == 0 or orig_n == 0:
+        return 1.0
+    table = [[chal_passed, chal_n - chal_passed], [orig_passed, orig_n - orig_passed]]
+    return float(fisher_exact(table, alternative="less").pvalue)
+
+
+def score_intervals(passed: np.ndarray, scored: np.ndarray, fi: np.ndarray, n_func: int, iid: np.ndarray,
+                    task_type: str, iid_metric: str, R: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+    """Percentile-bootstrap intervals (%) of the challenge score (mean pass rate over the unit's
+    functionalities; cases resampled within functionality) and of the original score (the task's
+    i.i.d. metric; examples resampled): :func:`beluga.report.stats.bootstrap_ci`."""
+    from beluga.report.stats import Outcomes, bootstrap_ci
+
+    o = Outcomes(passed.astype(float) * scored, scored.astype(float), iid)
+    ci = bootstrap_ci(o, fi, n_func, task_type, iid_metric, R=R, seed=seed, level=level)
+    return {"challenge": 100 * ci["s_T"][0], "original": 100 * ci["s_iid"][0]}
+
+
+def dose_tests(base_cases: pd.DataFrame, cases: pd.DataFrame, base_iid: np.ndarray, iid: np.ndarray,
+               base_hits: np.ndarray, hits: np.ndarray, task_type: str, iid_metric: str, R: int = 10_000,
+               seed: int = 0) -> dict:
+    """A dose's model against the IID model (dose 0), on the same items: the
+    challenge gain (exact McNemar on the unit's scored T_test cases, pooled
+    over its functionalities), the original change (exact McNemar on the
+    0/1 i.i.d. outcome when the i.i.d. score is its mean, else a paired
+    randomization test of the score), and the gap left between the challenge
+    pass rate and the original pass rate (:func:`original_hits`; one-sided
+    Fisher exact test, cases pooled). Cases and examples are aligned by id."""
+    merged = base_cases.merge(cases, on="case_id", suffixes=("_0", ""), validate="one_to_one")
+    both = (merged["scored_0"] & merged["scored"]).to_numpy()
+    chal = mcnemar(merged["passed_0"].to_numpy()[both], merged["passed"].to_numpy()[both])
+    if binary_iid_metric(task_type, iid_metric):
+        orig = mcnemar(base_hits, hits)
+        orig_test = "exact McNemar"
+    else:
+        orig = paired_randomization(base_iid, iid, task_type, iid_metric, R=R, seed=seed)
+        orig_test = f"paired randomization (R = {R})"
+    n_c, k_c = int(cases["scored"].sum()), int((cases["passed"] & cases["scored"]).sum())
+    return {"p_gain": chal["p_value"], "discordant_cases": chal["n_discordant"], "p_original": orig["p_value"],
+            "original_test": orig_test, "p_gap": gap_test(k_c, n_c, int(hits.sum()), len(hits))}
+
+
+def metric_interval(feats: np.ndarray, task_type: str, iid_metric: str, R: int = 1000, seed: int = 0,
+                    level: float = 0.95) -> tuple[float, float]:
+    """Percentile-bootstrap interval (%) of the i.i.d. metric on per-example features (a challenge set's)."""
+    from beluga.report.stats import Outcomes, bootstrap_ci
+
+    o = Outcomes(np.zeros(0), np.zeros(0), feats)
+    lo, hi = bootstrap_ci(o, np.zeros(0, dtype=np.int64), 1, task_type, iid_metric, R=R, seed=seed,
+                          level=level)["s_iid"][0]
+    return 100 * lo, 100 * hi
+
+
+def paired_metric_test(base_feats: np.ndarray, feats: np.ndarray, base_hits: np.ndarray, hits: np.ndarray,
+                       task_type: str, iid_metric: str, R: int = 10_000, seed: int = 0) -> tuple[float, str]:
+    """(p, test name) of a change of the i.i.d. metric on the same examples: exact McNemar on the 0/1
+    outcome when the metric is its mean (:func:`binary_iid_metric`), else paired randomization."""
+    if binary_iid_metric(task_type, iid_metric):
+        return mcnemar(base_hits, hits)["p_value"], "exact McNemar"
+    return paired_randomization(base_feats, feats, task_type, iid_metric, R=R, seed=seed)["p_value"], \
+        f"paired randomization (R = {R})"
+
+
+def set_gap_test(chal_feats: np.ndarray, chal_hits: np.ndarray, orig_feats: np.ndarray, orig_hits: np.ndarray,
+                 task_type: str, iid_metric: str, R: int = 10_000, seed: int = 0) -> float:
+    """One-sided test that a challenge set's i.i.d. metric is below the original test set's (different
+    examples): Fisher exact on the 0/1 outcome when the metric is its mean, else a permutation test."""
+    if binary_iid_metric(task_type, iid_metric):
+        return gap_test(int(chal_hits.sum()), len(chal_hits), int(orig_hits.sum()), len(orig_hits))
+    return unpaired_permutation(chal_feats, orig_feats, task_type, iid_metric, R=R, seed=seed)
+
+
+def decide(first: pd.Series, last: pd.Series, level: float = 0.05, informative_3: bool = True) -> tuple[str, str]:
+    """The seed's outcome of a unit from tests at ``level`` (scores in %, p-values of
+    :func:`dose_tests` of the last dose; ``first`` = dose 0 with its ``p_gap``):
+
+    - **3** when the original score dropped significantly (``p_original`` < level, score down);
+    - **no gap** when the IID model's challenge pass rate was not significantly below the
+      original pass rate (dose 0's ``p_gap`` ≥ level): nothing to close;
+    - **2** when the challenge score did not rise significantly (``p_gain`` ≥ level or no rise);
+    - **1** when it rose significantly and the gap left is not significant (``p_gap`` ≥ level);
+    - **between** when it rose significantly but a significant gap is left.
+
+    ``informative_3`` False (a single-label or unlabelled unit) adds the seed's warning to the
+    words. Returns (label, the reason in words)."""
+    def pp(x: float) -> str:   # signed whole points, never "-0"
+        return f"{int(round(x)):+d} pp"
+
+    def p(x: float) -> str:
+        return "p < 0.001" if x < 0.001 else f"p = {x:.3f}"
+
+    d_chal, d_orig = last.challenge - first.challenge, last.original - first.original
+    gain = bool(last.p_gain < level and d_chal > 0)
+    drop = bool(last.p_original < level and d_orig < 0)
+    chal = f"challenge {pp(d_chal)} ({first.challenge:.0f} → {last.challenge:.0f}, {p(last.p_gain)})"
+    orig = f"original {pp(d_orig)} ({first.original:.0f} → {last.original:.0f}, {p(last.p_original)})"
+    gap0 = first.original_same - first.challenge
+    share = "" if pd.isna(last.gap_closed) else f"; {100 * last.gap_closed:.0f}% of the dose-0 gap closed"
+    at = f"at level {level:g}"
+    if drop:
+        label, why = "3", f"original dropped significantly {at}: {orig}; {chal}"
+        if not informative_3:
+            why += (" — uninformative: every labelled case of the unit has one label (or none has a label), "
+                    "so fine-tuning can learn to predict that label (the seed's §3.3)")
+        return label, why
+    if first.p_gap >= level:
+        measure = first.get("measure", "pass rate")
+        return "no gap", (f"no significant gap at dose 0 {at} ({measure}: challenge {first.challenge:.0f} vs original "
+                          f"{first.original_same:.0f}, {p(first.p_gap)}); {chal}; {orig}")
+    if not gain:
+        return "2", f"no significant challenge gain {at}: {chal}; {orig} (both unchanged)"
+    left = f"gap left {last.original_same - last.challenge:.0f} pp of {gap0:.0f} ({p(last.p_gap)}){share}"
+    if last.p_gap >= level:
+        return "1", f"challenge gained significantly and no significant gap is left {at}: {chal}; {left}; {orig}"
+    return "between", f"challenge gained significantly but a significant gap is left {at}: {chal}; {left}; {orig}"
+
+
 def dose_number(dose: str, n_cases: int) -> int:
     return int(n_cases) if dose == "all" else int(dose)
 
 
-def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_png: str) -> None:
+def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_png: str, level: float = 0.05) -> None:
     """Challenge and original score against the dose (symmetric log axis, dose 0
     = the IID model), one panel per unit, the outcome in the panel title."""
     import matplotlib
@@ -151,12 +481,21 @@ def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_pn
     for k, unit in enumerate(unit_ids):
         ax = axes[k // cols][k % cols]
         g = table[table["unit"] == unit].sort_values("n_cases")
-        ax.plot(g["n_cases"], g["challenge"], "o-", color="tab:red", label="challenge (unit's T_test)")
+        ax.plot(g["n_cases"], g["challenge"], "o-", color="tab:red", label="challenge (unit's test part)")
         ax.plot(g["n_cases"], g["original"], "s--", color="tab:blue", label="original (D_test)")
+        for col, color in (("challenge", "tab:red"), ("original", "tab:blue")):
+            if f"{col}_lo" in g:   # the score's interval
+                ax.fill_between(g["n_cases"], g[f"{col}_lo"], g[f"{col}_hi"], color=color, alpha=0.15, lw=0)
         ax.set_xscale("symlog", linthresh=1)
         ax.set_ylim(-3, 103)
-        label = out.at[unit, "label"] if unit in out.index else unit
-        ax.set_title(f"{label[:34]}: outcome {out.at[unit, 'outcome']}" if unit in out.index else unit, fontsize=8)
+        if unit in out.index:
+            o = out.loc[unit]
+            flag = "" if o.get("informative_3", True) in (True, "True") else f" ({o.get('label_skew', 'skewed')}*)"
+            ax.set_title(f"{o['label'][:30]}: outcome {o['outcome']}{flag}", fontsize=8)
+            ax.annotate(str(o["outcome"]), xy=(0.97, 0.05), xycoords="axes fraction", ha="right", va="bottom",
+                        fontsize=14, fontweight="bold", color="0.35")
+        else:
+            ax.set_title(unit, fontsize=8)
         ax.tick_params(labelsize=7)
         if k % cols == 0:
             ax.set_ylabel("score (%)", fontsize=8)
@@ -164,9 +503,11 @@ def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_pn
             ax.set_xlabel("dose (challenge training cases)", fontsize=8)
     for k in range(n, rows * cols):
         axes[k // cols][k % cols].axis("off")
-    axes[0][0].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"{task.upper()}: inoculation by fine-tuning", fontsize=10)
-    fig.tight_layout()
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=7, loc="upper left", ncol=2)
+    fig.suptitle(f"{task.upper()}: inoculation by fine-tuning (bands: {100 * (1 - level):g}% bootstrap intervals; "
+                 "outcome in the corner; * uninformative for outcome 3)", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
     with atomic_path(out_png) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
     plt.close(fig)

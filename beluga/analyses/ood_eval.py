@@ -16,17 +16,35 @@ long table ``system, task, dataset, domain (id | ood), metric, value``:
   are the tasks when several are given (the system's per-task score), the
   datasets when there is a single task.
 
+GLUE-X's ID–OOD correlation (its Figure 1 and Figure 6): Pearson r and
+Spearman ρ between the systems' ID and OOD averages, with the least-squares
+line OOD = slope × ID + intercept (:func:`id_ood_correlation`; at least
+:data:`MIN_CORRELATION_SYSTEMS` systems, else reported as not computed with
+the reason).
+
+A *system* is (backbone, configuration, method). GLUE-X ranks backbones; the
+pipeline's per-task tables rank the configurations of the task's one backbone,
+and the ranking over tasks (:func:`benchmark_tables`) ranks
+``<backbone>/<configuration>/<method>`` systems: configured tasks with the same
+type, suite, i.i.d. data and OOD sets are one benchmark task whose systems are
+all their backbones' systems (never averaged together), and the benchmark
+tasks are combined per system, as GLUE-X averages each backbone over its
+tasks, only when every one has the same systems.
+
 ``python -m beluga ood-rank`` runs it on any such table; the pipeline's ood
 rule writes its own long table and runs the same code.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from beluga.data.ood_sets import ADDITION, split_name
 from beluga.errors import DataError
 from beluga.metrics import BASELINE, CONFIG_LABELS, iid_metrics
 
@@ -34,6 +52,10 @@ LONG_COLUMNS = ("system", "task", "dataset", "domain", "metric", "value")
 RANKING_COLUMNS = ("system", "id_avg", "ood_avg", "decrease_ratio", "rank_decrease_ratio", "friedman_rank_ood",
                    "friedman_rank_id")
 ID_DATASET = "iid_test"
+CORRELATION_COLUMNS = ("n_systems", "pearson_r", "pearson_p", "spearman_rho", "spearman_p", "slope", "intercept",
+                       "computed", "reason")
+#: GLUE-X fits a line through the systems' (ID, OOD) points; fewer than 3 points fit any line exactly
+MIN_CORRELATION_SYSTEMS = 3
 
 
 # ---------------------------------------------------------------- GLUE-X summary
@@ -111,7 +133,48 @@ def rank_systems(long: pd.DataFrame, source: str = "scores") -> pd.DataFrame:
     return out[list(RANKING_COLUMNS)]
 
 
-def ranking_markdown(ranking: pd.DataFrame, title: str = "OOD ranking (GLUE-X)") -> str:
+def id_ood_correlation(ranking: pd.DataFrame, min_systems: int = MIN_CORRELATION_SYSTEMS) -> dict:
+    """GLUE-X's ID–OOD correlation over systems: Pearson r and Spearman ρ
+    (``scipy.stats``, two-sided p) between ``id_avg`` and ``ood_avg``, and the
+    least-squares line ``ood = slope × id + intercept``. With fewer than
+    ``min_systems`` systems, or constant scores, nothing is computed and
+    ``reason`` says why."""
+    x = ranking["id_avg"].to_numpy(dtype=float)
+    y = ranking["ood_avg"].to_numpy(dtype=float)
+    out = {"n_systems": int(len(x)), "pearson_r": np.nan, "pearson_p": np.nan, "spearman_rho": np.nan,
+           "spearman_p": np.nan, "slope": np.nan, "intercept": np.nan, "computed": False, "reason": ""}
+    if len(x) < min_systems:
+        out["reason"] = f"{len(x)} system(s); the correlation needs at least {min_systems}"
+        return out
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        out["reason"] = f"the {'ID' if np.ptp(x) == 0 else 'OOD'} scores are all equal (no correlation defined)"
+        return out
+    from scipy import stats
+
+    pr = stats.pearsonr(x, y)
+    sr = stats.spearmanr(x, y)
+    fit = stats.linregress(x, y)
+    out.update(pearson_r=float(pr.statistic), pearson_p=float(pr.pvalue), spearman_rho=float(sr.statistic),
+               spearman_p=float(sr.pvalue), slope=float(fit.slope), intercept=float(fit.intercept), computed=True)
+    return out
+
+
+def correlation_line(corr: dict) -> str:
+    """One sentence for tables and the command's output."""
+    if not corr["computed"]:
+        return f"ID–OOD correlation (GLUE-X): not computed — {corr['reason']}."
+    return (f"ID–OOD correlation over {corr['n_systems']} systems (GLUE-X): Pearson r = {corr['pearson_r']:.3f} "
+            f"(p = {corr['pearson_p']:.3g}), Spearman ρ = {corr['spearman_rho']:.3f} (p = {corr['spearman_p']:.3g}); "
+            f"least-squares line OOD = {corr['slope']:.3f} × ID {corr['intercept']:+.2f}.")
+
+
+def correlation_frame(corrs: dict[str, dict]) -> pd.DataFrame:
+    """``correlation.csv``: one row per benchmark (``benchmark``, then :data:`CORRELATION_COLUMNS`)."""
+    return pd.DataFrame([{"benchmark": b, **{c: corr[c] for c in CORRELATION_COLUMNS}} for b, corr in corrs.items()],
+                        columns=["benchmark", *CORRELATION_COLUMNS])
+
+
+def ranking_markdown(ranking: pd.DataFrame, title: str = "OOD ranking (GLUE-X)", corr: dict | None = None) -> str:
     head = list(RANKING_COLUMNS)
     lines = [f"# {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in ranking.itertuples(index=False):
@@ -121,6 +184,8 @@ def ranking_markdown(ranking: pd.DataFrame, title: str = "OOD ranking (GLUE-X)")
     lines += ["", "id_avg / ood_avg: mean over tasks of the mean over datasets of the mean over metrics; "
               "decrease_ratio = 100 × (id_avg − ood_avg) / id_avg (rank 1 = smallest drop); Friedman ranks: mean "
               "rank over tasks (over datasets for a single task), 1 = best, ties share the average rank."]
+    if corr is not None:
+        lines += ["", correlation_line(corr)]
     return "\n".join(lines) + "\n"
 
 
@@ -139,14 +204,17 @@ def read_long(path: str) -> pd.DataFrame:
 
 
 def ood_rank_command(scores: str, out: str) -> str:
-    """``python -m beluga ood-rank``: ranking.csv and ranking.md in ``out``."""
+    """``python -m beluga ood-rank``: ranking.csv, correlation.csv (the ID–OOD
+    correlation over the systems) and ranking.md in ``out``."""
 
     from beluga.io import write_csv, write_text
 
     ranking = rank_systems(read_long(scores), source=f"scores file {scores}")
+    corr = id_ood_correlation(ranking)
     Path(out).mkdir(parents=True, exist_ok=True)
     write_csv(ranking, str(Path(out) / "ranking.csv"))
-    md = ranking_markdown(ranking)
+    write_csv(correlation_frame({"all": corr}), str(Path(out) / "correlation.csv"))
+    md = ranking_markdown(ranking, corr=corr)
     write_text(md, str(Path(out) / "ranking.md"))
     return md
 
@@ -158,15 +226,45 @@ def system_name(conf: str, method: str) -> str:
     return f"{conf}/{method}"
 
 
+def backbone_label(task_block: dict) -> str:
+    """The task's backbone as OOD tables and rankings name it:
+    ``tasks.<id>.backbone``, else the model spec (``@<revision>`` appended when
+    one is pinned)."""
+    if task_block.get("backbone"):
+        return str(task_block["backbone"])
+    rev = task_block.get("model_revision")
+    return f"{task_block['model']}@{rev}" if rev else str(task_block["model"])
+
+
+#: what makes two configured tasks the same benchmark task (GLUE-X's "task"): the same type, suite, i.i.d. data
+#: and OOD sets; the model, its training and selection may differ (that is the backbone's part)
+BENCHMARK_KEYS = ("type", "suite", "iid", "ood")
+
+
+def ood_benchmarks(tasks: Mapping[str, dict]) -> dict[str, str]:
+    """Task id -> its benchmark task for the ranking over tasks, for the tasks
+    with OOD sets: tasks that agree on :data:`BENCHMARK_KEYS` (typically one
+    task per backbone) are one benchmark task, named after the first of them
+    in config order."""
+    first: dict[str, str] = {}
+    out = {}
+    for t, block in tasks.items():
+        if not block.get("ood"):
+            continue
+        key = json.dumps({k: block.get(k) for k in BENCHMARK_KEYS}, sort_keys=True, default=str)
+        out[t] = first.setdefault(key, t)
+    return out
+
+
 def system_label(conf: str, method: str) -> str:
     return "IID" if conf == BASELINE[0] else f"{CONFIG_LABELS.get(conf, conf)} {method}"
 
 
-def long_scores(runs: list[dict], names: list[str], task: str, task_type: str) -> pd.DataFrame:
+def long_scores(runs: list[dict], names: list[str], task: str, task_type: str, backbone: str = "",
+                credits: dict[str, str] | None = None) -> pd.DataFrame:
     """The long score table (×100) of the systems' ID (i.i.d. test) and OOD sets.
-    runs: the IID baseline and each pair's seen model, with ``outcomes`` loaded."""
-    from beluga.data.ood_sets import split_name
-
+    runs: the IID baseline and each pair's seen model, with ``outcomes`` loaded;
+    ``backbone`` and ``task_type`` are columns for the ranking over tasks."""
     rows = []
     for run in runs:
         sysname = system_name(run["configuration"], run["method"])
@@ -179,7 +277,9 @@ def long_scores(runs: list[dict], names: list[str], task: str, task_type: str) -
             for metric, value in iid_metrics(out, task_type, split=split).items():
                 rows.append({"system": sysname, "configuration": run["configuration"], "method": run["method"],
                              "task": task, "dataset": dataset, "domain": domain, "metric": metric,
-                             "value": 100.0 * value, "n": int(len(part))})
+                             "value": 100.0 * value, "n": int(len(part)), "backbone": backbone,
+                             "task_type": task_type,
+                             "credit": "" if domain == "id" else (credits or {}).get(dataset, ADDITION)})
     return pd.DataFrame(rows)
 
 
@@ -187,7 +287,6 @@ def ood_significance(runs: list[dict], names: list[str], alpha: float, correctio
     """Per pair and OOD set: two-sided exact binomial test on the discordant
     examples (correct: SENT / PARA the predicted class, READ exact match) against
     the IID baseline; p adjusted per OOD set across pairs (Holm) or not."""
-    from beluga.data.ood_sets import split_name
     from beluga.report.run_stats import mark
     from beluga.report.stats import binomial_test
 
@@ -229,6 +328,8 @@ def ood_table(long: pd.DataFrame, ranking: pd.DataFrame, sig: pd.DataFrame, name
     for sysname, conf, method in systems:
         row = {"system": sysname, "configuration": conf, "method": method, "label": system_label(conf, method),
                "id": per_ds[(sysname, conf, method, ID_DATASET)]}
+        if "backbone" in long.columns:
+            row["backbone"] = str(long.loc[long["system"] == sysname, "backbone"].iloc[0])
         for n in names:
             v = per_ds[(sysname, conf, method, n)]
             row[n] = v
@@ -251,7 +352,8 @@ def _mark(direction: int) -> str:
     return UP if direction > 0 else (DOWN if direction < 0 else "")
 
 
-def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str) -> str:
+def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
+                       correlation: dict | None = None, credits: dict[str, str] | None = None) -> str:
     head = ["", "ID"] + names + ["OOD avg", "decrease ratio", "Friedman rank"]
     lines = [f"# {task.upper()}: OOD evaluation (×100)", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
@@ -265,6 +367,13 @@ def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: 
               f"▲ / ▼: significantly better / worse than the IID model on that set (two-sided exact binomial test "
               f"on the discordant examples, {corr}p < {alpha}). Decrease ratio = 100 × (ID − OOD avg) / ID; "
               "Friedman rank: mean rank over the OOD sets (1 = best)."]
+    if "backbone" in table.columns and len(table):
+        lines += ["", f"Backbone: {table['backbone'].iloc[0]} (the systems are its configurations and methods)."]
+    if correlation is not None:
+        lines += ["", correlation_line(correlation)]
+    if credits:
+        lines += ["", "Pairings (task → OOD set): " + "; ".join(f"{n}: {credits[n]}" for n in names if n in credits)
+                  + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -289,9 +398,12 @@ def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, 
     return "\n".join(lines) + "\n"
 
 
-def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str) -> None:
-    """GLUE-X's ID–OOD view: each OOD set's score against the i.i.d. score per
-    system (one marker per set, y = x dashed), and the decrease ratios."""
+def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str, corr: dict | None = None) -> None:
+    """GLUE-X's ID–OOD view (its Figure 1): each system's OOD average against
+    its i.i.d. score (stars) with the least-squares line through them and
+    Pearson r / Spearman ρ when ``corr`` was computed, each OOD set's score
+    (one marker per set), the y = x reference (no drop), and the decrease
+    ratios."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -314,13 +426,22 @@ def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str) -> None
     for j, n in enumerate(names):   # legend: one grey marker per OOD set (colours are systems)
         ax.scatter([], [], marker=markers[j % len(markers)], color="lightgrey", edgecolor="black", linewidth=0.4,
                    s=46, label=n)
-    ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "--", color="grey", linewidth=1, label="y = x")
+    ax.scatter(table["id"], table["ood_avg"], marker="*", s=110, color="white", edgecolor="black", linewidth=0.8,
+               zorder=3, label="OOD avg")
+    if corr is not None and corr["computed"]:
+        xs = np.array([table["id"].min(), table["id"].max()])
+        ax.plot(xs, corr["slope"] * xs + corr["intercept"], "-", color="black", linewidth=1.2,
+                label=f"least-squares fit of OOD avg (r = {corr['pearson_r']:.2f}, ρ = {corr['spearman_rho']:.2f})")
+    elif corr is not None:
+        ax.text(0.02, 0.98, f"no fit: {corr['reason']}", transform=ax.transAxes, fontsize=7, va="top")
+    ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "--", color="grey", linewidth=1,
+            label="y = x (reference: no drop)")
     ax.set_xlim(lo - pad, hi + pad)
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel("i.i.d. test score")
     ax.set_ylabel("OOD score")
     ax.set_title(f"{task.upper()}: OOD vs i.i.d. score")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left")
     bx.barh(table["label"][::-1], table["decrease_ratio"][::-1], color=[colors(k % 10) for k in
                                                                          range(len(table))][::-1])
     bx.axvline(0, color="black", linewidth=0.8)
@@ -335,8 +456,6 @@ def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str) -> None
 
 def model_scores(runs: list[dict], names: list[str], task_type: str) -> pd.DataFrame:
     """predict.ood_models: all — every model's score (×100) on every OOD set and the i.i.d. test set."""
-    from beluga.data.ood_sets import split_name
-
     rows = []
     for run in runs:
         row = {"configuration": run["configuration"], "method": run["method"], "partition": run["partition"],
@@ -346,3 +465,98 @@ def model_scores(runs: list[dict], names: list[str], task_type: str) -> pd.DataF
             row[dataset] = 100.0 * float(np.mean(list(m.values())))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- the ranking over tasks and backbones
+
+ALL_TYPES = "all"   # the benchmark of every benchmark task together (GLUE-X Table 3)
+
+
+def benchmark_tables(long: pd.DataFrame, benchmarks: Mapping[str, str] | None = None,
+                     source: str = "OOD scores of all tasks") -> dict[str, pd.DataFrame]:
+    """The tasks' long score tables (columns ``backbone`` included) as
+    benchmarks, each a long table for :func:`rank_systems` whose systems are
+    ``<backbone>/<configuration>/<method>``:
+
+    - one per benchmark task (``benchmarks``: task id -> benchmark task,
+      :func:`ood_benchmarks`; default: the task type): its tasks are the same
+      task evaluated with different backbones, so their systems are ranked side
+      by side (blocks: the OOD sets) and never averaged together;
+    - ``all`` (GLUE-X Table 3) when there are several benchmark tasks and every
+      one has the same systems: each system averaged over them, Friedman ranks
+      over them.
+
+    Two tasks of one benchmark with the same backbone would be one system
+    twice: one line asks for distinct ``tasks.<id>.backbone`` labels."""
+    need = ["backbone"] + (["task_type"] if benchmarks is None else [])
+    for col in need:
+        if col not in long.columns:
+            raise DataError(f"{source}: field '{col}': column missing (scores.csv of an older run? rerun rule ood)")
+    long = long.copy()
+    long["backbone"] = long["backbone"].astype(str)
+    if benchmarks is None:
+        long["benchmark"] = long["task_type"].astype(str)
+    else:
+        unknown = sorted(set(long["task"]) - set(benchmarks))
+        if unknown:
+            raise DataError(f"{source}: field 'task': {unknown[0]!r} has no benchmark")
+        long["benchmark"] = long["task"].map(dict(benchmarks))
+    tasks = long.groupby(["benchmark", "backbone"], sort=False)["task"].unique()
+    for (bench, backbone), ids in tasks.items():
+        if len(ids) > 1:
+            raise DataError(f"{source}: field 'backbone': tasks {ids[0]!r} and {ids[1]!r} are the same benchmark "
+                            f"task ({bench}) with the same backbone {backbone!r}; give them different "
+                            "tasks.<id>.backbone labels")
+    long["system"] = long["backbone"] + "/" + long["configuration"] + "/" + long["method"]
+    long["task"] = long["benchmark"]
+    names = list(dict.fromkeys(long["benchmark"]))
+    out = {b: long[long["benchmark"] == b].reset_index(drop=True) for b in names}
+    if len(names) > 1:
+        systems = [set(out[b]["system"]) for b in names]
+        if all(x == systems[0] for x in systems):
+            out[ALL_TYPES] = long
+    return out
+
+
+def backbone_table(long: pd.DataFrame, ranking: pd.DataFrame) -> pd.DataFrame:
+    """GLUE-X Table 3 for one benchmark: per system (``backbone``,
+    ``configuration``, ``method``) the OOD score of each block (each benchmark
+    task when several, else each OOD set), ``ood_avg``, ``id_avg``, the decrease
+    ratio and the Friedman ranks, sorted by ``ood_avg`` (descending) as Table 3."""
+    per_ds = long.groupby(["system", "task", "dataset", "domain"], sort=False)["value"].mean().reset_index()
+    ood = per_ds[per_ds["domain"] == "ood"]
+    tasks = list(dict.fromkeys(long["task"]))
+    if len(tasks) > 1:
+        blocks = ood.groupby(["system", "task"], sort=False)["value"].mean().unstack("task").reindex(columns=tasks)
+    else:
+        blocks = ood.pivot(index="system", columns="dataset", values="value")
+        blocks = blocks.reindex(columns=list(dict.fromkeys(ood["dataset"])))
+    who = long.drop_duplicates("system").set_index("system")[["backbone", "configuration", "method"]]
+    out = ranking.set_index("system").join(who).join(blocks.add_prefix("ood:"))
+    cols = ["backbone", "configuration", "method", *[f"ood:{b}" for b in blocks.columns], *RANKING_COLUMNS[1:]]
+    out = out[cols].reset_index().sort_values("ood_avg", ascending=False, kind="stable")
+    return out.reset_index(drop=True)
+
+
+def backbone_table_markdown(tables: dict[str, pd.DataFrame], corrs: dict[str, dict], skipped: str = "") -> str:
+    """One GLUE-X Table 3 per benchmark, with its ID–OOD correlation."""
+    lines = ["# OOD comparison over backbones (GLUE-X Table 3)", ""]
+    for bench, table in tables.items():
+        blocks = [c for c in table.columns if c.startswith("ood:")]
+        what = "tasks" if bench == ALL_TYPES else "OOD sets"
+        lines += [f"## {'all tasks' if bench == ALL_TYPES else 'task ' + bench}", ""]
+        head = ["backbone", "system", *[b[4:] for b in blocks], "OOD avg", "ID avg", "decrease ratio ↓",
+                "F-rank OOD", "F-rank ID"]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in table.to_dict("records"):
+            cells = [str(r["backbone"]), f"{r['configuration']}/{r['method']}", *[f"{r[b]:.2f}" for b in blocks],
+                     f"{r['ood_avg']:.2f}", f"{r['id_avg']:.2f}", f"{r['decrease_ratio']:.2f}",
+                     f"{r['friedman_rank_ood']:.2f}", f"{r['friedman_rank_id']:.2f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+        per = ("each task's OOD score (×100: mean of the metrics, mean over the task's OOD sets)"
+               if bench == ALL_TYPES else "each OOD set's score (×100: mean of the task's metrics)")
+        lines += ["", f"Columns: {per}; Friedman ranks over the {what} (1 = best).", "",
+                  correlation_line(corrs[bench]), ""]
+    if skipped:
+        lines += [skipped, ""]
+    return "\n".join(lines)

@@ -164,8 +164,11 @@ def config_models(config: dict) -> dict[str, tuple[str, str]]:
     data_dir = str(config.get("data_dir") or ".")
     specs = [(t["model"], t.get("model_revision")) for t in config.get("tasks", {}).values()]
     comb = config.get("combinational") or {}
-    if comb.get("enabled") or comb.get("model") not in (None, "default"):
-        specs.append((comb.get("model", "default"), comb.get("model_revision")))
+    if comb.get("enabled") or comb.get("model") not in (None, "default") or comb.get("variants"):
+        # every variant's model (unset keys come from the block, as beluga.analyses.combinational.variants)
+        for v in comb.get("variants") or [{}]:
+            specs.append((v.get("model", comb.get("model", "default")),
+                          v.get("model_revision", comb.get("model_revision"))))
     for spec, rev in specs:
         if is_hub_name(str(spec)):
             out[model_marker(data_dir, spec, rev)] = (str(spec), rev or DEFAULT_REVISION)

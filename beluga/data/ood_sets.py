@@ -28,6 +28,11 @@ id order. The prepared table has the i.i.d. test set's columns
 (``example_id``, ``text`` [, ``text_b``], ``label``; READ ``example_id``,
 ``context``, ``question``, ``answers``), so predictions and outcomes treat an
 OOD set exactly as the i.i.d. test set, under ``split = ood:<name>``.
+
+Provenance: an entry's optional ``credit`` names the paper that pairs the set
+with the task (GLUE-X, Yang et al. 2023: SST-2 → IMDB, Yelp, Amazon, Flipkart;
+MRPC ↔ QQP); without one the pairing is the project's addition
+(:func:`ood_credit`).
 """
 
 from __future__ import annotations
@@ -50,11 +55,20 @@ HUTTO_EXCLUDED = {"movies": "movieReviewSnippets_GroundTruth.txt"}
 HUTTO_THRESHOLD = 0.8
 SOURCES = ("hutto", "local", "hub")
 OOD_PREFIX = "ood:"
+#: the credit of an OOD set no paper pairs with its task (the built-in Hutto sets, and any uncredited entry)
+ADDITION = "project's addition"
 
 
 def split_name(name: str) -> str:
     """The predictions / outcomes ``split`` value of an OOD set."""
     return f"{OOD_PREFIX}{name}"
+
+
+def ood_credit(entry: dict) -> str:
+    """Provenance of an OOD set's pairing with its task: the entry's ``credit``
+    (the paper that pairs them, e.g. GLUE-X for SST-2 → IMDB), else
+    :data:`ADDITION` (the Hutto & Gilbert sets are always the project's)."""
+    return str(entry.get("credit") or ADDITION)
 
 
 def hutto_dir() -> Path:

@@ -34,11 +34,13 @@ def combinational_data(*, data: dict, roles: dict | None, n_test: int, seed: int
     write_parquet(comb.split_pool(comb.assign_roles(df, roles), n_test, seed), out_pool)
 
 
-def combinational_train(*, run: dict, pool: str, k: int, words: dict, template: str, batch_size: int,
-                        per_epoch: bool, out_result: str) -> dict:
-    """One training size K: a binary classifier (the task's model) trained on
-    the templated ID combinations through the training loop, then the
-    accuracy of every cell of the seed's Table 2 (and per epoch if asked)."""
+def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: dict, template: str, too_long: str,
+                        batch_size: int, per_epoch: bool, out_result: str) -> dict:
+    """One variant and training size K: a binary classifier (the variant's model)
+    trained on the templated ID combinations through the training loop, then
+    the accuracy of every cell of the seed's Table 2 (and per epoch if asked).
+    Inputs over ``run.max_length`` tokens are dropped or have their sentence cut
+    (``too_long``), never the template; the counts go into the record."""
     from beluga.analyses import combinational as comb
     from beluga.fold import load_start_model, train_model
     from beluga.modeling import predict_probs
@@ -46,12 +48,17 @@ def combinational_train(*, run: dict, pool: str, k: int, words: dict, template: 
 
     run = FoldRun.from_dict(run)
     job, clock = begin(run.threads, run.precision, run.gpus)
-    train, test = comb.build(read_parquet(pool, "combinational data"), k, words, template)
     model, tokenizer = load_start_model(run, job, num_labels=2)
-    streams = build_streams(SENT, train[["example_id", "text", "label"]], None)
+    fitted = comb.fit_inputs(read_parquet(pool, "combinational data"), words, template, tokenizer, run.max_length,
+                             too_long)
+    train, test = comb.build(fitted, k, words, template)
+    lengths = comb.length_counts(fitted, k, too_long, run.max_length)
+    cols = ["example_id", "text", "label"] + (["text_b"] if "text_b" in train.columns else [])
+    streams = build_streams(SENT, train[cols], None)
+    test_b = list(test["text_b"]) if "text_b" in test.columns else None
 
     def accuracy() -> dict:
-        probs = predict_probs(model, tokenizer, list(test["text"]), None, batch_size, run.max_length,
+        probs = predict_probs(model, tokenizer, list(test["text"]), test_b, batch_size, run.max_length,
                               precision=job.precision)
         return comb.cell_accuracy(test, probs.argmax(axis=1))
 
@@ -66,22 +73,42 @@ def combinational_train(*, run: dict, pool: str, k: int, words: dict, template: 
     model.eval()
     with clock("predict"):
         acc = accuracy()
-    write_json({"K": k, "n_train": len(train), "n_test": len(test), "accuracy": acc, "per_epoch": epochs,
+    write_json({"variant": variant, "K": k, "n_train": len(train), "n_test": len(test), "accuracy": acc,
+                "per_epoch": epochs, "model": run.model, "template": template, "label_words": words,
+                "max_length": run.max_length, "pair": "text_b" in train.columns, "length": lengths,
                 "hparams": run.hparams, "seed": run.seed, "steps": summary["steps"],
                 "train_x": sorted(set(train["x_id"])), "timing": clock.record(), **job.record()}, out_result)
     return clock.parts
 
 
-def combinational(*, results: list[str], out_table: str, out_markdown: str, out_figure: str,
-                  out_epochs: str) -> None:
-    """Accuracy per cell and group for every K, the curve against K and (if recorded) per epoch."""
+def combinational(*, results: list[str], variant: str, too_long: str, out_table: str, out_markdown: str,
+                  out_figure: str, out_epochs: str, out_epochs_figure: str) -> None:
+    """One variant: accuracy per cell and group for every K, the curve against K, and the accuracy
+    per epoch for every K (when recorded)."""
     from beluga.analyses import combinational as comb
 
     recs = sorted((json.loads(Path(p).read_text()) for p in results), key=lambda r: r["K"])
-    table = pd.DataFrame([{"K": r["K"], "n_train": r["n_train"], "n_test": r["n_test"], **r["accuracy"]}
-                          for r in recs])
+    table = pd.DataFrame([{"K": r["K"], "n_train": r["n_train"], "n_test": r["n_test"], **r["accuracy"],
+                           "too_long_train": r["length"]["too_long"]["train"],
+                           "too_long_test": r["length"]["too_long"]["test"],
+                           "dropped_train": r["length"]["dropped"]["train"],
+                           "dropped_test": r["length"]["dropped"]["test"]} for r in recs])
     epochs = pd.DataFrame([{"K": r["K"], **e} for r in recs for e in r["per_epoch"]])
+    if not len(epochs):
+        epochs = pd.DataFrame(columns=["K", "epoch", *comb.GROUPS])
     write_csv(table, out_table)
-    write_csv(epochs if len(epochs) else pd.DataFrame(columns=["K", "epoch", *comb.GROUPS]), out_epochs)
-    write_text(comb.accuracy_markdown(table), out_markdown)
-    comb.curve_figure(table, out_figure, epochs if len(epochs) else None)
+    write_csv(epochs, out_epochs)
+    write_text(comb.accuracy_markdown(table, variant, too_long), out_markdown)
+    comb.curve_figure(table, out_figure, variant)
+    comb.epochs_figure(epochs, [int(r["K"]) for r in recs], out_epochs_figure, variant)
+
+
+def combinational_comparison(*, tables: list[str], variants: dict, out_table: str, out_markdown: str) -> None:
+    """Every variant side by side (the seed's Tables 2 and 3): one row per variant and K.
+    ``tables``: each variant's table.csv, in the order of ``variants`` (name -> its settings)."""
+    from beluga.analyses import combinational as comb
+
+    frames = {name: pd.read_csv(p) for name, p in zip(variants, tables, strict=True)}
+    comp = comb.comparison(frames, variants)
+    write_csv(comp, out_table)
+    write_text(comb.comparison_markdown(comp), out_markdown)

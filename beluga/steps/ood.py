@@ -11,32 +11,58 @@ from beluga.analyses import ood_eval as ood_eval
 from beluga.io import read_parquet, write_csv, write_text
 
 
-def ood(*, task: str, task_type: str, runs: list[dict], models: list[dict], data: list[str], alpha: float,
-             correction: str, out_scores: str, out_ranking: str, out_table: str, out_markdown: str, out_latex: str,
-             out_figure: str, out_models: str) -> None:
+def ood(*, task: str, task_type: str, backbone: str, credits: dict[str, str], runs: list[dict], models: list[dict],
+        data: list[str], alpha: float, correction: str, out_scores: str, out_ranking: str, out_table: str,
+        out_markdown: str, out_latex: str, out_figure: str, out_models: str, out_correlation: str) -> None:
     """``runs``: the IID model and each pair's seen model, with their outcomes
     files (``path``); ``models``: every model that predicted the OOD sets
     (predict.ood_models); ``data``: the prepared OOD sets (their names are
-    the file stems, in config order)."""
+    the file stems, in config order); ``backbone``: the task's backbone label;
+    ``credits``: each OOD set's pairing credit."""
     names = [Path(p).stem for p in data]
     loaded = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in runs]
-    long = ood_eval.long_scores(loaded, names, task, task_type)
+    long = ood_eval.long_scores(loaded, names, task, task_type, backbone, credits)
     ranking = ood_eval.rank_systems(long, source=f"{task} OOD scores")
+    corr = ood_eval.id_ood_correlation(ranking)
     sig = ood_eval.ood_significance(loaded, names, alpha, correction)
     table = ood_eval.ood_table(long, ranking, sig, names)
     write_csv(long, out_scores)
     write_csv(ranking, out_ranking)
     write_csv(table, out_table)
-    write_text(ood_eval.ood_table_markdown(table, names, task, alpha, correction), out_markdown)
+    write_csv(ood_eval.correlation_frame({task: corr}), out_correlation)
+    write_text(ood_eval.ood_table_markdown(table, names, task, alpha, correction, corr, credits), out_markdown)
     write_text(ood_eval.table_latex(table, names, task, alpha, correction), out_latex)
-    ood_eval.plot(table, names, task, out_figure)
+    ood_eval.plot(table, names, task, out_figure, corr)
     all_models = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in models]
     write_csv(ood_eval.model_scores(all_models, names, task_type), out_models)
 
 
-def ood_ranking(*, scores: list[str], out_ranking: str, out_markdown: str) -> None:
-    """The GLUE-X ranking over every task's OOD sets (Friedman ranks over tasks)."""
+def ood_ranking(*, scores: list[str], benchmarks: dict[str, str], out_ranking: str, out_markdown: str,
+                out_table: str, out_table_markdown: str, out_correlation: str) -> None:
+    """The GLUE-X ranking over the tasks' OOD scores: systems are
+    ``<backbone>/<configuration>/<method>``; ``benchmarks``: task id -> its
+    benchmark task (tasks of one benchmark are its backbones, ranked side by
+    side); ``all`` (the benchmark tasks averaged per system) when every
+    benchmark task has the same systems (ood_eval.benchmark_tables)."""
     long = pd.concat([pd.read_csv(p, keep_default_na=False) for p in scores], ignore_index=True)
-    ranking = ood_eval.rank_systems(long, source="OOD scores of all tasks")
-    write_csv(ranking, out_ranking)
-    write_text(ood_eval.ranking_markdown(ranking, "OOD ranking over tasks (GLUE-X)"), out_markdown)
+    benches = ood_eval.benchmark_tables(long, benchmarks)
+    rankings, tables, corrs, md = [], {}, {}, []
+    for bench, sub in benches.items():
+        ranking = ood_eval.rank_systems(sub, source=f"OOD scores of benchmark {bench!r}")
+        corrs[bench] = ood_eval.id_ood_correlation(ranking)
+        tables[bench] = ood_eval.backbone_table(sub, ranking)
+        rankings.append(ranking.assign(benchmark=bench))
+        title = "all tasks" if bench == ood_eval.ALL_TYPES else f"task {bench}"
+        md.append(ood_eval.ranking_markdown(ranking, f"OOD ranking (GLUE-X): {title}", corrs[bench]))
+    skipped = ""
+    if len(benches) > 1 and ood_eval.ALL_TYPES not in benches:
+        skipped = ("No ranking over all tasks: the benchmark tasks do not have the same backbones and systems "
+                   "(GLUE-X averages a backbone over tasks only where it has every task).")
+        md.append(skipped + "\n")
+    ranking = pd.concat(rankings, ignore_index=True)
+    write_csv(ranking[["benchmark", *ood_eval.RANKING_COLUMNS]], out_ranking)
+    write_text("\n".join(md), out_markdown)
+    table = pd.concat([t.assign(benchmark=b) for b, t in tables.items()], ignore_index=True)
+    write_csv(table[["benchmark", *[c for c in table.columns if c != "benchmark"]]], out_table)
+    write_text(ood_eval.backbone_table_markdown(tables, corrs, skipped), out_table_markdown)
+    write_csv(ood_eval.correlation_frame(corrs), out_correlation)

@@ -149,8 +149,11 @@ def _parser() -> argparse.ArgumentParser:
                             description="Read a long table (CSV, TSV or Parquet) with columns system, task, dataset, "
                                         "domain (id or ood), metric, value and write ranking.csv (system, id_avg, "
                                         "ood_avg, decrease_ratio, rank_decrease_ratio, friedman_rank_ood, "
-                                        "friedman_rank_id) and ranking.md, as GLUE-X computes them "
-                                        "(beluga/analyses/ood_eval.py).")
+                                        "friedman_rank_id), correlation.csv (GLUE-X's ID-OOD correlation over "
+                                        "the systems: Pearson r, Spearman rho, least-squares line; at least 3 "
+                                        "systems) and ranking.md, as GLUE-X computes them "
+                                        "(beluga/analyses/ood_eval.py); name one system per backbone to rank "
+                                        "backbones as GLUE-X does.")
     p_rank.add_argument("--scores", required=True, help="the long score table")
     p_rank.add_argument("--out", required=True, help="output directory")
     return p

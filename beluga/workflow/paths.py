@@ -135,16 +135,22 @@ class Paths:
         """The inoculation summary of a task (table.csv, curves.png, ...)."""
         return self.task_path(task, "inoculation", name)
 
-    def inoculation_run(self, task: str = TASK, unit: str = "{unit}", dose: str = "{dose}", lr: str = "{lr}") -> str:
-        """One (unit, dose, learning rate id) inoculation result."""
-        return self.task_path(task, "inoculation", "runs", unit, dose, f"{lr}.json")
+    def inoculation_run(self, task: str = TASK, unit: str = "{unit}", dose: str = "{dose}", lr: str = "{lr}",
+                        ext: str = "json") -> str:
+        """One (unit, dose, learning rate id) inoculation result (``ext``: json, the record; parquet, its
+        per-case challenge and per-example original outcomes)."""
+        return self.task_path(task, "inoculation", "runs", unit, dose, f"{lr}.{ext}")
 
     def combinational(self, name: str) -> str:
-        """The combinational analysis' files (pool.parquet, table.csv, ...)."""
+        """The combinational analysis' shared files (pool.parquet, comparison.csv, ...)."""
         return f"{self.results}/combinational/{name}"
 
-    def combinational_run(self, k: int | str = "{k}") -> str:
-        return self.combinational(f"runs/k{k}.json")
+    def combinational_variant(self, name: str, variant: str = "{variant}") -> str:
+        """A combinational variant's files (table.csv, accuracy.png, ...), under its name."""
+        return self.combinational(f"{variant}/{name}")
+
+    def combinational_run(self, k: int | str = "{k}", variant: str = "{variant}") -> str:
+        return self.combinational_variant(f"runs/k{k}.json", variant)
 
     # --- across tasks --------------------------------------------------------------------------
     def table3(self, name: str) -> str:

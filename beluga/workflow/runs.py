@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from beluga import folds as beluga_folds
+from beluga.analyses import combinational as comb_analysis
 from beluga.analyses import inoculation
 from beluga.data import fetch
 from beluga.errors import ConfigError
@@ -94,6 +95,8 @@ class Runs:
         self.methods = list(config["methods"])
         self.predict = config["predict"]
         self.combinational = config["combinational"]
+        #: combinational variant name -> its complete settings (one, "default", without combinational.variants)
+        self.comb_variants = comb_analysis.variants(self.combinational)
         self.inoculation = config["inoculation"]
         # torch threads of a training / prediction job (fixed: float reductions depend on it);
         # the IID model trains alone before any fold can start and may use the cores that would idle
@@ -125,6 +128,15 @@ class Runs:
             for t in (self.inoculation["tasks"] or self.tasks)
             if self.func_tables.get(t) is not None
         }
+        for t, task_units in self.inoc_units.items():   # external challenge sets: units of their own
+            task_units.update(inoculation.challenge_units(self.inoculation["challenge"], self.ood_sets[t]))
+        missing = [n for n in self.inoculation["challenge"]
+                   if not any(n in self.ood_sets[t] for t in self.inoc_units)]
+        if missing and self.inoc_units:
+            raise ConfigError(f"config: field 'inoculation.challenge': {missing[0]!r} is not an OOD set "
+                              f"(tasks.<id>.ood) of an analysed task")
+        #: the inoculation's learning rates (a named grid resolved)
+        self.inoc_lrs = inoculation.lr_grid(self.inoculation["lrs"])
 
     # --- a task's blocks ---------------------------------------------------------------------------
     def training(self, task: str) -> dict:
@@ -215,10 +227,14 @@ class Runs:
             return self.paths.iid_model(w["task"]), "iid"
         return None, self.tasks[w["task"]]["model"]
 
-    def model_marker(self, task: str | None = None) -> str | None:
-        """The marker of a task's hub model (task None: the combinational analysis' model), the commit
+    def comb_variant(self, variant: str | None = None) -> dict:
+        """A combinational variant's settings (None: the first variant)."""
+        return self.comb_variants[variant or next(iter(self.comb_variants))]
+
+    def model_marker(self, task: str | None = None, variant: str | None = None) -> str | None:
+        """The marker of a task's hub model (task None: the combinational ``variant``'s model), the commit
         its configured revision resolved to (written by the fetch); None for a local model."""
-        block = self.combinational if task is None else self.tasks[task]
+        block = self.comb_variant(variant) if task is None else self.tasks[task]
         spec = str(block["model"])
         if not fetch.is_hub_name(spec):
             return None
@@ -233,12 +249,12 @@ class Runs:
             raise ValueError(f"settings: {rule!r} is not a training rule ({', '.join(TRAINING_RULES)})")
         changes = {}
         if rule == "combinational_train":
-            comb = self.combinational
+            comb = self.comb_variant(w["variant"])   # the variant's model, length limit and training
             task, task_type, model = "combinational", "sent", comb["model"]
             training = {**self.config["training"], "max_length": comb["max_length"]}
-            key, held_out, funcs = RunKey("iid", "vanilla", "standard", f"k{w['k']}"), (), ()
+            key, held_out, funcs = RunKey("iid", "vanilla", "standard", f"{w['variant']}-k{w['k']}"), (), ()
             start, hparams, checkpoint_dir = model, {**comb["training"], **method_hparams("vanilla")}, None
-            model_lock, changes["seed"] = self.model_marker(), comb["seed"]
+            model_lock, changes["seed"] = self.model_marker(None, w["variant"]), self.combinational["seed"]
         else:
             task = w["task"]
             task_type, model, training = self.tasks[task]["type"], self.tasks[task]["model"], self.training(task)
@@ -254,7 +270,7 @@ class Runs:
                 unit_funcs = set(self.inoc_units[task][w["unit"]]["functionalities"])
                 held_out, start = tuple(f for f in funcs if f not in unit_funcs), "iid"
                 hparams = self.stage_hparams(task, "suite", "vanilla")
-                hparams.update(lr=next(x for x in inoc["lrs"] if inoculation.lr_id(x) == w["lr"]),
+                hparams.update(lr=next(x for x in self.inoc_lrs if inoculation.lr_id(x) == w["lr"]),
                                epochs=inoc["max_epochs"], batch_size=inoc["batch_size"] or hparams["batch_size"])
                 checkpoint_dir, model_lock = None, None
             else:  # finetune (finetune_keep, finetune_model) and trial
@@ -294,35 +310,49 @@ class Runs:
     def job_resources(self, kind: str) -> dict:
         """A training (``train``) / prediction (``predict``) rule's resources: mem_mb (grows by half
         on every retry), runtime in minutes (doubles on every retry: preemption or a slow node), both
-        scaled by the task's model (the combinational analysis: its own) and max_length; and the
+        scaled by the task's model (the combinational analysis: its variant's) and max_length; and the
         configuration's GPUs (:func:`gpu_resources`)."""
         base_mb, base_min = BASE_RESOURCES[kind]
 
-        def scale(task):
-            return model_scale(self.combinational["model"] if task is None else self.tasks[task]["model"])
+        def scale(w):
+            task = w.get("task")
+            return model_scale(self.comb_variant(w.get("variant"))["model"] if task is None
+                               else self.tasks[task]["model"])
 
         def mem_mb(wildcards, attempt):
             task = wildcards.get("task")
-            max_length = self.combinational["max_length"] if task is None else self.training(task)["max_length"]
-            return int(base_mb * scale(task) * max(1.0, max_length / 128) * (1 + 0.5 * (attempt - 1)))
+            max_length = self.comb_variant(wildcards.get("variant"))["max_length"] if task is None \
+                else self.training(task)["max_length"]
+            return int(base_mb * scale(wildcards) * max(1.0, max_length / 128) * (1 + 0.5 * (attempt - 1)))
 
         def runtime(wildcards, attempt):
-            return int(base_min * scale(wildcards.get("task")) * 2 ** (attempt - 1))
+            return int(base_min * scale(wildcards) * 2 ** (attempt - 1))
 
         return {"mem_mb": mem_mb, "runtime": runtime, **gpu_resources(self.config)}
 
     # --- inoculation ---------------------------------------------------------------------------------
     def inoc_doses(self, task: str, unit: str) -> list[str]:
-        n = inoculation.train_cases_per_unit(self.func_tables[task], self.inoc_units[task][unit]["functionalities"],
-                                             self.config["split"]["fractions"])
+        spec = self.inoc_units[task][unit]
+        if spec.get("challenge") is not None:
+            n = inoculation.challenge_train_size(self.ood_sets[task][spec["challenge"]],
+                                                 self.inoculation["challenge_test_fraction"])
+        else:
+            n = inoculation.train_cases_per_unit(self.func_tables[task], spec["functionalities"],
+                                                 self.config["split"]["fractions"])
         return inoculation.doses_for(n, self.inoculation["doses"])
 
-    def inoc_results(self, task: str) -> list[str]:
-        """Every (unit, dose, learning rate) result of a task."""
+    def inoc_challenge(self, task: str, unit: str) -> list[str]:
+        """The prepared challenge set of an external-challenge unit ([] for a suite unit)."""
+        name = self.inoc_units[task][unit].get("challenge")
+        return [] if name is None else [self.paths.ood_data(name, task)]
+
+    def inoc_results(self, task: str, ext: str = "json") -> list[str]:
+        """Every (unit, dose, learning rate) result of a task (``ext``: json, the record; parquet, the
+        per-case and per-example outcomes), in the same order for both."""
         return [
-            self.paths.inoculation_run(task, unit, dose, inoculation.lr_id(lr))
+            self.paths.inoculation_run(task, unit, dose, inoculation.lr_id(lr), ext)
             for unit in self.inoc_units[task]
             for dose in self.inoc_doses(task, unit)
-            for lr in self.inoculation["lrs"]
+            for lr in self.inoc_lrs
         ]
 

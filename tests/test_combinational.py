@@ -1,0 +1,287 @@
+"""Combinational OOD (beluga/analyses/combinational.py; seed 002): the nine
+combinations of the seed's Table 2, inputs longer than max_length (never the
+template cut: dropped, as the seed, or the sentence cut), sentence pairs,
+variants (several models / templates / label words in one run) and their
+comparison table, with a tiny end-to-end run of two variants."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO, smk
+from snakemake.utils import validate
+
+from beluga.analyses import combinational as comb
+from beluga.data.fetch import resolve_data_paths
+from beluga.errors import ConfigError, DataError
+from beluga.methods import method_hparams
+from beluga.workflow.paths import Paths
+from beluga.workflow.runs import Runs
+
+WORDS = {"fst": "great", "sec": "terrible", "neu": "okay"}
+TEMPLATE = "{S} It is {LABEL}."
+SCHEMA = REPO / "schemas" / "config.schema.yaml"
+
+
+def pool(n=30, long_every=0, long_words=80, pair=False):
+    """n inputs per role; every ``long_every``-th input a sentence of ``long_words`` words."""
+    rows = []
+    for r, lab in (("fst", "positive"), ("sec", "negative"), ("neu", "neutral")):
+        for i in range(n):
+            text = f"sentence {r} {i}"
+            if long_every and i % long_every == 0:
+                text = f"{text} " + " ".join(f"filler{j % 7}" for j in range(long_words))
+            row = {"example_id": f"{r}{i:02d}", "text": text, "label": lab, "role": r}
+            if pair:
+                row["text"], row["text_b"] = f"premise {r} {i}", text
+            rows.append(row)
+    return comb.split_pool(pd.DataFrame(rows), n_test=5, seed=3)
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from beluga.modeling import default_model_path
+
+    return AutoTokenizer.from_pretrained(default_model_path())
+
+
+def encoded(tokenizer, df: pd.DataFrame, max_length: int) -> list[tuple]:
+    """Token ids as the training loop and predict_probs feed them to the model (truncated at max_length)."""
+    b = list(df["text_b"]) if "text_b" in df.columns else None
+    return [tuple(ids) for ids in tokenizer(list(df["text"]), b, truncation=True, max_length=max_length)["input_ids"]]
+
+
+# ---------------------------------------------------------------- the nine combinations
+
+
+def test_nine_combinations_labels_and_disjoint_inputs():
+    train, test = comb.build(pool(), 8, WORDS, TEMPLATE)
+    role_word = {w: r for r, w in WORDS.items()}
+
+    def pairs(df):
+        return {(x.rsplit("|", 1)[0][:3], role_word[t.split("It is ")[1].rstrip(".")], y)
+                for x, t, y in zip(df["example_id"], df["text"], df["label"])}
+    assert pairs(train) == {("fst", "fst", 0), ("sec", "sec", 0), ("neu", "fst", 1), ("neu", "sec", 1)}
+    assert pairs(test) == {("fst", "fst", 0), ("sec", "sec", 0), ("neu", "fst", 1), ("neu", "sec", 1),
+                           ("fst", "sec", 1), ("sec", "fst", 1), ("fst", "neu", 1), ("sec", "neu", 1),
+                           ("neu", "neu", 0)}
+    assert set(test["cell"]) == {comb.cell_name(x, t) for x, t, _, _ in comb.CELLS}
+    assert dict(test.groupby("group")["cell"].nunique()) == {"ID": 4, "COOD": 2, "OOD": 3}
+    # 2K examples with ŷ = 0 and 2K with ŷ = 1; K inputs per label
+    assert (train["label"] == 0).sum() == 16 and (train["label"] == 1).sum() == 16
+    assert train.groupby(train["x_id"].str[:3])["x_id"].nunique().to_dict() == {"fst": 8, "neu": 8, "sec": 8}
+    assert not set(train["x_id"]) & set(test["x_id"])                  # no test input is ever trained on
+    assert test.groupby("cell").size().eq(5).all()
+    assert all(t.endswith((" It is great.", " It is terrible.", " It is okay.")) for t in test["text"])
+
+
+def test_training_sets_are_nested_in_k_and_the_pool_is_seeded():
+    p = pool()
+    small, _ = comb.build(p, 4, WORDS, TEMPLATE)
+    large, _ = comb.build(p, 12, WORDS, TEMPLATE)
+    assert set(small["x_id"]) < set(large["x_id"])
+    again = pool()
+    pd.testing.assert_frame_equal(p, again)
+    with pytest.raises(DataError, match="K = 40 needs 40 training inputs"):
+        comb.build(p, 40, WORDS, TEMPLATE)
+    with pytest.raises(ConfigError, match="needs {S} and {LABEL}"):
+        comb.build(p, 4, WORDS, "It is {LABEL}.")
+
+
+def test_cell_accuracy():
+    _, test = comb.build(pool(), 4, WORDS, TEMPLATE)
+    pred = test["label"].to_numpy().copy()
+    cood = (test["group"] == "COOD").to_numpy()
+    pred[cood] = 1 - pred[cood]                        # the shortcut: every COOD example wrong
+    acc = comb.cell_accuracy(test, pred)
+    assert acc["ID"] == 1.0 and acc["COOD"] == 0.0 and acc["OOD"] == 1.0 and acc["fst/sec"] == 0.0
+
+
+# ---------------------------------------------------------------- inputs longer than max_length
+
+
+def test_long_inputs_never_lose_the_template_nor_become_identical_with_opposite_labels(tokenizer):
+    """Right-truncating "<S> It is <LABEL>." at max_length cut the label word off long inputs, so
+    that the fst and sec templates of the same x were the same tokens with opposite labels. The
+    seed's rule (the default): such an x is dropped from every cell, counted per split."""
+    max_length = 32
+    naive, _ = comb.build(pool(long_every=4), 8, WORDS, TEMPLATE)   # the whole string right-truncated
+    ids = encoded(tokenizer, naive, max_length)
+    assert len(set(ids)) < len(ids)                                  # the label word cut off: collisions
+    p = comb.fit_inputs(pool(long_every=4), WORDS, TEMPLATE, tokenizer, max_length)   # too_long: drop
+    train, test = comb.build(p, 8, WORDS, TEMPLATE)
+    for df in (train, test):
+        ids = encoded(tokenizer, df, max_length)
+        assert max(len(i) for i in ids) <= max_length
+        labels = {}
+        for i, y in zip(ids, df["label"]):
+            labels.setdefault(i, set()).add(y)
+        assert all(len(ys) == 1 for ys in labels.values()), "token-identical inputs with opposite labels"
+        assert len(labels) == len(df)
+        for i, w, in zip(ids, df["example_id"].str.split("|").str[1]):   # every input ends with its template
+            tail = tokenizer(f"It is {WORDS[w]}.", add_special_tokens=False)["input_ids"]
+            assert list(i[-len(tail) - 1:-1]) == tail
+    assert not train["text"].str.contains("filler").any() and not test["text"].str.contains("filler").any()
+    # K = 8 kept inputs per role still; nested in K; the dropped counted per split
+    assert train.groupby(train["x_id"].str[:3])["x_id"].nunique().to_dict() == {"fst": 8, "neu": 8, "sec": 8}
+    small, _ = comb.build(p, 4, WORDS, TEMPLATE)
+    assert set(small["x_id"]) < set(train["x_id"])
+    counts = comb.length_counts(p, 8, "drop", max_length)
+    long_x = p[p["text"].str.contains("filler")]
+    assert counts["too_long"]["test"] == counts["dropped"]["test"] == (long_x["split"] == "test").sum() > 0
+    assert counts["too_long"]["train_pool"] == (long_x["split"] == "train").sum() > counts["too_long"]["train"] > 0
+    assert counts["truncated"] == {"train": 0, "test": 0} and counts["max_tokens"] > max_length
+    assert len(test) == 9 * 5 - 3 * counts["dropped"]["test"]   # a dropped x leaves its three cells
+
+
+def test_truncate_sentence_cuts_whole_words_of_the_sentence_only(tokenizer):
+    max_length = 32
+    raw = pool(long_every=4)
+    p = comb.fit_inputs(raw, WORDS, TEMPLATE, tokenizer, max_length, "truncate_sentence")
+    assert p["kept"].all() and (p["truncated"] == p["too_long"]).all() and p["truncated"].any()
+    for before, after in zip(raw["text"][p["truncated"]], p["text"][p["truncated"]]):
+        assert before.startswith(after) and before.split()[:len(after.split())] == after.split()
+    train, test = comb.build(p, 8, WORDS, TEMPLATE)
+    for df in (train, test):
+        ids = encoded(tokenizer, df, max_length)
+        full = [tuple(i) for i in tokenizer(list(df["text"]))["input_ids"]]
+        assert ids == full   # nothing left for the model's truncation to cut
+        assert df["text"].str.endswith((" It is great.", " It is terrible.", " It is okay.")).all()
+    counts = comb.length_counts(p, 8, "truncate_sentence", max_length)
+    assert counts["dropped"] == {"train": 0, "test": 0}
+    assert counts["truncated"]["test"] == counts["too_long"]["test"] > 0
+    with pytest.raises(ConfigError, match="max_length"):
+        comb.fit_inputs(raw, WORDS, "{S} " + "and so on " * 10 + "it is {LABEL}.", tokenizer, 16)
+
+
+def test_sentence_pairs_template_on_the_hypothesis(tokenizer):
+    p = pool(pair=True)
+    train, test = comb.build(p, 4, WORDS, TEMPLATE)
+    assert train["text"].str.startswith("premise ").all()
+    assert test["text_b"].str.endswith((" It is great.", " It is terrible.", " It is okay.")).all()
+    long_pairs = comb.fit_inputs(pool(long_every=4, pair=True), WORDS, TEMPLATE, tokenizer, 32,
+                                 "truncate_sentence")
+    train, test = comb.build(long_pairs, 8, WORDS, TEMPLATE)
+    assert max(len(i) for i in tokenizer(list(test["text"]), list(test["text_b"]))["input_ids"]) <= 32
+    assert (test["text"].str.startswith("premise")).all()
+    dropped = comb.fit_inputs(pool(long_every=4, pair=True), WORDS, TEMPLATE, tokenizer, 32)
+    assert dropped["too_long"].sum() == long_pairs["truncated"].sum() > 0 and not dropped["truncated"].any()
+
+
+def test_local_pair_file(tmp_path):
+    f = tmp_path / "nli.tsv"
+    f.write_text("id\ttext\ttext_b\tlabel\n1\tA man sleeps.\tA person rests.\tentailment\n"
+                 "2\tA man sleeps.\tA man runs.\tcontradiction\n")
+    df = comb.load_labelled(str(f))
+    assert list(df.columns) == ["example_id", "text", "text_b", "label"] and df["text_b"][1] == "A man runs."
+
+
+# ---------------------------------------------------------------- variants and the comparison
+
+
+def test_variants_default_and_merged():
+    block = {"model": "default", "model_revision": None, "template": TEMPLATE, "label_words": WORDS,
+             "max_length": 64, "training": {"lr": 5e-5, "batch_size": 16, "epochs": 3}, "too_long": "drop"}
+    assert comb.variants(block) == {"default": {k: block[k] for k in comb.VARIANT_KEYS}}
+    vs = comb.variants({**block, "variants": [
+        {"name": "minilm"},
+        {"name": "minilm_sentence", "template": "{S} The sentence is {LABEL}.", "label_words": {"fst": "cat"},
+         "training": {"epochs": 1}, "too_long": "truncate_sentence"}]})
+    assert list(vs) == ["minilm", "minilm_sentence"] and vs["minilm"]["template"] == TEMPLATE
+    assert vs["minilm_sentence"]["label_words"] == {**WORDS, "fst": "cat"}
+    assert vs["minilm_sentence"]["training"] == {"lr": 5e-5, "batch_size": 16, "epochs": 1}
+    for bad, match in (([{"name": "a"}, {"name": "a"}], "appears twice"), ([{"name": "a/b"}], "path-safe"),
+                       ([{"name": "a", "template": "{S}"}], r"variants\[0\].template")):
+        with pytest.raises(ConfigError, match=match):
+            comb.variants({**block, "variants": bad})
+
+
+def test_runs_settings_per_variant():
+    cfg = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
+    cfg["combinational"] = {"model": "tiny-random", "ks": [4], "n_test": 6, "max_length": 32, "seed": 13,
+                            "training": {"lr": 1.0e-3, "batch_size": 8, "epochs": 2},
+                            "variants": [{"name": "a"}, {"name": "b", "max_length": 48, "model": "org/other",
+                                                         "training": {"epochs": 1}}]}
+    validate(cfg, str(SCHEMA))
+    resolve_data_paths(cfg)
+    r = Runs(cfg, Paths(cfg["results"]), str(cfg["data_dir"]))
+    a = r.settings("combinational_train", {"variant": "a", "k": "4"})
+    b = r.settings("combinational_train", {"variant": "b", "k": "4"})
+    assert (a["model"], a["max_length"], a["fold"], a["seed"]) == ("tiny-random", 32, "a-k4", 13)
+    assert a["hparams"] == {"lr": 1e-3, "batch_size": 8, "epochs": 2, **method_hparams("vanilla")}
+    assert (b["model"], b["max_length"], b["hparams"]["epochs"], b["hparams"]["lr"]) == ("org/other", 48, 1, 1e-3)
+    assert b["model_lock"] == r.model_marker(None, "b") and a["model_lock"] is None
+    res = r.job_resources("train")
+    assert res["mem_mb"]({"variant": "a", "k": "4"}, 1) == 1500 and res["mem_mb"]({"variant": "b", "k": "4"}, 1) == 3000
+    bad = {**cfg, "combinational": {**cfg["combinational"], "variants": [{"name": "x y"}]}}
+    with pytest.raises(Exception, match="does not match"):
+        validate(bad, str(SCHEMA))
+
+
+def test_comparison_table():
+    t = pd.DataFrame([{"K": k, "n_train": 4 * k, "n_test": 45,
+                       **{comb.cell_name(x, y): 0.5 for x, y, _, _ in comb.CELLS},
+                       "ID": 0.9, "COOD": 0.6, "OOD": 0.2, "too_long_train": 1, "too_long_test": 2,
+                       "dropped_train": 1, "dropped_test": 2} for k in (4, 8)])
+    settings = {"a": {"model": "tiny-random", "template": TEMPLATE, "label_words": WORDS, "max_length": 32,
+                      "too_long": "drop"},
+                "b": {"model": "tiny-random", "template": "{S} The sentence is {LABEL}.",
+                      "label_words": {"fst": "cat", "sec": "dog", "neu": "bird"}, "max_length": 32,
+                      "too_long": "truncate_sentence"}}
+    comp = comb.comparison({"a": t, "b": t}, settings)
+    assert list(zip(comp["variant"], comp["K"])) == [("a", 4), ("a", 8), ("b", 4), ("b", 8)]
+    assert list(comp["label_words"]) == ["great/terrible/okay"] * 2 + ["cat/dog/bird"] * 2
+    md = comb.comparison_markdown(comp)
+    assert "Table 2" in md and "Table 3" in md and "| b | `{S} The sentence is {LABEL}.` | cat/dog/bird | 8 |" in md
+
+
+# ---------------------------------------------------------------- end to end
+
+
+@pytest.mark.slow
+def test_two_variants_end_to_end(tmp_path):
+    cfg = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
+    cfg["combinational"] = {
+        "model": "tiny-random", "ks": [4, 8], "n_test": 6, "max_length": 24,
+        "training": {"lr": 1.0e-3, "batch_size": 8, "epochs": 2},
+        "variants": [{"name": "tiny_it_is"},
+                     {"name": "tiny_sentence_is", "template": "{S} The sentence is {LABEL}.",
+                      "label_words": {"fst": "cat", "sec": "dog", "neu": "bird"}, "too_long": "truncate_sentence",
+                      "training": {"epochs": 1}}]}
+    cfg_file = tmp_path / "cfg.yaml"
+    cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    wd = tmp_path / "run"
+    smk(wd, "--cores", "2", "combinational_all", configfiles=(cfg_file,))
+    res = wd / "results" / "combinational"
+    comp = pd.read_csv(res / "comparison.csv")
+    assert list(zip(comp["variant"], comp["K"])) == [("tiny_it_is", 4), ("tiny_it_is", 8), ("tiny_sentence_is", 4),
+                                                     ("tiny_sentence_is", 8)]
+    assert list(comp["template"]) == ["{S} It is {LABEL}."] * 2 + ["{S} The sentence is {LABEL}."] * 2
+    for cell in [comb.cell_name(x, t) for x, t, _, _ in comb.CELLS] + ["ID", "COOD", "OOD"]:
+        assert comp[cell].between(0, 1).all(), cell
+    assert "Table 3" in (res / "comparison.md").read_text()
+    for v, rule in (("tiny_it_is", "drop"), ("tiny_sentence_is", "truncate_sentence")):
+        table = pd.read_csv(res / v / "table.csv")
+        assert list(table["K"]) == [4, 8] and list(table["n_train"]) == [16, 32]
+        k8 = json.loads((res / v / "runs" / "k8.json").read_text())
+        k4 = json.loads((res / v / "runs" / "k4.json").read_text())
+        assert set(k4["train_x"]) < set(k8["train_x"]) and k8["variant"] == v and k8["length"]["rule"] == rule
+        assert k8["length"]["too_long"]["train_pool"] > 0   # Hutto sentences over 24 tokens
+        if rule == "drop":
+            assert k8["n_test"] == 9 * 6 - 3 * k8["length"]["dropped"]["test"]
+        else:
+            assert k8["n_test"] == 9 * 6 and k8["length"]["dropped"] == {"train": 0, "test": 0}
+        epochs = pd.read_csv(res / v / "epochs.csv")
+        n_ep = 2 if v == "tiny_it_is" else 1
+        assert sorted(zip(epochs["K"], epochs["epoch"])) == sorted((k, e) for k in (4, 8) for e in range(1, n_ep + 1))
+        test_x = pd.read_parquet(res / "pool.parquet").query("split == 'test'")["example_id"]
+        assert not set(test_x) & set(k8["train_x"])
+        for name in ("accuracy.png", "epochs.png", "table.md"):
+            assert (res / v / name).stat().st_size > 0
+        assert np.isfinite(table["COOD"]).all()
+    out = smk(wd, "-n", "combinational_all", configfiles=(cfg_file,))
+    assert "Nothing to be done" in out.stdout + out.stderr

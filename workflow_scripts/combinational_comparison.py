@@ -1,0 +1,7 @@
+from beluga.steps import combinational
+from beluga.workflow.smk import input_list, run
+
+sm = snakemake  # noqa: F821
+run(sm, lambda: combinational.combinational_comparison(
+    tables=input_list(sm, "tables"), variants=dict(sm.params.variants), out_table=sm.output.table,
+    out_markdown=sm.output.markdown))
