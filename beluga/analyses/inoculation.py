@@ -34,6 +34,7 @@ import pandas as pd
 
 from beluga.errors import ConfigError
 from beluga.folds import fold_ids, split_sizes, stable_int
+from beluga.tasks import get_task_type
 
 LEVELS = ("suite", "class", "functionality")
 LEVEL_PREFIX = {"suite": "suite", "class": "class", "functionality": "func"}
@@ -557,3 +558,227 @@ def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, ou
     with atomic_path(out_png) as tmp:
         fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
+
+
+def summary_tables(recs: list[dict], case_outcomes: list[str], *, task_type: str, iid_metric: str, units: dict,
+                   base_out: pd.DataFrame, cases_all: pd.DataFrame, lrs: list[float], select_on: str,
+                   thresholds: dict, decide_by: str, level: float, bootstrap: int, randomization: int):
+    """The analysis' tables from its jobs' records (``recs``; ``case_outcomes``: each one's per-case
+    outcomes file) and the IID model's outcomes (``base_out``, dose 0): (chosen runs, table, outcomes,
+    base pass rates). Per unit and dose the learning rate with the best challenge score, its challenge
+    and original scores with their intervals at 1 - ``level``, the share of the dose-0 gap closed and
+    the tests against dose 0; the outcome of every unit decided by those tests at ``level``
+    (``decide_by: thresholds``: by the fixed point thresholds) with its label-skew flag."""
+    # scipy / pyarrow: imported here, so that the DAG (beluga/workflow/runs.py) imports this module light
+    from beluga.io import read_parquet
+    from beluga.metrics import fold_pass_rates, iid_metrics, iid_score
+    from beluga.report.stats import iid_features
+    from beluga.suites.format import functionality_table
+
+    order = {float(lr): i for i, lr in enumerate(lrs)}
+    df = pd.DataFrame(recs)
+    df["lr_order"] = df["lr"].map(lambda v: order.get(float(v), len(order)))
+    df["case_outcomes"] = list(case_outcomes)
+    chosen = choose(df, select_on)
+    funcs = functionality_table(cases_all)
+    base_rates = fold_pass_rates(base_out, funcs).set_index("functionality")["pass_rate"].to_dict()
+    base_original = iid_score(iid_metrics(base_out, task_type), iid_metric)
+    head = get_task_type(task_type).head
+    base_iid = original_rows(base_out)
+    base_feats, base_hits = iid_features(base_iid, task_type), original_hits(base_iid, task_type)
+    conf = 1 - float(level)
+
+    def evidence(cases: pd.DataFrame, fi: np.ndarray, n_func: int, feats: np.ndarray, hits: np.ndarray) -> dict:
+        ci = score_intervals(cases["passed"].to_numpy(), cases["scored"].to_numpy(), fi, n_func, feats,
+                                 task_type, iid_metric, R=bootstrap, level=conf)
+        n_c = int(cases["scored"].sum())
+        return {"challenge_lo": ci["challenge"][0], "challenge_hi": ci["challenge"][1],
+                "original_lo": ci["original"][0], "original_hi": ci["original"][1],
+                "original_same": 100 * float(hits.mean()) if len(hits) else np.nan,
+                "p_gap": gap_test(int((cases["passed"] & cases["scored"]).sum()), n_c, int(hits.sum()),
+                                      len(hits))}
+
+    rows, skew = [], {}
+    for uid, spec in units.items():
+        if spec.get("challenge") is not None:   # an external challenge set: scored with the i.i.d. metric
+            unit_rows, skew[uid] = challenge_set_rows(uid, spec, chosen[chosen["unit"] == uid], base_out, base_iid,
+                                             task_type, iid_metric, head, randomization, bootstrap, conf)
+            rows += unit_rows
+            continue
+        ufuncs = list(spec["functionalities"])
+        skew[uid] = label_skew(cases_all[cases_all["functionality"].isin(set(ufuncs))], head,
+                                   get_task_type(task_type).suite_labels)
+        base_cases, fi0 = unit_case_arrays(base_out, ufuncs)
+        vals = [base_rates.get(f) for f in ufuncs if not pd.isna(base_rates.get(f, np.nan))]
+        first = {"unit": uid, "level": spec["level"], "label": spec["label"], "dose": "0", "n_cases": 0,
+                 "lr": np.nan, "challenge": 100 * float(np.mean(vals)) if vals else np.nan,
+                 "challenge_val": np.nan, "original": 100 * base_original, "epochs_trained": 0, "best_epoch": 0,
+                 **evidence(base_cases, fi0, len(ufuncs), base_feats, base_hits),
+                 "gap_closed": 0.0, "p_gain": np.nan, "p_original": np.nan, "original_test": "",
+                 "measure": "pass rate"}
+        gap0 = first["original_same"] - first["challenge"]
+        first["gap_closed"] = 0.0 if gap0 > 0 else np.nan
+        rows.append(first)
+        for r in chosen[chosen["unit"] == uid].itertuples(index=False):
+            row = {"unit": r.unit, "level": spec["level"], "label": spec["label"], "dose": r.dose,
+                   "n_cases": int(r.n_cases), "lr": float(r.lr),
+                   "challenge": np.nan if r.challenge is None else 100 * float(r.challenge),
+                   "challenge_val": np.nan if r.challenge_val is None else 100 * float(r.challenge_val),
+                   "original": 100 * float(r.original), "epochs_trained": int(r.epochs_trained),
+                   "best_epoch": int(r.best_epoch), "measure": "pass rate"}
+            if r.case_outcomes:
+                out = read_parquet(r.case_outcomes, "inoculation outcomes")
+                cases, fi = unit_case_arrays(out, ufuncs)
+                iid_rows = original_rows(out)
+                if list(iid_rows["case_id"]) != list(base_iid["case_id"]):
+                    raise ValueError(f"{r.case_outcomes}: field 'case_id': the i.i.d. test examples differ from "
+                                     "the IID model's")
+                feats, hits = iid_features(iid_rows, task_type), original_hits(iid_rows, task_type)
+                row.update(evidence(cases, fi, len(ufuncs), feats, hits))
+                row.update(dose_tests(base_cases, cases, base_feats, feats, base_hits, hits, task_type,
+                                          iid_metric, R=randomization))
+                row["gap_closed"] = (row["challenge"] - first["challenge"]) / gap0 if gap0 > 0 else np.nan
+            rows.append(row)
+    table = pd.DataFrame(rows)
+    table["_unit"] = table["unit"].map({u: i for i, u in enumerate(units)})
+    table = table.sort_values(["_unit", "n_cases"], kind="stable").drop(columns="_unit").reset_index(drop=True)
+    cols = ["unit", "level", "label", "measure", "dose", "n_cases", "lr", "challenge", "challenge_lo", "challenge_hi",
+            "original", "original_lo", "original_hi", "original_same", "gap_closed", "p_gain", "p_original",
+            "original_test", "p_gap", "challenge_val", "epochs_trained", "best_epoch"]
+    table = table[[c for c in cols if c in table.columns]]
+    outcomes = []
+    for uid, g in table.groupby("unit", sort=False):
+        first, last = g.iloc[0], g.iloc[-1]
+        if decide_by == "tests":
+            label, reason = decide(first, last, level, skew[uid]["informative_3"])
+            how = f"tests at level {level:g}"
+        else:
+            label, reason = classify(first.challenge, first.original, last.challenge, last.original, **thresholds)
+            how = "point thresholds"
+        outcomes.append({"unit": uid, "label": first.label, "level": first.level, "outcome": label,
+                         "reason": reason, "decided_by": how, "last_dose": last.dose,
+                         "challenge_0": first.challenge, "challenge_last": last.challenge,
+                         "challenge_last_lo": last.get("challenge_lo"), "challenge_last_hi": last.get("challenge_hi"),
+                         "original_0": first.original, "original_last": last.original,
+                         "original_last_lo": last.get("original_lo"), "original_last_hi": last.get("original_hi"),
+                         "gap_measure": first.measure, "gap_0": first.original_same - first.challenge,
+                         "gap_closed": last.get("gap_closed"), "p_gain": last.get("p_gain"),
+                         "p_original": last.get("p_original"), "original_test": last.get("original_test"),
+                         "p_gap_0": first.p_gap, "p_gap_last": last.get("p_gap"), **skew[uid]})
+    outcomes = pd.DataFrame(outcomes)
+    return chosen, table, outcomes, base_rates
+
+
+def challenge_set_rows(uid: str, spec: dict, chosen: pd.DataFrame, base_out: pd.DataFrame, base_iid: pd.DataFrame,
+              task_type: str, iid_metric: str, head: str, R: int, bootstrap: int, conf: float) -> tuple[list, dict]:
+    """The table rows (dose 0, then each chosen dose) and the label skew of an external challenge set:
+    its test part scored with the task's i.i.d. metric, the gap against the original score in that
+    measure, the tests on the same examples against the IID model (dose 0)."""
+    from beluga.data.ood_sets import split_name
+    from beluga.io import read_parquet
+    from beluga.metrics import IID_METRICS, iid_metrics, iid_score
+    from beluga.report.stats import iid_features
+
+
+    name = split_name(spec["challenge"])
+    base_set = base_out[base_out["split"] == name]
+    if head == "qa":
+        skew = label_skew(base_set, head)
+    else:
+        skew = set_label_skew(pd.DataFrame({"label": base_set["gold_label"].astype(int)}), head,
+                                  get_task_type(task_type).iid_labels)
+    if not len(chosen):
+        return [], skew
+    names = IID_METRICS[task_type] if iid_metric == "mean" else [iid_metric]
+    measure = " / ".join(names) + (" (mean)" if len(names) > 1 else "")
+
+    def score(rows: pd.DataFrame) -> float:
+        return 100 * iid_score(iid_metrics(rows, task_type, split=name), iid_metric)
+
+    def parts(out: pd.DataFrame, test_ids=None):
+        ch = out[out["split"] == name].copy()
+        ch["case_id"] = ch["case_id"].astype(str)
+        if test_ids is not None:
+            ch = ch[ch["case_id"].isin(test_ids)]
+        ch = ch.sort_values("case_id", kind="stable").reset_index(drop=True)
+        orig = original_rows(out)
+        return (ch, iid_features(ch, task_type), original_hits(ch, task_type), orig,
+                iid_features(orig, task_type), original_hits(orig, task_type))
+
+    def evidence(ch, ch_f, ch_h, orig, orig_f, orig_h) -> dict:
+        c_lo, c_hi = metric_interval(ch_f, task_type, iid_metric, R=bootstrap, level=conf)
+        o_lo, o_hi = metric_interval(orig_f, task_type, iid_metric, R=bootstrap, level=conf)
+        original = 100 * iid_score(iid_metrics(orig, task_type), iid_metric)
+        return {"challenge": score(ch), "challenge_lo": c_lo, "challenge_hi": c_hi, "original": original,
+                "original_lo": o_lo, "original_hi": o_hi, "original_same": original, "measure": measure,
+                "p_gap": set_gap_test(ch_f, ch_h, orig_f, orig_h, task_type, iid_metric, R=R)}
+
+    first_out = read_parquet(chosen.iloc[0].case_outcomes, "inoculation outcomes")
+    test_ids = set(first_out.loc[first_out["split"] == name, "case_id"].astype(str))
+    base = parts(base_out, test_ids)
+    if list(base[3]["case_id"]) != list(base_iid["case_id"]):
+        raise ValueError("IID model outcomes: field 'case_id': i.i.d. test examples out of order")
+    head_row = {"unit": uid, "level": spec["level"], "label": spec["label"]}
+    first = {**head_row, "dose": "0", "n_cases": 0, "lr": np.nan, "challenge_val": np.nan, "epochs_trained": 0,
+             "best_epoch": 0, **evidence(*base), "p_gain": np.nan, "p_original": np.nan, "original_test": ""}
+    gap0 = first["original_same"] - first["challenge"]
+    first["gap_closed"] = 0.0 if gap0 > 0 else np.nan
+    rows = [first]
+    for r in chosen.itertuples(index=False):
+        now = parts(read_parquet(r.case_outcomes, "inoculation outcomes"), test_ids)
+        if list(now[0]["case_id"]) != list(base[0]["case_id"]) or list(now[3]["case_id"]) != list(base[3]["case_id"]):
+            raise ValueError(f"{r.case_outcomes}: field 'case_id': the examples differ from the IID model's")
+        row = {**head_row, "dose": r.dose, "n_cases": int(r.n_cases), "lr": float(r.lr), "challenge_val": np.nan,
+               "epochs_trained": int(r.epochs_trained), "best_epoch": int(r.best_epoch), **evidence(*now)}
+        row["p_gain"], _ = paired_metric_test(base[1], now[1], base[2], now[2], task_type, iid_metric, R=R)
+        row["p_original"], row["original_test"] = paired_metric_test(base[4], now[4], base[5], now[5], task_type,
+                                                                         iid_metric, R=R)
+        row["gap_closed"] = (row["challenge"] - first["challenge"]) / gap0 if gap0 > 0 else np.nan
+        rows.append(row)
+    return rows, skew
+
+
+def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame, select_on: str, decide_by: str,
+              level: float) -> str:
+    def num(x, fmt="{:.1f}") -> str:
+        return "" if x is None or pd.isna(x) else fmt.format(x)
+
+    def ci(r, col) -> str:
+        lo, hi = getattr(r, f"{col}_lo", None), getattr(r, f"{col}_hi", None)
+        return f"{getattr(r, col):.1f} [{num(lo, '{:.0f}')}, {num(hi, '{:.0f}')}]" if lo is not None else \
+            f"{getattr(r, col):.1f}"
+
+    conf = f"{100 * (1 - level):g}%"
+    md = [f"# {task.upper()}: inoculation by fine-tuning", "",
+          "| unit | outcome | label skew | why |", "|---|---|---|---|"]
+    md += [f"| {r.label} | {r.outcome} | {r.label_skew}{'' if r.informative_3 else ' (uninformative for 3)'} | "
+           f"{r.reason} |" for r in outcomes.itertuples(index=False)]
+    md += ["", f"| unit | measure | dose | cases | lr | challenge ({conf} CI) | original ({conf} CI) | "
+           "original in the measure | gap closed | p gain | p original | p gap left | epochs (best) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    md += [f"| {r.label} | {r.measure} | {r.dose} | {r.n_cases} | {num(r.lr, '{:g}')} | {ci(r, 'challenge')} | "
+           f"{ci(r, 'original')} | "
+           f"{num(getattr(r, 'original_same', None))} | {num(getattr(r, 'gap_closed', None), '{:.0%}')} | "
+           f"{num(getattr(r, 'p_gain', None), '{:.3g}')} | {num(getattr(r, 'p_original', None), '{:.3g}')} | "
+           f"{num(getattr(r, 'p_gap', None), '{:.3g}')} | {r.epochs_trained} ({r.best_epoch}) |"
+           for r in table.itertuples(index=False)]
+    how = (f"decided by tests at level {level:g} (unadjusted, last dose against dose 0): the challenge gain by an "
+           "exact McNemar test on the unit's T_test cases (pooled over its functionalities), the original change by "
+           "an exact McNemar test on the i.i.d. test examples (a paired randomization test when the i.i.d. score is "
+           "not the mean of a 0/1 outcome), the gap by a one-sided Fisher exact test of the challenge pass rate "
+           "against the original pass rate (the share of D_test examples the model gets right, each read as a "
+           "one-input MFT case: the gap is measured in one measure, the pass rate); for an external challenge set, "
+           "scored with the task's i.i.d. metric, the same tests on its examples (exact McNemar / Fisher for a 0/1 "
+           "metric, paired randomization / permutation otherwise) against the original score in that metric"
+           if decide_by == "tests" else
+           "decided by the fixed point thresholds of inoculation.thresholds")
+    md += ["", "Outcome 1: the gap closes (a significant challenge gain, no significant gap left, no significant "
+           "original drop); 2: nothing changes (no significant challenge gain); 3: the original score drops "
+           "significantly (the challenge conflicts with the original data); between: a significant gain but a "
+           "significant gap left; no gap: no significant gap at dose 0. Outcomes " + how + ". Gap closed: the "
+           "challenge gain as a share of the dose-0 gap between the original and the challenge score in one measure. "
+           f"Intervals: {conf} percentile bootstrap (cases resampled within functionality, examples resampled). "
+           "A unit whose labelled cases share one label, or that has no labelled case (INV / DIR), is uninformative "
+           "for outcome 3 (the seed's §3.3). Dose 0 is the IID model; lr picked on the challenge "
+           f"{'test set (as the seed)' if select_on == 'test' else 'validation cases'}."]
+    return "\n".join(md) + "\n"
