@@ -228,14 +228,16 @@ def test_comparison_table():
                        "ID": 0.9, "COOD": 0.6, "OOD": 0.2, "too_long_train": 1, "too_long_test": 2,
                        "dropped_train": 1, "dropped_test": 2} for k in (4, 8)])
     settings = {"a": {"model": "tiny-random", "template": TEMPLATE, "label_words": WORDS, "max_length": 32,
-                      "too_long": "drop"},
+                      "too_long": "drop", "training": {"lr": 5e-5, "batch_size": 16, "epochs": 3}},
                 "b": {"model": "tiny-random", "template": "{S} The sentence is {LABEL}.",
                       "label_words": {"fst": "cat", "sec": "dog", "neu": "bird"}, "max_length": 32,
                       "too_long": "truncate_sentence"}}
     comp = comb.comparison({"a": t, "b": t}, settings)
     assert list(zip(comp["variant"], comp["K"])) == [("a", 4), ("a", 8), ("b", 4), ("b", 8)]
     assert list(comp["label_words"]) == ["great/terrible/okay"] * 2 + ["cat/dog/bird"] * 2
+    assert list(comp["training"]) == ["lr 5e-05, batch 16, 3 epochs"] * 2 + ["–"] * 2
     md = comb.comparison_markdown(comp)
+    assert "| a | `tiny-random` | lr 5e-05, batch 16, 3 epochs | 4 |" in md
     assert "Table 2" in md and "Table 3" in md and "| b | `{S} The sentence is {LABEL}.` | cat/dog/bird | 8 |" in md
 
 
@@ -261,6 +263,7 @@ def test_two_variants_end_to_end(tmp_path):
     assert list(zip(comp["variant"], comp["K"])) == [("tiny_it_is", 4), ("tiny_it_is", 8), ("tiny_sentence_is", 4),
                                                      ("tiny_sentence_is", 8)]
     assert list(comp["template"]) == ["{S} It is {LABEL}."] * 2 + ["{S} The sentence is {LABEL}."] * 2
+    assert list(comp["training"]) == ["lr 0.001, batch 8, 2 epochs"] * 2 + ["lr 0.001, batch 8, 1 epoch"] * 2
     for cell in [comb.cell_name(x, t) for x, t, _, _ in comb.CELLS] + ["ID", "COOD", "OOD"]:
         assert comp[cell].between(0, 1).all(), cell
     assert "Table 3" in (res / "comparison.md").read_text()

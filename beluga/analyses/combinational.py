@@ -405,14 +405,31 @@ def accuracy_markdown(table: pd.DataFrame, title: str = "", rule: str = "drop") 
     return "\n".join(lines) + "\n"
 
 
+def training_label(training: dict | None) -> str:
+    """``lr 5e-05, batch 16, 3 epochs`` (the keys a variant may set; others as set); ``–`` when unknown."""
+    if not training:
+        return "–"
+    parts = []
+    if "lr" in training:
+        parts.append(f"lr {training['lr']:g}")
+    if "batch_size" in training:
+        parts.append(f"batch {training['batch_size']}")
+    if "epochs" in training:
+        parts.append(f"{training['epochs']:g} epoch" + ("" if training["epochs"] == 1 else "s"))
+    parts += [f"{k} {v}" for k, v in sorted(training.items()) if k not in ("lr", "batch_size", "epochs")]
+    return ", ".join(parts)
+
+
 def comparison(tables: dict[str, pd.DataFrame], settings: dict[str, dict]) -> pd.DataFrame:
-    """One row per variant and K (variants in ``settings`` order): the variant's model, template,
-    label words, length rule and counts, and the accuracy of the nine cells and three groups."""
+    """One row per variant and K (variants in ``settings`` order): the variant's model, its training
+    (two variants of one model differ there), template, label words, length rule and counts, and the
+    accuracy of the nine cells and three groups."""
     rows = []
     for name, v in settings.items():
         w = v["label_words"]
         for r in tables[name].to_dict("records"):
-            rows.append({"variant": name, "model": v["model"], "template": v["template"],
+            rows.append({"variant": name, "model": v["model"], "training": training_label(v.get("training")),
+                         "template": v["template"],
                          "label_words": "/".join(w[x] for x in COMB_ROLES), "max_length": v["max_length"],
                          "too_long_rule": v["too_long"], **r})
     return pd.DataFrame(rows)
@@ -422,7 +439,7 @@ def comparison_markdown(comp: pd.DataFrame) -> str:
     """The seed's Table 2 (the nine cells per variant) and Table 3 (template and label words: ID,
     COOD, OOD), one row per variant and K."""
     cells = [cell_name(x, t) for x, t, _, _ in CELLS]
-    t2 = ["variant", "model", "K"] + cells
+    t2 = ["variant", "model", "training", "K"] + cells
     t3 = ["variant", "template", "label words (fst/sec/neu)", "K", "ID", "COOD", "OOD", "max_length",
           "too long (train / test)", "rule"]
     lines = ["# Combinational OOD: comparison of the variants", "",
@@ -430,7 +447,7 @@ def comparison_markdown(comp: pd.DataFrame) -> str:
              "| " + " | ".join(t2) + " |", "|" + "---|" * len(t2)]
     recs = comp.to_dict("records")
     for r in recs:
-        lines.append("| " + " | ".join([r["variant"], f"`{r['model']}`", str(int(r["K"]))]
+        lines.append("| " + " | ".join([r["variant"], f"`{r['model']}`", r["training"], str(int(r["K"]))]
                                        + [_pct(r[c]) for c in cells]) + " |")
     lines += ["", "## Accuracy (%) per group, template and label words (as the seed's Table 3)", "",
               "| " + " | ".join(t3) + " |", "|" + "---|" * len(t3)]
