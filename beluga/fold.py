@@ -77,11 +77,16 @@ def load_start_model(run: FoldRun, job: Job, *, num_labels: int, head: str = "cl
                      start: str | None = None, config_overrides: dict | None = None):
     """(model, tokenizer) training starts from, on the job's device: the
     random number generators seeded with ``run.seed``, then the model built
-    from ``start`` (a model on disk: the IID model, an LP model) or else the
-    pre-trained ``run.model`` (its hub marker ``run.model_lock``)."""
+    from ``start`` (a model on disk: the IID model, an LP model; its head must
+    be in its weights) or else the pre-trained ``run.model`` (its hub marker
+    ``run.model_lock``; a backbone without the head is fine). Either is
+    refused in one line when it records another task type than
+    ``run.task_type``, when ``run.max_length`` is beyond its positions or
+    when its tokenizer does not match it (:func:`beluga.modeling.load_model`)."""
     set_seed(run.seed)
     model, tokenizer = load_model(start or run.model, num_labels, config_overrides=config_overrides, head=head,
-                                  model_lock=None if start else run.model_lock)
+                                  model_lock=None if start else run.model_lock, task_type=run.task_type,
+                                  max_length=run.max_length, trained=start is not None)
     model.to(job.device)
     return model, tokenizer
 

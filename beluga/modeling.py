@@ -6,11 +6,23 @@ A model spec is one of:
   default model's tokenizer, for plumbing tests only;
 - a local folder with a ``config.json``;
 - a Hugging Face hub name (needs a network).
-Weights are written as safetensors, world-readable.
+Weights are written as safetensors, world-readable; a model the pipeline saves
+records the task it was trained for in its config.json (``beluga_task``,
+:mod:`beluga.model_config`).
+
+Loading checks, each one line naming the model folder and the field: the
+tokenizer matches the config (``tokenizer``: a folder without tokenizer files
+would otherwise get a 5-token tokenizer mapping every word to [UNK]);
+``max_length`` fits the model's positions; a recorded task type or head
+matches the task's (``task``); and a trained model loaded to predict (or to
+train further from) has every weight of its head (``head``: no randomly
+initialised head), with a class count the suite can read (``num_labels``). A
+pre-trained backbone that training starts from may lack the head.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from pathlib import Path
@@ -21,9 +33,16 @@ import torch
 from beluga.data.fetch import DEFAULT_REVISION, hub_snapshot, read_marker
 from beluga.errors import ModelError
 from beluga.io import atomic_dir
+from beluga.model_config import (
+    TASK_RECORD_KEY,
+    TINY_RANDOM,
+    check_max_length,
+    check_task_record,
+    read_model_config,
+    task_record,
+)
 from beluga.precision import FP32, Precision
-
-TINY_RANDOM = "tiny-random"
+from beluga.tasks import get_task_type
 
 
 def pick_device() -> torch.device:
@@ -134,30 +153,118 @@ def _auto_class(head: str):
     return AutoModelForQuestionAnswering if head == "qa" else AutoModelForSequenceClassification
 
 
-def load_trained(model_dir: str, head: str = "classification"):
-    """(model, tokenizer) written by :func:`save_model` (safetensors only)."""
+def check_tokenizer(tokenizer, vocab_size, name: str) -> None:
+    """Stop with one line when the tokenizer does not belong to the model
+    (``vocab_size``: config.json's): ids beyond the embedding matrix (more
+    tokens than ``vocab_size``), or far fewer tokens than it (transformers
+    builds a tokenizer of its special tokens alone for a folder without
+    tokenizer files: every word becomes [UNK])."""
+    vocab = vocab_size
+    n = len(tokenizer)
+    if not isinstance(vocab, int) or isinstance(vocab, bool) or vocab <= 0:
+        return
+    if n > vocab:
+        raise ModelError(f"model {name}: field 'tokenizer': the tokenizer has {n} tokens, more than config.json's "
+                         f"vocab_size {vocab} (ids beyond it have no embedding); use the tokenizer the model was "
+                         "trained with")
+    if n < vocab // 2:
+        raise ModelError(f"model {name}: field 'tokenizer': the tokenizer has {n} tokens but config.json's "
+                         f"vocab_size is {vocab}: the folder lacks the tokenizer files the model was trained with "
+                         "(tokenizer.json, vocab.txt, ...); copy them into it from the model it was trained from")
+
+
+def _missing_weights(info: dict | None) -> list[str]:
+    return sorted((info or {}).get("missing_keys") or [])
+
+
+def _head_error(name: str, head: str, info: dict, task_type: str | None) -> ModelError:
+    missing, unexpected = _missing_weights(info), sorted(info.get("unexpected_keys") or [])
+
+    def shown(keys):
+        return ", ".join(keys[:4]) + (f", ... ({len(keys)} in all)" if len(keys) > 4 else "")
+    instead = f"; the weights have {shown(unexpected)} instead" if unexpected else ""
+    needs = f"task type {task_type!r} needs" if task_type else "it needs"
+    what = "an extractive QA head" if head == "qa" else "a classification head"
+    return ModelError(f"model {name}: field 'head': {shown(missing)} would be initialised at random (not in the "
+                      f"weights{instead}): not a model trained with {what}, which {needs}")
+
+
+def _check_num_labels(model, task_type: str, name: str) -> None:
+    k = int(model.config.num_labels)
+    try:
+        get_task_type(task_type).suite_probs(np.full((1, k), 1.0 / max(k, 1)))
+    except ValueError as e:
+        raise ModelError(f"model {name}: field 'num_labels': the model has {k} classes (config.json), which "
+                         f"task type {task_type!r} cannot read ({_first_line(e)})") from None
+
+
+def _pre_load_checks(source: str, name: str, head: str, task_type: str | None, max_length: int | None,
+                     max_length_field: str) -> None:
+    """What config.json alone tells, before anything is loaded: the positions
+    for ``max_length`` and the recorded task."""
+    if max_length is not None:
+        check_max_length(source, max_length, max_length_field, name=name)
+    if task_type is not None and source != TINY_RANDOM and (Path(source) / "config.json").is_file():
+        check_task_record(source, read_model_config(source), task_type, head, name=name)
+
+
+def load_trained(model_dir: str, head: str = "classification", task_type: str | None = None,
+                 max_length: int | None = None, max_length_field: str = "max_length", name: str | None = None):
+    """(model, tokenizer) of a trained model, to predict with: one written by
+    :func:`save_model`, or any local folder with safetensors weights (a hub
+    snapshot). Refused in one line (``name``: how messages call the model,
+    default ``model_dir``): a recorded task type or head other than
+    ``task_type`` / ``head``; ``max_length`` beyond its positions (field
+    ``max_length_field``); a tokenizer that does not match its config; any
+    weight of the model missing from the folder (a head that would be
+    initialised at random); a class count ``task_type`` cannot read."""
     from safetensors import SafetensorError
     from transformers import AutoTokenizer
 
+    name = name or str(model_dir)
+    _pre_load_checks(model_dir, name, head, task_type, max_length, max_length_field)
+
+    def unloadable(e: Exception) -> ModelError:
+        return ModelError(f"model {name}: field 'model': cannot be loaded ({_first_line(e)}); delete the folder "
+                          "and run snakemake again to re-create it, or replace the files")
+
+    if Path(model_dir).is_dir() and not any(Path(model_dir).glob("*.safetensors")):
+        raise unloadable(ValueError("the folder has no *.safetensors weights; pickled weights are not loaded"))
     try:
         tokenizer = AutoTokenizer.from_pretrained(model_dir)
-        model = _auto_class(head).from_pretrained(model_dir, use_safetensors=True)
+    except (OSError, ValueError, KeyError) as e:
+        raise unloadable(e) from None
+    if Path(model_dir, "config.json").is_file():
+        check_tokenizer(tokenizer, read_model_config(model_dir).get("vocab_size"), name)
+    try:
+        model, info = _auto_class(head).from_pretrained(model_dir, use_safetensors=True, output_loading_info=True)
     except (OSError, ValueError, KeyError, SafetensorError) as e:
-        raise ModelError(f"model {model_dir}: field 'model': cannot be loaded ({_first_line(e)}); delete the folder "
-                         "and run snakemake again to re-create it, or replace the files") from None
+        raise unloadable(e) from None
+    if _missing_weights(info):
+        raise _head_error(name, head, info, task_type)
+    if head == "classification" and task_type is not None:
+        _check_num_labels(model, task_type, name)
     return model, tokenizer
 
 
 def load_model(spec: str, num_labels: int, config_overrides: dict | None = None, head: str = "classification",
-               model_lock: str | None = None):
-    """(model, tokenizer): a sequence classifier with ``num_labels`` classes, or
-    (``head="qa"``) an extractive QA model with start/end logits
-    (``model_lock``: a hub model's marker, see :func:`resolve_model`)."""
+               model_lock: str | None = None, task_type: str | None = None, max_length: int | None = None,
+               trained: bool = False):
+    """(model, tokenizer) training starts from: a sequence classifier with
+    ``num_labels`` classes, or (``head="qa"``) an extractive QA model with
+    start/end logits (``model_lock``: a hub model's marker, see
+    :func:`resolve_model`). A pre-trained backbone may lack the head (it is
+    initialised at random and trained); ``trained``: the model is a trained
+    one (the IID model, an LP model), whose head must be in its weights.
+    Refused in one line: a recorded task type or head other than
+    ``task_type`` / ``head``, ``max_length`` beyond its positions, a
+    tokenizer that does not match its config."""
     from safetensors import SafetensorError
     from transformers import AutoConfig, AutoTokenizer, BertConfig
 
     auto = _auto_class(head)
     source = resolve_model(spec, model_lock)
+    _pre_load_checks(source, spec, head, task_type, max_length, "max_length")
     overrides = dict(config_overrides or {})
     if head == "classification":
         overrides["num_labels"] = num_labels
@@ -169,27 +276,41 @@ def load_model(spec: str, num_labels: int, config_overrides: dict | None = None,
                                 **overrides)
             model = auto.from_config(config)
             return model, tokenizer
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        config = AutoConfig.from_pretrained(source, **overrides)
         local = Path(source).exists()
         if local and not any(Path(source).glob("*.safetensors")):
             # a local folder: safetensors weights only, never a pickled pytorch_model.bin
             raise ModelError(f"model {spec}: field 'model': the folder has no *.safetensors weights (pickled "
                              "weights are not loaded; convert them, e.g. save_pretrained(..., "
                              "safe_serialization=True) where the source is trusted)")
-        model = auto.from_pretrained(source, config=config, **({"use_safetensors": True} if local else {}))
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        config = AutoConfig.from_pretrained(source, **overrides)
+        check_tokenizer(tokenizer, getattr(config, "vocab_size", None), spec)
+        model, info = auto.from_pretrained(source, config=config, output_loading_info=True,
+                                           **({"use_safetensors": True} if local else {}))
     except ModelError:
         raise
     except (OSError, ValueError, KeyError, SafetensorError) as e:  # missing / unreadable files, unknown config
         raise ModelError(f"model {spec}: field 'model': cannot be loaded ({_first_line(e)})") from None
+    if trained and _missing_weights(info):
+        raise _head_error(spec, head, info, task_type)
     return model, tokenizer
 
 
-def save_model(model, tokenizer, out_dir: str | os.PathLike, extra_files: dict[str, str] | None = None) -> None:
-    """save_pretrained (safetensors) into a temp folder, then rename; files 0644."""
+def save_model(model, tokenizer, out_dir: str | os.PathLike, extra_files: dict[str, str] | None = None,
+               task_type: str | None = None) -> None:
+    """save_pretrained (safetensors) into a temp folder, then rename; files
+    0644. ``task_type``: the task the model was trained for, recorded in its
+    config.json (``beluga_task``: task type, head, classes;
+    :mod:`beluga.model_config`), which loading checks against the task."""
     with atomic_dir(out_dir) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        if task_type is not None:
+            ttype = get_task_type(task_type)
+            cfg_path = Path(tmp) / "config.json"
+            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+            cfg[TASK_RECORD_KEY] = task_record(ttype.name, ttype.head, ttype.num_model_labels)
+            cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         for name, text in (extra_files or {}).items():
             (Path(tmp) / name).write_text(text)
         if not any(Path(tmp).glob("*.safetensors")):

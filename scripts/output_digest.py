@@ -40,11 +40,11 @@ def analyses_config() -> dict:
     return cfg
 
 
-def snakemake(workdir: Path, configfile: Path | None, *args: str) -> str:
+def snakemake(workdir: Path, configfile: Path | None, *args: str, env: dict | None = None) -> str:
     cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args]
     if configfile is not None:
         cmd += ["--configfile", str(configfile)]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=ENV, cwd=REPO)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, cwd=REPO)
     if out.returncode != 0:
         raise SystemExit(f"snakemake {' '.join(args)} failed in {workdir}:\n{out.stderr[-4000:]}")
     return out.stdout
@@ -57,7 +57,9 @@ def digest_tree(root: Path) -> dict[str, str]:
 
 def summary(workdir: Path, configfile: Path | None) -> list[str]:
     """The planned jobs: (output file, rule) rows of `snakemake --summary`, sorted."""
-    text = snakemake(workdir, configfile, "--summary", "--quiet", "all")
+    # without HF_HUB_OFFLINE: offline, a DAG whose hub models are not cached stops (the paper's; nothing is fetched)
+    online = {k: v for k, v in ENV.items() if k != "HF_HUB_OFFLINE"}
+    text = snakemake(workdir, configfile, "--summary", "--quiet", "all", env=online)
     rows = []
     for line in text.splitlines()[1:]:
         cols = line.split("\t")

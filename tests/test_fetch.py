@@ -141,6 +141,11 @@ def hub_env(cache: Path) -> dict:
     return dict(ENV, HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1")
 
 
+#: the test environment without HF_HUB_OFFLINE: a dry run that plans fetch_model for a hub model not in the cache
+#: (offline, the DAG check stops it: the fetch could not succeed); dry runs open no connection
+ONLINE = {k: v for k, v in ENV.items() if k != "HF_HUB_OFFLINE"}
+
+
 def run_smk(workdir: Path, cfg_file: Path, *args, env=None, check=True, timeout=1500):
     cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args, "--configfile", str(cfg_file)]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, timeout=timeout)
@@ -370,7 +375,7 @@ def test_staged_reference_copy_builds_the_paper_dag(tmp_path):
     out = subprocess.run([py, "-m", "beluga", "data", "stage", "--from", str(SHARED), "--data-dir",
                           str(work / "data")], capture_output=True, text=True, env=ENV, timeout=300)
     assert out.returncode == 0, out.stderr
-    dry = run_smk(work, REPO / "configs" / "paper.yaml", "-n", "--quiet", "rules", timeout=1200)
+    dry = run_smk(work, REPO / "configs" / "paper.yaml", "-n", "--quiet", "rules", env=ONLINE, timeout=1200)
     counts = job_counts(dry.stdout + dry.stderr)
     assert counts["finetune"] > 3000 and counts["train_iid"] == 3 and counts.get("fetch_model") == 2, counts
 
@@ -379,10 +384,10 @@ def test_unfetched_inputs_stop_the_run_but_not_the_fetch(served, tmp_path):
     work = tmp_path / "w"
     work.mkdir()
     cfg = _write(tmp_path / "c.yaml", paper_shaped_config(served[1].url))
-    out = run_smk(work, cfg, "-n", check=False)
+    out = run_smk(work, cfg, "-n", env=ONLINE, check=False)
     text = out.stdout + out.stderr
     assert out.returncode != 0 and "fetch them first" in text and "data/checklist/release" in text
-    out = run_smk(work, cfg, "fetch", "-n", "--quiet", "rules", check=False)
+    out = run_smk(work, cfg, "fetch", "-n", "--quiet", "rules", env=ONLINE, check=False)
     counts = job_counts(out.stdout + out.stderr)
     assert out.returncode == 0 and counts.get("fetch_file") == 3 and counts.get("fetch_file_new") == 5, counts
     assert counts.get("fetch_model") == 1 and counts.get("fetch") == 1, counts

@@ -21,11 +21,28 @@ A label index alone becomes a one-hot distribution and ``pred_and_conf`` puts
 the rest of the probability mass evenly on the other classes: CheckList's own
 expectations compare predicted classes (and, for INV, the predicted class's
 confidence), which these reproduce.
+
+The predicted class is taken from the probabilities. CheckList's
+``read_pred_file`` keeps a stated label (``pred_and_conf``,
+``pred_and_softmax``) apart from the confidences and its expectations compare
+the label; so a line whose label is not the class of the highest probability
+(a tie included, unless the label is the first of the tied classes) would be
+scored otherwise than CheckList scores it, and is refused, as is a keyed row
+whose ``pred`` contradicts its ``probs``. Text files are UTF-8 (a byte-order
+mark is dropped), split into lines on ``\n`` and ``\r\n`` only: other Unicode
+line separators (U+0085, U+2028, ...) belong to the line, as in a READ answer.
+Every malformed value is refused with one line naming the file, the line (from
+1) and the field.
 """
 
 from __future__ import annotations
 
+import codecs
+import csv
+import io
 import json
+import math
+import re
 from html import escape as e
 from pathlib import Path
 
@@ -33,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.errors import DataError
+from beluga.health import SUM_TOLERANCE, bad_probability_rows
 
 KEYED_FORMATS = ("parquet", "csv", "tsv", "jsonl")
 LINE_FORMATS = ("pred_only", "binary_conf", "softmax", "pred_and_conf", "pred_and_softmax")
@@ -93,98 +111,389 @@ def infer_format(path: str, given: str | None) -> str:
                     f"--format ({', '.join(FORMATS)})")
 
 
-def _one_hot(label: int, k: int, path: str, line: int) -> list[float]:
-    if not 0 <= label < k:
-        raise DataError(f"predictions {path}: line {line}: field 'pred': label {label} is outside 0..{k - 1}")
-    v = [0.0] * k
-    v[label] = 1.0
-    return v
+# ---------------------------------------------------------------- reading a predictions file
+#
+# Every malformed value ends in one DataError naming the file, the line (text
+# files are counted in lines from 1, split on "\n" and "\r\n" only) and the
+# field; values are checked here, where the line is known, before the scorer
+# sees them.
+
+#: the field a line of each CheckList line format holds (for the messages)
+LINE_FIELDS = {"pred_only": "pred", "binary_conf": "conf", "softmax": "softmax", "pred_and_conf": "pred",
+               "pred_and_softmax": "pred"}
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")     # bytes that are not UTF-8, as decoded with surrogateescape
+
+
+def _clip(value, n: int = 60) -> str:
+    """repr of a value from the file, at most about ``n`` characters (control characters escaped)."""
+    r = repr(value)
+    return r if len(r) <= n else r[:n - 1] + "…"
+
+
+def _where(path: str, line: int) -> str:
+    return f"predictions {path}: line {line}"
+
+
+def _utf8(text: str, path: str, line: int, field: str) -> str:
+    """``text`` (decoded with surrogateescape) if it was UTF-8; otherwise the one-line error."""
+    m = _NOT_UTF8.search(text)
+    if m:
+        byte = ord(m.group()) - 0xdc00
+        raise DataError(f"{_where(path, line)}: field '{_plain(field)}': not UTF-8 text (byte 0x{byte:02x} "
+                        f"at character {m.start() + 1}); save the file as UTF-8")
+    return text
+
+
+def _read_text(path: str, fmt: str) -> str:
+    """The file's text (a UTF-8 byte-order mark dropped; bytes that are not UTF-8 kept as surrogates for
+    :func:`_utf8` to name their line and field); files that are not text at all are refused here."""
+    data = Path(path).read_bytes()
+    what = None
+    if data.startswith(b"PAR1"):
+        what = "a Parquet file: give --format parquet (or a .parquet name and no --format)"
+    elif data.startswith(b"\x1f\x8b"):
+        what = "gzip-compressed: decompress it first"
+    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        what = "UTF-16 text: save it as UTF-8"
+    if what:
+        raise DataError(f"predictions {path}: field '--format': {fmt} predictions are UTF-8 text; the file is {what}")
+    text = data.decode("utf-8", "surrogateescape")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split on "\\n" (a "\\r" before it dropped) and nothing else: other Unicode line separators
+    (U+0085, U+2028, \\x0b, \\x0c, \\x1c-\\x1e) are part of the line, as in an answer string."""
+    lines = [t[:-1] if t.endswith("\r") else t for t in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()                     # the final newline
+    return lines
+
+
+def _looks_keyed(text: str) -> str | None:
+    """``jsonl``, ``csv`` or ``tsv`` when the first non-blank line is a keyed table's record or header."""
+    first = text.lstrip().split("\n", 1)[0].strip()
+    if first.startswith("{"):
+        try:
+            if "case_id" in json.loads(first):
+                return "jsonl"
+        except (json.JSONDecodeError, TypeError):
+            return None
+        return None
+    for sep, name in (("\t", "tsv"), (",", "csv")):
+        cells = [c.strip().strip('"') for c in first.split(sep)]
+        if "case_id" in cells and "input_idx" in cells:
+            return name
+    return None
+
+
+def _label(value, path: str, line: int, field: str, k: int | None) -> int:
+    """A label index: an integer, or text / a JSON number that is one; in 0..k-1 when ``k`` is given."""
+    x = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        x = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        x = int(value)
+    elif isinstance(value, str):
+        try:
+            f = float(value.strip())
+        except ValueError:
+            f = math.nan
+        if math.isfinite(f) and f.is_integer():
+            x = int(f)
+    if x is None:
+        raise DataError(f"{_where(path, line)}: field '{field}': {_clip(value)} is not a label index "
+                        f"(an integer{f' in 0..{k - 1}' if k else ''})")
+    if k is not None and not 0 <= x < k:
+        raise DataError(f"{_where(path, line)}: field '{field}': label {x} is outside 0..{k - 1}")
+    return x
 
 
 def _numbers(text: str, path: str, line: int, what: str) -> list[float]:
     try:
-        return [float(x) for x in text.split()]
+        vals = [float(x) for x in text.split()]
     except ValueError:
-        raise DataError(f"predictions {path}: line {line}: field '{what}': {text[:60]!r} is not a list of numbers") \
-            from None
+        raise DataError(f"{_where(path, line)}: field '{what}': {_clip(text)} is not a list of numbers") from None
+    if not vals:
+        raise DataError(f"{_where(path, line)}: field '{what}': empty (no numbers)")
+    return vals
+
+
+def _probs_value(value, path: str, line: int, field: str) -> list[float]:
+    """A keyed table's ``probs``: a JSON list of numbers, or text holding one (``[...]``) or space-separated
+    numbers."""
+    if isinstance(value, str):
+        s = value.strip()
+        if not s.startswith("["):
+            return _numbers(s, path, line, field)
+        try:
+            value = json.loads(s)
+        except json.JSONDecodeError as e:
+            raise DataError(f"{_where(path, line)}: field '{field}': {_clip(s)} is not a JSON list of numbers "
+                            f"({e.msg} at character {e.pos + 1})") from None
+    if (isinstance(value, list) and value
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)):
+        return [float(x) for x in value]
+    raise DataError(f"{_where(path, line)}: field '{field}': {_clip(value)} is not a list of numbers")
+
+
+def _check_distributions(probs: list[list[float]], lines: list[int], labels: list[int | None] | None,
+                         path: str, field: str, label_field: str = "pred") -> None:
+    """Every row a probability distribution of one length and, where the line states a label too, that label
+    the class of the highest probability (the scorer takes the predicted class from the probabilities;
+    CheckList's expectations take the stated label: a line where the two differ would be scored otherwise
+    than CheckList scores it, so it is refused)."""
+    if not probs:
+        return
+    n0 = len(probs[0])
+    for p, ln in zip(probs, lines):
+        if len(p) != n0:
+            raise DataError(f"{_where(path, ln)}: field '{field}': {len(p)} probabilities, but line {lines[0]} "
+                            f"has {n0} (every line needs one per class)")
+    arr = np.asarray(probs, dtype=np.float64)
+    bad = bad_probability_rows(arr)
+    if len(bad):
+        i = int(bad[0])
+        raise DataError(f"{_where(path, lines[i])}: field '{field}': {probs[i]} is not a probability distribution "
+                        f"(values must be finite, in [0, 1] and sum to 1 within {SUM_TOLERANCE}); {len(bad)} such "
+                        "line(s)")
+    if labels is None:
+        return
+    top = arr.argmax(axis=1)
+    for i, (lab, ln) in enumerate(zip(labels, lines)):
+        if lab is None or lab == top[i]:
+            continue
+        if not 0 <= lab < n0:
+            raise DataError(f"{_where(path, ln)}: field '{label_field}': label {lab} is outside 0..{n0 - 1} "
+                            f"(the line has {n0} probabilities)")
+        j = int(top[i])
+        how = (f"ties with class {j} at {arr[i, j]:g}, and the scorer takes the first class of highest probability"
+               if arr[i, lab] == arr[i, j] else
+               f"has probability {arr[i, lab]:g} but class {j} has {arr[i, j]:g}")
+        raise DataError(f"{_where(path, ln)}: field '{label_field}': label {lab} contradicts the probabilities "
+                        f"{probs[i]}: it {how} (the scorer takes the predicted class from the probabilities, CheckList "
+                        "from the stated label): correct the label or the probabilities")
+
+
+def _probability(x: float, text: str, path: str, line: int) -> float:
+    if not (math.isfinite(x) and 0.0 <= x <= 1.0):
+        raise DataError(f"{_where(path, line)}: field 'conf': {_clip(text)} is not a probability (finite, in [0, 1])")
+    return x
 
 
 def parse_line(text: str, fmt: str, k: int, path: str, line: int, qa: bool):
-    """One line of a CheckList prediction file -> probabilities (or an answer for QA)."""
+    """One line of a CheckList prediction file -> (label or None, probabilities), or the answer for QA.
+    The probabilities are checked, and the label against them, by :func:`_check_distributions`."""
     if qa:
         if fmt != "pred_only":
             raise DataError(f"predictions {path}: field '--format': READ predictions are answers (pred_only)")
-        return text
+        return _utf8(text, path, line, "answer")
+    text = _utf8(text, path, line, LINE_FIELDS[fmt]).strip()
     if fmt == "pred_only":
-        vals = _numbers(text, path, line, "pred")
-        if len(vals) != 1 or vals[0] != int(vals[0]):
-            raise DataError(f"predictions {path}: line {line}: field 'pred': {text!r} is not one label index")
-        return _one_hot(int(vals[0]), k, path, line)
+        if len(text.split()) != 1:
+            raise DataError(f"{_where(path, line)}: field 'pred': {_clip(text)} is not one label index")
+        lab = _label(text, path, line, "pred", k)
+        return None, [1.0 if i == lab else 0.0 for i in range(k)]
     if fmt == "binary_conf":
         vals = _numbers(text, path, line, "conf")
         if len(vals) != 1 or k != 2:
-            raise DataError(f"predictions {path}: line {line}: field 'conf': binary_conf is one probability of "
-                            "class 1 for a two-class model")
-        return [1.0 - vals[0], vals[0]]
+            raise DataError(f"{_where(path, line)}: field 'conf': binary_conf is one probability of class 1 for a "
+                            "two-class model")
+        _probability(vals[0], text, path, line)
+        return None, [1.0 - vals[0], vals[0]]
     if fmt == "softmax":
-        return _numbers(text, path, line, "softmax")
-    vals = _numbers(text, path, line, "pred")
-    if not vals or vals[0] != int(vals[0]):
-        raise DataError(f"predictions {path}: line {line}: field 'pred': {text[:60]!r} does not start with a label")
-    label = int(vals[0])
+        return None, _numbers(text, path, line, "softmax")
+    parts = text.split()
+    if not parts:
+        raise DataError(f"{_where(path, line)}: field 'pred': empty line (expected a label, then "
+                        f"{'its probability' if fmt == 'pred_and_conf' else 'the probabilities'})")
+    lab = _label(parts[0], path, line, "pred", k if fmt == "pred_and_conf" else None)
     if fmt == "pred_and_softmax":
-        return vals[1:]
-    if len(vals) != 2:
-        raise DataError(f"predictions {path}: line {line}: field 'conf': pred_and_conf is a label and its "
-                        "probability")
-    conf = vals[1]
-    probs = _one_hot(label, k, path, line)
+        if len(parts) < 2:
+            raise DataError(f"{_where(path, line)}: field 'softmax': missing (pred_and_softmax is a label, then the "
+                            "probabilities)")
+        return lab, _numbers(" ".join(parts[1:]), path, line, "softmax")
+    if len(parts) != 2:
+        raise DataError(f"{_where(path, line)}: field 'conf': pred_and_conf is a label and its probability "
+                        f"({len(parts)} values here)")
+    conf = _probability(_numbers(parts[1], path, line, "conf")[0], parts[1], path, line)
     rest = (1.0 - conf) / (k - 1) if k > 1 else 0.0
-    return [conf if i == label else rest for i in range(len(probs))]
+    return lab, [conf if i == lab else rest for i in range(k)]
+
+
+def _read_lines(path: str, text: str, fmt: str, order: pd.DataFrame | None, k: int, qa: bool) -> pd.DataFrame:
+    if qa and fmt != "pred_only":
+        raise DataError(f"predictions {path}: field '--format': READ predictions are answers (pred_only)")
+    keyed = _looks_keyed(text)
+    if keyed:
+        raise DataError(f"predictions {path}: field '--format': the file looks like a keyed {keyed.upper()} table "
+                        f"(case_id, input_idx), not {fmt} lines: give --format {keyed}")
+    lines = _lines(text)
+    if not qa:
+        while lines and not lines[-1].strip():
+            lines.pop()                 # blank lines at the end (an answer may be empty, a label may not)
+    if order is None or len(lines) != len(order):
+        raise DataError(f"predictions {path}: field 'path': {len(lines)} line(s) for the "
+                        f"{0 if order is None else len(order)} inputs of the export (one line per input, "
+                        "in the export's order)")
+    col = "answer" if qa else "probs"
+    if qa:
+        values = [parse_line(t, fmt, k, path, i + 1, qa) for i, t in enumerate(lines)]
+    else:
+        parsed = [parse_line(t, fmt, k, path, i + 1, qa) for i, t in enumerate(lines)]
+        values = [p for _, p in parsed]
+        field = {"binary_conf": "conf", "softmax": "softmax", "pred_and_softmax": "softmax"}.get(fmt, "pred")
+        _check_distributions(values, list(range(1, len(values) + 1)), [lab for lab, _ in parsed], path, field)
+    return pd.DataFrame({"case_id": order["case_id"].to_numpy(), "input_idx": order["input_idx"].to_numpy(),
+                         col: values})
+
+
+def _keyed_records(path: str, text: str, fmt: str) -> tuple[list[str], list[tuple[int, dict]]]:
+    """(columns, [(line, record)]) of a CSV / TSV with a header line, or of JSONL (one object per line)."""
+    records: list[tuple[int, dict]] = []
+    if fmt == "jsonl":
+        cols: dict = {}
+        for i, t in enumerate(_lines(text), 1):
+            if not t.strip():
+                continue
+            try:
+                d = json.loads(t)
+            except json.JSONDecodeError as e:
+                _utf8(t, path, i, "json")
+                hint = _looks_keyed(text)
+                hint = f"; the file looks like {hint.upper()}: give --format {hint}" if hint and hint != fmt else ""
+                raise DataError(f"{_where(path, i)}: field 'json': not valid JSON ({e.msg} at character "
+                                f"{e.colno}){hint}") from None
+            if not isinstance(d, dict):
+                raise DataError(f"{_where(path, i)}: field 'json': {_clip(t)} is not a JSON object (one prediction "
+                                "per line, with case_id, input_idx and probs, pred or answer)")
+            for key, v in d.items():
+                _utf8(key, path, i, "json")
+                if isinstance(v, str):
+                    _utf8(v, path, i, key)
+            records.append((i, d))
+            cols.update(dict.fromkeys(d))
+        if not records:
+            raise DataError(f"predictions {path}: field 'path': the file has no predictions (no JSON line)")
+        return list(cols), records
+    sep = "\t" if fmt == "tsv" else ","
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+    header: list[str] | None = None
+    end = 0
+    try:
+        for row in reader:
+            start, end = end + 1, reader.line_num
+            if not row:
+                continue
+            if header is None:
+                header = [_utf8(c, path, start, "header").strip() for c in row]
+                continue
+            if len(row) != len(header):
+                name = header[len(row)] if len(row) < len(header) else f"(column {len(header) + 1})"
+                raise DataError(f"{_where(path, start)}: field '{_plain(name)}': {len(row)} field(s) where the "
+                                f"header has {len(header)} ({sep!r}-separated)")
+            records.append((start, {c: _utf8(v, path, start, c) for c, v in zip(header, row)}))
+    except csv.Error as e:
+        raise DataError(f"{_where(path, end + 1)}: field 'path': not a readable {fmt.upper()} file ({e})") from None
+    if header is None:
+        raise DataError(f"predictions {path}: field 'path': the file is empty (a {fmt.upper()} file needs a header "
+                        "line: case_id, input_idx and probs, pred or answer)")
+    if not records:
+        raise DataError(f"predictions {path}: field 'case_id': no prediction rows (only the header line)")
+    return header, records
+
+
+def _case_key(d: dict, path: str, line: int) -> tuple[str, int]:
+    cid = d.get("case_id")
+    if isinstance(cid, bool) or not isinstance(cid, (str, int)) or str(cid).strip() == "":
+        raise DataError(f"{_where(path, line)}: field 'case_id': "
+                        f"{'missing' if cid in (None, '') else f'{_clip(cid)} is not a case id (a string)'}")
+    idx = d.get("input_idx")
+    if idx is None or (isinstance(idx, str) and not idx.strip()):
+        raise DataError(f"{_where(path, line)}: field 'input_idx': missing")
+    x = None
+    if isinstance(idx, int) and not isinstance(idx, bool):
+        x = idx
+    elif isinstance(idx, float) and idx.is_integer():
+        x = int(idx)
+    elif isinstance(idx, str):
+        try:
+            f = float(idx.strip())
+        except ValueError:
+            f = math.nan
+        if math.isfinite(f) and f.is_integer():
+            x = int(f)
+    if x is None:
+        raise DataError(f"{_where(path, line)}: field 'input_idx': {_clip(idx)} is not an integer")
+    return str(cid), x
+
+
+def _read_keyed(path: str, text: str, fmt: str, k: int, qa: bool) -> pd.DataFrame:
+    cols, records = _keyed_records(path, text, fmt)
+    missing = [c for c in ("case_id", "input_idx") if c not in cols]
+    if not missing:
+        if qa and "answer" not in cols:
+            missing = ["answer"]
+        elif not qa and "probs" not in cols and "pred" not in cols:
+            raise DataError(f"predictions {path}: field 'probs': need a probs or pred column (columns: {cols})")
+    if missing:
+        hint = _looks_keyed(text)
+        hint = f"; the file looks like {hint.upper()}: give --format {hint}" if hint and hint != fmt else ""
+        raise DataError(f"predictions {path}: field '{missing[0]}': column missing (columns: {cols}){hint}")
+    cids, idxs, lines, values, labels = [], [], [], [], []
+    seen: dict[tuple[str, int], int] = {}
+    for ln, d in records:
+        key = _case_key(d, path, ln)
+        if key in seen:
+            raise DataError(f"{_where(path, ln)}: field 'case_id'/'input_idx': case {key[0]!r}, input {key[1]} "
+                            f"again (first on line {seen[key]})")
+        seen[key] = ln
+        cids.append(key[0])
+        idxs.append(key[1])
+        lines.append(ln)
+        if qa:
+            a = d.get("answer")
+            if a is not None and not isinstance(a, str):
+                raise DataError(f"{_where(path, ln)}: field 'answer': {_clip(a)} is not a string (an answer, or null "
+                                "for none)")
+            values.append("" if a is None else a)
+            continue
+        lab = None
+        if "pred" in cols and not (d.get("pred") in (None, "") and "probs" in cols):
+            lab = _label(d.get("pred"), path, ln, "pred", None if "probs" in cols else k)
+        if "probs" in cols:
+            values.append(_probs_value(d.get("probs"), path, ln, "probs"))
+            labels.append(lab)
+        else:
+            values.append([1.0 if i == lab else 0.0 for i in range(k)])
+            labels.append(None)
+    if qa:
+        return pd.DataFrame({"case_id": cids, "input_idx": idxs, "answer": values})
+    _check_distributions(values, lines, labels, path, "probs")
+    return pd.DataFrame({"case_id": cids, "input_idx": idxs, "probs": values})
 
 
 def read_predictions(path: str, fmt: str, order: pd.DataFrame | None, k: int, qa: bool) -> pd.DataFrame:
     """A predictions file -> DataFrame(case_id, input_idx, probs | answer).
-    ``order``: the export rows (case_id, input_idx) that line formats follow."""
+    ``order``: the export rows (case_id, input_idx) that line formats follow;
+    ``k``: the model's classes (a label index becomes a one-hot distribution of length k)."""
     p = Path(path)
     if not p.exists():
         raise DataError(f"predictions {path}: field 'path': file does not exist")
-    col = "answer" if qa else "probs"
-    if fmt in LINE_FORMATS:
-        lines = p.read_text(encoding="utf-8").splitlines()
-        if lines and lines[-1] == "":
-            lines = lines[:-1]
-        if order is None or len(lines) != len(order):
-            raise DataError(f"predictions {path}: field 'path': {len(lines)} line(s) for the "
-                            f"{0 if order is None else len(order)} inputs of the export (one line per input, "
-                            "in the export's order)")
-        values = [parse_line(t.strip() if not qa else t, fmt, k, path, i + 1, qa) for i, t in enumerate(lines)]
-        return pd.DataFrame({"case_id": order["case_id"].to_numpy(), "input_idx": order["input_idx"].to_numpy(),
-                             col: values})
     if fmt == "parquet":
-        df = pd.read_parquet(p)
-    elif fmt == "jsonl":
-        df = pd.read_json(p, lines=True, dtype=False)
-    else:
-        df = pd.read_csv(p, sep="\t" if fmt == "tsv" else ",", keep_default_na=False, dtype=str)
-    for c in ("case_id", "input_idx"):
-        if c not in df.columns:
-            raise DataError(f"predictions {path}: field '{c}': column missing (columns: {list(df.columns)})")
-    if qa:
-        if "answer" not in df.columns:
-            raise DataError(f"predictions {path}: field 'answer': column missing")
-        return df[["case_id", "input_idx", "answer"]].assign(answer=lambda d: d["answer"].astype(str))
-    if "probs" in df.columns:
-        probs = [v if isinstance(v, (list, np.ndarray)) else
-                 (json.loads(v) if str(v).strip().startswith("[") else _numbers(str(v), path, i + 2, "probs"))
-                 for i, v in enumerate(df["probs"])]
-    elif "pred" in df.columns:
-        probs = [_one_hot(int(v), k, path, i + 2) for i, v in enumerate(df["pred"])]
-    else:
-        raise DataError(f"predictions {path}: field 'probs': need a probs or pred column (columns: "
-                        f"{list(df.columns)})")
-    return pd.DataFrame({"case_id": df["case_id"].astype(str), "input_idx": df["input_idx"],
-                         "probs": [list(map(float, v)) for v in probs]})
+        try:
+            df = pd.read_parquet(p)
+        except (OSError, ValueError) as e:
+            raise DataError(f"predictions {path}: field 'path': not a readable Parquet file "
+                            f"({' '.join(str(e).split())})") from None
+        for c in ("case_id", "input_idx", "answer" if qa else "probs"):
+            if c not in df.columns:
+                raise DataError(f"predictions {path}: field '{c}': column missing (columns: {list(df.columns)})")
+        return df
+    text = _read_text(path, fmt)
+    if fmt in LINE_FORMATS:
+        return _read_lines(path, text, fmt, order, k, qa)
+    return _read_keyed(path, text, fmt, k, qa)
 
 
 # ---------------------------------------------------------------- the failure summary
@@ -271,38 +580,77 @@ def failure_summary(suite: pd.DataFrame, status: pd.DataFrame, preds: pd.DataFra
     return pd.DataFrame(rows), examples
 
 
+#: what a terminal acts on instead of showing: C0 and C1 control characters (ANSI escape sequences start with
+#: \x1b or \x9b), DEL, the bidirectional embeddings / overrides / isolates and the line / paragraph separators
+_TERMINAL_ACTIVE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+#: Markdown's inline syntax (backslash-escaped); & < > become entities (no raw HTML, no autolinks)
+_MARKDOWN_ACTIVE = re.compile(r"([\\`*_\[\]|~#!])")
+
+
+def terminal_safe(text) -> str:
+    """``text`` with every character a terminal would act on written as its escape, as repr does
+    (``\\x1b``, ``\\x85``, ``\\u202e``): suite text cannot move the cursor, recolour or rewrite the screen."""
+    return _TERMINAL_ACTIVE.sub(lambda m: repr(m.group())[1:-1], str(text))
+
+
+def _plain(text) -> str:
+    """Suite text on one line (whitespace runs, line breaks included, become one space), controls escaped."""
+    return terminal_safe(" ".join(str(text).split()))
+
+
+def markdown_safe(text) -> str:
+    """Suite text as literal Markdown: one line, control characters escaped as in the terminal, ``& < >`` as
+    entities (raw HTML stays text), inline syntax backslash-escaped and a leading list marker neutralised."""
+    s = _plain(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    s = _MARKDOWN_ACTIVE.sub(r"\\\1", s)
+    if s[:1] in ("-", "+"):
+        s = "\\" + s
+    return re.sub(r"^(\d+)([.)])", r"\1\\\2", s)
+
+
+def markdown_code(text) -> str:
+    """Suite text as a Markdown code span (a fence longer than any run of backticks inside it)."""
+    s = _plain(text)
+    fence = "`" * (max((len(m) for m in re.findall("`+", s)), default=0) + 1)
+    pad = " " if not s or s[0] == "`" or s[-1] == "`" else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
 def summary_text(funcs: pd.DataFrame, examples: dict, title: str, width: int = 100) -> str:
-    """The terminal summary: per class and functionality the failure rate, then failing cases (≤ width columns)."""
+    """The terminal summary: per class and functionality the failure rate, then failing cases (≤ width columns).
+    Suite text is shown with its control characters escaped (:func:`terminal_safe`)."""
+    t = _plain
+    title = t(title)
     lines = [title, "=" * min(width, len(title))]
     for cap, g in funcs.groupby("capability", sort=False):
-        lines += ["", cap]
+        lines += ["", t(cap)]
         for r in g.itertuples(index=False):
             rate = "   –  " if pd.isna(r.failure_rate) else f"{100 * r.failure_rate:5.1f}%"
-            name = _short(r.functionality, width - 36)
-            lines.append(f"  {name:<{width - 36}} {r.test_type:<4} fail {rate}  ({r.n_failed}/{r.n_scored})")
+            name = _short(t(r.functionality), width - 36)
+            lines.append(f"  {name:<{width - 36}} {t(r.test_type):<4} fail {rate}  ({r.n_failed}/{r.n_scored})")
             for ex in examples.get(r.functionality, []):
-                lines.append(f"      ✗ {_short(ex['expectation'], width - 8)}")
+                lines.append(f"      ✗ {_short(t(ex['expectation']), width - 8)}")
                 for inp in ex["inputs"]:
-                    pred = inp["prediction"]
-                    lines.append(f"        {_short(inp['input'], width - 12 - len(pred))}  → {pred}")
+                    pred = t(inp["prediction"])
+                    lines.append(f"        {_short(t(inp['input']), width - 12 - len(pred))}  → {pred}")
     return "\n".join(line[:width] for line in lines) + "\n"
 
 
 def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str) -> str:
-    def esc(t):
-        return str(t).replace("|", "\\|")
-    lines = [f"# {title}", "", "| class | functionality | type | failure rate | failed / scored |",
+    """The summary as Markdown; suite text is literal (:func:`markdown_safe`, case ids as code spans)."""
+    esc = markdown_safe
+    lines = [f"# {esc(title)}", "", "| class | functionality | type | failure rate | failed / scored |",
              "|---|---|---|---:|---:|"]
     for r in funcs.itertuples(index=False):
         rate = "–" if pd.isna(r.failure_rate) else f"{100 * r.failure_rate:.1f}%"
-        lines.append(f"| {esc(r.capability)} | {esc(r.functionality)} | {r.test_type} | {rate} | "
+        lines.append(f"| {esc(r.capability)} | {esc(r.functionality)} | {esc(r.test_type)} | {rate} | "
                      f"{r.n_failed} / {r.n_scored} |")
     for func, exs in examples.items():
         if not exs:
             continue
         lines += ["", f"## {esc(func)}"]
         for ex in exs:
-            lines += ["", f"- `{ex['case_id']}` — expected: {esc(ex['expectation'])}"]
+            lines += ["", f"- {markdown_code(ex['case_id'])} — expected: {esc(ex['expectation'])}"]
             lines += [f"  - {esc(i['input'])} → **{esc(i['prediction'])}**" for i in ex["inputs"]]
     return "\n".join(lines) + "\n"
 
@@ -315,7 +663,8 @@ def summary_html(funcs: pd.DataFrame, examples: dict, title: str) -> str:
     for r in funcs.itertuples(index=False):
         rate = "–" if pd.isna(r.failure_rate) else f"{100 * r.failure_rate:.1f}%"
         width = 0 if pd.isna(r.failure_rate) else round(100 * r.failure_rate)
-        rows.append(f"<tr><td>{e(str(r.capability))}</td><td>{e(str(r.functionality))}</td><td>{r.test_type}</td>"
+        rows.append(f"<tr><td>{e(str(r.capability))}</td><td>{e(str(r.functionality))}</td>"
+                    f"<td>{e(str(r.test_type))}</td>"
                     f"<td class='num'><span class='bar' style='width:{width}px'></span> {rate}</td>"
                     f"<td class='num'>{r.n_failed} / {r.n_scored}</td></tr>")
     details = []
@@ -382,6 +731,19 @@ def pipeline_failures(suite_test: pd.DataFrame, runs: list[dict], ttype, k: int 
     return df
 
 
+def failures_markdown(df: pd.DataFrame, task: str) -> str:
+    """The pipeline's failing cases (:func:`pipeline_failures`) as one Markdown table; suite text is literal
+    (:func:`markdown_safe`: a "|" is escaped, raw HTML stays text)."""
+    esc = markdown_safe
+    md = [f"# {esc(task.upper())}: failing T_test cases", "",
+          "| scenario | model | functionality | case | expected | input | prediction |",
+          "|---|---|---|---|---|---|---|"]
+    md += [f"| {esc(r.scenario)} | {esc(f'{r.configuration}/{r.method}/{r.fold}')} | {esc(r.functionality)} | "
+           f"{esc(r.case_id)} | {esc(r.expectation)} | {esc(r.input)} | {esc(r.prediction)} |"
+           for r in df.itertuples(index=False)]
+    return "\n".join(md) + "\n"
+
+
 def failures_html(df: pd.DataFrame, funcs: pd.DataFrame, task: str, labels: dict) -> str:
     """A standalone page: one collapsible section per functionality, inside it
     the failing cases of each model (scenario, configuration, method, fold)."""
@@ -390,7 +752,7 @@ def failures_html(df: pd.DataFrame, funcs: pd.DataFrame, task: str, labels: dict
     for r in funcs.itertuples(index=False):
         sub = df[df["functionality"] == r.functionality]
         if not len(sub):
-            parts.append(f"<details><summary>{e(str(r.functionality))} ({r.test_type}) — no failing case"
+            parts.append(f"<details><summary>{e(str(r.functionality))} ({e(str(r.test_type))}) — no failing case"
                          "</summary></details>")
             continue
         blocks = []
@@ -406,7 +768,7 @@ def failures_html(df: pd.DataFrame, funcs: pd.DataFrame, task: str, labels: dict
         n_models = sub.groupby(["scenario", "configuration", "method", "fold"]).ngroups
         attr = "" if opened else " open"          # the first one open: failures are visible on arrival
         opened = True
-        parts.append(f"<details{attr}><summary>{e(str(r.functionality))} ({r.test_type}) — failing cases of "
+        parts.append(f"<details{attr}><summary>{e(str(r.functionality))} ({e(str(r.test_type))}) — failing cases of "
                      f"{n_models} model(s)</summary>{''.join(blocks)}</details>")
     style = ("body{font-family:sans-serif;margin:2em;max-width:1100px}td{border-bottom:1px solid #ddd;"
              "padding:2px 8px}.case{margin:.5em 0 .5em 1em}.pred{color:#c0392b;white-space:nowrap}"

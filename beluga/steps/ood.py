@@ -20,6 +20,7 @@ def ood(*, task: str, task_type: str, backbone: str, credits: dict[str, str], ru
     the file stems, in config order); ``backbone``: the task's backbone label;
     ``credits``: each OOD set's pairing credit."""
     names = [Path(p).stem for p in data]
+    ood_eval.check_set_names(names, task)   # the DAG refuses them already; never a table with a column replaced
     loaded = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in runs]
     long = ood_eval.long_scores(loaded, names, task, task_type, backbone, credits)
     ranking = ood_eval.rank_systems(long, source=f"{task} OOD scores")

@@ -24,7 +24,7 @@ def _task_data(units: str, suite: str, task_type: str) -> run_stats.TaskData:
 def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: str, k: int, out_table: str,
              out_markdown: str, out_html: str) -> None:
     """Failing T_test cases per functionality of every model (beluga.analyses.behavioral.pipeline_failures)."""
-    from beluga.analyses.behavioral import failures_html, pipeline_failures
+    from beluga.analyses.behavioral import failures_html, failures_markdown, pipeline_failures
     from beluga.metrics import CONFIG_LABELS
 
     ttype = get_task_type(task_type)
@@ -34,11 +34,7 @@ def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: 
     df = pipeline_failures(suite_test, loaded, ttype, k=k)
     funcs = functionality_table(load_suite(suite))
     write_csv(df, out_table)
-    md = [f"# {task.upper()}: failing T_test cases", "", "| scenario | model | functionality | case | expected | input "
-          "| prediction |", "|---|---|---|---|---|---|---|"]
-    md += [f"| {r.scenario} | {r.configuration}/{r.method}/{r.fold} | {r.functionality} | {r.case_id} | "
-           f"{r.expectation} | {str(r.input).replace('|', '/')} | {r.prediction} |" for r in df.itertuples(index=False)]
-    write_text("\n".join(md) + "\n", out_markdown)
+    write_text(failures_markdown(df, task), out_markdown)
     write_text(failures_html(df, funcs, task, CONFIG_LABELS), out_html)
 
 

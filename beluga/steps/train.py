@@ -42,7 +42,7 @@ def train_iid(*, run: dict, train: str, out_model: str) -> dict:
     record = {"configuration": "iid", "method": run.method, "partition": "standard", "fold": "all",
               **model_provenance(run.model, run.model_lock), "hparams": run.hparams, "seed": run.seed, **summary,
               **job.record(), "timing": clock.record()}
-    save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)})
+    save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)}, task_type=run.task_type)
     checkpoint.clear(run.checkpoint_dir)
     return clock.parts
 
@@ -112,7 +112,7 @@ def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_te
     record = _fold_record(run, choice, summary, job, start)
     if out_model is not None:
         with clock("save_model"):
-            save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)})
+            save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)}, task_type=run.task_type)
     functionalities = scored_functionalities({"held_out": list(run.held_out)}, scope)
     suite_test = split_cases(suite, split, run.task_type, "test", functionalities)
     iid = read_parquet(iid_test, "i.i.d. test data")
@@ -141,7 +141,7 @@ def finetune_model(*, run: dict, suite: str, split: str, iid_train: str | None, 
     model, tokenizer, summary = train_fold(run, job, clock, suite=suite, split=split, iid_train=iid_train,
                                            start=start)
     record = {**_fold_record(run, choice, summary, job, start), "timing": clock.record()}
-    save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)})
+    save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)}, task_type=run.task_type)
     checkpoint.clear(run.checkpoint_dir)
     return clock.parts
 

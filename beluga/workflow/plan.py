@@ -25,22 +25,39 @@ length. It is an estimate: real sequences are often shorter than
 ``max_length`` make several windows (the plan counts one), and the selected
 number of epochs is unknown before selection (the plan uses the mean of the
 grid's values).
+
+The related analyses count when they are part of the default target
+(``enabled: true``), with the jobs of the dry run (the same units, doses,
+learning rates, variants and Ks, from :class:`beluga.workflow.runs.Runs`):
+an inoculation job trains on its dose (suite cases as the fold jobs' items,
+or challenge-set examples) for the fewest epochs its early stopping allows
+(``patience + 1``, at most ``max_epochs``; the most common in the default
+runs, which stopped after 6 to 13 epochs with patience 5), scores the
+original dev set after every epoch and predicts T_test, the i.i.d. test set,
+the unit's T_val or the challenge test part; a combinational job trains on
+its 4K templated inputs for the variant's epochs and predicts the nine cells
+(9 × ``n_test``) after every epoch (``per_epoch``) and at the end, at the
+variant's model and ``max_length``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from beluga.analyses import combinational as comb_analysis
+from beluga.analyses import inoculation as inoc_analysis
 from beluga.data.fetch import resolve_data_paths
-from beluga.errors import ConfigError, config_error_line
+from beluga.errors import BelugaError, ConfigError, config_error_line
 from beluga.methods import get_algorithm
 from beluga.tasks import get_task_type
-from beluga.workflow import runs
+from beluga.workflow import dag, runs
+from beluga.workflow.paths import Paths
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG_SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -120,27 +137,64 @@ class Line:
 
 def load_config(configfile: str | None, overrides: list[str] = ()) -> dict:
     """The config as snakemake sees it: YAML, top-level ``KEY=VALUE``
-    overrides (as ``snakemake --config``), validated against the schema,
-    defaults filled."""
-    from snakemake.utils import validate
+    overrides (as ``snakemake --config``: a mapping updates the config's key
+    by key, ``inoculation={enabled: true}`` keeps the block's other keys;
+    the value is read as YAML, so ``true`` is a boolean), validated against
+    the schema, defaults filled."""
+    from snakemake.utils import update_config, validate
 
-    path = Path(configfile) if configfile else REPO / "config.yaml"
+    path = config_path(configfile)
     if not path.exists():
         raise ConfigError(f"config file {path}: field 'path': file does not exist")
-    config = yaml.safe_load(path.read_text()) or {}
+    config = _yaml(_text(path, f"config file {path}"), f"config file {path}: field '(top level)'")
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise ConfigError(f"config file {path}: field '(top level)': a mapping of keys to values is needed, not a "
+                          f"{_kind(config)}")
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--config: field {item!r}: expected KEY=VALUE")
-        config[key] = yaml.safe_load(value)
+        update_config(config, {key: _yaml(value, f"--config: field {key!r}")})
     try:
         validate(config, schema=str(CONFIG_SCHEMA))
     except Exception as e:  # a WorkflowError wrapping the jsonschema error
 
         raise ConfigError(config_error_line(e, [path])) from None
-
+    # what the schema cannot say, as while the DAG is built (rules/common.smk)
+    dag.check_config(config, dag.load_schema(CONFIG_SCHEMA), [path])
     resolve_data_paths(config)
     return config
+
+
+def config_path(configfile: str | None) -> Path:
+    """The config file the plan reads (default: the repository's config.yaml)."""
+    return Path(configfile) if configfile else REPO / "config.yaml"
+
+
+def _kind(value) -> str:
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value),
+                                                                                           type(value).__name__)
+
+
+def _text(path: Path, what: str) -> str:
+    """A file's text; a file that is not UTF-8 text is one line naming it."""
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what}: field '(top level)': not a UTF-8 text file") from None
+
+
+def _yaml(text: str, where: str):
+    """YAML ``text``; a syntax error is one line (``where``, the problem and its line and column)."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{where}: not valid YAML ({problem}{at})") from None
 
 
 def _epochs_estimate(stage: dict, grid: dict) -> float:
@@ -180,20 +234,23 @@ def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
     return {"funcs": funcs, "per": per, "iid": {k: len(v) for k, v in parts.items()}}
 
 
-def ood_size(task_cfg: dict) -> int:
-    """Examples of a task's OOD sets (``max_examples`` where set; a hub set
-    without it counts 0: its size is unknown offline)."""
+def ood_entry_size(e: dict) -> int:
+    """Examples of one OOD set (``max_examples`` where set; a hub set without it counts 0: its
+    size is unknown offline)."""
     from beluga.data.ood_sets import load_hutto, read_table
 
-    n = 0
-    for e in task_cfg.get("ood") or []:
-        if e.get("max_examples") is not None:
-            n += int(e["max_examples"])
-        elif e["source"] == "hutto":
-            n += len(load_hutto(e["set"], float(e.get("threshold", 0.8))))
-        elif e["source"] == "local":
-            n += len(read_table(Path(e["path"]).expanduser(), "ood file"))
-    return n
+    if e.get("max_examples") is not None:
+        return int(e["max_examples"])
+    if e["source"] == "hutto":
+        return len(load_hutto(e["set"], float(e.get("threshold", 0.8))))
+    if e["source"] == "local":
+        return len(read_table(Path(e["path"]).expanduser(), "ood file"))
+    return 0
+
+
+def ood_size(task_cfg: dict) -> int:
+    """Examples of a task's OOD sets (:func:`ood_entry_size`)."""
+    return sum(ood_entry_size(e) for e in task_cfg.get("ood") or [])
 
 
 def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
@@ -204,8 +261,7 @@ def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
             if path:
                 raise ConfigError(f"throughput table {p}: field 'path': file does not exist")
             continue
-        bench = json.loads(p.read_text())
-        rates = {k: v for k, v in bench.get("throughput", {}).get(device, {}).items() if v is not None}
+        rates = _bench_rates(p, device)
         if rates:
             rates = {**REFERENCE[device], **rates}   # a figure the benchmark did not measure: the reference
             return rates, f"{p} ({rates.get('machine', device)})"
@@ -215,12 +271,59 @@ def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
     return ref, f"built-in reference ({ref['machine']})"
 
 
-def plan(config: dict, rates: dict) -> list[Line]:
-    """One Line per (rule, configuration, method) over all tasks."""
+#: the figures of a throughput table the plan reads (sequences / s must be positive, fixed seconds not negative)
+RATE_KEYS = ("train_seq_per_s", "predict_seq_per_s", "fixed_s_per_job")
+
+
+def _bench_rates(p: Path, device: str) -> dict:
+    """The figures for ``device`` of a benchmark JSON (``{"throughput": {device: {...}}}``) that are set;
+    anything else is one line naming the file and the field."""
+    what = f"throughput table {p}"
+    try:
+        bench = json.loads(_text(p, what))
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{what}: field '(top level)': not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
+                          "scripts/benchmark.py writes one") from None
+    if not isinstance(bench, dict):
+        raise ConfigError(f"{what}: field '(top level)': a JSON object is needed (scripts/benchmark.py's "
+                          f"output), not a {_kind(bench)}")
+    table = bench.get("throughput", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{what}: field 'throughput': an object of devices is needed, not a {_kind(table)}")
+    figures = table.get(device, {})
+    if not isinstance(figures, dict):
+        raise ConfigError(f"{what}: field 'throughput.{device}': an object of figures is needed, not a "
+                          f"{_kind(figures)}")
+    rates = {k: v for k, v in figures.items() if v is not None}
+    for k in RATE_KEYS:
+        v = rates.get(k)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (
+                v == 0 and k != "fixed_s_per_job"):
+            raise ConfigError(f"{what}: field 'throughput.{device}.{k}': {v!r} is not a "
+                              f"{'non-negative' if k == 'fixed_s_per_job' else 'positive'} number")
+    return rates
+
+
+def inoculation_epochs(inoc: dict) -> int:
+    """Epochs the plan counts for an inoculation job: the fewest its early stopping allows."""
+    return min(int(inoc["max_epochs"]), int(inoc["patience"]) + 1)
+
+
+def plan(config: dict, rates: dict, configfiles=()) -> list[Line]:
+    """One Line per (rule, configuration, method) over all tasks (and per combinational variant).
+    The runs come from :class:`beluga.workflow.runs.Runs`, as the DAG's: its checks stop the plan
+    as they stop a dry run (``configfiles``: the config file(s) their line names)."""
     from beluga import folds as folds_mod
     from beluga.folds import configuration
     from beluga.workflow.dag import grid_points, method_grid
 
+    try:
+        the_runs = runs.Runs(config, Paths(config["results"]), str(config["data_dir"]), configfiles=configfiles)
+    except BelugaError as e:   # one line naming the config file, as the dry run's
+        raise type(e)(dag.dag_error_line(e, configfiles)) from None
+    inoc, comb = config["inoculation"], config["combinational"]
     lines: dict[tuple, Line] = {}
 
     def add(rule, conf, method, task, train_seqs, predict_seqs, cost, factor=1.0):
@@ -257,8 +360,8 @@ def plan(config: dict, rates: dict) -> list[Line]:
         folds = folds_mod.enumerate_folds(funcs, list(config["partitions"]))
         seen = folds_mod.enumerate_folds(funcs, ["seen"])[0]
         mix_n = iid["train"] if training["iid_in_mix"] is None else min(iid["train"], training["iid_in_mix"])
-        methods = list(dict.fromkeys([*config["methods"],
-                                      *filter(None, (get_algorithm(m).start_method for m in config["methods"]))]))
+        starts = {get_algorithm(m).start_method for m in config["methods"]} - {None}
+        methods = list(dict.fromkeys([*config["methods"], *sorted(starts)]))
         hparams = {m: runs.stage_hparams(config, tcfg, "suite", m) for m in methods}
         # whose grid trials give each method its hyper-parameters (LP-FT may take vanilla's); their grids
         selectors = {m: runs.selection_method(config, tcfg, m) for m in methods}
@@ -277,11 +380,13 @@ def plan(config: dict, rates: dict) -> list[Line]:
                     pred = sum(per[x]["test_inputs"] for x in scored) + iid["test"]
                     if f["partition"] == "seen" or config["predict"]["ood_models"] == "all":
                         pred += n_ood
-                    if keep:
+                    if keep:   # a start method's model (LP for LP-FT) is predicted only when it is a method
                         add("finetune_model", conf, method, tid, items * epochs, 0, cost, factor)
-                        add("predict", conf, method, tid, 0, pred, cost)
-                    else:
-                        add("finetune", conf, method, tid, items * epochs, pred, cost, factor)
+                        if method in config["methods"]:
+                            add("predict", conf, method, tid, 0, pred, cost)
+                    else:   # a model another method starts from is also written (rule finetune_keep)
+                        add("finetune_keep" if method in starts else "finetune", conf, method, tid,
+                            items * epochs, pred, cost, factor)
             for method, sel_grid in grids.items():   # trials of every method whose selection is used
                 factor = float(method_cost.get(method, 1.0))
                 points = grid_points(sel_grid)
@@ -294,6 +399,34 @@ def plan(config: dict, rates: dict) -> list[Line]:
                         for point in points.values():
                             ep = point.get("epochs", suite_stage["epochs"])
                             add("trial", conf, method, tid, items * ep, val, cost, factor)
+        if inoc["enabled"] and tid in the_runs.inoc_units:
+            ep = inoculation_epochs(inoc)
+            for unit, spec in the_runs.inoc_units[tid].items():
+                if spec.get("challenge") is not None:   # a challenge set: its training part, examples
+                    n_set = ood_entry_size(the_runs.ood_sets[tid][spec["challenge"]])
+                    n_test = int(round(n_set * float(inoc["challenge_test_fraction"])))
+                    n_train, seqs_per_case, extra = n_set - n_test, 1.0, n_test
+                else:   # suite cases: their sequences as the fold jobs train them; the unit's T_val
+                    funcs_u = spec["functionalities"]
+                    n_train = inoc_analysis.train_cases_per_unit(the_runs.func_tables[tid], funcs_u,
+                                                                 config["split"]["fractions"])
+                    seqs_per_case = sum(per[x]["seqs"] for x in funcs_u) / max(1, n_train)
+                    extra = sum(per[x]["val_inputs"] for x in funcs_u)
+                for dose in the_runs.inoc_doses(tid, unit):
+                    cases = inoc_analysis.dose_size(dose, n_train)
+                    for _lr in the_runs.inoc_lrs:
+                        add("inoculate", "iid_to_t", "vanilla", tid, cases * seqs_per_case * ep,
+                            iid["val"] * ep + test_all + iid["test"] + extra, cost)
+    if comb["enabled"]:
+        n_cells = len(comb_analysis.CELLS) * int(comb["n_test"])   # every test input in its three cells
+        for name, v in the_runs.comb_variants.items():
+            cost = relative_cost(v["model"], int(v["max_length"]), rates.get("ref_size", REF_SIZE),
+                                 rates.get("ref_length", REF_LENGTH))
+            ep = float(v["training"]["epochs"])
+            evaluations = 1 + (math.ceil(ep) if comb["per_epoch"] else 0)
+            for k in comb["ks"]:
+                add("combinational_train", name, "vanilla", "combinational",
+                    len(comb_analysis.TRAIN_CELLS) * int(k) * ep, evaluations * n_cells, cost)
     return list(lines.values())
 
 
@@ -320,18 +453,21 @@ def disk_plan(config: dict, lines: list[Line], concurrent: int) -> dict:
     training_jobs = []  # checkpoint bytes of every training job
     kept = {t: MODEL_BYTES * params[t] for t in tasks}  # the IID models
     lp_models = 0
-    starts = {"lp"} if "lp_ft" in config["methods"] else set()
-    for ln in lines:
+    for ln in lines:   # inoculation and combinational jobs write no checkpoint (their best weights stay in memory)
         for t, n in ln.task_jobs.items():
-            if ln.rule in ("train_iid", "finetune", "finetune_model", "trial"):
+            if ln.rule in ("train_iid", "finetune", "finetune_keep", "finetune_model", "trial"):
                 training_jobs += [CHECKPOINT_BYTES * params[t]] * n
             if ln.rule == "finetune_model":
                 kept[t] += MODEL_BYTES * params[t] * n
-            if ln.rule == "finetune" and ln.method in starts:
+            if ln.rule == "finetune_keep":
                 lp_models += MODEL_BYTES * params[t] * n
     training_jobs.sort(reverse=True)
     checkpoints = sum(training_jobs[:concurrent])
-    cache = sum(MODEL_BYTES * n for n in {str(tasks[t]["model"]): params[t] for t in tasks}.values())
+    models = {str(tasks[t]["model"]): params[t] for t in tasks}
+    if config["combinational"]["enabled"]:   # the variants' pre-trained models
+        for v in comb_analysis.variants(config["combinational"]).values():
+            models.setdefault(str(v["model"]), n_parameters(str(v["model"])))
+    cache = sum(MODEL_BYTES * n for n in models.values())
     largest = max((CHECKPOINT_BYTES * p for p in params.values()), default=0)
     return {"concurrent_jobs": concurrent, "checkpoints": checkpoints, "largest_checkpoint": largest,
             "kept_models": sum(kept.values()), "temporary_lp_models": lp_models, "model_cache": cache,
@@ -356,11 +492,13 @@ def render(lines: list[Line], device: str, source: str, config_name: str) -> str
     rows = sorted(lines, key=lambda ln: -ln.hours)
     out = [f"cost plan for {config_name}: {sum(ln.jobs for ln in lines):,} training / prediction jobs, "
            f"{total:,.1f} {unit} in all ({device}; throughput: {source})", ""]
-    head = f"{'rule':<15} {'configuration':<18} {'method':<10} {'jobs':>7} {'train seq/job':>14} " \
+    wr = max([15] + [len(ln.rule) for ln in lines])   # a combinational line names its variant
+    wc = max([18] + [len(ln.configuration) for ln in lines])
+    head = f"{'rule':<{wr}} {'configuration':<{wc}} {'method':<10} {'jobs':>7} {'train seq/job':>14} " \
            f"{'predict seq/job':>16} {unit:>10} {'share':>6}"
     out += [head, "-" * len(head)]
     for ln in rows:
-        out.append(f"{ln.rule:<15} {ln.configuration:<18} {ln.method:<10} {ln.jobs:>7,} "
+        out.append(f"{ln.rule:<{wr}} {ln.configuration:<{wc}} {ln.method:<10} {ln.jobs:>7,} "
                    f"{ln.train_seqs / ln.jobs:>14,.0f} {ln.predict_seqs / ln.jobs:>16,.0f} {ln.hours:>10,.2f} "
                    f"{(ln.hours / total if total else 0):>6.1%}")
     by_rule: dict[str, float] = {}
@@ -386,6 +524,7 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     (the disk estimate; default: the Slurm profile's 100 jobs on GPUs, the
     machine's cores / job_threads on CPUs)."""
 
+    path = config_path(configfile)
     config = load_config(configfile, overrides)
     device = "cuda" if int(config.get("gpus", 0)) > 0 else "cpu"
     if concurrent_jobs is None:
@@ -401,7 +540,7 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
                 raise ConfigError(f"--{k}: must be positive, got {v}")
             rates[k] = v
             source = "numbers given on the command line" if k != "fixed_s_per_job" else source
-    lines = plan(config, rates)
+    lines = plan(config, rates, [path])
     disk = disk_plan(config, lines, concurrent_jobs)
     text = render(lines, device, source, configfile or "config.yaml") + render_disk(disk)
     if as_json:

@@ -95,9 +95,13 @@ class Runs:
         self.methods = list(config["methods"])
         self.predict = config["predict"]
         self.combinational = config["combinational"]
+        comb_analysis.check_block(self.combinational)
         #: combinational variant name -> its complete settings (one, "default", without combinational.variants)
         self.comb_variants = comb_analysis.variants(self.combinational)
         self.inoculation = config["inoculation"]
+        inoculation.check_tasks(self.inoculation["tasks"], list(self.tasks))
+        #: the inoculation's learning rates (a named grid resolved; two with one job id refused)
+        self.inoc_lrs = inoculation.lr_grid(self.inoculation["lrs"])
         # torch threads of a training / prediction job (fixed: float reductions depend on it);
         # the IID model trains alone before any fold can start and may use the cores that would idle
         self.iid_threads = config["iid_job_threads"] or config["job_threads"]
@@ -112,16 +116,14 @@ class Runs:
             dag.check_folds(t, self.folds[t], funcs, self.configurations, configfiles)
             self.func_names[t], self.func_tables[t] = list(funcs["functionality"]), funcs
         self.ood_sets = {t: {e["name"]: e for e in (self.tasks[t].get("ood") or [])} for t in self.tasks}
-        #: (task, method) -> trial id -> grid point, for every method and the methods they take selections from
+        #: (task, method) -> trial id -> grid point, for every method, the methods they start from (LP for
+        #: LP-FT: its folds run too) and the methods they take selections from
+        trained = set(self.methods) | ({get_algorithm(m).start_method for m in self.methods} - {None})
         self.grid_points = {
             (t, m): dag.grid_points(dag.method_grid(self.selection(t), m))
             for t in self.tasks
-            for m in sorted(set(self.methods) | {self.selection_method(t, m) for m in self.methods})
+            for m in sorted(trained | {self.selection_method(t, m) for m in trained})
         }
-        unknown = [t for t in self.inoculation["tasks"] or () if t not in self.tasks]
-        if unknown:
-            raise ConfigError(f"config: field 'inoculation.tasks': {unknown[0]!r} is not a task of this config "
-                              f"(tasks: {', '.join(self.tasks)})")
         #: task -> inoculation unit -> {level, label, functionalities}
         self.inoc_units = {
             t: inoculation.units(self.func_tables[t], self.inoculation["units"])
@@ -135,8 +137,6 @@ class Runs:
         if missing and self.inoc_units:
             raise ConfigError(f"config: field 'inoculation.challenge': {missing[0]!r} is not an OOD set "
                               f"(tasks.<id>.ood) of an analysed task")
-        #: the inoculation's learning rates (a named grid resolved)
-        self.inoc_lrs = inoculation.lr_grid(self.inoculation["lrs"])
 
     # --- a task's blocks ---------------------------------------------------------------------------
     def training(self, task: str) -> dict:

@@ -1,0 +1,350 @@
+"""The bad-input catalogue, configuration part (issue 25, round 3): the settings of
+the related analyses, their job ids and the cost plan. As tests/test_bad_inputs.py,
+every case ends with one line naming the config file (or the file) and the field,
+a non-zero exit, and no results; a setting that the config alone shows to be wrong
+is refused while the DAG is built (``snakemake -n``, ``python -m beluga plan``).
+
+- Combinational OOD: two label words alike (case, accents, spaces: the cells
+  fst/fst and fst/sec would be the same inputs with opposite labels), for the block
+  and for every variant, and words the model's tokenizer makes identical (job time,
+  before training); roles missing, two roles on one label, a label the Hutto &
+  Gilbert bins do not have; overlapping or empty rating bins; a template without
+  ``{S}`` / ``{LABEL}``; a local data set without its path or roles; a K twice.
+- Inoculation: ``tasks: []`` (refused: null is every task), an unknown task, two
+  learning rates with one job id (``lr<6 significant digits>``) or the same rate
+  twice, two challenge sets with one unit id.
+- The cost plan counts every training / prediction job of the dry run, inoculation
+  and combinational ones included; a config file that is a YAML list or not YAML, a
+  throughput table that is not JSON (or not the benchmark's shape) are one line.
+"""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import REPO, config_with, output, planned_jobs, smk_config
+
+from beluga.analyses import combinational as comb
+from beluga.analyses import inoculation as ino
+from beluga.errors import ConfigError
+from beluga.workflow.cli import main as cli_main
+from beluga.workflow.paths import Paths
+from beluga.workflow.plan import REFERENCE, load_config, plan
+from beluga.workflow.runs import Runs
+
+#: the rules whose jobs the cost plan counts
+TRAINING_RULES = {"train_iid", "predict", "finetune", "finetune_keep", "finetune_model", "trial", "inoculate",
+                  "combinational_train"}
+WORDS = {"fst": "great", "sec": "terrible", "neu": "okay"}
+TEMPLATE = "{S} It is {LABEL}."
+
+
+def one_line(text: str, *needles: str) -> str:
+    """The single line of ``text`` holding every needle (the message never spans lines)."""
+    lines = [ln for ln in text.splitlines() if all(n in ln for n in needles)]
+    assert len(lines) == 1, f"expected one line with {needles}, got {lines}:\n{text[-3000:]}"
+    print(lines[0])  # the catalogue's messages: pytest -rP shows them
+    return lines[0]
+
+
+def check_workflow_error(out, *needles: str) -> str:
+    """A snakemake run that stops with a WorkflowError: non-zero exit, the message on the
+    line after the WorkflowError header, no dump, no traceback."""
+    text = output(out)
+    assert out.returncode != 0, text[-2000:]
+    line = one_line(text, *needles)
+    lines = text.splitlines()
+    i = lines.index(line)
+    assert i > 0 and lines[i - 1].startswith("WorkflowError"), text[-2000:]
+    for noise in ("Failed validating", "On instance", "Traceback", "KeyError"):
+        assert noise not in text, text[-3000:]
+    return line
+
+
+def check_exc(excinfo, *needles: str) -> str:
+    msg = str(excinfo.value)
+    print(msg)
+    assert "\n" not in msg, msg
+    assert all(n in msg for n in needles), (needles, msg)
+    return msg
+
+
+def plan_cli(capsys, *args) -> tuple[int, str, str]:
+    """``python -m beluga plan ...`` in this process: (exit status, stdout, stderr)."""
+    rc = cli_main(["plan", *map(str, args)])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def check_plan_error(capsys, *args_and_needles) -> str:
+    """The plan stops with one ``error: `` line holding every needle, exit status 2."""
+    args, needles = args_and_needles
+    rc, out, err = plan_cli(capsys, *args)
+    assert rc == 2, (rc, out[-2000:], err[-2000:])
+    errors = [ln for ln in err.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1 and "Traceback" not in err, err
+    print(errors[0])
+    assert all(n in errors[0] for n in needles), (needles, errors[0])
+    return errors[0]
+
+
+# ---------------------------------------------------------------- config refused in a dry run
+def _comb(**changes):
+    return {"combinational__enabled": True, **{f"combinational__{k}": v for k, v in changes.items()}}
+
+
+def _inoc(**changes):
+    return {"inoculation__enabled": True, "inoculation__doses": [2], "inoculation__lrs": [1.0e-3],
+            **{f"inoculation__{k}": v for k, v in changes.items()}}
+
+
+DRY_RUN_CASES = {
+    # name: (changes to conftest's BASE, field named in the message, words of the message)
+    "label_words_alike": (_comb(label_words={"fst": "great", "sec": "Great ", "neu": "okay"}),
+                          "combinational.label_words", "same word up to case"),
+    "label_words_alike_accents": (_comb(label_words={"fst": "café", "sec": "bad", "neu": "CAFE"}),
+                                  "combinational.label_words", "fst/neu (label 1) would be the same inputs"),
+    "variant_label_words_alike": (_comb(variants=[{"name": "a"}, {"name": "b", "label_words": {"neu": "GREAT"}}]),
+                                  "combinational.variants[1].label_words", "opposite labels"),
+    "label_word_blank": (_comb(label_words={"fst": "great", "sec": "terrible", "neu": "  "}),
+                         "combinational.label_words.neu", "is blank"),
+    "roles_missing_one": (_comb(roles={"fst": "positive", "sec": "negative"}), "combinational.roles.neu",
+                          "required key is missing"),
+    "roles_one_label_twice": (_comb(roles={"fst": "positive", "sec": "positive", "neu": "neutral"}),
+                              "combinational.roles.sec", "label 'positive' is also role fst's"),
+    "roles_not_a_hutto_label": (_comb(roles={"fst": "pos", "sec": "negative", "neu": "neutral"}),
+                                "combinational.roles.fst", "not a label of the Hutto & Gilbert bins"),
+    "bins_overlap_positive": (_comb(data={"neutral_within": 2.0}), "combinational.data.positive_above",
+                              "both positive and neutral"),
+    "bins_overlap_negative": (_comb(data={"negative_below": -0.1}), "combinational.data.negative_below",
+                              "both negative and neutral"),
+    "bin_empty": (_comb(data={"positive_above": 4.0}), "combinational.data.positive_above",
+                  "leaves no sentence positive"),
+    "template_without_label": (_comb(template="{S} It is good."), "combinational.template", "has no {LABEL}"),
+    "variant_template_without_s": (_comb(variants=[{"name": "a", "template": "It is {LABEL}."}]),
+                                   "combinational.variants[0].template", "has no {S}"),
+    "local_data_without_path": (_comb(data={"source": "local"}, roles={"fst": "a", "sec": "b", "neu": "c"}),
+                                "combinational.data.path", "required with source: local"),
+    "k_twice": (_comb(ks=[4, 4]), "combinational.ks", "non-unique"),
+    "inoculation_no_task": (_inoc(tasks=[]), "inoculation.tasks", "analyses no task"),
+    "inoculation_unknown_task": (_inoc(tasks=["sent", "snet"]), "inoculation.tasks",
+                                 "'snet' is not a task of this config"),
+    "inoculation_lrs_one_id": (_inoc(lrs=[1.0e-3, 1.0000001e-3]), "inoculation.lrs",
+                               "have the same job id (lr0.001"),
+    "inoculation_lr_twice": (_inoc(lrs=[1.0e-3, 2.0e-3, 1.0e-3]), "inoculation.lrs", "is listed twice"),
+    "inoculation_challenge_ids_collide": (
+        {**_inoc(challenge=["a_b", "a-b"]),
+         "tasks__sent__ood": [{"name": "a_b", "source": "hutto", "set": "nyt", "max_examples": 20},
+                              {"name": "a-b", "source": "hutto", "set": "tweets", "max_examples": 20}]},
+        "inoculation.challenge[1]", "the same unit id (set-a-b)"),
+}
+
+
+@pytest.mark.parametrize("name", list(DRY_RUN_CASES))
+def test_dry_run_refuses(tmp_path, name):
+    changes, field, words = DRY_RUN_CASES[name]
+    wd = tmp_path / "wd"
+    out, cfg_file = smk_config(wd, config_with(**changes), "-n")
+    line = check_workflow_error(out, f"config file {cfg_file}", f"field '{field}'")
+    assert words in line, line
+    assert not (wd / "results").exists()
+
+
+def test_local_data_without_roles_is_refused_in_a_dry_run(tmp_path):
+    data = tmp_path / "three.tsv"
+    data.write_text("text\tlabel\nfine\tx\n")
+    out, cfg_file = smk_config(tmp_path / "wd", config_with(**_comb(data={"source": "local", "path": str(data)})),
+                               "-n")
+    line = check_workflow_error(out, f"config file {cfg_file}", "field 'combinational.roles'")
+    assert "a local data set needs the label values" in line, line
+
+
+# ---------------------------------------------------------------- the package functions the DAG calls
+BLOCK = {"model": "default", "model_revision": None, "template": TEMPLATE, "label_words": WORDS, "max_length": 64,
+         "training": {"lr": 5e-5, "batch_size": 16, "epochs": 3}, "too_long": "drop"}
+
+
+@pytest.mark.parametrize("a,b", [("great", "Great"), ("great", " great "), ("café", "cafe"), ("great!", "great !"),
+                                 ("very good", "very  good"), ("ｇｒｅａｔ", "great")])
+def test_label_words_alike_are_refused(a, b):
+    """Two words a BERT-style uncased tokenizer reads as one (case, accents, spaces,
+    full-width forms) make two cells identical with opposite labels."""
+    assert comb.word_key(a) == comb.word_key(b)
+    with pytest.raises(ConfigError) as e:
+        comb.variants({**BLOCK, "label_words": {"fst": a, "sec": "terrible", "neu": b}})
+    check_exc(e, "field 'combinational.label_words'", "fst/neu (label 1)")
+
+
+def test_label_words_that_differ_are_kept():
+    for words in (WORDS, {"fst": "good", "sec": "goods", "neu": "ok"}, {"fst": "verygood", "sec": "very good",
+                                                                       "neu": "fine"}):
+        assert list(comb.variants({**BLOCK, "label_words": words})) == ["default"]
+
+
+def test_words_the_tokenizer_makes_identical_are_refused_before_training():
+    """Two emoji are two words, but both are the unknown token to MiniLM: the job refuses
+    them when it measures the inputs (fit_inputs), before any training."""
+    from transformers import AutoTokenizer
+
+    from beluga.modeling import default_model_path
+
+    tok = AutoTokenizer.from_pretrained(default_model_path())
+    words = {"fst": "\N{THUMBS UP SIGN}", "sec": "\N{THUMBS DOWN SIGN}", "neu": "okay"}
+    comb.variants({**BLOCK, "label_words": words})   # different words: the DAG cannot know
+    pool = comb.split_pool(pd.DataFrame([{"example_id": f"{r}{i}", "text": f"a sentence {i}", "label": r, "role": r}
+                                         for r in comb.COMB_ROLES for i in range(4)]), n_test=1, seed=0)
+    with pytest.raises(ConfigError) as e:
+        comb.fit_inputs(pool, words, TEMPLATE, tok, 32)
+    check_exc(e, "field 'combinational.label_words'", "same tokens with this model's tokenizer")
+    assert comb.fit_inputs(pool, WORDS, TEMPLATE, tok, 32)["kept"].all()
+
+
+def test_two_roles_on_one_label_name_the_role_not_a_missing_label():
+    """Before, the second role replaced the first and the job said that no example had
+    the first role's label (a wrong message); both checks now name the duplicated role."""
+    df = pd.DataFrame({"example_id": ["1", "2", "3"], "text": ["a", "b", "c"],
+                       "label": ["positive", "negative", "neutral"]})
+    with pytest.raises(ConfigError) as e:
+        comb.assign_roles(df, {"fst": "positive", "sec": "positive", "neu": "neutral"})
+    check_exc(e, "field 'combinational.roles.sec'", "also role fst's")
+
+
+def test_cut_points_name_the_field_at_job_time_too():
+    with pytest.raises(ConfigError) as e:
+        comb.hutto_three_way(["nyt"], -1.0, 0.5, 0.2)
+    check_exc(e, "field 'combinational.data.positive_above'", "both positive and neutral")
+
+
+def test_inoculation_lr_ids_are_kept_and_alike_refused():
+    """Job ids of ordinary rates are unchanged (existing results stay valid); two rates
+    with one id would have been one job, the second dropped."""
+    assert [ino.lr_id(x) for x in ino.lr_grid([2.0e-5, 1.0e-4, 1.0e-3])] == ["lr2e-05", "lr0.0001", "lr0.001"]
+    assert ino.lr_grid("paper_nli") == ino.LR_GRIDS["paper_nli"]
+    with pytest.raises(ConfigError) as e:
+        ino.lr_grid([0.001, 0.0010000001])
+    check_exc(e, "field 'inoculation.lrs'", "0.001 and 0.0010000001 have the same job id")
+
+
+def test_inoculation_tasks_empty_is_refused_null_is_every_task():
+    ino.check_tasks(None, ["sent"])
+    ino.check_tasks(["sent"], ["sent"])
+    with pytest.raises(ConfigError) as e:
+        ino.check_tasks([], ["sent"])
+    check_exc(e, "field 'inoculation.tasks'", "leave it null (every task)")
+
+
+# ---------------------------------------------------------------- the cost plan
+def _plan_counts(configfile: Path, overrides=()) -> dict[str, int]:
+    config = load_config(str(configfile), list(overrides))
+    counts: dict[str, int] = {}
+    for ln in plan(config, REFERENCE["cpu"]):
+        counts[ln.rule] = counts.get(ln.rule, 0) + ln.jobs
+    return counts
+
+
+def _dry_run_counts(tmp_path: Path, configfile: Path) -> dict[str, int]:
+    counts = planned_jobs(tmp_path / f"wd-{configfile.stem}", configfiles=(configfile,))
+    return {r: n for r, n in counts.items() if r in TRAINING_RULES}
+
+
+def _default_with(tmp_path: Path, name: str, **blocks) -> Path:
+    cfg = yaml.safe_load((REPO / "config.yaml").read_text())
+    for key, value in blocks.items():
+        cfg[key] = {**(cfg.get(key) or {}), **value}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("analyses", ["none", "inoculation", "combinational", "both"])
+def test_plan_counts_the_jobs_of_the_dry_run(tmp_path, analyses):
+    """The default config with inoculation and / or combinational OOD switched on: the plan's
+    jobs per rule are the dry run's (before, the plan printed the same 64 jobs for all four);
+    `--config inoculation={enabled: true}` gives the plan the same jobs as the config file."""
+    on = {"inoculation": ["inoculation"], "combinational": ["combinational"],
+          "both": ["inoculation", "combinational"], "none": []}[analyses]
+    path = _default_with(tmp_path, analyses, **{a: {"enabled": True} for a in on})
+    dry = _dry_run_counts(tmp_path, path)
+    planned = _plan_counts(path)
+    assert planned == dry, (planned, dry)
+    for a, rule in (("inoculation", "inoculate"), ("combinational", "combinational_train")):
+        assert (rule in planned) == (a in on)
+    if on:
+        assert _plan_counts(REPO / "config.yaml", [f"{a}={{enabled: true}}" for a in on]) == dry
+
+
+def test_plan_counts_finetune_keep_and_kept_models_as_the_dry_run(tmp_path):
+    """LP-FT: the LP fold that LP-FT starts from is rule finetune_keep; with keep_models every
+    model is trained by finetune_model and only the configured methods are predicted."""
+    for keep in (False, True):
+        cfg = config_with(methods=["lp_ft"], partitions=["seen", "type"], keep_models=keep,
+                          inoculation__doses=[2], inoculation__lrs=[1.0e-3], inoculation__enabled=True,
+                          combinational__enabled=True, combinational__ks=[4], combinational__n_test=5)
+        cfg_file = tmp_path / f"keep-{keep}.yaml"
+        cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        planned, dry = _plan_counts(cfg_file), _dry_run_counts(tmp_path, cfg_file)
+        assert planned == dry, (keep, planned, dry)
+        assert ("finetune_model" in dry) == keep and ("finetune_keep" in dry) != keep
+
+
+def test_plan_costs_the_related_analyses(tmp_path, capsys):
+    path = _default_with(tmp_path, "both", inoculation={"enabled": True}, combinational={"enabled": True})
+    rc, out, err = plan_cli(capsys, "--configfile", path)
+    assert rc == 0, err
+    head = out.splitlines()[0]
+    jobs = sum(_plan_counts(path).values())
+    assert f": {jobs:,} training / prediction jobs" in head, head
+    hours = {ln.split()[0]: float(ln.split()[-2]) for ln in out.splitlines()
+             if ln.startswith(("inoculate ", "combinational_train "))}
+    assert hours and all(h > 0 for h in hours.values()), out
+    for variant in ("minilm-it-is", "minilm-sentence-is", "minilm-lr2e-5-it-is", "minilm-lr2e-5-sentence-is"):
+        one_line(out, "combinational_train", f" {variant} ")
+    assert "per task: sent " in out and "combinational " in one_line(out, "per task:")
+    assert "inoculate" in one_line(out, "per rule:")
+
+
+PLAN_FILE_CASES = {
+    # name: (file name, content, option, field, words)
+    "config_a_yaml_list": ("list.yaml", "- a\n- b\n", "--configfile", "'(top level)'",
+                           "a mapping of keys to values is needed, not a list"),
+    "config_not_yaml": ("bad.yaml", "tasks: [\n", "--configfile", "'(top level)'", "not valid YAML"),
+    "config_not_text": ("bin.yaml", b"\xff\xfe\x00tasks", "--configfile", "'(top level)'", "not a UTF-8 text file"),
+    "throughput_not_json": ("t.json", "nope{", "--throughput", "'(top level)'", "not JSON"),
+    "throughput_a_list": ("t.json", "[1, 2]", "--throughput", "'(top level)'", "a JSON object is needed"),
+    "throughput_device_a_list": ("t.json", '{"throughput": {"cpu": [1]}}', "--throughput", "'throughput.cpu'",
+                                 "an object of figures is needed"),
+    "throughput_rate_a_word": ("t.json", '{"throughput": {"cpu": {"train_seq_per_s": "fast"}}}', "--throughput",
+                               "'throughput.cpu.train_seq_per_s'", "'fast' is not a positive number"),
+}
+
+
+@pytest.mark.parametrize("name", list(PLAN_FILE_CASES))
+def test_plan_bad_files_are_one_line(tmp_path, capsys, name):
+    fname, content, option, field, words = PLAN_FILE_CASES[name]
+    f = tmp_path / fname
+    f.write_bytes(content) if isinstance(content, bytes) else f.write_text(content)
+    kind = "config file" if option == "--configfile" else "throughput table"
+    check_plan_error(capsys, [option, f], [f"{kind} {f}: field {field}", words])
+
+
+def test_plan_bad_override_and_dag_checks_are_one_line(capsys):
+    """A --config value that is not YAML; a config the DAG refuses is refused by the plan too,
+    naming the config file."""
+    check_plan_error(capsys, ["--config", "tasks=["], ["--config: field 'tasks'", "not valid YAML"])
+    cfg = str(REPO / "config.yaml")
+    check_plan_error(capsys, ["--config", "inoculation={enabled: true, tasks: []}"],
+                     [f"config file {cfg}: field 'inoculation.tasks'", "analyses no task"])
+    check_plan_error(capsys, ["--config", "inoculation={enabled: true, lrs: [0.001, 0.0010000001]}"],
+                     [f"config file {cfg}: field 'inoculation.lrs'", "same job id"])
+    check_plan_error(capsys, ["--config", "combinational={label_words: {sec: Great}}"],
+                     [f"config file {cfg}: field 'combinational.label_words'", "same word"])
+    check_plan_error(capsys, ["--config", "seed=3.0"], [f"config file {cfg}: field 'seed'", "not an integer"])
+
+
+def test_label_words_partly_set_take_the_other_defaults():
+    """``combinational: {label_words: {sec: awful}}`` keeps great / okay for fst / neu (before, fst and
+    neu were missing and the job stopped on a KeyError)."""
+    cfg = load_config(None, ["combinational={label_words: {sec: awful}, variants: []}"])
+    runs = Runs(cfg, Paths(cfg["results"]), str(cfg["data_dir"]))
+    assert runs.comb_variant()["label_words"] == {"fst": "great", "sec": "awful", "neu": "okay"}

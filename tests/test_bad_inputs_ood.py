@@ -1,0 +1,360 @@
+"""The bad-input catalogue, OOD sets and offline sources (issue 25, C1): every
+case ends with one line naming the config file (config) or the data file and
+the field, a non-zero exit (or an exception), and no complete-looking output,
+found as early as it can be known — while the DAG is built (``snakemake -n``)
+when the config and a file's header say enough.
+
+- OOD set names that are column or split names of the OOD outputs
+  (``ood_eval.RESERVED_SET_NAMES``), or another set's column;
+- OOD files (and local i.i.d. tables) whose columns do not match the task's
+  input shape: a PARA set without a second text, a SENT set with one, a READ
+  set without context / question / answers; a source made for another task;
+- with the hub offline (``HF_HUB_OFFLINE``), an ``hf:`` i.i.d. source, an OOD
+  ``hub`` set or a hub model that is not in the local cache; a cached one is
+  used (no network probe at DAG time).
+"""
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import ENV, REPO, SNAKEMAKE, config_with, output
+
+from beluga.analyses import ood_eval
+from beluga.data import ood_sets
+from beluga.data.iid import load_splits
+from beluga.errors import BelugaError, ConfigError, DataError
+from beluga.io import write_parquet
+from beluga.steps import ood as ood_steps
+from beluga.workflow import dag
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+# ---------------------------------------------------------------- helpers (as tests/test_bad_inputs.py)
+def smk(workdir: Path, cfg: dict, *args, env: dict | None = None):
+    """snakemake with ``cfg`` written next to ``workdir`` as its config file, in ``env`` (default ENV)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg_file = workdir.parent / f"{workdir.name}.yaml"
+    cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(cfg_file), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, timeout=300), cfg_file
+
+
+def one_line(text: str, *needles: str) -> str:
+    lines = [ln for ln in text.splitlines() if all(n in ln for n in needles)]
+    assert len(lines) == 1, f"expected one line with {needles}, got {lines}:\n{text[-3000:]}"
+    print(lines[0])
+    return lines[0]
+
+
+def check_workflow_error(out: subprocess.CompletedProcess, *needles: str) -> str:
+    text = output(out)
+    assert out.returncode != 0, text[-2000:]
+    line = one_line(text, *needles)
+    lines = text.splitlines()
+    i = lines.index(line)
+    assert i > 0 and lines[i - 1].startswith("WorkflowError"), text[-2000:]
+    for noise in ("Failed validating", "On instance", "Traceback"):
+        assert noise not in text, text[-3000:]
+    return line
+
+
+def check_exc(excinfo, *needles: str) -> str:
+    msg = str(excinfo.value)
+    print(msg)
+    assert "\n" not in msg, msg
+    assert all(n in msg for n in needles), (needles, msg)
+    return msg
+
+
+def assert_no_output(folder: Path) -> None:
+    if folder.exists():
+        stray = [p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")]
+        assert not stray, stray
+
+
+def write_tsv(path: Path, columns: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(columns).to_csv(path, sep="\t", index=False)
+    return path
+
+
+def sent_rows(n: int = 6, **more) -> dict:
+    return {"id": [f"r{i}" for i in range(n)], "text": [f"a fine film {i}" for i in range(n)],
+            "label": [i % 2 for i in range(n)], **more}
+
+
+def para_task(tmp_path: Path, ood: list[dict]) -> dict:
+    """A PARA task (i.i.d. pairs in a local table) with the OOD sets ``ood``."""
+    iid = write_tsv(tmp_path / "para_iid.tsv", {"question1": ["a?", "b?"], "question2": ["c?", "d?"],
+                                                "label": [0, 1]})
+    return {"para": {"type": "para", "model": "tiny-random", "suite": {"generate": "sent_default"},
+                     "iid": {"source": str(iid), "n_val": 1, "n_test": 1}, "ood": ood}}
+
+
+def read_task(tmp_path: Path, ood: list[dict]) -> dict:
+    folder = tmp_path / "squad"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "dev-v1.1.json").write_text("{}")
+    return {"read": {"type": "read", "model": "tiny-random", "suite": {"generate": "sent_default"},
+                     "iid": {"source": "squad", "path": str(folder)}, "ood": ood}}
+
+
+def sent_task(**changes) -> dict:
+    task = json.loads(json.dumps(config_with()["tasks"]["sent"]))
+    task.update(changes)
+    return {"sent": task}
+
+
+def python(code: str, env: dict) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=300)
+
+
+def datasets_cache(tmp_path: Path, name: str, files: dict[str, dict]) -> Path:
+    """A ``datasets`` cache holding the dataset ``name`` (one CSV per split), prepared as a download would
+    prepare it (loaded once from a local folder of that name), so that it loads offline by name."""
+    src = tmp_path / "src" / name
+    src.mkdir(parents=True)
+    for split, cols in files.items():
+        pd.DataFrame(cols).to_csv(src / f"{split}.csv", index=False)
+    cache = tmp_path / "datasets_cache"
+    env = dict(ENV, HF_DATASETS_CACHE=str(cache), HF_HUB_OFFLINE="1")
+    out = python(f"import datasets; datasets.load_dataset({str(src)!r}, split={next(iter(files))!r})", env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return cache
+
+
+def hub_cache(root: Path, name: str, commit: str = COMMIT, ref: str | None = "main") -> Path:
+    """A hub cache holding a snapshot of the model ``name`` at ``commit`` (``refs/<ref>`` pointing to it)."""
+    repo = root / f"models--{name.replace('/', '--')}"
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "snapshots" / commit / "config.json").write_text("{}")
+    if ref:
+        (repo / "refs").mkdir()
+        (repo / "refs" / ref).write_text(commit)
+    return root
+
+
+# ---------------------------------------------------------------- 1. OOD set names that are column names
+@pytest.mark.parametrize("name", ["id", "label"])
+def test_reserved_ood_set_name_stops_the_dry_run(tmp_path, name):
+    """A set named ``id`` replaced the ID column of ood_table.md; ``label`` crashed rule ood after training."""
+    cfg = config_with(tasks__sent__ood=[{"name": "tweets", "source": "hutto", "set": "tweets"},
+                                        {"name": name, "source": "hutto", "set": "nyt"}])
+    wd = tmp_path / "wd"
+    out, cfg_file = smk(wd, cfg, "-n")
+    line = check_workflow_error(out, f"config file {cfg_file}", "field 'tasks.sent.ood[1].name'")
+    assert f"{name!r} is reserved" in line, line
+    assert not (wd / "results").exists()
+
+
+@pytest.mark.parametrize("name", ["id", "ood_avg", "label", "iid_test", "system", "decrease_ratio",
+                                  "friedman_rank_id", "pearson_r", "benchmark", "split", "case_id", "probs",
+                                  "train", "pool", "suite_test", "fold"])
+def test_every_column_and_split_name_is_reserved(name):
+    cfg = {"tasks": {"sent": {"ood": [{"name": name, "source": "hutto", "set": "nyt"}]}}}
+    with pytest.raises(ConfigError) as excinfo:
+        dag.check_config(cfg, {}, ["c.yaml"])
+    check_exc(excinfo, "config file c.yaml", "field 'tasks.sent.ood[0].name'", f"{name!r} is reserved")
+
+
+def test_reserved_names_cover_what_the_ood_outputs_write():
+    """Every column the OOD tables write (other than a set's own) and every split name is reserved."""
+    written = {*ood_eval.LONG_COLUMNS, *ood_eval.LONG_EXTRA_COLUMNS, *ood_eval.RANKING_COLUMNS,
+               *ood_eval.CORRELATION_COLUMNS, "benchmark", *ood_eval.TABLE_LEAD, *ood_eval.TABLE_TAIL,
+               *ood_eval.MODEL_COLUMNS, ood_eval.ID_DATASET, "train", "val", "test", "pool", "suite_test",
+               "suite_val", "split", "case_id", "input_idx", "probs", "answer", "start", "end"}
+    assert written <= ood_eval.RESERVED_SET_NAMES
+
+
+def test_a_set_named_after_another_sets_column_is_refused():
+    """Sets ``a`` and ``a_p``: the p-value column of ``a`` would be replaced by the score of ``a_p``."""
+    cfg = {"tasks": {"sent": {"ood": [{"name": "a", "source": "hutto", "set": "nyt"},
+                                      {"name": "a_p", "source": "hutto", "set": "tweets"}]}}}
+    with pytest.raises(ConfigError) as excinfo:
+        dag.check_config(cfg, {}, ["c.yaml"])
+    check_exc(excinfo, "config file c.yaml", "field 'tasks.sent.ood[1].name'", "p-value column of OOD set 'a'")
+    assert ood_eval.set_name_clash(["tweets", "nyt", "amazon", "my-set_2"]) is None
+
+
+def test_ood_step_never_writes_a_table_with_a_column_replaced(tmp_path):
+    """The rule's step refuses a reserved name too (the ID column was silently the OOD score of set 'id')."""
+    runs = []
+    for conf in ("iid", "iid_to_t"):
+        path = tmp_path / f"{conf}.parquet"
+        rows = [("iid_test", f"e{i}", i % 2 == 0) for i in range(6)] + [("ood:id", f"o{i}", i < 2) for i in range(6)]
+        write_parquet(pd.DataFrame({"split": [r[0] for r in rows], "case_id": [r[1] for r in rows],
+                                    "correct": pd.array([r[2] for r in rows], dtype="boolean")}), path)
+        runs.append({"configuration": conf, "method": "vanilla", "partition": "seen", "fold": "all",
+                     "path": str(path)})
+    out = tmp_path / "ood"
+    names = ("scores", "ranking", "table", "markdown", "latex", "figure", "models", "correlation")
+    files = {f"out_{k}": str(out / f"{k}.out") for k in names}
+    with pytest.raises(BelugaError) as excinfo:
+        ood_steps.ood(task="sent", task_type="sent", backbone="b", credits={}, runs=runs, models=runs,
+                      data=[str(tmp_path / "data" / "id.parquet")], alpha=0.05, correction="none", **files)
+    check_exc(excinfo, "field 'tasks.sent.ood[0].name'", "'id' is reserved")
+    assert_no_output(out)
+
+
+# ---------------------------------------------------------------- 2. OOD files against the task's input shape
+def test_sent_ood_file_with_a_second_text_stops_the_dry_run(tmp_path):
+    """A SENT set with a ``sentence2`` column was fed to the model as pairs."""
+    tsv = write_tsv(tmp_path / "pairs.tsv", sent_rows(sentence2=[f"other {i}" for i in range(6)]))
+    cfg = config_with(tasks__sent__ood=[{"name": "reviews", "source": "local", "path": str(tsv)}])
+    wd = tmp_path / "wd"
+    out, _ = smk(wd, cfg, "-n")
+    line = check_workflow_error(out, f"ood file {tsv}", "field 'sentence2'")
+    assert "unexpected column" in line and "a sent task's inputs are single texts" in line, line
+    assert not (wd / "results").exists()
+
+
+def test_para_ood_file_without_a_second_text_stops_at_dag_time(tmp_path):
+    """A PARA set without a second question scored the pair model on single questions."""
+    tsv = write_tsv(tmp_path / "singles.tsv", sent_rows())
+    with pytest.raises(DataError) as excinfo:
+        dag.check_sources(para_task(tmp_path, [{"name": "s", "source": "local", "path": str(tsv)}]), ["c.yaml"])
+    check_exc(excinfo, f"ood file {tsv}", "field 'text_b'", "column missing", "a para task's inputs are pairs")
+    good = write_tsv(tmp_path / "pairs.tsv", sent_rows(question2=[f"q{i}?" for i in range(6)]))
+    dag.check_sources(para_task(tmp_path, [{"name": "s", "source": "local", "path": str(good)}]), ["c.yaml"])
+
+
+def test_read_ood_file_without_answers_stops_at_dag_time(tmp_path):
+    path = tmp_path / "qa.jsonl"
+    path.write_text(json.dumps({"id": "q1", "context": "Anne went home.", "question": "Who?"}) + "\n")
+    with pytest.raises(DataError) as excinfo:
+        dag.check_sources(read_task(tmp_path, [{"name": "qa", "source": "local", "path": str(path)}]), ["c.yaml"])
+    check_exc(excinfo, f"ood file {path}: line 1", "field 'answers'", "column missing")
+
+
+def test_hutto_sets_on_a_pair_task_stop_at_dag_time(tmp_path):
+    tasks = para_task(tmp_path, [{"name": "tweets", "source": "hutto", "set": "tweets"}])
+    with pytest.raises(ConfigError) as excinfo:
+        dag.check_sources(tasks, ["c.yaml"])
+    check_exc(excinfo, "config file c.yaml", "field 'tasks.para.ood[0].source'", "a para task")
+
+
+@pytest.mark.parametrize("columns,pair,field,words", [
+    ({"text": ["a", "b"], "label": [0, 1]}, True, "text_b", "column missing"),
+    ({"question1": ["a?", "b?"], "question2": ["c?", "d?"], "label": [0, 1]}, False, "question2",
+     "unexpected column"),
+])
+def test_ood_file_shape_is_checked_when_the_set_is_read(tmp_path, columns, pair, field, words):
+    """load_ood(..., pair=TaskType.pair): the same check when rule prepare_ood reads any set (local or hub)."""
+    tsv = write_tsv(tmp_path / "set.tsv", columns)
+    entry = {"name": "s", "source": "local", "path": str(tsv)}
+    with pytest.raises(DataError) as excinfo:
+        ood_sets.load_ood(entry, "classification", {0, 1}, pair=pair)
+    check_exc(excinfo, f"ood file {tsv}", f"field '{field}'", words)
+    with pytest.raises(ConfigError, match="field 'source': 'hutto' holds single sentences"):
+        ood_sets.load_ood({"name": "t", "source": "hutto", "set": "tweets"}, "classification", {0, 1}, pair=True)
+
+
+def test_iid_table_and_source_of_another_task_stop_at_dag_time(tmp_path):
+    """A SENT i.i.d. table with a second text (fed as pairs), and a named source made for another task."""
+    tsv = write_tsv(tmp_path / "iid.tsv", sent_rows(20, text_b=[f"b{i}" for i in range(20)]))
+    with pytest.raises(DataError) as excinfo:
+        dag.check_sources(sent_task(iid={"source": str(tsv), "n_val": 2, "n_test": 2}), ["c.yaml"])
+    check_exc(excinfo, f"iid file {tsv}", "field 'text_b'", "unexpected column")
+    with pytest.raises(DataError) as excinfo:   # and when rule prepare_iid reads it (load_splits(..., pair=))
+        load_splits({"source": str(tsv), "n_val": 2, "n_test": 2}, "classification", {0, 1}, pair=False)
+    check_exc(excinfo, f"iid file {tsv}", "field 'text_b'", "unexpected column")
+    folder = tmp_path / "qqp"
+    folder.mkdir()
+    (folder / "quora_duplicate_questions.tsv").write_text("id\tquestion1\tquestion2\tis_duplicate\n")
+    with pytest.raises(ConfigError) as excinfo:
+        dag.check_sources(sent_task(iid={"source": "qqp", "path": str(folder)}), ["c.yaml"])
+    check_exc(excinfo, "config file c.yaml", "field 'tasks.sent.iid.source'", "'qqp' holds the inputs of a para task")
+
+
+# ---------------------------------------------------------------- 3. offline hub sources and models
+def test_hf_iid_source_offline_and_not_cached_stops_the_dry_run(tmp_path):
+    cfg = config_with(tasks__sent__iid={"source": "hf:glue/sst2", "n_train": 40, "n_val": 10, "n_test": 20})
+    env = dict(ENV, HF_DATASETS_CACHE=str(tmp_path / "empty_cache"))
+    wd = tmp_path / "wd"
+    out, cfg_file = smk(wd, cfg, "-n", env=env)
+    line = check_workflow_error(out, f"config file {cfg_file}", "field 'tasks.sent.iid.source'")
+    assert "not reachable" in line and "not in the datasets cache" in line and "'sst2'" in line, line
+    assert not (wd / "results").exists()
+
+
+def test_cached_hub_datasets_pass_the_dag_and_load_offline(tmp_path):
+    """With HF_HUB_OFFLINE=1 a dataset in the ``datasets`` cache is used (before: always refused), for an OOD
+    hub set and an hf: i.i.d. source, and the dry run opens no socket."""
+    cache = datasets_cache(tmp_path, "mini_reviews", {
+        "test": {"text": ["good", "bad", "fine"], "sentence": ["good", "bad", "fine"], "label": [1, 0, 1]},
+        "train": {"text": ["nice", "awful"], "sentence": ["nice", "awful"], "label": [1, 0]}})
+    env = dict(ENV, HF_DATASETS_CACHE=str(cache), HF_HUB_OFFLINE="1")
+    entry = {"name": "mini", "source": "hub", "dataset": "mini_reviews", "split": "test"}
+    out = python(f"from beluga.data.ood_sets import load_ood\n"
+                 f"print(load_ood({entry!r}, 'classification', {{0, 1}}, pair=False).to_json(orient='records'))\n"
+                 f"from beluga.data.iid import load_source\n"
+                 f"print(len(load_source('hf:mini_reviews', {{0, 1}})))", env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    records, n_iid = out.stdout.strip().splitlines()[-2:]
+    assert [r["text"] for r in json.loads(records)] == ["good", "bad", "fine"] and n_iid == "2"
+    cfg = config_with(tasks__sent__ood=[entry])
+    res, _ = smk(tmp_path / "wd", cfg, "-n", "--quiet", "rules", env=env)
+    assert res.returncode == 0, output(res)[-3000:]
+    assert "prepare_ood" in output(res)
+
+
+def test_ood_hub_set_check_uses_the_flag_and_the_cache_never_the_network(tmp_path, monkeypatch):
+    def no_socket(*a, **k):
+        raise AssertionError("the DAG check opened a socket")
+
+    monkeypatch.setattr(socket, "create_connection", no_socket)
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "empty"))
+    tasks = sent_task(ood=[{"name": "imdb", "source": "hub", "dataset": "imdb"}])
+    dag.check_sources(tasks, ["c.yaml"])   # online: the job downloads it; nothing is probed here
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ConfigError) as excinfo:
+        dag.check_sources(tasks, ["c.yaml"])
+    check_exc(excinfo, "config file c.yaml", "field 'tasks.sent.ood[0].dataset'", "not in the datasets cache")
+    ready = tmp_path / "cache" / "imdb" / "plain_text" / "0.0.0" / "abc123"
+    ready.mkdir(parents=True)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    dag.check_sources(tasks, ["c.yaml"])
+
+
+def test_hub_model_offline_and_not_cached_stops_the_dry_run(tmp_path):
+    """Before: the dry run planned fetch_model and the training jobs; the fetch failed offline."""
+    cfg = config_with(tasks__sent__model="org/not-cached")
+    env = dict(ENV, HF_HUB_CACHE=str(tmp_path / "empty_hub"))
+    wd = tmp_path / "wd"
+    out, cfg_file = smk(wd, cfg, "-n", env=env)
+    line = check_workflow_error(out, f"config file {cfg_file}", "field 'tasks.sent.model'")
+    assert "'org/not-cached'" in line and "not in the Hugging Face cache" in line and "HF_HUB_OFFLINE" in line
+    assert not (wd / "results").exists()
+
+
+def test_hub_model_check_follows_the_cache_and_the_fetched_marker(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub_cache(tmp_path / "hub", "org/bert")))
+    data = str(tmp_path / "data")
+    dag.check_sources(sent_task(model="org/bert"), ["c.yaml"], data_dir=data)          # refs/main -> snapshot
+    dag.check_sources(sent_task(model="org/bert", model_revision=COMMIT), ["c.yaml"], data_dir=data)  # a commit
+    with pytest.raises(ConfigError) as excinfo:   # not fetched: the fetch resolves v2 in the cache, offline
+        dag.check_sources(sent_task(model="org/bert", model_revision="v2"), ["c.yaml"], data_dir=data)
+    check_exc(excinfo, "config file c.yaml", "field 'tasks.sent.model'", "'org/bert'",
+              "revision 'v2' is not in the Hugging Face cache")
+    with pytest.raises(ConfigError):              # without the data folder: no snapshot of the model at all
+        dag.check_sources(sent_task(model="org/gpt"), ["c.yaml"])
+    # a fetched marker names the commit the jobs load: that snapshot must be cached
+    marker = Path(tmp_path / "data" / "models" / "org--bert@main.json")
+    marker.parent.mkdir(parents=True)
+    marker.write_text(json.dumps({"model": "org/bert", "revision": "main", "commit": "f" * 40}))
+    with pytest.raises(ConfigError) as excinfo:
+        dag.check_sources(sent_task(model="org/bert"), ["c.yaml"], data_dir=data)
+    check_exc(excinfo, "field 'tasks.sent.model'", f"commit {'f' * 12}")
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    dag.check_sources(sent_task(model="org/other"), ["c.yaml"])   # online: fetched by the run, nothing probed
