@@ -107,10 +107,17 @@ def task_record(task_type: str, head: str, num_labels: int) -> dict:
     return {"task_type": task_type, "head": head, "num_labels": int(num_labels)}
 
 
-def recorded_task(config: dict) -> dict | None:
-    """The task record of a parsed config.json (None: none recorded)."""
-    rec = config.get(TASK_RECORD_KEY)
-    return rec if isinstance(rec, dict) else None
+def recorded_task(config: dict, where: str = "config.json") -> dict | None:
+    """The task record of a parsed config.json (None: none recorded; a malformed one is refused,
+    ``where`` naming the file)."""
+    if TASK_RECORD_KEY not in config:
+        return None
+    rec = config[TASK_RECORD_KEY]
+    if not (isinstance(rec, dict) and all(isinstance(rec.get(k), str) for k in ("task_type", "head"))
+            and isinstance(rec.get("num_labels"), int)):
+        raise ModelError(f"{where}: field '{TASK_RECORD_KEY}': {rec!r} is not a task record "
+                         '({"task_type": ..., "head": ..., "num_labels": ...}); repair or remove it')
+    return rec
 
 
 def check_task_record(model_path: str | Path, config: dict, task_type: str, head: str,
@@ -118,10 +125,10 @@ def check_task_record(model_path: str | Path, config: dict, task_type: str, head
     """Stop with one line when the model records (``beluga_task``) a task
     type or head other than ``task_type`` / ``head``: a SENT model on a PARA
     suite, a classifier on a READ suite. A model without a record passes."""
-    rec = recorded_task(config)
+    shown = name or str(model_path)
+    rec = recorded_task(config, f"model {shown}: config.json")
     if rec is None:
         return
-    shown = name or str(model_path)
     got_type, got_head = rec.get("task_type"), rec.get("head")
     if got_type is not None and got_type != task_type:
         raise ModelError(f"model {shown}: field '{field}': the model was trained for task type {got_type!r} "

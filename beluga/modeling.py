@@ -22,6 +22,7 @@ pre-trained backbone that training starts from may lack the head.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -140,6 +141,23 @@ def model_provenance(spec: str, model_lock: str | None = None) -> dict:
 HEADS = ("classification", "qa")   # a task type's head (beluga.tasks.TaskType.head)
 
 
+@contextlib.contextmanager
+def _quiet_transformers():
+    """transformers' loading progress bar and load report off (a trained model's missing weights are
+    refused in one line instead of a report that suggests training on), restored afterwards."""
+    from transformers.utils import logging as hf_logging
+
+    level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def _first_line(e: BaseException) -> str:
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
     return lines[0] if lines else type(e).__name__
@@ -237,8 +255,10 @@ def load_trained(model_dir: str, head: str = "classification", task_type: str | 
     if Path(model_dir, "config.json").is_file():
         check_tokenizer(tokenizer, read_model_config(model_dir).get("vocab_size"), name)
     try:
-        model, info = _auto_class(head).from_pretrained(model_dir, use_safetensors=True, output_loading_info=True)
-    except (OSError, ValueError, KeyError, SafetensorError) as e:
+        with _quiet_transformers():
+            model, info = _auto_class(head).from_pretrained(model_dir, use_safetensors=True,
+                                                            output_loading_info=True)
+    except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as e:
         raise unloadable(e) from None
     if _missing_weights(info):
         raise _head_error(name, head, info, task_type)

@@ -49,6 +49,8 @@ rule combinational_train:
         words=lambda w: COMB_VARIANTS[w.variant]["label_words"],
         template=lambda w: COMB_VARIANTS[w.variant]["template"],
         too_long=lambda w: COMB_VARIANTS[w.variant]["too_long"],
+        # the config field of each setting of the variant, for its messages
+        fields=lambda w: RUNS.comb_fields(w.variant),
         batch_size=PREDICT["batch_size"],
         per_epoch=COMBINATIONAL["per_epoch"],
     message:

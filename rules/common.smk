@@ -78,7 +78,7 @@ COMBINATIONAL = config["combinational"]
 PATHS = Paths(config["results"])
 # each task's folds (none for a suite the fetch target provides), the selection grids, inoculation units
 RUNS = dag_checked(Runs, config, PATHS, DATA_DIR, not_fetched=NOT_FETCHED, configfiles=workflow.configfiles)
-dag_checked(beluga_dag.check_max_lengths, config, RUNS.comb_variants, workflow.configfiles)
+dag_checked(beluga_dag.check_models, config, RUNS.comb_variants, workflow.configfiles)
 # torch threads per training / prediction job: fixed, because float reductions
 # (and so the predictions, bit for bit) depend on the number of threads; the
 # IID model trains alone before any fold can start (iid_job_threads)

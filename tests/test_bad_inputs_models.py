@@ -490,20 +490,20 @@ def test_max_length_beyond_positions_stops_the_dry_run(tmp_path):
     from conftest import ENV, REPO, SNAKEMAKE
 
     from beluga.errors import ConfigError
-    from beluga.workflow.dag import check_max_lengths
+    from beluga.workflow.dag import check_models
 
     base = yaml.safe_load((REPO / "config.yaml").read_text())
     cfg = {**base, "training": {"max_length": 64}, "combinational": {"max_length": 64, "variants": [
         {"name": "a"}, {"name": "b", "max_length": 700}]}}
     variants = {"a": {"model": "default", "max_length": 64}, "b": {"model": "default", "max_length": 700}}
     with pytest.raises(ConfigError) as e:
-        check_max_lengths(cfg, variants, ["c.yaml"])
+        check_models(cfg, variants, ["c.yaml"])
     check_exc(e, "config file c.yaml", "'combinational.variants[1].max_length'", "700", "512 positions")
     variants["b"]["max_length"] = 64
-    check_max_lengths(cfg, variants, ["c.yaml"])   # fits
+    check_models(cfg, variants, ["c.yaml"])   # fits
     cfg["tasks"] = {"sent": {**base["tasks"]["sent"], "training": {"max_length": 513}}}
     with pytest.raises(ConfigError) as e:
-        check_max_lengths(cfg, variants, ["c.yaml"])
+        check_models(cfg, variants, ["c.yaml"])
     check_exc(e, "'tasks.sent.training.max_length'", "513", "model default")
 
     cfg_file = tmp_path / "c.yaml"
@@ -515,3 +515,93 @@ def test_max_length_beyond_positions_stops_the_dry_run(tmp_path):
     lines = [ln for ln in (out.stdout + out.stderr).splitlines() if "field 'training.max_length'" in ln]
     assert lines and str(cfg_file) in lines[0] and "600 tokens" in lines[0], out.stderr[-2000:]
     assert not (tmp_path / "results").exists()
+
+
+# ---------------------------------------------------------------- re-tried as a new user (issue 25)
+
+
+def test_local_model_without_tokenizer_stops_the_dry_run(models, tmp_path):
+    """A tokenizer-less folder as tasks.<id>.model is refused while the DAG is built (and by the plan),
+    not 7 s into train_iid; a missing model path names the config file too."""
+    import yaml
+    from conftest import REPO
+
+    from beluga.errors import ConfigError
+    from beluga.workflow.dag import check_models
+    from beluga.workflow.plan import plan_command
+
+    base = yaml.safe_load((REPO / "config.yaml").read_text())
+    cfg = {**base, "training": {"max_length": 64}, "combinational": {"max_length": 64}}
+    cfg["tasks"] = {"sent": {**base["tasks"]["sent"], "model": str(models / "no_tokenizer")}}
+    with pytest.raises(ConfigError) as e:
+        check_models(cfg, {}, ["c.yaml"])
+    check_exc(e, "config file c.yaml", f"model {models / 'no_tokenizer'}", "'tasks.sent.model'", "tokenizer files")
+    cfg["tasks"]["sent"]["model"] = str(models / "clf")
+    check_models(cfg, {}, ["c.yaml"])   # a complete folder passes
+    cfg["tasks"]["sent"]["model"] = str(tmp_path / "nowhere" / "model")
+    with pytest.raises(ConfigError) as e:
+        check_models(cfg, {}, ["c.yaml"])
+    check_exc(e, "config file c.yaml", "'tasks.sent.model'", "path does not exist")
+    # the plan runs the same check (it priced this config before)
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(yaml.safe_dump({**base, "training": {"max_length": 1000}}))
+    with pytest.raises(BelugaError) as e:
+        plan_command(str(cfg_file))
+    check_exc(e, str(cfg_file), "'training.max_length'", "1000 tokens")
+
+
+def test_head_refusal_is_the_only_output(models, suites, tmp_path, capfd):
+    """transformers' load report (which suggests training the new head) and progress bar stay silent: the
+    one error line is all the user sees."""
+    rc = main(["test", "--model", str(models / "clf"), "--suite", str(suites / "qa.parquet"), "--out",
+               str(tmp_path / "out"), "--task", "read", "--max-length", "256"])
+    captured = capfd.readouterr()
+    assert rc == 2
+    lines = [ln for ln in (captured.out + captured.err).splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "field 'head'" in lines[0], lines
+
+
+def test_malformed_task_record_is_refused(models, suites, tmp_path, capsys):
+    model = copy_model(models, "clf", tmp_path)
+    cfg = json.loads((model / "config.json").read_text())
+    cfg["beluga_task"] = "sent"
+    (model / "config.json").write_text(json.dumps(cfg))
+    cli_error(capsys, ["test", "--model", model, "--suite", suites / "sent.parquet", "--out", tmp_path / "out",
+                       "--task", "sent"], f"model {model}", "field 'beluga_task'", "not a task record")
+    assert not (tmp_path / "out").exists()
+
+
+def test_test_option_minimum_names_the_option(models, suites, tmp_path, capsys):
+    cli_error(capsys, ["test", "--model", models / "clf", "--suite", suites / "sent.parquet", "--out",
+                       tmp_path / "out", "--task", "sent", "--max-length", 4],
+              "field '--max-length'", "4 is below its minimum 8")
+
+
+def test_suite_export_onto_a_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    make_tiny_suite(2).to_json(tmp_path / "x.jsonl", orient="records", lines=True)
+    (tmp_path / "p3").mkdir()
+    cli_error(capsys, ["suite", "export", "--suite", "x.jsonl", "--out", "p3", "--task", "sent"],
+              "export p3", "field '--out'", "is a folder")
+    assert list((tmp_path / "p3").iterdir()) == []
+
+
+def test_combinational_job_messages_name_the_variant_field():
+    """A variant's own label words refused in its job (the tokenizer makes them one) name the variant's
+    field, not the block's."""
+    from beluga.analyses import combinational as comb
+
+    block = {"variants": [{"name": "a"}, {"name": "b", "label_words": {"fst": "x", "sec": "y", "neu": "z"}}]}
+    assert comb.variant_fields(block, "b")["label_words"] == "combinational.variants[1].label_words"
+    assert comb.variant_fields(block, "a")["label_words"] == "combinational.label_words"
+    assert comb.variant_fields(block, "b")["max_length"] == "combinational.max_length"
+
+    class OneToken:   # every word the same unknown token
+        def __call__(self, texts, text_pair=None, **_):
+            return {"input_ids": [[0] * 3 for _ in texts]}
+
+    pool = pd.DataFrame({"example_id": ["e1"], "text": ["fine"], "role": ["fst"]})
+    with pytest.raises(BelugaError) as e:
+        comb.fit_inputs(pool, {"fst": "😀", "sec": "😡", "neu": "😐"}, "{S} It is {LABEL}.", OneToken(), 64,
+                        fields=comb.variant_fields(block, "b"))
+    check_exc(e, "field 'combinational.variants[1].label_words'", "give the same tokens")

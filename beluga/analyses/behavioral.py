@@ -83,6 +83,8 @@ def write_export(rows: pd.DataFrame, path: str) -> str:
     from beluga.io import atomic_path
 
     p = Path(path)
+    if p.is_dir():
+        raise DataError(f"export {path}: field '--out': is a folder; name the file to write (.tsv or .jsonl)")
     fmt = "jsonl" if p.name.endswith(".jsonl") else "tsv"
     if fmt == "tsv":
         bad = rows.drop(columns=["case_id", "input_idx"]).apply(

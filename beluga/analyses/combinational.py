@@ -194,6 +194,15 @@ def split_pool(df: pd.DataFrame, n_test: int, seed: int) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
+def variant_fields(block: dict, name: str) -> dict[str, str]:
+    """key -> the config field that sets a variant's value of it (``combinational.variants[i].<key>``
+    when the variant's entry sets it, else ``combinational.<key>``): what its messages name."""
+    entries = block.get("variants") or []
+    i = next((j for j, v in enumerate(entries) if v.get("name") == name), None)
+    own = entries[i] if i is not None else {}
+    return {k: f"combinational.variants[{i}].{k}" if k in own else f"combinational.{k}" for k in VARIANT_KEYS}
+
+
 def variants(block: dict) -> dict[str, dict]:
     """name -> the complete settings of every variant of the combinational block: each entry of
     ``variants`` with its unset keys (:data:`VARIANT_KEYS`) taken from the block (``training``: key
@@ -262,7 +271,8 @@ def check_label_words(words: dict, fields: str | dict = "combinational.label_wor
                               "with opposite labels")
 
 
-def check_distinct_tokens(tokenizer, words: dict, template: str, pair: bool = False) -> None:
+def check_distinct_tokens(tokenizer, words: dict, template: str, pair: bool = False,
+                          field: str = "combinational.label_words") -> None:
     """The model's tokenizer gives the three templated inputs different tokens (two label words
     that differ in writing may not to the model: both unknown tokens, or a case an uncased model
     drops); else two cells would be the same inputs with opposite labels."""
@@ -270,7 +280,7 @@ def check_distinct_tokens(tokenizer, words: dict, template: str, pair: bool = Fa
     for i, r in enumerate(COMB_ROLES):
         first = next((q for q in COMB_ROLES[:i] if ids[COMB_ROLES.index(q)] == ids[i]), None)
         if first is not None:
-            raise ConfigError(f"config: field 'combinational.label_words': {first} {words[first]!r} and {r} "
+            raise ConfigError(f"config: field '{field}': {first} {words[first]!r} and {r} "
                               f"{words[r]!r} give the same tokens with this model's tokenizer; the cells "
                               f"{first}/{first} (label 0) and {first}/{r} (label 1) would be the same inputs "
                               "with opposite labels")
@@ -315,7 +325,7 @@ def _capped(a: str, b: str | None, c: int) -> tuple[str, str | None]:
 
 
 def fit_inputs(pool: pd.DataFrame, words: dict, template: str, tokenizer, max_length: int,
-               too_long: str = "drop") -> pd.DataFrame:
+               too_long: str = "drop", fields: dict | None = None) -> pd.DataFrame:
     """The pool measured against ``max_length`` with the variant's tokenizer: ``n_tokens`` (the
     longest of x's three templated inputs, special tokens included), ``too_long`` (over the
     limit) and ``kept``. The template and its label word are never cut: ``drop`` (the seed's rule)
@@ -323,15 +333,17 @@ def fit_inputs(pool: pd.DataFrame, words: dict, template: str, tokenizer, max_le
     longer of premise and hypothesis first) to the most whole words with which all three
     templated inputs fit, the same cut for every template (an x whose sentence would be cut to
     nothing is dropped). Columns added: n_tokens, too_long, truncated, kept; ``text`` (and
-    ``text_b``) hold the cut sentences."""
+    ``text_b``) hold the cut sentences. ``fields``: key -> the config field a message names (a
+    variant's own, :func:`variant_fields`; default the block's)."""
+    field = {k: f"combinational.{k}" for k in VARIANT_KEYS} | (fields or {})
     if too_long not in TOO_LONG_RULES:
-        raise ConfigError(f"config: field 'combinational.too_long': one of {TOO_LONG_RULES}")
-    check_label_words(words)
-    check_distinct_tokens(tokenizer, words, template, is_pair(pool))
+        raise ConfigError(f"config: field '{field['too_long']}': one of {TOO_LONG_RULES}")
+    check_label_words(words, field["label_words"])
+    check_distinct_tokens(tokenizer, words, template, is_pair(pool), field["label_words"])
     ws = [words[r] for r in COMB_ROLES]
     if max(_lengths(tokenizer, [_segments("", None if not is_pair(pool) else "", w, template) for w in ws])) \
             > max_length:
-        raise ConfigError(f"config: field 'combinational.max_length': {max_length} tokens do not hold the template "
+        raise ConfigError(f"config: field '{field['max_length']}': {max_length} tokens do not hold the template "
                           f"{template!r} with its label words")
     out = pool.reset_index(drop=True)   # positions = labels below
     b_col = list(out["text_b"]) if is_pair(out) else [None] * len(out)

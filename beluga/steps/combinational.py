@@ -32,7 +32,7 @@ def combinational_data(*, data: dict, roles: dict | None, n_test: int, seed: int
 
 
 def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: dict, template: str, too_long: str,
-                        batch_size: int, per_epoch: bool, out_result: str) -> dict:
+                        batch_size: int, per_epoch: bool, out_result: str, fields: dict | None = None) -> dict:
     """One variant and training size K: a binary classifier (the variant's model)
     trained on the templated ID combinations through the training loop, then
     the accuracy of every cell of the seed's Table 2 (and per epoch if asked).
@@ -47,7 +47,7 @@ def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: di
     job, clock = begin(run.threads, run.precision, run.gpus)
     model, tokenizer = load_start_model(run, job, num_labels=2)
     fitted = comb.fit_inputs(read_parquet(pool, "combinational data"), words, template, tokenizer, run.max_length,
-                             too_long)
+                             too_long, fields)
     train, test = comb.build(fitted, k, words, template)
     lengths = comb.length_counts(fitted, k, too_long, run.max_length)
     cols = ["example_id", "text", "label"] + (["text_b"] if "text_b" in train.columns else [])

@@ -488,9 +488,10 @@ def test_command(model: str, suite_path: str, out_dir: str, task_name: str | Non
     from beluga.suites.build import subsample_cases
 
     t0 = time.time()
-    if batch_size < 1 or max_length < 8 or (max_cases is not None and max_cases < 1) or failures < 0:
-        raise BelugaError("test: field '--batch-size' / '--max-length' / '--max-cases-per-functionality' / "
-                          "'--failures': must be positive")
+    for field, value, least in (("--batch-size", batch_size, 1), ("--max-length", max_length, 8),
+                                ("--max-cases-per-functionality", max_cases, 1), ("--failures", failures, 0)):
+        if value is not None and value < least:
+            raise BelugaError(f"test: field '{field}': {value} is below its minimum {least}")
     if doc_stride is None:
         doc_stride = min(128, max_length // 3)
     elif not 1 <= doc_stride < max_length:

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from beluga.data.fetch import hub_cache_dir, hub_model_cached, hub_offline, is_hub_name, model_marker, read_marker
-from beluga.errors import ConfigError
+from beluga.errors import BelugaError, ConfigError
 from beluga.folds import configuration, enumerate_folds
 from beluga.model_config import TINY_RANDOM, check_max_length
 from beluga.suites.build import suite_functionalities
@@ -275,9 +275,6 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
                     raise ConfigError(f"{where}: field '{field}.dataset': OOD set {entry['name']!r} reads a Hugging "
                                       f"Face dataset, but {why}; use source: local with a copy")
         spec = str(t["model"])
-        if spec not in ("default", "tiny-random") and not Path(spec).expanduser().exists() and (
-                spec.startswith((".", "/", "~")) or spec.count("/") > 1):
-            raise ConfigError(f"model {spec}: field 'tasks.{tid}.model': path does not exist")
         if is_hub_name(spec):
             why = _hub_model_missing(spec, t.get("model_revision"), data_dir)
             if why is not None:
@@ -327,30 +324,46 @@ def _local_model_folder(spec: str) -> str | None:
     return None
 
 
-def check_max_lengths(config: dict, comb_variants: dict, configfiles=()) -> None:
-    """Every ``max_length`` fits its local model's positions (config.json; a hub model's is checked in
-    the job): each task's (tasks.<id>.training.max_length or training.max_length) and each combinational
-    variant's. One line naming the config file, the field and the model."""
+#: files a local model folder's tokenizer is built from (one of them at least)
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
+                   "tokenizer.model")
+
+
+def check_models(config: dict, comb_variants: dict, configfiles=()) -> None:
+    """Every local model the config names (each task's ``model``, each combinational variant's): the
+    path exists, the folder has tokenizer files (without them transformers builds a 5-token tokenizer:
+    every word [UNK]) and its config.json's positions hold the ``max_length`` used with it
+    (tasks.<id>.training.max_length or training.max_length; the variant's). A hub model is checked in
+    its job, once fetched. One line naming the config file, the field and the model."""
     where = _where(configfiles)
 
-    def check(spec, max_length, field):
-        folder = _local_model_folder(str(spec))
+    def check(spec, max_length, model_field, length_field):
+        spec = str(spec)
+        if spec not in ("default", TINY_RANDOM) and not Path(spec).expanduser().exists() and (
+                spec.startswith((".", "/", "~")) or spec.count("/") > 1):
+            raise ConfigError(f"{where}: model {spec}: field '{model_field}': path does not exist")
+        folder = _local_model_folder(spec)
         if folder is None:
             return
+        p = Path(folder).expanduser()
+        if folder != TINY_RANDOM and spec != "default" and not any((p / f).is_file() for f in TOKENIZER_FILES):
+            raise ConfigError(f"{where}: model {spec}: field '{model_field}': the folder has no tokenizer files "
+                              f"(one of {', '.join(TOKENIZER_FILES)}); save the tokenizer beside the weights "
+                              "(tokenizer.save_pretrained)")
         try:
-            check_max_length(folder, max_length, field, name=str(spec))
-        except ConfigError:
-            raise
-        except Exception as e:   # ModelError: add the config file
+            check_max_length(folder, max_length, length_field, name=spec)
+        except BelugaError as e:   # add the config file
             raise ConfigError(f"{where}: {' '.join(str(e).split())}") from None
 
     for tid, t in config["tasks"].items():
         own = "max_length" in (t.get("training") or {})
         field = f"tasks.{tid}.training.max_length" if own else "training.max_length"
-        check(t["model"], (t.get("training") or {}).get("max_length", config["training"]["max_length"]), field)
+        check(t["model"], (t.get("training") or {}).get("max_length", config["training"]["max_length"]),
+              f"tasks.{tid}.model", field)
     block = config.get("combinational") or {}
     entries = {v.get("name"): (i, v) for i, v in enumerate(block.get("variants") or [])}
     for name, v in comb_variants.items():
         i, entry = entries.get(name, (None, {}))
-        field = (f"combinational.variants[{i}].max_length" if "max_length" in entry else "combinational.max_length")
-        check(v["model"], v["max_length"], field)
+        base = f"combinational.variants[{i}]" if i is not None else "combinational"
+        check(v["model"], v["max_length"], f"{base}.model" if "model" in entry else "combinational.model",
+              f"{base}.max_length" if "max_length" in entry else "combinational.max_length")

@@ -321,6 +321,7 @@ def plan(config: dict, rates: dict, configfiles=()) -> list[Line]:
 
     try:
         the_runs = runs.Runs(config, Paths(config["results"]), str(config["data_dir"]), configfiles=configfiles)
+        dag.check_models(config, the_runs.comb_variants, configfiles)
     except BelugaError as e:   # one line naming the config file, as the dry run's
         raise type(e)(dag.dag_error_line(e, configfiles)) from None
     inoc, comb = config["inoculation"], config["combinational"]

@@ -231,6 +231,10 @@ class Runs:
         """A combinational variant's settings (None: the first variant)."""
         return self.comb_variants[variant or next(iter(self.comb_variants))]
 
+    def comb_fields(self, variant: str) -> dict[str, str]:
+        """The config field of each of a combinational variant's settings (what its job's messages name)."""
+        return comb_analysis.variant_fields(self.combinational, variant)
+
     def model_marker(self, task: str | None = None, variant: str | None = None) -> str | None:
         """The marker of a task's hub model (task None: the combinational ``variant``'s model), the commit
         its configured revision resolved to (written by the fetch); None for a local model."""
