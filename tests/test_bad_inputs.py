@@ -1,4 +1,7 @@
-"""The bad-input catalogue: every malformed input ends with
+"""The bad-input catalogue (this file, and by area tests/test_bad_inputs_models.py: model folders, the
+test / score output folders; tests/test_bad_inputs_readers.py: prediction files and summaries;
+tests/test_bad_inputs_ood.py: OOD sets and offline sources; tests/test_bad_inputs_config.py: the
+analyses' settings, the plan, job ids): every malformed input ends with
 
 1. one user-facing line naming the file and the field (the WorkflowError line
    snakemake prints, the ``error: ...`` line of a workflow script or of
