@@ -59,7 +59,7 @@ def training_data(run: FoldRun, *, suite: str, split: str, iid_train: str | None
     training functionalities (``case_ids``, optional: only those, e.g. an
     inoculation dose) and, for a configuration that mixes i.i.d. data, the
     i.i.d. training data (``iid_train``), at most ``run.iid_in_mix`` of them
-    sampled with the run's seed (None otherwise)."""
+    sampled with the run's sample seed, the same for every training seed (None otherwise)."""
     suite_train = split_cases(suite, split, run.task_type, "train", run.training_functionalities)
     if case_ids is not None:
         suite_train = suite_train[suite_train["case_id"].isin(set(case_ids))].reset_index(drop=True)
@@ -69,7 +69,7 @@ def training_data(run: FoldRun, *, suite: str, split: str, iid_train: str | None
             raise ConfigError(f"configuration {run.configuration}: needs the i.i.d. training data")
         iid_df = read_parquet(iid_train, "i.i.d. training data")
         if run.iid_in_mix is not None and len(iid_df) > run.iid_in_mix:
-            iid_df = iid_df.sample(n=int(run.iid_in_mix), random_state=run.seed).reset_index(drop=True)
+            iid_df = iid_df.sample(n=int(run.iid_in_mix), random_state=run.sample_seed).reset_index(drop=True)
     return suite_train, iid_df
 
 

@@ -172,11 +172,49 @@ def score_runs(runs: list[dict], functionalities: pd.DataFrame, task_type: str =
     return long, scores[cols]
 
 
+def score_columns(scores: pd.DataFrame) -> list[str]:
+    """The score columns of a scores table (i.i.d. score and metrics, every s_T, G and s_iid), not the counts."""
+    return [c for c in scores.columns if c not in ("configuration", "method") and not c.startswith("n_func_scored_")]
+
+
+PASS_RATE_KEYS = ["scenario", "configuration", "method", "fold", "functionality"]
+
+
+def scores_over_seeds(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """scores.csv of a run with several training seeds from its per-seed rows (a ``seed`` column and the
+    one-seed columns): per configuration-method pair the mean over seeds of every score under its own name
+    (G_X is the mean of the seeds' G_X, not G of the mean s_X and s_iid), ``n_seeds`` and each score's
+    ``_sd`` / ``_min`` / ``_max`` (beluga.seeds.over_seeds); the counts are the first seed's."""
+    from beluga.seeds import over_seeds
+
+    return over_seeds(per_seed, ["configuration", "method"], score_columns(per_seed.drop(columns="seed")))
+
+
+def pass_rates_over_seeds(per_seed: pd.DataFrame) -> pd.DataFrame:
+    """pass_rates.csv of a run with several training seeds: per scenario, pair, fold and functionality the
+    mean pass rate over seeds with its ``_sd`` / ``_min`` / ``_max`` and ``n_seeds``; ``n_scored`` and
+    ``n_passed`` summed over the seeds (``n_cases`` is one seed's)."""
+    from beluga.seeds import over_seeds
+
+    out = over_seeds(per_seed, PASS_RATE_KEYS, ["pass_rate"])
+    totals = per_seed.groupby(PASS_RATE_KEYS, sort=False, dropna=False)[["n_scored", "n_passed"]].sum()
+    idx = pd.MultiIndex.from_frame(out[PASS_RATE_KEYS])
+    for c in ("n_scored", "n_passed"):
+        out[c] = totals[c].reindex(idx).to_numpy().astype(int)
+    return out
+
+
 CONFIG_LABELS = {"iid": "IID", "iid_to_t": "IID→T", "iid_plus_t": "IID+T", "iid_to_iid_plus_t": "IID→(IID+T)"}
 
 
-def scores_markdown(scores: pd.DataFrame, task: str) -> str:
-    detail = [c for c in scores.columns if c.startswith("iid_") and c != "iid_score"]
+def scores_markdown(scores: pd.DataFrame, task: str, seeds: list[int] | None = None) -> str:
+    """scores.md: one row per pair (×100); with several training ``seeds`` every cell is the mean over seeds
+    ± the standard deviation (``scores`` from :func:`scores_over_seeds`)."""
+    from beluga.seeds import plus_minus, seeds_note
+
+    several = seeds is not None and len(seeds) > 1
+    detail = [c for c in scores.columns if c.startswith("iid_") and c != "iid_score"
+              and not c.endswith(("_sd", "_min", "_max"))]
     cols = ["iid_score"] + (detail if len(detail) > 1 else []) + [f"s_{s}" for s in SCENARIOS] + \
         [f"G_{s}" for s in SCENARIOS]
     head = ["configuration", "method"] + cols
@@ -185,7 +223,10 @@ def scores_markdown(scores: pd.DataFrame, task: str) -> str:
     for r in scores.itertuples(index=False):
         d = r._asdict()
         cells = [CONFIG_LABELS.get(d["configuration"], d["configuration"]), d["method"]]
-        cells += ["" if pd.isna(d[c]) else f"{100 * d[c]:.1f}" for c in cols]
+        if several:
+            cells += [plus_minus(d[c], d.get(f"{c}_sd")) for c in cols]
+        else:
+            cells += ["" if pd.isna(d[c]) else f"{100 * d[c]:.1f}" for c in cols]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "iid_score: s_iid of the seen model (the IID model for the baseline) on the i.i.d. test set "
               "(SENT accuracy; PARA / READ: the configured iid_metric, by default the mean of the two canonical "
@@ -193,4 +234,6 @@ def scores_markdown(scores: pd.DataFrame, task: str) -> str:
               "s_X: mean pass rate over functionalities in scenario X; G_X: harmonic mean of s_X and the "
               "i.i.d. score of the models behind s_X, pooled over fold models (their i.i.d. predictions "
               "scored together)."]
+    if several:
+        lines += ["", seeds_note(seeds) + " G_X is the mean of the seeds' G_X."]
     return "\n".join(lines) + "\n"

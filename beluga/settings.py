@@ -44,7 +44,9 @@ class FoldRun:
     start_label: str             # what training starts from, for the run record
     hparams: dict                # lr, batch_size, epochs and the method's hyper-parameters, complete
     checkpoint_dir: str | None   # epoch checkpoints (outside the job's outputs)
-    seed: int = field(metadata=_from("config"))
+    seed: int = field(metadata=_from("config"))   # the training seed (another seed of ``seeds``: that seed)
+    # the seed of the samples drawn while training (the i.i.d. mix): the base seed for every training seed
+    sample_seed: int = field(metadata=_from("config", "seed"))
     precision: str = field(metadata=_from("config"))
     threads: int = field(metadata=_from("config", "job_threads"))
     checkpoint_every_s: float = field(metadata=_from("config"))

@@ -1,5 +1,5 @@
-# Pass rates, s_T and G per configuration x method (plus the IID baseline);
-# beluga/steps/aggregate.py.
+# Pass rates, s_T and G per configuration x method (plus the IID baseline), per
+# training seed and their mean and spread over seeds; beluga/steps/aggregate.py.
 
 
 rule aggregate:
@@ -10,6 +10,9 @@ rule aggregate:
         pass_rates=PATHS.scores("pass_rates.csv"),
         scores=PATHS.scores("scores.csv"),
         markdown=PATHS.scores("scores.md"),
+        # the same rows per training seed (a one-seed run: its tables with a seed column)
+        seed_pass_rates=PATHS.scores("per_seed_pass_rates.csv"),
+        seed_scores=PATHS.scores("per_seed_scores.csv"),
     log:
         "logs/{task}/aggregate.log",
     conda:

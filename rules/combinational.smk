@@ -35,7 +35,7 @@ rule combinational_train:
     output:
         result=PATHS.combinational_run(),
     log:
-        "logs/combinational/{variant}/k{k}.log",
+        "logs/combinational/{variant}/{seeddir}k{k}.log",
     wildcard_constraints:
         k="[0-9]+",
         variant="[A-Za-z0-9][A-Za-z0-9_-]*",
@@ -54,14 +54,16 @@ rule combinational_train:
         batch_size=PREDICT["batch_size"],
         per_epoch=COMBINATIONAL["per_epoch"],
     message:
-        "combinational_train {wildcards.variant} K={wildcards.k}"
+        "combinational_train {wildcards.variant} {wildcards.seeddir}K={wildcards.k}"
     script:
         "../workflow_scripts/combinational_train.py"
 
 
 rule combinational:
     input:
-        results=lambda w: [PATHS.combinational_run(k, w.variant) for k in COMBINATIONAL["ks"]],
+        results=lambda w: [
+            PATHS.combinational_run(k, w.variant, sd) for sd in RUNS.seeddirs() for k in COMBINATIONAL["ks"]
+        ],
     output:
         table=report(
             PATHS.combinational_variant("table.csv"),
@@ -91,6 +93,8 @@ rule combinational:
         "../envs/beluga.yaml"
     params:
         too_long=lambda w: COMB_VARIANTS[w.variant]["too_long"],
+        ks=COMBINATIONAL["ks"],
+        seeds=RUNS.seeds,
     script:
         "../workflow_scripts/combinational.py"
 

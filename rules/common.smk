@@ -13,7 +13,7 @@ sys.path.insert(0, workflow.basedir)
 
 from beluga import folds as beluga_folds  # noqa: E402
 from beluga.workflow import dag as beluga_dag  # noqa: E402
-from beluga.workflow.paths import Paths, fold_log  # noqa: E402
+from beluga.workflow.paths import SEEDDIR_REGEX, Paths, fold_log  # noqa: E402
 from beluga.workflow.runs import Runs  # noqa: E402
 from beluga import io as beluga_io  # noqa: E402
 from beluga.data import fetch as beluga_fetch  # noqa: E402
@@ -22,6 +22,8 @@ from beluga.data import ood_sets as beluga_ood  # noqa: E402
 from beluga.errors import BelugaError, config_error_line  # noqa: E402
 from beluga.methods import get_algorithm  # noqa: E402
 
+# --config seeds=[1,2,3] arrives as strings (Snakemake reads lists with YAML's BaseLoader)
+beluga_dag.command_line_integers(config)
 # one line naming the config file and the field (not the schema dump); then
 # what the schema cannot say (beluga/workflow/dag.py)
 try:
@@ -97,6 +99,8 @@ wildcard_constraints:
     fold="[a-z0-9-]+",
     split="train|val|test|pool",
     scenario="seen|func|class|type",
+    # a training seed's folder: empty for the base seed, seeds/<s>/ for another (beluga/workflow/paths.py)
+    seeddir=SEEDDIR_REGEX,
 
 
 # Which fold models are written to disk. By default a fold is one job that
@@ -131,8 +135,13 @@ def ood_inputs(w):
 
 
 def run_files(kind):
-    """The task's ``kind`` file of every run, in RUNS.run_keys order."""
-    return lambda w: [PATHS.run(kind, w.task, *key) for key in RUNS.run_keys(w.task)]
+    """The task's ``kind`` file of every run of every training seed, in RUNS.records order."""
+    return lambda w: RUNS.run_files(w.task, kind)
+
+
+def seed_run_files(kind):
+    """The ``kind`` file of every run of the job's own training seed (its ``seeddir``)."""
+    return lambda w: RUNS.run_files(w.task, kind, seeddirs=[w.seeddir])
 
 
 def model_locks(task=None):
@@ -174,7 +183,10 @@ def finetune_inputs(wildcards):
 
 
 def trial_files(w):
-    return [PATHS.trial(w.task, w.conf, w.method, w.partition, w.fold, t) for t in RUNS.grid_points[(w.task, w.method)]]
+    return [
+        PATHS.trial(w.task, w.conf, w.method, w.partition, w.fold, t, seeddir=w.seeddir)
+        for t in RUNS.grid_points[(w.task, w.method)]
+    ]
 
 
 # --- params functions -----------------------------------------------------------------------
@@ -189,13 +201,24 @@ def hparams_summary(rule_name):
 
 
 def run_records(kind):
-    """Every run with its ``kind`` file and the T_test functionalities it predicted (None: all)."""
+    """Every run of every training seed with its ``kind`` file and the T_test functionalities it
+    predicted (None: all)."""
     return lambda w: RUNS.records(w.task, kind)
 
 
+def seed_run_records(kind):
+    """Every run of the job's own training seed (its ``seeddir``), as run_records."""
+    return lambda w: RUNS.records(w.task, kind, seeddirs=[w.seeddir])
+
+
+def seed_unit_outcomes(w):
+    """The per-unit outcomes of every training seed, in RUNS.seeds order."""
+    return [PATHS.unit_outcomes(w.task, sd) for sd in RUNS.seeddirs()]
+
+
 def failure_runs(w):
-    """Every run with its outcomes and predictions files."""
-    return RUNS.records(w.task, "outcomes", predictions=True)
+    """Every run of the first training seed with its outcomes and predictions files."""
+    return RUNS.records(w.task, "outcomes", predictions=True, seeddirs=[RUNS.first_seeddir()])
 
 
 def ood_runs(which):

@@ -14,7 +14,7 @@ rule inoculate:
         result=PATHS.inoculation_run(),
         outcomes=PATHS.inoculation_run(ext="parquet"),
     log:
-        "logs/{task}/inoculation/{unit}/{dose}/{lr}.log",
+        "logs/{task}/{seeddir}inoculation/{unit}/{dose}/{lr}.log",
     wildcard_constraints:
         unit="[a-z0-9-]+",
         dose="[0-9]+|all",
@@ -35,7 +35,7 @@ rule inoculate:
         batch_size=PREDICT["batch_size"],
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
     message:
-        "inoculate {wildcards.task} {wildcards.unit}: dose {wildcards.dose}, {wildcards.lr}"
+        "inoculate {wildcards.task} {wildcards.seeddir}{wildcards.unit}: dose {wildcards.dose}, {wildcards.lr}"
     script:
         "../workflow_scripts/inoculate.py"
 
@@ -44,7 +44,7 @@ rule inoculation:
     input:
         results=lambda w: RUNS.inoc_results(w.task),
         case_outcomes=lambda w: RUNS.inoc_results(w.task, "parquet"),
-        iid_outcomes=PATHS.iid_run("outcomes"),
+        iid_outcomes=lambda w: [PATHS.iid_run("outcomes", w.task, seeddir=sd) for sd in RUNS.seeddirs()],
         suite=PATHS.suite(),
     output:
         table=report(
@@ -75,6 +75,7 @@ rule inoculation:
         task_type=lambda w: TASKS[w.task]["type"],
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
         units=lambda w: RUNS.inoc_units[w.task],
+        seeds=RUNS.seeds,
         lrs=RUNS.inoc_lrs,
         select_on=INOCULATION["select_on"],
         thresholds=INOCULATION["thresholds"],

@@ -8,7 +8,7 @@ from beluga.analyses import ood_eval as beluga_ood_eval
 
 rule ood:
     input:
-        outcomes=lambda w: [PATHS.run("outcomes", w.task, *k) for k in RUNS.ood_keys(w.task, "models")],
+        outcomes=lambda w: RUNS.run_files(w.task, "outcomes", RUNS.ood_keys(w.task, "models")),
         data=lambda w: RUNS.ood_data(w.task),
     output:
         scores=PATHS.ood("scores.csv"),

@@ -3,17 +3,18 @@
 # beluga/steps/statistics.py).
 
 
+# one per training seed (its own runs); the tests and intervals read every seed's
 rule unit_outcomes:
     input:
-        outcomes=run_files("outcomes"),
+        outcomes=seed_run_files("outcomes"),
     output:
-        units=PATHS.stats("unit_outcomes.parquet"),
+        units=PATHS.unit_outcomes(),
     log:
-        "logs/{task}/stats/unit_outcomes.log",
+        "logs/{task}/{seeddir}stats/unit_outcomes.log",
     conda:
         "../envs/beluga.yaml"
     params:
-        runs=run_records("outcomes"),
+        runs=seed_run_records("outcomes"),
         task_type=lambda w: TASKS[w.task]["type"],
         scenario_iid=lambda w: TASKS[w.task]["scenario_iid"],
     script:
@@ -22,7 +23,7 @@ rule unit_outcomes:
 
 rule significance:
     input:
-        units=PATHS.stats("unit_outcomes.parquet"),
+        units=seed_unit_outcomes,
         suite=PATHS.suite(),
     output:
         table=report(
@@ -41,6 +42,8 @@ rule significance:
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
         R=STATISTICS["randomization_R"],
         seed=STATISTICS["seed"],
+        seeds=RUNS.seeds,
+        base_seed=RUNS.base_seed,
         alpha=STATISTICS["alpha"],
         correction=STATISTICS["correction"],
     script:
@@ -49,7 +52,7 @@ rule significance:
 
 rule intervals:
     input:
-        units=PATHS.stats("unit_outcomes.parquet"),
+        units=seed_unit_outcomes,
         suite=PATHS.suite(),
     output:
         table=report(
@@ -67,6 +70,8 @@ rule intervals:
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
         R=STATISTICS["bootstrap_R"],
         seed=STATISTICS["seed"],
+        seeds=RUNS.seeds,
+        base_seed=RUNS.base_seed,
     script:
         "../workflow_scripts/intervals.py"
 
@@ -128,6 +133,7 @@ rule failures:
 rule table3:
     input:
         scores=expand(PATHS.scores("scores.csv"), task=list(TASKS)),
+        seed_scores=expand(PATHS.scores("per_seed_scores.csv"), task=list(TASKS)),
         significance=expand(PATHS.stats("significance.csv"), task=list(TASKS)),
         intervals=expand(PATHS.stats("intervals.csv"), task=list(TASKS)),
         null=expand(PATHS.stats("null_avg.parquet"), task=list(TASKS)),

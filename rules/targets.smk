@@ -26,7 +26,7 @@ def inoc_targets():
 def comb_targets():
     # every variant's runs and summary, then the comparison of the variants
     variants = list(RUNS.comb_variants)
-    runs = [PATHS.combinational_run(k, v) for v in variants for k in COMBINATIONAL["ks"]]
+    runs = [PATHS.combinational_run(k, v, sd) for v in variants for sd in RUNS.seeddirs() for k in COMBINATIONAL["ks"]]
     outputs = [PATHS.combinational_variant(n, v) for v in variants for n in COMB_OUTPUTS]
     return runs + outputs + [PATHS.combinational(n) for n in ("comparison.csv", "comparison.md")]
 
@@ -46,8 +46,7 @@ def all_targets():
         )
     targets = []
     for task in TASKS:
-        for key in RUNS.run_keys(task):
-            targets += [PATHS.run("predictions", task, *key), PATHS.run("outcomes", task, *key)]
+        targets += RUNS.run_files(task, "predictions") + RUNS.run_files(task, "outcomes")
         targets += [PATHS.suite("summary.tsv", task)]
         targets += [PATHS.scores(name, task) for name in ("scores.csv", "scores.md", "pass_rates.csv")]
         targets += [PATHS.plots(f"heatmap_{p}.png", task) for p in PARTITIONS]

@@ -15,7 +15,7 @@ rule train_iid:
     output:
         model=directory(PATHS.iid_model()),
     log:
-        "logs/{task}/train_iid.log",
+        "logs/{task}/{seeddir}train_iid.log",
     conda:
         "../envs/beluga.yaml"
     threads: IID_THREADS

@@ -72,7 +72,7 @@ def fold_run(method: str = "vanilla", hparams: dict | None = None, seed: int = 0
     run.update(task="test", task_type="sent", configuration="iid_to_t", method=method, partition="seen", fold="all",
                held_out=(), functionalities=(), model="tiny-random", start_label="tiny-random",
                hparams={**get_algorithm(method).hparam_defaults(), **(hparams or {})}, checkpoint_dir=None,
-               seed=seed, precision="fp32", threads=1, checkpoint_every_s=0.0)
+               seed=seed, sample_seed=seed, precision="fp32", threads=1, checkpoint_every_s=0.0)
     run.update(settings)
     return FoldRun(**run)
 

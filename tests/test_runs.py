@@ -55,21 +55,22 @@ def test_run_keys_and_records():
     records = r.records("sent", "outcomes")
     assert [tuple(rec.values())[:4] for rec in records] == keys
     assert records[0] == {"configuration": "iid", "method": "vanilla", "partition": "standard", "fold": "all",
-                          "path": "results/sent/outcomes/iid/vanilla/standard/all.parquet", "functionalities": FUNCS}
+                          "path": "results/sent/outcomes/iid/vanilla/standard/all.parquet", "seed": 3,
+                          "functionalities": FUNCS}
     assert records[3] == {"configuration": "iid_to_t", "method": "vanilla", "partition": "func", "fold": "typos",
-                          "path": "results/sent/outcomes/iid_to_t/vanilla/func/typos.parquet",
+                          "path": "results/sent/outcomes/iid_to_t/vanilla/func/typos.parquet", "seed": 3,
                           "functionalities": ["typos"]}
     assert r.records("sent", "predictions")[3]["path"] == "results/sent/predictions/iid_to_t/vanilla/func/typos.parquet"
     # the failures report: every run's outcomes and predictions
     failures = r.records("sent", "outcomes", predictions=True)
-    assert list(failures[3]) == ["configuration", "method", "partition", "fold", "path", "functionalities",
+    assert list(failures[3]) == ["configuration", "method", "partition", "fold", "path", "seed", "functionalities",
                                  "predictions"]
     assert failures[3]["predictions"] == "results/sent/predictions/iid_to_t/vanilla/func/typos.parquet"
     # the OOD evaluation: the IID model and each pair's seen model (every model with ood_models: all)
     systems = r.records("sent", "outcomes", r.ood_keys("sent", "systems"), functionalities=False)
     assert [(s["configuration"], s["partition"]) for s in systems] == [
         ("iid", "standard"), ("iid_to_t", "seen"), ("iid_plus_t", "seen"), ("iid_to_iid_plus_t", "seen")]
-    assert list(systems[0]) == ["configuration", "method", "partition", "fold", "path"]
+    assert list(systems[0]) == ["configuration", "method", "partition", "fold", "path", "seed"]
     assert r.ood_keys("sent", "models") == r.ood_keys("sent", "systems")
     every = runs(config(predict={"batch_size": 32, "ood_models": "all", "scope": "all"}))
     assert every.ood_keys("sent", "models") == keys

@@ -3,5 +3,6 @@ from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: statistics.intervals(
-    task=sm.wildcards.task, units=sm.input.units, suite=sm.input.suite, task_type=sm.params.task_type,
+    task=sm.wildcards.task, units=list(sm.input.units), seeds=sm.params.seeds, base_seed=sm.params.base_seed,
+    suite=sm.input.suite, task_type=sm.params.task_type,
     iid_metric=sm.params.iid_metric, R=sm.params.R, seed=sm.params.seed, out_table=sm.output.table))

@@ -3,6 +3,6 @@ from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: statistics.table3(
-    tasks=sm.params.tasks, scores=sm.input.scores, significance=sm.input.significance,
+    tasks=sm.params.tasks, scores=sm.input.scores, seed_scores=sm.input.seed_scores, significance=sm.input.significance,
     intervals=sm.input.intervals, null=sm.input.null, alpha=sm.params.alpha, correction=sm.params.correction,
     out_csv=sm.output.csv, out_markdown=sm.output.markdown, out_latex=sm.output.latex))

@@ -27,6 +27,7 @@ from beluga.io import read_parquet
 from beluga.metrics import BASELINE, SCENARIO_IID
 from beluga.report import stats
 from beluga.scoring import FILTERED, PASS
+from beluga.seeds import sample_sd
 
 BASE_SCENARIO = "standard"
 
@@ -156,36 +157,90 @@ def task_data(long: pd.DataFrame, functionalities: pd.DataFrame, task_type: str,
     return TaskData(task_type, case_ids, cases["_f"].to_numpy(int), funcs, iid_ids, scenarios, base, systems)
 
 
+def check_seeds_aligned(datas: list[TaskData], training_seeds=None) -> TaskData:
+    """The first seed's TaskData, after checking that every training seed has the same units (T_test cases,
+    i.i.d. examples), pairs and scenarios (DataError naming the seed otherwise)."""
+    first = datas[0]
+    names = list(training_seeds) if training_seeds is not None else list(range(len(datas)))
+    for d, ts in zip(datas[1:], names[1:]):
+        if list(d.systems) != list(first.systems) or d.scenarios != first.scenarios:
+            raise DataError(f"unit outcomes: field 'seed': training seed {ts} has other configuration-method "
+                            f"pairs or scenarios than training seed {names[0]}")
+        if not (np.array_equal(d.case_ids, first.case_ids) and np.array_equal(d.iid_ids, first.iid_ids)):
+            raise DataError(f"unit outcomes: field 'id': training seed {ts} was scored on other T_test cases or "
+                            f"i.i.d. examples than training seed {names[0]}")
+    return first
+
+
 # ---------------------------------------------------------------- significance
-def significance_table(data: TaskData, *, iid_metric: str = "mean", R: int = 10_000, seed: int = 0,
-                 alpha: float = 0.05, correction: str = "none") -> tuple[pd.DataFrame, pd.DataFrame]:
+def significance_table(data: TaskData | list[TaskData], *, iid_metric: str = "mean", R: int = 10_000, seed=0,
+                       alpha: float = 0.05, correction: str = "none", training_seeds=None
+                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Tests of every pair against the IID baseline: the i.i.d. score (exact
     binomial test on the discordant examples of the seen model vs the IID
     model; READ: EM correctness, PARA: accuracy correctness) and each G and
     the average G (approximate randomization, R draws). Returns (table, null
-    distribution of the average-G difference per pair, for the cross-task Avg)."""
-    n_func = len(data.functionalities)
-    base_scores = stats.scores(data.base, data.func_index, n_func, data.task_type, iid_metric)
+    distribution of the average-G difference per pair, for the cross-task Avg).
+
+    ``data``: one TaskData, or one per training seed (``training_seeds`` names them; ``seed`` is then one
+    draw seed per training seed, :func:`draw_seed`). With several seeds the tests are stratified by seed
+    (docs/STATISTICS.md): the statistic is the mean over seeds of the per-seed difference, each seed's
+    units swapped by its own draws (the null is the mean of the seeds' nulls, draw by draw); the binomial
+    test pools the discordant examples of every seed. The table then also has n_seeds, seeds_better /
+    seeds_worse (seeds whose own difference is positive / negative) and delta_sd (over seeds). With one
+    seed: the one-seed test, the same p-values."""
+    datas = list(data) if isinstance(data, (list, tuple)) else [data]
+    draw_seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed]
+    if len(draw_seeds) != len(datas):
+        raise ValueError(f"significance: {len(draw_seeds)} draw seeds for {len(datas)} training seeds")
+    several = len(datas) > 1
+    first = check_seeds_aligned(datas, training_seeds)
+    n_func = len(first.functionalities)
+
+    def scores_of(o, d):
+        return stats.scores(o, d.func_index, n_func, d.task_type, iid_metric)
+
+    base_scores = [scores_of(d.base, d) for d in datas]
     rows, nulls = [], []
-    for (conf, method), sys_o in data.systems.items():
-        sys_scores = stats.scores(sys_o, data.func_index, n_func, data.task_type, iid_metric)
-        if "seen" in data.scenarios:
-            k = data.scenarios.index("seen")
-            b = stats.binomial_test(data.base.iid[0, :, 0] > 0.5, sys_o.iid[k, :, 0] > 0.5)
-            base_v, sys_v = float(base_scores["s_iid"][0]), float(sys_scores["s_iid"][k])
+    for (conf, method) in first.systems:
+        sys_scores = [scores_of(d.systems[(conf, method)], d) for d in datas]
+
+        def spread(deltas) -> dict:
+            deltas = np.asarray(deltas, dtype=float)
+            if not several:
+                return {}
+            return {"n_seeds": len(deltas), "seeds_better": int(np.sum(deltas > 0)),
+                    "seeds_worse": int(np.sum(deltas < 0)),
+                    "delta_sd": float(np.std(deltas, ddof=1)) if np.isfinite(deltas).all() else np.nan}
+
+        if "seen" in first.scenarios:
+            k = first.scenarios.index("seen")
+            tests = [stats.binomial_test(d.base.iid[0, :, 0] > 0.5, d.systems[(conf, method)].iid[k, :, 0] > 0.5)
+                     for d in datas]
+            a_only, b_only = sum(t["a_only"] for t in tests), sum(t["b_only"] for t in tests)
+            b = tests[0] if not several else stats.binomial_counts_test(a_only, b_only)
+            base_v = float(np.mean([float(bs["s_iid"][0]) for bs in base_scores]))
+            sys_v = float(np.mean([float(ss["s_iid"][k]) for ss in sys_scores]))
             rows.append({"configuration": conf, "method": method, "column": "iid", "test": "binomial",
                          "baseline_value": base_v, "value": sys_v, "delta": sys_v - base_v,
                          "p_value": b["p_value"], "n_discordant": b["n_discordant"],
-                         "baseline_only": b["a_only"], "system_only": b["b_only"], "R": np.nan})
-        rt = stats.randomization_test(data.base, sys_o, data.func_index, n_func, data.task_type, iid_metric,
-                                      R=R, seed=seed, return_null=True)
-        for k, sc in enumerate(data.scenarios):
+                         "baseline_only": b["a_only"], "system_only": b["b_only"], "R": np.nan,
+                         **spread([float(ss["s_iid"][k]) - float(bs["s_iid"][0])
+                                   for ss, bs in zip(sys_scores, base_scores)])})
+        rts = [stats.randomization_test(d.base, d.systems[(conf, method)], d.func_index, n_func, d.task_type,
+                                        iid_metric, R=R, seed=ds, return_null=True)
+               for d, ds in zip(datas, draw_seeds)]
+        rt = rts[0] if not several else stats.combine_randomization(rts)
+        base_g = float(np.mean([float(bs["G"][0]) for bs in base_scores]))
+        for k, sc in enumerate(first.scenarios):
             rows.append({"configuration": conf, "method": method, "column": f"G_{sc}", "test": "randomization",
-                         "baseline_value": float(base_scores["G"][0]), "value": float(sys_scores["G"][k]),
-                         "delta": float(rt["delta"][k]), "p_value": float(rt["p"][k]), "R": R})
+                         "baseline_value": base_g, "value": float(np.mean([float(ss["G"][k]) for ss in sys_scores])),
+                         "delta": float(rt["delta"][k]), "p_value": float(rt["p"][k]), "R": R,
+                         **spread([float(r["delta"][k]) for r in rts])})
         rows.append({"configuration": conf, "method": method, "column": "G_avg", "test": "randomization",
-                     "baseline_value": float(base_scores["G"][0]), "value": float(sys_scores["G_avg"]),
-                     "delta": float(rt["delta_avg"]), "p_value": float(rt["p_avg"]), "R": R})
+                     "baseline_value": base_g, "value": float(np.mean([float(ss["G_avg"]) for ss in sys_scores])),
+                     "delta": float(rt["delta_avg"]), "p_value": float(rt["p_avg"]), "R": R,
+                     **spread([float(r["delta_avg"]) for r in rts])})
         nulls.append(pd.DataFrame({"configuration": conf, "method": method, "draw": np.arange(R),
                                    "null_avg": rt["null_avg"].astype(float)}))
     table = pd.DataFrame(rows)
@@ -217,17 +272,44 @@ def task_seed(seed: int, task: str) -> int:
     return int(seed) * 1_000_003 + zlib.crc32(task.encode())
 
 
+def draw_seed(seed: int, task: str, training_seed: int, base_seed: int):
+    """The seed of the randomization / bootstrap draws of one training seed's units: the task's
+    (:func:`task_seed`) for the base seed — a one-seed run's draws —, [task seed, training seed] for
+    another (independent draws, unchanged when seeds are added)."""
+    t = task_seed(seed, task)
+    return t if int(training_seed) == int(base_seed) else [t, int(training_seed)]
+
+
+def seed_resampling_seed(seed: int, task: str) -> list[int]:
+    """The seed of the hierarchical bootstrap's draws of training seeds (a three-word key, which no
+    :func:`draw_seed` uses)."""
+    return [task_seed(seed, task), 0, 0]
+
+
 # ---------------------------------------------------------------- intervals
-def interval_table(data: TaskData, *, iid_metric: str = "mean", R: int = 1000, seed: int = 0,
-              level: float = 0.95) -> pd.DataFrame:
+def interval_table(data: TaskData | list[TaskData], *, iid_metric: str = "mean", R: int = 1000, seed=0,
+                   level: float = 0.95, outer_seed=0, training_seeds=None) -> pd.DataFrame:
     """Percentile bootstrap intervals of s_iid, s_T and G per scenario and of
-    the average G, for the baseline (scenario standard) and every pair."""
-    n_func = len(data.functionalities)
+    the average G, for the baseline (scenario standard) and every pair.
+
+    ``data``: one TaskData, or one per training seed (``seed``: one draw seed per training seed,
+    ``outer_seed``: the seed of the draws of seeds): the estimate is then the mean over seeds and the
+    interval a hierarchical bootstrap, seeds then units (stats.hierarchical_bootstrap_ci), with an
+    ``n_seeds`` column. With one seed: the one-seed intervals."""
+    datas = list(data) if isinstance(data, (list, tuple)) else [data]
+    draw_seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed]
+    if len(draw_seeds) != len(datas):
+        raise ValueError(f"intervals: {len(draw_seeds)} draw seeds for {len(datas)} training seeds")
+    first = check_seeds_aligned(datas, training_seeds)
+    n_func = len(first.functionalities)
     rows = []
-    plan = [(BASELINE, data.base, [BASE_SCENARIO])] + [(k, o, data.scenarios) for k, o in data.systems.items()]
-    for (conf, method), o, scen in plan:
-        est = stats.scores(o, data.func_index, n_func, data.task_type, iid_metric)
-        ci = stats.bootstrap_ci(o, data.func_index, n_func, data.task_type, iid_metric, R=R, seed=seed, level=level)
+    plan = [(BASELINE, [d.base for d in datas], [BASE_SCENARIO])] + \
+        [(k, [d.systems[k] for d in datas], first.scenarios) for k in first.systems]
+    for (conf, method), os_, scen in plan:
+        ests = [stats.scores(o, first.func_index, n_func, first.task_type, iid_metric) for o in os_]
+        est = {q: np.mean([e[q] for e in ests], axis=0) for q in ("s_T", "s_iid", "G", "G_avg")}
+        ci = stats.hierarchical_bootstrap_ci(os_, first.func_index, n_func, first.task_type, iid_metric, R=R,
+                                             seeds=draw_seeds, outer_seed=outer_seed, level=level)
         for k, sc in enumerate(scen):
             for q, name in (("s_iid", f"s_iid_{sc}"), ("s_T", f"s_{sc}"), ("G", f"G_{sc}")):
                 rows.append({"configuration": conf, "method": method, "quantity": name,
@@ -238,6 +320,8 @@ def interval_table(data: TaskData, *, iid_metric: str = "mean", R: int = 1000, s
     out = pd.DataFrame(rows)
     out["level"] = level
     out["R"] = R
+    if len(datas) > 1:
+        out["n_seeds"] = len(datas)
     return out
 
 
@@ -245,30 +329,53 @@ def interval_table(data: TaskData, *, iid_metric: str = "mean", R: int = 1000, s
 TABLE_COLUMNS = ("iid", "G_seen", "G_func", "G_class", "G_type", "G_avg")
 
 
+def _table_values(r: dict, scen: list[str], is_base: bool) -> dict[str, float]:
+    """A scores row's Table 3 values: the i.i.d. score, G per scenario (the baseline's G_standard), G_avg."""
+    values = {"iid": float(r["iid_score"])}
+    for sc in scen:
+        values[f"G_{sc}"] = float(r["G_standard"] if is_base else r[f"G_{sc}"])
+    values["G_avg"] = float(np.mean([values[f"G_{sc}"] for sc in scen])) if scen else np.nan
+    return values
+
+
+def _seed_values(seed_scores: pd.DataFrame | None, scen: list[str]) -> dict[tuple[str, str], dict[int, dict]]:
+    """(configuration, method) -> training seed -> its Table 3 values (several seeds only; else empty)."""
+    if seed_scores is None or seed_scores["seed"].nunique() < 2:
+        return {}
+    out: dict[tuple[str, str], dict[int, dict]] = {}
+    for r in seed_scores.to_dict("records"):
+        key = (r["configuration"], r["method"])
+        out.setdefault(key, {})[int(r["seed"])] = _table_values(r, scen, r["configuration"] == BASELINE[0])
+    return out
+
+
 def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.DataFrame:
     """The long Table 3 frame (beluga.report.tables) from each task's scores.csv,
     significance.csv, intervals.csv and null_avg.parquet (DataFrames in
     per_task[task] under those keys), plus the cross-task Avg (task "all")
     when several tasks ran: mean G over tasks and scenarios, tested by pairing
-    the tasks' randomization draws by index."""
+    the tasks' randomization draws by index. With several training seeds
+    (``seed_scores``: per_seed_scores.csv) every value is the mean over seeds
+    and the frame has ``sd`` (over seeds) and ``n_seeds`` columns."""
     rows = []
     for task, d in per_task.items():
         scores, sig, ci = d["scores"], d["significance"], d["intervals"]
         scen = [c[2:] for c in TABLE_COLUMNS[1:-1] if c in set(sig["column"])]
         ci_idx = ci.set_index(["configuration", "method", "quantity"])
         sig_idx = sig.set_index(["configuration", "method", "column"])
-        metric_cols = [c for c in scores.columns if c.startswith("iid_") and c != "iid_score"]
-        for r in scores.itertuples(index=False):
-            conf, method = r.configuration, r.method
+        metric_cols = [c for c in scores.columns if c.startswith("iid_") and c != "iid_score"
+                       and not c.endswith(("_sd", "_min", "_max"))]
+        by_seed = _seed_values(d.get("seed_scores"), scen)
+        for r in scores.to_dict("records"):
+            conf, method = r["configuration"], r["method"]
             is_base = conf == BASELINE[0]
+            seeds = {} if not by_seed else {"n_seeds": len(by_seed[(conf, method)])}
             if len(metric_cols) > 1:  # PARA / READ: each canonical metric too (unmarked), before "iid"
                 rows += [{"task": task, "configuration": conf, "method": method, "column": m,
-                          "value": float(getattr(r, m)), "ci_lo": np.nan, "ci_hi": np.nan, "p_value": np.nan,
-                          "p_adjusted": np.nan, "significant": False, "direction": 0} for m in metric_cols]
-            values = {"iid": r.iid_score}
-            for sc in scen:
-                values[f"G_{sc}"] = r.G_standard if is_base else getattr(r, f"G_{sc}")
-            values["G_avg"] = float(np.mean([values[f"G_{sc}"] for sc in scen])) if scen else np.nan
+                          "value": float(r[m]), "ci_lo": np.nan, "ci_hi": np.nan, "p_value": np.nan,
+                          "p_adjusted": np.nan, "significant": False, "direction": 0,
+                          **({"sd": float(r[f"{m}_sd"]), **seeds} if seeds else {})} for m in metric_cols]
+            values = _table_values(r, scen, is_base)
             for col, v in values.items():
                 q = {"iid": "s_iid_seen", "G_avg": "G_avg"}.get(col, col)
                 if is_base:
@@ -278,6 +385,8 @@ def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.
                 row = {"task": task, "configuration": conf, "method": method, "column": col, "value": float(v),
                        "ci_lo": lo, "ci_hi": hi, "p_value": np.nan, "p_adjusted": np.nan, "significant": False,
                        "direction": 0}
+                if seeds:
+                    row.update(sd=sample_sd(sv[col] for sv in by_seed[(conf, method)].values()), **seeds)
                 if not is_base and (conf, method, col) in sig_idx.index:
                     s = sig_idx.loc[(conf, method, col)]
                     row.update(p_value=float(s["p_value"]), p_adjusted=float(s["p_adjusted"]),
@@ -287,6 +396,17 @@ def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.
     if len(per_task) > 1:
         long = pd.concat([long, _cross_task_avg(long, per_task, alpha, correction)], ignore_index=True)
     return long
+
+
+def _cross_task_sd(per_task: dict[str, dict], conf: str, method: str) -> float:
+    """The standard deviation over training seeds of a pair's cross-task Avg (each seed's mean over tasks of
+    its G_avg; the seeds every task has)."""
+    per_seed: dict[int, list[float]] = {}
+    for d in per_task.values():
+        scen = [c[2:] for c in TABLE_COLUMNS[1:-1] if c in set(d["significance"]["column"])]
+        for s, v in _seed_values(d.get("seed_scores"), scen).get((conf, method), {}).items():
+            per_seed.setdefault(s, []).append(v["G_avg"])
+    return sample_sd(np.mean(v) for v in per_seed.values() if len(v) == len(per_task))
 
 
 def _cross_task_avg(long: pd.DataFrame, per_task: dict[str, dict], alpha: float, correction: str) -> pd.DataFrame:
@@ -299,6 +419,8 @@ def _cross_task_avg(long: pd.DataFrame, per_task: dict[str, dict], alpha: float,
         value = float(sel["value"].mean()) if len(sel) == len(tasks) else np.nan
         row = {"task": "all", "configuration": conf, "method": method, "column": "Avg", "value": value,
                "ci_lo": np.nan, "ci_hi": np.nan, "p_value": np.nan, "delta": np.nan}
+        if "sd" in long.columns and len(sel) == len(tasks):
+            row.update(sd=_cross_task_sd(per_task, conf, method), n_seeds=int(sel["n_seeds"].min()))
         if conf != BASELINE[0] and len(sel) == len(tasks):
             deltas, nulls = [], []
             for t in tasks:

@@ -207,10 +207,35 @@ def binomial_test(a_correct, b_correct) -> dict:
     b = np.asarray(b_correct, dtype=bool)
     if a.shape != b.shape:
         raise ValueError(f"binomial_test: paired arrays differ in shape ({a.shape} vs {b.shape})")
-    a_only, b_only = int((a & ~b).sum()), int((b & ~a).sum())
-    n = a_only + b_only
-    p = float(binomtest(b_only, n, 0.5, alternative="two-sided").pvalue) if n else 1.0
-    return {"n_discordant": n, "a_only": a_only, "b_only": b_only, "p_value": p}
+    return binomial_counts_test(int((a & ~b).sum()), int((b & ~a).sum()))
+
+
+def binomial_counts_test(a_only: int, b_only: int) -> dict:
+    """The two-sided exact sign test of :func:`binomial_test` from its discordant counts (a = baseline only,
+    b = system only; several training seeds: the counts summed over seeds, a test stratified by seed)."""
+    n = int(a_only) + int(b_only)
+    p = float(binomtest(int(b_only), n, 0.5, alternative="two-sided").pvalue) if n else 1.0
+    return {"n_discordant": n, "a_only": int(a_only), "b_only": int(b_only), "p_value": p}
+
+
+def combine_randomization(results: list[dict]) -> dict:
+    """One randomization test stratified by training seed from the per-seed tests' results (each from
+    :func:`randomization_test` with ``return_null=True``, the same R): the statistic is the mean over seeds
+    of the per-seed ΔG, its null the mean of the seeds' null draws, draw by draw (each seed's units are
+    swapped by that seed's own independent draws); p = (#{|Δ'| >= |Δ| - 1e-12} + 1) / (R + 1)."""
+    if not results:
+        raise ValueError("combine_randomization: no per-seed test")
+    if len({r["R"] for r in results}) != 1:
+        raise ValueError("combine_randomization: the per-seed tests have different R")
+    R = results[0]["R"]
+    delta = np.mean([r["delta"] for r in results], axis=0)
+    delta_avg = float(np.mean([r["delta_avg"] for r in results]))
+    null = np.mean([r["null"] for r in results], axis=0)
+    null_avg = np.mean([r["null_avg"] for r in results], axis=0)
+    return {"delta": delta, "delta_avg": delta_avg,
+            "p": _p_or_nan(_count_extreme(null, delta) + 1, R + 1, delta),
+            "p_avg": float(_p_or_nan(_count_extreme(null_avg, delta_avg) + 1, R + 1, delta_avg)),
+            "R": R, "n_units": sum(r["n_units"] for r in results), "null": null, "null_avg": null_avg}
 
 
 def _bitvectors(sel: np.ndarray, bitpos: np.ndarray, n_words: int) -> np.ndarray:
@@ -477,16 +502,73 @@ class _Resampler:
         return w @ self.values
 
 
+def _check_level(level: float) -> None:
+    if not 0 < level < 1:
+        raise ValueError(f"field 'level': {level!r} must lie in (0, 1)")
+
+
+def _percentile_intervals(s_t: np.ndarray, s_iid: np.ndarray, g: np.ndarray, level: float) -> dict:
+    """Percentile intervals of bootstrap draws (R, S) of s_T, s_iid and G, and of the mean G over scenarios;
+    draws with an undefined score (NaN) are left out of its quantiles."""
+    q = [(1 - level) / 2, (1 + level) / 2]
+
+    def interval(x: np.ndarray) -> np.ndarray:
+        if x.ndim == 2:
+            return np.stack([interval(col) for col in x.T])
+        ok = ~np.isnan(x)
+        return np.quantile(x[ok], q) if ok.any() else np.full(2, np.nan)
+
+    return {"s_T": interval(s_t), "s_iid": interval(s_iid), "G": interval(g), "G_avg": interval(g.mean(axis=1))}
+
+
 def bootstrap_ci(o: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str = "mean",
                  R: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
     """Percentile bootstrap intervals {"s_T": (S, 2), "s_iid": (S, 2), "G": (S, 2), "G_avg": (2,)} (lower, upper).
 
     A draw resamples the cases with replacement within each functionality and the i.i.d. examples with replacement;
     the same resample serves every scenario. Draws with an undefined score (NaN) are left out of its quantiles."""
+    _check_level(level)
+    s_t, s_iid = bootstrap_draws(o, func_index, n_func, task_type, iid_metric, R=R, seed=seed)
+    return _percentile_intervals(s_t, s_iid, _harmonic(s_t, s_iid), level)
+
+
+def hierarchical_bootstrap_ci(outcomes: list[Outcomes], func_index, n_func: int, task_type: str,
+                              iid_metric: str = "mean", R: int = 1000, seeds=None, outer_seed=0,
+                              level: float = 0.95) -> dict:
+    """Percentile intervals of the mean over training seeds, resampling seeds, then units (docs/STATISTICS.md).
+
+    ``outcomes``: one :class:`Outcomes` per training seed (the same units). A draw picks n seeds with
+    replacement out of the n (``outer_seed`` seeds that generator) and, for each pick, an independent
+    resample of that seed's units as :func:`bootstrap_ci` draws them (``seeds[i]`` seeds seed i's
+    resamples); its s_T, s_iid and G are the means over the n picks of the picks' values (G per pick, then
+    averaged, as the tables average G over seeds). With one training seed this is :func:`bootstrap_ci`."""
+    n = len(outcomes)
+    if n == 0:
+        raise ValueError("hierarchical_bootstrap_ci: no training seed")
+    seeds = [0] * n if seeds is None else list(seeds)
+    if len(seeds) != n:
+        raise ValueError(f"hierarchical_bootstrap_ci: {len(seeds)} draw seeds for {n} training seeds")
+    if n == 1:
+        return bootstrap_ci(outcomes[0], func_index, n_func, task_type, iid_metric, R=R, seed=seeds[0], level=level)
+    _check_level(level)
+    R = _n_draws(R)
+    draws = [bootstrap_draws(o, func_index, n_func, task_type, iid_metric, R=R * n, seed=sd)
+             for o, sd in zip(outcomes, seeds)]
+    s_t = np.stack([d[0] for d in draws])     # (n seeds, R n, S)
+    s_iid = np.stack([d[1] for d in draws])
+    g = _harmonic(s_t, s_iid)
+    pick = np.random.default_rng(outer_seed).integers(0, n, size=(R, n))
+    rep = np.arange(R)[:, None] * n + np.arange(n)[None, :]       # each pick its own unit resample
+    return _percentile_intervals(s_t[pick, rep].mean(axis=1), s_iid[pick, rep].mean(axis=1),
+                                 g[pick, rep].mean(axis=1), level)
+
+
+def bootstrap_draws(o: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str = "mean",
+                    R: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """R bootstrap draws (R, S) of s_T and s_iid: each resamples the cases with replacement within each
+    functionality and the i.i.d. examples with replacement, the same resample for every scenario."""
     _check_task(task_type, iid_metric)
     R = _n_draws(R)
-    if not 0 < level < 1:
-        raise ValueError(f"field 'level': {level!r} must lie in (0, 1)")
     s, n = o.passed.shape
     m, k = o.iid.shape[1:]
     if k != len(IID_FEATURES[task_type]):
@@ -508,16 +590,7 @@ def bootstrap_ci(o: Outcomes, func_index, n_func: int, task_type: str, iid_metri
         with np.errstate(invalid="ignore", divide="ignore"):
             feats = iid.sums(rng, rc).reshape(rc, s, k) / m
         s_iid[start:start + rc] = iid_statistic(feats, task_type, iid_metric)
-    g = _harmonic(s_t, s_iid)
-    q = [(1 - level) / 2, (1 + level) / 2]
-
-    def interval(x: np.ndarray) -> np.ndarray:
-        if x.ndim == 2:
-            return np.stack([interval(col) for col in x.T])
-        ok = ~np.isnan(x)
-        return np.quantile(x[ok], q) if ok.any() else np.full(2, np.nan)
-
-    return {"s_T": interval(s_t), "s_iid": interval(s_iid), "G": interval(g), "G_avg": interval(g.mean(axis=1))}
+    return s_t, s_iid
 
 
 def holm(pvalues) -> np.ndarray:

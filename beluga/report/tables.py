@@ -145,6 +145,21 @@ def wide_table(long: pd.DataFrame, field: str = "value") -> pd.DataFrame:
     return _pivot(df, rows, cols, field)
 
 
+def _spread(long: pd.DataFrame) -> tuple[np.ndarray | None, str]:
+    """(standard deviations over training seeds aligned with :func:`_grid`'s values, or None for a one-seed
+    table; a sentence saying how many seeds each cell has)."""
+    if "sd" not in long.columns or not long["sd"].notna().any():
+        return None, ""
+    df = _validate(long)
+    rows, cols = _layout(df)
+    names = [c[2] for c in cols]
+    sd = _pivot(df, rows, cols, "sd")[names].to_numpy(dtype=float)
+    counts = sorted({int(n) for n in pd.to_numeric(df.get("n_seeds"), errors="coerce").dropna()})
+    many = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    return sd, (f"Every cell: mean ± standard deviation over {many} training seeds; marks from tests stratified "
+                "by seed (docs/STATISTICS.md).")
+
+
 def _grid(long: pd.DataFrame):
     """Values, marks (+1 / -1 / 0) and bold flags as aligned numpy arrays."""
     df = _validate(long)
@@ -191,8 +206,10 @@ def _md_escape(text: str) -> str:
 
 
 def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm") -> str:
-    """Table 3 as a Markdown table (×100, one decimal) with a legend paragraph."""
+    """Table 3 as a Markdown table (×100, one decimal) with a legend paragraph; with several training
+    seeds every cell is the mean ± the standard deviation over seeds."""
     rows, cols, values, marks, bold = _grid(long)
+    sd, seeds_text = _spread(long)
     head = ["Configuration", "Method"]
     for task, col, name in cols:
         head.append("Avg" if name == AVG_COLUMN else f"{_task_label(task)} · {'i.i.d.' if col == 'iid' else col}")
@@ -208,6 +225,8 @@ def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | N
             s = f"{100 * v:.1f}"
             if bold[i, j]:
                 s = f"**{s}**"
+            if sd is not None and math.isfinite(sd[i, j]):
+                s += f" ± {100 * sd[i, j]:.1f}"
             if marks[i, j] > 0:
                 s += f" {UP}"
             elif marks[i, j] < 0:
@@ -224,6 +243,7 @@ def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | N
         f"{DASH}: not available."
         + (" Avg: mean G over tasks and scenarios." if has_avg else "")
         + " Confidence intervals, p-values and adjusted p-values are in the CSV file."
+        + (f" {seeds_text}" if seeds_text else "")
     )
     return "\n".join(lines) + "\n\n" + legend + "\n"
 
@@ -242,8 +262,10 @@ def _latex_col(col: str) -> str:
 
 def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm",
                  caption: str | None = None, label: str = "tab:table3") -> str:
-    """Table 3 as a complete LaTeX ``table`` (booktabs; needs ``\\usepackage[table]{xcolor}``)."""
+    """Table 3 as a complete LaTeX ``table`` (booktabs; needs ``\\usepackage[table]{xcolor}``); with several
+    training seeds every cell is the mean $\\pm$ the standard deviation over seeds."""
     rows, cols, values, marks, bold = _grid(long)
+    sd, seeds_text = _spread(long)
     n = len(cols)
     lines = [r"% Table 3 (BELUGA). Requires \usepackage{booktabs} and \usepackage[table]{xcolor} (for \cellcolor).",
              r"\begin{table}[t]", r"\centering", r"\small", r"\setlength{\tabcolsep}{3pt}",
@@ -282,6 +304,8 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
             s = f"{100 * v:.1f}"
             if bold[i, j]:
                 s = rf"\textbf{{{s}}}"
+            if sd is not None and math.isfinite(sd[i, j]):
+                s += rf"\,$\pm$\,{100 * sd[i, j]:.1f}"
             if marks[i, j] > 0:
                 s = r"\cellcolor{green!25}" + s
             elif marks[i, j] < 0:
@@ -299,6 +323,7 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
             r"(i.i.d.: two-sided exact binomial test on the discordant examples; $G$: approximate randomization, "
             rf"Yeh 2000; {latex_escape(_correction_text(correction))}). Bold: best score per column. "
             r"--: not available."
+            + (" " + latex_escape(seeds_text).replace("±", r"$\pm$") if seeds_text else "")
         )
     lines += [rf"\caption{{{caption}}}", rf"\label{{{label}}}", r"\end{table}"]
     return "\n".join(lines) + "\n"

@@ -42,18 +42,28 @@ def unit_outcomes(*, runs: list[dict], task_type: str, scenario_iid: str, out_un
     write_parquet(run_stats.outcomes_per_unit(runs, task_type, scenario_iid), out_units)
 
 
-def significance(*, task: str, units: str, suite: str, task_type: str, iid_metric: str, R: int, seed: int,
-                 alpha: float, correction: str, out_table: str, out_null: str) -> None:
-    table, null = run_stats.significance_table(_task_data(units, suite, task_type), iid_metric=iid_metric, R=R,
-                                        seed=run_stats.task_seed(seed, task), alpha=alpha, correction=correction)
+def _seed_data(units: list[str], suite: str, task_type: str) -> list[run_stats.TaskData]:
+    return [_task_data(u, suite, task_type) for u in units]
+
+
+def significance(*, task: str, units: list[str], seeds: list[int], base_seed: int, suite: str, task_type: str,
+                 iid_metric: str, R: int, seed: int, alpha: float, correction: str, out_table: str,
+                 out_null: str) -> None:
+    """``units``: each training seed's unit outcomes, in ``seeds`` order (one seed: the one-seed test)."""
+    table, null = run_stats.significance_table(
+        _seed_data(units, suite, task_type), iid_metric=iid_metric, R=R, alpha=alpha, correction=correction,
+        seed=[run_stats.draw_seed(seed, task, s, base_seed) for s in seeds], training_seeds=seeds)
     write_csv(table, out_table)
     write_parquet(null, out_null)
 
 
-def intervals(*, task: str, units: str, suite: str, task_type: str, iid_metric: str, R: int, seed: int,
-              out_table: str) -> None:
-    write_csv(run_stats.interval_table(_task_data(units, suite, task_type), iid_metric=iid_metric, R=R,
-                                 seed=run_stats.task_seed(seed, task)), out_table)
+def intervals(*, task: str, units: list[str], seeds: list[int], base_seed: int, suite: str, task_type: str,
+              iid_metric: str, R: int, seed: int, out_table: str) -> None:
+    """``units``: each training seed's unit outcomes, in ``seeds`` order (several: seeds then units resampled)."""
+    write_csv(run_stats.interval_table(
+        _seed_data(units, suite, task_type), iid_metric=iid_metric, R=R,
+        seed=[run_stats.draw_seed(seed, task, s, base_seed) for s in seeds],
+        outer_seed=run_stats.seed_resampling_seed(seed, task), training_seeds=seeds), out_table)
 
 
 def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, split: str, iid_test: str,
@@ -83,13 +93,14 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
     write_text(diag.diagnostics_markdown(summary, task, degenerate_share), out_markdown)
 
 
-def table3(*, tasks: list[str], scores: list[str], significance: list[str], intervals: list[str], null: list[str],
-           alpha: float, correction: str, out_csv: str, out_markdown: str, out_latex: str) -> None:
+def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], significance: list[str],
+           intervals: list[str], null: list[str], alpha: float, correction: str, out_csv: str, out_markdown: str,
+           out_latex: str) -> None:
     from beluga.report import tables
 
-    per_task = {t: {"scores": pd.read_csv(s), "significance": pd.read_csv(g), "intervals": pd.read_csv(i),
-                    "null": read_parquet(n, "null distribution")}
-                for t, s, g, i, n in zip(tasks, scores, significance, intervals, null, strict=True)}
+    per_task = {t: {"scores": pd.read_csv(s), "seed_scores": pd.read_csv(ss), "significance": pd.read_csv(g),
+                    "intervals": pd.read_csv(i), "null": read_parquet(n, "null distribution")}
+                for t, s, ss, g, i, n in zip(tasks, scores, seed_scores, significance, intervals, null, strict=True)}
     long = run_stats.table3_long(per_task, alpha, correction)
     write_csv(tables.table3_csv(long), out_csv)
     # the renderers read correction "none" as no correction

@@ -124,6 +124,20 @@ def non_integers(value, node: dict, schema: dict, path: str = ""):
             yield from non_integers(v, node["items"], schema, f"{path}[{i}]")
 
 
+#: top-level lists of integers a user sets on the command line (``--config seeds=[1,2,3]``)
+COMMAND_LINE_INTEGER_LISTS = ("seeds",)
+
+
+def command_line_integers(config: dict) -> None:
+    """``--config seeds=[1,2,3]``: Snakemake parses a list on the command line with YAML's BaseLoader,
+    so its items arrive as strings; whole-number strings of the integer lists become integers (in
+    place, before validation; anything else is left for the schema to refuse)."""
+    for key in COMMAND_LINE_INTEGER_LISTS:
+        value = config.get(key)
+        if isinstance(value, list):
+            config[key] = [int(v) if isinstance(v, str) and v.strip().isdigit() else v for v in value]
+
+
 def check_config(config: dict, schema: dict, configfiles=()) -> None:
     """What the schema cannot say: integers written as floats, split fractions
     that do not sum to 1, two OOD sets of a task with one name or a name the

@@ -32,6 +32,21 @@ class RunKey(NamedTuple):
 IID_RUN = RunKey("iid", "vanilla", "standard", "all")
 
 TASK, CONF, METHOD, PARTITION, FOLD = "{task}", "{conf}", "{method}", "{partition}", "{fold}"
+#: a training seed's folder under the task (empty for the base seed, ``seeds/<s>/`` for another seed:
+#: the base seed's paths are a one-seed run's, so adding a seed adds files and moves none)
+SEEDDIR = "{seeddir}"
+#: the wildcard constraint of ``seeddir``
+SEEDDIR_REGEX = "(seeds/[0-9]+/)?"
+
+
+def seeddir_of(seed: int, base: int) -> str:
+    """The seed folder of a training seed (``""`` for the base seed ``base``)."""
+    return "" if int(seed) == int(base) else f"seeds/{int(seed)}/"
+
+
+def seed_of(seeddir: str, base: int) -> int:
+    """The training seed of a seed folder (:func:`seeddir_of` inverted)."""
+    return int(base) if not seeddir else int(seeddir.strip("/").split("/")[1])
 
 
 def fold_dir(conf: str = CONF, method: str = METHOD, partition: str = PARTITION, fold: str = FOLD) -> str:
@@ -40,8 +55,8 @@ def fold_dir(conf: str = CONF, method: str = METHOD, partition: str = PARTITION,
 
 
 def fold_log(step: str, *extra: str) -> str:
-    """A per-fold job's log pattern: ``logs/{task}/<step>/{conf}/{method}/{partition}/{fold}[/extra].log``."""
-    return "/".join(["logs", TASK, step, fold_dir(), *extra]) + ".log"
+    """A per-fold job's log pattern: ``logs/{task}/{seeddir}<step>/{conf}/{method}/{partition}/{fold}[/extra].log``."""
+    return "/".join(["logs", TASK, SEEDDIR + step, fold_dir(), *extra]) + ".log"
 
 
 @dataclass(frozen=True)
@@ -71,41 +86,46 @@ class Paths:
         return self.task_path(task, "ood", "data", f"{name}.parquet")
 
     # --- runs: predictions, outcomes, models, selection, checkpoints --------------------------
-    def run(self, kind: str, task: str = TASK, conf: str = CONF, method: str = METHOD, partition: str = PARTITION,
-            fold: str = FOLD, ext: str = "parquet") -> str:
-        """A run's ``predictions`` or ``outcomes`` file (``ext="json"``: the predictions' run record)."""
-        return f"{self.task_path(task, kind, fold_dir(conf, method, partition, fold))}.{ext}"
+    def seeded(self, task: str, seeddir: str, kind: str, *parts: str) -> str:
+        """``<results>/<task>/<seeddir><kind>/<parts...>``: a training seed's files (``seeddir`` empty
+        for the base seed, ``seeds/<s>/`` for another; :func:`seeddir_of`)."""
+        return "/".join([self.results, task, seeddir + kind, *parts])
 
-    def iid_run(self, kind: str, task: str = TASK, ext: str = "parquet") -> str:
+    def run(self, kind: str, task: str = TASK, conf: str = CONF, method: str = METHOD, partition: str = PARTITION,
+            fold: str = FOLD, ext: str = "parquet", seeddir: str = SEEDDIR) -> str:
+        """A run's ``predictions`` or ``outcomes`` file (``ext="json"``: the predictions' run record)."""
+        return f"{self.seeded(task, seeddir, kind, fold_dir(conf, method, partition, fold))}.{ext}"
+
+    def iid_run(self, kind: str, task: str = TASK, ext: str = "parquet", seeddir: str = SEEDDIR) -> str:
         """The IID model's ``predictions`` or ``outcomes`` file."""
-        return self.run(kind, task, *IID_RUN, ext=ext)
+        return self.run(kind, task, *IID_RUN, ext=ext, seeddir=seeddir)
 
     def model(self, task: str = TASK, conf: str = CONF, method: str = METHOD, partition: str = PARTITION,
-              fold: str = FOLD) -> str:
+              fold: str = FOLD, seeddir: str = SEEDDIR) -> str:
         """A model folder."""
-        return self.task_path(task, "models", fold_dir(conf, method, partition, fold))
+        return self.seeded(task, seeddir, "models", fold_dir(conf, method, partition, fold))
 
-    def iid_model(self, task: str = TASK) -> str:
-        return self.model(task, *IID_RUN)
+    def iid_model(self, task: str = TASK, seeddir: str = SEEDDIR) -> str:
+        return self.model(task, *IID_RUN, seeddir=seeddir)
 
     def selection(self, task: str = TASK, conf: str = CONF, method: str = METHOD, partition: str = PARTITION,
-                  fold: str = FOLD) -> str:
-        """The folder where a fold's hyper-parameters are selected."""
-        return self.task_path(task, "selection", fold_dir(conf, method, partition, fold))
+                  fold: str = FOLD, seeddir: str = SEEDDIR) -> str:
+        """The folder where a fold's hyper-parameters are selected (per training seed)."""
+        return self.seeded(task, seeddir, "selection", fold_dir(conf, method, partition, fold))
 
     def trial(self, task: str = TASK, conf: str = CONF, method: str = METHOD, partition: str = PARTITION,
-              fold: str = FOLD, trial: str = "{trial}") -> str:
+              fold: str = FOLD, trial: str = "{trial}", seeddir: str = SEEDDIR) -> str:
         """A grid trial's score."""
-        return f"{self.selection(task, conf, method, partition, fold)}/trials/{trial}.json"
+        return f"{self.selection(task, conf, method, partition, fold, seeddir)}/trials/{trial}.json"
 
     def selected(self, task: str = TASK, conf: str = CONF, method: str = METHOD, partition: str = PARTITION,
-                 fold: str = FOLD) -> str:
+                 fold: str = FOLD, seeddir: str = SEEDDIR) -> str:
         """The selected grid point of a fold."""
-        return f"{self.selection(task, conf, method, partition, fold)}/selected.json"
+        return f"{self.selection(task, conf, method, partition, fold, seeddir)}/selected.json"
 
-    def checkpoints(self, rule: str, task: str, run: RunKey | tuple, *extra: str) -> str:
+    def checkpoints(self, rule: str, task: str, run: RunKey | tuple, *extra: str, seeddir: str = "") -> str:
         """A training job's epoch checkpoints (outside its outputs): rule, run, then a trial's id."""
-        return self.task_path(task, "checkpoints", rule, *run, *extra)
+        return self.seeded(task, seeddir, "checkpoints", rule, *run, *extra)
 
     # --- a task's tables, figures and reports ----------------------------------------------
     def scores(self, name: str, task: str = TASK) -> str:
@@ -119,6 +139,10 @@ class Paths:
 
     def stats(self, name: str, task: str = TASK) -> str:
         return self.task_path(task, "stats", name)
+
+    def unit_outcomes(self, task: str = TASK, seeddir: str = SEEDDIR) -> str:
+        """A training seed's per-unit outcomes (the statistics' input; one file per seed)."""
+        return self.seeded(task, seeddir, "stats", "unit_outcomes.parquet")
 
     def diagnostics(self, name: str, task: str = TASK) -> str:
         return self.task_path(task, "diagnostics", name)
@@ -136,10 +160,10 @@ class Paths:
         return self.task_path(task, "inoculation", name)
 
     def inoculation_run(self, task: str = TASK, unit: str = "{unit}", dose: str = "{dose}", lr: str = "{lr}",
-                        ext: str = "json") -> str:
+                        ext: str = "json", seeddir: str = SEEDDIR) -> str:
         """One (unit, dose, learning rate id) inoculation result (``ext``: json, the record; parquet, its
         per-case challenge and per-example original outcomes)."""
-        return self.task_path(task, "inoculation", "runs", unit, dose, f"{lr}.{ext}")
+        return self.seeded(task, seeddir, "inoculation", "runs", unit, dose, f"{lr}.{ext}")
 
     def combinational(self, name: str) -> str:
         """The combinational analysis' shared files (pool.parquet, comparison.csv, ...)."""
@@ -149,8 +173,9 @@ class Paths:
         """A combinational variant's files (table.csv, accuracy.png, ...), under its name."""
         return self.combinational(f"{variant}/{name}")
 
-    def combinational_run(self, k: int | str = "{k}", variant: str = "{variant}") -> str:
-        return self.combinational_variant(f"runs/k{k}.json", variant)
+    def combinational_run(self, k: int | str = "{k}", variant: str = "{variant}", seeddir: str = SEEDDIR) -> str:
+        """A variant's run with K training inputs per label, of a training seed."""
+        return self.combinational_variant(f"{seeddir}runs/k{k}.json", variant)
 
     # --- across tasks --------------------------------------------------------------------------
     def table3(self, name: str) -> str:

@@ -24,7 +24,7 @@ from beluga.errors import ConfigError
 from beluga.methods import get_algorithm, method_hparams
 from beluga.settings import fold_run
 from beluga.workflow import dag
-from beluga.workflow.paths import IID_RUN, Paths, RunKey
+from beluga.workflow.paths import IID_RUN, Paths, RunKey, seed_of, seeddir_of
 
 #: the rules whose settings :meth:`Runs.settings` builds (finetune_keep and finetune_model use finetune's)
 TRAINING_RULES = ("train_iid", "finetune", "trial", "inoculate", "combinational_train")
@@ -57,6 +57,14 @@ def gpu_resources(config: dict) -> dict:
     if config["gpu_partition"]:
         out["slurm_partition"] = config["gpu_partition"]
     return out
+
+
+def _seeddir(w: Mapping) -> str:
+    """A job's seed folder (its ``seeddir`` wildcard; the base seed's ``""`` when the mapping has none)."""
+    try:
+        return w["seeddir"] or ""
+    except (KeyError, IndexError, AttributeError):
+        return ""
 
 
 # ---------------------------------------------------------------- a task's blocks (also the cost plan's)
@@ -92,6 +100,9 @@ class Runs:
         self.config, self.paths, self.data_dir = config, paths, data_dir
         self.tasks = config["tasks"]
         self.configurations = list(config["configurations"])
+        #: the base seed (its runs keep the one-seed paths) and the training seeds, in config order
+        self.base_seed = int(config["seed"])
+        self.seeds = [int(s) for s in (config.get("seeds") or [self.base_seed])]
         self.methods = list(config["methods"])
         self.predict = config["predict"]
         self.combinational = config["combinational"]
@@ -153,15 +164,29 @@ class Runs:
 
     def selected(self, w: Mapping) -> str:
         """A fold's selected hyper-parameters: selected on the seen fold (policy "seen", the paper)
-        or on the fold itself (policy "per_fold"), by the method's selection method."""
-        task, method = w["task"], self.selection_method(w["task"], w["method"])
+        or on the fold itself (policy "per_fold"), by the method's selection method, with the
+        fold's own training seed."""
+        task, method, sd = w["task"], self.selection_method(w["task"], w["method"]), _seeddir(w)
         if self.selection(task)["policy"] == "seen":
-            return self.paths.selected(task, w["conf"], method, "seen", "all")
-        return self.paths.selected(task, w["conf"], method, w["partition"], w["fold"])
+            return self.paths.selected(task, w["conf"], method, "seen", "all", seeddir=sd)
+        return self.paths.selected(task, w["conf"], method, w["partition"], w["fold"], seeddir=sd)
 
     def has_grid(self, task: str, method: str) -> bool:
         """A fold of ``method`` trains with selected hyper-parameters (its selection method has a grid)."""
         return bool(self.grid_points[(task, self.selection_method(task, method))])
+
+    # --- training seeds ------------------------------------------------------------------------------
+    def seeddirs(self) -> list[str]:
+        """Each training seed's folder (``""`` for the base seed), in config order."""
+        return [seeddir_of(s, self.base_seed) for s in self.seeds]
+
+    def seed_of(self, seeddir: str) -> int:
+        """The training seed of a seed folder."""
+        return seed_of(seeddir, self.base_seed)
+
+    def first_seeddir(self) -> str:
+        """The folder of the first training seed (the one whose models the failure pages show)."""
+        return self.seeddirs()[0]
 
     # --- folds and runs ------------------------------------------------------------------------------
     def fold_spec(self, task: str, partition: str, fold: str) -> dict:
@@ -199,32 +224,42 @@ class Runs:
             return [k for k in self.run_keys(task) if k.conf == "iid" or k.partition == "seen"]
         return [k for k in self.run_keys(task) if self.predicts_ood(k.conf, k.partition)]
 
+    def run_files(self, task: str, kind: str, keys=None, seeddirs=None) -> list[str]:
+        """The ``kind`` file of every run of ``keys`` (default: every run of the task) of every
+        training seed (``seeddirs``, default all), seed by seed, in the order of :meth:`records`."""
+        keys = self.run_keys(task) if keys is None else keys
+        return [self.paths.run(kind, task, *key, seeddir=sd)
+                for sd in (self.seeddirs() if seeddirs is None else seeddirs) for key in keys]
+
     def records(self, task: str, kind: str, keys=None, functionalities: bool = True,
-                predictions: bool = False) -> list[dict]:
-        """The record of every run of ``keys`` (default: every run of the task): configuration,
+                predictions: bool = False, seeddirs=None) -> list[dict]:
+        """The record of every run of ``keys`` (default: every run of the task) of every training
+        seed (``seeddirs``, default all), seed by seed: the training ``seed``, configuration,
         method, partition, fold, the path of its ``kind`` file, the T_test functionalities it
         predicted (None: all) and, with ``predictions``, its predictions file."""
         out = []
-        for key in self.run_keys(task) if keys is None else keys:
-            c, m, p, f = key
-            rec = {"configuration": c, "method": m, "partition": p, "fold": f, "path": self.paths.run(kind, task, *key)}
-            if functionalities:
-                rec["functionalities"] = self.scored_functionalities(task, p, f)
-            if predictions:
-                rec["predictions"] = self.paths.run("predictions", task, *key)
-            out.append(rec)
+        for sd in self.seeddirs() if seeddirs is None else seeddirs:
+            for key in self.run_keys(task) if keys is None else keys:
+                c, m, p, f = key
+                rec = {"configuration": c, "method": m, "partition": p, "fold": f,
+                       "path": self.paths.run(kind, task, *key, seeddir=sd), "seed": self.seed_of(sd)}
+                if functionalities:
+                    rec["functionalities"] = self.scored_functionalities(task, p, f)
+                if predictions:
+                    rec["predictions"] = self.paths.run("predictions", task, *key, seeddir=sd)
+                out.append(rec)
         return out
 
     def start_model(self, w: Mapping) -> tuple[str | None, str]:
         """(input path or None, label for the run record) of a fold's start model: a method with
         a start method (lp_ft) starts from that method's model of the same configuration and fold;
         otherwise IID→T and IID→(IID+T) start from the IID model and IID+T from the pre-trained model."""
-        first = get_algorithm(w["method"]).start_method
+        first, sd = get_algorithm(w["method"]).start_method, _seeddir(w)
         if first is not None:
-            model = self.paths.model(w["task"], w["conf"], first, w["partition"], w["fold"])
+            model = self.paths.model(w["task"], w["conf"], first, w["partition"], w["fold"], seeddir=sd)
             return model, f"{first} model of this fold"
         if beluga_folds.configuration(w["conf"]).from_iid:
-            return self.paths.iid_model(w["task"]), "iid"
+            return self.paths.iid_model(w["task"], seeddir=sd), "iid"
         return None, self.tasks[w["task"]]["model"]
 
     def comb_variant(self, variant: str | None = None) -> dict:
@@ -251,14 +286,18 @@ class Runs:
         other field from the config (the task's training block; the combinational analysis' own)."""
         if rule not in TRAINING_RULES:
             raise ValueError(f"settings: {rule!r} is not a training rule ({', '.join(TRAINING_RULES)})")
-        changes = {}
+        # the job's training seed: the base seed's jobs train as a one-seed run does (the combinational
+        # analysis with its own seed), another seed's with that seed
+        sd = _seeddir(w)
+        changes = {} if not sd else {"seed": self.seed_of(sd)}
         if rule == "combinational_train":
             comb = self.comb_variant(w["variant"])   # the variant's model, length limit and training
             task, task_type, model = "combinational", "sent", comb["model"]
             training = {**self.config["training"], "max_length": comb["max_length"]}
             key, held_out, funcs = RunKey("iid", "vanilla", "standard", f"{w['variant']}-k{w['k']}"), (), ()
             start, hparams, checkpoint_dir = model, {**comb["training"], **method_hparams("vanilla")}, None
-            model_lock, changes["seed"] = self.model_marker(None, w["variant"]), self.combinational["seed"]
+            model_lock = self.model_marker(None, w["variant"])
+            changes.setdefault("seed", self.combinational["seed"])
         else:
             task = w["task"]
             task_type, model, training = self.tasks[task]["type"], self.tasks[task]["model"], self.training(task)
@@ -266,7 +305,7 @@ class Runs:
             if rule == "train_iid":
                 key, held_out, funcs, start = IID_RUN, (), (), model
                 hparams = self.stage_hparams(task, "iid", "vanilla")
-                checkpoint_dir = self.paths.checkpoints(rule, task, key)
+                checkpoint_dir = self.paths.checkpoints(rule, task, key, seeddir=sd)
                 changes["threads"] = self.iid_threads
             elif rule == "inoculate":  # IID→T on the unit's dose
                 inoc = self.inoculation
@@ -282,7 +321,7 @@ class Runs:
                 held_out = tuple(self.fold_spec(task, key.partition, key.fold)["held_out"])
                 start, hparams = self.start_model(w)[1], self.stage_hparams(task, "suite", key.method)
                 trial = [w["trial"]] if rule == "trial" else []
-                checkpoint_dir = self.paths.checkpoints(rule, task, key, *trial)
+                checkpoint_dir = self.paths.checkpoints(rule, task, key, *trial, seeddir=sd)
         run = fold_run(self.config, training, task=task, task_type=task_type, model=model, configuration=key.conf,
                        method=key.method, partition=key.partition, fold=key.fold, held_out=held_out,
                        functionalities=funcs, start_label=start, hparams=hparams, checkpoint_dir=checkpoint_dir,
@@ -350,11 +389,13 @@ class Runs:
         name = self.inoc_units[task][unit].get("challenge")
         return [] if name is None else [self.paths.ood_data(name, task)]
 
-    def inoc_results(self, task: str, ext: str = "json") -> list[str]:
-        """Every (unit, dose, learning rate) result of a task (``ext``: json, the record; parquet, the
-        per-case and per-example outcomes), in the same order for both."""
+    def inoc_results(self, task: str, ext: str = "json", seeddirs=None) -> list[str]:
+        """Every (unit, dose, learning rate) result of a task of every training seed (``seeddirs``,
+        default all), seed by seed (``ext``: json, the record; parquet, the per-case and per-example
+        outcomes), in the same order for both."""
         return [
-            self.paths.inoculation_run(task, unit, dose, inoculation.lr_id(lr), ext)
+            self.paths.inoculation_run(task, unit, dose, inoculation.lr_id(lr), ext, seeddir=sd)
+            for sd in (self.seeddirs() if seeddirs is None else seeddirs)
             for unit in self.inoc_units[task]
             for dose in self.inoc_doses(task, unit)
             for lr in self.inoc_lrs
