@@ -139,6 +139,11 @@ def run_files(kind):
     return lambda w: RUNS.run_files(w.task, kind)
 
 
+def first_seed_run_files(kind):
+    """The ``kind`` file of every run of the first training seed (the failure pages' models)."""
+    return lambda w: RUNS.run_files(w.task, kind, seeddirs=[RUNS.first_seeddir()])
+
+
 def seed_run_files(kind):
     """The ``kind`` file of every run of the job's own training seed (its ``seeddir``)."""
     return lambda w: RUNS.run_files(w.task, kind, seeddirs=[w.seeddir])

@@ -1,10 +1,11 @@
-# Pass-rate heatmaps, one per scenario, and Figure 1 (beluga/steps/plots.py).
+# Pass-rate heatmaps, one per scenario, and Figure 1 (beluga/steps/plots.py), from each
+# training seed's pass rates (several seeds: the mean with the spread over seeds).
 
 
 rule heatmap:
     input:
         suite=PATHS.suite(),
-        pass_rates=PATHS.scores("pass_rates.csv"),
+        pass_rates=PATHS.scores("per_seed_pass_rates.csv"),
     output:
         png=PATHS.plots("heatmap_{scenario}.png"),
     log:
@@ -21,7 +22,7 @@ rule heatmap:
 rule figure1:
     input:
         suite=PATHS.suite(),
-        pass_rates=PATHS.scores("pass_rates.csv"),
+        pass_rates=PATHS.scores("per_seed_pass_rates.csv"),
     output:
         png=report(
             PATHS.figures("figure1.png"),

@@ -105,8 +105,8 @@ rule diagnostics:
 
 rule failures:
     input:
-        outcomes=run_files("outcomes"),
-        predictions=run_files("predictions"),
+        outcomes=first_seed_run_files("outcomes"),
+        predictions=first_seed_run_files("predictions"),
         suite=PATHS.suite(),
         split=PATHS.suite("split.parquet"),
     output:
@@ -124,6 +124,7 @@ rule failures:
         "../envs/beluga.yaml"
     params:
         runs=failure_runs,
+        seeds=RUNS.seeds,
         task_type=lambda w: TASKS[w.task]["type"],
         k=STATISTICS["failures_per_functionality"],
     script:

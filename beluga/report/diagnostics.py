@@ -387,7 +387,7 @@ def diagnostics_summary(table: pd.DataFrame) -> pd.DataFrame:
     t["_deg"] = deg.astype(int)
     t["_deg_iid"] = on.isin(["iid", "both"]).astype(int)
     t["_deg_suite"] = on.isin(["suite", "both"]).astype(int)
-    skip = set(ID_COLUMNS) | {"degenerate", "_deg", "_deg_iid", "_deg_suite"}
+    skip = set(ID_COLUMNS) | {"seed", "degenerate", "_deg", "_deg_iid", "_deg_suite"}
     numeric = [c for c in t.columns if c not in skip and pd.api.types.is_numeric_dtype(t[c])
                and not pd.api.types.is_bool_dtype(t[c])]
     g = t.groupby(["configuration", "method"], sort=False)

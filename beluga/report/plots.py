@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 
 import matplotlib
 
@@ -31,6 +32,26 @@ def heatmap_matrix(long: pd.DataFrame, functionalities: pd.DataFrame, scenario: 
         label = CONFIG_LABELS.get(conf, conf)
         labels.append(f"{label} (standard)" if conf == BASELINE[0] else f"{label} · {meth}")
     return 100 * np.array(rows), labels, ["average"] + funcs
+
+
+def seed_matrices(longs: dict, functionalities: pd.DataFrame, scenario: str, configurations: list[str],
+                  methods: list[str]) -> tuple[np.ndarray, np.ndarray | None, list[str], list[str]]:
+    """:func:`heatmap_matrix` over training seeds: ``longs`` maps each seed to its pass-rate table. Returns
+    (mean over seeds, standard deviation over seeds (ddof=1; None with one seed), row labels, column labels);
+    the average column's spread is that of the seeds' own averages."""
+    mats = [heatmap_matrix(lg, functionalities, scenario, configurations, methods) for lg in longs.values()]
+    if len(mats) == 1:
+        return mats[0][0], None, mats[0][1], mats[0][2]
+    stack = np.stack([m[0] for m in mats])
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # a cell no seed scored stays NaN
+        mean, sd = np.nanmean(stack, axis=0), np.nanstd(stack, axis=0, ddof=1)
+    return mean, sd, mats[0][1], mats[0][2]
+
+
+def _spread_text(sd: np.ndarray | None, i: int, j: int) -> str:
+    """The second line of a cell with several seeds: "±sd" (empty without a spread)."""
+    return "" if sd is None or not np.isfinite(sd[i, j]) else f"±{sd[i, j]:.0f}"
 
 
 def class_sorted(functionalities: pd.DataFrame) -> pd.DataFrame:
@@ -63,27 +84,37 @@ def _type_handles() -> list:
     return [plt.Line2D([], [], color=c, marker="s", ls="", label=t) for t, c in TYPE_COLORS.items()]
 
 
-def plot_heatmap(long: pd.DataFrame, functionalities: pd.DataFrame, scenario: str, configurations: list[str],
+def plot_heatmap(long: pd.DataFrame | dict, functionalities: pd.DataFrame, scenario: str, configurations: list[str],
                  methods: list[str], out_png: str | os.PathLike, title: str) -> None:
+    """The pass-rate heatmap of a scenario. ``long``: the pass-rate table, or a mapping training seed -> its
+    table (several seeds: each cell is the mean over seeds with "±sd" below it)."""
     functionalities = class_sorted(functionalities)
-    mat, row_labels, col_labels = heatmap_matrix(long, functionalities, scenario, configurations, methods)
+    longs = long if isinstance(long, dict) else {0: long}
+    mat, sd, row_labels, col_labels = seed_matrices(longs, functionalities, scenario, configurations, methods)
     n_rows, n_cols = mat.shape
-    fig, ax = plt.subplots(figsize=(max(8, 0.42 * n_cols + 3), max(3, 0.45 * n_rows + 3.5)))
+    tall = 1.0 if sd is None else 1.5
+    fig, ax = plt.subplots(figsize=(max(8, 0.42 * n_cols + 3), max(3, 0.45 * tall * n_rows + 3.5)))
     cmap = plt.get_cmap("RdYlGn").with_extremes(bad="lightgrey")
     im = ax.imshow(np.ma.masked_invalid(mat), cmap=cmap, vmin=0, vmax=100, aspect="auto")
     for i in range(n_rows):
         for j in range(n_cols):
-            if np.isfinite(mat[i, j]):
+            if np.isfinite(mat[i, j]) and sd is None:
                 ax.text(j, i, f"{mat[i, j]:.0f}", ha="center", va="center", fontsize=7)
+            elif np.isfinite(mat[i, j]):
+                ax.text(j, i - 0.12, f"{mat[i, j]:.0f}", ha="center", va="center", fontsize=7)
+                ax.text(j, i + 0.25, _spread_text(sd, i, j), ha="center", va="center", fontsize=6)
     ax.set_yticks(range(n_rows), row_labels, fontsize=8)
     ax.set_xticks(range(n_cols), col_labels, rotation=60, ha="right", fontsize=7)
     types = ["avg"] + list(functionalities["test_type"])
     for tick, t in zip(ax.get_xticklabels(), types):
         tick.set_color(TYPE_COLORS.get(t, "black"))
     _draw_separators(ax, list(functionalities["capability"]), len(configurations), len(methods), lw=1.5)
+    if sd is not None:
+        fig.text(0.01, 0.01, f"each cell: mean ± sd over {len(longs)} training seeds ({', '.join(map(str, longs))})",
+                 ha="left", va="bottom", fontsize=8, style="italic")
     ax.set_title(title, fontsize=10, loc="right")
     cbar = fig.colorbar(im, ax=ax, fraction=0.025, pad=0.01)
-    cbar.set_label("pass rate (%)")
+    cbar.set_label("pass rate (%)" if sd is None else "pass rate (%), mean over seeds")
     ax.legend(handles=_type_handles(), loc="lower left", bbox_to_anchor=(0.0, 1.01), ncol=3, fontsize=7,
               title="tick colour = test type", title_fontsize=7, frameon=False)
     fig.tight_layout()
@@ -109,6 +140,14 @@ def figure1_matrices(long: pd.DataFrame, functionalities: pd.DataFrame, configur
     return {sc: heatmap_matrix(long, funcs, sc, configurations, methods) for sc in FIGURE1_SCENARIOS}
 
 
+def figure1_seed_matrices(longs: dict, functionalities: pd.DataFrame, configurations: list[str],
+                          methods: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray | None, list[str], list[str]]]:
+    """:func:`figure1_matrices` over training seeds (``longs``: seed -> pass-rate table): per panel the mean,
+    the standard deviation over seeds (None with one seed) and the labels (:func:`seed_matrices`)."""
+    funcs = class_sorted(functionalities)
+    return {sc: seed_matrices(longs, funcs, sc, configurations, methods) for sc in FIGURE1_SCENARIOS}
+
+
 def _key_columns(lines: list[tuple[str, str, bool]], n_col: int) -> list[list[tuple[str, str, bool]]]:
     """Flow key lines into n_col columns of equal height, never leaving a class
     header alone at the bottom of a column."""
@@ -126,20 +165,26 @@ def _key_columns(lines: list[tuple[str, str, bool]], n_col: int) -> list[list[tu
         per_col += 1
 
 
-def build_figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: list[str], methods: list[str],
-            title: str) -> plt.Figure:
+def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, configurations: list[str],
+                  methods: list[str], title: str) -> plt.Figure:
     """Build Figure 1 for one task: four heatmap panels (seen, func, class, type)
-    side by side, one colour scale, functionalities numbered with a key below."""
+    side by side, one colour scale, functionalities numbered with a key below.
+    ``long``: the pass-rate table, or a mapping training seed -> its table (several
+    seeds: each cell the mean over seeds with "±sd" below it)."""
     funcs = class_sorted(functionalities)
-    mats = figure1_matrices(long, funcs, configurations, methods)
+    longs = long if isinstance(long, dict) else {0: long}
+    seed_mats = figure1_seed_matrices(longs, funcs, configurations, methods)
+    mats = {sc: (m[0], m[2], m[3]) for sc, m in seed_mats.items()}
+    spreads = {sc: m[1] for sc, m in seed_mats.items()}
+    several = spreads["seen"] is not None
     n_rows, n_cols = mats["seen"][0].shape
     row_labels = mats["seen"][1]
     names, caps, types = list(funcs["functionality"]), list(funcs["capability"]), list(funcs["test_type"])
 
     # sizes in inches, from the number of cells
     cw = float(np.clip(6.0 / n_cols, 0.12, 0.28))
-    ch = 0.26 if n_rows <= 12 else 0.22
-    cell_fs = min(7.5, cw * 72 / 2.2, ch * 72 * 0.55)  # "100" fits the cell width
+    ch = (0.26 if n_rows <= 12 else 0.22) * (1.6 if several else 1.0)
+    cell_fs = min(7.5, cw * 72 / 2.2, ch * 72 * (0.34 if several else 0.55))  # "100" fits the cell width
     show_values = n_cols <= 60 and cell_fs >= 4.5
     digits = len(str(n_cols - 1))
     tick_fs = min(7.5, (cw * 72 - 1.5) / (0.64 * digits))  # numbers side by side if they fit at >= 6 pt
@@ -150,7 +195,7 @@ def build_figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurati
     panel_w, panel_h, gap = n_cols * cw, n_rows * ch, 0.3
     cbar_x = label_w + 4 * panel_w + 3 * gap + 0.2
     width = max(10.0, cbar_x + 0.15 + 0.75)
-    top_h, tick_h = 0.8, 0.4
+    top_h, tick_h = (1.0 if several else 0.8), 0.4
 
     key_fs = 7.0
     char_w, line_h = 0.56 * key_fs / 72, 1.45 * key_fs / 72
@@ -185,8 +230,12 @@ def build_figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurati
                     if np.isfinite(v):
                         r, g, b, _a = cmap(v / 100)
                         dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.45
-                        ax.text(j, i, f"{v:.0f}", ha="center", va="center", fontsize=cell_fs,
-                                color="white" if dark else "black", fontweight="bold" if j == 0 else "normal")
+                        color = "white" if dark else "black"
+                        ax.text(j, i - (0.15 if several else 0.0), f"{v:.0f}", ha="center", va="center",
+                                fontsize=cell_fs, color=color, fontweight="bold" if j == 0 else "normal")
+                        if several:
+                            ax.text(j, i + 0.25, _spread_text(spreads[sc], i, j), ha="center", va="center",
+                                    fontsize=cell_fs * 0.8, color=color)
         ticks = ["avg"] + [str(k) for k in range(1, n_cols)]
         ax.set_xticks(range(n_cols), ticks, fontsize=tick_fs)
         ax.tick_params(axis="x", length=2, pad=1.5)
@@ -208,6 +257,9 @@ def build_figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurati
     cbar.ax.tick_params(labelsize=7)
 
     fig.text(0.15 / width, 1 - 0.12 / height, title, ha="left", va="top", fontsize=11, fontweight="bold")
+    if several:
+        fig.text(0.15 / width, 1 - 0.36 / height, f"each cell: mean ± sd over {len(longs)} training seeds "
+                 f"({', '.join(map(str, longs))})", ha="left", va="top", fontsize=8, style="italic")
     handles = _type_handles() + [plt.Line2D([], [], color=NAN_COLOR, marker="s", ls="", label="no score")]
     fig.legend(handles=handles, loc="upper right", bbox_to_anchor=(1 - 0.15 / width, 1 - 0.05 / height),
                ncol=len(handles), fontsize=7, frameon=False, title="tick / key colour = test type",
@@ -223,8 +275,8 @@ def build_figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurati
     return fig
 
 
-def plot_figure1(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: list[str], methods: list[str],
-                 out_png: str | os.PathLike, out_pdf: str | os.PathLike, title: str) -> None:
+def plot_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, configurations: list[str],
+                 methods: list[str], out_png: str | os.PathLike, out_pdf: str | os.PathLike, title: str) -> None:
     """Figure 1 of the paper for one task, written atomically as PNG (150 dpi) and PDF."""
     fig = build_figure1(long, functionalities, configurations, methods, title)
     try:

@@ -22,8 +22,9 @@ def _task_data(units: str, suite: str, task_type: str) -> run_stats.TaskData:
 
 
 def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: str, k: int, out_table: str,
-             out_markdown: str, out_html: str) -> None:
-    """Failing T_test cases per functionality of every model (beluga.analyses.behavioral.pipeline_failures)."""
+             out_markdown: str, out_html: str, seeds: list[int] | None = None) -> None:
+    """Failing T_test cases per functionality of every model (beluga.analyses.behavioral.pipeline_failures);
+    with several training ``seeds``, ``runs`` are the first seed's models (the Markdown says so)."""
     from beluga.analyses.behavioral import failures_html, failures_markdown, pipeline_failures
     from beluga.metrics import CONFIG_LABELS
 
@@ -34,7 +35,10 @@ def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: 
     df = pipeline_failures(suite_test, loaded, ttype, k=k)
     funcs = functionality_table(load_suite(suite))
     write_csv(df, out_table)
-    write_text(failures_markdown(df, task), out_markdown)
+    note = "" if not seeds or len(seeds) < 2 else (
+        f"\nThe models shown are those of training seed {seeds[0]}, the first of {len(seeds)} "
+        f"({', '.join(map(str, seeds))}); every seed's scores are in scores/per_seed_scores.csv.\n")
+    write_text(failures_markdown(df, task) + note, out_markdown)
     write_text(failures_html(df, funcs, task, CONFIG_LABELS), out_html)
 
 
@@ -72,12 +76,14 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
     functionalities it is scored on (predict.scope), so its diagnostics
     describe what it predicted (every case of those functionalities must be
     there); only a model that predicted every functionality can be flagged
-    degenerate on the suite."""
+    degenerate on the suite. Several training seeds: every seed's models, with
+    a ``seed`` column; the summary per pair counts the models of every seed."""
     from beluga.report import diagnostics as diag
 
     suite_test = split_cases(suite, split, task_type, "test")
     every = set(suite_test["functionality"])
     iid = read_parquet(iid_test, "i.i.d. test data")
+    several = len({r.get("seed") for r in runs}) > 1   # several training seeds: a seed column per model
     rows = []
     for run in runs:
         funcs = run.get("functionalities")
@@ -85,7 +91,8 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
         d = diag.run_diagnostics(read_parquet(run["path"], "predictions"), cases, iid, task_type,
                                  degenerate_share=degenerate_share, source=run["path"],
                                  whole_suite=funcs is None or set(funcs) >= every)
-        rows.append(dict(d, **{k: run[k] for k in ("configuration", "method", "partition", "fold")}))
+        rows.append(dict(d, **{k: run[k] for k in ("configuration", "method", "partition", "fold")},
+                         **({"seed": run["seed"]} if several else {})))
     table = diag.diagnostics_table(rows)
     summary = diag.diagnostics_summary(table)
     write_csv(table, out_table)

@@ -157,6 +157,7 @@ def load_config(configfile: str | None, overrides: list[str] = ()) -> dict:
         if not sep or not key:
             raise ConfigError(f"--config: field {item!r}: expected KEY=VALUE")
         update_config(config, {key: _yaml(value, f"--config: field {key!r}")})
+    dag.command_line_integers(config)
     try:
         validate(config, schema=str(CONFIG_SCHEMA))
     except Exception as e:  # a WorkflowError wrapping the jsonschema error
@@ -326,19 +327,20 @@ def plan(config: dict, rates: dict, configfiles=()) -> list[Line]:
         raise type(e)(dag.dag_error_line(e, configfiles)) from None
     inoc, comb = config["inoculation"], config["combinational"]
     lines: dict[tuple, Line] = {}
+    n_seeds = len(the_runs.seeds)   # every job the plan counts trains (or predicts a model) once per seed
 
     def add(rule, conf, method, task, train_seqs, predict_seqs, cost, factor=1.0):
-        """One job: ``factor`` is the method's training cost per sequence relative to vanilla."""
+        """One job per training seed: ``factor`` is the method's training cost per sequence relative to vanilla."""
         line = lines.setdefault((rule, conf, method), Line(rule, conf, method))
-        line.jobs += 1
-        line.train_seqs += train_seqs
-        line.predict_seqs += predict_seqs
+        line.jobs += n_seeds
+        line.train_seqs += n_seeds * train_seqs
+        line.predict_seqs += n_seeds * predict_seqs
         secs = (rates["fixed_s_per_job"] + train_seqs * cost * factor / rates["train_seq_per_s"]
                 + predict_seqs * cost / rates["predict_seq_per_s"])
-        hours = secs * max(1, int(config["gpus"]) or int(config["job_threads"])) / 3600
+        hours = n_seeds * secs * max(1, int(config["gpus"]) or int(config["job_threads"])) / 3600
         line.hours += hours
         line.task_hours[task] = line.task_hours.get(task, 0.0) + hours
-        line.task_jobs[task] = line.task_jobs.get(task, 0) + 1
+        line.task_jobs[task] = line.task_jobs.get(task, 0) + n_seeds
 
     scope = config["predict"]["scope"]
     method_cost = rates.get("method_cost", {})
@@ -452,7 +454,8 @@ def disk_plan(config: dict, lines: list[Line], concurrent: int) -> dict:
     tasks = config["tasks"]
     params = {t: n_parameters(str(c["model"])) for t, c in tasks.items()}
     training_jobs = []  # checkpoint bytes of every training job
-    kept = {t: MODEL_BYTES * params[t] for t in tasks}  # the IID models
+    n_seeds = len(config.get("seeds") or [config["seed"]])
+    kept = {t: n_seeds * MODEL_BYTES * params[t] for t in tasks}  # the IID models (one per training seed)
     lp_models = 0
     for ln in lines:   # inoculation and combinational jobs write no checkpoint (their best weights stay in memory)
         for t, n in ln.task_jobs.items():
@@ -487,11 +490,13 @@ def render_disk(d: dict) -> str:
             f"Hugging Face cache ({_gb(d['model_cache'])}); predictions and data are small beside them\n")
 
 
-def render(lines: list[Line], device: str, source: str, config_name: str) -> str:
+def render(lines: list[Line], device: str, source: str, config_name: str, seeds: list[int] | None = None) -> str:
     unit = "GPU-h" if device == "cuda" else "core-h"
     total = sum(ln.hours for ln in lines)
     rows = sorted(lines, key=lambda ln: -ln.hours)
-    out = [f"cost plan for {config_name}: {sum(ln.jobs for ln in lines):,} training / prediction jobs, "
+    several = f" ({len(seeds)} training seeds: {', '.join(map(str, seeds))}; every job once per seed)" \
+        if seeds and len(seeds) > 1 else ""
+    out = [f"cost plan for {config_name}: {sum(ln.jobs for ln in lines):,} training / prediction jobs{several}, "
            f"{total:,.1f} {unit} in all ({device}; throughput: {source})", ""]
     wr = max([15] + [len(ln.rule) for ln in lines])   # a combinational line names its variant
     wc = max([18] + [len(ln.configuration) for ln in lines])
@@ -543,7 +548,7 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
             source = "numbers given on the command line" if k != "fixed_s_per_job" else source
     lines = plan(config, rates, [path])
     disk = disk_plan(config, lines, concurrent_jobs)
-    text = render(lines, device, source, configfile or "config.yaml") + render_disk(disk)
+    text = render(lines, device, source, configfile or "config.yaml", config.get("seeds")) + render_disk(disk)
     if as_json:
         from beluga.io import write_json
 
