@@ -43,7 +43,7 @@ def over_seeds(per_seed: pd.DataFrame, keys: list[str], values: list[str], seed_
     dup = per_seed.duplicated([*keys, seed_column])
     if dup.any():
         r = per_seed[dup].iloc[0]
-        raise ValueError(f"over_seeds: seed {r[seed_column]!r} appears twice for "
+        raise ValueError(f"over_seeds: seed {int(r[seed_column])} appears twice for "
                          f"{'/'.join(str(r[k]) for k in keys)}")
     rest = [c for c in per_seed.columns if c not in (*keys, *values, seed_column)]
     groups = per_seed.groupby(keys, sort=False, dropna=False)

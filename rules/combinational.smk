@@ -115,6 +115,7 @@ rule combinational_comparison:
         "../envs/beluga.yaml"
     params:
         variants=COMB_VARIANTS,
+        seeds=RUNS.seeds,
     script:
         "../workflow_scripts/combinational_comparison.py"
 

@@ -76,6 +76,7 @@ rule inoculation:
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
         units=lambda w: RUNS.inoc_units[w.task],
         seeds=RUNS.seeds,
+        base_seed=RUNS.base_seed,
         lrs=RUNS.inoc_lrs,
         select_on=INOCULATION["select_on"],
         thresholds=INOCULATION["thresholds"],

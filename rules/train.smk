@@ -53,7 +53,7 @@ rule finetune:
         batch_size=PREDICT["batch_size"],
         scope=PREDICT["scope"],
     message:
-        "finetune {wildcards.task} {wildcards.conf}/{wildcards.method}/{wildcards.partition}/{wildcards.fold}: {params.hparams}"
+        "finetune {wildcards.task} {wildcards.seeddir}{wildcards.conf}/{wildcards.method}/{wildcards.partition}/{wildcards.fold}: {params.hparams}"
     script:
         "../workflow_scripts/finetune.py"
 
@@ -98,7 +98,7 @@ rule finetune_model:
         model_version=model_version,
         hparams=hparams_summary("finetune"),
     message:
-        "finetune_model {wildcards.task} {wildcards.conf}/{wildcards.method}/{wildcards.partition}/{wildcards.fold}: {params.hparams}"
+        "finetune_model {wildcards.task} {wildcards.seeddir}{wildcards.conf}/{wildcards.method}/{wildcards.partition}/{wildcards.fold}: {params.hparams}"
     script:
         "../workflow_scripts/finetune_model.py"
 
@@ -125,7 +125,7 @@ rule trial:
         grid_point=lambda w: RUNS.grid_points[(w.task, w.method)][w.trial],
         batch_size=PREDICT["batch_size"],
     message:
-        "trial {wildcards.task} {wildcards.conf}/{wildcards.method}/{wildcards.partition}/{wildcards.fold} {wildcards.trial}: {params.hparams}"
+        "trial {wildcards.task} {wildcards.seeddir}{wildcards.conf}/{wildcards.method}/{wildcards.partition}/{wildcards.fold} {wildcards.trial}: {params.hparams}"
     script:
         "../workflow_scripts/trial.py"
 

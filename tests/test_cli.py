@@ -1,20 +1,25 @@
-"""`python -m beluga score` on a small suite and on the real sentiment export."""
+"""`python -m beluga score` on a small suite and on the real sentiment export; `python -m beluga test` with
+several models (one model: today's bytes; two: the failure rates' mean and sd over them)."""
 
 import csv
 import gzip
 import json
+import math
+import re
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import make_tiny_suite
+from conftest import case, make_tiny_suite
+from test_behavioral import suite_file, tiny_model  # noqa: F401  (the `test` tests' fixtures)
 
 from beluga.suites.format import save_suite
-from beluga.workflow.cli import main
+from beluga.workflow.cli import TEST_OUTPUTS, main
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "checklist"
@@ -175,3 +180,206 @@ def test_plan_finds_the_repository_files():
 
     assert (plan_mod.REPO / "Snakefile").exists() and plan_mod.CONFIG_SCHEMA.exists()
     assert plan_mod.load_config(None)["results"] == "results"
+
+
+# ---------------------------------------------------------------- `test` with several models
+
+#: the last commit whose `test` command took one model: its outputs are "today's bytes"
+BEFORE = "a54fbd4"
+
+
+def _before_test_command(monkeypatch):
+    """`test_command` as of :data:`BEFORE` (cli.py and the summary functions of behavioral.py from git, loaded
+    under other names; everything else the current code)."""
+    def show(path: str) -> str:
+        res = subprocess.run(["git", "show", f"{BEFORE}:{path}"], cwd=REPO, capture_output=True, text=True)
+        if res.returncode:
+            pytest.skip(f"git show {BEFORE}:{path} failed (not a git checkout with that commit)")
+        return res.stdout
+    behavioral = types.ModuleType("beluga_before_behavioral")
+    exec(compile(show("beluga/analyses/behavioral.py"), "before/behavioral.py", "exec"), behavioral.__dict__)
+    monkeypatch.setitem(sys.modules, behavioral.__name__, behavioral)
+    source = show("beluga/workflow/cli.py")
+    assert "from beluga.analyses.behavioral import failure_summary, summary_html" in source
+    cli = types.ModuleType("beluga_before_cli")
+    exec(compile(source.replace("from beluga.analyses.behavioral import", f"from {behavioral.__name__} import"),
+                 "before/cli.py", "exec"), cli.__dict__)
+    return cli.test_command
+
+
+@pytest.fixture(scope="module")
+def seed_models(suite_file, tmp_path_factory):  # noqa: F811
+    """Two tiny classifiers (as test_behavioral's tiny_model, seeds 1 and 2) whose predictions depend on the
+    input: the head's weights scaled up, its bias centring the suite's logits, so the two fail on different
+    cases (a spread over the models)."""
+    import torch
+
+    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.suites.format import load_suite
+
+    texts = [t for inputs in load_suite(suite_file)["inputs"] for t in inputs]
+    folder = tmp_path_factory.mktemp("seed_models")
+    out = []
+    for seed in (1, 2):
+        set_seed(seed)
+        model, tok = load_model("tiny-random", 2)
+        model.eval()
+        with torch.no_grad():
+            model.classifier.weight.mul_(30000.0)
+            logits = model(**tok(texts, padding=True, return_tensors="pt")).logits
+            model.classifier.bias[1] -= (logits[:, 1] - logits[:, 0]).median()
+        save_model(model, tok, folder / f"seed{seed}")
+        out.append(folder / f"seed{seed}")
+    return out
+
+
+def _run_test(capsys, *argv) -> tuple[int, str, str]:
+    capsys.readouterr()
+    rc = main(["test", *map(str, argv)])
+    res = capsys.readouterr()
+    return rc, res.out, res.err
+
+
+def test_test_one_model_is_todays_bytes(tiny_model, seed_models, suite_file, tmp_path, capsys,  # noqa: F811
+                                        monkeypatch):
+    """`--model A` writes every file and prints the summary exactly as the one-model command did."""
+    before = _before_test_command(monkeypatch)
+    for i, model in enumerate([tiny_model, seed_models[0]]):
+        old_out, new_out = tmp_path / f"before{i}", tmp_path / f"now{i}"
+        old_text = before(str(model), str(suite_file), str(old_out), "sent", failures=2)
+        rc, new_text, err = _run_test(capsys, "--model", model, "--suite", suite_file, "--out", new_out,
+                                      "--task", "sent", "--failures", "2")
+        assert rc == 0, err
+        for name in TEST_OUTPUTS:
+            assert (new_out / name).read_bytes() == (old_out / name).read_bytes(), name
+        # the last two lines: the time taken, the --out folder
+        assert new_text.splitlines()[:-2] == old_text.splitlines()[:-2]
+        assert "inputs predicted and scored" in new_text.splitlines()[-2]
+
+
+def test_test_two_models_mean_sd_equal_hand_computation(seed_models, suite_file, tmp_path, capsys):  # noqa: F811
+    a, b = map(str, seed_models)
+    single = {}
+    for m in (a, b):
+        rc, _, err = _run_test(capsys, "--model", m, "--suite", suite_file, "--out", tmp_path / Path(m).name,
+                               "--task", "sent", "--failures", "2")
+        assert rc == 0, err
+        single[m] = tmp_path / Path(m).name
+    both = tmp_path / "both"
+    rc, text, err = _run_test(capsys, "--model", a, "--model", b, "--suite", suite_file, "--out", both,
+                              "--task", "sent", "--failures", "2")
+    assert rc == 0, err
+    assert sorted(p.name for p in both.iterdir()) == sorted(TEST_OUTPUTS)
+
+    funcs = pd.read_csv(both / "functionalities.csv")
+    assert list(funcs.columns) == ["capability", "functionality", "test_type", "n_cases", "n_scored", "n_failed",
+                                   "failure_rate", "n_models", "failure_rate_sd", "failure_rate_min",
+                                   "failure_rate_max", f"failure_rate[{a}]", f"failure_rate[{b}]"]
+    one = {m: pd.read_csv(single[m] / "functionalities.csv") for m in (a, b)}
+    for m in (a, b):
+        assert one[m].functionality.tolist() == funcs.functionality.tolist()
+    for i, r in funcs.iterrows():
+        x, y = one[a].failure_rate[i], one[b].failure_rate[i]
+        mean = (x + y) / 2
+        sd = math.sqrt(((x - mean) ** 2 + (y - mean) ** 2) / (2 - 1))
+        assert r.failure_rate == pytest.approx(mean, abs=1e-12), r.functionality
+        assert r.failure_rate_sd == pytest.approx(sd, abs=1e-12), r.functionality
+        assert (r.failure_rate_min, r.failure_rate_max, r.n_models) == (min(x, y), max(x, y), 2)
+        assert (r[f"failure_rate[{a}]"], r[f"failure_rate[{b}]"]) == (x, y)
+        assert r.n_scored == one[a].n_scored[i] + one[b].n_scored[i]
+        assert r.n_failed == one[a].n_failed[i] + one[b].n_failed[i]
+        assert r.n_cases == one[a].n_cases[i]
+    assert (funcs.failure_rate_sd > 0).any(), funcs          # the two models differ: a real spread
+
+    # predictions and cases: each model's rows are its own run's, under a `model` column
+    for name in ("predictions.parquet", "cases.parquet"):
+        df = pd.read_parquet(both / name)
+        assert df.columns[0] == "model" and df["model"].drop_duplicates().tolist() == [a, b]
+        for m in (a, b):
+            mine = df[df["model"] == m].drop(columns="model").reset_index(drop=True)
+            pd.testing.assert_frame_equal(mine, pd.read_parquet(single[m] / name), obj=f"{name} of {m}")
+
+    # the summaries: mean ± sd per functionality, the models named, the cases failing for the most models first
+    md, page = (both / "summary.md").read_text(), (both / "summary.html").read_text()
+    for doc in (md, page, text):
+        assert "mean ± sd over 2 models" in doc and "seed1" in doc and "seed2" in doc
+    for r in funcs.itertuples(index=False):
+        cell = f"{100 * r.failure_rate:.1f} ± {100 * r.failure_rate_sd:.1f}%"
+        assert f"| {cell} |" in md and cell in page, cell
+        assert f"{100 * r.failure_rate:5.1f} ± {100 * r.failure_rate_sd:4.1f}%" in text
+    cases = pd.read_parquet(both / "cases.parquet")
+    n_fail = cases[cases.status == "fail"].groupby(["functionality", "case_id"]).size()
+    for func, counts in n_fail.groupby(level=0):
+        section = md.split(f"\n## {func}\n", 1)[1]
+        first = re.search(r"- `([^`]+)` — .* — fails for (\d) of 2 models", section)
+        assert int(first.group(2)) == counts.max(), (func, first.group(0))
+        assert n_fail[(func, first.group(1))] == counts.max()
+    assert max(map(len, text.splitlines()[:-1])) <= 100
+    assert "inputs x 2 models predicted and scored" in text
+
+
+def test_test_several_models_checked_before_predicting(seed_models, suite_file, tmp_path, capsys,  # noqa: F811
+                                                       monkeypatch):
+    """Every model is checked before any is predicted (each refusal one line naming the model); the same model
+    twice is refused."""
+    import beluga.fold
+
+    predicted = []
+    monkeypatch.setattr(beluga.fold, "suite_outcomes", lambda *a, **k: predicted.append(a) or 1 / 0)
+    a, b = map(str, seed_models)
+    no_tokenizer = tmp_path / "no_tokenizer"
+    no_tokenizer.mkdir()
+    for f in Path(b).iterdir():
+        if not f.name.startswith(("tokenizer", "vocab", "special_tokens")):
+            (no_tokenizer / f.name).write_bytes(f.read_bytes())
+    out = tmp_path / "out"
+    common = ["--suite", suite_file, "--out", out, "--task", "sent"]
+    for models, needles in [
+        ([a, a], [f"field '--model': {a} is given twice"]),
+        ([a, b, a + "/"], [f"{a} and {a}/ are the same model"]),
+        ([a, no_tokenizer], [f"model {no_tokenizer}: field 'tokenizer'"]),
+        ([a, tmp_path / "missing"], [f"model {tmp_path / 'missing'}: field 'model': path does not exist"]),
+    ]:
+        rc, _, err = _run_test(capsys, "--model", *models, *common)
+        assert rc == 2, err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), err
+        for n in needles:
+            assert n in lines[0], lines[0]
+    rc, _, err = _run_test(capsys, "--model", a, b, *common, "--max-length", "100000")
+    assert rc == 2 and f"model {a}: field '--max-length'" in err
+    assert predicted == [] and not out.exists()
+
+
+def test_summary_over_models_keeps_suite_text_and_model_names_literal():
+    from beluga.analyses.behavioral import failure_summary_models, summary_html, summary_markdown, summary_text
+    from beluga.tasks import get_task_type
+
+    evil = ["\x1b]0;pwned\x07 hi", "<img src=x onerror=alert(1)> \u202egnp", "**bold** | pipe"]
+    suite = pd.DataFrame([case("c<b>", "red \x1b[31mALERT <script>x()</script>", "Cap <i>x</i>", "MFT", evil,
+                               [2] * len(evil)),
+                          case("c2", "plain", "Vocabulary", "MFT", ["fine"], [2])])
+    keys = [("c<b>", j) for j in range(len(evil))] + [("c2", 0)]
+    preds = pd.DataFrame({"case_id": [c for c, _ in keys], "input_idx": [j for _, j in keys],
+                          "probs": [[0.9, 0.1]] * len(keys)})
+    statuses = [pd.DataFrame({"case_id": ["c<b>", "c2"], "status": s}) for s in (["fail", "pass"],
+                                                                              ["fail", "fail"])]
+    models = ["m\x1b[5m<b>one</b>", "two`|"]
+    funcs, examples = failure_summary_models(suite, statuses, [preds, preds], get_task_type("sent"), models)
+    assert funcs.failure_rate.tolist() == [1.0, 0.5] and funcs.n_models.tolist() == [2, 2]
+    assert examples["plain"][0]["n_failing"] == 1 and examples["plain"][0]["failing"] == [1]
+    text = summary_text(funcs, examples, "2 models on s", models=models)
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text) and "\\x1b[5m" in text
+    assert "fails for 2 of 2 models (m1, m2)" in text and max(map(len, text.splitlines())) <= 100
+    md = summary_markdown(funcs, examples, "2 models on s", models=models)
+    for raw in ("<img", "<script", "<i>", "\x1b", "**bold**"):
+        assert raw not in md, raw       # (the model names are code spans: "<b>" is literal there)
+    markdown_it = pytest.importorskip("markdown_it")
+    rendered = markdown_it.MarkdownIt("commonmark").enable("table").render(md)
+    assert "<b>" not in rendered and "<code>m\\x1b[5m&lt;b&gt;one&lt;/b&gt;</code>" in rendered
+    table = [ln for ln in md.splitlines() if ln.startswith("| ") and "---" not in ln]
+    assert all(len(re.findall(r"(?<!\\)\|", ln)) == 9 for ln in table), table
+    assert rendered.count("<tr>") == 3                                  # a "|" in the text splits no cell
+    page = summary_html(funcs, examples, "2 models on s", models=models)
+    for raw in ("<img", "<script", "<i>", "<b>one", "c<b>"):
+        assert raw not in page, raw

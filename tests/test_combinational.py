@@ -241,6 +241,166 @@ def test_comparison_table():
     assert "Table 2" in md and "Table 3" in md and "| b | `{S} The sentence is {LABEL}.` | cat/dog/bird | 8 |" in md
 
 
+# ---------------------------------------------------------------- training seeds
+
+CELL_NAMES = [comb.cell_name(x, t) for x, t, _, _ in comb.CELLS]
+SETTINGS = {"v": {"model": "tiny-random", "template": TEMPLATE, "label_words": WORDS, "max_length": 32,
+                  "too_long": "drop", "training": {"lr": 5e-5, "batch_size": 16, "epochs": 2}}}
+
+
+def run_record(k: int, seed: int, draw: int) -> dict:
+    """A combinational run record (as combinational_train writes it) with accuracies drawn from ``draw``."""
+    rng = np.random.default_rng([k, draw])
+    acc = {c: float(v) for c, v in zip([*CELL_NAMES, *comb.GROUPS], rng.integers(0, 46, 12) / 45)}
+    return {"variant": "v", "K": k, "n_train": 4 * k, "n_test": 42, "accuracy": acc,
+            "per_epoch": [{"epoch": e, **{g: float(v) for g, v in zip(comb.GROUPS, rng.integers(0, 46, 3) / 45)}}
+                          for e in (1, 2)],
+            "length": {"rule": "drop", "max_length": 32, "max_tokens": 40,
+                       "too_long": {"train": 1, "test": 1, "train_pool": 3}, "dropped": {"train": 1, "test": 1},
+                       "truncated": {"train": 0, "test": 0}},
+            "seed": seed, "train_x": [f"x{i}" for i in range(k)]}
+
+
+def write_runs(root, ks=(8, 4), seeds=(42,), base=42, comb_seed=13, edit=None) -> list[str]:
+    """Every seed's run files, seed-major as rule combinational lists them (the base seed's under
+    runs/, recording combinational.seed; another's under seeds/<s>/runs/). ``edit(seed, k, rec)``."""
+    paths = []
+    for i, seed in enumerate(seeds):
+        for k in ks:
+            rec = run_record(k, comb_seed if seed == base else seed, i)
+            if edit:
+                edit(seed, k, rec)
+            p = root / "v" / ("" if seed == base else f"seeds/{seed}/") / "runs" / f"k{k}.json"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(json.dumps(rec))
+            paths.append(str(p))
+    return paths
+
+
+def summarise(root, paths, **kw) -> dict:
+    from beluga.steps import combinational as step
+
+    out = {n: str(root / n) for n in ("table.csv", "table.md", "accuracy.png", "epochs.csv", "epochs.png")}
+    step.combinational(results=paths, variant="v", too_long="drop", out_table=out["table.csv"],
+                       out_markdown=out["table.md"], out_figure=out["accuracy.png"], out_epochs=out["epochs.csv"],
+                       out_epochs_figure=out["epochs.png"], **kw)
+    step.combinational_comparison(tables=[out["table.csv"]], variants=SETTINGS, out_table=str(root / "comparison.csv"),
+                                  out_markdown=str(root / "comparison.md"), seeds=kw.get("seeds"))
+    return out | {n: str(root / n) for n in ("comparison.csv", "comparison.md")}
+
+
+def old_combinational(*, results, variant, too_long, out_table, out_markdown, out_figure, out_epochs,
+                      out_epochs_figure):
+    """beluga.steps.combinational.combinational before training seeds (commit a54fbd4), verbatim."""
+    from pathlib import Path
+
+    from beluga.io import write_csv, write_text
+
+    recs = sorted((json.loads(Path(p).read_text()) for p in results), key=lambda r: r["K"])
+    table = pd.DataFrame([{"K": r["K"], "n_train": r["n_train"], "n_test": r["n_test"], **r["accuracy"],
+                           "too_long_train": r["length"]["too_long"]["train"],
+                           "too_long_test": r["length"]["too_long"]["test"],
+                           "dropped_train": r["length"]["dropped"]["train"],
+                           "dropped_test": r["length"]["dropped"]["test"]} for r in recs])
+    epochs = pd.DataFrame([{"K": r["K"], **e} for r in recs for e in r["per_epoch"]])
+    if not len(epochs):
+        epochs = pd.DataFrame(columns=["K", "epoch", *comb.GROUPS])
+    write_csv(table, out_table)
+    write_csv(epochs, out_epochs)
+    write_text(comb.accuracy_markdown(table, variant, too_long), out_markdown)
+    comb.curve_figure(table, out_figure, variant)
+    comb.epochs_figure(epochs, [int(r["K"]) for r in recs], out_epochs_figure, variant)
+
+
+def test_two_seeds_table_is_the_mean_and_sd_over_seeds(tmp_path):
+    paths = write_runs(tmp_path, seeds=(42, 7))
+    assert comb.run_seeds(paths, [8, 4], [42, 7]) == [42, 42, 7, 7]
+    out = summarise(tmp_path, paths, ks=[8, 4], seeds=[42, 7])
+    table = pd.read_csv(out["table.csv"])
+    assert list(table["K"]) == [4, 8] and list(table["n_seeds"]) == [2, 2] and list(table["n_train"]) == [16, 32]
+    md = open(out["table.md"]).read()
+    for k in (4, 8):
+        row = table[table["K"] == k].iloc[0]
+        shown = []
+        for c in [*CELL_NAMES, *comb.GROUPS]:
+            a, b = run_record(k, 13, 0)["accuracy"][c], run_record(k, 7, 1)["accuracy"][c]
+            mean, sd = (a + b) / 2, abs(a - b) / np.sqrt(2)   # the sample sd of two values
+            assert row[c] == pytest.approx(mean) and row[f"{c}_sd"] == pytest.approx(sd), (k, c)
+            assert (row[f"{c}_min"], row[f"{c}_max"]) == pytest.approx((min(a, b), max(a, b)))
+            shown.append(f"{100 * mean:.1f} ± {100 * sd:.1f}")
+        assert f"| {k} | {' | '.join(shown)} | 1 / 1 |" in md
+    assert "mean ± standard deviation over 2 training seeds (42, 7)" in md
+    epochs = pd.read_csv(out["epochs.csv"])
+    assert list(epochs.columns[:3]) == ["seed", "K", "epoch"] and list(epochs["seed"]) == [42] * 4 + [7] * 4
+    e7 = epochs[(epochs["seed"] == 7) & (epochs["K"] == 8) & (epochs["epoch"] == 2)].iloc[0]
+    assert e7["COOD"] == pytest.approx(run_record(8, 7, 1)["per_epoch"][1]["COOD"])
+    comp = pd.read_csv(out["comparison.csv"])
+    assert list(comp["n_seeds"]) == [2, 2] and comp["COOD_sd"].tolist() == pytest.approx(table["COOD_sd"].tolist())
+    cmd = open(out["comparison.md"]).read()
+    assert "| v | `tiny-random` | lr 5e-05, batch 16, 2 epochs | 4 | 2 | " in cmd and " ± " in cmd
+    for png in ("accuracy.png", "epochs.png"):
+        assert open(out[png], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    # without per-epoch records: an empty epochs.csv with its seed column
+    none = write_runs(tmp_path / "none", seeds=(42, 7), edit=lambda s, k, r: r.update(per_epoch=[]))
+    out = summarise(tmp_path / "none", none, ks=[8, 4], seeds=[42, 7])
+    assert open(out["epochs.csv"]).read().strip() == "seed,K,epoch,ID,COOD,OOD"
+
+
+def test_one_seed_gives_the_old_outputs(tmp_path):
+    paths = write_runs(tmp_path / "runs")
+    old = {n: str(tmp_path / f"old_{n}") for n in ("table.csv", "table.md", "accuracy.png", "epochs.csv",
+                                                   "epochs.png")}
+    old_combinational(results=paths, variant="v", too_long="drop", out_table=old["table.csv"],
+                      out_markdown=old["table.md"], out_figure=old["accuracy.png"], out_epochs=old["epochs.csv"],
+                      out_epochs_figure=old["epochs.png"])
+    new = summarise(tmp_path, paths, ks=[8, 4], seeds=[42])
+    for name, path in old.items():
+        assert open(path, "rb").read() == open(new[name], "rb").read(), name
+    frames = {"v": pd.read_csv(old["table.csv"])}
+    comp = comb.comparison(frames, SETTINGS)
+    assert open(new["comparison.csv"]).read() == comp.to_csv(index=False)
+    assert open(new["comparison.md"]).read() == comb.comparison_markdown(comp)
+    assert "±" not in open(new["table.md"]).read() and "n_seeds" not in open(new["table.csv"]).read()
+
+
+def test_mismatched_seeds_raise_one_line(tmp_path):
+    def one_line(match, paths, ks=(8, 4), seeds=(42, 7)):
+        with pytest.raises(DataError, match=match) as e:
+            summarise(tmp_path, paths, ks=list(ks), seeds=list(seeds))
+        assert "\n" not in str(e.value)
+        return str(e.value)
+
+    def n_train(seed, k, rec):
+        if seed == 7 and k == 4:
+            rec["n_train"] = 15
+    bad = write_runs(tmp_path / "n", seeds=(42, 7), edit=n_train)
+    msg = one_line("field 'n_train': 15 for training seed 7", bad)
+    assert bad[3] in msg and bad[1] in msg   # the file, and the first seed's it differs from
+
+    def too_long(seed, k, rec):
+        if seed == 7 and k == 8:
+            rec["length"]["too_long"]["test"] = 2
+    bad = write_runs(tmp_path / "t", seeds=(42, 7), edit=too_long)
+    assert bad[2] in one_line(r"field 'length.too_long.test': 2 for training seed 7", bad)
+
+    def inputs(seed, k, rec):
+        if seed == 7:
+            rec["train_x"] = rec["train_x"][::-1]
+    one_line("field 'train_x': other inputs", write_runs(tmp_path / "x", seeds=(42, 7), edit=inputs))
+    paths = write_runs(tmp_path / "c", seeds=(42, 7))
+    assert "3 run files for 2 training seed(s) (42, 7) x 2 K values; expected 4" in one_line("expected 4", paths[:3])
+    one_line("field 'K': 4, but its position is training seed 42's K = 8", paths[1::-1] + paths[2:])
+    one_line("its folder is training seed 7's, but its position is seed 42's", paths[2:] + paths[:2], seeds=(42, 7))
+    # a table written for other seeds never reaches the comparison
+    from beluga.steps import combinational as step
+
+    one_seed = summarise(tmp_path / "c", paths[:2], ks=[8, 4], seeds=[42])
+    with pytest.raises(DataError, match="field 'n_seeds': 1, not the run's 2 training seeds"):
+        step.combinational_comparison(tables=[one_seed["table.csv"]], variants=SETTINGS,
+                                      out_table=str(tmp_path / "x.csv"), out_markdown=str(tmp_path / "x.md"),
+                                      seeds=[42, 7])
+
+
 # ---------------------------------------------------------------- end to end
 
 

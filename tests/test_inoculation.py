@@ -348,3 +348,309 @@ def test_runs_add_challenge_units_with_their_doses_inputs_and_grids():
     assert job["hparams"]["lr"] == 1e-5 and job["hparams"]["epochs"] == 30      # the schema's max_epochs
     with pytest.raises(ConfigError, match=r"inoculation\.challenge': 'imdb'"):
         runs(units=["class"], challenge=["imdb"])
+
+
+# ---------------------------------------------------------------- several training seeds (issue 26)
+FIX_LRS = [1e-3, 1e-4]
+FIX_DOSES = {"class-vocabulary": ["2", "all"], "class-negation": ["2", "all"], "suite": ["2", "all"],
+             "set-nyt": ["4", "all"]}
+FIX_SETTINGS = dict(task_type="sent", iid_metric="mean", select_on="test", lrs=FIX_LRS, decide_by="tests",
+                    thresholds={"close_within": 5.0, "original_drop": 2.0, "min_gain": 5.0}, level=0.05,
+                    bootstrap=200, randomization=200)
+OUTPUTS = ("table.csv", "outcomes.csv", "inoculation.md", "curves.png", "transfer.png")
+#: sha256 of the summary's outputs on the fixture below (seed 7) by the step before training seeds
+#: (commit a54fbd4, beluga/steps/inoculation.py with one iid_outcomes path)
+ONE_SEED_SHA256 = {
+    "table.csv": "0f5c59c7abdc5f78499628a873249bc1ea73bb49f6f6a50a788ebc37d075598e",
+    "outcomes.csv": "b1d6bd0313282ab143972b83e982f5d5d16189aa83750789d9c7c7dd1230e355",
+    "inoculation.md": "7225deec1b57eff5341811c40b97b879d6c7f3dfa4e2e742ffa20bb4ff05212c",
+}
+
+
+def fixture_units(suite):
+    from beluga.suites.format import functionality_table
+
+    units = ino.units(functionality_table(suite), ["class", "suite"])
+    units = {u: units[u] for u in ("class-vocabulary", "class-negation", "suite")}
+    units.update(ino.challenge_units(["nyt"], {"nyt": {"name": "nyt"}}))
+    return units
+
+
+def seed_inputs(folder, suite, units, seed, shift=0.0):
+    """One training seed's inputs of the summary, drawn from a generator seeded by the seed: the IID
+    model's outcomes (dose 0) and per unit, dose and learning rate a record and its outcomes file
+    (T_test: the cases numbered below 6; 120 i.i.d. test examples; 30 examples of the challenge set nyt).
+    Returns (record files, outcome files, the IID model's outcome file)."""
+    import json
+
+    rng = np.random.default_rng(1000 + seed)
+    test = suite[suite["case_id"].str.split("-").str[1].astype(int) < 6]
+    iid_ids, set_ids = [f"x{i:04d}" for i in range(120)], [f"n{i:03d}" for i in range(30)]
+    funcs = list(dict.fromkeys(suite["functionality"]))
+
+    def examples(ids, split, p):
+        gold = np.arange(len(ids)) % 2
+        correct = rng.random(len(ids)) < p
+        return pd.DataFrame({"case_id": ids, "functionality": None, "status": None, "split": split, "held_out": False,
+                             "correct": pd.array(correct, "boolean"), "gold_label": gold,
+                             "pred_label": np.where(correct, gold, 1 - gold)})
+
+    def outcomes(p_suite, p_iid, p_set, unit_funcs=None, with_set=True):
+        rows = test if unit_funcs is None else test[test["functionality"].isin(set(unit_funcs))]
+        u = rng.random(len(rows))
+        p = rows["functionality"].map(p_suite).to_numpy(dtype=float)
+        status = np.where(u < 0.05, "filtered", np.where(u < 0.05 + 0.95 * p, "pass", "fail"))
+        parts = [pd.DataFrame({"case_id": rows["case_id"].to_numpy(), "functionality": rows["functionality"],
+                               "status": status, "split": "suite_test", "held_out": True}),
+                 examples(iid_ids, "iid_test", p_iid)]
+        if with_set:
+            parts.append(examples(set_ids, "ood:nyt", p_set))
+        return pd.concat(parts, ignore_index=True)
+
+    folder.mkdir(parents=True, exist_ok=True)
+    base_path = folder / "iid_outcomes.parquet"
+    outcomes({f: 0.3 + shift for f in funcs}, 0.85, 0.55).to_parquet(base_path)
+    recs, paths = [], []
+    for uid, spec in units.items():
+        is_set = spec.get("challenge") is not None
+        for k, dose in enumerate(FIX_DOSES[uid]):
+            for j, lr in enumerate(FIX_LRS):
+                gain = 0.25 * (k + 1) + 0.1 * j + shift
+                p_suite = {f: min(0.95, 0.3 + gain) if f in spec["functionalities"] else 0.3 for f in funcs}
+                out = outcomes(p_suite, 0.85 - 0.05 * k, min(0.95, 0.55 + gain) if is_set else 0.55,
+                               unit_funcs=None if is_set else spec["functionalities"], with_set=is_set)
+                path = folder / f"{uid}-{dose}-{j}.parquet"
+                out.to_parquet(path)
+                s = out[out["split"] == "suite_test"]
+                rates = {f: float((g["status"] == "pass").sum() / max(1, (g["status"] != "filtered").sum()))
+                         for f, g in s.groupby("functionality")}
+                chal = (float(out.loc[out["split"] == "ood:nyt", "correct"].astype(float).mean()) if is_set else
+                        float(np.mean([rates[f] for f in spec["functionalities"] if f in rates])))
+                rec = {"unit": uid, "dose": dose, "n_cases": 4 if dose != "all" else (12 if is_set else 8), "lr": lr,
+                       "challenge": chal, "challenge_val": None if is_set else float(rng.random()),
+                       "original": float(out.loc[out["split"] == "iid_test", "correct"].astype(float).mean()),
+                       "epochs_trained": 3 + j + k, "best_epoch": 1 + k, "pass_rates": rates, "seed": seed}
+                rec_path = folder / f"{uid}-{dose}-{j}.json"
+                rec_path.write_text(json.dumps(rec))
+                recs.append(str(rec_path))
+                paths.append(str(path))
+    return recs, paths, str(base_path)
+
+
+@pytest.fixture(scope="module")
+def seeds_fixture(tmp_path_factory):
+    from beluga.suites.format import save_suite
+
+    tmp = tmp_path_factory.mktemp("inoculation_seeds")
+    suite = make_tiny_suite(12)
+    save_suite(suite, tmp / "suite.parquet")
+    units = fixture_units(suite)
+    inputs = {s: seed_inputs(tmp / f"seed{s}", suite, units, s, shift=0.05 * i) for i, s in enumerate((7, 8))}
+    return {"suite": str(tmp / "suite.parquet"), "cases": suite, "units": units, "inputs": inputs}
+
+
+def run_summary(fx, seeds, out, iid_outcomes=None, **kw):
+    """The step over the fixture's ``seeds`` (None: the one-seed call of the step before training seeds)."""
+    from beluga.steps import inoculation as step
+
+    use = seeds or [7]
+    out.mkdir(parents=True, exist_ok=True)
+    step.inoculation(
+        task="sent", units=fx["units"], suite=fx["suite"], seeds=seeds,
+        results=[p for s in use for p in fx["inputs"][s][0]],
+        case_outcomes=[p for s in use for p in fx["inputs"][s][1]],
+        iid_outcomes=iid_outcomes or [fx["inputs"][s][2] for s in use],
+        **{f"out_{k}": str(out / n) for k, n in zip(("table", "outcomes", "markdown", "curves", "transfer"), OUTPUTS)},
+        **{**FIX_SETTINGS, **kw})
+    return out
+
+
+def one_seed_tables(fx, seed):
+    """The one-seed summary (beluga/analyses/inoculation.py summary_tables) of one seed of the fixture."""
+    import json
+    from pathlib import Path
+
+    recs_paths, outs, base = fx["inputs"][seed]
+    return ino.summary_tables([json.loads(Path(p).read_text()) for p in recs_paths], outs, units=fx["units"],
+                              base_out=pd.read_parquet(base), cases_all=fx["cases"], **FIX_SETTINGS)
+
+
+def test_one_seed_summary_is_byte_identical_to_todays(seeds_fixture, tmp_path):
+    import hashlib
+
+    new = run_summary(seeds_fixture, [7], tmp_path / "seeds7", base_seed=7)
+    old_call = run_summary(seeds_fixture, None, tmp_path / "old", iid_outcomes=seeds_fixture["inputs"][7][2])
+    for name in OUTPUTS:          # the PNGs too (same matplotlib)
+        assert (new / name).read_bytes() == (old_call / name).read_bytes(), name
+    for name, digest in ONE_SEED_SHA256.items():
+        assert hashlib.sha256((new / name).read_bytes()).hexdigest() == digest, name
+    table = pd.read_csv(new / "table.csv")
+    assert "n_seeds" not in table.columns and "lrs" not in table.columns
+    assert "training seed" not in (new / "inoculation.md").read_text()
+
+
+def test_two_seeds_mean_sd_per_unit_and_dose_from_each_seeds_own_summary(seeds_fixture, tmp_path):
+    out = run_summary(seeds_fixture, [7, 8], tmp_path / "two", base_seed=7)
+    table = pd.read_csv(out / "table.csv", keep_default_na=False, na_values=[""])
+    table["dose"] = table["dose"].astype(str)
+    per = {s: one_seed_tables(seeds_fixture, s)[1].set_index(["unit", "dose"]) for s in (7, 8)}
+    assert len(table) == len(per[7]) and list(zip(table["unit"], table["dose"])) == list(per[7].index)
+    for r in table.itertuples(index=False):
+        a, b = per[7].loc[(r.unit, r.dose)], per[8].loc[(r.unit, r.dose)]
+        for col in ("challenge", "original", "original_same", "gap_closed", "epochs_trained"):
+            x, y = float(a[col]), float(b[col])
+            assert getattr(r, col) == pytest.approx((x + y) / 2), (r.unit, r.dose, col)
+            assert getattr(r, f"{col}_sd") == pytest.approx(abs(x - y) / np.sqrt(2), abs=1e-12), (r.unit, col)
+            assert getattr(r, f"{col}_min") == pytest.approx(min(x, y)) and getattr(r, f"{col}_max") == \
+                pytest.approx(max(x, y))
+        assert r.n_seeds == 2 and r.n_cases == a["n_cases"]
+        if r.dose != "0":       # each seed's own learning-rate choice, in seed order
+            assert r.lrs == f"{a['lr']:g} / {b['lr']:g}"
+            assert (pd.isna(r.lr) if a["lr"] != b["lr"] else r.lr == a["lr"])
+            assert r.challenge_lo <= r.challenge_hi and r.original_lo <= r.original_hi
+    assert (table["lrs"].dropna().str.split(" / ").map(len) == 2).all()
+    outcomes = pd.read_csv(out / "outcomes.csv")
+    assert set(outcomes["n_seeds"]) == {2} and set(outcomes["seeds"]) == {"7 8"}
+    assert set(outcomes["unit"]) == set(seeds_fixture["units"]) and outcomes["reason"].str.len().min() > 10
+    md = (out / "inoculation.md").read_text()
+    assert "2 training seeds (7, 8)" in md and " ± " in md and "stratified by seed" in md
+    last = table[(table["unit"] == "suite") & (table["dose"] == "all")].iloc[0]
+    assert f"{last.challenge:.1f} ± {last.challenge_sd:.1f} [" in md
+    for name in ("curves.png", "transfer.png"):
+        assert (out / name).stat().st_size > 0
+
+
+def test_two_seeds_pooled_mcnemar_is_a_binomial_test_on_the_summed_counts(seeds_fixture, tmp_path):
+    from scipy.stats import binomtest
+
+    out = run_summary(seeds_fixture, [7, 8], tmp_path / "two", base_seed=7)
+    table = pd.read_csv(out / "table.csv", keep_default_na=False, na_values=[""])
+    table["dose"] = table["dose"].astype(str)
+    funcs = seeds_fixture["units"]["suite"]["functionalities"]
+    gained = lost = gained_orig = lost_orig = 0
+    for s in (7, 8):
+        chosen = one_seed_tables(seeds_fixture, s)[0]
+        r = chosen[(chosen["unit"] == "suite") & (chosen["dose"] == "all")].iloc[0]
+        base = pd.read_parquet(seeds_fixture["inputs"][s][2])
+        now = pd.read_parquet(r.case_outcomes)
+        b, _ = ino.unit_case_arrays(base, funcs)
+        n, _ = ino.unit_case_arrays(now, funcs)
+        both = (b["scored"] & n["scored"]).to_numpy()
+        pb, pn = b["passed"].to_numpy()[both], n["passed"].to_numpy()[both]
+        gained, lost = gained + int((pn & ~pb).sum()), lost + int((pb & ~pn).sum())
+        hb = ino.original_hits(ino.original_rows(base), "sent")
+        hn = ino.original_hits(ino.original_rows(now), "sent")
+        gained_orig, lost_orig = gained_orig + int((hn & ~hb).sum()), lost_orig + int((hb & ~hn).sum())
+    row = table[(table["unit"] == "suite") & (table["dose"] == "all")].iloc[0]
+    assert gained + lost > 0
+    assert row.p_gain == pytest.approx(binomtest(gained, gained + lost, 0.5).pvalue, rel=1e-12)
+    assert row.p_original == pytest.approx(binomtest(gained_orig, gained_orig + lost_orig, 0.5).pvalue, rel=1e-12)
+    assert row.original_test == "exact McNemar, pairs summed over 2 seeds"
+
+
+def test_pooled_tests_are_todays_with_one_seed_and_combine_seeds_by_hand():
+    import math
+
+    from scipy.stats import binomtest, fisher_exact
+
+    # the gap: the exact stratified (CMH) test is Fisher's with one seed, the convolution of the seeds'
+    # hypergeometric laws with several (checked by enumerating every pair of tables)
+    for counts in [(3, 20, 40, 50), (18, 20, 45, 50), (0, 5, 5, 5)]:
+        k_c, n_c, k_o, n_o = counts
+        assert ino.stratified_gap_test([counts]) == pytest.approx(ino.gap_test(*counts), rel=1e-9)
+        assert ino.gap_test(*counts) == pytest.approx(
+            fisher_exact([[k_c, n_c - k_c], [k_o, n_o - k_o]], alternative="less").pvalue, rel=1e-12)
+
+    def law(k_c, n_c, k_o, n_o):
+        m, k = n_c + n_o, k_c + k_o
+        return {a: math.comb(k, a) * math.comb(m - k, n_c - a) / math.comb(m, n_c)
+                for a in range(max(0, n_c - (m - k)), min(k, n_c) + 1)}
+
+    strata = [(6, 20, 40, 50), (9, 20, 38, 50)]
+    l1, l2 = law(*strata[0]), law(*strata[1])
+    hand = sum(p1 * p2 for a1, p1 in l1.items() for a2, p2 in l2.items() if a1 + a2 <= 6 + 9)
+    assert ino.stratified_gap_test(strata) == pytest.approx(hand, rel=1e-9)
+    assert ino.stratified_gap_test([(0, 0, 3, 5), (2, 4, 0, 0)]) == 1.0           # no seed with both sides
+    assert ino.stratified_gap_test([(0, 0, 3, 5), strata[0]]) == pytest.approx(ino.gap_test(*strata[0]))
+    # McNemar: discordant counts summed over seeds
+    rng = np.random.default_rng(4)
+    pairs = [(rng.random(50) < 0.3, rng.random(50) < 0.6) for _ in range(3)]
+    assert ino.pooled_mcnemar(pairs[:1])["p_value"] == ino.mcnemar(*pairs[0])["p_value"]
+    lost = sum(int((a & ~b).sum()) for a, b in pairs)
+    gained = sum(int((b & ~a).sum()) for a, b in pairs)
+    assert ino.pooled_mcnemar(pairs)["p_value"] == pytest.approx(binomtest(gained, gained + lost, 0.5).pvalue)
+    # paired randomization (a non-0/1 metric, SQuAD F1): one seed = today's test; several: the mean of the
+    # per-seed changes against the mean of the seeds' draws, draw by draw
+    feats = []
+    for _ in range(2):
+        base = np.column_stack([rng.random(80) < 0.4, rng.random(80)]).astype(float)
+        now = base.copy()
+        now[:30, 1] = np.minimum(1, now[:30, 1] + rng.random(30) * 0.3)
+        feats.append((base, now))
+    one = ino.pooled_randomization(feats[:1], "read", "f1", R=300, seeds=[0])
+    assert one["p_value"] == ino.paired_randomization(*feats[0], "read", "f1", R=300, seed=0)["p_value"]
+    runs = [ino.paired_randomization(b, n, "read", "f1", R=300, seed=sd, return_null=True)
+            for (b, n), sd in zip(feats, [0, [0, 8]])]
+    delta, null = np.mean([r["delta"] for r in runs]), np.mean([r["null"] for r in runs], axis=0)
+    hand = (int((np.abs(null) >= abs(delta) - 1e-12).sum()) + 1) / 301
+    assert ino.pooled_randomization(feats, "read", "f1", R=300, seeds=[0, [0, 8]])["p_value"] == pytest.approx(hand)
+    p, name = ino.pooled_paired_metric_test([f[0] for f in feats], [f[1] for f in feats], [None] * 2, [None] * 2,
+                                            "read", "f1", R=300, seeds=[0, [0, 8]])
+    assert p == pytest.approx(hand) and name == "paired randomization (R = 300), stratified over 2 seeds"
+    # a challenge set's gap in a non-0/1 metric: permutations within each seed, the draws averaged
+    chal, orig = [f[0][:30] for f in feats], [f[1][30:] for f in feats]
+    assert ino.pooled_set_gap_test(chal[:1], [None], orig[:1], [None], "read", "f1", R=300, seeds=[0]) == \
+        ino.unpaired_permutation(chal[0], orig[0], "read", "f1", R=300, seed=0)
+    draws = [ino.unpaired_permutation_draws(c, o, "read", "f1", R=300, seed=sd)
+             for c, o, sd in zip(chal, orig, [0, [0, 8]])]
+    delta, null = np.mean([d[0] for d in draws]), np.mean([d[1] for d in draws], axis=0)
+    assert ino.pooled_set_gap_test(chal, [None] * 2, orig, [None] * 2, "read", "f1", R=300, seeds=[0, [0, 8]]) == \
+        pytest.approx((int((null <= delta + 1e-12).sum()) + 1) / 301)
+    # intervals: one seed = today's bootstrap
+    passed, scored = rng.random(40) < 0.5, rng.random(40) < 0.9
+    fi, iid = np.zeros(40, dtype=np.int64), (rng.random((100, 1)) < 0.8).astype(float)
+    one = ino.seeds_score_intervals([(passed, scored, iid)], fi, 1, "sent", "mean", R=200, seeds=[0])
+    today = ino.score_intervals(passed, scored, fi, 1, iid, "sent", "mean", R=200)
+    assert np.array_equal(one["challenge"], today["challenge"]) and np.array_equal(one["original"], today["original"])
+
+
+def test_training_seeds_that_do_not_line_up_are_refused(seeds_fixture, tmp_path):
+    import json
+    from pathlib import Path
+
+    from beluga.errors import DataError
+
+    fx = seeds_fixture
+    res = {s: fx["inputs"][s][0] for s in (7, 8)}
+    outs = {s: fx["inputs"][s][1] for s in (7, 8)}
+    iid = [fx["inputs"][s][2] for s in (7, 8)]
+
+    def recs(paths):
+        return [json.loads(Path(p).read_text()) for p in paths]
+
+    both_res, both_out = res[7] + res[8], outs[7] + outs[8]
+    parts = ino.split_by_seed(recs(both_res), both_res, both_out, iid, [7, 8])
+    assert [p[0] for p in parts] == [7, 8] and parts[1][2] == outs[8] and parts[1][3] == iid[1]
+    with pytest.raises(DataError, match="field 'iid_outcomes': 1 IID model outcome file"):
+        ino.split_by_seed(recs(both_res), both_res, both_out, iid[:1], [7, 8])
+    with pytest.raises(DataError, match=r"seed7/class-vocabulary-2-0.json: field 'seed': trained with seed 7, "
+                                        "listed for training seed 8"):
+        ino.split_by_seed(recs(res[7] + res[7]), res[7] + res[7], outs[7] + outs[7], iid, [7, 8])
+    with pytest.raises(DataError, match="do not split into 2 training seeds"):
+        ino.split_by_seed(recs(both_res[:-1]), both_res[:-1], both_out[:-1], iid, [7, 8])
+    other = recs(both_res)
+    k = len(res[7])
+    other[k + 1]["lr"] = 5e-4                         # seed 8's second run: another learning rate
+    with pytest.raises(DataError, match=r"class-vocabulary-2-1.json: field 'lr': training seed 8 has 'lr0.0005' "
+                                        "where training seed 7 has 'lr0.0001'"):
+        ino.split_by_seed(other, both_res, both_out, iid, [7, 8])
+    with pytest.raises(DataError, match="field 'seed'"):        # one seed, another seed's records
+        ino.split_by_seed(recs(res[7]), res[7], outs[7], iid[:1], [8])
+    # the step: two seeds whose IID models were scored on other examples
+    bad = pd.read_parquet(iid[1])
+    bad.loc[bad["split"] == "iid_test", "case_id"] = bad.loc[bad["split"] == "iid_test", "case_id"] + "b"
+    bad_path = tmp_path / "iid8.parquet"
+    bad.to_parquet(bad_path)
+    with pytest.raises(DataError, match="IID model outcomes: field 'case_id': training seed 8 was scored on other "
+                                        "i.i.d. test examples than training seed 7"):
+        run_summary(fx, [7, 8], tmp_path / "bad", iid_outcomes=[iid[0], str(bad_path)])

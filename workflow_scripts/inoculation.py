@@ -5,8 +5,9 @@ sm = snakemake  # noqa: F821
 run(sm, lambda: inoculation.inoculation(
     task=sm.wildcards.task, task_type=sm.params.task_type, iid_metric=sm.params.iid_metric, units=sm.params.units,
     results=input_list(sm, "results"), case_outcomes=input_list(sm, "case_outcomes"),
-    iid_outcomes=sm.input.iid_outcomes, suite=sm.input.suite, lrs=sm.params.lrs, select_on=sm.params.select_on,
-    thresholds=sm.params.thresholds, decide_by=sm.params.decide_by, level=sm.params.level,
-    bootstrap=sm.params.bootstrap, randomization=sm.params.randomization, out_table=sm.output.table,
+    iid_outcomes=input_list(sm, "iid_outcomes"), suite=sm.input.suite, lrs=sm.params.lrs,
+    select_on=sm.params.select_on, thresholds=sm.params.thresholds, decide_by=sm.params.decide_by,
+    level=sm.params.level, bootstrap=sm.params.bootstrap, randomization=sm.params.randomization,
+    seeds=sm.params.seeds, base_seed=sm.params.base_seed, out_table=sm.output.table,
     out_outcomes=sm.output.outcomes, out_markdown=sm.output.markdown, out_curves=sm.output.curves,
     out_transfer=sm.output.transfer))

@@ -557,29 +557,104 @@ def failure_summary(suite: pd.DataFrame, status: pd.DataFrame, preds: pd.DataFra
                      "failure_rate": n_failed / n_scored if n_scored else float("nan")})
         ex = []
         for r in g[s.to_numpy() == FAIL].head(k).itertuples(index=False):
-            inputs = []
-            texts = [str(x) for x in r.inputs]
-            for j, t in enumerate(texts[:4]):
-                b = r.inputs_b[j] if getattr(r, "inputs_b", None) is not None else None
-                # where this input differs from the original (the original: from the first perturbation)
-                other = texts[1] if j == 0 and len(texts) > 1 else texts[0]
-                at = _first_diff(t, other)
-                shown = _around(t, at, 70) if b is None else (
-                    f"{_short(b, 40)} | {_around(t, at, 50)}" if ttype.head == "qa"
-                    else f"{_around(t, at, 45)} | {_short(b, 45)}")
-                inputs.append({"input": shown, "prediction": prediction_text(pv.get((str(r.case_id), j)), ttype)})
-            expected = expectation_text(r.expect, r.expect_params)
-            labels = getattr(r, "labels", None)
-            if labels is not None and len(labels) and ttype.head != "qa":
-                names = sorted({ttype.suite_labels.get(int(x), str(x)) for x in labels if x is not None})
-                expected += f" (label {' / '.join(names)})"
-            answers = getattr(r, "answers", None)
-            if answers is not None and len(answers) and ttype.head == "qa":
-                expected += f" (answer {_short(answers[0], 30)!r})"
-            ex.append({"case_id": str(r.case_id), "expectation": expected,
+            inputs = [{"input": shown, "prediction": prediction_text(pv.get((str(r.case_id), j)), ttype)}
+                      for j, shown in _shown_inputs(r, ttype)]
+            ex.append({"case_id": str(r.case_id), "expectation": _expected(r, ttype),
                        "n_inputs": len(r.inputs), "inputs": inputs})
         examples[func] = ex
     return pd.DataFrame(rows), examples
+
+
+def _shown_inputs(r, ttype) -> list[tuple[int, str]]:
+    """(index, text shown) of a case's first four inputs, each around where it differs from the original."""
+    shown_inputs = []
+    texts = [str(x) for x in r.inputs]
+    for j, t in enumerate(texts[:4]):
+        b = r.inputs_b[j] if getattr(r, "inputs_b", None) is not None else None
+        # where this input differs from the original (the original: from the first perturbation)
+        other = texts[1] if j == 0 and len(texts) > 1 else texts[0]
+        at = _first_diff(t, other)
+        shown = _around(t, at, 70) if b is None else (
+            f"{_short(b, 40)} | {_around(t, at, 50)}" if ttype.head == "qa"
+            else f"{_around(t, at, 45)} | {_short(b, 45)}")
+        shown_inputs.append((j, shown))
+    return shown_inputs
+
+
+def _expected(r, ttype) -> str:
+    """A case's expectation as the summary shows it (with its label or answer)."""
+    expected = expectation_text(r.expect, r.expect_params)
+    labels = getattr(r, "labels", None)
+    if labels is not None and len(labels) and ttype.head != "qa":
+        names = sorted({ttype.suite_labels.get(int(x), str(x)) for x in labels if x is not None})
+        expected += f" (label {' / '.join(names)})"
+    answers = getattr(r, "answers", None)
+    if answers is not None and len(answers) and ttype.head == "qa":
+        expected += f" (answer {_short(answers[0], 30)!r})"
+    return expected
+
+
+def model_labels(n: int) -> list[str]:
+    """The short names of ``n`` models in a summary over several models: m1, m2, ... (command-line order)."""
+    return [f"m{i}" for i in range(1, n + 1)]
+
+
+def model_rate_column(model: str) -> str:
+    """The column of one model's failure rate in functionalities.csv over several models."""
+    return f"failure_rate[{model}]"
+
+
+def failure_summary_models(suite: pd.DataFrame, statuses: list[pd.DataFrame], preds: list[pd.DataFrame], ttype,
+                           models: list[str], k: int = 3) -> tuple[pd.DataFrame, dict]:
+    """:func:`failure_summary` over several models (e.g. the training seeds of one system) tested on the
+    same suite, ``statuses[i]`` / ``preds[i]`` being model ``models[i]``'s.
+
+    Per functionality: class, functionality, type, cases; ``n_scored`` / ``n_failed`` summed over the
+    models; ``failure_rate``, the mean over the models of each model's own failure rate (a model that scored
+    no case of the functionality left out); ``n_models`` (the models in that mean); ``failure_rate_sd``
+    (sample standard deviation, ``ddof=1``; NaN with one), ``_min``, ``_max``; and one column per model
+    (:func:`model_rate_column`). Failing cases: up to ``k`` per functionality, those failing for the most
+    models first (suite order among equals), each with ``n_failing``, ``failing`` (indices of the models
+    that fail it) and per input the ``predictions`` of every model."""
+    from beluga.scoring import FAIL
+
+    if not (len(models) == len(statuses) == len(preds)) or len(models) < 2:
+        raise ValueError("failure_summary_models: one status and one predictions frame per model, two or more")
+    per_model = [failure_summary(suite, st, pr, ttype, k=0)[0] for st, pr in zip(statuses, preds)]
+    funcs = per_model[0][["capability", "functionality", "test_type", "n_cases"]].copy()
+    for f in per_model[1:]:
+        if f["functionality"].tolist() != funcs["functionality"].tolist():   # same suite: cannot happen
+            raise ValueError("failure_summary_models: the models' functionalities differ")
+    funcs["n_scored"] = sum(f["n_scored"].to_numpy() for f in per_model)
+    funcs["n_failed"] = sum(f["n_failed"].to_numpy() for f in per_model)
+    rates = pd.DataFrame({m: f["failure_rate"].to_numpy(dtype=float) for m, f in zip(models, per_model)})
+    funcs["failure_rate"] = rates.mean(axis=1, skipna=True).to_numpy()
+    funcs["n_models"] = rates.notna().sum(axis=1).astype(int).to_numpy()
+    funcs["failure_rate_sd"] = rates.std(axis=1, ddof=1, skipna=True).to_numpy()
+    funcs["failure_rate_min"] = rates.min(axis=1, skipna=True).to_numpy()
+    funcs["failure_rate_max"] = rates.max(axis=1, skipna=True).to_numpy()
+    for m in models:
+        funcs[model_rate_column(m)] = rates[m].to_numpy()
+
+    col = "answer" if ttype.head == "qa" else "probs"
+    pvs = [p.set_index(["case_id", "input_idx"])[col] for p in preds]
+    failed = pd.DataFrame(np.stack([suite["case_id"].map(st.set_index("case_id")["status"]).to_numpy() == FAIL
+                                    for st in statuses], axis=1), index=suite.index)     # cases x models
+    n_failing = failed.sum(axis=1)
+    examples = {}
+    for func, g in suite.groupby("functionality", sort=False):
+        counts = n_failing.loc[g.index]
+        ranked = counts[counts > 0].sort_values(ascending=False, kind="stable").head(k)
+        ex = []
+        for i, r in zip(ranked.index, g.loc[ranked.index].itertuples(index=False)):
+            inputs = [{"input": shown,
+                       "predictions": [prediction_text(pv.get((str(r.case_id), j)), ttype) for pv in pvs]}
+                      for j, shown in _shown_inputs(r, ttype)]
+            ex.append({"case_id": str(r.case_id), "expectation": _expected(r, ttype), "n_inputs": len(r.inputs),
+                       "n_failing": int(counts[i]), "failing": [int(m) for m in np.flatnonzero(failed.loc[i])],
+                       "inputs": inputs})
+        examples[func] = ex
+    return funcs, examples
 
 
 #: what a terminal acts on instead of showing: C0 and C1 control characters (ANSI escape sequences start with
@@ -618,9 +693,13 @@ def markdown_code(text) -> str:
     return f"{fence}{pad}{s}{pad}{fence}"
 
 
-def summary_text(funcs: pd.DataFrame, examples: dict, title: str, width: int = 100) -> str:
+def summary_text(funcs: pd.DataFrame, examples: dict, title: str, width: int = 100,
+                 models: list[str] | None = None) -> str:
     """The terminal summary: per class and functionality the failure rate, then failing cases (≤ width columns).
-    Suite text is shown with its control characters escaped (:func:`terminal_safe`)."""
+    Suite text is shown with its control characters escaped (:func:`terminal_safe`). ``models`` (two or more:
+    ``funcs`` / ``examples`` from :func:`failure_summary_models`): the summary over those models."""
+    if models is not None and len(models) > 1:
+        return _summary_text_models(funcs, examples, title, models, width)
     t = _plain
     title = t(title)
     lines = [title, "=" * min(width, len(title))]
@@ -638,8 +717,11 @@ def summary_text(funcs: pd.DataFrame, examples: dict, title: str, width: int = 1
     return "\n".join(line[:width] for line in lines) + "\n"
 
 
-def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str) -> str:
-    """The summary as Markdown; suite text is literal (:func:`markdown_safe`, case ids as code spans)."""
+def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str, models: list[str] | None = None) -> str:
+    """The summary as Markdown; suite text is literal (:func:`markdown_safe`, case ids as code spans).
+    ``models`` (two or more): the summary over those models (:func:`failure_summary_models`)."""
+    if models is not None and len(models) > 1:
+        return _summary_markdown_models(funcs, examples, title, models)
     esc = markdown_safe
     lines = [f"# {esc(title)}", "", "| class | functionality | type | failure rate | failed / scored |",
              "|---|---|---|---:|---:|"]
@@ -657,9 +739,12 @@ def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary_html(funcs: pd.DataFrame, examples: dict, title: str) -> str:
+def summary_html(funcs: pd.DataFrame, examples: dict, title: str, models: list[str] | None = None) -> str:
     """A standalone page: the failure-rate table and, per functionality, a
-    collapsible list of failing cases (no scripts, no external resources)."""
+    collapsible list of failing cases (no scripts, no external resources).
+    ``models`` (two or more): the page over those models (:func:`failure_summary_models`)."""
+    if models is not None and len(models) > 1:
+        return _summary_html_models(funcs, examples, title, models)
 
     rows = []
     for r in funcs.itertuples(index=False):
@@ -691,6 +776,134 @@ def summary_html(funcs: pd.DataFrame, examples: dict, title: str) -> str:
             f"<style>{style}</style></head><body><h1>{e(title)}</h1>"
             "<table id='functionalities'><thead><tr><th>class</th><th>functionality</th><th>type</th>"
             f"<th>failure rate</th><th>failed / scored</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"<h2>Failing cases</h2><div id='failures'>{''.join(details)}</div></body></html>\n")
+
+
+# ---------------------------------------------------------------- the summary over several models
+
+_SUMMARY_STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}"
+                  "td,th{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left}.num{text-align:right}"
+                  ".bar{display:inline-block;height:8px;background:#c0392b}.case{margin:.6em 0 .6em 1em}"
+                  ".pred{color:#c0392b;white-space:nowrap}summary{cursor:pointer;margin:.3em 0}")
+
+
+def _percent(x) -> str:
+    return "–" if pd.isna(x) else f"{100 * x:.1f}%"
+
+
+def _mean_sd(r: dict) -> str:
+    """``"66.7 ± 57.7%"`` (the mean alone with one model scored; ``–`` with none)."""
+    from beluga.seeds import plus_minus
+
+    return "–" if pd.isna(r["failure_rate"]) else plus_minus(r["failure_rate"], r["failure_rate_sd"]) + "%"
+
+
+def _min_max(r: dict) -> str:
+    lo, hi = r["failure_rate_min"], r["failure_rate_max"]
+    return "–" if pd.isna(lo) else f"{100 * lo:.1f}–{100 * hi:.1f}%"
+
+
+def _fails_for(ex: dict, labels: list[str]) -> str:
+    return (f"fails for {ex['n_failing']} of {len(labels)} models "
+            f"({', '.join(labels[i] for i in ex['failing'])})")
+
+
+def _tail(text: str, n: int) -> str:
+    """``text`` shortened to its last ``n`` characters (a path's distinctive end)."""
+    return text if len(text) <= n else "…" + text[-(n - 1):]
+
+
+def _summary_text_models(funcs: pd.DataFrame, examples: dict, title: str, models: list[str], width: int) -> str:
+    t = _plain
+    title = t(title)
+    labels = model_labels(len(models))
+    lines = [title, "=" * min(width, len(title)), f"failure rate: mean ± sd over {len(models)} models (min–max)"]
+    lines += [f"  {lab}  {_tail(t(m), width - 4 - len(lab))}" for lab, m in zip(labels, models)]
+    name_width = width - 41
+    for cap, g in funcs.groupby("capability", sort=False):
+        lines += ["", t(cap)]
+        for r in g.to_dict("records"):
+            mean = "–" if pd.isna(r["failure_rate"]) else (
+                f"{100 * r['failure_rate']:5.1f}%" if pd.isna(r["failure_rate_sd"])
+                else f"{100 * r['failure_rate']:5.1f} ± {100 * r['failure_rate_sd']:4.1f}%")
+            spread = "" if pd.isna(r["failure_rate_min"]) else (
+                f"({100 * r['failure_rate_min']:.1f}–{100 * r['failure_rate_max']:.1f})")
+            name = _short(t(r["functionality"]), name_width)
+            lines.append(f"  {name:<{name_width}} {t(r['test_type']):<4} fail {mean:>13}  {spread}".rstrip())
+            for ex in examples.get(r["functionality"], []):
+                fails = _fails_for(ex, labels)
+                lines.append(f"      ✗ {_short(t(ex['expectation']), max(20, width - 12 - len(fails)))} — {fails}")
+                first = ex["failing"][0]
+                for inp in ex["inputs"]:
+                    pred = f"{t(inp['predictions'][first])} ({labels[first]})"
+                    lines.append(f"        {_short(t(inp['input']), max(10, width - 12 - len(pred)))}  → {pred}")
+    return "\n".join(line[:width] for line in lines) + "\n"
+
+
+def _summary_markdown_models(funcs: pd.DataFrame, examples: dict, title: str, models: list[str]) -> str:
+    esc = markdown_safe
+    labels = model_labels(len(models))
+    named = ", ".join(f"{lab} {markdown_code(m)}" for lab, m in zip(labels, models))
+    lines = [f"# {esc(title)}", "",
+             f"Failure rate: mean ± sd over {len(models)} models ({named}); min–max and each model's rate "
+             "beside it; failed / scored summed over the models.", "",
+             "| class | functionality | type | failure rate (mean ± sd) | min–max | " + " | ".join(labels)
+             + " | failed / scored |",
+             "|---|---|---|---:|---:|" + "---:|" * len(models) + "---:|"]
+    for r in funcs.to_dict("records"):
+        each = " | ".join(_percent(r[model_rate_column(m)]) for m in models)
+        lines.append(f"| {esc(r['capability'])} | {esc(r['functionality'])} | {esc(r['test_type'])} | {_mean_sd(r)} "
+                     f"| {_min_max(r)} | {each} | {r['n_failed']} / {r['n_scored']} |")
+    for func, exs in examples.items():
+        if not exs:
+            continue
+        lines += ["", f"## {esc(func)}"]
+        for ex in exs:
+            lines += ["", f"- {markdown_code(ex['case_id'])} — expected: {esc(ex['expectation'])} — "
+                          f"{_fails_for(ex, labels)}"]
+            lines += ["  - " + esc(i["input"]) + " → "
+                      + " · ".join(f"{lab} **{esc(p)}**" for lab, p in zip(labels, i["predictions"]))
+                      for i in ex["inputs"]]
+    return "\n".join(lines) + "\n"
+
+
+def _summary_html_models(funcs: pd.DataFrame, examples: dict, title: str, models: list[str]) -> str:
+    labels = model_labels(len(models))
+    rows = []
+    for r in funcs.to_dict("records"):
+        width = 0 if pd.isna(r["failure_rate"]) else round(100 * r["failure_rate"])
+        each = "".join(f"<td class='num'>{_percent(r[model_rate_column(m)])}</td>" for m in models)
+        rows.append(f"<tr><td>{e(str(r['capability']))}</td><td>{e(str(r['functionality']))}</td>"
+                    f"<td>{e(str(r['test_type']))}</td>"
+                    f"<td class='num'><span class='bar' style='width:{width}px'></span> {_mean_sd(r)}</td>"
+                    f"<td class='num'>{_min_max(r)}</td>{each}"
+                    f"<td class='num'>{r['n_failed']} / {r['n_scored']}</td></tr>")
+    heads = "".join(f"<th title='{e(m)}'>{lab}</th>" for lab, m in zip(labels, models))
+    details = []
+    for func, exs in examples.items():
+        if not exs:
+            continue
+        items = []
+        for ex in exs:
+            fails, red = set(ex["failing"]), " class='pred'"
+            inputs = "".join(f"<tr><td>{e(i['input'])}</td>"
+                             + "".join(f"<td{red if k in fails else ''}>{e(p)}</td>"
+                                       for k, p in enumerate(i["predictions"])) + "</tr>"
+                             for i in ex["inputs"])
+            items.append(f"<div class='case'><div><code>{e(ex['case_id'])}</code> expected: "
+                         f"<b>{e(ex['expectation'])}</b> ({ex['n_inputs']} inputs) — {e(_fails_for(ex, labels))}</div>"
+                         f"<table class='inputs'><tr><th>input</th>{heads}</tr>{inputs}</table></div>")
+        opened = " open" if not details else ""    # the first one open: failures are visible on arrival
+        details.append(f"<details{opened}><summary>{e(func)} — {len(exs)} failing case(s) shown, those failing for "
+                       f"the most models first</summary>{''.join(items)}</details>")
+    named = ", ".join(f"{lab} <code>{e(m)}</code>" for lab, m in zip(labels, models))
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
+            f"<style>{_SUMMARY_STYLE}</style></head><body><h1>{e(title)}</h1>"
+            f"<p id='models'>Failure rate: mean ± sd over {len(models)} models ({named}); min–max and each "
+            "model's rate beside it; failed / scored summed over the models.</p>"
+            "<table id='functionalities'><thead><tr><th>class</th><th>functionality</th><th>type</th>"
+            f"<th>failure rate (mean ± sd)</th><th>min–max</th>{heads}<th>failed / scored</th></tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>"
             f"<h2>Failing cases</h2><div id='failures'>{''.join(details)}</div></body></html>\n")
 
 

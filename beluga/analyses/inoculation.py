@@ -23,16 +23,32 @@ unit's challenge data and watch the challenge score and the original score.
   stated level (:func:`decide`; :func:`classify`: the fixed point thresholds
   used before), with 95 % intervals of every score (:func:`score_intervals`)
   and a label-skew flag (:func:`label_skew`; the seed's §3.3 limitation).
+- Several training seeds (config ``seeds``; :func:`seeds_summary_tables`): each
+  seed's IID model is inoculated by its own jobs; per seed, unit and dose the
+  learning rate is chosen and the scores are read as in a one-seed run, and
+  the table reports the mean ± sd over seeds (``n_seeds``, ``_sd`` / ``_min``
+  / ``_max``). The tests pool the seeds, stratified by seed: exact McNemar on
+  the discordant pairs summed over seeds (:func:`pooled_mcnemar`); paired
+  randomization with each seed's own draws, the null the mean of the seeds'
+  draws draw by draw (:func:`pooled_randomization`); the gap by the exact
+  conditional test of a common odds ratio over the seeds' 2×2 tables (exact
+  Cochran–Mantel–Haenszel, :func:`stratified_gap_test`: Fisher's test with
+  one seed; chosen over summing the 2×2 counts, which would read the seeds'
+  models as one model on more items), or a within-seed permutation test for
+  a non-0/1 metric (:func:`pooled_set_gap_test`). Intervals: hierarchical
+  bootstrap, seeds then cases / examples (:func:`seeds_score_intervals`).
+  With one seed the one-seed functions run, unchanged.
 """
 
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
-from beluga.errors import ConfigError
+from beluga.errors import ConfigError, DataError
 from beluga.folds import fold_ids, split_sizes, stable_int
 from beluga.tasks import get_task_type
 
@@ -276,23 +292,34 @@ def unpaired_permutation(chal: np.ndarray, orig: np.ndarray, task_type: str, iid
     """One-sided permutation test that the statistic on the challenge examples is below the one on the
     original examples (different examples, features (n, k) as :func:`beluga.report.stats.iid_features`):
     p = (#{Δ' ≤ Δ} + 1) / (R + 1), Δ = statistic(challenge) − statistic(original)."""
-    from beluga.report.stats import TIE_TOL, iid_statistic
+    from beluga.report.stats import TIE_TOL
+
+    draws = unpaired_permutation_draws(chal, orig, task_type, iid_metric, R=R, seed=seed)
+    if draws is None:
+        return 1.0
+    delta, null = draws
+    return (int((null <= delta + TIE_TOL).sum()) + 1) / (R + 1)
+
+
+def unpaired_permutation_draws(chal: np.ndarray, orig: np.ndarray, task_type: str, iid_metric: str,
+                               R: int = 10_000, seed: int = 0) -> tuple[float, np.ndarray] | None:
+    """(Δ, the R permutation draws Δ') of :func:`unpaired_permutation`; None when either side has no example."""
+    from beluga.report.stats import iid_statistic
 
     chal, orig = np.asarray(chal, dtype=np.float64), np.asarray(orig, dtype=np.float64)
     if not len(chal) or not len(orig):
-        return 1.0
+        return None
     pool, n = np.concatenate([chal, orig]), len(chal)
     delta = float(iid_statistic(chal.mean(axis=0), task_type, iid_metric)
                   - iid_statistic(orig.mean(axis=0), task_type, iid_metric))
-    rng, count = np.random.default_rng(seed), 0
+    rng, null = np.random.default_rng(seed), np.empty(R)
     total = pool.sum(axis=0)
-    for _ in range(R):
+    for i in range(R):
         pick = rng.permutation(len(pool))[:n]
         a = pool[pick].sum(axis=0)
-        d = iid_statistic(a / n, task_type, iid_metric) - iid_statistic((total - a) / (len(pool) - n), task_type,
-                                                                        iid_metric)
-        count += int(d <= delta + TIE_TOL)
-    return (count + 1) / (R + 1)
+        null[i] = iid_statistic(a / n, task_type, iid_metric) - iid_statistic((total - a) / (len(pool) - n),
+                                                                              task_type, iid_metric)
+    return delta, null
 
 
 def unit_case_arrays(outcomes: pd.DataFrame, unit_funcs: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
@@ -330,10 +357,11 @@ def binary_iid_metric(task_type: str, iid_metric: str) -> bool:
 
 
 def paired_randomization(base: np.ndarray, system: np.ndarray, task_type: str, iid_metric: str,
-                         R: int = 10_000, seed: int = 0) -> dict:
+                         R: int = 10_000, seed: int = 0, return_null: bool = False) -> dict:
     """Paired approximate randomization of Δ = statistic(system) − statistic(base) on per-example
     i.i.d. features (m, k) (:func:`beluga.report.stats.iid_features`): each draw swaps each
-    example's two rows with probability 1/2. p = (#{|Δ'| ≥ |Δ|} + 1) / (R + 1), two-sided."""
+    example's two rows with probability 1/2. p = (#{|Δ'| ≥ |Δ|} + 1) / (R + 1), two-sided.
+    ``return_null``: the R draws Δ' too (``null``; Δ itself for every draw when no example differs)."""
     from beluga.report.stats import TIE_TOL, iid_statistic
 
     base, system = np.asarray(base, dtype=np.float64), np.asarray(system, dtype=np.float64)
@@ -343,17 +371,22 @@ def paired_randomization(base: np.ndarray, system: np.ndarray, task_type: str, i
     diff = system - base
     moving = np.flatnonzero(np.any(diff != 0, axis=1))
     if not len(moving):
-        return {"delta": delta, "p_value": 1.0, "n_discordant": 0}
+        out = {"delta": delta, "p_value": 1.0, "n_discordant": 0}
+        return {**out, "null": np.full(R, delta)} if return_null else out
     rng = np.random.default_rng(seed)
     total_b, total_s, d = base.sum(axis=0), system.sum(axis=0), diff[moving]
     count, step = 0, max(1, min(R, (1 << 22) // len(moving)))
+    nulls = []
     for start in range(0, R, step):
         swap = rng.integers(0, 2, size=(min(step, R - start), len(moving))).astype(np.float64)
         s_sum = total_s - swap @ d          # swapped examples give the system the base's row
         b_sum = total_b + swap @ d
         null = iid_statistic(s_sum / m, task_type, iid_metric) - iid_statistic(b_sum / m, task_type, iid_metric)
         count += int((np.abs(null) >= abs(delta) - TIE_TOL).sum())
-    return {"delta": delta, "p_value": (count + 1) / (R + 1), "n_discordant": int(len(moving))}
+        if return_null:
+            nulls.append(null)
+    out = {"delta": delta, "p_value": (count + 1) / (R + 1), "n_discordant": int(len(moving))}
+    return {**out, "null": np.concatenate(nulls)} if return_null else out
 
 
 def mcnemar(before, after) -> dict:
@@ -493,7 +526,8 @@ def dose_number(dose: str, n_cases: int) -> int:
 
 def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_png: str, level: float = 0.05) -> None:
     """Challenge and original score against the dose (symmetric log axis, dose 0
-    = the IID model), one panel per unit, the outcome in the panel title."""
+    = the IID model), one panel per unit, the outcome in the panel title. A table over
+    several training seeds (``n_seeds`` > 1): the means with the seeds' sd as error bars."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -507,11 +541,19 @@ def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_pn
     rows = int(np.ceil(n / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False, sharey=True)
     out = outcomes.set_index("unit")
+    n_seeds = int(table["n_seeds"].max()) if "n_seeds" in table.columns and len(table) else 1
+    several = n_seeds > 1
     for k, unit in enumerate(unit_ids):
         ax = axes[k // cols][k % cols]
         g = table[table["unit"] == unit].sort_values("n_cases")
-        ax.plot(g["n_cases"], g["challenge"], "o-", color="tab:red", label="challenge (unit's test part)")
-        ax.plot(g["n_cases"], g["original"], "s--", color="tab:blue", label="original (D_test)")
+        if several:   # the mean over training seeds with the seeds' standard deviation
+            ax.errorbar(g["n_cases"], g["challenge"], yerr=g["challenge_sd"].fillna(0), fmt="o-", color="tab:red",
+                        capsize=2, label="challenge (unit's test part)")
+            ax.errorbar(g["n_cases"], g["original"], yerr=g["original_sd"].fillna(0), fmt="s--", color="tab:blue",
+                        capsize=2, label="original (D_test)")
+        else:
+            ax.plot(g["n_cases"], g["challenge"], "o-", color="tab:red", label="challenge (unit's test part)")
+            ax.plot(g["n_cases"], g["original"], "s--", color="tab:blue", label="original (D_test)")
         for col, color in (("challenge", "tab:red"), ("original", "tab:blue")):
             if f"{col}_lo" in g:   # the score's interval
                 ax.fill_between(g["n_cases"], g[f"{col}_lo"], g[f"{col}_hi"], color=color, alpha=0.15, lw=0)
@@ -534,8 +576,13 @@ def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_pn
         axes[k // cols][k % cols].axis("off")
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, fontsize=7, loc="upper left", ncol=2)
-    fig.suptitle(f"{task.upper()}: inoculation by fine-tuning (bands: {100 * (1 - level):g}% bootstrap intervals; "
-                 "outcome in the corner; * uninformative for outcome 3)", fontsize=9)
+    if several:
+        fig.suptitle(f"{task.upper()}: inoculation by fine-tuning, mean ± sd over {n_seeds} training seeds\n(bands: "
+                     f"{100 * (1 - level):g}% hierarchical bootstrap intervals; outcome in the corner; * uninformative "
+                     "for outcome 3)", fontsize=9)
+    else:
+        fig.suptitle(f"{task.upper()}: inoculation by fine-tuning (bands: {100 * (1 - level):g}% bootstrap intervals; "
+                     "outcome in the corner; * uninformative for outcome 3)", fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     with atomic_path(out_png) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
@@ -559,7 +606,9 @@ def transfer_matrix(chosen: pd.DataFrame, base_rates: dict, unit_map: dict, dose
     return mat
 
 
-def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, out_png: str) -> None:
+def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, out_png: str, n_seeds: int = 1) -> None:
+    """Per dose, unit trained on × unit evaluated: the pass-rate change against the IID model
+    (``n_seeds`` > 1: the mean over training seeds, :func:`seeds_transfer_matrices`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -581,8 +630,13 @@ def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, ou
         ax.set_xlabel("evaluated unit", fontsize=7)
         if k == 0:
             ax.set_ylabel("unit trained on", fontsize=7)
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="pass-rate change vs IID model (pp)")
-    fig.suptitle(f"{task.upper()}: transfer of inoculation to other units", fontsize=10)
+    if n_seeds > 1:
+        fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="mean pass-rate change vs IID model (pp)")
+        fig.suptitle(f"{task.upper()}: transfer of inoculation to other units (mean over {n_seeds} training seeds)",
+                     fontsize=10)
+    else:
+        fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="pass-rate change vs IID model (pp)")
+        fig.suptitle(f"{task.upper()}: transfer of inoculation to other units", fontsize=10)
     with atomic_path(out_png) as tmp:
         fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -674,6 +728,14 @@ def summary_tables(recs: list[dict], case_outcomes: list[str], *, task_type: str
             "original", "original_lo", "original_hi", "original_same", "gap_closed", "p_gain", "p_original",
             "original_test", "p_gap", "challenge_val", "epochs_trained", "best_epoch"]
     table = table[[c for c in cols if c in table.columns]]
+    outcomes = outcome_rows(table, skew, decide_by, level, thresholds)
+    return chosen, table, outcomes, base_rates
+
+
+def outcome_rows(table: pd.DataFrame, skew: dict, decide_by: str, level: float, thresholds: dict) -> pd.DataFrame:
+    """outcomes.csv: per unit of ``table`` (its first row dose 0, its last the last dose) the outcome
+    (:func:`decide` at ``level``, or :func:`classify` by ``thresholds``), its reason and the numbers behind it,
+    with the unit's label skew (``skew``: unit -> :func:`label_skew`)."""
     outcomes = []
     for uid, g in table.groupby("unit", sort=False):
         first, last = g.iloc[0], g.iloc[-1]
@@ -693,8 +755,7 @@ def summary_tables(recs: list[dict], case_outcomes: list[str], *, task_type: str
                          "gap_closed": last.get("gap_closed"), "p_gain": last.get("p_gain"),
                          "p_original": last.get("p_original"), "original_test": last.get("original_test"),
                          "p_gap_0": first.p_gap, "p_gap_last": last.get("p_gap"), **skew[uid]})
-    outcomes = pd.DataFrame(outcomes)
-    return chosen, table, outcomes, base_rates
+    return pd.DataFrame(outcomes)
 
 
 def challenge_set_rows(uid: str, spec: dict, chosen: pd.DataFrame, base_out: pd.DataFrame, base_iid: pd.DataFrame,
@@ -766,6 +827,474 @@ def challenge_set_rows(uid: str, spec: dict, chosen: pd.DataFrame, base_out: pd.
     return rows, skew
 
 
+# ---------------------------------------------------------------- several training seeds
+#: the seed of the hierarchical bootstrap's draws of training seeds (a three-word key no :func:`seed_draw_seed` uses)
+OUTER_SEED = [0, 0, 0]
+#: the per-seed values of a (unit, dose) that the table reports as mean ± sd over seeds
+SEED_VALUES = ["challenge", "original", "original_same", "gap_closed", "challenge_val", "epochs_trained",
+               "best_epoch"]
+
+
+def seed_draw_seed(training_seed: int, base_seed: int | None = None):
+    """The seed of one training seed's bootstrap / randomization draws in a summary over several seeds: a
+    one-seed run's (0) for the base seed, [0, training seed] for another (independent draws)."""
+    return 0 if base_seed is not None and int(training_seed) == int(base_seed) else [0, int(training_seed)]
+
+
+def split_by_seed(recs: list[dict], results: list[str], case_outcomes: list[str], iid_outcomes: list[str],
+                  seeds) -> list[tuple[int, list[dict], list[str], str]]:
+    """The summary's inputs per training seed: [(seed, records, per-case outcome files, the seed's IID model
+    outcomes)] from the rule's seed-major lists (``results`` / ``case_outcomes``: every seed's runs, seed by
+    seed, the same (unit, dose, lr) order in each; ``iid_outcomes``: one file per seed, in ``seeds`` order).
+    DataError (one line naming the file and field) when the lists do not split evenly, a record was trained
+    with another seed, or two seeds ran other units, doses, learning rates or dose sizes."""
+    seeds = [int(s) for s in seeds]
+    n = len(seeds)
+    names = ", ".join(map(str, seeds))
+    if not n:
+        raise DataError("inoculation: field 'seeds': no training seed")
+    if len(iid_outcomes) != n:
+        raise DataError(f"inoculation: field 'iid_outcomes': {len(iid_outcomes)} IID model outcome file(s) for "
+                        f"{n} training seed(s) ({names}); one per seed, in the seeds' order")
+    if len(case_outcomes) != len(results) or len(recs) != len(results):
+        raise DataError(f"inoculation: field 'case_outcomes': {len(case_outcomes)} outcome file(s) for "
+                        f"{len(results)} result(s); one per result, in the same order")
+    if len(results) % n:
+        raise DataError(f"inoculation: field 'results': {len(results)} result(s) do not split into {n} training "
+                        f"seeds ({names}); every seed needs the same runs")
+    k = len(results) // n
+    out, first = [], None
+    for i, s in enumerate(seeds):
+        part = slice(i * k, (i + 1) * k)
+        r, paths = recs[part], results[part]
+        for rec, path in zip(r, paths):
+            if rec.get("seed") is not None and int(rec["seed"]) != s:
+                raise DataError(f"{path}: field 'seed': trained with seed {rec['seed']}, listed for training seed {s}")
+        keys = [{"unit": str(rec.get("unit")), "dose": str(rec.get("dose")), "lr": lr_id(rec.get("lr", np.nan)),
+                 "n_cases": rec.get("n_cases")} for rec in r]
+        if first is None:
+            first = keys
+        for j, (a, b) in enumerate(zip(keys, first)):
+            field = next((f for f in ("unit", "dose", "lr", "n_cases") if a[f] != b[f]), None)
+            if field is not None:
+                raise DataError(f"{paths[j]}: field {field!r}: training seed {s} has {a[field]!r} where training "
+                                f"seed {seeds[0]} has {b[field]!r} (its run {j + 1}); every seed needs the same "
+                                "units, doses, learning rates and dose samples")
+        out.append((s, r, list(case_outcomes[part]), iid_outcomes[i]))
+    return out
+
+
+def mcnemar_counts(before, after) -> tuple[int, int]:
+    """(lost, gained): the discordant pairs of paired 0/1 outcomes (right before only, right after only)."""
+    b, a = np.asarray(before, dtype=bool), np.asarray(after, dtype=bool)
+    if a.shape != b.shape:
+        raise ValueError(f"mcnemar_counts: paired arrays differ in shape ({b.shape} vs {a.shape})")
+    return int((b & ~a).sum()), int((a & ~b).sum())
+
+
+def pooled_mcnemar(pairs) -> dict:
+    """Exact McNemar test stratified by training seed: ``pairs`` = [(before, after)] per seed; the discordant
+    counts summed over the seeds, then the two-sided exact binomial test
+    (:func:`beluga.report.stats.binomial_counts_test`). One seed: :func:`mcnemar`."""
+    from beluga.report.stats import binomial_counts_test
+
+    lost = gained = 0
+    for before, after in pairs:
+        lo, ga = mcnemar_counts(before, after)
+        lost, gained = lost + lo, gained + ga
+    r = binomial_counts_test(lost, gained)
+    return {"p_value": r["p_value"], "n_discordant": r["n_discordant"], "gained": gained, "lost": lost}
+
+
+def pooled_randomization(pairs, task_type: str, iid_metric: str, R: int = 10_000, seeds=None) -> dict:
+    """Paired randomization stratified by training seed: ``pairs`` = [(base features, system features)] per
+    seed; each seed's examples swapped by that seed's own draws (``seeds[i]``, :func:`paired_randomization`),
+    the statistic the mean over seeds of the per-seed Δ, its null the mean of the seeds' draws, draw by draw
+    (:func:`beluga.report.stats.combine_randomization`); two-sided. One seed: :func:`paired_randomization`."""
+    from beluga.report.stats import combine_randomization
+
+    pairs = list(pairs)
+    seeds = [0] * len(pairs) if seeds is None else list(seeds)
+    parts = []
+    for (base, system), sd in zip(pairs, seeds, strict=True):
+        r = paired_randomization(base, system, task_type, iid_metric, R=R, seed=sd, return_null=True)
+        parts.append({"delta": np.array([r["delta"]]), "delta_avg": r["delta"], "null": r["null"][:, None],
+                      "null_avg": r["null"], "R": R, "n_units": r["n_discordant"]})
+    c = combine_randomization(parts)
+    return {"delta": c["delta_avg"], "p_value": float(c["p_avg"]), "n_discordant": c["n_units"]}
+
+
+def pooled_paired_metric_test(base_feats, feats, base_hits, hits, task_type: str, iid_metric: str,
+                              R: int = 10_000, seeds=None) -> tuple[float, str]:
+    """:func:`paired_metric_test` stratified by training seed (each argument: one array per seed): exact
+    McNemar on the discordant pairs summed over seeds (:func:`pooled_mcnemar`) for a 0/1 metric, else
+    :func:`pooled_randomization`. (p, test name)."""
+    n = len(base_feats)
+    if binary_iid_metric(task_type, iid_metric):
+        return pooled_mcnemar(zip(base_hits, hits, strict=True))["p_value"], \
+            f"exact McNemar, pairs summed over {n} seeds"
+    return pooled_randomization(zip(base_feats, feats, strict=True), task_type, iid_metric, R=R,
+                                seeds=seeds)["p_value"], f"paired randomization (R = {R}), stratified over {n} seeds"
+
+
+def stratified_gap_test(counts) -> float:
+    """:func:`gap_test` stratified by training seed: ``counts`` = [(challenge passed, challenge n, original
+    passed, original n)] per seed. The one-sided exact conditional test of a common odds ratio of 1 across
+    the seeds' 2×2 tables (the exact Cochran–Mantel–Haenszel test, as R's ``mantelhaen.test(exact = TRUE,
+    alternative = "less")``): given each seed's margins its challenge passes are hypergeometric, the
+    statistic is their sum over seeds, its null the convolution of the seeds' hypergeometric laws;
+    p = P(T ≤ t). One seed: Fisher's exact test (:func:`gap_test`). A seed with no item on a side carries
+    no information and is left out (1.0 when none is left)."""
+    from scipy.stats import hypergeom
+
+    dist, t, low, used = np.ones(1), 0, 0, False
+    for k_c, n_c, k_o, n_o in counts:
+        k_c, n_c, k_o, n_o = int(k_c), int(n_c), int(k_o), int(n_o)
+        if n_c == 0 or n_o == 0:
+            continue
+        used = True
+        total, passed = n_c + n_o, k_c + k_o
+        lo, hi = max(0, n_c - (total - passed)), min(passed, n_c)
+        dist = np.convolve(dist, hypergeom.pmf(np.arange(lo, hi + 1), total, passed, n_c))
+        t, low = t + k_c, low + lo
+    if not used:
+        return 1.0
+    return float(min(1.0, dist[:t - low + 1].sum()))
+
+
+def pooled_set_gap_test(chal_feats, chal_hits, orig_feats, orig_hits, task_type: str, iid_metric: str,
+                        R: int = 10_000, seeds=None) -> float:
+    """:func:`set_gap_test` stratified by training seed (each argument: one array per seed): the exact
+    stratified test of :func:`stratified_gap_test` for a 0/1 metric, else a permutation test within each
+    seed (each seed's own draws, ``seeds[i]``), the statistic the mean over seeds of the per-seed Δ, its null
+    the mean of the seeds' draws, draw by draw; one-sided, p = (#{Δ' ≤ Δ} + 1) / (R + 1)."""
+    from beluga.report.stats import TIE_TOL
+
+    if binary_iid_metric(task_type, iid_metric):
+        return stratified_gap_test([(int(np.sum(c)), len(c), int(np.sum(o)), len(o))
+                                    for c, o in zip(chal_hits, orig_hits, strict=True)])
+    seeds = [0] * len(chal_feats) if seeds is None else list(seeds)
+    draws = [unpaired_permutation_draws(c, o, task_type, iid_metric, R=R, seed=sd)
+             for c, o, sd in zip(chal_feats, orig_feats, seeds, strict=True)]
+    draws = [d for d in draws if d is not None]
+    if not draws:
+        return 1.0
+    delta = float(np.mean([d[0] for d in draws]))
+    null = np.mean([d[1] for d in draws], axis=0)
+    return (int((null <= delta + TIE_TOL).sum()) + 1) / (R + 1)
+
+
+def seeds_score_intervals(items, fi: np.ndarray, n_func: int, task_type: str, iid_metric: str, R: int = 1000,
+                          seeds=None, outer_seed=OUTER_SEED, level: float = 0.95) -> dict:
+    """:func:`score_intervals` of the mean over training seeds: ``items`` = [(passed, scored, i.i.d.
+    features)] per seed (the same cases and examples); a hierarchical percentile bootstrap, seeds resampled,
+    then cases within functionality and examples within each picked seed
+    (:func:`beluga.report.stats.hierarchical_bootstrap_ci`; ``seeds``: each seed's draw seed)."""
+    from beluga.report.stats import Outcomes, hierarchical_bootstrap_ci
+
+    outs = [Outcomes(np.asarray(p).astype(float) * np.asarray(s), np.asarray(s).astype(float), f)
+            for p, s, f in items]
+    ci = hierarchical_bootstrap_ci(outs, fi, n_func, task_type, iid_metric, R=R, seeds=seeds,
+                                   outer_seed=outer_seed, level=level)
+    return {"challenge": 100 * ci["s_T"][0], "original": 100 * ci["s_iid"][0]}
+
+
+def seeds_metric_interval(feats, task_type: str, iid_metric: str, R: int = 1000, seeds=None,
+                          outer_seed=OUTER_SEED, level: float = 0.95) -> tuple[float, float]:
+    """:func:`metric_interval` of the mean over training seeds (``feats``: one (n, k) array per seed, the
+    same examples): hierarchical percentile bootstrap, seeds then examples."""
+    from beluga.report.stats import Outcomes, hierarchical_bootstrap_ci
+
+    outs = [Outcomes(np.zeros(0), np.zeros(0), f) for f in feats]
+    lo, hi = hierarchical_bootstrap_ci(outs, np.zeros(0, dtype=np.int64), 1, task_type, iid_metric, R=R,
+                                       seeds=seeds, outer_seed=outer_seed, level=level)["s_iid"][0]
+    return 100 * lo, 100 * hi
+
+
+def pooled_dose_tests(pairs, task_type: str, iid_metric: str, R: int = 10_000, seeds=None) -> dict:
+    """:func:`dose_tests` stratified by training seed: ``pairs`` = per seed (base cases, cases, base i.i.d.
+    features, i.i.d. features, base hits, hits) as :func:`dose_tests` takes them. The challenge gain by
+    exact McNemar on the discordant cases summed over seeds, the original change by
+    :func:`pooled_paired_metric_test`, the gap left by :func:`stratified_gap_test`."""
+    chal_pairs, gap = [], []
+    for base_cases, cases, _, _, _, hits in pairs:
+        merged = base_cases.merge(cases, on="case_id", suffixes=("_0", ""), validate="one_to_one")
+        both = (merged["scored_0"] & merged["scored"]).to_numpy()
+        chal_pairs.append((merged["passed_0"].to_numpy()[both], merged["passed"].to_numpy()[both]))
+        gap.append((int((cases["passed"] & cases["scored"]).sum()), int(cases["scored"].sum()), int(hits.sum()),
+                    len(hits)))
+    chal = pooled_mcnemar(chal_pairs)
+    p_orig, orig_test = pooled_paired_metric_test([p[2] for p in pairs], [p[3] for p in pairs],
+                                                  [p[4] for p in pairs], [p[5] for p in pairs], task_type,
+                                                  iid_metric, R=R, seeds=seeds)
+    return {"p_gain": chal["p_value"], "discordant_cases": chal["n_discordant"], "p_original": p_orig,
+            "original_test": orig_test, "p_gap": stratified_gap_test(gap)}
+
+
+def _same_ids(ids_per_seed: list, seeds: list[int], source: str, what: str) -> None:
+    first = [str(x) for x in ids_per_seed[0]]
+    for s, ids in zip(seeds[1:], ids_per_seed[1:]):
+        if [str(x) for x in ids] != first:
+            raise DataError(f"{source}: field 'case_id': training seed {s} was scored on other {what} than "
+                            f"training seed {seeds[0]}")
+
+
+def _seed_state(seed: int, recs: list[dict], case_outcomes: list[str], base_out: pd.DataFrame, *, task_type: str,
+                iid_metric: str, funcs: pd.DataFrame, lrs, select_on: str):
+    """One training seed's chosen runs and its IID model (dose 0), as :func:`summary_tables` reads them."""
+    from beluga.metrics import fold_pass_rates, iid_metrics, iid_score
+    from beluga.report.stats import iid_features
+
+    order = {float(lr): i for i, lr in enumerate(lrs)}
+    df = pd.DataFrame(recs)
+    df["lr_order"] = df["lr"].map(lambda v: order.get(float(v), len(order)))
+    df["case_outcomes"] = list(case_outcomes)
+    base_iid = original_rows(base_out)
+    return SimpleNamespace(
+        seed=int(seed), chosen=choose(df, select_on), base_out=base_out,
+        base_rates=fold_pass_rates(base_out, funcs).set_index("functionality")["pass_rate"].to_dict(),
+        base_original=iid_score(iid_metrics(base_out, task_type), iid_metric), base_iid=base_iid,
+        base_feats=iid_features(base_iid, task_type), base_hits=original_hits(base_iid, task_type))
+
+
+def _chosen_row(st, uid: str, dose: str):
+    c = st.chosen
+    return c[(c["unit"] == uid) & (c["dose"] == dose)].iloc[0]
+
+
+def _seeds_suite_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, task_type: str,
+                      iid_metric: str, R: int, bootstrap: int, conf: float, draws: list) -> tuple[list, dict, dict]:
+    """A suite unit over several training seeds: (per-seed rows, pooled evidence per (unit, dose), label skew)."""
+    from beluga.io import read_parquet
+    from beluga.report.stats import iid_features
+
+    seeds = [st.seed for st in states]
+    ufuncs = list(spec["functionalities"])
+    skew = label_skew(cases_all[cases_all["functionality"].isin(set(ufuncs))], get_task_type(task_type).head,
+                      get_task_type(task_type).suite_labels)
+    info = {"unit": uid, "level": spec["level"], "label": spec["label"], "measure": "pass rate"}
+    base = [unit_case_arrays(st.base_out, ufuncs) for st in states]
+    _same_ids([c["case_id"] for c, _ in base], seeds, "IID model outcomes", f"T_test cases of unit {uid}")
+
+    def evidence(items, fi) -> dict:    # items: per seed (cases, i.i.d. features, hits)
+        ci = seeds_score_intervals([(c["passed"].to_numpy(), c["scored"].to_numpy(), f) for c, f, _ in items], fi,
+                                   len(ufuncs), task_type, iid_metric, R=bootstrap, seeds=draws, level=conf)
+        return {"challenge_lo": ci["challenge"][0], "challenge_hi": ci["challenge"][1],
+                "original_lo": ci["original"][0], "original_hi": ci["original"][1],
+                "p_gap": stratified_gap_test([(int((c["passed"] & c["scored"]).sum()), int(c["scored"].sum()),
+                                               int(h.sum()), len(h)) for c, _, h in items])}
+
+    rows, first = [], []
+    for st in states:
+        vals = [st.base_rates.get(f) for f in ufuncs if not pd.isna(st.base_rates.get(f, np.nan))]
+        row = {**info, "seed": st.seed, "dose": "0", "n_cases": 0, "lr": np.nan,
+               "challenge": 100 * float(np.mean(vals)) if vals else np.nan, "challenge_val": np.nan,
+               "original": 100 * st.base_original,
+               "original_same": 100 * float(st.base_hits.mean()) if len(st.base_hits) else np.nan,
+               "epochs_trained": 0, "best_epoch": 0}
+        row["gap_closed"] = 0.0 if row["original_same"] - row["challenge"] > 0 else np.nan
+        rows.append(row)
+        first.append(row)
+    pooled = {(uid, "0"): {**evidence([(c, st.base_feats, st.base_hits) for (c, _), st in zip(base, states)],
+                                      base[0][1]), "p_gain": np.nan, "p_original": np.nan, "original_test": ""}}
+    for dose in dict.fromkeys(states[0].chosen.loc[states[0].chosen["unit"] == uid, "dose"]):
+        items, pairs, fis = [], [], []
+        for st, (cases0, _), row0 in zip(states, base, first):
+            r = _chosen_row(st, uid, dose)
+            row = {**info, "seed": st.seed, "dose": r.dose, "n_cases": int(r.n_cases), "lr": float(r.lr),
+                   "challenge": np.nan if r.challenge is None else 100 * float(r.challenge),
+                   "challenge_val": np.nan if r.challenge_val is None else 100 * float(r.challenge_val),
+                   "original": 100 * float(r.original), "original_same": np.nan, "gap_closed": np.nan,
+                   "epochs_trained": int(r.epochs_trained), "best_epoch": int(r.best_epoch)}
+            if r.case_outcomes:
+                out = read_parquet(r.case_outcomes, "inoculation outcomes")
+                cases, fi = unit_case_arrays(out, ufuncs)
+                iid_rows = original_rows(out)
+                if list(iid_rows["case_id"]) != list(st.base_iid["case_id"]):
+                    raise DataError(f"{r.case_outcomes}: field 'case_id': the i.i.d. test examples differ from "
+                                    "the IID model's")
+                feats, hits = iid_features(iid_rows, task_type), original_hits(iid_rows, task_type)
+                row["original_same"] = 100 * float(hits.mean()) if len(hits) else np.nan
+                gap0 = row0["original_same"] - row0["challenge"]
+                row["gap_closed"] = (row["challenge"] - row0["challenge"]) / gap0 if gap0 > 0 else np.nan
+                items.append((cases, feats, hits))
+                pairs.append((cases0, cases, st.base_feats, feats, st.base_hits, hits))
+                fis.append(fi)
+            rows.append(row)
+        ev = {}
+        if len(items) == len(states):     # every seed kept its per-case outcomes: the pooled evidence
+            _same_ids([c["case_id"] for c, _, _ in items], seeds, f"inoculation outcomes of {uid}, dose {dose}",
+                      "T_test cases")
+            ev = {**evidence(items, fis[0]), **pooled_dose_tests(pairs, task_type, iid_metric, R=R, seeds=draws)}
+        pooled[(uid, dose)] = ev
+    return rows, pooled, skew
+
+
+def _set_parts(out: pd.DataFrame, name: str, task_type: str, test_ids=None):
+    """A challenge set's test examples and the i.i.d. test examples of a model's outcomes, with their features
+    and 0/1 hits (as :func:`challenge_set_rows` reads them)."""
+    from beluga.report.stats import iid_features
+
+    ch = out[out["split"] == name].copy()
+    ch["case_id"] = ch["case_id"].astype(str)
+    if test_ids is not None:
+        ch = ch[ch["case_id"].isin(test_ids)]
+    ch = ch.sort_values("case_id", kind="stable").reset_index(drop=True)
+    orig = original_rows(out)
+    return SimpleNamespace(ch=ch, ch_f=iid_features(ch, task_type), ch_h=original_hits(ch, task_type), orig=orig,
+                           orig_f=iid_features(orig, task_type), orig_h=original_hits(orig, task_type))
+
+
+def _seeds_set_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, task_type: str,
+                    iid_metric: str, R: int, bootstrap: int, conf: float, draws: list) -> tuple[list, dict, dict]:
+    """An external challenge set over several training seeds (:func:`challenge_set_rows` per seed, pooled
+    evidence): (per-seed rows, pooled evidence per (unit, dose), label skew)."""
+    from beluga.data.ood_sets import split_name
+    from beluga.io import read_parquet
+    from beluga.metrics import IID_METRICS, iid_metrics, iid_score
+
+    seeds = [st.seed for st in states]
+    name = split_name(spec["challenge"])
+    head = get_task_type(task_type).head
+    base_set = states[0].base_out[states[0].base_out["split"] == name]
+    if head == "qa":
+        skew = label_skew(base_set, head)
+    else:
+        skew = set_label_skew(pd.DataFrame({"label": base_set["gold_label"].astype(int)}), head,
+                              get_task_type(task_type).iid_labels)
+    chosen = [st.chosen[st.chosen["unit"] == uid] for st in states]
+    if not len(chosen[0]):
+        return [], {}, skew
+    names = IID_METRICS[task_type] if iid_metric == "mean" else [iid_metric]
+    measure = " / ".join(names) + (" (mean)" if len(names) > 1 else "")
+    info = {"unit": uid, "level": spec["level"], "label": spec["label"], "measure": measure}
+
+    def point(p) -> dict:
+        original = 100 * iid_score(iid_metrics(p.orig, task_type), iid_metric)
+        return {"challenge": 100 * iid_score(iid_metrics(p.ch, task_type, split=name), iid_metric),
+                "original": original, "original_same": original}
+
+    def evidence(parts) -> dict:
+        c_lo, c_hi = seeds_metric_interval([p.ch_f for p in parts], task_type, iid_metric, R=bootstrap,
+                                           seeds=draws, level=conf)
+        o_lo, o_hi = seeds_metric_interval([p.orig_f for p in parts], task_type, iid_metric, R=bootstrap,
+                                           seeds=draws, level=conf)
+        return {"challenge_lo": c_lo, "challenge_hi": c_hi, "original_lo": o_lo, "original_hi": o_hi,
+                "p_gap": pooled_set_gap_test([p.ch_f for p in parts], [p.ch_h for p in parts],
+                                             [p.orig_f for p in parts], [p.orig_h for p in parts], task_type,
+                                             iid_metric, R=R, seeds=draws)}
+
+    test_ids = []
+    for c in chosen:
+        first_out = read_parquet(c.iloc[0].case_outcomes, "inoculation outcomes")
+        test_ids.append(sorted(set(first_out.loc[first_out["split"] == name, "case_id"].astype(str))))
+    _same_ids(test_ids, seeds, f"inoculation outcomes of {uid}", f"{spec['challenge']} test examples")
+    base = [_set_parts(st.base_out, name, task_type, set(test_ids[0])) for st in states]
+    for st, b in zip(states, base):
+        if list(b.orig["case_id"]) != list(st.base_iid["case_id"]):
+            raise DataError("IID model outcomes: field 'case_id': i.i.d. test examples out of order")
+    _same_ids([b.ch["case_id"] for b in base], seeds, "IID model outcomes", f"{spec['challenge']} examples")
+    rows, first = [], []
+    for st, b in zip(states, base):
+        row = {**info, "seed": st.seed, "dose": "0", "n_cases": 0, "lr": np.nan, "challenge_val": np.nan,
+               "epochs_trained": 0, "best_epoch": 0, **point(b)}
+        row["gap_closed"] = 0.0 if row["original_same"] - row["challenge"] > 0 else np.nan
+        rows.append(row)
+        first.append(row)
+    pooled = {(uid, "0"): {**evidence(base), "p_gain": np.nan, "p_original": np.nan, "original_test": ""}}
+    for dose in dict.fromkeys(chosen[0]["dose"]):
+        now = []
+        for st, b, row0 in zip(states, base, first):
+            r = _chosen_row(st, uid, dose)
+            p = _set_parts(read_parquet(r.case_outcomes, "inoculation outcomes"), name, task_type, set(test_ids[0]))
+            if list(p.ch["case_id"]) != list(b.ch["case_id"]) or list(p.orig["case_id"]) != list(b.orig["case_id"]):
+                raise DataError(f"{r.case_outcomes}: field 'case_id': the examples differ from the IID model's")
+            row = {**info, "seed": st.seed, "dose": r.dose, "n_cases": int(r.n_cases), "lr": float(r.lr),
+                   "challenge_val": np.nan, "epochs_trained": int(r.epochs_trained),
+                   "best_epoch": int(r.best_epoch), **point(p)}
+            gap0 = row0["original_same"] - row0["challenge"]
+            row["gap_closed"] = (row["challenge"] - row0["challenge"]) / gap0 if gap0 > 0 else np.nan
+            rows.append(row)
+            now.append(p)
+        ev = evidence(now)
+        ev["p_gain"], _ = pooled_paired_metric_test([b.ch_f for b in base], [p.ch_f for p in now],
+                                                    [b.ch_h for b in base], [p.ch_h for p in now], task_type,
+                                                    iid_metric, R=R, seeds=draws)
+        ev["p_original"], ev["original_test"] = pooled_paired_metric_test(
+            [b.orig_f for b in base], [p.orig_f for p in now], [b.orig_h for b in base], [p.orig_h for p in now],
+            task_type, iid_metric, R=R, seeds=draws)
+        pooled[(uid, dose)] = ev
+    return rows, pooled, skew
+
+
+def seeds_summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame]], *, task_type: str,
+                         iid_metric: str, units: dict, cases_all: pd.DataFrame, lrs: list[float], select_on: str,
+                         thresholds: dict, decide_by: str, level: float, bootstrap: int, randomization: int,
+                         base_seed: int | None = None):
+    """:func:`summary_tables` over several training seeds: ``per_seed`` = [(training seed, records, per-case
+    outcome files, the seed's IID model outcomes)] (:func:`split_by_seed`). Per seed, unit and dose the
+    learning rate is chosen and the challenge / original scores are read exactly as in a one-seed run; the
+    table has per unit × dose the mean over seeds of each value of :data:`SEED_VALUES` (with ``n_seeds`` and
+    ``_sd`` / ``_min`` / ``_max``), ``lr`` (the seeds' learning rate where they agree, else empty) and ``lrs``
+    (each seed's, in seed order), the intervals of a hierarchical bootstrap (seeds, then cases / examples) and
+    the tests stratified by seed (:func:`pooled_dose_tests`, :func:`stratified_gap_test`,
+    :func:`pooled_set_gap_test`); each seed's draws are seeded by :func:`seed_draw_seed`. The outcome of a unit
+    is decided from the means and the pooled p-values (:func:`outcome_rows`). Returns (every seed's chosen
+    runs with a ``seed`` column, table, outcomes, {seed: the IID model's pass rates})."""
+    from beluga.seeds import over_seeds
+    from beluga.suites.format import functionality_table
+
+    funcs = functionality_table(cases_all)
+    states = [_seed_state(s, recs, co, base_out, task_type=task_type, iid_metric=iid_metric, funcs=funcs, lrs=lrs,
+                          select_on=select_on) for s, recs, co, base_out in per_seed]
+    seeds = [st.seed for st in states]
+    _same_ids([st.base_iid["case_id"] for st in states], seeds, "IID model outcomes", "i.i.d. test examples")
+    ctx = {"task_type": task_type, "iid_metric": iid_metric, "R": randomization, "bootstrap": bootstrap,
+           "conf": 1 - float(level), "draws": [seed_draw_seed(s, base_seed) for s in seeds]}
+    rows, pooled, skew = [], {}, {}
+    for uid, spec in units.items():
+        unit = _seeds_set_unit if spec.get("challenge") is not None else _seeds_suite_unit
+        unit_rows, unit_pooled, skew[uid] = unit(uid, spec, states, cases_all, **ctx)
+        rows += unit_rows
+        pooled.update(unit_pooled)
+    per = pd.DataFrame(rows)
+    table = over_seeds(per, ["unit", "dose"], SEED_VALUES)
+    lr_lists = [list(g) for _, g in per.groupby(["unit", "dose"], sort=False)["lr"]]
+    table["lr"] = [lst[0] if len({f"{x:g}" for x in lst}) == 1 else np.nan for lst in lr_lists]
+    table["lrs"] = [" / ".join("" if pd.isna(x) else f"{x:g}" for x in lst) if not pd.isna(lst).all() else ""
+                    for lst in lr_lists]
+    evidence = pd.DataFrame([pooled.get((u, d), {}) for u, d in zip(table["unit"], table["dose"])],
+                            index=table.index)
+    for col in evidence.columns:
+        table[col] = evidence[col]
+    table["_unit"] = table["unit"].map({u: i for i, u in enumerate(units)})
+    table = table.sort_values(["_unit", "n_cases"], kind="stable").drop(columns="_unit").reset_index(drop=True)
+    cols = ["unit", "level", "label", "measure", "dose", "n_cases", "lr", "lrs", "challenge", "challenge_lo",
+            "challenge_hi", "original", "original_lo", "original_hi", "original_same", "gap_closed", "p_gain",
+            "p_original", "original_test", "p_gap", "challenge_val", "epochs_trained", "best_epoch"]
+    spread = ["n_seeds"] + [f"{v}_{s}" for v in SEED_VALUES for s in ("sd", "min", "max")]
+    table = table[[c for c in cols if c in table.columns] + spread]
+    outcomes = outcome_rows(table, skew, decide_by, level, thresholds)
+    last = table.groupby("unit", sort=False).tail(1).set_index("unit")
+    for col in ("challenge", "original"):
+        outcomes[f"{col}_last_sd"] = outcomes["unit"].map(last[f"{col}_sd"])
+    outcomes["n_seeds"] = len(seeds)
+    outcomes["seeds"] = " ".join(map(str, seeds))
+    chosen = pd.concat([st.chosen.assign(seed=st.seed) for st in states], ignore_index=True)
+    return chosen, table, outcomes, {st.seed: st.base_rates for st in states}
+
+
+def seeds_transfer_matrices(chosen: pd.DataFrame, base_rates: dict, unit_map: dict) -> dict[str, pd.DataFrame]:
+    """Per dose the mean over training seeds of each seed's :func:`transfer_matrix` (``chosen``: every seed's
+    chosen runs with a ``seed`` column; ``base_rates``: seed -> the seed's IID model pass rates)."""
+    out = {}
+    for dose in dict.fromkeys(chosen["dose"]):
+        mats = [transfer_matrix(chosen[chosen["seed"] == s], rates, unit_map, dose) for s, rates in base_rates.items()]
+        mean = pd.concat(mats).groupby(level=0, sort=False).mean()
+        out[dose] = mean.reindex(index=mats[0].index, columns=mats[0].columns)
+    return out
+
+
 def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame, select_on: str, decide_by: str,
               level: float) -> str:
     def num(x, fmt="{:.1f}") -> str:
@@ -790,6 +1319,14 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
            f"{num(getattr(r, 'p_gain', None), '{:.3g}')} | {num(getattr(r, 'p_original', None), '{:.3g}')} | "
            f"{num(getattr(r, 'p_gap', None), '{:.3g}')} | {r.epochs_trained} ({r.best_epoch}) |"
            for r in table.itertuples(index=False)]
+    md += ["", markdown_note(select_on, decide_by, level)]
+    return "\n".join(md) + "\n"
+
+
+def markdown_note(select_on: str, decide_by: str, level: float) -> str:
+    """inoculation.md's closing paragraph: the outcomes, how they were decided, the gap closed, the intervals,
+    the label skew and the learning-rate choice."""
+    conf = f"{100 * (1 - level):g}%"
     how = (f"decided by tests at level {level:g} (unadjusted, last dose against dose 0): the challenge gain by an "
            "exact McNemar test on the unit's T_test cases (pooled over its functionalities), the original change by "
            "an exact McNemar test on the i.i.d. test examples (a paired randomization test when the i.i.d. score is "
@@ -800,13 +1337,76 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
            "metric, paired randomization / permutation otherwise) against the original score in that metric"
            if decide_by == "tests" else
            "decided by the fixed point thresholds of inoculation.thresholds")
-    md += ["", "Outcome 1: the gap closes (a significant challenge gain, no significant gap left, no significant "
-           "original drop); 2: nothing changes (no significant challenge gain); 3: the original score drops "
-           "significantly (the challenge conflicts with the original data); between: a significant gain but a "
-           "significant gap left; no gap: no significant gap at dose 0. Outcomes " + how + ". Gap closed: the "
-           "challenge gain as a share of the dose-0 gap between the original and the challenge score in one measure. "
-           f"Intervals: {conf} percentile bootstrap (cases resampled within functionality, examples resampled). "
-           "A unit whose labelled cases share one label, or that has no labelled case (INV / DIR), is uninformative "
-           "for outcome 3 (the seed's §3.3). Dose 0 is the IID model; lr picked on the challenge "
-           f"{'test set (as the seed)' if select_on == 'test' else 'validation cases'}."]
+    return ("Outcome 1: the gap closes (a significant challenge gain, no significant gap left, no significant "
+            "original drop); 2: nothing changes (no significant challenge gain); 3: the original score drops "
+            "significantly (the challenge conflicts with the original data); between: a significant gain but a "
+            "significant gap left; no gap: no significant gap at dose 0. Outcomes " + how + ". Gap closed: the "
+            "challenge gain as a share of the dose-0 gap between the original and the challenge score in one measure. "
+            f"Intervals: {conf} percentile bootstrap (cases resampled within functionality, examples resampled). "
+            "A unit whose labelled cases share one label, or that has no labelled case (INV / DIR), is uninformative "
+            "for outcome 3 (the seed's §3.3). Dose 0 is the IID model; lr picked on the challenge "
+            f"{'test set (as the seed)' if select_on == 'test' else 'validation cases'}.")
+
+
+def inoculation_seeds_note(seeds) -> str:
+    """The line of inoculation.md that states the training seeds behind every cell."""
+    seeds = [int(s) for s in seeds]
+    return (f"{len(seeds)} training seeds ({', '.join(map(str, seeds))}): every score, gap closed and epoch count is "
+            "the mean ± the standard deviation over the seeds (min–max and n_seeds in table.csv); each seed's "
+            "learning rate is chosen per unit and dose as in a one-seed run (lr: each seed's, in seed order, where "
+            "they differ).")
+
+
+def seeds_markdown_note(level: float) -> str:
+    """inoculation.md's paragraph on how the tests and intervals pool the training seeds."""
+    conf = f"{100 * (1 - level):g}%"
+    return ("Training seeds: the tests pool the seeds, stratified by seed — exact McNemar on the discordant cases "
+            "(examples) summed over the seeds; paired randomization with each seed's examples swapped by that "
+            "seed's own draws, the statistic the mean over seeds of the per-seed change and its null the mean of "
+            "the seeds' draws, draw by draw; the gap by the one-sided exact conditional test of a common odds ratio "
+            "over the seeds' 2×2 tables (exact Cochran–Mantel–Haenszel: each seed's margins fixed, the challenge "
+            "passes summed over seeds; with one seed, Fisher's exact test), or for a non-0/1 metric a permutation "
+            "test within each seed with the seeds' draws averaged. The outcomes are decided from the means and "
+            f"these pooled p-values. Intervals: {conf} hierarchical percentile bootstrap (seeds resampled, then "
+            "cases within functionality and examples within each picked seed).")
+
+
+def seeds_inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame, select_on: str,
+                               decide_by: str, level: float, seeds) -> str:
+    """inoculation.md over several training seeds (:func:`seeds_summary_tables`): the cells of
+    :func:`inoculation_markdown` as mean ± sd over the seeds, the seeds named, the pooling explained."""
+    from beluga.seeds import plus_minus
+
+    def num(x, fmt="{:.1f}") -> str:
+        return "" if x is None or pd.isna(x) else fmt.format(x)
+
+    def pm(r, col: str, scale: float = 1.0, digits: int = 1) -> str:
+        return plus_minus(getattr(r, col, None), getattr(r, f"{col}_sd", None), scale=scale, digits=digits)
+
+    def ci(r, col: str) -> str:
+        lo, hi = getattr(r, f"{col}_lo", None), getattr(r, f"{col}_hi", None)
+        return f"{pm(r, col)} [{num(lo, '{:.0f}')}, {num(hi, '{:.0f}')}]" if lo is not None else pm(r, col)
+
+    def lr(r) -> str:
+        return r.lrs if pd.isna(r.lr) else f"{r.lr:g}"
+
+    def gap(r) -> str:
+        text = pm(r, "gap_closed", scale=100, digits=0)
+        return text.replace(" ± ", "% ± ") + "%" if text else ""
+
+    conf = f"{100 * (1 - level):g}%"
+    md = [f"# {task.upper()}: inoculation by fine-tuning", "", inoculation_seeds_note(seeds), "",
+          "| unit | outcome | label skew | why |", "|---|---|---|---|"]
+    md += [f"| {r.label} | {r.outcome} | {r.label_skew}{'' if r.informative_3 else ' (uninformative for 3)'} | "
+           f"{r.reason} |" for r in outcomes.itertuples(index=False)]
+    md += ["", f"| unit | measure | dose | cases | lr | challenge ({conf} CI) | original ({conf} CI) | "
+           "original in the measure | gap closed | p gain | p original | p gap left | epochs (best) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    md += [f"| {r.label} | {r.measure} | {r.dose} | {r.n_cases} | {lr(r)} | {ci(r, 'challenge')} | "
+           f"{ci(r, 'original')} | {pm(r, 'original_same')} | {gap(r)} | "
+           f"{num(getattr(r, 'p_gain', None), '{:.3g}')} | {num(getattr(r, 'p_original', None), '{:.3g}')} | "
+           f"{num(getattr(r, 'p_gap', None), '{:.3g}')} | {num(r.epochs_trained, '{:g}')} "
+           f"({num(r.best_epoch, '{:g}')}) |"
+           for r in table.itertuples(index=False)]
+    md += ["", markdown_note(select_on, decide_by, level), "", seeds_markdown_note(level)]
     return "\n".join(md) + "\n"

@@ -33,12 +33,19 @@ tasks, only when every one has the same systems.
 
 ``python -m beluga ood-rank`` runs it on any such table; the pipeline's ood
 rule writes its own long table and runs the same code.
+
+Several training seeds (:func:`evaluate`; docs/OOD.md, "Training seeds"): each
+seed is evaluated as a one-seed run; the long table holds the mean over seeds
+(with its spread), the ranking and correlation use those means, the OOD table's
+cells are means ± standard deviations of the seeds' own cells, and the test
+against the IID model pools the seeds' discordant examples.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +56,7 @@ from beluga.data.ood_sets import ADDITION, split_name
 from beluga.errors import ConfigError, DataError
 from beluga.metrics import BASELINE, CONFIG_LABELS, iid_metrics
 from beluga.predict import PREDICTION_SCHEMA, QA_PREDICTION_SCHEMA
+from beluga.seeds import N_SEEDS_COLUMN, SEED_COLUMN
 
 LONG_COLUMNS = ("system", "task", "dataset", "domain", "metric", "value")
 RANKING_COLUMNS = ("system", "id_avg", "ood_avg", "decrease_ratio", "rank_decrease_ratio", "friedman_rank_ood",
@@ -68,12 +76,19 @@ TABLE_TAIL = ("ood_avg", "decrease_ratio", "rank_decrease_ratio", "friedman_rank
 MODEL_COLUMNS = ("configuration", "method", "partition", "fold")
 #: the ``split`` values of predictions and outcomes other than an OOD set's (``ood:<name>``)
 SPLIT_NAMES = (*IID_SPLITS, "pool", "suite_test", "suite_val", ID_DATASET)
+#: several training seeds (config ``seeds``; docs/OOD.md, "Training seeds"): scores.csv adds these after
+#: LONG_EXTRA_COLUMNS; ood_table.csv adds, after TABLE_TAIL, ``n_seeds``, ``id_sd``, each OOD set's name with
+#: each of SEED_SET_SUFFIXES, then ``ood_avg_sd`` and ``decrease_ratio_sd``; models.csv a leading SEED_COLUMN
+LONG_SEED_COLUMNS = (N_SEEDS_COLUMN, "value_sd", "value_min", "value_max")
+SEED_SET_SUFFIXES = ("_sd", "_delta_sd")
+TABLE_SEED_COLUMNS = (N_SEEDS_COLUMN, "id_sd", "ood_avg_sd", "decrease_ratio_sd")
 #: names an OOD set cannot have (``tasks.<id>.ood[i].name``): the set's name is a column of ood_table.csv
 #: and models.csv and a dataset of scores.csv, next to these columns (and key names of the rankings,
 #: correlation and prediction tables) and split names; a set named ``id`` would replace the ID column
 RESERVED_SET_NAMES = frozenset((*LONG_COLUMNS, *LONG_EXTRA_COLUMNS, *RANKING_COLUMNS, "benchmark",
                                 *CORRELATION_COLUMNS, *TABLE_LEAD, *TABLE_TAIL, *MODEL_COLUMNS, *SPLIT_NAMES,
-                                *PREDICTION_SCHEMA.names, *QA_PREDICTION_SCHEMA.names))
+                                *PREDICTION_SCHEMA.names, *QA_PREDICTION_SCHEMA.names, *LONG_SEED_COLUMNS,
+                                *TABLE_SEED_COLUMNS, SEED_COLUMN))
 
 
 def set_name_clash(names) -> tuple[int, str] | None:
@@ -82,7 +97,8 @@ def set_name_clash(names) -> tuple[int, str] | None:
     the name of another set's own column in ood_table.csv (``a`` and ``a_p``:
     the p-value of ``a`` would be replaced by the score of ``a_p``)."""
     names = [str(n) for n in names]
-    own = {f"{m}{suffix}": (j, m, suffix) for j, m in enumerate(names) for suffix in SET_COLUMN_SUFFIXES[1:]}
+    own = {f"{m}{suffix}": (j, m, suffix) for j, m in enumerate(names)
+           for suffix in (*SET_COLUMN_SUFFIXES[1:], *SEED_SET_SUFFIXES)}
     for i, n in enumerate(names):
         if n in RESERVED_SET_NAMES or n.lower() in RESERVED_SET_NAMES:
             return i, (f"{n!r} is reserved: the OOD tables, rankings, correlation and prediction tables use it as "
@@ -90,7 +106,9 @@ def set_name_clash(names) -> tuple[int, str] | None:
                        f"{', '.join(sorted(RESERVED_SET_NAMES))}); rename the set")
         if n in own and own[n][0] != i:
             j, m, suffix = own[n]
-            what = {"_delta": "difference to the IID model", "_p": "p-value", "_direction": "significance mark"}
+            what = {"_delta": "difference to the IID model", "_p": "p-value", "_direction": "significance mark",
+                    "_sd": "standard deviation over training seeds",
+                    "_delta_sd": "difference's standard deviation over training seeds"}
             return i, (f"{n!r} is also the name of the {what[suffix]} column of OOD set {m!r} (ood[{j}]) in "
                        "ood_table.csv, and one would replace the other; rename one of the sets")
     return None
@@ -249,18 +267,38 @@ def read_long(path: str) -> pd.DataFrame:
         raise DataError(f"scores file {p}: field 'path': cannot be read ({e})") from None
 
 
+def long_seeds_note(long: pd.DataFrame) -> str:
+    """A line for rankings read from scores.csv files of several training seeds (their ``n_seeds``
+    column, :func:`long_over_seeds`): the ranked scores are means over seeds; ``""`` otherwise."""
+    if N_SEEDS_COLUMN not in long.columns:
+        return ""
+    n = pd.to_numeric(long[N_SEEDS_COLUMN], errors="coerce")
+    counts = sorted({int(v) for v in n.dropna()})
+    if not counts or counts == [1]:
+        return ""
+    many = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    some = " (rows without n_seeds: one seed)" if n.isna().any() else ""
+    return (f"Training seeds: every score is the mean over {many} training seeds{some}; the rankings, Friedman "
+            "ranks and ID–OOD correlations are computed on these means (the spread over seeds: value_sd, "
+            "value_min, value_max in the scores).")
+
+
 def ood_rank_command(scores: str, out: str) -> str:
     """``python -m beluga ood-rank``: ranking.csv, correlation.csv (the ID–OOD
     correlation over the systems) and ranking.md in ``out``."""
 
     from beluga.io import write_csv, write_text
 
-    ranking = rank_systems(read_long(scores), source=f"scores file {scores}")
+    long = read_long(scores)
+    ranking = rank_systems(long, source=f"scores file {scores}")
     corr = id_ood_correlation(ranking)
     Path(out).mkdir(parents=True, exist_ok=True)
     write_csv(ranking, str(Path(out) / "ranking.csv"))
     write_csv(correlation_frame({"all": corr}), str(Path(out) / "correlation.csv"))
     md = ranking_markdown(ranking, corr=corr)
+    note = long_seeds_note(long)
+    if note:
+        md += "\n" + note + "\n"
     write_text(md, str(Path(out) / "ranking.md"))
     return md
 
@@ -329,11 +367,12 @@ def long_scores(runs: list[dict], names: list[str], task: str, task_type: str, b
     return pd.DataFrame(rows)
 
 
-def ood_significance(runs: list[dict], names: list[str], alpha: float, correction: str) -> pd.DataFrame:
-    """Per pair and OOD set: two-sided exact binomial test on the discordant
-    examples (correct: SENT / PARA the predicted class, READ exact match) against
-    the IID baseline; p adjusted per OOD set across pairs (Holm) or not."""
-    from beluga.report.run_stats import mark
+SIGNIFICANCE_COLUMNS = ["configuration", "method", "column", "p_value", "n_discordant", "baseline_only",
+                        "system_only", "delta", "p_adjusted", "significant", "direction"]
+
+
+def _significance_rows(runs: list[dict], names: list[str]) -> list[dict]:
+    """One training seed's tests (:func:`ood_significance`), before the correction."""
     from beluga.report.stats import binomial_test
 
     base = next((r for r in runs if (r["configuration"], r["method"]) == BASELINE), None)
@@ -355,10 +394,50 @@ def ood_significance(runs: list[dict], names: list[str], alpha: float, correctio
                          "p_value": t["p_value"], "n_discordant": t["n_discordant"],
                          "baseline_only": t["a_only"], "system_only": t["b_only"],
                          "delta": float(s.astype(float).mean() - b.astype(float).mean())})
+    return rows
+
+
+def _pooled_rows(per_seed: dict[int, list[dict]]) -> list[dict]:
+    """The tests of several training seeds as one test per pair and set, stratified by seed: the exact
+    binomial test on the discordant examples summed over seeds (``stats.binomial_counts_test``), ``delta``
+    the mean over seeds of each seed's difference, with ``n_seeds``, ``seeds_better`` / ``seeds_worse``
+    (seeds whose own difference is positive / negative) and ``delta_sd``."""
+    from beluga.report.stats import binomial_counts_test
+
+    by_key: dict[tuple, list[dict]] = {}
+    for rows in per_seed.values():
+        for r in rows:
+            by_key.setdefault((r["configuration"], r["method"], r["column"]), []).append(r)
+    out = []
+    for (conf, method, column), rows in by_key.items():
+        t = binomial_counts_test(sum(r["baseline_only"] for r in rows), sum(r["system_only"] for r in rows))
+        deltas = np.array([r["delta"] for r in rows], dtype=float)
+        out.append({"configuration": conf, "method": method, "column": column, "p_value": t["p_value"],
+                    "n_discordant": t["n_discordant"], "baseline_only": t["a_only"], "system_only": t["b_only"],
+                    "delta": float(deltas.mean()), N_SEEDS_COLUMN: len(rows),
+                    "seeds_better": int(np.sum(deltas > 0)), "seeds_worse": int(np.sum(deltas < 0)),
+                    "delta_sd": float(np.std(deltas, ddof=1)) if len(deltas) > 1 else np.nan})
+    return out
+
+
+def ood_significance(runs: list[dict], names: list[str], alpha: float, correction: str) -> pd.DataFrame:
+    """Per pair and OOD set: two-sided exact binomial test on the discordant
+    examples (correct: SENT / PARA the predicted class, READ exact match) against
+    the IID baseline; p adjusted per OOD set across pairs (Holm) or not.
+
+    ``runs`` of several training seeds (their ``seed``; :func:`runs_by_seed`):
+    each seed's system is paired with the same seed's IID model, and the test
+    pools the discordant examples of every seed (:func:`_pooled_rows`); one
+    seed: the one-seed test."""
+    from beluga.report.run_stats import mark
+
+    groups = runs_by_seed(runs)
+    if len(groups) == 1:
+        rows = _significance_rows(runs, names)
+    else:
+        rows = _pooled_rows({s: _significance_rows(g, names) for s, g in groups.items()})
     if not rows:
-        return pd.DataFrame(columns=["configuration", "method", "column", "p_value", "n_discordant",
-                                     "baseline_only", "system_only", "delta", "p_adjusted", "significant",
-                                     "direction"])
+        return pd.DataFrame(columns=SIGNIFICANCE_COLUMNS)
     return mark(pd.DataFrame(rows), alpha, correction)
 
 
@@ -393,18 +472,189 @@ def ood_table(long: pd.DataFrame, ranking: pd.DataFrame, sig: pd.DataFrame, name
     return pd.DataFrame(rows)
 
 
+# ---------------------------------------------------------------- training seeds
+
+#: the keys of a scores.csv row (one score per system, dataset and metric)
+LONG_KEYS = ["system", "configuration", "method", "task", "dataset", "domain", "metric"]
+
+
+def _run_key(run: Mapping) -> str:
+    return "/".join(str(run.get(k)) for k in ("configuration", "method", "partition", "fold") if k in run)
+
+
+def runs_by_seed(runs: list[dict], field: str = "runs") -> dict:
+    """The records of ``runs`` per training seed (their ``seed``, seeds in order of first appearance);
+    records without ``seed`` are one seed (key None). With several seeds every seed must have the same runs
+    (configuration, method, partition, fold), each once: otherwise one line naming ``field``."""
+    has = [SEED_COLUMN in r for r in runs]
+    if not any(has):
+        return {None: list(runs)}
+    if not all(has):
+        i = has.index(False)
+        raise DataError(f"ood: field '{field}': record {i} ({_run_key(runs[i])}) has no {SEED_COLUMN!r} "
+                        "(the others have one)")
+    groups: dict[int, list[dict]] = {}
+    for r in runs:
+        groups.setdefault(int(r[SEED_COLUMN]), []).append(r)
+    if len(groups) == 1:
+        return groups
+    first, *others = groups
+    want = [_run_key(r) for r in groups[first]]
+    for seed in groups:
+        have = [_run_key(r) for r in groups[seed]]
+        dup = next((k for i, k in enumerate(have) if k in have[:i]), None)
+        if dup is not None:
+            raise DataError(f"ood: field '{field}': training seed {seed} has the run {dup} twice")
+        missing = next((k for k in want if k not in have), None)
+        if missing is not None:
+            raise DataError(f"ood: field '{field}': training seed {seed} has no {missing} run (training seed "
+                            f"{first} has one; every seed needs the same runs)")
+        extra = next((k for k in have if k not in want), None)
+        if extra is not None:
+            raise DataError(f"ood: field '{field}': training seed {seed} has a {extra} run that training seed "
+                            f"{first} lacks (every seed needs the same runs)")
+    return groups
+
+
+def check_seed_examples(groups: Mapping[int, list[dict]], names: list[str]) -> None:
+    """Every training seed's IID model scored the same examples of the i.i.d. test set and of each OOD set
+    (the data samples do not depend on the training seed; each seed's systems are checked against its own
+    IID model by :func:`ood_significance`): otherwise one line naming the outcomes file."""
+    bases = {s: next((r for r in g if (r["configuration"], r["method"]) == BASELINE), None)
+             for s, g in groups.items()}
+    for s, base in bases.items():
+        if base is None:
+            raise DataError(f"ood: field 'runs': the IID baseline's outcomes of training seed {s} are missing")
+    first = next(iter(bases))
+    for split in ["iid_test", *[split_name(n) for n in names]]:
+        want = None
+        for s, base in bases.items():
+            out = base["outcomes"]
+            ids = set(out.loc[out["split"] == split, "case_id"])
+            if want is None:
+                want = ids
+            elif ids != want:
+                raise DataError(f"{base['path']}: field 'case_id': the {split!r} examples of training seed {s} "
+                                f"differ from training seed {first}'s (every seed must score the same examples)")
+
+
+def long_over_seeds(longs: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
+    """scores.csv of several training seeds from each seed's :func:`long_scores`: per system, dataset and
+    metric the mean over seeds (``value``, what ``rank_systems`` / ``ood-rank`` read), ``n_seeds`` and
+    ``value_sd`` / ``value_min`` / ``value_max`` (beluga.seeds.over_seeds); ``n`` and the labels are the
+    first seed's."""
+    from beluga.seeds import over_seeds, per_seed_frame
+
+    return over_seeds(per_seed_frame(dict(longs)), LONG_KEYS, ["value"])
+
+
+def ood_table_over_seeds(longs: Mapping[int, pd.DataFrame], long: pd.DataFrame, ranking: pd.DataFrame,
+                         sig: pd.DataFrame, names: list[str], source: str = "OOD scores") -> pd.DataFrame:
+    """ood_table.csv of several training seeds: :func:`ood_table` on the means (``long``:
+    :func:`long_over_seeds`; ``ranking`` on it; ``sig``: the pooled tests), whose ID, set, difference, OOD
+    average and decrease ratio cells are then the mean over seeds of each seed's own :func:`ood_table` cell
+    (the OOD average and the decrease ratio of each seed, averaged), followed by :data:`TABLE_SEED_COLUMNS`
+    and each set's ``_sd`` / ``_delta_sd`` (sample standard deviations over seeds)."""
+    from beluga.seeds import over_seeds, per_seed_frame
+
+    table = ood_table(long, ranking, sig, names)
+    values = ["id", *names, *[f"{n}_delta" for n in names], "ood_avg", "decrease_ratio"]
+    per_seed = per_seed_frame({s: ood_table(one, rank_systems(one, source=f"{source}, training seed {s}"),
+                                            pd.DataFrame(), names)[["system", *values]]
+                               for s, one in longs.items()})
+    over = over_seeds(per_seed, ["system"], values).set_index("system").reindex(table["system"])
+    for v in values:
+        table[v] = over[v].to_numpy(dtype=float)
+    table[N_SEEDS_COLUMN] = over[N_SEEDS_COLUMN].to_numpy(dtype=int)
+    table["id_sd"] = over["id_sd"].to_numpy(dtype=float)
+    for n in names:
+        table[f"{n}_sd"] = over[f"{n}_sd"].to_numpy(dtype=float)
+        table[f"{n}_delta_sd"] = over[f"{n}_delta_sd"].to_numpy(dtype=float)
+    table["ood_avg_sd"] = over["ood_avg_sd"].to_numpy(dtype=float)
+    table["decrease_ratio_sd"] = over["decrease_ratio_sd"].to_numpy(dtype=float)
+    return table
+
+
+@dataclass
+class OodResult:
+    """What rule ood writes: ``seeds`` (the training seeds, ``[]`` for records without one), ``long``
+    (scores.csv), ``ranking``, ``corr`` (the ID–OOD correlation), ``sig`` (the tests) and ``table``
+    (ood_table.csv)."""
+    seeds: list
+    long: pd.DataFrame
+    ranking: pd.DataFrame
+    corr: dict
+    sig: pd.DataFrame
+    table: pd.DataFrame
+
+
+def evaluate(runs: list[dict], names: list[str], task: str, task_type: str, backbone: str = "",
+             credits: dict[str, str] | None = None, alpha: float = 0.05, correction: str = "none") -> OodResult:
+    """The OOD evaluation of the systems' runs (outcomes loaded). One training seed: the one-seed tables.
+    Several (the records' ``seed``): each seed's long scores as one seed's; scores.csv the mean over seeds
+    with its spread (:func:`long_over_seeds`); the ranking and the ID–OOD correlation over the systems' means;
+    the tests pooled over seeds; the table's cells means over seeds with their standard deviations
+    (:func:`ood_table_over_seeds`)."""
+    groups = runs_by_seed(runs)
+    seeds = [s for s in groups if s is not None]
+    if len(groups) == 1:
+        long = long_scores(runs, names, task, task_type, backbone, credits)
+        ranking = rank_systems(long, source=f"{task} OOD scores")
+        corr = id_ood_correlation(ranking)
+        sig = ood_significance(runs, names, alpha, correction)
+        return OodResult(seeds, long, ranking, corr, sig, ood_table(long, ranking, sig, names))
+    check_seed_examples(groups, names)
+    longs = {s: long_scores(g, names, task, task_type, backbone, credits) for s, g in groups.items()}
+    long = long_over_seeds(longs)
+    ranking = rank_systems(long, source=f"{task} OOD scores (means over training seeds)")
+    corr = id_ood_correlation(ranking)
+    sig = ood_significance(runs, names, alpha, correction)
+    table = ood_table_over_seeds(longs, long, ranking, sig, names, source=f"{task} OOD scores")
+    return OodResult(seeds, long, ranking, corr, sig, table)
+
+
+def seeds_legend(seeds: list) -> str:
+    """The OOD table's line on training seeds (several seeds)."""
+    from beluga.seeds import seeds_note
+
+    return (f"{seeds_note(seeds)} ID and each OOD set: the mean over seeds of each seed's score; OOD avg and "
+            "decrease ratio: the mean over seeds of each seed's own OOD average and decrease ratio; Friedman rank, "
+            "ranking.csv and the ID–OOD correlation: on the systems' mean scores. ▲ / ▼: one exact binomial test "
+            f"per pair and set on the discordant examples of the {len(seeds)} seeds together (each seed's model "
+            "paired with the same seed's IID model; a test stratified by seed).")
+
+
 def _mark(direction: int) -> str:
     from beluga.report.tables import DOWN, UP
 
     return UP if direction > 0 else (DOWN if direction < 0 else "")
 
 
+def _several(table: pd.DataFrame, seeds) -> bool:
+    """Whether the table is one of several training seeds (its cells means with ``_sd`` columns)."""
+    return seeds is not None and len(seeds) > 1 and N_SEEDS_COLUMN in table.columns
+
+
 def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
-                       correlation: dict | None = None, credits: dict[str, str] | None = None) -> str:
+                       correlation: dict | None = None, credits: dict[str, str] | None = None,
+                       seeds: list | None = None) -> str:
+    """ood_table.md; with several training ``seeds`` (``table`` from :func:`ood_table_over_seeds`) each
+    score cell is the mean ± the standard deviation over seeds, and a line says how many seeds."""
+    from beluga.seeds import plus_minus
+
+    several = _several(table, seeds)
     head = ["", "ID"] + names + ["OOD avg", "decrease ratio", "Friedman rank"]
     lines = [f"# {task.upper()}: OOD evaluation (×100)", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
     for r in table.to_dict("records"):
+        if several:   # "80.9 ± 0.5"
+            cells = [r["label"], plus_minus(r["id"], r["id_sd"], scale=1.0)]
+            cells += [f"{plus_minus(r[n], r[f'{n}_sd'], scale=1.0)}{_mark(r[f'{n}_direction'])}" for n in names]
+            cells += [plus_minus(r["ood_avg"], r["ood_avg_sd"], scale=1.0),
+                      plus_minus(r["decrease_ratio"], r["decrease_ratio_sd"], scale=1.0),
+                      f"{r['friedman_rank_ood']:.2f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+            continue
         cells = [r["label"], f"{r['id']:.1f}"]
         cells += [f"{r[n]:.1f}{_mark(r[f'{n}_direction'])}" for n in names]
         cells += [f"{r['ood_avg']:.1f}", f"{r['decrease_ratio']:.1f}", f"{r['friedman_rank_ood']:.2f}"]
@@ -414,6 +664,8 @@ def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: 
               f"▲ / ▼: significantly better / worse than the IID model on that set (two-sided exact binomial test "
               f"on the discordant examples, {corr}p < {alpha}). Decrease ratio = 100 × (ID − OOD avg) / ID; "
               "Friedman rank: mean rank over the OOD sets (1 = best)."]
+    if several:
+        lines += ["", seeds_legend(seeds)]
     if "backbone" in table.columns and len(table):
         lines += ["", f"Backbone: {table['backbone'].iloc[0]} (the systems are its configurations and methods)."]
     if correlation is not None:
@@ -424,24 +676,43 @@ def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: 
     return "\n".join(lines) + "\n"
 
 
-def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str) -> str:
+def _tex_pm(row: Mapping, column: str) -> str:
+    """A cell of several training seeds in LaTeX: the mean $\\pm$ the standard deviation (×100 already)."""
+    from beluga.seeds import plus_minus
+
+    return plus_minus(row[column], row[f"{column}_sd"], scale=1.0, sep=r"\,$\pm$\,")
+
+
+def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
+                seeds: list | None = None) -> str:
+    """ood_table.tex; with several training ``seeds`` each score cell is the mean $\\pm$ the standard deviation
+    over seeds and the caption says how many seeds."""
     from beluga.report.tables import latex_escape
 
+    several = _several(table, seeds)
     cols = "l" + "r" * (len(names) + 4)
     head = " & ".join(["", "ID", *map(latex_escape, names), "OOD avg", r"$\Delta\downarrow$", "F-rank"])
     lines = [r"\begin{table}[t]", r"\centering", rf"\begin{{tabular}}{{{cols}}}", r"\toprule", head + r" \\",
              r"\midrule"]
     sym = {1: r"$^{\blacktriangle}$", -1: r"$^{\blacktriangledown}$", 0: ""}
     for r in table.to_dict("records"):
+        if several:   # "80.9\,$\pm$\,0.5"
+            cells = [latex_escape(r["label"]), _tex_pm(r, "id")]
+            cells += [f"{_tex_pm(r, n)}{sym[int(r[f'{n}_direction'])]}" for n in names]
+            cells += [_tex_pm(r, "ood_avg"), _tex_pm(r, "decrease_ratio"), f"{r['friedman_rank_ood']:.2f}"]
+            lines.append(" & ".join(cells) + r" \\")
+            continue
         cells = [latex_escape(r["label"]), f"{r['id']:.1f}"]
         cells += [f"{r[n]:.1f}{sym[int(r[f'{n}_direction'])]}" for n in names]
         cells += [f"{r['ood_avg']:.1f}", f"{r['decrease_ratio']:.1f}", f"{r['friedman_rank_ood']:.2f}"]
         lines.append(" & ".join(cells) + r" \\")
     corr = "Holm-adjusted " if correction == "holm" else ""
+    note = (" " + latex_escape(seeds_legend(seeds)).replace("±", r"$\pm$").replace("▲ / ▼", "Markers")
+            if several else "")
     lines += [r"\bottomrule", r"\end{tabular}",
               rf"\caption{{{latex_escape(task.upper())}: OOD evaluation (×100). Markers: significantly better / worse "
               rf"than the IID model ({latex_escape(corr)}exact binomial test, $p < {alpha}$). $\Delta\downarrow$: "
-              r"decrease ratio 100 (ID $-$ OOD)/ID.}", r"\end{table}"]
+              r"decrease ratio 100 (ID $-$ OOD)/ID." + note + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
 
@@ -450,7 +721,8 @@ def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str, corr: d
     its i.i.d. score (stars) with the least-squares line through them and
     Pearson r / Spearman ρ when ``corr`` was computed, each OOD set's score
     (one marker per set), the y = x reference (no drop), and the decrease
-    ratios."""
+    ratios. A table of several training seeds (its ``n_seeds`` and ``_sd``
+    columns): the means with error bars of one standard deviation over seeds."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -463,9 +735,17 @@ def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str, corr: d
     colors = plt.get_cmap("tab10")
     lo = min(table["id"].min(), min(table[n].min() for n in names))
     hi = max(table["id"].max(), max(table[n].max() for n in names))
+    several = N_SEEDS_COLUMN in table.columns and "id_sd" in table.columns
+    if several:   # the error bars inside the axes
+        sds = table[["id_sd", *[f"{n}_sd" for n in names]]].fillna(0.0)
+        lo = min(lo, (table["id"] - sds["id_sd"]).min(), min((table[n] - sds[f"{n}_sd"]).min() for n in names))
+        hi = max(hi, (table["id"] + sds["id_sd"]).max(), max((table[n] + sds[f"{n}_sd"]).max() for n in names))
     pad = max(2.0, 0.05 * (hi - lo))
     for k, r in enumerate(table.to_dict("records")):
         for j, n in enumerate(names):
+            if several:
+                ax.errorbar(r["id"], r[n], xerr=np.nan_to_num(r["id_sd"]), yerr=np.nan_to_num(r[f"{n}_sd"]),
+                            fmt="none", ecolor=colors(k % 10), elinewidth=0.8, capsize=2, alpha=0.8, zorder=1)
             ax.scatter(r["id"], r[n], marker=markers[j % len(markers)], color=colors(k % 10), s=46,
                        edgecolor="black", linewidth=0.4)
         ax.annotate(r["label"], (r["id"], max(r[n] for n in names)), textcoords="offset points", xytext=(4, 4),
@@ -473,6 +753,10 @@ def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str, corr: d
     for j, n in enumerate(names):   # legend: one grey marker per OOD set (colours are systems)
         ax.scatter([], [], marker=markers[j % len(markers)], color="lightgrey", edgecolor="black", linewidth=0.4,
                    s=46, label=n)
+    if several:
+        ax.errorbar(table["id"], table["ood_avg"], xerr=table["id_sd"].fillna(0.0),
+                    yerr=table["ood_avg_sd"].fillna(0.0), fmt="none", ecolor="black", elinewidth=0.8, capsize=2,
+                    zorder=2)
     ax.scatter(table["id"], table["ood_avg"], marker="*", s=110, color="white", edgecolor="black", linewidth=0.8,
                zorder=3, label="OOD avg")
     if corr is not None and corr["computed"]:
@@ -487,13 +771,21 @@ def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str, corr: d
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel("i.i.d. test score")
     ax.set_ylabel("OOD score")
-    ax.set_title(f"{task.upper()}: OOD vs i.i.d. score")
+    if several:
+        n_seeds = int(table[N_SEEDS_COLUMN].max())
+        ax.set_title(f"{task.upper()}: OOD vs i.i.d. score\n(mean ± sd over {n_seeds} training seeds)", fontsize=10)
+    else:
+        ax.set_title(f"{task.upper()}: OOD vs i.i.d. score")
     ax.legend(fontsize=7, loc="upper left")
+    spread = {"xerr": table["decrease_ratio_sd"].fillna(0.0)[::-1].to_numpy(), "capsize": 3} if several else {}
     bx.barh(table["label"][::-1], table["decrease_ratio"][::-1], color=[colors(k % 10) for k in
-                                                                         range(len(table))][::-1])
+                                                                         range(len(table))][::-1], **spread)
     bx.axvline(0, color="black", linewidth=0.8)
     bx.set_xlabel("decrease ratio, % (100 × (ID − OOD avg) / ID)")
-    bx.set_title("relative drop out of distribution")
+    if several:
+        bx.set_title("relative drop out of distribution\n(mean ± sd over seeds)", fontsize=10)
+    else:
+        bx.set_title("relative drop out of distribution")
     bx.tick_params(axis="y", labelsize=8)
     fig.tight_layout()
     with atomic_path(out_png) as tmp:
@@ -502,10 +794,13 @@ def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str, corr: d
 
 
 def model_scores(runs: list[dict], names: list[str], task_type: str) -> pd.DataFrame:
-    """predict.ood_models: all — every model's score (×100) on every OOD set and the i.i.d. test set."""
+    """predict.ood_models: all — every model's score (×100) on every OOD set and the i.i.d. test set; with
+    several training seeds one row per model and seed, the ``seed`` first."""
+    several = len(runs_by_seed(runs, "models")) > 1
     rows = []
     for run in runs:
-        row = {c: run[c] for c in MODEL_COLUMNS}
+        row = {SEED_COLUMN: int(run[SEED_COLUMN])} if several else {}
+        row.update({c: run[c] for c in MODEL_COLUMNS})
         for dataset, split in [(ID_DATASET, "iid_test")] + [(n, split_name(n)) for n in names]:
             m = iid_metrics(run["outcomes"], task_type, split=split)
             row[dataset] = 100.0 * float(np.mean(list(m.values())))
@@ -584,8 +879,10 @@ def backbone_table(long: pd.DataFrame, ranking: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def backbone_table_markdown(tables: dict[str, pd.DataFrame], corrs: dict[str, dict], skipped: str = "") -> str:
-    """One GLUE-X Table 3 per benchmark, with its ID–OOD correlation."""
+def backbone_table_markdown(tables: dict[str, pd.DataFrame], corrs: dict[str, dict], skipped: str = "",
+                            seeds_note: str = "") -> str:
+    """One GLUE-X Table 3 per benchmark, with its ID–OOD correlation (and ``seeds_note``,
+    :func:`long_seeds_note`, last)."""
     lines = ["# OOD comparison over backbones (GLUE-X Table 3)", ""]
     for bench, table in tables.items():
         blocks = [c for c in table.columns if c.startswith("ood:")]
@@ -605,4 +902,6 @@ def backbone_table_markdown(tables: dict[str, pd.DataFrame], corrs: dict[str, di
                   correlation_line(corrs[bench]), ""]
     if skipped:
         lines += [skipped, ""]
+    if seeds_note:
+        lines += [seeds_note, ""]
     return "\n".join(lines)

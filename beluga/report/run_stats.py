@@ -182,15 +182,16 @@ def significance_table(data: TaskData | list[TaskData], *, iid_metric: str = "me
     the average G (approximate randomization, R draws). Returns (table, null
     distribution of the average-G difference per pair, for the cross-task Avg).
 
-    ``data``: one TaskData, or one per training seed (``training_seeds`` names them; ``seed`` is then one
-    draw seed per training seed, :func:`draw_seed`). With several seeds the tests are stratified by seed
-    (docs/STATISTICS.md): the statistic is the mean over seeds of the per-seed difference, each seed's
-    units swapped by its own draws (the null is the mean of the seeds' nulls, draw by draw); the binomial
+    ``data``: one TaskData (``seed``: its draw seed), or a list with one per training seed (``seed``:
+    a list of as many draw seeds, :func:`draw_seed`; ``training_seeds`` names the seeds in errors).
+    With several seeds the tests are stratified by seed (docs/STATISTICS.md): the statistic is the
+    mean over seeds of the per-seed difference, each seed's units swapped by its own draws (the null is
+    the mean of the seeds' nulls, draw by draw); the binomial
     test pools the discordant examples of every seed. The table then also has n_seeds, seeds_better /
     seeds_worse (seeds whose own difference is positive / negative) and delta_sd (over seeds). With one
     seed: the one-seed test, the same p-values."""
-    datas = list(data) if isinstance(data, (list, tuple)) else [data]
-    draw_seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed]
+    several_given = isinstance(data, (list, tuple))
+    datas, draw_seeds = (list(data), list(seed)) if several_given else ([data], [seed])
     if len(draw_seeds) != len(datas):
         raise ValueError(f"significance: {len(draw_seeds)} draw seeds for {len(datas)} training seeds")
     several = len(datas) > 1
@@ -292,12 +293,12 @@ def interval_table(data: TaskData | list[TaskData], *, iid_metric: str = "mean",
     """Percentile bootstrap intervals of s_iid, s_T and G per scenario and of
     the average G, for the baseline (scenario standard) and every pair.
 
-    ``data``: one TaskData, or one per training seed (``seed``: one draw seed per training seed,
-    ``outer_seed``: the seed of the draws of seeds): the estimate is then the mean over seeds and the
-    interval a hierarchical bootstrap, seeds then units (stats.hierarchical_bootstrap_ci), with an
-    ``n_seeds`` column. With one seed: the one-seed intervals."""
-    datas = list(data) if isinstance(data, (list, tuple)) else [data]
-    draw_seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed]
+    ``data``: one TaskData (``seed``: its draw seed), or a list with one per training seed (``seed``:
+    a list of as many draw seeds; ``outer_seed``: the seed of the draws of seeds): the estimate is then
+    the mean over seeds and the interval a hierarchical bootstrap, seeds then units
+    (stats.hierarchical_bootstrap_ci), with an ``n_seeds`` column. With one seed: the one-seed intervals."""
+    several_given = isinstance(data, (list, tuple))
+    datas, draw_seeds = (list(data), list(seed)) if several_given else ([data], [seed])
     if len(draw_seeds) != len(datas):
         raise ValueError(f"intervals: {len(draw_seeds)} draw seeds for {len(datas)} training seeds")
     first = check_seeds_aligned(datas, training_seeds)

@@ -79,33 +79,38 @@ def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: di
 
 
 def combinational(*, results: list[str], variant: str, too_long: str, out_table: str, out_markdown: str,
-                  out_figure: str, out_epochs: str, out_epochs_figure: str) -> None:
+                  out_figure: str, out_epochs: str, out_epochs_figure: str, ks: list[int] | None = None,
+                  seeds: list[int] | None = None) -> None:
     """One variant: accuracy per cell and group for every K, the curve against K, and the accuracy
-    per epoch for every K (when recorded)."""
+    per epoch for every K (when recorded). ``results``: every training seed's runs, seed-major
+    (``seeds`` order, one per K of ``ks``; none given: one seed's runs). One seed: its table; several:
+    the mean over seeds with ``_sd`` / ``_min`` / ``_max`` / ``n_seeds``, epochs with a ``seed`` column."""
     from beluga.analyses import combinational as comb
 
-    recs = sorted((json.loads(Path(p).read_text()) for p in results), key=lambda r: r["K"])
-    table = pd.DataFrame([{"K": r["K"], "n_train": r["n_train"], "n_test": r["n_test"], **r["accuracy"],
-                           "too_long_train": r["length"]["too_long"]["train"],
-                           "too_long_test": r["length"]["too_long"]["test"],
-                           "dropped_train": r["length"]["dropped"]["train"],
-                           "dropped_test": r["length"]["dropped"]["test"]} for r in recs])
-    epochs = pd.DataFrame([{"K": r["K"], **e} for r in recs for e in r["per_epoch"]])
-    if not len(epochs):
-        epochs = pd.DataFrame(columns=["K", "epoch", *comb.GROUPS])
+    recs = [json.loads(Path(p).read_text()) for p in results]
+    seeds = [int(s) for s in seeds] if seeds else []
+    run_seed = comb.check_runs(results, recs, ks if ks is not None else [r["K"] for r in recs], seeds,
+                               variant) if seeds else None
+    table, epochs = comb.variant_tables(recs, run_seed)
     write_csv(table, out_table)
     write_csv(epochs, out_epochs)
-    write_text(comb.accuracy_markdown(table, variant, too_long), out_markdown)
+    write_text(comb.accuracy_markdown(table, variant, too_long, seeds or None), out_markdown)
     comb.curve_figure(table, out_figure, variant)
-    comb.epochs_figure(epochs, [int(r["K"]) for r in recs], out_epochs_figure, variant)
+    comb.epochs_figure(epochs, [int(k) for k in table["K"]], out_epochs_figure, variant)
 
 
-def combinational_comparison(*, tables: list[str], variants: dict, out_table: str, out_markdown: str) -> None:
+def combinational_comparison(*, tables: list[str], variants: dict, out_table: str, out_markdown: str,
+                             seeds: list[int] | None = None) -> None:
     """Every variant side by side (the seed's Tables 2 and 3): one row per variant and K.
-    ``tables``: each variant's table.csv, in the order of ``variants`` (name -> its settings)."""
+    ``tables``: each variant's table.csv, in the order of ``variants`` (name -> its settings);
+    several training ``seeds``: tables of the mean over seeds, checked to hold that many."""
     from beluga.analyses import combinational as comb
 
     frames = {name: pd.read_csv(p) for name, p in zip(variants, tables, strict=True)}
+    seeds = [int(s) for s in seeds] if seeds else None
+    if seeds:
+        for p, t in zip(tables, frames.values()):
+            comb.check_table_seeds(t, p, seeds)
     comp = comb.comparison(frames, variants)
     write_csv(comp, out_table)
-    write_text(comb.comparison_markdown(comp), out_markdown)
+    write_text(comb.comparison_markdown(comp, seeds), out_markdown)

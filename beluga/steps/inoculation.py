@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from beluga.errors import DataError
 from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
 from beluga.job import begin
 from beluga.settings import FoldRun
@@ -130,11 +131,11 @@ def inoculate(*, run: dict, unit: str, unit_funcs: list[str], dose: str, sample_
     return clock.parts
 
 
-def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, results: list[str], iid_outcomes: str,
-                suite: str, lrs: list[float], select_on: str, thresholds: dict, out_table: str, out_outcomes: str,
-                out_markdown: str, out_curves: str, out_transfer: str, case_outcomes: list[str],
-                decide_by: str = "tests", level: float = 0.05, bootstrap: int = 1000,
-                randomization: int = 10_000) -> None:
+def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, results: list[str],
+                iid_outcomes: str | list[str], suite: str, lrs: list[float], select_on: str, thresholds: dict,
+                out_table: str, out_outcomes: str, out_markdown: str, out_curves: str, out_transfer: str,
+                case_outcomes: list[str], decide_by: str = "tests", level: float = 0.05, bootstrap: int = 1000,
+                randomization: int = 10_000, seeds: list[int] | None = None, base_seed: int | None = None) -> None:
     """The analysis' tables and figures: per unit and dose the learning rate
     with the best challenge score, its challenge and original scores with
     their intervals at 1 - ``level`` (dose 0: the IID model), the share of the
@@ -142,14 +143,53 @@ def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, resu
     decided by those tests at ``level`` (``decide_by: thresholds``: by the fixed
     point thresholds) with its label-skew flag, the learning curves and the
     transfer heatmaps (one per dose). ``case_outcomes``: each result's per-case
-    outcomes (same order as ``results``)."""
+    outcomes (same order as ``results``).
+
+    ``seeds`` (the training seeds; None: one): ``results`` / ``case_outcomes`` hold every seed's runs
+    seed by seed and ``iid_outcomes`` one IID model outcome file per seed, in ``seeds`` order
+    (:func:`beluga.analyses.inoculation.split_by_seed`). One seed: the one-seed summary, unchanged;
+    several: :func:`beluga.analyses.inoculation.seeds_summary_tables` (mean ± sd over seeds, tests
+    stratified by seed; ``base_seed``'s draws are a one-seed run's)."""
     from beluga.analyses import inoculation as ino
     from beluga.suites.format import load_suite
 
+    iid_files = [iid_outcomes] if isinstance(iid_outcomes, str) else list(iid_outcomes)
     recs = [json.loads(Path(p).read_text()) for p in results]
+    if seeds is not None:
+        per_seed = ino.split_by_seed(recs, list(results), list(case_outcomes), iid_files, seeds)
+    if seeds is None or len(per_seed) == 1:
+        if len(iid_files) != 1:
+            raise DataError(f"inoculation: field 'iid_outcomes': {len(iid_files)} IID model outcome files for one "
+                            "training seed")
+        return _one_seed(ino, task=task, task_type=task_type, iid_metric=iid_metric, units=units, recs=recs,
+                         iid_outcomes=iid_files[0], cases_all=load_suite(suite), lrs=lrs, select_on=select_on,
+                         thresholds=thresholds, out_table=out_table, out_outcomes=out_outcomes,
+                         out_markdown=out_markdown, out_curves=out_curves, out_transfer=out_transfer,
+                         case_outcomes=case_outcomes, decide_by=decide_by, level=level, bootstrap=bootstrap,
+                         randomization=randomization)
+    per_seed = [(s, r, co, read_parquet(p, f"IID model outcomes (training seed {s})")) for s, r, co, p in per_seed]
+    chosen, table, outcomes, base_rates = ino.seeds_summary_tables(
+        per_seed, task_type=task_type, iid_metric=iid_metric, units=units, cases_all=load_suite(suite), lrs=lrs,
+        select_on=select_on, thresholds=thresholds, decide_by=decide_by, level=level, bootstrap=bootstrap,
+        randomization=randomization, base_seed=base_seed)
+    write_csv(table, out_table)
+    write_csv(outcomes, out_outcomes)
+    write_text(ino.seeds_inoculation_markdown(task, table, outcomes, select_on, decide_by, level,
+                                              [s for s, *_ in per_seed]), out_markdown)
+    ino.curves_figure(table, outcomes, task, out_curves, level=level)
+    suite_units = {u: spec for u, spec in units.items() if spec["functionalities"]}   # columns: pass rates
+    ino.transfer_figure(ino.seeds_transfer_matrices(chosen, base_rates, suite_units), units, task, out_transfer,
+                        n_seeds=len(per_seed))
+
+
+def _one_seed(ino, *, task: str, task_type: str, iid_metric: str, units: dict, recs: list[dict], iid_outcomes: str,
+              cases_all: pd.DataFrame, lrs: list[float], select_on: str, thresholds: dict, out_table: str,
+              out_outcomes: str, out_markdown: str, out_curves: str, out_transfer: str, case_outcomes: list[str],
+              decide_by: str, level: float, bootstrap: int, randomization: int) -> None:
+    """The summary of one training seed (the outputs of a run before training seeds)."""
     chosen, table, outcomes, base_rates = ino.summary_tables(
         recs, case_outcomes, task_type=task_type, iid_metric=iid_metric, units=units,
-        base_out=read_parquet(iid_outcomes, "IID model outcomes"), cases_all=load_suite(suite), lrs=lrs,
+        base_out=read_parquet(iid_outcomes, "IID model outcomes"), cases_all=cases_all, lrs=lrs,
         select_on=select_on, thresholds=thresholds, decide_by=decide_by, level=level, bootstrap=bootstrap,
         randomization=randomization)
     write_csv(table, out_table)
@@ -159,4 +199,3 @@ def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, resu
     suite_units = {u: spec for u, spec in units.items() if spec["functionalities"]}   # columns: pass rates
     mats = {d: ino.transfer_matrix(chosen, base_rates, suite_units, d) for d in dict.fromkeys(chosen["dose"])}
     ino.transfer_figure(mats, units, task, out_transfer)
-

@@ -18,22 +18,23 @@ def ood(*, task: str, task_type: str, backbone: str, credits: dict[str, str], ru
     files (``path``); ``models``: every model that predicted the OOD sets
     (predict.ood_models); ``data``: the prepared OOD sets (their names are
     the file stems, in config order); ``backbone``: the task's backbone label;
-    ``credits``: each OOD set's pairing credit."""
+    ``credits``: each OOD set's pairing credit. The records carry every
+    training seed (``seed``): with several, the outputs are the means over
+    seeds with their spread and the tests pool the seeds (ood_eval.evaluate;
+    docs/OOD.md, "Training seeds")."""
     names = [Path(p).stem for p in data]
     ood_eval.check_set_names(names, task)   # the DAG refuses them already; never a table with a column replaced
+    ood_eval.runs_by_seed(models, "models")   # mismatched seeds stop before anything is read
     loaded = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in runs]
-    long = ood_eval.long_scores(loaded, names, task, task_type, backbone, credits)
-    ranking = ood_eval.rank_systems(long, source=f"{task} OOD scores")
-    corr = ood_eval.id_ood_correlation(ranking)
-    sig = ood_eval.ood_significance(loaded, names, alpha, correction)
-    table = ood_eval.ood_table(long, ranking, sig, names)
-    write_csv(long, out_scores)
-    write_csv(ranking, out_ranking)
-    write_csv(table, out_table)
-    write_csv(ood_eval.correlation_frame({task: corr}), out_correlation)
-    write_text(ood_eval.ood_table_markdown(table, names, task, alpha, correction, corr, credits), out_markdown)
-    write_text(ood_eval.table_latex(table, names, task, alpha, correction), out_latex)
-    ood_eval.plot(table, names, task, out_figure, corr)
+    res = ood_eval.evaluate(loaded, names, task, task_type, backbone, credits, alpha, correction)
+    write_csv(res.long, out_scores)
+    write_csv(res.ranking, out_ranking)
+    write_csv(res.table, out_table)
+    write_csv(ood_eval.correlation_frame({task: res.corr}), out_correlation)
+    write_text(ood_eval.ood_table_markdown(res.table, names, task, alpha, correction, res.corr, credits,
+                                           seeds=res.seeds), out_markdown)
+    write_text(ood_eval.table_latex(res.table, names, task, alpha, correction, seeds=res.seeds), out_latex)
+    ood_eval.plot(res.table, names, task, out_figure, res.corr)
     all_models = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in models]
     write_csv(ood_eval.model_scores(all_models, names, task_type), out_models)
 
@@ -44,7 +45,9 @@ def ood_ranking(*, scores: list[str], benchmarks: dict[str, str], out_ranking: s
     ``<backbone>/<configuration>/<method>``; ``benchmarks``: task id -> its
     benchmark task (tasks of one benchmark are its backbones, ranked side by
     side); ``all`` (the benchmark tasks averaged per system) when every
-    benchmark task has the same systems (ood_eval.benchmark_tables)."""
+    benchmark task has the same systems (ood_eval.benchmark_tables). A
+    scores.csv of several training seeds holds the means over seeds: they are
+    ranked as one seed's scores, and the Markdown says so."""
     long = pd.concat([pd.read_csv(p, keep_default_na=False) for p in scores], ignore_index=True)
     benches = ood_eval.benchmark_tables(long, benchmarks)
     rankings, tables, corrs, md = [], {}, {}, []
@@ -60,10 +63,13 @@ def ood_ranking(*, scores: list[str], benchmarks: dict[str, str], out_ranking: s
         skipped = ("No ranking over all tasks: the benchmark tasks do not have the same backbones and systems "
                    "(GLUE-X averages a backbone over tasks only where it has every task).")
         md.append(skipped + "\n")
+    note = ood_eval.long_seeds_note(long)   # several training seeds: the ranked scores are means over seeds
+    if note:
+        md.append(note + "\n")
     ranking = pd.concat(rankings, ignore_index=True)
     write_csv(ranking[["benchmark", *ood_eval.RANKING_COLUMNS]], out_ranking)
     write_text("\n".join(md), out_markdown)
     table = pd.concat([t.assign(benchmark=b) for b, t in tables.items()], ignore_index=True)
     write_csv(table[["benchmark", *[c for c in table.columns if c != "benchmark"]]], out_table)
-    write_text(ood_eval.backbone_table_markdown(tables, corrs, skipped), out_table_markdown)
+    write_text(ood_eval.backbone_table_markdown(tables, corrs, skipped, note), out_table_markdown)
     write_csv(ood_eval.correlation_frame(corrs), out_correlation)

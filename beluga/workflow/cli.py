@@ -21,10 +21,12 @@ writes ``DIR/cases.parquet`` (case_id, functionality, status) and
 n_scored, n_passed, pass_rate; suite order). Errors: one line ``error: ...``
 on stderr and exit status 2.
 
-    python -m beluga test --model M --suite PATH --out DIR [--task ...] [--max-length N] ...
+    python -m beluga test --model M [M2 ...] --suite PATH --out DIR [--task ...] [--max-length N] ...
 
 predicts a suite with a trained model, scores it and writes the failure
-summary (docs/TESTING.md). ``score`` and ``test`` write ``DIR`` as a whole or
+summary (docs/TESTING.md); with several models (e.g. the training seeds of one
+system) the summary gives per functionality the mean ± sd of the failure rate
+over them. ``score`` and ``test`` write ``DIR`` as a whole or
 not at all (:func:`write_out_folder`): a folder of its own, never one holding
 other files or their inputs (:func:`check_out_folder`).
 
@@ -121,10 +123,14 @@ def _parser() -> argparse.ArgumentParser:
                                         "expectation and predictions. Writes predictions.parquet, cases.parquet, "
                                         "functionalities.csv, summary.md and summary.html to --out, as a whole "
                                         "(a folder of its own). The model must be trained for the suite's task: "
-                                        "its tokenizer, head weights and recorded task are checked first.")
-    p_test.add_argument("--model", required=True,
+                                        "its tokenizer, head weights and recorded task are checked first. With "
+                                        "several models (e.g. the training seeds of one system; every one checked "
+                                        "before anything is predicted) the summary gives the failure rate's mean "
+                                        "± sd over the models and the cases failing for the most of them.")
+    p_test.add_argument("--model", required=True, nargs="+", action="extend", metavar="MODEL",
                         help="a local model folder (safetensors weights) or a Hugging Face hub name (from the "
-                             "local cache; downloaded unless HF_HUB_OFFLINE is set)")
+                             "local cache; downloaded unless HF_HUB_OFFLINE is set); several (--model A B, or "
+                             "--model A --model B): each tested on the same cases, summarised over them")
     p_test.add_argument("--suite", required=True, help="suite file (as for score)")
     p_test.add_argument("--out", required=True,
                         help="output directory, written as a whole (new, or holding only an earlier test's files)")
@@ -470,16 +476,19 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
             "suite_s": round(t_suite, 2), "total_s": round(time.time() - t0, 2)}
 
 
-def test_command(model: str, suite_path: str, out_dir: str, task_name: str | None = None, batch_size: int = 64,
-                 max_length: int = 128, max_cases: int | None = None, failures: int = 3, precision: str = "auto",
-                 paper_fixes: bool = True, doc_stride: int | None = None) -> str:
+def test_command(model: str | list[str], suite_path: str, out_dir: str, task_name: str | None = None,
+                 batch_size: int = 64, max_length: int = 128, max_cases: int | None = None, failures: int = 3,
+                 precision: str = "auto", paper_fixes: bool = True, doc_stride: int | None = None) -> str:
     """``python -m beluga test``: predict, score and summarise (returns the
     terminal summary). Checked before anything is predicted, each in one
     line: the arguments, the model's positions for ``--max-length``, the
     ``--out`` folder (:func:`check_out_folder`: never an input's folder, never
     files of others), the task the model records, its tokenizer and head
     (:func:`beluga.modeling.load_trained`). ``--out`` is written as a whole or
-    not at all (:func:`write_out_folder`)."""
+    not at all (:func:`write_out_folder`).
+
+    ``model``: one model, or a list of them; two or more (e.g. the training
+    seeds of one system) are tested by :func:`_test_models`."""
     from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
     from beluga.fold import suite_outcomes
     from beluga.io import write_csv, write_parquet, write_text
@@ -497,6 +506,13 @@ def test_command(model: str, suite_path: str, out_dir: str, task_name: str | Non
     elif not 1 <= doc_stride < max_length:
         raise BelugaError(f"test: field '--doc-stride': {doc_stride} must be at least 1 and less than --max-length "
                           f"{max_length}")
+    models = [model] if isinstance(model, (str, os.PathLike)) else list(model)
+    if not models:
+        raise BelugaError("test: field '--model': no model given")
+    if len(models) > 1:
+        return _test_models([str(m) for m in models], suite_path, out_dir, task_name, batch_size, max_length,
+                            max_cases, failures, precision, paper_fixes, doc_stride, t0)
+    model = models[0]
     path = resolve_model(model)
     check_max_length(path, max_length, "--max-length", name=model)
     check_out_folder("test", out_dir, TEST_OUTPUTS, {"suite": suite_path, "model folder": path})
@@ -525,6 +541,86 @@ def test_command(model: str, suite_path: str, out_dir: str, task_name: str | Non
                                "summary.html": lambda p: write_text(html, p)})
     text = summary_text(funcs, examples, title)
     return text + f"\n{len(preds)} inputs predicted and scored in {time.time() - t0:.1f} s; written to\n{out_dir}\n"
+
+
+def _distinct_models(models: list[str], paths: list[str]) -> None:
+    """Each model once: the same string twice, or two that are the same folder (a path and a hub name, two
+    spellings of one path), is refused in one line."""
+    seen: dict[str, str] = {}
+    for spec, path in zip(models, paths):
+        key = os.path.realpath(os.path.expanduser(path))
+        if key in seen:
+            first = seen[key]
+            same = f"{spec} is given twice" if first == spec else f"{first} and {spec} are the same model ({key})"
+            raise BelugaError(f"test: field '--model': {same}; give each model once")
+        seen[key] = spec
+
+
+def _test_models(models: list[str], suite_path: str, out_dir: str, task_name: str | None, batch_size: int,
+                 max_length: int, max_cases: int | None, failures: int, precision: str, paper_fixes: bool,
+                 doc_stride: int, t0: float) -> str:
+    """``test`` with several models (e.g. the training seeds of one system), each predicted on the same cases
+    and scored as one model is. Every model is checked (its folder, positions, recorded task, tokenizer and
+    head) and loaded before any is predicted; each refusal one line naming the model. ``--out`` gets the
+    single-model files with a ``model`` column (the model as given) in predictions.parquet and cases.parquet,
+    and the failure rates over the models (:func:`beluga.analyses.behavioral.failure_summary_models`) in
+    functionalities.csv and the summaries."""
+    from beluga.analyses.behavioral import failure_summary_models, summary_html, summary_markdown, summary_text
+    from beluga.fold import suite_outcomes
+    from beluga.io import write_csv, write_parquet, write_text
+    from beluga.modeling import check_max_length, resolve_model
+    from beluga.predict import predictions_table
+    from beluga.suites.build import subsample_cases
+
+    paths = [resolve_model(m) for m in models]
+    _distinct_models(models, paths)
+    for m, path in zip(models, paths):
+        check_max_length(path, max_length, "--max-length", name=m)
+    check_out_folder("test", out_dir, TEST_OUTPUTS, {"suite": suite_path})
+    for path in paths:
+        check_out_folder("test", out_dir, TEST_OUTPUTS, {"model folder": path})
+    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
+    if max_cases is not None:
+        suite = subsample_cases(suite, max_cases, 0).reset_index(drop=True)
+    nets = [_load_test_model(m, path, ttype, max_length) for m, path in zip(models, paths)]   # all checked first
+    chunk = max(1, 2000 // max(1, int(suite["inputs"].map(len).mean())))   # cases predicted at a time
+    tty = sys.stderr.isatty()
+    where = str(Path(out_dir) / "predictions.parquet")
+    all_preds, statuses, tables, cases = [], [], [], []
+    for i, m in enumerate(models):
+        net, tokenizer = nets[i]
+        nets[i] = None                                   # each model freed once predicted
+        prec = _to_device(net, precision)
+        if tty:
+            print(f"model {i + 1}/{len(models)}: {m}", file=sys.stderr)
+        progress = _progress_bar(len(suite)) if tty and len(suite) > chunk else None
+        preds, status = suite_outcomes(net, tokenizer, ttype, suite, split="suite_test", batch_size=batch_size,
+                                       max_length=max_length, doc_stride=doc_stride, precision=prec,
+                                       source=f"model {m}", chunk_cases=chunk, on_chunk=progress)
+        del net, tokenizer
+        table = predictions_table(preds.assign(split="suite_test", label=None), ttype, where)
+        tables.append(table.add_column(0, pa.field("model", pa.string(), nullable=False),
+                                       pa.array([m] * table.num_rows, pa.string())))
+        scored = suite[["case_id", "functionality", "capability", "test_type"]].merge(status[["case_id", "status"]],
+                                                                                      on="case_id")
+        cases.append(scored.assign(model=m)[["model", *scored.columns]])
+        all_preds.append(preds)
+        statuses.append(status)
+    funcs, examples = failure_summary_models(suite, statuses, all_preds, ttype, models, k=failures)
+    title = f"{len(models)} models on {Path(suite_path).name} ({ttype.name}, {len(suite)} cases)"
+    table = pa.concat_tables(tables)
+    cases_all = pd.concat(cases, ignore_index=True)
+    markdown = summary_markdown(funcs, examples, title, models=models)
+    html = summary_html(funcs, examples, title, models=models)
+    write_out_folder(out_dir, {"predictions.parquet": lambda p: write_parquet(table, p),
+                               "cases.parquet": lambda p: write_parquet(cases_all, p),
+                               "functionalities.csv": lambda p: write_csv(funcs, p),
+                               "summary.md": lambda p: write_text(markdown, p),
+                               "summary.html": lambda p: write_text(html, p)})
+    text = summary_text(funcs, examples, title, models=models)
+    n_inputs = len(all_preds[0])
+    return text + (f"\n{n_inputs} inputs x {len(models)} models predicted and scored in {time.time() - t0:.1f} s; "
+                   f"written to\n{out_dir}\n")
 
 
 def _load_test_model(spec: str, path: str, ttype, max_length: int):
