@@ -282,7 +282,7 @@ def plot_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, confi
     try:
         with atomic_path(out_png) as tmp:
             fig.savefig(tmp, format="png", dpi=150)
-        with atomic_path(out_pdf) as tmp:
-            fig.savefig(tmp, format="pdf")
+        with atomic_path(out_pdf) as tmp:   # no creation date: the same figure gives the same bytes
+            fig.savefig(tmp, format="pdf", metadata={"CreationDate": None})
     finally:
         plt.close(fig)
