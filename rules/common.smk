@@ -21,6 +21,7 @@ from beluga.data import iid as beluga_iid  # noqa: E402
 from beluga.data import ood_sets as beluga_ood  # noqa: E402
 from beluga.errors import BelugaError, config_error_line  # noqa: E402
 from beluga.methods import get_algorithm  # noqa: E402
+from beluga.suites import spec as beluga_spec  # noqa: E402
 
 # --config seeds=[1,2,3] arrives as strings (Snakemake reads lists with YAML's BaseLoader)
 beluga_dag.command_line_integers(config)
@@ -123,10 +124,16 @@ DISK_METHODS = beluga_dag.method_regex(sorted({"vanilla"} | set(MODEL_METHODS)))
 
 # --- input functions ------------------------------------------------------------------------
 def suite_build_inputs(wildcards):
+    """A suite file, or a spec's files (the spec, its lexicon and source files) and the i.i.d. pool its pool
+    sources read."""
     suite = TASKS[wildcards.task]["suite"]
-    if "generate" in suite:
-        return {"pool": PATHS.iid("pool", wildcards.task)}
-    return {"suite_file": suite["path"]}
+    if "path" in suite:
+        return {"suite_file": suite["path"]}
+    spec = RUNS.suite_specs[wildcards.task]
+    inputs = {"spec_files": beluga_spec.spec_files(spec)}
+    if beluga_spec.uses_pool(spec):
+        inputs["pool"] = PATHS.iid("pool", wildcards.task)
+    return inputs
 
 
 def ood_inputs(w):

@@ -56,6 +56,10 @@ rule build_suite:
     params:
         suite=lambda w: TASKS[w.task]["suite"],
         task_type=lambda w: TASKS[w.task]["type"],
+        # the packages a spec's offline datasets ship in: another version rebuilds
+        datasets=lambda w: (
+            beluga_spec.dataset_versions(RUNS.suite_specs[w.task]) if w.task in RUNS.suite_specs else []
+        ),
     script:
         "../workflow_scripts/build_suite.py"
 

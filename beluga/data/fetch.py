@@ -122,6 +122,8 @@ def resolve_data_paths(config: dict) -> None:
         suite = task.get("suite") or {}
         if _is_relative_path(suite.get("path")):
             suite["path"] = _under(data_dir, suite["path"])
+        if _is_relative_path(suite.get("spec")):
+            suite["spec"] = _under(data_dir, suite["spec"])
         iid = task.get("iid") or {}
         if _is_relative_path(iid.get("path")):
             iid["path"] = _under(data_dir, iid["path"])

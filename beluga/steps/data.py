@@ -34,8 +34,8 @@ def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:
 
 def build_suite(*, suite: dict, task_type: str, pool: str | None, out_suite: str) -> None:
     """The task's suite as configured (``suite``: the config block; ``pool``:
-    the i.i.d. pool a generated suite draws its sentences from)."""
-    pool_df = read_parquet(pool, "i.i.d. pool") if "generate" in suite else None
+    the i.i.d. pool a spec's pool sources draw their sentences from)."""
+    pool_df = read_parquet(pool, "i.i.d. pool") if pool else None
     df, declared = make_suite(suite, task_type, pool_df)
     save_suite(df, out_suite, declared=declared)
 

@@ -36,23 +36,37 @@ def select_functionalities(df: pd.DataFrame, suite_cfg: dict) -> pd.DataFrame:
 
 def suite_functionalities(suite_cfg: dict, task_type: str) -> pd.DataFrame:
     """Functionality table known before anything runs (fold enumeration at
-    DAG-construction time): from the generator's catalogue or the suite file
+    DAG-construction time): from the suite spec or the suite file
     (checked against the task type: :func:`check_suite_task_type`), with the
     number of cases each functionality will have (``n_cases``, after
     ``max_cases_per_functionality``)."""
     return select_functionalities(_all_functionalities(suite_cfg, task_type), suite_cfg)
 
 
-def _all_functionalities(suite_cfg: dict, task_type: str) -> pd.DataFrame:
-    if "generate" in suite_cfg:
-        from beluga.suites.generator import sent_catalogue
+def suite_spec_name(suite_cfg: dict) -> str | None:
+    """The spec a suite is rendered from: ``generate`` (a packaged spec's name) or ``spec`` (a file); None for a
+    suite file."""
+    return suite_cfg.get("generate") or suite_cfg.get("spec")
 
-        if suite_cfg["generate"] != "sent_default":
-            raise ConfigError(f"config: field 'suite.generate': unknown generator {suite_cfg['generate']!r}")
-        if task_type != "sent":
-            raise ConfigError(f"config: field 'suite.generate': the built-in generator makes a SENT suite; this "
-                              f"task's type is {task_type!r} (give its suite with 'path')")
-        df = pd.DataFrame(sent_catalogue())[["functionality", "capability", "test_type"]]
+
+def load_task_spec(suite_cfg: dict, task_type: str):
+    """The task's suite spec, loaded and checked, and checked against the task's type."""
+    from beluga.suites.spec import load_spec
+
+    key = "generate" if "generate" in suite_cfg else "spec"
+    spec = load_spec(suite_cfg[key])
+    if spec.task != task_type:
+        raise ConfigError(f"config: field 'suite.{key}': {suite_cfg[key]!r} is a {spec.task} suite spec; this "
+                          f"task's type is {task_type!r}")
+    return spec
+
+
+def _all_functionalities(suite_cfg: dict, task_type: str) -> pd.DataFrame:
+    if suite_spec_name(suite_cfg):
+        from beluga.suites.spec import catalogue
+
+        df = pd.DataFrame(catalogue(load_task_spec(suite_cfg, task_type)))[["functionality", "capability",
+                                                                           "test_type"]]
         return df.assign(n_cases=int(suite_cfg["cases_per_functionality"]))
     df = read_suite_file(suite_cfg, task_type)
     table = df[["functionality", "capability", "test_type"]].drop_duplicates("functionality").reset_index(drop=True)
@@ -142,20 +156,22 @@ def subsample_cases(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
 
 
 def make_suite(suite_cfg: dict, task_type: str, pool: pd.DataFrame | None) -> tuple[pd.DataFrame, list | None]:
-    """(the task's suite as configured, validated; the generator's declared
-    functionality table or None): generated from the i.i.d. ``pool``'s
-    sentences, or read from ``suite.path`` with the configured subsampling."""
+    """(the task's suite as configured, validated; the spec's declared
+    functionality table or None): rendered from a suite spec (``generate`` /
+    ``spec``; its pool sources read from the i.i.d. ``pool``), or read from
+    ``suite.path`` with the configured subsampling."""
     ttype = get_task_type(task_type)
-    if "generate" in suite_cfg:
-        from beluga.suites.generator import generate_sent_suite, sent_catalogue
+    if suite_spec_name(suite_cfg):
+        from beluga.suites.spec import catalogue, load_sources, render_spec
 
-        df = generate_sent_suite(list(pool["text"]), seed=int(suite_cfg["seed"]),
-                                 cases_per_functionality=int(suite_cfg["cases_per_functionality"]),
-                                 max_perturbations=int(suite_cfg["max_perturbations"]),
-                                 max_words=int(suite_cfg["max_words"]))
-        keep = set(select_functionalities(pd.DataFrame(sent_catalogue()), suite_cfg)["functionality"])
+        spec = load_task_spec(suite_cfg, task_type)
+        df = render_spec(spec, load_sources(spec, pool), seed=int(suite_cfg["seed"]),
+                         cases_per_functionality=int(suite_cfg["cases_per_functionality"]),
+                         max_perturbations=int(suite_cfg["max_perturbations"]),
+                         max_words=int(suite_cfg["max_words"]))
+        keep = set(select_functionalities(pd.DataFrame(catalogue(spec)), suite_cfg)["functionality"])
         declared = [{k: f[k] for k in ("functionality", "capability", "test_type", "description")}
-                    for f in sent_catalogue() if f["functionality"] in keep]
+                    for f in catalogue(spec) if f["functionality"] in keep]
     else:
         df = read_suite_file(suite_cfg, task_type)
         df = subsample_cases(df, suite_cfg["max_cases_per_functionality"], int(suite_cfg["seed"]))

@@ -5,6 +5,12 @@ defaults) and returns a list of perturbed strings, each different from ``text``
 and from each other; the list is empty when the perturbation does not apply.
 All randomness comes from the ``numpy.random.Generator`` passed in, so the
 result is deterministic given the generator state.
+
+Every perturbation is also callable by name with parameters: :data:`PERTURBATIONS`
+(name -> :class:`Perturbation`), :func:`get_perturbation`, :func:`check_params`
+(parameters checked, defaults filled, lexicon names resolved) and :func:`perturb`.
+A word-list parameter takes a list of strings or the name of a lexicon in
+:mod:`beluga.suites.lexicons` (``"positive_phrases"`` or ``"POSITIVE_PHRASES"``).
 """
 
 from __future__ import annotations
@@ -12,10 +18,14 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Sequence
+import string
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from beluga.errors import ConfigError
 from beluga.suites import lexicons as lex
 
 _SENT_END = ".!?"
@@ -209,3 +219,697 @@ def add_negative_phrase(text: str, rng: np.random.Generator, phrases: Sequence[s
                         n: int = 3) -> list[str]:
     """Append very negative phrases ("I hated it.") to the end of ``text``."""
     return add_phrase(text, rng, phrases, n)
+
+
+# ===================================================================== negation
+# Rule-based, English only: tokens are words (with inner apostrophes or hyphens: "isn't", "re-do",
+# "it's"), numbers and single punctuation marks.
+_TOK_RE = re.compile(r"[A-Za-z]+(?:['\u2019-][A-Za-z]+)*|(?<=\s)['\u2019](?:s|re|m|ll|ve|d)\b|\d+|[^\w\s]")
+_SENT_STOP = frozenset(".!?;:")
+_AUX_NEG = {  # auxiliary -> (negated, contracted negated)
+    "is": ("is not", "isn't"), "are": ("are not", "aren't"), "was": ("was not", "wasn't"),
+    "were": ("were not", "weren't"), "am": ("am not", "am not"), "can": ("cannot", "can't"),
+    "could": ("could not", "couldn't"), "will": ("will not", "won't"), "would": ("would not", "wouldn't"),
+    "should": ("should not", "shouldn't"), "shall": ("shall not", "shan't"), "may": ("may not", "may not"),
+    "might": ("might not", "might not"), "must": ("must not", "mustn't"), "has": ("has not", "hasn't"),
+    "have": ("have not", "haven't"), "had": ("had not", "hadn't"), "do": ("do not", "don't"),
+    "does": ("does not", "doesn't"), "did": ("did not", "didn't"),
+}
+_NT_AUX = {  # contracted negation -> auxiliary
+    "isn't": "is", "aren't": "are", "wasn't": "was", "weren't": "were", "don't": "do", "doesn't": "does",
+    "didn't": "did", "hasn't": "has", "haven't": "have", "hadn't": "had", "can't": "can", "cannot": "can",
+    "couldn't": "could", "won't": "will", "wouldn't": "would", "shouldn't": "should", "shan't": "shall",
+    "mustn't": "must", "mightn't": "might", "needn't": "need",
+}
+_NEG_WORDS = frozenset({"not", "never", "no", "nobody", "nothing", "none", "nowhere", "neither", "nor", "cannot"})
+_PRONOUN_CONTRACTION = re.compile(r"^(i|you|we|they|he|she|it|that|there|here|what|who|where)'(s|re|m|ll|ve|d)$")
+_SUBORDINATORS = frozenset({"when", "if", "although", "though", "because", "since", "while", "whilst", "after",
+                            "before", "unless", "once", "until", "whenever", "whereas", "as", "even"})
+_WH = frozenset({"how", "what", "why", "where", "who", "which", "whom", "whose"})
+_INTRO = frozenset({"who", "whom", "whose", "which", "that", "how", "what", "when", "where", "why", "if",
+                    "because", "whether"})
+_SPLIT_CLITIC = frozenset({"'s", "'re", "'m"})  # tokenised text (SST-2): "it 's good"
+_SUBJECTS = frozenset({"i", "you", "we", "they", "he", "she", "it", "this", "that", "everyone", "everybody",
+                       "someone", "somebody"})
+_STRONG_SUBJECTS = frozenset({"i", "you", "we", "they", "he", "she"})
+_ARTICLES = frozenset({"a", "an", "the", "my", "your", "his", "our", "their", "its", "every", "each"})
+_DETERMINERS = _ARTICLES | {"this", "that", "these", "those", "her", "no", "some", "any", "another", "such"}
+_DEGREE = frozenset({"much", "well", "widely", "highly", "badly", "poorly", "very", "so", "too", "most", "more",
+                     "less", "least", "beautifully", "wonderfully"})
+_PRE_VERB_ADVERBS = frozenset({"really", "truly", "actually", "honestly", "genuinely", "just", "also", "always",
+                               "still", "definitely", "certainly", "simply", "totally", "absolutely", "completely",
+                               "thoroughly", "sincerely", "deeply", "usually", "often", "sometimes", "even",
+                               "probably", "clearly", "ever", "already", "particularly", "necessarily", "quite"})
+_OBJECT_STARTERS = frozenset({"it", "this", "that", "these", "those", "the", "a", "an", "me", "him", "her", "them",
+                              "us", "my", "your", "his", "our", "their", "yourself", "anything", "everything"})
+_DO_OBJECTS = _OBJECT_STARTERS - {"me", "him", "them", "us"} | {
+    "something", "nothing", "well", "so", "badly", "fine", "good", "great", "much", "more", "what", "whatever",
+    "justice", "everything", "its"}
+_PARTICIPLES = frozenset("""been seen taken given written eaten fallen forgotten gotten chosen driven broken spoken
+    stolen frozen hidden ridden risen shaken beaten bitten proven shown known grown thrown flown drawn worn torn
+    sworn done gone made had got come become run found heard said told felt kept left lost meant met paid put read
+    sent spent stood taught thought brought bought caught fought understood won sung begun sat slept built held led
+    let set hit cut hurt shut sold fled""".split())
+_NOT_PARTICIPLES = frozenset({"hundred", "sacred", "wicked", "naked", "kindred", "wretched", "ragged", "rugged",
+                              "crooked", "beloved"})
+# (base, third person singular, past) of lexical verbs for do-support; none whose past is its base ("read", "put")
+_VERB_FORMS = tuple(tuple(v.split(",")) for v in """like,likes,liked love,loves,loved enjoy,enjoys,enjoyed
+    hate,hates,hated dislike,dislikes,disliked admire,admires,admired adore,adores,adored
+    appreciate,appreciates,appreciated recommend,recommends,recommended want,wants,wanted need,needs,needed
+    know,knows,knew think,thinks,thought believe,believes,believed feel,feels,felt
+    understand,understands,understood expect,expects,expected remember,remembers,remembered
+    forget,forgets,forgot care,cares,cared mind,minds,minded agree,agrees,agreed seem,seems,seemed
+    look,looks,looked sound,sounds,sounded deserve,deserves,deserved prefer,prefers,preferred
+    trust,trusts,trusted mean,means,meant say,says,said find,finds,found go,goes,went come,comes,came
+    take,takes,took give,gives,gave make,makes,made get,gets,got see,sees,saw watch,watches,watched
+    play,plays,played help,helps,helped work,works,worked end,ends,ended start,starts,started
+    stop,stops,stopped laugh,laughs,laughed cry,cries,cried happen,happens,happened matter,matters,mattered
+    include,includes,included contain,contains,contained tell,tells,told keep,keeps,kept buy,buys,bought
+    try,tries,tried live,lives,lived leave,leaves,left bring,brings,brought feature,features,featured
+    manage,manages,managed succeed,succeeds,succeeded fail,fails,failed offer,offers,offered
+    deliver,delivers,delivered surprise,surprises,surprised impress,impresses,impressed
+    disappoint,disappoints,disappointed entertain,entertains,entertained improve,improves,improved
+    hold,holds,held run,runs,ran write,writes,wrote speak,speaks,spoke regret,regrets,regretted
+    despise,despises,despised detest,detests,detested miss,misses,missed fall,falls,fell grow,grows,grew
+    show,shows,showed wait,waits,waited drag,drags,dragged lack,lacks,lacked have,has,had do,does,did
+    win,wins,won lose,loses,lost""".split())
+_VERB_FORM_OF = {form: (v[0], kind) for v in _VERB_FORMS for kind, form in zip(("base", "3sg", "past"), v)}
+_DO_FOR = {"base": "do", "3sg": "does", "past": "did"}
+
+
+def _case_like(src: str, repl: str) -> str:
+    if len(src) > 1 and src.isupper():
+        return repl.upper()
+    if src[:1].isupper():
+        return repl[:1].upper() + repl[1:]
+    return repl
+
+
+def _norm(word: str) -> str:
+    return word.lower().replace("\u2019", "'")
+
+
+def _is_word(tok: str) -> bool:
+    return tok[:1].isalpha() or tok[1:2].isalpha()  # a word, or a split clitic ("'s" in "it 's")
+
+
+def _is_negation(tok: str) -> bool:
+    w = _norm(tok)
+    return w in _NEG_WORDS or w.endswith("n't")
+
+
+def _is_participle(tok: str) -> bool:
+    w = _norm(tok)
+    return w in _PARTICIPLES or (len(w) > 4 and w.endswith("ed") and not w.endswith("eed")
+                                 and w not in _NOT_PARTICIPLES)
+
+
+def _tokens(text: str) -> list[tuple[int, int, str]]:
+    return [(m.start(), m.end(), m.group()) for m in _TOK_RE.finditer(text)]
+
+
+def _sentences(toks: list[tuple[int, int, str]]) -> list[list[tuple[int, int, str]]]:
+    out, cur = [], []
+    for t in toks:
+        if t[2] in _SENT_STOP:
+            if cur:
+                out.append(cur)
+            cur = []
+        else:
+            cur.append(t)
+    if cur:
+        out.append(cur)
+    return out
+
+
+_NO_VERB = object()  # sentinel: this sentence has no verb to negate; try the next one
+
+
+def _negate_sentence(text: str, sent, contracted: bool, apos: str):
+    """The text with the main clause of ``sent`` negated; None when that is not possible
+    (already negated, ambiguous); _NO_VERB when the sentence has no verb we recognise."""
+    words = [_norm(t[2]) for t in sent]
+    split = re.search(r"\sn['\u2019]t\b", text) is not None
+    word_idx = [i for i, t in enumerate(sent) if _is_word(t[2])]
+    if not word_idx:
+        return _NO_VERB
+    first = start = word_idx[0]  # leading quotes and brackets skipped
+    if words[first] in _SUBORDINATORS:  # "When I saw it, I loved it": the main clause follows the comma
+        if "," not in words:
+            return None
+        start = next((i for i in word_idx if i > words.index(",")), len(sent))
+
+    def negated_before(i: int) -> bool:
+        return any(_is_negation(t[2]) for t in sent[start:i + 2])
+
+    def neg(aux: str) -> str:
+        form = _AUX_NEG[aux][1 if contracted else 0]
+        if split and form.endswith("n't"):  # tokenised text: "is n't", "ca n't"
+            form = {"can't": "ca n't", "won't": "wo n't", "shan't": "sha n't"}.get(form, form[:-3] + " n't")
+        return form.replace("'", apos)
+
+    def word_at(i: int) -> str:
+        return words[i] if 0 <= i < len(words) and _is_word(sent[i][2]) else ""
+
+    def next_content(i: int) -> int:  # index of the next token that is not a pre-verb adverb
+        j = i + 1
+        while j < len(words) and words[j] in _PRE_VERB_ADVERBS:
+            j += 1
+        return j
+
+    n_intro = 0  # relative pronouns and other clause openers seen inside the clause
+    for i in range(start, len(sent)):
+        s, e, tok = sent[i]
+        w = words[i]
+        if not _is_word(tok):
+            continue
+        prev = word_at(i - 1) if i > start else ""
+        if i > start and w in _INTRO:
+            n_intro += 1
+        # ---- auxiliaries, copulas and modals
+        if w in _AUX_NEG:
+            relative = prev in ("who", "which", "that") and i - 1 > start  # "the film, which is long, ..."
+            if (tok[0].isupper() and i > first) or prev in _ARTICLES or relative:
+                continue  # "May", "a can", "the will"
+            if negated_before(i) or n_intro >= 2:  # "a movie that reminds us how good it can be": embedded
+                return None
+            if i == start or (words[start] in _WH and i - start <= 3):  # a question: "Is it good?", "How do I ...?"
+                if contracted and _AUX_NEG[w][1] != _AUX_NEG[w][0]:
+                    return text[:s] + _case_like(tok, neg(w)) + text[e:]
+                if word_at(i + 1) in _SUBJECTS | {"there"} and i + 1 < len(sent):
+                    ne = sent[i + 1][1]
+                    return text[:ne] + _case_like(sent[i + 1][2], " not") + text[ne:]
+                return None
+            if w in ("has", "have", "had"):
+                j = next_content(i)
+                if j < len(sent) and words[j] == "better":
+                    return None
+                if not (j < len(sent) and _is_participle(sent[j][2])):  # "I have a dog" -> "I do not have a dog"
+                    do = {"has": "does", "have": "do", "had": "did"}[w]
+                    return text[:s] + _case_like(tok, neg(do) + " have") + text[e:]
+            elif w in ("do", "does", "did") and word_at(i + 1) in _DO_OBJECTS:  # "I did it" -> "I did not do it"
+                return text[:s] + _case_like(tok, neg(w) + " do") + text[e:]
+            return text[:s] + _case_like(tok, neg(w)) + text[e:]
+        # ---- pronoun contractions: "it's", "I'm", "they're", "we'll", "I've", "I'd"
+        m = _PRONOUN_CONTRACTION.match(w)
+        if m:
+            if negated_before(i):
+                return None
+            pron, suf = tok[:len(m.group(1))], m.group(2)
+            nxt = sent[next_content(i)][2] if next_content(i) < len(sent) else ""
+            if suf in ("s", "re", "m"):
+                return text[:e] + " not" + text[e:]
+            if suf == "ll":
+                return text[:s] + pron + " " + neg("will") + text[e:]
+            if suf == "ve" and _is_participle(nxt):
+                return text[:s] + pron + " " + neg("have") + text[e:]
+            if suf == "d" and _is_participle(nxt):
+                return text[:s] + pron + " " + neg("had") + text[e:]
+            if suf == "d" and _norm(nxt) in {v[0] for v in _VERB_FORMS} | {"be"}:
+                return text[:s] + pron + " " + neg("would") + text[e:]
+            return None
+        if w in _SPLIT_CLITIC and i > start and (w != "'s" or prev in _SUBJECTS | {"there", "here", "what", "who"}):
+            if negated_before(i):
+                return None
+            return text[:e] + " not" + text[e:]
+        if _is_negation(tok):
+            return None
+        # ---- lexical verbs with do-support: "I loved it" -> "I did not love it"
+        if w in _VERB_FORM_OF and (tok[0].islower() or i == first):
+            base, kind = _VERB_FORM_OF[w]
+            if prev in _DETERMINERS or prev in _DEGREE or prev in ("to", "who", "which", "that"):
+                continue  # a noun or an adjective ("the love story", "a much loved film"), or not the main verb
+            j = i - 1
+            while j >= start and words[j] in _PRE_VERB_ADVERBS:
+                j -= 1
+            subj = word_at(j) if j >= start else ""
+            subj_tok = sent[j][2] if j >= start else ""
+            if j < start:  # no subject: an imperative "Watch it." -> "Do not watch it."
+                if start == first and i == first and kind == "base" and word_at(i + 1) in _OBJECT_STARTERS:
+                    return text[:s] + _case_like(tok, neg("do")) + " " + tok.lower() + text[e:]
+                return None
+            if n_intro or negated_before(i):
+                return None
+            if subj in _SUBJECTS:
+                ok = True
+            elif w in ("like", "likes", "liked"):
+                ok = False  # "movies like this": a preposition
+            elif subj_tok[:1].isupper() and _is_word(subj_tok):  # "Tom loves it", "Critics love it"
+                ok = j == start or (word_at(j - 1)[:1] != "" and sent[j - 1][2][:1].isupper())
+            else:  # "The plot makes sense": determiner, noun, verb at the start of the clause (not the base
+                # form: "a great love"; not later: "one of the smartest takes on ...")
+                ok = kind != "base" and word_at(j - 1) in _DETERMINERS and j - 1 == start
+            if not ok:
+                return None
+            ins = sent[j + 1][0]
+            return text[:ins] + neg(_DO_FOR[kind]) + " " + text[ins:s] + base + text[e:]
+        if prev in _STRONG_SUBJECTS and w not in _PRE_VERB_ADVERBS:
+            return None  # "I hoped ...": a main verb we do not know
+    return _NO_VERB
+
+
+def add_negation(text: str, rng: np.random.Generator, contracted: bool = False) -> list[str]:
+    """Negate the main clause of the first sentence that has a verb we recognise.
+
+    Inserts "not" after the first auxiliary, copula or modal ("is" -> "is not",
+    "can" -> "cannot"; "isn't", "can't", "won't" with ``contracted``), or uses
+    do-support for a lexical verb from a small list after a subject ("I loved it"
+    -> "I did not love it").  A leading subordinate clause ("When ..., ") is
+    skipped.  Returns [] when nothing applies, when the clause is already negated
+    or when the sentence is ambiguous.  ``rng`` is unused (one deterministic result).
+
+    >>> add_negation("The movie is great.", rng)
+    ['The movie is not great.']
+    >>> add_negation("She loved the ending.", rng, contracted=True)
+    ["She didn't love the ending."]
+    """
+    apos = "\u2019" if "\u2019" in text else "'"
+    for sent in _sentences(_tokens(text)):
+        out = _negate_sentence(text, sent, bool(contracted), apos)
+        if out is _NO_VERB:
+            continue
+        return _unique(text, [out]) if out else []
+    return []
+
+
+def _remove_at(text: str, toks, i: int) -> str | None:
+    """The text with the negation at token ``i`` removed; None when it is not one we remove."""
+    s, e, tok = toks[i]
+    w = _norm(tok)
+    nxt = _norm(toks[i + 1][2]) if i + 1 < len(toks) else ""
+    prev_tok = toks[i - 1] if i > 0 else None
+    if w == "never":  # "I have never seen it" -> "I have seen it"; a sentence-initial "Never" stays
+        if prev_tok is None or not _is_word(prev_tok[2]):
+            return None
+        return text[:prev_tok[1]] + text[e:]
+    if w in _NT_AUX:  # "isn't" -> "is", "doesn't like" -> "likes"
+        aux, aux_s, aux_tok, neg_s = _NT_AUX[w], s, tok, s
+    elif w == "n't" and prev_tok is not None and text[prev_tok[1]:s].isspace():  # tokenised: "does n't", "wo n't"
+        pw = _norm(prev_tok[2])
+        split = {"wo": "will", "ca": "can", "sha": "shall"}
+        if pw not in _AUX_NEG and pw not in split:
+            return None
+        aux, aux_s, aux_tok = split.get(pw, pw), prev_tok[0], prev_tok[2]
+        neg_s = aux_s if pw in split else prev_tok[1]
+    elif w == "not" and prev_tok is not None and text[prev_tok[1]:s].isspace():
+        pw = _norm(prev_tok[2])
+        if nxt in ("only", "just"):
+            return None  # "not only ... but also"
+        if pw in _AUX_NEG or pw == "need":  # "is not" -> "is"
+            aux, aux_s, aux_tok, neg_s = pw, prev_tok[0], prev_tok[2], prev_tok[1]
+        elif (_PRONOUN_CONTRACTION.match(pw) and not pw.endswith("'d")) or pw in _SPLIT_CLITIC:  # "it's not"
+            return text[:prev_tok[1]] + text[e:]
+        else:
+            return None
+    else:
+        return None
+    if aux in ("do", "does", "did"):
+        j = i + 1
+        while j < len(toks) and _norm(toks[j][2]) in _PRE_VERB_ADVERBS:
+            j += 1
+        if j < len(toks) and toks[j][2].islower() and re.fullmatch(r"\s+(?:[A-Za-z]+\s+)*", text[e:toks[j][0]]):
+            verb = toks[j][2]
+            forms = next((v for v in _VERB_FORMS if v[0] == verb), None)
+            if forms is None and aux == "do" and verb == "be":
+                forms = ("be", "is", "was")
+            if forms is not None:  # "did not really like" -> "really liked"; "Don't miss it" -> "Miss it"
+                new = {"do": forms[0], "does": forms[1], "did": forms[2]}[aux]
+                middle = text[toks[i + 1][0]:toks[j][0]] if j > i + 1 else ""
+                repl = middle + new
+                if aux_tok[:1].isupper():
+                    repl = repl[:1].upper() + repl[1:]
+                return text[:aux_s] + repl + text[toks[j][1]:]
+    return text[:aux_s] + _case_like(aux_tok, aux) + text[e:] if neg_s == aux_s else text[:neg_s] + text[e:]
+
+
+def remove_negation(text: str, rng: np.random.Generator) -> list[str]:
+    """Remove the first negation: "is not"/"isn't" -> "is", "cannot" -> "can", "won't" -> "will",
+    "do not like"/"don't like" -> "like", "does not like" -> "likes", "did not like" -> "liked"
+    (verbs from a small list; other verbs keep the auxiliary: "did not grok" -> "did grok"),
+    "never" dropped.  "no" / "nothing" / "nobody" are left alone, and so is "not only".
+    Returns [] when there is no such negation.  ``rng`` is unused (one deterministic result).
+
+    >>> remove_negation("The acting isn't good.", rng)
+    ['The acting is good.']
+    >>> remove_negation("She does not like the ending.", rng)
+    ['She likes the ending.']
+    """
+    toks = _tokens(text)
+    for i in range(len(toks)):
+        if _is_word(toks[i][2]):
+            out = _remove_at(text, toks, i)
+            if out is not None and out != text:
+                return [out]
+    return []
+
+
+# ============================================================= URLs and handles
+_ID_CHARS = string.ascii_letters + string.digits
+
+
+def _insert(text: str, piece: str, position: str, rng: np.random.Generator) -> str:
+    """``piece`` added at the start, the end or a random word boundary of the (stripped) text."""
+    core = text.strip()
+    lead, trail = text[:len(text) - len(text.lstrip())], text[len(text.rstrip()):]
+    if position == "random":
+        bounds = [0] + [m.start() for m in re.finditer(r"\s+", core)] + [len(core)]
+        at = bounds[int(rng.integers(len(bounds)))]
+    else:
+        at = 0 if position == "start" else len(core)
+    if at == 0:
+        new = f"{piece} {core}"
+    elif at == len(core):
+        new = f"{core} {piece}"
+    else:
+        new = f"{core[:at]} {piece}{core[at:]}"
+    return lead + new + trail
+
+
+def _check_position(position: str) -> None:
+    if position not in ("start", "end", "random"):
+        raise ValueError(f"position must be 'start', 'end' or 'random', got {position!r}")
+
+
+def add_url(text: str, rng: np.random.Generator, n: int = 3, position: str = "end", length: int = 10) -> list[str]:
+    """Add ``n`` random short URLs ("https://t.co/" + ``length`` random letters and digits),
+    one per variant, at the end, the start or a random word boundary (``position``:
+    "end", "start", "random") -- CheckList's "add random URLs and handles".
+
+    With ``rng = np.random.default_rng(0)`` (fresh for each example):
+
+    >>> add_url("Great movie!", rng, n=1)
+    ['Great movie! https://t.co/0NFqtcebkY']
+    >>> add_url("Great movie!", rng, n=1, position="start", length=6)
+    ['https://t.co/0NFqtc Great movie!']
+    """
+    _check_position(position)
+    if not text.strip():
+        return []
+    out = []
+    for _ in range(n):
+        url = "https://t.co/" + "".join(_ID_CHARS[k] for k in rng.integers(0, len(_ID_CHARS), size=length))
+        out.append(_insert(text, url, position, rng))
+    return _unique(text, out)
+
+
+def add_handle(text: str, rng: np.random.Generator, n: int = 3, position: str = "start",
+               names: Sequence[str] = lex.FIRST_NAMES, digits: int = 2) -> list[str]:
+    """Add a Twitter-style handle: "@" + a name from ``names`` (``n`` different ones, one per
+    variant; spaces and punctuation dropped) + ``digits`` random digits, at the start
+    (a reply), the end or a random word boundary.
+
+    With ``rng = np.random.default_rng(0)`` (fresh for each example):
+
+    >>> add_handle("Loved it.", rng, n=1)
+    ['@Lucia65 Loved it.']
+    >>> add_handle("Loved it.", rng, n=1, position="end", digits=0)
+    ['Loved it. @Lucia']
+    """
+    _check_position(position)
+    if not text.strip():
+        return []
+    out = []
+    for name in _choose(rng, list(names), n):
+        handle = "@" + re.sub(r"\W", "", name)
+        if handle == "@":
+            continue
+        if digits > 0:
+            handle += "".join(str(int(d)) for d in rng.integers(0, 10, size=digits))
+        out.append(_insert(text, handle, position, rng))
+    return _unique(text, out)
+
+
+# ========================================================= synonyms and antonyms
+_AN_EXCEPTIONS = ("hour", "honest", "honor", "honour", "heir")
+_A_EXCEPTIONS = ("unique", "unit", "univers", "uniform", "unicorn", "union", "unison", "use", "usu", "uti", "eu",
+                 "one", "once", "ubiq")
+
+
+def _article_for(word: str) -> str:
+    """ "a" or "an" before ``word`` (by its spelling, with the common exceptions)."""
+    w = word.lower()
+    if w.startswith(_AN_EXCEPTIONS) or (w[:1] in "aeiou" and not w.startswith(_A_EXCEPTIONS)):
+        return "an"
+    return "a"
+
+
+@functools.lru_cache(maxsize=8)
+def _alternatives_table(groups: tuple[tuple[str, ...], ...]) -> tuple[dict[str, tuple[str, ...]], re.Pattern | None]:
+    """word (lower case) -> its alternatives: the other words of its groups (synonyms) or
+    the other word of each pair it is in (antonyms, both directions); and a pattern matching
+    those words (whole words, any case; group 1-2: a preceding "a"/"an" and the space after it)."""
+    table: dict[str, list[str]] = {}
+    for g in groups:
+        for w in g:
+            alts = table.setdefault(w.lower(), [])
+            for a in g:
+                if a.lower() != w.lower() and a not in alts:
+                    alts.append(a)
+    table = {k: tuple(v) for k, v in table.items() if v}
+    if not table:
+        return table, None
+    alts_re = "|".join(sorted((re.escape(k) for k in table), key=len, reverse=True))
+    pat = re.compile(r"(?<![\w'\u2019-])(?:(a|an|A|An|AN)(\s+))?((?i:" + alts_re + r"))(?![\w-]|['\u2019]\w)")
+    return table, pat
+
+
+def _case_matches(src: str, key: str, before: str) -> bool:
+    """``src`` is ``key`` in lower case, in upper case, or capitalised at the start of a sentence
+    (``before``: the text before it) -- not a capitalised name or title ("Doctor Who")."""
+    if src == key or (len(src) > 1 and src == key.upper()):
+        return True
+    return src == key[:1].upper() + key[1:] and re.search(r"(?:^|[.!?:])[\s\"'\u201c\u2018(\[-]*$", before) is not None
+
+
+def _swap_word(text: str, rng: np.random.Generator, groups: Sequence[Sequence[str]], n: int) -> list[str]:
+    """Pick one word of ``groups`` found in text (whole word; lower case, upper case, or
+    capitalised at the start of a sentence); return up to ``n`` variants replacing all its
+    occurrences by an alternative, keeping the case of the first letter and fixing a
+    preceding "a"/"an"."""
+    table, pat = _alternatives_table(tuple(map(tuple, groups)))
+    if pat is None:
+        return []
+    found: list[str] = []
+    for m in pat.finditer(text):
+        key = m.group(3).lower()
+        if _case_matches(m.group(3), key, text[:m.start(1) if m.group(1) else m.start(3)]) and key not in found:
+            found.append(key)
+    if not found:
+        return []
+    key = found[int(rng.integers(len(found)))]
+    out = []
+    for alt in _choose(rng, list(table[key]), n):
+        def sub(m, alt=alt):
+            src = m.group(3)
+            if src.lower() != key or not _case_matches(src, key, m.string[:m.start(1) if m.group(1) else m.start(3)]):
+                return m.group(0)
+            repl = _case_like(src, alt) if src[:1].isupper() else alt
+            if m.group(1) is None:
+                return repl
+            return _case_like(m.group(1), _article_for(alt)) + m.group(2) + repl
+        out.append(pat.sub(sub, text))
+    return _unique(text, out)
+
+
+def synonyms(text: str, rng: np.random.Generator, groups: Sequence[Sequence[str]] = lex.SYNONYMS,
+             n: int = 3) -> list[str]:
+    """Replace one word that has synonyms in ``groups`` (default ``lexicons.SYNONYMS``) by up to
+    ``n`` of them, one per variant (every occurrence of that word; whole words; the case of
+    the first letter kept; "a"/"an" before it fixed).  The word is drawn from those found.
+
+    With ``rng = np.random.default_rng(0)`` (fresh for each example):
+
+    >>> synonyms("The movie was great.", rng, n=2)   # "great" drawn of "movie" and "great"
+    ['The movie was fantastic.', 'The movie was terrific.']
+    >>> synonyms("It was so boring.", rng, n=2)
+    ['It was so dull.', 'It was so tedious.']
+    """
+    return _swap_word(text, rng, groups, n)
+
+
+def antonyms(text: str, rng: np.random.Generator, pairs: Sequence[Sequence[str]] = lex.ANTONYMS,
+             n: int = 3) -> list[str]:
+    """Replace one word that has an antonym in ``pairs`` (default ``lexicons.ANTONYMS``, used
+    in both directions) by its antonym(s), up to ``n`` variants (every occurrence of that
+    word; whole words; the case of the first letter kept; "a"/"an" before it fixed).
+
+    >>> antonyms("I loved the movie.", rng)
+    ['I hated the movie.']
+    >>> antonyms("It is an awful film.", rng)
+    ['It is an excellent film.']
+    """
+    return _swap_word(text, rng, pairs, n)
+
+
+# ===================================================================== registry
+@dataclass(frozen=True)
+class Perturbation:
+    """A perturbation callable by name: ``fn(text, rng, **params)``.
+
+    ``params`` maps each parameter to its default (a word-list parameter's default is
+    the name of a lexicon in :mod:`beluga.suites.lexicons`; None: required).
+    ``kind`` is "any" (one text) or "pair" (only meaningful on sentence pairs).
+    ``types`` says what each parameter accepts (see :func:`check_params`).
+    """
+
+    name: str
+    fn: Callable[..., list[str]]
+    params: dict[str, Any]
+    description: str
+    kind: str = "any"
+    types: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+
+
+# parameter types: "int>=K", "bool", "choice:a|b", "words" (a list of strings or a lexicon
+# name), "pairs" (a list of two-word lists or a lexicon name), "groups" (lists of 2+ words)
+_N = ("n", 3, "int>=1")
+_POSITION = "choice:start|end|random"
+
+
+def _entry(fn, description: str, *params: tuple[str, Any, str], kind: str = "any") -> Perturbation:
+    return Perturbation(name=fn.__name__, fn=fn, params={p: d for p, d, _ in params}, description=description,
+                        kind=kind, types={p: t for p, _, t in params})
+
+
+PERTURBATIONS: dict[str, Perturbation] = {p.name: p for p in (
+    _entry(typos, "Swap two adjacent letters inside a word (one swap per variant).", _N),
+    _entry(contractions, "Expand every contraction (\"isn't\" -> \"is not\") and/or contract every expansion.",
+           ("pairs", "contractions", "pairs")),
+    _entry(punctuation, "Strip the trailing punctuation and/or end the sentence with a period."),
+    _entry(change_names, "Replace a first name by other first names.", ("names", "first_names", "words"), _N),
+    _entry(change_locations, "Replace a city by other cities, or a country by other countries.",
+           ("cities", "cities", "words"), ("countries", "countries", "words"), _N),
+    _entry(change_numbers, "Replace an integer by other integers within +-20% of it.", _N),
+    _entry(add_phrase, "Append a phrase from a word list to the end of the text.", ("phrases", None, "words"), _N),
+    _entry(add_positive_phrase, "Append a very positive phrase (\"I loved it.\") to the end of the text.",
+           ("phrases", "positive_phrases", "words"), _N),
+    _entry(add_negative_phrase, "Append a very negative phrase (\"I hated it.\") to the end of the text.",
+           ("phrases", "negative_phrases", "words"), _N),
+    _entry(add_negation, "Negate the main clause (\"is\" -> \"is not\", \"loved\" -> \"did not love\").",
+           ("contracted", False, "bool")),
+    _entry(remove_negation, "Remove a negation (\"isn't\" -> \"is\", \"doesn't like\" -> \"likes\", drop \"never\")."),
+    _entry(add_url, "Add a random URL (https://t.co/...) at the end, the start or a random word boundary.",
+           _N, ("position", "end", _POSITION), ("length", 10, "int>=1")),
+    _entry(add_handle, "Add a Twitter-style handle (@name42) at the start, the end or a random word boundary.",
+           _N, ("position", "start", _POSITION), ("names", "first_names", "words"), ("digits", 2, "int>=0")),
+    _entry(synonyms, "Replace a word by its synonyms from a list of groups (first-letter case kept).",
+           ("groups", "synonyms", "groups"), _N),
+    _entry(antonyms, "Replace a word by its antonym(s) from a list of pairs (first-letter case kept).",
+           ("pairs", "antonyms", "pairs"), _N),
+)}
+
+
+def _known() -> str:
+    return ", ".join(PERTURBATIONS)
+
+
+def _lookup(name, where: str | None) -> Perturbation:
+    if isinstance(name, str) and name in PERTURBATIONS:
+        return PERTURBATIONS[name]
+    prefix = f"{where}: " if where else ""
+    raise ConfigError(f"{prefix}unknown perturbation {_short(name)} (known: {_known()})")
+
+
+def get_perturbation(name: str) -> Perturbation:
+    """The registered perturbation ``name``; ConfigError (one line listing the known ones) otherwise."""
+    return _lookup(name, None)
+
+
+def _short(value, limit: int = 60) -> str:
+    r = " ".join(repr(value).split())
+    return r if len(r) <= limit else r[:limit - 3] + "..."
+
+
+def _resolve_lexicon(value: str, grouped: bool, lexicons: Mapping[str, Sequence] | None):
+    """The list a lexicon name stands for: a user lexicon (exact name) first, then a built-in one
+    (case-insensitive: "POSITIVE_PHRASES" or "positive_phrases")."""
+    if lexicons and value in lexicons:
+        return lexicons[value]
+    table = lex.WORD_GROUPS if grouped else lex.LEXICONS
+    if value.lower() in table:
+        return table[value.lower()]
+    other = lex.LEXICONS if grouped else lex.WORD_GROUPS
+    if value.lower() in other:
+        raise ValueError(f"lexicon '{value}' is a list of {'words' if grouped else 'word groups'}, not of "
+                         f"{'word groups' if grouped else 'words'}")
+    known = [*(lexicons or {}), *table]
+    raise ValueError(f"unknown lexicon '{value}' (known: {', '.join(known)})")
+
+
+def _check_value(value, typ: str, lexicons):
+    """The checked (and, for word lists, resolved) value; ValueError with the reason otherwise."""
+    if typ.startswith("int>="):
+        low = int(typ[5:])
+        if isinstance(value, bool) or not isinstance(value, int) or value < low:
+            raise ValueError(f"must be an integer >= {low}, got {_short(value)}")
+        return value
+    if typ == "bool":
+        if not isinstance(value, bool):
+            raise ValueError(f"must be true or false, got {_short(value)}")
+        return value
+    if typ.startswith("choice:"):
+        choices = typ[7:].split("|")
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}, got {_short(value)}")
+        return value
+    grouped = typ in ("pairs", "groups")
+    source = value
+    if isinstance(value, str):
+        value = _resolve_lexicon(value, grouped, lexicons)
+    what = {"words": "a non-empty list of strings", "pairs": "a non-empty list of [word, word] pairs",
+            "groups": "a non-empty list of word groups (lists of 2 or more strings)"}[typ]
+    how = f"{what} or a lexicon name, got {_short(source)}" if source is value else \
+        f"{what}: lexicon {source!r} is not"
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not value:
+        raise ValueError(f"must be {how}")
+    if not grouped:
+        if not all(isinstance(w, str) and w for w in value):
+            raise ValueError(f"must be {how}")
+        return tuple(value)
+    out = []
+    for g in value:
+        ok = (isinstance(g, Sequence) and not isinstance(g, str) and all(isinstance(w, str) and w for w in g)
+              and (len(g) == 2 if typ == "pairs" else len(g) >= 2))
+        if not ok:
+            raise ValueError(f"must be {how}")
+        out.append(tuple(g))
+    out = tuple(out)
+    return value if out == value else out  # a built-in lexicon stays the very same object
+
+
+def check_params(name: str, params: Mapping[str, Any] | None, where: str,
+                 lexicons: Mapping[str, Sequence] | None = None) -> dict[str, Any]:
+    """The complete parameters of perturbation ``name``: ``params`` checked, defaults filled,
+    and word lists given by lexicon name resolved to tuples (``lexicons``, e.g. a spec's own,
+    are looked up before the built-in ones).  ConfigError, one line naming ``where``, the
+    perturbation and the parameter, for an unknown perturbation or parameter, a missing
+    required one or a value of the wrong type."""
+    p = _lookup(name, where)
+    params = {} if params is None else params
+    if not isinstance(params, Mapping):
+        raise ConfigError(f"{where}: perturbation '{name}': parameters must be a mapping, got {_short(params)}")
+    for k in params:
+        if k not in p.params:
+            raise ConfigError(f"{where}: perturbation '{name}' has no parameter {_short(k)} "
+                              f"(known: {', '.join(p.params) or 'none'})")
+    out = {}
+    for k, default in p.params.items():
+        value = params.get(k)
+        if value is None:
+            if default is None:
+                raise ConfigError(f"{where}: perturbation '{name}': parameter '{k}' is required "
+                                  f"({p.types[k]}: a list or a lexicon name)")
+            value = default
+        try:
+            out[k] = _check_value(value, p.types[k], lexicons)
+        except ValueError as e:
+            raise ConfigError(f"{where}: perturbation '{name}': parameter '{k}': {e}") from None
+    return out
+
+
+def perturb(name: str, text: str, rng: np.random.Generator, **params) -> list[str]:
+    """Apply perturbation ``name`` to ``text`` with ``params`` (checked and completed by
+    :func:`check_params`): distinct strings different from ``text``, [] when it does not
+    apply; deterministic given the state of ``rng``."""
+    p = _lookup(name, "perturb")
+    return _unique(text, p.fn(text, rng, **check_params(name, params, f"perturb({name!r})")))

@@ -146,8 +146,9 @@ def _parser() -> argparse.ArgumentParser:
     p_test.add_argument("--failures", type=int, default=3, help="failing cases shown per functionality")
     p_test.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
     p_test.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
-    p_suite = sub.add_parser("suite", help="suite tools: export the inputs for models outside Python, or a "
-                                           "CheckList release tarball as its JSONL export")
+    p_suite = sub.add_parser("suite", help="suite tools: build a suite from a spec, perturb your own sentences into "
+                                           "a suite, export the inputs for models outside Python, or a CheckList "
+                                           "release tarball as its JSONL export")
     suite_sub = p_suite.add_subparsers(dest="suite_command", required=True)
     p_exp = suite_sub.add_parser(
         "export", help="every input, one row per (case_id, input_idx), in a stable order; or (--format checklist) "
@@ -171,6 +172,51 @@ def _parser() -> argparse.ArgumentParser:
                             "CheckList's JSONL export of a CheckList release suite")
     p_exp.add_argument("--task", choices=sorted(TASK_TYPES), default=None, help="task type (default: inferred)")
     p_exp.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
+    p_build = suite_sub.add_parser(
+        "build", help="render a suite spec (templates, lexicons, perturbations of real sentences) into a suite file",
+        description="Render a suite spec (YAML; docs/SUITE_FORMAT.md, 'Writing a suite: spec files') into a suite "
+                    "file in the project's format, deterministic for the seed, and print a summary per "
+                    "functionality with sample cases. --spec is a file or a spec shipped with the project "
+                    "(sent_default, para_default, read_default); the spec's pool sources read --source (a text "
+                    "file, one sentence per line, or a CSV / TSV / Parquet / JSONL table). Settings not given here "
+                    "come from the spec's defaults. The output is written whole or not at all, never over an "
+                    "input.")
+    p_build.add_argument("--spec", required=True, help="a spec file, or sent_default / para_default / read_default")
+    p_build.add_argument("--out", required=True, help="the suite file (.parquet)")
+    p_build.add_argument("--source", default=None, help="the sentences the spec's pool sources read")
+    p_build.add_argument("--seed", type=int, default=None)
+    p_build.add_argument("--cases", type=int, default=None, help="cases per functionality")
+    p_build.add_argument("--max-perturbations", type=int, default=None, help="perturbations per case at most")
+    p_build.add_argument("--max-words", type=int, default=None, help="real sentences of at most this many words")
+    p_build.add_argument("--functionality", action="append", default=None, dest="functionalities",
+                         help="only this functionality (repeat for several)")
+    p_build.add_argument("--samples", type=int, default=1, help="sample cases shown per functionality")
+    p_pert = suite_sub.add_parser(
+        "perturb", help="turn your own unlabeled sentences into an INV / DIR suite with a built-in perturbation",
+        description="Perturb every sentence of --input (a text file, one sentence per line, or a table's column) "
+                    "with a built-in perturbation; each sentence it changes becomes an INV or DIR case with the "
+                    "given expectation (sentences it does not change are left out). --list shows the "
+                    "perturbations and their parameters. para / read: two columns (--column q1,q2 or "
+                    "context,question) and --apply-to. Written whole or not at all, never over the input.")
+    p_pert.add_argument("--list", action="store_true", help="list the perturbations and their parameters")
+    p_pert.add_argument("--input", help="the sentences (.txt, .csv, .tsv, .parquet, .jsonl)")
+    p_pert.add_argument("--perturbation", help="a built-in perturbation (--list)")
+    p_pert.add_argument("--param", action="append", default=None, metavar="KEY=VALUE",
+                        help="a parameter of the perturbation (repeat for several; values read as YAML)")
+    p_pert.add_argument("--type", choices=["INV", "DIR"], dest="test_type", help="the test type")
+    p_pert.add_argument("--expect", help="the expectation (inv, monotonic, diff_up, diff_down, eq, ...)")
+    p_pert.add_argument("--expect-param", action="append", default=None, metavar="KEY=VALUE",
+                        help="a parameter of the expectation, e.g. tolerance=0.1 (repeat for several)")
+    p_pert.add_argument("--out", help="the suite file (.parquet)")
+    p_pert.add_argument("--task", choices=sorted(TASK_TYPES), default="sent")
+    p_pert.add_argument("--column", default=None, help="the table's column (para / read: two, comma-separated)")
+    p_pert.add_argument("--apply-to", default=None,
+                        help="para: first, second or both; read: context, question or both")
+    p_pert.add_argument("--functionality", default=None, help="the functionality's name")
+    p_pert.add_argument("--class", dest="capability", default="Custom", help="the functionality's class")
+    p_pert.add_argument("--seed", type=int, default=0)
+    p_pert.add_argument("--max-perturbations", type=int, default=3)
+    p_pert.add_argument("--max-words", type=int, default=60, help="sentences of at most this many words")
     p_rank = sub.add_parser("ood-rank", help="GLUE-X ranking of systems from a long score table",
                             description="Read a long table (CSV, TSV or Parquet) with columns system, task, dataset, "
                                         "domain (id or ood), metric, value and write ranking.csv (system, id_avg, "
@@ -682,6 +728,26 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "suite" and args.suite_command == "export":
             print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes,
                                  fmt=args.format))
+        elif args.command == "suite" and args.suite_command == "build":
+            from beluga.suites.authoring import build_command
+
+            print(build_command(args.spec, args.out, args.source, args.seed, args.cases, args.max_perturbations,
+                                args.max_words, args.functionalities, args.samples), end="")
+        elif args.command == "suite" and args.suite_command == "perturb":
+            from beluga.suites.authoring import perturb_command, perturbation_list
+
+            if args.list:
+                print(perturbation_list(), end="")
+            else:
+                missing = [f"--{k.replace('_', '-')}" for k, v in (("input", args.input), ("perturbation",
+                           args.perturbation), ("type", args.test_type), ("expect", args.expect), ("out", args.out))
+                           if not v]
+                if missing:
+                    raise BelugaError(f"suite perturb: field '{missing[0]}': required (or --list)")
+                print(perturb_command(args.input, args.perturbation, args.test_type, args.expect, args.out,
+                                      args.param, args.expect_param, args.task, args.column, args.apply_to,
+                                      args.functionality, args.capability, args.seed, args.max_perturbations,
+                                      args.max_words), end="")
         elif args.command == "ood-rank":
             from beluga.analyses.ood_eval import ood_rank_command
 

@@ -23,6 +23,7 @@ from beluga.data import fetch
 from beluga.errors import ConfigError
 from beluga.methods import get_algorithm, method_hparams
 from beluga.settings import fold_run
+from beluga.suites.build import load_task_spec, suite_spec_name
 from beluga.workflow import dag
 from beluga.workflow.paths import IID_RUN, Paths, RunKey, seed_of, seeddir_of
 
@@ -127,6 +128,9 @@ class Runs:
             dag.check_folds(t, self.folds[t], funcs, self.configurations, configfiles)
             self.func_names[t], self.func_tables[t] = list(funcs["functionality"]), funcs
         self.ood_sets = {t: {e["name"]: e for e in (self.tasks[t].get("ood") or [])} for t in self.tasks}
+        #: task -> its suite spec (loaded and checked) when the suite is rendered from one
+        self.suite_specs = {t: load_task_spec(c["suite"], c["type"]) for t, c in self.tasks.items()
+                            if suite_spec_name(c["suite"])}
         #: (task, method) -> trial id -> grid point, for every method, the methods they start from (LP for
         #: LP-FT: its folds run too) and the methods they take selections from
         trained = set(self.methods) | ({get_algorithm(m).start_method for m in self.methods} - {None})

@@ -1,0 +1,192 @@
+"""Writing suites outside the pipeline: ``python -m beluga suite build`` (a spec rendered into a suite file, with
+a summary per functionality and sample cases) and ``python -m beluga suite perturb`` (a user's own unlabeled
+sentences perturbed into an INV / DIR suite). Both go through the spec engine (beluga/suites/spec.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from beluga.errors import ConfigError
+from beluga.suites import perturb as perturbations
+from beluga.suites import spec as suite_spec
+from beluga.suites.format import EXPECTATIONS, functionality_table, save_suite, validate_suite
+from beluga.tasks import get_task_type
+
+
+def _check_out(out: str, inputs: dict[str, str | None], command: str) -> None:
+    """The output is a suite file (.parquet) and never one of the inputs."""
+    if not str(out).endswith(".parquet"):
+        raise ConfigError(f"suite {command}: field '--out': {out} must be a .parquet suite file")
+    target = os.path.realpath(out)
+    for what, path in inputs.items():
+        if path and os.path.exists(path) and os.path.realpath(path) == target:
+            raise ConfigError(f"suite {command}: field '--out': {out} is the {what} itself; choose another name")
+
+
+def read_source_table(path: str, where: str) -> pd.DataFrame:
+    """A source file as a table: a .txt file's lines as column ``text``; a CSV / TSV / Parquet / JSONL table."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{where}: {path} does not exist")
+    if "".join(p.suffixes[-2:]).lower().endswith(".txt"):
+        return pd.DataFrame({"text": suite_spec.read_text_source(path, None, where)})
+    return _read_table(path, where)
+
+
+def _read_table(path: str, where: str) -> pd.DataFrame:
+    from beluga.io import read_parquet
+
+    name = path.lower()
+    try:
+        if name.endswith(".parquet"):
+            return read_parquet(path, "sentences")
+        if name.endswith((".jsonl", ".jsonl.gz")):
+            return pd.read_json(path, lines=True, dtype=False)
+        sep = "\t" if name.endswith((".tsv", ".tsv.gz")) else ","
+        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{where}: {path} is not UTF-8 text ({e.reason})") from None
+    except (ValueError, pd.errors.ParserError) as e:
+        raise ConfigError(f"{where}: {path} cannot be read ({' '.join(str(e).split())[:160]})") from None
+
+
+# ---------------------------------------------------------------------------------- suite build
+def summary(df: pd.DataFrame, samples: int = 1) -> str:
+    """One line per functionality (class, type, expectation, cases, inputs, cases from real sentences) and
+    ``samples`` sample cases each."""
+    lines = []
+    for func, rows in df.groupby("functionality", sort=False):
+        first = rows.iloc[0]
+        real = sum(1 for m in rows["meta"] if isinstance(m, str) and '"source": "real"' in m)
+        n_inputs = int(rows["inputs"].map(len).sum())
+        lines.append(f"{first['capability']} / {func} ({first['test_type']}, {first['expect']}): {len(rows)} cases, "
+                     f"{n_inputs} inputs" + (f", {real} from real sentences" if real else ""))
+        for _, r in rows.head(samples).iterrows():
+            lines.append("    " + _case_text(r))
+    return "\n".join(lines)
+
+
+def _case_text(r: pd.Series) -> str:
+    inputs = list(r["inputs"])
+    b = r.get("inputs_b")
+    b = None if b is None or (isinstance(b, float) and pd.isna(b)) else list(b)
+    texts = [x if b is None else f"{x} | {y}" for x, y in zip(inputs, b or [None] * len(inputs))]
+    lab = r.get("labels")
+    ans = r.get("answers")
+    tail = ""
+    if lab is not None and not (isinstance(lab, float) and pd.isna(lab)):
+        tail = f"  (label {list(lab)[0]})"
+    elif ans is not None and not (isinstance(ans, float) and pd.isna(ans)):
+        tail = f"  (answer {list(ans)[0]!r})"
+    shown = " -> ".join(repr(t) for t in texts[:3]) + (" ..." if len(texts) > 3 else "")
+    return shown + tail
+
+
+def build_command(spec: str, out: str, source: str | None = None, seed: int | None = None,
+                  cases: int | None = None, max_perturbations: int | None = None, max_words: int | None = None,
+                  functionalities: list[str] | None = None, samples: int = 1) -> str:
+    """``python -m beluga suite build``: render ``spec`` (a packaged name or a file) into the suite file ``out``
+    (written whole, or not at all), its pool sources read from ``source`` (a text file, one sentence per line,
+    or a table). Deterministic for the seed. Returns the summary."""
+    s = suite_spec.load_spec(spec)
+    _check_out(out, {"spec": s.path, "source": source}, "build")
+    pool = read_source_table(source, "suite build: field '--source'") if source else None
+    texts = suite_spec.load_sources(s, pool)
+    df = suite_spec.render_spec(s, texts, seed=seed, cases_per_functionality=cases,
+                                max_perturbations=max_perturbations, max_words=max_words,
+                                functionalities=functionalities)
+    ttype = get_task_type(s.task)
+    df = validate_suite(df, f"suite spec {s.path}", tuple(ttype.suite_labels) or None,
+                        suite_spec.declared(s, functionalities))
+    save_suite(df, out, declared=suite_spec.declared(s, functionalities))
+    funcs = functionality_table(df)
+    head = (f"{s.name} ({s.task}): {len(df)} cases in {len(funcs)} functionalities, seed "
+            f"{int(s.setting('seed', seed))} -> {out}")
+    return head + "\n" + summary(df, samples) + "\n"
+
+
+# ---------------------------------------------------------------------------------- suite perturb
+def parse_values(items: list[str] | None, where: str) -> dict:
+    """``KEY=VALUE`` items (the value read as YAML: numbers, booleans, lists) -> a dict."""
+    import yaml
+
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{where}: {item!r} is not KEY=VALUE")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            out[key.strip()] = value
+    return out
+
+
+def perturb_command(input_path: str, perturbation: str, test_type: str, expect: str, out: str,
+                    params: list[str] | None = None, expect_params: list[str] | None = None,
+                    task: str = "sent", column: str | None = None, apply_to: str | None = None,
+                    functionality: str | None = None, capability: str = "Custom", seed: int = 0,
+                    max_perturbations: int = 3, max_words: int = 60) -> str:
+    """``python -m beluga suite perturb``: every sentence of ``input_path`` (a text file, one per line, or a
+    table's column(s)) with the perturbations ``perturbation`` makes of it becomes an INV / DIR case (sentences
+    it does not change are left out); expectation ``expect`` with ``expect_params``. para / read: two columns
+    (``column: a,b``), ``apply_to`` the segment to change. Written whole or not at all; returns the summary."""
+    if test_type not in ("INV", "DIR"):
+        raise ConfigError(f"suite perturb: field '--type': {test_type!r} must be INV or DIR")
+    if expect not in EXPECTATIONS:
+        raise ConfigError(f"suite perturb: field '--expect': unknown expectation {expect!r} "
+                          f"({', '.join(EXPECTATIONS)})")
+    where = "suite perturb: field '--input'"
+    _check_out(out, {"input": input_path}, "perturb")
+    perturbations.get_perturbation(perturbation)
+    table = read_source_table(input_path, where)
+    cols = [c.strip() for c in column.split(",")] if column else (["text"] if task == "sent" else [])
+    if task != "sent" and len(cols) != 2:
+        raise ConfigError(f"suite perturb: field '--column': a {task} suite needs two columns (--column a,b)")
+    missing = [c for c in cols if c not in table.columns]
+    if missing:
+        raise ConfigError(f"{where}: {input_path} has no column {missing[0]!r} (it has "
+                          f"{', '.join(map(str, table.columns))})")
+    pool = table[cols].rename(columns=dict(zip(cols, ["text", "text_b"][:len(cols)])))
+    n = len(pool)
+    if not n:
+        raise ConfigError(f"{where}: {input_path} has no sentence")
+    name = functionality or perturbation
+    data = {"spec_version": 1, "name": "perturbed", "task": task, "id_prefix": "perturbed",
+            "sources": {"input": {"pool": "text" if task == "sent" else ["text", "text_b"]}},
+            "functionalities": [{"name": name, "class": capability, "type": test_type,
+                                 "expect": {"name": expect, **parse_values(expect_params, "suite perturb: field "
+                                                                                         "'--expect-param'")},
+                                 "source": "input",
+                                 "perturb": {"name": perturbation, **({"apply_to": apply_to} if apply_to else {}),
+                                             **parse_values(params, "suite perturb: field '--param'")}}]}
+    s = suite_spec.spec_from_data(data, "the command line")
+    df = suite_spec.render_spec(s, suite_spec.load_sources(s, pool), seed=seed, cases_per_functionality=n,
+                                max_perturbations=max_perturbations, max_words=max_words, fill_up=False)
+    if not len(df):
+        raise ConfigError(f"suite perturb: field '--perturbation': {perturbation!r} changed none of the {n} "
+                          f"sentences of {input_path}")
+    ttype = get_task_type(task)
+    df = validate_suite(df, "suite perturb", tuple(ttype.suite_labels) or None, suite_spec.declared(s))
+    save_suite(df, out, declared=suite_spec.declared(s))
+    used = json.dumps(data["functionalities"][0]["perturb"])
+    return f"{len(df)} of {n} sentences perturbed by {perturbation} ({used}) -> {out}\n" + summary(df, 3) + "\n"
+
+
+def perturbation_list() -> str:
+    """Every built-in perturbation with its parameters and their defaults."""
+    lines = []
+    for name, p in perturbations.PERTURBATIONS.items():
+        params = ", ".join(f"{k}={_short(v)}" for k, v in p.params.items())
+        lines.append(f"{name}({params}): {p.description}")
+    return "\n".join(lines) + "\n"
+
+
+def _short(v) -> str:
+    if isinstance(v, (list, tuple)) and len(v) > 4:
+        return f"[{len(v)} items]"
+    return repr(v)

@@ -1,0 +1,285 @@
+"""The template engine of suite specs (beluga/suites/spec.py): placeholders filled from lexicons, article
+agreement, seeded sampling of the template × lexicon product, spread over groups of templates.
+
+A template is a Python format string whose fields name lexicons: ``{noun}``, ``{pos_verb[1]}`` (an item of a
+tuple-valued entry), ``{p.v1}`` (a key of a mapping-valued entry), ``{first_name2}`` (a second placeholder of
+the ``first_name`` lexicon: trailing digits are dropped to find the lexicon). ``{art}`` becomes "a" / "an",
+agreeing with the next word; CheckList's ``{a:pos_adj}`` is written ``{art} {pos_adj}`` before anything else.
+A group's *slots* (``fill_slot`` / ``swap_slot`` of a spec) are filled by its maker, not from the product.
+
+Determinism: the product of a group's templates and lexicons is enumerated in the order of
+``rng.permutation`` (lazily for very large products), so the same (templates, lexicons, rng state) always gives
+the same fills in the same order.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import SimpleNamespace
+
+import numpy as np
+
+from beluga.errors import ConfigError
+from beluga.suites import lexicons as lex
+
+
+def _strs(xs) -> tuple[str, ...]:
+    return tuple(str(x) for x in xs)
+
+
+#: the built-in lexicons a template's placeholders name (a spec adds, extends or replaces them by name)
+BUILTIN_LEXICONS: dict[str, tuple] = {
+    "det": ("the", "this", "that"),
+    "it": ("it", "this", "that"),
+    "noun": lex.MOVIE_NOUNS,
+    "cnoun": lex.MOVIE_COUNT_NOUNS,
+    "be": ("is", "was"),
+    "neg_be": ("is not", "isn't", "was not", "wasn't"),
+    "neg_do": ("did not", "didn't", "do not", "don't"),
+    "subj": ("I", "we"),
+    "pos_adj": lex.POSITIVE_ADJS,
+    "neg_adj": lex.NEGATIVE_ADJS,
+    "neu_adj": lex.NEUTRAL_ADJS,
+    "sent_adj": lex.POSITIVE_ADJS + lex.NEGATIVE_ADJS,
+    "any_adj": lex.POSITIVE_ADJS + lex.NEGATIVE_ADJS + lex.NEUTRAL_ADJS,
+    "pos_verb": lex.POSITIVE_VERBS,     # (base, past): {pos_verb[0]} / {pos_verb[1]}
+    "neg_verb": lex.NEGATIVE_VERBS,
+    "neu_verb": lex.NEUTRAL_VERBS,
+    "sent_verb": lex.POSITIVE_VERBS + lex.NEGATIVE_VERBS,
+    "holder": tuple(h[0].lower() + h[1:] for h in lex.OPINION_HOLDERS),
+    "no": ("No", "No."),
+    "first_name": lex.FIRST_NAMES,
+    "male_name": lex.MALE_FIRST_NAMES,
+    "female_name": lex.FEMALE_FIRST_NAMES,
+    "last_name": lex.LAST_NAMES,
+    "city": lex.CITIES,
+    "country": lex.COUNTRIES,
+    "role": lex.ROLES,
+    "runtime": _strs(range(75, 185, 5)),
+    "times": _strs(range(5, 31)),
+    "year": _strs(range(1950, 2024)),
+    "budget": _strs(range(5, 305, 5)),
+    # word lists the makers and perturbations use by name
+    "intensifiers": lex.INTENSIFIERS,
+    "verb_intensifiers": lex.VERB_INTENSIFIERS,
+    "reducers": lex.REDUCERS,
+    "verb_reducers": lex.VERB_REDUCERS,
+    "positive_phrases": lex.POSITIVE_PHRASES,
+    "negative_phrases": lex.NEGATIVE_PHRASES,
+    "races": lex.RACES,
+    "nationalities": lex.NATIONALITIES,
+    "religions": lex.RELIGIONS,
+    "used_to_frames": lex.USED_TO_FRAMES,
+}
+
+ART = "art"
+_ART = "\x00"
+_ART_RE = re.compile("\x00(\\s+)([\\w-]+)")
+_AN_PREFIXES = ("hour", "honest", "honor", "heir")
+_A_PREFIXES = ("uni", "use", "usu", "uti", "eu", "one", "once", "ukr", "uru", "utop")
+#: CheckList's article placeholder ``{a:name}`` / ``{an:name}``
+_CHECKLIST_ART = re.compile(r"\{an?:([A-Za-z_][\w.\[\]]*)\}")
+
+
+def article(word: str) -> str:
+    """"a" or "an" before ``word``."""
+    w = word.lower()
+    if w.startswith(_AN_PREFIXES):
+        return "an"
+    if w.startswith(_A_PREFIXES):
+        return "a"
+    return "an" if w[:1] in "aeiou" else "a"
+
+
+def normalise(template: str) -> str:
+    """CheckList's ``{a:pos_adj}`` as ``{art} {pos_adj}``."""
+    return _CHECKLIST_ART.sub(lambda m: "{art} {" + m.group(1) + "}", template)
+
+
+def _formattable(value):
+    """A lexicon entry as str.format reads it: a mapping's keys as attributes (``{p.v1}``)."""
+    return SimpleNamespace(**value) if isinstance(value, Mapping) else value
+
+
+def render(template: str, fill: dict, capitalize: bool = True, **fixed) -> str:
+    """Fill ``template``; ``{art}`` becomes "a"/"an" agreeing with the next word; whitespace collapsed; the
+    first letter capitalised (``capitalize``)."""
+    values = {k: _formattable(v) for k, v in fill.items()}
+    text = template.format(art=_ART, **values, **fixed)
+    text = _ART_RE.sub(lambda m: article(m.group(2)) + m.group(1) + m.group(2), text)
+    text = re.sub(r"\s{2,}", " ", text).strip()
+    return text[:1].upper() + text[1:] if capitalize else text
+
+
+def fields(template: str, fixed: Sequence[str] = ()) -> list[str]:
+    """The placeholders of a template that are filled from lexicons (``art`` and ``fixed`` slots excluded), in
+    order of first appearance."""
+    out: list[str] = []
+    for _, name, _, _ in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if not name or name.isdigit():
+            raise ConfigError(f"template {template!r}: a placeholder needs a lexicon name ({{noun}}, not {{}})")
+        base = re.split(r"[.\[]", name)[0]
+        if base != ART and base not in fixed and base not in out:
+            out.append(base)
+    return out
+
+
+def lexicon_key(field: str) -> str:
+    """The lexicon of a placeholder: its name without trailing digits (``first_name2`` -> ``first_name``)."""
+    return field.rstrip("0123456789")
+
+
+_PERMUTE_MAX = 1_000_000
+
+
+class Templates:
+    """The full product of template x lexicon fills of a list of templates, sampled lazily.
+
+    ``distinct``: placeholders of one lexicon in a template (``{first_name}``, ``{first_name2}``) never take the
+    same value (product elements where they would are skipped; the order of the others is unchanged)."""
+
+    def __init__(self, templates: Sequence[str], lexicons: Mapping[str, Sequence], fixed: Sequence[str] = (),
+                 distinct: bool = True):
+        self.lexicon = lexicons
+        self.distinct = distinct
+        self.parts: list[tuple[str, list[str], list[int]]] = []
+        for t in templates:
+            names = fields(t, fixed)
+            for f in names:
+                if lexicon_key(f) not in lexicons:
+                    raise ConfigError(f"template {t!r}: placeholder {{{f}}} names no lexicon")
+            sizes = [len(lexicons[lexicon_key(f)]) for f in names]
+            self.parts.append((t, names, sizes))
+        self.totals = np.array([int(np.prod(s)) if s else 1 for _, _, s in self.parts], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.totals)])
+
+    def __len__(self) -> int:
+        return int(self.offsets[-1])
+
+    def _order(self, rng: np.random.Generator) -> Iterator[int]:
+        """Product indices without replacement, in seeded random order (lazy for huge products)."""
+        total = len(self)
+        if total <= _PERMUTE_MAX:
+            yield from (int(i) for i in rng.permutation(total))
+            return
+        drawn: set[int] = set()
+        while len(drawn) < total:
+            idx = int(rng.integers(total))
+            if idx not in drawn:
+                drawn.add(idx)
+                yield idx
+
+    def _repeats(self, fill: dict) -> bool:
+        seen: dict[str, list] = {}
+        for f, v in fill.items():
+            same = seen.setdefault(lexicon_key(f), [])
+            if any(v == w for w in same):
+                return True
+            same.append(v)
+        return False
+
+    def iter(self, rng: np.random.Generator) -> Iterator[tuple[str, dict]]:
+        """Yield (template, fill) for every product element, in seeded random order."""
+        for idx in self._order(rng):
+            p = int(np.searchsorted(self.offsets, idx, side="right")) - 1
+            t, names, sizes = self.parts[p]
+            fill = {}
+            if names:
+                for f, i in zip(names, np.unravel_index(int(idx - self.offsets[p]), sizes)):
+                    fill[f] = self.lexicon[lexicon_key(f)][int(i)]
+            if self.distinct and len(fill) > 1 and self._repeats(fill):
+                continue
+            yield t, fill
+
+
+def meta(**kw) -> str:
+    return json.dumps(kw, sort_keys=True)
+
+
+def cap(orig: str, perts: Sequence[str], rng: np.random.Generator, max_p: int) -> list[str]:
+    """Distinct perturbations that differ from ``orig``, at most ``max_p`` (seeded subset, order kept)."""
+    out: list[str] = []
+    for p in perts:
+        if p and p != orig and p not in out:
+            out.append(p)
+    if len(out) > max_p:
+        keep = np.sort(rng.choice(len(out), size=max_p, replace=False))
+        out = [out[i] for i in keep]
+    return out
+
+
+Item = dict  # {"inputs": list[str], "inputs_b": list[str] | None, "labels": ..., "answers": ..., "meta": str | None}
+MakeItem = Callable[[str, dict], "Item | None"]
+
+
+def take(it: Iterator[tuple[str, dict]], make: MakeItem, seen: set, k: int) -> list[Item]:
+    """Up to ``k`` items whose first input is new (``seen`` is updated)."""
+    out: list[Item] = []
+    while len(out) < k:
+        try:
+            t, fill = next(it)
+        except StopIteration:
+            break
+        item = make(t, fill)
+        if item is None or item_key(item) in seen:
+            continue
+        seen.add(item_key(item))
+        out.append(item)
+    return out
+
+
+def item_key(item: Item):
+    """What makes two items the same case: the first input (with its second segment, for pairs)."""
+    b = item.get("inputs_b")
+    return item["inputs"][0] if not b else (item["inputs"][0], b[0])
+
+
+def sample_groups(rng: np.random.Generator, groups: Sequence[tuple[Templates, MakeItem]], n: int,
+                  seen: set | None = None, shuffle: bool = True) -> list[Item]:
+    """``n`` distinct items spread evenly over the groups (shortfalls moved to other groups)."""
+    seen = set() if seen is None else seen
+    iters = [g.iter(rng) for g, _ in groups]
+    k = len(groups)
+    per: list[list[Item]] = [[] for _ in groups]
+    alive = [True] * k
+    for i in range(k):
+        quota = n // k + (1 if i < n % k else 0)
+        per[i] = take(iters[i], groups[i][1], seen, quota)
+        alive[i] = len(per[i]) == quota
+    missing = n - sum(len(p) for p in per)
+    while missing > 0 and any(alive):
+        for i in range(k):
+            if missing == 0:
+                break
+            if alive[i]:
+                got = take(iters[i], groups[i][1], seen, 1)
+                if got:
+                    per[i].extend(got)
+                    missing -= 1
+                else:
+                    alive[i] = False
+    items = [x for p in per for x in p]
+    if shuffle and items:
+        items = [items[i] for i in rng.permutation(len(items))]
+    return items
+
+
+MIN_WORDS = 3
+
+
+def prepare_pool(sentences: Sequence[str], max_words: int, min_words: int = MIN_WORDS) -> list[str]:
+    """Whitespace-normalised, de-duplicated real sentences of ``min_words``..``max_words`` words, input order
+    kept."""
+    out: dict[str, None] = {}
+    for s in sentences:
+        if not isinstance(s, str):
+            continue
+        s = " ".join(s.split())
+        if min_words <= len(s.split()) <= max_words:
+            out.setdefault(s, None)
+    return list(out)
