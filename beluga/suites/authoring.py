@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from beluga.errors import ConfigError
 from beluga.suites import perturb as perturbations
@@ -112,8 +113,6 @@ def build_command(spec: str, out: str, source: str | None = None, seed: int | No
 # ---------------------------------------------------------------------------------- suite perturb
 def parse_values(items: list[str] | None, where: str) -> dict:
     """``KEY=VALUE`` items (the value read as YAML: numbers, booleans, lists) -> a dict."""
-    import yaml
-
     out = {}
     for item in items or []:
         key, sep, value = item.partition("=")
@@ -165,11 +164,12 @@ def perturb_command(input_path: str, perturbation: str, test_type: str, expect: 
                                  "perturb": {"name": perturbation, **({"apply_to": apply_to} if apply_to else {}),
                                              **parse_values(params, "suite perturb: field '--param'")}}]}
     s = suite_spec.spec_from_data(data, "the command line")
-    df = suite_spec.render_spec(s, suite_spec.load_sources(s, pool), seed=seed, cases_per_functionality=n,
-                                max_perturbations=max_perturbations, max_words=max_words, fill_up=False)
-    if not len(df):
+    texts = suite_spec.load_sources(s, pool)
+    if not suite_spec.has_cases(s, texts, seed=seed, max_perturbations=max_perturbations, max_words=max_words):
         raise ConfigError(f"suite perturb: field '--perturbation': {perturbation!r} changed none of the {n} "
-                          f"sentences of {input_path}")
+                          f"sentences of {input_path} (of 3 to {max_words} words)")
+    df = suite_spec.render_spec(s, texts, seed=seed, cases_per_functionality=n,
+                                max_perturbations=max_perturbations, max_words=max_words, fill_up=False)
     ttype = get_task_type(task)
     df = validate_suite(df, "suite perturb", tuple(ttype.suite_labels) or None, suite_spec.declared(s))
     save_suite(df, out, declared=suite_spec.declared(s))

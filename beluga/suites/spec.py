@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pandas as pd
 import yaml
@@ -145,8 +146,6 @@ def load_spec(spec: str) -> Spec:
 def spec_from_data(data, path: str) -> Spec:
     """A spec from its data (``path``: its file, or what errors name, e.g. "the command line"), checked as
     :func:`load_spec` checks a file."""
-    import jsonschema
-
     if not isinstance(data, dict):
         raise ConfigError(f"suite spec {path}: field '(top level)': a mapping is needed, not "
                           f"{type(data).__name__}")
@@ -612,14 +611,14 @@ class _Renderer:
     def _capped(self, orig: list[str], perts: list[list[str]]) -> list[list[str]]:
         """Distinct perturbed inputs that differ from the original, at most max_perturbations (seeded)."""
         if not self.pair:
-            return [[p] for p in tpl.cap(orig[0], [x[0] for x in perts], self.rng, self.ctx.max_p)]
+            return [[p] for p in tpl.cap_perturbations(orig[0], [x[0] for x in perts], self.rng, self.ctx.max_p)]
         keys = [SEP.join(x) for x in perts]
-        kept = tpl.cap(SEP.join(orig), keys, self.rng, self.ctx.max_p)
+        kept = tpl.cap_perturbations(SEP.join(orig), keys, self.rng, self.ctx.max_p)
         return [k.split(SEP) for k in kept]
 
     # -- template groups -----------------------------------------------------------------------------
     def _render_segs(self, t: str, fill: dict, **fixed) -> list[str]:
-        return [tpl.render(s, fill, **fixed) for s in t.split(SEP)]
+        return [tpl.render_template(s, fill, **fixed) for s in t.split(SEP)]
 
     def _template_meta(self, t: str, **more) -> str:
         segs = t.split(SEP)
@@ -628,7 +627,7 @@ class _Renderer:
     def _answer(self, group: dict, fill: dict, segs: list[str], t: str, **fixed) -> str | None:
         if not group.get("answer"):
             return None
-        ans = tpl.render(tpl.normalise(group["answer"]), fill, capitalize=False, **fixed)
+        ans = tpl.render_template(tpl.normalise(group["answer"]), fill, capitalize=False, **fixed)
         if ans not in segs[0]:
             raise _fail(self.spec, [*self.loc, "answer"], f"the answer {ans!r} is not in the context "
                                                           f"{segs[0]!r} (template {t.split(SEP)[0]!r})")
@@ -672,7 +671,7 @@ class _Renderer:
 
             def make(t: str, fill: dict) -> dict:
                 orig = self._render_segs(t, fill)
-                perts = [[tpl.render(v, fill, sentence=_lower_first(orig[0]))] + orig[1:] for v in variants]
+                perts = [[tpl.render_template(v, fill, sentence=_lower_first(orig[0]))] + orig[1:] for v in variants]
                 return self._case(orig, self._capped(orig, perts), label, self._answer(group, fill, orig, t),
                                   self._template_meta(t))
         elif group.get("swap_pair"):
@@ -714,7 +713,7 @@ class _Renderer:
                     break
                 s = pool[int(i)]
                 if func.get("pairs") == "perturbed_pairs":   # MFT: (sentence, perturbed sentence) pairs
-                    perts = tpl.cap(s, fn(s, rng), rng, self.ctx.max_p)
+                    perts = tpl.cap_perturbations(s, fn(s, rng), rng, self.ctx.max_p)
                     if perts:
                         seen.add((s, s))
                         items.append({"inputs": [s] * len(perts), "inputs_b": perts,
@@ -797,6 +796,17 @@ def render_spec(spec: Spec, texts: dict | None = None, *, seed: int | None = Non
                 "meta": item["meta"],
             })
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def has_cases(spec: Spec, texts: dict, **settings) -> bool:
+    """Whether every functionality of the spec makes at least one case (rendering one case each)."""
+    try:
+        render_spec(spec, texts, cases_per_functionality=1, **settings)
+    except ConfigError as e:
+        if ": no test case: " in str(e):
+            return False
+        raise
+    return True
 
 
 def declared(spec: Spec, functionalities=None) -> list[dict]:

@@ -104,7 +104,7 @@ def _formattable(value):
     return SimpleNamespace(**value) if isinstance(value, Mapping) else value
 
 
-def render(template: str, fill: dict, capitalize: bool = True, **fixed) -> str:
+def render_template(template: str, fill: dict, capitalize: bool = True, **fixed) -> str:
     """Fill ``template``; ``{art}`` becomes "a"/"an" agreeing with the next word; whitespace collapsed; the
     first letter capitalised (``capitalize``)."""
     values = {k: _formattable(v) for k, v in fill.items()}
@@ -201,7 +201,7 @@ def meta(**kw) -> str:
     return json.dumps(kw, sort_keys=True)
 
 
-def cap(orig: str, perts: Sequence[str], rng: np.random.Generator, max_p: int) -> list[str]:
+def cap_perturbations(orig: str, perts: Sequence[str], rng: np.random.Generator, max_p: int) -> list[str]:
     """Distinct perturbations that differ from ``orig``, at most ``max_p`` (seeded subset, order kept)."""
     out: list[str] = []
     for p in perts:

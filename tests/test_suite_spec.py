@@ -1,0 +1,299 @@
+"""Suite specs (issue 27): the default suite rendered from its spec is the old generator's, the PARA and READ
+specs, the documented example, lexicon extension, bad specs in one line, `suite build` / `suite perturb`, and
+CheckList release tests reproduced from their recorded templates."""
+
+import gzip
+import hashlib
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import ENV, REPO
+
+from beluga.errors import ConfigError
+from beluga.suites.format import load_suite, validate_suite
+from beluga.suites.generator import generate_sent_suite, sent_catalogue
+from beluga.suites.spec import PACKAGED, catalogue, load_sources, load_spec, render_spec, spec_from_data
+
+SHARED = REPO.parent / "shared" / "data"
+DOC = REPO / "docs" / "SUITE_FORMAT.md"
+
+
+def digest(df: pd.DataFrame) -> str:
+    return hashlib.sha256(df.to_json(orient="records").encode()).hexdigest()
+
+
+def rt_pool(n_train, n_val, n_test) -> list[str]:
+    from beluga.data.iid import load_splits
+
+    parts = load_splits({"source": "rotten_tomatoes", "n_train": n_train, "n_val": n_val, "n_test": n_test,
+                         "seed": 42}, "classification", {0, 1})
+    return list(parts["pool"]["text"])
+
+
+HAND = [f"The {w} was {a} and I watched it in Paris with Maria {i} times." for i, (w, a) in
+        enumerate([("movie", "great"), ("plot", "dull"), ("cast", "fine")] * 10)]
+
+#: the old generator's output (beluga/suites/generator.py before it became a spec, commit 290cb23), as the
+#: SHA-256 of the suite's records: the default run's pool and settings, the tiny config's, no real sentence,
+#: a handful of sentences
+OLD_GENERATOR = {
+    "default": ((2400, 200, 1200), 7, 50, 2, 22, "cc1bad6f401514175715aeb186a7018ba4e5e439ba92ed50ec409d4102c0778f"),
+    "tiny": ((40, 10, 20), 7, 4, 2, 40, "90717549acc3f86c312bfa7c55f58be38c7d37416e8a401c0f73c3adfdb9813c"),
+    "empty": (None, 0, 7, 3, 40, "535eec38f28773e3fdc971566c8bf4482cc29602f19abf2af345c78826e2721e"),
+    "hand": ("hand", 11, 5, 1, 40, "fd891b31e3cfe441b14cf445bee9960cf01ffde237f2046aca6227290d28c2bd"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OLD_GENERATOR))
+def test_the_default_spec_renders_the_old_generators_cases(case):
+    pool, seed, n, max_p, max_words, want = OLD_GENERATOR[case]
+    sentences = [] if pool is None else HAND if pool == "hand" else rt_pool(*pool)
+    df = generate_sent_suite(sentences, seed=seed, cases_per_functionality=n, max_perturbations=max_p,
+                             max_words=max_words)
+    assert digest(df) == want
+
+
+def test_default_catalogue_from_the_spec():
+    cat = sent_catalogue()
+    assert len(cat) == 20 and len({c["capability"] for c in cat}) == 7
+    assert [c["test_type"] for c in cat].count("MFT") == 7 and [c["test_type"] for c in cat].count("DIR") == 5
+
+
+# ---------------------------------------------------------------------------------- packaged PARA / READ specs
+CHECKLIST_CLASSES = {"Vocabulary", "Taxonomy", "Robustness", "NER", "Temporal", "Negation", "Coref", "SRL"}
+
+
+@pytest.mark.parametrize("name", ["para_default", "read_default"])
+def test_para_and_read_specs(name):
+    spec = load_spec(name)
+    funcs = catalogue(spec)
+    assert len(funcs) >= 10 and CHECKLIST_CLASSES <= {f["capability"] for f in funcs}
+    df = render_spec(spec, load_sources(spec), cases_per_functionality=5)
+    labels = (0, 1) if spec.task == "para" else None
+    validate_suite(df, name, labels, None)
+    assert df.groupby("functionality").size().eq(5).all() and df["inputs_b"].notna().all()
+    if spec.task == "read":   # every expected answer is a span of its context
+        for _, r in df.iterrows():
+            assert all(a in c for a, c in zip(r["answers"] if r["answers"] is not None else [], r["inputs"]))
+        mft = df[df.test_type == "MFT"]
+        assert mft["answers"].notna().all()
+    else:
+        assert df[df.test_type == "MFT"]["labels"].notna().all()
+    again = render_spec(spec, load_sources(spec), cases_per_functionality=5)
+    assert digest(again) == digest(df)
+    other = render_spec(spec, load_sources(spec), cases_per_functionality=5, seed=1)
+    assert digest(other) != digest(df)
+
+
+def test_packaged_specs_are_listed():
+    assert set(PACKAGED) == {p.stem for p in (REPO / "beluga" / "suites" / "specs").glob("*_default.yaml")}
+
+
+# ---------------------------------------------------------------------------------- the documented example
+REVIEWS = ["The movie was a delight from start to finish.", "I would not watch this again.",
+           "A slow and tedious story about nothing.", "The soundtrack is wonderful and the cast is great.",
+           "Nothing about this film works.", "It is funny, warm and surprisingly moving.",
+           "The director wastes a great cast on a thin script.", "Every scene looks beautiful.",
+           "The ending made me cry.", "Two hours I will never get back."]
+
+
+def doc_example(tmp_path: Path) -> Path:
+    """The spec shown in docs/SUITE_FORMAT.md, written beside a reviews.txt."""
+    m = re.search(r"<!-- example-spec -->\n```yaml\n(.*?)```\n<!-- /example-spec -->", DOC.read_text(), re.S)
+    assert m, "docs/SUITE_FORMAT.md lost its example spec"
+    (tmp_path / "my_sentiment.yaml").write_text(m.group(1))
+    (tmp_path / "reviews.txt").write_text("\n".join(REVIEWS) + "\n")
+    return tmp_path / "my_sentiment.yaml"
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "beluga", *args], capture_output=True, text=True, env=ENV,
+                          cwd=cwd, timeout=300)
+
+
+def test_the_documented_example_builds_with_the_documented_command(tmp_path):
+    spec = doc_example(tmp_path)
+    assert "python -m beluga suite build --spec my_sentiment.yaml --out mine.parquet" in DOC.read_text()
+    out = cli("suite", "build", "--spec", spec.name, "--out", "mine.parquet", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "my_sentiment (sent): 24 cases in 3 functionalities" in out.stdout
+    assert "typos in real reviews (INV, inv): 8 cases" in out.stdout and "8 from real sentences" in out.stdout
+    df = load_suite(tmp_path / "mine.parquet", (0, 1, 2))
+    assert list(dict.fromkeys(df.test_type)) == ["MFT", "INV", "DIR"]
+    mft = df[df.test_type == "MFT"]
+    assert mft["labels"].map(lambda x: x[0]).isin([0, 2]).all()
+    assert any("sublime" in x[0] for x in mft["inputs"]) or any("sublime" in x for x in
+                                                                load_spec(str(spec)).lexicons["pos_adj"])
+    dirs = df[df.test_type == "DIR"]
+    assert all(" not " in x[1] and " not " not in x[0] for x in dirs["inputs"])
+    real = df[df.test_type == "INV"]
+    assert set(x[0] for x in real["inputs"]) <= set(REVIEWS)
+    # deterministic: the same bytes again; another seed another suite
+    again = cli("suite", "build", "--spec", spec.name, "--out", "again.parquet", cwd=tmp_path)
+    assert again.returncode == 0
+    assert digest(pd.read_parquet(tmp_path / "again.parquet")) == digest(pd.read_parquet(tmp_path / "mine.parquet"))
+    seed1 = cli("suite", "build", "--spec", spec.name, "--out", "s1.parquet", "--seed", "1", cwd=tmp_path)
+    assert digest(pd.read_parquet(tmp_path / "s1.parquet")) != digest(pd.read_parquet(tmp_path / "mine.parquet"))
+    assert seed1.returncode == 0
+    # never over an input
+    over = cli("suite", "build", "--spec", spec.name, "--out", spec.name, cwd=tmp_path)
+    assert over.returncode == 2 and "must be a .parquet suite file" in over.stderr
+
+
+def test_lexicon_extension_replacement_and_files(tmp_path):
+    (tmp_path / "more.yaml").write_text("dish: [soup, stew]\n")
+    data = {"name": "lex", "task": "sent", "lexicon_files": ["more.yaml"],
+            "lexicons": {"pos_adj": {"extend": ["sublime", "good"]}, "noun": ["salad"],
+                         "both": {"concat": ["dish", "noun"]}},
+            "functionalities": [{"name": "f", "class": "c", "type": "MFT", "expect": "eq",
+                                 "templates": [{"label": "positive", "templates": ["The {both} is {pos_adj}."]}]}]}
+    (tmp_path / "lex.yaml").write_text(yaml.safe_dump(data, sort_keys=False))   # lexicons resolve in order
+    spec = load_spec(str(tmp_path / "lex.yaml"))
+    assert spec.lexicons["pos_adj"][-1] == "sublime" and spec.lexicons["pos_adj"].count("good") == 1
+    assert spec.lexicons["both"] == ("soup", "stew", "salad")
+    df = render_spec(spec, {}, cases_per_functionality=500)
+    texts = {x[0] for x in df["inputs"]}
+    assert "The salad is sublime." in texts and "The stew is sublime." in texts
+    assert not any("movie" in t for t in texts)   # noun replaced
+
+
+# ---------------------------------------------------------------------------------- bad specs: one line each
+def _spec(tmp_path, func: dict, **top) -> Path:
+    data = {"name": "bad", "task": "sent", **top, "functionalities": [{"name": "f1", "class": "c", **func}]}
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump(data, sort_keys=False))
+    return p
+
+
+MFT = {"type": "MFT", "expect": "eq"}
+BAD = [
+    ("unknown placeholder", {**MFT, "templates": [{"label": 2, "templates": ["The {dish} is {pos_adj}."]}]}, {},
+     r"functionality 'f1': field 'templates\[0\]\.templates\[0\]': placeholder \{dish\} names no lexicon"),
+    ("unknown lexicon", {**MFT, "templates": [{"label": 2, "templates": ["The {noun} is good."]}]},
+     {"lexicons": {"tasty": {"extend": ["yummy"]}}},
+     r"field 'lexicons\.tasty': extends 'tasty', which is not a lexicon"),
+    ("unknown group lexicon", {**MFT, "templates": [{"label": 2, "templates": ["The {x} is good."],
+                                                    "lexicons": {"x": "no_such_list"}}]}, {},
+     r"field 'templates\[0\]\.lexicons\.x': 'no_such_list' is not a lexicon"),
+    ("template yields no case", {**MFT, "templates": [{"label": 2, "templates": ["{one} and {one2}."]}]},
+     {"lexicons": {"one": ["alone"]}}, r"functionality 'f1': field '\(top level\)': no test case: no template yields"),
+    ("perturbation changes nothing", {"type": "INV", "expect": "inv", "source": "s",
+                                      "perturb": {"name": "change_numbers"}},
+     {"sources": {"s": {"file": "s.txt"}}},
+     r"no test case: perturbation 'change_numbers' changed none of the source's sentences"),
+    ("unknown perturbation", {"type": "INV", "expect": "inv", "source": "s", "perturb": {"name": "shout"}},
+     {"sources": {"s": {"file": "s.txt"}}}, r"field 'perturb\.name': .*unknown perturbation 'shout'"),
+    ("unknown perturbation parameter", {"type": "INV", "expect": "inv", "source": "s",
+                                        "perturb": {"name": "typos", "k": 2}},
+     {"sources": {"s": {"file": "s.txt"}}}, r"perturbation 'typos' has no parameter 'k'"),
+    ("label outside the task", {**MFT, "templates": [{"label": "great", "templates": ["Fine."]}]}, {},
+     r"field 'templates\[0\]\.label': 'great' is not a label of task 'sent'"),
+    ("expectation on the wrong type", {"type": "MFT", "expect": "inv", "templates": [{"templates": ["Fine."]}]}, {},
+     r"field 'expect': 'inv' does not apply to MFT tests"),
+    ("no label to check", {**MFT, "templates": [{"templates": ["Fine."]}]}, {},
+     r"expectation 'eq' needs a label per case"),
+    ("unknown key", {**MFT, "templates": [{"label": 2, "templates": ["Fine."]}], "colour": "red"}, {},
+     r"functionality 'f1': field '\(top level\)': unknown key\(s\) \('colour' was unexpected\)"),
+    ("missing source file", {"type": "INV", "expect": "inv", "source": "s", "perturb": {"name": "typos"}},
+     {"sources": {"s": {"file": "gone.txt"}}}, r"field 'sources\.s\.file': .*gone.txt does not exist"),
+]
+
+
+@pytest.mark.parametrize("what,func,top,message", BAD, ids=[b[0] for b in BAD])
+def test_bad_specs_stop_in_one_line(tmp_path, what, func, top, message):
+    (tmp_path / "s.txt").write_text("No number in this sentence at all.\nNor in this one, friend.\n")
+    path = _spec(tmp_path, func, **top)
+    with pytest.raises(ConfigError) as e:
+        spec = load_spec(str(path))
+        render_spec(spec, load_sources(spec), cases_per_functionality=3)
+    msg = str(e.value)
+    assert "\n" not in msg and str(path) in msg, msg
+    assert re.search(message, msg), msg
+    out = cli("suite", "build", "--spec", str(path), "--out", str(tmp_path / "o.parquet"))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and out.stderr.startswith("error: suite spec")
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_a_yaml_syntax_error_names_the_line(tmp_path):
+    p = tmp_path / "broken.yaml"
+    p.write_text("name: x\ntask: sent\nfunctionalities: [\n")
+    with pytest.raises(ConfigError, match=r"broken.yaml: line \d+: field '\(syntax\)'"):
+        load_spec(str(p))
+
+
+# ---------------------------------------------------------------------------------- suite perturb
+def test_suite_perturb_turns_sentences_into_a_dir_suite(tmp_path):
+    src = tmp_path / "sentences.txt"
+    src.write_text("The movie is great.\nThe plot was dull.\nA film from 1999.\nIt is not bad at all.\n")
+    out = cli("suite", "perturb", "--input", str(src), "--perturbation", "add_negation", "--type", "DIR",
+              "--expect", "monotonic", "--expect-param", "increasing=false", "--expect-param", "tolerance=0.1",
+              "--out", str(tmp_path / "neg.parquet"))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("2 of 4 sentences perturbed by add_negation")
+    df = load_suite(tmp_path / "neg.parquet", (0, 1, 2))
+    assert sorted(tuple(x) for x in df["inputs"]) == [("The movie is great.", "The movie is not great."),
+                                                    ("The plot was dull.", "The plot was not dull.")]
+    assert set(df.expect) == {"monotonic"} and json.loads(df.expect_params.iloc[0]) == {"increasing": False,
+                                                                                       "tolerance": 0.1}
+    nothing = cli("suite", "perturb", "--input", str(src), "--perturbation", "change_names", "--type", "INV",
+                  "--expect", "inv", "--out", str(tmp_path / "none.parquet"))
+    assert nothing.returncode == 2 and "changed none of the 4 sentences" in nothing.stderr
+    assert not (tmp_path / "none.parquet").exists()
+    listed = cli("suite", "perturb", "--list")
+    assert listed.returncode == 0 and "add_negation(contracted=False)" in listed.stdout
+
+
+# ---------------------------------------------------------------------------------- CheckList's own templates
+needs_checklist = pytest.mark.skipif(not (SHARED / "checklist").exists(),
+                                     reason=f"CheckList exports not found at {SHARED / 'checklist'}")
+
+
+def _release(suite: str, functionality: str) -> list[dict]:
+    with gzip.open(SHARED / "checklist" / f"{suite}.jsonl.gz", "rt") as f:
+        return [r for r in map(json.loads, f) if r["functionality"] == functionality]
+
+
+def _groups(test: dict, task: str) -> list[dict]:
+    """A release test's recorded template calls as spec groups (one per template, CheckList's crossproduct of
+    contexts and questions too)."""
+    groups = []
+    for call, lexicons in test["templates"]:
+        ts, labels = call["templates"], call["labels"]
+        pairs = [([c, q], a) for c in ts["contexts"] for q, a in ts["qas"]] if isinstance(ts, dict) else \
+            [(t, labels[j] if isinstance(labels, list) else labels) for j, t in enumerate([ts] if isinstance(ts, str)
+                                                                                        else ts)]
+        for t, lab in pairs:
+            g = {"templates": [t], "lexicons": lexicons, "distinct": bool(call["remove_duplicates"])}
+            if lab is not None:
+                g["answer" if task == "read" else "label"] = lab
+            groups.append(g)
+    return groups
+
+
+@needs_checklist
+@pytest.mark.parametrize("suite,index,exact", [("sentiment", 3, True), ("sentiment", 36, True), ("squad", 2, False)])
+def test_a_spec_reproduces_checklist_release_tests(suite, index, exact):
+    test = json.loads((SHARED / "checklist" / f"{suite}_tests.json").read_text())[index]
+    task = "read" if suite == "squad" else "sent"
+    data = {"name": "roundtrip", "task": task, "functionalities": [{
+        "name": test["functionality"], "class": test["capability"], "type": test["test_type"],
+        "expect": "squad" if task == "read" else "eq", "templates": _groups(test, task)}]}
+    spec = spec_from_data(data, f"{suite} test {index}")
+    df = render_spec(spec, {}, cases_per_functionality=10_000, max_perturbations=1, fill_up=False)
+    ours, theirs = set(), set()
+    for _, r in df.iterrows():
+        ours.add((r["inputs"][0], r["inputs_b"][0], r["answers"][0]) if task == "read"
+                 else (r["inputs"][0], int(r["labels"][0])))
+    for r in _release(suite, test["functionality"]):
+        labels = r.get("labels") or [r.get("label")] * len(r["inputs"])
+        for x, lab in zip(r["inputs"], labels):
+            theirs.add((x[0], x[1], lab) if task == "read" else (x, lab))
+    assert theirs and theirs <= ours
+    if exact:   # a full product (nsamples None): the same cases, no more
+        assert ours == theirs and len(theirs) == test["n_cases"]
