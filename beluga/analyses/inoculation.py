@@ -1296,30 +1296,57 @@ def seeds_transfer_matrices(chosen: pd.DataFrame, base_rates: dict, unit_map: di
 
 
 def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame, select_on: str, decide_by: str,
-              level: float) -> str:
+                         level: float, seeds=None) -> str:
+    """inoculation.md: the outcome of every unit, then per unit and dose its scores, tests and epochs. With
+    several training ``seeds`` (:func:`seeds_summary_tables`) every score is the mean ± sd over the seeds, the
+    seeds are named and the pooling explained."""
+    from beluga.seeds import plus_minus
+
+    several = seeds is not None and len(seeds) > 1
+
     def num(x, fmt="{:.1f}") -> str:
         return "" if x is None or pd.isna(x) else fmt.format(x)
 
+    def pm(r, col: str, scale: float = 1.0, digits: int = 1) -> str:
+        return plus_minus(getattr(r, col, None), getattr(r, f"{col}_sd", None), scale=scale, digits=digits)
+
+    def value(r, col: str) -> str:
+        return pm(r, col) if several else f"{getattr(r, col):.1f}"
+
     def ci(r, col) -> str:
         lo, hi = getattr(r, f"{col}_lo", None), getattr(r, f"{col}_hi", None)
-        return f"{getattr(r, col):.1f} [{num(lo, '{:.0f}')}, {num(hi, '{:.0f}')}]" if lo is not None else \
-            f"{getattr(r, col):.1f}"
+        return f"{value(r, col)} [{num(lo, '{:.0f}')}, {num(hi, '{:.0f}')}]" if lo is not None else value(r, col)
+
+    def lr(r) -> str:
+        return r.lrs if several and pd.isna(r.lr) else num(r.lr, "{:g}")
+
+    def gap(r) -> str:
+        if not several:
+            return num(getattr(r, "gap_closed", None), "{:.0%}")
+        text = pm(r, "gap_closed", scale=100, digits=0)
+        return text.replace(" ± ", "% ± ") + "%" if text else ""
+
+    def epochs(r) -> str:
+        if not several:
+            return f"{r.epochs_trained} ({r.best_epoch})"
+        return f"{num(r.epochs_trained, '{:g}')} ({num(r.best_epoch, '{:g}')})"
 
     conf = f"{100 * (1 - level):g}%"
-    md = [f"# {task.upper()}: inoculation by fine-tuning", "",
-          "| unit | outcome | label skew | why |", "|---|---|---|---|"]
+    md = [f"# {task.upper()}: inoculation by fine-tuning", ""] + ([inoculation_seeds_note(seeds), ""] if several
+                                                                 else [])
+    md += ["| unit | outcome | label skew | why |", "|---|---|---|---|"]
     md += [f"| {r.label} | {r.outcome} | {r.label_skew}{'' if r.informative_3 else ' (uninformative for 3)'} | "
            f"{r.reason} |" for r in outcomes.itertuples(index=False)]
     md += ["", f"| unit | measure | dose | cases | lr | challenge ({conf} CI) | original ({conf} CI) | "
            "original in the measure | gap closed | p gain | p original | p gap left | epochs (best) |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    md += [f"| {r.label} | {r.measure} | {r.dose} | {r.n_cases} | {num(r.lr, '{:g}')} | {ci(r, 'challenge')} | "
+    md += [f"| {r.label} | {r.measure} | {r.dose} | {r.n_cases} | {lr(r)} | {ci(r, 'challenge')} | "
            f"{ci(r, 'original')} | "
-           f"{num(getattr(r, 'original_same', None))} | {num(getattr(r, 'gap_closed', None), '{:.0%}')} | "
+           f"{pm(r, 'original_same') if several else num(getattr(r, 'original_same', None))} | {gap(r)} | "
            f"{num(getattr(r, 'p_gain', None), '{:.3g}')} | {num(getattr(r, 'p_original', None), '{:.3g}')} | "
-           f"{num(getattr(r, 'p_gap', None), '{:.3g}')} | {r.epochs_trained} ({r.best_epoch}) |"
+           f"{num(getattr(r, 'p_gap', None), '{:.3g}')} | {epochs(r)} |"
            for r in table.itertuples(index=False)]
-    md += ["", markdown_note(select_on, decide_by, level)]
+    md += ["", markdown_note(select_on, decide_by, level)] + (["", seeds_markdown_note(level)] if several else [])
     return "\n".join(md) + "\n"
 
 
@@ -1371,42 +1398,3 @@ def seeds_markdown_note(level: float) -> str:
             "cases within functionality and examples within each picked seed).")
 
 
-def seeds_inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame, select_on: str,
-                               decide_by: str, level: float, seeds) -> str:
-    """inoculation.md over several training seeds (:func:`seeds_summary_tables`): the cells of
-    :func:`inoculation_markdown` as mean ± sd over the seeds, the seeds named, the pooling explained."""
-    from beluga.seeds import plus_minus
-
-    def num(x, fmt="{:.1f}") -> str:
-        return "" if x is None or pd.isna(x) else fmt.format(x)
-
-    def pm(r, col: str, scale: float = 1.0, digits: int = 1) -> str:
-        return plus_minus(getattr(r, col, None), getattr(r, f"{col}_sd", None), scale=scale, digits=digits)
-
-    def ci(r, col: str) -> str:
-        lo, hi = getattr(r, f"{col}_lo", None), getattr(r, f"{col}_hi", None)
-        return f"{pm(r, col)} [{num(lo, '{:.0f}')}, {num(hi, '{:.0f}')}]" if lo is not None else pm(r, col)
-
-    def lr(r) -> str:
-        return r.lrs if pd.isna(r.lr) else f"{r.lr:g}"
-
-    def gap(r) -> str:
-        text = pm(r, "gap_closed", scale=100, digits=0)
-        return text.replace(" ± ", "% ± ") + "%" if text else ""
-
-    conf = f"{100 * (1 - level):g}%"
-    md = [f"# {task.upper()}: inoculation by fine-tuning", "", inoculation_seeds_note(seeds), "",
-          "| unit | outcome | label skew | why |", "|---|---|---|---|"]
-    md += [f"| {r.label} | {r.outcome} | {r.label_skew}{'' if r.informative_3 else ' (uninformative for 3)'} | "
-           f"{r.reason} |" for r in outcomes.itertuples(index=False)]
-    md += ["", f"| unit | measure | dose | cases | lr | challenge ({conf} CI) | original ({conf} CI) | "
-           "original in the measure | gap closed | p gain | p original | p gap left | epochs (best) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    md += [f"| {r.label} | {r.measure} | {r.dose} | {r.n_cases} | {lr(r)} | {ci(r, 'challenge')} | "
-           f"{ci(r, 'original')} | {pm(r, 'original_same')} | {gap(r)} | "
-           f"{num(getattr(r, 'p_gain', None), '{:.3g}')} | {num(getattr(r, 'p_original', None), '{:.3g}')} | "
-           f"{num(getattr(r, 'p_gap', None), '{:.3g}')} | {num(r.epochs_trained, '{:g}')} "
-           f"({num(r.best_epoch, '{:g}')}) |"
-           for r in table.itertuples(index=False)]
-    md += ["", markdown_note(select_on, decide_by, level), "", seeds_markdown_note(level)]
-    return "\n".join(md) + "\n"

@@ -174,8 +174,8 @@ def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, resu
         randomization=randomization, base_seed=base_seed)
     write_csv(table, out_table)
     write_csv(outcomes, out_outcomes)
-    write_text(ino.seeds_inoculation_markdown(task, table, outcomes, select_on, decide_by, level,
-                                              [s for s, *_ in per_seed]), out_markdown)
+    write_text(ino.inoculation_markdown(task, table, outcomes, select_on, decide_by, level,
+                                        seeds=[s for s, *_ in per_seed]), out_markdown)
     ino.curves_figure(table, outcomes, task, out_curves, level=level)
     suite_units = {u: spec for u, spec in units.items() if spec["functionalities"]}   # columns: pass rates
     ino.transfer_figure(ino.seeds_transfer_matrices(chosen, base_rates, suite_units), units, task, out_transfer,

@@ -395,6 +395,10 @@ def _check(spec: Spec) -> None:
         if "templates" in func and "source" in func:
             raise _fail(spec, loc, "'templates' and 'source' are two ways to make cases; give one (a source's "
                                    "fill-up templates go in 'fallback')")
+        if "source" in func and spec.task == "read":
+            raise _fail(spec, [*loc, "source"], "read cases come from templates (context, question, answer); a "
+                                                "source's sentences can be a lexicon, e.g. distractors for "
+                                                "add_phrase")
         if "source" in func:
             if func["source"] not in sources:
                 raise _fail(spec, [*loc, "source"], f"{func['source']!r} is not a source (sources: "
@@ -712,6 +716,9 @@ class _Renderer:
                 if len(items) == n:
                     break
                 s = pool[int(i)]
+                if func.get("pairs") == "perturbed_pairs" and isinstance(s, tuple):
+                    raise _fail(self.spec, [*self.loc, "pairs"], f"perturbed_pairs pairs a sentence with its "
+                                                                 f"perturbation; source {func['source']!r} has pairs")
                 if func.get("pairs") == "perturbed_pairs":   # MFT: (sentence, perturbed sentence) pairs
                     perts = tpl.cap_perturbations(s, fn(s, rng), rng, self.ctx.max_p)
                     if perts:
