@@ -18,7 +18,7 @@ SEEDS = [3, 4, 5]   # tiny.yaml's base seed is 3
 
 def _config(tmp_path, name: str, seeds: list[int]):
     cfg = yaml.safe_load(TINY.read_text())
-    cfg.update(seeds=seeds, configurations=["iid_to_iid_plus_t"], partitions=["seen", "class"])
+    cfg.update(seeds=seeds, configurations=["iid_to_iid_plus_t"], partitions=["seen", "type"])
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
@@ -66,7 +66,7 @@ def test_tables_show_the_mean_and_sd_of_the_seeds_by_hand(runs):
     table = pd.read_csv(res / "sent/scores/scores.csv").set_index(["configuration", "method"])
     assert sorted(set(per_seed["seed"])) == SEEDS and set(table["n_seeds"]) == {3}
     for (conf, method), rows in per_seed.groupby(["configuration", "method"]):
-        for col in ("iid_score", "s_seen", "s_class", "G_seen", "G_class"):
+        for col in ("iid_score", "s_seen", "s_type", "G_seen", "G_type"):
             vals = rows[col].to_numpy(float)
             assert table.loc[(conf, method), col] == pytest.approx(vals.mean())
             assert table.loc[(conf, method), f"{col}_sd"] == pytest.approx(vals.std(ddof=1), abs=1e-12)
@@ -78,7 +78,7 @@ def test_tables_show_the_mean_and_sd_of_the_seeds_by_hand(runs):
         pd.testing.assert_frame_equal(mine, one)
     t3 = pd.read_csv(res / "table3/table3.csv")
     g = t3[(t3.configuration == "iid_to_iid_plus_t") & (t3.column == "G_avg")].iloc[0]
-    per = per_seed[per_seed.configuration == "iid_to_iid_plus_t"][["G_seen", "G_class"]].mean(axis=1).to_numpy()
+    per = per_seed[per_seed.configuration == "iid_to_iid_plus_t"][["G_seen", "G_type"]].mean(axis=1).to_numpy()
     assert g["value"] == pytest.approx(per.mean()) and g["sd"] == pytest.approx(per.std(ddof=1), abs=1e-12)
     assert g["n_seeds"] == 3
     md = (res / "table3/table3.md").read_text()
@@ -97,7 +97,7 @@ def test_adding_a_seed_trains_only_that_seed(runs):
     out = smk(runs["all"], "-n", configfiles=(more,))
     text = out.stdout + out.stderr
     jobs = job_counts(text)
-    # seed 6: its IID model, its 1 seen + 3 class folds, the IID model's predictions and outcomes, its unit
+    # seed 6: its IID model, its 1 seen + 3 type folds, the IID model's predictions and outcomes, its unit
     # outcomes; then every table that reads all seeds again
     assert jobs["train_iid"] == 1 and jobs["finetune"] == 4 and jobs["predict"] == 1 and jobs["outcomes"] == 1
     assert jobs["unit_outcomes"] == 1 and jobs["aggregate"] == 1 and jobs["table3"] == 1
