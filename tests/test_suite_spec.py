@@ -202,6 +202,33 @@ BAD = [
      r"functionality 'f1': field '\(top level\)': unknown key\(s\) \('colour' was unexpected\)"),
     ("missing source file", {"type": "INV", "expect": "inv", "source": "s", "perturb": {"name": "typos"}},
      {"sources": {"s": {"file": "gone.txt"}}}, r"field 'sources\.s\.file': .*gone.txt does not exist"),
+    ("a lexicon of lists without an item", {**MFT, "templates": [{"label": 2, "templates": ["I {pos_verb} it."]}]},
+     {}, r"placeholder \{pos_verb\}: lexicon 'pos_verb' holds lists or mappings; name an item"),
+    ("an attribute of a word", {**MFT, "templates": [{"label": 2, "templates": ["The {noun.x}."]}]}, {},
+     r"field 'templates\[0\]\.templates\[0\]': template 'The \{noun.x\}.' cannot be filled \(AttributeError"),
+    ("an item out of range", {**MFT, "templates": [{"label": 2, "templates": ["I {pos_verb[5]} it."]}]}, {},
+     r"cannot be filled \(IndexError"),
+    ("a variant's own placeholder", {"type": "DIR", "expect": "monotonic", "templates": [
+        {"templates": ["The {noun} is good."], "variants": ["{holder} think {sentence}"]}]}, {},
+     r"field 'templates\[0\]\.variants': variant .*placeholder \{holder\} is not in the group's template"),
+    ("a misspelt expectation parameter", {"type": "INV", "expect": {"name": "inv", "tolerence": 0.1},
+                                         "source": "s", "perturb": {"name": "typos"}},
+     {"sources": {"s": {"file": "s.txt"}}}, r"field 'expect': 'inv' has no parameter 'tolerence'"),
+    ("same_answer", {"type": "INV", "expect": "same_answer", "source": "s", "perturb": {"name": "typos"}},
+     {"sources": {"s": {"file": "s.txt"}}}, r"same_answer needs each input's \[old, new\] replacement"),
+    ("eq on real sentences", {"type": "INV", "expect": "eq", "source": "s", "perturb": {"name": "typos"}},
+     {"sources": {"s": {"file": "s.txt"}}}, r"expectation 'eq' needs a label or answer per input"),
+    ("a functionality label without pairs", {"type": "INV", "expect": "inv", "source": "s", "label": 2,
+                                             "perturb": {"name": "typos"}},
+     {"sources": {"s": {"file": "s.txt"}}}, r"field 'label': a functionality's label is for pairs"),
+    ("a source joined into a lexicon", {**MFT, "templates": [{"label": 2, "templates": ["The {both} is good."]}]},
+     {"sources": {"s": {"file": "s.txt"}}, "lexicons": {"rv": {"source": "s"}, "both": {"concat": ["noun", "rv"]}}},
+     r"field 'lexicons\.both\.concat': 'rv' holds a source's sentences"),
+    ("too many fills", {**MFT, "templates": [{"label": 2, "templates": [
+        "{first_name} {first_name2} {first_name3} {first_name4} {first_name5} {first_name6} {first_name7} "
+        "{first_name8}."]}]}, {}, r"its lexicons make .* fills, more than 1e\+12"),
+    ("a YAML boolean", {**MFT, "templates": [{"label": 2, "templates": ["Say {w}."]}]}, {"lexicons": {"w": [True]}},
+     r"YAML reads yes / no .* as booleans: quote the word"),
 ]
 
 
@@ -297,3 +324,94 @@ def test_a_spec_reproduces_checklist_release_tests(suite, index, exact):
     assert theirs and theirs <= ours
     if exact:   # a full product (nsamples None): the same cases, no more
         assert ours == theirs and len(theirs) == test["n_cases"]
+
+
+# ---------------------------------------------------------------------------------- what a render must get right
+def _render(tmp_path, data: dict, n=6, **settings) -> pd.DataFrame:
+    p = tmp_path / "spec.yaml"
+    p.write_text(yaml.safe_dump(data, sort_keys=False))
+    spec = load_spec(str(p))
+    return render_spec(spec, load_sources(spec), cases_per_functionality=n, **settings)
+
+
+def test_read_answers_stay_in_their_contexts(tmp_path):
+    """A perturbed context that lost the answer is left out of its case (else a perfect model would fail it);
+    answers are whole words of the context."""
+    func = {"name": "f", "class": "c", "type": "INV", "expect": "squad", "templates": [
+        {"templates": [["{first_name} lives in {city}.", "Where does {first_name} live?"]], "answer": "{city}",
+         "perturb": {"name": "change_names", "apply_to": "both"}}]}
+    df = _render(tmp_path, {"name": "r", "task": "read", "functionalities": [func]})
+    for _, r in df.iterrows():
+        assert len(r["inputs"]) > 1 and all(a in c for a, c in zip(r["answers"], r["inputs"]))
+    gone = dict(func, templates=[{**func["templates"][0], "answer": "{first_name}"}])
+    with pytest.raises(ConfigError, match="no test case"):
+        _render(tmp_path, {"name": "r", "task": "read", "functionalities": [gone]})
+    sub = {"name": "f", "class": "c", "type": "MFT", "expect": "squad", "templates": [
+        {"templates": [["{first_name} has a {thing}.", "What does {first_name} have?"]], "answer": "cat"}]}
+    with pytest.raises(ConfigError, match=r"the answer 'cat' is not in the context"):
+        _render(tmp_path, {"name": "r", "task": "read", "lexicons": {"thing": ["caterpillar"]},
+                           "functionalities": [sub]})
+
+
+def test_articles_names_and_exact_lexicon_names(tmp_path):
+    func = {"name": "f", "class": "c", "type": "MFT", "expect": "eq", "templates": [
+        {"label": 1, "templates": ["It is {a:minutes}-minute film, {a:title} kind of film.", "It is {top10}."]}]}
+    df = _render(tmp_path, {"name": "a", "task": "sent", "lexicons": {"minutes": ["8", "7", "11", "80"],
+                                                                      "title": ['"Avatar"'], "top10": ["tops"]},
+                            "functionalities": [func]}, n=5)
+    texts = {x[0] for x in df["inputs"]}
+    assert 'It is an 8-minute film, an "Avatar" kind of film.' in texts
+    assert 'It is a 7-minute film, an "Avatar" kind of film.' in texts and "It is tops." in texts
+    assert not any("\x00" in t for t in texts)
+    var = {"name": "v", "class": "c", "type": "DIR", "expect": {"name": "monotonic", "increasing": False},
+           "templates": [{"templates": ["{first_name} loved the {noun}."], "variants": ["I think {sentence}"]}]}
+    df = _render(tmp_path, {"name": "v", "task": "sent", "functionalities": [var]}, n=3)
+    assert all(x[1].split()[2][0].isupper() for x in df["inputs"])   # "I think Anna loved ...", not "anna"
+
+
+def test_perturbed_label_and_repeats(tmp_path):
+    func = {"name": "negated", "class": "c", "type": "MFT", "expect": "eq", "templates": [
+        {"label": "positive", "perturbed_label": "negative", "templates": ["The {noun} is {pos_adj}."],
+         "perturb": {"name": "add_negation"}}]}
+    df = _render(tmp_path, {"name": "l", "task": "sent", "functionalities": [func]}, n=4)
+    assert all(list(x) == [2, 0] for x in df["labels"]) and all(" not " in x[1] for x in df["inputs"])
+    from beluga.suites.authoring import summary
+
+    few = {"name": "few", "class": "c", "type": "MFT", "expect": "eq", "templates": [
+        {"label": 1, "templates": ["It is {w}."]}]}
+    df = _render(tmp_path, {"name": "f", "task": "sent", "lexicons": {"w": ["here", "there"]},
+                            "functionalities": [few]}, n=5)
+    assert "only 2 distinct" in summary(df)
+
+
+def test_a_perturbation_that_never_applies_to_a_huge_product_stops(tmp_path):
+    func = {"name": "f", "class": "c", "type": "INV", "expect": "inv", "templates": [
+        {"templates": ["{first_name} {last_name} from {city}, {country}!"], "perturb": {"name": "add_negation"}}]}
+    with pytest.raises(ConfigError, match="no test case"):
+        _render(tmp_path, {"name": "h", "task": "sent", "functionalities": [func]}, n=2)
+
+
+def test_build_never_writes_over_a_file_the_spec_reads(tmp_path):
+    (tmp_path / "data.parquet").write_bytes(b"not a suite")
+    (tmp_path / "s.txt").write_text("The movie was great.\n")
+    data = {"name": "o", "task": "sent", "sources": {"d": {"file": "data.parquet", "column": "text"}},
+            "functionalities": [{"name": "f", "class": "c", "type": "MFT", "expect": "eq",
+                                 "templates": [{"label": 2, "templates": ["Good."]}]}]}
+    (tmp_path / "o.yaml").write_text(yaml.safe_dump(data))
+    out = cli("suite", "build", "--spec", "o.yaml", "--out", "data.parquet", cwd=tmp_path)
+    assert out.returncode == 2 and "is the file" in out.stderr
+    assert (tmp_path / "data.parquet").read_bytes() == b"not a suite"
+    ignored = cli("suite", "build", "--spec", "o.yaml", "--out", "x.parquet", "--source", "s.txt", cwd=tmp_path)
+    assert ignored.returncode == 2 and "has no pool source" in ignored.stderr
+
+
+def test_suite_perturb_for_read_pairs(tmp_path):
+    pd.DataFrame({"context": ["Anna lives in Paris.", "Tom works in Rome."],
+                  "question": ["Where does Anna live?", "Where does Tom work?"]}).to_csv(tmp_path / "qa.csv",
+                                                                                        index=False)
+    out = cli("suite", "perturb", "--input", "qa.csv", "--task", "read", "--column", "context,question",
+              "--apply-to", "question", "--perturbation", "typos", "--type", "INV", "--expect", "inv",
+              "--out", "r.parquet", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    df = load_suite(tmp_path / "r.parquet")
+    assert len(df) == 2 and all(len(set(x)) == 1 for x in df["inputs"])   # contexts kept, questions changed

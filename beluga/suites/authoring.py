@@ -19,7 +19,8 @@ from beluga.tasks import get_task_type
 
 
 def _check_out(out: str, inputs: dict[str, str | None], command: str) -> None:
-    """The output is a suite file (.parquet) and never one of the inputs."""
+    """The output is a suite file (.parquet) and never one of the inputs (the spec, every file it reads, the
+    source)."""
     if not str(out).endswith(".parquet"):
         raise ConfigError(f"suite {command}: field '--out': {out} must be a .parquet suite file")
     target = os.path.realpath(out)
@@ -64,8 +65,12 @@ def summary(df: pd.DataFrame, samples: int = 1) -> str:
         first = rows.iloc[0]
         real = sum(1 for m in rows["meta"] if isinstance(m, str) and '"source": "real"' in m)
         n_inputs = int(rows["inputs"].map(len).sum())
+        distinct = len({(tuple(r["inputs"]), None if r.get("inputs_b") is None else tuple(r["inputs_b"]))
+                        for _, r in rows.iterrows()})
+        repeated = (f" — only {distinct} distinct: the templates or sentences make fewer, so cases repeat"
+                    if distinct < len(rows) else "")
         lines.append(f"{first['capability']} / {func} ({first['test_type']}, {first['expect']}): {len(rows)} cases, "
-                     f"{n_inputs} inputs" + (f", {real} from real sentences" if real else ""))
+                     f"{n_inputs} inputs" + (f", {real} from real sentences" if real else "") + repeated)
         for _, r in rows.head(samples).iterrows():
             lines.append("    " + _case_text(r))
     return "\n".join(lines)
@@ -94,7 +99,10 @@ def build_command(spec: str, out: str, source: str | None = None, seed: int | No
     (written whole, or not at all), its pool sources read from ``source`` (a text file, one sentence per line,
     or a table). Deterministic for the seed. Returns the summary."""
     s = suite_spec.load_spec(spec)
-    _check_out(out, {"spec": s.path, "source": source}, "build")
+    _check_out(out, {"source": source, **{f"file {f}": f for f in suite_spec.spec_files(s)}}, "build")
+    if source and not suite_spec.uses_pool(s):
+        raise ConfigError(f"suite build: field '--source': the spec {s.path} has no pool source, so --source would "
+                          "not be read (its sources: " + (", ".join(s.data.get("sources") or {}) or "none") + ")")
     pool = read_source_table(source, "suite build: field '--source'") if source else None
     texts = suite_spec.load_sources(s, pool)
     df = suite_spec.render_spec(s, texts, seed=seed, cases_per_functionality=cases,
@@ -163,7 +171,7 @@ def perturb_command(input_path: str, perturbation: str, test_type: str, expect: 
                                  "source": "input",
                                  "perturb": {"name": perturbation, **({"apply_to": apply_to} if apply_to else {}),
                                              **parse_values(params, "suite perturb: field '--param'")}}]}
-    s = suite_spec.spec_from_data(data, "the command line")
+    s = suite_spec.spec_from_data(data, "(suite perturb command)")
     texts = suite_spec.load_sources(s, pool)
     if not suite_spec.has_cases(s, texts, seed=seed, max_perturbations=max_perturbations, max_words=max_words):
         raise ConfigError(f"suite perturb: field '--perturbation': {perturbation!r} changed none of the {n} "

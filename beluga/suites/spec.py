@@ -28,6 +28,8 @@ with one line; one that yields fewer than ``n`` repeats its cases (only when the
 from __future__ import annotations
 
 import json
+import re
+import string
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -40,7 +42,7 @@ import yaml
 from beluga.errors import ConfigError
 from beluga.suites import perturb as perturbations
 from beluga.suites import templates as tpl
-from beluga.suites.format import COLUMNS, EXPECTATIONS
+from beluga.suites.format import COLUMNS, EXPECTATIONS, SLICES
 from beluga.tasks import get_task_type
 
 SPECS_DIR = Path(__file__).resolve().parent / "specs"
@@ -169,6 +171,8 @@ def _deepest(error):
 
 
 def _schema_message(e) -> str:
+    if e.validator in ("type", "oneOf") and isinstance(e.instance, bool):
+        return f"{e.message} (YAML reads yes / no / on / off / true / false unquoted as booleans: quote the word)"
     if e.validator == "additionalProperties":
         return e.message.replace("Additional properties are not allowed", "unknown key(s)")
     if e.validator == "required":
@@ -215,6 +219,10 @@ def _lexicons(spec: Spec) -> dict:
                 missing = [n for n in value["concat"] if n not in lex]
                 if missing:
                     raise _fail(spec, [*where, "concat"], f"{missing[0]!r} is not a lexicon")
+                sourced = [n for n in value["concat"] if _is_source_lexicon(lex[n])]
+                if sourced:
+                    raise _fail(spec, [*where, "concat"], f"{sourced[0]!r} holds a source's sentences, which are "
+                                                          "read when the suite is rendered: it cannot be joined")
                 lex[name] = tuple(e for n in value["concat"] for e in lex[n])
             elif isinstance(value, dict) and "source" in value:
                 lex[name] = ("source", value["source"], value.get("max"))   # resolved with the sources
@@ -304,7 +312,7 @@ def _check_group(spec: Spec, func: dict, group: dict, loc, with_perturb: bool) -
             except (ValueError, ConfigError) as e:
                 raise _fail(spec, [*loc, "templates", j], str(e)) from None
             for f in names:
-                key = tpl.lexicon_key(f)
+                key = tpl.lexicon_key(f, lex)
                 if key not in lex:
                     raise _fail(spec, [*loc, "templates", j], f"placeholder {{{f}}} names no lexicon ({key!r} is "
                                                                "neither built in nor defined in the spec)")
@@ -314,14 +322,23 @@ def _check_group(spec: Spec, func: dict, group: dict, loc, with_perturb: bool) -
                                                                "word list)")
         if slot and not any(f"{{{slot}}}" in s for s in segs):
             raise _fail(spec, [*loc, "templates", j], f"the group's slot {{{slot}}} is not in the template")
+        _dry_render(spec, group, lex, segs, fixed, [*loc, "templates", j])
+        try:
+            tpl.Templates([SEP.join(segs)], lex, fixed=fixed)   # the product's size
+        except ConfigError as e:
+            raise _fail(spec, [*loc, "templates", j], str(e)) from None
     if "label" in group:
         _label_of(spec, group["label"], [*loc, "label"])
+    if group.get("perturbed_label") is not None:
+        if not makers and not with_perturb:
+            raise _fail(spec, [*loc, "perturbed_label"], "a group without a perturbation has no perturbed inputs")
+        _label_of(spec, group["perturbed_label"], [*loc, "perturbed_label"])
     if spec.task == "read":
         if not group.get("answer") and func["type"] == "MFT":
             raise _fail(spec, loc, "a read MFT group needs 'answer' (a template, e.g. '{first_name}')")
         if group.get("answer"):
             for f in tpl.fields(tpl.normalise(group["answer"]), fixed):
-                if tpl.lexicon_key(f) not in lex:
+                if tpl.lexicon_key(f, lex) not in lex:
                     raise _fail(spec, [*loc, "answer"], f"placeholder {{{f}}} names no lexicon")
     elif group.get("answer"):
         raise _fail(spec, [*loc, "answer"], f"'answer' is for read specs; {spec.task} groups have 'label'")
@@ -333,6 +350,57 @@ def _check_group(spec: Spec, func: dict, group: dict, loc, with_perturb: bool) -
     if func["type"] != "MFT" and not makers and not with_perturb:
         raise _fail(spec, loc, f"an {func['type']} group needs a perturbation (fill_slot, swap_slot, variants, "
                                "swap_pair or perturb, or the functionality's perturb)")
+
+
+def _first_fill(lex: dict, segs: list[str], fixed) -> dict:
+    fill = {}
+    for s in segs:
+        for f in tpl.fields(s, fixed):
+            fill[f] = lex[tpl.lexicon_key(f, lex)][0]
+    return fill
+
+
+def _dry_render(spec: Spec, group: dict, lex: dict, segs: list[str], fixed, loc) -> None:
+    """Render a template (its variants and answer too) with the first entry of every lexicon: a placeholder
+    that cannot be filled stops here, in one line, before any case is made. A lexicon of lists or mappings
+    needs an item or a key ({pos_verb[0]}, {p.size})."""
+    for s in segs + list(group.get("variants") or []) + ([group["answer"]] if group.get("answer") else []):
+        try:
+            parsed = list(string.Formatter().parse(tpl.normalise(s)))
+        except ValueError as e:
+            raise _fail(spec, loc, f"template {s!r}: {e} (a literal brace is written {{{{ or }}}})") from None
+        for _, name, _, _ in parsed:
+            if not name or name in ("art", "sentence", *fixed):
+                continue
+            key = tpl.lexicon_key(name, lex)
+            if key in lex and not isinstance(lex[key][0], str) and not any(c in name for c in ".["):
+                raise _fail(spec, loc, f"placeholder {{{name}}}: lexicon {key!r} holds lists or mappings; name an "
+                                       f"item or a key, e.g. {{{name}[0]}}")
+    fill = _first_fill(lex, segs, fixed)
+    slots = {k: "x" for k in fixed}
+    for s in segs:
+        _try_render(spec, s, fill, slots, loc)
+    for v in group.get("variants") or []:
+        missing = [f for f in tpl.fields(tpl.normalise(v), ("sentence", *fixed)) if f not in fill]
+        if missing:
+            raise _fail(spec, [*loc[:-2], "variants"], f"variant {v!r}: placeholder {{{missing[0]}}} is not in the "
+                                                       "group's template (a variant reuses the template's fill)")
+        _try_render(spec, tpl.normalise(v), fill, {**slots, "sentence": "x"}, [*loc[:-2], "variants"])
+    if group.get("answer"):
+        missing = [f for f in tpl.fields(tpl.normalise(group["answer"]), fixed) if f not in fill]
+        if missing:
+            raise _fail(spec, [*loc[:-2], "answer"], f"placeholder {{{missing[0]}}} is not in the template "
+                                                     f"{segs[0]!r}")
+        _try_render(spec, tpl.normalise(group["answer"]), fill, slots, [*loc[:-2], "answer"])
+
+
+def _try_render(spec: Spec, template: str, fill: dict, slots: dict, loc) -> None:
+    try:
+        tpl.render_template(template, fill, **slots)
+    except ConfigError as e:
+        raise _fail(spec, loc, str(e)) from None
+    except (KeyError, IndexError, AttributeError, TypeError, ValueError) as e:
+        raise _fail(spec, loc, f"template {template!r} cannot be filled ({type(e).__name__}: {e})") from None
 
 
 def _check_perturb(spec: Spec, p: dict, loc) -> dict:
@@ -362,6 +430,37 @@ def _is_source_lexicon(value) -> bool:
     """A lexicon defined as {source: name, max: N}, resolved with the sources when the suite is rendered."""
     return isinstance(value, tuple) and len(value) == 3 and value[0] == "source" \
         and isinstance(value[2], (int, type(None)))
+
+
+#: the parameters each expectation reads (besides slice, slice_value, train and unperturbed)
+EXPECT_PARAMS = {"eq": {"val"}, "not_negative": set(), "eq_or_not_negative": set(), "inv": {"tolerance"},
+                 "monotonic": {"increasing", "tolerance", "label"}, "diff_up": {"tolerance"},
+                 "diff_down": {"tolerance"}, "triplet": set(), "squad": set(), "same_answer": set()}
+COMMON_EXPECT_PARAMS = {"slice", "slice_value", "train", "unperturbed"}
+
+
+def _check_expectation(spec: Spec, func: dict, loc) -> None:
+    """The expectation's parameters: known ones, of the right type (a misspelt one would be ignored)."""
+    expect, params = expectation(func)
+    if expect == "same_answer":
+        raise _fail(spec, loc, "same_answer needs each input's [old, new] replacement in meta, which a spec does not "
+                               "write; use inv (the answer string unchanged) or squad (each input's answer)")
+    known = EXPECT_PARAMS.get(expect, set()) | COMMON_EXPECT_PARAMS
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise _fail(spec, loc, f"{expect!r} has no parameter {unknown[0]!r} (it reads: {', '.join(sorted(known))})")
+    tol = params.get("tolerance")
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or tol < 0):
+        raise _fail(spec, [*loc, "tolerance"], f"must be a number >= 0, got {tol!r}")
+    if "increasing" in params and not isinstance(params["increasing"], bool):
+        raise _fail(spec, [*loc, "increasing"], f"must be true or false, got {params['increasing']!r}")
+    if params.get("slice") is not None and params["slice"] not in SLICES:
+        raise _fail(spec, [*loc, "slice"], f"unknown slice {params['slice']!r} ({', '.join(SLICES)})")
+    if params.get("slice") == "orig_pred_eq" and (not isinstance(params.get("slice_value"), int)
+                                                   or isinstance(params.get("slice_value"), bool)):
+        raise _fail(spec, [*loc, "slice_value"], "slice orig_pred_eq needs an integer slice_value")
+    if "val" in params and spec.task != "read":
+        _label_of(spec, params["val"], [*loc, "val"])
 
 
 def _check(spec: Spec) -> None:
@@ -395,10 +494,13 @@ def _check(spec: Spec) -> None:
         if "templates" in func and "source" in func:
             raise _fail(spec, loc, "'templates' and 'source' are two ways to make cases; give one (a source's "
                                    "fill-up templates go in 'fallback')")
-        if "source" in func and spec.task == "read":
-            raise _fail(spec, [*loc, "source"], "read cases come from templates (context, question, answer); a "
-                                                "source's sentences can be a lexicon, e.g. distractors for "
-                                                "add_phrase")
+        if "source" in func and spec.task == "read" and not isinstance((sources.get(func["source"]) or {})
+                                                                      .get("pool"), list):
+            raise _fail(spec, [*loc, "source"], "read cases come from templates (context, question, answer), or "
+                                                "from a pool source of two columns (context, question) for INV / "
+                                                "DIR; a source's sentences can also be a lexicon, e.g. "
+                                                "distractors for add_phrase")
+        _check_expectation(spec, func, [*loc, "expect"])
         if "source" in func:
             if func["source"] not in sources:
                 raise _fail(spec, [*loc, "source"], f"{func['source']!r} is not a source (sources: "
@@ -411,6 +513,13 @@ def _check(spec: Spec) -> None:
                 _label_of(spec, func.get("label"), [*loc, "label"])
             elif func["type"] == "MFT":
                 raise _fail(spec, loc, "an MFT from a source needs 'pairs: perturbed_pairs' and a label (para)")
+            elif needs in ("label", "label_or_answer", "answer") and "val" not in params:
+                raise _fail(spec, [*loc, "expect"], f"expectation {expect!r} needs a label or answer per input, "
+                                                    "which a source's sentences do not have (give val, or use inv "
+                                                    "/ monotonic / diff_up / diff_down)")
+        if "label" in func and func.get("pairs") != "perturbed_pairs":
+            raise _fail(spec, [*loc, "label"], "a functionality's label is for pairs: perturbed_pairs; give template "
+                                               "groups their own label")
         if "perturb" in func:
             _check_perturb(spec, func["perturb"], [*loc, "perturb"])
         for key in ("templates", "fallback"):
@@ -430,12 +539,20 @@ def agg_of(func: dict) -> str:
     return func.get("agg") or ("all" if func["type"] == "MFT" else "all_except_first")
 
 
+def spec_expectation(spec: Spec, func: dict) -> tuple[str, dict]:
+    """(expectation name, parameters) as the suite stores them: a ``val`` label name as its number."""
+    expect, params = expectation(func)
+    if "val" in params and spec.task != "read":
+        params = {**params, "val": _label_of(spec, params["val"], ["expect", "val"])}
+    return expect, params
+
+
 def catalogue(spec: Spec) -> list[dict]:
     """One dict per functionality, in spec order: functionality, capability, test_type, expect, expect_params
     (dict), agg_fn, description."""
     out = []
     for func in spec.functionalities:
-        expect, params = expectation(func)
+        expect, params = spec_expectation(spec, func)
         out.append({"functionality": func["name"], "capability": func["class"], "test_type": func["type"],
                     "expect": expect, "expect_params": dict(params), "agg_fn": agg_of(func),
                     "description": func.get("description", "")})
@@ -552,8 +669,21 @@ class _Ctx:
         return tpl.prepare_pool(texts, max_words)
 
 
+#: first words a variant's {sentence} keeps capitalised: "I" and its contractions, and proper nouns
+_KEEP_CAPITAL = frozenset(["I", "I'm", "I'd", "I've", "I'll", "I\u2019m", "I\u2019d", "I\u2019ve", "I\u2019ll"])
+_PROPER = frozenset(w for k in ("first_name", "male_name", "female_name", "last_name", "city", "country")
+                    for x in tpl.BUILTIN_LEXICONS[k] for w in [str(x).split()[0]])
+
+
+def _has_answer(context: str, answer: str) -> bool:
+    """The answer occurs in the context as whole words ("cat" is not in "caterpillar")."""
+    return bool(answer) and re.search(r"(?<!\w)" + re.escape(answer) + r"(?!\w)", context) is not None
+
+
 def _lower_first(x: str) -> str:
-    return x if x.startswith("I ") else x[:1].lower() + x[1:]
+    """A sentence inside another: its first letter lower-cased, unless it starts with "I" or a name."""
+    first = x.split(" ", 1)[0].rstrip(",;:")
+    return x if first in _KEEP_CAPITAL or first in _PROPER else x[:1].lower() + x[1:]
 
 
 class _Renderer:
@@ -605,12 +735,20 @@ class _Renderer:
                 out.append(parts)
         return out
 
-    def _case(self, orig: list[str], perts: list[list[str]], label=None, answer=None, meta=None) -> dict:
+    def _case(self, orig: list[str], perts: list[list[str]], label=None, answer=None, meta=None,
+              perturbed_label=None, mft: bool = False) -> dict | None:
+        """One case: the original and its perturbations (an INV / DIR item without a perturbation is None).
+        read: a perturbed input whose context lost the answer is left out (the expected answer would be wrong);
+        ``perturbed_label``: the perturbed inputs' label (default: the original's)."""
+        if answer is not None:
+            perts = [p for p in perts if _has_answer(p[0], answer)]
+        if not mft and not perts:
+            return None
         inputs = [orig, *perts]
-        item = {"inputs": [x[0] for x in inputs], "inputs_b": [x[1] for x in inputs] if self.pair else None,
-                "labels": None if label is None else [int(label)] * len(inputs),
-                "answers": None if answer is None else [answer] * len(inputs), "meta": meta}
-        return item
+        labels = None if label is None else [int(label)] + [int(label if perturbed_label is None
+                                                                else perturbed_label)] * len(perts)
+        return {"inputs": [x[0] for x in inputs], "inputs_b": [x[1] for x in inputs] if self.pair else None,
+                "labels": labels, "answers": None if answer is None else [answer] * len(inputs), "meta": meta}
 
     def _capped(self, orig: list[str], perts: list[list[str]]) -> list[list[str]]:
         """Distinct perturbed inputs that differ from the original, at most max_perturbations (seeded)."""
@@ -622,7 +760,15 @@ class _Renderer:
 
     # -- template groups -----------------------------------------------------------------------------
     def _render_segs(self, t: str, fill: dict, **fixed) -> list[str]:
-        return [tpl.render_template(s, fill, **fixed) for s in t.split(SEP)]
+        return [self._render(s, fill, **fixed) for s in t.split(SEP)]
+
+    def _render(self, template: str, fill: dict, capitalize: bool = True, **fixed) -> str:
+        """tpl.render_template, a placeholder that cannot be filled stopping in one line."""
+        try:
+            return tpl.render_template(template, fill, capitalize=capitalize, **fixed)
+        except (KeyError, IndexError, AttributeError, TypeError, ValueError) as e:
+            raise _fail(self.spec, self.loc, f"template {template!r} cannot be filled "
+                                             f"({type(e).__name__}: {e})") from None
 
     def _template_meta(self, t: str, **more) -> str:
         segs = t.split(SEP)
@@ -631,8 +777,8 @@ class _Renderer:
     def _answer(self, group: dict, fill: dict, segs: list[str], t: str, **fixed) -> str | None:
         if not group.get("answer"):
             return None
-        ans = tpl.render_template(tpl.normalise(group["answer"]), fill, capitalize=False, **fixed)
-        if ans not in segs[0]:
+        ans = self._render(tpl.normalise(group["answer"]), fill, capitalize=False, **fixed)
+        if not _has_answer(segs[0], ans):
             raise _fail(self.spec, [*self.loc, "answer"], f"the answer {ans!r} is not in the context "
                                                           f"{segs[0]!r} (template {t.split(SEP)[0]!r})")
         return ans
@@ -646,6 +792,7 @@ class _Renderer:
         joined = [SEP.join(_segments(spec, t, [*gloc, "templates", j])) for j, t in enumerate(group["templates"])]
         templates = tpl.Templates(joined, lex, fixed=[slot] if slot else [], distinct=distinct)
         label = _label_of(spec, group.get("label"), [*gloc, "label"])
+        perturbed_label = _label_of(spec, group.get("perturbed_label"), [*gloc, "perturbed_label"])
         perturb = group.get("perturb") or func_perturb
 
         if fill_slot:
@@ -675,7 +822,7 @@ class _Renderer:
 
             def make(t: str, fill: dict) -> dict:
                 orig = self._render_segs(t, fill)
-                perts = [[tpl.render_template(v, fill, sentence=_lower_first(orig[0]))] + orig[1:] for v in variants]
+                perts = [[self._render(v, fill, sentence=_lower_first(orig[0]))] + orig[1:] for v in variants]
                 return self._case(orig, self._capped(orig, perts), label, self._answer(group, fill, orig, t),
                                   self._template_meta(t))
         elif group.get("swap_pair"):
@@ -690,11 +837,13 @@ class _Renderer:
                 perts = self._capped(orig, self._apply(fn, orig, perturb.get("apply_to"), rng))
                 if not perts:
                     return None
-                return self._case(orig, perts, label, self._answer(group, fill, orig, t), self._template_meta(t))
+                return self._case(orig, perts, label, self._answer(group, fill, orig, t), self._template_meta(t),
+                                  perturbed_label=perturbed_label)
         else:
             def make(t: str, fill: dict) -> dict:
                 segs = self._render_segs(t, fill)
-                return self._case(segs, [], label, self._answer(group, fill, segs, t), self._template_meta(t))
+                return self._case(segs, [], label, self._answer(group, fill, segs, t), self._template_meta(t),
+                                  mft=True)
         return templates, make
 
     def from_templates(self) -> list[dict]:
@@ -785,7 +934,7 @@ def render_spec(spec: Spec, texts: dict | None = None, *, seed: int | None = Non
         items = r.from_source() if "source" in func else r.from_templates()
         if len(items) < n:
             items = _fill_up(spec, loc, items, n if fill_up else len(items), _why_none(func))
-        expect, params = expectation(func)
+        expect, params = spec_expectation(spec, func)
         params_json = json.dumps(params, sort_keys=True)
         for ci, item in enumerate(items[:n]):
             rows.append({

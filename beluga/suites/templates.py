@@ -15,6 +15,7 @@ the same fills in the same order.
 from __future__ import annotations
 
 import json
+import math
 import re
 import string
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -77,16 +78,23 @@ BUILTIN_LEXICONS: dict[str, tuple] = {
 
 ART = "art"
 _ART = "\x00"
-_ART_RE = re.compile("\x00(\\s+)([\\w-]+)")
+_ART_RE = re.compile("\x00(\\s+)([\"'\u201c\u2018(]*)([\\w-]+)")
 _AN_PREFIXES = ("hour", "honest", "honor", "heir")
 _A_PREFIXES = ("uni", "use", "usu", "uti", "eu", "one", "once", "ukr", "uru", "utop")
 #: CheckList's article placeholder ``{a:name}`` / ``{an:name}``
 _CHECKLIST_ART = re.compile(r"\{an?:([A-Za-z_][\w.\[\]]*)\}")
 
 
+#: numbers read with a vowel sound first: 8, 11, 18, 80-89, 800-899, 8,000..., 11,000 / 18,000...
+_AN_NUMBER = re.compile(r"^(8|11|18)(\d{3})*$|^8\d*$")
+
+
 def article(word: str) -> str:
-    """"a" or "an" before ``word``."""
+    """"a" or "an" before ``word`` (a number by how it is read: "an 8-minute", "a 7-minute")."""
     w = word.lower()
+    if w[:1].isdigit():
+        digits = re.match(r"\d+", w).group()
+        return "an" if _AN_NUMBER.match(digits) else "a"
     if w.startswith(_AN_PREFIXES):
         return "an"
     if w.startswith(_A_PREFIXES):
@@ -109,7 +117,9 @@ def render_template(template: str, fill: dict, capitalize: bool = True, **fixed)
     first letter capitalised (``capitalize``)."""
     values = {k: _formattable(v) for k, v in fill.items()}
     text = template.format(art=_ART, **values, **fixed)
-    text = _ART_RE.sub(lambda m: article(m.group(2)) + m.group(1) + m.group(2), text)
+    text = _ART_RE.sub(lambda m: article(m.group(3)) + m.group(1) + m.group(2) + m.group(3), text)
+    if _ART in text:   # nothing a word could follow: the article's placeholder stood before no word
+        raise ConfigError(f"template {template!r}: {{a:...}} / {{art}} must stand before a word")
     text = re.sub(r"\s{2,}", " ", text).strip()
     return text[:1].upper() + text[1:] if capitalize else text
 
@@ -129,12 +139,19 @@ def fields(template: str, fixed: Sequence[str] = ()) -> list[str]:
     return out
 
 
-def lexicon_key(field: str) -> str:
-    """The lexicon of a placeholder: its name without trailing digits (``first_name2`` -> ``first_name``)."""
+def lexicon_key(field: str, lexicons: Mapping | None = None) -> str:
+    """The lexicon of a placeholder: its own name when a lexicon has it (``top10``), else its name without
+    trailing digits (``first_name2`` -> ``first_name``)."""
+    if lexicons is not None and field in lexicons:
+        return field
     return field.rstrip("0123456789")
 
 
 _PERMUTE_MAX = 1_000_000
+#: the most fills a template may make (its lexicons' sizes multiplied)
+MAX_PRODUCT = 10 ** 12
+#: fills in a row that make nothing new before a group counts as exhausted
+MAX_MISSES = 50_000
 
 
 class Templates:
@@ -151,9 +168,12 @@ class Templates:
         for t in templates:
             names = fields(t, fixed)
             for f in names:
-                if lexicon_key(f) not in lexicons:
+                if lexicon_key(f, lexicons) not in lexicons:
                     raise ConfigError(f"template {t!r}: placeholder {{{f}}} names no lexicon")
-            sizes = [len(lexicons[lexicon_key(f)]) for f in names]
+            sizes = [len(lexicons[lexicon_key(f, lexicons)]) for f in names]
+            if math.prod(sizes) > MAX_PRODUCT:
+                raise ConfigError(f"template {t!r}: its lexicons make {math.prod(sizes):.3g} fills, more than "
+                                  f"{MAX_PRODUCT:.0e}: split it or use smaller lexicons")
             self.parts.append((t, names, sizes))
         self.totals = np.array([int(np.prod(s)) if s else 1 for _, _, s in self.parts], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.totals)])
@@ -177,23 +197,29 @@ class Templates:
     def _repeats(self, fill: dict) -> bool:
         seen: dict[str, list] = {}
         for f, v in fill.items():
-            same = seen.setdefault(lexicon_key(f), [])
+            same = seen.setdefault(lexicon_key(f, self.lexicon), [])
             if any(v == w for w in same):
                 return True
             same.append(v)
         return False
 
     def iter(self, rng: np.random.Generator) -> Iterator[tuple[str, dict]]:
-        """Yield (template, fill) for every product element, in seeded random order."""
+        """Yield (template, fill) for every product element, in seeded random order (it stops after
+        :data:`MAX_MISSES` elements in a row that repeat a placeholder's value: the rest cannot be faster)."""
+        misses = 0
         for idx in self._order(rng):
             p = int(np.searchsorted(self.offsets, idx, side="right")) - 1
             t, names, sizes = self.parts[p]
             fill = {}
             if names:
                 for f, i in zip(names, np.unravel_index(int(idx - self.offsets[p]), sizes)):
-                    fill[f] = self.lexicon[lexicon_key(f)][int(i)]
+                    fill[f] = self.lexicon[lexicon_key(f, self.lexicon)][int(i)]
             if self.distinct and len(fill) > 1 and self._repeats(fill):
+                misses += 1
+                if misses > MAX_MISSES:
+                    return
                 continue
+            misses = 0
             yield t, fill
 
 
@@ -218,16 +244,21 @@ MakeItem = Callable[[str, dict], "Item | None"]
 
 
 def take(it: Iterator[tuple[str, dict]], make: MakeItem, seen: set, k: int) -> list[Item]:
-    """Up to ``k`` items whose first input is new (``seen`` is updated)."""
+    """Up to ``k`` items whose first input is new (``seen`` is updated). After :data:`MAX_MISSES` fills in a
+    row that make no new item (a perturbation that does not apply, a repeated case) the group counts as
+    exhausted."""
     out: list[Item] = []
-    while len(out) < k:
+    misses = 0
+    while len(out) < k and misses <= MAX_MISSES:
         try:
             t, fill = next(it)
         except StopIteration:
             break
         item = make(t, fill)
         if item is None or item_key(item) in seen:
+            misses += 1
             continue
+        misses = 0
         seen.add(item_key(item))
         out.append(item)
     return out
