@@ -766,7 +766,6 @@ def challenge_set_rows(uid: str, spec: dict, chosen: pd.DataFrame, base_out: pd.
     from beluga.data.ood_sets import split_name
     from beluga.io import read_parquet
     from beluga.metrics import IID_METRICS, iid_metrics, iid_score
-    from beluga.report.stats import iid_features
 
 
     name = split_name(spec["challenge"])
@@ -785,14 +784,8 @@ def challenge_set_rows(uid: str, spec: dict, chosen: pd.DataFrame, base_out: pd.
         return 100 * iid_score(iid_metrics(rows, task_type, split=name), iid_metric)
 
     def parts(out: pd.DataFrame, test_ids=None):
-        ch = out[out["split"] == name].copy()
-        ch["case_id"] = ch["case_id"].astype(str)
-        if test_ids is not None:
-            ch = ch[ch["case_id"].isin(test_ids)]
-        ch = ch.sort_values("case_id", kind="stable").reset_index(drop=True)
-        orig = original_rows(out)
-        return (ch, iid_features(ch, task_type), original_hits(ch, task_type), orig,
-                iid_features(orig, task_type), original_hits(orig, task_type))
+        p = _set_parts(out, name, task_type, test_ids)
+        return p.ch, p.ch_f, p.ch_h, p.orig, p.orig_f, p.orig_h
 
     def evidence(ch, ch_f, ch_h, orig, orig_f, orig_h) -> dict:
         c_lo, c_hi = metric_interval(ch_f, task_type, iid_metric, R=bootstrap, level=conf)
