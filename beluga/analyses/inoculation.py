@@ -652,22 +652,12 @@ def summary_tables(recs: list[dict], case_outcomes: list[str], *, task_type: str
     the tests against dose 0; the outcome of every unit decided by those tests at ``level``
     (``decide_by: thresholds``: by the fixed point thresholds) with its label-skew flag."""
     # scipy / pyarrow: imported here, so that the DAG (beluga/workflow/runs.py) imports this module light
-    from beluga.io import read_parquet
-    from beluga.metrics import fold_pass_rates, iid_metrics, iid_score
-    from beluga.report.stats import iid_features
     from beluga.suites.format import functionality_table
 
-    order = {float(lr): i for i, lr in enumerate(lrs)}
-    df = pd.DataFrame(recs)
-    df["lr_order"] = df["lr"].map(lambda v: order.get(float(v), len(order)))
-    df["case_outcomes"] = list(case_outcomes)
-    chosen = choose(df, select_on)
-    funcs = functionality_table(cases_all)
-    base_rates = fold_pass_rates(base_out, funcs).set_index("functionality")["pass_rate"].to_dict()
-    base_original = iid_score(iid_metrics(base_out, task_type), iid_metric)
-    head = get_task_type(task_type).head
-    base_iid = original_rows(base_out)
-    base_feats, base_hits = iid_features(base_iid, task_type), original_hits(base_iid, task_type)
+    st = _seed_state(0, recs, case_outcomes, base_out, task_type=task_type, iid_metric=iid_metric,
+                     funcs=functionality_table(cases_all), lrs=lrs, select_on=select_on)
+    chosen, base_rates, base_original = st.chosen, st.base_rates, st.base_original
+    base_iid, base_feats, base_hits = st.base_iid, st.base_feats, st.base_hits
     conf = 1 - float(level)
 
     def evidence(cases: pd.DataFrame, fi: np.ndarray, n_func: int, feats: np.ndarray, hits: np.ndarray) -> dict:
@@ -684,12 +674,12 @@ def summary_tables(recs: list[dict], case_outcomes: list[str], *, task_type: str
     for uid, spec in units.items():
         if spec.get("challenge") is not None:   # an external challenge set: scored with the i.i.d. metric
             unit_rows, skew[uid] = challenge_set_rows(uid, spec, chosen[chosen["unit"] == uid], base_out, base_iid,
-                                             task_type, iid_metric, head, randomization, bootstrap, conf)
+                                                      task_type, iid_metric, randomization, bootstrap, conf)
             rows += unit_rows
             continue
         ufuncs = list(spec["functionalities"])
-        skew[uid] = label_skew(cases_all[cases_all["functionality"].isin(set(ufuncs))], head,
-                                   get_task_type(task_type).suite_labels)
+        skew[uid] = label_skew(cases_all[cases_all["functionality"].isin(set(ufuncs))],
+                               get_task_type(task_type).head, get_task_type(task_type).suite_labels)
         base_cases, fi0 = unit_case_arrays(base_out, ufuncs)
         vals = [base_rates.get(f) for f in ufuncs if not pd.isna(base_rates.get(f, np.nan))]
         first = {"unit": uid, "level": spec["level"], "label": spec["label"], "dose": "0", "n_cases": 0,
@@ -709,13 +699,7 @@ def summary_tables(recs: list[dict], case_outcomes: list[str], *, task_type: str
                    "original": 100 * float(r.original), "epochs_trained": int(r.epochs_trained),
                    "best_epoch": int(r.best_epoch), "measure": "pass rate"}
             if r.case_outcomes:
-                out = read_parquet(r.case_outcomes, "inoculation outcomes")
-                cases, fi = unit_case_arrays(out, ufuncs)
-                iid_rows = original_rows(out)
-                if list(iid_rows["case_id"]) != list(base_iid["case_id"]):
-                    raise ValueError(f"{r.case_outcomes}: field 'case_id': the i.i.d. test examples differ from "
-                                     "the IID model's")
-                feats, hits = iid_features(iid_rows, task_type), original_hits(iid_rows, task_type)
+                cases, fi, feats, hits = _dose_outcomes(r.case_outcomes, ufuncs, base_iid, task_type)
                 row.update(evidence(cases, fi, len(ufuncs), feats, hits))
                 row.update(dose_tests(base_cases, cases, base_feats, feats, base_hits, hits, task_type,
                                           iid_metric, R=randomization))
@@ -759,62 +743,48 @@ def outcome_rows(table: pd.DataFrame, skew: dict, decide_by: str, level: float, 
 
 
 def challenge_set_rows(uid: str, spec: dict, chosen: pd.DataFrame, base_out: pd.DataFrame, base_iid: pd.DataFrame,
-              task_type: str, iid_metric: str, head: str, R: int, bootstrap: int, conf: float) -> tuple[list, dict]:
+                       task_type: str, iid_metric: str, R: int, bootstrap: int, conf: float) -> tuple[list, dict]:
     """The table rows (dose 0, then each chosen dose) and the label skew of an external challenge set:
     its test part scored with the task's i.i.d. metric, the gap against the original score in that
     measure, the tests on the same examples against the IID model (dose 0)."""
-    from beluga.data.ood_sets import split_name
     from beluga.io import read_parquet
-    from beluga.metrics import IID_METRICS, iid_metrics, iid_score
+    from beluga.metrics import iid_metrics, iid_score
 
-
-    name = split_name(spec["challenge"])
-    base_set = base_out[base_out["split"] == name]
-    if head == "qa":
-        skew = label_skew(base_set, head)
-    else:
-        skew = set_label_skew(pd.DataFrame({"label": base_set["gold_label"].astype(int)}), head,
-                                  get_task_type(task_type).iid_labels)
+    name, skew, measure = _set_head(spec, base_out, task_type, iid_metric)
     if not len(chosen):
         return [], skew
-    names = IID_METRICS[task_type] if iid_metric == "mean" else [iid_metric]
-    measure = " / ".join(names) + (" (mean)" if len(names) > 1 else "")
 
-    def score(rows: pd.DataFrame) -> float:
-        return 100 * iid_score(iid_metrics(rows, task_type, split=name), iid_metric)
-
-    def parts(out: pd.DataFrame, test_ids=None):
-        p = _set_parts(out, name, task_type, test_ids)
-        return p.ch, p.ch_f, p.ch_h, p.orig, p.orig_f, p.orig_h
-
-    def evidence(ch, ch_f, ch_h, orig, orig_f, orig_h) -> dict:
-        c_lo, c_hi = metric_interval(ch_f, task_type, iid_metric, R=bootstrap, level=conf)
-        o_lo, o_hi = metric_interval(orig_f, task_type, iid_metric, R=bootstrap, level=conf)
-        original = 100 * iid_score(iid_metrics(orig, task_type), iid_metric)
-        return {"challenge": score(ch), "challenge_lo": c_lo, "challenge_hi": c_hi, "original": original,
+    def evidence(p) -> dict:
+        c_lo, c_hi = metric_interval(p.ch_f, task_type, iid_metric, R=bootstrap, level=conf)
+        o_lo, o_hi = metric_interval(p.orig_f, task_type, iid_metric, R=bootstrap, level=conf)
+        original = 100 * iid_score(iid_metrics(p.orig, task_type), iid_metric)
+        return {"challenge": 100 * iid_score(iid_metrics(p.ch, task_type, split=name), iid_metric),
+                "challenge_lo": c_lo, "challenge_hi": c_hi, "original": original,
                 "original_lo": o_lo, "original_hi": o_hi, "original_same": original, "measure": measure,
-                "p_gap": set_gap_test(ch_f, ch_h, orig_f, orig_h, task_type, iid_metric, R=R)}
+                "p_gap": set_gap_test(p.ch_f, p.ch_h, p.orig_f, p.orig_h, task_type, iid_metric, R=R)}
 
-    first_out = read_parquet(chosen.iloc[0].case_outcomes, "inoculation outcomes")
+    first_out = read_parquet(chosen.iloc[0].case_outcomes, "inoculation outcomes")    # read once (first dose)
     test_ids = set(first_out.loc[first_out["split"] == name, "case_id"].astype(str))
-    base = parts(base_out, test_ids)
-    if list(base[3]["case_id"]) != list(base_iid["case_id"]):
+    base = _set_parts(base_out, name, task_type, test_ids)
+    if list(base.orig["case_id"]) != list(base_iid["case_id"]):
         raise ValueError("IID model outcomes: field 'case_id': i.i.d. test examples out of order")
     head_row = {"unit": uid, "level": spec["level"], "label": spec["label"]}
     first = {**head_row, "dose": "0", "n_cases": 0, "lr": np.nan, "challenge_val": np.nan, "epochs_trained": 0,
-             "best_epoch": 0, **evidence(*base), "p_gain": np.nan, "p_original": np.nan, "original_test": ""}
+             "best_epoch": 0, **evidence(base), "p_gain": np.nan, "p_original": np.nan, "original_test": ""}
     gap0 = first["original_same"] - first["challenge"]
     first["gap_closed"] = 0.0 if gap0 > 0 else np.nan
     rows = [first]
-    for r in chosen.itertuples(index=False):
-        now = parts(read_parquet(r.case_outcomes, "inoculation outcomes"), test_ids)
-        if list(now[0]["case_id"]) != list(base[0]["case_id"]) or list(now[3]["case_id"]) != list(base[3]["case_id"]):
+    for i, r in enumerate(chosen.itertuples(index=False)):
+        out = first_out if i == 0 else read_parquet(r.case_outcomes, "inoculation outcomes")
+        now = _set_parts(out, name, task_type, test_ids)
+        if (list(now.ch["case_id"]) != list(base.ch["case_id"])
+                or list(now.orig["case_id"]) != list(base.orig["case_id"])):
             raise ValueError(f"{r.case_outcomes}: field 'case_id': the examples differ from the IID model's")
         row = {**head_row, "dose": r.dose, "n_cases": int(r.n_cases), "lr": float(r.lr), "challenge_val": np.nan,
-               "epochs_trained": int(r.epochs_trained), "best_epoch": int(r.best_epoch), **evidence(*now)}
-        row["p_gain"], _ = paired_metric_test(base[1], now[1], base[2], now[2], task_type, iid_metric, R=R)
-        row["p_original"], row["original_test"] = paired_metric_test(base[4], now[4], base[5], now[5], task_type,
-                                                                         iid_metric, R=R)
+               "epochs_trained": int(r.epochs_trained), "best_epoch": int(r.best_epoch), **evidence(now)}
+        row["p_gain"], _ = paired_metric_test(base.ch_f, now.ch_f, base.ch_h, now.ch_h, task_type, iid_metric, R=R)
+        row["p_original"], row["original_test"] = paired_metric_test(base.orig_f, now.orig_f, base.orig_h,
+                                                                     now.orig_h, task_type, iid_metric, R=R)
         row["gap_closed"] = (row["challenge"] - first["challenge"]) / gap0 if gap0 > 0 else np.nan
         rows.append(row)
     return rows, skew
@@ -1058,9 +1028,6 @@ def _chosen_row(st, uid: str, dose: str):
 def _seeds_suite_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, task_type: str,
                       iid_metric: str, R: int, bootstrap: int, conf: float, draws: list) -> tuple[list, dict, dict]:
     """A suite unit over several training seeds: (per-seed rows, pooled evidence per (unit, dose), label skew)."""
-    from beluga.io import read_parquet
-    from beluga.report.stats import iid_features
-
     seeds = [st.seed for st in states]
     ufuncs = list(spec["functionalities"])
     skew = label_skew(cases_all[cases_all["functionality"].isin(set(ufuncs))], get_task_type(task_type).head,
@@ -1100,13 +1067,7 @@ def _seeds_suite_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFram
                    "original": 100 * float(r.original), "original_same": np.nan, "gap_closed": np.nan,
                    "epochs_trained": int(r.epochs_trained), "best_epoch": int(r.best_epoch)}
             if r.case_outcomes:
-                out = read_parquet(r.case_outcomes, "inoculation outcomes")
-                cases, fi = unit_case_arrays(out, ufuncs)
-                iid_rows = original_rows(out)
-                if list(iid_rows["case_id"]) != list(st.base_iid["case_id"]):
-                    raise DataError(f"{r.case_outcomes}: field 'case_id': the i.i.d. test examples differ from "
-                                    "the IID model's")
-                feats, hits = iid_features(iid_rows, task_type), original_hits(iid_rows, task_type)
+                cases, fi, feats, hits = _dose_outcomes(r.case_outcomes, ufuncs, st.base_iid, task_type)
                 row["original_same"] = 100 * float(hits.mean()) if len(hits) else np.nan
                 gap0 = row0["original_same"] - row0["challenge"]
                 row["gap_closed"] = (row["challenge"] - row0["challenge"]) / gap0 if gap0 > 0 else np.nan
@@ -1121,6 +1082,39 @@ def _seeds_suite_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFram
             ev = {**evidence(items, fis[0]), **pooled_dose_tests(pairs, task_type, iid_metric, R=R, seeds=draws)}
         pooled[(uid, dose)] = ev
     return rows, pooled, skew
+
+
+def _dose_outcomes(path: str, ufuncs: list, base_iid: pd.DataFrame, task_type: str):
+    """A suite unit's dose from its per-case outcomes file: (the unit's T_test cases, their functionality
+    indices, the i.i.d. test examples' features, their 0/1 hits), the i.i.d. examples checked against the
+    IID model's (``base_iid``)."""
+    from beluga.io import read_parquet
+    from beluga.report.stats import iid_features
+
+    out = read_parquet(path, "inoculation outcomes")
+    cases, fi = unit_case_arrays(out, ufuncs)
+    iid_rows = original_rows(out)
+    if list(iid_rows["case_id"]) != list(base_iid["case_id"]):
+        raise DataError(f"{path}: field 'case_id': the i.i.d. test examples differ from the IID model's")
+    return cases, fi, iid_features(iid_rows, task_type), original_hits(iid_rows, task_type)
+
+
+def _set_head(spec: dict, base_out: pd.DataFrame, task_type: str, iid_metric: str) -> tuple[str, dict, str]:
+    """An external challenge set's split name, its label skew (from the IID model's outcomes) and the name of
+    the measure it is scored with."""
+    from beluga.data.ood_sets import split_name
+    from beluga.metrics import IID_METRICS
+
+    name = split_name(spec["challenge"])
+    head = get_task_type(task_type).head
+    base_set = base_out[base_out["split"] == name]
+    if head == "qa":
+        skew = label_skew(base_set, head)
+    else:
+        skew = set_label_skew(pd.DataFrame({"label": base_set["gold_label"].astype(int)}), head,
+                              get_task_type(task_type).iid_labels)
+    names = IID_METRICS[task_type] if iid_metric == "mean" else [iid_metric]
+    return name, skew, " / ".join(names) + (" (mean)" if len(names) > 1 else "")
 
 
 def _set_parts(out: pd.DataFrame, name: str, task_type: str, test_ids=None):
@@ -1142,24 +1136,14 @@ def _seeds_set_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame,
                     iid_metric: str, R: int, bootstrap: int, conf: float, draws: list) -> tuple[list, dict, dict]:
     """An external challenge set over several training seeds (:func:`challenge_set_rows` per seed, pooled
     evidence): (per-seed rows, pooled evidence per (unit, dose), label skew)."""
-    from beluga.data.ood_sets import split_name
     from beluga.io import read_parquet
-    from beluga.metrics import IID_METRICS, iid_metrics, iid_score
+    from beluga.metrics import iid_metrics, iid_score
 
     seeds = [st.seed for st in states]
-    name = split_name(spec["challenge"])
-    head = get_task_type(task_type).head
-    base_set = states[0].base_out[states[0].base_out["split"] == name]
-    if head == "qa":
-        skew = label_skew(base_set, head)
-    else:
-        skew = set_label_skew(pd.DataFrame({"label": base_set["gold_label"].astype(int)}), head,
-                              get_task_type(task_type).iid_labels)
+    name, skew, measure = _set_head(spec, states[0].base_out, task_type, iid_metric)
     chosen = [st.chosen[st.chosen["unit"] == uid] for st in states]
     if not len(chosen[0]):
         return [], {}, skew
-    names = IID_METRICS[task_type] if iid_metric == "mean" else [iid_metric]
-    measure = " / ".join(names) + (" (mean)" if len(names) > 1 else "")
     info = {"unit": uid, "level": spec["level"], "label": spec["label"], "measure": measure}
 
     def point(p) -> dict:
@@ -1177,12 +1161,13 @@ def _seeds_set_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame,
                                              [p.orig_f for p in parts], [p.orig_h for p in parts], task_type,
                                              iid_metric, R=R, seeds=draws)}
 
-    test_ids = []
-    for c in chosen:
-        first_out = read_parquet(c.iloc[0].case_outcomes, "inoculation outcomes")
-        test_ids.append(sorted(set(first_out.loc[first_out["split"] == name, "case_id"].astype(str))))
+    firsts = {c.iloc[0].case_outcomes: read_parquet(c.iloc[0].case_outcomes, "inoculation outcomes")
+              for c in chosen}      # each seed's first dose, read once (used again in the dose loop)
+    test_ids = [sorted(set(firsts[c.iloc[0].case_outcomes].loc[lambda o: o["split"] == name, "case_id"].astype(str)))
+                for c in chosen]
     _same_ids(test_ids, seeds, f"inoculation outcomes of {uid}", f"{spec['challenge']} test examples")
-    base = [_set_parts(st.base_out, name, task_type, set(test_ids[0])) for st in states]
+    ids = set(test_ids[0])
+    base = [_set_parts(st.base_out, name, task_type, ids) for st in states]
     for st, b in zip(states, base):
         if list(b.orig["case_id"]) != list(st.base_iid["case_id"]):
             raise DataError("IID model outcomes: field 'case_id': i.i.d. test examples out of order")
@@ -1199,7 +1184,9 @@ def _seeds_set_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame,
         now = []
         for st, b, row0 in zip(states, base, first):
             r = _chosen_row(st, uid, dose)
-            p = _set_parts(read_parquet(r.case_outcomes, "inoculation outcomes"), name, task_type, set(test_ids[0]))
+            out = firsts.pop(r.case_outcomes) if r.case_outcomes in firsts else \
+                read_parquet(r.case_outcomes, "inoculation outcomes")
+            p = _set_parts(out, name, task_type, ids)
             if list(p.ch["case_id"]) != list(b.ch["case_id"]) or list(p.orig["case_id"]) != list(b.orig["case_id"]):
                 raise DataError(f"{r.case_outcomes}: field 'case_id': the examples differ from the IID model's")
             row = {**info, "seed": st.seed, "dose": r.dose, "n_cases": int(r.n_cases), "lr": float(r.lr),

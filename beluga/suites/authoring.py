@@ -36,24 +36,7 @@ def read_source_table(path: str, where: str) -> pd.DataFrame:
         raise ConfigError(f"{where}: {path} does not exist")
     if "".join(p.suffixes[-2:]).lower().endswith(".txt"):
         return pd.DataFrame({"text": suite_spec.read_text_source(path, None, where)})
-    return _read_table(path, where)
-
-
-def _read_table(path: str, where: str) -> pd.DataFrame:
-    from beluga.io import read_parquet
-
-    name = path.lower()
-    try:
-        if name.endswith(".parquet"):
-            return read_parquet(path, "sentences")
-        if name.endswith((".jsonl", ".jsonl.gz")):
-            return pd.read_json(path, lines=True, dtype=False)
-        sep = "\t" if name.endswith((".tsv", ".tsv.gz")) else ","
-        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{where}: {path} is not UTF-8 text ({e.reason})") from None
-    except (ValueError, pd.errors.ParserError) as e:
-        raise ConfigError(f"{where}: {path} cannot be read ({' '.join(str(e).split())[:160]})") from None
+    return suite_spec.read_sentence_table(path, where)
 
 
 # ---------------------------------------------------------------------------------- suite build
@@ -109,9 +92,9 @@ def build_command(spec: str, out: str, source: str | None = None, seed: int | No
                                 max_perturbations=max_perturbations, max_words=max_words,
                                 functionalities=functionalities)
     ttype = get_task_type(s.task)
-    df = validate_suite(df, f"suite spec {s.path}", tuple(ttype.suite_labels) or None,
-                        suite_spec.declared(s, functionalities))
-    save_suite(df, out, declared=suite_spec.declared(s, functionalities))
+    table = suite_spec.declared(s, functionalities)
+    df = validate_suite(df, f"suite spec {s.path}", tuple(ttype.suite_labels) or None, table)
+    save_suite(df, out, declared=table)
     funcs = functionality_table(df)
     head = (f"{s.name} ({s.task}): {len(df)} cases in {len(funcs)} functionalities, seed "
             f"{int(s.setting('seed', seed))} -> {out}")
@@ -173,14 +156,18 @@ def perturb_command(input_path: str, perturbation: str, test_type: str, expect: 
                                              **parse_values(params, "suite perturb: field '--param'")}}]}
     s = suite_spec.spec_from_data(data, "(suite perturb command)")
     texts = suite_spec.load_sources(s, pool)
-    if not suite_spec.has_cases(s, texts, seed=seed, max_perturbations=max_perturbations, max_words=max_words):
+    try:
+        df = suite_spec.render_spec(s, texts, seed=seed, cases_per_functionality=n,
+                                    max_perturbations=max_perturbations, max_words=max_words, fill_up=False)
+    except ConfigError as e:
+        if ": no test case: " not in str(e):
+            raise
         raise ConfigError(f"suite perturb: field '--perturbation': {perturbation!r} changed none of the {n} "
-                          f"sentences of {input_path} (of 3 to {max_words} words)")
-    df = suite_spec.render_spec(s, texts, seed=seed, cases_per_functionality=n,
-                                max_perturbations=max_perturbations, max_words=max_words, fill_up=False)
+                          f"sentences of {input_path} (of 3 to {max_words} words)") from None
     ttype = get_task_type(task)
-    df = validate_suite(df, "suite perturb", tuple(ttype.suite_labels) or None, suite_spec.declared(s))
-    save_suite(df, out, declared=suite_spec.declared(s))
+    table = suite_spec.declared(s)
+    df = validate_suite(df, "suite perturb", tuple(ttype.suite_labels) or None, table)
+    save_suite(df, out, declared=table)
     used = json.dumps(data["functionalities"][0]["perturb"])
     return f"{len(df)} of {n} sentences perturbed by {perturbation} ({used}) -> {out}\n" + summary(df, 3) + "\n"
 

@@ -162,16 +162,15 @@ def make_suite(suite_cfg: dict, task_type: str, pool: pd.DataFrame | None) -> tu
     ``suite.path`` with the configured subsampling."""
     ttype = get_task_type(task_type)
     if suite_spec_name(suite_cfg):
-        from beluga.suites.spec import catalogue, load_sources, render_spec
+        from beluga.suites import spec as suite_spec
 
         spec = load_task_spec(suite_cfg, task_type)
-        df = render_spec(spec, load_sources(spec, pool), seed=int(suite_cfg["seed"]),
-                         cases_per_functionality=int(suite_cfg["cases_per_functionality"]),
-                         max_perturbations=int(suite_cfg["max_perturbations"]),
-                         max_words=int(suite_cfg["max_words"]))
-        keep = set(select_functionalities(pd.DataFrame(catalogue(spec)), suite_cfg)["functionality"])
-        declared = [{k: f[k] for k in ("functionality", "capability", "test_type", "description")}
-                    for f in catalogue(spec) if f["functionality"] in keep]
+        df = suite_spec.render_spec(spec, suite_spec.load_sources(spec, pool), seed=int(suite_cfg["seed"]),
+                                    cases_per_functionality=int(suite_cfg["cases_per_functionality"]),
+                                    max_perturbations=int(suite_cfg["max_perturbations"]),
+                                    max_words=int(suite_cfg["max_words"]))
+        keep = set(select_functionalities(pd.DataFrame(suite_spec.catalogue(spec)), suite_cfg)["functionality"])
+        declared = suite_spec.declared(spec, keep)
     else:
         df = read_suite_file(suite_cfg, task_type)
         df = subsample_cases(df, suite_cfg["max_cases_per_functionality"], int(suite_cfg["seed"]))

@@ -907,9 +907,17 @@ def check_params(name: str, params: Mapping[str, Any] | None, where: str,
     return out
 
 
+def perturber(name: str, params: Mapping[str, Any], where: str) -> Callable[[str, np.random.Generator], list[str]]:
+    """Perturbation ``name`` with ``params`` checked and completed once (:func:`check_params`; errors
+    name ``where``): a function text, rng -> distinct strings different from ``text``, [] when it
+    does not apply; deterministic given the state of ``rng``."""
+    p = _lookup(name, "perturb")
+    checked = check_params(name, params, where)
+    return lambda text, rng: _unique(text, p.fn(text, rng, **checked))
+
+
 def perturb(name: str, text: str, rng: np.random.Generator, **params) -> list[str]:
     """Apply perturbation ``name`` to ``text`` with ``params`` (checked and completed by
     :func:`check_params`): distinct strings different from ``text``, [] when it does not
     apply; deterministic given the state of ``rng``."""
-    p = _lookup(name, "perturb")
-    return _unique(text, p.fn(text, rng, **check_params(name, params, f"perturb({name!r})")))
+    return perturber(name, params, f"perturb({name!r})")(text, rng)

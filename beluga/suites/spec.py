@@ -180,7 +180,7 @@ def _schema_message(e) -> str:
     return e.message
 
 
-def _entries(values, loc, spec: Spec) -> tuple:
+def _entries(values) -> tuple:
     """Lexicon entries as a tuple (mappings and lists kept for {x.key} / {x[0]})."""
     out = []
     for v in values:
@@ -208,12 +208,12 @@ def _lexicons(spec: Spec) -> dict:
         for name, value in block.items():
             where = [*loc, name]
             if isinstance(value, list):
-                lex[name] = _entries(value, where, spec)
+                lex[name] = _entries(value)
             elif isinstance(value, dict) and "extend" in value:
                 if name not in lex:
                     raise _fail(spec, where, f"extends {name!r}, which is not a lexicon (built-in or defined "
                                              "before)")
-                lex[name] = tuple(lex[name]) + tuple(e for e in _entries(value["extend"], where, spec)
+                lex[name] = tuple(lex[name]) + tuple(e for e in _entries(value["extend"])
                                                      if e not in lex[name])
             elif isinstance(value, dict) and "concat" in value:
                 missing = [n for n in value["concat"] if n not in lex]
@@ -283,7 +283,7 @@ def _group_lexicons(spec: Spec, group: dict, loc) -> dict:
                 raise _fail(spec, [*loc, "lexicons", name], f"{value!r} is not a lexicon")
             lex[name] = spec.lexicons[value]
         else:
-            lex[name] = _entries(value, [*loc, "lexicons", name], spec)
+            lex[name] = _entries(value)
     return lex
 
 
@@ -292,7 +292,7 @@ def _slot_values(spec: Spec, lex: dict, values, loc) -> tuple:
         if values not in lex:
             raise _fail(spec, loc, f"{values!r} is not a lexicon")
         return tuple(lex[values])
-    return _entries(values, loc, spec)
+    return _entries(values)
 
 
 def _check_group(spec: Spec, func: dict, group: dict, loc, with_perturb: bool) -> None:
@@ -336,10 +336,6 @@ def _check_group(spec: Spec, func: dict, group: dict, loc, with_perturb: bool) -
     if spec.task == "read":
         if not group.get("answer") and func["type"] == "MFT":
             raise _fail(spec, loc, "a read MFT group needs 'answer' (a template, e.g. '{first_name}')")
-        if group.get("answer"):
-            for f in tpl.fields(tpl.normalise(group["answer"]), fixed):
-                if tpl.lexicon_key(f, lex) not in lex:
-                    raise _fail(spec, [*loc, "answer"], f"placeholder {{{f}}} names no lexicon")
     elif group.get("answer"):
         raise _fail(spec, [*loc, "answer"], f"'answer' is for read specs; {spec.task} groups have 'label'")
     for key in ("fill_slot", "swap_slot"):
@@ -403,8 +399,8 @@ def _try_render(spec: Spec, template: str, fill: dict, slots: dict, loc) -> None
         raise _fail(spec, loc, f"template {template!r} cannot be filled ({type(e).__name__}: {e})") from None
 
 
-def _check_perturb(spec: Spec, p: dict, loc) -> dict:
-    """The perturbation's complete parameters (word lists resolved), checked."""
+def _check_perturb(spec: Spec, p: dict, loc) -> None:
+    """The perturbation's name, ``apply_to`` and parameters checked (a word list may name a lexicon)."""
     name = p["name"]
     apply_to = p.get("apply_to")
     allowed = {"sent": (None,), "para": (None, "first", "second", "both"),
@@ -419,7 +415,7 @@ def _check_perturb(spec: Spec, p: dict, loc) -> dict:
     params = {k: v for k, v in p.items() if k not in ("name", "apply_to")}
     # a word list may name a lexicon of the spec (one of a source's sentences stands for them here)
     lexicons = {k: (("a sentence",) if _is_source_lexicon(v) else v) for k, v in spec.lexicons.items()}
-    return perturbations.check_params(name, params, _where(spec.path, spec.data, loc), lexicons=lexicons)
+    perturbations.check_params(name, params, _where(spec.path, spec.data, loc), lexicons=lexicons)
 
 
 #: the kinds of perturbation parameters that take a word list (a lexicon's name or a list)
@@ -621,35 +617,43 @@ def load_sources(spec: Spec, pool: pd.DataFrame | None = None) -> dict[str, list
 def read_text_source(path: str, column: str | None, where: str) -> list[str]:
     """Sentences of a file: a text file (one per line; blank lines skipped) or a table's ``column`` (CSV, TSV,
     Parquet, JSON lines; default column ``text``)."""
-    from beluga.io import read_parquet
-
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{where}: {path} does not exist")
     suffix = "".join(p.suffixes[-2:]).lower()
-    try:
-        if suffix.endswith(".txt"):
-            if column:
-                raise ConfigError(f"{where}: a .txt file has no columns (drop 'column')")
+    if suffix.endswith(".txt"):
+        if column:
+            raise ConfigError(f"{where}: a .txt file has no columns (drop 'column')")
+        try:
             return [line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
-        if suffix.endswith(".parquet"):
-            df = read_parquet(path, "sentences")
-        elif suffix.endswith((".jsonl", ".jsonl.gz")):
-            df = pd.read_json(path, lines=True)
-        elif suffix.endswith((".tsv", ".tsv.gz")):
-            df = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
-        elif suffix.endswith((".csv", ".csv.gz")):
-            df = pd.read_csv(path, dtype=str, keep_default_na=False)
-        else:
-            raise ConfigError(f"{where}: {path}: a .txt, .csv, .tsv, .parquet or .jsonl file is needed")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{where}: {path} is not UTF-8 text ({e.reason})") from None
-    except (ValueError, pd.errors.ParserError) as e:
-        raise ConfigError(f"{where}: {path} cannot be read ({' '.join(str(e).split())[:160]})") from None
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{where}: {path} is not UTF-8 text ({e.reason})") from None
+    if not suffix.endswith((".parquet", ".jsonl", ".jsonl.gz", ".tsv", ".tsv.gz", ".csv", ".csv.gz")):
+        raise ConfigError(f"{where}: {path}: a .txt, .csv, .tsv, .parquet or .jsonl file is needed")
+    df = read_sentence_table(path, where)
     col = column or "text"
     if col not in df.columns:
         raise ConfigError(f"{where}: {path} has no column {col!r} (it has {', '.join(map(str, df.columns))})")
     return [str(v) for v in df[col] if isinstance(v, str) and v.strip()]
+
+
+def read_sentence_table(path: str, where: str) -> pd.DataFrame:
+    """A table file: Parquet, JSON lines (values as written), TSV, otherwise CSV (text cells as strings);
+    unreadable or non-UTF-8 files as one line naming ``where``."""
+    from beluga.io import read_parquet
+
+    name = path.lower()
+    try:
+        if name.endswith(".parquet"):
+            return read_parquet(path, "sentences")
+        if name.endswith((".jsonl", ".jsonl.gz")):
+            return pd.read_json(path, lines=True, dtype=False)
+        sep = "\t" if name.endswith((".tsv", ".tsv.gz")) else ","
+        return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False)
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{where}: {path} is not UTF-8 text ({e.reason})") from None
+    except (ValueError, pd.errors.ParserError) as e:
+        raise ConfigError(f"{where}: {path} cannot be read ({' '.join(str(e).split())[:160]})") from None
 
 
 # ---------------------------------------------------------------------------------- rendering
@@ -693,10 +697,14 @@ class _Renderer:
         self.ctx, self.func, self.loc, self.rng = ctx, func, loc, rng
         self.spec = ctx.spec
         self.pair = self.spec.task != "sent"
+        self._fns: dict = {}      # id of a perturbation block -> its function (_perturb_fn)
 
     # -- perturbations -------------------------------------------------------------------------------
     def _perturb_fn(self, p: dict):
-        """text -> perturbed texts, with the spec's parameters (``n`` defaults to max_perturbations)."""
+        """text -> perturbed texts, with the spec's parameters (``n`` defaults to max_perturbations); built
+        once per perturbation of the functionality."""
+        if id(p) in self._fns:
+            return self._fns[id(p)]
         spec, lex = self.spec, self.ctx.spec.lexicons
         params = {k: v for k, v in p.items() if k not in ("name", "apply_to")}
         pert = perturbations.get_perturbation(p["name"])
@@ -705,17 +713,15 @@ class _Renderer:
         for k, v in list(params.items()):   # a spec's lexicon named as a word list: its entries
             if isinstance(v, str) and v in lex and pert.types.get(k) in WORD_LIST_KINDS:
                 params[k] = self._lexicon_values(v)
-        params = perturbations.check_params(p["name"], params, _where(spec.path, spec.data, self.loc))
-
-        def fn(text: str, rng: np.random.Generator) -> list[str]:
-            return perturbations.perturb(p["name"], text, rng, **params)
+        fn = perturbations.perturber(p["name"], params, _where(spec.path, spec.data, self.loc))
+        self._fns[id(p)] = fn
         return fn
 
     def _lexicon_values(self, name: str) -> tuple:
         value = self.spec.lexicons[name]
         if _is_source_lexicon(value):
             _, source, cap_n = value
-            texts = [t for t in tpl.prepare_pool(self.ctx.texts.get(source) or [], self.ctx.max_words)]
+            texts = tpl.prepare_pool(self.ctx.texts.get(source) or [], self.ctx.max_words)
             return tuple(texts[:cap_n] if cap_n else texts)
         return tuple(value)
 
@@ -952,17 +958,6 @@ def render_spec(spec: Spec, texts: dict | None = None, *, seed: int | None = Non
                 "meta": item["meta"],
             })
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def has_cases(spec: Spec, texts: dict, **settings) -> bool:
-    """Whether every functionality of the spec makes at least one case (rendering one case each)."""
-    try:
-        render_spec(spec, texts, cases_per_functionality=1, **settings)
-    except ConfigError as e:
-        if ": no test case: " in str(e):
-            return False
-        raise
-    return True
 
 
 def declared(spec: Spec, functionalities=None) -> list[dict]:
