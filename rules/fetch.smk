@@ -1,6 +1,6 @@
 # Every input of the configuration, fetched on a machine with a network (a
 # cluster's login node) before the run: `snakemake fetch --cores 4 --configfile F`
-# (README, "The paper's run on a cluster"; beluga/data/fetch.py, beluga/steps/fetch.py).
+# (docs/PAPER_RUN.md, "The paper's run on a cluster"; beluga/data/fetch.py, beluga/steps/fetch.py).
 # A rule that downloads a file is defined only for the files of the data folder
 # that are missing, so a run over fetched data never consults the network; a
 # second fetch does nothing.

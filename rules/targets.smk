@@ -42,7 +42,7 @@ def all_targets():
         raise WorkflowError(
             f"{len(NOT_FETCHED)} input file(s) of this configuration are not in the data folder {DATA_DIR} "
             f"(first: {NOT_FETCHED[0]}): fetch them first on a machine with a network: "
-            f"snakemake fetch --cores 4 {where} (README: The paper's run on a cluster)"
+            f"snakemake fetch --cores 4 {where} (docs/PAPER_RUN.md)"
         )
     targets = []
     for task in TASKS:

@@ -1,4 +1,4 @@
-"""The paper's run from a fresh clone (README, "The paper's run on a
+"""The paper's run from a fresh clone (docs/PAPER_RUN.md, "The paper's run on a
 cluster"): the fetch target end to end through the real HTTP storage plugin
 against files shaped like the official downloads, served from 127.0.0.1
 (CheckList's real release tarballs, zips with GLUE's layout, SQuAD-shaped

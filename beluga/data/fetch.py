@@ -1,5 +1,5 @@
 """Every input of a configuration, fetched and verified before a run
-(README, "The paper's run on a cluster"; rules/fetch.smk).
+(docs/PAPER_RUN.md, "The paper's run on a cluster"; rules/fetch.smk).
 
 The data folder (``data_dir``, default ``data/``) holds the official
 downloads under fixed relative paths (:data:`REMOTES`): CheckList's release
