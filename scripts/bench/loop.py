@@ -1,0 +1,193 @@
+"""The training loop as the pipeline runs it, timed: ``beluga.training.train`` from the benchmark's base run
+for a set number of updates (:func:`timed_train`, timing the updates after a warm-up with :class:`StepTimer`),
+and what the variants compare after it (the batches' token counts, the weights, the held-out loss)."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+
+from bench import common
+from bench.common import bench_run, peak_mem_mib, sync
+from bench.workloads import Workload
+
+
+def compile_field() -> bool:
+    """Whether this checkout's FoldRun has the ``compile`` setting (off / default / graphs)."""
+    import dataclasses
+
+    from beluga.settings import FoldRun
+
+    return "compile" in {f.name for f in dataclasses.fields(FoldRun)}
+
+
+_BASE_RUN = []   # the FoldRun the variants start from (workers get it from their parent: no config to read)
+
+
+def base_run(given: dict | None = None):
+    from beluga.settings import FoldRun
+
+    if not _BASE_RUN:
+        _BASE_RUN.append(FoldRun.from_dict(given) if given else bench_run("vanilla", "auto"))
+    return _BASE_RUN[0]
+
+
+def variant_run(wl: Workload, total: int, compile_mode: str):
+    """The FoldRun of ``total`` updates of vanilla on ``wl`` (the default config's settings, precision auto as
+    the pipeline's jobs: bf16 + fused AdamW + TF32 on an H100)."""
+    import dataclasses
+
+    from beluga.training import n_batches
+
+    run = base_run()
+    spe = n_batches(wl.streams, wl.batch)
+    run = dataclasses.replace(run, model=wl.model, start_label=wl.model, max_length=wl.max_length, seed=wl.seed,
+                              precision="auto", hparams={**run.hparams, "batch_size": wl.batch, "epochs": total / spe})
+    if compile_field():
+        run = dataclasses.replace(run, compile=compile_mode)
+    return run
+
+
+class StepTimer:
+    """Hooks around every update ``train`` makes (its algorithm's ``update``, wrapped while
+    :meth:`installed`): after ``warmup`` updates the device is synchronised, the optional barrier is
+    passed, the optional profiler started and the clock started; after ``steps`` more, synchronised
+    and stopped. ``host``: the host's time inside each timed update (no added sync)."""
+
+    def __init__(self, warmup: int, steps: int, barrier=None, profiler=None, frames=None):
+        self.warmup, self.steps, self.barrier, self.profiler = warmup, steps, barrier, profiler
+        self.frames = frames   # dynamo's frame counters (compile): graphs compiled inside the timed steps
+        self.compiled_in_window = 0
+        self.n = 0
+        self.host: list[float] = []
+        self.t_first = self.t_start = self.t_end = self.h0 = 0.0
+        self.wall_start = self.wall_end = 0.0
+
+    def before(self) -> None:
+        if self.n == 0:
+            self.t_first = time.perf_counter()
+        if self.n == self.warmup:
+            sync()
+            if self.barrier is not None:
+                self.barrier()
+            if self.profiler is not None:
+                self.profiler.start()
+            if self.frames is not None:
+                self.compiled_in_window = -self.frames["total"]
+            self.wall_start, self.t_start = time.time(), time.perf_counter()
+        self.h0 = time.perf_counter()
+
+    def after(self) -> None:
+        if self.n >= self.warmup:
+            self.host.append(time.perf_counter() - self.h0)
+        self.n += 1
+        if self.n == self.warmup + self.steps:
+            sync()
+            self.t_end, self.wall_end = time.perf_counter(), time.time()
+            if self.frames is not None:
+                self.compiled_in_window += self.frames["total"]
+            if self.profiler is not None:
+                self.profiler.stop()
+
+    @contextlib.contextmanager
+    def installed(self):
+        import beluga.training as training
+
+        real, timer = training.get_algorithm, self
+
+        def timed_algorithm(name):
+            cls = real(name)
+
+            class Timed(cls):
+                def update(self, minibatches):
+                    timer.before()
+                    out = super().update(minibatches)
+                    timer.after()
+                    return out
+
+            Timed.__name__ = Timed.__qualname__ = cls.__name__
+            return Timed
+
+        training.get_algorithm = timed_algorithm
+        try:
+            yield self
+        finally:
+            training.get_algorithm = real
+
+
+def timed_train(wl: Workload, model, tok, hygiene: bool, compile_mode: str, warmup: int, steps: int,
+                barrier=None, profiler=None) -> dict:
+    """``beluga.training.train`` for ``warmup + steps`` updates of ``wl`` (the loop as the pipeline runs it),
+    timing the last ``steps``."""
+    import torch
+
+    from beluga.modeling import set_seed
+    from beluga.precision import resolve
+    from beluga.training import train
+
+    frames = None
+    if compile_mode != "off":
+        from torch._dynamo.utils import counters
+
+        frames = counters["frames"]
+    timer = StepTimer(warmup, steps, barrier, profiler, frames)
+    run = variant_run(wl, warmup + steps, compile_mode)
+    if common.DEVICE.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(common.DEVICE)
+    set_seed(wl.seed)   # the same dropout masks in every variant
+    with timer.installed():
+        summary = train(model, tok, wl.streams, run, precision=resolve(run.precision, common.DEVICE),
+                        host_hygiene=hygiene)
+    if summary["steps"] != warmup + steps or timer.n != warmup + steps:
+        raise RuntimeError(f"benchmark: {summary['steps']} updates ran, {warmup + steps} were planned")
+    return {"elapsed_s": timer.t_end - timer.t_start, "warmup_s": timer.t_start - timer.t_first,
+            "wall_start": timer.wall_start, "wall_end": timer.wall_end,
+            "host_s_per_step": statistics.fmean(timer.host), "peak_mem_mib": peak_mem_mib(),
+            "tokenize_s": summary.get("tokenize_s"), "compile_s": summary.get("compile_s"),
+            "compiles": summary.get("compiles"), "compiles_in_timed_steps": timer.compiled_in_window}
+
+
+def window_counts(wl: Workload, tok, first: int, n: int) -> tuple[int, int, int]:
+    """(sequences, real tokens, padded tokens) of updates ``first`` .. ``first + n - 1``: the batches ``train``
+    draws (pooled sampling), tokenized as the loop does."""
+    import numpy as np
+
+    from beluga.training import epoch_batches, n_batches
+
+    spe = n_batches(wl.streams, wl.batch)
+    epochs: dict[int, list] = {}
+    seqs = real = padded = 0
+    for s in range(first, first + n):
+        e, i = divmod(s, spe)
+        if e not in epochs:
+            epochs[e] = epoch_batches(wl.streams, wl.batch, np.random.default_rng([wl.seed, e]))
+        b = epochs[e][i]
+        lens = [len(x) for x in tok(b.texts, b.texts_b, truncation=True, max_length=wl.max_length)["input_ids"]]
+        seqs, real, padded = seqs + len(lens), real + sum(lens), padded + len(lens) * max(lens)
+    return seqs, real, padded
+
+
+def weights_of(model) -> dict:
+    return {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items() if v.is_floating_point()}
+
+
+def max_diff(a: dict, b: dict) -> float:
+    return max(float((a[k] - b[k]).abs().max()) for k in a)
+
+
+def heldout_loss(model, tok, wl: Workload) -> float:
+    """The mean loss on the held-out batch (eval mode, the run's precision, tokenized as the current loop)."""
+    import numpy as np
+    import torch
+
+    from beluga.precision import resolve
+    from beluga.training import LossFn, epoch_batches
+
+    batch = epoch_batches({"iid": wl.heldout}, len(wl.heldout), np.random.default_rng(0))[0]
+    loss_fn = LossFn(tok, wl.max_length, precision=resolve("auto", common.DEVICE), host_hygiene=False)
+    model.eval()
+    with torch.no_grad():
+        value = float(loss_fn(model, batch).mean())
+    model.train()
+    return value

@@ -1,0 +1,49 @@
+"""What the JSON holds beside the figures: the machine measured on, and the throughput table that
+``python -m beluga plan`` reads (sequences/s of the model at its length, one job)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+
+from bench import common
+
+
+def machine_info() -> dict:
+    """The CPU (its model name from /proc/cpuinfo where there is one), cores, torch and the first GPU."""
+    import torch
+
+    machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+               "torch": torch.__version__, "threads": 1, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+               "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as fh:
+            machine["cpu"] = next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
+    return machine
+
+
+def throughput_table(results: dict, machine: dict, device: str) -> dict:
+    """``throughput.<device>``: the reference model's size and length, training and prediction rates, the fixed
+    seconds per job and the methods' costs; with the variants on the fold data, their steady-state figures."""
+    from beluga.workflow.plan import model_size
+
+    fixed = results.get("fold_job", {}).get("fast exit")
+    table = {
+        "machine": f"{machine['cuda'] if device == 'cuda' else machine['cpu']}, measured {results['when']}",
+        "ref_size": list(model_size(common.MODEL)), "ref_length": common.MAX_LENGTH, "batch_size": common.BATCH,
+        "train_seq_per_s": results.get("train_seq_per_s"), "predict_seq_per_s": results.get("predict_seq_per_s"),
+        "fixed_s_per_job": None if fixed is None else fixed["wall_s"] * fixed["fixed_share"],
+        "method_cost": results.get("method_cost", {})}
+    chosen = results.get("variants", {}).get("base")
+    if chosen and chosen["data"] == "fold":
+        # the steady-state figures of the variants (same model, length and batch as the table's reference)
+        v = chosen["variants"]
+        jobs = {k: x for k, x in v.items() if k.startswith("jobs_")}
+        best = max(jobs.values(), key=lambda x: x["seq_per_s"]) if jobs else None
+        table.update({"train_seq_per_s": v["host_hygiene"]["seq_per_s"], "train_loop": "host hygiene, one job",
+                      "train_seq_per_s_current_loop": v["current"]["seq_per_s"],
+                      "jobs_per_gpu": None if best is None else best["jobs"],
+                      "train_seq_per_s_per_gpu": None if best is None else best["seq_per_s"],
+                      "mfu": (best or v["host_hygiene"])["mfu"]})
+    return table

@@ -1,0 +1,140 @@
+"""The training variants side by side (``--variants``, ``--large``): (a) the current loop, (b) host hygiene,
+(c) K jobs per GPU, (d) / (e) compile default / graphs, on the same seeded batches of a workload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench import common
+from bench.common import free, fresh_model, median, non_embedding_params, peak_flops, row
+from bench.jobs import run_jobs
+from bench.loop import compile_field, heldout_loss, max_diff, timed_train, variant_run, weights_of, window_counts
+from bench.workloads import Workload
+
+
+def bench_variants(wl: Workload, args, tmp: Path) -> dict:
+    """(a) current loop, (b) host hygiene, (c) K jobs per GPU, (d) / (e) compile default / graphs on the same
+    seeded batches of ``wl``; see ``scripts/benchmark.py``'s docstring."""
+    import torch
+
+    warmup, steps, reps = args.warmup, args.steps, args.reps
+    model, tok = fresh_model(wl.model)
+    n_params = non_embedding_params(model)
+    del model
+    seqs, real, padded = window_counts(wl, tok, warmup, steps)
+    peak, gpu = peak_flops()
+    per_gpu = "per GPU" if common.DEVICE.type == "cuda" else "on the CPU"
+    data = ("the default suite's seen fold of IID->(IID+T)" if wl.data == "fold" else
+            "i.i.d. sentences joined into full windows, trained as classification")
+    print(f"\nvariants [{wl.name}]: {wl.model} ({common.MODEL_SOURCE.get(wl.model)}; {n_params / 1e6:.1f}M "
+          f"non-embedding parameters) at {wl.max_length} tokens, batch {wl.batch}, on {gpu}; data: {data}; "
+          f"{warmup} warm-up + {steps} timed steps ({seqs / steps:.1f} sequences, {real / steps:.0f} real tokens "
+          f"per step, {1 - real / padded:.0%} padding), median of {reps}", flush=True)
+    variants = [("current", "(a) current loop", False, "off"), ("host_hygiene", "(b) host hygiene", True, "off")]
+    skipped = {}
+    for mode, letter in (("default", "d"), ("graphs", "e")):
+        key = f"compile_{mode}"
+        if mode not in args.compile_variants:
+            skipped[key] = "not asked for (--compile-variants)"
+        elif not compile_field():
+            skipped[key] = "FoldRun has no 'compile' setting in this checkout"
+        elif mode == "graphs" and common.DEVICE.type != "cuda":
+            skipped[key] = "CUDA only"
+        else:
+            variants.append((key, f"({letter}) compile {mode} + host hygiene", True, mode))
+    for key, why in skipped.items():
+        print(f"  ({key}: skipped: {why})")
+    elapsed: dict[str, list] = {k: [] for k, *_ in variants}
+    records: dict[str, list] = {k: [] for k, *_ in variants}
+    drift: dict[str, tuple] = {}
+    ref_w = ref_loss = None
+    for rep in range(reps):
+        for key, label, hygiene, mode in variants:
+            model, tok = fresh_model(wl.model)
+            r = timed_train(wl, model, tok, hygiene, mode, warmup, steps)
+            elapsed[key].append(r["elapsed_s"])
+            records[key].append(r)
+            if rep == 0:
+                w, loss = weights_of(model), heldout_loss(model, tok, wl)
+                if key == "current":
+                    ref_w, ref_loss = w, loss
+                drift[key] = (max_diff(w, ref_w), abs(loss - ref_loss))
+                del w
+            del model
+            free()
+            comp = f" (compiling {r['compile_s']:.1f} s, {r['compiles']} graph(s))" if r.get("compiles") else ""
+            if r["compiles_in_timed_steps"]:
+                comp += f"; {r['compiles_in_timed_steps']} compiled in the timed steps: raise --warmup"
+            print(f"  {label}, round {rep + 1}: {steps / r['elapsed_s']:.2f} steps/s, warm-up {r['warmup_s']:.1f} s"
+                  f"{comp}", flush=True)
+
+    def rates(seconds: float, k: int = 1) -> dict:
+        return {"steps_per_s": k * steps / seconds, "seq_per_s": k * seqs / seconds,
+                "tokens_per_s": k * real / seconds,
+                "mfu": None if peak is None else 6 * n_params * k * real / seconds / peak}
+
+    out: dict = {}
+    for key, label, _, _ in variants:
+        t = median(elapsed[key])
+        out[key] = {"label": label, "jobs": 1, **rates(t), "elapsed_s": elapsed[key],
+                    "warmup_s": median([r["warmup_s"] for r in records[key]]),
+                    "host_ms_per_step": 1e3 * median([r["host_s_per_step"] for r in records[key]]),
+                    "peak_mem_mib": max(r["peak_mem_mib"] for r in records[key]),
+                    "weight_drift": drift[key][0], "loss_drift": drift[key][1],
+                    "tokenize_s": records[key][0]["tokenize_s"],
+                    "compile_s": median([r["compile_s"] or 0.0 for r in records[key]]),
+                    "compiles_in_timed_steps": max(r["compiles_in_timed_steps"] for r in records[key])}
+    if any(mode != "off" for *_, mode in variants):
+        torch._dynamo.reset()   # compiled code and CUDA graph pools: not kept while the workers run
+    free()
+    for K in args.jobs_per_gpu:
+        key = f"jobs_{K}"
+        print(f"  (c) {K} job{'s' if K > 1 else ''} {per_gpu}: {K} worker process{'es' if K > 1 else ''}, "
+              f"{reps} round{'s' if reps > 1 else ''}", flush=True)
+        res = run_jobs(wl.save(tmp / f"workload-{wl.name}.json"), K, reps, warmup, steps, tmp, save_weights=True)
+        spans, sums = [], []
+        for rep, start in enumerate(res["starts"]):
+            recs = [r for r in res["records"] if r["rep"] == rep]
+            spans.append(max(r["wall_end"] for r in recs) - start)
+            sums.append(sum(seqs / r["elapsed_s"] for r in recs))
+        first = [r for r in res["records"] if r["rep"] == 0 and "heldout_loss" in r]
+        w = torch.load(res["weights"], weights_only=True)
+        label = f"(c) {K} job{'s' if K > 1 else ''} {per_gpu}, aggregate"
+        out[key] = {"label": label, "jobs": K, **rates(median(spans), K),
+                    "elapsed_s": spans, "seq_per_s_sum_of_jobs": median(sums),
+                    "warmup_s": median([r["warmup_s"] for r in res["records"]]),
+                    "host_ms_per_step": 1e3 * median([r["host_s_per_step"] for r in res["records"]]),
+                    "peak_mem_mib": max(r["peak_mem_mib"] for r in res["records"]),
+                    "peak_mem_mib_all_jobs": median([sum(r["peak_mem_mib"] for r in res["records"] if r["rep"] == i)
+                                                     for i in range(reps)]),
+                    "weight_drift": max_diff(w, ref_w), "loss_drift": abs(first[0]["heldout_loss"] - ref_loss)}
+        del w
+        res["weights"].unlink()
+    base = out["current"]["seq_per_s"]
+    head = (f"{'variant':<40} {'steps/s':>8} {'seq/s':>9} {'tokens/s':>10} {'MFU':>7} {'peak MiB':>9} "
+            f"{'max|dW|':>9} {'|dloss|':>9} {'x (a)':>7}")
+    print(head)
+    for v in out.values():
+        v["ratio"] = v["seq_per_s"] / base
+        mfu = "n/a" if v["mfu"] is None else f"{v['mfu']:.2%}"
+        print(f"{v['label']:<40} {v['steps_per_s']:8.2f} {v['seq_per_s']:9.1f} {v['tokens_per_s']:10.0f} {mfu:>7} "
+              f"{v['peak_mem_mib']:9.0f} {v['weight_drift']:9.2e} {v['loss_drift']:9.2e} {v['ratio']:6.2f}x",
+              flush=True)
+    if common.DEVICE.type != "cuda":
+        print("(CPU: MFU n/a; peak memory: the process's max RSS so far; jobs: 1 thread each, sharing the cores)")
+    best = max(out, key=lambda k: out[k]["seq_per_s"])
+    speedup = out[best]["seq_per_s"] / base
+    cuda = common.DEVICE.type == "cuda"
+    row(f"[{wl.name}] training seq/s{' per GPU' if cuda else ''}, {best} vs (a) current loop", out[best]["seq_per_s"],
+        "seq/s", baseline=base, target=">= 10x" if wl.name == "base" else "",
+        ok=(speedup >= 10) if cuda and wl.name == "base" else None, note="target on an H100, at 128 tokens")
+    mfus = {k: v["mfu"] for k, v in out.items() if v["mfu"] is not None}
+    if mfus:
+        top = max(mfus, key=mfus.get)
+        row(f"[{wl.name}] training MFU on real tokens, best ({top})", mfus[top], "share", target=">= 0.25",
+            ok=mfus[top] >= 0.25, note=f"6 x {n_params / 1e6:.1f}M x real tokens/s / {gpu} dense bf16 peak")
+    return {"model": wl.model, "model_source": common.MODEL_SOURCE.get(wl.model), "max_length": wl.max_length,
+            "batch_size": wl.batch, "data": wl.data, "params_non_embedding": n_params, "warmup": warmup,
+            "steps": steps, "reps": reps, "device": gpu, "peak_flops": peak, "seq_per_step": seqs / steps,
+            "real_tokens_per_step": real / steps, "padding_share": 1 - real / padded,
+            "precision": variant_run(wl, 1, "off").precision, "best": best, "variants": out, "skipped": skipped}

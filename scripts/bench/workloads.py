@@ -1,0 +1,107 @@
+"""The data the benchmarks train on: the default suite's seen fold (:func:`default_fold`) and the training
+variants' workloads (:class:`Workload`: a model, its length and batch, the streams and a held-out batch)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.common import REPO
+
+
+def default_fold(tmp: Path):
+    """The embedded default's suite and i.i.d. data (built in ``tmp``), and the
+    training streams of the seen fold of IID→(IID+T) with the default's mix."""
+    import pandas as pd
+
+    from beluga.steps import data
+    from beluga.suites.build import split_cases
+    from beluga.tasks import get_task_type
+    from beluga.training import build_streams
+    from beluga.workflow.plan import load_config
+
+    cfg = load_config(str(REPO / "config.yaml"))   # validated, the schema's defaults filled
+    task_cfg = cfg["tasks"]["sent"]
+    iid = {k: str(tmp / f"{k}.parquet") for k in ("train", "val", "test", "pool")}
+    data.prepare_iid(iid=task_cfg["iid"], task_type="sent", outputs=iid)
+    data.build_suite(suite=task_cfg["suite"], task_type="sent", pool=iid["pool"], out_suite=str(tmp / "suite.parquet"))
+    data.split_suite(suite=str(tmp / "suite.parquet"), task_type="sent", fractions=cfg["split"]["fractions"],
+                     seed=cfg["split"]["seed"], out_split=str(tmp / "split.parquet"),
+                     out_summary=str(tmp / "summary.tsv"))
+    ttype = get_task_type("sent")
+    suite_train = split_cases(str(tmp / "suite.parquet"), str(tmp / "split.parquet"), "sent", "train")
+    mix = pd.read_parquet(iid["train"])
+    n_mix = cfg["training"]["iid_in_mix"]
+    if n_mix is not None and len(mix) > n_mix:
+        mix = mix.sample(n=int(n_mix), random_state=1).reset_index(drop=True)
+    return ttype, build_streams(ttype, mix, suite_train), cfg, iid
+
+
+@dataclass
+class Workload:
+    """What a block of variants trains: the model, its length and batch size, the streams (all variants draw
+    the same seeded batches from them: ``beluga.training.epoch_batches`` with the generator (seed, epoch)) and
+    the held-out i.i.d. batch the drift's loss is measured on."""
+
+    name: str            # base / large
+    model: str
+    max_length: int
+    batch: int
+    data: str            # fold (the default suite's seen fold) / long (i.i.d. sentences joined into full windows)
+    streams: dict
+    heldout: list
+    seed: int = 1
+
+    def save(self, path: Path) -> Path:
+        """As JSON (the worker processes read it; no pickle: tests/test_safety.py)."""
+        import dataclasses
+
+        d = dict(self.__dict__)
+        d["streams"] = {k: [dataclasses.asdict(it) for it in v] for k, v in self.streams.items()}
+        d["heldout"] = [dataclasses.asdict(it) for it in self.heldout]
+        path.write_text(json.dumps(d))
+        return path
+
+    @classmethod
+    def load(cls, path: str) -> Workload:
+        from beluga.training import TrainItem
+
+        d = json.loads(Path(path).read_text())
+        d["streams"] = {k: [TrainItem(**it) for it in v] for k, v in d["streams"].items()}
+        d["heldout"] = [TrainItem(**it) for it in d["heldout"]]
+        return cls(**d)
+
+
+def long_items(ttype, df, length: int) -> list:
+    """i.i.d. sentences joined in order until a text has 8 characters per token of ``length`` (so it fills a
+    window of ``length`` tokens and is truncated there), with the first sentence's label: full windows."""
+    import numpy as np
+
+    from beluga.training import TrainItem
+
+    items, parts, size, label = [], [], 0, 0
+    eye = np.eye(ttype.num_model_labels)
+    for text, y in zip(df["text"], df["label"]):
+        if not parts:
+            label = int(y)
+        parts.append(str(text))
+        size += len(text) + 1
+        if size >= 8 * length:
+            items.append(TrainItem("iid", [" ".join(parts)], None, list(eye[label])))
+            parts, size = [], 0
+    return items
+
+
+def make_workload(name: str, model: str, length: int, batch: int, data: str, ttype, streams, iid) -> Workload:
+    import pandas as pd
+
+    from beluga.training import build_streams
+
+    test = pd.read_parquet(iid["test"])
+    if data == "long":
+        streams = {"iid": long_items(ttype, pd.read_parquet(iid["train"]), length)}
+        heldout = long_items(ttype, test, length)[:batch]
+    else:
+        heldout = build_streams(ttype, test.head(batch), None)["iid"]
+    return Workload(name, model, length, batch, data, streams, heldout)
