@@ -1,7 +1,7 @@
-"""``python -m beluga ...`` (see beluga/workflow/cli.py)."""
+"""``python -m beluga ...`` (see beluga/cli/__init__.py)."""
 
 import sys
 
-from beluga.workflow.cli import main
+from beluga.cli import main
 
 sys.exit(main())

@@ -35,7 +35,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from beluga import training
+from beluga import batches, training
 from beluga.clock import Clock
 from beluga.errors import ConfigError
 from beluga.folds import configuration
@@ -117,8 +117,8 @@ def train_fold(run: FoldRun, job: Job, clock: Clock, *, suite: str, split: str, 
     suite_train, iid_mix = training_data(run, suite=suite, split=split, iid_train=iid_train, case_ids=case_ids)
     model, tokenizer = load_start_model(run, job, num_labels=ttype.num_model_labels, head=ttype.head, start=start,
                                         config_overrides=get_algorithm(run.method).config_overrides(run.hparams))
-    streams = training.build_streams(ttype, iid_mix, suite_train, dir_train_slice=run.dir_train_slice,
-                                     qa_answer_match=run.qa_answer_match)
+    streams = batches.build_streams(ttype, iid_mix, suite_train, dir_train_slice=run.dir_train_slice,
+                                    qa_answer_match=run.qa_answer_match)
     return model, tokenizer, train_model(model, tokenizer, streams, run, job, clock, on_epoch_end=on_epoch_end,
                                          lr_factor=lr_factor)
 

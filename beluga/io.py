@@ -1,4 +1,5 @@
-"""Atomic writes: every file a job produces appears complete or not at all."""
+"""Atomic writes: every file a job produces appears complete or not at all, and a command's ``--out``
+folder as a whole or not at all."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from beluga.errors import DataError, OutputError
+from beluga.errors import BelugaError, DataError, OutputError
 
 # errors that mean "this output cannot be written here" (read-only or full disk,
 # no permission): reported as one line naming the file instead of a traceback
@@ -211,3 +212,117 @@ def release_results_lock(folder: str | os.PathLike, workdir: str | os.PathLike) 
     if Path(held.get("workdir", "")) == Path(workdir).absolute():
         with contextlib.suppress(OSError):
             lock.unlink()
+
+
+# ---------------------------------------------------------------- an output folder written as a whole
+def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two paths name one file (the same inode when both exist, else the same resolved path)."""
+    x, y = Path(a), Path(b)
+    try:
+        if x.exists() and y.exists():
+            return x.samefile(y)
+    except OSError:
+        pass
+    return x.resolve() == y.resolve()
+
+
+def _is_leftover(name: str) -> bool:
+    """A temporary file of an interrupted atomic write (``.<name>.*.tmp``)."""
+    return name.startswith(".") and name.endswith(".tmp")
+
+
+def check_out_folder(command: str, out_dir: str, own: tuple[str, ...],
+                     inputs: dict[str, str | None] | list[tuple[str, str | None]]) -> None:
+    """Before any work: ``--out`` can be replaced as a whole by what
+    ``command`` writes (``own``), or one line says why not -- it is a file,
+    the working directory (or holds it), it holds one of the command's
+    ``inputs`` (label -> path, or (label, path) pairs where a label repeats:
+    the suite, the predictions, each model folder; checked in that order),
+    or it holds files the command does not write (never deleted: choose a new
+    or empty folder, or one an earlier run of the command wrote)."""
+    out = Path(out_dir)
+    where = f"output folder {out_dir}: field '--out'"
+    if out.exists() and not out.is_dir():
+        raise BelugaError(f"{where}: is a file, not a folder")
+    real = Path(out_dir).expanduser().resolve()
+    cwd = Path.cwd().resolve()
+    if real == cwd or real in cwd.parents:
+        raise BelugaError(f"{where}: is the working directory or holds it; {command} replaces its --out folder "
+                          "as a whole: name a folder of its own, e.g. --out results")
+    for label, path in (inputs.items() if isinstance(inputs, dict) else inputs):
+        if not path:
+            continue
+        p = Path(path).expanduser()
+        if not p.exists():
+            continue
+        rp = p.resolve()
+        inside = rp == real or real in rp.parents
+        same = any((out / name).exists() and same_file(out / name, p) for name in own)
+        if inside or same:
+            raise BelugaError(f"{where}: holds the {label} {path} that {command} reads, and {command} replaces the "
+                              "folder as a whole; choose another --out")
+    if out.is_dir():
+        foreign = sorted(e.name for e in out.iterdir() if e.name not in own and not _is_leftover(e.name))
+        if foreign:
+            shown = ", ".join(foreign[:3]) + (f", ... ({len(foreign)} in all)" if len(foreign) > 3 else "")
+            raise BelugaError(f"{where}: holds {len(foreign)} file(s) {command} does not write ({shown}); "
+                              f"{command} replaces its --out folder as a whole (its files: {', '.join(own)}): "
+                              "choose a new or empty folder, or one an earlier run wrote")
+
+
+def write_out_folder(out_dir: str, writers: dict) -> None:
+    """Write ``--out`` as a whole or not at all: every file (name ->
+    ``writer(path)``) into a temporary sibling folder, then that folder
+    swapped in for ``out_dir`` (the earlier run's folder, if any, removed
+    after). A failure leaves the earlier folder as it was (or none) and no
+    file of this run; an error names the final file. Call
+    :func:`check_out_folder` first."""
+    out = Path(out_dir).expanduser()
+    target = Path(os.path.realpath(out)) if out.is_symlink() else out.absolute()
+    first = Path(out_dir) / next(iter(writers))
+
+    def reason(e: OSError) -> str:
+        return " ".join(str(e.strerror or e).split())
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    except OSError as e:
+        if target.is_dir() and e.errno in WRITE_ERRNOS and not os.access(target, os.W_OK):
+            raise output_error(first, e) from None   # the folder itself cannot be written either
+        if target.is_dir():
+            raise BelugaError(f"output folder {out_dir}: field '--out': cannot be replaced as a whole: "
+                              f"{target.parent} is not writable ({reason(e)}); choose an --out in a writable "
+                              "folder") from None
+        raise BelugaError(f"output folder {out_dir}: field '--out': cannot be created: {reason(e)}") from None
+    old = None
+    try:
+        for name, write in writers.items():
+            try:
+                write(tmp / name)
+            except OutputError as e:   # named after the staging folder: name the file the user asked for
+                code = getattr(e, "errno", None) or errno.EIO
+                raise output_error(Path(out_dir) / name, OSError(code, os.strerror(code))) from None
+        for f in tmp.iterdir():
+            os.chmod(f, 0o644)
+        os.chmod(tmp, 0o755)
+        if target.exists():
+            old = target.parent / f"{tmp.name[:-len('.tmp')]}.old"
+            os.rename(target, old)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if old is not None:
+                os.rename(old, target)
+                old = None
+            raise
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OutputError):
+            raise
+        raise output_error(out_dir, e, what="output folder", field="--out") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if old is not None:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(old)

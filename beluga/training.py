@@ -1,11 +1,12 @@
-"""The one training loop: streams of i.i.d. examples and suite cases ->
-minibatches -> ``method.update``. Every configuration and method goes
-through ``train``.
+"""The one training loop: streams of i.i.d. examples and suite cases
+(:mod:`beluga.batches`) -> minibatches -> ``method.update``. Every
+configuration and method goes through ``train``.
 
-Streams (ref. code): ``iid`` (D_train), ``MFT``, ``INV`` and ``DIR`` (T_train
-cases by test type). Each minibatch comes from one stream; per epoch the
-batches of all streams are shuffled together, so streams are drawn in
-proportion to their number of batches. INV/DIR minibatches hold
+Streams (ref. code, :func:`beluga.batches.build_streams`): ``iid``
+(D_train), ``MFT``, ``INV`` and ``DIR`` (T_train cases by test type). Each
+minibatch comes from one stream; per epoch the batches of all streams are
+shuffled together (:func:`beluga.batches.epoch_batches`), so streams are
+drawn in proportion to their number of batches. INV/DIR minibatches hold
 (original, one randomly drawn perturbation) pairs, redrawn every epoch.
 
 Two sampling modes, chosen by the method (``Algorithm.sampling``):
@@ -14,14 +15,14 @@ Two sampling modes, chosen by the method (``Algorithm.sampling``):
   pass over every stream, ``n_batches`` updates, each given one minibatch.
 - ``per_env`` (irm, group_dro, fish): items are grouped by environment
   (``TrainItem.env``: the functionality, ``iid`` for i.i.d. items; see
-  :func:`env_groups`), and every update is given a list of minibatches, one
-  per environment of the step: all environments, or a fresh uniform sample of
-  ``envs_per_step`` of them (fish: ``fish_envs``) in random order. Each
-  environment's items are consumed in a shuffled order, reshuffled after
-  every pass (small environments cycle more often: sampling is balanced over
-  environments, not over items); a minibatch holds up to ``batch_size``
-  distinct items of one environment and one batch kind (see
-  :class:`EnvSampler`). An *epoch* is ``ceil(total items / (k ×
+  :func:`beluga.batches.env_groups`), and every update is given a list of
+  minibatches, one per environment of the step: all environments, or a fresh
+  uniform sample of ``envs_per_step`` of them (fish: ``fish_envs``) in random
+  order. Each environment's items are consumed in a shuffled order,
+  reshuffled after every pass (small environments cycle more often: sampling
+  is balanced over environments, not over items); a minibatch holds up to
+  ``batch_size`` distinct items of one environment and one batch kind (see
+  :class:`beluga.batches.EnvSampler`). An *epoch* is ``ceil(total items / (k ×
   batch_size))`` updates by default (``per_env_epoch="examples"``, k
   environments per step): as many examples, and so about the compute, of a
   pooled epoch, as in the reference code (the paper's equal compute budget
@@ -37,7 +38,6 @@ every method (:class:`beluga.methods.Algorithm`).
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import math
 import time
@@ -45,274 +45,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 import torch
 
 from beluga import checkpoint
+from beluga.batches import Batch, EnvSampler, TrainItem, env_groups, epoch_batches, n_batches
 from beluga.compiling import CompiledForward
-from beluga.errors import ConfigError, DataError
+from beluga.errors import ConfigError
 from beluga.health import DivergedError, check_finite_weights
-from beluga.losses import DIR_FN_INDEX, dir_function_for, dir_loss, inv_loss, mft_loss, neutral_mask
+from beluga.losses import dir_loss, inv_loss, mft_loss, neutral_mask
 from beluga.methods import Algorithm, check_method_hparams, get_algorithm
 from beluga.precision import FP32, Precision, full
-from beluga.qa import locate_answer, qa_inv_batch_loss, qa_mft_batch_loss
+from beluga.qa import qa_inv_batch_loss, qa_mft_batch_loss
 from beluga.settings import FoldRun
-from beluga.tasks import TaskType
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class TrainItem:
-    """One training item of a stream (:func:`build_streams`): an i.i.d. example or (part of) a suite case."""
-
-    env: str
-    inputs: list[str]
-    inputs_b: list[str] | None = None
-    target: list[float] | None = None   # MFT / i.i.d.
-    dir_fn: int | None = None           # DIR
-    dir_slice: bool = False             # DIR: drop pairs whose original is predicted neutral
-    answer: str | None = None           # QA MFT / i.i.d.: the answer string (inputs: context, inputs_b: question)
-    answer_start: int | None = None     # QA: character start of the answer (None: first occurrence)
-    qa: bool = False                    # QA item (span targets / aligned INV) rather than a class distribution
-
-
-@dataclass
-class Batch:
-    kind: str                      # "mft" | "inv" | "dir" | "qa_mft" | "qa_inv"
-    envs: list[str]
-    texts: list[str]               # mft: inputs; inv/dir: originals then perturbations (QA: contexts)
-    texts_b: list[str] | None = None  # second inputs (PARA: question2; QA: questions)
-    targets: torch.Tensor | None = None
-    dir_fn: torch.Tensor | None = None
-    dir_slice: torch.Tensor | None = None
-    answers: list[str] | None = None
-    answer_starts: list[int | None] | None = None
-    size: int = field(init=False)
-
-    def __post_init__(self):
-        self.size = len(self.envs)
-
-
-def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: pd.DataFrame | None,
-                  dir_train_slice: bool = True, qa_answer_match: str = "token") -> dict[str, list[TrainItem]]:
-    streams: dict[str, list[TrainItem]] = {}
-    if iid_train is not None and len(iid_train) and ttype.head == "qa":
-        streams["iid"] = [TrainItem("iid", [c], [q], answer=str(a[0]), answer_start=int(s[0]), qa=True)
-                          for c, q, a, s in zip(iid_train["context"], iid_train["question"], iid_train["answers"],
-                                                iid_train["answer_starts"])]
-    elif iid_train is not None and len(iid_train):
-        n = ttype.num_model_labels
-        texts_b = iid_train["text_b"] if "text_b" in iid_train.columns else [None] * len(iid_train)
-        streams["iid"] = [TrainItem("iid", [t], None if b is None else [b], list(np.eye(n)[int(y)]))
-                          for t, b, y in zip(iid_train["text"], texts_b, iid_train["label"])]
-    if suite_train is not None and len(suite_train):
-        unpaired = 0
-        for r in suite_train.itertuples(index=False):
-            stream, items = _case_items(ttype, r, dir_train_slice, qa_answer_match)
-            if stream in ("INV", "DIR"):   # a pair loss needs the original and a perturbation
-                kept = [it for it in items if len(it.inputs) >= 2]
-                unpaired += len(items) - len(kept)
-                items = kept
-            if items:
-                streams.setdefault(stream, []).extend(items)
-        if unpaired:
-            log.info("training data: %d INV / DIR case(s) with fewer than two inputs skipped (no perturbation to "
-                     "train on)", unpaired)
-    return {k: streams[k] for k in sorted(streams)}
-
-
-def _case_items(ttype: TaskType, r, dir_train_slice: bool,
-                qa_answer_match: str = "token") -> tuple[str, list[TrainItem]]:
-    """Training items of one suite case and the stream they go to.
-
-    MFTs: one item per input with its (soft) target. A DIR whose expectation
-    is a label check (PARA: perturbed pairs with a known label, ``eq`` with
-    ``val`` or the implication triplets) is trained as MFTs on the inputs the
-    expectation checks (all, or all but the original under
-    ``all_except_first``). A training hint ``"train": {"as": "MFT", "label": y}``
-    in the expectation parameters (PARA's one-pair synonym "INV", a paper fix)
-    trains every input as an MFT with label y. Other INVs / DIRs: one item per
-    case (original + perturbations)."""
-    params = json.loads(r.expect_params) if r.expect_params else {}
-    inputs = list(r.inputs)
-    inputs_b = list(r.inputs_b) if r.inputs_b is not None else None
-    if ttype.head == "qa":
-        return _qa_case_items(r, inputs, inputs_b, qa_answer_match)
-    hint = params.get("train") or {}
-    test_type = r.test_type
-    if hint.get("as") == "MFT" or test_type == "MFT" or r.expect in ("eq", "triplet"):
-        if hint.get("as") == "MFT":
-            expect, labels, first = "eq", [hint.get("label")] * len(inputs), 0
-        else:
-            expect = "eq" if r.expect == "triplet" else r.expect
-            labels = list(r.labels) if r.labels is not None else [params.get("val")] * len(inputs)
-            first = 1 if test_type != "MFT" and r.agg_fn == "all_except_first" and r.expect != "triplet" else 0
-        items = []
-        for j in range(first, len(inputs)):
-            label = labels[j] if labels[j] is not None else params.get("val")
-            items.append(TrainItem(r.functionality, [inputs[j]], [inputs_b[j]] if inputs_b else None,
-                                   ttype.mft_target(expect, label)))
-        return "MFT", items
-    if test_type == "INV":
-        return "INV", [TrainItem(r.functionality, inputs, inputs_b)]
-    fn = dir_function_for(r.expect, params)
-    sliced = dir_train_slice and params.get("slice") == "orig_not_neutral"
-    return "DIR", [TrainItem(r.functionality, inputs, inputs_b, dir_fn=DIR_FN_INDEX[fn], dir_slice=sliced)]
-
-
-def _qa_case_items(r, contexts: list[str], questions: list[str] | None,
-                   answer_match: str = "token") -> tuple[str, list[TrainItem]]:
-    """READ: MFTs (and label-checked tests) train the span of the expected
-    answer of every input (located by ``beluga.qa.locate_answer``: its first
-    whole-token occurrence by default, the first substring occurrence under
-    ``training.qa_answer_match: substring``); INVs
-    (``inv`` / ``same_answer``) pair the original with a perturbation and
-    compare their start / end distributions on the aligned positions."""
-    if questions is None:
-        raise ValueError(f"READ case {r.case_id!r}: field 'inputs_b': questions are missing")
-    if r.test_type == "INV":
-        return "INV", [TrainItem(r.functionality, contexts, questions, qa=True)]
-    answers = list(r.answers) if getattr(r, "answers", None) is not None else None
-    if r.test_type != "MFT" or answers is None:
-        raise ValueError(f"READ case {r.case_id!r}: a {r.test_type} test with expectation {r.expect!r} "
-                         "has no training loss (READ trains MFTs with answers and INVs)")
-    items = []
-    for c, q, a in zip(contexts, questions, answers):
-        start = locate_answer(c, str(a), answer_match)
-        if start < 0:
-            raise DataError(f"READ case {r.case_id!r}: field 'answers': {str(a)!r} does not occur in the context "
-                            f"{c[:80]!r}...")
-        items.append(TrainItem(r.functionality, [c], [q], answer=str(a), answer_start=start, qa=True))
-    return "MFT", items
-
-
-def _make_batch(stream: str, items: list[TrainItem], rng: np.random.Generator) -> Batch:
-    envs = [it.env for it in items]
-    has_b = items[0].inputs_b is not None
-    if items[0].qa and stream in ("iid", "MFT"):
-        return Batch("qa_mft", envs, [it.inputs[0] for it in items], [it.inputs_b[0] for it in items],
-                     answers=[it.answer for it in items], answer_starts=[it.answer_start for it in items])
-    if stream in ("iid", "MFT"):
-        return Batch("mft", envs, [it.inputs[0] for it in items],
-                     [it.inputs_b[0] for it in items] if has_b else None,
-                     targets=torch.tensor([it.target for it in items], dtype=torch.float32))
-    # one randomly drawn perturbation per case
-    picks = [int(rng.integers(1, len(it.inputs))) for it in items]
-    texts = [it.inputs[0] for it in items] + [it.inputs[k] for it, k in zip(items, picks)]
-    texts_b = None
-    if has_b:
-        texts_b = [it.inputs_b[0] for it in items] + [it.inputs_b[k] for it, k in zip(items, picks)]
-    if stream == "INV":
-        return Batch("qa_inv" if items[0].qa else "inv", envs, texts, texts_b)
-    return Batch("dir", envs, texts, texts_b,
-                 dir_fn=torch.tensor([it.dir_fn for it in items], dtype=torch.long),
-                 dir_slice=torch.tensor([it.dir_slice for it in items], dtype=torch.bool))
-
-
-def _length(item: TrainItem) -> int:
-    return sum(len(t) for t in item.inputs) + (sum(len(t) for t in item.inputs_b) if item.inputs_b else 0)
-
-
-def epoch_batches(streams: dict[str, list[TrainItem]], batch_size: int, rng: np.random.Generator,
-                  bucket: int = 8) -> list[Batch]:
-    """All minibatches of one epoch, shuffled across streams. Within a stream,
-    items are shuffled, cut into pools of ``bucket`` batches, and each pool is
-    sorted by length before being cut into batches (less padding; ``bucket=1``
-    turns this off)."""
-    planned = []
-    for name in sorted(streams):
-        items = streams[name]
-        order = list(rng.permutation(len(items)))
-        pool = batch_size * max(1, bucket)
-        for p in range(0, len(order), pool):
-            chunk = sorted(order[p:p + pool], key=lambda i: _length(items[i]))
-            for s in range(0, len(chunk), batch_size):
-                planned.append((name, [items[i] for i in chunk[s:s + batch_size]]))
-    sequence = rng.permutation(len(planned))
-    return [_make_batch(planned[i][0], planned[i][1], rng) for i in sequence]
-
-
-def n_batches(streams: dict[str, list[TrainItem]], batch_size: int) -> int:
-    return sum(-(-len(v) // batch_size) for v in streams.values())
-
-
-def epoch_steps_total(steps_per_epoch: int, epochs: float) -> int:
-    """Updates of a run of ``epochs`` (possibly fractional) epochs:
-    ceil(epochs × updates per epoch), as the Hugging Face Trainer counts them
-    (the last, partial epoch runs the first updates of its shuffled order)."""
-    return max(1, math.ceil(round(float(epochs) * steps_per_epoch, 9)))
-
-
-# --------------------------------------------------------------------------- per-environment sampling
-
-
-def env_groups(streams: dict[str, list[TrainItem]]) -> dict[str, tuple[str, list[TrainItem]]]:
-    """Environment -> (stream, items), environments sorted by name.
-
-    An environment is a functionality (or ``iid``); a functionality has one
-    test type, and label-checked DIRs (e.g. PARA) are trained as MFT items, so
-    all its items are in one stream and its minibatches are homogeneous in
-    kind. Should a functionality still have items in several streams, each
-    (functionality, stream) part becomes its own environment
-    ``"<functionality> [<stream>]"`` (with a warning)."""
-    by_env: dict[str, dict[str, list[TrainItem]]] = {}
-    for stream in sorted(streams):
-        for it in streams[stream]:
-            by_env.setdefault(it.env, {}).setdefault(stream, []).append(it)
-    out: dict[str, tuple[str, list[TrainItem]]] = {}
-    for env in sorted(by_env):
-        parts = by_env[env]
-        if len(parts) == 1:
-            (stream, items), = parts.items()
-            out[env] = (stream, items)
-            continue
-        log.warning("environment %r has items in several streams (%s): each part is its own environment",
-                    env, ", ".join(sorted(parts)))
-        for stream, items in sorted(parts.items()):
-            out[f"{env} [{stream}]"] = (stream, items)
-    return dict(sorted(out.items()))
-
-
-class EnvSampler:
-    """Minibatches of one environment at a time (see the module docstring).
-
-    Every environment goes through its items in passes: a pass is a fresh
-    permutation of the environment's items cut into minibatches of
-    ``batch_size`` (the last one of a pass may be smaller, as in pooled
-    sampling), so each item is used once per pass and a minibatch never
-    repeats an item. The batch's ``envs`` are the environment name."""
-
-    def __init__(self, groups: dict[str, tuple[str, list[TrainItem]]], batch_size: int, rng: np.random.Generator):
-        self.groups = groups
-        self.batch_size = batch_size
-        self.rng = rng
-        self.queues: dict[str, list[int]] = {k: [] for k in groups}
-
-    def minibatch(self, env: str) -> Batch:
-        stream, items = self.groups[env]
-        if not self.queues[env]:
-            self.queues[env] = [int(i) for i in self.rng.permutation(len(items))]
-        queue = self.queues[env]
-        pick, self.queues[env] = queue[:self.batch_size], queue[self.batch_size:]
-        batch = _make_batch(stream, [items[i] for i in pick], self.rng)
-        batch.envs = [env] * batch.size
-        return batch
-
-    def step_envs(self, k: int) -> list[str]:
-        """A uniform sample of ``k`` environments, in random order."""
-        names = list(self.groups)
-        return [names[i] for i in self.rng.permutation(len(names))[:k]]
-
-    def state(self) -> dict:
-        """JSON state (generator and queues), for checkpoints."""
-        return {"rng": self.rng.bit_generator.state, "queues": {k: list(v) for k, v in self.queues.items()}}
-
-    def set_state(self, state: dict) -> None:
-        if set(state["queues"]) != set(self.groups):
-            raise ValueError("sampler state: the environments differ")
-        self.rng.bit_generator.state = state["rng"]
-        self.queues = {k: [int(i) for i in state["queues"][k]] for k in self.groups}
 
 
 def to_device(t: torch.Tensor, dev: torch.device) -> torch.Tensor:
@@ -477,6 +223,13 @@ def _mean(values: list[torch.Tensor]) -> float:
 
 
 # --------------------------------------------------------------------------- the training loop
+
+
+def epoch_steps_total(steps_per_epoch: int, epochs: float) -> int:
+    """Updates of a run of ``epochs`` (possibly fractional) epochs:
+    ceil(epochs × updates per epoch), as the Hugging Face Trainer counts them
+    (the last, partial epoch runs the first updates of its shuffled order)."""
+    return max(1, math.ceil(round(float(epochs) * steps_per_epoch, 9)))
 
 
 @dataclass

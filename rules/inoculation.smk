@@ -1,5 +1,5 @@
 # Inoculation by fine-tuning (seed 001; docs/ANALYSES.md; beluga/steps/inoculation.py,
-# beluga/analyses/inoculation.py): the IID model fine-tuned on doses of a unit's challenge data.
+# beluga/analyses/inoculation/): the IID model fine-tuned on doses of a unit's challenge data.
 
 
 rule inoculate:

@@ -13,11 +13,11 @@ import torch
 from conftest import make_tiny_suite, train_run
 
 from beluga import checkpoint
+from beluga.batches import build_streams
 from beluga.errors import ModelError
 from beluga.methods import ALGORITHMS, get_algorithm, method_hparams
 from beluga.modeling import TINY_RANDOM, configure_torch, load_model, load_trained, save_model, set_seed
 from beluga.tasks import SENT
-from beluga.training import build_streams
 
 METHODS = sorted(ALGORITHMS)
 HP = {"lr": 1e-3, "batch_size": 4, "epochs": 3}

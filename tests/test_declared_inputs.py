@@ -12,7 +12,8 @@ import pytest
 from conftest import BASE, RUN, config_with, job_counts, output
 from conftest import smk_config as smk
 
-from beluga.data.iid import load_rotten_tomatoes, source_files, source_version
+from beluga.data.iid import source_files, source_version
+from beluga.data.tables import load_rotten_tomatoes
 from beluga.workflow.dag import model_files, model_version
 
 pytestmark = pytest.mark.slow

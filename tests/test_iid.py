@@ -3,7 +3,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from beluga.data.iid import load_rotten_tomatoes, load_source, load_splits, load_table, qqp_bucket, split_iid
+from beluga.data.iid import load_splits, split_iid
+from beluga.data.paper_data import qqp_bucket
+from beluga.data.tables import load_rotten_tomatoes, load_source, load_table
 from beluga.errors import DataError
 
 

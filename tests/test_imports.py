@@ -181,8 +181,8 @@ LAYERS = ("core", "report", "analyses", "workflow")
 
 def layer(module: str) -> str:
     part = module.split(".")[1] if module.count(".") else ""
-    if part in ("steps", "workflow", "__main__"):
-        return "workflow"   # the glue: steps, DAG helpers, job glue, plan, command line
+    if part in ("steps", "workflow", "cli", "__main__"):
+        return "workflow"   # the glue: steps, DAG helpers, job glue, plan, and the command line
     return part if part in ("report", "analyses") else "core"
 
 

@@ -1,4 +1,4 @@
-"""Inoculation by fine-tuning (docs/ANALYSES.md; beluga/analyses/inoculation.py): dose samples,
+"""Inoculation by fine-tuning (docs/ANALYSES.md; beluga/analyses/inoculation/, beluga/report/paired.py): dose samples,
 units, the learning-rate grids, the seed's schedule (halving on a dev plateau, early stopping),
 the tests behind every outcome and the label-skew flag. The end-to-end run is in
 tests/test_analyses.py."""
@@ -9,70 +9,74 @@ import pytest
 import torch
 from conftest import fold_run, make_tiny_suite
 
-from beluga.analyses import inoculation as ino
+from beluga.analyses.inoculation import plan as ino_plan
+from beluga.analyses.inoculation import summary as ino_summary
+from beluga.analyses.inoculation import train as ino_train
 from beluga.errors import ConfigError
+from beluga.report import paired
 
 # ---------------------------------------------------------------- units and doses
 
 
 def test_dose_samples_are_nested_seeded_and_keyed_by_id():
     ids = [f"c{i:03d}" for i in range(60)]
-    d5, d10, d50 = (ino.dose_sample(ids, d, 11, "class-negation") for d in ("5", "10", "50"))
+    d5, d10, d50 = (ino_plan.dose_sample(ids, d, 11, "class-negation") for d in ("5", "10", "50"))
     assert d10[:5] == d5 and d50[:10] == d10                          # nested
     assert set(d50) <= set(ids) and len(set(d50)) == 50
-    assert ino.dose_sample(list(reversed(ids)), "10", 11, "class-negation") == d10   # ids, not row order
-    assert ino.dose_sample(ids, "10", 12, "class-negation") != d10     # the seed matters
-    assert ino.dose_sample(ids, "10", 11, "suite") != d10              # and the unit
-    assert sorted(ino.dose_sample(ids, "all", 11, "suite")) == ids
-    assert ino.dose_sample(ids, "100", 11, "suite") == ino.dose_sample(ids, "all", 11, "suite")
+    assert ino_plan.dose_sample(list(reversed(ids)), "10", 11, "class-negation") == d10   # ids, not row order
+    assert ino_plan.dose_sample(ids, "10", 12, "class-negation") != d10     # the seed matters
+    assert ino_plan.dose_sample(ids, "10", 11, "suite") != d10              # and the unit
+    assert sorted(ino_plan.dose_sample(ids, "all", 11, "suite")) == ids
+    assert ino_plan.dose_sample(ids, "100", 11, "suite") == ino_plan.dose_sample(ids, "all", 11, "suite")
     # doses a unit runs: numbers below its size, 'all' once
-    assert ino.doses_for(30, [5, 10, 50, "all"]) == ["5", "10", "all"]
-    assert ino.doses_for(30, [10, 5, 40]) == ["5", "10", "all"]
-    assert ino.doses_for(30, [5, 10]) == ["5", "10"]
+    assert ino_plan.doses_for(30, [5, 10, 50, "all"]) == ["5", "10", "all"]
+    assert ino_plan.doses_for(30, [10, 5, 40]) == ["5", "10", "all"]
+    assert ino_plan.doses_for(30, [5, 10]) == ["5", "10"]
 
 
 def test_units_per_level():
     funcs = pd.DataFrame({"functionality": ["a", "b", "c"], "capability": ["Negation", "Negation", "Vocabulary"],
                           "test_type": ["MFT", "INV", "DIR"], "n_cases": [10, 10, 8]})
-    units = ino.units(funcs, ["suite", "class", "functionality"])
+    units = ino_plan.units(funcs, ["suite", "class", "functionality"])
     assert units["suite"]["functionalities"] == ["a", "b", "c"]
     assert units["class-negation"]["functionalities"] == ["a", "b"]
     assert units["func-c"] == {"level": "functionality", "label": "c", "functionalities": ["c"]}
     # T_train sizes before the split (fractions 0.5 / 0.25 / 0.25: 10 -> 6 / 2 / 2 ... as folds.assign_splits)
     from beluga.folds import split_sizes
-    assert ino.train_cases_per_unit(funcs, ["a", "b"], (0.5, 0.25, 0.25)) == 2 * split_sizes(10, (0.5, .25, .25))[0]
+    assert ino_plan.train_cases_per_unit(funcs, ["a", "b"], (0.5, 0.25, 0.25)) == \
+        2 * split_sizes(10, (0.5, .25, .25))[0]
     with pytest.raises(ConfigError, match="inoculation.units"):
-        ino.units(funcs, ["capability"])
+        ino_plan.units(funcs, ["capability"])
 
 
 def test_lr_choice_per_dose():
     df = pd.DataFrame({"unit": "u", "dose": ["1", "1", "2", "2"], "lr": [1e-5, 1e-4, 1e-5, 1e-4],
                        "lr_order": [0, 1, 0, 1], "challenge": [0.2, 0.5, 0.6, 0.6],
                        "challenge_val": [0.9, 0.1, 0.3, 0.4]})
-    assert list(ino.choose(df, "test")["lr"]) == [1e-4, 1e-5]     # ties: the first learning rate
-    assert list(ino.choose(df, "val")["lr"]) == [1e-5, 1e-4]
+    assert list(ino_summary.choose(df, "test")["lr"]) == [1e-4, 1e-5]     # ties: the first learning rate
+    assert list(ino_summary.choose(df, "val")["lr"]) == [1e-5, 1e-4]
 
 
 def test_the_seeds_learning_rate_grids_by_name():
-    assert ino.lr_grid("paper_nli") == [1e-6, 1e-5, 1e-4, 4e-4, 1e-3, 1e-2]        # appendix A, NLI
-    assert ino.lr_grid("paper_squad") == [1e-5, 1e-4, 1e-3, 1e-2]                   # appendix A, SQuAD
-    assert ino.lr_grid([2e-5, 1e-4]) == [2e-5, 1e-4]
+    assert ino_plan.lr_grid("paper_nli") == [1e-6, 1e-5, 1e-4, 4e-4, 1e-3, 1e-2]        # appendix A, NLI
+    assert ino_plan.lr_grid("paper_squad") == [1e-5, 1e-4, 1e-3, 1e-2]                   # appendix A, SQuAD
+    assert ino_plan.lr_grid([2e-5, 1e-4]) == [2e-5, 1e-4]
     with pytest.raises(ConfigError, match="inoculation.lrs"):
-        ino.lr_grid("paper")
+        ino_plan.lr_grid("paper")
 
 
 # ---------------------------------------------------------------- the schedule
 
 
 def test_halve_on_plateau_and_patience():
-    sched = ino.HalveOnPlateau(patience=5)
+    sched = ino_train.HalveOnPlateau(patience=5)
     dev = [0.70, 0.72, 0.71, 0.72, 0.73, 0.70, 0.70, 0.70, 0.70, 0.70]
     stops = [sched.epoch_end(e, s) for e, s in enumerate(dev, start=1)]
     # improvements at epochs 1, 2, 5; halved after 3, 4 (0.72 is no improvement on 0.72) and 6...
     assert sched.lrs == [1, 1, 1, 0.5, 0.25, 0.25, 0.125, 0.0625, 0.03125, 0.015625]
     assert sched.best_epoch == 5 and sched.best == 0.73
     assert stops == [False] * 9 + [True]             # 5 epochs without improvement after epoch 5
-    linear = ino.HalveOnPlateau(patience=2, halve=False)  # schedule: linear keeps only the early stopping
+    linear = ino_train.HalveOnPlateau(patience=2, halve=False)  # schedule: linear keeps only the early stopping
     assert [linear.epoch_end(e, s) for e, s in enumerate([0.5, 0.4, 0.4], start=1)] == [False, False, True]
     assert linear.lr_factor() == 1.0
 
@@ -80,10 +84,11 @@ def test_halve_on_plateau_and_patience():
 def test_training_loop_follows_the_callers_lr_factor():
     """training.train(lr_factor=...) sets the optimizer's rate from the factor at the start and after
     every epoch's hook (the hook halves it); without it, the method's linear decay, unchanged."""
+    from beluga.batches import build_streams
     from beluga.modeling import TINY_RANDOM, load_model, set_seed
     from beluga.precision import resolve
     from beluga.tasks import SENT
-    from beluga.training import build_streams, train
+    from beluga.training import train
 
     seen = []
     orig_step = torch.optim.AdamW.step
@@ -93,7 +98,7 @@ def test_training_loop_follows_the_callers_lr_factor():
         return orig_step(self, *a, **k)
 
     suite = make_tiny_suite(2)
-    sched = ino.HalveOnPlateau(patience=5)
+    sched = ino_train.HalveOnPlateau(patience=5)
     run = fold_run("vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 4}, seed=1)
     set_seed(0)
     model, tok = load_model(TINY_RANDOM, 2)
@@ -127,8 +132,8 @@ def unit_outcomes(passed, original_correct, prefix="c"):
 
 
 def scores(out):
-    cases, _ = ino.unit_case_arrays(out, ["f"])
-    rows = ino.original_rows(out)
+    cases, _ = ino_summary.unit_case_arrays(out, ["f"])
+    rows = ino_summary.original_rows(out)
     return cases, rows
 
 
@@ -139,13 +144,13 @@ def summary_rows(base, last, level=0.05):
     rows = []
     for out in (base, last):
         cases, iid = scores(out)
-        hits = ino.original_hits(iid, "sent")
+        hits = ino_summary.original_hits(iid, "sent")
         rows.append({"challenge": 100 * cases["passed"].mean(), "original": 100 * hits.mean(),
                      "original_same": 100 * hits.mean(), "cases": cases, "feats": iid_features(iid, "sent"),
                      "hits": hits,
-                     "p_gap": ino.gap_test(int(cases["passed"].sum()), len(cases), int(hits.sum()), len(hits))})
+                     "p_gap": paired.gap_test(int(cases["passed"].sum()), len(cases), int(hits.sum()), len(hits))})
     first, lastr = rows
-    lastr.update(ino.dose_tests(first["cases"], lastr["cases"], first["feats"], lastr["feats"], first["hits"],
+    lastr.update(ino_summary.dose_tests(first["cases"], lastr["cases"], first["feats"], lastr["feats"], first["hits"],
                                 lastr["hits"], "sent", "mean"))
     gap0 = first["original_same"] - first["challenge"]
     lastr["gap_closed"] = (lastr["challenge"] - first["challenge"]) / gap0 if gap0 > 0 else np.nan
@@ -174,7 +179,7 @@ BASE_ORIG = [True] * 180 + [False] * 20         # original 90 % on 200 examples
 ])
 def test_outcome_decided_by_tests(passed, original, outcome):
     first, last = summary_rows(unit_outcomes(BASE_PASS, BASE_ORIG), unit_outcomes(passed, original))
-    label, reason = ino.decide(first, last, level=0.05)
+    label, reason = ino_summary.decide(first, last, level=0.05)
     assert label == outcome, reason
     assert "at level 0.05" in reason and "p " in reason
 
@@ -184,7 +189,7 @@ def test_no_gap_and_the_tests_behind_the_labels():
     base = unit_outcomes([True] * 34 + [False] * 6, BASE_ORIG)
     first, last = summary_rows(base, unit_outcomes([True] * 36 + [False] * 4, BASE_ORIG))
     assert first.p_gap >= 0.05
-    assert ino.decide(first, last)[0] == "no gap"
+    assert ino_summary.decide(first, last)[0] == "no gap"
     # exact McNemar: 28 cases gained, none lost -> p = 2 * 0.5^28; original unchanged -> p = 1
     first, last = summary_rows(unit_outcomes(BASE_PASS, BASE_ORIG), unit_outcomes(flip(BASE_PASS, 28, True),
                                                                                   BASE_ORIG))
@@ -195,16 +200,16 @@ def test_no_gap_and_the_tests_behind_the_labels():
     first, last = summary_rows(unit_outcomes(BASE_PASS, BASE_ORIG), unit_outcomes(flip(BASE_PASS, 6, True),
                                                                                   BASE_ORIG))
     assert last.p_gain == pytest.approx(2 * 0.5 ** 6)
-    assert ino.decide(first, last, level=0.05)[0] == "between"
-    assert ino.decide(first, last, level=0.01)[0] == "2"
+    assert ino_summary.decide(first, last, level=0.05)[0] == "between"
+    assert ino_summary.decide(first, last, level=0.01)[0] == "2"
 
 
 def test_a_drop_on_a_single_label_unit_is_flagged_uninformative():
     first, last = summary_rows(unit_outcomes(BASE_PASS, BASE_ORIG),
                                unit_outcomes([True] * 40, flip(BASE_ORIG, 30, False)))
-    label, reason = ino.decide(first, last, informative_3=False)
+    label, reason = ino_summary.decide(first, last, informative_3=False)
     assert label == "3" and "uninformative" in reason and "§3.3" in reason
-    assert "uninformative" not in ino.decide(first, last, informative_3=True)[1]
+    assert "uninformative" not in ino_summary.decide(first, last, informative_3=True)[1]
 
 
 def test_paired_tests_match_on_binary_outcomes_and_intervals_cover():
@@ -213,33 +218,33 @@ def test_paired_tests_match_on_binary_outcomes_and_intervals_cover():
     b = a.copy()
     b[:30] = True
     b[30:36] = False
-    r = ino.paired_randomization(a[:, None].astype(float), b[:, None].astype(float), "sent", "accuracy",
+    r = paired.paired_randomization(a[:, None].astype(float), b[:, None].astype(float), "sent", "accuracy",
                                  R=20_000, seed=1)
-    m = ino.mcnemar(a, b)
+    m = paired.mcnemar(a, b)
     assert r["delta"] == pytest.approx(b.mean() - a.mean())
     assert r["p_value"] == pytest.approx(m["p_value"], abs=0.01)     # the randomization approaches McNemar
-    assert ino.binary_iid_metric("sent", "mean") and ino.binary_iid_metric("read", "em")
-    assert not ino.binary_iid_metric("para", "mean") and not ino.binary_iid_metric("read", "f1")
-    ci = ino.score_intervals(np.array([True] * 30 + [False] * 10), np.ones(40, bool), np.zeros(40, int), 1,
+    assert paired.binary_iid_metric("sent", "mean") and paired.binary_iid_metric("read", "em")
+    assert not paired.binary_iid_metric("para", "mean") and not paired.binary_iid_metric("read", "f1")
+    ci = paired.score_intervals(np.array([True] * 30 + [False] * 10), np.ones(40, bool), np.zeros(40, int), 1,
                              b[:, None].astype(float), "sent", "accuracy", R=500)
     assert ci["challenge"][0] < 75 < ci["challenge"][1] and ci["original"][0] < 100 * b.mean() < ci["original"][1]
-    assert ino.gap_test(30, 40, 0, 0) == 1.0
+    assert paired.gap_test(30, 40, 0, 0) == 1.0
 
 
 def test_label_skew_of_a_unit():
     suite = make_tiny_suite(3)
     by = {f: suite[suite["functionality"] == f] for f in suite["functionality"].unique()}
-    one = ino.label_skew(by["neg words"])                           # MFT, every case label 0
+    one = ino_summary.label_skew(by["neg words"])                           # MFT, every case label 0
     assert one["label_skew"] == "single label" and not one["informative_3"] and one["labels"] == "0: 100%"
-    none = ino.label_skew(pd.concat([by["typos"], by["add positive"]]))   # INV / DIR: no labels
+    none = ino_summary.label_skew(pd.concat([by["typos"], by["add positive"]]))   # INV / DIR: no labels
     assert none["label_skew"] == "no label" and not none["informative_3"]
     mixed = suite.iloc[:2].copy()
     mixed["labels"] = [[0], [1]]
-    assert ino.label_skew(mixed) == {"label_skew": "mixed", "labels": "0: 50%, 1: 50%", "informative_3": True}
-    class_unit = ino.label_skew(pd.concat([by["neg words"], by["add positive"]]))   # one label + unlabelled
+    assert ino_summary.label_skew(mixed) == {"label_skew": "mixed", "labels": "0: 50%, 1: 50%", "informative_3": True}
+    class_unit = ino_summary.label_skew(pd.concat([by["neg words"], by["add positive"]]))   # one label + unlabelled
     assert class_unit["label_skew"] == "single label" and "without a label" in class_unit["labels"]
-    assert ino.label_skew(by["typos"], head="qa")["informative_3"]
-    named = ino.label_skew(mixed, names={0: "negative", 1: "neutral", 2: "positive"})   # the task's label set
+    assert ino_summary.label_skew(by["typos"], head="qa")["informative_3"]
+    named = ino_summary.label_skew(mixed, names={0: "negative", 1: "neutral", 2: "positive"})   # the task's label set
     assert named["labels"] == "negative: 50%, neutral: 50%; no positive case"
 
 
@@ -255,14 +260,14 @@ def test_label_skew_of_a_unit():
     ((88, 90, 95, 90), "no gap"),     # the IID model already passed
 ])
 def test_outcome_classification_by_thresholds(curve, outcome):
-    label, reason = ino.classify(*curve)
+    label, reason = ino_summary.classify(*curve)
     assert label == outcome, reason
     c0, o0, c, o = curve
     assert f"{int(round(c - c0)):+d} pp" in reason and "original" in reason
 
 
 def test_outcome_reason_in_words():
-    assert ino.classify(40, 90, 78, 89, close_within=15)[1] == \
+    assert ino_summary.classify(40, 90, 78, 89, close_within=15)[1] == \
         "challenge +38 pp to within 15 pp of original (78 vs 89); original -1 pp (90 → 89)"
 
 
@@ -272,44 +277,44 @@ def test_outcome_reason_in_words():
 def test_challenge_set_units_split_and_doses():
     ood = {"nyt": {"name": "nyt", "source": "hutto", "set": "nyt", "max_examples": 500},
            "amazon_polarity": {"name": "amazon_polarity", "source": "hub"}}
-    units = ino.challenge_units(["nyt", "amazon_polarity", "imdb"], ood)      # imdb: not an OOD set of this task
+    units = ino_plan.challenge_units(["nyt", "amazon_polarity", "imdb"], ood)      # imdb: not an OOD set of this task
     assert units == {"set-nyt": {"level": "challenge set", "label": "nyt", "functionalities": [], "challenge": "nyt"},
                      "set-amazon-polarity": {"level": "challenge set", "label": "amazon_polarity",
                                              "functionalities": [], "challenge": "amazon_polarity"}}
-    assert ino.challenge_train_size(ood["nyt"], 0.5) == 250 and ino.challenge_train_size(ood["amazon_polarity"],
-                                                                                         0.5) is None
-    assert ino.doses_for(250, [4, 16, "all"]) == ["4", "16", "all"]
-    assert ino.doses_for(None, [4, 16]) == ["4", "16", "all"]       # size unknown before the set is prepared
+    assert ino_plan.challenge_train_size(ood["nyt"], 0.5) == 250 and \
+        ino_plan.challenge_train_size(ood["amazon_polarity"], 0.5) is None
+    assert ino_plan.doses_for(250, [4, 16, "all"]) == ["4", "16", "all"]
+    assert ino_plan.doses_for(None, [4, 16]) == ["4", "16", "all"]       # size unknown before the set is prepared
     ids = [f"nyt-{i}" for i in range(41)]
-    train, test = ino.challenge_split(ids, 0.5, 11, "nyt")
+    train, test = ino_plan.challenge_split(ids, 0.5, 11, "nyt")
     assert len(test) == 20 and len(train) == 21 and not set(train) & set(test) and set(train) | set(test) == set(ids)
-    assert ino.challenge_split(list(reversed(ids)), 0.5, 11, "nyt") == (train, test)   # by id, not row order
-    assert ino.challenge_split(ids, 0.5, 12, "nyt") != (train, test)
-    skew = ino.set_label_skew(pd.DataFrame({"label": [1, 1, 0, 1]}))
+    assert ino_plan.challenge_split(list(reversed(ids)), 0.5, 11, "nyt") == (train, test)   # by id, not row order
+    assert ino_plan.challenge_split(ids, 0.5, 12, "nyt") != (train, test)
+    skew = ino_summary.set_label_skew(pd.DataFrame({"label": [1, 1, 0, 1]}))
     assert skew == {"label_skew": "mixed", "labels": "0: 25%, 1: 75%", "informative_3": True}
-    assert not ino.set_label_skew(pd.DataFrame({"label": [1, 1]}))["informative_3"]
+    assert not ino_summary.set_label_skew(pd.DataFrame({"label": [1, 1]}))["informative_3"]
 
 
 def test_challenge_set_tests_in_the_tasks_metric():
     # accuracy: exact McNemar for the change, Fisher exact for the gap (a 0/1 metric)
     base = np.array([True] * 10 + [False] * 30)
     now = np.array([True] * 30 + [False] * 10)
-    p, name = ino.paired_metric_test(base[:, None].astype(float), now[:, None].astype(float), base, now, "sent",
+    p, name = paired.paired_metric_test(base[:, None].astype(float), now[:, None].astype(float), base, now, "sent",
                                      "accuracy")
     assert name == "exact McNemar" and p == pytest.approx(2 * 0.5 ** 20)
     orig = np.array([True] * 36 + [False] * 4)
-    assert ino.set_gap_test(base[:, None], base, orig[:, None], orig, "sent", "accuracy") < 0.001
-    assert ino.set_gap_test(orig[:, None], orig, orig[:, None], orig, "sent", "accuracy") > 0.5
+    assert paired.set_gap_test(base[:, None], base, orig[:, None], orig, "sent", "accuracy") < 0.001
+    assert paired.set_gap_test(orig[:, None], orig, orig[:, None], orig, "sent", "accuracy") > 0.5
     # SQuAD F1 (not a 0/1 mean): paired randomization and a one-sided permutation test
     rng = np.random.default_rng(0)
     f_base = np.column_stack([rng.random(60) < 0.3, rng.random(60)]).astype(float)
     f_now = f_base.copy()
     f_now[:, 1] = np.minimum(1, f_now[:, 1] + 0.4)
-    p, name = ino.paired_metric_test(f_base, f_now, f_base[:, 0] > 0, f_now[:, 0] > 0, "read", "f1", R=2000)
+    p, name = paired.paired_metric_test(f_base, f_now, f_base[:, 0] > 0, f_now[:, 0] > 0, "read", "f1", R=2000)
     assert name.startswith("paired randomization") and p < 0.01
-    assert ino.unpaired_permutation(f_base, f_now, "read", "f1", R=2000) < 0.01     # challenge below original
-    assert ino.unpaired_permutation(f_now, f_base, "read", "f1", R=2000) > 0.9
-    lo, hi = ino.metric_interval(f_base, "read", "f1", R=500)
+    assert paired.unpaired_permutation(f_base, f_now, "read", "f1", R=2000) < 0.01     # challenge below original
+    assert paired.unpaired_permutation(f_now, f_base, "read", "f1", R=2000) > 0.9
+    lo, hi = paired.metric_interval(f_base, "read", "f1", R=500)
     assert lo < 100 * f_base[:, 1].mean() < hi
 
 
@@ -370,9 +375,9 @@ ONE_SEED_SHA256 = {
 def fixture_units(suite):
     from beluga.suites.format import functionality_table
 
-    units = ino.units(functionality_table(suite), ["class", "suite"])
+    units = ino_plan.units(functionality_table(suite), ["class", "suite"])
     units = {u: units[u] for u in ("class-vocabulary", "class-negation", "suite")}
-    units.update(ino.challenge_units(["nyt"], {"nyt": {"name": "nyt"}}))
+    units.update(ino_plan.challenge_units(["nyt"], {"nyt": {"name": "nyt"}}))
     return units
 
 
@@ -466,13 +471,14 @@ def run_summary(fx, seeds, out, iid_outcomes=None, **kw):
 
 
 def one_seed_tables(fx, seed):
-    """The one-seed summary (beluga/analyses/inoculation.py summary_tables) of one seed of the fixture."""
+    """The one-seed summary (beluga/analyses/inoculation/summary.py summary_tables) of one seed of the fixture."""
     import json
     from pathlib import Path
 
     recs_paths, outs, base = fx["inputs"][seed]
-    return ino.summary_tables([json.loads(Path(p).read_text()) for p in recs_paths], outs, units=fx["units"],
-                              base_out=pd.read_parquet(base), cases_all=fx["cases"], **FIX_SETTINGS)
+    return ino_summary.summary_tables([(seed, [json.loads(Path(p).read_text()) for p in recs_paths], outs,
+                                        pd.read_parquet(base))], units=fx["units"], cases_all=fx["cases"],
+                                      **FIX_SETTINGS)
 
 
 def test_one_seed_summary_is_byte_identical_to_todays(seeds_fixture, tmp_path):
@@ -533,13 +539,13 @@ def test_two_seeds_pooled_mcnemar_is_a_binomial_test_on_the_summed_counts(seeds_
         r = chosen[(chosen["unit"] == "suite") & (chosen["dose"] == "all")].iloc[0]
         base = pd.read_parquet(seeds_fixture["inputs"][s][2])
         now = pd.read_parquet(r.case_outcomes)
-        b, _ = ino.unit_case_arrays(base, funcs)
-        n, _ = ino.unit_case_arrays(now, funcs)
+        b, _ = ino_summary.unit_case_arrays(base, funcs)
+        n, _ = ino_summary.unit_case_arrays(now, funcs)
         both = (b["scored"] & n["scored"]).to_numpy()
         pb, pn = b["passed"].to_numpy()[both], n["passed"].to_numpy()[both]
         gained, lost = gained + int((pn & ~pb).sum()), lost + int((pb & ~pn).sum())
-        hb = ino.original_hits(ino.original_rows(base), "sent")
-        hn = ino.original_hits(ino.original_rows(now), "sent")
+        hb = ino_summary.original_hits(ino_summary.original_rows(base), "sent")
+        hn = ino_summary.original_hits(ino_summary.original_rows(now), "sent")
         gained_orig, lost_orig = gained_orig + int((hn & ~hb).sum()), lost_orig + int((hb & ~hn).sum())
     row = table[(table["unit"] == "suite") & (table["dose"] == "all")].iloc[0]
     assert gained + lost > 0
@@ -557,8 +563,8 @@ def test_pooled_tests_are_todays_with_one_seed_and_combine_seeds_by_hand():
     # hypergeometric laws with several (checked by enumerating every pair of tables)
     for counts in [(3, 20, 40, 50), (18, 20, 45, 50), (0, 5, 5, 5)]:
         k_c, n_c, k_o, n_o = counts
-        assert ino.stratified_gap_test([counts]) == pytest.approx(ino.gap_test(*counts), rel=1e-9)
-        assert ino.gap_test(*counts) == pytest.approx(
+        assert paired.stratified_gap_test([counts]) == pytest.approx(paired.gap_test(*counts), rel=1e-9)
+        assert paired.gap_test(*counts) == pytest.approx(
             fisher_exact([[k_c, n_c - k_c], [k_o, n_o - k_o]], alternative="less").pvalue, rel=1e-12)
 
     def law(k_c, n_c, k_o, n_o):
@@ -569,16 +575,16 @@ def test_pooled_tests_are_todays_with_one_seed_and_combine_seeds_by_hand():
     strata = [(6, 20, 40, 50), (9, 20, 38, 50)]
     l1, l2 = law(*strata[0]), law(*strata[1])
     hand = sum(p1 * p2 for a1, p1 in l1.items() for a2, p2 in l2.items() if a1 + a2 <= 6 + 9)
-    assert ino.stratified_gap_test(strata) == pytest.approx(hand, rel=1e-9)
-    assert ino.stratified_gap_test([(0, 0, 3, 5), (2, 4, 0, 0)]) == 1.0           # no seed with both sides
-    assert ino.stratified_gap_test([(0, 0, 3, 5), strata[0]]) == pytest.approx(ino.gap_test(*strata[0]))
+    assert paired.stratified_gap_test(strata) == pytest.approx(hand, rel=1e-9)
+    assert paired.stratified_gap_test([(0, 0, 3, 5), (2, 4, 0, 0)]) == 1.0           # no seed with both sides
+    assert paired.stratified_gap_test([(0, 0, 3, 5), strata[0]]) == pytest.approx(paired.gap_test(*strata[0]))
     # McNemar: discordant counts summed over seeds
     rng = np.random.default_rng(4)
     pairs = [(rng.random(50) < 0.3, rng.random(50) < 0.6) for _ in range(3)]
-    assert ino.pooled_mcnemar(pairs[:1])["p_value"] == ino.mcnemar(*pairs[0])["p_value"]
+    assert paired.pooled_mcnemar(pairs[:1])["p_value"] == paired.mcnemar(*pairs[0])["p_value"]
     lost = sum(int((a & ~b).sum()) for a, b in pairs)
     gained = sum(int((b & ~a).sum()) for a, b in pairs)
-    assert ino.pooled_mcnemar(pairs)["p_value"] == pytest.approx(binomtest(gained, gained + lost, 0.5).pvalue)
+    assert paired.pooled_mcnemar(pairs)["p_value"] == pytest.approx(binomtest(gained, gained + lost, 0.5).pvalue)
     # paired randomization (a non-0/1 metric, SQuAD F1): one seed = today's test; several: the mean of the
     # per-seed changes against the mean of the seeds' draws, draw by draw
     feats = []
@@ -587,30 +593,30 @@ def test_pooled_tests_are_todays_with_one_seed_and_combine_seeds_by_hand():
         now = base.copy()
         now[:30, 1] = np.minimum(1, now[:30, 1] + rng.random(30) * 0.3)
         feats.append((base, now))
-    one = ino.pooled_randomization(feats[:1], "read", "f1", R=300, seeds=[0])
-    assert one["p_value"] == ino.paired_randomization(*feats[0], "read", "f1", R=300, seed=0)["p_value"]
-    runs = [ino.paired_randomization(b, n, "read", "f1", R=300, seed=sd, return_null=True)
+    one = paired.pooled_randomization(feats[:1], "read", "f1", R=300, seeds=[0])
+    assert one["p_value"] == paired.paired_randomization(*feats[0], "read", "f1", R=300, seed=0)["p_value"]
+    runs = [paired.paired_randomization(b, n, "read", "f1", R=300, seed=sd, return_null=True)
             for (b, n), sd in zip(feats, [0, [0, 8]])]
     delta, null = np.mean([r["delta"] for r in runs]), np.mean([r["null"] for r in runs], axis=0)
     hand = (int((np.abs(null) >= abs(delta) - 1e-12).sum()) + 1) / 301
-    assert ino.pooled_randomization(feats, "read", "f1", R=300, seeds=[0, [0, 8]])["p_value"] == pytest.approx(hand)
-    p, name = ino.pooled_paired_metric_test([f[0] for f in feats], [f[1] for f in feats], [None] * 2, [None] * 2,
+    assert paired.pooled_randomization(feats, "read", "f1", R=300, seeds=[0, [0, 8]])["p_value"] == pytest.approx(hand)
+    p, name = paired.pooled_paired_metric_test([f[0] for f in feats], [f[1] for f in feats], [None] * 2, [None] * 2,
                                             "read", "f1", R=300, seeds=[0, [0, 8]])
     assert p == pytest.approx(hand) and name == "paired randomization (R = 300), stratified over 2 seeds"
     # a challenge set's gap in a non-0/1 metric: permutations within each seed, the draws averaged
     chal, orig = [f[0][:30] for f in feats], [f[1][30:] for f in feats]
-    assert ino.pooled_set_gap_test(chal[:1], [None], orig[:1], [None], "read", "f1", R=300, seeds=[0]) == \
-        ino.unpaired_permutation(chal[0], orig[0], "read", "f1", R=300, seed=0)
-    draws = [ino.unpaired_permutation_draws(c, o, "read", "f1", R=300, seed=sd)
+    assert paired.pooled_set_gap_test(chal[:1], [None], orig[:1], [None], "read", "f1", R=300, seeds=[0]) == \
+        paired.unpaired_permutation(chal[0], orig[0], "read", "f1", R=300, seed=0)
+    draws = [paired.unpaired_permutation_draws(c, o, "read", "f1", R=300, seed=sd)
              for c, o, sd in zip(chal, orig, [0, [0, 8]])]
     delta, null = np.mean([d[0] for d in draws]), np.mean([d[1] for d in draws], axis=0)
-    assert ino.pooled_set_gap_test(chal, [None] * 2, orig, [None] * 2, "read", "f1", R=300, seeds=[0, [0, 8]]) == \
+    assert paired.pooled_set_gap_test(chal, [None] * 2, orig, [None] * 2, "read", "f1", R=300, seeds=[0, [0, 8]]) == \
         pytest.approx((int((null <= delta + 1e-12).sum()) + 1) / 301)
     # intervals: one seed = today's bootstrap
     passed, scored = rng.random(40) < 0.5, rng.random(40) < 0.9
     fi, iid = np.zeros(40, dtype=np.int64), (rng.random((100, 1)) < 0.8).astype(float)
-    one = ino.seeds_score_intervals([(passed, scored, iid)], fi, 1, "sent", "mean", R=200, seeds=[0])
-    today = ino.score_intervals(passed, scored, fi, 1, iid, "sent", "mean", R=200)
+    one = paired.seeds_score_intervals([(passed, scored, iid)], fi, 1, "sent", "mean", R=200, seeds=[0])
+    today = paired.score_intervals(passed, scored, fi, 1, iid, "sent", "mean", R=200)
     assert np.array_equal(one["challenge"], today["challenge"]) and np.array_equal(one["original"], today["original"])
 
 
@@ -629,23 +635,23 @@ def test_training_seeds_that_do_not_line_up_are_refused(seeds_fixture, tmp_path)
         return [json.loads(Path(p).read_text()) for p in paths]
 
     both_res, both_out = res[7] + res[8], outs[7] + outs[8]
-    parts = ino.split_by_seed(recs(both_res), both_res, both_out, iid, [7, 8])
+    parts = ino_summary.split_by_seed(recs(both_res), both_res, both_out, iid, [7, 8])
     assert [p[0] for p in parts] == [7, 8] and parts[1][2] == outs[8] and parts[1][3] == iid[1]
     with pytest.raises(DataError, match="field 'iid_outcomes': 1 IID model outcome file"):
-        ino.split_by_seed(recs(both_res), both_res, both_out, iid[:1], [7, 8])
+        ino_summary.split_by_seed(recs(both_res), both_res, both_out, iid[:1], [7, 8])
     with pytest.raises(DataError, match=r"seed7/class-vocabulary-2-0.json: field 'seed': trained with seed 7, "
                                         "listed for training seed 8"):
-        ino.split_by_seed(recs(res[7] + res[7]), res[7] + res[7], outs[7] + outs[7], iid, [7, 8])
+        ino_summary.split_by_seed(recs(res[7] + res[7]), res[7] + res[7], outs[7] + outs[7], iid, [7, 8])
     with pytest.raises(DataError, match="do not split into 2 training seeds"):
-        ino.split_by_seed(recs(both_res[:-1]), both_res[:-1], both_out[:-1], iid, [7, 8])
+        ino_summary.split_by_seed(recs(both_res[:-1]), both_res[:-1], both_out[:-1], iid, [7, 8])
     other = recs(both_res)
     k = len(res[7])
     other[k + 1]["lr"] = 5e-4                         # seed 8's second run: another learning rate
     with pytest.raises(DataError, match=r"class-vocabulary-2-1.json: field 'lr': training seed 8 has 'lr0.0005' "
                                         "where training seed 7 has 'lr0.0001'"):
-        ino.split_by_seed(other, both_res, both_out, iid, [7, 8])
+        ino_summary.split_by_seed(other, both_res, both_out, iid, [7, 8])
     with pytest.raises(DataError, match="field 'seed'"):        # one seed, another seed's records
-        ino.split_by_seed(recs(res[7]), res[7], outs[7], iid[:1], [8])
+        ino_summary.split_by_seed(recs(res[7]), res[7], outs[7], iid[:1], [8])
     # the step: two seeds whose IID models were scored on other examples
     bad = pd.read_parquet(iid[1])
     bad.loc[bad["split"] == "iid_test", "case_id"] = bad.loc[bad["split"] == "iid_test", "case_id"] + "b"

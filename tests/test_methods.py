@@ -11,6 +11,7 @@ import pytest
 import torch
 from conftest import case, make_tiny_suite, train_run
 
+from beluga.batches import Batch, EnvSampler, build_streams, env_groups
 from beluga.errors import ConfigError
 from beluga.losses import mft_loss
 from beluga.methods import (
@@ -25,7 +26,7 @@ from beluga.methods import (
 from beluga.modeling import TINY_RANDOM, load_model, predict_probs, set_seed
 from beluga.qa import predict_qa
 from beluga.tasks import READ, SENT
-from beluga.training import Batch, EnvSampler, LossFn, build_streams, env_groups
+from beluga.training import LossFn
 
 METHODS = sorted(ALGORITHMS)
 CTX = "Paul traveled from Chicago to New York last year."

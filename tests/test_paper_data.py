@@ -19,17 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from beluga.data.iid import (
-    FETCH_HINT,
-    describe_source,
-    load_splits,
-    locate,
-    qqp_bucket,
-    read_glue_tsv,
-    read_quora_release,
-    source_files,
-    source_record,
-)
+from beluga.data.iid import describe_source, load_splits, source_files, source_record
+from beluga.data.paper_data import FETCH_HINT, locate, qqp_bucket, read_glue_tsv, read_quora_release
 from beluga.data.squad import load_squad
 from beluga.errors import DataError
 from beluga.steps import data as data_steps
@@ -181,7 +172,7 @@ def test_sst2_zip_unpacked_and_staged_forms_read_alike(tmp_path, sst2_text):
 @needs_shared
 def test_sst2_staged_folder_is_read_as_before():
     """The GLUE reader (csv, QUOTE_NONE) reads the staged TSVs exactly as the table reader (pandas, QUOTE_NONE)."""
-    from beluga.data.iid import load_table
+    from beluga.data.tables import load_table
 
     parts = splits(SHARED / "iid" / "sst2")
     train = load_table(SHARED / "iid" / "sst2" / "train.tsv", {0, 1})

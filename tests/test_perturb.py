@@ -1,7 +1,8 @@
-"""Tests for the perturbation library (beluga.suites.perturb): the registry (every
-perturbation callable by name with parameters), the properties every perturbation
-has, and the behaviour of the rule-based ones (negation, URLs, handles, synonyms,
-antonyms) and of their word lists (beluga.suites.lexicons)."""
+"""Tests for the perturbation library (beluga.suites.perturb, with the negation of
+beluga.suites.negation): the registry (every perturbation callable by name with
+parameters), the properties every perturbation has, the behaviour of each one (typos,
+contractions, punctuation, names, locations, numbers, phrases, negation, URLs, handles,
+synonyms, antonyms) and their word lists (beluga.suites.lexicons)."""
 
 import ast
 import dataclasses
@@ -260,6 +261,97 @@ def test_docstring_examples(name):
     for call, expected in examples:
         env = {name: getattr(P, name), "rng": rng(0)}
         assert eval(call, env) == ast.literal_eval(expected), call
+
+
+# ----------------------------------------- typos, contractions, punctuation, names, numbers, phrases
+def test_typos():
+    text = "The plot is good."
+    out = P.typos(text, rng(), n=3)
+    assert len(out) == 3 and len(set(out)) == 3
+    for o in out:
+        assert o != text and len(o) == len(text) and sorted(o) == sorted(text)
+        diff = [i for i in range(len(text)) if text[i] != o[i]]
+        assert len(diff) == 2 and diff[1] == diff[0] + 1
+        assert text[diff[0]].isalpha() and text[diff[1]].isalpha()
+    assert P.typos(text, rng(5)) == P.typos(text, rng(5))
+    assert P.typos("1 2 3 !", rng()) == []
+    assert P.typos("aa bb", rng()) == []
+
+
+def test_contractions():
+    assert P.contractions("It is not a good movie.", rng()) == ["It isn't a good movie."]
+    assert P.contractions("I didn't like it. It's awful!", rng()) == ["I did not like it. It is awful!"]
+    assert P.contractions("You won\u2019t need it.", rng()) == ["You will not need it."]
+    assert P.contractions("We are sure it isn't bad.", rng()) == [
+        "We are sure it is not bad.", "We're sure it isn't bad."]
+    assert P.contractions("It cannot be said.", rng()) == ["It can't be said."]
+    assert P.contractions("It's been a while.", rng()) == []  # "it has been", not "it is been"
+    assert P.contractions("They have a point.", rng()) == []  # "have" as a main verb stays
+    assert P.contractions("They have seen it.", rng()) == ["They've seen it."]
+    assert P.contractions("No contraction here.", rng()) == []
+
+
+def test_punctuation():
+    assert P.punctuation("Great film!!", rng()) == ["Great film", "Great film."]
+    assert P.punctuation("Great film.", rng()) == ["Great film"]
+    assert P.punctuation("Great film", rng()) == ["Great film."]
+    assert P.punctuation("...", rng()) == []
+
+
+def test_change_names():
+    text = "John said Maria loved the film."
+    out = P.change_names(text, rng(), n=3)
+    assert len(out) == 3
+    for o in out:
+        assert o != text
+        words = set(re.findall(r"\w+", o)) - set(re.findall(r"\w+", text))
+        assert len(words) == 1 and words.pop() in lex.FIRST_NAMES
+    assert P.change_names(text, rng(1)) == P.change_names(text, rng(1))
+    assert P.change_names("Nobody is named here.", rng()) == []
+    assert P.change_names("johnny and mary", rng()) == []  # whole, capitalised words only
+
+
+def test_change_locations():
+    text = "Shot in New York and set in South Korea."
+    out = P.change_locations(text, rng(), n=3)
+    assert len(out) == 3
+    for o in out:
+        assert o != text
+        city_changed = "New York" not in o and "South Korea" in o
+        country_changed = "South Korea" not in o and "New York" in o
+        assert city_changed or country_changed
+        if city_changed:
+            assert any(f"Shot in {c} and" in o for c in lex.CITIES)
+        else:
+            assert any(f"set in {c}." in o for c in lex.COUNTRIES)
+    assert P.change_locations("It was made on Mars.", rng()) == []
+
+
+def test_change_numbers():
+    text = "It runs 120 minutes and costs 3.5 million."
+    out = P.change_numbers(text, rng(), n=3)
+    assert len(out) == 3
+    for o in out:
+        m = re.match(r"It runs (\d+) minutes and costs 3\.5 million\.$", o)
+        assert m, o
+        v = int(m.group(1))
+        assert v != 120 and 96 <= v <= 144
+    assert P.change_numbers("I gave it 3 stars.", rng()) == []  # no other integer within 20%
+    assert P.change_numbers("Rated 4.5 at 10:30 in 3D.", rng()) == []
+    assert P.change_numbers("No numbers.", rng()) == []
+    assert P.change_numbers(text, rng(2)) == P.change_numbers(text, rng(2))
+
+
+def test_add_phrases():
+    pos = P.add_positive_phrase("The movie was fine", rng(), n=2)
+    assert len(pos) == 2
+    for o in pos:
+        assert o.startswith("The movie was fine. ") and o[len("The movie was fine. "):] in lex.POSITIVE_PHRASES
+    neg = P.add_negative_phrase("Fine movie!", rng(), n=3)
+    assert len(neg) == 3 and len(set(neg)) == 3
+    for o in neg:
+        assert o.startswith("Fine movie! ") and o[len("Fine movie! "):] in lex.NEGATIVE_PHRASES
+    assert P.add_positive_phrase("   ", rng()) == []
 
 
 # ------------------------------------------------------------------------- negation
@@ -522,3 +614,13 @@ def test_word_lists():
     # ambiguous words are left out (see lexicons.py)
     for w in ("like", "little", "moving", "right", "kind", "well", "hard", "light"):
         assert w not in syn_words and w not in ant_words
+
+
+def test_lexicons_have_no_duplicates():
+    for name in dir(lex):
+        val = getattr(lex, name)
+        if name.isupper() and isinstance(val, tuple):
+            assert len(val) == len(set(val)), name
+    assert not set(lex.POSITIVE_ADJS) & set(lex.NEGATIVE_ADJS)
+    assert not set(lex.POSITIVE_ADJS) & set(lex.NEUTRAL_ADJS)
+    assert not set(lex.CITIES) & set(lex.COUNTRIES)

@@ -7,12 +7,13 @@ import pytest
 import torch
 from conftest import make_tiny_suite, train_run
 
+from beluga.batches import build_streams, epoch_batches
 from beluga.methods import get_algorithm, method_hparams
 from beluga.modeling import TINY_RANDOM, load_model, predict_probs, set_seed
 from beluga.precision import FP32, Precision, full, native_bf16, resolve
 from beluga.qa import predict_qa
 from beluga.tasks import SENT
-from beluga.training import LossFn, build_streams, epoch_batches
+from beluga.training import LossFn
 
 BF16 = Precision("bf16", "cpu", True, False)
 CTX = "Paul traveled from Chicago to New York last year."

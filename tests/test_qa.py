@@ -104,8 +104,8 @@ def test_span_target_is_the_whole_token_answer_daniel_not_danielle(tok):
 
     import pandas as pd
 
+    from beluga.batches import build_streams
     from beluga.tasks import READ
-    from beluga.training import build_streams
 
     ctx = "Danielle is wiser than Daniel."
     assert locate_answer(ctx, "Daniel") == ctx.rindex("Daniel") == 23

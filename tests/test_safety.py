@@ -13,7 +13,7 @@ UNSAFE_MODULES = {"pickle", "dill", "cloudpickle", "joblib", "shelve", "marshal"
 #: the one module allowed to import pickle: CheckList's release suites are read by a restricted
 #: Unpickler (an explicit allow-list of inert stand-ins; nothing from the pickle is imported or run),
 #: which tests/test_release_suites.py feeds hostile pickles (os.system, eval, dill tricks)
-RESTRICTED_UNPICKLER = REPO / "beluga" / "suites" / "release.py"
+RESTRICTED_UNPICKLER = REPO / "beluga" / "suites" / "release_pickle.py"
 
 
 def unsafe_uses(path: Path) -> list[str]:

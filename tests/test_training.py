@@ -7,11 +7,12 @@ import pytest
 import torch
 from conftest import make_tiny_suite, train_run
 
+from beluga.batches import build_streams, epoch_batches
 from beluga.errors import ConfigError, ModelError
 from beluga.methods import check_method_hparams, get_algorithm, method_hparams
 from beluga.modeling import TINY_RANDOM, load_model, predict_probs, resolve_model, set_seed
 from beluga.tasks import SENT
-from beluga.training import LossFn, build_streams, epoch_batches
+from beluga.training import LossFn
 
 
 def tiny():

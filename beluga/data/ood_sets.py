@@ -26,7 +26,7 @@ Each entry of a task's ``ood`` list names one set and where it comes from:
   the entry when it is not there.
 
 A set's columns must match the task's input shape (:func:`load_ood`'s
-``pair``; ``beluga.data.iid.input_columns``): a PARA set needs a second text
+``pair``; ``beluga.data.tables.input_columns``): a PARA set needs a second text
 (``text_b`` / ``question2`` / ``sentence2``), a SENT set must not have one (it
 would be fed as pairs), a READ set needs ``context``, ``question`` and
 ``answers``; a local file's header is checked while the DAG is built
@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from beluga.data.iid import checked_labels, input_columns, load_hub_dataset
+from beluga.data.tables import checked_labels, input_columns, load_hub_dataset
 from beluga.errors import ConfigError, DataError
 
 HUTTO_DIR = ("data", "hutto_ICWSM_2014")
@@ -190,7 +190,7 @@ def table_header(path: Path) -> tuple[list[str], str] | None:
 
 def check_header(path: str, head: str, pair: bool | None, task: str | None = None, what: str = "ood file") -> None:
     """A local table's columns (an OOD set, or an i.i.d. table: ``what``)
-    against the task's input shape (:func:`beluga.data.iid.input_columns`),
+    against the task's input shape (:func:`beluga.data.tables.input_columns`),
     from its header alone: one line naming the file and the column, before
     anything is read or trained."""
     p = Path(path).expanduser()

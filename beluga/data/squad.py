@@ -10,7 +10,7 @@ the dev set rebuilt from the official explorer pages. Its texts, ids and
 answers are exact, but ``answer_start`` was re-derived: for questions whose
 answer occurs more than once in the context it may point at another occurrence
 (the string at that offset is still the answer). Which files are read:
-:func:`beluga.data.iid.locate`.
+:func:`beluga.data.paper_data.locate`.
 
 :func:`load_squad` returns one row per question with columns ``example_id``
 (the SQuAD id), ``title`` (the article), ``context``, ``question``, ``answers``

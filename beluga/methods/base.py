@@ -47,10 +47,11 @@ class Algorithm:
 
     Shared by every method: AdamW (``lr``, ``weight_decay``), a linear decay
     of the learning rate to 0 over ``total_steps`` updates, and gradient
-    clipping at ``max_grad_norm`` (default 1.0). ``hparams`` is the method's
-    defaults (``DEFAULT_HPARAMS``) overridden by the given dict.
+    clipping at ``max_grad_norm`` (default 1.0).
 
-    ``hparams`` must be complete (:func:`beluga.methods.method_hparams`).
+    ``hparams`` must be complete: every key of :meth:`hparam_defaults` (the
+    shared and the method's own), as :func:`beluga.methods.method_hparams`
+    builds them; a missing key is refused, nothing is filled in here.
     ``envs`` (optional) lists every training environment (functionalities, and
     ``iid``), known before training starts; ``reference_state`` (optional) is a
     name -> tensor dict of reference weights (L2-SP; other methods ignore it);

@@ -29,9 +29,9 @@ from beluga.tasks import get_task_type
 def train_iid(*, run: dict, train: str, out_model: str) -> dict:
     """The IID model: the pre-trained model trained on D_train."""
     from beluga import checkpoint
+    from beluga.batches import build_streams
     from beluga.fold import load_start_model, train_model
     from beluga.modeling import model_provenance, save_model
-    from beluga.training import build_streams
 
     run = FoldRun.from_dict(run)
     job, clock = begin(run.threads, run.precision, run.gpus)

@@ -1,6 +1,6 @@
 """Writing suites outside the pipeline: ``python -m beluga suite build`` (a spec rendered into a suite file, with
 a summary per functionality and sample cases) and ``python -m beluga suite perturb`` (a user's own unlabeled
-sentences perturbed into an INV / DIR suite). Both go through the spec engine (beluga/suites/spec.py)."""
+sentences perturbed into an INV / DIR suite). Both go through the spec engine (beluga/suites/spec/)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The template engine of suite specs (beluga/suites/spec.py): placeholders filled from lexicons, article
+"""The template engine of suite specs (beluga/suites/spec/): placeholders filled from lexicons, article
 agreement, seeded sampling of the template × lexicon product, spread over groups of templates.
 
 A template is a Python format string whose fields name lexicons: ``{noun}``, ``{pos_verb[1]}`` (an item of a

@@ -237,15 +237,10 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
     ``HF_DATASETS_OFFLINE``) every hub dataset (``hf:`` i.i.d. source, OOD
     ``hub`` set) and hub model is in the local cache (``data_dir``: where the
     models' fetched markers are, when known). No network is probed."""
-    from beluga.data.iid import (
-        DATASET_SOURCES,
-        RT_SOURCE,
-        SOURCE_TASK_TYPES,
-        hf_dataset,
-        offline_dataset_problem,
-        source_files,
-    )
+    from beluga.data.iid import SOURCE_TASK_TYPES, source_files
     from beluga.data.ood_sets import check_header
+    from beluga.data.paper_data import DATASET_SOURCES
+    from beluga.data.tables import RT_SOURCE, hf_dataset, offline_dataset_problem
 
     where = _where(configfiles)
     for tid, t in tasks.items():

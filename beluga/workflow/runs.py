@@ -18,7 +18,7 @@ from collections.abc import Mapping
 
 from beluga import folds as beluga_folds
 from beluga.analyses import combinational as comb_analysis
-from beluga.analyses import inoculation
+from beluga.analyses.inoculation import plan as inoculation
 from beluga.data import fetch
 from beluga.errors import ConfigError
 from beluga.methods import get_algorithm, method_hparams

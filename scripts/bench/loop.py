@@ -38,7 +38,7 @@ def variant_run(wl: Workload, total: int, compile_mode: str):
     the pipeline's jobs: bf16 + fused AdamW + TF32 on an H100)."""
     import dataclasses
 
-    from beluga.training import n_batches
+    from beluga.batches import n_batches
 
     run = base_run()
     spe = n_batches(wl.streams, wl.batch)
@@ -153,7 +153,7 @@ def window_counts(wl: Workload, tok, first: int, n: int) -> tuple[int, int, int]
     draws (pooled sampling), tokenized as the loop does."""
     import numpy as np
 
-    from beluga.training import epoch_batches, n_batches
+    from beluga.batches import epoch_batches, n_batches
 
     spe = n_batches(wl.streams, wl.batch)
     epochs: dict[int, list] = {}
@@ -181,8 +181,9 @@ def heldout_loss(model, tok, wl: Workload) -> float:
     import numpy as np
     import torch
 
+    from beluga.batches import epoch_batches
     from beluga.precision import resolve
-    from beluga.training import LossFn, epoch_batches
+    from beluga.training import LossFn
 
     batch = epoch_batches({"iid": wl.heldout}, len(wl.heldout), np.random.default_rng(0))[0]
     loss_fn = LossFn(tok, wl.max_length, precision=resolve("auto", common.DEVICE), host_hygiene=False)

@@ -38,8 +38,9 @@ def raw_loop(model, tokenizer, batches, precision, lr=5e-5):
 def bench_training(streams, reps: int, n_items: int) -> dict:
     import numpy as np
 
+    from beluga.batches import epoch_batches
     from beluga.precision import resolve
-    from beluga.training import epoch_batches, train
+    from beluga.training import train
 
     small = subset(streams, n_items)
     items = sum(len(v) for v in small.values())

@@ -15,10 +15,10 @@ def default_fold(tmp: Path):
     training streams of the seen fold of IID→(IID+T) with the default's mix."""
     import pandas as pd
 
+    from beluga.batches import build_streams
     from beluga.steps import data
     from beluga.suites.build import split_cases
     from beluga.tasks import get_task_type
-    from beluga.training import build_streams
     from beluga.workflow.plan import load_config
 
     cfg = load_config(str(REPO / "config.yaml"))   # validated, the schema's defaults filled
@@ -41,7 +41,7 @@ def default_fold(tmp: Path):
 @dataclass
 class Workload:
     """What a block of variants trains: the model, its length and batch size, the streams (all variants draw
-    the same seeded batches from them: ``beluga.training.epoch_batches`` with the generator (seed, epoch)) and
+    the same seeded batches from them: ``beluga.batches.epoch_batches`` with the generator (seed, epoch)) and
     the held-out i.i.d. batch the drift's loss is measured on."""
 
     name: str            # base / large
@@ -65,7 +65,7 @@ class Workload:
 
     @classmethod
     def load(cls, path: str) -> Workload:
-        from beluga.training import TrainItem
+        from beluga.batches import TrainItem
 
         d = json.loads(Path(path).read_text())
         d["streams"] = {k: [TrainItem(**it) for it in v] for k, v in d["streams"].items()}
@@ -78,7 +78,7 @@ def long_items(ttype, df, length: int) -> list:
     window of ``length`` tokens and is truncated there), with the first sentence's label: full windows."""
     import numpy as np
 
-    from beluga.training import TrainItem
+    from beluga.batches import TrainItem
 
     items, parts, size, label = [], [], 0, 0
     eye = np.eye(ttype.num_model_labels)
@@ -96,7 +96,7 @@ def long_items(ttype, df, length: int) -> list:
 def make_workload(name: str, model: str, length: int, batch: int, data: str, ttype, streams, iid) -> Workload:
     import pandas as pd
 
-    from beluga.training import build_streams
+    from beluga.batches import build_streams
 
     test = pd.read_parquet(iid["test"])
     if data == "long":

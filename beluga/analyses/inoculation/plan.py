@@ -1,0 +1,150 @@
+"""Inoculation's plan (docs/ANALYSES.md): what the DAG needs before any job runs — the units, the
+learning-rate grid, the doses and their samples, the split of an external challenge set — and the
+checks of the config's ``inoculation`` block. Light: the DAG (beluga/workflow/runs.py, plan.py)
+imports it while it is built, so it imports no heavy library (pandas, scipy, torch...) itself;
+``funcs`` arguments are the suite's functionality table (a pandas DataFrame built by the caller).
+
+- A *unit* is the whole suite, a functionality class or a functionality (:func:`units`), or an
+  external challenge set (:func:`challenge_units`; ``set-<name>``).
+- Doses are numbers of T_train cases (``all``: every one; :func:`doses_for`); the samples are nested
+  (:func:`dose_sample`: a smaller dose is a prefix of a seeded permutation of the unit's case ids)
+  and dose 0 is the IID model itself.
+- Learning rates: a list, or the seed's grids by name (:data:`LR_GRIDS`); each is one job
+  (:func:`lr_id`).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from beluga.errors import ConfigError
+from beluga.folds import fold_ids, split_sizes, stable_int
+
+LEVELS = ("suite", "class", "functionality")
+LEVEL_PREFIX = {"suite": "suite", "class": "class", "functionality": "func"}
+
+#: the seed's learning-rate grids (appendix A): NLI stress tests and Adversarial SQuAD
+LR_GRIDS = {"paper_nli": [1.0e-6, 1.0e-5, 1.0e-4, 4.0e-4, 1.0e-3, 1.0e-2],
+            "paper_squad": [1.0e-5, 1.0e-4, 1.0e-3, 1.0e-2]}
+SCHEDULES = ("halve_on_plateau", "linear")
+
+
+def check_tasks(tasks, config_tasks) -> None:
+    """``inoculation.tasks``: null (every task) or a non-empty list of the config's tasks."""
+    if tasks is None:
+        return
+    if not tasks:
+        raise ConfigError("config: field 'inoculation.tasks': [] analyses no task; list the tasks to analyse, or "
+                          "leave it null (every task)")
+    unknown = [t for t in tasks if t not in config_tasks]
+    if unknown:
+        raise ConfigError(f"config: field 'inoculation.tasks': {unknown[0]!r} is not a task of this config "
+                          f"(tasks: {', '.join(config_tasks)})")
+
+
+def lr_grid(lrs) -> list[float]:
+    """The learning rates of ``inoculation.lrs``: a list, or a grid of the seed by name (:data:`LR_GRIDS`).
+    Each is one job (its :func:`lr_id` names its files): two rates with the same id are refused,
+    as the selection grid's trial ids (beluga/workflow/dag.py grid_points)."""
+    if isinstance(lrs, str):
+        if lrs not in LR_GRIDS:
+            raise ConfigError(f"config: field 'inoculation.lrs': {lrs!r} is not a named grid ({', '.join(LR_GRIDS)})")
+        return list(LR_GRIDS[lrs])
+    out = [float(x) for x in lrs]
+    ids = [lr_id(x) for x in out]
+    for i, x in enumerate(out):
+        j = ids.index(ids[i])
+        if j < i:
+            same = "is listed twice" if out[j] == x else f"and {lrs[i]!r} have the same job id"
+            raise ConfigError(f"config: field 'inoculation.lrs': {lrs[j]!r} {same} ({ids[i]}: the second would "
+                              "be dropped); list each learning rate once, with values that differ in 6 "
+                              "significant digits")
+    return out
+
+
+def lr_id(lr: float) -> str:
+    """A learning rate's job id (its files' name): ``lr`` and the rate in 6 significant digits."""
+    return f"lr{float(lr):g}"
+
+
+def units(funcs, levels) -> dict[str, dict]:
+    """unit id -> {level, label, functionalities} for the configured levels
+    (funcs: the functionality table with ``functionality`` and ``capability``)."""
+    out: dict[str, dict] = {}
+    for level in levels:
+        if level not in LEVELS:
+            raise ConfigError(f"config: field 'inoculation.units': unknown unit level {level!r} ({', '.join(LEVELS)})")
+        if level == "suite":
+            out["suite"] = {"level": level, "label": "whole suite", "functionalities": list(funcs["functionality"])}
+            continue
+        col = "capability" if level == "class" else "functionality"
+        groups = list(dict.fromkeys(funcs[col]))
+        for name, gid in fold_ids(groups).items():
+            members = list(funcs.loc[funcs[col] == name, "functionality"])
+            out[f"{LEVEL_PREFIX[level]}-{gid}"] = {"level": level, "label": str(name), "functionalities": members}
+    return out
+
+
+def challenge_units(names, ood_sets: dict) -> dict[str, dict]:
+    """unit id (``set-<name>``) -> {level ``challenge set``, label, functionalities [], challenge: name} for
+    each configured challenge set that is one of the task's OOD sets (``ood_sets``: name -> entry)."""
+    out = {}
+    for i, name in enumerate(names):
+        if name in ood_sets:
+            uid = "set-" + re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")
+            if uid in out:
+                raise ConfigError(f"config: field 'inoculation.challenge[{i}]': {name!r} and "
+                                  f"{out[uid]['label']!r} have the same unit id ({uid}); name one OOD set "
+                                  "otherwise (or list it once)")
+            out[uid] = {"level": "challenge set", "label": str(name), "functionalities": [], "challenge": name}
+    return out
+
+
+def challenge_train_size(entry: dict, test_fraction: float) -> int | None:
+    """Training part of a challenge set, known before it is prepared only when it is capped
+    (``max_examples``); None otherwise (every configured dose runs, ``all`` added)."""
+    n = entry.get("max_examples")
+    return None if n is None else int(n) - int(round(int(n) * float(test_fraction)))
+
+
+def challenge_split(example_ids, test_fraction: float, seed: int, name: str) -> tuple[list[str], list[str]]:
+    """(training ids, test ids) of a challenge set: a permutation of the sorted ids seeded by (seed, name),
+    the first round(n × test_fraction) to the test part."""
+    ids = sorted(map(str, example_ids))
+    order = np.random.default_rng(stable_int(seed, f"challenge:{name}")).permutation(len(ids))
+    n_test = int(round(len(ids) * float(test_fraction)))
+    return sorted(ids[i] for i in order[n_test:]), sorted(ids[i] for i in order[:n_test])
+
+
+def train_cases_per_unit(funcs, unit_funcs: list[str], fractions) -> int:
+    """T_train cases of a unit, known before the suite is split (``n_cases`` per functionality)."""
+    n = funcs.set_index("functionality")["n_cases"]
+    return int(sum(split_sizes(int(n[f]), fractions)[0] for f in unit_funcs))
+
+
+def doses_for(n_train: int | None, doses) -> list[str]:
+    """The dose ids a unit runs: every configured number below its T_train size,
+    plus ``all`` when it is listed or a number reaches the size (no two doses
+    train on the same cases)."""
+    ids, use_all = [], n_train is None
+    for d in doses:
+        if d == "all" or (n_train is not None and int(d) >= n_train):
+            use_all = True
+        elif int(d) > 0:
+            ids.append(int(d))
+    out = [str(d) for d in sorted(set(ids))]
+    return out + (["all"] if use_all else [])
+
+
+def dose_size(dose: str, n_train: int) -> int:
+    return n_train if dose == "all" else min(int(dose), n_train)
+
+
+def dose_sample(case_ids, dose: str, seed: int, unit: str) -> list[str]:
+    """The cases of a dose: the first ``dose`` ids of a permutation of the
+    sorted ids seeded by (seed, unit) — nested across doses."""
+    ids = sorted(map(str, case_ids))
+    order = np.random.default_rng(stable_int(seed, unit)).permutation(len(ids))
+    return [ids[i] for i in order[:dose_size(dose, len(ids))]]

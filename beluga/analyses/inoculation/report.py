@@ -1,0 +1,244 @@
+"""Inoculation's report (docs/ANALYSES.md): inoculation.md (the outcome of every unit, then per unit and
+dose its scores, tests and epochs), the learning curves (challenge and original score against the dose)
+and the transfer heatmaps (per dose, unit trained on × unit evaluated). Over several training seeds:
+the means ± sd over seeds, the seeds named and the pooling explained; one seed: the seed's values.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_png: str, level: float = 0.05) -> None:
+    """Challenge and original score against the dose (symmetric log axis, dose 0
+    = the IID model), one panel per unit, the outcome in the panel title. A table over
+    several training seeds (``n_seeds`` > 1): the means with the seeds' sd as error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from beluga.io import atomic_path
+
+    unit_ids = list(dict.fromkeys(table["unit"]))
+    n = len(unit_ids)
+    cols = min(4, n)
+    rows = int(np.ceil(n / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False, sharey=True)
+    out = outcomes.set_index("unit")
+    n_seeds = int(table["n_seeds"].max()) if "n_seeds" in table.columns and len(table) else 1
+    several = n_seeds > 1
+    for k, unit in enumerate(unit_ids):
+        ax = axes[k // cols][k % cols]
+        g = table[table["unit"] == unit].sort_values("n_cases")
+        if several:   # the mean over training seeds with the seeds' standard deviation
+            ax.errorbar(g["n_cases"], g["challenge"], yerr=g["challenge_sd"].fillna(0), fmt="o-", color="tab:red",
+                        capsize=2, label="challenge (unit's test part)")
+            ax.errorbar(g["n_cases"], g["original"], yerr=g["original_sd"].fillna(0), fmt="s--", color="tab:blue",
+                        capsize=2, label="original (D_test)")
+        else:
+            ax.plot(g["n_cases"], g["challenge"], "o-", color="tab:red", label="challenge (unit's test part)")
+            ax.plot(g["n_cases"], g["original"], "s--", color="tab:blue", label="original (D_test)")
+        for col, color in (("challenge", "tab:red"), ("original", "tab:blue")):
+            if f"{col}_lo" in g:   # the score's interval
+                ax.fill_between(g["n_cases"], g[f"{col}_lo"], g[f"{col}_hi"], color=color, alpha=0.15, lw=0)
+        ax.set_xscale("symlog", linthresh=1)
+        ax.set_ylim(-3, 103)
+        if unit in out.index:
+            o = out.loc[unit]
+            flag = "" if o.get("informative_3", True) in (True, "True") else f" ({o.get('label_skew', 'skewed')}*)"
+            ax.set_title(f"{o['label'][:30]}: outcome {o['outcome']}{flag}", fontsize=8)
+            ax.annotate(str(o["outcome"]), xy=(0.97, 0.05), xycoords="axes fraction", ha="right", va="bottom",
+                        fontsize=14, fontweight="bold", color="0.35")
+        else:
+            ax.set_title(unit, fontsize=8)
+        ax.tick_params(labelsize=7)
+        if k % cols == 0:
+            ax.set_ylabel("score (%)", fontsize=8)
+        if k // cols == rows - 1:
+            ax.set_xlabel("dose (challenge training cases)", fontsize=8)
+    for k in range(n, rows * cols):
+        axes[k // cols][k % cols].axis("off")
+    handles, names = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=7, loc="upper left", ncol=2)
+    if several:
+        fig.suptitle(f"{task.upper()}: inoculation by fine-tuning, mean ± sd over {n_seeds} training seeds\n(bands: "
+                     f"{100 * (1 - level):g}% hierarchical bootstrap intervals; outcome in the corner; * uninformative "
+                     "for outcome 3)", fontsize=9)
+    else:
+        fig.suptitle(f"{task.upper()}: inoculation by fine-tuning (bands: {100 * (1 - level):g}% bootstrap intervals; "
+                     "outcome in the corner; * uninformative for outcome 3)", fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def transfer_matrix(chosen: pd.DataFrame, base_rates: dict, unit_map: dict, dose: str) -> pd.DataFrame:
+    """Rows: the unit trained on at ``dose``; columns: every unit evaluated;
+    values: the change (pp) of the evaluated unit's mean pass rate against
+    the IID model."""
+    def unit_score(rates: dict, funcs) -> float:
+        vals = [rates.get(f) for f in funcs if rates.get(f) is not None and not pd.isna(rates.get(f))]
+        return float(np.mean(vals)) if vals else np.nan
+
+    sub = chosen[chosen["dose"] == dose]
+    mat = pd.DataFrame(index=list(sub["unit"]), columns=list(unit_map), dtype=float)
+    for r in sub.itertuples(index=False):
+        for u, spec in unit_map.items():
+            mat.at[r.unit, u] = 100 * (unit_score(r.pass_rates, spec["functionalities"])
+                                       - unit_score(base_rates, spec["functionalities"]))
+    return mat
+
+
+def transfer_matrices(chosen: pd.DataFrame, base_rates: dict, unit_map: dict) -> dict[str, pd.DataFrame]:
+    """Per dose the mean over training seeds of each seed's :func:`transfer_matrix` (``chosen``: every seed's
+    chosen runs with a ``seed`` column; ``base_rates``: seed -> the seed's IID model pass rates; one seed:
+    its matrix)."""
+    out = {}
+    for dose in dict.fromkeys(chosen["dose"]):
+        mats = [transfer_matrix(chosen[chosen["seed"] == s], rates, unit_map, dose) for s, rates in base_rates.items()]
+        mean = pd.concat(mats).groupby(level=0, sort=False).mean()
+        out[dose] = mean.reindex(index=mats[0].index, columns=mats[0].columns)
+    return out
+
+
+def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, out_png: str, n_seeds: int = 1) -> None:
+    """Per dose, unit trained on × unit evaluated: the pass-rate change against the IID model
+    (``n_seeds`` > 1: the mean over training seeds, :func:`transfer_matrices`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from beluga.io import atomic_path
+
+    n = max(1, len(mats))
+    size = max(3.2, 0.32 * len(unit_map) + 2)
+    fig, axes = plt.subplots(1, n, figsize=(size * n, size), squeeze=False)
+    for k, (dose, mat) in enumerate(mats.items()):
+        ax = axes[0][k]
+        im = ax.imshow(mat.to_numpy(dtype=float), cmap="RdBu", vmin=-100, vmax=100, aspect="auto")
+        ax.set_xticks(range(mat.shape[1]))
+        ax.set_xticklabels([unit_map[u]["label"][:22] for u in mat.columns], rotation=90, fontsize=6)
+        ax.set_yticks(range(mat.shape[0]))
+        ax.set_yticklabels([unit_map[u]["label"][:22] for u in mat.index] if k == 0 else [], fontsize=6)
+        ax.set_title(f"dose {dose}", fontsize=9)
+        ax.set_xlabel("evaluated unit", fontsize=7)
+        if k == 0:
+            ax.set_ylabel("unit trained on", fontsize=7)
+    if n_seeds > 1:
+        fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="mean pass-rate change vs IID model (pp)")
+        fig.suptitle(f"{task.upper()}: transfer of inoculation to other units (mean over {n_seeds} training seeds)",
+                     fontsize=10)
+    else:
+        fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="pass-rate change vs IID model (pp)")
+        fig.suptitle(f"{task.upper()}: transfer of inoculation to other units", fontsize=10)
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame, select_on: str, decide_by: str,
+                         level: float, seeds=None) -> str:
+    """inoculation.md: the outcome of every unit, then per unit and dose its scores, tests and epochs
+    (``table`` / ``outcomes``: :func:`beluga.analyses.inoculation.summary.summary_tables`). With several
+    training ``seeds`` every score is the mean ± sd over the seeds, the seeds are named and the pooling
+    explained."""
+    from beluga.seeds import plus_minus
+
+    several = seeds is not None and len(seeds) > 1
+
+    def num(x, fmt="{:.1f}") -> str:
+        return "" if x is None or pd.isna(x) else fmt.format(x)
+
+    def pm(r, col: str, scale: float = 1.0, digits: int = 1) -> str:
+        return plus_minus(getattr(r, col, None), getattr(r, f"{col}_sd", None), scale=scale, digits=digits)
+
+    def value(r, col: str) -> str:
+        return pm(r, col) if several else f"{getattr(r, col):.1f}"
+
+    def ci(r, col) -> str:
+        lo, hi = getattr(r, f"{col}_lo", None), getattr(r, f"{col}_hi", None)
+        return f"{value(r, col)} [{num(lo, '{:.0f}')}, {num(hi, '{:.0f}')}]" if lo is not None else value(r, col)
+
+    def lr(r) -> str:
+        return r.lrs if several and pd.isna(r.lr) else num(r.lr, "{:g}")
+
+    def gap(r) -> str:
+        if not several:
+            return num(getattr(r, "gap_closed", None), "{:.0%}")
+        text = pm(r, "gap_closed", scale=100, digits=0)
+        return text.replace(" ± ", "% ± ") + "%" if text else ""
+
+    def epochs(r) -> str:
+        if not several:
+            return f"{r.epochs_trained} ({r.best_epoch})"
+        return f"{num(r.epochs_trained, '{:g}')} ({num(r.best_epoch, '{:g}')})"
+
+    conf = f"{100 * (1 - level):g}%"
+    md = [f"# {task.upper()}: inoculation by fine-tuning", ""] + ([inoculation_seeds_note(seeds), ""] if several
+                                                                 else [])
+    md += ["| unit | outcome | label skew | why |", "|---|---|---|---|"]
+    md += [f"| {r.label} | {r.outcome} | {r.label_skew}{'' if r.informative_3 else ' (uninformative for 3)'} | "
+           f"{r.reason} |" for r in outcomes.itertuples(index=False)]
+    md += ["", f"| unit | measure | dose | cases | lr | challenge ({conf} CI) | original ({conf} CI) | "
+           "original in the measure | gap closed | p gain | p original | p gap left | epochs (best) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    md += [f"| {r.label} | {r.measure} | {r.dose} | {r.n_cases} | {lr(r)} | {ci(r, 'challenge')} | "
+           f"{ci(r, 'original')} | "
+           f"{pm(r, 'original_same') if several else num(getattr(r, 'original_same', None))} | {gap(r)} | "
+           f"{num(getattr(r, 'p_gain', None), '{:.3g}')} | {num(getattr(r, 'p_original', None), '{:.3g}')} | "
+           f"{num(getattr(r, 'p_gap', None), '{:.3g}')} | {epochs(r)} |"
+           for r in table.itertuples(index=False)]
+    md += ["", markdown_note(select_on, decide_by, level)] + (["", seeds_markdown_note(level)] if several else [])
+    return "\n".join(md) + "\n"
+
+
+def markdown_note(select_on: str, decide_by: str, level: float) -> str:
+    """inoculation.md's closing paragraph: the outcomes, how they were decided, the gap closed, the intervals,
+    the label skew and the learning-rate choice."""
+    conf = f"{100 * (1 - level):g}%"
+    how = (f"decided by tests at level {level:g} (unadjusted, last dose against dose 0): the challenge gain by an "
+           "exact McNemar test on the unit's T_test cases (pooled over its functionalities), the original change by "
+           "an exact McNemar test on the i.i.d. test examples (a paired randomization test when the i.i.d. score is "
+           "not the mean of a 0/1 outcome), the gap by a one-sided Fisher exact test of the challenge pass rate "
+           "against the original pass rate (the share of D_test examples the model gets right, each read as a "
+           "one-input MFT case: the gap is measured in one measure, the pass rate); for an external challenge set, "
+           "scored with the task's i.i.d. metric, the same tests on its examples (exact McNemar / Fisher for a 0/1 "
+           "metric, paired randomization / permutation otherwise) against the original score in that metric"
+           if decide_by == "tests" else
+           "decided by the fixed point thresholds of inoculation.thresholds")
+    return ("Outcome 1: the gap closes (a significant challenge gain, no significant gap left, no significant "
+            "original drop); 2: nothing changes (no significant challenge gain); 3: the original score drops "
+            "significantly (the challenge conflicts with the original data); between: a significant gain but a "
+            "significant gap left; no gap: no significant gap at dose 0. Outcomes " + how + ". Gap closed: the "
+            "challenge gain as a share of the dose-0 gap between the original and the challenge score in one measure. "
+            f"Intervals: {conf} percentile bootstrap (cases resampled within functionality, examples resampled). "
+            "A unit whose labelled cases share one label, or that has no labelled case (INV / DIR), is uninformative "
+            "for outcome 3 (the seed's §3.3). Dose 0 is the IID model; lr picked on the challenge "
+            f"{'test set (as the seed)' if select_on == 'test' else 'validation cases'}.")
+
+
+def inoculation_seeds_note(seeds) -> str:
+    """The line of inoculation.md that states the training seeds behind every cell."""
+    seeds = [int(s) for s in seeds]
+    return (f"{len(seeds)} training seeds ({', '.join(map(str, seeds))}): every score, gap closed and epoch count is "
+            "the mean ± the standard deviation over the seeds (min–max and n_seeds in table.csv); each seed's "
+            "learning rate is chosen per unit and dose as in a one-seed run (lr: each seed's, in seed order, where "
+            "they differ).")
+
+
+def seeds_markdown_note(level: float) -> str:
+    """inoculation.md's paragraph on how the tests and intervals pool the training seeds."""
+    conf = f"{100 * (1 - level):g}%"
+    return ("Training seeds: the tests pool the seeds, stratified by seed — exact McNemar on the discordant cases "
+            "(examples) summed over the seeds; paired randomization with each seed's examples swapped by that "
+            "seed's own draws, the statistic the mean over seeds of the per-seed change and its null the mean of "
+            "the seeds' draws, draw by draw; the gap by the one-sided exact conditional test of a common odds ratio "
+            "over the seeds' 2×2 tables (exact Cochran–Mantel–Haenszel: each seed's margins fixed, the challenge "
+            "passes summed over seeds; with one seed, Fisher's exact test), or for a non-0/1 metric a permutation "
+            "test within each seed with the seeds' draws averaged. The outcomes are decided from the means and "
+            f"these pooled p-values. Intervals: {conf} hierarchical percentile bootstrap (seeds resampled, then "
+            "cases within functionality and examples within each picked seed).")

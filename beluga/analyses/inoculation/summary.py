@@ -1,0 +1,606 @@
+"""Inoculation's summary (docs/ANALYSES.md): from the jobs' records and per-case outcomes, per unit and
+dose the chosen learning rate, the challenge and original scores with their intervals, the share of the
+dose-0 gap closed and the tests against dose 0 (the IID model), and each unit's outcome.
+
+- Per (unit, dose) the learning rate with the best challenge score (:func:`choose`; the seed: on the
+  challenge test set; ``select_on: val``: on the unit's T_val).
+- The outcome of a unit compares the last dose with dose 0 by tests at a stated level (:func:`decide`;
+  :func:`classify`: the fixed point thresholds), with 95 % intervals of every score and a label-skew
+  flag (:func:`label_skew`; the seed's §3.3 limitation).
+- Training seeds (config ``seeds``; :func:`summary_tables` takes one or several): each seed's IID model
+  is inoculated by its own jobs; per seed, unit and dose the learning rate is chosen and the scores are
+  read as in a one-seed run. The tests pool the seeds, stratified by seed (:mod:`beluga.report.paired`:
+  exact McNemar on the discordant pairs summed over seeds, paired randomization with each seed's own
+  draws, the gap by the exact conditional test of a common odds ratio over the seeds' 2×2 tables — exact
+  Cochran–Mantel–Haenszel, chosen over summing the 2×2 counts, which would read the seeds' models as one
+  model on more items — or a within-seed permutation test for a non-0/1 metric); intervals: hierarchical
+  bootstrap, seeds then cases / examples. With several seeds the table reports the mean ± sd over seeds
+  (``n_seeds``, ``_sd`` / ``_min`` / ``_max``); with one seed every pooled test and interval is the
+  one-seed one (the same draws) and the table is the seed's own, without the spread columns.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+
+from beluga.analyses.inoculation.plan import lr_id
+from beluga.errors import ConfigError, DataError
+from beluga.report.paired import (
+    gap_test,
+    mcnemar,
+    paired_metric_test,
+    pooled_mcnemar,
+    pooled_paired_metric_test,
+    pooled_set_gap_test,
+    seeds_metric_interval,
+    seeds_score_intervals,
+    stratified_gap_test,
+)
+from beluga.tasks import get_task_type
+
+
+def choose(results: pd.DataFrame, select_on: str) -> pd.DataFrame:
+    """Per (unit, dose): the learning rate with the best challenge score
+    (``test``: the challenge test set, as the seed; ``val``: the unit's T_val);
+    ties go to the first learning rate in the configured order."""
+    col = {"test": "challenge", "val": "challenge_val"}.get(select_on)
+    if col is None:
+        raise ConfigError(f"config: field 'inoculation.select_on': {select_on!r} is not test or val")
+    rows = []
+    for _, g in results.groupby(["unit", "dose"], sort=False):
+        g = g.sort_values("lr_order", kind="stable")
+        score = g[col].astype(float).fillna(-np.inf)
+        rows.append(g.loc[score.idxmax()])
+    return pd.DataFrame(rows).reset_index(drop=True)
+
+
+def classify(challenge0: float, original0: float, challenge: float, original: float, close_within: float = 5.0,
+             original_drop: float = 2.0, min_gain: float = 5.0) -> tuple[str, str]:
+    """The seed's outcome of a unit, from its dose-0 and last-dose scores (all in
+    percentage points): ``3`` when the original score drops by ``original_drop``
+    or more; else ``1`` when the challenge score ends within ``close_within``
+    of the original score (the gap closed); else ``2`` when the challenge score
+    gained less than ``min_gain`` (nothing changed); else ``between``; and
+    ``no gap`` (after outcome 3) when the IID model's challenge score was
+    already within ``close_within`` of its original score, so there was no gap
+    to close. Returns (label, the reason in words)."""
+    d_chal, d_orig = challenge - challenge0, original - original0
+
+    def pp(x: float) -> str:   # signed whole points, never "-0"
+        return f"{int(round(x)):+d} pp"
+    tail = f"original {pp(d_orig)} ({original0:.0f} → {original:.0f})"
+    if d_orig <= -original_drop:
+        return "3", (f"original {pp(d_orig)} (≤ −{original_drop:g}: the challenge conflicts with the original "
+                     f"data); challenge {pp(d_chal)}")
+    if challenge0 >= original0 - close_within:
+        return "no gap", (f"no gap at dose 0: challenge {challenge0:.0f} vs original {original0:.0f} (the IID model "
+                          f"already passes); challenge {pp(d_chal)}; {tail}")
+    if challenge >= original - close_within:
+        return "1", (f"challenge {pp(d_chal)} to within {close_within:g} pp of original "
+                     f"({challenge:.0f} vs {original:.0f}); {tail}")
+    if d_chal < min_gain:
+        return "2", f"challenge {pp(d_chal)} (< {min_gain:g}: a weakness of the model); {tail}"
+    return "between", (f"challenge {pp(d_chal)} but {original - challenge:.0f} pp below original; {tail}")
+
+
+def label_skew(cases: pd.DataFrame, head: str = "classification", names: dict | None = None) -> dict:
+    """Whether a unit's suite cases (every split) can inform outcome 3: the
+    seed (§3.3) warns that on a challenge set of one label fine-tuning learns
+    to predict that label, which reads as outcome 3 without saying anything.
+    ``{"label_skew": words, "labels": "label: share, ...", "informative_3": bool}``:
+    ``no label`` when no case carries a label (INV / DIR), ``single label``
+    when every label of the labelled cases is one label, else ``mixed``; QA
+    cases (answers, no label set): ``n/a (QA)``, informative. ``names`` (label
+    id -> name, the task's label set): shares by name, and the labels no case has."""
+    if head == "qa":
+        return {"label_skew": "n/a (QA)", "labels": "", "informative_3": True}
+    labels = [int(x) for v in cases["labels"] if v is not None for x in np.asarray(v).ravel()]
+    n_unlabelled = int(sum(v is None for v in cases["labels"]))
+    if not labels:
+        return {"label_skew": "no label", "labels": "", "informative_3": False}
+    counts = pd.Series(labels).value_counts().sort_index()
+    names = names or {}
+    shares = ", ".join(f"{names.get(k, k)}: {100 * v / len(labels):.0f}%" for k, v in counts.items())
+    kind = "single label" if len(counts) == 1 else "mixed"
+    absent = [str(v) for k, v in sorted(names.items()) if k not in counts.index]
+    if absent:
+        shares += f"; no {' / '.join(absent)} case"
+    if n_unlabelled:
+        shares += f"; {n_unlabelled} case(s) without a label"
+    return {"label_skew": kind, "labels": shares, "informative_3": kind != "single label"}
+
+
+def set_label_skew(examples: pd.DataFrame, head: str = "classification", names: dict | None = None) -> dict:
+    """:func:`label_skew` of a challenge set (one label per example)."""
+    if head == "qa":
+        return label_skew(examples, head)
+    return label_skew(pd.DataFrame({"labels": [[int(y)] for y in examples["label"]]}), head, names)
+
+
+def unit_case_arrays(outcomes: pd.DataFrame, unit_funcs: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
+    """The unit's T_test cases of a model's outcomes, sorted by case id:
+    (rows with case_id / functionality / passed / scored, functionality index)."""
+    from beluga.scoring import FILTERED, PASS
+
+    rows = outcomes[(outcomes["split"] == "suite_test") & outcomes["functionality"].isin(set(unit_funcs))]
+    rows = rows.sort_values("case_id", kind="stable").reset_index(drop=True)
+    out = pd.DataFrame({"case_id": rows["case_id"].astype(str), "functionality": rows["functionality"],
+                        "passed": (rows["status"] == PASS).to_numpy(),
+                        "scored": (rows["status"] != FILTERED).to_numpy()})
+    fi = out["functionality"].map({f: i for i, f in enumerate(unit_funcs)}).to_numpy(dtype=np.int64)
+    return out, fi
+
+
+def original_rows(outcomes: pd.DataFrame) -> pd.DataFrame:
+    """The i.i.d. test rows of a model's outcomes, sorted by example id."""
+    rows = outcomes[outcomes["split"] == "iid_test"].copy()
+    rows["case_id"] = rows["case_id"].astype(str)
+    return rows.sort_values("case_id", kind="stable").reset_index(drop=True)
+
+
+def original_hits(rows: pd.DataFrame, task_type: str) -> np.ndarray:
+    """Per i.i.d. test example, right or not: ``correct`` (classification; SQuAD: exact match) —
+    the pass / fail of the example read as a one-input MFT case, the original's pass rate."""
+    col = "em" if task_type == "read" else "correct"
+    return rows[col].astype(float).fillna(0).to_numpy() > 0.5
+
+
+def dose_tests(base_cases: pd.DataFrame, cases: pd.DataFrame, base_iid: np.ndarray, iid: np.ndarray,
+               base_hits: np.ndarray, hits: np.ndarray, task_type: str, iid_metric: str, R: int = 10_000,
+               seed: int = 0) -> dict:
+    """A dose's model against the IID model (dose 0), on the same items: the
+    challenge gain (exact McNemar on the unit's scored T_test cases, pooled
+    over its functionalities), the original change (exact McNemar on the
+    0/1 i.i.d. outcome when the i.i.d. score is its mean, else a paired
+    randomization test of the score), and the gap left between the challenge
+    pass rate and the original pass rate (:func:`original_hits`; one-sided
+    Fisher exact test, cases pooled). Cases and examples are aligned by id."""
+    merged = base_cases.merge(cases, on="case_id", suffixes=("_0", ""), validate="one_to_one")
+    both = (merged["scored_0"] & merged["scored"]).to_numpy()
+    chal = mcnemar(merged["passed_0"].to_numpy()[both], merged["passed"].to_numpy()[both])
+    p_orig, orig_test = paired_metric_test(base_iid, iid, base_hits, hits, task_type, iid_metric, R=R, seed=seed)
+    n_c, k_c = int(cases["scored"].sum()), int((cases["passed"] & cases["scored"]).sum())
+    return {"p_gain": chal["p_value"], "discordant_cases": chal["n_discordant"], "p_original": p_orig,
+            "original_test": orig_test, "p_gap": gap_test(k_c, n_c, int(hits.sum()), len(hits))}
+
+
+def pooled_dose_tests(pairs, task_type: str, iid_metric: str, R: int = 10_000, seeds=None) -> dict:
+    """:func:`dose_tests` stratified by training seed: ``pairs`` = per seed (base cases, cases, base i.i.d.
+    features, i.i.d. features, base hits, hits) as :func:`dose_tests` takes them. The challenge gain by
+    exact McNemar on the discordant cases summed over seeds, the original change by
+    :func:`~beluga.report.paired.pooled_paired_metric_test`, the gap left by
+    :func:`~beluga.report.paired.stratified_gap_test`. One seed: :func:`dose_tests`."""
+    pairs = list(pairs)
+    if len(pairs) == 1:
+        return dose_tests(*pairs[0], task_type, iid_metric, R=R, seed=0 if seeds is None else seeds[0])
+    chal_pairs, gap = [], []
+    for base_cases, cases, _, _, _, hits in pairs:
+        merged = base_cases.merge(cases, on="case_id", suffixes=("_0", ""), validate="one_to_one")
+        both = (merged["scored_0"] & merged["scored"]).to_numpy()
+        chal_pairs.append((merged["passed_0"].to_numpy()[both], merged["passed"].to_numpy()[both]))
+        gap.append((int((cases["passed"] & cases["scored"]).sum()), int(cases["scored"].sum()), int(hits.sum()),
+                    len(hits)))
+    chal = pooled_mcnemar(chal_pairs)
+    p_orig, orig_test = pooled_paired_metric_test([p[2] for p in pairs], [p[3] for p in pairs],
+                                                  [p[4] for p in pairs], [p[5] for p in pairs], task_type,
+                                                  iid_metric, R=R, seeds=seeds)
+    return {"p_gain": chal["p_value"], "discordant_cases": chal["n_discordant"], "p_original": p_orig,
+            "original_test": orig_test, "p_gap": stratified_gap_test(gap)}
+
+
+def decide(first: pd.Series, last: pd.Series, level: float = 0.05, informative_3: bool = True) -> tuple[str, str]:
+    """The seed's outcome of a unit from tests at ``level`` (scores in %, p-values of
+    :func:`dose_tests` of the last dose; ``first`` = dose 0 with its ``p_gap``):
+
+    - **3** when the original score dropped significantly (``p_original`` < level, score down);
+    - **no gap** when the IID model's challenge pass rate was not significantly below the
+      original pass rate (dose 0's ``p_gap`` ≥ level): nothing to close;
+    - **2** when the challenge score did not rise significantly (``p_gain`` ≥ level or no rise);
+    - **1** when it rose significantly and the gap left is not significant (``p_gap`` ≥ level);
+    - **between** when it rose significantly but a significant gap is left.
+
+    ``informative_3`` False (a single-label or unlabelled unit) adds the seed's warning to the
+    words. Returns (label, the reason in words)."""
+    def pp(x: float) -> str:   # signed whole points, never "-0"
+        return f"{int(round(x)):+d} pp"
+
+    def p(x: float) -> str:
+        return "p < 0.001" if x < 0.001 else f"p = {x:.3f}"
+
+    d_chal, d_orig = last.challenge - first.challenge, last.original - first.original
+    gain = bool(last.p_gain < level and d_chal > 0)
+    drop = bool(last.p_original < level and d_orig < 0)
+    chal = f"challenge {pp(d_chal)} ({first.challenge:.0f} → {last.challenge:.0f}, {p(last.p_gain)})"
+    orig = f"original {pp(d_orig)} ({first.original:.0f} → {last.original:.0f}, {p(last.p_original)})"
+    gap0 = first.original_same - first.challenge
+    share = "" if pd.isna(last.gap_closed) else f"; {100 * last.gap_closed:.0f}% of the dose-0 gap closed"
+    at = f"at level {level:g}"
+    if drop:
+        label, why = "3", f"original dropped significantly {at}: {orig}; {chal}"
+        if not informative_3:
+            why += (" — uninformative: every labelled case of the unit has one label (or none has a label), "
+                    "so fine-tuning can learn to predict that label (the seed's §3.3)")
+        return label, why
+    if first.p_gap >= level:
+        measure = first.get("measure", "pass rate")
+        return "no gap", (f"no significant gap at dose 0 {at} ({measure}: challenge {first.challenge:.0f} vs original "
+                          f"{first.original_same:.0f}, {p(first.p_gap)}); {chal}; {orig}")
+    if not gain:
+        return "2", f"no significant challenge gain {at}: {chal}; {orig} (both unchanged)"
+    left = f"gap left {last.original_same - last.challenge:.0f} pp of {gap0:.0f} ({p(last.p_gap)}){share}"
+    if last.p_gap >= level:
+        return "1", f"challenge gained significantly and no significant gap is left {at}: {chal}; {left}; {orig}"
+    return "between", f"challenge gained significantly but a significant gap is left {at}: {chal}; {left}; {orig}"
+
+
+def outcome_rows(table: pd.DataFrame, skew: dict, decide_by: str, level: float, thresholds: dict) -> pd.DataFrame:
+    """outcomes.csv: per unit of ``table`` (its first row dose 0, its last the last dose) the outcome
+    (:func:`decide` at ``level``, or :func:`classify` by ``thresholds``), its reason and the numbers behind it,
+    with the unit's label skew (``skew``: unit -> :func:`label_skew`)."""
+    outcomes = []
+    for uid, g in table.groupby("unit", sort=False):
+        first, last = g.iloc[0], g.iloc[-1]
+        if decide_by == "tests":
+            label, reason = decide(first, last, level, skew[uid]["informative_3"])
+            how = f"tests at level {level:g}"
+        else:
+            label, reason = classify(first.challenge, first.original, last.challenge, last.original, **thresholds)
+            how = "point thresholds"
+        outcomes.append({"unit": uid, "label": first.label, "level": first.level, "outcome": label,
+                         "reason": reason, "decided_by": how, "last_dose": last.dose,
+                         "challenge_0": first.challenge, "challenge_last": last.challenge,
+                         "challenge_last_lo": last.get("challenge_lo"), "challenge_last_hi": last.get("challenge_hi"),
+                         "original_0": first.original, "original_last": last.original,
+                         "original_last_lo": last.get("original_lo"), "original_last_hi": last.get("original_hi"),
+                         "gap_measure": first.measure, "gap_0": first.original_same - first.challenge,
+                         "gap_closed": last.get("gap_closed"), "p_gain": last.get("p_gain"),
+                         "p_original": last.get("p_original"), "original_test": last.get("original_test"),
+                         "p_gap_0": first.p_gap, "p_gap_last": last.get("p_gap"), **skew[uid]})
+    return pd.DataFrame(outcomes)
+
+
+#: the per-seed values of a (unit, dose) that the table reports as mean ± sd over seeds
+SEED_VALUES = ["challenge", "original", "original_same", "gap_closed", "challenge_val", "epochs_trained",
+               "best_epoch"]
+
+
+def seed_draw_seed(training_seed: int, base_seed: int | None = None):
+    """The seed of one training seed's bootstrap / randomization draws in a summary over several seeds: a
+    one-seed run's (0) for the base seed, [0, training seed] for another (independent draws)."""
+    return 0 if base_seed is not None and int(training_seed) == int(base_seed) else [0, int(training_seed)]
+
+
+def split_by_seed(recs: list[dict], results: list[str], case_outcomes: list[str], iid_outcomes: list[str],
+                  seeds=None) -> list[tuple[int, list[dict], list[str], str]]:
+    """The summary's inputs per training seed: [(seed, records, per-case outcome files, the seed's IID model
+    outcomes)] from the rule's seed-major lists (``results`` / ``case_outcomes``: every seed's runs, seed by
+    seed, the same (unit, dose, lr) order in each; ``iid_outcomes``: one file per seed, in ``seeds`` order).
+    DataError (one line naming the file and field) when the lists do not split evenly, a record was trained
+    with another seed, or two seeds ran other units, doses, learning rates or dose sizes. ``seeds`` None: one
+    training seed that is not named (its records' seeds are not checked), labelled 0."""
+    if seeds is None:
+        if len(iid_outcomes) != 1:
+            raise DataError(f"inoculation: field 'iid_outcomes': {len(iid_outcomes)} IID model outcome files for one "
+                            "training seed")
+        return [(0, list(recs), list(case_outcomes), iid_outcomes[0])]
+    seeds = [int(s) for s in seeds]
+    n = len(seeds)
+    names = ", ".join(map(str, seeds))
+    if not n:
+        raise DataError("inoculation: field 'seeds': no training seed")
+    if len(iid_outcomes) != n:
+        raise DataError(f"inoculation: field 'iid_outcomes': {len(iid_outcomes)} IID model outcome file(s) for "
+                        f"{n} training seed(s) ({names}); one per seed, in the seeds' order")
+    if len(case_outcomes) != len(results) or len(recs) != len(results):
+        raise DataError(f"inoculation: field 'case_outcomes': {len(case_outcomes)} outcome file(s) for "
+                        f"{len(results)} result(s); one per result, in the same order")
+    if len(results) % n:
+        raise DataError(f"inoculation: field 'results': {len(results)} result(s) do not split into {n} training "
+                        f"seeds ({names}); every seed needs the same runs")
+    k = len(results) // n
+    out, first = [], None
+    for i, s in enumerate(seeds):
+        part = slice(i * k, (i + 1) * k)
+        r, paths = recs[part], results[part]
+        for rec, path in zip(r, paths):
+            if rec.get("seed") is not None and int(rec["seed"]) != s:
+                raise DataError(f"{path}: field 'seed': trained with seed {rec['seed']}, listed for training seed {s}")
+        keys = [{"unit": str(rec.get("unit")), "dose": str(rec.get("dose")), "lr": lr_id(rec.get("lr", np.nan)),
+                 "n_cases": rec.get("n_cases")} for rec in r]
+        if first is None:
+            first = keys
+        for j, (a, b) in enumerate(zip(keys, first)):
+            field = next((f for f in ("unit", "dose", "lr", "n_cases") if a[f] != b[f]), None)
+            if field is not None:
+                raise DataError(f"{paths[j]}: field {field!r}: training seed {s} has {a[field]!r} where training "
+                                f"seed {seeds[0]} has {b[field]!r} (its run {j + 1}); every seed needs the same "
+                                "units, doses, learning rates and dose samples")
+        out.append((s, r, list(case_outcomes[part]), iid_outcomes[i]))
+    return out
+
+
+def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame]], *, task_type: str,
+                   iid_metric: str, units: dict, cases_all: pd.DataFrame, lrs: list[float], select_on: str,
+                   thresholds: dict, decide_by: str, level: float, bootstrap: int, randomization: int,
+                   base_seed: int | None = None):
+    """The analysis' tables from its jobs over one or several training seeds: ``per_seed`` = [(training
+    seed, records, per-case outcome files, the seed's IID model outcomes)] (:func:`split_by_seed`). Per
+    seed, unit and dose the learning rate with the best challenge score is chosen (:func:`choose`) and its
+    challenge and original scores are read; per unit and dose the intervals at 1 - ``level`` (a
+    hierarchical bootstrap, seeds then cases / examples), the share of the dose-0 gap closed and the tests
+    against dose 0 stratified by seed (:func:`pooled_dose_tests`,
+    :func:`~beluga.report.paired.stratified_gap_test`, :func:`~beluga.report.paired.pooled_set_gap_test`);
+    the outcome of every unit decided by those tests at ``level`` (``decide_by: thresholds``: by the fixed
+    point thresholds) with its label-skew flag (:func:`outcome_rows`).
+
+    Several seeds: the table has per unit × dose the mean over seeds of each value of :data:`SEED_VALUES`
+    (with ``n_seeds`` and ``_sd`` / ``_min`` / ``_max``), ``lr`` (the seeds' learning rate where they
+    agree, else empty) and ``lrs`` (each seed's, in seed order); each seed's draws are seeded by
+    :func:`seed_draw_seed`; the outcomes add the last dose's ``_sd``, ``n_seeds`` and ``seeds``. One seed:
+    the seed's own values (the mean of one), the one-seed tests and intervals (draw seed 0), no spread
+    column. Returns (every seed's chosen runs with a ``seed`` column, table, outcomes, {seed: the IID
+    model's pass rates})."""
+    from beluga.seeds import over_seeds
+    from beluga.suites.format import functionality_table
+
+    funcs = functionality_table(cases_all)
+    states = [_seed_state(s, recs, co, base_out, task_type=task_type, iid_metric=iid_metric, funcs=funcs, lrs=lrs,
+                          select_on=select_on) for s, recs, co, base_out in per_seed]
+    seeds = [st.seed for st in states]
+    several = len(seeds) > 1
+    _same_ids([st.base_iid["case_id"] for st in states], seeds, "IID model outcomes", "i.i.d. test examples")
+    ctx = {"task_type": task_type, "iid_metric": iid_metric, "R": randomization, "bootstrap": bootstrap,
+           "conf": 1 - float(level), "draws": [seed_draw_seed(s, base_seed) for s in seeds] if several else [0]}
+    rows, pooled, skew = [], {}, {}
+    for uid, spec in units.items():
+        unit = _set_unit if spec.get("challenge") is not None else _suite_unit
+        unit_rows, unit_pooled, skew[uid] = unit(uid, spec, states, cases_all, **ctx)
+        rows += unit_rows
+        pooled.update(unit_pooled)
+    per = pd.DataFrame(rows)
+    if several:
+        table = over_seeds(per, ["unit", "dose"], SEED_VALUES)
+        lr_lists = [list(g) for _, g in per.groupby(["unit", "dose"], sort=False)["lr"]]
+        table["lr"] = [lst[0] if len({f"{x:g}" for x in lst}) == 1 else np.nan for lst in lr_lists]
+        table["lrs"] = [" / ".join("" if pd.isna(x) else f"{x:g}" for x in lst) if not pd.isna(lst).all() else ""
+                        for lst in lr_lists]
+    else:       # the seed's own rows: the mean over one seed, without spread
+        table = per.drop(columns="seed")
+    evidence = pd.DataFrame([pooled.get((u, d), {}) for u, d in zip(table["unit"], table["dose"])],
+                            index=table.index)
+    for col in evidence.columns:
+        table[col] = evidence[col]
+    table["_unit"] = table["unit"].map({u: i for i, u in enumerate(units)})
+    table = table.sort_values(["_unit", "n_cases"], kind="stable").drop(columns="_unit").reset_index(drop=True)
+    cols = ["unit", "level", "label", "measure", "dose", "n_cases", "lr", "lrs", "challenge", "challenge_lo",
+            "challenge_hi", "original", "original_lo", "original_hi", "original_same", "gap_closed", "p_gain",
+            "p_original", "original_test", "p_gap", "challenge_val", "epochs_trained", "best_epoch"]
+    spread = ["n_seeds"] + [f"{v}_{s}" for v in SEED_VALUES for s in ("sd", "min", "max")] if several else []
+    table = table[[c for c in cols if c in table.columns] + spread]
+    outcomes = outcome_rows(table, skew, decide_by, level, thresholds)
+    if several:
+        last = table.groupby("unit", sort=False).tail(1).set_index("unit")
+        for col in ("challenge", "original"):
+            outcomes[f"{col}_last_sd"] = outcomes["unit"].map(last[f"{col}_sd"])
+        outcomes["n_seeds"] = len(seeds)
+        outcomes["seeds"] = " ".join(map(str, seeds))
+    chosen = pd.concat([st.chosen.assign(seed=st.seed) for st in states], ignore_index=True)
+    return chosen, table, outcomes, {st.seed: st.base_rates for st in states}
+
+
+def _same_ids(ids_per_seed: list, seeds: list[int], source: str, what: str) -> None:
+    first = [str(x) for x in ids_per_seed[0]]
+    for s, ids in zip(seeds[1:], ids_per_seed[1:]):
+        if [str(x) for x in ids] != first:
+            raise DataError(f"{source}: field 'case_id': training seed {s} was scored on other {what} than "
+                            f"training seed {seeds[0]}")
+
+
+def _seed_state(seed: int, recs: list[dict], case_outcomes: list[str], base_out: pd.DataFrame, *, task_type: str,
+                iid_metric: str, funcs: pd.DataFrame, lrs, select_on: str):
+    """One training seed's chosen runs and its IID model (dose 0), as :func:`summary_tables` reads them."""
+    from beluga.metrics import fold_pass_rates, iid_metrics, iid_score
+    from beluga.report.stats import iid_features
+
+    order = {float(lr): i for i, lr in enumerate(lrs)}
+    df = pd.DataFrame(recs)
+    df["lr_order"] = df["lr"].map(lambda v: order.get(float(v), len(order)))
+    df["case_outcomes"] = list(case_outcomes)
+    base_iid = original_rows(base_out)
+    return SimpleNamespace(
+        seed=int(seed), chosen=choose(df, select_on), base_out=base_out,
+        base_rates=fold_pass_rates(base_out, funcs).set_index("functionality")["pass_rate"].to_dict(),
+        base_original=iid_score(iid_metrics(base_out, task_type), iid_metric), base_iid=base_iid,
+        base_feats=iid_features(base_iid, task_type), base_hits=original_hits(base_iid, task_type))
+
+
+def _chosen_row(st, uid: str, dose: str):
+    c = st.chosen
+    return c[(c["unit"] == uid) & (c["dose"] == dose)].iloc[0]
+
+
+def _suite_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, task_type: str,
+                iid_metric: str, R: int, bootstrap: int, conf: float, draws: list) -> tuple[list, dict, dict]:
+    """A suite unit over the training seeds: (per-seed rows, pooled evidence per (unit, dose), label skew)."""
+    seeds = [st.seed for st in states]
+    ufuncs = list(spec["functionalities"])
+    skew = label_skew(cases_all[cases_all["functionality"].isin(set(ufuncs))], get_task_type(task_type).head,
+                      get_task_type(task_type).suite_labels)
+    info = {"unit": uid, "level": spec["level"], "label": spec["label"], "measure": "pass rate"}
+    base = [unit_case_arrays(st.base_out, ufuncs) for st in states]
+    _same_ids([c["case_id"] for c, _ in base], seeds, "IID model outcomes", f"T_test cases of unit {uid}")
+
+    def evidence(items, fi) -> dict:    # items: per seed (cases, i.i.d. features, hits)
+        ci = seeds_score_intervals([(c["passed"].to_numpy(), c["scored"].to_numpy(), f) for c, f, _ in items], fi,
+                                   len(ufuncs), task_type, iid_metric, R=bootstrap, seeds=draws, level=conf)
+        return {"challenge_lo": ci["challenge"][0], "challenge_hi": ci["challenge"][1],
+                "original_lo": ci["original"][0], "original_hi": ci["original"][1],
+                "p_gap": stratified_gap_test([(int((c["passed"] & c["scored"]).sum()), int(c["scored"].sum()),
+                                               int(h.sum()), len(h)) for c, _, h in items])}
+
+    rows, first = [], []
+    for st in states:
+        vals = [st.base_rates.get(f) for f in ufuncs if not pd.isna(st.base_rates.get(f, np.nan))]
+        row = {**info, "seed": st.seed, "dose": "0", "n_cases": 0, "lr": np.nan,
+               "challenge": 100 * float(np.mean(vals)) if vals else np.nan, "challenge_val": np.nan,
+               "original": 100 * st.base_original,
+               "original_same": 100 * float(st.base_hits.mean()) if len(st.base_hits) else np.nan,
+               "epochs_trained": 0, "best_epoch": 0}
+        row["gap_closed"] = 0.0 if row["original_same"] - row["challenge"] > 0 else np.nan
+        rows.append(row)
+        first.append(row)
+    pooled = {(uid, "0"): {**evidence([(c, st.base_feats, st.base_hits) for (c, _), st in zip(base, states)],
+                                      base[0][1]), "p_gain": np.nan, "p_original": np.nan, "original_test": ""}}
+    for dose in dict.fromkeys(states[0].chosen.loc[states[0].chosen["unit"] == uid, "dose"]):
+        items, pairs, fis = [], [], []
+        for st, (cases0, _), row0 in zip(states, base, first):
+            r = _chosen_row(st, uid, dose)
+            row = {**info, "seed": st.seed, "dose": r.dose, "n_cases": int(r.n_cases), "lr": float(r.lr),
+                   "challenge": np.nan if r.challenge is None else 100 * float(r.challenge),
+                   "challenge_val": np.nan if r.challenge_val is None else 100 * float(r.challenge_val),
+                   "original": 100 * float(r.original), "original_same": np.nan, "gap_closed": np.nan,
+                   "epochs_trained": int(r.epochs_trained), "best_epoch": int(r.best_epoch)}
+            if r.case_outcomes:
+                cases, fi, feats, hits = _dose_outcomes(r.case_outcomes, ufuncs, st.base_iid, task_type)
+                row["original_same"] = 100 * float(hits.mean()) if len(hits) else np.nan
+                gap0 = row0["original_same"] - row0["challenge"]
+                row["gap_closed"] = (row["challenge"] - row0["challenge"]) / gap0 if gap0 > 0 else np.nan
+                items.append((cases, feats, hits))
+                pairs.append((cases0, cases, st.base_feats, feats, st.base_hits, hits))
+                fis.append(fi)
+            rows.append(row)
+        ev = {}
+        if len(items) == len(states):     # every seed kept its per-case outcomes: the pooled evidence
+            _same_ids([c["case_id"] for c, _, _ in items], seeds, f"inoculation outcomes of {uid}, dose {dose}",
+                      "T_test cases")
+            ev = {**evidence(items, fis[0]), **pooled_dose_tests(pairs, task_type, iid_metric, R=R, seeds=draws)}
+        pooled[(uid, dose)] = ev
+    return rows, pooled, skew
+
+
+def _dose_outcomes(path: str, ufuncs: list, base_iid: pd.DataFrame, task_type: str):
+    """A suite unit's dose from its per-case outcomes file: (the unit's T_test cases, their functionality
+    indices, the i.i.d. test examples' features, their 0/1 hits), the i.i.d. examples checked against the
+    IID model's (``base_iid``)."""
+    from beluga.io import read_parquet
+    from beluga.report.stats import iid_features
+
+    out = read_parquet(path, "inoculation outcomes")
+    cases, fi = unit_case_arrays(out, ufuncs)
+    iid_rows = original_rows(out)
+    if list(iid_rows["case_id"]) != list(base_iid["case_id"]):
+        raise DataError(f"{path}: field 'case_id': the i.i.d. test examples differ from the IID model's")
+    return cases, fi, iid_features(iid_rows, task_type), original_hits(iid_rows, task_type)
+
+
+def _set_head(spec: dict, base_out: pd.DataFrame, task_type: str, iid_metric: str) -> tuple[str, dict, str]:
+    """An external challenge set's split name, its label skew (from the IID model's outcomes) and the name of
+    the measure it is scored with."""
+    from beluga.data.ood_sets import split_name
+    from beluga.metrics import IID_METRICS
+
+    name = split_name(spec["challenge"])
+    head = get_task_type(task_type).head
+    base_set = base_out[base_out["split"] == name]
+    if head == "qa":
+        skew = label_skew(base_set, head)
+    else:
+        skew = set_label_skew(pd.DataFrame({"label": base_set["gold_label"].astype(int)}), head,
+                              get_task_type(task_type).iid_labels)
+    names = IID_METRICS[task_type] if iid_metric == "mean" else [iid_metric]
+    return name, skew, " / ".join(names) + (" (mean)" if len(names) > 1 else "")
+
+
+def _set_parts(out: pd.DataFrame, name: str, task_type: str, test_ids=None):
+    """A challenge set's test examples and the i.i.d. test examples of a model's outcomes, with their features
+    and 0/1 hits (as :func:`_set_unit` reads them)."""
+    from beluga.report.stats import iid_features
+
+    ch = out[out["split"] == name].copy()
+    ch["case_id"] = ch["case_id"].astype(str)
+    if test_ids is not None:
+        ch = ch[ch["case_id"].isin(test_ids)]
+    ch = ch.sort_values("case_id", kind="stable").reset_index(drop=True)
+    orig = original_rows(out)
+    return SimpleNamespace(ch=ch, ch_f=iid_features(ch, task_type), ch_h=original_hits(ch, task_type), orig=orig,
+                           orig_f=iid_features(orig, task_type), orig_h=original_hits(orig, task_type))
+
+
+def _set_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, task_type: str,
+              iid_metric: str, R: int, bootstrap: int, conf: float, draws: list) -> tuple[list, dict, dict]:
+    """An external challenge set over the training seeds: per seed its test part scored with the task's
+    i.i.d. metric, the gap against the original score in that measure, the tests on the same examples
+    against the IID model (dose 0), pooled over the seeds: (per-seed rows, pooled evidence per (unit,
+    dose), label skew)."""
+    from beluga.io import read_parquet
+    from beluga.metrics import iid_metrics, iid_score
+
+    seeds = [st.seed for st in states]
+    name, skew, measure = _set_head(spec, states[0].base_out, task_type, iid_metric)
+    chosen = [st.chosen[st.chosen["unit"] == uid] for st in states]
+    if not len(chosen[0]):
+        return [], {}, skew
+    info = {"unit": uid, "level": spec["level"], "label": spec["label"], "measure": measure}
+
+    def point(p) -> dict:
+        original = 100 * iid_score(iid_metrics(p.orig, task_type), iid_metric)
+        return {"challenge": 100 * iid_score(iid_metrics(p.ch, task_type, split=name), iid_metric),
+                "original": original, "original_same": original}
+
+    def evidence(parts) -> dict:
+        c_lo, c_hi = seeds_metric_interval([p.ch_f for p in parts], task_type, iid_metric, R=bootstrap,
+                                           seeds=draws, level=conf)
+        o_lo, o_hi = seeds_metric_interval([p.orig_f for p in parts], task_type, iid_metric, R=bootstrap,
+                                           seeds=draws, level=conf)
+        return {"challenge_lo": c_lo, "challenge_hi": c_hi, "original_lo": o_lo, "original_hi": o_hi,
+                "p_gap": pooled_set_gap_test([p.ch_f for p in parts], [p.ch_h for p in parts],
+                                             [p.orig_f for p in parts], [p.orig_h for p in parts], task_type,
+                                             iid_metric, R=R, seeds=draws)}
+
+    firsts = {c.iloc[0].case_outcomes: read_parquet(c.iloc[0].case_outcomes, "inoculation outcomes")
+              for c in chosen}      # each seed's first dose, read once (used again in the dose loop)
+    test_ids = [sorted(set(firsts[c.iloc[0].case_outcomes].loc[lambda o: o["split"] == name, "case_id"].astype(str)))
+                for c in chosen]
+    _same_ids(test_ids, seeds, f"inoculation outcomes of {uid}", f"{spec['challenge']} test examples")
+    ids = set(test_ids[0])
+    base = [_set_parts(st.base_out, name, task_type, ids) for st in states]
+    for st, b in zip(states, base):
+        if list(b.orig["case_id"]) != list(st.base_iid["case_id"]):
+            raise DataError("IID model outcomes: field 'case_id': i.i.d. test examples out of order")
+    _same_ids([b.ch["case_id"] for b in base], seeds, "IID model outcomes", f"{spec['challenge']} examples")
+    rows, first = [], []
+    for st, b in zip(states, base):
+        row = {**info, "seed": st.seed, "dose": "0", "n_cases": 0, "lr": np.nan, "challenge_val": np.nan,
+               "epochs_trained": 0, "best_epoch": 0, **point(b)}
+        row["gap_closed"] = 0.0 if row["original_same"] - row["challenge"] > 0 else np.nan
+        rows.append(row)
+        first.append(row)
+    pooled = {(uid, "0"): {**evidence(base), "p_gain": np.nan, "p_original": np.nan, "original_test": ""}}
+    for dose in dict.fromkeys(chosen[0]["dose"]):
+        now = []
+        for st, b, row0 in zip(states, base, first):
+            r = _chosen_row(st, uid, dose)
+            out = firsts.pop(r.case_outcomes) if r.case_outcomes in firsts else \
+                read_parquet(r.case_outcomes, "inoculation outcomes")
+            p = _set_parts(out, name, task_type, ids)
+            if list(p.ch["case_id"]) != list(b.ch["case_id"]) or list(p.orig["case_id"]) != list(b.orig["case_id"]):
+                raise DataError(f"{r.case_outcomes}: field 'case_id': the examples differ from the IID model's")
+            row = {**info, "seed": st.seed, "dose": r.dose, "n_cases": int(r.n_cases), "lr": float(r.lr),
+                   "challenge_val": np.nan, "epochs_trained": int(r.epochs_trained),
+                   "best_epoch": int(r.best_epoch), **point(p)}
+            gap0 = row0["original_same"] - row0["challenge"]
+            row["gap_closed"] = (row["challenge"] - row0["challenge"]) / gap0 if gap0 > 0 else np.nan
+            rows.append(row)
+            now.append(p)
+        ev = evidence(now)
+        ev["p_gain"], _ = pooled_paired_metric_test([b.ch_f for b in base], [p.ch_f for p in now],
+                                                    [b.ch_h for b in base], [p.ch_h for p in now], task_type,
+                                                    iid_metric, R=R, seeds=draws)
+        ev["p_original"], ev["original_test"] = pooled_paired_metric_test(
+            [b.orig_f for b in base], [p.orig_f for p in now], [b.orig_h for b in base], [p.orig_h for p in now],
+            task_type, iid_metric, R=R, seeds=draws)
+        pooled[(uid, dose)] = ev
+    return rows, pooled, skew

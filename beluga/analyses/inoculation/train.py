@@ -1,0 +1,150 @@
+"""Inoculation's training jobs (docs/ANALYSES.md): one (unit, dose, learning rate) fine-tunes the IID
+model on the dose's challenge data through the project's one training loop (beluga/fold.py), with the
+seed's schedule and early stopping on the original dev score (:class:`HalveOnPlateau`), then scores
+the challenge, every functionality of T_test and the original test set (:func:`inoculate_dose`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from beluga.analyses.inoculation.plan import SCHEDULES, challenge_split, dose_sample
+from beluga.batches import build_streams
+from beluga.clock import Clock
+from beluga.data.ood_sets import split_name
+from beluga.fold import evaluate_fold, load_start_model, suite_pass_rates, train_fold, train_model
+from beluga.job import Job
+from beluga.metrics import iid_metrics, iid_score, pass_rates
+from beluga.predict import example_predictions
+from beluga.scoring import iid_outcomes
+from beluga.settings import FoldRun
+from beluga.suites.build import split_cases
+from beluga.suites.format import functionality_table
+from beluga.tasks import get_task_type
+
+
+class HalveOnPlateau:
+    """The seed's schedule and early stopping (appendix A: "the learning rate
+    is halved whenever validation performance does not improve, and we employ
+    early stopping with a patience of 5"): after each epoch, :meth:`epoch_end`
+    takes the original dev score; a score above the best so far becomes the
+    best (its epoch is kept), otherwise the learning-rate factor is halved
+    (``halve``: False keeps it, the ``linear`` schedule's early stopping).
+    Returns True when ``patience`` epochs have passed without improvement."""
+
+    def __init__(self, patience: int, halve: bool = True):
+        self.patience, self.halve = int(patience), bool(halve)
+        self.best, self.best_epoch, self.factor = -np.inf, 0, 1.0
+        self.curve: list[float] = []
+        self.lrs: list[float] = []       # the factor each epoch trained with
+
+    def lr_factor(self) -> float:
+        return self.factor
+
+    def epoch_end(self, epoch: int, score: float) -> bool:
+        self.lrs.append(self.factor)
+        self.curve.append(float(score))
+        if score > self.best:
+            self.best, self.best_epoch = float(score), int(epoch)
+        elif self.halve:
+            self.factor *= 0.5
+        return epoch - self.best_epoch >= self.patience
+
+
+def dev_score(model, tokenizer, ttype, run: FoldRun, examples: pd.DataFrame, batch_size: int, precision,
+              iid_metric: str) -> float:
+    """The model's original dev score: the task's i.i.d. metric on ``examples`` (the i.i.d. validation set)."""
+    preds = example_predictions(model, tokenizer, ttype, examples, "iid_test", batch_size, run.max_length,
+                                run.doc_stride, precision)
+    out = iid_outcomes(preds, examples, ttype.head, source="original dev set")
+    return iid_score(iid_metrics(out, ttype.name), iid_metric)
+
+
+def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_funcs: list[str], dose: str,
+                   sample_seed: int, patience: int, schedule: str, suite: str, split: str, start: str,
+                   dev: pd.DataFrame, test: pd.DataFrame, batch_size: int, iid_metric: str, source: str,
+                   challenge: str | None = None, challenge_data: pd.DataFrame | None = None,
+                   challenge_test_fraction: float = 0.5) -> tuple[pd.DataFrame, dict]:
+    """One (unit, dose, learning rate): fine-tune the IID model (``start``) on the dose's T_train cases of
+    the unit (:func:`~beluga.analyses.inoculation.plan.dose_sample`) until the original dev score (on
+    ``dev``) has not improved for ``patience`` epochs (at most the run's epochs; the best-dev weights are
+    kept), the learning rate halved after every epoch without improvement (``schedule:
+    halve_on_plateau``, the seed) or decaying linearly (``linear``), then score the challenge (the unit's
+    T_test and T_val), every functionality of T_test and the original test set (``test``). An external
+    challenge set (``challenge``: its name, ``challenge_data``: the prepared set) replaces the unit's
+    T_train / T_test by its training and test parts (:func:`~beluga.analyses.inoculation.plan.challenge_split`),
+    trained and scored as i.i.d. data (the task's i.i.d. metric). ``source`` names the job's record in
+    messages. Returns (the unit's per-case T_test and per-example D_test outcomes keyed by id, for the
+    tests of the summary; the job's record without its timing and job fields)."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"field 'inoculation.schedule': {schedule!r} is not one of {', '.join(SCHEDULES)}")
+    ttype = get_task_type(run.task_type)
+    ood = None
+    if challenge is not None:
+        train_ids, test_ids = challenge_split(challenge_data["example_id"], challenge_test_fraction, sample_seed,
+                                              challenge)
+        chosen = dose_sample(train_ids, dose, sample_seed, unit)
+        ids = challenge_data["example_id"].astype(str)
+        challenge_train = challenge_data[ids.isin(set(chosen))].reset_index(drop=True)
+        ood = {challenge: challenge_data[ids.isin(set(test_ids))].reset_index(drop=True)}
+    else:
+        train_cases = split_cases(suite, split, run.task_type, "train", unit_funcs)
+        chosen = dose_sample(train_cases["case_id"], dose, sample_seed, unit)
+    plateau = HalveOnPlateau(patience, halve=schedule == "halve_on_plateau")
+    state = {"weights": None}
+
+    def on_epoch_end(epoch: int, model, tokenizer) -> bool:
+        score = dev_score(model, tokenizer, ttype, run, dev, batch_size, job.precision, iid_metric)
+        stop = plateau.epoch_end(epoch, score)
+        if plateau.best_epoch == epoch:
+            state["weights"] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        return stop
+
+    lr_factor = plateau.lr_factor if schedule == "halve_on_plateau" else None
+    if challenge is not None:   # the challenge's training part, trained as i.i.d. data through the one loop
+        model, tokenizer = load_start_model(run, job, num_labels=ttype.num_model_labels, head=ttype.head,
+                                            start=start)
+        streams = build_streams(ttype, challenge_train, None, qa_answer_match=run.qa_answer_match)
+        summary = train_model(model, tokenizer, streams, run, job, clock, on_epoch_end=on_epoch_end,
+                              lr_factor=lr_factor)
+    else:
+        model, tokenizer, summary = train_fold(run, job, clock, suite=suite, split=split, iid_train=None,
+                                               start=start, case_ids=chosen, on_epoch_end=on_epoch_end,
+                                               lr_factor=lr_factor)
+    if state["weights"] is not None:
+        model.load_state_dict(state["weights"])
+    model.eval()
+    suite_test = split_cases(suite, split, run.task_type, "test")
+    _, outcome = evaluate_fold(model, tokenizer, run, job, clock, suite_test=suite_test, iid=test,
+                               held_out=unit_funcs, batch_size=batch_size, source=source, ood=ood)
+    val_rates = pd.Series(dtype=float)
+    if challenge is None:
+        val_cases = split_cases(suite, split, run.task_type, "val", unit_funcs)
+        val_rates = suite_pass_rates(model, tokenizer, val_cases, run, job, clock, batch_size=batch_size,
+                                     source=f"{source} (T_val)")
+    with clock("score"):
+        suite_rows = outcome[outcome["split"] == "suite_test"]
+        rates = pass_rates(suite_rows[["case_id", "functionality", "status"]], functionality_table(suite_test))
+        rates = rates.set_index("functionality")["pass_rate"]
+        metrics = iid_metrics(outcome, ttype.name)
+    unit_rates = rates.reindex(unit_funcs)
+    challenge_score = float(unit_rates.mean()) if unit_rates.notna().any() else None
+    keep = (outcome["split"] == "iid_test") | ((outcome["split"] == "suite_test")
+                                               & outcome["functionality"].isin(set(unit_funcs)))
+    if challenge is not None:
+        keep |= outcome["split"] == split_name(challenge)
+        challenge_score = iid_score(iid_metrics(outcome, ttype.name, split=split_name(challenge)), iid_metric)
+    outcomes = outcome[keep].drop(columns=["held_out"], errors="ignore").reset_index(drop=True)
+    record = {
+        "task": run.task, "unit": unit, "functionalities": list(unit_funcs), "dose": dose, "n_cases": len(chosen),
+        "lr": run.hparams["lr"], "schedule": schedule, "max_epochs": run.hparams["epochs"], "patience": patience,
+        "epochs_trained": len(plateau.curve), "best_epoch": plateau.best_epoch, "dev_curve": plateau.curve,
+        "lr_factors": plateau.lrs,
+        "original": iid_score(metrics, iid_metric), "original_metrics": metrics,
+        "challenge": challenge_score, "challenge_set": challenge,
+        "challenge_measure": "pass rate" if challenge is None else f"the task's i.i.d. metric ({iid_metric})",
+        "challenge_val": float(val_rates.mean()) if val_rates.notna().any() else None,
+        "pass_rates": {f: (None if pd.isna(v) else float(v)) for f, v in rates.items()},
+        "steps": summary["steps"], "seed": run.seed}
+    return outcomes, record

@@ -1,0 +1,523 @@
+"""Predictions of any model for a suite (docs/TESTING.md): exporting a
+suite's inputs for models outside Python, and reading their predictions in
+CheckList's formats (``python -m beluga score``).
+
+Export order (``suite export``): the suite's cases in file order, each case's
+inputs in order — one row per (case_id, input_idx). A predictions file in one
+of CheckList's line formats has one line per exported row, in that order.
+
+Prediction formats (``score --format``; default from the file's extension):
+
+- ``parquet`` (``.parquet``), or a keyed table ``csv`` / ``tsv`` / ``jsonl``
+  with ``case_id``, ``input_idx`` and ``probs`` (a list, or space-separated
+  numbers), ``pred`` (a label index) or, for READ, ``answer``;
+- CheckList's line formats (``.txt`` and others: give ``--format``):
+  ``pred_only`` (a label index, or for READ the answer string),
+  ``binary_conf`` (P(class 1)), ``softmax`` (the probabilities,
+  space-separated), ``pred_and_conf`` (label and its probability),
+  ``pred_and_softmax`` (label, then the probabilities).
+
+A label index alone becomes a one-hot distribution and ``pred_and_conf`` puts
+the rest of the probability mass evenly on the other classes: CheckList's own
+expectations compare predicted classes (and, for INV, the predicted class's
+confidence), which these reproduce.
+
+The predicted class is taken from the probabilities. CheckList's
+``read_pred_file`` keeps a stated label (``pred_and_conf``,
+``pred_and_softmax``) apart from the confidences and its expectations compare
+the label; so a line whose label is not the class of the highest probability
+(a tie included, unless the label is the first of the tied classes) would be
+scored otherwise than CheckList scores it, and is refused, as is a keyed row
+whose ``pred`` contradicts its ``probs``. Text files are UTF-8 (a byte-order
+mark is dropped), split into lines on ``\n`` and ``\r\n`` only: other Unicode
+line separators (U+0085, U+2028, ...) belong to the line, as in a READ answer.
+Every malformed value is refused with one line naming the file, the line (from
+1) and the field.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from beluga.analyses.behavioral import one_line
+from beluga.errors import DataError
+from beluga.health import SUM_TOLERANCE, bad_probability_rows
+
+KEYED_FORMATS = ("parquet", "csv", "tsv", "jsonl")
+LINE_FORMATS = ("pred_only", "binary_conf", "softmax", "pred_and_conf", "pred_and_softmax")
+FORMATS = KEYED_FORMATS + LINE_FORMATS
+
+
+def export_rows(suite: pd.DataFrame, head: str) -> pd.DataFrame:
+    """Every input of the suite, one row per (case_id, input_idx), in export order:
+    ``text`` (and ``text_b`` for pairs), or ``context`` and ``question`` for QA."""
+    cid, idx, a, b = [], [], [], []
+    has_b = suite["inputs_b"].notna().any() if "inputs_b" in suite.columns else False
+    for r in suite.itertuples(index=False):
+        for j, t in enumerate(r.inputs):
+            cid.append(str(r.case_id))
+            idx.append(j)
+            a.append(str(t))
+            b.append(str(r.inputs_b[j]) if has_b and r.inputs_b is not None else None)
+    out = pd.DataFrame({"case_id": cid, "input_idx": idx})
+    if head == "qa":
+        out["context"], out["question"] = a, b
+    else:
+        out["text"] = a
+        if has_b:
+            out["text_b"] = b
+    return out
+
+
+def write_export(rows: pd.DataFrame, path: str) -> str:
+    """TSV by default, JSONL for ``.jsonl``; written atomically. Returns the format."""
+    from beluga.io import atomic_path
+
+    p = Path(path)
+    if p.is_dir():
+        raise DataError(f"export {path}: field '--out': is a folder; name the file to write (.tsv or .jsonl)")
+    fmt = "jsonl" if p.name.endswith(".jsonl") else "tsv"
+    if fmt == "tsv":
+        bad = rows.drop(columns=["case_id", "input_idx"]).apply(
+            lambda c: c.astype(str).str.contains("[\t\n\r]", regex=True)).to_numpy().any()
+        if bad:
+            raise DataError(f"export {path}: field 'text': an input contains a tab or a line break; write JSONL "
+                            "(.jsonl) instead")
+    with atomic_path(p) as tmp:
+        if fmt == "jsonl":
+            rows.to_json(tmp, orient="records", lines=True, force_ascii=False)
+        else:
+            rows.to_csv(tmp, sep="\t", index=False)
+    return fmt
+
+
+def infer_format(path: str, given: str | None) -> str:
+    if given is not None:
+        if given not in FORMATS:
+            raise DataError(f"predictions {path}: field '--format': {given!r} is not one of {', '.join(FORMATS)}")
+        return given
+    name = Path(path).name.lower()
+    for ext, fmt in ((".parquet", "parquet"), (".csv", "csv"), (".tsv", "tsv"), (".jsonl", "jsonl")):
+        if name.endswith(ext):
+            return fmt
+    raise DataError(f"predictions {path}: field '--format': cannot tell the format from the extension; give "
+                    f"--format ({', '.join(FORMATS)})")
+
+
+# ---------------------------------------------------------------- reading a predictions file
+#
+# Every malformed value ends in one DataError naming the file, the line (text
+# files are counted in lines from 1, split on "\n" and "\r\n" only) and the
+# field; values are checked here, where the line is known, before the scorer
+# sees them.
+
+#: the field a line of each CheckList line format holds (for the messages)
+LINE_FIELDS = {"pred_only": "pred", "binary_conf": "conf", "softmax": "softmax", "pred_and_conf": "pred",
+               "pred_and_softmax": "pred"}
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")     # bytes that are not UTF-8, as decoded with surrogateescape
+
+
+def _clip(value, n: int = 60) -> str:
+    """repr of a value from the file, at most about ``n`` characters (control characters escaped)."""
+    r = repr(value)
+    return r if len(r) <= n else r[:n - 1] + "…"
+
+
+def _where(path: str, line: int) -> str:
+    return f"predictions {path}: line {line}"
+
+
+def _utf8(text: str, path: str, line: int, field: str) -> str:
+    """``text`` (decoded with surrogateescape) if it was UTF-8; otherwise the one-line error."""
+    m = _NOT_UTF8.search(text)
+    if m:
+        byte = ord(m.group()) - 0xdc00
+        raise DataError(f"{_where(path, line)}: field '{one_line(field)}': not UTF-8 text (byte 0x{byte:02x} "
+                        f"at character {m.start() + 1}); save the file as UTF-8")
+    return text
+
+
+def _read_text(path: str, fmt: str) -> str:
+    """The file's text (a UTF-8 byte-order mark dropped; bytes that are not UTF-8 kept as surrogates for
+    :func:`_utf8` to name their line and field); files that are not text at all are refused here."""
+    data = Path(path).read_bytes()
+    what = None
+    if data.startswith(b"PAR1"):
+        what = "a Parquet file: give --format parquet (or a .parquet name and no --format)"
+    elif data.startswith(b"\x1f\x8b"):
+        what = "gzip-compressed: decompress it first"
+    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        what = "UTF-16 text: save it as UTF-8"
+    if what:
+        raise DataError(f"predictions {path}: field '--format': {fmt} predictions are UTF-8 text; the file is {what}")
+    text = data.decode("utf-8", "surrogateescape")
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _lines(text: str) -> list[str]:
+    """Lines split on "\\n" (a "\\r" before it dropped) and nothing else: other Unicode line separators
+    (U+0085, U+2028, \\x0b, \\x0c, \\x1c-\\x1e) are part of the line, as in an answer string."""
+    lines = [t[:-1] if t.endswith("\r") else t for t in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()                     # the final newline
+    return lines
+
+
+def _looks_keyed(text: str) -> str | None:
+    """``jsonl``, ``csv`` or ``tsv`` when the first non-blank line is a keyed table's record or header."""
+    first = text.lstrip().split("\n", 1)[0].strip()
+    if first.startswith("{"):
+        try:
+            if "case_id" in json.loads(first):
+                return "jsonl"
+        except (json.JSONDecodeError, TypeError):
+            return None
+        return None
+    for sep, name in (("\t", "tsv"), (",", "csv")):
+        cells = [c.strip().strip('"') for c in first.split(sep)]
+        if "case_id" in cells and "input_idx" in cells:
+            return name
+    return None
+
+
+def _label(value, path: str, line: int, field: str, k: int | None) -> int:
+    """A label index: an integer, or text / a JSON number that is one; in 0..k-1 when ``k`` is given."""
+    x = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        x = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        x = int(value)
+    elif isinstance(value, str):
+        try:
+            f = float(value.strip())
+        except ValueError:
+            f = math.nan
+        if math.isfinite(f) and f.is_integer():
+            x = int(f)
+    if x is None:
+        raise DataError(f"{_where(path, line)}: field '{field}': {_clip(value)} is not a label index "
+                        f"(an integer{f' in 0..{k - 1}' if k else ''})")
+    if k is not None and not 0 <= x < k:
+        raise DataError(f"{_where(path, line)}: field '{field}': label {x} is outside 0..{k - 1}")
+    return x
+
+
+def _numbers(text: str, path: str, line: int, what: str) -> list[float]:
+    try:
+        vals = [float(x) for x in text.split()]
+    except ValueError:
+        raise DataError(f"{_where(path, line)}: field '{what}': {_clip(text)} is not a list of numbers") from None
+    if not vals:
+        raise DataError(f"{_where(path, line)}: field '{what}': empty (no numbers)")
+    return vals
+
+
+def _probs_value(value, path: str, line: int, field: str) -> list[float]:
+    """A keyed table's ``probs``: a JSON list of numbers, or text holding one (``[...]``) or space-separated
+    numbers."""
+    if isinstance(value, str):
+        s = value.strip()
+        if not s.startswith("["):
+            return _numbers(s, path, line, field)
+        try:
+            value = json.loads(s)
+        except json.JSONDecodeError as e:
+            raise DataError(f"{_where(path, line)}: field '{field}': {_clip(s)} is not a JSON list of numbers "
+                            f"({e.msg} at character {e.pos + 1})") from None
+    if (isinstance(value, list) and value
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)):
+        return [float(x) for x in value]
+    raise DataError(f"{_where(path, line)}: field '{field}': {_clip(value)} is not a list of numbers")
+
+
+def _check_distributions(probs: list[list[float]], lines: list[int], labels: list[int | None] | None,
+                         path: str, field: str, label_field: str = "pred") -> None:
+    """Every row a probability distribution of one length and, where the line states a label too, that label
+    the class of the highest probability (the scorer takes the predicted class from the probabilities;
+    CheckList's expectations take the stated label: a line where the two differ would be scored otherwise
+    than CheckList scores it, so it is refused)."""
+    if not probs:
+        return
+    n0 = len(probs[0])
+    for p, ln in zip(probs, lines):
+        if len(p) != n0:
+            raise DataError(f"{_where(path, ln)}: field '{field}': {len(p)} probabilities, but line {lines[0]} "
+                            f"has {n0} (every line needs one per class)")
+    arr = np.asarray(probs, dtype=np.float64)
+    bad = bad_probability_rows(arr)
+    if len(bad):
+        i = int(bad[0])
+        raise DataError(f"{_where(path, lines[i])}: field '{field}': {probs[i]} is not a probability distribution "
+                        f"(values must be finite, in [0, 1] and sum to 1 within {SUM_TOLERANCE}); {len(bad)} such "
+                        "line(s)")
+    if labels is None:
+        return
+    top = arr.argmax(axis=1)
+    for i, (lab, ln) in enumerate(zip(labels, lines)):
+        if lab is None or lab == top[i]:
+            continue
+        if not 0 <= lab < n0:
+            raise DataError(f"{_where(path, ln)}: field '{label_field}': label {lab} is outside 0..{n0 - 1} "
+                            f"(the line has {n0} probabilities)")
+        j = int(top[i])
+        how = (f"ties with class {j} at {arr[i, j]:g}, and the scorer takes the first class of highest probability"
+               if arr[i, lab] == arr[i, j] else
+               f"has probability {arr[i, lab]:g} but class {j} has {arr[i, j]:g}")
+        raise DataError(f"{_where(path, ln)}: field '{label_field}': label {lab} contradicts the probabilities "
+                        f"{probs[i]}: it {how} (the scorer takes the predicted class from the probabilities, CheckList "
+                        "from the stated label): correct the label or the probabilities")
+
+
+def _probability(x: float, text: str, path: str, line: int) -> float:
+    if not (math.isfinite(x) and 0.0 <= x <= 1.0):
+        raise DataError(f"{_where(path, line)}: field 'conf': {_clip(text)} is not a probability (finite, in [0, 1])")
+    return x
+
+
+def parse_line(text: str, fmt: str, k: int, path: str, line: int, qa: bool):
+    """One line of a CheckList prediction file -> (label or None, probabilities), or the answer for QA.
+    The probabilities are checked, and the label against them, by :func:`_check_distributions`."""
+    if qa:
+        if fmt != "pred_only":
+            raise DataError(f"predictions {path}: field '--format': READ predictions are answers (pred_only)")
+        return _utf8(text, path, line, "answer")
+    text = _utf8(text, path, line, LINE_FIELDS[fmt]).strip()
+    if fmt == "pred_only":
+        if len(text.split()) != 1:
+            raise DataError(f"{_where(path, line)}: field 'pred': {_clip(text)} is not one label index")
+        lab = _label(text, path, line, "pred", k)
+        return None, [1.0 if i == lab else 0.0 for i in range(k)]
+    if fmt == "binary_conf":
+        vals = _numbers(text, path, line, "conf")
+        if len(vals) != 1 or k != 2:
+            raise DataError(f"{_where(path, line)}: field 'conf': binary_conf is one probability of class 1 for a "
+                            "two-class model")
+        _probability(vals[0], text, path, line)
+        return None, [1.0 - vals[0], vals[0]]
+    if fmt == "softmax":
+        return None, _numbers(text, path, line, "softmax")
+    parts = text.split()
+    if not parts:
+        raise DataError(f"{_where(path, line)}: field 'pred': empty line (expected a label, then "
+                        f"{'its probability' if fmt == 'pred_and_conf' else 'the probabilities'})")
+    lab = _label(parts[0], path, line, "pred", k if fmt == "pred_and_conf" else None)
+    if fmt == "pred_and_softmax":
+        if len(parts) < 2:
+            raise DataError(f"{_where(path, line)}: field 'softmax': missing (pred_and_softmax is a label, then the "
+                            "probabilities)")
+        return lab, _numbers(" ".join(parts[1:]), path, line, "softmax")
+    if len(parts) != 2:
+        raise DataError(f"{_where(path, line)}: field 'conf': pred_and_conf is a label and its probability "
+                        f"({len(parts)} values here)")
+    conf = _probability(_numbers(parts[1], path, line, "conf")[0], parts[1], path, line)
+    rest = (1.0 - conf) / (k - 1) if k > 1 else 0.0
+    return lab, [conf if i == lab else rest for i in range(k)]
+
+
+def _read_lines(path: str, text: str, fmt: str, order: pd.DataFrame | None, k: int, qa: bool) -> pd.DataFrame:
+    if qa and fmt != "pred_only":
+        raise DataError(f"predictions {path}: field '--format': READ predictions are answers (pred_only)")
+    keyed = _looks_keyed(text)
+    if keyed:
+        raise DataError(f"predictions {path}: field '--format': the file looks like a keyed {keyed.upper()} table "
+                        f"(case_id, input_idx), not {fmt} lines: give --format {keyed}")
+    lines = _lines(text)
+    if not qa:
+        while lines and not lines[-1].strip():
+            lines.pop()                 # blank lines at the end (an answer may be empty, a label may not)
+    if order is None or len(lines) != len(order):
+        raise DataError(f"predictions {path}: field 'path': {len(lines)} line(s) for the "
+                        f"{0 if order is None else len(order)} inputs of the export (one line per input, "
+                        "in the export's order)")
+    col = "answer" if qa else "probs"
+    if qa:
+        values = [parse_line(t, fmt, k, path, i + 1, qa) for i, t in enumerate(lines)]
+    else:
+        parsed = [parse_line(t, fmt, k, path, i + 1, qa) for i, t in enumerate(lines)]
+        values = [p for _, p in parsed]
+        field = {"binary_conf": "conf", "softmax": "softmax", "pred_and_softmax": "softmax"}.get(fmt, "pred")
+        _check_distributions(values, list(range(1, len(values) + 1)), [lab for lab, _ in parsed], path, field)
+    return pd.DataFrame({"case_id": order["case_id"].to_numpy(), "input_idx": order["input_idx"].to_numpy(),
+                         col: values})
+
+
+def _keyed_records(path: str, text: str, fmt: str) -> tuple[list[str], list[tuple[int, dict]]]:
+    """(columns, [(line, record)]) of a CSV / TSV with a header line, or of JSONL (one object per line)."""
+    records: list[tuple[int, dict]] = []
+    if fmt == "jsonl":
+        cols: dict = {}
+        for i, t in enumerate(_lines(text), 1):
+            if not t.strip():
+                continue
+            try:
+                d = json.loads(t)
+            except json.JSONDecodeError as e:
+                _utf8(t, path, i, "json")
+                hint = _looks_keyed(text)
+                hint = f"; the file looks like {hint.upper()}: give --format {hint}" if hint and hint != fmt else ""
+                raise DataError(f"{_where(path, i)}: field 'json': not valid JSON ({e.msg} at character "
+                                f"{e.colno}){hint}") from None
+            if not isinstance(d, dict):
+                raise DataError(f"{_where(path, i)}: field 'json': {_clip(t)} is not a JSON object (one prediction "
+                                "per line, with case_id, input_idx and probs, pred or answer)")
+            for key, v in d.items():
+                _utf8(key, path, i, "json")
+                if isinstance(v, str):
+                    _utf8(v, path, i, key)
+            records.append((i, d))
+            cols.update(dict.fromkeys(d))
+        if not records:
+            raise DataError(f"predictions {path}: field 'path': the file has no predictions (no JSON line)")
+        return list(cols), records
+    sep = "\t" if fmt == "tsv" else ","
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+    header: list[str] | None = None
+    end = 0
+    try:
+        for row in reader:
+            start, end = end + 1, reader.line_num
+            if not row:
+                continue
+            if header is None:
+                header = [_utf8(c, path, start, "header").strip() for c in row]
+                continue
+            if len(row) != len(header):
+                name = header[len(row)] if len(row) < len(header) else f"(column {len(header) + 1})"
+                raise DataError(f"{_where(path, start)}: field '{one_line(name)}': {len(row)} field(s) where the "
+                                f"header has {len(header)} ({sep!r}-separated)")
+            records.append((start, {c: _utf8(v, path, start, c) for c, v in zip(header, row)}))
+    except csv.Error as e:
+        raise DataError(f"{_where(path, end + 1)}: field 'path': not a readable {fmt.upper()} file ({e})") from None
+    if header is None:
+        raise DataError(f"predictions {path}: field 'path': the file is empty (a {fmt.upper()} file needs a header "
+                        "line: case_id, input_idx and probs, pred or answer)")
+    if not records:
+        raise DataError(f"predictions {path}: field 'case_id': no prediction rows (only the header line)")
+    return header, records
+
+
+def _case_key(d: dict, path: str, line: int) -> tuple[str, int]:
+    cid = d.get("case_id")
+    if isinstance(cid, bool) or not isinstance(cid, (str, int)) or str(cid).strip() == "":
+        raise DataError(f"{_where(path, line)}: field 'case_id': "
+                        f"{'missing' if cid in (None, '') else f'{_clip(cid)} is not a case id (a string)'}")
+    idx = d.get("input_idx")
+    if idx is None or (isinstance(idx, str) and not idx.strip()):
+        raise DataError(f"{_where(path, line)}: field 'input_idx': missing")
+    x = None
+    if isinstance(idx, int) and not isinstance(idx, bool):
+        x = idx
+    elif isinstance(idx, float) and idx.is_integer():
+        x = int(idx)
+    elif isinstance(idx, str):
+        try:
+            f = float(idx.strip())
+        except ValueError:
+            f = math.nan
+        if math.isfinite(f) and f.is_integer():
+            x = int(f)
+    if x is None:
+        raise DataError(f"{_where(path, line)}: field 'input_idx': {_clip(idx)} is not an integer")
+    return str(cid), x
+
+
+def _read_keyed(path: str, text: str, fmt: str, k: int, qa: bool) -> pd.DataFrame:
+    cols, records = _keyed_records(path, text, fmt)
+    missing = [c for c in ("case_id", "input_idx") if c not in cols]
+    if not missing:
+        if qa and "answer" not in cols:
+            missing = ["answer"]
+        elif not qa and "probs" not in cols and "pred" not in cols:
+            raise DataError(f"predictions {path}: field 'probs': need a probs or pred column (columns: {cols})")
+    if missing:
+        hint = _looks_keyed(text)
+        hint = f"; the file looks like {hint.upper()}: give --format {hint}" if hint and hint != fmt else ""
+        raise DataError(f"predictions {path}: field '{missing[0]}': column missing (columns: {cols}){hint}")
+    cids, idxs, lines, values, labels = [], [], [], [], []
+    seen: dict[tuple[str, int], int] = {}
+    for ln, d in records:
+        key = _case_key(d, path, ln)
+        if key in seen:
+            raise DataError(f"{_where(path, ln)}: field 'case_id'/'input_idx': case {key[0]!r}, input {key[1]} "
+                            f"again (first on line {seen[key]})")
+        seen[key] = ln
+        cids.append(key[0])
+        idxs.append(key[1])
+        lines.append(ln)
+        if qa:
+            a = d.get("answer")
+            if a is not None and not isinstance(a, str):
+                raise DataError(f"{_where(path, ln)}: field 'answer': {_clip(a)} is not a string (an answer, or null "
+                                "for none)")
+            values.append("" if a is None else a)
+            continue
+        lab = None
+        if "pred" in cols and not (d.get("pred") in (None, "") and "probs" in cols):
+            lab = _label(d.get("pred"), path, ln, "pred", None if "probs" in cols else k)
+        if "probs" in cols:
+            values.append(_probs_value(d.get("probs"), path, ln, "probs"))
+            labels.append(lab)
+        else:
+            values.append([1.0 if i == lab else 0.0 for i in range(k)])
+            labels.append(None)
+    if qa:
+        return pd.DataFrame({"case_id": cids, "input_idx": idxs, "answer": values})
+    _check_distributions(values, lines, labels, path, "probs")
+    return pd.DataFrame({"case_id": cids, "input_idx": idxs, "probs": values})
+
+
+def _read_parquet(path: str, column: str) -> pd.DataFrame:
+    """A Parquet file's case_id, input_idx and ``column`` (probs, or answer for QA)."""
+    try:
+        schema = pq.read_schema(path)
+        names = set(schema.names)
+        missing = [c for c in ("case_id", "input_idx", column) if c not in names]
+        if missing:
+            raise DataError(f"predictions {path}: field '{missing[0]}': missing column "
+                            f"(need case_id, input_idx and {column}; found {', '.join(schema.names)})")
+        return pq.read_table(path, columns=["case_id", "input_idx", column]).to_pandas()
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataError(f"predictions {path}: field 'path': not a readable Parquet file ({e})") from None
+
+
+def _typed_keys(preds: pd.DataFrame, path: str) -> pd.DataFrame:
+    """case_id as strings, input_idx as integers (one line naming the row otherwise)."""
+    preds = preds.copy()
+    if preds["case_id"].isna().any():
+        i = int(preds.index[preds["case_id"].isna()][0])
+        raise DataError(f"predictions {path}: row {i}: field 'case_id': missing")
+    preds["case_id"] = preds["case_id"].astype(str)
+    idx = pd.to_numeric(preds["input_idx"], errors="coerce")
+    bad = idx.isna() | (idx != idx.round())
+    if bad.any():
+        i = int(preds.index[bad][0])
+        raise DataError(f"predictions {path}: row {i}: field 'input_idx': {preds['input_idx'].iloc[i]!r} is not "
+                        f"an integer ({int(bad.sum())} such row(s))")
+    preds["input_idx"] = idx.astype("int64")
+    return preds
+
+
+def read_predictions(path: str, fmt: str, order: pd.DataFrame | None, k: int, qa: bool) -> pd.DataFrame:
+    """A predictions file -> DataFrame(case_id (strings), input_idx (integers), probs | answer).
+    ``order``: the export rows (case_id, input_idx) that line formats follow (the other formats are keyed);
+    ``k``: the model's classes (a label index becomes a one-hot distribution of length k)."""
+    if not Path(path).exists():
+        raise DataError(f"predictions {path}: field 'path': file does not exist")
+    if fmt == "parquet":
+        preds = _read_parquet(path, "answer" if qa else "probs")
+    else:
+        text = _read_text(path, fmt)
+        preds = (_read_lines(path, text, fmt, order, k, qa) if fmt in LINE_FORMATS
+                 else _read_keyed(path, text, fmt, k, qa))
+    return _typed_keys(preds, path)

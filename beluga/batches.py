@@ -1,0 +1,280 @@
+"""Training streams and their minibatches, for the one training loop
+(:func:`beluga.training.train`).
+
+Streams (ref. code): ``iid`` (D_train), ``MFT``, ``INV`` and ``DIR`` (T_train
+cases by test type), built once per fold (:func:`build_streams`). Each
+minibatch comes from one stream; per epoch the batches of all streams are
+shuffled together, so streams are drawn in proportion to their number of
+batches (:func:`epoch_batches`). INV/DIR minibatches hold (original, one
+randomly drawn perturbation) pairs, redrawn every epoch.
+
+Methods that sample per environment (``per_env``) group the items by
+environment (:func:`env_groups`) and draw minibatches of one environment at
+a time (:class:`EnvSampler`). :mod:`beluga.training` describes both sampling
+modes and how many updates an epoch has.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import torch
+
+from beluga.errors import DataError
+from beluga.losses import DIR_FN_INDEX, dir_function_for
+from beluga.qa import locate_answer
+from beluga.tasks import TaskType
+
+_log = logging.getLogger(__name__)
+
+
+
+@dataclass
+class TrainItem:
+    """One training item of a stream (:func:`build_streams`): an i.i.d. example or (part of) a suite case."""
+
+    env: str
+    inputs: list[str]
+    inputs_b: list[str] | None = None
+    target: list[float] | None = None   # MFT / i.i.d.
+    dir_fn: int | None = None           # DIR
+    dir_slice: bool = False             # DIR: drop pairs whose original is predicted neutral
+    answer: str | None = None           # QA MFT / i.i.d.: the answer string (inputs: context, inputs_b: question)
+    answer_start: int | None = None     # QA: character start of the answer (None: first occurrence)
+    qa: bool = False                    # QA item (span targets / aligned INV) rather than a class distribution
+
+
+@dataclass
+class Batch:
+    kind: str                      # "mft" | "inv" | "dir" | "qa_mft" | "qa_inv"
+    envs: list[str]
+    texts: list[str]               # mft: inputs; inv/dir: originals then perturbations (QA: contexts)
+    texts_b: list[str] | None = None  # second inputs (PARA: question2; QA: questions)
+    targets: torch.Tensor | None = None
+    dir_fn: torch.Tensor | None = None
+    dir_slice: torch.Tensor | None = None
+    answers: list[str] | None = None
+    answer_starts: list[int | None] | None = None
+    size: int = field(init=False)
+
+    def __post_init__(self):
+        self.size = len(self.envs)
+
+
+def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: pd.DataFrame | None,
+                  dir_train_slice: bool = True, qa_answer_match: str = "token") -> dict[str, list[TrainItem]]:
+    streams: dict[str, list[TrainItem]] = {}
+    if iid_train is not None and len(iid_train) and ttype.head == "qa":
+        streams["iid"] = [TrainItem("iid", [c], [q], answer=str(a[0]), answer_start=int(s[0]), qa=True)
+                          for c, q, a, s in zip(iid_train["context"], iid_train["question"], iid_train["answers"],
+                                                iid_train["answer_starts"])]
+    elif iid_train is not None and len(iid_train):
+        n = ttype.num_model_labels
+        texts_b = iid_train["text_b"] if "text_b" in iid_train.columns else [None] * len(iid_train)
+        streams["iid"] = [TrainItem("iid", [t], None if b is None else [b], list(np.eye(n)[int(y)]))
+                          for t, b, y in zip(iid_train["text"], texts_b, iid_train["label"])]
+    if suite_train is not None and len(suite_train):
+        unpaired = 0
+        for r in suite_train.itertuples(index=False):
+            stream, items = _case_items(ttype, r, dir_train_slice, qa_answer_match)
+            if stream in ("INV", "DIR"):   # a pair loss needs the original and a perturbation
+                kept = [it for it in items if len(it.inputs) >= 2]
+                unpaired += len(items) - len(kept)
+                items = kept
+            if items:
+                streams.setdefault(stream, []).extend(items)
+        if unpaired:
+            _log.info("training data: %d INV / DIR case(s) with fewer than two inputs skipped (no perturbation to "
+                     "train on)", unpaired)
+    return {k: streams[k] for k in sorted(streams)}
+
+
+def _case_items(ttype: TaskType, r, dir_train_slice: bool,
+                qa_answer_match: str = "token") -> tuple[str, list[TrainItem]]:
+    """Training items of one suite case and the stream they go to.
+
+    MFTs: one item per input with its (soft) target. A DIR whose expectation
+    is a label check (PARA: perturbed pairs with a known label, ``eq`` with
+    ``val`` or the implication triplets) is trained as MFTs on the inputs the
+    expectation checks (all, or all but the original under
+    ``all_except_first``). A training hint ``"train": {"as": "MFT", "label": y}``
+    in the expectation parameters (PARA's one-pair synonym "INV", a paper fix)
+    trains every input as an MFT with label y. Other INVs / DIRs: one item per
+    case (original + perturbations)."""
+    params = json.loads(r.expect_params) if r.expect_params else {}
+    inputs = list(r.inputs)
+    inputs_b = list(r.inputs_b) if r.inputs_b is not None else None
+    if ttype.head == "qa":
+        return _qa_case_items(r, inputs, inputs_b, qa_answer_match)
+    hint = params.get("train") or {}
+    test_type = r.test_type
+    if hint.get("as") == "MFT" or test_type == "MFT" or r.expect in ("eq", "triplet"):
+        if hint.get("as") == "MFT":
+            expect, labels, first = "eq", [hint.get("label")] * len(inputs), 0
+        else:
+            expect = "eq" if r.expect == "triplet" else r.expect
+            labels = list(r.labels) if r.labels is not None else [params.get("val")] * len(inputs)
+            first = 1 if test_type != "MFT" and r.agg_fn == "all_except_first" and r.expect != "triplet" else 0
+        items = []
+        for j in range(first, len(inputs)):
+            label = labels[j] if labels[j] is not None else params.get("val")
+            items.append(TrainItem(r.functionality, [inputs[j]], [inputs_b[j]] if inputs_b else None,
+                                   ttype.mft_target(expect, label)))
+        return "MFT", items
+    if test_type == "INV":
+        return "INV", [TrainItem(r.functionality, inputs, inputs_b)]
+    fn = dir_function_for(r.expect, params)
+    sliced = dir_train_slice and params.get("slice") == "orig_not_neutral"
+    return "DIR", [TrainItem(r.functionality, inputs, inputs_b, dir_fn=DIR_FN_INDEX[fn], dir_slice=sliced)]
+
+
+def _qa_case_items(r, contexts: list[str], questions: list[str] | None,
+                   answer_match: str = "token") -> tuple[str, list[TrainItem]]:
+    """READ: MFTs (and label-checked tests) train the span of the expected
+    answer of every input (located by ``beluga.qa.locate_answer``: its first
+    whole-token occurrence by default, the first substring occurrence under
+    ``training.qa_answer_match: substring``); INVs
+    (``inv`` / ``same_answer``) pair the original with a perturbation and
+    compare their start / end distributions on the aligned positions."""
+    if questions is None:
+        raise ValueError(f"READ case {r.case_id!r}: field 'inputs_b': questions are missing")
+    if r.test_type == "INV":
+        return "INV", [TrainItem(r.functionality, contexts, questions, qa=True)]
+    answers = list(r.answers) if getattr(r, "answers", None) is not None else None
+    if r.test_type != "MFT" or answers is None:
+        raise ValueError(f"READ case {r.case_id!r}: a {r.test_type} test with expectation {r.expect!r} "
+                         "has no training loss (READ trains MFTs with answers and INVs)")
+    items = []
+    for c, q, a in zip(contexts, questions, answers):
+        start = locate_answer(c, str(a), answer_match)
+        if start < 0:
+            raise DataError(f"READ case {r.case_id!r}: field 'answers': {str(a)!r} does not occur in the context "
+                            f"{c[:80]!r}...")
+        items.append(TrainItem(r.functionality, [c], [q], answer=str(a), answer_start=start, qa=True))
+    return "MFT", items
+
+
+def _make_batch(stream: str, items: list[TrainItem], rng: np.random.Generator) -> Batch:
+    envs = [it.env for it in items]
+    has_b = items[0].inputs_b is not None
+    if items[0].qa and stream in ("iid", "MFT"):
+        return Batch("qa_mft", envs, [it.inputs[0] for it in items], [it.inputs_b[0] for it in items],
+                     answers=[it.answer for it in items], answer_starts=[it.answer_start for it in items])
+    if stream in ("iid", "MFT"):
+        return Batch("mft", envs, [it.inputs[0] for it in items],
+                     [it.inputs_b[0] for it in items] if has_b else None,
+                     targets=torch.tensor([it.target for it in items], dtype=torch.float32))
+    # one randomly drawn perturbation per case
+    picks = [int(rng.integers(1, len(it.inputs))) for it in items]
+    texts = [it.inputs[0] for it in items] + [it.inputs[k] for it, k in zip(items, picks)]
+    texts_b = None
+    if has_b:
+        texts_b = [it.inputs_b[0] for it in items] + [it.inputs_b[k] for it, k in zip(items, picks)]
+    if stream == "INV":
+        return Batch("qa_inv" if items[0].qa else "inv", envs, texts, texts_b)
+    return Batch("dir", envs, texts, texts_b,
+                 dir_fn=torch.tensor([it.dir_fn for it in items], dtype=torch.long),
+                 dir_slice=torch.tensor([it.dir_slice for it in items], dtype=torch.bool))
+
+
+def _length(item: TrainItem) -> int:
+    return sum(len(t) for t in item.inputs) + (sum(len(t) for t in item.inputs_b) if item.inputs_b else 0)
+
+
+def epoch_batches(streams: dict[str, list[TrainItem]], batch_size: int, rng: np.random.Generator,
+                  bucket: int = 8) -> list[Batch]:
+    """All minibatches of one epoch, shuffled across streams. Within a stream,
+    items are shuffled, cut into pools of ``bucket`` batches, and each pool is
+    sorted by length before being cut into batches (less padding; ``bucket=1``
+    turns this off)."""
+    planned = []
+    for name in sorted(streams):
+        items = streams[name]
+        order = list(rng.permutation(len(items)))
+        pool = batch_size * max(1, bucket)
+        for p in range(0, len(order), pool):
+            chunk = sorted(order[p:p + pool], key=lambda i: _length(items[i]))
+            for s in range(0, len(chunk), batch_size):
+                planned.append((name, [items[i] for i in chunk[s:s + batch_size]]))
+    sequence = rng.permutation(len(planned))
+    return [_make_batch(planned[i][0], planned[i][1], rng) for i in sequence]
+
+
+def n_batches(streams: dict[str, list[TrainItem]], batch_size: int) -> int:
+    return sum(-(-len(v) // batch_size) for v in streams.values())
+
+
+# --------------------------------------------------------------------------- per-environment sampling
+
+
+def env_groups(streams: dict[str, list[TrainItem]]) -> dict[str, tuple[str, list[TrainItem]]]:
+    """Environment -> (stream, items), environments sorted by name.
+
+    An environment is a functionality (or ``iid``); a functionality has one
+    test type, and label-checked DIRs (e.g. PARA) are trained as MFT items, so
+    all its items are in one stream and its minibatches are homogeneous in
+    kind. Should a functionality still have items in several streams, each
+    (functionality, stream) part becomes its own environment
+    ``"<functionality> [<stream>]"`` (with a warning)."""
+    by_env: dict[str, dict[str, list[TrainItem]]] = {}
+    for stream in sorted(streams):
+        for it in streams[stream]:
+            by_env.setdefault(it.env, {}).setdefault(stream, []).append(it)
+    out: dict[str, tuple[str, list[TrainItem]]] = {}
+    for env in sorted(by_env):
+        parts = by_env[env]
+        if len(parts) == 1:
+            (stream, items), = parts.items()
+            out[env] = (stream, items)
+            continue
+        _log.warning("environment %r has items in several streams (%s): each part is its own environment",
+                    env, ", ".join(sorted(parts)))
+        for stream, items in sorted(parts.items()):
+            out[f"{env} [{stream}]"] = (stream, items)
+    return dict(sorted(out.items()))
+
+
+class EnvSampler:
+    """Minibatches of one environment at a time (``per_env`` sampling: see
+    :mod:`beluga.training`).
+
+    Every environment goes through its items in passes: a pass is a fresh
+    permutation of the environment's items cut into minibatches of
+    ``batch_size`` (the last one of a pass may be smaller, as in pooled
+    sampling), so each item is used once per pass and a minibatch never
+    repeats an item. The batch's ``envs`` are the environment name."""
+
+    def __init__(self, groups: dict[str, tuple[str, list[TrainItem]]], batch_size: int, rng: np.random.Generator):
+        self.groups = groups
+        self.batch_size = batch_size
+        self.rng = rng
+        self.queues: dict[str, list[int]] = {k: [] for k in groups}
+
+    def minibatch(self, env: str) -> Batch:
+        stream, items = self.groups[env]
+        if not self.queues[env]:
+            self.queues[env] = [int(i) for i in self.rng.permutation(len(items))]
+        queue = self.queues[env]
+        pick, self.queues[env] = queue[:self.batch_size], queue[self.batch_size:]
+        batch = _make_batch(stream, [items[i] for i in pick], self.rng)
+        batch.envs = [env] * batch.size
+        return batch
+
+    def step_envs(self, k: int) -> list[str]:
+        """A uniform sample of ``k`` environments, in random order."""
+        names = list(self.groups)
+        return [names[i] for i in self.rng.permutation(len(names))[:k]]
+
+    def state(self) -> dict:
+        """JSON state (generator and queues), for checkpoints."""
+        return {"rng": self.rng.bit_generator.state, "queues": {k: list(v) for k, v in self.queues.items()}}
+
+    def set_state(self, state: dict) -> None:
+        if set(state["queues"]) != set(self.groups):
+            raise ValueError("sampler state: the environments differ")
+        self.rng.bit_generator.state = state["rng"]
+        self.queues = {k: [int(i) for i in state["queues"][k]] for k in self.groups}

@@ -1,0 +1,92 @@
+"""The command line: ``python -m beluga COMMAND`` (also the ``beluga`` script).
+
+- ``score`` / ``suite export`` (:mod:`beluga.cli.score`): score any model's predictions on a suite; a
+  suite's inputs for a model outside Python, or a CheckList release suite as CheckList's JSONL export;
+- ``test`` (:mod:`beluga.cli.testing`): predict a suite with one trained model or several, score it and
+  summarise the failures (docs/TESTING.md);
+- ``suite build`` / ``suite perturb`` (beluga/suites/authoring.py): a suite from a spec, or from your own
+  sentences and a built-in perturbation;
+- ``plan`` (beluga/workflow/plan.py): the cost plan of a configuration -- jobs, GPU- or core-hours and the
+  peak scratch disk;
+- ``data stage`` (beluga/data/fetch.py :func:`stage`): a local copy of the reference data laid out as the
+  fetched data folder;
+- ``ood-rank`` (beluga/analyses/ood_eval.py): GLUE-X's ranking of systems from a long score table.
+
+The options: :mod:`beluga.cli.parser` (``python -m beluga COMMAND --help``). ``score`` and ``test`` write
+their ``--out`` folder as a whole or not at all (:func:`beluga.io.write_out_folder`): a folder of their own,
+never one holding other files or their inputs (:func:`beluga.io.check_out_folder`). Errors: one line
+``error: ...`` on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from beluga.cli.parser import build_parser
+from beluga.cli.score import export_command, score_command
+from beluga.cli.testing import test_command
+from beluga.data.fetch import stage
+from beluga.errors import BelugaError
+from beluga.workflow.plan import plan_command
+
+EXIT_ERROR = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command (``argv``: the arguments after ``beluga``; default: the process's); 0 on success, and on
+    an error the project detects one line ``error: ...`` on stderr and :data:`EXIT_ERROR`."""
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "score":
+            info = score_command(args.suite, args.predictions, args.out, args.task,
+                                 paper_fixes=not args.no_paper_fixes, fmt=args.format)
+            print(f"scored {info['n_cases']} cases in {info['n_functionalities']} functionalities "
+                  f"(task {info['task']}) in {info['total_s']} s -> {args.out}")
+        elif args.command == "plan":
+            print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
+                               args.json, args.concurrent_jobs, overrides=args.config), end="")
+        elif args.command == "data" and args.data_command == "stage":
+            done = stage(args.source, args.data_dir, copy=args.copy)
+            print(f"staged {len(done)} files from {args.source} into {args.data_dir} "
+                  f"({'copied' if args.copy else 'linked'}; checksums recorded in "
+                  f"{Path(args.data_dir) / 'fetch.lock.json'})")
+        elif args.command == "test":
+            print(test_command(args.model, args.suite, args.out, args.task, args.batch_size, args.max_length,
+                               args.max_cases_per_functionality, args.failures, args.precision,
+                               paper_fixes=not args.no_paper_fixes, doc_stride=args.doc_stride), end="")
+        elif args.command == "suite" and args.suite_command == "export":
+            print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes,
+                                 fmt=args.format))
+        elif args.command == "suite" and args.suite_command == "build":
+            from beluga.suites.authoring import build_command
+
+            print(build_command(args.spec, args.out, args.source, args.seed, args.cases, args.max_perturbations,
+                                args.max_words, args.functionalities, args.samples), end="")
+        elif args.command == "suite" and args.suite_command == "perturb":
+            from beluga.suites.authoring import perturb_command, perturbation_list
+
+            if args.list:
+                print(perturbation_list(), end="")
+            else:
+                missing = [f"--{k.replace('_', '-')}" for k, v in (("input", args.input), ("perturbation",
+                           args.perturbation), ("type", args.test_type), ("expect", args.expect), ("out", args.out))
+                           if not v]
+                if missing:
+                    raise BelugaError(f"suite perturb: field '{missing[0]}': required (or --list)")
+                print(perturb_command(args.input, args.perturbation, args.test_type, args.expect, args.out,
+                                      args.param, args.expect_param, args.task, args.column, args.apply_to,
+                                      args.functionality, args.capability, args.seed, args.max_perturbations,
+                                      args.max_words), end="")
+        elif args.command == "ood-rank":
+            from beluga.analyses.ood_report import ood_rank_command
+
+            print(ood_rank_command(args.scores, args.out), end="")
+    except BelugaError as e:
+        print("error: " + " ".join(str(e).splitlines()), file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as e:  # e.g. an input that cannot be read
+        print(f"error: {e.filename or ''}: field 'path': {' '.join(str(e.strerror or e).split())}", file=sys.stderr)
+        return EXIT_ERROR
+    return 0
+

@@ -1,0 +1,179 @@
+"""The argument parser of ``python -m beluga`` (also the ``beluga`` script): every command, its options and
+their help (``python -m beluga COMMAND --help``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from beluga.tasks import TASK_TYPES
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``beluga`` command line: one sub-command per tool, each with its help text."""
+    p = argparse.ArgumentParser(prog="beluga", description="BELUGA command line tools", allow_abbrev=False)
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("score", help="score predictions on a behavioral suite (CheckList semantics)",
+                       description="Score model predictions on a suite: pass / fail / filtered per case and "
+                                   "pass rates per functionality.")
+    s.add_argument("--suite", required=True,
+                   help="suite file: project Parquet, CSV or JSONL, a CheckList JSONL export (.jsonl[.gz]), or a "
+                        "CheckList release suite (.tar.gz / .tgz / .pkl, read without executing it)")
+    s.add_argument("--predictions", required=True,
+                   help="predictions: Parquet / CSV / TSV / JSONL keyed by case_id, input_idx with probs (or pred) "
+                        "or answer (QA), or a CheckList line file in the export's order (see --format)")
+    s.add_argument("--format", default=None,
+                   help="parquet, csv, tsv, jsonl, or CheckList's pred_only, binary_conf, softmax, pred_and_conf, "
+                        "pred_and_softmax (default: from the extension)")
+    s.add_argument("--out", required=True,
+                   help="output directory, written as a whole (new, or holding only an earlier score's files)")
+    s.add_argument("--task", choices=sorted(TASK_TYPES), default=None,
+                   help="task type; default: inferred from the suite (CheckList `suite` field)")
+    s.add_argument("--no-paper-fixes", action="store_true",
+                   help="CheckList exports: keep the labels exactly as released")
+    p_plan = sub.add_parser("plan", help="cost plan of a configuration before running it",
+                            description="Jobs, sequences trained on and predicted per job, and estimated core- or "
+                                        "GPU-hours per rule and configuration-method pair (beluga/workflow/plan.py).")
+    p_plan.add_argument("--configfile", default=None, help="configuration (default: config.yaml of the repository)")
+    p_plan.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
+                        help="override top-level keys of the configuration as snakemake --config does "
+                             "(values in YAML), e.g. --config data_dir=/scratch/beluga-data gpus=1")
+    p_plan.add_argument("--throughput", default=None,
+                        help="throughput table: a benchmark JSON (default: benchmarks/benchmark-<device>.json "
+                             "if present, else the built-in reference figures)")
+    p_plan.add_argument("--train-rate", type=float, default=None,
+                        help="training sequences/s of all-MiniLM-L6-v2 at 48 tokens on the target device")
+    p_plan.add_argument("--predict-rate", type=float, default=None,
+                        help="prediction sequences/s of all-MiniLM-L6-v2 at 48 tokens on the target device")
+    p_plan.add_argument("--fixed-s", type=float, default=None, help="fixed seconds per job (start-up, model load)")
+    p_plan.add_argument("--json", default=None, help="also write the plan as JSON to this file")
+    p_plan.add_argument("--concurrent-jobs", type=int, default=None,
+                        help="training jobs running at once, for the peak scratch disk (default: 100 on GPUs, "
+                             "as the Slurm profile's jobs; on CPUs the cores / job_threads)")
+    p_data = sub.add_parser("data", help="the data folder: stage a local copy of the reference data (no network)")
+    data_sub = p_data.add_subparsers(dest="data_command", required=True)
+    p_stage = data_sub.add_parser(
+        "stage", help="lay out a local copy of the reference data as the fetched data folder (no network)",
+        description="Link (or copy) the files of a local copy of the project's reference data (laid out as "
+                    "../shared/data on the development machines: CheckList's release tarballs, SST-2 TSVs, the "
+                    "Quora release, the reconstructed SQuAD dev set) into a data folder under the layout the "
+                    "fetch target writes, each checked against the copy's SHA256SUMS and CheckList's published "
+                    "checksums and recorded in the folder's fetch.lock.json. Configurations that read the data "
+                    "folder (configs/paper.yaml) then run without a network; the i.i.d. loaders fall back to "
+                    "the Quora release and the SQuAD dev set (docs/DEVIATIONS.md). With a network, fetch "
+                    "instead: snakemake fetch --cores 4 --configfile configs/paper.yaml.")
+    p_stage.add_argument("--from", dest="source", required=True, help="the local copy (a folder with SHA256SUMS)")
+    p_stage.add_argument("--data-dir", default="data", help="the data folder (default: data, as configs/paper.yaml)")
+    p_stage.add_argument("--copy", action="store_true", help="copy the files instead of linking them")
+    p_test = sub.add_parser("test", help="behavioral test of a trained model on a suite (no training)",
+                            description="Predict every input of a suite with a trained model, score it with "
+                                        "CheckList's semantics and print the failure summary: per class and "
+                                        "functionality the failure rate, and failing cases with their inputs, "
+                                        "expectation and predictions. Writes predictions.parquet, cases.parquet, "
+                                        "functionalities.csv, summary.md and summary.html to --out, as a whole "
+                                        "(a folder of its own). The model must be trained for the suite's task: "
+                                        "its tokenizer, head weights and recorded task are checked first. With "
+                                        "several models (e.g. the training seeds of one system; every one checked "
+                                        "before anything is predicted) the summary gives the failure rate's mean "
+                                        "± sd over the models and the cases failing for the most of them.")
+    p_test.add_argument("--model", required=True, nargs="+", action="extend", metavar="MODEL",
+                        help="a local model folder (safetensors weights) or a Hugging Face hub name (from the "
+                             "local cache; downloaded unless HF_HUB_OFFLINE is set); several (--model A B, or "
+                             "--model A --model B): each tested on the same cases, summarised over them")
+    p_test.add_argument("--suite", required=True, help="suite file (as for score)")
+    p_test.add_argument("--out", required=True,
+                        help="output directory, written as a whole (new, or holding only an earlier test's files)")
+    p_test.add_argument("--task", choices=sorted(TASK_TYPES), default=None, help="task type (default: inferred)")
+    p_test.add_argument("--batch-size", type=int, default=64)
+    p_test.add_argument("--max-length", type=int, default=128,
+                        help="tokens per input (READ: per window); at most the model's positions")
+    p_test.add_argument("--doc-stride", type=int, default=None,
+                        help="READ: tokens two windows of a long context overlap by (default: max-length / 3, at "
+                             "most 128)")
+    p_test.add_argument("--max-cases-per-functionality", type=int, default=None,
+                        help="a seeded sample of at most this many cases per functionality")
+    p_test.add_argument("--failures", type=int, default=3, help="failing cases shown per functionality")
+    p_test.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
+    p_test.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
+    p_suite = sub.add_parser("suite", help="suite tools: build a suite from a spec, perturb your own sentences into "
+                                           "a suite, export the inputs for models outside Python, or a CheckList "
+                                           "release tarball as its JSONL export")
+    suite_sub = p_suite.add_subparsers(dest="suite_command", required=True)
+    p_exp = suite_sub.add_parser(
+        "export", help="every input, one row per (case_id, input_idx), in a stable order; or (--format checklist) "
+                       "a CheckList release suite as CheckList's JSONL export",
+        description="Write every input of a suite with columns case_id, input_idx and the text(s) (text [, text_b]; "
+                    "READ: context, question): TSV by default, JSONL for a .jsonl name. A CheckList-format "
+                    "prediction file for `score --format` has one line per row, in this order. "
+                    "With --format checklist, write CheckList's JSONL export instead -- one JSON object per test "
+                    "case with suite, case_id, functionality, capability, test_type, inputs, labels, label, "
+                    "label_scope, meta, agg_fn, expect, in_run_subset, ... (../shared/data/README.md) -- from a "
+                    "CheckList release suite (release_suites/*_suite.tar.gz, .tgz or its .pkl), read without "
+                    "executing it (or from such a JSONL export); gzip-compressed when --out ends in .gz, e.g. "
+                    "`python -m beluga suite export --suite sentiment_suite.tar.gz --out sentiment.jsonl.gz "
+                    "--format checklist`. Labels are written as released (--task / --no-paper-fixes do not apply). "
+                    "The output may not be the input file itself.")
+    p_exp.add_argument("--suite", required=True, help="suite file (as for score)")
+    p_exp.add_argument("--out", required=True,
+                       help="output file (.tsv or .jsonl; --format checklist: .jsonl or .jsonl.gz)")
+    p_exp.add_argument("--format", choices=["inputs", "checklist"], default="inputs",
+                       help="inputs (default): every input, TSV or JSONL by the --out extension; checklist: "
+                            "CheckList's JSONL export of a CheckList release suite")
+    p_exp.add_argument("--task", choices=sorted(TASK_TYPES), default=None, help="task type (default: inferred)")
+    p_exp.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
+    p_build = suite_sub.add_parser(
+        "build", help="render a suite spec (templates, lexicons, perturbations of real sentences) into a suite file",
+        description="Render a suite spec (YAML; docs/SUITE_FORMAT.md, 'Writing a suite: spec files') into a suite "
+                    "file in the project's format, deterministic for the seed, and print a summary per "
+                    "functionality with sample cases. --spec is a file or a spec shipped with the project "
+                    "(sent_default, para_default, read_default); the spec's pool sources read --source (a text "
+                    "file, one sentence per line, or a CSV / TSV / Parquet / JSONL table). Settings not given here "
+                    "come from the spec's defaults. The output is written whole or not at all, never over an "
+                    "input.")
+    p_build.add_argument("--spec", required=True, help="a spec file, or sent_default / para_default / read_default")
+    p_build.add_argument("--out", required=True, help="the suite file (.parquet)")
+    p_build.add_argument("--source", default=None, help="the sentences the spec's pool sources read")
+    p_build.add_argument("--seed", type=int, default=None)
+    p_build.add_argument("--cases", type=int, default=None, help="cases per functionality")
+    p_build.add_argument("--max-perturbations", type=int, default=None, help="perturbations per case at most")
+    p_build.add_argument("--max-words", type=int, default=None, help="real sentences of at most this many words")
+    p_build.add_argument("--functionality", action="append", default=None, dest="functionalities",
+                         help="only this functionality (repeat for several)")
+    p_build.add_argument("--samples", type=int, default=1, help="sample cases shown per functionality")
+    p_pert = suite_sub.add_parser(
+        "perturb", help="turn your own unlabeled sentences into an INV / DIR suite with a built-in perturbation",
+        description="Perturb every sentence of --input (a text file, one sentence per line, or a table's column) "
+                    "with a built-in perturbation; each sentence it changes becomes an INV or DIR case with the "
+                    "given expectation (sentences it does not change are left out). --list shows the "
+                    "perturbations and their parameters. para / read: two columns (--column q1,q2 or "
+                    "context,question) and --apply-to. Written whole or not at all, never over the input.")
+    p_pert.add_argument("--list", action="store_true", help="list the perturbations and their parameters")
+    p_pert.add_argument("--input", help="the sentences (.txt, .csv, .tsv, .parquet, .jsonl)")
+    p_pert.add_argument("--perturbation", help="a built-in perturbation (--list)")
+    p_pert.add_argument("--param", action="append", default=None, metavar="KEY=VALUE",
+                        help="a parameter of the perturbation (repeat for several; values read as YAML)")
+    p_pert.add_argument("--type", choices=["INV", "DIR"], dest="test_type", help="the test type")
+    p_pert.add_argument("--expect", help="the expectation (inv, monotonic, diff_up, diff_down, eq, ...)")
+    p_pert.add_argument("--expect-param", action="append", default=None, metavar="KEY=VALUE",
+                        help="a parameter of the expectation, e.g. tolerance=0.1 (repeat for several)")
+    p_pert.add_argument("--out", help="the suite file (.parquet)")
+    p_pert.add_argument("--task", choices=sorted(TASK_TYPES), default="sent")
+    p_pert.add_argument("--column", default=None, help="the table's column (para / read: two, comma-separated)")
+    p_pert.add_argument("--apply-to", default=None,
+                        help="para: first, second or both; read: context, question or both")
+    p_pert.add_argument("--functionality", default=None, help="the functionality's name")
+    p_pert.add_argument("--class", dest="capability", default="Custom", help="the functionality's class")
+    p_pert.add_argument("--seed", type=int, default=0)
+    p_pert.add_argument("--max-perturbations", type=int, default=3)
+    p_pert.add_argument("--max-words", type=int, default=60, help="sentences of at most this many words")
+    p_rank = sub.add_parser("ood-rank", help="GLUE-X ranking of systems from a long score table",
+                            description="Read a long table (CSV, TSV or Parquet) with columns system, task, dataset, "
+                                        "domain (id or ood), metric, value and write ranking.csv (system, id_avg, "
+                                        "ood_avg, decrease_ratio, rank_decrease_ratio, friedman_rank_ood, "
+                                        "friedman_rank_id), correlation.csv (GLUE-X's ID-OOD correlation over "
+                                        "the systems: Pearson r, Spearman rho, least-squares line; at least 3 "
+                                        "systems) and ranking.md, as GLUE-X computes them "
+                                        "(beluga/analyses/ood_eval.py); name one system per backbone to rank "
+                                        "backbones as GLUE-X does.")
+    p_rank.add_argument("--scores", required=True, help="the long score table")
+    p_rank.add_argument("--out", required=True, help="output directory")
+    return p

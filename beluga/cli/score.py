@@ -1,0 +1,170 @@
+"""The commands for any model's predictions: ``score`` (a predictions file scored on a suite) and
+``suite export`` (a suite's inputs for a model outside Python, or a CheckList release suite as CheckList's
+JSONL export); and :func:`load_suite_for`, every command's suite reader.
+
+    python -m beluga score --suite PATH --predictions PATH --out DIR
+                           [--format F] [--task sent|para|read] [--no-paper-fixes]
+
+scores every suite case whose ``case_id`` appears in the predictions and writes ``DIR/cases.parquet``
+(case_id, functionality, status) and ``DIR/functionalities.csv`` (functionality, capability, test_type,
+n_cases, n_scored, n_passed, pass_rate; suite order), ``DIR`` as a whole or not at all
+(:func:`beluga.io.write_out_folder`).
+
+    python -m beluga suite export --suite PATH --out FILE [--format inputs|checklist]
+
+writes every input of a suite (TSV / JSONL), or with ``--format checklist`` CheckList's JSONL export of a
+release tarball (``beluga/suites/release.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from beluga.analyses.predictions import LINE_FORMATS, export_rows, infer_format, read_predictions, write_export
+from beluga.errors import BelugaError
+from beluga.io import check_out_folder, same_file, write_out_folder
+from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
+from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
+
+#: the files ``score`` writes into its --out folder (nothing else is ever there)
+SCORE_OUTPUTS = ("cases.parquet", "functionalities.csv")
+
+
+def _infer_task(suite: pd.DataFrame, given: str | None, suite_path: str) -> str:
+    known = suite.attrs.get("task_type")
+    if given is not None:
+        if known is not None and known != given:
+            name = suite.attrs.get("checklist_suite", known)
+            raise BelugaError(f"--task {given}: the suite {suite_path} is the CheckList {name!r} suite "
+                              f"(task {known!r})")
+        return given
+    if known is not None:
+        return known
+    has_answers = suite["answers"].notna().any()
+    has_labels = suite["labels"].notna().any()
+    if has_answers and not has_labels:
+        return "read"
+    raise BelugaError(f"suite {suite_path}: field 'task': cannot infer the task from a project-format suite; "
+                      f"pass --task ({', '.join(sorted(TASK_TYPES))}; CheckList suites: "
+                      f"{', '.join(f'{k}={v}' for k, v in SUITE_TASK_TYPES.items())})")
+
+
+def load_suite_for(suite_path: str, task_name: str | None, paper_fixes: bool = True):
+    """(suite, task type) of any suite the project reads, the task inferred when not given."""
+    from beluga.suites.checklist import read_any_suite
+    from beluga.suites.format import validate_suite
+
+    given = get_task_type(task_name) if task_name is not None else None
+    suite = read_any_suite(suite_path, paper_fixes=paper_fixes,
+                           label_set=(tuple(given.suite_labels) or None) if given else None,
+                           head=given.head if given else None)
+    ttype = get_task_type(_infer_task(suite, task_name, suite_path))
+    if given is None and suite.attrs.get("task_type") is None:
+        # inferred task type (QA): re-check what it needs
+        suite = validate_suite(suite, suite_path, tuple(ttype.suite_labels) or None, head=ttype.head)
+    return suite, ttype
+
+
+def checklist_export_command(suite_path: str, out: str) -> str:
+    """``suite export --format checklist``: CheckList's JSONL export (one record
+    per test case) of a release suite (read without executing it) or of a
+    CheckList JSONL export, written atomically."""
+
+    from beluga.suites.checklist import is_checklist_export
+    from beluga.suites.tabular import open_text
+
+    p = Path(suite_path)
+    if not p.exists():
+        raise BelugaError(f"suite file {suite_path}: field 'path': file does not exist")
+    if p.name.lower().endswith(RELEASE_SUFFIXES):
+        records = read_release_records(p)
+    elif p.name.lower().endswith((".jsonl", ".jsonl.gz")) and is_checklist_export(p):
+        def lines():
+            with open_text(p) as f:
+                for i, line in enumerate(f, 1):
+                    if line.strip():
+                        try:
+                            yield json.loads(line)
+                        except json.JSONDecodeError as e:
+                            raise BelugaError(f"CheckList suite {suite_path}: line {i}: field 'json': not valid "
+                                              f"JSON ({e})") from None
+        records = lines()
+    else:
+        raise BelugaError(f"suite file {suite_path}: field '--format': checklist export needs a CheckList release "
+                          "suite (.tar.gz, .tgz or .pkl) or a CheckList JSONL export")
+    counts: dict[str, int] = {}
+
+    def counted():
+        for r in records:
+            counts[r["suite"]] = counts.get(r["suite"], 0) + 1
+            yield r
+    n = write_checklist_jsonl(counted(), out)
+    names = ", ".join(counts) or "no"
+    return f"exported {n} CheckList test cases ({names} suite) as CheckList JSONL -> {out}"
+
+
+def export_command(suite_path: str, out: str, task_name: str | None = None, paper_fixes: bool = True,
+                   fmt: str = "inputs") -> str:
+    """``suite export``: every input (TSV / JSONL), or with ``fmt="checklist"``
+    CheckList's JSONL export of a CheckList suite."""
+    if same_file(suite_path, out):
+        raise BelugaError(f"suite export {out}: field '--out': is the input suite file itself; choose another name")
+    if fmt == "checklist":
+        return checklist_export_command(suite_path, out)
+    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
+    rows = export_rows(suite, ttype.head)
+    fmt = write_export(rows, out)
+    return f"exported {len(rows)} inputs of {len(suite)} cases ({ttype.name}) as {fmt.upper()} -> {out}"
+
+
+def score_command(suite_path: str, predictions_path: str, out_dir: str, task_name: str | None = None,
+                  paper_fixes: bool = True, fmt: str | None = None) -> dict:
+    """``score``: every suite case whose ``case_id`` the predictions name, scored (``DIR/cases.parquet``), and
+    the pass rates per functionality in suite order (``DIR/functionalities.csv``); ``DIR`` is written as a
+    whole or not at all. Returns what the command prints (task, counts, seconds)."""
+    from beluga.io import write_csv, write_parquet  # looked up per call (tests replace them)
+    from beluga.metrics import pass_rates
+    from beluga.scoring import score_cases
+    from beluga.suites.format import functionality_table
+
+    t0 = time.time()
+    check_out_folder("score", out_dir, SCORE_OUTPUTS, {"suite": suite_path, "predictions": predictions_path})
+    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
+    t_suite = time.time() - t0
+
+    fmt = infer_format(predictions_path, fmt)
+    order = export_rows(suite, ttype.head)[["case_id", "input_idx"]] if fmt in LINE_FORMATS else None
+    k = ttype.num_model_labels if ttype.head != "qa" else 0   # the model's classes (SENT: 2, mapped as CheckList)
+    preds = read_predictions(predictions_path, fmt, order, k, ttype.head == "qa")
+    wanted = set(preds["case_id"].tolist())
+    sel = suite[suite["case_id"].isin(wanted)].reset_index(drop=True)
+    if len(sel) == 0:
+        raise BelugaError(f"predictions {predictions_path}: field 'case_id': no case id matches a case of "
+                          f"the suite {suite_path}")
+    unknown = sorted(wanted - set(sel["case_id"]))
+    n_inputs = dict(zip(sel["case_id"], (len(x) for x in sel["inputs"])))
+    mine = preds[preds["case_id"].isin(n_inputs.keys())]
+    limit = mine["case_id"].map(n_inputs)
+    bad = mine[(mine["input_idx"] < 0) | (mine["input_idx"] >= limit)]
+    if len(bad):
+        b = bad.iloc[0]
+        raise BelugaError(f"predictions {predictions_path}: field 'input_idx': case {b['case_id']!r} has "
+                          f"{n_inputs[b['case_id']]} inputs but a prediction for input_idx {b['input_idx']} "
+                          f"(is this the suite the predictions were made for?)")
+    cases = score_cases(sel, preds, ttype, source=f"predictions {predictions_path}")
+    funcs = pass_rates(cases, functionality_table(sel))   # suite order
+
+    scored = cases[["case_id", "functionality", "status"]]
+    write_out_folder(out_dir, {"cases.parquet": lambda p: write_parquet(scored, p),
+                               "functionalities.csv": lambda p: write_csv(funcs, p)})
+    if unknown:   # after scoring: an error stays the only line
+        shown = ", ".join(repr(c) for c in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        print(f"warning: predictions {predictions_path}: {len(unknown)} case id(s) are not in the suite "
+              f"{suite_path} and were not scored: {shown}", file=sys.stderr)
+    return {"task": ttype.name, "n_cases": len(cases), "n_functionalities": len(funcs),
+            "suite_s": round(t_suite, 2), "total_s": round(time.time() - t0, 2)}

@@ -1,0 +1,159 @@
+"""``python -m beluga test``: a suite predicted by one trained model or several (e.g. the training seeds of one
+system), scored with CheckList's semantics and summarised (docs/TESTING.md).
+
+    python -m beluga test --model M [M2 ...] --suite PATH --out DIR [--task ...] [--max-length N] ...
+
+One model is the case N = 1 of several: every model checked before any is predicted, each predicted on the
+same cases and scored alike; ``DIR`` gets predictions.parquet and cases.parquet (over several models with a
+``model`` column), functionalities.csv and the summaries (:func:`beluga.analyses.behavioral.failure_summary`:
+over several models the failure rate's mean ± sd and the cases failing for the most of them), as a whole or not
+at all (:func:`beluga.io.write_out_folder`): a folder of its own, never one holding other files or the
+command's inputs (:func:`beluga.io.check_out_folder`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+
+from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
+from beluga.cli.score import load_suite_for
+from beluga.errors import BelugaError
+from beluga.io import check_out_folder, write_out_folder
+
+#: the files ``test`` writes into its --out folder (nothing else is ever there)
+TEST_OUTPUTS = ("predictions.parquet", "cases.parquet", "functionalities.csv", "summary.md", "summary.html")
+
+
+def test_command(models: str | list[str], suite_path: str, out_dir: str, task_name: str | None = None,
+                 batch_size: int = 64, max_length: int = 128, max_cases: int | None = None, failures: int = 3,
+                 precision: str = "auto", paper_fixes: bool = True, doc_stride: int | None = None) -> str:
+    """``python -m beluga test``: predict, score and summarise (returns the terminal summary). Checked
+    before anything is predicted, each refusal one line (naming the model where it is about one): the
+    arguments, each model given once, each model's positions for ``--max-length``, the ``--out`` folder
+    (:func:`beluga.io.check_out_folder`: never an input's folder, never files of others), the task each model
+    records, its tokenizer and head (:func:`beluga.modeling.load_trained`); every model is loaded before any
+    is predicted. ``--out`` is written as a whole or not at all (:func:`beluga.io.write_out_folder`)."""
+    from beluga.fold import suite_outcomes
+    from beluga.io import write_csv, write_parquet, write_text  # looked up per call (tests replace them)
+    from beluga.modeling import check_max_length, resolve_model
+    from beluga.predict import predictions_table
+    from beluga.suites.build import subsample_cases
+
+    t0 = time.time()
+    for field, value, least in (("--batch-size", batch_size, 1), ("--max-length", max_length, 8),
+                                ("--max-cases-per-functionality", max_cases, 1), ("--failures", failures, 0)):
+        if value is not None and value < least:
+            raise BelugaError(f"test: field '{field}': {value} is below its minimum {least}")
+    if doc_stride is None:
+        doc_stride = min(128, max_length // 3)
+    elif not 1 <= doc_stride < max_length:
+        raise BelugaError(f"test: field '--doc-stride': {doc_stride} must be at least 1 and less than --max-length "
+                          f"{max_length}")
+    models = [str(m) for m in ([models] if isinstance(models, (str, os.PathLike)) else models)]
+    if not models:
+        raise BelugaError("test: field '--model': no model given")
+    paths = [resolve_model(m) for m in models]
+    _distinct_models(models, paths)
+    for m, path in zip(models, paths):
+        check_max_length(path, max_length, "--max-length", name=m)
+    check_out_folder("test", out_dir, TEST_OUTPUTS,
+                     [("suite", suite_path)] + [("model folder", path) for path in paths])
+    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
+    if max_cases is not None:
+        suite = subsample_cases(suite, max_cases, 0).reset_index(drop=True)
+    nets = [_load_test_model(m, path, ttype, max_length) for m, path in zip(models, paths)]   # all checked first
+    chunk = max(1, 2000 // max(1, int(suite["inputs"].map(len).mean())))   # cases predicted at a time
+    tty = sys.stderr.isatty()
+    where = str(Path(out_dir) / "predictions.parquet")
+    all_preds, statuses, tables, cases = [], [], [], []
+    for i, m in enumerate(models):
+        net, tokenizer = nets[i]
+        nets[i] = None                                   # each model freed once predicted
+        prec = _to_device(net, precision)
+        if tty and len(models) > 1:
+            print(f"model {i + 1}/{len(models)}: {m}", file=sys.stderr)
+        progress = _progress_bar(len(suite)) if tty and len(suite) > chunk else None
+        preds, status = suite_outcomes(net, tokenizer, ttype, suite, split="suite_test", batch_size=batch_size,
+                                       max_length=max_length, doc_stride=doc_stride, precision=prec,
+                                       source=f"model {m}", chunk_cases=chunk, on_chunk=progress)
+        del net, tokenizer
+        tables.append(predictions_table(preds.assign(split="suite_test", label=None), ttype, where))
+        cases.append(suite[["case_id", "functionality", "capability", "test_type"]].merge(
+            status[["case_id", "status"]], on="case_id"))
+        all_preds.append(preds)
+        statuses.append(status)
+    funcs, examples = failure_summary(suite, statuses, all_preds, ttype, models, k=failures)
+    about = f"{Path(suite_path).name} ({ttype.name}, {len(suite)} cases)"
+    if len(models) == 1:
+        shown = models[0] if len(models[0]) <= 48 else "…" + models[0][-47:]
+        title, table, scored, inputs = f"{shown} on {about}", tables[0], cases[0], f"{len(all_preds[0])} inputs"
+    else:   # each model's rows under a `model` column (the model as given)
+        title = f"{len(models)} models on {about}"
+        table = pa.concat_tables([t.add_column(0, pa.field("model", pa.string(), nullable=False),
+                                               pa.array([m] * t.num_rows, pa.string()))
+                                  for t, m in zip(tables, models)])
+        scored = pd.concat([c.assign(model=m)[["model", *c.columns]] for c, m in zip(cases, models)],
+                           ignore_index=True)
+        inputs = f"{len(all_preds[0])} inputs x {len(models)} models"
+    markdown = summary_markdown(funcs, examples, title, models)
+    html = summary_html(funcs, examples, title, models)
+    write_out_folder(out_dir, {"predictions.parquet": lambda p: write_parquet(table, p),
+                               "cases.parquet": lambda p: write_parquet(scored, p),
+                               "functionalities.csv": lambda p: write_csv(funcs, p),
+                               "summary.md": lambda p: write_text(markdown, p),
+                               "summary.html": lambda p: write_text(html, p)})
+    text = summary_text(funcs, examples, title, models)
+    return text + f"\n{inputs} predicted and scored in {time.time() - t0:.1f} s; written to\n{out_dir}\n"
+
+
+def _distinct_models(models: list[str], paths: list[str]) -> None:
+    """Each model once: the same string twice, or two that are the same folder (a path and a hub name, two
+    spellings of one path), is refused in one line."""
+    seen: dict[str, str] = {}
+    for spec, path in zip(models, paths):
+        key = os.path.realpath(os.path.expanduser(path))
+        if key in seen:
+            first = seen[key]
+            same = f"{spec} is given twice" if first == spec else f"{first} and {spec} are the same model ({key})"
+            raise BelugaError(f"test: field '--model': {same}; give each model once")
+        seen[key] = spec
+
+
+def _load_test_model(spec: str, path: str, ttype, max_length: int):
+    """A trained model for ``ttype``'s suite: a local folder (safetensors
+    only) or a hub name (``path``: the cached main snapshot, else a download),
+    refused in one line when it records another task, lacks its head's
+    weights or its tokenizer (:func:`beluga.modeling.load_trained`)."""
+    from beluga.modeling import load_trained
+
+    return load_trained(path, ttype.head, task_type=ttype.name, max_length=max_length,
+                        max_length_field="--max-length", name=spec)
+
+
+def _to_device(model, precision: str):
+    """The test command's job: the model on the GPU if there is one, else the
+    CPU, in eval mode; ``precision`` resolved there, once (it runs no
+    :func:`beluga.job.start_job`: torch keeps its own threads)."""
+    import torch
+
+    from beluga.precision import resolve
+
+    dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(dev).eval()
+    return resolve(precision, dev)
+
+
+def _progress_bar(total: int):
+    """A progress bar on stderr, called with the cases done (a newline when all are)."""
+    def show(done: int) -> None:
+        bar = "#" * int(30 * done / total)
+        print(f"\rpredicting [{bar:<30}] {done}/{total} cases", end="", file=sys.stderr, flush=True)
+        if done == total:
+            print(file=sys.stderr)
+    return show

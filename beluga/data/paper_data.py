@@ -1,0 +1,363 @@
+"""The paper's i.i.d. datasets in a task's data folder (``iid.path``): GLUE
+SST-2, GLUE QQP (else the Quora Question Pairs release) and SQuAD v1.1 --
+where their files are, how they are read and how each is split into train /
+val / test. :mod:`beluga.data.iid` calls these for the sources ``sst2``,
+``qqp`` and ``squad``.
+
+Which files a dataset folder's source reads, when several are present:
+:func:`locate` (the precedence); :func:`beluga.data.iid.source_files` (the
+rule's declared inputs) and :func:`beluga.data.iid.describe_source` (origin
+and split rule in words, :func:`split_rule`, for ``source.json`` and run
+records) follow it. Zip archives are read in memory, never extracted. GLUE's
+TSVs are read without quote processing, as GLUE's own loaders read them
+(:func:`read_glue_tsv`); the Quora release with standard CSV quoting
+(:func:`read_quora_release`). An official validation set is halved into val
+and test (:func:`halve`), as the paper does; the Quora release is split by a
+hash of the pair id (:func:`qqp_bucket`); SQuAD by article (see
+:mod:`beluga.data.squad`).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import logging
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from beluga.data.tables import checked_labels
+from beluga.errors import DataError
+
+_log = logging.getLogger(__name__)
+
+#: what a missing dataset folder or file tells the user to do
+FETCH_HINT = ("fetch the configuration's inputs first (snakemake fetch --cores 4 --configfile <your config>; "
+              "README 'The paper's run on a cluster')")
+DATASET_SOURCES = ("sst2", "qqp", "squad")
+SST2_FILES = ("train.tsv", "dev.tsv")                 # the staged offline layout (today's names)
+QQP_FILE = "quora_duplicate_questions.tsv.gz"         # the Quora release, as staged in ../shared/data
+QQP_RELEASE_FILES = ("quora_duplicate_questions.tsv", QQP_FILE)
+SQUAD_FILE = "dev-v1.1.reconstructed.json.gz"         # the staged reconstruction of the official dev set
+#: the official downloads the fetch target writes into each source's folder (the first form of :func:`locate`)
+FETCHED_FILES = {"sst2": ("SST-2.zip",), "qqp": ("QQP-clean.zip",), "squad": ("train-v1.1.json", "dev-v1.1.json")}
+#: GLUE's archives and the folder each unpacks to, per source, in order of precedence
+GLUE_ARCHIVES = {"sst2": (("SST-2.zip",), "SST-2"), "qqp": (("QQP-clean.zip", "QQP.zip"), "QQP")}
+#: the GLUE columns each source reads (GLUE's train / dev TSVs have a header row)
+GLUE_COLUMNS = {"sst2": ("sentence", "label"), "qqp": ("id", "question1", "question2", "is_duplicate")}
+#: QQP split rule for the Quora release (no GLUE files): bucket = first 8 bytes of
+#: sha256("qqp:" + id) / 2**64; [0, 0.9) train, [0.9, 0.95) val, [0.95, 1) test.
+#: GLUE's QQP has about 90% of the pairs in train and 10% in its validation set,
+#: which the paper halves into val and test; this reproduces those proportions
+#: on the public release, whose GLUE split membership is not published.
+QQP_BOUNDS = (0.9, 0.95)
+
+
+def _tsv_names(name: str) -> tuple[str, str]:
+    return (name, name + ".gz")
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a dataset source's files are, by the precedence of :func:`locate`.
+
+    ``form``: ``glue-zip`` / ``glue-dir`` / ``glue-tsv`` (sst2, qqp), ``quora``
+    (qqp), ``squad-paper`` (train + dev) / ``squad-dev`` (a dev file alone).
+    ``files``: the files read (the rule's declared inputs). ``parts``: role
+    (``train`` / ``dev`` / ``table``) -> the file, or ``archive:member`` for
+    a zip. ``missing``: what the chosen form lacks (empty when complete)."""
+    source: str
+    form: str
+    files: tuple[Path, ...]
+    parts: dict
+    missing: tuple[str, ...] = ()
+
+
+def _first(folder: Path, names) -> Path | None:
+    return next((folder / n for n in names if (folder / n).is_file()), None)
+
+
+def _glue_pair(source: str, base: Path, shown: str, form: str) -> Located:
+    """train.tsv / dev.tsv (or .gz) in ``base``; ``shown`` prefixes the names of missing files."""
+    found = {r: _first(base, _tsv_names(f"{r}.tsv")) for r in ("train", "dev")}
+    missing = tuple(f"{shown}{r}.tsv" for r, p in found.items() if p is None)
+    files = tuple(p if p is not None else base / f"{r}.tsv" for r, p in found.items())
+    return Located(source, form, files, {r: str(p) for r, p in zip(found, files)}, missing)
+
+
+def locate(folder: Path, source: str) -> Located | None:
+    """The files of ``source`` in ``folder`` (None when none of its forms is present).
+
+    Precedence (the first form present is used, even if incomplete: it is
+    then reported, never silently replaced by a lower one):
+    - sst2: ``SST-2.zip`` (GLUE's archive, members ``SST-2/train.tsv`` and
+      ``SST-2/dev.tsv``) > the unpacked folder ``SST-2/`` > ``train.tsv`` and
+      ``dev.tsv`` directly in the folder;
+    - qqp: GLUE's ``QQP-clean.zip`` > ``QQP.zip`` (members ``QQP/train.tsv``,
+      ``QQP/dev.tsv``) > ``QQP/`` > ``train.tsv`` and ``dev.tsv`` > the Quora
+      release ``quora_duplicate_questions.tsv`` > ``quora_duplicate_questions.tsv.gz``;
+    - squad: ``train-v1.1.json`` with a dev file > a dev file alone; the dev
+      file is ``dev-v1.1.json`` > ``dev-v1.1.json.gz`` >
+      ``dev-v1.1.reconstructed.json.gz`` (``train-v1.1.json`` > ``.gz``).
+    Every unpacked TSV / JSON may be gzipped (``name.gz``; the plain file wins).
+    """
+    if source == "squad":
+        from beluga.data.squad import DEV_FILES, TRAIN_FILES
+
+        train, dev = _first(folder, TRAIN_FILES), _first(folder, DEV_FILES)
+        if train is not None:
+            files = (train, dev if dev is not None else folder / DEV_FILES[0])
+            return Located(source, "squad-paper", files, {"train": str(files[0]), "dev": str(files[1])},
+                           () if dev is not None else (DEV_FILES[0],))
+        return None if dev is None else Located(source, "squad-dev", (dev,), {"dev": str(dev)})
+    if source in GLUE_ARCHIVES:
+        archives, sub = GLUE_ARCHIVES[source]
+        zipped = _first(folder, archives)
+        if zipped is not None:
+            return Located(source, "glue-zip", (zipped,), {r: f"{zipped}:{sub}/{r}.tsv" for r in ("train", "dev")})
+        if (folder / sub).is_dir():
+            return _glue_pair(source, folder / sub, f"{sub}/", "glue-dir")
+        if any(_first(folder, _tsv_names(f"{r}.tsv")) for r in ("train", "dev")):
+            return _glue_pair(source, folder, "", "glue-tsv")
+    if source == "qqp":
+        release = _first(folder, QQP_RELEASE_FILES)
+        if release is not None:
+            return Located(source, "quora", (release,), {"table": str(release)})
+    return None
+
+
+#: what each source's folder may hold, for the error naming what is missing
+EXPECTED = {"sst2": "SST-2.zip, SST-2/{train,dev}.tsv, or train.tsv and dev.tsv",
+            "qqp": "QQP-clean.zip, QQP.zip, QQP/{train,dev}.tsv, train.tsv and dev.tsv, or " + QQP_FILE,
+            "squad": "train-v1.1.json and dev-v1.1.json, or a dev file alone (dev-v1.1.json, " + SQUAD_FILE + ")"}
+
+
+def dataset_dir(cfg: dict, source: str) -> Path:
+    """The folder of a dataset source (``iid.path``), or one DataError line naming the field."""
+    if not cfg.get("path"):
+        raise DataError(f"iid source {source!r}: field 'path': the folder holding the {source} files is required")
+    path = Path(cfg["path"]).expanduser()
+    if not path.is_dir():
+        raise DataError(f"iid source {source!r}: field 'path': {path} is not a folder: {FETCH_HINT}")
+    return path
+
+
+def located(cfg: dict) -> Located:
+    """:func:`locate` for a config's ``iid`` block, or one DataError line naming
+    the field and the folder (missing folder, no files, an incomplete form)."""
+    source = cfg["source"]
+    folder = dataset_dir(cfg, source)
+    loc = locate(folder, source)
+    if loc is None:
+        raise DataError(f"iid source {source!r}: field 'path': {folder} holds none of the {source} files "
+                        f"({EXPECTED[source]}): {FETCH_HINT}")
+    if loc.missing:
+        first = {"glue-dir": f"{GLUE_ARCHIVES[source][1]}/" if source in GLUE_ARCHIVES else "",
+                 "glue-tsv": "train.tsv or dev.tsv", "squad-paper": Path(loc.files[0]).name}[loc.form]
+        raise DataError(f"iid source {source!r}: field 'path': {folder} lacks {', '.join(loc.missing)} "
+                        f"({first} is there and comes first of {EXPECTED[source]}): {FETCH_HINT}")
+    return loc
+
+
+def halve(df: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split an official validation set in half (seeded permutation of the
+    sorted ids): the first half is val, the second test (the paper's protocol)."""
+    df = df.sort_values("example_id", kind="stable").reset_index(drop=True)
+    order = np.random.default_rng(seed).permutation(len(df))
+    half = len(df) // 2
+    return (df.iloc[order[:half]].reset_index(drop=True), df.iloc[order[half:]].reset_index(drop=True))
+
+
+def read_bytes(ref: str) -> tuple[bytes, str]:
+    """The bytes of a file (gunzipped when its name ends in ``.gz``) or of a zip
+    member (``archive.zip:member``, read in memory, never extracted), and the
+    ``where`` of error lines naming it."""
+    path, _, member = ref.partition(".zip:")
+    if member:
+        path += ".zip"
+        where = f"iid file {path} (member {member})"
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+                if member not in names:
+                    shown = ", ".join(sorted(n for n in names if not n.endswith("/"))[:6])
+                    raise DataError(f"iid file {path}: field 'path': the archive has no member {member} "
+                                    f"(members: {shown}{', ...' if len(names) > 6 else ''}): {FETCH_HINT}")
+                return z.read(member), where
+        except (zipfile.BadZipFile, zlib.error, NotImplementedError, OSError, EOFError) as e:
+            raise DataError(f"iid file {path}: field 'path': cannot be read as a zip archive ({e}); "
+                            f"delete it and {FETCH_HINT}") from None
+    where = f"iid file {ref}"
+    try:
+        if ref.endswith(".gz"):
+            with gzip.open(ref, "rb") as f:
+                return f.read(), where
+        return Path(ref).read_bytes(), where
+    except (OSError, EOFError) as e:
+        raise DataError(f"{where}: field 'path': cannot be read ({e})") from None
+
+
+def read_glue_tsv(ref: str, columns) -> tuple[pd.DataFrame, str]:
+    """A GLUE train / dev TSV read as GLUE's own tools read it, and the ``where`` of error lines naming it.
+
+    What this relies on: Hugging Face ``datasets``' ``glue`` loader reads every
+    GLUE TSV with ``csv.DictReader(f, delimiter="\\t", quoting=csv.QUOTE_NONE)``
+    (so a ``"`` is text, never a quote: GLUE wrote its TSVs unquoted) and drops
+    corrupted rows: a row lacking one of the fields it reads, or with an empty
+    label (transformers' ``glue_processors`` also split on tabs without quote
+    processing and skip QQP lines lacking a field). The same here: tab-split,
+    no quote processing, blank lines skipped, rows lacking a read field or with
+    an empty label dropped (counted and logged). Returns the read ``columns``
+    (strings) plus ``row``: the data row's number in the file (0-based, blank
+    lines not counted)."""
+    raw, where = read_bytes(ref)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(f"{where}: field 'path': not UTF-8 text ({e})") from None
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+    header = next(reader, None)
+    lacking = [c for c in columns if c not in (header or [])]
+    if lacking:
+        raise DataError(f"{where}: field '{lacking[0]}': column missing (header: {header})")
+    idx = [header.index(c) for c in columns]
+    need = max(idx) + 1
+    rows, numbers, dropped = [], [], 0
+    for n, row in enumerate(r for r in reader if r):
+        if len(row) < need or row[idx[-1]] == "":
+            dropped += 1
+            continue
+        rows.append([row[i] for i in idx])
+        numbers.append(n)
+    if dropped:
+        _log.warning("%s: %d row(s) lacking a field or a label dropped, as GLUE's loaders do", where, dropped)
+    df = pd.DataFrame(rows, columns=list(columns))
+    df["row"] = numbers
+    return df, where
+
+
+def _glue_split(loc: Located, seed: int) -> dict[str, pd.DataFrame]:
+    """GLUE's train -> train; GLUE's dev halved (:func:`halve`) -> val / test."""
+    out = {}
+    for role in ("train", "dev"):
+        df, where = read_glue_tsv(loc.parts[role], GLUE_COLUMNS[loc.source])
+        if df.empty:
+            raise DataError(f"{where}: field 'path': no rows")
+        if loc.source == "sst2":
+            width = 3 if role == "dev" else 0     # the ids of the staged TSVs: sst2-train-{i}, sst2-dev-{i:03d}
+            out[role] = pd.DataFrame({"example_id": [f"sst2-{role}-{i:0{width}d}" for i in df["row"]],
+                                      "text": df["sentence"], "label": checked_labels(df["label"], {0, 1}, where)})
+        else:
+            dup = df["id"].duplicated()
+            if dup.any():
+                raise DataError(f"{where}: row {int(df['row'][dup].iloc[0])}: field 'id': duplicate pair id "
+                                f"{df['id'][dup].iloc[0]!r}")
+            # the file's name in the id: GLUE's train and dev ids are Quora pair ids, prefixed so they cannot collide
+            out[role] = pd.DataFrame({"example_id": f"qqp-{role}-" + df["id"], "text": df["question1"],
+                                      "text_b": df["question2"],
+                                      "label": checked_labels(df["is_duplicate"], {0, 1}, where)})
+    val, test = halve(out["dev"], seed)
+    return {"train": out["train"].reset_index(drop=True), "val": val, "test": test}
+
+
+def load_sst2(folder: Path, seed: int) -> dict[str, pd.DataFrame]:
+    """GLUE SST-2 in ``folder`` (see :func:`locate`): train; dev halved into val / test."""
+    return _glue_split(located({"source": "sst2", "path": str(folder)}), seed)
+
+
+def qqp_bucket(pair_id: str) -> float:
+    h = hashlib.sha256(f"qqp:{pair_id}".encode()).digest()
+    return int.from_bytes(h[:8], "big") / 2**64
+
+
+def read_quora_release(path: Path) -> pd.DataFrame:
+    """The Quora Question Pairs release (``quora_duplicate_questions.tsv[.gz]``)
+    with its CSV quoting undone: the file quotes a field that holds a ``"``, a
+    tab or a newline, doubling the quotes inside (``"When do you use ""&""
+    instead of ""and""?"``), so it is read with standard CSV quoting
+    (``csv.QUOTE_MINIMAL``), never with ``QUOTE_NONE`` (which keeps the quotes)."""
+    try:
+        df = pd.read_csv(path, sep="\t", quoting=csv.QUOTE_MINIMAL, doublequote=True, keep_default_na=False,
+                         dtype=str)
+    except Exception as e:  # noqa: BLE001 - any parse failure is reported as bad input
+        raise DataError(f"iid file {path}: field 'path': cannot be parsed ({e})") from None
+    need = ["id", "question1", "question2", "is_duplicate"]
+    lacking = [c for c in need if c not in df.columns]
+    if lacking:
+        raise DataError(f"iid file {path}: field '{lacking[0]}': column missing (columns: {list(df.columns)})")
+    labels = pd.to_numeric(df["is_duplicate"], errors="coerce")
+    bad = ~labels.isin([0, 1])
+    if bad.any():
+        i = int(np.flatnonzero(bad.to_numpy())[0])
+        raise DataError(f"iid file {path}: row {i}: field 'is_duplicate': value {df['is_duplicate'].iloc[i]!r} "
+                        "is not 0 or 1")
+    dup = df["id"].duplicated()
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise DataError(f"iid file {path}: row {i}: field 'id': duplicate pair id {df['id'].iloc[i]!r}")
+    return pd.DataFrame({"example_id": "qqp-" + df["id"], "text": df["question1"], "text_b": df["question2"],
+                         "label": labels.astype(int)})
+
+
+def _quora_split(path: Path) -> dict[str, pd.DataFrame]:
+    out = read_quora_release(path)
+    b = np.array([qqp_bucket(i.removeprefix("qqp-")) for i in out["example_id"]])
+    lo, hi = QQP_BOUNDS
+    return {"train": out[b < lo].reset_index(drop=True), "val": out[(b >= lo) & (b < hi)].reset_index(drop=True),
+            "test": out[b >= hi].reset_index(drop=True)}
+
+
+def load_qqp(folder: Path, seed: int = 42) -> dict[str, pd.DataFrame]:
+    """QQP in ``folder`` (see :func:`locate`): GLUE's files (train; dev halved
+    into val / test, ``seed``) or else the Quora release split by :func:`qqp_bucket`."""
+    loc = located({"source": "qqp", "path": str(folder)})
+    return _quora_split(loc.files[0]) if loc.form == "quora" else _glue_split(loc, seed)
+
+
+def load_squad_source(folder: Path, seed: int) -> dict[str, pd.DataFrame]:
+    """SQuAD v1.1 in ``folder`` (see :func:`locate`): with ``train-v1.1.json``,
+    train = that file and the dev file halved by article into val / test (the
+    paper's split); a dev file alone is split 80 / 10 / 10 of its questions by
+    article (the offline fallback: no SQuAD train file)."""
+    from beluga.data.squad import halve_squad_by_article, load_squad, split_squad_by_article
+
+    loc = located({"source": "squad", "path": str(folder)})
+    dev = load_squad(loc.parts["dev"])
+    if loc.form == "squad-dev":
+        return split_squad_by_article(dev, seed=seed)
+    train = load_squad(loc.parts["train"])
+    shared = set(train["example_id"]) & set(dev["example_id"])
+    if shared:
+        raise DataError(f"squad file {loc.parts['dev']}: field 'id': {len(shared)} question id(s) also in "
+                        f"{loc.parts['train']} (e.g. {sorted(shared)[0]!r})")
+    val, test = halve_squad_by_article(dev, seed)
+    return {"train": train, "val": val, "test": test}
+
+
+def split_rule(loc: Located, seed: int) -> tuple[str, str, bool]:
+    """(origin, split rule, whether this is the paper's split) of located files."""
+    name = {r: Path(p.rpartition(".zip:")[2] or p).name for r, p in loc.parts.items()}
+    if loc.form == "quora":
+        lo, hi = QQP_BOUNDS
+        return (f"Quora Question Pairs release ({name['table']}; GLUE's QQP files absent)",
+                f"by a hash of the pair id (sha256('qqp:' + id) bucket): < {lo} train, < {hi} val, else test", False)
+    if loc.form == "squad-dev":
+        what = "reconstructed SQuAD v1.1 dev" if name["dev"].startswith(SQUAD_FILE[:-3]) else "SQuAD v1.1 dev"
+        return (f"{what} alone ({name['dev']}; no train-v1.1.json)",
+                f"{name['dev']} split by article, 80 / 10 / 10 of the questions (seed {seed}) -> train / val / test",
+                False)
+    if loc.form == "squad-paper":
+        rebuilt = name["dev"].startswith(SQUAD_FILE[:-3])     # the paper's split, of a reconstructed dev set
+        return (f"SQuAD v1.1 ({name['train']}, {'reconstructed dev ' if rebuilt else ''}{name['dev']})",
+                f"{name['train']} -> train; {name['dev']} halved by article (seed {seed}) -> val / test", not rebuilt)
+    glue = {"sst2": "GLUE SST-2", "qqp": "GLUE QQP"}[loc.source]
+    where = {"glue-zip": Path(loc.files[0]).name, "glue-dir": GLUE_ARCHIVES[loc.source][1] + "/",
+             "glue-tsv": "train.tsv, dev.tsv"}[loc.form]
+    return (f"{glue} ({where})", f"{name['train']} -> train; {name['dev']} halved (seed {seed}) -> val / test", True)
+
