@@ -1,73 +1,43 @@
-# Config validation, wildcard constraints, input and params functions. What they
-# compute lives in the package: every results path in beluga/workflow/paths.py
-# (PATHS), the runs of the configuration (folds, records, a training job's
-# settings, resources) in beluga/workflow/runs.py (RUNS), the DAG-time checks in
-# beluga/workflow/dag.py. The targets: rules/targets.smk.
+# The config loaded, wildcard constraints, input and params functions. What they
+# compute lives in the package: loading and checking the config in
+# beluga/workflow/config.py (the DAG-time checks in beluga/workflow/dag.py), every
+# results path in beluga/workflow/paths.py (PATHS), the runs of the configuration
+# (folds, records, a training job's settings, resources) in beluga/workflow/runs.py
+# (RUNS). The targets: rules/targets.smk.
 import os
 import sys
 
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 sys.path.insert(0, workflow.basedir)
 
 from beluga import folds as beluga_folds  # noqa: E402
 from beluga.workflow import dag as beluga_dag  # noqa: E402
-from beluga.workflow.paths import SEEDDIR_REGEX, Paths, fold_log  # noqa: E402
-from beluga.workflow.runs import Runs  # noqa: E402
+from beluga.workflow import config as beluga_config  # noqa: E402
+from beluga.workflow.paths import SEEDDIR_REGEX, fold_log  # noqa: E402
 from beluga import io as beluga_io  # noqa: E402
 from beluga.data import fetch as beluga_fetch  # noqa: E402
 from beluga.data import iid as beluga_iid  # noqa: E402
 from beluga.data import ood_sets as beluga_ood  # noqa: E402
-from beluga.errors import BelugaError, config_error_line  # noqa: E402
+from beluga.errors import BelugaError  # noqa: E402
 from beluga.methods import get_algorithm  # noqa: E402
 from beluga.suites import spec as beluga_spec  # noqa: E402
 
-# --config seeds=[1,2,3] arrives as strings (Snakemake reads lists with YAML's BaseLoader)
-beluga_dag.command_line_integers(config)
-# one line naming the config file and the field (not the schema dump); then
-# what the schema cannot say (beluga/workflow/dag.py)
+# The config validated (schema, defaults filled, what the schema cannot say), its data paths
+# resolved, its sources and models checked and its runs enumerated (beluga/workflow/config.py,
+# which the tests call in-process); a bad config stops here with one line naming the file and field.
 try:
-    validate(config, schema="../schemas/config.schema.yaml")
-except WorkflowError as e:
-    raise WorkflowError(config_error_line(e, workflow.configfiles)) from None
-# relative data paths are relative to data_dir (fetched inputs: rules/fetch.smk)
-beluga_fetch.resolve_data_paths(config)
-DATA_DIR = str(config["data_dir"])
+    LOADED = beluga_config.load_workflow(config, workflow.configfiles)
+except BelugaError as e:
+    raise WorkflowError(str(e)) from None
+DATA_DIR = LOADED.data_dir
 # inputs the fetch target provides that are not in the data folder yet
-NOT_FETCHED = sorted(
-    os.path.join(DATA_DIR, r.path)
-    for r in beluga_fetch.config_files(config)
-    if not os.path.lexists(os.path.join(DATA_DIR, r.path))
-)
+NOT_FETCHED = LOADED.not_fetched
 
 
 def data_path(*parts):
     """A path in the data folder (no leading ./ when it is the working directory)."""
     return os.path.normpath(os.path.join(DATA_DIR, *parts))
-
-
-def dag_checked(build, *args, **kwargs):
-    """build(*args, **kwargs); a BelugaError stops the workflow in one line naming the config file(s) and the field."""
-    try:
-        return build(*args, **kwargs)
-    except BelugaError as e:
-        raise WorkflowError(beluga_dag.dag_error_line(e, workflow.configfiles)) from None
-
-
-dag_checked(
-    beluga_dag.check_config,
-    config,
-    beluga_dag.load_schema(f"{workflow.basedir}/schemas/config.schema.yaml"),
-    workflow.configfiles,
-)
-dag_checked(
-    beluga_dag.check_sources,
-    config["tasks"],
-    workflow.configfiles,
-    not_fetched=NOT_FETCHED,
-    data_dir=DATA_DIR,
-)
 
 
 TASKS = config["tasks"]
@@ -78,10 +48,9 @@ STATISTICS = config["statistics"]
 PREDICT = config["predict"]
 INOCULATION = config["inoculation"]
 COMBINATIONAL = config["combinational"]
-PATHS = Paths(config["results"])
+PATHS = LOADED.paths
 # each task's folds (none for a suite the fetch target provides), the selection grids, inoculation units
-RUNS = dag_checked(Runs, config, PATHS, DATA_DIR, not_fetched=NOT_FETCHED, configfiles=workflow.configfiles)
-dag_checked(beluga_dag.check_models, config, RUNS.comb_variants, workflow.configfiles)
+RUNS = LOADED.runs
 # torch threads per training / prediction job: fixed, because float reductions
 # (and so the predictions, bit for bit) depend on the number of threads; the
 # IID model trains alone before any fold can start (iid_job_threads)

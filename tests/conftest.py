@@ -4,6 +4,7 @@ import copy
 import functools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,20 @@ def make_tiny_suite(n_per_func: int = 8) -> pd.DataFrame:
         rows.append(case(f"nn-{i}", "not negative", "Negation", "MFT", [f"not bad at all {i}"],
                          expect="not_negative"))
     return pd.DataFrame(rows)
+
+
+@pytest.fixture(autouse=True)
+def _no_process_in_the_fast_loop(request, monkeypatch):
+    """``pytest -m "not slow"`` is the inner loop: a test that starts a process (snakemake, the command
+    line, a worker) is marked slow, or fails here saying so."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+
+    def refuse(self, args, *a, **k):
+        raise AssertionError(f"{request.node.nodeid} starts a process ({args!r}): mark it slow "
+                             "(@pytest.mark.slow), or test the function the process would call")
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
 
 
 @pytest.fixture
@@ -107,6 +122,22 @@ def smk(workdir, *args, check=True, configfiles=(TINY,)):
     return out
 
 
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """The tiny config's default target, run once per test session and shared by the modules that read
+    it (tests/test_workflow.py, tests/test_behavioral.py); a test that changes a run works on a copy
+    (:func:`copy_run`)."""
+    wd = tmp_path_factory.mktemp("tiny_run")
+    smk(wd, "--cores", "2")
+    return wd
+
+
+def copy_run(src: Path, dst: Path) -> Path:
+    """A finished run's working folder copied with its files' times (snakemake sees it finished)."""
+    shutil.copytree(src, dst, symlinks=True)
+    return dst
+
+
 def job_counts(text: str) -> dict[str, int]:
     """Job counts per rule from snakemake's job stats table."""
     counts = {}
@@ -117,9 +148,9 @@ def job_counts(text: str) -> dict[str, int]:
     return counts
 
 
-def planned_jobs(workdir, configfiles=(TINY,)) -> dict[str, int]:
-    """Job counts per rule of a dry run."""
-    out = smk(workdir, "-n", "--quiet", "rules", configfiles=configfiles)
+def planned_jobs(workdir, configfiles=(TINY,), targets=()) -> dict[str, int]:
+    """Job counts per rule of a dry run (of the default target, or ``targets``)."""
+    out = smk(workdir, "-n", *targets, "--quiet", "rules", configfiles=configfiles)
     return job_counts(out.stdout + out.stderr)
 
 
@@ -168,6 +199,68 @@ def smk_config(workdir: Path, cfg: dict, *args) -> tuple[subprocess.CompletedPro
     cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(cfg_file), *args]
     out = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
     return out, cfg_file
+
+
+def dry_load(workdir: Path, cfg: dict):
+    """What a dry run does with a config before any rule, in-process: ``cfg`` written next to
+    ``workdir`` as its config file, then :func:`beluga.workflow.config.load_workflow` (the function
+    rules/common.smk calls) with relative paths read from ``workdir``, as ``snakemake -d``'s.
+    Returns (the Loaded config or the BelugaError it raised, the config file)."""
+    from beluga.errors import BelugaError
+    from beluga.workflow.config import load_workflow
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    cfg_file = workdir.parent / f"{workdir.name}.yaml"
+    cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        return load_workflow(yaml.safe_load(cfg_file.read_text()), [str(cfg_file)]), cfg_file
+    except BelugaError as e:
+        return e, cfg_file
+    finally:
+        os.chdir(cwd)
+
+
+def load_error(workdir: Path, cfg: dict, *needles: str) -> tuple[str, Path]:
+    """The one line a dry run of ``cfg`` stops with (:func:`dry_load`): an error, one line, holding
+    every needle, no schema dump; nothing written under ``workdir``. Returns (line, config file)."""
+    from beluga.errors import BelugaError
+
+    err, cfg_file = dry_load(workdir, cfg)
+    assert isinstance(err, BelugaError), f"the config loaded without an error: {err}"
+    line = str(err)
+    print(line)   # the catalogue's messages: pytest -rP shows them
+    assert "\n" not in line and line.strip() == line, line
+    assert all(n in line for n in needles), (needles, line)
+    for noise in ("Failed validating", "On instance", "Traceback"):
+        assert noise not in line, line
+    assert not any(workdir.iterdir()), sorted(workdir.iterdir())
+    return line, cfg_file
+
+
+def beluga_cli(*args, cwd=REPO) -> subprocess.CompletedProcess:
+    """``python -m beluga ARGS`` run in-process (:func:`beluga.cli.main`, in ``cwd``): its exit status and
+    what it printed, as the CompletedProcess of the command (tests/test_cli.py runs the command itself,
+    as a process, for the wiring: ``python -m beluga`` and the ``beluga`` script)."""
+    import contextlib
+    import io
+
+    from beluga.cli import main
+
+    argv = [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(argv)
+            except SystemExit as e:   # argparse: a usage error (2), --help / --version (0)
+                rc = e.code if isinstance(e.code, int) else 1
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(["beluga", *argv], rc, out.getvalue(), err.getvalue())
 
 
 def output(out: subprocess.CompletedProcess) -> str:

@@ -26,12 +26,11 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ENV, REPO, RUN, config_with, fold_run, make_tiny_suite, output, smk_config
+from conftest import REPO, RUN, beluga_cli, config_with, fold_run, load_error, make_tiny_suite, output, smk_config
 
 from beluga.errors import BelugaError, DataError, ModelError, OutputError, SuiteError
 from beluga.io import write_parquet
@@ -48,8 +47,8 @@ def smk(workdir: Path, cfg: dict, *args):
 
 
 def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "beluga", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, env=ENV, timeout=120)
+    """``python -m beluga ARGS``, in-process (tests/conftest.py)."""
+    return beluga_cli(*args)
 
 
 def score(suite: Path, preds: Path, out: Path) -> subprocess.CompletedProcess:
@@ -231,11 +230,23 @@ CONFIG_CASES = {
 
 @pytest.mark.parametrize("name", list(CONFIG_CASES))
 def test_config_error(tmp_path, name):
+    """In-process: beluga.workflow.config.load_workflow, which rules/common.smk calls before any rule."""
     changes, field, words = CONFIG_CASES[name]
+    line, cfg_file = load_error(tmp_path / "wd", config_with(**changes), f"field '{field}'")
+    assert line.startswith(f"config file {cfg_file}: ") and words in line, line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["unknown_key", "float_seed", "empty_training_fold"])
+def test_config_error_stops_the_dry_run_in_one_line(tmp_path, name):
+    """The wiring: snakemake -n prints the in-process line after its WorkflowError header and nothing
+    else (a schema error, a check the schema cannot make, a check of the runs)."""
+    changes, field, _ = CONFIG_CASES[name]
+    expected, _ = load_error(tmp_path / "in_process", config_with(**changes))
     wd = tmp_path / "wd"
     out, cfg_file = smk(wd, config_with(**changes), "-n")
     line = check_workflow_error(out, f"config file {cfg_file}", f"field '{field}'")
-    assert words in line, line
+    assert line == expected.replace(str(tmp_path / "in_process.yaml"), str(cfg_file)), (line, expected)
     assert not (wd / "results").exists()
 
 
@@ -245,6 +256,14 @@ def suite_config(path: Path) -> dict:
 
 
 def test_suite_file_missing(tmp_path):
+    path = tmp_path / "suites" / "sentiment.jsonl.gz"
+    line, _ = load_error(tmp_path / "wd", suite_config(path), f"suite file {path}", "field 'path'")
+    assert "file does not exist" in line
+
+
+@pytest.mark.slow
+def test_suite_file_missing_stops_the_dry_run_in_one_line(tmp_path):
+    """The wiring for a suite file read while the DAG is built."""
     path = tmp_path / "suites" / "sentiment.jsonl.gz"
     out, _ = smk(tmp_path / "wd", suite_config(path), "-n")
     line = check_workflow_error(out, f"suite file {path}", "field 'path'")
@@ -257,19 +276,15 @@ def test_suite_file_truncated_jsonl_gz(tmp_path):
     data = gzip.compress("".join(json.dumps(r) + "\n" for r in rows * 4).encode())
     path = tmp_path / "suite.jsonl.gz"
     path.write_bytes(data[: len(data) // 2])
-    out, _ = smk(tmp_path / "wd", suite_config(path), "-n")
-    line = check_workflow_error(out, f"suite file {path}", "field 'path'")
+    line, _ = load_error(tmp_path / "wd", suite_config(path), f"suite file {path}", "field 'path'")
     assert "not a readable JSONL file" in line
-    assert_no_output(tmp_path / "wd" / "results")
 
 
 def test_suite_file_not_parquet(tmp_path):
     path = tmp_path / "suite.parquet"
     path.write_text("case_id,functionality,test_type\nc1,negation,MFT\n")
-    out, _ = smk(tmp_path / "wd", suite_config(path), "-n")
-    line = check_workflow_error(out, f"suite file {path}", "field 'path'")
+    line, _ = load_error(tmp_path / "wd", suite_config(path), f"suite file {path}", "field 'path'")
     assert "not a readable Parquet file" in line
-    assert_no_output(tmp_path / "wd" / "results")
 
 
 # ---------------------------------------------------------------- suite contents (build_suite / score)
@@ -375,17 +390,14 @@ def test_missing_iid_file(tmp_path):
     declared input of prepare_iid, checked before any job runs)."""
     missing = tmp_path / "data" / "reviews.tsv"
     cfg = config_with(tasks__sent__iid={"source": str(missing), "n_val": 10, "n_test": 20})
-    wd = tmp_path / "wd"
-    out, _ = smk(wd, cfg, "-n")
-    line = check_workflow_error(out, f"iid file {missing}", "field 'tasks.sent.iid.source'")
+    line, _ = load_error(tmp_path / "wd", cfg, f"iid file {missing}", "field 'tasks.sent.iid.source'")
     assert "file does not exist" in line, line
-    assert_no_output(wd / "results")
 
 
 def test_missing_local_model_folder(tmp_path):
     model = tmp_path / "models" / "my-bert"
-    out, _ = smk(tmp_path / "wd", config_with(tasks__sent__model=str(model)), "-n")
-    line = check_workflow_error(out, f"model {model}", "field 'tasks.sent.model'")
+    line, _ = load_error(tmp_path / "wd", config_with(tasks__sent__model=str(model)), f"model {model}",
+                         "field 'tasks.sent.model'")
     assert "path does not exist" in line, line
 
 
@@ -456,6 +468,7 @@ def scoring_inputs(tmp_path) -> tuple[Path, Path]:
     return tmp_path / "suite.parquet", tmp_path / "preds.parquet"
 
 
+@pytest.mark.slow
 def test_read_only_results_folder_score(tmp_path, read_only_fs):
     suite, preds = scoring_inputs(tmp_path)
     out = read_only_fs / "out"
@@ -470,6 +483,7 @@ def test_read_only_results_folder_score(tmp_path, read_only_fs):
     assert not new.exists()
 
 
+@pytest.mark.slow
 def test_read_only_results_folder_workflow(tmp_path, read_only_fs):
     """A real run into a read-only results folder stops before any job, naming the folder and 'results'."""
     results = read_only_fs / "out" / "results"
@@ -481,6 +495,7 @@ def test_read_only_results_folder_workflow(tmp_path, read_only_fs):
     assert_no_output(read_only_fs, results)
 
 
+@pytest.mark.slow
 def test_disk_full_score(tmp_path, tiny_fs):
     suite, preds = scoring_inputs(tmp_path)
     fill(tiny_fs)
@@ -491,6 +506,7 @@ def test_disk_full_score(tmp_path, tiny_fs):
     assert_no_output(out, out / "cases.parquet", out / "functionalities.csv")
 
 
+@pytest.mark.slow
 def test_disk_full_workflow(tmp_path, tiny_fs):
     """A real run whose first job fills the disk: the job's one-line error, and
     snakemake removes the outputs it had already written."""
@@ -504,6 +520,7 @@ def test_disk_full_workflow(tmp_path, tiny_fs):
     assert_no_output(results / "sent", *(iid / f"{s}.parquet" for s in ("train", "val", "test", "pool")))
 
 
+@pytest.mark.slow
 def test_output_error_is_one_line_and_an_oserror(tmp_path, tiny_fs):
     """write_parquet on a full disk: an OutputError (a BelugaError and still an
     OSError for callers that catch those), no file, no temporary file left."""
@@ -521,10 +538,8 @@ def test_checklist_qqp_suite_under_a_sent_task(tmp_path):
     qqp = SHARED / "checklist" / "qqp.jsonl.gz"
     if not qqp.exists():
         pytest.skip(f"needs the real CheckList suites: {qqp} is absent")
-    out, _ = smk(tmp_path / "wd", suite_config(qqp), "-n")
-    line = check_workflow_error(out, f"suite file {qqp}", "field 'type'")
+    line, _ = load_error(tmp_path / "wd", suite_config(qqp), f"suite file {qqp}", "field 'type'")
     assert "CheckList's 'qqp' suite, a para suite" in line and "has type 'sent'" in line, line
-    assert_no_output(tmp_path / "wd" / "results")
 
 
 def test_pair_suite_under_a_sent_task(tmp_path):
@@ -532,8 +547,7 @@ def test_pair_suite_under_a_sent_task(tmp_path):
     suite["inputs_b"] = [[f"second {i}"] * len(x) for i, x in enumerate(suite.inputs)]
     path = tmp_path / "pairs.parquet"
     save_suite(suite, path)
-    out, _ = smk(tmp_path / "wd", suite_config(path), "-n")
-    line = check_workflow_error(out, f"suite file {path}", "field 'inputs_b'")
+    line, _ = load_error(tmp_path / "wd", suite_config(path), f"suite file {path}", "field 'inputs_b'")
     assert "a sent task needs single texts" in line, line
 
 
@@ -544,8 +558,8 @@ def test_suite_metadata_not_json(tmp_path):
     save_suite(make_tiny_suite(3), path)
     table = pq.read_table(path)
     pq.write_table(table.replace_schema_metadata({b"beluga.functionalities": b"[{not json"}), path)
-    out, _ = smk(tmp_path / "wd", suite_config(path), "-n")
-    line = check_workflow_error(out, f"suite file {path}", "field 'metadata.beluga.functionalities'")
+    line, _ = load_error(tmp_path / "wd", suite_config(path), f"suite file {path}",
+                         "field 'metadata.beluga.functionalities'")
     assert "not valid JSON" in line, line
 
 
@@ -554,12 +568,12 @@ def test_functionality_with_too_few_cases(tmp_path):
     suite = suite[~suite.case_id.isin(["mft-2", "mft-3"])]   # "neg words" keeps 2 cases
     path = tmp_path / "suite.parquet"
     save_suite(suite, path)
-    out, cfg = smk(tmp_path / "wd", suite_config(path), "-n")
-    line = check_workflow_error(out, f"config file {cfg}", "field 'tasks.sent.suite'")
-    assert "'neg words' has 2 case(s); at least 3 are needed" in line, line
+    line, cfg = load_error(tmp_path / "wd", suite_config(path), "field 'tasks.sent.suite'")
+    assert line.startswith(f"config file {cfg}: ") and "'neg words' has 2 case(s); at least 3 are needed" in line
 
 
 # ---------------------------------------------------------------- numerical health
+@pytest.mark.slow
 def test_diverged_training_fails_and_no_table_ranks_it(tmp_path):
     """A real run whose suite stage diverges (lr 1e30): every fold job stops with one line naming it and the
     step, snakemake fails, and no score table or Table 3 is written."""
@@ -679,6 +693,7 @@ def test_pickle_named_safetensors_is_refused(tmp_path, iid_train):
     assert_no_output(tmp_path / "results", out_dir)
 
 
+@pytest.mark.slow
 def test_disk_full_while_saving_weights(tmp_path, tiny_fs, iid_train):
     out_dir = tiny_fs / "results" / "model"
     (tiny_fs / "results").mkdir()
@@ -690,6 +705,7 @@ def test_disk_full_while_saving_weights(tmp_path, tiny_fs, iid_train):
 
 
 # ---------------------------------------------------------------- one run per results folder
+@pytest.mark.slow
 def test_results_folder_shared_by_two_working_directories(tmp_path):
     """A real run whose results folder another working directory's live run holds is refused before any job."""
     import socket

@@ -23,12 +23,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, config_with, output, planned_jobs, smk_config
+from conftest import REPO, config_with, load_error, output, planned_jobs, smk_config
 
 from beluga.analyses import combinational as comb
-from beluga.analyses import inoculation as ino
+from beluga.analyses.inoculation import plan as ino
+from beluga.cli import main as cli_main
 from beluga.errors import ConfigError
-from beluga.workflow.cli import main as cli_main
 from beluga.workflow.paths import Paths
 from beluga.workflow.plan import REFERENCE, load_config, plan
 from beluga.workflow.runs import Runs
@@ -143,21 +143,30 @@ DRY_RUN_CASES = {
 
 @pytest.mark.parametrize("name", list(DRY_RUN_CASES))
 def test_dry_run_refuses(tmp_path, name):
+    """In-process: beluga.workflow.config.load_workflow, which rules/common.smk calls before any rule."""
     changes, field, words = DRY_RUN_CASES[name]
+    line, cfg_file = load_error(tmp_path / "wd", config_with(**changes), f"field '{field}'")
+    assert line.startswith(f"config file {cfg_file}: ") and words in line, line
+
+
+@pytest.mark.slow
+def test_an_analysis_setting_stops_the_dry_run_in_one_line(tmp_path):
+    """The wiring: snakemake -n prints the in-process line after its WorkflowError header."""
+    changes, field, _ = DRY_RUN_CASES["inoculation_unknown_task"]
+    expected, _ = load_error(tmp_path / "in_process", config_with(**changes))
     wd = tmp_path / "wd"
     out, cfg_file = smk_config(wd, config_with(**changes), "-n")
     line = check_workflow_error(out, f"config file {cfg_file}", f"field '{field}'")
-    assert words in line, line
+    assert line == expected.replace(str(tmp_path / "in_process.yaml"), str(cfg_file)), (line, expected)
     assert not (wd / "results").exists()
 
 
 def test_local_data_without_roles_is_refused_in_a_dry_run(tmp_path):
     data = tmp_path / "three.tsv"
     data.write_text("text\tlabel\nfine\tx\n")
-    out, cfg_file = smk_config(tmp_path / "wd", config_with(**_comb(data={"source": "local", "path": str(data)})),
-                               "-n")
-    line = check_workflow_error(out, f"config file {cfg_file}", "field 'combinational.roles'")
-    assert "a local data set needs the label values" in line, line
+    line, cfg_file = load_error(tmp_path / "wd", config_with(**_comb(data={"source": "local", "path": str(data)})),
+                                "field 'combinational.roles'")
+    assert line.startswith(f"config file {cfg_file}: ") and "a local data set needs the label values" in line, line
 
 
 # ---------------------------------------------------------------- the package functions the DAG calls
@@ -257,6 +266,7 @@ def _default_with(tmp_path: Path, name: str, **blocks) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("analyses", ["none", "inoculation", "combinational", "both"])
 def test_plan_counts_the_jobs_of_the_dry_run(tmp_path, analyses):
     """The default config with inoculation and / or combinational OOD switched on: the plan's
@@ -274,6 +284,7 @@ def test_plan_counts_the_jobs_of_the_dry_run(tmp_path, analyses):
         assert _plan_counts(REPO / "config.yaml", [f"{a}={{enabled: true}}" for a in on]) == dry
 
 
+@pytest.mark.slow
 def test_plan_counts_finetune_keep_and_kept_models_as_the_dry_run(tmp_path):
     """LP-FT: the LP fold that LP-FT starts from is rule finetune_keep; with keep_models every
     model is trained by finetune_model and only the configured methods are predicted."""

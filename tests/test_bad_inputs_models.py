@@ -26,10 +26,10 @@ import pandas as pd
 import pytest
 from conftest import case, fold_run, make_tiny_suite
 
+from beluga.cli import main
 from beluga.errors import BelugaError, ModelError, OutputError
 from beluga.io import write_parquet
 from beluga.suites.format import save_suite
-from beluga.workflow.cli import main
 
 # ---------------------------------------------------------------- helpers (as tests/test_bad_inputs.py)
 
@@ -439,7 +439,8 @@ def test_score_never_writes_beside_its_inputs(suites, tmp_path, capsys):
 
 
 def test_check_out_folder_unit(tmp_path):
-    from beluga.workflow.cli import TEST_OUTPUTS, check_out_folder
+    from beluga.cli.testing import TEST_OUTPUTS
+    from beluga.io import check_out_folder
 
     f = tmp_path / "file"
     f.write_text("x")
@@ -484,10 +485,8 @@ def test_suite_export_never_overwrites_its_input(tmp_path, capsys, monkeypatch, 
 def test_max_length_beyond_positions_stops_the_dry_run(tmp_path):
     """A task's max_length (global or its own) or a combinational variant's beyond the local model's
     positions stops ``snakemake -n`` in one line naming the config file, the field and the model."""
-    import subprocess
-
     import yaml
-    from conftest import ENV, REPO, SNAKEMAKE
+    from conftest import REPO, load_error
 
     from beluga.errors import ConfigError
     from beluga.workflow.dag import check_models
@@ -506,14 +505,10 @@ def test_max_length_beyond_positions_stops_the_dry_run(tmp_path):
         check_models(cfg, variants, ["c.yaml"])
     check_exc(e, "'tasks.sent.training.max_length'", "513", "model default")
 
-    cfg_file = tmp_path / "c.yaml"
-    cfg_file.write_text(yaml.safe_dump({**base, "results": str(tmp_path / "results"),
-                                        "training": {"max_length": 600}}))
-    out = subprocess.run([SNAKEMAKE, "-n", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--configfile",
-                          str(cfg_file)], capture_output=True, text=True, env=ENV, timeout=300)
-    assert out.returncode != 0
-    lines = [ln for ln in (out.stdout + out.stderr).splitlines() if "field 'training.max_length'" in ln]
-    assert lines and str(cfg_file) in lines[0] and "600 tokens" in lines[0], out.stderr[-2000:]
+    # the dry run's check (beluga.workflow.config.load_workflow, in-process)
+    line, cfg_file = load_error(tmp_path / "wd", {**base, "results": str(tmp_path / "results"),
+                                                  "training": {"max_length": 600}}, "field 'training.max_length'")
+    assert str(cfg_file) in line and "600 tokens" in line, line
     assert not (tmp_path / "results").exists()
 
 

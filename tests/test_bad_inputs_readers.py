@@ -15,14 +15,14 @@ literal text (no raw HTML, no Markdown syntax).
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ENV, REPO, case, make_tiny_suite
+from conftest import beluga_cli, case, make_tiny_suite
 
-from beluga.analyses.behavioral import export_rows, failure_summary, summary_html, summary_markdown, summary_text
+from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
+from beluga.analyses.predictions import export_rows
 from beluga.suites.format import save_suite
 from beluga.tasks import get_task_type
 
@@ -30,8 +30,8 @@ from beluga.tasks import get_task_type
 
 
 def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "beluga", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, env=ENV, timeout=120)
+    """``python -m beluga ARGS``, in-process (tests/conftest.py; tests/test_cli.py runs the process)."""
+    return beluga_cli(*args)
 
 
 def score(suite: Path, preds: Path, out: Path, *extra, task: str = "sent") -> subprocess.CompletedProcess:
@@ -310,12 +310,12 @@ def evil_summary():
     preds = pd.DataFrame({"case_id": [c for c, _ in keys], "input_idx": [j for _, j in keys],
                           "probs": [[0.9, 0.1]] * len(keys)})
     status = pd.DataFrame({"case_id": ["c`1<b>", "c2"], "status": ["fail", "fail"]})
-    funcs, examples = failure_summary(suite, status, preds, get_task_type("sent"), k=3)
+    funcs, examples = failure_summary(suite, [status], [preds], get_task_type("sent"), ["model"], k=3)
     return funcs, examples
 
 
 def test_terminal_summary_escapes_control_characters(evil_summary):
-    text = summary_text(*evil_summary, title="model \x1b[5m on suite.parquet")
+    text = summary_text(*evil_summary, title="model \x1b[5m on suite.parquet", models=["model"])
     assert not TERMINAL_ACTIVE.search(text), [m.group() for m in TERMINAL_ACTIVE.finditer(text)]
     for shown in ("\\x1b[31mALERT", "\\x1b]0;pwned\\x07", "\\x9b2J", "\\u202e", "\\x1b[5m"):
         assert shown in text, (shown, text)
@@ -323,7 +323,7 @@ def test_terminal_summary_escapes_control_characters(evil_summary):
 
 
 def test_summary_markdown_keeps_suite_text_literal(evil_summary):
-    md = summary_markdown(*evil_summary, title="model <b>x</b> on suite")
+    md = summary_markdown(*evil_summary, title="model <b>x</b> on suite", models=["model"])
     for raw in ("<img", "<script", "<i>", "<b>x", "\x1b", "\x9b", "\u2028", "\u202e", "**bold**", "[link]("):
         assert raw not in md, (raw, md)     # (the case id's "<b>" is inside a code span: literal there)
     assert "&lt;img src=x onerror=alert(1)&gt;" in md
@@ -337,7 +337,7 @@ def test_summary_markdown_keeps_suite_text_literal(evil_summary):
     for text in ("&lt;img src=x onerror=alert(1)&gt;", "\\x1b[31mALERT", "**bold** [link](http://x) `code` | pipe",
                  "- # heading &gt; quote", "1. fine", "<code>c`1&lt;b&gt;</code>"):
         assert text in html, (text, html)                              # the suite's text, as text
-    page = summary_html(*evil_summary, title="model <b>x</b> on suite")
+    page = summary_html(*evil_summary, title="model <b>x</b> on suite", models=["model"])
     for raw in ("<img", "<script", "<b>x", "<i>", "c`1<b>"):
         assert raw not in page, raw
 

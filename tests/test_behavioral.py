@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 from conftest import make_tiny_suite, smk
 
-from beluga.analyses.behavioral import export_rows
+from beluga.analyses.predictions import export_rows
+from beluga.cli import main
 from beluga.suites.format import save_suite
-from beluga.workflow.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +214,7 @@ def console_errors(lines: list[str]) -> list[str]:
 
 
 @pytest.mark.slow
-def test_pages_in_headless_chromium(tested, tmp_path):
+def test_pages_in_headless_chromium(tested, tiny_run, tmp_path):
     exe = _chromium()
     # the test command's page
     dom, console = render(exe, tested / "summary.html", tmp_path / "summary.png")
@@ -222,9 +222,8 @@ def test_pages_in_headless_chromium(tested, tmp_path):
     assert not DOCUTILS_WARNING.search(dom)
     assert "<table id=\"functionalities\"" in dom and "<details open=" in dom and "expected:" in dom
     assert visible_pixels(tmp_path / "summary.png") > 0.005
-    # the pipeline's report and failures page on the tiny config
-    wd = tmp_path / "run"
-    smk(wd, "--cores", "2")
+    # the pipeline's report and failures page on the tiny config (the session's run: tests/conftest.py)
+    wd = tiny_run
     smk(wd, "--report", str(tmp_path / "report.html"))
     report = (tmp_path / "report.html").read_text()
     assert not DOCUTILS_WARNING.search(report) and "Duplicate explicit target" not in report

@@ -15,17 +15,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import case, make_tiny_suite
+from conftest import beluga_cli, case, make_tiny_suite
 from test_behavioral import suite_file, tiny_model  # noqa: F401  (the `test` tests' fixtures)
 
+from beluga.cli import main
+from beluga.cli.testing import TEST_OUTPUTS
 from beluga.suites.format import save_suite
-from beluga.workflow.cli import TEST_OUTPUTS, main
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "checklist"
 
 
 def run_cli(*args) -> subprocess.CompletedProcess:
+    """``python -m beluga ARGS``, in-process (tests/conftest.py)."""
+    return beluga_cli(*args)
+
+
+def run_process(*args) -> subprocess.CompletedProcess:
+    """``python -m beluga ARGS`` as a process (the entry point's wiring)."""
     return subprocess.run([sys.executable, "-m", "beluga", *map(str, args)], cwd=REPO, capture_output=True,
                           text=True, timeout=300)
 
@@ -83,6 +90,7 @@ def _assert_one_line_error(res, *needles):
         assert n in err, err
 
 
+@pytest.mark.slow
 def test_score_errors(tmp_path, capsys):
     suite = make_tiny_suite(2)
     suite.at[0, "labels"] = [2]
@@ -92,7 +100,7 @@ def test_score_errors(tmp_path, capsys):
     preds.to_parquet(tmp_path / "preds.parquet")
     args = ["--suite", tmp_path / "suite.parquet", "--out", tmp_path / "out"]
     # through the real entry point: one line on stderr, exit status 2, no traceback
-    _assert_one_line_error(run_cli("score", *args, "--predictions", tmp_path / "missing.parquet", "--task", "sent"),
+    _assert_one_line_error(run_process("score", *args, "--predictions", tmp_path / "missing.parquet", "--task", "sent"),
                            "missing predictions for case 'inv-1'")
 
     def err(*argv):
@@ -240,6 +248,7 @@ def _run_test(capsys, *argv) -> tuple[int, str, str]:
     return rc, res.out, res.err
 
 
+@pytest.mark.slow
 def test_test_one_model_is_todays_bytes(tiny_model, seed_models, suite_file, tmp_path, capsys,  # noqa: F811
                                         monkeypatch):
     """`--model A` writes every file and prints the summary exactly as the one-model command did."""
@@ -352,7 +361,7 @@ def test_test_several_models_checked_before_predicting(seed_models, suite_file, 
 
 
 def test_summary_over_models_keeps_suite_text_and_model_names_literal():
-    from beluga.analyses.behavioral import failure_summary_models, summary_html, summary_markdown, summary_text
+    from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
     from beluga.tasks import get_task_type
 
     evil = ["\x1b]0;pwned\x07 hi", "<img src=x onerror=alert(1)> \u202egnp", "**bold** | pipe"]
@@ -365,7 +374,7 @@ def test_summary_over_models_keeps_suite_text_and_model_names_literal():
     statuses = [pd.DataFrame({"case_id": ["c<b>", "c2"], "status": s}) for s in (["fail", "pass"],
                                                                               ["fail", "fail"])]
     models = ["m\x1b[5m<b>one</b>", "two`|"]
-    funcs, examples = failure_summary_models(suite, statuses, [preds, preds], get_task_type("sent"), models)
+    funcs, examples = failure_summary(suite, statuses, [preds, preds], get_task_type("sent"), models)
     assert funcs.failure_rate.tolist() == [1.0, 0.5] and funcs.n_models.tolist() == [2, 2]
     assert examples["plain"][0]["n_failing"] == 1 and examples["plain"][0]["failing"] == [1]
     text = summary_text(funcs, examples, "2 models on s", models=models)

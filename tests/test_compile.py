@@ -33,12 +33,13 @@ import pytest
 import torch
 from conftest import REPO, config_with, fold_run, make_tiny_suite, output, smk_config
 
+from beluga.batches import build_streams
 from beluga.errors import ConfigError
 from beluga.methods import get_algorithm
 from beluga.modeling import TINY_RANDOM, load_model, set_seed
 from beluga.precision import resolve
 from beluga.tasks import SENT
-from beluga.training import build_streams, train
+from beluga.training import train
 
 PROB_TOL, WEIGHT_TOL = 1e-4, 1e-5
 
@@ -101,6 +102,7 @@ def test_off_is_todays_code_path_bit_for_bit():
     assert counters["frames"]["total"] == frames   # dynamo never ran
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["vanilla", "l2"])
 def test_default_trains_within_tolerance_of_off(method, tmp_path):
     """torch.compile of the forward pass: the same parameters (state_dict keys, saved files), losses and
@@ -125,6 +127,7 @@ def test_default_trains_within_tolerance_of_off(method, tmp_path):
         assert set(f.keys()) == set(a)   # no _orig_mod. prefixes: the module was never replaced
 
 
+@pytest.mark.slow
 def test_default_resumes_from_a_checkpoint_bit_for_bit(tmp_path, monkeypatch):
     """Checkpoints hold the model's own parameters: a compiled run stopped after its first epoch and
     resumed (compiled again) ends with the weights of the compiled run that never stopped."""
@@ -200,6 +203,7 @@ def test_graphs_buckets():
     assert [bucket_rows(n) for n in (1, 8, 9, 16, 17, 32)] == [8, 8, 16, 16, 32, 32]
 
 
+@pytest.mark.slow
 def test_graphs_padding_changes_no_row(tmp_path):
     """graphs' bucket padding (emulated on the CPU: reduce-overhead compiles without CUDA graphs there):
     the logits of the batch's rows and the gradients equal those of the unpadded eager pass."""
@@ -254,7 +258,8 @@ def pipeline(tmp_path_factory):
         try:
             cfg = config_with(partitions=["seen", "type"], training__compile=mode,
                               tasks__sent__suite__cases_per_functionality=40)   # 10 T_test cases each
-            done, _ = smk_config(wd, cfg, "--cores", "1", "--retries", "0")
+            # (to the score tables: every fold's training and predictions, not the figures and statistics)
+            done, _ = smk_config(wd, cfg, "--cores", "1", "--retries", "0", "results/sent/scores/scores.csv")
         finally:
             ENV.clear()
             ENV.update(env)

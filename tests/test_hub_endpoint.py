@@ -34,6 +34,9 @@ BRANCH = "main"
 PICKLE = "pytorch_model.bin"
 LFS = (".safetensors", ".bin")
 
+# a mock hub server and jobs as processes (the hub's settings are read when a process starts)
+pytestmark = pytest.mark.slow
+
 
 def _git_blob_sha1(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()

@@ -20,11 +20,11 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
+from beluga.cli import main
 from beluga.errors import SuiteError
 from beluga.scoring import score_cases
 from beluga.suites.checklist import import_checklist, import_checklist_records, read_any_suite
 from beluga.suites.release import (
-    ALLOWED_GLOBALS,
     RECORD_FIELDS,
     describe_expectation,
     is_release_suite,
@@ -32,8 +32,8 @@ from beluga.suites.release import (
     read_release_records,
     write_checklist_jsonl,
 )
+from beluga.suites.release_pickle import ALLOWED_GLOBALS
 from beluga.tasks import SUITE_TASK_TYPES, get_task_type
-from beluga.workflow.cli import main
 
 SHARED = REPO.parent / "shared" / "data"  # ../shared/data beside the checkout (as tests/test_bad_inputs.py)
 CHECKLIST = SHARED / "checklist"
@@ -205,6 +205,7 @@ def test_score_tarball_equals_jsonl(jsonl_frames, tmp_path, suite):
     assert funcs.n_scored.tolist() == g.agg(lambda x: int((x != "filtered").sum())).tolist()
 
 
+@pytest.mark.slow
 def test_score_tarball_command_line(jsonl_frames, tmp_path):
     """``python -m beluga score --suite <tarball>`` as a process."""
     _subset_predictions(jsonl_frames("squad"), qa=True, per_functionality=5).to_parquet(tmp_path / "p.parquet")
@@ -231,6 +232,7 @@ def test_suite_export_checklist_equals_shared_jsonl(exported, tmp_path, suite):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary file left
 
 
+@pytest.mark.slow
 def test_suite_export_command_line_and_refusals(exported, tmp_path, capsys):
     res = subprocess.run([sys.executable, "-m", "beluga", "suite", "export", "--help"], cwd=REPO,
                          capture_output=True, text=True, timeout=120)

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import REPO, SNAKEMAKE
 
 BIN = Path(sys.executable).parent
@@ -14,14 +15,17 @@ def _run(*cmd):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_ruff():
     _run(BIN / "ruff", "check", ".")
 
 
+@pytest.mark.slow
 def test_snakefmt():
     _run(BIN / "snakefmt", "--check", "Snakefile", "rules")
 
 
+@pytest.mark.slow
 def test_lint():
     _run(SNAKEMAKE, "--lint", "-s", REPO / "Snakefile", "-d", REPO)
 

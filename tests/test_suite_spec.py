@@ -1,24 +1,24 @@
-"""Suite specs (issue 27): the default suite rendered from its spec is the old generator's, the PARA and READ
-specs, the documented example, lexicon extension, bad specs in one line, `suite build` / `suite perturb`, and
-CheckList release tests reproduced from their recorded templates."""
+"""Suite specs (issue 27): the default suite rendered from its spec is the old generator's, the default
+sentiment suite's catalogue and cases, the PARA and READ specs, the documented example, lexicon extension, bad
+specs in one line, `suite build` / `suite perturb`, and CheckList release tests reproduced from their recorded
+templates."""
 
 import gzip
 import hashlib
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import ENV, REPO
+from conftest import REPO, beluga_cli
 
 from beluga.errors import ConfigError
+from beluga.suites import format as fmt
 from beluga.suites.format import load_suite, validate_suite
-from beluga.suites.generator import generate_sent_suite, sent_catalogue
 from beluga.suites.spec import PACKAGED, catalogue, load_sources, load_spec, render_spec, spec_from_data
+from beluga.tasks import get_task_type
 
 SHARED = REPO.parent / "shared" / "data"
 DOC = REPO / "docs" / "SUITE_FORMAT.md"
@@ -34,6 +34,23 @@ def rt_pool(n_train, n_val, n_test) -> list[str]:
     parts = load_splits({"source": "rotten_tomatoes", "n_train": n_train, "n_val": n_val, "n_test": n_test,
                          "seed": 42}, "classification", {0, 1})
     return list(parts["pool"]["text"])
+
+
+#: the sent task's labels (the default sentiment suite's)
+SENT_LABELS = get_task_type("sent").suite_labels
+
+
+def sent_catalogue() -> list[dict]:
+    """The default sentiment suite's functionalities: the catalogue of the packaged spec sent_default."""
+    return catalogue(load_spec("sent_default"))
+
+
+def render_sent_suite(sentences, seed, cases_per_functionality, max_perturbations=3, max_words=40) -> pd.DataFrame:
+    """The default sentiment suite: the packaged spec sent_default rendered with ``sentences`` as its source
+    ``reviews``."""
+    return render_spec(load_spec("sent_default"), {"reviews": list(sentences)}, seed=seed,
+                       cases_per_functionality=cases_per_functionality, max_perturbations=max_perturbations,
+                       max_words=max_words)
 
 
 HAND = [f"The {w} was {a} and I watched it in Paris with Maria {i} times." for i, (w, a) in
@@ -54,8 +71,8 @@ OLD_GENERATOR = {
 def test_the_default_spec_renders_the_old_generators_cases(case):
     pool, seed, n, max_p, max_words, want = OLD_GENERATOR[case]
     sentences = [] if pool is None else HAND if pool == "hand" else rt_pool(*pool)
-    df = generate_sent_suite(sentences, seed=seed, cases_per_functionality=n, max_perturbations=max_p,
-                             max_words=max_words)
+    df = render_sent_suite(sentences, seed=seed, cases_per_functionality=n, max_perturbations=max_p,
+                           max_words=max_words)
     assert digest(df) == want
 
 
@@ -63,6 +80,236 @@ def test_default_catalogue_from_the_spec():
     cat = sent_catalogue()
     assert len(cat) == 20 and len({c["capability"] for c in cat}) == 7
     assert [c["test_type"] for c in cat].count("MFT") == 7 and [c["test_type"] for c in cat].count("DIR") == 5
+
+
+# ---------------------------------------------------------------------------------- the default sentiment suite
+SENTENCES = [
+    "The movie was great.",
+    "I didn't like it at all.",
+    "What a waste of two hours!",
+    "It's not bad, but it isn't good either.",
+    "The acting is wooden and the plot is thin.",
+    "A charming, funny and warm film",
+    "Nobody will remember this one next year.",
+    "The soundtrack alone is worth the price of admission.",
+    "It is a slow, dull and joyless affair.",
+    "I can't recommend it enough.",
+    "The director does not know what to do with his cast.",
+    "You're going to love the ending.",
+    "There is nothing new here.",
+    "A triumph of style over substance.",
+    "The jokes fall flat, one after another.",
+    "Beautifully shot and wonderfully acted.",
+    "It should have been much shorter.",
+    "I am not sure what the point was.",
+    "They are trying too hard to be clever.",
+    "An instant classic.",
+    "The dialogue is clunky and the pacing is off.",
+    "This is the best comedy of the summer!",
+    "We have seen this story a hundred times before.",
+    "The special effects are impressive, though.",
+    "Sadly, it's a mess from start to finish.",
+    "John gave a wonderful performance in London.",
+    "Maria and Kenji are terrific as the estranged couple.",
+    "It runs 148 minutes and feels even longer.",
+    "Shot on location in Tokyo and Mexico City, it looks gorgeous.",
+    "The 1999 original was far better than this 2019 remake.",
+    "Sarah Smith directed it with 12 cameras in Paris.",
+    "word " * 45 + "end.",  # too long: must be skipped
+]
+
+N = 12
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return render_sent_suite(SENTENCES, seed=7, cases_per_functionality=N)
+
+
+#: generate_sent_suite's output (beluga/suites/generator.py before its removal: the packaged spec sent_default
+#: rendered with the sentences as its source ``reviews``) for the settings the tests below use, as the SHA-256 of
+#: the suite's records: (sentences, seed, cases_per_functionality, max_perturbations, digest)
+GENERATED = {
+    "fixture": (SENTENCES, 7, N, 3, "ccc647969f323477d8d90da22a202f61d49377b68b6b0dd95be32d33807947e1"),
+    "other seed": (SENTENCES, 8, N, 3, "f50361cba029bc94efd4bc347c2eb4986fcf3770f5d61df58ffeeffc6ebd3e7d"),
+    "two sentences": (["The movie was great.", "It was bad."], 1, 15, 3,
+                      "9a7220873ba80c8e7a3ad259ad450f577adef78fe5fa1ff64f867b73383a295b"),
+    "empty pool": ([], 0, 5, 3, "cd58e85674c30be49ceb395dcb0b896a11700213afb24e5e203b516095b72f56"),
+    "one perturbation": (SENTENCES, 3, 6, 1, "25928c101937d99d03e42fe9ec36af3418666cf235b8954017dd60ad420ed336"),
+    "five perturbations": (SENTENCES, 3, 6, 5, "6272d196cc9ba201dfb31730f12a981786ddc42c59e27ee0ffa84f12051b3946"),
+}
+
+
+@pytest.mark.parametrize("case", list(GENERATED))
+def test_the_default_spec_renders_generate_sent_suites_cases(case):
+    sentences, seed, n, max_p, want = GENERATED[case]
+    assert digest(render_sent_suite(sentences, seed=seed, cases_per_functionality=n, max_perturbations=max_p)) == want
+
+
+def test_catalogue_shape():
+    cat = sent_catalogue()
+    assert len(cat) == 20
+    assert len({c["functionality"] for c in cat}) == 20
+    assert len({c["capability"] for c in cat}) >= 6
+    assert {c["test_type"] for c in cat} == {"MFT", "INV", "DIR"}
+    keys = {"functionality", "capability", "test_type", "expect", "expect_params", "agg_fn", "description"}
+    for c in cat:
+        assert set(c) == keys
+        assert c["test_type"] in fmt.EXPECTATIONS[c["expect"]]["types"]
+        assert isinstance(c["expect_params"], dict)
+        assert c["agg_fn"] == ("all" if c["test_type"] == "MFT" else "all_except_first")
+        assert c["description"]
+    assert SENT_LABELS == {0: "negative", 1: "neutral", 2: "positive"}
+
+
+def test_catalogue_is_a_copy():
+    cat = sent_catalogue()
+    cat[1]["expect_params"]["tolerance"] = 99
+    cat.pop()
+    assert sent_catalogue()[1]["expect_params"]["tolerance"] == 0.1
+    assert len(sent_catalogue()) == 20
+
+
+def test_catalogue_expected_entries():
+    by = {c["functionality"]: c for c in sent_catalogue()}
+    assert by["intensifiers"]["expect_params"] == {"increasing": True, "tolerance": 0.1, "slice": "orig_not_neutral"}
+    assert by["reducers"]["expect_params"]["increasing"] is False
+    assert by["add positive phrases"]["expect"] == "diff_up"
+    assert by["add negative phrases"]["expect"] == "diff_down"
+    assert by["simple negations: not negative"]["expect"] == "not_negative"
+    assert by["Q & A: no"]["expect"] == "not_negative"
+    for name in ("typos", "contractions", "punctuation", "change names", "change locations",
+                 "change numbers", "protected: race", "protected: nationality"):
+        assert by[name]["test_type"] == "INV" and by[name]["expect_params"] == {"tolerance": 0.1}
+
+
+def test_suite_validates(suite):
+    assert list(suite.columns) == fmt.COLUMNS
+    fmt.validate_suite(suite, "generated", label_set=(0, 1, 2))
+
+
+def test_exact_counts_and_order(suite):
+    cat = sent_catalogue()
+    counts = suite.groupby("functionality", sort=False).size()
+    assert list(counts.index) == [c["functionality"] for c in cat]
+    assert (counts == N).all()
+    assert len(suite) == 20 * N
+    for fi, c in enumerate(cat):
+        g = suite[suite.functionality == c["functionality"]]
+        assert list(g.case_id) == [f"sent-{fi:02d}-{ci:05d}" for ci in range(N)]
+        assert (g.capability == c["capability"]).all() and (g.test_type == c["test_type"]).all()
+        assert (g.expect == c["expect"]).all() and (g.agg_fn == c["agg_fn"]).all()
+        assert (g.expect_params == json.dumps(c["expect_params"], sort_keys=True)).all()
+
+
+def test_row_format(suite):
+    for r in suite.itertuples():
+        assert r.inputs_b is None
+        assert r.meta is None or isinstance(json.loads(r.meta), dict)
+        if r.test_type == "MFT":
+            assert len(r.inputs) == 1
+            if r.expect == "eq":
+                assert len(r.labels) == 1 and r.labels[0] in SENT_LABELS
+            else:
+                assert r.labels is None
+        else:
+            assert r.labels is None
+            assert 2 <= len(r.inputs) <= 4
+
+
+def test_mixed_labels(suite):
+    labels = suite[suite.functionality == "sentiment words in context"].labels.map(lambda x: x[0])
+    assert set(labels) == {0, 1, 2}
+    for name in ("used to, but now", "my opinion is what matters"):
+        assert set(suite[suite.functionality == name].labels.map(lambda x: x[0])) == {0, 2}
+    assert set(suite[suite.functionality == "simple negations: negative"].labels.map(lambda x: x[0])) == {0}
+    neutral = suite.functionality == "simple negations: not neutral is still neutral"
+    assert set(suite[neutral].labels.map(lambda x: x[0])) == {1}
+
+
+def test_perturbations_differ_from_original(suite):
+    for r in suite[suite.test_type != "MFT"].itertuples():
+        assert all(p != r.inputs[0] for p in r.inputs[1:]), r.inputs
+        assert len(set(r.inputs)) == len(r.inputs), r.inputs
+
+
+def test_distinct_inputs_within_functionality(suite):
+    for _, g in suite.groupby("functionality", sort=False):
+        assert g.inputs.map(lambda x: x[0]).nunique() == len(g)
+
+
+def test_long_sentences_skipped(suite):
+    assert not any(len(x.split()) > 40 for inputs in suite.inputs for x in inputs)
+
+
+def test_real_sentences_used(suite):
+    pool = {" ".join(s.split()) for s in SENTENCES}
+    for name in ("typos", "punctuation", "add positive phrases", "change names", "change locations",
+                 "change numbers"):
+        g = suite[suite.functionality == name]
+        assert any(json.loads(m)["source"] == "real" and x[0] in pool for m, x in zip(g.meta, g.inputs)), name
+
+
+def test_ner_filled_with_templates():
+    df = render_sent_suite(["The movie was great.", "It was bad."], seed=1, cases_per_functionality=15)
+    for name in ("change names", "change locations", "change numbers"):
+        g = df[df.functionality == name]
+        assert len(g) == 15
+        assert all(json.loads(m)["source"] == "template" for m in g.meta)
+    fmt.validate_suite(df, "generated", label_set=(0, 1, 2))
+
+
+def test_empty_pool():
+    df = render_sent_suite([], seed=0, cases_per_functionality=5)
+    assert (df.groupby("functionality").size() == 5).all()
+    fmt.validate_suite(df, "generated", label_set=(0, 1, 2))
+
+
+def test_determinism(suite):
+    again = render_sent_suite(list(SENTENCES), seed=7, cases_per_functionality=N)
+    assert again.equals(suite)
+
+
+def test_different_seed_differs(suite):
+    other = render_sent_suite(SENTENCES, seed=8, cases_per_functionality=N)
+    assert not other.equals(suite)
+    differing = sum(list(a) != list(b) for a, b in zip(suite.inputs, other.inputs))
+    assert differing > len(suite) // 2
+    for name in ("sentiment words in context", "protected: race", "typos"):
+        a = suite[suite.functionality == name].inputs.map(tuple).tolist()
+        b = other[other.functionality == name].inputs.map(tuple).tolist()
+        assert a != b, name
+
+
+def test_max_perturbations():
+    df = render_sent_suite(SENTENCES, seed=3, cases_per_functionality=6, max_perturbations=1)
+    assert (df[df.test_type != "MFT"].inputs.map(len) == 2).all()
+    df = render_sent_suite(SENTENCES, seed=3, cases_per_functionality=6, max_perturbations=5)
+    assert df[df.test_type != "MFT"].inputs.map(len).max() == 6
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        render_sent_suite(SENTENCES, seed=0, cases_per_functionality=0)
+    with pytest.raises(ValueError):
+        render_sent_suite(SENTENCES, seed=0, cases_per_functionality=3, max_perturbations=0)
+
+
+def test_save_and_load_roundtrip(suite, tmp_path):
+    path = tmp_path / "suite.parquet"
+    declared = [{k: c[k] for k in ("functionality", "capability", "test_type", "description")}
+                for c in sent_catalogue()]
+    fmt.save_suite(suite, path, declared=declared)
+    back = fmt.load_suite(path, label_set=(0, 1, 2))
+    assert len(back) == len(suite)
+    assert [list(x) for x in back.inputs] == [list(x) for x in suite.inputs]
+
+
+def test_templates_grammar(suite):
+    for inputs in suite.inputs:
+        for x in inputs:
+            assert "{" not in x and "}" not in x and "\x00" not in x and "  " not in x
+            assert not re.search(r"\ba [aeiou]", x.lower().replace("a one", "")), x
 
 
 # ---------------------------------------------------------------------------------- packaged PARA / READ specs
@@ -112,9 +359,9 @@ def doc_example(tmp_path: Path) -> Path:
     return tmp_path / "my_sentiment.yaml"
 
 
-def cli(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "beluga", *args], capture_output=True, text=True, env=ENV,
-                          cwd=cwd, timeout=300)
+def cli(*args, cwd=REPO):
+    """``python -m beluga ARGS`` in ``cwd``, in-process (tests/conftest.py)."""
+    return beluga_cli(*args, cwd=cwd)
 
 
 def test_the_documented_example_builds_with_the_documented_command(tmp_path):

@@ -6,18 +6,17 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import TINY, planned_jobs, smk
+from conftest import TINY, copy_run, planned_jobs, smk
 
 from beluga.workflow.smk import TIMING_TAG
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    wd = tmp_path_factory.mktemp("tiny")
-    smk(wd, "--cores", "2")
-    return wd
+@pytest.fixture
+def run(tiny_run):
+    """The session's finished tiny run (tests/conftest.py), read only."""
+    return tiny_run
 
 
 def test_dry_run_lists_every_step(tmp_path):
@@ -86,7 +85,7 @@ def test_scores_and_plots(run):
     assert len((res / "suite" / "summary.tsv").read_text().strip().splitlines()) == 1 + 3
 
 
-def test_statistics_table3_figure1_report(run):
+def test_statistics_table3_figure1_report(run, tmp_path):
     res = run / "results"
     sig = pd.read_csv(res / "sent" / "stats" / "significance.csv")
     assert set(sig.column) == {"iid", "G_seen", "G_func", "G_class", "G_type", "G_avg"}
@@ -106,13 +105,15 @@ def test_statistics_table3_figure1_report(run):
         assert (res / "sent" / "figures" / f"figure1.{ext}").stat().st_size > 10_000
     diag = pd.read_csv(res / "sent" / "diagnostics" / "summary.csv")
     assert len(diag) == 4 and "degenerate" in (res / "sent" / "diagnostics" / "diagnostics.md").read_text().lower()
-    report = run / "report.html"
+    report = tmp_path / "report.html"
     smk(run, "--report", str(report))
     html = report.read_text(errors="replace")
     assert report.stat().st_size > 100_000 and "figure1.png" in html and "table3.csv" in html
 
 
-def test_nothing_to_do_then_only_one_fold_reruns(run):
+def test_nothing_to_do_then_only_one_fold_reruns(run, tmp_path):
+    assert planned_jobs(run) == {}
+    run = copy_run(run, tmp_path / "run")
     assert planned_jobs(run) == {}
     res = run / "results" / "sent"
     victim = res / "predictions" / "iid_to_t" / "vanilla" / "func" / "typos.parquet"
@@ -147,9 +148,11 @@ def test_predicting_everything_changes_no_score_or_statistic(run, tmp_path):
     statistics and Table 3, byte for byte, as the default (each fold predicts what it is scored on)."""
     everything = tmp_path / "scope_all.yaml"
     everything.write_text("predict: {batch_size: 32, scope: all}\n")
-    smk(tmp_path, "--cores", "2", configfiles=(TINY, everything))
-    for name in ("sent/scores/pass_rates.csv", "sent/scores/scores.csv", "sent/stats/unit_outcomes.parquet",
-                 "sent/stats/significance.csv", "sent/stats/intervals.csv", "table3/table3.csv", "table3/table3.md"):
+    compared = ("sent/scores/pass_rates.csv", "sent/scores/scores.csv", "sent/stats/unit_outcomes.parquet",
+                "sent/stats/significance.csv", "sent/stats/intervals.csv", "table3/table3.csv", "table3/table3.md")
+    # (only what is compared: the figures, diagnostics and failure pages read the same files)
+    smk(tmp_path, "--cores", "2", *(f"results/{name}" for name in compared), configfiles=(TINY, everything))
+    for name in compared:
         assert (run / "results" / name).read_bytes() == (tmp_path / "results" / name).read_bytes(), name
     fold = "sent/predictions/iid_to_t/vanilla/func/typos.parquet"
     few, every = (pd.read_parquet(d / "results" / fold) for d in (run, tmp_path))

@@ -1,15 +1,17 @@
 """End-to-end: precision and the fold job's model handling. The same
 configuration, seed, threads and precision give the same bytes (bf16 and
-fp32 alike, on the CPU); bf16 is really applied (its predictions differ from
+fp32 alike, on the CPU: the IID model and a fold trained again in a copy of a
+finished run predict what they predicted the first time); bf16 is really applied (its predictions differ from
 fp32's); keeping the fold models on disk (keep_models: true: finetune_model,
 then predict and outcomes from the saved model) predicts exactly what the
 fused fold job predicts with the model in memory."""
 
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import TINY, planned_jobs, smk
+from conftest import TINY, copy_run, planned_jobs, smk
 
 pytestmark = pytest.mark.slow
 
@@ -27,11 +29,32 @@ def _predictions(workdir: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.parquet"))}
 
 
+#: what the tests read (the figures, diagnostics and failure pages are not needed)
+PREDICTIONS = [f"results/sent/predictions/{m}.parquet" for m in (
+    "iid/vanilla/standard/all", "iid_to_t/vanilla/seen/all", "iid_to_t/vanilla/type/mft",
+    "iid_to_t/vanilla/type/inv", "iid_to_t/vanilla/type/dir")]
+SCORES = ["results/sent/scores/scores.csv", "results/sent/stats/significance.csv"]
+#: rerun on a copy of a finished run: the IID model (and its predictions) and one fold
+RERUN = ["results/sent/models/iid/vanilla/standard/all", PREDICTIONS[0], PREDICTIONS[3]]
+
+
+def _rerun(src: Path, dst: Path, cfg: Path) -> Path:
+    """The IID model and one fold trained again in a copy of a finished run (their files removed, so
+    snakemake reruns exactly those jobs): the same seed must give the same bytes."""
+    copy_run(src, dst)
+    shutil.rmtree(dst / RERUN[0])
+    for rel in RERUN[1:]:
+        (dst / rel).unlink()
+    jobs = planned_jobs(dst, configfiles=(cfg,), targets=RERUN)
+    assert jobs == {"train_iid": 1, "predict": 1, "finetune": 1}, jobs
+    smk(dst, "--cores", "2", *RERUN, configfiles=(cfg,))
+    return dst
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = {}
-    for name, extra in (("bf16_a", {"precision": "bf16"}), ("bf16_b", {"precision": "bf16"}),
-                        ("fp32_a", {"precision": "fp32"}), ("fp32_b", {"precision": "fp32"}),
+    for name, extra in (("bf16_a", {"precision": "bf16"}), ("fp32_a", {"precision": "fp32"}),
                         ("fp32_keep", {"precision": "fp32", "keep_models": True})):
         wd = tmp_path_factory.mktemp(name)
         cfg = _config(wd, name, **extra)
@@ -39,8 +62,11 @@ def runs(tmp_path_factory):
             jobs = planned_jobs(wd, configfiles=(cfg,))
             assert jobs["finetune_model"] == 4 and jobs["predict"] == 5 and jobs["outcomes"] == 5, jobs
             assert "finetune" not in jobs, jobs
-        smk(wd, "--cores", "2", configfiles=(cfg,))
+        smk(wd, "--cores", "2", *PREDICTIONS, *SCORES, configfiles=(cfg,))
         out[name] = wd
+        if name != "fp32_keep":
+            b = name.replace("_a", "_b")
+            out[b] = _rerun(wd, tmp_path_factory.mktemp(b) / "run", cfg)
     return out
 
 
@@ -48,6 +74,9 @@ def test_same_bytes_for_the_same_precision(runs):
     for a, b in (("bf16_a", "bf16_b"), ("fp32_a", "fp32_b")):
         pa_, pb = _predictions(runs[a]), _predictions(runs[b])
         assert len(pa_) == 5 and pa_ == pb, a
+        # the rerun wrote the IID model's and one fold's predictions anew (not the copy's files)
+        for rel in RERUN[1:]:
+            assert (runs[b] / rel).stat().st_mtime_ns > (runs[a] / rel).stat().st_mtime_ns, rel
 
 
 def test_bf16_is_applied(runs):

@@ -30,9 +30,9 @@ def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("seeds")
     out = {"all": tmp / "all"}
     smk(out["all"], "--cores", "2", configfiles=(_config(tmp, "all", SEEDS),))
-    for s in SEEDS:
+    for s in SEEDS:   # (what the tests compare: every fold's predictions and outcomes, and scores.csv)
         out[s] = tmp / f"one{s}"
-        smk(out[s], "--cores", "2", configfiles=(_config(tmp, f"one{s}", [s]),))
+        smk(out[s], "--cores", "2", "results/sent/scores/scores.csv", configfiles=(_config(tmp, f"one{s}", [s]),))
     out["config"] = _config(tmp, "all", SEEDS)
     return out
 

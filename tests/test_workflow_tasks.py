@@ -24,15 +24,18 @@ def config_with_shared(name: str, tmp_path: Path) -> Path:
     return out
 
 
-def run_task(tmp_path: Path, name: str) -> tuple[Path, dict]:
+def run_task(tmp_path: Path, name: str, *targets: str) -> tuple[Path, dict]:
+    """The config's run, to ``targets`` (what the test reads; its dependencies are every fold's
+    training, predictions and outcomes)."""
     cfg = config_with_shared(name, tmp_path)
     wd = tmp_path / "run"
-    smk(wd, "--cores", "2", configfiles=(cfg,))
+    smk(wd, "--cores", "2", *targets, configfiles=(cfg,))
     return wd, yaml.safe_load(cfg.read_text())
 
 
 def test_para_end_to_end(tmp_path):
-    wd, cfg = run_task(tmp_path, "tiny_para.yaml")
+    wd, cfg = run_task(tmp_path, "tiny_para.yaml", "results/para/scores/scores.csv",
+                       *(f"results/para/plots/heatmap_{p}.png" for p in ("seen", "func")))
     res = wd / "results" / "para"
     suite = pd.read_parquet(res / "suite" / "suite.parquet")
     assert list(dict.fromkeys(suite.functionality)) == cfg["tasks"]["para"]["suite"]["functionalities"]
@@ -60,7 +63,8 @@ def test_para_paper_fixes_false_trains_and_scores_the_released_synonym_test(tmp_
     cfg_file = tmp_path / "released.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     wd = tmp_path / "run"
-    smk(wd, "--cores", "2", configfiles=(cfg_file,))
+    smk(wd, "--cores", "2", *(f"results/para/outcomes/{m}.parquet" for m in (
+        "iid/vanilla/standard/all", "iid_to_iid_plus_t/vanilla/seen/all")), configfiles=(cfg_file,))
     res = wd / "results" / "para"
     syn = "(question, f(question)) where f(question) replaces synonyms?"
     suite = pd.read_parquet(res / "suite" / "suite.parquet")
@@ -78,7 +82,7 @@ def test_para_paper_fixes_false_trains_and_scores_the_released_synonym_test(tmp_
 
 
 def test_read_end_to_end(tmp_path):
-    wd, cfg = run_task(tmp_path, "tiny_read.yaml")
+    wd, cfg = run_task(tmp_path, "tiny_read.yaml", "results/read/scores/scores.csv")
     res = wd / "results" / "read"
     split = pd.read_parquet(res / "suite" / "split.parquet")
     suite = pd.read_parquet(res / "suite" / "suite.parquet")
@@ -109,7 +113,8 @@ def test_spec_built_suites_end_to_end(tmp_path, task):
     the one `python -m beluga suite build` renders with the same settings."""
     from beluga.suites.spec import catalogue, load_sources, load_spec, render_spec
 
-    wd, cfg = run_task(tmp_path, f"tiny_{task}_spec.yaml")
+    wd, cfg = run_task(tmp_path, f"tiny_{task}_spec.yaml", f"results/{task}/scores/scores.csv",
+                       "results/table3/table3.md")
     res = wd / "results" / task
     suite = pd.read_parquet(res / "suite" / "suite.parquet")
     spec = load_spec(f"{task}_default")

@@ -51,16 +51,15 @@ from pathlib import Path
 import yaml
 
 from beluga.analyses import combinational as comb_analysis
-from beluga.analyses import inoculation as inoc_analysis
-from beluga.data.fetch import resolve_data_paths
-from beluga.errors import BelugaError, ConfigError, config_error_line
+from beluga.analyses.inoculation import plan as inoc_analysis
+from beluga.errors import BelugaError, ConfigError
 from beluga.methods import get_algorithm
 from beluga.tasks import get_task_type
 from beluga.workflow import dag, runs
+from beluga.workflow.config import CONFIG_SCHEMA, validate_config  # noqa: F401 (CONFIG_SCHEMA: the plan's schema)
 from beluga.workflow.paths import Paths
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIG_SCHEMA = REPO / "schemas" / "config.schema.yaml"
 
 #: Reference throughput (sequences / s of one job at its model size and length,
 #: fixed seconds per job, method cost per epoch relative to vanilla), measured by
@@ -141,7 +140,7 @@ def load_config(configfile: str | None, overrides: list[str] = ()) -> dict:
     by key, ``inoculation={enabled: true}`` keeps the block's other keys;
     the value is read as YAML, so ``true`` is a boolean), validated against
     the schema, defaults filled."""
-    from snakemake.utils import update_config, validate
+    from snakemake.utils import update_config
 
     path = config_path(configfile)
     if not path.exists():
@@ -157,16 +156,7 @@ def load_config(configfile: str | None, overrides: list[str] = ()) -> dict:
         if not sep or not key:
             raise ConfigError(f"--config: field {item!r}: expected KEY=VALUE")
         update_config(config, {key: _yaml(value, f"--config: field {key!r}")})
-    dag.command_line_integers(config)
-    try:
-        validate(config, schema=str(CONFIG_SCHEMA))
-    except Exception as e:  # a WorkflowError wrapping the jsonschema error
-
-        raise ConfigError(config_error_line(e, [path])) from None
-    # what the schema cannot say, as while the DAG is built (rules/common.smk)
-    dag.check_config(config, dag.load_schema(CONFIG_SCHEMA), [path])
-    resolve_data_paths(config)
-    return config
+    return validate_config(config, [path])   # as while the DAG is built (rules/common.smk)
 
 
 def config_path(configfile: str | None) -> Path:
@@ -208,10 +198,10 @@ def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
     T_test inputs; the i.i.d. split sizes. Builds the suite and the split in
     memory exactly as the pipeline does."""
     from beluga import folds as folds_mod
+    from beluga.batches import build_streams
     from beluga.data import iid as iid_mod
     from beluga.suites.build import make_suite
     from beluga.suites.format import functionality_table
-    from beluga.training import build_streams
 
     ttype = get_task_type(task_cfg["type"])
     parts = iid_mod.load_splits(task_cfg["iid"], ttype.head, set(ttype.iid_labels))

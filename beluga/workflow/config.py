@@ -1,0 +1,76 @@
+"""The configuration as the workflow reads it, in one place: :func:`load_workflow` is what
+``rules/common.smk`` does with the config before any rule is defined (and what
+the tests call in-process to check a config without starting snakemake);
+:func:`validate_config` its first half, which ``python -m beluga plan`` shares.
+Every failure is a :class:`~beluga.errors.BelugaError` whose message is the one
+line the dry run prints (naming the config file(s) and the field). Light: no
+torch, no transformers."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from beluga.data.fetch import config_files, resolve_data_paths
+from beluga.errors import BelugaError, ConfigError, config_error_line
+from beluga.workflow import dag
+from beluga.workflow.paths import Paths
+from beluga.workflow.runs import Runs
+
+#: the config schema (defaults and types; rules/common.smk validates against it)
+CONFIG_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A validated config and what the DAG is built from."""
+
+    config: dict
+    #: the data folder (relative data paths of the config are under it)
+    data_dir: str
+    #: inputs the fetch target provides that are not in the data folder yet
+    not_fetched: list[str]
+    paths: Paths
+    runs: Runs
+
+
+def validate_config(config: dict, configfiles=()) -> dict:
+    """In place: list items given on the command line as integers, the schema (its defaults filled),
+    what the schema cannot say (:func:`beluga.workflow.dag.check_config`), relative data paths
+    resolved under ``data_dir``. Returns ``config``."""
+    from snakemake.utils import validate  # (snakemake: heavy; rules/common.smk has it loaded already)
+
+    dag.command_line_integers(config)
+    try:
+        validate(config, schema=str(CONFIG_SCHEMA))
+    except Exception as e:   # a WorkflowError wrapping the jsonschema error
+        raise ConfigError(config_error_line(e, configfiles)) from None
+    resolve_data_paths(config)
+    _checked(configfiles, dag.check_config, config, dag.load_schema(CONFIG_SCHEMA), configfiles)
+    return config
+
+
+def load_workflow(config: dict, configfiles=()) -> Loaded:
+    """Validate ``config`` (in place, as :func:`validate_config`), check its sources and models, and
+    enumerate its runs (:class:`~beluga.workflow.runs.Runs`: folds, grids, seeds, analyses), with
+    relative paths read from the working directory, as snakemake's. Raises a BelugaError of one line
+    naming the config file(s) and the field."""
+    validate_config(config, configfiles)
+    data_dir = str(config["data_dir"])
+    not_fetched = sorted(os.path.join(data_dir, r.path) for r in config_files(config)
+                         if not os.path.lexists(os.path.join(data_dir, r.path)))
+    _checked(configfiles, dag.check_sources, config["tasks"], configfiles, not_fetched=not_fetched, data_dir=data_dir)
+    paths = Paths(config["results"])
+    runs = _checked(configfiles, Runs, config, paths, data_dir, not_fetched=not_fetched, configfiles=configfiles)
+    _checked(configfiles, dag.check_models, config, runs.comb_variants, configfiles)
+    return Loaded(config, data_dir, not_fetched, paths, runs)
+
+
+def _checked(files, build, /, *args, **kwargs):
+    """build(*args, **kwargs); a BelugaError becomes one of the same type with the dry run's line (naming
+    the config ``files``)."""
+    try:
+        return build(*args, **kwargs)
+    except BelugaError as e:
+        raise type(e)(dag.dag_error_line(e, files)) from None
