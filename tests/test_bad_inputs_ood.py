@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import ENV, REPO, SNAKEMAKE, config_with, output
+from conftest import ENV, REPO, SNAKEMAKE, config_with, load_error, output
 
 from beluga.analyses import ood_eval
 from beluga.data import ood_sets
@@ -148,11 +148,8 @@ def test_reserved_ood_set_name_stops_the_dry_run(tmp_path, name):
     """A set named ``id`` replaced the ID column of ood_table.md; ``label`` crashed rule ood after training."""
     cfg = config_with(tasks__sent__ood=[{"name": "tweets", "source": "hutto", "set": "tweets"},
                                         {"name": name, "source": "hutto", "set": "nyt"}])
-    wd = tmp_path / "wd"
-    out, cfg_file = smk(wd, cfg, "-n")
-    line = check_workflow_error(out, f"config file {cfg_file}", "field 'tasks.sent.ood[1].name'")
-    assert f"{name!r} is reserved" in line, line
-    assert not (wd / "results").exists()
+    line, cfg_file = load_error(tmp_path / "wd", cfg, "field 'tasks.sent.ood[1].name'")
+    assert line.startswith(f"config file {cfg_file}: ") and f"{name!r} is reserved" in line, line
 
 
 @pytest.mark.parametrize("name", ["id", "ood_avg", "label", "iid_test", "system", "decrease_ratio",
@@ -209,11 +206,8 @@ def test_sent_ood_file_with_a_second_text_stops_the_dry_run(tmp_path):
     """A SENT set with a ``sentence2`` column was fed to the model as pairs."""
     tsv = write_tsv(tmp_path / "pairs.tsv", sent_rows(sentence2=[f"other {i}" for i in range(6)]))
     cfg = config_with(tasks__sent__ood=[{"name": "reviews", "source": "local", "path": str(tsv)}])
-    wd = tmp_path / "wd"
-    out, _ = smk(wd, cfg, "-n")
-    line = check_workflow_error(out, f"ood file {tsv}", "field 'sentence2'")
+    line, _ = load_error(tmp_path / "wd", cfg, f"ood file {tsv}", "field 'sentence2'")
     assert "unexpected column" in line and "a sent task's inputs are single texts" in line, line
-    assert not (wd / "results").exists()
 
 
 def test_para_ood_file_without_a_second_text_stops_at_dag_time(tmp_path):
@@ -275,16 +269,15 @@ def test_iid_table_and_source_of_another_task_stop_at_dag_time(tmp_path):
 
 
 # ---------------------------------------------------------------- 3. offline hub sources and models
-def test_hf_iid_source_offline_and_not_cached_stops_the_dry_run(tmp_path):
+def test_hf_iid_source_offline_and_not_cached_stops_the_dry_run(tmp_path, monkeypatch):
     cfg = config_with(tasks__sent__iid={"source": "hf:glue/sst2", "n_train": 40, "n_val": 10, "n_test": 20})
-    env = dict(ENV, HF_DATASETS_CACHE=str(tmp_path / "empty_cache"))
-    wd = tmp_path / "wd"
-    out, cfg_file = smk(wd, cfg, "-n", env=env)
-    line = check_workflow_error(out, f"config file {cfg_file}", "field 'tasks.sent.iid.source'")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "empty_cache"))
+    line, cfg_file = load_error(tmp_path / "wd", cfg, "field 'tasks.sent.iid.source'")
+    assert line.startswith(f"config file {cfg_file}: ")
     assert "not reachable" in line and "not in the datasets cache" in line and "'sst2'" in line, line
-    assert not (wd / "results").exists()
 
 
+@pytest.mark.slow
 def test_cached_hub_datasets_pass_the_dag_and_load_offline(tmp_path):
     """With HF_HUB_OFFLINE=1 a dataset in the ``datasets`` cache is used (before: always refused), for an OOD
     hub set and an hf: i.i.d. source, and the dry run opens no socket."""
@@ -295,7 +288,7 @@ def test_cached_hub_datasets_pass_the_dag_and_load_offline(tmp_path):
     entry = {"name": "mini", "source": "hub", "dataset": "mini_reviews", "split": "test"}
     out = python(f"from beluga.data.ood_sets import load_ood\n"
                  f"print(load_ood({entry!r}, 'classification', {{0, 1}}, pair=False).to_json(orient='records'))\n"
-                 f"from beluga.data.iid import load_source\n"
+                 f"from beluga.data.tables import load_source\n"
                  f"print(len(load_source('hf:mini_reviews', {{0, 1}})))", env)
     assert out.returncode == 0, out.stderr[-3000:]
     records, n_iid = out.stdout.strip().splitlines()[-2:]
@@ -326,15 +319,13 @@ def test_ood_hub_set_check_uses_the_flag_and_the_cache_never_the_network(tmp_pat
     dag.check_sources(tasks, ["c.yaml"])
 
 
-def test_hub_model_offline_and_not_cached_stops_the_dry_run(tmp_path):
-    """Before: the dry run planned fetch_model and the training jobs; the fetch failed offline."""
+def test_hub_model_offline_and_not_cached_stops_the_dry_run(tmp_path, monkeypatch):
+    """Offline, a hub model not in the cache stops the dry run (not the fetch_model job)."""
     cfg = config_with(tasks__sent__model="org/not-cached")
-    env = dict(ENV, HF_HUB_CACHE=str(tmp_path / "empty_hub"))
-    wd = tmp_path / "wd"
-    out, cfg_file = smk(wd, cfg, "-n", env=env)
-    line = check_workflow_error(out, f"config file {cfg_file}", "field 'tasks.sent.model'")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty_hub"))
+    line, cfg_file = load_error(tmp_path / "wd", cfg, "field 'tasks.sent.model'")
+    assert line.startswith(f"config file {cfg_file}: ")
     assert "'org/not-cached'" in line and "not in the Hugging Face cache" in line and "HF_HUB_OFFLINE" in line
-    assert not (wd / "results").exists()
 
 
 def test_hub_model_check_follows_the_cache_and_the_fetched_marker(tmp_path, monkeypatch):

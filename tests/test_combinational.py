@@ -14,6 +14,7 @@ from conftest import REPO, smk
 from snakemake.utils import validate
 
 from beluga.analyses import combinational as comb
+from beluga.analyses import combinational_report as report
 from beluga.data.fetch import resolve_data_paths
 from beluga.errors import ConfigError, DataError
 from beluga.methods import method_hparams
@@ -232,11 +233,11 @@ def test_comparison_table():
                 "b": {"model": "tiny-random", "template": "{S} The sentence is {LABEL}.",
                       "label_words": {"fst": "cat", "sec": "dog", "neu": "bird"}, "max_length": 32,
                       "too_long": "truncate_sentence"}}
-    comp = comb.comparison({"a": t, "b": t}, settings)
+    comp = report.comparison({"a": t, "b": t}, settings)
     assert list(zip(comp["variant"], comp["K"])) == [("a", 4), ("a", 8), ("b", 4), ("b", 8)]
     assert list(comp["label_words"]) == ["great/terrible/okay"] * 2 + ["cat/dog/bird"] * 2
     assert list(comp["training"]) == ["lr 5e-05, batch 16, 3 epochs"] * 2 + ["–"] * 2
-    md = comb.comparison_markdown(comp)
+    md = report.comparison_markdown(comp)
     assert "| a | `tiny-random` | lr 5e-05, batch 16, 3 epochs | 4 |" in md
     assert "Table 2" in md and "Table 3" in md and "| b | `{S} The sentence is {LABEL}.` | cat/dog/bird | 8 |" in md
 
@@ -307,14 +308,14 @@ def old_combinational(*, results, variant, too_long, out_table, out_markdown, ou
         epochs = pd.DataFrame(columns=["K", "epoch", *comb.GROUPS])
     write_csv(table, out_table)
     write_csv(epochs, out_epochs)
-    write_text(comb.accuracy_markdown(table, variant, too_long), out_markdown)
-    comb.curve_figure(table, out_figure, variant)
-    comb.epochs_figure(epochs, [int(r["K"]) for r in recs], out_epochs_figure, variant)
+    write_text(report.accuracy_markdown(table, variant, too_long), out_markdown)
+    report.curve_figure(table, out_figure, variant)
+    report.epochs_figure(epochs, [int(r["K"]) for r in recs], out_epochs_figure, variant)
 
 
 def test_two_seeds_table_is_the_mean_and_sd_over_seeds(tmp_path):
     paths = write_runs(tmp_path, seeds=(42, 7))
-    assert comb.run_seeds(paths, [8, 4], [42, 7]) == [42, 42, 7, 7]
+    assert report.run_seeds(paths, [8, 4], [42, 7]) == [42, 42, 7, 7]
     out = summarise(tmp_path, paths, ks=[8, 4], seeds=[42, 7])
     table = pd.read_csv(out["table.csv"])
     assert list(table["K"]) == [4, 8] and list(table["n_seeds"]) == [2, 2] and list(table["n_train"]) == [16, 32]
@@ -357,9 +358,9 @@ def test_one_seed_gives_the_old_outputs(tmp_path):
     for name, path in old.items():
         assert open(path, "rb").read() == open(new[name], "rb").read(), name
     frames = {"v": pd.read_csv(old["table.csv"])}
-    comp = comb.comparison(frames, SETTINGS)
+    comp = report.comparison(frames, SETTINGS)
     assert open(new["comparison.csv"]).read() == comp.to_csv(index=False)
-    assert open(new["comparison.md"]).read() == comb.comparison_markdown(comp)
+    assert open(new["comparison.md"]).read() == report.comparison_markdown(comp)
     assert "±" not in open(new["table.md"]).read() and "n_seeds" not in open(new["table.csv"]).read()
 
 

@@ -1,4 +1,5 @@
-"""rules/combinational.smk: combinational OOD generalization (beluga/analyses/combinational.py).
+"""rules/combinational.smk: combinational OOD generalization (beluga/analyses/combinational.py, the data
+and cells; beluga/analyses/combinational_report.py, the tables, figures and Markdown).
 Its training jobs train through beluga/fold.py, as the fold jobs do (the project's one training
 loop, beluga.training.train)."""
 
@@ -39,9 +40,9 @@ def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: di
     Inputs over ``run.max_length`` tokens are dropped or have their sentence cut
     (``too_long``), never the template; the counts go into the record."""
     from beluga.analyses import combinational as comb
+    from beluga.batches import build_streams
     from beluga.fold import load_start_model, train_model
     from beluga.modeling import predict_probs
-    from beluga.training import build_streams
 
     run = FoldRun.from_dict(run)
     job, clock = begin(run.threads, run.precision, run.gpus)
@@ -83,20 +84,21 @@ def combinational(*, results: list[str], variant: str, too_long: str, out_table:
                   seeds: list[int] | None = None) -> None:
     """One variant: accuracy per cell and group for every K, the curve against K, and the accuracy
     per epoch for every K (when recorded). ``results``: every training seed's runs, seed-major
-    (``seeds`` order, one per K of ``ks``; none given: one seed's runs). One seed: its table; several:
-    the mean over seeds with ``_sd`` / ``_min`` / ``_max`` / ``n_seeds``, epochs with a ``seed`` column."""
-    from beluga.analyses import combinational as comb
+    (``seeds`` order, one per K of ``ks``; none given: one seed's runs). The table is the mean over
+    seeds with ``_sd`` / ``_min`` / ``_max`` / ``n_seeds`` and the epochs have a ``seed`` column; one
+    seed: without them, its own table and epochs (combinational_report.variant_tables)."""
+    from beluga.analyses import combinational_report as report
 
     recs = [json.loads(Path(p).read_text()) for p in results]
     seeds = [int(s) for s in seeds] if seeds else []
-    run_seed = comb.check_runs(results, recs, ks if ks is not None else [r["K"] for r in recs], seeds,
-                               variant) if seeds else None
-    table, epochs = comb.variant_tables(recs, run_seed)
+    run_seed = report.check_runs(results, recs, ks if ks is not None else [r["K"] for r in recs], seeds,
+                                 variant) if seeds else None
+    table, epochs = report.variant_tables(recs, run_seed)
     write_csv(table, out_table)
     write_csv(epochs, out_epochs)
-    write_text(comb.accuracy_markdown(table, variant, too_long, seeds or None), out_markdown)
-    comb.curve_figure(table, out_figure, variant)
-    comb.epochs_figure(epochs, [int(k) for k in table["K"]], out_epochs_figure, variant)
+    write_text(report.accuracy_markdown(table, variant, too_long, seeds or None), out_markdown)
+    report.curve_figure(table, out_figure, variant)
+    report.epochs_figure(epochs, [int(k) for k in table["K"]], out_epochs_figure, variant)
 
 
 def combinational_comparison(*, tables: list[str], variants: dict, out_table: str, out_markdown: str,
@@ -104,13 +106,13 @@ def combinational_comparison(*, tables: list[str], variants: dict, out_table: st
     """Every variant side by side (the seed's Tables 2 and 3): one row per variant and K.
     ``tables``: each variant's table.csv, in the order of ``variants`` (name -> its settings);
     several training ``seeds``: tables of the mean over seeds, checked to hold that many."""
-    from beluga.analyses import combinational as comb
+    from beluga.analyses import combinational_report as report
 
     frames = {name: pd.read_csv(p) for name, p in zip(variants, tables, strict=True)}
     seeds = [int(s) for s in seeds] if seeds else None
     if seeds:
         for p, t in zip(tables, frames.values()):
-            comb.check_table_seeds(t, p, seeds)
-    comp = comb.comparison(frames, variants)
+            report.check_table_seeds(t, p, seeds)
+    comp = report.comparison(frames, variants)
     write_csv(comp, out_table)
-    write_text(comb.comparison_markdown(comp, seeds), out_markdown)
+    write_text(report.comparison_markdown(comp, seeds), out_markdown)

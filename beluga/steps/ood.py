@@ -1,5 +1,5 @@
 """rules/ood.smk: OOD evaluation of the IID model and every pair's seen model
-(beluga/analyses/ood_eval.py), and the GLUE-X ranking across tasks."""
+(beluga/analyses/ood_scores.py, ood_eval.py and ood_report.py), and the GLUE-X ranking across tasks."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from beluga.analyses import ood_eval as ood_eval
+from beluga.analyses import ood_report, ood_scores
 from beluga.io import read_parquet, write_csv, write_text
 
 
@@ -19,24 +20,25 @@ def ood(*, task: str, task_type: str, backbone: str, credits: dict[str, str], ru
     (predict.ood_models); ``data``: the prepared OOD sets (their names are
     the file stems, in config order); ``backbone``: the task's backbone label;
     ``credits``: each OOD set's pairing credit. The records carry every
-    training seed (``seed``): with several, the outputs are the means over
-    seeds with their spread and the tests pool the seeds (ood_eval.evaluate;
-    docs/OOD.md, "Training seeds")."""
+    training seed (``seed``): the outputs are the means over seeds with their
+    spread and the tests pool the seeds; with one seed, its own scores and
+    tests without the spread (ood_scores.evaluate; docs/OOD.md, "Training
+    seeds")."""
     names = [Path(p).stem for p in data]
     ood_eval.check_set_names(names, task)   # the DAG refuses them already; never a table with a column replaced
-    ood_eval.runs_by_seed(models, "models")   # mismatched seeds stop before anything is read
+    ood_scores.runs_by_seed(models, "models")   # mismatched seeds stop before anything is read
     loaded = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in runs]
-    res = ood_eval.evaluate(loaded, names, task, task_type, backbone, credits, alpha, correction)
+    res = ood_scores.evaluate(loaded, names, task, task_type, backbone, credits, alpha, correction)
     write_csv(res.long, out_scores)
     write_csv(res.ranking, out_ranking)
     write_csv(res.table, out_table)
     write_csv(ood_eval.correlation_frame({task: res.corr}), out_correlation)
-    write_text(ood_eval.ood_table_markdown(res.table, names, task, alpha, correction, res.corr, credits,
-                                           seeds=res.seeds), out_markdown)
-    write_text(ood_eval.table_latex(res.table, names, task, alpha, correction, seeds=res.seeds), out_latex)
-    ood_eval.plot(res.table, names, task, out_figure, res.corr)
+    write_text(ood_report.ood_table_markdown(res.table, names, task, alpha, correction, res.corr, credits,
+                                             seeds=res.seeds), out_markdown)
+    write_text(ood_report.table_latex(res.table, names, task, alpha, correction, seeds=res.seeds), out_latex)
+    ood_report.plot(res.table, names, task, out_figure, res.corr)
     all_models = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in models]
-    write_csv(ood_eval.model_scores(all_models, names, task_type), out_models)
+    write_csv(ood_scores.model_scores(all_models, names, task_type), out_models)
 
 
 def ood_ranking(*, scores: list[str], benchmarks: dict[str, str], out_ranking: str, out_markdown: str,
@@ -57,13 +59,13 @@ def ood_ranking(*, scores: list[str], benchmarks: dict[str, str], out_ranking: s
         tables[bench] = ood_eval.backbone_table(sub, ranking)
         rankings.append(ranking.assign(benchmark=bench))
         title = "all tasks" if bench == ood_eval.ALL_TYPES else f"task {bench}"
-        md.append(ood_eval.ranking_markdown(ranking, f"OOD ranking (GLUE-X): {title}", corrs[bench]))
+        md.append(ood_report.ranking_markdown(ranking, f"OOD ranking (GLUE-X): {title}", corrs[bench]))
     skipped = ""
     if len(benches) > 1 and ood_eval.ALL_TYPES not in benches:
         skipped = ("No ranking over all tasks: the benchmark tasks do not have the same backbones and systems "
                    "(GLUE-X averages a backbone over tasks only where it has every task).")
         md.append(skipped + "\n")
-    note = ood_eval.long_seeds_note(long)   # several training seeds: the ranked scores are means over seeds
+    note = ood_report.long_seeds_note(long)   # several training seeds: the ranked scores are means over seeds
     if note:
         md.append(note + "\n")
     ranking = pd.concat(rankings, ignore_index=True)
@@ -71,5 +73,5 @@ def ood_ranking(*, scores: list[str], benchmarks: dict[str, str], out_ranking: s
     write_text("\n".join(md), out_markdown)
     table = pd.concat([t.assign(benchmark=b) for b, t in tables.items()], ignore_index=True)
     write_csv(table[["benchmark", *[c for c in table.columns if c != "benchmark"]]], out_table)
-    write_text(ood_eval.backbone_table_markdown(tables, corrs, skipped, note), out_table_markdown)
+    write_text(ood_report.backbone_table_markdown(tables, corrs, skipped, note), out_table_markdown)
     write_csv(ood_eval.correlation_frame(corrs), out_correlation)

@@ -1,0 +1,357 @@
+"""The summaries of combinational OOD runs (beluga/analyses/combinational.py; docs/ANALYSES.md):
+a variant's table over K and training seeds, its figures and Markdown, and the comparison of the
+variants (the seed's Tables 2 and 3).
+
+Every training seed's runs are summarised by one path: per K the mean over the seeds of every cell
+and group with ``n_seeds`` and ``_sd`` / ``_min`` / ``_max`` (:func:`seeds_table`), each seed's
+epochs under a ``seed`` column (:func:`seeds_epochs`). One training seed is N = 1: its table and
+epochs are written without those columns (:func:`variant_tables`), and the Markdown without ± and
+without the line on seeds, so that they are that seed's own run's.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from beluga.analyses.combinational import CELLS, COMB_ROLES, GROUPS, cell_name
+from beluga.errors import DataError
+from beluga.seeds import N_SEEDS_COLUMN, SEED_COLUMN, SPREAD_SUFFIXES, over_seeds, per_seed_frame, plus_minus
+
+# ---------------------------------------------------------------- runs and training seeds
+
+#: a run's counts: the same for every training seed (one pool, one tokenizer, the same K)
+COUNT_COLUMNS = ("n_train", "n_test", "too_long_train", "too_long_test", "dropped_train", "dropped_test")
+#: a seed folder's run file (``<variant>/seeds/<s>/runs/k<K>.json``; the base seed's: ``<variant>/runs/``)
+SEED_RUN = re.compile(r"(?:^|/)seeds/([0-9]+)/runs/[^/]+$")
+
+
+def run_table(recs: list[dict]) -> pd.DataFrame:
+    """One training seed's table: a row per run (K ascending) with its counts and the accuracy of
+    every cell and group."""
+    recs = sorted(recs, key=lambda r: r["K"])
+    return pd.DataFrame([{"K": r["K"], "n_train": r["n_train"], "n_test": r["n_test"], **r["accuracy"],
+                          "too_long_train": r["length"]["too_long"]["train"],
+                          "too_long_test": r["length"]["too_long"]["test"],
+                          "dropped_train": r["length"]["dropped"]["train"],
+                          "dropped_test": r["length"]["dropped"]["test"]} for r in recs])
+
+
+def epochs_table(recs: list[dict]) -> pd.DataFrame:
+    """One training seed's accuracy after every epoch (K ascending; no rows when not recorded)."""
+    recs = sorted(recs, key=lambda r: r["K"])
+    epochs = pd.DataFrame([{"K": r["K"], **e} for r in recs for e in r["per_epoch"]])
+    if not len(epochs):
+        epochs = pd.DataFrame(columns=["K", "epoch", *GROUPS])
+    return epochs
+
+
+def run_seeds(paths: list[str], ks: list[int], seeds: list[int]) -> list[int]:
+    """The training seed of each run file. ``paths`` are seed-major: ``len(ks)`` files per seed, in
+    ``seeds`` order (the base seed's runs record ``combinational.seed``, so a run's seed is its position's)."""
+    n = len(seeds) * len(ks)
+    if len(paths) != n:
+        raise DataError(f"combinational runs: {len(paths)} run files for {len(seeds)} training seed(s) "
+                        f"({', '.join(map(str, seeds))}) x {len(ks)} K values; expected {n}")
+    return [int(seeds[i // len(ks)]) for i in range(n)]
+
+
+def _flat(d, prefix: str) -> dict:
+    """A nested record entry as ``prefix.key.sub`` -> value."""
+    if not isinstance(d, dict):
+        return {prefix: d}
+    return {k: v for key, sub in d.items() for k, v in _flat(sub, f"{prefix}.{key}").items()}
+
+
+def _shared(rec: dict) -> dict:
+    """What every training seed's run of one K shares: its counts, training inputs and cells."""
+    return {"n_train": rec.get("n_train"), "n_test": rec.get("n_test"), **_flat(rec.get("length"), "length"),
+            "train_x": rec.get("train_x"), "accuracy": sorted(rec.get("accuracy") or {})}
+
+
+def check_runs(paths: list[str], recs: list[dict], ks: list[int], seeds: list[int], variant: str | None = None
+               ) -> list[int]:
+    """The training seed of each run (:func:`run_seeds`), after checking every run: the K of its
+    position, the variant, a seed folder's seed (its path and its record), and every training seed's
+    run of a K with the first seed's counts, training inputs and cells. A mismatch: one line naming
+    the file and the field."""
+    run_seed = run_seeds(paths, ks, seeds)
+    first: dict[int, tuple[str, int, dict]] = {}
+    for i, (path, rec, seed) in enumerate(zip(paths, recs, run_seed)):
+        k = int(ks[i % len(ks)])
+        where = f"combinational run {path}"
+        if int(rec.get("K", -1)) != k:
+            raise DataError(f"{where}: field 'K': {rec.get('K')}, but its position is training seed {seed}'s "
+                            f"K = {k}")
+        if variant is not None and rec.get("variant", variant) != variant:
+            raise DataError(f"{where}: field 'variant': {rec.get('variant')!r}, not {variant!r}")
+        folder = SEED_RUN.search(str(path).replace("\\", "/"))
+        if folder and int(folder.group(1)) != seed:
+            raise DataError(f"{where}: its folder is training seed {folder.group(1)}'s, but its position is "
+                            f"seed {seed}'s (runs are seed-major: {', '.join(map(str, seeds))})")
+        if folder and "seed" in rec and int(rec["seed"]) != seed:
+            raise DataError(f"{where}: field 'seed': {rec['seed']}, but it lies in training seed {seed}'s folder")
+        shared = _shared(rec)
+        if k not in first:
+            first[k] = (path, seed, shared)
+            continue
+        path0, seed0, shared0 = first[k]
+        for field, value in shared.items():
+            if value != shared0.get(field):
+                shown = ("other inputs" if field == "train_x" else "other cells" if field == "accuracy"
+                         else f"{value}")
+                was = "" if field in ("train_x", "accuracy") else f": {shared0.get(field)}"
+                raise DataError(f"{where}: field '{field}': {shown} for training seed {seed}, not training seed "
+                                f"{seed0}'s ({path0}{was}); every training seed runs on the same inputs")
+    return run_seed
+
+
+def by_seed(recs: list[dict], run_seed: list[int]) -> dict[int, list[dict]]:
+    """seed -> its runs, seeds in order of first appearance."""
+    out: dict[int, list[dict]] = {}
+    for rec, seed in zip(recs, run_seed):
+        out.setdefault(int(seed), []).append(rec)
+    return out
+
+
+def seeds_table(runs: dict[int, list[dict]]) -> pd.DataFrame:
+    """The table of every training seed's runs: per K the counts (every seed's) and the accuracy of
+    every cell and group as the mean over seeds, ``n_seeds``, ``<cell>_sd`` / ``_min`` / ``_max``."""
+    per = per_seed_frame({s: run_table(recs) for s, recs in runs.items()})
+    acc = [c for c in per.columns if c not in (SEED_COLUMN, "K", *COUNT_COLUMNS)]
+    return over_seeds(per, ["K"], acc)
+
+
+def seeds_epochs(runs: dict[int, list[dict]]) -> pd.DataFrame:
+    """Every training seed's accuracy after every epoch: each seed's rows under a leading ``seed``."""
+    return per_seed_frame({s: epochs_table(recs) for s, recs in runs.items()})
+
+
+def epochs_over_seeds(epochs: pd.DataFrame) -> pd.DataFrame:
+    """Per K and epoch the mean over seeds of every cell and group, with ``_sd`` / ``_min`` / ``_max``."""
+    return over_seeds(epochs, ["K", "epoch"], [c for c in epochs.columns if c not in (SEED_COLUMN, "K", "epoch")])
+
+
+def _without_spread(table: pd.DataFrame) -> pd.DataFrame:
+    """A table over one training seed as that seed's own: without ``n_seeds`` and the ``_sd`` /
+    ``_min`` / ``_max`` columns of its scores."""
+    scores = [c for c in table.columns if all(f"{c}_{s}" in table.columns for s in SPREAD_SUFFIXES)]
+    return table.drop(columns=[N_SEEDS_COLUMN, *(f"{c}_{s}" for c in scores for s in SPREAD_SUFFIXES)])
+
+
+def variant_tables(recs: list[dict], run_seed: list[int] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(table, epochs) of a variant's runs over their training seeds (``run_seed``: each run's seed,
+    :func:`check_runs`; none: the runs of one seed): the mean over seeds (:func:`seeds_table`) and
+    every seed's epochs (:func:`seeds_epochs`). One seed: the same without the spread and ``seed``
+    columns, which is that seed's :func:`run_table` and :func:`epochs_table`."""
+    runs = by_seed(recs, [0] * len(recs) if run_seed is None else run_seed)
+    table, epochs = seeds_table(runs), seeds_epochs(runs)
+    if len(runs) > 1:
+        return table, epochs
+    return _without_spread(table), epochs.drop(columns=SEED_COLUMN)
+
+
+def check_table_seeds(table: pd.DataFrame, path: str, seeds: list[int]) -> None:
+    """A variant's table.csv was written for the run's training seeds (``n_seeds`` with several, none with one)."""
+    if len(seeds) > 1:
+        n = table["n_seeds"] if "n_seeds" in table.columns else pd.Series([1] * len(table), dtype=int)
+        bad = n[n != len(seeds)]
+        if len(bad):
+            raise DataError(f"combinational table {path}: field 'n_seeds': {int(bad.iloc[0])}, not the run's "
+                            f"{len(seeds)} training seeds")
+    elif "n_seeds" in table.columns:
+        raise DataError(f"combinational table {path}: field 'n_seeds': a table of several training seeds, the run "
+                        "has one")
+
+
+STYLES = {"ID": ("o-", "tab:blue"), "COOD": ("s-", "tab:orange"), "OOD": ("^-", "tab:grey")}
+
+
+def _save(fig, out_png: str) -> None:
+    import matplotlib.pyplot as plt
+
+    from beluga.io import atomic_path
+
+    fig.tight_layout()
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def curve_figure(table: pd.DataFrame, out_png: str, title: str = "") -> None:
+    """ID / COOD / OOD accuracy against K (the seed's Figure 3); a table of several training seeds
+    (:func:`seeds_table`): the mean with error bars of ± one standard deviation over the seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    n_seeds = int(table["n_seeds"].max()) if "n_seeds" in table.columns and len(table) else 1
+    for g, (st, col) in STYLES.items():
+        if n_seeds > 1:
+            ax.errorbar(table["K"], 100 * table[g], yerr=100 * table[f"{g}_sd"].fillna(0), fmt=st, color=col,
+                        capsize=3, label=g)
+        else:
+            ax.plot(table["K"], 100 * table[g], st, color=col, label=g)
+    ax.set_xscale("log")
+    ax.set_xticks(list(table["K"]))
+    ax.set_xticklabels([str(int(k)) for k in table["K"]])
+    ax.minorticks_off()
+    ax.set_xlabel("K (training inputs per label)")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(-3, 103)
+    ax.axhline(50, color="black", linewidth=0.6, linestyle=":")
+    ax.set_title(f"{title}: accuracy vs training size" if title else "accuracy vs training size")
+    if n_seeds > 1:
+        ax.set_title(f"{ax.get_title()}\n(mean ± sd over {n_seeds} training seeds)", fontsize=10)
+    ax.legend(fontsize=8)
+    _save(fig, out_png)
+
+
+def epochs_figure(epochs: pd.DataFrame, ks: list[int], out_png: str, title: str = "") -> None:
+    """ID / COOD / OOD accuracy after every epoch, one panel per K (the seed's Figure 2); a panel
+    says so when the epochs were not recorded (per_epoch: false). Epochs of several training seeds
+    (a ``seed`` column, :func:`seeds_epochs`): the mean over seeds in a band of ± one standard
+    deviation, each seed a thin line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(ks), figsize=(4.2 * len(ks), 3.6), squeeze=False, sharey=True)
+    seeds = "seed" in epochs.columns
+    mean = epochs_over_seeds(epochs) if seeds and len(epochs) else None
+    for ax, k in zip(axes[0], ks):
+        e = epochs[epochs["K"] == k] if len(epochs) else epochs
+        if seeds and len(e):
+            m = mean[mean["K"] == k]
+            for g, (st, col) in STYLES.items():
+                for _, one in e.groupby("seed", sort=False):
+                    ax.plot(one["epoch"], 100 * one[g], "-", color=col, linewidth=0.6, alpha=0.45)
+                sd = 100 * m[f"{g}_sd"].fillna(0)
+                ax.fill_between(m["epoch"], 100 * m[g] - sd, 100 * m[g] + sd, color=col, alpha=0.2, linewidth=0)
+                ax.plot(m["epoch"], 100 * m[g], st, color=col, label=g)
+            ax.set_xticks(list(m["epoch"]))
+            ax.legend(fontsize=8, title=f"mean ± sd, {e['seed'].nunique()} seeds", title_fontsize=7)
+        elif len(e):
+            for g, (st, col) in STYLES.items():
+                ax.plot(e["epoch"], 100 * e[g], st, color=col, label=g)
+            ax.set_xticks(list(e["epoch"]))
+            ax.legend(fontsize=8)
+        else:
+            ax.text(0.5, 0.5, "not recorded (per_epoch: false)", ha="center", va="center", transform=ax.transAxes)
+        ax.set_xlabel("epoch")
+        ax.set_ylim(-3, 103)
+        ax.axhline(50, color="black", linewidth=0.6, linestyle=":")
+        ax.set_title(f"{title}, K = {k}" if title else f"K = {k}")
+    axes[0][0].set_ylabel("accuracy (%)")
+    _save(fig, out_png)
+
+
+def _length_note(rule: str) -> str:
+    return ("too long: inputs x whose templated input exceeds max_length tokens (train: among the inputs a "
+            "K-sample reads; test: among the test inputs), " +
+            ("dropped from every cell (the seed drops inputs over 100 tokens)" if rule == "drop" else
+             "their sentence cut by whole words (template and label word intact; dropped if nothing remains)"))
+
+
+def _pm(r: dict, c: str, several: bool) -> str:
+    """An accuracy cell (%): ``80.9``, over several training seeds ``80.9 ± 0.5`` (``–`` when no seed has it)."""
+    return "–" if pd.isna(r[c]) else plus_minus(r[c], r.get(f"{c}_sd") if several else None)
+
+
+def _seeds_line(seeds: list[int], csv: str) -> str:
+    return (f"Every accuracy: mean ± standard deviation over {len(seeds)} training seeds "
+            f"({', '.join(map(str, seeds))}); `_sd`, `_min`, `_max` and `n_seeds` in {csv}. The counts are the "
+            "same for every seed (one pool of inputs); each seed's runs: runs/ (the base seed) and seeds/<s>/runs/.")
+
+
+def accuracy_markdown(table: pd.DataFrame, title: str = "", rule: str = "drop", seeds: list[int] | None = None
+                      ) -> str:
+    """The table as Markdown; with several training ``seeds`` (a :func:`seeds_table`) each accuracy
+    is the mean ± sd over them and a last line names the seeds."""
+    several = seeds is not None and len(seeds) > 1
+    cells = [cell_name(x, t) for x, t, _, _ in CELLS]
+    head = ["K"] + cells + list(GROUPS) + ["too long (train / test)"]
+    spread = f", mean ± sd over {len(seeds)} training seeds" if several else ""
+    lines = [f"# Combinational OOD{f' ({title})' if title else ''}: accuracy (%) per cell and group{spread}", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in table.to_dict("records"):
+        lines.append("| " + " | ".join([str(int(r["K"]))] + [_pm(r, c, several) for c in cells + list(GROUPS)]
+                                       + [f"{int(r['too_long_train'])} / {int(r['too_long_test'])}"]) + " |")
+    lines += ["", "x/t: an input of label x with a template naming label t (fst: first label, sec: second, neu: "
+              "third). ID cells are the training combinations on held-out inputs; COOD: unseen combinations of "
+              "seen parts; OOD: the third label's word, never seen in a template.", "", _length_note(rule) + "."]
+    if several:
+        lines += ["", _seeds_line(seeds, "table.csv")]
+    return "\n".join(lines) + "\n"
+
+
+def training_label(training: dict | None) -> str:
+    """``lr 5e-05, batch 16, 3 epochs`` (the keys a variant may set; others as set); ``–`` when unknown."""
+    if not training:
+        return "–"
+    parts = []
+    if "lr" in training:
+        parts.append(f"lr {training['lr']:g}")
+    if "batch_size" in training:
+        parts.append(f"batch {training['batch_size']}")
+    if "epochs" in training:
+        parts.append(f"{training['epochs']:g} epoch" + ("" if training["epochs"] == 1 else "s"))
+    parts += [f"{k} {v}" for k, v in sorted(training.items()) if k not in ("lr", "batch_size", "epochs")]
+    return ", ".join(parts)
+
+
+def comparison(tables: dict[str, pd.DataFrame], settings: dict[str, dict]) -> pd.DataFrame:
+    """One row per variant and K (variants in ``settings`` order): the variant's model, its training
+    (two variants of one model differ there), template, label words, length rule and counts, and the
+    accuracy of the nine cells and three groups."""
+    rows = []
+    for name, v in settings.items():
+        w = v["label_words"]
+        for r in tables[name].to_dict("records"):
+            rows.append({"variant": name, "model": v["model"], "training": training_label(v.get("training")),
+                         "template": v["template"],
+                         "label_words": "/".join(w[x] for x in COMB_ROLES), "max_length": v["max_length"],
+                         "too_long_rule": v["too_long"], **r})
+    return pd.DataFrame(rows)
+
+
+def comparison_markdown(comp: pd.DataFrame, seeds: list[int] | None = None) -> str:
+    """The seed's Table 2 (the nine cells per variant) and Table 3 (template and label words: ID,
+    COOD, OOD), one row per variant and K; from the tables of several training seeds (an ``n_seeds``
+    column) each accuracy is the mean ± sd over the seeds (``seeds``), with their number."""
+    several = N_SEEDS_COLUMN in comp.columns
+    cells = [cell_name(x, t) for x, t, _, _ in CELLS]
+    n_col = ["seeds"] if several else []
+    t2 = ["variant", "model", "training", "K", *n_col] + cells
+    t3 = ["variant", "template", "label words (fst/sec/neu)", "K", *n_col, "ID", "COOD", "OOD", "max_length",
+          "too long (train / test)", "rule"]
+    spread = ", mean ± sd over training seeds" if several else ""
+    lines = ["# Combinational OOD: comparison of the variants", "",
+             f"## Accuracy (%) per cell (as the seed's Table 2){spread}", "",
+             "| " + " | ".join(t2) + " |", "|" + "---|" * len(t2)]
+    recs = comp.to_dict("records")
+    for r in recs:
+        n = [str(int(r[N_SEEDS_COLUMN]))] if several else []
+        lines.append("| " + " | ".join([r["variant"], f"`{r['model']}`", r["training"], str(int(r["K"])), *n]
+                                       + [_pm(r, c, several) for c in cells]) + " |")
+    lines += ["", f"## Accuracy (%) per group, template and label words (as the seed's Table 3){spread}", "",
+              "| " + " | ".join(t3) + " |", "|" + "---|" * len(t3)]
+    for r in recs:
+        n = [str(int(r[N_SEEDS_COLUMN]))] if several else []
+        lines.append("| " + " | ".join([r["variant"], f"`{r['template']}`", r["label_words"], str(int(r["K"])), *n]
+                                       + [_pm(r, g, several) for g in GROUPS]
+                                       + [str(int(r["max_length"])),
+                                          f"{int(r['too_long_train'])} / {int(r['too_long_test'])}",
+                                          r["too_long_rule"]]) + " |")
+    lines += ["", "fst / sec / neu: the first, second and third label; x/t: an input of label x with a template "
+              "naming label t. " + _length_note("drop").split(", dropped")[0] + "; rule: drop (the seed's) or "
+              "truncate_sentence."]
+    if several:
+        lines += ["", _seeds_line(seeds, "comparison.csv") if seeds else
+                  "Every accuracy: mean ± standard deviation over the training seeds (seeds: how many); `_sd`, "
+                  "`_min`, `_max` and `n_seeds` in comparison.csv. The counts are the same for every seed."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,272 @@
+"""The OOD evaluation's reports (docs/OOD.md): ood_table.md and ood_table.tex of a task, its
+figure (GLUE-X's ID–OOD view), the rankings' Markdown and the ``python -m beluga ood-rank``
+command. The scores, tests and tables they show are beluga/analyses/ood_scores.py (a task's runs)
+and beluga/analyses/ood_eval.py (the GLUE-X summary).
+
+A table over several training seeds (its ``n_seeds`` and ``_sd`` columns) is shown as the mean ±
+the standard deviation over seeds, with a line naming the seeds; a one-seed table, by the same
+code, as its scores alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from beluga.analyses.ood_eval import (
+    ALL_TYPES,
+    RANKING_COLUMNS,
+    correlation_frame,
+    id_ood_correlation,
+    rank_systems,
+    read_long,
+)
+from beluga.io import atomic_path, write_csv, write_text
+from beluga.report.tables import DOWN, UP, latex_escape
+from beluga.seeds import N_SEEDS_COLUMN, plus_minus, seeds_note
+
+#: the separator of a LaTeX cell over several training seeds: ``80.9\,$\pm$\,0.5``
+TEX_PLUS_MINUS = r"\,$\pm$\,"
+
+
+def correlation_line(corr: dict) -> str:
+    """One sentence for tables and the command's output."""
+    if not corr["computed"]:
+        return f"ID–OOD correlation (GLUE-X): not computed — {corr['reason']}."
+    return (f"ID–OOD correlation over {corr['n_systems']} systems (GLUE-X): Pearson r = {corr['pearson_r']:.3f} "
+            f"(p = {corr['pearson_p']:.3g}), Spearman ρ = {corr['spearman_rho']:.3f} (p = {corr['spearman_p']:.3g}); "
+            f"least-squares line OOD = {corr['slope']:.3f} × ID {corr['intercept']:+.2f}.")
+
+
+def ranking_markdown(ranking: pd.DataFrame, title: str = "OOD ranking (GLUE-X)", corr: dict | None = None) -> str:
+    head = list(RANKING_COLUMNS)
+    lines = [f"# {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in ranking.itertuples(index=False):
+        d = r._asdict()
+        cells = [str(d["system"])] + [f"{d[c]:.2f}" for c in head[1:]]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "id_avg / ood_avg: mean over tasks of the mean over datasets of the mean over metrics; "
+              "decrease_ratio = 100 × (id_avg − ood_avg) / id_avg (rank 1 = smallest drop); Friedman ranks: mean "
+              "rank over tasks (over datasets for a single task), 1 = best, ties share the average rank."]
+    if corr is not None:
+        lines += ["", correlation_line(corr)]
+    return "\n".join(lines) + "\n"
+
+
+def long_seeds_note(long: pd.DataFrame) -> str:
+    """A line for rankings read from scores.csv files of several training seeds (their ``n_seeds``
+    column, ``ood_scores.long_over_seeds``): the ranked scores are means over seeds; ``""`` otherwise."""
+    if N_SEEDS_COLUMN not in long.columns:
+        return ""
+    n = pd.to_numeric(long[N_SEEDS_COLUMN], errors="coerce")
+    counts = sorted({int(v) for v in n.dropna()})
+    if not counts or counts == [1]:
+        return ""
+    many = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    some = " (rows without n_seeds: one seed)" if n.isna().any() else ""
+    return (f"Training seeds: every score is the mean over {many} training seeds{some}; the rankings, Friedman "
+            "ranks and ID–OOD correlations are computed on these means (the spread over seeds: value_sd, "
+            "value_min, value_max in the scores).")
+
+
+def ood_rank_command(scores: str, out: str) -> str:
+    """``python -m beluga ood-rank``: ranking.csv, correlation.csv (the ID–OOD
+    correlation over the systems) and ranking.md in ``out``."""
+    long = read_long(scores)
+    ranking = rank_systems(long, source=f"scores file {scores}")
+    corr = id_ood_correlation(ranking)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    write_csv(ranking, str(Path(out) / "ranking.csv"))
+    write_csv(correlation_frame({"all": corr}), str(Path(out) / "correlation.csv"))
+    md = ranking_markdown(ranking, corr=corr)
+    note = long_seeds_note(long)
+    if note:
+        md += "\n" + note + "\n"
+    write_text(md, str(Path(out) / "ranking.md"))
+    return md
+
+
+def seeds_legend(seeds: list) -> str:
+    """The OOD table's line on training seeds (several seeds)."""
+    return (f"{seeds_note(seeds)} ID and each OOD set: the mean over seeds of each seed's score; OOD avg and "
+            "decrease ratio: the mean over seeds of each seed's own OOD average and decrease ratio; Friedman rank, "
+            "ranking.csv and the ID–OOD correlation: on the systems' mean scores. ▲ / ▼: one exact binomial test "
+            f"per pair and set on the discordant examples of the {len(seeds)} seeds together (each seed's model "
+            "paired with the same seed's IID model; a test stratified by seed).")
+
+
+def _mark(direction: int) -> str:
+    return UP if direction > 0 else (DOWN if direction < 0 else "")
+
+
+def _several(table: pd.DataFrame, seeds) -> bool:
+    """Whether the table is one of several training seeds (its cells means with ``_sd`` columns)."""
+    return seeds is not None and len(seeds) > 1 and N_SEEDS_COLUMN in table.columns
+
+
+def _score(row: dict, column: str, several: bool, sep: str = " ± ") -> str:
+    """A score cell (×100 already): ``80.9``; over several training seeds the mean ± the standard deviation
+    (``80.9 ± 0.5``; ``sep`` between them)."""
+    return plus_minus(row[column], row[f"{column}_sd"], scale=1.0, sep=sep) if several else f"{row[column]:.1f}"
+
+
+def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
+                       correlation: dict | None = None, credits: dict[str, str] | None = None,
+                       seeds: list | None = None) -> str:
+    """ood_table.md; with several training ``seeds`` (``table`` from ``ood_scores.ood_table_over_seeds``)
+    each score cell is the mean ± the standard deviation over seeds, and a line says how many seeds."""
+    several = _several(table, seeds)
+    head = ["", "ID"] + names + ["OOD avg", "decrease ratio", "Friedman rank"]
+    lines = [f"# {task.upper()}: OOD evaluation (×100)", "", "| " + " | ".join(head) + " |",
+             "|" + "---|" * len(head)]
+    for r in table.to_dict("records"):
+        cells = [r["label"], _score(r, "id", several)]
+        cells += [f"{_score(r, n, several)}{_mark(r[f'{n}_direction'])}" for n in names]
+        cells += [_score(r, "ood_avg", several), _score(r, "decrease_ratio", several), f"{r['friedman_rank_ood']:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    corr = "Holm-adjusted " if correction == "holm" else ""
+    lines += ["", f"ID: the i.i.d. test score; OOD sets: {', '.join(names)} (score = mean of the task's metrics). "
+              f"▲ / ▼: significantly better / worse than the IID model on that set (two-sided exact binomial test "
+              f"on the discordant examples, {corr}p < {alpha}). Decrease ratio = 100 × (ID − OOD avg) / ID; "
+              "Friedman rank: mean rank over the OOD sets (1 = best)."]
+    if several:
+        lines += ["", seeds_legend(seeds)]
+    if "backbone" in table.columns and len(table):
+        lines += ["", f"Backbone: {table['backbone'].iloc[0]} (the systems are its configurations and methods)."]
+    if correlation is not None:
+        lines += ["", correlation_line(correlation)]
+    if credits:
+        lines += ["", "Pairings (task → OOD set): " + "; ".join(f"{n}: {credits[n]}" for n in names if n in credits)
+                  + "."]
+    return "\n".join(lines) + "\n"
+
+
+def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
+                seeds: list | None = None) -> str:
+    """ood_table.tex; with several training ``seeds`` each score cell is the mean $\\pm$ the standard deviation
+    over seeds and the caption says how many seeds."""
+    several = _several(table, seeds)
+    cols = "l" + "r" * (len(names) + 4)
+    head = " & ".join(["", "ID", *map(latex_escape, names), "OOD avg", r"$\Delta\downarrow$", "F-rank"])
+    lines = [r"\begin{table}[t]", r"\centering", rf"\begin{{tabular}}{{{cols}}}", r"\toprule", head + r" \\",
+             r"\midrule"]
+    sym = {1: r"$^{\blacktriangle}$", -1: r"$^{\blacktriangledown}$", 0: ""}
+    for r in table.to_dict("records"):
+        cells = [latex_escape(r["label"]), _score(r, "id", several, TEX_PLUS_MINUS)]
+        cells += [f"{_score(r, n, several, TEX_PLUS_MINUS)}{sym[int(r[f'{n}_direction'])]}" for n in names]
+        cells += [_score(r, "ood_avg", several, TEX_PLUS_MINUS), _score(r, "decrease_ratio", several, TEX_PLUS_MINUS),
+                  f"{r['friedman_rank_ood']:.2f}"]
+        lines.append(" & ".join(cells) + r" \\")
+    corr = "Holm-adjusted " if correction == "holm" else ""
+    note = (" " + latex_escape(seeds_legend(seeds)).replace("±", r"$\pm$").replace("▲ / ▼", "Markers")
+            if several else "")
+    lines += [r"\bottomrule", r"\end{tabular}",
+              rf"\caption{{{latex_escape(task.upper())}: OOD evaluation (×100). Markers: significantly better / worse "
+              rf"than the IID model ({latex_escape(corr)}exact binomial test, $p < {alpha}$). $\Delta\downarrow$: "
+              r"decrease ratio 100 (ID $-$ OOD)/ID." + note + "}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str, corr: dict | None = None) -> None:
+    """GLUE-X's ID–OOD view (its Figure 1): each system's OOD average against
+    its i.i.d. score (stars) with the least-squares line through them and
+    Pearson r / Spearman ρ when ``corr`` was computed, each OOD set's score
+    (one marker per set), the y = x reference (no drop), and the decrease
+    ratios. A table of several training seeds (its ``n_seeds`` and ``_sd``
+    columns): the means with error bars of one standard deviation over seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1.1, 1]})
+    markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
+    colors = plt.get_cmap("tab10")
+    lo = min(table["id"].min(), min(table[n].min() for n in names))
+    hi = max(table["id"].max(), max(table[n].max() for n in names))
+    several = N_SEEDS_COLUMN in table.columns and "id_sd" in table.columns
+    if several:   # the error bars inside the axes
+        sds = table[["id_sd", *[f"{n}_sd" for n in names]]].fillna(0.0)
+        lo = min(lo, (table["id"] - sds["id_sd"]).min(), min((table[n] - sds[f"{n}_sd"]).min() for n in names))
+        hi = max(hi, (table["id"] + sds["id_sd"]).max(), max((table[n] + sds[f"{n}_sd"]).max() for n in names))
+    pad = max(2.0, 0.05 * (hi - lo))
+    for k, r in enumerate(table.to_dict("records")):
+        for j, n in enumerate(names):
+            if several:
+                ax.errorbar(r["id"], r[n], xerr=np.nan_to_num(r["id_sd"]), yerr=np.nan_to_num(r[f"{n}_sd"]),
+                            fmt="none", ecolor=colors(k % 10), elinewidth=0.8, capsize=2, alpha=0.8, zorder=1)
+            ax.scatter(r["id"], r[n], marker=markers[j % len(markers)], color=colors(k % 10), s=46,
+                       edgecolor="black", linewidth=0.4)
+        ax.annotate(r["label"], (r["id"], max(r[n] for n in names)), textcoords="offset points", xytext=(4, 4),
+                    fontsize=7, color=colors(k % 10))
+    for j, n in enumerate(names):   # legend: one grey marker per OOD set (colours are systems)
+        ax.scatter([], [], marker=markers[j % len(markers)], color="lightgrey", edgecolor="black", linewidth=0.4,
+                   s=46, label=n)
+    if several:
+        ax.errorbar(table["id"], table["ood_avg"], xerr=table["id_sd"].fillna(0.0),
+                    yerr=table["ood_avg_sd"].fillna(0.0), fmt="none", ecolor="black", elinewidth=0.8, capsize=2,
+                    zorder=2)
+    ax.scatter(table["id"], table["ood_avg"], marker="*", s=110, color="white", edgecolor="black", linewidth=0.8,
+               zorder=3, label="OOD avg")
+    if corr is not None and corr["computed"]:
+        xs = np.array([table["id"].min(), table["id"].max()])
+        ax.plot(xs, corr["slope"] * xs + corr["intercept"], "-", color="black", linewidth=1.2,
+                label=f"least-squares fit of OOD avg (r = {corr['pearson_r']:.2f}, ρ = {corr['spearman_rho']:.2f})")
+    elif corr is not None:
+        ax.text(0.02, 0.98, f"no fit: {corr['reason']}", transform=ax.transAxes, fontsize=7, va="top")
+    ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], "--", color="grey", linewidth=1,
+            label="y = x (reference: no drop)")
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_ylim(lo - pad, hi + pad)
+    ax.set_xlabel("i.i.d. test score")
+    ax.set_ylabel("OOD score")
+    if several:
+        n_seeds = int(table[N_SEEDS_COLUMN].max())
+        ax.set_title(f"{task.upper()}: OOD vs i.i.d. score\n(mean ± sd over {n_seeds} training seeds)", fontsize=10)
+    else:
+        ax.set_title(f"{task.upper()}: OOD vs i.i.d. score")
+    ax.legend(fontsize=7, loc="upper left")
+    spread = {"xerr": table["decrease_ratio_sd"].fillna(0.0)[::-1].to_numpy(), "capsize": 3} if several else {}
+    bx.barh(table["label"][::-1], table["decrease_ratio"][::-1], color=[colors(k % 10) for k in
+                                                                         range(len(table))][::-1], **spread)
+    bx.axvline(0, color="black", linewidth=0.8)
+    bx.set_xlabel("decrease ratio, % (100 × (ID − OOD avg) / ID)")
+    if several:
+        bx.set_title("relative drop out of distribution\n(mean ± sd over seeds)", fontsize=10)
+    else:
+        bx.set_title("relative drop out of distribution")
+    bx.tick_params(axis="y", labelsize=8)
+    fig.tight_layout()
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=130)
+    plt.close(fig)
+
+
+def backbone_table_markdown(tables: dict[str, pd.DataFrame], corrs: dict[str, dict], skipped: str = "",
+                            seeds_note: str = "") -> str:
+    """One GLUE-X Table 3 per benchmark, with its ID–OOD correlation (and ``seeds_note``,
+    :func:`long_seeds_note`, last)."""
+    lines = ["# OOD comparison over backbones (GLUE-X Table 3)", ""]
+    for bench, table in tables.items():
+        blocks = [c for c in table.columns if c.startswith("ood:")]
+        what = "tasks" if bench == ALL_TYPES else "OOD sets"
+        lines += [f"## {'all tasks' if bench == ALL_TYPES else 'task ' + bench}", ""]
+        head = ["backbone", "system", *[b[4:] for b in blocks], "OOD avg", "ID avg", "decrease ratio ↓",
+                "F-rank OOD", "F-rank ID"]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in table.to_dict("records"):
+            cells = [str(r["backbone"]), f"{r['configuration']}/{r['method']}", *[f"{r[b]:.2f}" for b in blocks],
+                     f"{r['ood_avg']:.2f}", f"{r['id_avg']:.2f}", f"{r['decrease_ratio']:.2f}",
+                     f"{r['friedman_rank_ood']:.2f}", f"{r['friedman_rank_id']:.2f}"]
+            lines.append("| " + " | ".join(cells) + " |")
+        per = ("each task's OOD score (×100: mean of the metrics, mean over the task's OOD sets)"
+               if bench == ALL_TYPES else "each OOD set's score (×100: mean of the task's metrics)")
+        lines += ["", f"Columns: {per}; Friedman ranks over the {what} (1 = best).", "",
+                  correlation_line(corrs[bench]), ""]
+    if skipped:
+        lines += [skipped, ""]
+    if seeds_note:
+        lines += [seeds_note, ""]
+    return "\n".join(lines)

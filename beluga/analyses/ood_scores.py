@@ -1,0 +1,331 @@
+"""The OOD evaluation of a task's runs (docs/OOD.md): the long scores of the IID model and
+every pair's seen model on the i.i.d. test set and each OOD set, the exact binomial test of each
+pair against the IID model, the OOD table, and the scores of every model. The GLUE-X summary
+(ranking, decrease ratio, Friedman ranks, ID–OOD correlation) and the output columns are
+beluga/analyses/ood_eval.py; the Markdown, LaTeX and figure, beluga/analyses/ood_report.py.
+
+Training seeds (:func:`evaluate`; docs/OOD.md, "Training seeds"): one path for any number of
+seeds. Each seed is evaluated as a one-seed run; the long table holds the mean over seeds (with
+its spread), the ranking and correlation use those means, the OOD table's cells are the means
+of the seeds' own cells (with their standard deviations), and the test against the IID model
+pools the seeds' discordant examples. One seed is N = 1: the means are its own scores, the test
+is its own, and the spread columns are left out, so that every output is a one-seed run's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from beluga.analyses.ood_eval import (
+    ID_DATASET,
+    LONG_SEED_COLUMNS,
+    MODEL_COLUMNS,
+    TABLE_TAIL,
+    id_ood_correlation,
+    rank_systems,
+    system_label,
+    system_name,
+)
+from beluga.data.ood_sets import ADDITION, split_name
+from beluga.errors import DataError
+from beluga.metrics import BASELINE, iid_metrics
+from beluga.seeds import N_SEEDS_COLUMN, SEED_COLUMN, over_seeds, per_seed_frame
+
+
+def long_scores(runs: list[dict], names: list[str], task: str, task_type: str, backbone: str = "",
+                credits: dict[str, str] | None = None) -> pd.DataFrame:
+    """The long score table (×100) of the systems' ID (i.i.d. test) and OOD sets.
+    runs: the IID baseline and each pair's seen model, with ``outcomes`` loaded;
+    ``backbone`` and ``task_type`` are columns for the ranking over tasks."""
+    rows = []
+    for run in runs:
+        sysname = system_name(run["configuration"], run["method"])
+        out = run["outcomes"]
+        for dataset, split, domain in [(ID_DATASET, "iid_test", "id")] + [(n, split_name(n), "ood") for n in names]:
+            part = out[out["split"] == split]
+            if not len(part):
+                raise DataError(f"{run['path']}: field 'split': no {split!r} outcomes (the model did not predict "
+                                f"{dataset})")
+            for metric, value in iid_metrics(out, task_type, split=split).items():
+                rows.append({"system": sysname, "configuration": run["configuration"], "method": run["method"],
+                             "task": task, "dataset": dataset, "domain": domain, "metric": metric,
+                             "value": 100.0 * value, "n": int(len(part)), "backbone": backbone,
+                             "task_type": task_type,
+                             "credit": "" if domain == "id" else (credits or {}).get(dataset, ADDITION)})
+    return pd.DataFrame(rows)
+
+
+SIGNIFICANCE_COLUMNS = ["configuration", "method", "column", "p_value", "n_discordant", "baseline_only",
+                        "system_only", "delta", "p_adjusted", "significant", "direction"]
+
+
+def _significance_rows(runs: list[dict], names: list[str]) -> list[dict]:
+    """One training seed's tests (:func:`ood_significance`), before the correction."""
+    from beluga.report.stats import binomial_test
+
+    base = next((r for r in runs if (r["configuration"], r["method"]) == BASELINE), None)
+    if base is None:
+        raise DataError("ood: field 'runs': the IID baseline's outcomes are missing")
+    rows = []
+    for name in names:
+        split = split_name(name)
+        b = base["outcomes"][base["outcomes"]["split"] == split].set_index("case_id")["correct"]
+        for run in runs:
+            if run is base:
+                continue
+            s = run["outcomes"][run["outcomes"]["split"] == split].set_index("case_id")["correct"]
+            if set(s.index) != set(b.index):
+                raise DataError(f"{run['path']}: field 'case_id': the {name} examples differ from the IID model's")
+            s = s.reindex(b.index)
+            t = binomial_test(b.to_numpy(dtype=bool), s.to_numpy(dtype=bool))
+            rows.append({"configuration": run["configuration"], "method": run["method"], "column": name,
+                         "p_value": t["p_value"], "n_discordant": t["n_discordant"],
+                         "baseline_only": t["a_only"], "system_only": t["b_only"],
+                         "delta": float(s.astype(float).mean() - b.astype(float).mean())})
+    return rows
+
+
+#: the columns a test over several training seeds adds (:func:`_pooled_rows`)
+POOLED_COLUMNS = (N_SEEDS_COLUMN, "seeds_better", "seeds_worse", "delta_sd")
+
+
+def _pooled_rows(per_seed: Mapping[int, list[dict]]) -> list[dict]:
+    """The tests of the training seeds as one test per pair and set, stratified by seed: the exact
+    binomial test on the discordant examples summed over seeds (``stats.binomial_counts_test``), ``delta``
+    the mean over seeds of each seed's difference, with :data:`POOLED_COLUMNS`: ``n_seeds``,
+    ``seeds_better`` / ``seeds_worse`` (seeds whose own difference is positive / negative) and
+    ``delta_sd``. One seed: its own test (the same counts, p-value and difference)."""
+    from beluga.report.stats import binomial_counts_test
+
+    by_key: dict[tuple, list[dict]] = {}
+    for rows in per_seed.values():
+        for r in rows:
+            by_key.setdefault((r["configuration"], r["method"], r["column"]), []).append(r)
+    out = []
+    for (conf, method, column), rows in by_key.items():
+        t = binomial_counts_test(sum(r["baseline_only"] for r in rows), sum(r["system_only"] for r in rows))
+        deltas = np.array([r["delta"] for r in rows], dtype=float)
+        out.append({"configuration": conf, "method": method, "column": column, "p_value": t["p_value"],
+                    "n_discordant": t["n_discordant"], "baseline_only": t["a_only"], "system_only": t["b_only"],
+                    "delta": float(deltas.mean()), N_SEEDS_COLUMN: len(rows),
+                    "seeds_better": int(np.sum(deltas > 0)), "seeds_worse": int(np.sum(deltas < 0)),
+                    "delta_sd": float(np.std(deltas, ddof=1)) if len(deltas) > 1 else np.nan})
+    return out
+
+
+def ood_significance(runs: list[dict], names: list[str], alpha: float, correction: str) -> pd.DataFrame:
+    """Per pair and OOD set: two-sided exact binomial test on the discordant
+    examples (correct: SENT / PARA the predicted class, READ exact match) against
+    the IID baseline; p adjusted per OOD set across pairs (Holm) or not.
+
+    Each training seed's system is paired with the same seed's IID model (the
+    records' ``seed``; :func:`runs_by_seed`), and the test pools the discordant
+    examples of every seed (:func:`_pooled_rows`); with one seed, that is the
+    seed's own test, without :data:`POOLED_COLUMNS`."""
+    from beluga.report.run_stats import mark
+
+    groups = runs_by_seed(runs)
+    rows = _pooled_rows({s: _significance_rows(g, names) for s, g in groups.items()})
+    if len(groups) == 1:
+        rows = [{k: v for k, v in r.items() if k not in POOLED_COLUMNS} for r in rows]
+    if not rows:
+        return pd.DataFrame(columns=SIGNIFICANCE_COLUMNS)
+    return mark(pd.DataFrame(rows), alpha, correction)
+
+
+def ood_table(long: pd.DataFrame, ranking: pd.DataFrame, sig: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """One row per system: ID score, each OOD set's score, its difference to
+    the IID baseline and test, OOD average, decrease ratio and ranks."""
+    per_ds = long.groupby(["system", "configuration", "method", "dataset"], sort=False)["value"].mean()
+    systems = list(dict.fromkeys(zip(long["system"], long["configuration"], long["method"])))
+    base_sys = system_name(*BASELINE)
+    rank = ranking.set_index("system")
+    sig_idx = sig.set_index(["configuration", "method", "column"]) if len(sig) else None
+    rows = []
+    for sysname, conf, method in systems:
+        # TABLE_LEAD, the sets' columns (SET_COLUMN_SUFFIXES), TABLE_TAIL
+        row = {"system": sysname, "configuration": conf, "method": method, "label": system_label(conf, method),
+               "id": per_ds[(sysname, conf, method, ID_DATASET)]}
+        if "backbone" in long.columns:
+            row["backbone"] = str(long.loc[long["system"] == sysname, "backbone"].iloc[0])
+        for n in names:
+            v = per_ds[(sysname, conf, method, n)]
+            row[n] = v
+            row[f"{n}_delta"] = v - per_ds[(base_sys, *BASELINE, n)] if (base_sys, *BASELINE, n) in per_ds else np.nan
+            key = (conf, method, n)
+            if sig_idx is not None and key in sig_idx.index:
+                row[f"{n}_p"] = float(sig_idx.at[key, "p_adjusted"])
+                row[f"{n}_direction"] = int(sig_idx.at[key, "direction"])
+            else:
+                row[f"{n}_p"], row[f"{n}_direction"] = np.nan, 0
+        for c in TABLE_TAIL:
+            row[c] = float(rank.at[sysname, c])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- training seeds
+
+#: the keys of a scores.csv row (one score per system, dataset and metric)
+LONG_KEYS = ["system", "configuration", "method", "task", "dataset", "domain", "metric"]
+
+
+def _run_key(run: Mapping) -> str:
+    return "/".join(str(run.get(k)) for k in ("configuration", "method", "partition", "fold") if k in run)
+
+
+def runs_by_seed(runs: list[dict], field: str = "runs") -> dict:
+    """The records of ``runs`` per training seed (their ``seed``, seeds in order of first appearance);
+    records without ``seed`` are one seed (key None). With several seeds every seed must have the same runs
+    (configuration, method, partition, fold), each once: otherwise one line naming ``field``."""
+    has = [SEED_COLUMN in r for r in runs]
+    if not any(has):
+        return {None: list(runs)}
+    if not all(has):
+        i = has.index(False)
+        raise DataError(f"ood: field '{field}': record {i} ({_run_key(runs[i])}) has no {SEED_COLUMN!r} "
+                        "(the others have one)")
+    groups: dict[int, list[dict]] = {}
+    for r in runs:
+        groups.setdefault(int(r[SEED_COLUMN]), []).append(r)
+    if len(groups) == 1:
+        return groups
+    first, *others = groups
+    want = [_run_key(r) for r in groups[first]]
+    for seed in groups:
+        have = [_run_key(r) for r in groups[seed]]
+        dup = next((k for i, k in enumerate(have) if k in have[:i]), None)
+        if dup is not None:
+            raise DataError(f"ood: field '{field}': training seed {seed} has the run {dup} twice")
+        missing = next((k for k in want if k not in have), None)
+        if missing is not None:
+            raise DataError(f"ood: field '{field}': training seed {seed} has no {missing} run (training seed "
+                            f"{first} has one; every seed needs the same runs)")
+        extra = next((k for k in have if k not in want), None)
+        if extra is not None:
+            raise DataError(f"ood: field '{field}': training seed {seed} has a {extra} run that training seed "
+                            f"{first} lacks (every seed needs the same runs)")
+    return groups
+
+
+def check_seed_examples(groups: Mapping[int, list[dict]], names: list[str]) -> None:
+    """Every training seed's IID model scored the same examples of the i.i.d. test set and of each OOD set
+    (the data samples do not depend on the training seed; each seed's systems are checked against its own
+    IID model by :func:`ood_significance`): otherwise one line naming the outcomes file. One seed: nothing
+    to compare (its IID model is checked by :func:`ood_significance`)."""
+    if len(groups) < 2:
+        return
+    bases = {s: next((r for r in g if (r["configuration"], r["method"]) == BASELINE), None)
+             for s, g in groups.items()}
+    for s, base in bases.items():
+        if base is None:
+            raise DataError(f"ood: field 'runs': the IID baseline's outcomes of training seed {s} are missing")
+    first = next(iter(bases))
+    for split in ["iid_test", *[split_name(n) for n in names]]:
+        want = None
+        for s, base in bases.items():
+            out = base["outcomes"]
+            ids = set(out.loc[out["split"] == split, "case_id"])
+            if want is None:
+                want = ids
+            elif ids != want:
+                raise DataError(f"{base['path']}: field 'case_id': the {split!r} examples of training seed {s} "
+                                f"differ from training seed {first}'s (every seed must score the same examples)")
+
+
+def _stacked(frames: Mapping) -> pd.DataFrame:
+    """Each training seed's frame under a leading ``seed`` (records without a seed: one seed, 0)."""
+    return per_seed_frame({0 if s is None else s: f for s, f in frames.items()})
+
+
+def long_over_seeds(longs: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
+    """scores.csv from each training seed's :func:`long_scores`: per system, dataset and metric the
+    mean over seeds (``value``, what ``rank_systems`` / ``ood-rank`` read), then
+    ``ood_eval.LONG_SEED_COLUMNS``: ``n_seeds`` and ``value_sd`` / ``value_min`` / ``value_max``
+    (beluga.seeds.over_seeds); ``n`` and the labels are the first seed's. One seed: its own scores,
+    without those columns."""
+    long = over_seeds(_stacked(longs), LONG_KEYS, ["value"])
+    return long if len(longs) > 1 else long.drop(columns=list(LONG_SEED_COLUMNS))
+
+
+def ood_table_over_seeds(longs: Mapping[int, pd.DataFrame], rankings: Mapping[int, pd.DataFrame],
+                         long: pd.DataFrame, ranking: pd.DataFrame, sig: pd.DataFrame, names: list[str]
+                         ) -> pd.DataFrame:
+    """ood_table.csv over the training seeds: :func:`ood_table` on the means (``long``:
+    :func:`long_over_seeds`; ``ranking`` on it; ``sig``: the pooled tests), whose ID, set, difference, OOD
+    average and decrease ratio cells are then the mean over seeds of each seed's own :func:`ood_table` cell
+    (``longs`` and ``rankings``: each seed's scores and ranking; the OOD average and the decrease ratio of
+    each seed, averaged), followed by ``ood_eval.TABLE_SEED_COLUMNS`` and each set's ``_sd`` / ``_delta_sd``
+    (sample standard deviations over seeds). One seed: its own table, without those columns."""
+    table = ood_table(long, ranking, sig, names)
+    values = ["id", *names, *[f"{n}_delta" for n in names], "ood_avg", "decrease_ratio"]
+    per_seed = _stacked({s: ood_table(one, rankings[s], pd.DataFrame(), names)[["system", *values]]
+                         for s, one in longs.items()})
+    over = over_seeds(per_seed, ["system"], values).set_index("system").reindex(table["system"])
+    for v in values:
+        table[v] = over[v].to_numpy(dtype=float)
+    if len(longs) == 1:
+        return table
+    table[N_SEEDS_COLUMN] = over[N_SEEDS_COLUMN].to_numpy(dtype=int)
+    table["id_sd"] = over["id_sd"].to_numpy(dtype=float)
+    for n in names:
+        table[f"{n}_sd"] = over[f"{n}_sd"].to_numpy(dtype=float)
+        table[f"{n}_delta_sd"] = over[f"{n}_delta_sd"].to_numpy(dtype=float)
+    table["ood_avg_sd"] = over["ood_avg_sd"].to_numpy(dtype=float)
+    table["decrease_ratio_sd"] = over["decrease_ratio_sd"].to_numpy(dtype=float)
+    return table
+
+
+@dataclass
+class OodResult:
+    """What rule ood writes: ``seeds`` (the training seeds, ``[]`` for records without one), ``long``
+    (scores.csv), ``ranking``, ``corr`` (the ID–OOD correlation), ``sig`` (the tests) and ``table``
+    (ood_table.csv)."""
+    seeds: list
+    long: pd.DataFrame
+    ranking: pd.DataFrame
+    corr: dict
+    sig: pd.DataFrame
+    table: pd.DataFrame
+
+
+def evaluate(runs: list[dict], names: list[str], task: str, task_type: str, backbone: str = "",
+             credits: dict[str, str] | None = None, alpha: float = 0.05, correction: str = "none") -> OodResult:
+    """The OOD evaluation of the systems' runs (outcomes loaded), over their training seeds (the
+    records' ``seed``; none: one seed): each seed's long scores and ranking as one seed's; scores.csv
+    the mean over seeds with its spread (:func:`long_over_seeds`); the ranking and the ID–OOD
+    correlation over the systems' means; the tests pooled over seeds (:func:`ood_significance`); the
+    table's cells means over seeds with their standard deviations (:func:`ood_table_over_seeds`).
+    One seed: the one-seed tables (its own scores, without the spread columns)."""
+    groups = runs_by_seed(runs)
+    seeds = [s for s in groups if s is not None]
+    several = len(groups) > 1
+    check_seed_examples(groups, names)
+    longs = {s: long_scores(g, names, task, task_type, backbone, credits) for s, g in groups.items()}
+    rankings = {s: rank_systems(one, source=f"{task} OOD scores" + (f", training seed {s}" if several else ""))
+                for s, one in longs.items()}
+    long = long_over_seeds(longs)
+    ranking = rank_systems(long, source=f"{task} OOD scores" + (" (means over training seeds)" if several else ""))
+    corr = id_ood_correlation(ranking)
+    sig = ood_significance(runs, names, alpha, correction)
+    table = ood_table_over_seeds(longs, rankings, long, ranking, sig, names)
+    return OodResult(seeds, long, ranking, corr, sig, table)
+
+
+def model_scores(runs: list[dict], names: list[str], task_type: str) -> pd.DataFrame:
+    """predict.ood_models: all — every model's score (×100) on every OOD set and the i.i.d. test set; with
+    several training seeds one row per model and seed, the ``seed`` first."""
+    several = len(runs_by_seed(runs, "models")) > 1
+    rows = []
+    for run in runs:
+        row = {SEED_COLUMN: int(run[SEED_COLUMN])} if several else {}
+        row.update({c: run[c] for c in MODEL_COLUMNS})
+        for dataset, split in [(ID_DATASET, "iid_test")] + [(n, split_name(n)) for n in names]:
+            m = iid_metrics(run["outcomes"], task_type, split=split)
+            row[dataset] = 100.0 * float(np.mean(list(m.values())))
+        rows.append(row)
+    return pd.DataFrame(rows)
