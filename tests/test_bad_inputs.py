@@ -11,9 +11,11 @@ analyses' settings, the plan, job ids): every malformed input ends with
 3. no complete-looking output: the target does not exist and no file without
    the temporary prefix (``.<name>.*.tmp``) is left behind.
 
-Config errors are caught by the schema (``snakemake -n``, a few seconds); suite
-files named in the config are read while the DAG is built, so they fail in a
-dry run too. Errors that arise inside a job are exercised through the package
+Config errors are caught while the DAG is built, before any job: by the schema
+and the checks of ``beluga.workflow.config.load_workflow`` (which
+``rules/common.smk`` calls; the tests call it in-process, and three of them run
+``snakemake -n`` to show the line it prints); suite files named in the config
+are read then too. Errors that arise inside a job are exercised through the package
 function the rule calls or the ``score`` command; only the cases that need the
 whole machinery (a failing job, a read-only or full results folder) run
 snakemake for real, and stop at the first, cheap job.

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import make_tiny_suite, smk
+from conftest import make_tiny_suite
 
 from beluga.analyses.predictions import export_rows
 from beluga.cli import main
@@ -214,28 +214,12 @@ def console_errors(lines: list[str]) -> list[str]:
 
 
 @pytest.mark.slow
-def test_pages_in_headless_chromium(tested, tiny_run, tmp_path):
+def test_pages_in_headless_chromium(tested, tmp_path):
+    """The test command's page (the pipeline's report and failures page: tests/test_workflow.py, on the
+    session's tiny run)."""
     exe = _chromium()
-    # the test command's page
     dom, console = render(exe, tested / "summary.html", tmp_path / "summary.png")
     assert not console_errors(console), console
     assert not DOCUTILS_WARNING.search(dom)
     assert "<table id=\"functionalities\"" in dom and "<details open=" in dom and "expected:" in dom
     assert visible_pixels(tmp_path / "summary.png") > 0.005
-    # the pipeline's report and failures page on the tiny config (the session's run: tests/conftest.py)
-    wd = tiny_run
-    smk(wd, "--report", str(tmp_path / "report.html"))
-    report = (tmp_path / "report.html").read_text()
-    assert not DOCUTILS_WARNING.search(report) and "Duplicate explicit target" not in report
-    for item in ("failures.html", "figure1.png", "table3.csv"):
-        assert item in report, item
-    dom, console = render(exe, tmp_path / "report.html", tmp_path / "report.png")
-    assert not console_errors(console), console
-    assert not DOCUTILS_WARNING.search(dom)
-    assert visible_pixels(tmp_path / "report.png") > 0.005
-    failures = wd / "results" / "sent" / "failures" / "failures.html"
-    dom, console = render(exe, failures, tmp_path / "failures.png")
-    assert not console_errors(console), console
-    assert dom.count("<details") == 3 and "<details open=" in dom and "expected:" in dom   # one per functionality
-    assert visible_pixels(tmp_path / "failures.png") > 0.002
-    print(f"screenshots: {tmp_path}")

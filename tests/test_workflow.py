@@ -143,22 +143,6 @@ def test_seeds_change_split_and_scores(run, tmp_path):
     assert any(list(x) != list(ib[k]) for k, x in ia.items())
 
 
-def test_predicting_everything_changes_no_score_or_statistic(run, tmp_path):
-    """predict.scope: all (every fold model predicts all of T_test) gives the same pass rates, scores,
-    statistics and Table 3, byte for byte, as the default (each fold predicts what it is scored on)."""
-    everything = tmp_path / "scope_all.yaml"
-    everything.write_text("predict: {batch_size: 32, scope: all}\n")
-    compared = ("sent/scores/pass_rates.csv", "sent/scores/scores.csv", "sent/stats/unit_outcomes.parquet",
-                "sent/stats/significance.csv", "sent/stats/intervals.csv", "table3/table3.csv", "table3/table3.md")
-    # (only what is compared: the figures, diagnostics and failure pages read the same files)
-    smk(tmp_path, "--cores", "2", *(f"results/{name}" for name in compared), configfiles=(TINY, everything))
-    for name in compared:
-        assert (run / "results" / name).read_bytes() == (tmp_path / "results" / name).read_bytes(), name
-    fold = "sent/predictions/iid_to_t/vanilla/func/typos.parquet"
-    few, every = (pd.read_parquet(d / "results" / fold) for d in (run, tmp_path))
-    assert set(few.case_id[few.split == "suite_test"]) < set(every.case_id[every.split == "suite_test"])
-
-
 def test_cost_plan_counts_what_the_run_did(run):
     """python -m beluga plan: the jobs of the dry run, the sequences each fold job trained on and predicted
     (its run record: stream sizes, an INV / DIR item being a pair), with hours from a throughput table."""
@@ -179,3 +163,27 @@ def test_cost_plan_counts_what_the_run_did(run):
         assert line.train_seqs == trained and line.predict_seqs == predicted, conf
         cost = relative_cost("tiny-random", 32)
         assert line.hours * 3600 == pytest.approx(10 * 4.0 + trained / 100.0 * cost + predicted / 200.0 * cost)
+
+
+def test_report_and_failures_pages_in_headless_chromium(run, tmp_path):
+    """The pipeline's report and failures page of the tiny run, as a person sees them (the test command's
+    page: tests/test_behavioral.py, whose browser helpers these are)."""
+    from test_behavioral import DOCUTILS_WARNING, _chromium, console_errors, render, visible_pixels
+
+    exe = _chromium()
+    wd = run
+    smk(wd, "--report", str(tmp_path / "report.html"))
+    report = (tmp_path / "report.html").read_text()
+    assert not DOCUTILS_WARNING.search(report) and "Duplicate explicit target" not in report
+    for item in ("failures.html", "figure1.png", "table3.csv"):
+        assert item in report, item
+    dom, console = render(exe, tmp_path / "report.html", tmp_path / "report.png")
+    assert not console_errors(console), console
+    assert not DOCUTILS_WARNING.search(dom)
+    assert visible_pixels(tmp_path / "report.png") > 0.005
+    failures = wd / "results" / "sent" / "failures" / "failures.html"
+    dom, console = render(exe, failures, tmp_path / "failures.png")
+    assert not console_errors(console), console
+    assert dom.count("<details") == 3 and "<details open=" in dom and "expected:" in dom   # one per functionality
+    assert visible_pixels(tmp_path / "failures.png") > 0.002
+    print(f"screenshots: {tmp_path}")

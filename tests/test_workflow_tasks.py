@@ -1,8 +1,10 @@
-"""End-to-end: snakemake on tiny PARA and READ configs over the real CheckList
-suites and i.i.d. data (tiny random BERT). Needs ../shared/data."""
+"""End-to-end: one snakemake run of a multi-task tiny config over the real CheckList suites and
+i.i.d. data (tiny random BERT): PARA on the qqp suite (and again with ``paper_fixes: false``), READ
+on the squad suite, and PARA / READ on the project's own spec-built suites, each task as its
+tests/configs/tiny_<task>.yaml sets it, all in IID→(IID+T) on the seen and type partitions (one
+plumbing, five tasks). Needs ../shared/data."""
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -14,28 +16,56 @@ from conftest import REPO, smk
 SHARED = REPO.parent / "shared" / "data"
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not SHARED.exists(), reason=f"real data folder {SHARED} is absent")]
+CONFIGS = REPO / "tests" / "configs"
+#: the synonym functionality of the qqp suite (an INV with one pair as released)
+SYN = "(question, f(question)) where f(question) replaces synonyms?"
 
 
-def config_with_shared(name: str, tmp_path: Path) -> Path:
-    """The test config with ../shared/data made absolute (snakemake runs in a temp folder)."""
-    text = (REPO / "tests" / "configs" / name).read_text().replace("../shared/data", str(SHARED))
-    out = tmp_path / name
-    out.write_text(text)
+def _task(name: str, task: str) -> dict:
+    """A task of a tiny config, ../shared/data made absolute (snakemake runs in a temp folder), with the
+    config's training block as the task's own (READ's lengths, batch sizes and learning rates)."""
+    cfg = yaml.safe_load((CONFIGS / name).read_text().replace("../shared/data", str(SHARED)))
+    out = cfg["tasks"][task]
+    out["training"] = {**cfg["training"], **out.get("training", {})}
     return out
 
 
-def run_task(tmp_path: Path, name: str, *targets: str) -> tuple[Path, dict]:
-    """The config's run, to ``targets`` (what the test reads; its dependencies are every fold's
-    training, predictions and outcomes)."""
-    cfg = config_with_shared(name, tmp_path)
-    wd = tmp_path / "run"
-    smk(wd, "--cores", "2", *targets, configfiles=(cfg,))
-    return wd, yaml.safe_load(cfg.read_text())
+def tasks_config() -> dict:
+    """The five tasks in one config (the PARA config's top-level settings)."""
+    cfg = yaml.safe_load((CONFIGS / "tiny_para.yaml").read_text())
+    released = _task("tiny_para.yaml", "para")
+    released["suite"]["paper_fixes"] = False
+    cfg["tasks"] = {"para": _task("tiny_para.yaml", "para"), "para_released": released,
+                    "read": _task("tiny_read.yaml", "read"), "para_spec": _task("tiny_para_spec.yaml", "para"),
+                    "read_spec": _task("tiny_read_spec.yaml", "read")}
+    cfg.update(configurations=["iid_to_iid_plus_t"], partitions=["seen", "type"])
+    cfg["predict"]["batch_size"] = 16
+    return cfg
 
 
-def test_para_end_to_end(tmp_path):
-    wd, cfg = run_task(tmp_path, "tiny_para.yaml", "results/para/scores/scores.csv",
-                       *(f"results/para/plots/heatmap_{p}.png" for p in ("seen", "func")))
+#: what the tests read (their dependencies: every task's training, predictions and outcomes)
+TARGETS = ["results/para/scores/scores.csv", "results/para/plots/heatmap_seen.png",
+           "results/para/plots/heatmap_type.png",
+           *(f"results/para_released/outcomes/{m}.parquet" for m in ("iid/vanilla/standard/all",
+                                                                   "iid_to_iid_plus_t/vanilla/seen/all")),
+           "results/read/scores/scores.csv", "results/para_spec/scores/scores.csv",
+           "results/read_spec/scores/scores.csv", "results/table3/table3.md"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> tuple:
+    """(working folder, config) of the five tasks' run."""
+    tmp = tmp_path_factory.mktemp("tasks")
+    cfg = tasks_config()
+    cfg_file = tmp / "tiny_tasks.yaml"
+    cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    wd = tmp / "run"
+    smk(wd, "--cores", "2", *TARGETS, configfiles=(cfg_file,))
+    return wd, cfg
+
+
+def test_para_end_to_end(run):
+    wd, cfg = run
     res = wd / "results" / "para"
     suite = pd.read_parquet(res / "suite" / "suite.parquet")
     assert list(dict.fromkeys(suite.functionality)) == cfg["tasks"]["para"]["suite"]["functionalities"]
@@ -46,32 +76,27 @@ def test_para_end_to_end(tmp_path):
     assert (df.probs.map(len) == 2).all() and (df.split == "iid_test").sum() == 20
     scores = pd.read_csv(res / "scores" / "scores.csv")
     assert list(scores.configuration) == ["iid", "iid_to_iid_plus_t"]
-    assert {"iid_accuracy", "iid_f1", "G_seen", "G_func"} <= set(scores.columns)
+    assert {"iid_accuracy", "iid_f1", "G_seen", "G_type"} <= set(scores.columns)
     row = scores.iloc[0]
     assert row.iid_score == pytest.approx((row.iid_accuracy + row.iid_f1) / 2)
-    for p in ("seen", "func"):
+    for p in ("seen", "type"):
         assert (res / "plots" / f"heatmap_{p}.png").exists()
 
 
-def test_para_paper_fixes_false_trains_and_scores_the_released_synonym_test(tmp_path):
-    """``paper_fixes: false``: the synonym functionality is the released one-pair "INV" (nothing to compare
-    the pair with). Training skips those cases (no perturbation to train on) instead of crashing, and scoring
-    passes every one of them, as CheckList's all_except_first does with a single result."""
-    cfg = yaml.safe_load(config_with_shared("tiny_para.yaml", tmp_path).read_text())
-    cfg["tasks"]["para"]["suite"]["paper_fixes"] = False
-    cfg["partitions"] = ["seen"]
-    cfg_file = tmp_path / "released.yaml"
-    cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    wd = tmp_path / "run"
-    smk(wd, "--cores", "2", *(f"results/para/outcomes/{m}.parquet" for m in (
-        "iid/vanilla/standard/all", "iid_to_iid_plus_t/vanilla/seen/all")), configfiles=(cfg_file,))
-    res = wd / "results" / "para"
-    syn = "(question, f(question)) where f(question) replaces synonyms?"
+def test_para_paper_fixes_false_trains_and_scores_the_released_synonym_test(run):
+    """``paper_fixes: false`` (task para_released): the synonym functionality is the released one-pair "INV"
+    (nothing to compare the pair with). Training skips those cases (no perturbation to train on) instead of
+    crashing, and scoring passes every one of them, as CheckList's all_except_first does with a single
+    result."""
+    wd, _ = run
+    res = wd / "results" / "para_released"
+    syn = SYN
     suite = pd.read_parquet(res / "suite" / "suite.parquet")
     cases = suite[suite.functionality == syn]
     assert len(cases) == 4 and (cases.test_type == "INV").all() and (cases.inputs.map(len) == 1).all()
     assert all("train" not in json.loads(p) for p in cases.expect_params)     # as released: no MFT hint
-    log = (wd / "logs" / "para" / "finetune" / "iid_to_iid_plus_t" / "vanilla" / "seen" / "all.log").read_text()
+    log = (wd / "logs" / "para_released" / "finetune" / "iid_to_iid_plus_t" / "vanilla" / "seen" / "all.log"
+           ).read_text()
     split = pd.read_parquet(res / "suite" / "split.parquet")
     n_train = int(split[(split.split == "train") & split.case_id.isin(set(cases.case_id))].shape[0])
     assert n_train >= 1 and f"{n_train} INV / DIR case(s) with fewer than two inputs skipped" in log
@@ -81,8 +106,8 @@ def test_para_paper_fixes_false_trains_and_scores_the_released_synonym_test(tmp_
         assert len(scored) >= 1 and (scored.status == "pass").all(), model
 
 
-def test_read_end_to_end(tmp_path):
-    wd, cfg = run_task(tmp_path, "tiny_read.yaml", "results/read/scores/scores.csv")
+def test_read_end_to_end(run):
+    wd, _ = run
     res = wd / "results" / "read"
     split = pd.read_parquet(res / "suite" / "split.parquet")
     suite = pd.read_parquet(res / "suite" / "suite.parquet")
@@ -97,8 +122,8 @@ def test_read_end_to_end(tmp_path):
         assert len(st) == n_inputs and not st.duplicated(["case_id", "input_idx"]).any()
         assert (df.split == "iid_test").sum() == 16
     # two test types present -> two type folds
-    assert sorted(p.stem for p in (res / "predictions" / "iid_to_t" / "vanilla" / "type").glob("*.parquet")) == \
-        ["inv", "mft"]
+    assert sorted(p.stem for p in (res / "predictions" / "iid_to_iid_plus_t" / "vanilla" / "type").glob(
+        "*.parquet")) == ["inv", "mft"]
     scores = pd.read_csv(res / "scores" / "scores.csv")
     assert {"iid_em", "iid_f1", "G_seen", "G_type"} <= set(scores.columns)
     assert scores.iid_em.between(0, 1).all() and scores.iid_f1.between(0, 1).all()
@@ -107,19 +132,18 @@ def test_read_end_to_end(tmp_path):
 
 
 @pytest.mark.parametrize("task", ["para", "read"])
-def test_spec_built_suites_end_to_end(tmp_path, task):
+def test_spec_built_suites_end_to_end(run, task):
     """The project's own PARA and READ specs (beluga/suites/specs/{para,read}_default.yaml), rendered by the
     pipeline (suite.generate) from templates and offline sentences, train and score end to end; the suite is
     the one `python -m beluga suite build` renders with the same settings."""
     from beluga.suites.spec import catalogue, load_sources, load_spec, render_spec
 
-    wd, cfg = run_task(tmp_path, f"tiny_{task}_spec.yaml", f"results/{task}/scores/scores.csv",
-                       "results/table3/table3.md")
-    res = wd / "results" / task
+    wd, cfg = run
+    res = wd / "results" / f"{task}_spec"
     suite = pd.read_parquet(res / "suite" / "suite.parquet")
     spec = load_spec(f"{task}_default")
     assert list(dict.fromkeys(suite.functionality)) == [f["functionality"] for f in catalogue(spec)]
-    block = cfg["tasks"][task]["suite"]
+    block = cfg["tasks"][f"{task}_spec"]["suite"]
     built = render_spec(spec, load_sources(spec), seed=block["seed"],
                         cases_per_functionality=block["cases_per_functionality"], max_perturbations=3, max_words=40)
     assert [list(x) for x in suite.inputs] == [list(x) for x in built.inputs]
@@ -127,4 +151,4 @@ def test_spec_built_suites_end_to_end(tmp_path, task):
     scores = pd.read_csv(res / "scores" / "scores.csv")
     assert list(scores.configuration)[0] == "iid" and scores.G_seen.between(0, 1).all()
     table3 = (wd / "results" / "table3" / "table3.md").read_text()
-    assert f"{task.upper()} · G_seen" in table3
+    assert f"{task.upper()}_SPEC · G_seen" in table3
