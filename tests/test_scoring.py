@@ -214,3 +214,31 @@ def test_score_cases_qa_and_three_class_sent():
                        ).status.tolist() == [PASS]
     with pytest.raises(ValueError, match="field 'probs'"):
         score_cases(s, pd.DataFrame({"case_id": ["a"], "input_idx": [0], "probs": [[0.2, 0.3, 0.1, 0.4]]}), PARA)
+
+
+def test_tolerances_include_their_boundary():
+    """CheckList's comparisons are inclusive: a change of exactly the tolerance passes (the values are
+    exact in binary floating point: 0.25 = 0.125 + 0.125)."""
+    tol = {"tolerance": 0.25}
+    assert status("diff_down", tol, "all_except_first", [[0.5, 0, 0.5], [0.375, 0, 0.625]]) == PASS   # +0.25
+    assert status("diff_down", tol, "all_except_first", [[0.5, 0, 0.5], [0.25, 0, 0.75]]) == FAIL    # +0.5
+    assert status("diff_up", tol, "all_except_first", [[0.5, 0, 0.5], [0.625, 0, 0.375]]) == PASS     # -0.25
+    assert status("diff_up", tol, "all_except_first", [[0.5, 0, 0.5], [0.75, 0, 0.25]]) == FAIL      # -0.5
+    # INV: the predicted class changes, P(original class) moves by exactly the tolerance
+    assert status("inv", tol, "all_except_first", [[0, 0.375, 0.625], [0, 0.625, 0.375]]) == PASS
+    assert status("inv", tol, "all_except_first", [[0, 0.25, 0.75], [0, 0.75, 0.25]]) == FAIL
+
+
+def test_a_functionality_without_a_scored_case_has_no_failure_rate():
+    """Every case filtered: no failure rate (NaN, shown as such), not 0% — nothing was scored."""
+    from beluga.analyses.behavioral import failure_summary
+    from beluga.tasks import get_task_type
+
+    suite = pd.DataFrame([case("a", "all filtered", "Vocabulary", "DIR", ["x", "x y"], expect="diff_up"),
+                          case("b", "scored", "Vocabulary", "MFT", ["z"], [0])])
+    preds = pd.DataFrame({"case_id": ["a", "a", "b"], "input_idx": [0, 1, 0], "probs": [[0.5, 0.5]] * 3})
+    st = pd.DataFrame({"case_id": ["a", "b"], "status": [FILTERED, FAIL]})
+    funcs, _ = failure_summary(suite, [st], [preds], get_task_type("sent"), ["model"], k=1)
+    rates = funcs.set_index("functionality")
+    assert rates.at["all filtered", "n_scored"] == 0 and np.isnan(rates.at["all filtered", "failure_rate"])
+    assert rates.at["scored", "failure_rate"] == 1.0
