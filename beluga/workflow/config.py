@@ -61,10 +61,18 @@ def load_workflow(config: dict, configfiles=()) -> Loaded:
     not_fetched = sorted(os.path.join(data_dir, r.path) for r in config_files(config)
                          if not os.path.lexists(os.path.join(data_dir, r.path)))
     _checked(configfiles, dag.check_sources, config["tasks"], configfiles, not_fetched=not_fetched, data_dir=data_dir)
-    paths = Paths(config["results"])
-    runs = _checked(configfiles, Runs, config, paths, data_dir, not_fetched=not_fetched, configfiles=configfiles)
+    runs = checked_runs(config, configfiles, not_fetched)
+    return Loaded(config, data_dir, not_fetched, runs.paths, runs)
+
+
+def checked_runs(config: dict, configfiles=(), not_fetched=()) -> Runs:
+    """The runs of a validated config (:class:`~beluga.workflow.runs.Runs`), its models checked
+    (:func:`beluga.workflow.dag.check_models`); what the dry run and ``plan`` count. Raises a
+    BelugaError of the dry run's one line."""
+    runs = _checked(configfiles, Runs, config, Paths(config["results"]), str(config["data_dir"]),
+                    not_fetched=not_fetched, configfiles=configfiles)
     _checked(configfiles, dag.check_models, config, runs.comb_variants, configfiles)
-    return Loaded(config, data_dir, not_fetched, paths, runs)
+    return runs
 
 
 def _checked(files, build, /, *args, **kwargs):

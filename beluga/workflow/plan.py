@@ -52,12 +52,11 @@ import yaml
 
 from beluga.analyses import combinational as comb_analysis
 from beluga.analyses.inoculation import plan as inoc_analysis
-from beluga.errors import BelugaError, ConfigError
+from beluga.errors import ConfigError
 from beluga.methods import get_algorithm
 from beluga.tasks import get_task_type
-from beluga.workflow import dag, runs
-from beluga.workflow.config import CONFIG_SCHEMA, validate_config  # noqa: F401 (CONFIG_SCHEMA: the plan's schema)
-from beluga.workflow.paths import Paths
+from beluga.workflow import runs
+from beluga.workflow.config import CONFIG_SCHEMA, checked_runs, validate_config  # noqa: F401 (CONFIG_SCHEMA: the plan's schema)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -310,11 +309,7 @@ def plan(config: dict, rates: dict, configfiles=()) -> list[Line]:
     from beluga.folds import configuration
     from beluga.workflow.dag import grid_points, method_grid
 
-    try:
-        the_runs = runs.Runs(config, Paths(config["results"]), str(config["data_dir"]), configfiles=configfiles)
-        dag.check_models(config, the_runs.comb_variants, configfiles)
-    except BelugaError as e:   # one line naming the config file, as the dry run's
-        raise type(e)(dag.dag_error_line(e, configfiles)) from None
+    the_runs = checked_runs(config, configfiles)   # its errors: the dry run's one line
     inoc, comb = config["inoculation"], config["combinational"]
     lines: dict[tuple, Line] = {}
     n_seeds = len(the_runs.seeds)   # every job the plan counts trains (or predicts a model) once per seed
