@@ -90,9 +90,8 @@ def test_para_paper_fixes_false_trains_and_scores_the_released_synonym_test(run)
     result."""
     wd, _ = run
     res = wd / "results" / "para_released"
-    syn = SYN
     suite = pd.read_parquet(res / "suite" / "suite.parquet")
-    cases = suite[suite.functionality == syn]
+    cases = suite[suite.functionality == SYN]
     assert len(cases) == 4 and (cases.test_type == "INV").all() and (cases.inputs.map(len) == 1).all()
     assert all("train" not in json.loads(p) for p in cases.expect_params)     # as released: no MFT hint
     log = (wd / "logs" / "para_released" / "finetune" / "iid_to_iid_plus_t" / "vanilla" / "seen" / "all.log"
