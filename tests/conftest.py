@@ -123,12 +123,25 @@ def smk(workdir, *args, check=True, configfiles=(TINY,)):
 
 
 @pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory) -> Path:
-    """The tiny config's default target, run once per test session and shared by the modules that read
-    it (tests/test_workflow.py, tests/test_behavioral.py); a test that changes a run works on a copy
-    (:func:`copy_run`)."""
-    wd = tmp_path_factory.mktemp("tiny_run")
-    smk(wd, "--cores", "2")
+def tiny_run(tmp_path_factory, worker_id) -> Path:
+    """The tiny config's default target, run once per test session and shared by the modules that
+    read it (tests/test_workflow.py, tests/test_workflow_seeds.py, tests/test_slurm.py); a test that
+    changes a run works on a copy (:func:`copy_run`). Under pytest-xdist the workers share one run:
+    the first to get here runs it under a file lock in the session's common temporary folder, the
+    others wait for it and read it."""
+    from filelock import FileLock
+
+    if worker_id == "master":   # no xdist (-n 0)
+        wd = tmp_path_factory.mktemp("tiny_run")
+        smk(wd, "--cores", "2")
+        return wd
+    shared = tmp_path_factory.getbasetemp().parent
+    wd, done = shared / "tiny_run", shared / "tiny_run.done"
+    with FileLock(str(shared / "tiny_run.lock")):
+        if not done.exists():
+            shutil.rmtree(wd, ignore_errors=True)   # a worker that failed before leaves no half run
+            smk(wd, "--cores", "2")
+            done.touch()
     return wd
 
 

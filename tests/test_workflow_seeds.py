@@ -1,7 +1,8 @@
-"""End-to-end: several training seeds on the tiny config (issue 26). A three-seed run; each seed's predictions
-and outcomes are the bytes of a one-seed run with that seed; the tables' mean and standard deviation are the
-per-seed scores' by hand; adding a seed to the finished run plans only that seed's training jobs and the
-re-aggregation."""
+"""End-to-end: several training seeds on the tiny config (issue 26). A three-seed run; a seed's
+predictions and outcomes are the bytes of a one-seed run with that seed (the base seed: the session's
+tiny run, which has more configurations and partitions; seed 4: a one-seed run of this config); the
+tables' mean and standard deviation are the per-seed scores' by hand; adding a seed to the finished
+run plans only that seed's training jobs and the re-aggregation."""
 
 import re
 
@@ -24,15 +25,19 @@ def _config(tmp_path, name: str, seeds: list[int]):
     return path
 
 
+#: the seed whose one-seed run of this config is run here (the base seed's is the session's tiny run)
+ONE = 4
+
+
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """The three-seed run and one one-seed run per seed (the seed's training alone)."""
+def runs(tmp_path_factory, tiny_run):
+    """The three-seed run, a one-seed run of seed 4 and the tiny run (base seed 3, every configuration and
+    partition: a fold's files do not depend on which other folds the config has)."""
     tmp = tmp_path_factory.mktemp("seeds")
-    out = {"all": tmp / "all"}
+    out = {"all": tmp / "all", 3: tiny_run, ONE: tmp / f"one{ONE}"}
     smk(out["all"], "--cores", "2", configfiles=(_config(tmp, "all", SEEDS),))
-    for s in SEEDS:   # (what the tests compare: every fold's predictions and outcomes, and scores.csv)
-        out[s] = tmp / f"one{s}"
-        smk(out[s], "--cores", "2", "results/sent/scores/scores.csv", configfiles=(_config(tmp, f"one{s}", [s]),))
+    # (what the tests compare: every fold's predictions and outcomes, and scores.csv)
+    smk(out[ONE], "--cores", "2", "results/sent/scores/scores.csv", configfiles=(_config(tmp, f"one{ONE}", [ONE]),))
     out["config"] = _config(tmp, "all", SEEDS)
     return out
 
@@ -44,13 +49,22 @@ def _run_files(root, seed: int, kind: str):
     return {f.relative_to(root).as_posix(): f for f in files}
 
 
+def _this_config(files: dict) -> dict:
+    """The i.i.d. model's and iid_to_iid_plus_t's seen and type files (the tiny run has more)."""
+    keep = ("/iid/", "/iid_to_iid_plus_t/vanilla/seen/", "/iid_to_iid_plus_t/vanilla/type/")
+    return {rel: f for rel, f in files.items() if any(k in rel for k in keep)}
+
+
 def test_each_seed_is_a_one_seed_run_with_that_seed(runs):
-    for s in SEEDS:
+    for s in (3, ONE):
         for kind in ("predictions", "outcomes"):
-            many, one = _run_files(runs["all"], s, kind), _run_files(runs[s], s, kind)
-            assert list(many) == list(one)
+            many, one = _run_files(runs["all"], s, kind), _this_config(_run_files(runs[s], s, kind))
+            assert list(many) == list(one) and len(many) == 5, (s, kind, list(many), list(one))
             for rel in many:
                 assert many[rel].read_bytes() == one[rel].read_bytes(), (s, rel)
+    # seed 5 (no one-seed run): its own files, its own training
+    five = _run_files(runs["all"], 5, "predictions")
+    assert [rel.replace("seeds/5/", "seeds/4/") for rel in five] == list(_run_files(runs["all"], 4, "predictions"))
     # only training randomness differs between seeds: the same i.i.d. examples and T_test cases, other
     # probabilities; the base seed keeps the one-seed paths
     root = runs["all"] / "results" / "sent"
@@ -71,11 +85,16 @@ def test_tables_show_the_mean_and_sd_of_the_seeds_by_hand(runs):
             assert table.loc[(conf, method), col] == pytest.approx(vals.mean())
             assert table.loc[(conf, method), f"{col}_sd"] == pytest.approx(vals.std(ddof=1), abs=1e-12)
             assert table.loc[(conf, method), f"{col}_min"] == pytest.approx(vals.min())
-    # each seed's scores are its one-seed run's scores.csv
-    for s in SEEDS:
-        one = pd.read_csv(runs[s] / "results/sent/scores/scores.csv")
-        mine = per_seed[per_seed["seed"] == s].drop(columns="seed").reset_index(drop=True)
-        pd.testing.assert_frame_equal(mine, one)
+    # seed 4's scores are its one-seed run's scores.csv; the base seed's are the tiny run's on the same
+    # configuration and scenarios (its averages span more scenarios)
+    one = pd.read_csv(runs[ONE] / "results/sent/scores/scores.csv")
+    mine = per_seed[per_seed["seed"] == ONE].drop(columns="seed").reset_index(drop=True)
+    pd.testing.assert_frame_equal(mine, one)
+    tiny = pd.read_csv(runs[3] / "results/sent/scores/scores.csv")
+    tiny = tiny[tiny.configuration == "iid_to_iid_plus_t"].reset_index(drop=True)
+    base = per_seed[(per_seed["seed"] == 3) & (per_seed.configuration == "iid_to_iid_plus_t")].reset_index(drop=True)
+    cols = ["configuration", "method", "iid_score", "s_seen", "s_type", "G_seen", "G_type"]
+    pd.testing.assert_frame_equal(base[cols], tiny[cols])
     t3 = pd.read_csv(res / "table3/table3.csv")
     g = t3[(t3.configuration == "iid_to_iid_plus_t") & (t3.column == "G_avg")].iloc[0]
     per = per_seed[per_seed.configuration == "iid_to_iid_plus_t"][["G_seen", "G_type"]].mean(axis=1).to_numpy()
