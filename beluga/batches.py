@@ -65,8 +65,17 @@ class Batch:
         self.size = len(self.envs)
 
 
+#: ``training.eq_or_not_negative_target``: how SENT trains an ``eq_or_not_negative`` case's label 1 ("not
+#: negative"): [1/3, 2/3] as every not-negative case, or its literal label (neutral [1/2, 1/2], the reference code's)
+EQ_OR_NOT_NEGATIVE_TARGETS = ("not_negative", "label")
+
+
 def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: pd.DataFrame | None,
-                  dir_train_slice: bool = True, qa_answer_match: str = "token") -> dict[str, list[TrainItem]]:
+                  dir_train_slice: bool = True, qa_answer_match: str = "token",
+                  eq_or_not_negative_target: str = "not_negative") -> dict[str, list[TrainItem]]:
+    if eq_or_not_negative_target not in EQ_OR_NOT_NEGATIVE_TARGETS:
+        raise ValueError(f"field 'training.eq_or_not_negative_target': {eq_or_not_negative_target!r} is not one of "
+                         f"{', '.join(EQ_OR_NOT_NEGATIVE_TARGETS)}")
     streams: dict[str, list[TrainItem]] = {}
     if iid_train is not None and len(iid_train) and ttype.head == "qa":
         streams["iid"] = [TrainItem("iid", [c], [q], answer=str(a[0]), answer_start=int(s[0]), qa=True)
@@ -80,7 +89,7 @@ def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: 
     if suite_train is not None and len(suite_train):
         unpaired = 0
         for r in suite_train.itertuples(index=False):
-            stream, items = _case_items(ttype, r, dir_train_slice, qa_answer_match)
+            stream, items = _case_items(ttype, r, dir_train_slice, qa_answer_match, eq_or_not_negative_target)
             if stream in ("INV", "DIR"):   # a pair loss needs the original and a perturbation
                 kept = [it for it in items if len(it.inputs) >= 2]
                 unpaired += len(items) - len(kept)
@@ -93,8 +102,8 @@ def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: 
     return {k: streams[k] for k in sorted(streams)}
 
 
-def _case_items(ttype: TaskType, r, dir_train_slice: bool,
-                qa_answer_match: str = "token") -> tuple[str, list[TrainItem]]:
+def _case_items(ttype: TaskType, r, dir_train_slice: bool, qa_answer_match: str = "token",
+                eq_or_not_negative_target: str = "not_negative") -> tuple[str, list[TrainItem]]:
     """Training items of one suite case and the stream they go to.
 
     MFTs: one item per input with its (soft) target. A DIR whose expectation
@@ -103,8 +112,11 @@ def _case_items(ttype: TaskType, r, dir_train_slice: bool,
     expectation checks (all, or all but the original under
     ``all_except_first``). A training hint ``"train": {"as": "MFT", "label": y}``
     in the expectation parameters (PARA's one-pair synonym "INV", a paper fix)
-    trains every input as an MFT with label y. Other INVs / DIRs: one item per
-    case (original + perturbations)."""
+    trains every input as an MFT with label y. SENT's ``eq_or_not_negative``
+    (CheckList's "Q & A: no") trains label 1 as "not negative" [1/3, 2/3], or
+    as its literal label, neutral [1/2, 1/2], under
+    ``eq_or_not_negative_target="label"`` (the reference code's). Other INVs /
+    DIRs: one item per case (original + perturbations)."""
     params = json.loads(r.expect_params) if r.expect_params else {}
     inputs = list(r.inputs)
     inputs_b = list(r.inputs_b) if r.inputs_b is not None else None
@@ -117,6 +129,8 @@ def _case_items(ttype: TaskType, r, dir_train_slice: bool,
             expect, labels, first = "eq", [hint.get("label")] * len(inputs), 0
         else:
             expect = "eq" if r.expect == "triplet" else r.expect
+            if expect == "eq_or_not_negative" and eq_or_not_negative_target == "label":
+                expect = "eq"
             labels = list(r.labels) if r.labels is not None else [params.get("val")] * len(inputs)
             first = 1 if test_type != "MFT" and r.agg_fn == "all_except_first" and r.expect != "triplet" else 0
         items = []

@@ -199,7 +199,7 @@ def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
     from beluga import folds as folds_mod
     from beluga.batches import build_streams
     from beluga.data import iid as iid_mod
-    from beluga.suites.build import make_suite
+    from beluga.suites.build import make_suite, with_fold_types
     from beluga.suites.format import functionality_table
 
     ttype = get_task_type(task_cfg["type"])
@@ -209,7 +209,8 @@ def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
     which = dict(zip(split["case_id"], split["split"]))
     suite = suite.assign(split=suite["case_id"].map(which))
     n_inputs = suite["inputs"].map(len)
-    funcs = functionality_table(suite)[["functionality", "capability", "test_type"]]
+    funcs = with_fold_types(functionality_table(suite)[["functionality", "capability", "test_type"]], suite,
+                            task_cfg["suite"]["type_folds"], "the task's suite")
     per = {}
     train = suite[suite["split"] == "train"]
     streams = build_streams(ttype, None, train.drop(columns="split"))
