@@ -118,7 +118,7 @@ def train_fold(run: FoldRun, job: Job, clock: Clock, *, suite: str, split: str, 
     model, tokenizer = load_start_model(run, job, num_labels=ttype.num_model_labels, head=ttype.head, start=start,
                                         config_overrides=get_algorithm(run.method).config_overrides(run.hparams))
     streams = batches.build_streams(ttype, iid_mix, suite_train, dir_train_slice=run.dir_train_slice,
-                                    qa_answer_match=run.qa_answer_match)
+                                    qa_answer_match=run.qa_answer_match, batching=run.batching)
     return model, tokenizer, train_model(model, tokenizer, streams, run, job, clock, on_epoch_end=on_epoch_end,
                                          lr_factor=lr_factor)
 

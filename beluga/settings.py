@@ -58,6 +58,7 @@ class FoldRun:
     qa_inv_scope: str = field(metadata=_from("training"))
     nonfinite: str = field(metadata=_from("training"))
     compile: str = field(metadata=_from("training"))   # off / default / graphs (beluga/compiling.py)
+    batching: str = field(metadata=_from("training"))  # project / reference (beluga/batches.py cases_per_batch)
     gpus: int = field(metadata=_from("config"))   # > 0: the job must find a CUDA GPU (or stop)
     # a hub model's marker (beluga/data/fetch.py: the commit its revision resolved to; a declared input)
     model_lock: str | None = None

@@ -32,7 +32,8 @@ def distinctive_config() -> dict:
                            "iid": {"source": "rotten_tomatoes", "n_train": 4, "n_val": 2, "n_test": 2}}},
         "configurations": ["iid_to_t"], "methods": ["vanilla"], "partitions": ["seen"],
         "training": {"max_length": 37, "doc_stride": 19, "iid_in_mix": 7, "dir_train_slice": False,
-                     "nonfinite": "skip", "qa_answer_match": "substring", "qa_inv_scope": "sequence"},
+                     "nonfinite": "skip", "qa_answer_match": "substring", "qa_inv_scope": "sequence",
+                     "batching": "reference"},
     })
 
 
