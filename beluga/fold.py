@@ -119,7 +119,7 @@ def train_fold(run: FoldRun, job: Job, clock: Clock, *, suite: str, split: str, 
                                         config_overrides=get_algorithm(run.method).config_overrides(run.hparams))
     streams = batches.build_streams(ttype, iid_mix, suite_train, dir_train_slice=run.dir_train_slice,
                                     qa_answer_match=run.qa_answer_match,
-                                    eq_or_not_negative_target=run.eq_or_not_negative_target)
+                                    eq_or_not_negative_target=run.eq_or_not_negative_target, batching=run.batching)
     return model, tokenizer, train_model(model, tokenizer, streams, run, job, clock, on_epoch_end=on_epoch_end,
                                          lr_factor=lr_factor)
 

@@ -33,7 +33,7 @@ def distinctive_config() -> dict:
         "configurations": ["iid_to_t"], "methods": ["vanilla"], "partitions": ["seen"],
         "training": {"max_length": 37, "doc_stride": 19, "iid_in_mix": 7, "dir_train_slice": False,
                      "nonfinite": "skip", "qa_answer_match": "substring", "qa_inv_scope": "sequence",
-                     "eq_or_not_negative_target": "label"},
+                     "eq_or_not_negative_target": "label", "batching": "reference"},
     })
 
 
