@@ -41,6 +41,7 @@ rule significance:
         task_type=lambda w: TASKS[w.task]["type"],
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
         R=STATISTICS["randomization_R"],
+        swaps=STATISTICS["swaps"],
         seed=STATISTICS["seed"],
         seeds=RUNS.seeds,
         base_seed=RUNS.base_seed,

@@ -237,7 +237,8 @@ def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | N
     legend = (
         "Scores ×100. First row: the IID baseline (vanilla fine-tuning on the i.i.d. data only); its G columns are "
         f"G_standard. {UP} / {DOWN}: significantly better / worse than the baseline at α = {alpha:g} "
-        "(i.i.d. column: two-sided exact binomial test on the discordant examples; G columns"
+        "(i.i.d. column, a test of the score shown: accuracy or exact match, two-sided exact binomial test on the "
+        "discordant examples; F1 or the mean of two metrics, paired approximate randomization of that score; G columns"
         f"{' and Avg' if has_avg else ''}: approximate randomization, Yeh 2000); {_correction_text(correction)}. "
         "The baseline is never marked. **Bold**: best value in the column (all cells that print the maximum). "
         f"{DASH}: not available."
@@ -320,7 +321,8 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
             r"configuration. First row: the IID baseline (its suite scores are $G_{\mathrm{standard}}$). "
             + (r"Avg.: mean $G$ over tasks and scenarios. " if has_avg else "")
             + rf"Green / red: significantly better / worse than the baseline at $\alpha = {alpha:g}$ "
-            r"(i.i.d.: two-sided exact binomial test on the discordant examples; $G$: approximate randomization, "
+            r"(i.i.d.: accuracy or exact match, two-sided exact binomial test on the discordant examples; F1 or the "
+            r"mean of two metrics, paired approximate randomization of that score; $G$: approximate randomization, "
             rf"Yeh 2000; {latex_escape(_correction_text(correction))}). Bold: best score per column. "
             r"--: not available."
             + (" " + latex_escape(seeds_text).replace("±", r"$\pm$") if seeds_text else "")

@@ -52,11 +52,12 @@ def _seed_data(units: list[str], suite: str, task_type: str) -> list[run_stats.T
 
 def significance(*, task: str, units: list[str], seeds: list[int], base_seed: int, suite: str, task_type: str,
                  iid_metric: str, R: int, seed: int, alpha: float, correction: str, out_table: str,
-                 out_null: str) -> None:
-    """``units``: each training seed's unit outcomes, in ``seeds`` order (one seed: the one-seed test)."""
+                 out_null: str, swaps: str = "shared") -> None:
+    """``units``: each training seed's unit outcomes, in ``seeds`` order (one seed: the one-seed test);
+    ``swaps``: statistics.swaps."""
     table, null = run_stats.significance_table(
         _seed_data(units, suite, task_type), iid_metric=iid_metric, R=R, alpha=alpha, correction=correction,
-        seed=[run_stats.draw_seed(seed, task, s, base_seed) for s in seeds], training_seeds=seeds)
+        swaps=swaps, seed=[run_stats.draw_seed(seed, task, s, base_seed) for s in seeds], training_seeds=seeds)
     write_csv(table, out_table)
     write_parquet(null, out_null)
 
