@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from beluga.errors import ConfigError, DataError
+from beluga.losses import DummyClassifier, dummy_scaled
 from beluga.precision import FP32, Precision, full
 
 # --------------------------------------------------------------------------- metrics
@@ -433,16 +434,18 @@ def per_example_mean(values: torch.Tensor, example_idx: torch.Tensor, n_examples
     return sums / counts
 
 
-def _scaled(logits: torch.Tensor, scale: torch.Tensor | float | None) -> torch.Tensor:
-    """float32 logits (forward passes may run under bf16 autocast), times ``scale`` if given."""
-    logits = full(logits)
-    return logits if scale is None else logits * scale
+def _scaled(logits: torch.Tensor, scale: torch.Tensor | float | DummyClassifier | None,
+            target: bool = False) -> torch.Tensor:
+    """float32 logits (forward passes may run under bf16 autocast), times IRM's
+    dummy ``scale`` if given (:func:`beluga.losses.dummy_scaled`)."""
+    return dummy_scaled(full(logits), scale, target=target)
 
 
 def qa_mft_batch_loss(model, tokenizer, questions: Sequence[str], contexts: Sequence[str],
                       answers: Sequence[str], answer_starts: Sequence[int | None] | None = None,
                       max_length: int = 384, stride: int = 128, mask_padding: bool = False,
-                      scale: torch.Tensor | float | None = None, precision: Precision = FP32) -> torch.Tensor:
+                      scale: torch.Tensor | float | DummyClassifier | None = None,
+                      precision: Precision = FP32) -> torch.Tensor:
     """Per-example MFT / i.i.d. span loss (with gradients): every window of an
     example is trained (windows without the answer target [CLS]) and its
     features' losses are averaged, so each example weighs the same.
@@ -461,12 +464,15 @@ def qa_mft_batch_loss(model, tokenizer, questions: Sequence[str], contexts: Sequ
 def qa_inv_batch_loss(model, tokenizer, orig_questions: Sequence[str], orig_contexts: Sequence[str],
                       pert_questions: Sequence[str], pert_contexts: Sequence[str], max_length: int = 384,
                       detach_orig: bool = False, scope: str = "context",
-                      scale: torch.Tensor | float | None = None, precision: Precision = FP32) -> torch.Tensor:
+                      scale: torch.Tensor | float | DummyClassifier | None = None,
+                      precision: Precision = FP32) -> torch.Tensor:
     """Per-pair INV loss (with gradients) for (original, perturbation) pairs.
     Each input is one window (truncated, no overflow); positions are aligned
     over the context tokens (``scope="context"``, default) or over the whole
     sequences minus padding (``scope="sequence"``). ``scale`` (optional)
-    multiplies the start and end logits of both sides before the softmaxes."""
+    multiplies the start and end logits of both sides before the softmaxes (a
+    per-position :class:`beluga.losses.DummyClassifier`: the perturbation's
+    only, as the reference code)."""
     if scope not in ("context", "sequence"):
         raise ValueError(f"qa_inv_batch_loss: scope must be 'context' or 'sequence', got {scope!r}")
     fo = encode_qa(tokenizer, orig_questions, orig_contexts, max_length=max_length, overflow=False)
@@ -478,6 +484,6 @@ def qa_inv_batch_loss(model, tokenizer, orig_questions: Sequence[str], orig_cont
     with precision.autocast():
         ro = model(**fo.model_inputs(device=dev))
         rp = model(**fp.model_inputs(device=dev))
-    return qa_inv_loss(_scaled(ro.start_logits, scale), _scaled(ro.end_logits, scale),
+    return qa_inv_loss(_scaled(ro.start_logits, scale, True), _scaled(ro.end_logits, scale, True),
                        _scaled(rp.start_logits, scale), _scaled(rp.end_logits, scale), pairs,
                        detach_orig=detach_orig)

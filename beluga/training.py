@@ -59,7 +59,7 @@ from beluga.batches import Batch, EnvSampler, TrainItem, cases_per_batch, env_gr
 from beluga.compiling import CompiledForward
 from beluga.errors import ConfigError
 from beluga.health import DivergedError, check_finite_weights
-from beluga.losses import dir_loss, inv_loss, mft_loss, neutral_mask
+from beluga.losses import DummyClassifier, dir_loss, dummy_scaled, inv_loss, mft_loss, neutral_mask
 from beluga.methods import Algorithm, check_method_hparams, get_algorithm
 from beluga.precision import FP32, Precision, full
 from beluga.qa import qa_inv_batch_loss, qa_mft_batch_loss
@@ -185,10 +185,13 @@ class LossFn:
                 logits = self.compiled(model, inputs, "attention_mask" in self.tokenizer.model_input_names)
         return full(logits)
 
-    def __call__(self, model, batch: Batch, scale: torch.Tensor | float | None = None) -> torch.Tensor:
+    def __call__(self, model, batch: Batch, scale: torch.Tensor | float | DummyClassifier | None = None
+                 ) -> torch.Tensor:
         """Per-example losses. ``scale`` (optional; IRM's dummy classifier w)
         multiplies the logits before every softmax: the class logits of MFT /
-        INV / DIR batches, the start and end logits of QA batches."""
+        INV / DIR batches, the start and end logits of QA batches (a per-class
+        :class:`beluga.losses.DummyClassifier` leaves an INV loss's soft
+        target alone)."""
         if batch.kind == "qa_mft":
             return qa_mft_batch_loss(model, self.tokenizer, questions=batch.texts_b, contexts=batch.texts,
                                      answers=batch.answers, answer_starts=batch.answer_starts,
@@ -202,14 +205,14 @@ class LossFn:
                                      detach_orig=self.detach_inv_orig, scope=self.qa_inv_scope, scale=scale,
                                      precision=self.precision)
         logits = self.logits(model, batch.texts, batch.texts_b)
-        if scale is not None:
-            logits = logits * scale
+        n = batch.size
+        if batch.kind == "inv":   # the original's logits give the soft target (a per-class dummy leaves them)
+            lo, lp = dummy_scaled(logits[:n], scale, target=True), dummy_scaled(logits[n:], scale)
+            return inv_loss(lo, lp, detach_orig=self.detach_inv_orig)
+        logits = dummy_scaled(logits, scale)
         if batch.kind == "mft":
             return mft_loss(logits, to_device(batch.targets, logits.device).to(logits.dtype))
-        n = batch.size
         lo, lp = logits[:n], logits[n:]
-        if batch.kind == "inv":
-            return inv_loss(lo, lp, detach_orig=self.detach_inv_orig)
         keep = None
         if batch.dir_slice is not None and bool(batch.dir_slice.any()):
             keep = ~(to_device(batch.dir_slice, lo.device) & neutral_mask(lo.detach()))

@@ -349,7 +349,7 @@ def plan(config: dict, rates: dict, configfiles=()) -> list[Line]:
         folds = folds_mod.enumerate_folds(funcs, list(config["partitions"]))
         seen = folds_mod.enumerate_folds(funcs, ["seen"])[0]
         mix_n = iid["train"] if training["iid_in_mix"] is None else min(iid["train"], training["iid_in_mix"])
-        starts = {get_algorithm(m).start_method for m in config["methods"]} - {None}
+        starts = runs.start_methods(config, tcfg, config["methods"])
         methods = list(dict.fromkeys([*config["methods"], *sorted(starts)]))
         hparams = {m: runs.stage_hparams(config, tcfg, "suite", m) for m in methods}
         # whose grid trials give each method its hyper-parameters (LP-FT may take vanilla's); their grids
@@ -357,8 +357,8 @@ def plan(config: dict, rates: dict, configfiles=()) -> list[Line]:
         grids = {m: method_grid(grid, m) for m in dict.fromkeys(selectors.values())}
         for conf in config["configurations"]:
             mix = configuration(conf).mixes_iid
-            for method in methods:
-                factor = float(method_cost.get(method, 1.0))
+            for method in methods:   # a method without a rate of its own (LP-FT's LP stage): its selector's
+                factor = float(method_cost.get(method, method_cost.get(selectors[method], 1.0)))
                 sel_grid = grids[selectors[method]]
                 epochs = _epochs_estimate(suite_stage, sel_grid if grid_points(sel_grid) else {})
                 epochs = float(get_algorithm(method).final_hparams({**hparams[method], "epochs": epochs})["epochs"])
