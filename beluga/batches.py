@@ -154,34 +154,48 @@ def _case_items(ttype: TaskType, r, dir_train_slice: bool, qa_answer_match: str 
     inputs_b = list(r.inputs_b) if r.inputs_b is not None else None
     if ttype.head == "qa":
         return _qa_case_items(r, inputs, inputs_b, qa_answer_match)
-    hint = params.get("train") or {}
-    test_type = r.test_type
-    if hint.get("as") == "MFT" or test_type == "MFT" or r.expect in ("eq", "triplet"):
-        if hint.get("as") == "MFT":
-            expect, labels, first = "eq", [hint.get("label")] * len(inputs), 0
-        else:
-            expect = "eq" if r.expect == "triplet" else r.expect
-            if expect == "eq_or_not_negative" and eq_or_not_negative_target == "label":
-                expect = "eq"
-            labels = list(r.labels) if r.labels is not None else [params.get("val")] * len(inputs)
-            first = 1 if test_type != "MFT" and r.agg_fn == "all_except_first" and r.expect != "triplet" else 0
-        items = []
-        for j in range(first, len(inputs)):
-            label = labels[j] if labels[j] is not None else params.get("val")
-            items.append(TrainItem(r.functionality, [inputs[j]], [inputs_b[j]] if inputs_b else None,
-                                   ttype.mft_target(expect, label)))
-        if batching == "reference" and test_type != "MFT" and hint.get("as") != "MFT":
+    if trained_as_mft(r, params):
+        expect, labelled = mft_inputs(r, params)
+        if expect == "eq_or_not_negative" and eq_or_not_negative_target == "label":
+            expect = "eq"
+        items = [TrainItem(r.functionality, [inputs[j]], [inputs_b[j]] if inputs_b else None,
+                           ttype.mft_target(expect, label)) for j, label in labelled]
+        if batching == "reference" and r.test_type != "MFT" and (params.get("train") or {}).get("as") != "MFT":
             if not items:
                 return LABEL_DIR, []
             return LABEL_DIR, [TrainItem(r.functionality, [it.inputs[0] for it in items],
                                          [it.inputs_b[0] for it in items] if inputs_b else None,
-                                         targets=[it.target for it in items], anchor=first == 0)]
+                                         targets=[it.target for it in items], anchor=labelled[0][0] == 0)]
         return "MFT", items
-    if test_type == "INV":
+    if r.test_type == "INV":
         return "INV", [TrainItem(r.functionality, inputs, inputs_b)]
     fn = dir_function_for(r.expect, params)
     sliced = dir_train_slice and params.get("slice") == "orig_not_neutral"
     return "DIR", [TrainItem(r.functionality, inputs, inputs_b, dir_fn=DIR_FN_INDEX[fn], dir_slice=sliced)]
+
+
+def trained_as_mft(r, params: dict) -> bool:
+    """A classification case trained as MFTs: an MFT, a case with the training
+    hint ``"train": {"as": "MFT"}``, or a label-checked INV / DIR (``eq``,
+    ``triplet``)."""
+    return (params.get("train") or {}).get("as") == "MFT" or r.test_type == "MFT" or r.expect in ("eq", "triplet")
+
+
+def mft_inputs(r, params: dict) -> tuple[str, list[tuple[int, object]]]:
+    """(expectation, [(input index, label)]) of a case :func:`trained_as_mft`:
+    every input with the hint's label; an MFT's inputs with their labels; a
+    label-checked DIR's inputs the expectation checks (all but the original
+    under ``all_except_first``, every input of a triplet). A missing label
+    is the expectation's ``val``."""
+    n = len(r.inputs)
+    hint = params.get("train") or {}
+    if hint.get("as") == "MFT":
+        expect, labels, first = "eq", [hint.get("label")] * n, 0
+    else:
+        expect = "eq" if r.expect == "triplet" else r.expect
+        labels = list(r.labels) if r.labels is not None else [params.get("val")] * n
+        first = 1 if r.test_type != "MFT" and r.agg_fn == "all_except_first" and r.expect != "triplet" else 0
+    return expect, [(j, labels[j] if labels[j] is not None else params.get("val")) for j in range(first, n)]
 
 
 def _qa_case_items(r, contexts: list[str], questions: list[str] | None,
