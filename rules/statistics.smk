@@ -147,6 +147,8 @@ rule table3:
         ),
         markdown=PATHS.table3("table3.md"),
         latex=PATHS.table3("table3.tex"),
+        summary_csv=PATHS.table3("summary.csv"),
+        summary_markdown=PATHS.table3("summary.md"),
     log:
         "logs/table3.log",
     conda:

@@ -5,4 +5,5 @@ sm = snakemake  # noqa: F821
 run(sm, lambda: statistics.table3(
     tasks=sm.params.tasks, scores=sm.input.scores, seed_scores=sm.input.seed_scores, significance=sm.input.significance,
     intervals=sm.input.intervals, null=sm.input.null, alpha=sm.params.alpha, correction=sm.params.correction,
-    out_csv=sm.output.csv, out_markdown=sm.output.markdown, out_latex=sm.output.latex))
+    out_csv=sm.output.csv, out_markdown=sm.output.markdown, out_latex=sm.output.latex,
+    out_summary_csv=sm.output.summary_csv, out_summary_markdown=sm.output.summary_markdown))

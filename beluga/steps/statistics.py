@@ -103,14 +103,20 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
 
 def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], significance: list[str],
            intervals: list[str], null: list[str], alpha: float, correction: str, out_csv: str, out_markdown: str,
-           out_latex: str) -> None:
-    from beluga.report import tables
+           out_latex: str, out_summary_csv: str, out_summary_markdown: str) -> None:
+    """Table 3 (CSV, Markdown, LaTeX) and its summaries (``out_summary_*``: the paper's means per configuration
+    and per scenario, beluga/report/table3_summary.py), from the table's own frame."""
+    from beluga.report import table3_summary, tables
 
     per_task = {t: {"scores": pd.read_csv(s), "seed_scores": pd.read_csv(ss), "significance": pd.read_csv(g),
                     "intervals": pd.read_csv(i), "null": read_parquet(n, "null distribution")}
                 for t, s, ss, g, i, n in zip(tasks, scores, seed_scores, significance, intervals, null, strict=True)}
     long = run_stats.table3_long(per_task, alpha, correction)
-    write_csv(tables.table3_csv(long), out_csv)
+    table = tables.table3_csv(long)
+    write_csv(table, out_csv)
+    summary = table3_summary.table3_summary(table)
+    write_csv(summary, out_summary_csv)
+    write_text(table3_summary.table3_summary_markdown(summary, table), out_summary_markdown)
     # the renderers read correction "none" as no correction
     write_text(tables.table3_markdown(long, alpha, correction), out_markdown)
     write_text(tables.table3_latex(long, alpha, correction), out_latex)

@@ -125,6 +125,10 @@ class Runs:
         inoculation.check_tasks(self.inoculation["tasks"], list(self.tasks))
         #: the inoculation's learning rates (a named grid resolved; two with one job id refused)
         self.inoc_lrs = inoculation.lr_grid(self.inoculation["lrs"])
+        #: what a dose's learning rate is chosen on (``dev``: held out, ``val`` read as ``dev``; ``test``: the
+        #: seed's) and the share of an external challenge set's training part held out for it
+        self.inoc_select_on = inoculation.selection(self.inoculation["select_on"])
+        self.inoc_dev_fraction = inoculation.dev_fraction(self.inoculation)
         # torch threads of a training / prediction job (fixed: float reductions depend on it);
         # the IID model trains alone before any fold can start and may use the cores that would idle
         self.iid_threads = config["iid_job_threads"] or config["job_threads"]
@@ -399,7 +403,7 @@ class Runs:
         spec = self.inoc_units[task][unit]
         if spec.get("challenge") is not None:
             n = inoculation.challenge_train_size(self.ood_sets[task][spec["challenge"]],
-                                                 self.inoculation["challenge_test_fraction"])
+                                                 self.inoculation["challenge_test_fraction"], self.inoc_dev_fraction)
         else:
             n = inoculation.train_cases_per_unit(self.func_tables[task], spec["functionalities"],
                                                  self.config["split"]["fractions"])
