@@ -60,7 +60,7 @@ def all_targets():
         ]
         if RUNS.ood_sets[task]:
             targets += [PATHS.ood(name, task) for name in OOD_OUTPUTS]
-    targets += [PATHS.table3(name) for name in ("table3.csv", "table3.md", "table3.tex")]
+    targets += [PATHS.table3(name) for name in ("table3.csv", "table3.md", "table3.tex", "iid_data.html")]
     if sum(bool(RUNS.ood_sets[t]) for t in TASKS) > 1:
         targets += [PATHS.ood_ranking(name) for name in OOD_RANKING_OUTPUTS]
     if INOCULATION["enabled"]:

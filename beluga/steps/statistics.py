@@ -102,17 +102,24 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
 
 def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], significance: list[str],
            intervals: list[str], null: list[str], alpha: float, correction: str, out_csv: str, out_markdown: str,
-           out_latex: str) -> None:
-    from beluga.report import tables
+           out_latex: str, sources: list[str] = (), out_iid_data: str | None = None) -> None:
+    """Table 3 (CSV, Markdown, LaTeX); ``sources``: the tasks' iid/source.json, aligned with ``tasks``:
+    a task whose i.i.d. data are not the paper's is marked † with a footnote, and ``out_iid_data``
+    (the report's page) lists every task's i.i.d. data."""
+    from beluga.report import iid_data, tables
 
     per_task = {t: {"scores": pd.read_csv(s), "seed_scores": pd.read_csv(ss), "significance": pd.read_csv(g),
                     "intervals": pd.read_csv(i), "null": read_parquet(n, "null distribution")}
                 for t, s, ss, g, i, n in zip(tasks, scores, seed_scores, significance, intervals, null, strict=True)}
+    records = iid_data.read_source_records(tasks, sources) if sources else {}
+    notes = iid_data.fallback_lines(records)
     long = run_stats.table3_long(per_task, alpha, correction)
     write_csv(tables.table3_csv(long), out_csv)
     # the renderers read correction "none" as no correction
-    write_text(tables.table3_markdown(long, alpha, correction), out_markdown)
-    write_text(tables.table3_latex(long, alpha, correction), out_latex)
+    write_text(tables.table3_markdown(long, alpha, correction, iid_notes=notes), out_markdown)
+    write_text(tables.table3_latex(long, alpha, correction, iid_notes=notes), out_latex)
+    if out_iid_data is not None:
+        write_text(iid_data.iid_data_html(records), out_iid_data)
 
 
 def run_config(*, config: dict, out_config: str) -> None:
