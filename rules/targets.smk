@@ -14,7 +14,7 @@ OOD_OUTPUTS = (
     "models.csv",
     "correlation.csv",
 )
-TABLE3_OUTPUTS = ("table3.csv", "table3.md", "table3.tex", "summary.csv", "summary.md")
+TABLE3_OUTPUTS = ("table3.csv", "table3.md", "table3.tex", "summary.csv", "summary.md", "iid_data.html")
 OOD_RANKING_OUTPUTS = ("ranking.csv", "ranking.md", "ood_table.csv", "ood_table.md", "correlation.csv")
 
 

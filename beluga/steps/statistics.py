@@ -103,14 +103,19 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
 
 def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], significance: list[str],
            intervals: list[str], null: list[str], alpha: float, correction: str, out_csv: str, out_markdown: str,
-           out_latex: str, out_summary_csv: str, out_summary_markdown: str) -> None:
+           out_latex: str, out_summary_csv: str, out_summary_markdown: str, sources: list[str] = (),
+           out_iid_data: str | None = None) -> None:
     """Table 3 (CSV, Markdown, LaTeX) and its summaries (``out_summary_*``: the paper's means per configuration
-    and per scenario, beluga/report/table3_summary.py), from the table's own frame."""
-    from beluga.report import table3_summary, tables
+    and per scenario, beluga/report/table3_summary.py), from the table's own frame; ``sources``: the tasks'
+    iid/source.json, aligned with ``tasks``: a task whose i.i.d. data are not the paper's is marked † with a
+    footnote, and ``out_iid_data`` (the report's page) lists every task's i.i.d. data."""
+    from beluga.report import iid_data, table3_summary, tables
 
     per_task = {t: {"scores": pd.read_csv(s), "seed_scores": pd.read_csv(ss), "significance": pd.read_csv(g),
                     "intervals": pd.read_csv(i), "null": read_parquet(n, "null distribution")}
                 for t, s, ss, g, i, n in zip(tasks, scores, seed_scores, significance, intervals, null, strict=True)}
+    records = iid_data.read_source_records(tasks, sources) if sources else {}
+    notes = iid_data.fallback_lines(records)
     long = run_stats.table3_long(per_task, alpha, correction)
     table = tables.table3_csv(long)
     write_csv(table, out_csv)
@@ -118,8 +123,10 @@ def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], signi
     write_csv(summary, out_summary_csv)
     write_text(table3_summary.table3_summary_markdown(summary, table), out_summary_markdown)
     # the renderers read correction "none" as no correction
-    write_text(tables.table3_markdown(long, alpha, correction), out_markdown)
-    write_text(tables.table3_latex(long, alpha, correction), out_latex)
+    write_text(tables.table3_markdown(long, alpha, correction, iid_notes=notes), out_markdown)
+    write_text(tables.table3_latex(long, alpha, correction, iid_notes=notes), out_latex)
+    if out_iid_data is not None:
+        write_text(iid_data.iid_data_html(records), out_iid_data)
 
 
 def run_config(*, config: dict, out_config: str) -> None:
