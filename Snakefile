@@ -33,8 +33,11 @@ onstart:
         raise WorkflowError(str(e)) from None
 
 
+# The run's last lines: the tasks whose recorded i.i.d. data are not the paper's (beluga/report/iid_data.py).
 onsuccess:
     beluga_io.release_results_lock(config["results"], os.getcwd())
+    for line in beluga_iid_data.run_end_lines({t: PATHS.iid_source(t) for t in TASKS}):
+        print(line, file=sys.stderr)
 
 
 onerror:

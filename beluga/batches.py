@@ -8,6 +8,18 @@ shuffled together, so streams are drawn in proportion to their number of
 batches (:func:`epoch_batches`). INV/DIR minibatches hold (original, one
 randomly drawn perturbation) pairs, redrawn every epoch.
 
+``training.batching`` chooses the composition (:func:`cases_per_batch`):
+``project`` (default) puts ``batch_size`` items in every minibatch (INV / DIR:
+``batch_size`` pairs) and trains every input of a label-checked DIR (PARA) as
+an MFT item every epoch; ``reference`` follows the reference code
+(``get_single_dataloader`` and the data collators of behaviour_training.py):
+``batch_size // 2`` INV / DIR cases (one pair each: ``batch_size`` rows),
+label-checked DIR cases in a stream of their own (``DIR_LABEL``),
+``batch_size // 3`` cases per minibatch, each giving at most three inputs
+drawn afresh every epoch (:func:`_label_picks`), ``batch_size`` MFT inputs or
+i.i.d. examples; no length bucketing; per-environment minibatches drawn from a
+fresh permutation at every step.
+
 Methods that sample per environment (``per_env``) group the items by
 environment (:func:`env_groups`) and draw minibatches of one environment at
 a time (:class:`EnvSampler`). :mod:`beluga.training` describes both sampling
@@ -31,6 +43,12 @@ from beluga.tasks import TaskType
 
 _log = logging.getLogger(__name__)
 
+#: training.batching values (schemas/config.schema.yaml)
+BATCHINGS = ("project", "reference")
+#: reference batching: the stream of label-checked DIR cases (PARA), one item per case
+LABEL_DIR = "DIR_LABEL"
+#: reference batching: inputs one label-checked DIR case gives a minibatch (the reference's qqp DIR collator)
+LABEL_DIR_DRAW = 3
 
 
 @dataclass
@@ -46,6 +64,8 @@ class TrainItem:
     answer: str | None = None           # QA MFT / i.i.d.: the answer string (inputs: context, inputs_b: question)
     answer_start: int | None = None     # QA: character start of the answer (None: first occurrence)
     qa: bool = False                    # QA item (span targets / aligned INV) rather than a class distribution
+    targets: list[list[float]] | None = None   # DIR_LABEL (reference batching): one target per input
+    anchor: bool = False                # DIR_LABEL: inputs[0] is the original, in every draw
 
 
 @dataclass
@@ -65,8 +85,22 @@ class Batch:
         self.size = len(self.envs)
 
 
+#: ``training.eq_or_not_negative_target``: how SENT trains an ``eq_or_not_negative`` case's label 1 ("not
+#: negative"): [1/3, 2/3] as every not-negative case, or its literal label (neutral [1/2, 1/2], the reference code's)
+EQ_OR_NOT_NEGATIVE_TARGETS = ("not_negative", "label")
+
+
 def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: pd.DataFrame | None,
-                  dir_train_slice: bool = True, qa_answer_match: str = "token") -> dict[str, list[TrainItem]]:
+                  dir_train_slice: bool = True, qa_answer_match: str = "token",
+                  eq_or_not_negative_target: str = "not_negative",
+                  batching: str = "project") -> dict[str, list[TrainItem]]:
+    """Stream name -> training items (``iid``, ``MFT``, ``INV``, ``DIR``; with
+    ``batching="reference"`` also ``DIR_LABEL``: see :func:`_case_items`)."""
+    if eq_or_not_negative_target not in EQ_OR_NOT_NEGATIVE_TARGETS:
+        raise ValueError(f"field 'training.eq_or_not_negative_target': {eq_or_not_negative_target!r} is not one of "
+                         f"{', '.join(EQ_OR_NOT_NEGATIVE_TARGETS)}")
+    if batching not in BATCHINGS:
+        raise ValueError(f"training.batching must be one of {BATCHINGS}, got {batching!r}")
     streams: dict[str, list[TrainItem]] = {}
     if iid_train is not None and len(iid_train) and ttype.head == "qa":
         streams["iid"] = [TrainItem("iid", [c], [q], answer=str(a[0]), answer_start=int(s[0]), qa=True)
@@ -80,7 +114,8 @@ def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: 
     if suite_train is not None and len(suite_train):
         unpaired = 0
         for r in suite_train.itertuples(index=False):
-            stream, items = _case_items(ttype, r, dir_train_slice, qa_answer_match)
+            stream, items = _case_items(ttype, r, dir_train_slice, qa_answer_match, eq_or_not_negative_target,
+                                        batching)
             if stream in ("INV", "DIR"):   # a pair loss needs the original and a perturbation
                 kept = [it for it in items if len(it.inputs) >= 2]
                 unpaired += len(items) - len(kept)
@@ -93,8 +128,9 @@ def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: 
     return {k: streams[k] for k in sorted(streams)}
 
 
-def _case_items(ttype: TaskType, r, dir_train_slice: bool,
-                qa_answer_match: str = "token") -> tuple[str, list[TrainItem]]:
+def _case_items(ttype: TaskType, r, dir_train_slice: bool, qa_answer_match: str = "token",
+                eq_or_not_negative_target: str = "not_negative",
+                batching: str = "project") -> tuple[str, list[TrainItem]]:
     """Training items of one suite case and the stream they go to.
 
     MFTs: one item per input with its (soft) target. A DIR whose expectation
@@ -103,33 +139,63 @@ def _case_items(ttype: TaskType, r, dir_train_slice: bool,
     expectation checks (all, or all but the original under
     ``all_except_first``). A training hint ``"train": {"as": "MFT", "label": y}``
     in the expectation parameters (PARA's one-pair synonym "INV", a paper fix)
-    trains every input as an MFT with label y. Other INVs / DIRs: one item per
-    case (original + perturbations)."""
+    trains every input as an MFT with label y. SENT's ``eq_or_not_negative``
+    (CheckList's "Q & A: no") trains label 1 as "not negative" [1/3, 2/3], or
+    as its literal label, neutral [1/2, 1/2], under
+    ``eq_or_not_negative_target="label"`` (the reference code's). Other INVs /
+    DIRs: one item per case (original + perturbations).
+
+    ``batching="reference"``: a label-checked DIR (not MFT, no hint) is one
+    ``DIR_LABEL`` item of the inputs its expectation checks, with one target
+    each; ``anchor`` when the original is among them (the reference code's
+    "(q, paraphrase(q))" and "Testing implications": ``all`` / triplet)."""
     params = json.loads(r.expect_params) if r.expect_params else {}
     inputs = list(r.inputs)
     inputs_b = list(r.inputs_b) if r.inputs_b is not None else None
     if ttype.head == "qa":
         return _qa_case_items(r, inputs, inputs_b, qa_answer_match)
-    hint = params.get("train") or {}
-    test_type = r.test_type
-    if hint.get("as") == "MFT" or test_type == "MFT" or r.expect in ("eq", "triplet"):
-        if hint.get("as") == "MFT":
-            expect, labels, first = "eq", [hint.get("label")] * len(inputs), 0
-        else:
-            expect = "eq" if r.expect == "triplet" else r.expect
-            labels = list(r.labels) if r.labels is not None else [params.get("val")] * len(inputs)
-            first = 1 if test_type != "MFT" and r.agg_fn == "all_except_first" and r.expect != "triplet" else 0
-        items = []
-        for j in range(first, len(inputs)):
-            label = labels[j] if labels[j] is not None else params.get("val")
-            items.append(TrainItem(r.functionality, [inputs[j]], [inputs_b[j]] if inputs_b else None,
-                                   ttype.mft_target(expect, label)))
+    if trained_as_mft(r, params):
+        expect, labelled = mft_inputs(r, params)
+        if expect == "eq_or_not_negative" and eq_or_not_negative_target == "label":
+            expect = "eq"
+        items = [TrainItem(r.functionality, [inputs[j]], [inputs_b[j]] if inputs_b else None,
+                           ttype.mft_target(expect, label)) for j, label in labelled]
+        if batching == "reference" and r.test_type != "MFT" and (params.get("train") or {}).get("as") != "MFT":
+            if not items:
+                return LABEL_DIR, []
+            return LABEL_DIR, [TrainItem(r.functionality, [it.inputs[0] for it in items],
+                                         [it.inputs_b[0] for it in items] if inputs_b else None,
+                                         targets=[it.target for it in items], anchor=labelled[0][0] == 0)]
         return "MFT", items
-    if test_type == "INV":
+    if r.test_type == "INV":
         return "INV", [TrainItem(r.functionality, inputs, inputs_b)]
     fn = dir_function_for(r.expect, params)
     sliced = dir_train_slice and params.get("slice") == "orig_not_neutral"
     return "DIR", [TrainItem(r.functionality, inputs, inputs_b, dir_fn=DIR_FN_INDEX[fn], dir_slice=sliced)]
+
+
+def trained_as_mft(r, params: dict) -> bool:
+    """A classification case trained as MFTs: an MFT, a case with the training
+    hint ``"train": {"as": "MFT"}``, or a label-checked INV / DIR (``eq``,
+    ``triplet``)."""
+    return (params.get("train") or {}).get("as") == "MFT" or r.test_type == "MFT" or r.expect in ("eq", "triplet")
+
+
+def mft_inputs(r, params: dict) -> tuple[str, list[tuple[int, object]]]:
+    """(expectation, [(input index, label)]) of a case :func:`trained_as_mft`:
+    every input with the hint's label; an MFT's inputs with their labels; a
+    label-checked DIR's inputs the expectation checks (all but the original
+    under ``all_except_first``, every input of a triplet). A missing label
+    is the expectation's ``val``."""
+    n = len(r.inputs)
+    hint = params.get("train") or {}
+    if hint.get("as") == "MFT":
+        expect, labels, first = "eq", [hint.get("label")] * n, 0
+    else:
+        expect = "eq" if r.expect == "triplet" else r.expect
+        labels = list(r.labels) if r.labels is not None else [params.get("val")] * n
+        first = 1 if r.test_type != "MFT" and r.agg_fn == "all_except_first" and r.expect != "triplet" else 0
+    return expect, [(j, labels[j] if labels[j] is not None else params.get("val")) for j in range(first, n)]
 
 
 def _qa_case_items(r, contexts: list[str], questions: list[str] | None,
@@ -158,7 +224,23 @@ def _qa_case_items(r, contexts: list[str], questions: list[str] | None,
     return "MFT", items
 
 
+def _label_picks(item: TrainItem, rng: np.random.Generator) -> list[int]:
+    """The inputs of a ``DIR_LABEL`` case in one minibatch, drawn without
+    replacement (the reference code's qqp DIR collator): the original and
+    min(2, n - 1) of its n - 1 perturbations when the original is checked
+    (``anchor``), else min(3, n) of the n checked perturbations."""
+    n = len(item.inputs)
+    if item.anchor:
+        return [0] + [1 + int(k) for k in rng.choice(n - 1, size=min(LABEL_DIR_DRAW - 1, n - 1), replace=False)]
+    return [int(k) for k in rng.choice(n, size=min(LABEL_DIR_DRAW, n), replace=False)]
+
+
 def _make_batch(stream: str, items: list[TrainItem], rng: np.random.Generator) -> Batch:
+    if stream == LABEL_DIR:   # rows: each case's drawn inputs, as MFT examples with their targets
+        rows = [(it, j) for it in items for j in _label_picks(it, rng)]
+        return Batch("mft", [it.env for it, _ in rows], [it.inputs[j] for it, j in rows],
+                     [it.inputs_b[j] for it, j in rows] if items[0].inputs_b is not None else None,
+                     targets=torch.tensor([it.targets[j] for it, j in rows], dtype=torch.float32))
     envs = [it.env for it in items]
     has_b = items[0].inputs_b is not None
     if items[0].qa and stream in ("iid", "MFT"):
@@ -185,27 +267,55 @@ def _length(item: TrainItem) -> int:
     return sum(len(t) for t in item.inputs) + (sum(len(t) for t in item.inputs_b) if item.inputs_b else 0)
 
 
+def cases_per_batch(stream: str, batch_size: int, batching: str = "project") -> int:
+    """Items of ``stream`` in one minibatch: ``batch_size`` (``project``, and
+    i.i.d. / MFT under ``reference``); under ``reference`` (the reference
+    code's ``get_single_dataloader``) ``batch_size // 2`` INV / DIR cases and
+    ``batch_size // 3`` ``DIR_LABEL`` cases (0 when ``batch_size`` is too
+    small: :func:`beluga.training.train` stops on it)."""
+    if batching not in BATCHINGS:
+        raise ValueError(f"training.batching must be one of {BATCHINGS}, got {batching!r}")
+    if batching == "project" or stream in ("iid", "MFT"):
+        return batch_size
+    return batch_size // (3 if stream == LABEL_DIR else 2)
+
+
+def _sizes(streams, batch_size: int, batching: str) -> dict[str, int]:
+    sizes = {name: cases_per_batch(name, batch_size, batching) for name in streams}
+    small = sorted(k for k, v in sizes.items() if v < 1)
+    if small:
+        raise ValueError(f"training.batching {batching}: batch_size {batch_size} gives the {', '.join(small)} "
+                         "stream(s) empty minibatches")
+    return sizes
+
+
 def epoch_batches(streams: dict[str, list[TrainItem]], batch_size: int, rng: np.random.Generator,
-                  bucket: int = 8) -> list[Batch]:
+                  bucket: int = 8, batching: str = "project") -> list[Batch]:
     """All minibatches of one epoch, shuffled across streams. Within a stream,
     items are shuffled, cut into pools of ``bucket`` batches, and each pool is
     sorted by length before being cut into batches (less padding; ``bucket=1``
-    turns this off)."""
+    turns this off, as ``batching="reference"`` does: the reference code's
+    random sampler). A minibatch of a stream holds :func:`cases_per_batch`
+    items."""
+    sizes = _sizes(streams, batch_size, batching)
+    if batching == "reference":
+        bucket = 1
     planned = []
     for name in sorted(streams):
-        items = streams[name]
+        items, size = streams[name], sizes[name]
         order = list(rng.permutation(len(items)))
-        pool = batch_size * max(1, bucket)
+        pool = size * max(1, bucket)
         for p in range(0, len(order), pool):
             chunk = sorted(order[p:p + pool], key=lambda i: _length(items[i]))
-            for s in range(0, len(chunk), batch_size):
-                planned.append((name, [items[i] for i in chunk[s:s + batch_size]]))
+            for s in range(0, len(chunk), size):
+                planned.append((name, [items[i] for i in chunk[s:s + size]]))
     sequence = rng.permutation(len(planned))
     return [_make_batch(planned[i][0], planned[i][1], rng) for i in sequence]
 
 
-def n_batches(streams: dict[str, list[TrainItem]], batch_size: int) -> int:
-    return sum(-(-len(v) // batch_size) for v in streams.values())
+def n_batches(streams: dict[str, list[TrainItem]], batch_size: int, batching: str = "project") -> int:
+    sizes = _sizes(streams, batch_size, batching)
+    return sum(-(-len(v) // sizes[k]) for k, v in streams.items())
 
 
 # --------------------------------------------------------------------------- per-environment sampling
@@ -246,20 +356,29 @@ class EnvSampler:
     permutation of the environment's items cut into minibatches of
     ``batch_size`` (the last one of a pass may be smaller, as in pooled
     sampling), so each item is used once per pass and a minibatch never
-    repeats an item. The batch's ``envs`` are the environment name."""
+    repeats an item. The batch's ``envs`` are the environment name.
 
-    def __init__(self, groups: dict[str, tuple[str, list[TrainItem]]], batch_size: int, rng: np.random.Generator):
+    ``batching="reference"``: an environment's minibatch holds
+    :func:`cases_per_batch` items of its stream, the first ones of a fresh
+    permutation at every draw (the reference code makes new iterators at
+    every step): no passes, items drawn with replacement across steps."""
+
+    def __init__(self, groups: dict[str, tuple[str, list[TrainItem]]], batch_size: int, rng: np.random.Generator,
+                 batching: str = "project"):
         self.groups = groups
         self.batch_size = batch_size
+        per_stream = _sizes({stream for stream, _ in groups.values()}, batch_size, batching)
+        self.sizes = {env: per_stream[stream] for env, (stream, _) in groups.items()}   # items per minibatch
+        self.fresh = batching == "reference"
         self.rng = rng
         self.queues: dict[str, list[int]] = {k: [] for k in groups}
 
     def minibatch(self, env: str) -> Batch:
         stream, items = self.groups[env]
-        if not self.queues[env]:
+        if self.fresh or not self.queues[env]:
             self.queues[env] = [int(i) for i in self.rng.permutation(len(items))]
-        queue = self.queues[env]
-        pick, self.queues[env] = queue[:self.batch_size], queue[self.batch_size:]
+        queue, size = self.queues[env], self.sizes[env]
+        pick, self.queues[env] = queue[:size], ([] if self.fresh else queue[size:])
         batch = _make_batch(stream, [items[i] for i in pick], self.rng)
         batch.envs = [env] * batch.size
         return batch

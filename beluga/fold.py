@@ -16,7 +16,9 @@ beluga/steps/inoculation.py, beluga/steps/combinational.py) goes through here, a
 - :func:`suite_pass_rates`: predictions, per-case status and per-functionality
   pass rates of a set of suite cases (a trial's or an inoculation's T_val);
   :func:`suite_outcomes` is its predict → score part (also the ``test``
-  command's).
+  command's);
+- :func:`suite_objective`: a selection trial's score on T_val under
+  ``selection.objective`` (:mod:`beluga.selection`), with its pass rates.
 
 The random number generators are seeded once per model, in
 :func:`load_start_model`, right before the model is built: the training data
@@ -35,7 +37,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from beluga import batches, training
+from beluga import batches, selection, training
 from beluga.clock import Clock
 from beluga.errors import ConfigError
 from beluga.folds import configuration
@@ -46,6 +48,7 @@ from beluga.metrics import pass_rates
 from beluga.modeling import load_model, set_seed
 from beluga.precision import Precision
 from beluga.predict import predictions, suite_predictions
+from beluga.qa import aligned_argmax_agreement, span_argmax_hits
 from beluga.scoring import run_outcomes, score_cases
 from beluga.settings import FoldRun
 from beluga.suites.build import split_cases
@@ -118,7 +121,8 @@ def train_fold(run: FoldRun, job: Job, clock: Clock, *, suite: str, split: str, 
     model, tokenizer = load_start_model(run, job, num_labels=ttype.num_model_labels, head=ttype.head, start=start,
                                         config_overrides=get_algorithm(run.method).config_overrides(run.hparams))
     streams = batches.build_streams(ttype, iid_mix, suite_train, dir_train_slice=run.dir_train_slice,
-                                    qa_answer_match=run.qa_answer_match)
+                                    qa_answer_match=run.qa_answer_match,
+                                    eq_or_not_negative_target=run.eq_or_not_negative_target, batching=run.batching)
     return model, tokenizer, train_model(model, tokenizer, streams, run, job, clock, on_epoch_end=on_epoch_end,
                                          lr_factor=lr_factor)
 
@@ -155,6 +159,42 @@ def suite_pass_rates(model, tokenizer, cases: pd.DataFrame, run: FoldRun, job: J
                                source=source, clock=clock)
     with clock("score"):
         return pass_rates(status, functionality_table(cases)).set_index("functionality")["pass_rate"]
+
+
+def suite_objective(model, tokenizer, cases: pd.DataFrame, run: FoldRun, job: Job, clock: Clock, *,
+                    batch_size: int, source: str, objective: str = "pass_rate",
+                    plan: dict | None = None) -> dict:
+    """A trial's score on ``cases`` (T_val) under ``objective``
+    (:mod:`beluga.selection`): its record with ``score``, ``metric``, the
+    per-functionality ``pass_rates`` (always), and for ``reference`` its
+    ``terms`` and ``parts`` (``plan``: :func:`beluga.selection.reference_plan`
+    of the cases, built here if not given; READ predicts its windows and
+    pairs once more, as logits). Timed as ``predict`` and ``score``."""
+    ttype = get_task_type(run.task_type)
+    preds, status = suite_outcomes(model, tokenizer, ttype, cases, split="suite_val", batch_size=batch_size,
+                                   max_length=run.max_length, doc_stride=run.doc_stride, precision=job.precision,
+                                   source=source, clock=clock)
+    with clock("score"):
+        rates = pass_rates(status, functionality_table(cases)).set_index("functionality")["pass_rate"]
+    record = {"pass_rates": {k: (None if v != v else float(v)) for k, v in rates.items()}}
+    if selection.check_objective(objective) == "pass_rate":
+        return {**selection.pass_rate_objective(rates), **record}
+    if plan is None:
+        plan = selection.reference_plan(ttype, cases, run.qa_answer_match)
+    if ttype.head == "qa":
+        mft, inv = plan["mft"], plan["inv"]
+        with clock("predict"):
+            hits = span_argmax_hits(model, tokenizer, [m[3] for m in mft], [m[2] for m in mft], [m[4] for m in mft],
+                                    [m[5] for m in mft], max_length=run.max_length, stride=run.doc_stride,
+                                    batch_size=batch_size, precision=job.precision)
+            same = aligned_argmax_agreement(model, tokenizer, [p[3] for p in inv], [p[2] for p in inv],
+                                            [p[5] for p in inv], [p[4] for p in inv], max_length=run.max_length,
+                                            batch_size=batch_size, precision=job.precision)
+        parts = selection.read_parts(*hits, *same)
+    else:
+        with clock("score"):
+            parts = selection.classification_parts(ttype, plan, preds, source)
+    return {**selection.reference_objective(ttype.name, parts), **record}
 
 
 def evaluate_fold(model, tokenizer, run: FoldRun, job: Job, clock: Clock, *, suite_test: pd.DataFrame,

@@ -68,7 +68,10 @@ def fold_ids(names: list[str]) -> dict[str, str]:
 
 
 def enumerate_folds(functionalities: pd.DataFrame, partitions: list[str]) -> list[dict]:
-    """functionalities: DataFrame(functionality, capability, test_type).
+    """functionalities: DataFrame(functionality, capability, test_type), and
+    optionally ``fold_type``, the test type the ``type`` partition groups a
+    functionality under (:func:`beluga.suites.build.with_fold_types`; without
+    it, ``test_type``).
     Returns one dict per fold: partition, fold (id), group (the held-out
     functionality / class / type name), held_out (list of functionalities).
     For ``seen`` the single fold holds out nothing from training and is
@@ -83,7 +86,8 @@ def enumerate_folds(functionalities: pd.DataFrame, partitions: list[str]) -> lis
         if part == "seen":
             folds.append({"partition": "seen", "fold": SEEN_FOLD, "group": "all", "held_out": funcs})
             continue
-        col = {"func": "functionality", "class": "capability", "type": "test_type"}[part]
+        type_col = "fold_type" if "fold_type" in functionalities.columns else "test_type"
+        col = {"func": "functionality", "class": "capability", "type": type_col}[part]
         groups = list(dict.fromkeys(functionalities[col]))
         ids = fold_ids(groups)
         for g in groups:

@@ -9,6 +9,40 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+
+class DummyClassifier:
+    """IRM's dummy classifier in the reference code's form: one weight per class
+    (the logits' last dimension; READ: per sequence position), all 1, with
+    gradients, multiplied onto the logits before every softmax; created at its
+    first use, with the width of the logits it meets (``weight``, None before).
+    As in the reference code, the soft target of an INV loss (the original's
+    logits, ``target=True``) is left unmultiplied."""
+
+    def __init__(self):
+        self.weight: torch.Tensor | None = None
+
+    def __call__(self, logits: torch.Tensor, target: bool = False) -> torch.Tensor:
+        if target:
+            return logits
+        if self.weight is None:
+            self.weight = torch.ones(logits.shape[-1], dtype=logits.dtype, device=logits.device, requires_grad=True)
+        elif self.weight.shape[0] != logits.shape[-1]:
+            raise ValueError(f"IRM dummy classifier: {self.weight.shape[0]} weights, logits of width "
+                             f"{logits.shape[-1]} (one dummy per minibatch)")
+        return logits * self.weight
+
+
+def dummy_scaled(logits: torch.Tensor, scale=None, target: bool = False) -> torch.Tensor:
+    """``logits`` times IRM's dummy ``scale``: None (unchanged), a number or a
+    tensor (multiplied, ``target`` or not: this project's scalar w), or a
+    :class:`DummyClassifier` (per class; a ``target`` left alone)."""
+    if scale is None:
+        return logits
+    if isinstance(scale, DummyClassifier):
+        return scale(logits, target=target)
+    return logits * scale
+
+
 # DIR comparison functions (SENT, two-class model: y[0] = P(neg), y[1] = P(pos))
 DIR_FUNCTIONS = ("not_more_negative", "not_more_positive", "not_more_confident", "not_less_confident")
 DIR_FN_INDEX = {name: i for i, name in enumerate(DIR_FUNCTIONS)}

@@ -207,9 +207,12 @@ def pass_rates_over_seeds(per_seed: pd.DataFrame) -> pd.DataFrame:
 CONFIG_LABELS = {"iid": "IID", "iid_to_t": "IID→T", "iid_plus_t": "IID+T", "iid_to_iid_plus_t": "IID→(IID+T)"}
 
 
-def scores_markdown(scores: pd.DataFrame, task: str, seeds: list[int] | None = None) -> str:
+def scores_markdown(scores: pd.DataFrame, task: str, seeds: list[int] | None = None,
+                    iid_note: str | None = None) -> str:
     """scores.md: one row per pair (×100); with several training ``seeds`` every cell is the mean over seeds
-    ± the standard deviation (``scores`` from :func:`scores_over_seeds`)."""
+    ± the standard deviation (``scores`` from :func:`scores_over_seeds`). ``iid_note``: the sentence saying
+    the task's i.i.d. data are not the paper's (:func:`beluga.report.iid_data.fallback_line`), shown
+    under the title."""
     from beluga.seeds import plus_minus, seeds_note
 
     several = seeds is not None and len(seeds) > 1
@@ -218,8 +221,11 @@ def scores_markdown(scores: pd.DataFrame, task: str, seeds: list[int] | None = N
     cols = ["iid_score"] + (detail if len(detail) > 1 else []) + [f"s_{s}" for s in SCENARIOS] + \
         [f"G_{s}" for s in SCENARIOS]
     head = ["configuration", "method"] + cols
-    lines = [f"# {task.upper()}: scores (×100)", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines = [f"# {task.upper()}: scores (×100)", ""]
+    if iid_note:
+        lines += [f"**Not the paper's i.i.d. data**: {iid_note} (iid/source.json; docs/DEVIATIONS.md, "
+                  "'i.i.d. data files')", ""]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in scores.itertuples(index=False):
         d = r._asdict()
         cells = [CONFIG_LABELS.get(d["configuration"], d["configuration"]), d["method"]]

@@ -22,6 +22,12 @@ heuristic would otherwise treat frequent tokens (``the``, ``,``) in sequences of
 are aligned (the answer can only lie in the context, and the question tokens,
 [CLS] and [SEP] are not answer candidates); :func:`qa_inv_batch_loss` offers
 ``scope="sequence"`` to align the whole sequences minus padding instead.
+
+The reference objective of model selection (``selection.objective:
+reference``, beluga/selection.py) reads logits, not answers:
+:func:`span_argmax_hits` (start / end token accuracy) and
+:func:`aligned_argmax_agreement` (INV argmax agreement on the reference
+code's alignment, :func:`reference_alignment`).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from beluga.errors import ConfigError, DataError
+from beluga.losses import DummyClassifier, dummy_scaled
 from beluga.precision import FP32, Precision, full
 
 # --------------------------------------------------------------------------- metrics
@@ -346,6 +353,31 @@ def qa_inv_loss(orig_start: torch.Tensor, orig_end: torch.Tensor, pert_start: to
     return (ls + le) / 2
 
 
+def reference_alignment(orig_ids: Sequence[int], pert_ids: Sequence[int]) -> tuple[list[int], list[int]]:
+    """The reference code's INV alignment (``align_inv``): the matching blocks
+    of ``difflib.SequenceMatcher()`` (its default ``autojunk``) with the
+    perturbation as the first sequence and the original as the second, over
+    the whole padded id sequences; the matched positions (original,
+    perturbation), then (0, 0) pairs up to the original's length."""
+    orig_ids, pert_ids = [int(x) for x in orig_ids], [int(x) for x in pert_ids]
+    sm = difflib.SequenceMatcher()
+    sm.set_seq2(orig_ids)
+    sm.set_seq1(pert_ids)
+    blocks = sm.get_matching_blocks()
+    pert_idx = [i for b in blocks for i in range(b[0], b[0] + b[2])]
+    orig_idx = [i for b in blocks for i in range(b[1], b[1] + b[2])]
+    pad = len(orig_ids) - len(orig_idx)
+    return orig_idx + [0] * pad, pert_idx + [0] * pad
+
+
+def aligned_argmax_same(orig_logits, pert_logits, alignment: tuple[list[int], list[int]]) -> bool:
+    """Whether the original's and the perturbation's logits, gathered at the
+    aligned positions (``alignment``: :func:`reference_alignment`), have
+    their argmax (the first maximum) at the same aligned index."""
+    io, ip = alignment
+    return int(np.asarray(orig_logits)[io].argmax()) == int(np.asarray(pert_logits)[ip].argmax())
+
+
 # --------------------------------------------------------------------------- decoding
 
 
@@ -390,6 +422,17 @@ def _device(model):
     return next(model.parameters()).device
 
 
+def _forward_logits(model, feats: QAFeatures, batch_size: int, precision: Precision) -> tuple[np.ndarray, np.ndarray]:
+    dev = _device(model)
+    starts, ends = [], []
+    for fs in range(0, len(feats), batch_size):
+        with precision.autocast():
+            res = model(**feats.model_inputs(slice(fs, fs + batch_size), device=dev))
+        starts.append(res.start_logits.float().cpu())
+        ends.append(res.end_logits.float().cpu())
+    return torch.cat(starts).numpy(), torch.cat(ends).numpy()
+
+
 @torch.inference_mode()
 def predict_qa(model, tokenizer, questions: Sequence[str], contexts: Sequence[str], batch_size: int = 32,
                max_length: int = 384, stride: int = 128, max_answer_len: int = 30,
@@ -404,22 +447,68 @@ def predict_qa(model, tokenizer, questions: Sequence[str], contexts: Sequence[st
         raise ValueError(f"predict_qa: {n} questions but {len(contexts)} contexts")
     out: list[tuple[str, int, int] | None] = [None] * n
     order = sorted(range(n), key=lambda i: len(questions[i]) + len(contexts[i]))
-    dev = _device(model)
     for s in range(0, n, batch_size):
         idx = order[s:s + batch_size]
         qs, cs = [questions[i] for i in idx], [contexts[i] for i in idx]
         feats = encode_qa(tokenizer, qs, cs, max_length=max_length, stride=stride)
-        starts, ends = [], []
-        for fs in range(0, len(feats), batch_size):
-            with precision.autocast():
-                res = model(**feats.model_inputs(slice(fs, fs + batch_size), device=dev))
-            starts.append(res.start_logits.float().cpu())
-            ends.append(res.end_logits.float().cpu())
-        answers = decode_answers(torch.cat(starts), torch.cat(ends), feats, cs,
-                                 max_answer_len=max_answer_len, n_best=n_best)
+        starts, ends = _forward_logits(model, feats, batch_size, precision)
+        answers = decode_answers(starts, ends, feats, cs, max_answer_len=max_answer_len, n_best=n_best)
         for i, a in zip(idx, answers):
             out[i] = a
     return out  # type: ignore[return-value]
+
+
+@torch.inference_mode()
+def span_argmax_hits(model, tokenizer, questions: Sequence[str], contexts: Sequence[str], answers: Sequence[str],
+                     answer_starts: Sequence[int | None], *, max_length: int = 384, stride: int = 128,
+                     batch_size: int = 32, precision: Precision = FP32) -> tuple[np.ndarray, np.ndarray]:
+    """Per feature (window, in example order): does the argmax of its start
+    (end) logits over every position hit its start (end) target? The
+    reference code's MFT start / end token accuracy: windows padded to
+    ``max_length``, targets from :func:`span_targets` ([CLS] for a window
+    without the whole answer), no masking, the first maximum wins."""
+    model.eval()
+    start_hits, end_hits = [], []
+    for s in range(0, len(questions), batch_size):
+        cs = list(contexts[s:s + batch_size])
+        feats = encode_qa(tokenizer, questions[s:s + batch_size], cs, max_length=max_length, stride=stride,
+                          padding="max_length")
+        sp, ep = span_targets(feats, cs, answers[s:s + batch_size], answer_starts[s:s + batch_size])
+        sl, el = _forward_logits(model, feats, batch_size, precision)
+        start_hits.append(sl.argmax(-1) == sp.numpy())
+        end_hits.append(el.argmax(-1) == ep.numpy())
+    if not start_hits:
+        return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
+    return np.concatenate(start_hits), np.concatenate(end_hits)
+
+
+@torch.inference_mode()
+def aligned_argmax_agreement(model, tokenizer, orig_questions: Sequence[str], orig_contexts: Sequence[str],
+                             pert_questions: Sequence[str], pert_contexts: Sequence[str], *, max_length: int = 384,
+                             batch_size: int = 32, precision: Precision = FP32) -> tuple[np.ndarray, np.ndarray]:
+    """Per (original, perturbation) pair: do both put the argmax of their
+    start (end) logits on the same aligned position? The reference code's
+    READ INV metric: each input one window padded to ``max_length``, the
+    logits gathered at :func:`reference_alignment`'s positions, the argmax
+    (first maximum) of each side compared (its ``|Δ| <= 0.1`` on these
+    integer positions is equality)."""
+    model.eval()
+    n = len(orig_questions)
+    if not (len(orig_contexts) == len(pert_questions) == len(pert_contexts) == n):
+        raise ValueError("aligned_argmax_agreement: originals and perturbations must have the same length")
+    same_start, same_end = [], []
+    for s in range(0, n, batch_size):
+        fo = encode_qa(tokenizer, orig_questions[s:s + batch_size], orig_contexts[s:s + batch_size],
+                       max_length=max_length, padding="max_length", overflow=False)
+        fp = encode_qa(tokenizer, pert_questions[s:s + batch_size], pert_contexts[s:s + batch_size],
+                       max_length=max_length, padding="max_length", overflow=False)
+        so, eo = _forward_logits(model, fo, batch_size, precision)
+        sp, ep = _forward_logits(model, fp, batch_size, precision)
+        for r in range(len(fo)):
+            align = reference_alignment(fo.input_ids[r].tolist(), fp.input_ids[r].tolist())
+            same_start.append(aligned_argmax_same(so[r], sp[r], align))
+            same_end.append(aligned_argmax_same(eo[r], ep[r], align))
+    return np.asarray(same_start, dtype=bool), np.asarray(same_end, dtype=bool)
 
 
 # --------------------------------------------------------------------------- batch losses
@@ -433,16 +522,18 @@ def per_example_mean(values: torch.Tensor, example_idx: torch.Tensor, n_examples
     return sums / counts
 
 
-def _scaled(logits: torch.Tensor, scale: torch.Tensor | float | None) -> torch.Tensor:
-    """float32 logits (forward passes may run under bf16 autocast), times ``scale`` if given."""
-    logits = full(logits)
-    return logits if scale is None else logits * scale
+def _scaled(logits: torch.Tensor, scale: torch.Tensor | float | DummyClassifier | None,
+            target: bool = False) -> torch.Tensor:
+    """float32 logits (forward passes may run under bf16 autocast), times IRM's
+    dummy ``scale`` if given (:func:`beluga.losses.dummy_scaled`)."""
+    return dummy_scaled(full(logits), scale, target=target)
 
 
 def qa_mft_batch_loss(model, tokenizer, questions: Sequence[str], contexts: Sequence[str],
                       answers: Sequence[str], answer_starts: Sequence[int | None] | None = None,
                       max_length: int = 384, stride: int = 128, mask_padding: bool = False,
-                      scale: torch.Tensor | float | None = None, precision: Precision = FP32) -> torch.Tensor:
+                      scale: torch.Tensor | float | DummyClassifier | None = None,
+                      precision: Precision = FP32) -> torch.Tensor:
     """Per-example MFT / i.i.d. span loss (with gradients): every window of an
     example is trained (windows without the answer target [CLS]) and its
     features' losses are averaged, so each example weighs the same.
@@ -461,12 +552,15 @@ def qa_mft_batch_loss(model, tokenizer, questions: Sequence[str], contexts: Sequ
 def qa_inv_batch_loss(model, tokenizer, orig_questions: Sequence[str], orig_contexts: Sequence[str],
                       pert_questions: Sequence[str], pert_contexts: Sequence[str], max_length: int = 384,
                       detach_orig: bool = False, scope: str = "context",
-                      scale: torch.Tensor | float | None = None, precision: Precision = FP32) -> torch.Tensor:
+                      scale: torch.Tensor | float | DummyClassifier | None = None,
+                      precision: Precision = FP32) -> torch.Tensor:
     """Per-pair INV loss (with gradients) for (original, perturbation) pairs.
     Each input is one window (truncated, no overflow); positions are aligned
     over the context tokens (``scope="context"``, default) or over the whole
     sequences minus padding (``scope="sequence"``). ``scale`` (optional)
-    multiplies the start and end logits of both sides before the softmaxes."""
+    multiplies the start and end logits of both sides before the softmaxes (a
+    per-position :class:`beluga.losses.DummyClassifier`: the perturbation's
+    only, as the reference code)."""
     if scope not in ("context", "sequence"):
         raise ValueError(f"qa_inv_batch_loss: scope must be 'context' or 'sequence', got {scope!r}")
     fo = encode_qa(tokenizer, orig_questions, orig_contexts, max_length=max_length, overflow=False)
@@ -478,6 +572,6 @@ def qa_inv_batch_loss(model, tokenizer, orig_questions: Sequence[str], orig_cont
     with precision.autocast():
         ro = model(**fo.model_inputs(device=dev))
         rp = model(**fp.model_inputs(device=dev))
-    return qa_inv_loss(_scaled(ro.start_logits, scale), _scaled(ro.end_logits, scale),
+    return qa_inv_loss(_scaled(ro.start_logits, scale, True), _scaled(ro.end_logits, scale, True),
                        _scaled(rp.start_logits, scale), _scaled(rp.end_logits, scale), pairs,
                        detach_orig=detach_orig)

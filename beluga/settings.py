@@ -56,8 +56,10 @@ class FoldRun:
     dir_train_slice: bool = field(metadata=_from("training"))
     qa_answer_match: str = field(metadata=_from("training"))
     qa_inv_scope: str = field(metadata=_from("training"))
+    eq_or_not_negative_target: str = field(metadata=_from("training"))   # SENT "Q & A: no" label 1
     nonfinite: str = field(metadata=_from("training"))
     compile: str = field(metadata=_from("training"))   # off / default / graphs (beluga/compiling.py)
+    batching: str = field(metadata=_from("training"))  # project / reference (beluga/batches.py cases_per_batch)
     gpus: int = field(metadata=_from("config"))   # > 0: the job must find a CUDA GPU (or stop)
     # a hub model's marker (beluga/data/fetch.py: the commit its revision resolved to; a declared input)
     model_lock: str | None = None

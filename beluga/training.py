@@ -8,6 +8,9 @@ minibatch comes from one stream; per epoch the batches of all streams are
 shuffled together (:func:`beluga.batches.epoch_batches`), so streams are
 drawn in proportion to their number of batches. INV/DIR minibatches hold
 (original, one randomly drawn perturbation) pairs, redrawn every epoch.
+How many items a minibatch of each stream holds: ``training.batching``
+(:func:`beluga.batches.cases_per_batch`; ``reference``: the reference code's
+composition, also of the per-environment minibatches below).
 
 Two sampling modes, chosen by the method (``Algorithm.sampling``):
 
@@ -29,7 +32,11 @@ Two sampling modes, chosen by the method (``Algorithm.sampling``):
   across methods). ``per_env_epoch="steps"`` makes an epoch ``ceil(total
   items / batch_size)`` updates instead: the number of updates of pooled
   sampling, each seeing up to k minibatches, i.e. k times the examples (and
-  compute) of a pooled epoch.
+  compute) of a pooled epoch. ``training.batching: reference``: every
+  minibatch is drawn from a fresh permutation of its environment (the
+  reference code's new iterators at every step) and holds the stream's
+  :func:`beluga.batches.cases_per_batch` items; ``batch_size`` in the epoch's
+  length is then the environments' mean minibatch size.
 
 The linear learning-rate decay and the gradient clipping are shared by
 every method (:class:`beluga.methods.Algorithm`).
@@ -48,11 +55,11 @@ import numpy as np
 import torch
 
 from beluga import checkpoint
-from beluga.batches import Batch, EnvSampler, TrainItem, env_groups, epoch_batches, n_batches
+from beluga.batches import Batch, EnvSampler, TrainItem, cases_per_batch, env_groups, epoch_batches, n_batches
 from beluga.compiling import CompiledForward
 from beluga.errors import ConfigError
 from beluga.health import DivergedError, check_finite_weights
-from beluga.losses import dir_loss, inv_loss, mft_loss, neutral_mask
+from beluga.losses import DummyClassifier, dir_loss, dummy_scaled, inv_loss, mft_loss, neutral_mask
 from beluga.methods import Algorithm, check_method_hparams, get_algorithm
 from beluga.precision import FP32, Precision, full
 from beluga.qa import qa_inv_batch_loss, qa_mft_batch_loss
@@ -178,10 +185,13 @@ class LossFn:
                 logits = self.compiled(model, inputs, "attention_mask" in self.tokenizer.model_input_names)
         return full(logits)
 
-    def __call__(self, model, batch: Batch, scale: torch.Tensor | float | None = None) -> torch.Tensor:
+    def __call__(self, model, batch: Batch, scale: torch.Tensor | float | DummyClassifier | None = None
+                 ) -> torch.Tensor:
         """Per-example losses. ``scale`` (optional; IRM's dummy classifier w)
         multiplies the logits before every softmax: the class logits of MFT /
-        INV / DIR batches, the start and end logits of QA batches."""
+        INV / DIR batches, the start and end logits of QA batches (a per-class
+        :class:`beluga.losses.DummyClassifier` leaves an INV loss's soft
+        target alone)."""
         if batch.kind == "qa_mft":
             return qa_mft_batch_loss(model, self.tokenizer, questions=batch.texts_b, contexts=batch.texts,
                                      answers=batch.answers, answer_starts=batch.answer_starts,
@@ -195,14 +205,14 @@ class LossFn:
                                      detach_orig=self.detach_inv_orig, scope=self.qa_inv_scope, scale=scale,
                                      precision=self.precision)
         logits = self.logits(model, batch.texts, batch.texts_b)
-        if scale is not None:
-            logits = logits * scale
+        n = batch.size
+        if batch.kind == "inv":   # the original's logits give the soft target (a per-class dummy leaves them)
+            lo, lp = dummy_scaled(logits[:n], scale, target=True), dummy_scaled(logits[n:], scale)
+            return inv_loss(lo, lp, detach_orig=self.detach_inv_orig)
+        logits = dummy_scaled(logits, scale)
         if batch.kind == "mft":
             return mft_loss(logits, to_device(batch.targets, logits.device).to(logits.dtype))
-        n = batch.size
         lo, lp = logits[:n], logits[n:]
-        if batch.kind == "inv":
-            return inv_loss(lo, lp, detach_orig=self.detach_inv_orig)
         keep = None
         if batch.dir_slice is not None and bool(batch.dir_slice.any()):
             keep = ~(to_device(batch.dir_slice, lo.device) & neutral_mask(lo.detach()))
@@ -259,6 +269,12 @@ def _checked_method(run: FoldRun, streams: dict[str, list[TrainItem]]) -> type[A
                           "functionalities have no trainable case and no i.i.d. data is mixed in)")
     algo_cls = get_algorithm(run.method)
     check_method_hparams(run.method, run.hparams)
+    bs = int(run.hparams["batch_size"])
+    empty = sorted(s for s in streams if cases_per_batch(s, bs, run.batching) < 1)
+    if empty:
+        raise ConfigError(f"training {run.job}: field 'training.batching': reference minibatches of the "
+                          f"{', '.join(empty)} stream(s) hold batch_size // 2 (INV, DIR) or // 3 (DIR_LABEL) cases, "
+                          f"none at batch_size {bs} (use a larger batch_size or training.batching: project)")
     return algo_cls
 
 
@@ -274,32 +290,37 @@ def _pretokenized_loss(tokenizer, streams: dict[str, list[TrainItem]], run: Fold
     return loss_fn, time.time() - t_tok
 
 
-def _plan(algo_cls: type[Algorithm], streams: dict[str, list[TrainItem]], hparams: dict, seed: int) -> _Plan:
+def _plan(algo_cls: type[Algorithm], streams: dict[str, list[TrainItem]], hparams: dict, seed: int,
+          batching: str = "project") -> _Plan:
     """The sampling plan of ``algo_cls.sampling``. ``pooled``: an epoch is one
     pass over every stream, its batches drawn from a generator seeded with
     (seed, epoch). ``per_env``: ``steps_per_epoch`` updates, each given one
     minibatch of each of k environments (all, or ``envs_per_step``), from an
     :class:`EnvSampler` seeded once per run (its state goes into checkpoints).
-    Neither depends on how many epochs ran in this process."""
+    Neither depends on how many epochs ran in this process. ``batching``:
+    items per minibatch of each stream (:func:`beluga.batches.cases_per_batch`);
+    per_env's k × batch_size becomes k × the environments' mean minibatch
+    size."""
     batch_size, epochs_f = int(hparams["batch_size"]), float(hparams["epochs"])
     extra: dict = {"sampling": algo_cls.sampling}
     sampler = None
     if algo_cls.sampling == "pooled":
-        steps_per_epoch = n_batches(streams, batch_size)
+        steps_per_epoch = n_batches(streams, batch_size, batching)
         envs = sorted({it.env for items in streams.values() for it in items})
 
         def batches(epoch: int):
             rng = np.random.default_rng([seed, epoch])
-            return ([b] for b in epoch_batches(streams, batch_size, rng))
+            return ([b] for b in epoch_batches(streams, batch_size, rng, batching=batching))
     elif algo_cls.sampling == "per_env":
         groups = env_groups(streams)
         envs = list(groups)
         k = algo_cls.envs_per_step(hparams)
         k = len(envs) if k is None else min(int(k), len(envs))
         n_items = sum(len(items) for _, items in groups.values())
-        per = batch_size * (k if hparams["per_env_epoch"] == "examples" else 1)
+        sampler = EnvSampler(groups, batch_size, np.random.default_rng([seed, 1_000_003]), batching)
+        mean_size = sum(sampler.sizes.values()) / len(sampler.sizes)   # batch_size unless reference batching
+        per = mean_size * (k if hparams["per_env_epoch"] == "examples" else 1)
         steps_per_epoch = math.ceil(n_items / per)
-        sampler = EnvSampler(groups, batch_size, np.random.default_rng([seed, 1_000_003]))
         extra.update(env_sizes={e: len(items) for e, (_, items) in groups.items()}, envs_per_step=k,
                      steps_per_epoch=steps_per_epoch)
 
@@ -508,7 +529,7 @@ def train(model, tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, *
     algo_cls = _checked_method(run, streams)
     hparams = dict(run.hparams)
     loss_fn, tokenize_s = _pretokenized_loss(tokenizer, streams, run, precision, host_hygiene)
-    plan = _plan(algo_cls, streams, hparams, run.seed)
+    plan = _plan(algo_cls, streams, hparams, run.seed, run.batching)
     ckpts = _Checkpoints(run, plan, on_epoch_end)
     ckpts.open(model, run, streams, reference_state, precision)
     model.train()

@@ -6,6 +6,8 @@ rule aggregate:
     input:
         suite=PATHS.suite(),
         outcomes=run_files("outcomes"),
+        # the i.i.d. data read (scores.md says when they are not the paper's)
+        source=PATHS.iid_source(),
     output:
         pass_rates=PATHS.scores("pass_rates.csv"),
         scores=PATHS.scores("scores.csv"),

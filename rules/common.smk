@@ -19,8 +19,8 @@ from beluga import io as beluga_io  # noqa: E402
 from beluga.data import fetch as beluga_fetch  # noqa: E402
 from beluga.data import iid as beluga_iid  # noqa: E402
 from beluga.data import ood_sets as beluga_ood  # noqa: E402
+from beluga.report import iid_data as beluga_iid_data  # noqa: E402
 from beluga.errors import BelugaError  # noqa: E402
-from beluga.methods import get_algorithm  # noqa: E402
 from beluga.suites import spec as beluga_spec  # noqa: E402
 
 # The config validated (schema, defaults filled, what the schema cannot say), its data paths
@@ -79,7 +79,7 @@ wildcard_constraints:
 # file). keep_models: true keeps every fold model: finetune_model trains and
 # writes it, predict and outcomes take it from there (as for the IID model).
 KEEP_MODELS = config["keep_models"]
-START_METHODS = sorted({get_algorithm(m).start_method for m in METHODS} - {None})
+START_METHODS = RUNS.start_methods()
 if KEEP_MODELS:
     FUSED_METHODS, KEEP_METHODS, MODEL_METHODS = [], [], sorted(set(METHODS) | set(START_METHODS))
 else:

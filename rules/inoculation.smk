@@ -32,6 +32,7 @@ rule inoculate:
         schedule=INOCULATION["schedule"],
         challenge=lambda w: RUNS.inoc_units[w.task][w.unit].get("challenge"),
         challenge_test_fraction=INOCULATION["challenge_test_fraction"],
+        challenge_dev_fraction=RUNS.inoc_dev_fraction,
         batch_size=PREDICT["batch_size"],
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
     message:
@@ -78,7 +79,7 @@ rule inoculation:
         seeds=RUNS.seeds,
         base_seed=RUNS.base_seed,
         lrs=RUNS.inoc_lrs,
-        select_on=INOCULATION["select_on"],
+        select_on=RUNS.inoc_select_on,
         thresholds=INOCULATION["thresholds"],
         decide_by=INOCULATION["decide_by"],
         level=INOCULATION["level"],

@@ -41,6 +41,9 @@ rule ood:
         credits=lambda w: {n: beluga_ood.ood_credit(e) for n, e in RUNS.ood_sets[w.task].items()},
         alpha=STATISTICS["alpha"],
         correction=STATISTICS["correction"],
+        R=STATISTICS["randomization_R"],
+        seed=STATISTICS["seed"],
+        base_seed=RUNS.base_seed,
     script:
         "../workflow_scripts/ood.py"
 

@@ -41,6 +41,7 @@ rule significance:
         task_type=lambda w: TASKS[w.task]["type"],
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
         R=STATISTICS["randomization_R"],
+        swaps=STATISTICS["swaps"],
         seed=STATISTICS["seed"],
         seeds=RUNS.seeds,
         base_seed=RUNS.base_seed,
@@ -138,6 +139,8 @@ rule table3:
         significance=expand(PATHS.stats("significance.csv"), task=list(TASKS)),
         intervals=expand(PATHS.stats("intervals.csv"), task=list(TASKS)),
         null=expand(PATHS.stats("null_avg.parquet"), task=list(TASKS)),
+        # the i.i.d. data each task read: a task not on the paper's data gets a footnote
+        sources=expand(PATHS.iid_source(), task=list(TASKS)),
     output:
         csv=report(
             PATHS.table3("table3.csv"),
@@ -146,6 +149,13 @@ rule table3:
         ),
         markdown=PATHS.table3("table3.md"),
         latex=PATHS.table3("table3.tex"),
+        summary_csv=PATHS.table3("summary.csv"),
+        summary_markdown=PATHS.table3("summary.md"),
+        iid_data=report(
+            PATHS.table3("iid_data.html"),
+            caption="../report/iid_data.rst",
+            category="Table 3",
+        ),
     log:
         "logs/table3.log",
     conda:

@@ -14,6 +14,7 @@ OOD_OUTPUTS = (
     "models.csv",
     "correlation.csv",
 )
+TABLE3_OUTPUTS = ("table3.csv", "table3.md", "table3.tex", "summary.csv", "summary.md", "iid_data.html")
 OOD_RANKING_OUTPUTS = ("ranking.csv", "ranking.md", "ood_table.csv", "ood_table.md", "correlation.csv")
 
 
@@ -60,7 +61,7 @@ def all_targets():
         ]
         if RUNS.ood_sets[task]:
             targets += [PATHS.ood(name, task) for name in OOD_OUTPUTS]
-    targets += [PATHS.table3(name) for name in ("table3.csv", "table3.md", "table3.tex")]
+    targets += [PATHS.table3(name) for name in TABLE3_OUTPUTS]
     if sum(bool(RUNS.ood_sets[t]) for t in TASKS) > 1:
         targets += [PATHS.ood_ranking(name) for name in OOD_RANKING_OUTPUTS]
     if INOCULATION["enabled"]:

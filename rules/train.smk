@@ -124,6 +124,7 @@ rule trial:
         hparams=hparams_summary("trial"),
         grid_point=lambda w: RUNS.grid_points[(w.task, w.method)][w.trial],
         batch_size=PREDICT["batch_size"],
+        objective=lambda w: RUNS.selection(w.task)["objective"],
     message:
         "trial {wildcards.task} {wildcards.seeddir}{wildcards.conf}/{wildcards.method}/{wildcards.partition}/{wildcards.fold} {wildcards.trial}: {params.hparams}"
     script:

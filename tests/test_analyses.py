@@ -18,7 +18,8 @@ def analyses_run(tmp_path_factory):
     cfg["configurations"], cfg["partitions"] = ["iid_to_t"], ["seen"]
     cfg["tasks"]["sent"]["ood"] = [{"name": "nyt", "source": "hutto", "set": "nyt", "max_examples": 40}]
     cfg["inoculation"] = {"units": ["class", "suite"], "doses": [1, "all"], "lrs": [1.0e-3, 1.0e-4],
-                          "max_epochs": 3, "patience": 1, "challenge": ["nyt"]}
+                          "max_epochs": 3, "patience": 1, "challenge": ["nyt"],
+                          "select_on": "dev"}     # the default since issue 34, named: held-out selection
     cfg_file = tmp / "cfg.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     wd = tmp / "run"
@@ -53,12 +54,24 @@ def test_inoculation_end_to_end_and_reruns_only_what_is_missing(analyses_run):
         "class-vocabulary": "no label", "class-robustness": "no label", "class-negation": "single label",
         "suite": "single label", "set-nyt": "mixed"}
     assert list(outcomes["informative_3"]) == [False] * 4 + [True]
-    # the external challenge set (20 NYT sentences to train, 20 to test) is scored with the i.i.d. metric
+    # the external challenge set (20 NYT sentences to test; of the other 20, round(20 × 0.2) = 4 held out as its
+    # dev part, where the learning rate is chosen, and 16 to train) is scored with the i.i.d. metric
     nyt = table[table["unit"] == "set-nyt"]
     assert set(nyt["measure"]) == {"accuracy"}
     assert set(table.loc[table["unit"] != "set-nyt", "measure"]) == {"pass rate"}
     rec_nyt = json.loads((res / "runs" / "set-nyt" / "all" / "lr0.001.json").read_text())
-    assert rec_nyt["n_cases"] == 20 and rec_nyt["challenge_set"] == "nyt"
+    assert rec_nyt["n_cases"] == 16 and rec_nyt["challenge_set"] == "nyt" and rec_nyt["challenge_dev_examples"] == 4
+    assert rec_nyt["challenge_val"] in {k / 4 for k in range(5)}      # accuracy on 4 dev sentences
+    dosed_nyt = nyt[nyt["dose"] != "0"]
+    assert dosed_nyt["challenge_val"].astype(float).notna().all()
+    # every dose's learning rate chosen on held-out data (suite units: T_val), and said so
+    assert set(table["lr_selected_on"]) == {"dev (held out)"} and set(outcomes["lr_selected_on"]) == {"dev (held out)"}
+    for r in dosed.itertuples(index=False):
+        runs_of = [json.loads((res / "runs" / r.unit / r.dose / f"{lr}.json").read_text())
+                   for lr in ("lr0.001", "lr0.0001")]
+        best = max(runs_of, key=lambda x: x["challenge_val"])       # ties: the first learning rate
+        assert float(r.lr) == best["lr"], (r.unit, r.dose)
+    assert "optimistic" not in (res / "inoculation.md").read_text()
     nyt_cases = pd.read_parquet(res / "runs" / "set-nyt" / "all" / "lr0.001.parquet")
     assert (nyt_cases["split"] == "ood:nyt").sum() == 20
     assert rec["schedule"] == "halve_on_plateau" and len(rec["lr_factors"]) == rec["epochs_trained"]

@@ -287,16 +287,20 @@ def test_plan_counts_the_jobs_of_the_dry_run(tmp_path, analyses):
 @pytest.mark.slow
 def test_plan_counts_finetune_keep_and_kept_models_as_the_dry_run(tmp_path):
     """LP-FT: the LP fold that LP-FT starts from is rule finetune_keep; with keep_models every
-    model is trained by finetune_model and only the configured methods are predicted."""
-    for keep in (False, True):
-        cfg = config_with(methods=["lp_ft"], partitions=["seen", "type"], keep_models=keep,
+    model is trained by finetune_model and only the configured methods are predicted. With
+    lp_ft's lp_epochs, LP-FT's own LP stage (lp_ft_lp) is the kept fold, lp's folds are fused."""
+    for keep, lp_epochs in ((False, None), (True, None), (False, 1.5)):
+        cfg = config_with(methods=["lp_ft"] if lp_epochs is None else ["lp", "lp_ft"], partitions=["seen", "type"],
+                          keep_models=keep, training__method_hparams={"lp_ft": {"lp_epochs": lp_epochs}},
                           inoculation__doses=[2], inoculation__lrs=[1.0e-3], inoculation__enabled=True,
                           combinational__enabled=True, combinational__ks=[4], combinational__n_test=5)
-        cfg_file = tmp_path / f"keep-{keep}.yaml"
+        cfg_file = tmp_path / f"keep-{keep}-{lp_epochs}.yaml"
         cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
         planned, dry = _plan_counts(cfg_file), _dry_run_counts(tmp_path, cfg_file)
         assert planned == dry, (keep, planned, dry)
         assert ("finetune_model" in dry) == keep and ("finetune_keep" in dry) != keep
+        if lp_epochs is not None:   # per fold: lp and lp_ft fused, the LP stage kept
+            assert dry["finetune"] == 2 * dry["finetune_keep"]
 
 
 def test_plan_costs_the_related_analyses(tmp_path, capsys):

@@ -88,3 +88,79 @@ def test_the_table_covers_the_required_choices():
         assert words in choices, words
     for r in table_rows():
         assert all(r[c] for c in COLUMNS), r
+
+
+# ---------------------------------------------------------------- DEVIATIONS <-> schema <-> configs/paper.yaml
+PAPER = yaml.safe_load((REPO / "configs" / "paper.yaml").read_text())
+SETTING = re.compile(r"`([\w.<>]+): ([^`]+)`")
+
+
+def beluga_rows() -> list[dict]:
+    """The rows of the first table (the BELUGA paper's choices; the other tables are the related analyses')."""
+    lines = DOC.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("| choice"))
+    end = next(i for i in range(start, len(lines)) if not lines[i].startswith("|"))
+    return [dict(zip(COLUMNS, [c.strip() for c in ln.strip().strip("|").split(" | ")])) for ln in lines[start + 2:end]]
+
+
+def paper_settings(cell: str) -> list[tuple[str, object]]:
+    """(dotted key, value) of the ``paper.yaml sets `key: value`, ...`` clause of an option cell."""
+    if "paper.yaml sets " not in cell:
+        return []
+    clause = cell.split("paper.yaml sets ", 1)[1]
+    return [(k, yaml.safe_load(v)) for k, v in SETTING.findall(clause)]
+
+
+def paper_value(key: str):
+    node = PAPER
+    for part in key.split("."):
+        assert isinstance(node, dict) and part in node, f"configs/paper.yaml has no {key}"
+        node = node[part]
+    return node
+
+
+def schema_key(key: str) -> str:
+    """A concrete key as the schema names it: tasks.<id>.…, selection.method_grid.<method>.…"""
+    parts = key.split(".")
+    if parts[0] == "tasks":
+        parts[1] = "<id>"
+    if parts[:2] == ["selection", "method_grid"]:
+        return "selection.method_grid"
+    return ".".join(parts)
+
+
+def test_every_row_says_what_paper_yaml_does():
+    rows = beluga_rows()
+    assert len(rows) >= 25
+    for r in rows:
+        assert "paper.yaml" in r["option"], f"{r['choice']}: the option cell does not say what paper.yaml does"
+
+
+def test_paper_yaml_sets_what_the_rows_say():
+    settings = [s for r in beluga_rows() for s in paper_settings(r["option"])]
+    assert len(settings) >= 25
+    for key, value in settings:
+        if key.split(".")[0] != "statistics":
+            resolve(schema_key(key))
+        else:
+            assert key.split(".")[1] in SCHEMA["properties"]["statistics"]["properties"], key
+        assert paper_value(key) == value, f"configs/paper.yaml {key}: {paper_value(key)!r}, DEVIATIONS says {value!r}"
+
+
+def test_the_reference_choices_of_issue_34_are_in_paper_yaml():
+    """The reference code's procedure, each choice by its option (a row of DEVIATIONS says so too)."""
+    wanted = {"training.method_hparams.fish.meta_lr": "reference", "selection.objective": "reference",
+              "training.batching": "reference", "training.method_hparams.irm.irm_dummy": "per_class",
+              "training.method_hparams.lp_ft.lp_epochs": 1.5, "training.eq_or_not_negative_target": "label",
+              "tasks.para.suite.type_folds": "trained", "tasks.para.training.max_length": 512,
+              "tasks.para.iid_metric": "accuracy", "tasks.read.iid_metric": "em",
+              "tasks.read.scenario_iid": "seen", "training.qa_inv_scope": "sequence", "statistics.swaps": "independent"}
+    said = dict(s for r in beluga_rows() for s in paper_settings(r["option"]))
+    for key, value in wanted.items():
+        assert paper_value(key) == value and said.get(key) == value, key
+
+
+def test_a_row_contradicting_paper_yaml_is_caught():
+    with pytest.raises(AssertionError):
+        for key, value in paper_settings("x; paper.yaml sets `training.batching: project`"):
+            assert paper_value(key) == value

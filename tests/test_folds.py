@@ -57,3 +57,66 @@ def test_fold_ids_safe_stable_unique():
     ids = [f["fold"] for f in enumerate_folds(funcs, ["func"])]
     assert len(set(ids)) == 3 and all(i.replace("-", "").isalnum() for i in ids)
     assert ids == [f["fold"] for f in enumerate_folds(funcs, ["func"])]
+
+
+# ---------------------------------------------------------------- the type partition's grouping (suite.type_folds)
+SYN = "(question, f(question)) where f(question) replaces synonyms?"
+_INV = {"expression": "Expect.inv(tolerance=0.1)", "name": "Expect.inv", "params": {"tolerance": 0.1}, "slice": None}
+_EQ = {"expression": "Expect.eq(val=None)", "name": "Expect.eq", "params": {"val": None}, "slice": None}
+
+
+def _qqp_export(tmp_path):
+    """A CheckList qqp export of three functionalities, three cases each: an MFT, a two-pair INV and the
+    synonym test as released (an INV of one pair each, which the paper's fix trains as MFT label 1)."""
+    import json
+
+    funcs = [("m", "MFT", [["a?", "b?"]], [1], _EQ, "all"),
+             ("i", "INV", [["c?", "d?"], ["c2?", "d?"]], None, _INV, "all_except_first"),
+             (SYN, "INV", [["e?", "f?"]], None, _INV, "all_except_first")]
+    lines = [json.dumps({"suite": "qqp", "case_id": f"qqp-{t:02d}-{k:05d}", "functionality": name,
+                         "capability": "C", "test_type": ttype, "inputs": inputs, "labels": labels,
+                         "agg_fn": agg, "expect": expect})
+             for t, (name, ttype, inputs, labels, expect, agg) in enumerate(funcs) for k in range(3)]
+    p = tmp_path / "qqp.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def _type_folds(path, paper_fixes: bool, type_folds: str) -> dict:
+    from beluga.suites.build import suite_functionalities
+
+    cfg = {"path": str(path), "paper_fixes": paper_fixes, "type_folds": type_folds,
+           "max_cases_per_functionality": None}
+    return {f["group"]: f["held_out"] for f in enumerate_folds(suite_functionalities(cfg, "para"), ["type"])}
+
+
+def test_type_folds_trained_groups_the_qqp_synonym_test_with_the_mfts(tmp_path):
+    """The reference code's make_suite notebook retypes the synonym test 'mft' (label 1) in its suite, so its
+    type partition holds it out with the MFTs; the project's default keeps CheckList's INV."""
+    p = _qqp_export(tmp_path)
+    declared = {"MFT": ["m"], "INV": ["i", SYN]}
+    assert _type_folds(p, True, "declared") == declared
+    assert _type_folds(p, True, "trained") == {"MFT": ["m", SYN], "INV": ["i"]}
+    # without the paper's fix the synonym test has no training hint: trained groups it as declared
+    assert _type_folds(p, False, "trained") == declared
+
+
+def test_with_fold_types_checks_the_hints():
+    from beluga.errors import ConfigError
+    from beluga.suites.build import with_fold_types
+
+    table = pd.DataFrame({"functionality": ["a", "b"], "capability": ["C", "C"], "test_type": ["INV", "DIR"]})
+    hint = '{"train": {"as": "MFT", "label": 1}}'
+    cases = pd.DataFrame({"functionality": ["a", "a", "b"], "expect_params": [hint, hint, "{}"]})
+    assert list(with_fold_types(table, cases, "trained", "s")["fold_type"]) == ["MFT", "DIR"]
+    assert list(with_fold_types(table, cases, "declared", "s")["fold_type"]) == ["INV", "DIR"]
+    # a spec's catalogue: the parameters as dicts, one row per functionality
+    cat = pd.DataFrame({"functionality": ["a", "b"], "expect_params": [{"train": {"as": "MFT"}}, {}]})
+    assert list(with_fold_types(table, cat, "trained", "s")["fold_type"]) == ["MFT", "DIR"]
+    mixed = cases.assign(expect_params=[hint, "{}", "{}"])
+    with pytest.raises(SuiteError, match=r"suite x: functionality 'a': field 'expect_params': .*differ"):
+        with_fold_types(table, mixed, "trained", "suite x")
+    with pytest.raises(SuiteError, match="'train.as' 'ZZZ' is not a test type"):
+        with_fold_types(table, cases.assign(expect_params=['{"train": {"as": "ZZZ"}}'] * 3), "trained", "s")
+    with pytest.raises(ConfigError, match="suite.type_folds"):
+        with_fold_types(table, cases, "reference", "s")

@@ -12,7 +12,7 @@ from conftest import fold_run, make_tiny_suite
 from beluga.analyses.inoculation import plan as ino_plan
 from beluga.analyses.inoculation import summary as ino_summary
 from beluga.analyses.inoculation import train as ino_train
-from beluga.errors import ConfigError
+from beluga.errors import ConfigError, DataError
 from beluga.report import paired
 
 # ---------------------------------------------------------------- units and doses
@@ -54,7 +54,23 @@ def test_lr_choice_per_dose():
                        "lr_order": [0, 1, 0, 1], "challenge": [0.2, 0.5, 0.6, 0.6],
                        "challenge_val": [0.9, 0.1, 0.3, 0.4]})
     assert list(ino_summary.choose(df, "test")["lr"]) == [1e-4, 1e-5]     # ties: the first learning rate
-    assert list(ino_summary.choose(df, "val")["lr"]) == [1e-5, 1e-4]
+    assert list(ino_summary.choose(df, "dev")["lr"]) == [1e-5, 1e-4]      # held out: T_val / the dev part
+    assert list(ino_summary.choose(df, "val")["lr"]) == [1e-5, 1e-4]      # val: dev's name before issue 34
+    one = df.assign(challenge_val=[None, 0.2, 0.3, 0.4])                  # a rate without a score is not chosen
+    assert list(ino_summary.choose(one, "dev")["lr"]) == [1e-4, 1e-4]
+    none = df.assign(challenge_val=[None, None, 0.3, 0.4], case_outcomes=[f"runs/u/{d}/{lr:g}.parquet" for d, lr in
+                                                                        zip(df["dose"], df["lr"])])
+    with pytest.raises(DataError, match=r"^runs/u/1/1e-05\.json: field 'challenge_val': no learning rate of unit "
+                                        r"u, dose 1 has a held-out challenge score"):
+        ino_summary.choose(none, "dev")           # never the first rate silently
+    assert list(ino_summary.choose(none, "test")["lr"]) == [1e-4, 1e-5]
+    with pytest.raises(ConfigError, match="field 'inoculation.select_on': 'train' is not one of dev, val, test"):
+        ino_summary.choose(df, "train")
+    assert [ino_plan.selection(v) for v in ("dev", "val", "test")] == ["dev", "dev", "test"]
+    # the dev part of an external set is held out only when it is chosen on
+    assert ino_plan.dev_fraction({"select_on": "dev", "challenge_dev_fraction": 0.2}) == 0.2
+    assert ino_plan.dev_fraction({"select_on": "val", "challenge_dev_fraction": 0.3}) == 0.3
+    assert ino_plan.dev_fraction({"select_on": "test", "challenge_dev_fraction": 0.2}) == 0.0
 
 
 def test_the_seeds_learning_rate_grids_by_name():
@@ -290,6 +306,19 @@ def test_challenge_set_units_split_and_doses():
     assert len(test) == 20 and len(train) == 21 and not set(train) & set(test) and set(train) | set(test) == set(ids)
     assert ino_plan.challenge_split(list(reversed(ids)), 0.5, 11, "nyt") == (train, test)   # by id, not row order
     assert ino_plan.challenge_split(ids, 0.5, 12, "nyt") != (train, test)
+    # select_on: dev holds round(21 × 0.2) = 4 of the training part out; the test part is the same
+    rest, dev = ino_plan.challenge_dev_split(train, 0.2, 11, "nyt")
+    assert len(dev) == 4 and len(rest) == 17 and sorted(rest + dev) == sorted(train) and not set(dev) & set(test)
+    assert ino_plan.challenge_dev_split(list(reversed(train)), 0.2, 11, "nyt") == (rest, dev)
+    assert ino_plan.challenge_dev_split(train, 0.2, 12, "nyt") != (rest, dev)
+    assert ino_plan.challenge_dev_split(train, 0.0, 11, "nyt") == (sorted(train), [])   # select_on: test
+    assert ino_plan.dev_size(3, 0.1) == 1                  # round(0.3) = 0, but a dev score needs an example
+    with pytest.raises(DataError, match="challenge set nyt: field 'inoculation.challenge_dev_fraction': its "
+                                        "training part has 1 example"):
+        ino_plan.challenge_dev_split(["a"], 0.2, 11, "nyt")
+    # the doses' sizes before the set is prepared: 500 -> 250 to train -> round(250 × 0.2) = 50 dev, 200 left
+    assert ino_plan.challenge_train_size(ood["nyt"], 0.5, 0.2) == 200
+    assert ino_plan.challenge_train_size({"max_examples": 40}, 0.5, 0.2) == 16     # 20 - round(4.0)
     skew = ino_summary.set_label_skew(pd.DataFrame({"label": [1, 1, 0, 1]}))
     assert skew == {"label_skew": "mixed", "labels": "0: 25%, 1: 75%", "informative_3": True}
     assert not ino_summary.set_label_skew(pd.DataFrame({"label": [1, 1]}))["informative_3"]
@@ -340,7 +369,8 @@ def test_runs_add_challenge_units_with_their_doses_inputs_and_grids():
         resolve_data_paths(cfg)
         return Runs(cfg, Paths(cfg["results"]), str(cfg["data_dir"]))
 
-    r = runs(units=["class"], doses=[4, 16, 100], lrs="paper_squad", challenge=["nyt"])
+    # select_on: test (the seed's): no dev part, the doses are drawn from the whole training part
+    r = runs(units=["class"], doses=[4, 16, 100], lrs="paper_squad", challenge=["nyt"], select_on="test")
     assert r.inoc_units["sent"]["set-nyt"]["challenge"] == "nyt"
     assert r.inoc_doses("sent", "set-nyt") == ["4", "16", "all"]            # 40 examples: 20 to train
     assert r.inoc_challenge("sent", "set-nyt") == ["results/sent/ood/data/nyt.parquet"]
@@ -353,6 +383,11 @@ def test_runs_add_challenge_units_with_their_doses_inputs_and_grids():
     assert job["hparams"]["lr"] == 1e-5 and job["hparams"]["epochs"] == 30      # the schema's max_epochs
     with pytest.raises(ConfigError, match=r"inoculation\.challenge': 'imdb'"):
         runs(units=["class"], challenge=["imdb"])
+    # the default, select_on: dev, holds round(20 × 0.2) = 4 of the training part out: 16 left, dose 16 is 'all'
+    r = runs(units=["class"], doses=[4, 16, 100], challenge=["nyt"])
+    assert (r.inoc_select_on, r.inoc_dev_fraction) == ("dev", 0.2)
+    assert r.inoc_doses("sent", "set-nyt") == ["4", "all"]
+    assert runs(units=["class"], challenge=["nyt"], select_on="val").inoc_select_on == "dev"
 
 
 # ---------------------------------------------------------------- several training seeds (issue 26)
@@ -481,6 +516,24 @@ def one_seed_tables(fx, seed):
                                       **FIX_SETTINGS)
 
 
+def without_selection_warning(path) -> bytes:
+    """An output of select_on: test as it was before issue 34 (the step of ONE_SEED_SHA256): without the
+    lr_selected_on column (table.csv, outcomes.csv) or the optimistic p-values paragraph (inoculation.md)."""
+    import io
+
+    from beluga.analyses.inoculation.report import OPTIMISTIC
+
+    if path.suffix == ".md":
+        text = path.read_text()
+        assert text.count(OPTIMISTIC + "\n\n") == 1
+        return text.replace(OPTIMISTIC + "\n\n", "").encode()
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    assert set(df["lr_selected_on"]) == {ino_summary.SELECTED_ON["test"]}
+    buf = io.StringIO()
+    df.drop(columns="lr_selected_on").to_csv(buf, index=False)
+    return buf.getvalue().encode()
+
+
 def test_one_seed_summary_is_byte_identical_to_todays(seeds_fixture, tmp_path):
     import hashlib
 
@@ -489,10 +542,69 @@ def test_one_seed_summary_is_byte_identical_to_todays(seeds_fixture, tmp_path):
     for name in OUTPUTS:          # the PNGs too (same matplotlib)
         assert (new / name).read_bytes() == (old_call / name).read_bytes(), name
     for name, digest in ONE_SEED_SHA256.items():
-        assert hashlib.sha256((new / name).read_bytes()).hexdigest() == digest, name
+        assert hashlib.sha256(without_selection_warning(new / name)).hexdigest() == digest, name
     table = pd.read_csv(new / "table.csv")
     assert "n_seeds" not in table.columns and "lrs" not in table.columns
     assert "training seed" not in (new / "inoculation.md").read_text()
+
+
+def test_held_out_selection_is_the_default_and_test_selection_is_flagged(seeds_fixture, tmp_path):
+    """select_on: dev (the schema's default) chooses each dose's rate on challenge_val (a suite unit's T_val,
+    an external set's dev part) and says so; select_on: test says its p-values are optimistic; an external
+    set trained without a dev part (challenge_val null) cannot be chosen on dev."""
+    import json
+    from pathlib import Path
+
+    import yaml
+    from conftest import REPO
+
+    from beluga.analyses.inoculation.report import OPTIMISTIC
+
+    schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
+    assert schema["properties"]["inoculation"]["properties"]["select_on"]["default"] == "dev"
+    fx = seeds_fixture
+    with pytest.raises(DataError, match=r"set-nyt-4-0\.json: field 'challenge_val': no learning rate of unit "
+                                        "set-nyt, dose 4"):
+        run_summary(fx, [7], tmp_path / "no_dev", base_seed=7, select_on="dev")
+    # the set's records with a dev score: the second rate best at dose 4, the first at 'all'
+    folder = tmp_path / "with_dev"
+    folder.mkdir()
+    recs = []
+    for p in fx["inputs"][7][0]:
+        rec = json.loads(Path(p).read_text())
+        if rec["unit"] == "set-nyt":
+            rec["challenge_val"] = {("4", 1e-3): 0.50, ("4", 1e-4): 0.75, ("all", 1e-3): 0.8,
+                                    ("all", 1e-4): 0.6}[(rec["dose"], rec["lr"])]
+        path = folder / Path(p).name
+        path.write_text(json.dumps(rec))
+        recs.append(str(path))
+    dev_fx = {**fx, "inputs": {7: (recs, *fx["inputs"][7][1:])}}
+    out = run_summary(dev_fx, [7], tmp_path / "dev", base_seed=7, select_on="dev")
+    table = pd.read_csv(out / "table.csv", keep_default_na=False, na_values=[""])
+    table["dose"] = table["dose"].astype(str)
+    by = table.set_index(["unit", "dose"])
+    assert by.loc[("set-nyt", "4"), "lr"] == 1e-4 and by.loc[("set-nyt", "all"), "lr"] == 1e-3
+    assert by.loc[("set-nyt", "4"), "challenge_val"] == pytest.approx(75.0)
+    for uid in ("class-vocabulary", "class-negation", "suite"):       # suite units: the records' T_val
+        for dose in ("2", "all"):
+            vals = [json.loads(Path(p).read_text()) for p in recs]
+            vals = [r for r in vals if r["unit"] == uid and r["dose"] == dose]
+            best = max(vals, key=lambda r: r["challenge_val"])
+            assert by.loc[(uid, dose), "lr"] == best["lr"] and \
+                by.loc[(uid, dose), "challenge_val"] == pytest.approx(100 * best["challenge_val"])
+    assert set(table["lr_selected_on"]) == {"dev (held out)"}
+    assert set(pd.read_csv(out / "outcomes.csv")["lr_selected_on"]) == {"dev (held out)"}
+    md = (out / "inoculation.md").read_text()
+    assert OPTIMISTIC not in md and "lr picked on held-out challenge data" in md
+    # val: the same choice under its old name; test: the paper's choice, flagged in every table and the page
+    val = run_summary(dev_fx, [7], tmp_path / "val", base_seed=7, select_on="val")
+    assert (val / "table.csv").read_bytes() == (out / "table.csv").read_bytes()
+    test = run_summary(dev_fx, [7], tmp_path / "test", base_seed=7, select_on="test")
+    for name in ("table.csv", "outcomes.csv"):
+        assert set(pd.read_csv(test / name)["lr_selected_on"]) == {ino_summary.SELECTED_ON["test"]}
+        assert "p-values optimistic" in ino_summary.SELECTED_ON["test"]
+    md = (test / "inoculation.md").read_text()
+    assert md.index(OPTIMISTIC) < md.index("| unit | outcome |") and "p-values are optimistic" in OPTIMISTIC
 
 
 def test_two_seeds_mean_sd_per_unit_and_dose_from_each_seeds_own_summary(seeds_fixture, tmp_path):

@@ -13,11 +13,14 @@ from conftest import case, make_tiny_suite, train_run
 
 from beluga.batches import Batch, EnvSampler, build_streams, env_groups
 from beluga.errors import ConfigError
-from beluga.losses import mft_loss
+from beluga.losses import DummyClassifier, mft_loss
 from beluga.methods import (
     ALGORITHMS,
     DEFAULT_HPARAMS,
+    PUBLIC_METHODS,
     Dropout,
+    config_hparams,
+    fish_meta_lr,
     get_algorithm,
     head_parameter_names,
     irm_penalty,
@@ -99,15 +102,24 @@ def finite_predict(method, model, tok, texts, texts_b=None):
 
 
 def test_registry_and_defaults():
-    assert set(METHODS) == {"vanilla", "l2", "dropout", "lp", "lp_ft", "irm", "group_dro", "fish"}
+    assert set(METHODS) == {"vanilla", "l2", "dropout", "lp", "lp_ft", "irm", "group_dro", "fish", "lp_ft_lp"}
+    assert set(PUBLIC_METHODS) == set(METHODS) - {"lp_ft_lp"}   # LP-FT's own LP stage: internal
     assert set(DEFAULT_HPARAMS) == set(METHODS)
     assert {m for m in METHODS if ALGORITHMS[m].sampling == "per_env"} == {"irm", "group_dro", "fish"}
     assert ALGORITHMS["lp_ft"].start_method == "lp"
+    assert ALGORITHMS["lp_ft"].start_from(method_hparams("lp_ft")) == "lp"
+    assert ALGORITHMS["lp_ft"].start_from(method_hparams("lp_ft", {"lp_epochs": 1.5})) == "lp_ft_lp"
     assert Dropout.config_overrides() == {"hidden_dropout_prob": 0.3, "attention_probs_dropout_prob": 0.3}
     with pytest.raises(ConfigError, match="per_env_epoch"):
         method_hparams("irm", {"per_env_epoch": "bogus"})
     with pytest.raises(ConfigError, match="meta_lr"):
         method_hparams("fish", {"meta_lr": 0})
+    with pytest.raises(ConfigError, match="meta_lr"):
+        method_hparams("fish", {"meta_lr": "references"})
+    with pytest.raises(ConfigError, match="irm_dummy"):
+        method_hparams("irm", {"irm_dummy": "vector"})
+    with pytest.raises(ConfigError, match="lp_ft.lp_epochs"):
+        method_hparams("lp_ft", {"lp_epochs": 0})
     with pytest.raises(ConfigError, match="fish_envs"):
         method_hparams("fish", {"fish_envs": 0})
     with pytest.raises(ConfigError, match="irm_lambda"):  # YAML 1.1 reads a bare 1e4 as a string
@@ -278,6 +290,70 @@ def test_irm_switch_rescales_optionally_resets_optimizer_and_continues_schedule(
     assert s["method_info"]["irm_switch_step"] == round(0.2 * s["steps"])
 
 
+def test_irm_per_class_dummy_is_the_reference_penalty_not_the_scalar_one():
+    """irm_dummy: per_class (the reference code): w = ones(num_labels) on the logits, penalty
+    Σ_k (∂R/∂w_k)². By hand, at w = 1, for the soft-target cross-entropy R = mean_i -Σ_k t_ik log
+    softmax(z_i ⊙ w)_k: ∂R/∂w_k = mean_i z_ik (p_ik - t_ik), p = softmax(z); the scalar w's
+    penalty is (Σ_k ∂R/∂w_k)². INV (the reference's): only the perturbation's logits zp carry w,
+    the target q = softmax(zo) does not: ∂R/∂w_k = mean_i zp_ik (pp_ik - q_ik)."""
+    model, tok = tiny()
+    model = model.double().eval()
+    loss_fn = LossFn(tok, 48)
+    cls_batches, _ = _kind_batches()
+    mft, inv = cls_batches["mft"], cls_batches["inv"]
+    with torch.no_grad():
+        z = loss_fn.logits(model, mft.texts, mft.texts_b)
+        t = mft.targets.to(z.dtype)
+        g_mft = (z * (torch.softmax(z, -1) - t)).mean(0)          # one per class
+        zi = loss_fn.logits(model, inv.texts, inv.texts_b)
+        zo, zp = zi[:inv.size], zi[inv.size:]
+        g_inv = (zp * (torch.softmax(zp, -1) - torch.softmax(zo, -1))).mean(0)
+    assert g_mft.shape == (2,) and g_inv.shape == (2,)
+    hand = {"mft": float((g_mft ** 2).sum()), "inv": float((g_inv ** 2).sum())}
+    for kind, b in (("mft", mft), ("inv", inv)):
+        dummy = DummyClassifier()
+        losses = loss_fn(model, b, scale=dummy)
+        assert dummy.weight.shape == (2,) and torch.allclose(losses, loss_fn(model, b))   # w = 1 changes nothing
+        assert irm_penalty(losses, dummy.weight).item() == pytest.approx(hand[kind], rel=1e-9), kind
+    # the scalar penalty is (Σ_k g_k)² (MFT), not Σ_k g_k²
+    scale = torch.ones((), dtype=torch.float64, requires_grad=True)
+    scalar = irm_penalty(loss_fn(model, mft, scale=scale), scale).item()
+    assert scalar == pytest.approx(float(g_mft.sum()) ** 2, rel=1e-9)
+    assert abs(scalar - hand["mft"]) > 1e-3 * hand["mft"]
+    # through the method: the step's penalty is the mean of the environments' (before its update)
+    hp = {**HP, **method_hparams("irm", {"irm_dummy": "per_class", "irm_penalty_anneal_iters": 5})}
+    algo = get_algorithm("irm")(model, hp, loss_fn, 10, envs=["neg words", "typos"])
+    stats = algo.update([mft, inv])
+    assert float(stats["irm_penalty"]) == pytest.approx((hand["mft"] + hand["inv"]) / 2, rel=1e-9)
+    default = get_algorithm("irm")(tiny()[0].double().eval(), {**HP, **method_hparams("irm")}, loss_fn, 10)
+    assert default.hparams["irm_dummy"] == "scalar"
+
+
+def test_irm_per_class_dummy_reaches_every_batch_kind_read_per_position():
+    """Where the scalar and the per-class dummies multiply the same logits (MFT, DIR, READ MFT),
+    the scalar derivative is the sum of the per-class ones (chain rule along w = (s, ..., s)):
+    scalar penalty = (Σ_k g_k)², per-class = Σ_k g_k²; READ has one weight per position."""
+    cls_batches, qa_batches = _kind_batches()
+    for (model, tok), batches in ((tiny(), cls_batches), (tiny_qa(), qa_batches)):
+        model = model.double().eval()
+        loss_fn = LossFn(tok, 48, doc_stride=16)
+        for kind, b in batches.items():
+            dummy = DummyClassifier()
+            losses = loss_fn(model, b, scale=dummy)
+            assert torch.allclose(losses, loss_fn(model, b)), kind
+            (g,) = torch.autograd.grad(losses.mean(), [dummy.weight], retain_graph=True)
+            if kind.startswith("qa"):   # per position: the width of the minibatch's windows
+                assert g.shape[0] > 2 and g.shape[0] <= 48, kind
+            else:
+                assert g.shape == (2,), kind
+            assert irm_penalty(losses, dummy.weight).item() == pytest.approx(float((g ** 2).sum()), rel=1e-9)
+            if kind in ("inv", "qa_inv"):   # the per-class dummy leaves the target alone: not comparable
+                continue
+            scale = torch.ones((), dtype=torch.float64, requires_grad=True)
+            (gs,) = torch.autograd.grad(loss_fn(model, b, scale=scale).mean(), [scale])
+            assert gs.item() == pytest.approx(float(g.sum()), rel=1e-7, abs=1e-12), kind
+
+
 # --------------------------------------------------------------------------- Group-DRO
 
 
@@ -353,6 +429,48 @@ def test_fish_meta_lr_one_single_environment_equals_inner_steps():
         torch.testing.assert_close(pd_, p0 + 0.5 * (pc - p0))
 
 
+class _Toy(torch.nn.Module):
+    """One float64 parameter vector θ; the loss a·θ has the constant gradient a."""
+
+    def __init__(self):
+        super().__init__()
+        self.theta = torch.nn.Parameter(torch.tensor([1.0, -2.0], dtype=torch.float64))
+
+
+def test_fish_reference_meta_lr():
+    """meta_lr: reference = the reference code's 5e-7 / lr / meta_steps, meta_steps = fish_envs:
+    0.005 at lr 2e-5 and 5 environments. On a loss with the constant gradient a, AdamW's bias-
+    corrected step is lr·a/(|a| + 1e-8) per inner step (m̂ = a, v̂ = a²), so the 5 inner steps of a
+    meta step move θ_inner by 5·lr·a/(|a| + 1e-8) and θ ← θ + ε(θ_inner − θ) moves θ by ε times that:
+    5e-7·a/(|a| + 1e-8) (lr factor 1 at the first meta step, 1 − 1/10 at the second of 10)."""
+    assert fish_meta_lr({"meta_lr": "reference", "lr": 2e-5, "fish_envs": 5}) == pytest.approx(0.005)
+    assert fish_meta_lr({"meta_lr": "reference", "lr": 2e-5, "fish_envs": None}, 4) == pytest.approx(0.00625)
+    assert fish_meta_lr({"meta_lr": 0.5, "lr": 2e-5, "fish_envs": 5}) == 0.5
+    too_small = {**method_hparams("fish", {"meta_lr": "reference"}), "lr": 1e-8, "batch_size": 1, "epochs": 1}
+    with pytest.raises(ConfigError, match="meta_lr.*outside"):   # 5e-7 / 1e-8 / 5 = 10
+        get_algorithm("fish")(_Toy(), too_small, None, 10)
+    a = torch.tensor([0.5, -0.25], dtype=torch.float64)   # |a| < max_grad_norm: no clipping
+
+    def loss_fn(model, batch, scale=None):
+        return (model.theta * a).sum().expand(batch.size)
+
+    for meta_lr, eps in (("reference", 0.005), (0.5, 0.5)):
+        model = _Toy()
+        hp = {**method_hparams("fish", {"meta_lr": meta_lr}), "lr": 2e-5, "batch_size": 2, "epochs": 1}
+        fish = get_algorithm("fish")(model, hp, loss_fn, 10, envs=[f"e{i}" for i in range(5)])
+        assert fish.meta_lr == pytest.approx(eps) and fish.summary()["fish_meta_lr"] == pytest.approx(eps)
+        theta0 = model.theta.detach().clone()
+        adam_step = a / (a.abs() + 1e-8)
+        fish.update([_mb(f"e{i}") for i in range(5)])
+        theta1 = theta0 - eps * 5 * 2e-5 * adam_step
+        torch.testing.assert_close(model.theta.detach(), theta1, rtol=0, atol=1e-14)
+        if meta_lr == "reference":
+            torch.testing.assert_close(model.theta.detach(), theta0 - 5e-7 * adam_step, rtol=0, atol=1e-14)
+        fish.update([_mb(f"e{i}") for i in range(5)])   # the inner optimizer's moments persist: m̂ = a, v̂ = a²
+        torch.testing.assert_close(model.theta.detach(), theta1 - eps * 5 * 2e-5 * 0.9 * adam_step,
+                                   rtol=0, atol=1e-14)
+
+
 # --------------------------------------------------------------------------- LP, dropout, L2
 
 
@@ -370,6 +488,34 @@ def test_lp_changes_only_head_parameters(head):
             assert not torch.equal(p, before[n]), n
         else:
             assert torch.equal(p, before[n]), n
+
+
+def test_lp_ft_lp_stage_trains_lp_epochs_with_lps_hparams():
+    """lp_ft's lp_epochs (the reference code: 1.5): LP-FT's LP stage (lp_ft_lp) is LP with LP's
+    hyper-parameters and selection, its epochs fixed to lp_epochs after selection. make_tiny_suite(3)
+    and 3 i.i.d. examples with batch size 3 are 5 pooled batches per epoch: 1.5 epochs = ceil(1.5 × 5) = 8
+    updates, where LP's selected 3 epochs would be 15."""
+    block = {"lp": {"lr": 5e-4}, "lp_ft": {"lp_epochs": 1.5}}
+    hp = config_hparams("lp_ft_lp", block)
+    assert hp["lr"] == 5e-4 and hp["lp_epochs"] == 1.5   # lp's entry, lp_ft's lp_epochs
+    assert get_algorithm("lp_ft_lp").selection_method(hp) == "lp"
+    selected = {"lr": 1e-3, "batch_size": 3, "epochs": 3}   # LP's selection
+    final = get_algorithm("lp_ft_lp").final_hparams({**hp, **selected})
+    assert {k: final[k] for k in selected} == {"lr": 1e-3, "batch_size": 3, "epochs": 1.5}
+    model, tok = tiny()
+    names = head_parameter_names(model)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    iid = pd.DataFrame({"text": ["good", "bad", "fine"], "label": [1, 0, 1]})
+    s = train_run(model, tok, build_streams(SENT, iid, make_tiny_suite(3)), "lp_ft_lp", final, seed=3,
+                  max_length=48)
+    assert s["steps"] == math.ceil(1.5 * 5) == 8
+    assert all(torch.equal(p, before[n]) != (n in names) for n, p in model.named_parameters())
+    # lp_epochs: null (default) keeps the selected epochs; lp_ft's own epochs are ft_epochs', not lp_epochs'
+    assert get_algorithm("lp_ft_lp").final_hparams({**config_hparams("lp_ft_lp", {}), **selected})["epochs"] == 3
+    assert get_algorithm("lp_ft").final_hparams({**method_hparams("lp_ft", {"lp_epochs": 1.5}), **selected}) == \
+        {**method_hparams("lp_ft", {"lp_epochs": 1.5}), **selected}
+    with pytest.raises(ConfigError, match="method_hparams.lp.bogus"):   # a bad key named where it is
+        config_hparams("lp_ft_lp", {"lp": {"bogus": 1}})
 
 
 def test_head_parameter_names_per_architecture():

@@ -182,6 +182,30 @@ def test_start_model_selection_and_hparams_summary():
     assert list(seen.grid_points[("sent", "vanilla")]) == ["lr0.001", "lr1e-05"]
 
 
+def test_lp_ft_own_lp_stage_with_lp_epochs():
+    """lp_ft's lp_epochs (the reference code: 1.5): LP-FT starts from its own LP stage (lp_ft_lp:
+    LP's hyper-parameters and selection, lp_epochs epochs), not from the lp method's model; by
+    default (null) from the lp model, one LP job for both methods."""
+    assert runs(config("tiny_methods.yaml")).start_methods() == ["lp"]
+    tr = yaml.safe_load((CONFIGS / "tiny_methods.yaml").read_text())["training"]
+    tr["method_hparams"].update(lp={"lr": 5e-4}, lp_ft={"lp_epochs": 1.5})
+    r = runs(config("tiny_methods.yaml", training=tr))
+    assert r.start_methods() == ["lp_ft_lp"]
+    assert r.start_model(fold(method="lp_ft", partition="seen", fold="all")) == (
+        "results/sent/models/iid_to_t/lp_ft_lp/seen/all", "lp_ft_lp model of this fold")
+    stage = fold(method="lp_ft_lp", partition="seen", fold="all")
+    assert r.start_model(stage) == ("results/sent/models/iid/vanilla/standard/all", "iid")
+    hp = r.settings("finetune", stage)["hparams"]
+    assert (hp["lr"], hp["batch_size"], hp["epochs"], hp["lp_epochs"]) == (5e-4, 4, 1, 1.5)   # final: 1.5 epochs
+    assert r.hparams_summary("finetune", stage) == "lr 0.0005, batch_size 4, epochs 1.5; starts from iid"
+    assert r.selection_method("sent", "lp_ft_lp") == "lp"
+    sel = runs(config("tiny_methods.yaml", training=tr, selection={"method_grid": {"lp": {"lr": [1e-3, 1e-4]}}}))
+    assert sel.has_grid("sent", "lp_ft_lp") and sel.selected(stage) == \
+        "results/sent/selection/iid_to_t/lp/seen/all/selected.json"
+    assert sel.hparams_summary("finetune", stage) == \
+        "batch_size 4, epochs 1.5; lr: lp's selection on seen/all; starts from iid"
+
+
 def test_job_resources():
     r = runs(config())   # tiny-random (scale 0.5), max_length 32, no GPU
 

@@ -11,7 +11,7 @@ from conftest import REPO, make_tiny_suite
 from snakemake.utils import validate
 
 from beluga.folds import CONFIGURATIONS
-from beluga.methods import ALGORITHMS, DEFAULT_HPARAMS, method_hparams
+from beluga.methods import ALGORITHMS, DEFAULT_HPARAMS, PUBLIC_METHODS, method_hparams
 from beluga.settings import FoldRun, fold_run, sourced_settings
 from beluga.suites.format import save_suite
 
@@ -32,7 +32,8 @@ def distinctive_config() -> dict:
                            "iid": {"source": "rotten_tomatoes", "n_train": 4, "n_val": 2, "n_test": 2}}},
         "configurations": ["iid_to_t"], "methods": ["vanilla"], "partitions": ["seen"],
         "training": {"max_length": 37, "doc_stride": 19, "iid_in_mix": 7, "dir_train_slice": False,
-                     "nonfinite": "skip", "qa_answer_match": "substring", "qa_inv_scope": "sequence"},
+                     "nonfinite": "skip", "qa_answer_match": "substring", "qa_inv_scope": "sequence",
+                     "eq_or_not_negative_target": "label", "batching": "reference"},
     })
 
 
@@ -107,11 +108,13 @@ def test_every_field_reaches_the_training_loop(step, tmp_path, monkeypatch):
 
 def test_schema_enums_are_the_registry_and_the_configurations():
     schema = yaml.safe_load(SCHEMA.read_text())
-    assert schema["properties"]["methods"]["items"]["enum"] == sorted(ALGORITHMS, key=list(
+    assert schema["properties"]["methods"]["items"]["enum"] == sorted(PUBLIC_METHODS, key=list(
         schema["properties"]["methods"]["items"]["enum"]).index)
-    assert set(schema["properties"]["methods"]["items"]["enum"]) == set(ALGORITHMS)
-    assert set(schema["$defs"]["method_hparams"]["propertyNames"]["enum"]) == set(ALGORITHMS)
-    assert set(schema["$defs"]["method_grid"]["propertyNames"]["enum"]) == set(ALGORITHMS)
+    # every registered method a config may list (LP-FT's internal LP stage takes lp's and lp_ft's entries)
+    assert set(PUBLIC_METHODS) == {n for n, c in ALGORITHMS.items() if not c.internal} == set(ALGORITHMS) - {"lp_ft_lp"}
+    assert set(schema["properties"]["methods"]["items"]["enum"]) == set(PUBLIC_METHODS)
+    assert set(schema["$defs"]["method_hparams"]["propertyNames"]["enum"]) == set(PUBLIC_METHODS)
+    assert set(schema["$defs"]["method_grid"]["propertyNames"]["enum"]) == set(PUBLIC_METHODS)
     assert set(schema["properties"]["configurations"]["items"]["enum"]) == set(CONFIGURATIONS)
 
 

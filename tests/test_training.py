@@ -124,6 +124,34 @@ def test_para_streams_train_label_checks_as_mfts():
     assert streams["iid"][0].inputs_b == ["b?"]
 
 
+def test_sent_q_and_a_no_label_1_target():
+    """CheckList's "Q & A: no" (eq_or_not_negative): label 1 means "not negative". The project trains it
+    toward [1/3, 2/3]; the reference code's labels_to_soft maps the label '1' to [0.5, 0.5] (neutral) and
+    only its relabeled 'not_0' functionalities to [1/3, 2/3]. Label 0 is [1, 0] under both."""
+    suite = pd.DataFrame([
+        _case("no-1", "Q & A: no", "MFT", ["Do I think the flight is bad? No"], labels=[1],
+              expect="eq_or_not_negative"),
+        _case("no-0", "Q & A: no", "MFT", ["Do I think the flight is good? No"], labels=[0],
+              expect="eq_or_not_negative"),
+        _case("neu", "neutral", "MFT", ["It is a flight."], labels=[1]),
+        _case("nn", "not negative", "MFT", ["It was not bad."], expect="not_negative"),
+    ])
+
+    def targets(**kw):
+        return {it.inputs[0]: it.target for it in build_streams(SENT, None, suite, **kw)["MFT"]}
+
+    default, ref = targets(), targets(eq_or_not_negative_target="label")
+    assert default == targets(eq_or_not_negative_target="not_negative")
+    assert default["Do I think the flight is bad? No"] == pytest.approx([1 / 3, 2 / 3])
+    assert ref["Do I think the flight is bad? No"] == [0.5, 0.5]
+    for t in (default, ref):   # the other cases do not move
+        assert t["Do I think the flight is good? No"] == [1.0, 0.0]
+        assert t["It is a flight."] == [0.5, 0.5]
+        assert t["It was not bad."] == pytest.approx([1 / 3, 2 / 3])
+    with pytest.raises(ValueError, match="training.eq_or_not_negative_target"):
+        build_streams(SENT, None, suite, eq_or_not_negative_target="neutral")
+
+
 def test_read_streams_and_training_step():
     from beluga.tasks import READ
 

@@ -101,6 +101,22 @@ def test_statistics_table3_figure1_report(run, tmp_path):
     assert "IID→T" in md and "binomial" in md
     tex = (res / "table3" / "table3.tex").read_text()
     assert "\\begin{table" in tex and tex.count("{") == tex.count("}")
+    # its summaries (the paper's §5.2 and footnote 10) agree with table3.csv: means over methods per
+    # configuration, means of G over the pairs but the baseline per scenario
+    summary = pd.read_csv(res / "table3" / "summary.csv")
+    conf = summary[summary.summary == "configuration"].set_index(["configuration", "column"])
+    means = table.groupby(["configuration", "column"])["value"].agg(["mean", "count", "size"])
+    assert set(conf.index) == set(means.index) and set(summary.task) == {"sent"}
+    for key, r in means.iterrows():     # NaN: left out of the mean (pandas skips it too) and counted
+        assert conf.loc[key, "value"] == pytest.approx(r["mean"], nan_ok=True), key
+        assert (conf.loc[key, "n"], conf.loc[key, "n_missing"]) == (r["count"], r["size"] - r["count"]), key
+    pairs = table[(table.configuration != "iid") & table.column.str.startswith("G_")]
+    scen = summary[summary.summary == "scenario"].set_index("column")
+    for col, g in pairs.groupby("column"):
+        assert scen.loc[col, "value"] == pytest.approx(g["value"].mean(), nan_ok=True), col
+        assert scen.loc[col, "n"] + scen.loc[col, "n_missing"] == len(g), col
+    assert "§5.2" in (res / "table3" / "summary.md").read_text() and "footnote 10" in (
+        res / "table3" / "summary.md").read_text()
     for ext in ("png", "pdf"):
         assert (res / "sent" / "figures" / f"figure1.{ext}").stat().st_size > 10_000
     diag = pd.read_csv(res / "sent" / "diagnostics" / "summary.csv")

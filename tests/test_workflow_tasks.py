@@ -4,7 +4,9 @@ on the squad suite, and PARA / READ on the project's own spec-built suites, each
 tests/configs/tiny_<task>.yaml sets it, all in IID→(IID+T) on the seen and type partitions (one
 plumbing, five tasks). Needs ../shared/data."""
 
+import base64
 import json
+import re
 
 import pandas as pd
 import pyarrow as pa
@@ -60,7 +62,8 @@ def run(tmp_path_factory) -> tuple:
     cfg_file = tmp / "tiny_tasks.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     wd = tmp / "run"
-    smk(wd, "--cores", "2", *TARGETS, configfiles=(cfg_file,))
+    out = smk(wd, "--cores", "2", *TARGETS, configfiles=(cfg_file,))
+    (tmp / "run.stderr").write_text(out.stderr)    # the console's last lines (test_fallback_data_is_said)
     return wd, cfg
 
 
@@ -151,3 +154,32 @@ def test_spec_built_suites_end_to_end(run, task):
     assert list(scores.configuration)[0] == "iid" and scores.G_seen.between(0, 1).all()
     table3 = (wd / "results" / "table3" / "table3.md").read_text()
     assert f"{task.upper()}_SPEC · G_seen" in table3
+
+
+def test_fallback_data_is_said_in_tables_report_and_console(run, tmp_path):
+    """Every task reads a staged fallback (the Quora release, the SQuAD dev set alone): Table 3 marks
+    each † with a footnote naming task and source, scores.md says it, the prepare_iid log has the
+    warning, the report's i.i.d. data page lists them, and the run's last lines name them."""
+    wd, cfg = run
+    md = (wd / "results" / "table3" / "table3.md").read_text()
+    lines = {}
+    for task, tcfg in cfg["tasks"].items():
+        src = tcfg["iid"]["source"]
+        rec = json.loads((wd / "results" / task / "iid" / "source.json").read_text())
+        assert rec["source"] == src and not rec["paper_split"] and rec["fallback"]
+        lines[task] = f"{task.upper()} (iid.source {src}): trained and tested on {rec['fallback']}."
+        assert f"| {task.upper()}† · i.i.d." in md and f"- {lines[task]}" in md
+        log = (wd / "logs" / task / "prepare_iid.log").read_text()
+        assert f"{task}: i.i.d. data not the paper's (iid.source {src}): {rec['fallback']}" in log
+    assert "GLUE QQP (QQP-clean.zip: 363,846 train / 40,430 dev)" in lines["para"]
+    assert "no train-v1.1.json" in lines["read"] and "SQuAD v1.1 (train-v1.1.json, dev-v1.1.json" in lines["read"]
+    scores = (wd / "results" / "read" / "scores" / "scores.md").read_text().splitlines()
+    assert scores[2].startswith(f"**Not the paper's i.i.d. data**: {lines['read']}")
+    stderr = (wd.parent / "run.stderr").read_text().splitlines()
+    at = next(i for i, ln in enumerate(stderr) if ln.startswith("BELUGA warning: the i.i.d. data of 5 task(s)"))
+    assert stderr[at + 1:at + 6] == [f"  {lines[t]}" for t in cfg["tasks"]]
+    report = tmp_path / "report.html"
+    smk(wd, "--report", str(report), *TARGETS, configfiles=(wd.parent / "tiny_tasks.yaml",))
+    found = re.search(r"filename=iid_data\.html;base64,([A-Za-z0-9+/=]+)", report.read_text(errors="replace"))
+    page = base64.b64decode(found.group(1)).decode()
+    assert "<strong>Not the paper's i.i.d. data</strong>" in page and page.count("no: fallback") == 5

@@ -8,4 +8,5 @@ run(sm, lambda: inoculation.inoculate(
     start=sm.input.start, iid_val=sm.input.iid_val, iid_test=sm.input.iid_test, batch_size=sm.params.batch_size,
     iid_metric=sm.params.iid_metric, out_result=sm.output.result, out_outcomes=sm.output.outcomes,
     schedule=sm.params.schedule, challenge=sm.params.challenge, challenge_data=input_list(sm, "challenge"),
-    challenge_test_fraction=sm.params.challenge_test_fraction))
+    challenge_test_fraction=sm.params.challenge_test_fraction,
+    challenge_dev_fraction=sm.params.challenge_dev_fraction))

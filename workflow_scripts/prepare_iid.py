@@ -4,4 +4,4 @@ from beluga.workflow.smk import run
 sm = snakemake  # noqa: F821
 run(sm, lambda: data.prepare_iid(iid=sm.params.iid, task_type=sm.params.task_type,
                                  outputs={k: sm.output[k] for k in ("train", "val", "test", "pool")},
-                                 out_source=sm.output.source))
+                                 out_source=sm.output.source, task=sm.wildcards.task))

@@ -5,4 +5,4 @@ sm = snakemake  # noqa: F821
 run(sm, lambda: train.trial(
     run=sm.params.run, trial_id=sm.wildcards.trial, grid_point=sm.params.grid_point, suite=sm.input.suite,
     split=sm.input.split, iid_train=sm.input.get("iid_train"), start=sm.input.get("start"),
-    batch_size=sm.params.batch_size, out_score=sm.output.score))
+    batch_size=sm.params.batch_size, objective=sm.params.objective, out_score=sm.output.score))

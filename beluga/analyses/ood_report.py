@@ -88,12 +88,24 @@ def ood_rank_command(scores: str, out: str) -> str:
     return md
 
 
-def seeds_legend(seeds: list) -> str:
+def _binary(task_type: str) -> bool:
+    """The OOD cells' score (the mean of the task's metrics) is an accuracy: tested by the exact binomial test;
+    else (PARA, READ: two metrics) by paired randomization (ood_scores.ood_significance)."""
+    from beluga.report.paired import binary_iid_metric
+
+    return binary_iid_metric(task_type, "mean")
+
+
+def seeds_legend(seeds: list, task_type: str = "sent") -> str:
     """The OOD table's line on training seeds (several seeds)."""
+    n = len(seeds)
+    test = (f"one exact binomial test per pair and set on the discordant examples of the {n} seeds together ("
+            if _binary(task_type) else
+            f"one paired randomization test per pair and set over the {n} seeds together (the statistic the mean "
+            "of the seeds' differences, each seed's examples swapped by its own draws; ")
     return (f"{seeds_note(seeds)} ID and each OOD set: the mean over seeds of each seed's score; OOD avg and "
             "decrease ratio: the mean over seeds of each seed's own OOD average and decrease ratio; Friedman rank, "
-            "ranking.csv and the ID–OOD correlation: on the systems' mean scores. ▲ / ▼: one exact binomial test "
-            f"per pair and set on the discordant examples of the {len(seeds)} seeds together (each seed's model "
+            f"ranking.csv and the ID–OOD correlation: on the systems' mean scores. ▲ / ▼: {test}each seed's model "
             "paired with the same seed's IID model; a test stratified by seed).")
 
 
@@ -114,7 +126,7 @@ def _score(row: dict, column: str, several: bool, sep: str = " ± ") -> str:
 
 def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
                        correlation: dict | None = None, credits: dict[str, str] | None = None,
-                       seeds: list | None = None) -> str:
+                       seeds: list | None = None, task_type: str = "sent") -> str:
     """ood_table.md; with several training ``seeds`` (``table`` from ``ood_scores.ood_table_over_seeds``)
     each score cell is the mean ± the standard deviation over seeds, and a line says how many seeds."""
     several = _several(table, seeds)
@@ -128,11 +140,11 @@ def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: 
         lines.append("| " + " | ".join(cells) + " |")
     corr = "Holm-adjusted " if correction == "holm" else ""
     lines += ["", f"ID: the i.i.d. test score; OOD sets: {', '.join(names)} (score = mean of the task's metrics). "
-              f"▲ / ▼: significantly better / worse than the IID model on that set (two-sided exact binomial test "
-              f"on the discordant examples, {corr}p < {alpha}). Decrease ratio = 100 × (ID − OOD avg) / ID; "
+              f"▲ / ▼: significantly better / worse than the IID model on that set ({_test_words(task_type)}, "
+              f"{corr}p < {alpha}). Decrease ratio = 100 × (ID − OOD avg) / ID; "
               "Friedman rank: mean rank over the OOD sets (1 = best)."]
     if several:
-        lines += ["", seeds_legend(seeds)]
+        lines += ["", seeds_legend(seeds, task_type)]
     if "backbone" in table.columns and len(table):
         lines += ["", f"Backbone: {table['backbone'].iloc[0]} (the systems are its configurations and methods)."]
     if correlation is not None:
@@ -143,8 +155,17 @@ def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: 
     return "\n".join(lines) + "\n"
 
 
+def _test_words(task_type: str, short: bool = False) -> str:
+    """The test of an OOD cell, in words (ood_scores.ood_significance)."""
+    if _binary(task_type):
+        return "exact binomial test" if short else "two-sided exact binomial test on the discordant examples"
+    return ("paired randomization of the mean of the two metrics" if short else
+            "two-sided paired approximate randomization test of the cell's score, both metrics recomputed in "
+            "each draw")
+
+
 def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
-                seeds: list | None = None) -> str:
+                seeds: list | None = None, task_type: str = "sent") -> str:
     """ood_table.tex; with several training ``seeds`` each score cell is the mean $\\pm$ the standard deviation
     over seeds and the caption says how many seeds."""
     several = _several(table, seeds)
@@ -160,12 +181,12 @@ def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, 
                   f"{r['friedman_rank_ood']:.2f}"]
         lines.append(" & ".join(cells) + r" \\")
     corr = "Holm-adjusted " if correction == "holm" else ""
-    note = (" " + latex_escape(seeds_legend(seeds)).replace("±", r"$\pm$").replace("▲ / ▼", "Markers")
+    note = (" " + latex_escape(seeds_legend(seeds, task_type)).replace("±", r"$\pm$").replace("▲ / ▼", "Markers")
             if several else "")
     lines += [r"\bottomrule", r"\end{tabular}",
               rf"\caption{{{latex_escape(task.upper())}: OOD evaluation (×100). Markers: significantly better / worse "
-              rf"than the IID model ({latex_escape(corr)}exact binomial test, $p < {alpha}$). $\Delta\downarrow$: "
-              r"decrease ratio 100 (ID $-$ OOD)/ID." + note + "}", r"\end{table}"]
+              rf"than the IID model ({latex_escape(corr)}{_test_words(task_type, short=True)}, $p < {alpha}$). "
+              r"$\Delta\downarrow$: decrease ratio 100 (ID $-$ OOD)/ID." + note + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 
 

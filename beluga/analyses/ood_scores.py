@@ -1,6 +1,7 @@
 """The OOD evaluation of a task's runs (docs/OOD.md): the long scores of the IID model and
-every pair's seen model on the i.i.d. test set and each OOD set, the exact binomial test of each
-pair against the IID model, the OOD table, and the scores of every model. The GLUE-X summary
+every pair's seen model on the i.i.d. test set and each OOD set, the test of each pair against the
+IID model on the score a cell shows (exact binomial; a two-metric mean: paired randomization), the
+OOD table, and the scores of every model. The GLUE-X summary
 (ranking, decrease ratio, Friedman ranks, ID–OOD correlation) and the output columns are
 beluga/analyses/ood_eval.py; the Markdown, LaTeX and figure, beluga/analyses/ood_report.py.
 
@@ -8,8 +9,9 @@ Training seeds (:func:`evaluate`; docs/OOD.md, "Training seeds"): one path for a
 seeds. Each seed is evaluated as a one-seed run; the long table holds the mean over seeds (with
 its spread), the ranking and correlation use those means, the OOD table's cells are the means
 of the seeds' own cells (with their standard deviations), and the test against the IID model
-pools the seeds' discordant examples. One seed is N = 1: the means are its own scores, the test
-is its own, and the spread columns are left out, so that every output is a one-seed run's.
+is stratified by seed (the discordant examples pooled, or each seed's randomization draws combined).
+One seed is N = 1: the means are its own scores, the test is its own, and the spread columns are
+left out, so that every output is a one-seed run's.
 """
 
 from __future__ import annotations
@@ -59,33 +61,45 @@ def long_scores(runs: list[dict], names: list[str], task: str, task_type: str, b
     return pd.DataFrame(rows)
 
 
-SIGNIFICANCE_COLUMNS = ["configuration", "method", "column", "p_value", "n_discordant", "baseline_only",
+SIGNIFICANCE_COLUMNS = ["configuration", "method", "column", "test", "p_value", "n_discordant", "baseline_only",
                         "system_only", "delta", "p_adjusted", "significant", "direction"]
 
+#: the score an OOD cell shows: the mean of the task's metrics (beluga.metrics.IID_METRICS)
+OOD_METRIC = "mean"
 
-def _significance_rows(runs: list[dict], names: list[str]) -> list[dict]:
-    """One training seed's tests (:func:`ood_significance`), before the correction."""
-    from beluga.report.stats import binomial_test
+
+def _significance_rows(runs: list[dict], names: list[str], task_type: str = "sent") -> list[dict]:
+    """One training seed's comparisons (:func:`ood_significance`), before the test: per pair and set, the
+    discordant counts of ``correct`` (a 0/1 score: SENT) or the per-example features of both models
+    (``_pair``: a two-metric mean, PARA / READ), and ``delta``, the difference of the score the cell shows."""
+    from beluga.report.paired import binary_iid_metric
+    from beluga.report.stats import iid_features, iid_statistic
 
     base = next((r for r in runs if (r["configuration"], r["method"]) == BASELINE), None)
     if base is None:
         raise DataError("ood: field 'runs': the IID baseline's outcomes are missing")
+    binary = binary_iid_metric(task_type, OOD_METRIC)
     rows = []
     for name in names:
         split = split_name(name)
-        b = base["outcomes"][base["outcomes"]["split"] == split].set_index("case_id")["correct"]
+        b = base["outcomes"][base["outcomes"]["split"] == split].set_index("case_id")
         for run in runs:
             if run is base:
                 continue
-            s = run["outcomes"][run["outcomes"]["split"] == split].set_index("case_id")["correct"]
+            s = run["outcomes"][run["outcomes"]["split"] == split].set_index("case_id")
             if set(s.index) != set(b.index):
                 raise DataError(f"{run['path']}: field 'case_id': the {name} examples differ from the IID model's")
             s = s.reindex(b.index)
-            t = binomial_test(b.to_numpy(dtype=bool), s.to_numpy(dtype=bool))
-            rows.append({"configuration": run["configuration"], "method": run["method"], "column": name,
-                         "p_value": t["p_value"], "n_discordant": t["n_discordant"],
-                         "baseline_only": t["a_only"], "system_only": t["b_only"],
-                         "delta": float(s.astype(float).mean() - b.astype(float).mean())})
+            row = {"configuration": run["configuration"], "method": run["method"], "column": name}
+            if binary:
+                bc, sc = b["correct"].to_numpy(dtype=bool), s["correct"].to_numpy(dtype=bool)
+                row.update(baseline_only=int((bc & ~sc).sum()), system_only=int((sc & ~bc).sum()),
+                           delta=float(sc.mean() - bc.mean()))
+            else:
+                bf, sf = iid_features(b, task_type), iid_features(s, task_type)
+                row.update(_pair=(bf, sf), delta=float(iid_statistic(sf.mean(axis=0), task_type, OOD_METRIC)
+                                                       - iid_statistic(bf.mean(axis=0), task_type, OOD_METRIC)))
+            rows.append(row)
     return rows
 
 
@@ -93,43 +107,65 @@ def _significance_rows(runs: list[dict], names: list[str]) -> list[dict]:
 POOLED_COLUMNS = (N_SEEDS_COLUMN, "seeds_better", "seeds_worse", "delta_sd")
 
 
-def _pooled_rows(per_seed: Mapping[int, list[dict]]) -> list[dict]:
+def _pooled_rows(per_seed: Mapping, task_type: str = "sent", R: int = 10_000, draw_seeds=None) -> list[dict]:
     """The tests of the training seeds as one test per pair and set, stratified by seed: the exact
-    binomial test on the discordant examples summed over seeds (``stats.binomial_counts_test``), ``delta``
-    the mean over seeds of each seed's difference, with :data:`POOLED_COLUMNS`: ``n_seeds``,
-    ``seeds_better`` / ``seeds_worse`` (seeds whose own difference is positive / negative) and
-    ``delta_sd``. One seed: its own test (the same counts, p-value and difference)."""
+    binomial test on the discordant examples summed over seeds (``stats.binomial_counts_test``; a 0/1
+    score), or the paired randomization of the two-metric mean, each seed's examples swapped by its own
+    draws (``paired.pooled_randomization``, R draws, ``draw_seeds``: training seed -> (set -> draw
+    seed)); ``delta`` the mean over seeds of each seed's difference, with :data:`POOLED_COLUMNS`:
+    ``n_seeds``, ``seeds_better`` / ``seeds_worse`` (seeds whose own difference is positive / negative)
+    and ``delta_sd``. One seed: its own test (the same counts, p-value and difference)."""
+    from beluga.report.paired import pooled_randomization
     from beluga.report.stats import binomial_counts_test
 
-    by_key: dict[tuple, list[dict]] = {}
-    for rows in per_seed.values():
+    by_key: dict[tuple, list[tuple]] = {}
+    for seed, rows in per_seed.items():
         for r in rows:
-            by_key.setdefault((r["configuration"], r["method"], r["column"]), []).append(r)
+            by_key.setdefault((r["configuration"], r["method"], r["column"]), []).append((seed, r))
     out = []
-    for (conf, method, column), rows in by_key.items():
-        t = binomial_counts_test(sum(r["baseline_only"] for r in rows), sum(r["system_only"] for r in rows))
+    for (conf, method, column), seeded in by_key.items():
+        rows = [r for _, r in seeded]
         deltas = np.array([r["delta"] for r in rows], dtype=float)
-        out.append({"configuration": conf, "method": method, "column": column, "p_value": t["p_value"],
-                    "n_discordant": t["n_discordant"], "baseline_only": t["a_only"], "system_only": t["b_only"],
-                    "delta": float(deltas.mean()), N_SEEDS_COLUMN: len(rows),
+        row = {"configuration": conf, "method": method, "column": column}
+        if "_pair" in rows[0]:
+            seeds = None if draw_seeds is None else [draw_seeds(sd, column) for sd, _ in seeded]
+            t = pooled_randomization([r["_pair"] for r in rows], task_type, OOD_METRIC, R=R, seeds=seeds)
+            row.update(test="randomization", p_value=t["p_value"], n_discordant=t["n_discordant"],
+                       baseline_only=np.nan, system_only=np.nan)
+        else:
+            t = binomial_counts_test(sum(r["baseline_only"] for r in rows), sum(r["system_only"] for r in rows))
+            row.update(test="binomial", p_value=t["p_value"], n_discordant=t["n_discordant"],
+                       baseline_only=t["a_only"], system_only=t["b_only"])
+        out.append({**row, "delta": float(deltas.mean()), N_SEEDS_COLUMN: len(rows),
                     "seeds_better": int(np.sum(deltas > 0)), "seeds_worse": int(np.sum(deltas < 0)),
                     "delta_sd": float(np.std(deltas, ddof=1)) if len(deltas) > 1 else np.nan})
     return out
 
 
-def ood_significance(runs: list[dict], names: list[str], alpha: float, correction: str) -> pd.DataFrame:
-    """Per pair and OOD set: two-sided exact binomial test on the discordant
-    examples (correct: SENT / PARA the predicted class, READ exact match) against
-    the IID baseline; p adjusted per OOD set across pairs (Holm) or not.
+def ood_significance(runs: list[dict], names: list[str], alpha: float, correction: str, task_type: str = "sent",
+                     R: int = 10_000, seed: int = 0, task: str = "", base_seed: int | None = None) -> pd.DataFrame:
+    """Per pair and OOD set, a two-sided test against the IID baseline of the score the cell shows (the mean
+    of the task's metrics): SENT, accuracy: exact binomial test on the discordant examples; PARA (accuracy,
+    duplicate-class F1) and READ (EM, F1): paired approximate randomization of the mean of the two, both
+    recomputed in each of R draws (beluga.report.paired.paired_randomization; draws seeded by
+    ``run_stats.draw_seed(seed, "<task>/ood/<set>", training seed, base_seed)``). p adjusted per OOD set
+    across pairs (Holm) or not.
 
     Each training seed's system is paired with the same seed's IID model (the
-    records' ``seed``; :func:`runs_by_seed`), and the test pools the discordant
-    examples of every seed (:func:`_pooled_rows`); with one seed, that is the
-    seed's own test, without :data:`POOLED_COLUMNS`."""
-    from beluga.report.run_stats import mark
+    records' ``seed``; :func:`runs_by_seed`), and the test is stratified by seed
+    (:func:`_pooled_rows`); with one seed, that is the seed's own test, without
+    :data:`POOLED_COLUMNS`."""
+    from beluga.report.run_stats import draw_seed, mark
 
     groups = runs_by_seed(runs)
-    rows = _pooled_rows({s: _significance_rows(g, names) for s, g in groups.items()})
+    base = next(iter(groups)) if base_seed is None else base_seed   # None: records without a seed (one seed)
+
+    def draws(training_seed, name: str):
+        return draw_seed(seed, f"{task}/ood/{name}", 0 if training_seed is None else training_seed,
+                         0 if base is None else base)
+
+    rows = _pooled_rows({s: _significance_rows(g, names, task_type) for s, g in groups.items()}, task_type, R,
+                        draws)
     if len(groups) == 1:
         rows = [{k: v for k, v in r.items() if k not in POOLED_COLUMNS} for r in rows]
     if not rows:
@@ -294,11 +330,13 @@ class OodResult:
 
 
 def evaluate(runs: list[dict], names: list[str], task: str, task_type: str, backbone: str = "",
-             credits: dict[str, str] | None = None, alpha: float = 0.05, correction: str = "none") -> OodResult:
+             credits: dict[str, str] | None = None, alpha: float = 0.05, correction: str = "none",
+             R: int = 10_000, seed: int = 0, base_seed: int | None = None) -> OodResult:
     """The OOD evaluation of the systems' runs (outcomes loaded), over their training seeds (the
     records' ``seed``; none: one seed): each seed's long scores and ranking as one seed's; scores.csv
     the mean over seeds with its spread (:func:`long_over_seeds`); the ranking and the ID–OOD
-    correlation over the systems' means; the tests pooled over seeds (:func:`ood_significance`); the
+    correlation over the systems' means; the tests pooled over seeds (:func:`ood_significance`; ``R``,
+    ``seed``, ``base_seed``: its randomization draws); the
     table's cells means over seeds with their standard deviations (:func:`ood_table_over_seeds`).
     One seed: the one-seed tables (its own scores, without the spread columns)."""
     groups = runs_by_seed(runs)
@@ -311,7 +349,7 @@ def evaluate(runs: list[dict], names: list[str], task: str, task_type: str, back
     long = long_over_seeds(longs)
     ranking = rank_systems(long, source=f"{task} OOD scores" + (" (means over training seeds)" if several else ""))
     corr = id_ood_correlation(ranking)
-    sig = ood_significance(runs, names, alpha, correction)
+    sig = ood_significance(runs, names, alpha, correction, task_type, R, seed, task, base_seed)
     table = ood_table_over_seeds(longs, rankings, long, ranking, sig, names)
     return OodResult(seeds, long, ranking, corr, sig, table)
 

@@ -54,6 +54,7 @@ from beluga.data.paper_data import (
     load_sst2,
     locate,
     located,
+    paper_data_name,
     split_rule,
 )
 from beluga.data.tables import RT_SOURCE, load_source
@@ -129,8 +130,9 @@ def describe_source(cfg: dict) -> dict:
     it (cheap: DAG time, run records): ``source``, ``origin`` (in words),
     ``files`` (:func:`source_files`), ``parts`` (role -> file or
     ``archive:member``), ``split`` (the rule, in words), ``paper_split``
-    (whether it is the BELUGA paper's split of the official files), ``seed`` and the
-    ``caps`` (``n_train`` / ``n_val`` / ``n_test``). A dataset folder that is
+    (whether it is the BELUGA paper's split of the official files), ``seed``, the
+    ``caps`` (``n_train`` / ``n_val`` / ``n_test``) and ``fallback`` (:func:`fallback_note`:
+    None, or the sentence saying that a paper source's data are not the paper's). A dataset folder that is
     missing or lacks its files: one DataError line (see
     :func:`beluga.data.paper_data.located`)."""
     source = cfg["source"]
@@ -153,8 +155,25 @@ def describe_source(cfg: dict) -> dict:
             parts = {"table": source}
     if source in DATASET_SOURCES:
         split += "; n_train / n_val / n_test cap each split (seeded sample), the rest is pool"
-    return {"source": source, "origin": origin, "files": files, "parts": parts, "split": split,
-            "paper_split": paper, "seed": seed, "caps": caps}
+    out = {"source": source, "origin": origin, "files": files, "parts": parts, "split": split,
+           "paper_split": paper, "seed": seed, "caps": caps}
+    out["fallback"] = fallback_note(out)
+    return out
+
+
+def fallback_note(record: dict) -> str | None:
+    """None when an ``iid`` block's data are what its source names: the paper's files for a
+    paper source (``sst2`` / ``qqp`` / ``squad``, ``paper_split``), or any other source (the
+    user's own choice). Otherwise one sentence: the data read instead (``origin``), the rows
+    per split when recorded (``source.json``'s ``rows``) and the paper's data they stand in
+    for. ``record``: :func:`describe_source`'s or :func:`source_record`'s."""
+    source = record.get("source")
+    if source not in DATASET_SOURCES or record.get("paper_split"):
+        return None
+    rows = record.get("rows") or {}
+    counts = (f"; {' / '.join(f'{int(rows[s]):,}' for s in IID_SPLITS)} train / val / test examples"
+              if all(s in rows for s in IID_SPLITS) else "")
+    return f"{record.get('origin')}{counts}; not the paper's {paper_data_name(source)}"
 
 
 def source_record(cfg: dict, parts: dict[str, pd.DataFrame]) -> dict:
@@ -162,7 +181,7 @@ def source_record(cfg: dict, parts: dict[str, pd.DataFrame]) -> dict:
     of each file read (prepare_iid's ``source.json``)."""
     out = describe_source(cfg)
     out["rows"] = {k: int(len(v)) for k, v in parts.items()}
-
+    out["fallback"] = fallback_note(out)     # with the rows
     out["sha256"] = {f: sha256_of(f) for f in out["files"]}
     return out
 

@@ -51,6 +51,29 @@ FETCHED_FILES = {"sst2": ("SST-2.zip",), "qqp": ("QQP-clean.zip",), "squad": ("t
 GLUE_ARCHIVES = {"sst2": (("SST-2.zip",), "SST-2"), "qqp": (("QQP-clean.zip", "QQP.zip"), "QQP")}
 #: the GLUE columns each source reads (GLUE's train / dev TSVs have a header row)
 GLUE_COLUMNS = {"sst2": ("sentence", "label"), "qqp": ("id", "question1", "question2", "is_duplicate")}
+#: the paper's official files per source: (dataset, files, rows of the train file, rows of the dev file); the
+#: paper trains on the train file and halves the dev file into val / test. Row counts as GLUE's loaders read
+#: the files (SST-2 sentences, QQP pairs of QQP-clean.zip; Hugging Face's glue / squad datasets have the same)
+#: and SQuAD v1.1's questions; SST-2's and SQuAD dev's match ../shared/data (tests/test_fallback.py).
+PAPER_FILES = {"sst2": ("GLUE SST-2", "SST-2.zip", 67_349, 872),
+               "qqp": ("GLUE QQP", "QQP-clean.zip", 363_846, 40_430),
+               "squad": ("SQuAD v1.1", "train-v1.1.json, dev-v1.1.json", 87_599, 10_570)}
+
+
+def paper_sizes(source: str) -> dict[str, int]:
+    """train / val / test rows of ``source``'s official files split as the paper does: the train
+    file; the dev file halved (:func:`halve`: val gets the smaller half; SQuAD's halves are by article,
+    so there they differ from these by a few questions)."""
+    _name, _files, train, dev = PAPER_FILES[source]
+    return {"train": train, "val": dev // 2, "test": dev - dev // 2}
+
+
+def paper_data_name(source: str) -> str:
+    """The paper's data of ``source`` in words, e.g. ``GLUE QQP (QQP-clean.zip: 363,846 train / 40,430 dev)``."""
+    name, files, train, dev = PAPER_FILES[source]
+    return f"{name} ({files}: {train:,} train / {dev:,} dev)"
+
+
 #: QQP split rule for the Quora release (no GLUE files): bucket = first 8 bytes of
 #: sha256("qqp:" + id) / 2**64; [0, 0.9) train, [0.9, 0.95) val, [0.95, 1) test.
 #: GLUE's QQP has about 90% of the pairs in train and 10% in its validation set,

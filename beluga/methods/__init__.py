@@ -6,7 +6,9 @@ job's settings are built (``DEFAULT_HPARAMS`` is the registry's view of them).
 
 Methods (docs/METHOD.md, §4): ``vanilla``, ``l2``,
 ``dropout``, ``lp``, ``lp_ft`` (pooled minibatches, like vanilla) and
-``irm``, ``group_dro``, ``fish`` (one minibatch per environment per step).
+``irm``, ``group_dro``, ``fish`` (one minibatch per environment per step);
+``lp_ft_lp`` (LP-FT's own LP stage, with ``lp_ft``'s ``lp_epochs``) is
+registered too but ``internal``: no config lists it (:data:`PUBLIC_METHODS`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,23 @@ from beluga.errors import ConfigError
 from beluga.methods.base import ALGORITHMS, Algorithm, Vanilla
 
 # the method modules register their classes on import
-from beluga.methods.environments import IRM, Fish, GroupDRO, irm_penalty  # noqa: E402
-from beluga.methods.regularization import L2, LP, LPFT, Dropout, head_parameter_names, set_dropout  # noqa: E402
+from beluga.methods.environments import IRM, Fish, GroupDRO, fish_meta_lr, irm_penalty  # noqa: E402
+from beluga.methods.regularization import (  # noqa: E402
+    L2,
+    LP,
+    LPFT,
+    Dropout,
+    LPStage,
+    head_parameter_names,
+    set_dropout,
+)
 
 #: every method's complete defaults (shared + own), by name: a view of the classes' ``defaults``
 DEFAULT_HPARAMS: dict[str, dict] = {name: cls.hparam_defaults() for name, cls in sorted(ALGORITHMS.items())}
+
+
+#: the methods a config may list (every registered one but the internal stages)
+PUBLIC_METHODS: tuple[str, ...] = tuple(sorted(n for n, c in ALGORITHMS.items() if not c.internal))
 
 
 def get_algorithm(name: str) -> type[Algorithm]:
@@ -41,12 +55,30 @@ def method_hparams(name: str, overrides: dict | None = None) -> dict:
     return hp
 
 
+def config_hparams(name: str, block: dict | None) -> dict:
+    """A method's complete hyper-parameters from a config's
+    ``training.method_hparams`` block: :func:`method_hparams` of its own entry,
+    or, for a method whose class names other methods' entries
+    (``hparams_from``: LP-FT's LP stage), the keys taken from theirs (each
+    checked under its own name)."""
+    block = block or {}
+    cls = get_algorithm(name)
+    if cls.hparams_from is None:
+        return method_hparams(name, block.get(name))
+    hp = cls.hparam_defaults()
+    for source, keys in cls.hparams_from.items():
+        full = method_hparams(source, block.get(source))
+        hp.update({k: full[k] for k in (full if keys is None else keys)})
+    check_method_hparams(name, hp)
+    return hp
+
+
 _CHOICES = {"per_env_epoch": ("steps", "examples"), "irm_penalty_estimate": ("full", "split"),
-            "ft_hparams_from": ("own", "vanilla")}
+            "ft_hparams_from": ("own", "vanilla"), "irm_dummy": ("scalar", "per_class")}
 _INT_OR_NONE_MIN = {"envs_per_step": 1, "fish_envs": 1, "irm_penalty_anneal_iters": 0}
 _NON_NEGATIVE = ("weight_decay", "l2_lambda", "irm_lambda", "groupdro_eta")
 _UNIT = ("hidden_dropout", "attention_dropout", "irm_penalty_anneal_frac")
-_POSITIVE = ("lr", "epochs", "ft_epochs")   # epochs may be fractional (LP-FT's 1.5); ft_epochs may be null
+_POSITIVE = ("lr", "epochs", "ft_epochs", "lp_epochs")   # epochs may be fractional (LP-FT's 1.5); ft_ / lp_ may be null
 
 
 def _number(v) -> bool:
@@ -77,16 +109,19 @@ def check_method_hparams(name: str, hp: dict) -> None:
             bad(k, "must be a non-negative number")
         if k in _UNIT and (not _number(v) or not 0 <= v <= 1):
             bad(k, "must be a number in [0, 1]")
-        if k in _POSITIVE and not (k == "ft_epochs" and v is None) and (not _number(v) or not v > 0):
-            bad(k, "must be a positive number" + (" or null" if k == "ft_epochs" else ""))
+        nullable = k in ("ft_epochs", "lp_epochs")
+        if k in _POSITIVE and not (nullable and v is None) and (not _number(v) or not v > 0):
+            bad(k, "must be a positive number" + (" or null" if nullable else ""))
         if k == "batch_size" and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             bad(k, "must be a positive integer")
-        if k == "meta_lr" and (not _number(v) or not 0 < v <= 1):
-            bad(k, "must be a number in (0, 1]")
+        if k == "meta_lr" and v != "reference" and (not _number(v) or not 0 < v <= 1):
+            bad(k, "must be a number in (0, 1] or reference")
         if k in ("l2_sp", "l2_decay_all", "irm_rescale", "irm_reset_optimizer") and not isinstance(v, bool):
             bad(k, "must be true or false")
+    if hp.get("meta_lr") == "reference" and "lr" in hp and hp.get("fish_envs") is not None:
+        fish_meta_lr(hp)   # the reference's ε = 5e-7 / lr / fish_envs must lie in (0, 1]
 
 
 __all__ = ["ALGORITHMS", "Algorithm", "DEFAULT_HPARAMS", "Dropout", "Fish", "GroupDRO", "IRM", "L2", "LP", "LPFT",
-           "Vanilla", "check_method_hparams", "get_algorithm", "head_parameter_names", "irm_penalty",
-           "method_hparams", "set_dropout"]
+           "LPStage", "PUBLIC_METHODS", "Vanilla", "check_method_hparams", "config_hparams", "fish_meta_lr",
+           "get_algorithm", "head_parameter_names", "irm_penalty", "method_hparams", "set_dropout"]

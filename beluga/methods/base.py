@@ -76,6 +76,11 @@ class Algorithm:
     #: the same configuration and fold (lp_ft: "lp"); None = the configuration's
     #: start model (the IID model or the pre-trained one).
     start_method: str | None = None
+    #: a stage trained only for another method (LP-FT's LP stage): not a method a config lists
+    internal = False
+    #: where a config sets the hyper-parameters (``training.method_hparams.<method>``): None = the
+    #: method's own entry; else {method: keys taken from its complete hyper-parameters (None: all)}
+    hparams_from: ClassVar[dict[str, tuple[str, ...] | None] | None] = None
 
     def __init__(self, model: torch.nn.Module, hparams: dict, loss_fn: Callable, total_steps: int,
                  envs: Sequence[str] | None = None, reference_state: dict | None = None, fused: bool = False,
@@ -125,10 +130,26 @@ class Algorithm:
         return cls.name
 
     @classmethod
+    def start_from(cls, hparams: dict) -> str | None:
+        """The method whose trained model (same configuration and fold) this one
+        starts from, given its hyper-parameters: ``start_method`` by default."""
+        return cls.start_method
+
+    @classmethod
+    def fixed_epochs(cls, hparams: dict) -> float | None:
+        """Epochs the method fixes whatever model selection chose (None: the selected ones)."""
+        return None
+
+    @classmethod
     def final_hparams(cls, hparams: dict) -> dict:
         """The hyper-parameters training uses, once model selection's choice is
-        applied (a method may fix some of them afterwards); unchanged by default."""
-        return dict(hparams)
+        applied: the epochs a method fixes (:meth:`fixed_epochs`), nothing else
+        changed."""
+        out = dict(hparams)
+        epochs = cls.fixed_epochs(hparams)
+        if epochs is not None:
+            out["epochs"] = epochs
+        return out
 
     def setup(self) -> None:
         """Runs before the optimizer is built (freeze parameters, set dropout...)."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 import copy
 import math
 
+from beluga.errors import ConfigError
 from beluga.lazy import torch
 from beluga.methods.base import Algorithm, register
 
@@ -58,12 +59,18 @@ def irm_penalty(losses: torch.Tensor, scale: torch.Tensor, estimate: str = "full
     stationary in the scale. ``"split"`` (DomainBed): ∂R_e^(even)/∂w ·
     ∂R_e^(odd)/∂w over the even / odd examples, an unbiased estimate of the
     squared gradient of the expected risk (it can be negative); a minibatch of
-    one example falls back to "full"."""
+    one example falls back to "full".
+
+    ``scale`` may also be a vector of dummy weights (one per class:
+    :class:`beluga.losses.DummyClassifier`, the reference code's): the penalty
+    is then the sum over the weights, Σ_c (∂R_e/∂w_c)² (the reference code's;
+    "split": Σ_c of the halves' products). It is not the scalar one, (Σ_c
+    ∂R_e/∂w_c)², the derivative along w = (s, ..., s)."""
     if estimate not in ("full", "split"):
         raise ValueError(f"irm_penalty: estimate must be 'full' or 'split', got {estimate!r}")
     if estimate == "split" and losses.numel() >= 2:
-        return _grad_wrt(losses[0::2].mean(), scale) * _grad_wrt(losses[1::2].mean(), scale)
-    return _grad_wrt(losses.mean(), scale) ** 2
+        return (_grad_wrt(losses[0::2].mean(), scale) * _grad_wrt(losses[1::2].mean(), scale)).sum()
+    return (_grad_wrt(losses.mean(), scale) ** 2).sum()
 
 
 @register
@@ -82,13 +89,20 @@ class IRM(Algorithm):
     ``irm_rescale`` (default on, as the reference code) divides the objective
     by λ after the switch; ``irm_reset_optimizer`` (default off, as the
     reference code; DomainBed's choice when on) gives AdamW fresh moments at
-    the switch, the learning-rate schedule continuing (docs/DEVIATIONS.md)."""
+    the switch, the learning-rate schedule continuing (docs/DEVIATIONS.md).
+
+    ``irm_dummy``: ``scalar`` (default, IRMv1's paper and DomainBed: one w on
+    every logit, an INV loss's soft target included) or ``per_class`` (the
+    reference code: one weight per class, READ: per sequence position of the
+    minibatch, the penalty Σ_c (∂R_e/∂w_c)², an INV loss's soft target left
+    unmultiplied: :class:`beluga.losses.DummyClassifier`)."""
 
     name = "irm"
     sampling = "per_env"
     defaults = {"weight_decay": 0.0, "irm_lambda": 1e4, "irm_penalty_anneal_frac": 0.2,
                 "irm_penalty_anneal_iters": None, "irm_penalty_estimate": "full", "irm_rescale": True,
-                "irm_reset_optimizer": False, "envs_per_step": None, "per_env_epoch": "examples"}
+                "irm_reset_optimizer": False, "irm_dummy": "scalar", "envs_per_step": None,
+                "per_env_epoch": "examples"}
 
     def setup(self) -> None:
         it = self.hparams["irm_penalty_anneal_iters"]
@@ -102,6 +116,8 @@ class IRM(Algorithm):
         return float(self.hparams["irm_lambda"]) if self.steps_done >= self.anneal_iters else 1.0
 
     def update(self, minibatches: list) -> dict:
+        from beluga.losses import DummyClassifier  # imports torch: not at DAG time
+
         if self.steps_done == self.anneal_iters and self.anneal_iters > 0:
             if self.hparams["irm_reset_optimizer"]:
                 # Adam's moments were built with λ = 1: reset at the jump in gradient magnitudes (DomainBed)
@@ -110,10 +126,14 @@ class IRM(Algorithm):
         p0 = next(self.model.parameters())
         scale = torch.ones((), dtype=p0.dtype, device=p0.device, requires_grad=True)
         risks, penalties = [], []
+        per_class = self.hparams["irm_dummy"] == "per_class"
         for mb in minibatches:
-            losses = self.loss_fn(self.model, mb, scale=scale)
+            dummy = DummyClassifier() if per_class else scale   # a fresh one per minibatch: its width
+            losses = self.loss_fn(self.model, mb, scale=dummy)
             risks.append(losses.mean())
-            penalties.append(irm_penalty(losses, scale, self.hparams["irm_penalty_estimate"]))
+            w = dummy.weight if per_class else scale
+            penalties.append(torch.zeros((), dtype=losses.dtype, device=losses.device) if w is None
+                             else irm_penalty(losses, w, self.hparams["irm_penalty_estimate"]))
         risk, penalty = torch.stack(risks).mean(), torch.stack(penalties).mean()
         weight = self.penalty_weight()
         loss = risk + weight * penalty
@@ -195,6 +215,30 @@ class GroupDRO(Algorithm):
 # --------------------------------------------------------------------------- Fish
 
 
+#: the reference code's Fish outer step: ε = REFERENCE_META_LR_NUMERATOR / lr / meta steps
+REFERENCE_META_LR_NUMERATOR = 5e-7
+
+
+def fish_meta_lr(hparams: dict, n_envs: int = 0) -> float:
+    """Fish's outer step ε: ``meta_lr`` when a number; ``"reference"``: the
+    reference code's 5e-7 / lr / meta_steps, its meta_steps (inner steps per
+    outer step, 5) being ``fish_envs`` (``null``: ``n_envs``, every training
+    environment). A reference ε outside (0, 1] (an lr below 5e-7 / meta
+    steps) is an error."""
+    v = hparams["meta_lr"]
+    if v != "reference":
+        return float(v)
+    m = hparams["fish_envs"] if hparams["fish_envs"] is not None else n_envs
+    if not m:
+        raise ConfigError("config: field 'method_hparams.fish.meta_lr': reference needs fish_envs or the "
+                          "training environments (meta steps per outer step), got none")
+    eps = REFERENCE_META_LR_NUMERATOR / float(hparams["lr"]) / int(m)
+    if not 0 < eps <= 1:
+        raise ConfigError(f"config: field 'method_hparams.fish.meta_lr': reference gives 5e-7 / lr / {m} = "
+                          f"{eps:g} at lr {hparams['lr']!r}, outside (0, 1]")
+    return eps
+
+
 @register
 class Fish(Algorithm):
     """Fish (Shi et al. 2022), as in DomainBed.
@@ -204,8 +248,11 @@ class Fish(Algorithm):
     the sampled order (``fish_envs`` environments per meta step, ref. code 5;
     inner lr = ``lr`` with the shared linear decay and gradient clipping; the
     inner optimizer's moments persist across meta steps, as in DomainBed);
-    then θ ← θ + ε(θ_inner − θ), ε = ``meta_lr`` (DomainBed: 0.5). The model's
-    own parameters are only changed by the meta update."""
+    then θ ← θ + ε(θ_inner − θ), ε = ``meta_lr`` (DomainBed: 0.5;
+    ``reference``: the reference code's ε = 5e-7 / lr / ``fish_envs``, e.g.
+    0.005 at lr 2e-5 and 5 environments; with ``fish_envs: null``, divided by
+    the number of training environments). The model's own parameters are only
+    changed by the meta update."""
 
     name = "fish"
     sampling = "per_env"
@@ -216,6 +263,7 @@ class Fish(Algorithm):
         return hparams["fish_envs"]
 
     def setup(self) -> None:
+        self.meta_lr = fish_meta_lr(self.hparams, len(self.envs))
         self.inner = copy.deepcopy(self.model)
         self.inner.train()
         self.pairs = [(p, q) for p, q in zip(self.model.parameters(), self.inner.parameters()) if p.requires_grad]
@@ -238,7 +286,7 @@ class Fish(Algorithm):
             loss.backward()
             self.clip(inner_params)
             self.optimizer.step()
-        eps = float(self.hparams["meta_lr"])
+        eps = self.meta_lr
         with torch.no_grad():
             for p, q in self.pairs:
                 p.lerp_(q, eps)  # θ + ε(θ_inner − θ); exact θ_inner at ε = 1
@@ -246,4 +294,4 @@ class Fish(Algorithm):
         return {"loss": torch.stack(losses).mean()}
 
     def summary(self) -> dict:
-        return {"fish_meta_steps": self.steps_done}
+        return {"fish_meta_steps": self.steps_done, "fish_meta_lr": self.meta_lr}

@@ -1,7 +1,8 @@
 """Methods that change what is trained or how it is regularised, with pooled
 minibatches like vanilla: ``l2`` (weight decay / L2-SP), ``dropout``, ``lp``
 (linear probing: only the head trains) and ``lp_ft`` (full fine-tuning that
-starts from an LP model)."""
+starts from an LP model: the ``lp`` method's, or its own LP stage
+``lp_ft_lp``)."""
 
 from __future__ import annotations
 
@@ -210,24 +211,56 @@ class LPFT(Vanilla):
     selects them like any method (its own grid trials, or the suite stage's
     values); ``vanilla`` takes the vanilla method's selection of the same
     configuration and fold (the reference code). ``ft_epochs`` (null = as
-    selected) then fixes the number of epochs (the reference code: 1.5)."""
+    selected) then fixes the number of epochs (the reference code: 1.5).
+
+    The first stage: ``lp_epochs: null`` (default) starts from the ``lp``
+    method's own model of the fold (LP's selected hyper-parameters, epochs
+    included: one LP job serves both methods); a number (the reference code:
+    1.5) starts from the model of :class:`LPStage` (``lp_ft_lp``): LP with
+    LP's selected lr and batch size, trained ``lp_epochs`` epochs, its own job."""
 
     name = "lp_ft"
-    defaults = {"weight_decay": 0.0, "ft_hparams_from": "own", "ft_epochs": None}
-    #: the method whose trained model is this method's start model
+    defaults = {"weight_decay": 0.0, "ft_hparams_from": "own", "ft_epochs": None, "lp_epochs": None}
+    #: the method whose trained model is this method's start model (``lp_epochs: null``)
     start_method = "lp"
+
+    @classmethod
+    def start_from(cls, hparams: dict) -> str:
+        return cls.start_method if hparams["lp_epochs"] is None else LPStage.name
 
     @classmethod
     def selection_method(cls, hparams: dict) -> str:
         return cls.name if hparams["ft_hparams_from"] == "own" else hparams["ft_hparams_from"]
 
     @classmethod
-    def final_hparams(cls, hparams: dict) -> dict:
-        out = dict(hparams)
-        if out["ft_epochs"] is not None:
-            out["epochs"] = out["ft_epochs"]
-        return out
+    def fixed_epochs(cls, hparams: dict) -> float | None:
+        return hparams["ft_epochs"]
 
     def setup(self) -> None:
         for p in self.model.parameters():
             p.requires_grad_(True)
+
+
+@register
+class LPStage(LP):
+    """LP-FT's first stage when ``lp_ft``'s ``lp_epochs`` is set (the reference
+    code: 1.5): linear probing (:class:`LP`) with LP's hyper-parameters
+    (``training.method_hparams.lp``) and LP's selection (lr, batch size),
+    trained ``lp_epochs`` epochs (fractional: ceil(lp_epochs × updates per
+    epoch) updates). A job of its own, trained only as ``lp_ft``'s start model
+    (``internal``: not a method a config lists)."""
+
+    name = "lp_ft_lp"
+    internal = True
+    defaults = {**LP.defaults, "lp_epochs": None}
+
+    #: its hyper-parameters come from lp's block (all) and lp_ft's (lp_epochs)
+    hparams_from = {"lp": None, "lp_ft": ("lp_epochs",)}
+
+    @classmethod
+    def selection_method(cls, hparams: dict) -> str:
+        return LP.name
+
+    @classmethod
+    def fixed_epochs(cls, hparams: dict) -> float | None:
+        return hparams["lp_epochs"]

@@ -26,6 +26,7 @@ from beluga.errors import DataError
 from beluga.io import read_parquet
 from beluga.metrics import BASELINE, SCENARIO_IID
 from beluga.report import stats
+from beluga.report.paired import binary_iid_metric, pooled_randomization
 from beluga.scoring import FILTERED, PASS
 from beluga.seeds import sample_sd
 
@@ -174,19 +175,20 @@ def check_seeds_aligned(datas: list[TaskData], training_seeds=None) -> TaskData:
 
 # ---------------------------------------------------------------- significance
 def significance_table(data: TaskData | list[TaskData], *, iid_metric: str = "mean", R: int = 10_000, seed=0,
-                       alpha: float = 0.05, correction: str = "none", training_seeds=None
+                       alpha: float = 0.05, correction: str = "none", training_seeds=None, swaps: str = "shared"
                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Tests of every pair against the IID baseline: the i.i.d. score (exact
-    binomial test on the discordant examples of the seen model vs the IID
-    model; READ: EM correctness, PARA: accuracy correctness) and each G and
-    the average G (approximate randomization, R draws). Returns (table, null
-    distribution of the average-G difference per pair, for the cross-task Avg).
+    """Tests of every pair against the IID baseline: the i.i.d. score of the seen model vs the IID model,
+    tested on the score shown (an accuracy or exact match: exact binomial test on the discordant examples;
+    F1 or the mean of two metrics: paired approximate randomization of that score, R draws,
+    beluga.report.paired.paired_randomization) and each G and the average G (approximate randomization, R
+    draws; ``swaps``: stats.randomization_test). Returns (table, null distribution of the average-G
+    difference per pair, for the cross-task Avg).
 
     ``data``: one TaskData (``seed``: its draw seed), or a list with one per training seed (``seed``:
     a list of as many draw seeds, :func:`draw_seed`; ``training_seeds`` names the seeds in errors).
     With several seeds the tests are stratified by seed (docs/STATISTICS.md): the statistic is the
     mean over seeds of the per-seed difference, each seed's units swapped by its own draws (the null is
-    the mean of the seeds' nulls, draw by draw); the binomial
+    the mean of the seeds' nulls, draw by draw; the i.i.d. randomization alike); the binomial
     test pools the discordant examples of every seed. The table then also has n_seeds, seeds_better /
     seeds_worse (seeds whose own difference is positive / negative) and delta_sd (over seeds). With one
     seed: the one-seed test, the same p-values."""
@@ -216,20 +218,26 @@ def significance_table(data: TaskData | list[TaskData], *, iid_metric: str = "me
 
         if "seen" in first.scenarios:
             k = first.scenarios.index("seen")
-            tests = [stats.binomial_test(d.base.iid[0, :, 0] > 0.5, d.systems[(conf, method)].iid[k, :, 0] > 0.5)
-                     for d in datas]
-            a_only, b_only = sum(t["a_only"] for t in tests), sum(t["b_only"] for t in tests)
-            b = tests[0] if not several else stats.binomial_counts_test(a_only, b_only)
             base_v = float(np.mean([float(bs["s_iid"][0]) for bs in base_scores]))
             sys_v = float(np.mean([float(ss["s_iid"][k]) for ss in sys_scores]))
-            rows.append({"configuration": conf, "method": method, "column": "iid", "test": "binomial",
-                         "baseline_value": base_v, "value": sys_v, "delta": sys_v - base_v,
-                         "p_value": b["p_value"], "n_discordant": b["n_discordant"],
-                         "baseline_only": b["a_only"], "system_only": b["b_only"], "R": np.nan,
-                         **spread([float(ss["s_iid"][k]) - float(bs["s_iid"][0])
-                                   for ss, bs in zip(sys_scores, base_scores)])})
+            row = {"configuration": conf, "method": method, "column": "iid", "test": "", "baseline_value": base_v,
+                   "value": sys_v, "delta": sys_v - base_v}
+            if binary_iid_metric(first.task_type, iid_metric):
+                tests = [stats.binomial_test(d.base.iid[0, :, 0] > 0.5, d.systems[(conf, method)].iid[k, :, 0] > 0.5)
+                         for d in datas]
+                a_only, b_only = sum(t["a_only"] for t in tests), sum(t["b_only"] for t in tests)
+                b = tests[0] if not several else stats.binomial_counts_test(a_only, b_only)
+                row.update(test="binomial", p_value=b["p_value"], n_discordant=b["n_discordant"],
+                           baseline_only=b["a_only"], system_only=b["b_only"], R=np.nan)
+            else:   # F1 or a mean of two metrics: the shown score itself, paired randomization
+                r = pooled_randomization([(d.base.iid[0], d.systems[(conf, method)].iid[k]) for d in datas],
+                                         first.task_type, iid_metric, R=R, seeds=draw_seeds)
+                row.update(test="randomization", p_value=r["p_value"], n_discordant=r["n_discordant"],
+                           baseline_only=np.nan, system_only=np.nan, R=R)
+            rows.append({**row, **spread([float(ss["s_iid"][k]) - float(bs["s_iid"][0])
+                                          for ss, bs in zip(sys_scores, base_scores)])})
         rts = [stats.randomization_test(d.base, d.systems[(conf, method)], d.func_index, n_func, d.task_type,
-                                        iid_metric, R=R, seed=ds, return_null=True)
+                                        iid_metric, R=R, seed=ds, return_null=True, swaps=swaps)
                for d, ds in zip(datas, draw_seeds)]
         rt = rts[0] if not several else stats.combine_randomization(rts)
         base_g = float(np.mean([float(bs["G"][0]) for bs in base_scores]))

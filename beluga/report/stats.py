@@ -6,8 +6,10 @@ computed. The statistics are the ones of :mod:`beluga.metrics`: s_T = mean over 
 rate, s_iid = the task's i.i.d. metric(s), G = harmonic mean of s_T and s_iid.
 
 - :func:`binomial_test`: two-sided exact sign test on the discordant i.i.d. examples (i.i.d. score vs the baseline).
-- :func:`randomization_test`: approximate randomization (Yeh 2000) of ΔG between a system and the baseline, one
-  swap mask per unit shared by all scenarios, i.i.d. examples and suite cases swapped jointly.
+- :func:`randomization_test`: approximate randomization (Yeh 2000) of ΔG between a system and the baseline, i.i.d.
+  examples and suite cases swapped jointly; ``swaps``: one swap per unit shared by all scenarios (``shared``), or
+  each scenario's suite cases by their own swaps (``independent``, the reference code's; the i.i.d. examples keep
+  one swap per example). The scenarios' own p-values do not depend on it; ΔG_avg's null does.
   :func:`exact_randomization_p` enumerates every swap pattern (small cases; used to check the former).
 - :func:`bootstrap_ci`: percentile bootstrap intervals (cases resampled within functionality, i.i.d. examples
   resampled) of s_T, s_iid and G.
@@ -36,6 +38,8 @@ IID_FEATURES = {"sent": ("correct",), "para": ("correct", "tp", "fp", "fn"), "re
 
 #: |Δ'| >= |Δ| - TIE_TOL counts as "at least as extreme" (guards against rounding in ties)
 TIE_TOL = 1e-12
+#: statistics.swaps: one swap per unit for every scenario, or each scenario's T_test cases swapped on their own
+SWAPS = ("shared", "independent")
 #: elements (draws x words or units) of one chunk of resampling draws; bounds the temporary arrays
 _CHUNK_ELEMENTS = 1 << 22
 _MAX_CHUNK_DRAWS = 4096
@@ -269,7 +273,8 @@ class _PairedNull:
     differences are handled the same way when they are -1 / 0 / +1 too, else by a matrix product. The swapped
     baseline's sums are the pair's totals minus the swapped system's."""
 
-    def __init__(self, base: Outcomes, system: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str):
+    def __init__(self, base: Outcomes, system: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str,
+                 iid_units: np.ndarray | None = None):
         _check_task(task_type, iid_metric)
         self.task_type, self.iid_metric = task_type, iid_metric
         s = system.n_scenarios
@@ -323,7 +328,7 @@ class _PairedNull:
         self.pt, self.ct = pt[:, self.present, None], ct[:, self.present, None]
 
         # i.i.d. examples: one final block
-        diff_i = np.flatnonzero(np.any(si != bi, axis=(0, 2)))
+        diff_i = np.flatnonzero(np.any(si != bi, axis=(0, 2))) if iid_units is None else np.asarray(iid_units)
         di = (bi[:, diff_i, :] - si[:, diff_i, :]).transpose(1, 0, 2).reshape(len(diff_i), s * k)
         self.u_iid, self.iid_units = len(diff_i), diff_i
         self.w_iid = (self.u_iid + 63) // 64
@@ -400,6 +405,57 @@ class _PairedNull:
         return delta[0], float(delta_avg[0])
 
 
+class _ScenarioNulls:
+    """:class:`_PairedNull`'s interface with ``swaps: independent``: each scenario's T_test cases swapped by their
+    own bits, the i.i.d. examples by one bit per example shared by the scenarios (the reference code's
+    significance script: one i.i.d. outcome per system, its suite outcomes per scenario). One one-scenario
+    :class:`_PairedNull` per scenario, all on the same differing i.i.d. examples; a pattern's words are the
+    scenarios' case words in scenario order, then the i.i.d. words."""
+
+    def __init__(self, base: Outcomes, system: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str):
+        whole = _PairedNull(base, system, func_index, n_func, task_type, iid_metric)  # checks; the i.i.d. units
+        b = [0] * system.n_scenarios if base.n_scenarios == 1 else range(system.n_scenarios)
+        self.parts = [_PairedNull(Outcomes(base.passed[j], base.scored[j], base.iid[j]),
+                                  Outcomes(system.passed[k], system.scored[k], system.iid[k]), func_index, n_func,
+                                  task_type, iid_metric, iid_units=whole.iid_units) for k, j in enumerate(b)]
+        self.s, self.w_iid, self.u_iid = len(self.parts), whole.w_iid, whole.u_iid
+        ends = np.cumsum([0] + [p.w_case for p in self.parts])
+        self.case_words = [slice(a, e) for a, e in zip(ends[:-1], ends[1:])]
+        self.n_words = int(ends[-1]) + self.w_iid
+        self.u = sum(p.u_case for p in self.parts) + self.u_iid
+
+    def chunk(self) -> int:
+        return min(p.chunk() for p in self.parts)
+
+    def pack(self, mask: np.ndarray) -> np.ndarray:
+        """(R, u) 0/1: each scenario's differing cases (scenario order), then the i.i.d. units -> (n_words, R)."""
+        mask, at, words = np.asarray(mask), 0, []
+        iid = mask[:, mask.shape[1] - self.u_iid:]
+        for p in self.parts:
+            packed = p.pack(np.concatenate([mask[:, at:at + p.u_case], iid], axis=1))
+            words.append(packed[:p.w_case])
+            at += p.u_case
+        return np.concatenate(words + [packed[p.w_case:]])
+
+    def null(self, words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        iid = words[self.n_words - self.w_iid:]
+        d = np.concatenate([p.null(np.concatenate([words[w], iid]))[0] for p, w in zip(self.parts, self.case_words)],
+                           axis=1)
+        return d, d.mean(axis=1)
+
+    def observed(self) -> tuple[np.ndarray, float]:
+        delta, delta_avg = self.null(np.zeros((self.n_words, 1), dtype=np.uint64))
+        return delta[0], float(delta_avg[0])
+
+
+def _null_of(base: Outcomes, system: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str,
+             swaps: str):
+    if swaps not in SWAPS:
+        raise ValueError(f"field 'statistics.swaps': {swaps!r} is not one of {', '.join(SWAPS)}")
+    cls = _PairedNull if swaps == "shared" else _ScenarioNulls
+    return cls(base, system, func_index, n_func, task_type, iid_metric)
+
+
 def _count_extreme(null: np.ndarray, observed) -> np.ndarray:
     return (np.abs(null) >= np.abs(observed) - TIE_TOL).sum(axis=0)
 
@@ -409,15 +465,18 @@ def _p_or_nan(count, total, observed) -> np.ndarray:
 
 
 def randomization_test(base: Outcomes, system: Outcomes, func_index, n_func: int, task_type: str,
-                       iid_metric: str = "mean", R: int = 10_000, seed: int = 0, return_null: bool = False) -> dict:
+                       iid_metric: str = "mean", R: int = 10_000, seed: int = 0, return_null: bool = False,
+                       swaps: str = "shared") -> dict:
     """Approximate randomization test of ΔG = G_system - G_base per scenario and of ΔG_avg.
 
     Each of R draws swaps, independently with probability 1/2 per unit (suite case or i.i.d. example), the two
-    systems' outcomes of that unit in every scenario. p = (#{|Δ'| >= |Δ| - 1e-12} + 1) / (R + 1).
+    systems' outcomes of that unit in every scenario (``swaps: shared``); ``swaps: independent``: each scenario's
+    suite cases by their own draws, an i.i.d. example still once for every scenario (:class:`_ScenarioNulls`).
+    p = (#{|Δ'| >= |Δ| - 1e-12} + 1) / (R + 1).
     Returns {"delta": (S,), "delta_avg", "p": (S,), "p_avg", "R", "n_units"} (+ "null" (R, S), "null_avg" (R,)).
     Bit-reproducible for a given seed and input."""
     R = _n_draws(R)
-    pn = _PairedNull(base, system, func_index, n_func, task_type, iid_metric)
+    pn = _null_of(base, system, func_index, n_func, task_type, iid_metric, swaps)
     delta, delta_avg = pn.observed()
     rng = np.random.default_rng(seed)
     null = np.empty((R, pn.s)) if return_null else None
@@ -445,11 +504,12 @@ def randomization_test(base: Outcomes, system: Outcomes, func_index, n_func: int
 
 
 def exact_randomization_p(base: Outcomes, system: Outcomes, func_index, n_func: int, task_type: str,
-                          iid_metric: str = "mean", return_null: bool = False) -> dict:
-    """The randomization statistic over all 2^u swap patterns of the u differing units (u <= 20):
+                          iid_metric: str = "mean", return_null: bool = False, swaps: str = "shared") -> dict:
+    """The randomization statistic over all 2^u swap patterns of the u differing units (u <= 20; ``swaps:
+    independent``: a scenario's differing cases are units of their own):
     {"delta", "delta_avg", "p": (S,), "p_avg", "n_units"}, p = #{|Δ'| >= |Δ| - 1e-12} / 2^u
     (+ "null" (2^u, S), "null_avg" (2^u,) if return_null, one row per pattern in an unspecified order)."""
-    pn = _PairedNull(base, system, func_index, n_func, task_type, iid_metric)
+    pn = _null_of(base, system, func_index, n_func, task_type, iid_metric, swaps)
     if pn.u > _MAX_EXACT_UNITS:
         raise ValueError(f"exact_randomization_p: {pn.u} differing units, at most {_MAX_EXACT_UNITS} can be enumerated")
     delta, delta_avg = pn.observed()

@@ -14,7 +14,9 @@ Choices:
   -1; rows of the IID configuration are never marked;
 - "best" is the maximum of the values as displayed (×100, one decimal), so cells
   that print the same number are all bold;
-- missing values print as "–" (Markdown) or "--" (LaTeX, an en dash).
+- missing values print as "–" (Markdown) or "--" (LaTeX, an en dash);
+- a task whose i.i.d. data are not the paper's (``iid_notes``: task -> one sentence,
+  :func:`beluga.report.iid_data.fallback_lines`) has its headers marked † and a footnote.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.metrics import BASELINE, CONFIG_LABELS
+from beluga.report.iid_data import DAGGER, SEE, footnote_markdown
 
 REQUIRED_COLUMNS = ("task", "configuration", "method", "column", "value", "ci_lo", "ci_hi", "p_value",
                     "p_adjusted", "significant", "direction")
@@ -205,14 +208,18 @@ def _md_escape(text: str) -> str:
     return str(text).replace("|", r"\|")
 
 
-def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm") -> str:
+def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm",
+                    iid_notes: dict[str, str] | None = None) -> str:
     """Table 3 as a Markdown table (×100, one decimal) with a legend paragraph; with several training
-    seeds every cell is the mean ± the standard deviation over seeds."""
+    seeds every cell is the mean ± the standard deviation over seeds. ``iid_notes``: task -> the sentence
+    saying its i.i.d. data are not the paper's (its headers marked †, the sentences in a footnote)."""
     rows, cols, values, marks, bold = _grid(long)
+    notes = {t: n for t, n in (iid_notes or {}).items() if t in {c[0] for c in cols}}
     sd, seeds_text = _spread(long)
     head = ["Configuration", "Method"]
     for task, col, name in cols:
-        head.append("Avg" if name == AVG_COLUMN else f"{_task_label(task)} · {'i.i.d.' if col == 'iid' else col}")
+        label = _task_label(task) + (DAGGER if task in notes else "")
+        head.append("Avg" if name == AVG_COLUMN else f"{label} · {'i.i.d.' if col == 'iid' else col}")
     lines = ["| " + " | ".join(_md_escape(h) for h in head) + " |",
              "|---|---|" + "---:|" * len(cols)]
     for i, (conf, meth) in enumerate(rows):
@@ -237,7 +244,8 @@ def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | N
     legend = (
         "Scores ×100. First row: the IID baseline (vanilla fine-tuning on the i.i.d. data only); its G columns are "
         f"G_standard. {UP} / {DOWN}: significantly better / worse than the baseline at α = {alpha:g} "
-        "(i.i.d. column: two-sided exact binomial test on the discordant examples; G columns"
+        "(i.i.d. column, a test of the score shown: accuracy or exact match, two-sided exact binomial test on the "
+        "discordant examples; F1 or the mean of two metrics, paired approximate randomization of that score; G columns"
         f"{' and Avg' if has_avg else ''}: approximate randomization, Yeh 2000); {_correction_text(correction)}. "
         "The baseline is never marked. **Bold**: best value in the column (all cells that print the maximum). "
         f"{DASH}: not available."
@@ -245,7 +253,8 @@ def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | N
         + " Confidence intervals, p-values and adjusted p-values are in the CSV file."
         + (f" {seeds_text}" if seeds_text else "")
     )
-    return "\n".join(lines) + "\n\n" + legend + "\n"
+    foot = footnote_markdown(notes)
+    return "\n".join(lines) + "\n\n" + legend + "\n" + (f"\n{foot}" if foot else "")
 
 
 # -------------------------------------------------------------------- LaTeX --
@@ -261,10 +270,13 @@ def _latex_col(col: str) -> str:
 
 
 def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm",
-                 caption: str | None = None, label: str = "tab:table3") -> str:
+                 caption: str | None = None, label: str = "tab:table3",
+                 iid_notes: dict[str, str] | None = None) -> str:
     """Table 3 as a complete LaTeX ``table`` (booktabs; needs ``\\usepackage[table]{xcolor}``); with several
-    training seeds every cell is the mean $\\pm$ the standard deviation over seeds."""
+    training seeds every cell is the mean $\\pm$ the standard deviation over seeds. ``iid_notes``: as
+    :func:`table3_markdown` (the task's header marked $^\\dagger$, the sentences at the caption's end)."""
     rows, cols, values, marks, bold = _grid(long)
+    notes = {t: n for t, n in (iid_notes or {}).items() if t in {c[0] for c in cols}}
     sd, seeds_text = _spread(long)
     n = len(cols)
     lines = [r"% Table 3 (BELUGA). Requires \usepackage{booktabs} and \usepackage[table]{xcolor} (for \cellcolor).",
@@ -282,7 +294,8 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
         if task == ALL_TASK and a == b and cols[a][2] == AVG_COLUMN:
             top.append("")
             continue
-        top.append(rf"\multicolumn{{{b - a + 1}}}{{c}}{{{latex_escape(_task_label(task))}}}")
+        mark = r"$^\dagger$" if task in notes else ""
+        top.append(rf"\multicolumn{{{b - a + 1}}}{{c}}{{{latex_escape(_task_label(task))}{mark}}}")
         rules.append(rf"\cmidrule(lr){{{a + 3}-{b + 3}}}")
     lines.append(" & ".join(top) + r" \\")
     if rules:
@@ -320,11 +333,15 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
             r"configuration. First row: the IID baseline (its suite scores are $G_{\mathrm{standard}}$). "
             + (r"Avg.: mean $G$ over tasks and scenarios. " if has_avg else "")
             + rf"Green / red: significantly better / worse than the baseline at $\alpha = {alpha:g}$ "
-            r"(i.i.d.: two-sided exact binomial test on the discordant examples; $G$: approximate randomization, "
+            r"(i.i.d.: accuracy or exact match, two-sided exact binomial test on the discordant examples; F1 or the "
+            r"mean of two metrics, paired approximate randomization of that score; $G$: approximate randomization, "
             rf"Yeh 2000; {latex_escape(_correction_text(correction))}). Bold: best score per column. "
             r"--: not available."
             + (" " + latex_escape(seeds_text).replace("±", r"$\pm$") if seeds_text else "")
         )
+    if notes:   # also under a caption of the caller's
+        caption += (rf" $^\dagger$Not the paper's i.i.d.\ data ({latex_escape(SEE)}): "
+                    + " ".join(latex_escape(n) for n in notes.values()))
     lines += [rf"\caption{{{caption}}}", rf"\label{{{label}}}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 from beluga.io import read_parquet, write_csv, write_text
 from beluga.metrics import pass_rates_over_seeds, score_runs, scores_markdown, scores_over_seeds
+from beluga.report.iid_data import fallback_line, read_source_record
 from beluga.seeds import per_seed_frame, seed_order
 from beluga.suites.format import functionality_table, load_suite
 
 
 def aggregate(*, task: str, task_type: str, suite: str, runs: list[dict], iid_metric: str, scenario_iid: str,
               out_pass_rates: str, out_scores: str, out_markdown: str, out_seed_pass_rates: str,
-              out_seed_scores: str) -> None:
+              out_seed_scores: str, source: str | None = None) -> None:
     """``runs``: every run (training seed, configuration, method, partition, fold) with its outcomes file
     (``path``). Each seed is scored on its own (metrics.score_runs); ``out_seed_*`` hold the per-seed rows,
     the other outputs are a one-seed run's tables with one seed and the mean over seeds (with ``_sd`` /
-    ``_min`` / ``_max`` / ``n_seeds``) with several."""
+    ``_min`` / ``_max`` / ``n_seeds``) with several. ``source``: the task's iid/source.json (scores.md
+    says when its i.i.d. data are not the paper's)."""
     funcs = functionality_table(load_suite(suite))
     seeds = seed_order(r["seed"] for r in runs)
     longs, scores = {}, {}
@@ -32,4 +34,5 @@ def aggregate(*, task: str, task_type: str, suite: str, runs: list[dict], iid_me
     write_csv(seed_scores, out_seed_scores)
     write_csv(long, out_pass_rates)
     write_csv(table, out_scores)
-    write_text(scores_markdown(table, task, seeds), out_markdown)
+    note = fallback_line(task, read_source_record(source)) if source else None
+    write_text(scores_markdown(table, task, seeds, iid_note=note), out_markdown)

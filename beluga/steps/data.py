@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pandas as pd
 
 from beluga import folds
@@ -11,17 +13,25 @@ from beluga.suites.build import label_set, make_suite
 from beluga.suites.format import functionality_table, load_suite, save_suite
 from beluga.tasks import get_task_type
 
+_log = logging.getLogger(__name__)
 
-def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str], out_source: str | None = None) -> None:
+
+def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str], out_source: str | None = None,
+                task: str = "") -> None:
     """train / val / test / pool of the task's i.i.d. data (``iid``: the config block), and
     ``out_source``: which source was read and how it was split (``data.iid.source_record``:
-    origin, files and their SHA-256, split rule, rows per split)."""
+    origin, files and their SHA-256, split rule, rows per split, ``fallback``). Data that are not
+    the paper's for a paper source (``fallback``) are one warning line naming ``task``."""
     ttype = get_task_type(task_type)
     parts = load_splits(iid, ttype.head, set(ttype.iid_labels), pair=ttype.pair)
     for name, path in outputs.items():
         write_parquet(parts[name], path)
+    record = source_record(iid, parts)
     if out_source is not None:
-        write_json(source_record(iid, parts), out_source)
+        write_json(record, out_source)
+    if record["fallback"]:
+        _log.warning("%s: i.i.d. data not the paper's (iid.source %s): %s", task or "task", record["source"],
+                     record["fallback"])
 
 
 def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:

@@ -52,11 +52,12 @@ def _seed_data(units: list[str], suite: str, task_type: str) -> list[run_stats.T
 
 def significance(*, task: str, units: list[str], seeds: list[int], base_seed: int, suite: str, task_type: str,
                  iid_metric: str, R: int, seed: int, alpha: float, correction: str, out_table: str,
-                 out_null: str) -> None:
-    """``units``: each training seed's unit outcomes, in ``seeds`` order (one seed: the one-seed test)."""
+                 out_null: str, swaps: str = "shared") -> None:
+    """``units``: each training seed's unit outcomes, in ``seeds`` order (one seed: the one-seed test);
+    ``swaps``: statistics.swaps."""
     table, null = run_stats.significance_table(
         _seed_data(units, suite, task_type), iid_metric=iid_metric, R=R, alpha=alpha, correction=correction,
-        seed=[run_stats.draw_seed(seed, task, s, base_seed) for s in seeds], training_seeds=seeds)
+        swaps=swaps, seed=[run_stats.draw_seed(seed, task, s, base_seed) for s in seeds], training_seeds=seeds)
     write_csv(table, out_table)
     write_parquet(null, out_null)
 
@@ -102,17 +103,30 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
 
 def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], significance: list[str],
            intervals: list[str], null: list[str], alpha: float, correction: str, out_csv: str, out_markdown: str,
-           out_latex: str) -> None:
-    from beluga.report import tables
+           out_latex: str, out_summary_csv: str, out_summary_markdown: str, sources: list[str] = (),
+           out_iid_data: str | None = None) -> None:
+    """Table 3 (CSV, Markdown, LaTeX) and its summaries (``out_summary_*``: the paper's means per configuration
+    and per scenario, beluga/report/table3_summary.py), from the table's own frame; ``sources``: the tasks'
+    iid/source.json, aligned with ``tasks``: a task whose i.i.d. data are not the paper's is marked † with a
+    footnote, and ``out_iid_data`` (the report's page) lists every task's i.i.d. data."""
+    from beluga.report import iid_data, table3_summary, tables
 
     per_task = {t: {"scores": pd.read_csv(s), "seed_scores": pd.read_csv(ss), "significance": pd.read_csv(g),
                     "intervals": pd.read_csv(i), "null": read_parquet(n, "null distribution")}
                 for t, s, ss, g, i, n in zip(tasks, scores, seed_scores, significance, intervals, null, strict=True)}
+    records = iid_data.read_source_records(tasks, sources) if sources else {}
+    notes = iid_data.fallback_lines(records)
     long = run_stats.table3_long(per_task, alpha, correction)
-    write_csv(tables.table3_csv(long), out_csv)
+    table = tables.table3_csv(long)
+    write_csv(table, out_csv)
+    summary = table3_summary.table3_summary(table)
+    write_csv(summary, out_summary_csv)
+    write_text(table3_summary.table3_summary_markdown(summary, table), out_summary_markdown)
     # the renderers read correction "none" as no correction
-    write_text(tables.table3_markdown(long, alpha, correction), out_markdown)
-    write_text(tables.table3_latex(long, alpha, correction), out_latex)
+    write_text(tables.table3_markdown(long, alpha, correction, iid_notes=notes), out_markdown)
+    write_text(tables.table3_latex(long, alpha, correction, iid_notes=notes), out_latex)
+    if out_iid_data is not None:
+        write_text(iid_data.iid_data_html(records), out_iid_data)
 
 
 def run_config(*, config: dict, out_config: str) -> None:

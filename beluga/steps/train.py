@@ -13,14 +13,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
-
 from beluga.data.ood_sets import read_prepared
-from beluga.errors import ConfigError
 from beluga.folds import scored_functionalities
 from beluga.io import read_parquet, write_json, write_parquet
 from beluga.job import RUN_FILE, Job, begin
 from beluga.methods import get_algorithm
+from beluga.selection import best_trial, check_objective, reference_plan
 from beluga.settings import FoldRun
 from beluga.suites.build import split_cases
 from beluga.tasks import get_task_type
@@ -86,7 +84,8 @@ def _fold_record(run: FoldRun, choice: dict | None, summary: dict, job: Job, sta
             "method": run.method, "partition": run.partition, "fold": run.fold,
             "held_out": list(run.held_out) if run.partition != "seen" else [],
             "start_model": run.start_label, "hparams": run.hparams, "seed": run.seed,
-            "selection": None if choice is None else {k: choice[k] for k in ("policy", "fold", "trial", "score")},
+            "selection": None if choice is None else {**{k: choice[k] for k in ("policy", "fold", "trial", "score")},
+                                                      "objective": choice.get("objective", "pass_rate")},
             "iid_in_mix": run.iid_in_mix, **summary, **job.record()}
 
 
@@ -147,39 +146,38 @@ def finetune_model(*, run: dict, suite: str, split: str, iid_train: str | None, 
 
 
 def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str, iid_train: str | None,
-          start: str | None, batch_size: int, out_score: str) -> dict:
+          start: str | None, batch_size: int, out_score: str, objective: str = "pass_rate") -> dict:
     """One grid point of model selection: train the fold with ``grid_point``
     on top of its hyper-parameters, score T_val of its training
-    functionalities (the held-out ones are never looked at), write the mean
-    pass rate."""
+    functionalities (the held-out ones are never looked at) under
+    ``objective`` (``selection.objective``: :mod:`beluga.selection`), write
+    the score, its parts and the pass rates. The reference objective's plan
+    of T_val is checked before training."""
     from beluga import checkpoint
-    from beluga.fold import suite_pass_rates, train_fold
+    from beluga.fold import suite_objective, train_fold
 
     run = final(FoldRun.from_dict(run).with_hparams(**grid_point))
+    val = split_cases(suite, split, run.task_type, "val", run.training_functionalities)
+    plan = None
+    if check_objective(objective) == "reference":
+        plan = reference_plan(get_task_type(run.task_type), val, run.qa_answer_match)
     job, clock = begin(run.threads, run.precision, run.gpus)
     model, tokenizer, summary = train_fold(run, job, clock, suite=suite, split=split, iid_train=iid_train,
                                            start=start)
-    val = split_cases(suite, split, run.task_type, "val", run.training_functionalities)
-    rates = suite_pass_rates(model, tokenizer, val, run, job, clock, batch_size=batch_size,
-                             source=f"trial {trial_id}")
-    score = float(rates.mean()) if rates.notna().any() else float("nan")
+    result = suite_objective(model, tokenizer, val, run, job, clock, batch_size=batch_size,
+                             source=f"trial {trial_id}", objective=objective, plan=plan)
     write_json({"trial": trial_id, "grid_point": grid_point, "hparams": run.hparams, "fold": run.fold,
-                "partition": run.partition, "score": score, "metric": "mean T_val pass rate",
-                "pass_rates": {k: (None if np.isnan(v) else v) for k, v in rates.items()},
-                "steps": summary["steps"], "wall_time_s": summary["wall_time_s"], **job.precision.record(),
-                "timing": clock.record()}, out_score)
+                "partition": run.partition, **result, "steps": summary["steps"],
+                "wall_time_s": summary["wall_time_s"], **job.precision.record(), "timing": clock.record()}, out_score)
     checkpoint.clear(run.checkpoint_dir)
     return clock.parts
 
 
 def select_hparams(*, trials: list[str], policy: str, out_selected: str) -> None:
-    """The grid point with the best mean T_val pass rate (ties: the first in
-    grid order wins; NaN scores never win)."""
+    """The grid point with the best T_val score (:func:`beluga.selection.best_trial`:
+    ties go to the first in grid order, NaN scores never win)."""
     results = [json.loads(Path(t).read_text()) for t in trials]
-    if not results:
-        raise ConfigError("config: field 'selection.grid': no trials to select from")
-    scored = [r for r in results if r["score"] == r["score"]]
-    best = max(scored, key=lambda r: r["score"]) if scored else results[0]
+    best = best_trial(results)
     write_json({"policy": policy, "fold": f"{best['partition']}/{best['fold']}", "trial": best["trial"],
-                "score": best["score"], "hparams": best["grid_point"],
-                "trials": {r["trial"]: r["score"] for r in results}}, out_selected)
+                "objective": best.get("objective", "pass_rate"), "score": best["score"],
+                "hparams": best["grid_point"], "trials": {r["trial"]: r["score"] for r in results}}, out_selected)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from beluga.errors import ConfigError, SuiteError
 from beluga.folds import stable_int
-from beluga.suites.format import validate_suite
+from beluga.suites.format import TEST_TYPES, validate_suite
 from beluga.tasks import TaskType, get_task_type
 
 
@@ -65,15 +65,54 @@ def _all_functionalities(suite_cfg: dict, task_type: str) -> pd.DataFrame:
     if suite_spec_name(suite_cfg):
         from beluga.suites.spec import catalogue
 
-        df = pd.DataFrame(catalogue(load_task_spec(suite_cfg, task_type)))[["functionality", "capability",
-                                                                           "test_type"]]
-        return df.assign(n_cases=int(suite_cfg["cases_per_functionality"]))
+        cat = pd.DataFrame(catalogue(load_task_spec(suite_cfg, task_type)))
+        df = cat[["functionality", "capability", "test_type"]].assign(n_cases=int(suite_cfg["cases_per_functionality"]))
+        return with_fold_types(df, cat, suite_cfg["type_folds"], f"suite spec {suite_spec_name(suite_cfg)}")
     df = read_suite_file(suite_cfg, task_type)
     table = df[["functionality", "capability", "test_type"]].drop_duplicates("functionality").reset_index(drop=True)
     n = df.groupby("functionality", sort=False).size()
     cap = suite_cfg.get("max_cases_per_functionality")
     table["n_cases"] = [int(n[f]) if cap is None else min(int(n[f]), int(cap)) for f in table["functionality"]]
-    return table
+    return with_fold_types(table, df, suite_cfg["type_folds"], f"suite file {suite_cfg['path']}")
+
+
+#: ``tasks.<id>.suite.type_folds``: the test type the ``type`` partition groups a functionality under
+TYPE_FOLDS = ("declared", "trained")
+
+
+def with_fold_types(functionalities: pd.DataFrame, cases: pd.DataFrame, type_folds: str, where: str) -> pd.DataFrame:
+    """The functionality table with ``fold_type``, the test type the ``type``
+    partition groups each functionality under (:func:`beluga.folds.enumerate_folds`):
+    its declared ``test_type`` (``declared``), or, under ``trained``, the type
+    a training hint of its cases (``expect_params`` ``"train": {"as": ...}``)
+    trains it as, where it has one: PARA's one-pair synonym "INV", trained as
+    an MFT with label 1 under ``paper_fixes``, joins the MFTs, as in the
+    reference code's suite. ``cases``: the functionality and ``expect_params``
+    (a dict or its JSON) of every case of the suite (or one row per
+    functionality); ``where`` names the suite in errors."""
+    if type_folds not in TYPE_FOLDS:
+        raise ConfigError(f"config: field 'suite.type_folds': {type_folds!r} is not one of {', '.join(TYPE_FOLDS)}")
+    out = functionalities.assign(fold_type=functionalities["test_type"])
+    if type_folds == "declared":
+        return out
+    hints: dict[str, str | None] = {}
+    pairs = zip(cases["functionality"], cases["expect_params"])
+    if all(isinstance(p, str) or p is None for p in cases["expect_params"]):
+        pairs = dict.fromkeys(pairs)   # the JSON texts of a functionality's cases: parsed once each
+    for func, params in pairs:
+        parsed = (json.loads(params) if params else {}) if not isinstance(params, dict) else params
+        train = parsed.get("train") or {}
+        hint = train.get("as") if isinstance(train, dict) else None
+        if hint is not None and hint not in TEST_TYPES:
+            raise SuiteError(f"{where}: functionality {func!r}: field 'expect_params': training hint 'train.as' "
+                             f"{hint!r} is not a test type ({', '.join(TEST_TYPES)})")
+        if func in hints and hints[func] != hint:
+            raise SuiteError(f"{where}: functionality {func!r}: field 'expect_params': its cases' training hints "
+                             f"('train.as') differ ({hints[func]!r} and {hint!r}); suite.type_folds: trained groups "
+                             "a functionality by one type")
+        hints[func] = hint
+    out["fold_type"] = [hints.get(f) or t for f, t in zip(out["functionality"], out["test_type"])]
+    return out
 
 
 def check_suite_task_type(df: pd.DataFrame, task_type: str, path) -> None:

@@ -24,7 +24,11 @@ length. It is an estimate: real sequences are often shorter than
 ``max_length`` (the plan assumes full length), READ contexts longer than
 ``max_length`` make several windows (the plan counts one), and the selected
 number of epochs is unknown before selection (the plan uses the mean of the
-grid's values).
+grid's values). The i.i.d. sizes are the files' in each task's folder, except
+that a paper source (sst2 / qqp / squad) read from a fallback (a staged offline
+copy: the Quora release, the SQuAD dev set alone) counts the paper's official
+sizes by default (:func:`iid_sizes`, ``--assume-paper-data``): the plan is for
+the run on the fetched files. The plan prints which sizes it used.
 
 The related analyses count when they are part of the default target
 (``enabled: true``), with the jobs of the dry run (the same units, doses,
@@ -192,24 +196,52 @@ def _epochs_estimate(stage: dict, grid: dict) -> float:
     return float(sum(eps) / len(eps)) if eps else float(stage["epochs"])
 
 
-def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
+def iid_sizes(iid_cfg: dict, found: dict[str, int], assume_paper_data: bool = True) -> tuple[dict[str, int], str]:
+    """(train / val / test sizes the plan counts, where they come from in words) of a task's ``iid``
+    block, given the ``found`` sizes of the files in its folder. With ``assume_paper_data``, a paper
+    source (sst2 / qqp / squad) whose folder holds a fallback instead of the paper's files (the staged
+    offline copy: the Quora release, the SQuAD dev set alone) counts the paper's official row counts
+    (:func:`beluga.data.paper_data.paper_sizes`, each capped by ``n_train`` / ``n_val`` / ``n_test``):
+    the run the plan is for reads the fetched files. Otherwise, and for every other source, the files
+    found."""
+    from beluga.data import iid as iid_mod
+    from beluga.data.paper_data import paper_data_name, paper_sizes
+
+    desc = iid_mod.describe_source(iid_cfg)
+    shown = " / ".join(f"{found[s]:,}" for s in iid_mod.IID_SPLITS)
+    if desc["fallback"] is None or not assume_paper_data:
+        why = "" if desc["fallback"] is None else " -- not the paper's data (--assume-paper-data counts the paper's)"
+        return ({s: found[s] for s in iid_mod.IID_SPLITS},
+                f"{shown} train / val / test, the files found: {desc['origin']}{why}")
+    sizes = {s: n if iid_cfg.get(f"n_{s}") is None else min(n, int(iid_cfg[f"n_{s}"]))
+             for s, n in paper_sizes(desc["source"]).items()}
+    halves = " (its dev set is halved by article: val / test a few questions off)" if desc["source"] == "squad" else ""
+    return sizes, (f"{' / '.join(f'{sizes[s]:,}' for s in iid_mod.IID_SPLITS)} train / val / test, the paper's "
+                   f"{paper_data_name(desc['source'])}{halves}, assumed (--assume-paper-data): the folder holds "
+                   f"a fallback, {desc['origin']}: {shown}")
+
+
+def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True) -> dict:
     """Per functionality: training items and sequences (T_train), T_val and
-    T_test inputs; the i.i.d. split sizes. Builds the suite and the split in
-    memory exactly as the pipeline does."""
+    T_test inputs; the i.i.d. split sizes (:func:`iid_sizes`) and ``iid_used``,
+    where they come from. Builds the suite and the split in memory exactly as
+    the pipeline does."""
     from beluga import folds as folds_mod
     from beluga.batches import build_streams
     from beluga.data import iid as iid_mod
-    from beluga.suites.build import make_suite
+    from beluga.suites.build import make_suite, with_fold_types
     from beluga.suites.format import functionality_table
 
     ttype = get_task_type(task_cfg["type"])
     parts = iid_mod.load_splits(task_cfg["iid"], ttype.head, set(ttype.iid_labels))
+    sizes, used = iid_sizes(task_cfg["iid"], {k: len(v) for k, v in parts.items()}, assume_paper_data)
     suite, _ = make_suite(task_cfg["suite"], task_cfg["type"], parts.get("pool"))
     split = folds_mod.assign_splits(suite, tuple(split_cfg["fractions"]), int(split_cfg["seed"]))
     which = dict(zip(split["case_id"], split["split"]))
     suite = suite.assign(split=suite["case_id"].map(which))
     n_inputs = suite["inputs"].map(len)
-    funcs = functionality_table(suite)[["functionality", "capability", "test_type"]]
+    funcs = with_fold_types(functionality_table(suite)[["functionality", "capability", "test_type"]], suite,
+                            task_cfg["suite"]["type_folds"], "the task's suite")
     per = {}
     train = suite[suite["split"] == "train"]
     streams = build_streams(ttype, None, train.drop(columns="split"))
@@ -221,7 +253,7 @@ def task_counts(task_cfg: dict, split_cfg: dict) -> dict:
         for it in items:
             per[it.env]["items"] += 1
             per[it.env]["seqs"] += 1 if stream in ("MFT", "iid") else 2
-    return {"funcs": funcs, "per": per, "iid": {k: len(v) for k, v in parts.items()}}
+    return {"funcs": funcs, "per": per, "iid": sizes, "iid_used": used}
 
 
 def ood_entry_size(e: dict) -> int:
@@ -301,10 +333,12 @@ def inoculation_epochs(inoc: dict) -> int:
     return min(int(inoc["max_epochs"]), int(inoc["patience"]) + 1)
 
 
-def plan(config: dict, rates: dict, configfiles=()) -> list[Line]:
+def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = True,
+         iid_used: dict | None = None) -> list[Line]:
     """One Line per (rule, configuration, method) over all tasks (and per combinational variant).
     The runs come from :class:`beluga.workflow.runs.Runs`, as the DAG's: its checks stop the plan
-    as they stop a dry run (``configfiles``: the config file(s) their line names)."""
+    as they stop a dry run (``configfiles``: the config file(s) their line names). The i.i.d. sizes:
+    :func:`iid_sizes` (``assume_paper_data``); ``iid_used``, a dict, receives task -> where they come from."""
     from beluga import folds as folds_mod
     from beluga.folds import configuration
     from beluga.workflow.dag import grid_points, method_grid
@@ -331,7 +365,9 @@ def plan(config: dict, rates: dict, configfiles=()) -> list[Line]:
     method_cost = rates.get("method_cost", {})
     keep = bool(config["keep_models"])
     for tid, tcfg in config["tasks"].items():
-        counts = task_counts(tcfg, config["split"])
+        counts = task_counts(tcfg, config["split"], assume_paper_data)
+        if iid_used is not None:
+            iid_used[tid] = counts["iid_used"]
         per, funcs, iid = counts["per"], counts["funcs"], counts["iid"]
         all_funcs = list(funcs["functionality"])
         training = runs.task_training(config, tcfg)
@@ -348,7 +384,7 @@ def plan(config: dict, rates: dict, configfiles=()) -> list[Line]:
         folds = folds_mod.enumerate_folds(funcs, list(config["partitions"]))
         seen = folds_mod.enumerate_folds(funcs, ["seen"])[0]
         mix_n = iid["train"] if training["iid_in_mix"] is None else min(iid["train"], training["iid_in_mix"])
-        starts = {get_algorithm(m).start_method for m in config["methods"]} - {None}
+        starts = runs.start_methods(config, tcfg, config["methods"])
         methods = list(dict.fromkeys([*config["methods"], *sorted(starts)]))
         hparams = {m: runs.stage_hparams(config, tcfg, "suite", m) for m in methods}
         # whose grid trials give each method its hyper-parameters (LP-FT may take vanilla's); their grids
@@ -356,8 +392,8 @@ def plan(config: dict, rates: dict, configfiles=()) -> list[Line]:
         grids = {m: method_grid(grid, m) for m in dict.fromkeys(selectors.values())}
         for conf in config["configurations"]:
             mix = configuration(conf).mixes_iid
-            for method in methods:
-                factor = float(method_cost.get(method, 1.0))
+            for method in methods:   # a method without a rate of its own (LP-FT's LP stage): its selector's
+                factor = float(method_cost.get(method, method_cost.get(selectors[method], 1.0)))
                 sel_grid = grids[selectors[method]]
                 epochs = _epochs_estimate(suite_stage, sel_grid if grid_points(sel_grid) else {})
                 epochs = float(get_algorithm(method).final_hparams({**hparams[method], "epochs": epochs})["epochs"])
@@ -475,14 +511,16 @@ def render_disk(d: dict) -> str:
             f"Hugging Face cache ({_gb(d['model_cache'])}); predictions and data are small beside them\n")
 
 
-def render(lines: list[Line], device: str, source: str, config_name: str, seeds: list[int] | None = None) -> str:
+def render(lines: list[Line], device: str, source: str, config_name: str, seeds: list[int] | None = None,
+           iid_used: dict | None = None) -> str:
     unit = "GPU-h" if device == "cuda" else "core-h"
     total = sum(ln.hours for ln in lines)
     rows = sorted(lines, key=lambda ln: -ln.hours)
     several = f" ({len(seeds)} training seeds: {', '.join(map(str, seeds))}; every job once per seed)" \
         if seeds and len(seeds) > 1 else ""
     out = [f"cost plan for {config_name}: {sum(ln.jobs for ln in lines):,} training / prediction jobs{several}, "
-           f"{total:,.1f} {unit} in all ({device}; throughput: {source})", ""]
+           f"{total:,.1f} {unit} in all ({device}; throughput: {source})"]
+    out += [f"i.i.d. sizes of {t}: {text}" for t, text in (iid_used or {}).items()] + [""]
     wr = max([15] + [len(ln.rule) for ln in lines])   # a combinational line names its variant
     wc = max([18] + [len(ln.configuration) for ln in lines])
     head = f"{'rule':<{wr}} {'configuration':<{wc}} {'method':<10} {'jobs':>7} {'train seq/job':>14} " \
@@ -510,10 +548,10 @@ def render(lines: list[Line], device: str, source: str, config_name: str, seeds:
 
 def plan_command(configfile: str | None, throughput: str | None = None, train_rate: float | None = None,
                  predict_rate: float | None = None, fixed_s: float | None = None, as_json: str | None = None,
-                 concurrent_jobs: int | None = None, overrides: list[str] = ()) -> str:
+                 concurrent_jobs: int | None = None, overrides: list[str] = (), assume_paper_data: bool = True) -> str:
     """The plan's text. ``concurrent_jobs``: training jobs running at once
     (the disk estimate; default: the Slurm profile's 100 jobs on GPUs, the
-    machine's cores / job_threads on CPUs)."""
+    machine's cores / job_threads on CPUs); ``assume_paper_data``: :func:`iid_sizes`."""
 
     path = config_path(configfile)
     config = load_config(configfile, overrides)
@@ -531,13 +569,15 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
                 raise ConfigError(f"--{k}: must be positive, got {v}")
             rates[k] = v
             source = "numbers given on the command line" if k != "fixed_s_per_job" else source
-    lines = plan(config, rates, [path])
+    iid_used: dict[str, str] = {}
+    lines = plan(config, rates, [path], assume_paper_data, iid_used)
     disk = disk_plan(config, lines, concurrent_jobs)
-    text = render(lines, device, source, configfile or "config.yaml", config.get("seeds")) + render_disk(disk)
+    text = render(lines, device, source, configfile or "config.yaml", config.get("seeds"), iid_used) \
+        + render_disk(disk)
     if as_json:
         from beluga.io import write_json
 
-        write_json({"device": device, "source": source, "rates": rates, "disk": disk,
+        write_json({"device": device, "source": source, "rates": rates, "disk": disk, "iid_sizes": iid_used,
                     "lines": [dict(ln.__dict__) for ln in lines]}, as_json)
     return text
 

@@ -21,7 +21,7 @@ from beluga.analyses import combinational as comb_analysis
 from beluga.analyses.inoculation import plan as inoculation
 from beluga.data import fetch
 from beluga.errors import ConfigError
-from beluga.methods import get_algorithm, method_hparams
+from beluga.methods import config_hparams, get_algorithm, method_hparams
 from beluga.settings import fold_run
 from beluga.suites.build import load_task_spec, suite_spec_name
 from beluga.workflow import dag
@@ -77,7 +77,7 @@ def task_training(config: dict, task_cfg: dict) -> dict:
 def stage_hparams(config: dict, task_cfg: dict, stage: str, method: str) -> dict:
     """A stage's (iid / suite) lr / batch_size / epochs with the method's complete hyper-parameters."""
     tr = task_training(config, task_cfg)
-    return {**tr[stage], **method_hparams(method, tr["method_hparams"].get(method))}
+    return {**tr[stage], **config_hparams(method, tr["method_hparams"])}
 
 
 def task_selection(config: dict, task_cfg: dict) -> dict:
@@ -89,6 +89,17 @@ def selection_method(config: dict, task_cfg: dict, method: str) -> str:
     """The method whose selection gives ``method`` its hyper-parameters (itself;
     LP-FT with ft_hparams_from: vanilla takes vanilla's)."""
     return get_algorithm(method).selection_method(stage_hparams(config, task_cfg, "suite", method))
+
+
+def start_method(config: dict, task_cfg: dict, method: str) -> str | None:
+    """The method whose model of the same configuration and fold ``method`` starts from (None: the
+    configuration's start model); LP-FT: lp's, or its own LP stage's (``lp_epochs`` set)."""
+    return get_algorithm(method).start_from(stage_hparams(config, task_cfg, "suite", method))
+
+
+def start_methods(config: dict, task_cfg: dict, methods) -> set[str]:
+    """The methods whose models ``methods`` start from (trained even when the config does not list them)."""
+    return {start_method(config, task_cfg, m) for m in methods} - {None}
 
 
 class Runs:
@@ -114,6 +125,10 @@ class Runs:
         inoculation.check_tasks(self.inoculation["tasks"], list(self.tasks))
         #: the inoculation's learning rates (a named grid resolved; two with one job id refused)
         self.inoc_lrs = inoculation.lr_grid(self.inoculation["lrs"])
+        #: what a dose's learning rate is chosen on (``dev``: held out, ``val`` read as ``dev``; ``test``: the
+        #: seed's) and the share of an external challenge set's training part held out for it
+        self.inoc_select_on = inoculation.selection(self.inoculation["select_on"])
+        self.inoc_dev_fraction = inoculation.dev_fraction(self.inoculation)
         # torch threads of a training / prediction job (fixed: float reductions depend on it);
         # the IID model trains alone before any fold can start and may use the cores that would idle
         self.iid_threads = config["iid_job_threads"] or config["job_threads"]
@@ -133,10 +148,12 @@ class Runs:
                             if suite_spec_name(c["suite"])}
         #: (task, method) -> trial id -> grid point, for every method, the methods they start from (LP for
         #: LP-FT: its folds run too) and the methods they take selections from
-        trained = set(self.methods) | ({get_algorithm(m).start_method for m in self.methods} - {None})
+        #: task -> the methods whose models the task's methods start from (LP for LP-FT)
+        self.starts = {t: start_methods(config, c, self.methods) for t, c in self.tasks.items()}
         self.grid_points = {
             (t, m): dag.grid_points(dag.method_grid(self.selection(t), m))
             for t in self.tasks
+            for trained in [set(self.methods) | self.starts[t]]
             for m in sorted(trained | {self.selection_method(t, m) for m in trained})
         }
         #: task -> inoculation unit -> {level, label, functionalities}
@@ -165,6 +182,10 @@ class Runs:
 
     def selection_method(self, task: str, method: str) -> str:
         return selection_method(self.config, self.tasks[task], method)
+
+    def start_methods(self) -> list[str]:
+        """Every task's start methods (the methods whose fold models another method starts from)."""
+        return sorted(set().union(*self.starts.values()))
 
     def selected(self, w: Mapping) -> str:
         """A fold's selected hyper-parameters: selected on the seen fold (policy "seen", the paper)
@@ -258,7 +279,7 @@ class Runs:
         """(input path or None, label for the run record) of a fold's start model: a method with
         a start method (lp_ft) starts from that method's model of the same configuration and fold;
         otherwise IID→T and IID→(IID+T) start from the IID model and IID+T from the pre-trained model."""
-        first, sd = get_algorithm(w["method"]).start_method, _seeddir(w)
+        first, sd = start_method(self.config, self.tasks[w["task"]], w["method"]), _seeddir(w)
         if first is not None:
             model = self.paths.model(w["task"], w["conf"], first, w["partition"], w["fold"], seeddir=sd)
             return model, f"{first} model of this fold"
@@ -345,7 +366,7 @@ class Runs:
             where = "seen/all" if self.selection(task)["policy"] == "seen" else "this fold"
             grid = dag.method_grid(self.selection(task), sel) if self.grid_points[(task, sel)] else {}
             chosen = {k: f"{sel}'s selection on {where}" for k in grid}
-            if hp.get("ft_epochs") is not None:
+            if get_algorithm(method).fixed_epochs(hp) is not None:
                 chosen.pop("epochs", None)
         keys = ("lr", "batch_size", "epochs")
         parts = [", ".join(f"{k} {hp[k]:g}" for k in keys if k not in chosen)]
@@ -382,7 +403,7 @@ class Runs:
         spec = self.inoc_units[task][unit]
         if spec.get("challenge") is not None:
             n = inoculation.challenge_train_size(self.ood_sets[task][spec["challenge"]],
-                                                 self.inoculation["challenge_test_fraction"])
+                                                 self.inoculation["challenge_test_fraction"], self.inoc_dev_fraction)
         else:
             n = inoculation.train_cases_per_unit(self.func_tables[task], spec["functionalities"],
                                                  self.config["split"]["fractions"])

@@ -7,7 +7,7 @@ from bench.common import bench_run, fresh_model, median, prec, row, subset
 
 
 def bench_methods(streams, reps: int, n_items: int) -> dict:
-    from beluga.methods import ALGORITHMS, get_algorithm, method_hparams
+    from beluga.methods import PUBLIC_METHODS, get_algorithm, method_hparams
     from beluga.precision import resolve
     from beluga.training import train
 
@@ -15,7 +15,7 @@ def bench_methods(streams, reps: int, n_items: int) -> dict:
     p = prec("bf16", True)
     per_epoch = {}
     # lp_ft's cost is full fine-tuning (its start model, an LP model, is another job)
-    for method in ["vanilla"] + sorted(m for m in ALGORITHMS if m != "vanilla"):
+    for method in ["vanilla"] + sorted(m for m in PUBLIC_METHODS if m != "vanilla"):
         ts = []
         for _ in range(reps):
             model, tok = fresh_model(**get_algorithm(method).config_overrides(method_hparams(method)))

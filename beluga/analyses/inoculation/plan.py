@@ -10,7 +10,9 @@ imports it while it is built, so it imports no heavy library (pandas, scipy, tor
   (:func:`dose_sample`: a smaller dose is a prefix of a seeded permutation of the unit's case ids)
   and dose 0 is the IID model itself.
 - Learning rates: a list, or the seed's grids by name (:data:`LR_GRIDS`); each is one job
-  (:func:`lr_id`).
+  (:func:`lr_id`). Per dose one is reported, chosen on held-out challenge data (``select_on: dev``:
+  a suite unit's T_val, an external set's dev part, :func:`challenge_dev_split`) or, as the seed, on the
+  challenge test data the outcome tests then use (``test``) (:func:`selection`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import re
 
 import numpy as np
 
-from beluga.errors import ConfigError
+from beluga.errors import ConfigError, DataError
 from beluga.folds import fold_ids, split_sizes, stable_int
 
 LEVELS = ("suite", "class", "functionality")
@@ -29,6 +31,10 @@ LEVEL_PREFIX = {"suite": "suite", "class": "class", "functionality": "func"}
 LR_GRIDS = {"paper_nli": [1.0e-6, 1.0e-5, 1.0e-4, 4.0e-4, 1.0e-3, 1.0e-2],
             "paper_squad": [1.0e-5, 1.0e-4, 1.0e-3, 1.0e-2]}
 SCHEDULES = ("halve_on_plateau", "linear")
+#: ``inoculation.select_on`` -> the challenge data a dose's learning rate is chosen on: ``dev`` (held out:
+#: a suite unit's T_val, an external set's dev part) or ``test`` (the seed's: the cases the tests use);
+#: ``val`` is ``dev``'s name before issue 34
+SELECT_ON = {"dev": "dev", "val": "dev", "test": "test"}
 
 
 def check_tasks(tasks, config_tasks) -> None:
@@ -62,6 +68,21 @@ def lr_grid(lrs) -> list[float]:
                               "be dropped); list each learning rate once, with values that differ in 6 "
                               "significant digits")
     return out
+
+
+def selection(select_on: str) -> str:
+    """``inoculation.select_on`` by its canonical name (:data:`SELECT_ON`: ``val`` is ``dev``)."""
+    if select_on not in SELECT_ON:
+        raise ConfigError(f"config: field 'inoculation.select_on': {select_on!r} is not one of "
+                          f"{', '.join(SELECT_ON)}")
+    return SELECT_ON[select_on]
+
+
+def dev_fraction(inoculation: dict) -> float:
+    """Share of an external challenge set's training part held out as its dev part: the config's
+    ``challenge_dev_fraction`` when the learning rate is chosen on held-out data (``select_on: dev``);
+    0 with ``test`` (the seed: the whole training part is there to draw doses from)."""
+    return float(inoculation["challenge_dev_fraction"]) if selection(inoculation["select_on"]) == "dev" else 0.0
 
 
 def lr_id(lr: float) -> str:
@@ -102,11 +123,14 @@ def challenge_units(names, ood_sets: dict) -> dict[str, dict]:
     return out
 
 
-def challenge_train_size(entry: dict, test_fraction: float) -> int | None:
-    """Training part of a challenge set, known before it is prepared only when it is capped
-    (``max_examples``); None otherwise (every configured dose runs, ``all`` added)."""
+def challenge_train_size(entry: dict, test_fraction: float, dev_fraction: float = 0.0) -> int | None:
+    """Training part of a challenge set (less its dev part, :func:`dev_size`), known before it is prepared
+    only when it is capped (``max_examples``); None otherwise (every configured dose runs, ``all`` added)."""
     n = entry.get("max_examples")
-    return None if n is None else int(n) - int(round(int(n) * float(test_fraction)))
+    if n is None:
+        return None
+    rest = int(n) - int(round(int(n) * float(test_fraction)))
+    return rest - dev_size(rest, dev_fraction)
 
 
 def challenge_split(example_ids, test_fraction: float, seed: int, name: str) -> tuple[list[str], list[str]]:
@@ -116,6 +140,27 @@ def challenge_split(example_ids, test_fraction: float, seed: int, name: str) -> 
     order = np.random.default_rng(stable_int(seed, f"challenge:{name}")).permutation(len(ids))
     n_test = int(round(len(ids) * float(test_fraction)))
     return sorted(ids[i] for i in order[n_test:]), sorted(ids[i] for i in order[:n_test])
+
+
+def dev_size(n_train: int, dev_fraction: float) -> int:
+    """Examples of a challenge set's dev part: round(n_train × dev_fraction) of its training part, at least
+    one when ``dev_fraction`` > 0 (a dev score needs an example), none when it is 0."""
+    return 0 if float(dev_fraction) <= 0 else max(1, int(round(int(n_train) * float(dev_fraction))))
+
+
+def challenge_dev_split(train_ids, dev_fraction: float, seed: int, name: str) -> tuple[list[str], list[str]]:
+    """(training ids, dev ids) of a challenge set's training part (:func:`challenge_split`): a permutation of the
+    sorted ids seeded by (seed, name), the first :func:`dev_size` to the dev part, where the learning rate is
+    chosen (``select_on: dev``); the doses are drawn from the rest. ``dev_fraction`` 0: no dev part. DataError
+    when no training example would be left."""
+    ids = sorted(map(str, train_ids))
+    n_dev = dev_size(len(ids), dev_fraction)
+    if n_dev and n_dev >= len(ids):
+        raise DataError(f"challenge set {name}: field 'inoculation.challenge_dev_fraction': its training part has "
+                        f"{len(ids)} example(s), too few to hold out a dev part and train on the rest; use "
+                        "select_on: test or a larger set")
+    order = np.random.default_rng(stable_int(seed, f"challenge-dev:{name}")).permutation(len(ids))
+    return sorted(ids[i] for i in order[n_dev:]), sorted(ids[i] for i in order[:n_dev])
 
 
 def train_cases_per_unit(funcs, unit_funcs: list[str], fractions) -> int:

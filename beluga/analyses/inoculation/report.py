@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from beluga.analyses.inoculation.plan import selection
+
 
 def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_png: str, level: float = 0.05) -> None:
     """Challenge and original score against the dose (symmetric log axis, dose 0
@@ -145,7 +147,7 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
     """inoculation.md: the outcome of every unit, then per unit and dose its scores, tests and epochs
     (``table`` / ``outcomes``: :func:`beluga.analyses.inoculation.summary.summary_tables`). With several
     training ``seeds`` every score is the mean ± sd over the seeds, the seeds are named and the pooling
-    explained."""
+    explained. ``select_on: test`` (the rate chosen on the tested cases): :data:`OPTIMISTIC` under the title."""
     from beluga.seeds import plus_minus
 
     several = seeds is not None and len(seeds) > 1
@@ -180,6 +182,8 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
     conf = f"{100 * (1 - level):g}%"
     md = [f"# {task.upper()}: inoculation by fine-tuning", ""] + ([inoculation_seeds_note(seeds), ""] if several
                                                                  else [])
+    if selection(select_on) == "test":
+        md += [OPTIMISTIC, ""]
     md += ["| unit | outcome | label skew | why |", "|---|---|---|---|"]
     md += [f"| {r.label} | {r.outcome} | {r.label_skew}{'' if r.informative_3 else ' (uninformative for 3)'} | "
            f"{r.reason} |" for r in outcomes.itertuples(index=False)]
@@ -196,9 +200,15 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
     return "\n".join(md) + "\n"
 
 
+#: inoculation.md's warning under its title with ``select_on: test``
+OPTIMISTIC = ("**The p-values are optimistic**: each dose's learning rate was chosen on the challenge test cases "
+              "(select_on: test, as Liu et al. report), the same cases the outcome tests then run on, so a gain "
+              "looks more significant than it is; select_on: dev chooses on held-out challenge data.")
+
+
 def markdown_note(select_on: str, decide_by: str, level: float) -> str:
     """inoculation.md's closing paragraph: the outcomes, how they were decided, the gap closed, the intervals,
-    the label skew and the learning-rate choice."""
+    the label skew and the learning-rate choice (``select_on: test``: :data:`OPTIMISTIC` heads the page)."""
     conf = f"{100 * (1 - level):g}%"
     how = (f"decided by tests at level {level:g} (unadjusted, last dose against dose 0): the challenge gain by an "
            "exact McNemar test on the unit's T_test cases (pooled over its functionalities), the original change by "
@@ -217,8 +227,10 @@ def markdown_note(select_on: str, decide_by: str, level: float) -> str:
             "challenge gain as a share of the dose-0 gap between the original and the challenge score in one measure. "
             f"Intervals: {conf} percentile bootstrap (cases resampled within functionality, examples resampled). "
             "A unit whose labelled cases share one label, or that has no labelled case (INV / DIR), is uninformative "
-            "for outcome 3 (the seed's §3.3). Dose 0 is the IID model; lr picked on the challenge "
-            f"{'test set (as the seed)' if select_on == 'test' else 'validation cases'}.")
+            "for outcome 3 (the seed's §3.3). Dose 0 is the IID model; " + (
+                "lr picked on the challenge test set (as the seed)" if selection(select_on) == "test" else
+                "lr picked on held-out challenge data (select_on: dev: a suite unit's T_val, an external set's dev "
+                "part), not on the cases the tests run on") + ".")
 
 
 def inoculation_seeds_note(seeds) -> str:

@@ -2,8 +2,9 @@
 dose the chosen learning rate, the challenge and original scores with their intervals, the share of the
 dose-0 gap closed and the tests against dose 0 (the IID model), and each unit's outcome.
 
-- Per (unit, dose) the learning rate with the best challenge score (:func:`choose`; the seed: on the
-  challenge test set; ``select_on: val``: on the unit's T_val).
+- Per (unit, dose) the learning rate with the best challenge score (:func:`choose`; ``select_on: dev``: on
+  held-out challenge data, a suite unit's T_val or an external set's dev part; ``test``, the seed: on the
+  challenge test set the tests then use, so their p-values are optimistic — :data:`SELECTED_ON`).
 - The outcome of a unit compares the last dose with dose 0 by tests at a stated level (:func:`decide`;
   :func:`classify`: the fixed point thresholds), with 95 % intervals of every score and a label-skew
   flag (:func:`label_skew`; the seed's §3.3 limitation).
@@ -21,13 +22,14 @@ dose-0 gap closed and the tests against dose 0 (the IID model), and each unit's 
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 
-from beluga.analyses.inoculation.plan import lr_id
-from beluga.errors import ConfigError, DataError
+from beluga.analyses.inoculation.plan import lr_id, selection
+from beluga.errors import DataError
 from beluga.report.paired import (
     gap_test,
     mcnemar,
@@ -41,19 +43,29 @@ from beluga.report.paired import (
 )
 from beluga.tasks import get_task_type
 
+#: the ``lr_selected_on`` column of table.csv and outcomes.csv, by ``select_on``
+SELECTED_ON = {"dev": "dev (held out)", "test": "test (p-values optimistic: lr chosen on the tested cases)"}
+
 
 def choose(results: pd.DataFrame, select_on: str) -> pd.DataFrame:
-    """Per (unit, dose): the learning rate with the best challenge score
-    (``test``: the challenge test set, as the seed; ``val``: the unit's T_val);
-    ties go to the first learning rate in the configured order."""
-    col = {"test": "challenge", "val": "challenge_val"}.get(select_on)
-    if col is None:
-        raise ConfigError(f"config: field 'inoculation.select_on': {select_on!r} is not test or val")
+    """Per (unit, dose): the learning rate with the best challenge score (``dev``, or its alias ``val``: the
+    held-out ``challenge_val``, a suite unit's T_val or an external set's dev part; ``test``: the challenge
+    test set, as the seed); ties go to the first learning rate in the configured order. A (unit, dose)
+    without a held-out score for any rate is refused (DataError naming a record): choosing would pick
+    the first rate silently."""
+    col = {"dev": "challenge_val", "test": "challenge"}[selection(select_on)]
     rows = []
-    for _, g in results.groupby(["unit", "dose"], sort=False):
+    for (unit, dose), g in results.groupby(["unit", "dose"], sort=False):
         g = g.sort_values("lr_order", kind="stable")
-        score = g[col].astype(float).fillna(-np.inf)
-        rows.append(g.loc[score.idxmax()])
+        score = pd.to_numeric(g[col], errors="coerce").astype(float)
+        if col == "challenge_val" and score.isna().all():
+            # the record beside its outcomes file (rules/inoculation.smk: <lr>.json and <lr>.parquet)
+            where = Path(g["case_outcomes"].iloc[0]).with_suffix(".json") if "case_outcomes" in g else "inoculation"
+            raise DataError(f"{where}: field 'challenge_val': no learning rate of unit {unit}, dose {dose} has a "
+                            "held-out challenge score (no scored T_val case, or an external set trained without a "
+                            "dev part); rerun its jobs with select_on: dev, or choose on the test set "
+                            "(select_on: test, optimistic p-values)")
+        rows.append(g.loc[score.fillna(-np.inf).idxmax()])
     return pd.DataFrame(rows).reset_index(drop=True)
 
 
@@ -375,12 +387,14 @@ def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame
         table[col] = evidence[col]
     table["_unit"] = table["unit"].map({u: i for i, u in enumerate(units)})
     table = table.sort_values(["_unit", "n_cases"], kind="stable").drop(columns="_unit").reset_index(drop=True)
-    cols = ["unit", "level", "label", "measure", "dose", "n_cases", "lr", "lrs", "challenge", "challenge_lo",
-            "challenge_hi", "original", "original_lo", "original_hi", "original_same", "gap_closed", "p_gain",
-            "p_original", "original_test", "p_gap", "challenge_val", "epochs_trained", "best_epoch"]
+    table["lr_selected_on"] = SELECTED_ON[selection(select_on)]
+    cols = ["unit", "level", "label", "measure", "dose", "n_cases", "lr", "lrs", "lr_selected_on", "challenge",
+            "challenge_lo", "challenge_hi", "original", "original_lo", "original_hi", "original_same", "gap_closed",
+            "p_gain", "p_original", "original_test", "p_gap", "challenge_val", "epochs_trained", "best_epoch"]
     spread = ["n_seeds"] + [f"{v}_{s}" for v in SEED_VALUES for s in ("sd", "min", "max")] if several else []
     table = table[[c for c in cols if c in table.columns] + spread]
     outcomes = outcome_rows(table, skew, decide_by, level, thresholds)
+    outcomes["lr_selected_on"] = SELECTED_ON[selection(select_on)]
     if several:
         last = table.groupby("unit", sort=False).tail(1).set_index("unit")
         for col in ("challenge", "original"):
@@ -589,7 +603,8 @@ def _set_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, ta
             if list(p.ch["case_id"]) != list(b.ch["case_id"]) or list(p.orig["case_id"]) != list(b.orig["case_id"]):
                 raise DataError(f"{r.case_outcomes}: field 'case_id': the examples differ from the IID model's")
             row = {**info, "seed": st.seed, "dose": r.dose, "n_cases": int(r.n_cases), "lr": float(r.lr),
-                   "challenge_val": np.nan, "epochs_trained": int(r.epochs_trained),
+                   "challenge_val": np.nan if pd.isna(r.challenge_val) else 100 * float(r.challenge_val),
+                   "epochs_trained": int(r.epochs_trained),
                    "best_epoch": int(r.best_epoch), **point(p)}
             gap0 = row0["original_same"] - row0["challenge"]
             row["gap_closed"] = (row["challenge"] - row0["challenge"]) / gap0 if gap0 > 0 else np.nan

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from beluga.analyses.inoculation.plan import SCHEDULES, challenge_split, dose_sample
+from beluga.analyses.inoculation.plan import SCHEDULES, challenge_dev_split, challenge_split, dose_sample
 from beluga.batches import build_streams
 from beluga.clock import Clock
 from beluga.data.ood_sets import split_name
@@ -53,11 +53,12 @@ class HalveOnPlateau:
 
 
 def dev_score(model, tokenizer, ttype, run: FoldRun, examples: pd.DataFrame, batch_size: int, precision,
-              iid_metric: str) -> float:
-    """The model's original dev score: the task's i.i.d. metric on ``examples`` (the i.i.d. validation set)."""
+              iid_metric: str, source: str = "original dev set") -> float:
+    """The model's score on ``examples`` in the task's i.i.d. metric: the original dev score (the i.i.d.
+    validation set), or an external challenge set's dev score (its dev part)."""
     preds = example_predictions(model, tokenizer, ttype, examples, "iid_test", batch_size, run.max_length,
                                 run.doc_stride, precision)
-    out = iid_outcomes(preds, examples, ttype.head, source="original dev set")
+    out = iid_outcomes(preds, examples, ttype.head, source=source)
     return iid_score(iid_metrics(out, ttype.name), iid_metric)
 
 
@@ -65,7 +66,8 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
                    sample_seed: int, patience: int, schedule: str, suite: str, split: str, start: str,
                    dev: pd.DataFrame, test: pd.DataFrame, batch_size: int, iid_metric: str, source: str,
                    challenge: str | None = None, challenge_data: pd.DataFrame | None = None,
-                   challenge_test_fraction: float = 0.5) -> tuple[pd.DataFrame, dict]:
+                   challenge_test_fraction: float = 0.5, challenge_dev_fraction: float = 0.0
+                   ) -> tuple[pd.DataFrame, dict]:
     """One (unit, dose, learning rate): fine-tune the IID model (``start``) on the dose's T_train cases of
     the unit (:func:`~beluga.analyses.inoculation.plan.dose_sample`) until the original dev score (on
     ``dev``) has not improved for ``patience`` epochs (at most the run's epochs; the best-dev weights are
@@ -74,20 +76,24 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
     T_test and T_val), every functionality of T_test and the original test set (``test``). An external
     challenge set (``challenge``: its name, ``challenge_data``: the prepared set) replaces the unit's
     T_train / T_test by its training and test parts (:func:`~beluga.analyses.inoculation.plan.challenge_split`),
-    trained and scored as i.i.d. data (the task's i.i.d. metric). ``source`` names the job's record in
-    messages. Returns (the unit's per-case T_test and per-example D_test outcomes keyed by id, for the
+    trained and scored as i.i.d. data (the task's i.i.d. metric); ``challenge_dev_fraction`` > 0 holds a share
+    of its training part out as its dev part (:func:`~beluga.analyses.inoculation.plan.challenge_dev_split`),
+    scored as its ``challenge_val`` (the held-out score ``select_on: dev`` chooses on). ``source`` names the
+    job's record in messages. Returns (the unit's per-case T_test and per-example D_test outcomes keyed by id, for the
     tests of the summary; the job's record without its timing and job fields)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"field 'inoculation.schedule': {schedule!r} is not one of {', '.join(SCHEDULES)}")
     ttype = get_task_type(run.task_type)
-    ood = None
+    ood, challenge_dev = None, None
     if challenge is not None:
         train_ids, test_ids = challenge_split(challenge_data["example_id"], challenge_test_fraction, sample_seed,
                                               challenge)
+        train_ids, dev_ids = challenge_dev_split(train_ids, challenge_dev_fraction, sample_seed, challenge)
         chosen = dose_sample(train_ids, dose, sample_seed, unit)
         ids = challenge_data["example_id"].astype(str)
         challenge_train = challenge_data[ids.isin(set(chosen))].reset_index(drop=True)
         ood = {challenge: challenge_data[ids.isin(set(test_ids))].reset_index(drop=True)}
+        challenge_dev = challenge_data[ids.isin(set(dev_ids))].reset_index(drop=True) if dev_ids else None
     else:
         train_cases = split_cases(suite, split, run.task_type, "train", unit_funcs)
         chosen = dose_sample(train_cases["case_id"], dose, sample_seed, unit)
@@ -118,11 +124,16 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
     suite_test = split_cases(suite, split, run.task_type, "test")
     _, outcome = evaluate_fold(model, tokenizer, run, job, clock, suite_test=suite_test, iid=test,
                                held_out=unit_funcs, batch_size=batch_size, source=source, ood=ood)
-    val_rates = pd.Series(dtype=float)
+    challenge_val = None      # the held-out challenge score: T_val's mean pass rate, or the set's dev part
+    if challenge_dev is not None:     # in the task's i.i.d. metric
+        with clock("predict"):
+            challenge_val = dev_score(model, tokenizer, ttype, run, challenge_dev, batch_size, job.precision,
+                                      iid_metric, source=f"{source} (dev part of {challenge})")
     if challenge is None:
         val_cases = split_cases(suite, split, run.task_type, "val", unit_funcs)
         val_rates = suite_pass_rates(model, tokenizer, val_cases, run, job, clock, batch_size=batch_size,
                                      source=f"{source} (T_val)")
+        challenge_val = float(val_rates.mean()) if val_rates.notna().any() else None
     with clock("score"):
         suite_rows = outcome[outcome["split"] == "suite_test"]
         rates = pass_rates(suite_rows[["case_id", "functionality", "status"]], functionality_table(suite_test))
@@ -143,8 +154,9 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
         "lr_factors": plateau.lrs,
         "original": iid_score(metrics, iid_metric), "original_metrics": metrics,
         "challenge": challenge_score, "challenge_set": challenge,
+        **({"challenge_dev_examples": len(challenge_dev)} if challenge_dev is not None else {}),
         "challenge_measure": "pass rate" if challenge is None else f"the task's i.i.d. metric ({iid_metric})",
-        "challenge_val": float(val_rates.mean()) if val_rates.notna().any() else None,
+        "challenge_val": challenge_val,
         "pass_rates": {f: (None if pd.isna(v) else float(v)) for f, v in rates.items()},
         "steps": summary["steps"], "seed": run.seed}
     return outcomes, record
