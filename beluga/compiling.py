@@ -155,7 +155,6 @@ class CompiledForward:
         check(mode, device_type, job)
         if mode == "off":
             raise ValueError("CompiledForward: mode 'off' runs the model eagerly (no CompiledForward)")
-        import torch
         import torch._dynamo.config as dynamo_config
         import torch._inductor.config as inductor_config
 
@@ -167,10 +166,6 @@ class CompiledForward:
         self.cache_dir = configure_cache(cache_dir)
         # dropout masks from torch's generator, as in eager mode (see the module docstring)
         inductor_config.fallback_random = FALLBACK_RANDOM
-        # the job's deterministic-algorithms flag, which torch.use_deterministic_algorithms would have
-        # copied here (beluga.modeling.use_deterministic_algorithms sets it without importing inductor)
-        if hasattr(inductor_config, "deterministic"):
-            inductor_config.deterministic = torch.are_deterministic_algorithms_enabled()
         # graphs: a graph per bucket and model; default: a few specialisations
         limit = 256 if mode == "graphs" else 32
         for name in ("recompile_limit", "cache_size_limit"):

@@ -26,7 +26,6 @@ import contextlib
 import json
 import os
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -89,22 +88,7 @@ def configure_torch(threads: int, cuda_deterministic: bool = False) -> None:
     if cuda and cuda_deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.backends.cudnn.benchmark = False
-    use_deterministic_algorithms(not cuda or cuda_deterministic)
-
-
-def use_deterministic_algorithms(mode: bool) -> None:
-    """``torch.use_deterministic_algorithms(mode, warn_only=True)`` without
-    its import of torch._inductor (which imports torch._dynamo: 1.7 s of CPU
-    in every job, a quarter of a tiny fold job's): the flag is set in torch's
-    C++ core as that function does, and inductor's copy of it
-    (``torch._inductor.config.deterministic``) is set where inductor is
-    used, by :class:`beluga.compiling.CompiledForward` from
-    ``torch.are_deterministic_algorithms_enabled()``, or here when inductor
-    is already imported."""
-    if "torch._inductor" in sys.modules or not hasattr(torch._C, "_set_deterministic_algorithms"):
-        torch.use_deterministic_algorithms(mode, warn_only=True)
-    else:
-        torch._C._set_deterministic_algorithms(mode, warn_only=True)
+    torch.use_deterministic_algorithms(not cuda or cuda_deterministic, warn_only=True)
 
 
 def default_model_path() -> str:
