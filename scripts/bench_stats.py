@@ -23,7 +23,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from beluga.report.stats import Outcomes, bootstrap_ci, randomization_test, scores  # noqa: E402
+from beluga.report.bootstrap import bootstrap_ci  # noqa: E402
+from beluga.report.stats import Outcomes, randomization_test, scores  # noqa: E402
 
 TASKS = {  # name: (task_type, suite cases, functionalities, i.i.d. test examples)
     "SENT": ("sent", 21_000, 45, 436),

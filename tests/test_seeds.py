@@ -12,7 +12,7 @@ from test_run_stats import FUNCS, write_runs
 
 from beluga.errors import DataError
 from beluga.metrics import pass_rates_over_seeds, score_runs, scores_markdown, scores_over_seeds
-from beluga.report import run_stats, stats, tables
+from beluga.report import bootstrap, run_stats, stats, tables
 from beluga.report.stats import Outcomes
 from beluga.seeds import over_seeds, per_seed_frame, plus_minus, seeds_note
 from beluga.workflow.paths import Paths
@@ -141,20 +141,20 @@ def test_pooled_binomial_is_binomtest_on_the_summed_counts():
 def test_hierarchical_bootstrap():
     rng = np.random.default_rng(6)
     fi, b, s = _pair(rng, n=60, m=40, flip_cases=10)
-    one = stats.bootstrap_ci(s, fi, 3, "sent", R=300, seed=3)
-    same = stats.hierarchical_bootstrap_ci([s], fi, 3, "sent", R=300, seeds=[3], outer_seed=[1, 0, 0])
+    one = bootstrap.bootstrap_ci(s, fi, 3, "sent", R=300, seed=3)
+    same = bootstrap.hierarchical_bootstrap_ci([s], fi, 3, "sent", R=300, seeds=[3], outer_seed=[1, 0, 0])
     for q in one:
         np.testing.assert_array_equal(one[q], same[q])
     # two seeds far apart: the interval of their mean covers it and is wider than that of two equal seeds
     # (the seed-to-seed spread counts, not only the units')
     worse = Outcomes(s.passed * (np.arange(60) % 2), s.scored, s.iid)
-    both = stats.hierarchical_bootstrap_ci([s, worse], fi, 3, "sent", R=400, seeds=[3, 4], outer_seed=[1, 0, 0])
-    twins = stats.hierarchical_bootstrap_ci([s, s], fi, 3, "sent", R=400, seeds=[3, 4], outer_seed=[1, 0, 0])
+    both = bootstrap.hierarchical_bootstrap_ci([s, worse], fi, 3, "sent", R=400, seeds=[3, 4], outer_seed=[1, 0, 0])
+    twins = bootstrap.hierarchical_bootstrap_ci([s, s], fi, 3, "sent", R=400, seeds=[3, 4], outer_seed=[1, 0, 0])
     g = np.mean([stats.scores(o, fi, 3, "sent")["G_avg"] for o in (s, worse)])
     assert both["G_avg"][0] <= g <= both["G_avg"][1]
     assert both["G_avg"][1] - both["G_avg"][0] > 1.5 * (twins["G_avg"][1] - twins["G_avg"][0])
     with pytest.raises(ValueError, match="2 draw seeds for 1"):
-        stats.hierarchical_bootstrap_ci([s], fi, 3, "sent", seeds=[1, 2])
+        bootstrap.hierarchical_bootstrap_ci([s], fi, 3, "sent", seeds=[1, 2])
 
 
 # ---------------------------------------------------------------- the statistics of a run with several seeds

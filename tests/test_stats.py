@@ -5,11 +5,11 @@ import pandas as pd
 import pytest
 
 from beluga.metrics import iid_metrics, iid_score, positive_f1
+from beluga.report.bootstrap import bootstrap_ci
 from beluga.report.stats import (
     Outcomes,
     _PairedNull,
     binomial_test,
-    bootstrap_ci,
     exact_randomization_p,
     holm,
     iid_features,

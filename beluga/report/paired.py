@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from beluga.report.bootstrap import bootstrap_ci, hierarchical_bootstrap_ci
 from beluga.report.stats import (
     TIE_TOL,
     Outcomes,
     binomial_counts_test,
     binomial_test,
-    bootstrap_ci,
     combine_randomization,
-    hierarchical_bootstrap_ci,
     iid_statistic,
 )
 
@@ -261,7 +260,7 @@ def score_intervals(passed: np.ndarray, scored: np.ndarray, fi: np.ndarray, n_fu
                     task_type: str, iid_metric: str, R: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
     """Percentile-bootstrap intervals (%) of the challenge score (mean pass rate over the unit's
     functionalities; cases resampled within functionality) and of the original score (the task's
-    i.i.d. metric; examples resampled): :func:`~beluga.report.stats.bootstrap_ci`."""
+    i.i.d. metric; examples resampled): :func:`~beluga.report.bootstrap.bootstrap_ci`."""
     o = Outcomes(passed.astype(float) * scored, scored.astype(float), iid)
     ci = bootstrap_ci(o, fi, n_func, task_type, iid_metric, R=R, seed=seed, level=level)
     return {"challenge": 100 * ci["s_T"][0], "original": 100 * ci["s_iid"][0]}
@@ -272,7 +271,7 @@ def seeds_score_intervals(items, fi: np.ndarray, n_func: int, task_type: str, ii
     """:func:`score_intervals` of the mean over training seeds: ``items`` = [(passed, scored, i.i.d.
     features)] per seed (the same cases and examples); a hierarchical percentile bootstrap, seeds resampled,
     then cases within functionality and examples within each picked seed
-    (:func:`~beluga.report.stats.hierarchical_bootstrap_ci`; ``seeds``: each seed's draw seed). One seed:
+    (:func:`~beluga.report.bootstrap.hierarchical_bootstrap_ci`; ``seeds``: each seed's draw seed). One seed:
     :func:`score_intervals`."""
     items = list(items)
     if len(items) == 1:

@@ -25,7 +25,7 @@ import pandas as pd
 from beluga.errors import DataError
 from beluga.io import read_parquet
 from beluga.metrics import BASELINE, SCENARIO_IID
-from beluga.report import stats
+from beluga.report import bootstrap, stats
 from beluga.report.paired import binary_iid_metric, pooled_randomization
 from beluga.scoring import FILTERED, PASS
 from beluga.seeds import sample_sd
@@ -304,7 +304,7 @@ def interval_table(data: TaskData | list[TaskData], *, iid_metric: str = "mean",
     ``data``: one TaskData (``seed``: its draw seed), or a list with one per training seed (``seed``:
     a list of as many draw seeds; ``outer_seed``: the seed of the draws of seeds): the estimate is then
     the mean over seeds and the interval a hierarchical bootstrap, seeds then units
-    (stats.hierarchical_bootstrap_ci), with an ``n_seeds`` column. With one seed: the one-seed intervals."""
+    (bootstrap.hierarchical_bootstrap_ci), with an ``n_seeds`` column. With one seed: the one-seed intervals."""
     several_given = isinstance(data, (list, tuple))
     datas, draw_seeds = (list(data), list(seed)) if several_given else ([data], [seed])
     if len(draw_seeds) != len(datas):
@@ -317,7 +317,7 @@ def interval_table(data: TaskData | list[TaskData], *, iid_metric: str = "mean",
     for (conf, method), os_, scen in plan:
         ests = [stats.scores(o, first.func_index, n_func, first.task_type, iid_metric) for o in os_]
         est = {q: np.mean([e[q] for e in ests], axis=0) for q in ("s_T", "s_iid", "G", "G_avg")}
-        ci = stats.hierarchical_bootstrap_ci(os_, first.func_index, n_func, first.task_type, iid_metric, R=R,
+        ci = bootstrap.hierarchical_bootstrap_ci(os_, first.func_index, n_func, first.task_type, iid_metric, R=R,
                                              seeds=draw_seeds, outer_seed=outer_seed, level=level)
         for k, sc in enumerate(scen):
             for q, name in (("s_iid", f"s_iid_{sc}"), ("s_T", f"s_{sc}"), ("G", f"G_{sc}")):

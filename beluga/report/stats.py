@@ -11,15 +11,13 @@ rate, s_iid = the task's i.i.d. metric(s), G = harmonic mean of s_T and s_iid.
   each scenario's suite cases by their own swaps (``independent``, the reference code's; the i.i.d. examples keep
   one swap per example). The scenarios' own p-values do not depend on it; ΔG_avg's null does.
   :func:`exact_randomization_p` enumerates every swap pattern (small cases; used to check the former).
-- :func:`bootstrap_ci`: percentile bootstrap intervals (cases resampled within functionality, i.i.d. examples
-  resampled) of s_T, s_iid and G.
+- percentile bootstrap intervals of s_T, s_iid and G: :mod:`beluga.report.bootstrap`.
 - :func:`holm`: Holm-Bonferroni adjusted p-values.
 
 The resampling is vectorized and processed in chunks of draws of bounded size. Randomization: only units where the
 two systems differ get a swap bit (swapping identical outcomes changes nothing); a draw's swap pattern is a few
 random uint64 words, and the per-functionality sums of the swapped -1 / 0 / +1 differences are popcounts of the
-pattern against precomputed bit vectors (no per-unit arrays, no BLAS threads). Bootstrap: resampling count weights
-drawn as multinomials over the distinct outcome rows of each functionality (and of the i.i.d. examples).
+pattern against precomputed bit vectors (no per-unit arrays, no BLAS threads).
 """
 
 from __future__ import annotations
@@ -41,12 +39,12 @@ TIE_TOL = 1e-12
 #: statistics.swaps: one swap per unit for every scenario, or each scenario's T_test cases swapped on their own
 SWAPS = ("shared", "independent")
 #: elements (draws x words or units) of one chunk of resampling draws; bounds the temporary arrays
-_CHUNK_ELEMENTS = 1 << 22
-_MAX_CHUNK_DRAWS = 4096
+CHUNK_ELEMENTS = 1 << 22
+MAX_CHUNK_DRAWS = 4096
 _MAX_EXACT_UNITS = 20
 
 
-def _check_task(task_type: str, iid_metric: str | None = None) -> None:
+def check_task_type(task_type: str, iid_metric: str | None = None) -> None:
     """ValueError for an unknown task type or (when given) i.i.d. metric."""
     if task_type not in IID_FEATURES:
         raise ValueError(f"field 'task_type': {task_type!r} is not one of {', '.join(IID_FEATURES)}")
@@ -54,7 +52,7 @@ def _check_task(task_type: str, iid_metric: str | None = None) -> None:
         iid_statistic(np.zeros(len(IID_FEATURES[task_type])), task_type, iid_metric)
 
 
-def _n_draws(R) -> int:
+def n_draws(R) -> int:
     if int(R) != R or R < 1:
         raise ValueError(f"field 'R': {R!r} must be a positive integer")
     return int(R)
@@ -72,7 +70,7 @@ def iid_features(iid_rows: pd.DataFrame, task_type: str) -> np.ndarray:
     sent: ``correct``; para: ``correct`` and the tp / fp / fn indicators of the positive class 1 from
     ``pred_label`` / ``gold_label``; read: ``em`` and ``f1``. The mean of these over examples gives
     :func:`iid_statistic` its input."""
-    _check_task(task_type)
+    check_task_type(task_type)
     if task_type == "read":
         return np.column_stack([_column(iid_rows, "em"), _column(iid_rows, "f1")]).astype(np.float64)
     correct = _column(iid_rows, "correct")
@@ -100,7 +98,7 @@ def iid_statistic(mean_features: np.ndarray, task_type: str, iid_metric: str = "
 
     ``iid_metric``: ``mean`` of the task's metrics (sent: accuracy; para: accuracy and F1 of class 1 =
     2tp / (2tp + fp + fn), 0 when tp = 0; read: em and f1), or one metric name."""
-    _check_task(task_type)
+    check_task_type(task_type)
     f = np.asarray(mean_features, dtype=np.float64)
     k = len(IID_FEATURES[task_type])
     if f.shape[-1:] != (k,):
@@ -152,7 +150,7 @@ class Outcomes:
         return self.passed.shape[0]
 
 
-def _func_index(func_index, n_func: int, n: int) -> np.ndarray:
+def func_index_of(func_index, n_func: int, n: int) -> np.ndarray:
     fi = np.asarray(func_index)
     if fi.shape != (n,):
         raise ValueError(f"field 'func_index': shape {fi.shape}, expected ({n},)")
@@ -169,14 +167,14 @@ def _rate_part(p: np.ndarray, c: np.ndarray, axis: int = -1) -> tuple[np.ndarray
     return np.divide(p, c, out=np.zeros(shape), where=valid).sum(axis=axis), valid.sum(axis=axis)
 
 
-def _suite_score(p: np.ndarray, c: np.ndarray) -> np.ndarray:
+def suite_score(p: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Mean pass rate over functionalities (last axis) with at least one scored case; NaN if none."""
     total, n_valid = _rate_part(p, c)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(n_valid > 0, total / np.maximum(n_valid, 1), np.nan)
 
 
-def _harmonic(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def harmonic_mean(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """G = 2ab / (a + b); 0 when a + b = 0; NaN when either is NaN."""
     den = a + b
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -197,11 +195,11 @@ def _mean_features(iid: np.ndarray) -> np.ndarray:
 
 def scores(o: Outcomes, func_index: np.ndarray, n_func: int, task_type: str, iid_metric: str = "mean") -> dict:
     """Point scores per scenario: {"s_T": (S,), "s_iid": (S,), "G": (S,), "G_avg": mean of G over scenarios}."""
-    _check_task(task_type)
-    fi = _func_index(func_index, n_func, o.passed.shape[1])
-    s_t = _suite_score(_func_sums(o.passed, fi, n_func), _func_sums(o.scored, fi, n_func))
+    check_task_type(task_type)
+    fi = func_index_of(func_index, n_func, o.passed.shape[1])
+    s_t = suite_score(_func_sums(o.passed, fi, n_func), _func_sums(o.scored, fi, n_func))
     s_iid = iid_statistic(_mean_features(o.iid), task_type, iid_metric)
-    g = _harmonic(s_t, s_iid)
+    g = harmonic_mean(s_t, s_iid)
     return {"s_T": s_t, "s_iid": s_iid, "G": g, "G_avg": float(np.mean(g))}
 
 
@@ -275,7 +273,7 @@ class _PairedNull:
 
     def __init__(self, base: Outcomes, system: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str,
                  iid_units: np.ndarray | None = None):
-        _check_task(task_type, iid_metric)
+        check_task_type(task_type, iid_metric)
         self.task_type, self.iid_metric = task_type, iid_metric
         s = system.n_scenarios
         if base.n_scenarios not in (1, s):
@@ -288,7 +286,7 @@ class _PairedNull:
         if system.iid.shape[2] != k:
             raise ValueError(f"randomization: i.i.d. features have {system.iid.shape[2]} columns, "
                              f"{task_type} needs {k}")
-        fi = _func_index(func_index, n_func, n)
+        fi = func_index_of(func_index, n_func, n)
         bp, bc = np.broadcast_to(base.passed, (s, n)), np.broadcast_to(base.scored, (s, n))
         sp, sc = system.passed, system.scored
         m = system.iid.shape[1]
@@ -351,7 +349,7 @@ class _PairedNull:
         per_draw = self.w_case * self.case_plus.shape[1] + self.w_iid * self.k * self.s + self.n_words * 64
         if not self.iid_popcount:
             per_draw += self.u_iid * 8
-        return int(max(1, min(_MAX_CHUNK_DRAWS, _CHUNK_ELEMENTS // max(per_draw, 1))))
+        return int(max(1, min(MAX_CHUNK_DRAWS, CHUNK_ELEMENTS // max(per_draw, 1))))
 
     def pack(self, mask: np.ndarray) -> np.ndarray:
         """(R, u) 0/1 in unit order (case_units, then iid_units) -> (n_words, R) packed swap patterns."""
@@ -397,7 +395,7 @@ class _PairedNull:
         with np.errstate(invalid="ignore", divide="ignore"):
             si_x = iid_statistic((f_x.T / self.m).reshape(r, s, self.k), self.task_type, self.iid_metric)
             si_y = iid_statistic((f_y.T / self.m).reshape(r, s, self.k), self.task_type, self.iid_metric)
-        g_x, g_y = _harmonic(st_x, si_x), _harmonic(st_y, si_y)
+        g_x, g_y = harmonic_mean(st_x, si_x), harmonic_mean(st_y, si_y)
         return g_x - g_y, g_x.mean(axis=1) - g_y.mean(axis=1)
 
     def observed(self) -> tuple[np.ndarray, float]:
@@ -475,7 +473,7 @@ def randomization_test(base: Outcomes, system: Outcomes, func_index, n_func: int
     p = (#{|Δ'| >= |Δ| - 1e-12} + 1) / (R + 1).
     Returns {"delta": (S,), "delta_avg", "p": (S,), "p_avg", "R", "n_units"} (+ "null" (R, S), "null_avg" (R,)).
     Bit-reproducible for a given seed and input."""
-    R = _n_draws(R)
+    R = n_draws(R)
     pn = _null_of(base, system, func_index, n_func, task_type, iid_metric, swaps)
     delta, delta_avg = pn.observed()
     rng = np.random.default_rng(seed)
@@ -531,126 +529,6 @@ def exact_randomization_p(base: Outcomes, system: Outcomes, func_index, n_func: 
     if return_null:
         out["null"], out["null_avg"] = np.concatenate(nulls), np.concatenate(nulls_avg)
     return out
-
-
-class _Resampler:
-    """Resampling count weights over n units with replacement (one stratum). With 0 / 1 rows (suite outcomes, and
-    i.i.d. features of single models) the weights are drawn as a multinomial over the distinct rows when there are
-    few (same distribution as resampling the units, far fewer draws), else by drawing n unit indices."""
-
-    def __init__(self, rows: np.ndarray):
-        self.n, c = rows.shape
-        self.by_type = False
-        if self.n and c <= 62 and np.all((rows == 0) | (rows == 1)):
-            codes = rows.astype(np.int64) @ (np.int64(1) << np.arange(c, dtype=np.int64))
-            uniq, first, freq = np.unique(codes, return_index=True, return_counts=True)
-            self.by_type = 8 * len(uniq) <= self.n
-            if self.by_type:
-                self.values, self.pvals = rows[first], freq / self.n
-        if not self.by_type:
-            self.values = rows
-
-    def sums(self, rng: np.random.Generator, rc: int) -> np.ndarray:
-        """(rc, c) sums of the rows over rc resamples."""
-        if self.n == 0:
-            return np.zeros((rc, self.values.shape[1]))
-        if self.by_type:
-            w = rng.multinomial(self.n, self.pvals, size=rc).astype(np.float64)
-        else:
-            idx = rng.integers(0, self.n, size=(rc, self.n)) + (np.arange(rc, dtype=np.int64) * self.n)[:, None]
-            w = np.bincount(idx.ravel(), minlength=rc * self.n).reshape(rc, self.n).astype(np.float64)
-        return w @ self.values
-
-
-def _check_level(level: float) -> None:
-    if not 0 < level < 1:
-        raise ValueError(f"field 'level': {level!r} must lie in (0, 1)")
-
-
-def _percentile_intervals(s_t: np.ndarray, s_iid: np.ndarray, g: np.ndarray, level: float) -> dict:
-    """Percentile intervals of bootstrap draws (R, S) of s_T, s_iid and G, and of the mean G over scenarios;
-    draws with an undefined score (NaN) are left out of its quantiles."""
-    q = [(1 - level) / 2, (1 + level) / 2]
-
-    def interval(x: np.ndarray) -> np.ndarray:
-        if x.ndim == 2:
-            return np.stack([interval(col) for col in x.T])
-        ok = ~np.isnan(x)
-        return np.quantile(x[ok], q) if ok.any() else np.full(2, np.nan)
-
-    return {"s_T": interval(s_t), "s_iid": interval(s_iid), "G": interval(g), "G_avg": interval(g.mean(axis=1))}
-
-
-def bootstrap_ci(o: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str = "mean",
-                 R: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
-    """Percentile bootstrap intervals {"s_T": (S, 2), "s_iid": (S, 2), "G": (S, 2), "G_avg": (2,)} (lower, upper).
-
-    A draw resamples the cases with replacement within each functionality and the i.i.d. examples with replacement;
-    the same resample serves every scenario. Draws with an undefined score (NaN) are left out of its quantiles."""
-    _check_level(level)
-    s_t, s_iid = bootstrap_draws(o, func_index, n_func, task_type, iid_metric, R=R, seed=seed)
-    return _percentile_intervals(s_t, s_iid, _harmonic(s_t, s_iid), level)
-
-
-def hierarchical_bootstrap_ci(outcomes: list[Outcomes], func_index, n_func: int, task_type: str,
-                              iid_metric: str = "mean", R: int = 1000, seeds=None, outer_seed=0,
-                              level: float = 0.95) -> dict:
-    """Percentile intervals of the mean over training seeds, resampling seeds, then units (docs/STATISTICS.md).
-
-    ``outcomes``: one :class:`Outcomes` per training seed (the same units). A draw picks n seeds with
-    replacement out of the n (``outer_seed`` seeds that generator) and, for each pick, an independent
-    resample of that seed's units as :func:`bootstrap_ci` draws them (``seeds[i]`` seeds seed i's
-    resamples); its s_T, s_iid and G are the means over the n picks of the picks' values (G per pick, then
-    averaged, as the tables average G over seeds). With one training seed this is :func:`bootstrap_ci`."""
-    n = len(outcomes)
-    if n == 0:
-        raise ValueError("hierarchical_bootstrap_ci: no training seed")
-    seeds = [0] * n if seeds is None else list(seeds)
-    if len(seeds) != n:
-        raise ValueError(f"hierarchical_bootstrap_ci: {len(seeds)} draw seeds for {n} training seeds")
-    if n == 1:
-        return bootstrap_ci(outcomes[0], func_index, n_func, task_type, iid_metric, R=R, seed=seeds[0], level=level)
-    _check_level(level)
-    R = _n_draws(R)
-    draws = [bootstrap_draws(o, func_index, n_func, task_type, iid_metric, R=R * n, seed=sd)
-             for o, sd in zip(outcomes, seeds)]
-    s_t = np.stack([d[0] for d in draws])     # (n seeds, R n, S)
-    s_iid = np.stack([d[1] for d in draws])
-    g = _harmonic(s_t, s_iid)
-    pick = np.random.default_rng(outer_seed).integers(0, n, size=(R, n))
-    rep = np.arange(R)[:, None] * n + np.arange(n)[None, :]       # each pick its own unit resample
-    return _percentile_intervals(s_t[pick, rep].mean(axis=1), s_iid[pick, rep].mean(axis=1),
-                                 g[pick, rep].mean(axis=1), level)
-
-
-def bootstrap_draws(o: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str = "mean",
-                    R: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """R bootstrap draws (R, S) of s_T and s_iid: each resamples the cases with replacement within each
-    functionality and the i.i.d. examples with replacement, the same resample for every scenario."""
-    _check_task(task_type, iid_metric)
-    R = _n_draws(R)
-    s, n = o.passed.shape
-    m, k = o.iid.shape[1:]
-    if k != len(IID_FEATURES[task_type]):
-        raise ValueError(f"bootstrap: i.i.d. features have {k} columns, {task_type} needs "
-                         f"{len(IID_FEATURES[task_type])}")
-    fi = _func_index(func_index, n_func, n)
-    rows = np.concatenate([o.passed, o.scored]).T  # (n, 2S)
-    strata = [(f, _Resampler(rows[fi == f])) for f in np.flatnonzero(np.bincount(fi, minlength=n_func))]
-    iid = _Resampler(o.iid.transpose(1, 0, 2).reshape(m, s * k))
-    rng = np.random.default_rng(seed)
-    step = int(max(1, min(_MAX_CHUNK_DRAWS, _CHUNK_ELEMENTS // max(n + m, 1))))
-    s_t, s_iid = np.empty((R, s)), np.empty((R, s))
-    for start in range(0, R, step):
-        rc = min(step, R - start)
-        sums = np.zeros((rc, 2 * s, n_func))
-        for f, res in strata:
-            sums[:, :, f] = res.sums(rng, rc)
-        s_t[start:start + rc] = _suite_score(sums[:, :s], sums[:, s:])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            feats = iid.sums(rng, rc).reshape(rc, s, k) / m
-        s_iid[start:start + rc] = iid_statistic(feats, task_type, iid_metric)
-    return s_t, s_iid
 
 
 def holm(pvalues) -> np.ndarray:
