@@ -180,7 +180,7 @@ def suite_objective(model, tokenizer, cases: pd.DataFrame, run: FoldRun, job: Jo
     if selection.check_objective(objective) == "pass_rate":
         return {**selection.pass_rate_objective(rates), **record}
     if plan is None:
-        plan = selection.reference_plan(ttype, cases, run.qa_answer_match)
+        plan = selection.reference_plan(ttype, cases, run.qa_answer_match, run.eq_or_not_negative_target)
     if ttype.head == "qa":
         mft, inv = plan["mft"], plan["inv"]
         with clock("predict"):

@@ -69,7 +69,8 @@ def _sent_label(ttype: TaskType, expect: str, label):
     return {(1.0, 0.0): 0, (0.5, 0.5): 1, (0.0, 1.0): 2}[tuple(float(t) for t in target)]
 
 
-def reference_plan(ttype: TaskType, cases, answer_match: str = "token") -> dict[str, list[tuple]]:
+def reference_plan(ttype: TaskType, cases, answer_match: str = "token",
+                   eq_or_not_negative_target: str = "not_negative") -> dict[str, list[tuple]]:
     """What each term of the reference objective reads from the ``cases``
     (T_val), by test type: ``mft`` (case_id, input_idx, label: SENT 0 / 1 / 2
     / ``not_0``, PARA 0 / 1), ``inv`` (case_id, the perturbation's
@@ -78,8 +79,10 @@ def reference_plan(ttype: TaskType, cases, answer_match: str = "token") -> dict[
     (case_id, input_idx, context, question, answer, answer start; located
     as training locates it, ``answer_match``), ``inv`` (case_id, input_idx,
     the original's context and question, the perturbation's). Cases are assigned as training assigns them
-    (``beluga.batches``); a case no reference metric covers stops here with
-    its id, before anything is trained."""
+    (``beluga.batches``), SENT's "Q & A: no" label 1 scored as it is trained
+    (``eq_or_not_negative_target``: ``label``, the reference's, is neutral:
+    only a neutral prediction is a hit); a case no reference metric covers
+    stops here with its id, before anything is trained."""
     from beluga.batches import mft_inputs, trained_as_mft
     from beluga.losses import DIR_FN_INDEX, dir_function_for
     from beluga.qa import locate_answer
@@ -107,6 +110,8 @@ def reference_plan(ttype: TaskType, cases, answer_match: str = "token") -> dict[
             continue
         if trained_as_mft(r, params):
             expect, labelled = mft_inputs(r, params)
+            if expect == "eq_or_not_negative" and eq_or_not_negative_target == "label":
+                expect = "eq"   # as beluga.batches trains it
             is_mft = r.test_type == "MFT" or (params.get("train") or {}).get("as") == "MFT"
             if ttype.name == "sent":
                 if not is_mft:

@@ -118,6 +118,14 @@ def test_sent_reference_objective_by_hand():
     out = reference_objective("sent", parts)
     assert out["score"] == pytest.approx(0.5 + 2 / 3 + 2 / 3) and out["objective"] == "reference"
     assert set(out["terms"]) == {"mft", "inv", "dir"}
+    # training.eq_or_not_negative_target: label (paper.yaml, the reference's): "Q & A: no" label 1 is trained
+    # as neutral [1/2, 1/2] and scored so: label 1, only a neutral prediction is a hit (m4 at 0.1 -> 0: miss;
+    # at 0.45 -> neutral: hit, which "not_0" would also count; at 0.9 -> 2: a hit for "not_0", a miss here)
+    literal = reference_plan(sent, cases, eq_or_not_negative_target="label")
+    assert literal["mft"] == [("m1", 0, 0), ("m2", 0, "not_0"), ("m3", 0, 1), ("m4", 0, 1)]
+    for p_pos, hit in ((0.45, 1), (0.9, 0)):
+        parts = classification_parts(sent, literal, _preds({**p, ("m4", 0): [1 - p_pos, p_pos]}))
+        assert parts["mft_accuracy"] == pytest.approx((2 + hit) / 4)
 
 
 def test_para_reference_objective_by_hand():

@@ -160,7 +160,7 @@ def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str,
     val = split_cases(suite, split, run.task_type, "val", run.training_functionalities)
     plan = None
     if check_objective(objective) == "reference":
-        plan = reference_plan(get_task_type(run.task_type), val, run.qa_answer_match)
+        plan = reference_plan(get_task_type(run.task_type), val, run.qa_answer_match, run.eq_or_not_negative_target)
     job, clock = begin(run.threads, run.precision, run.gpus)
     model, tokenizer, summary = train_fold(run, job, clock, suite=suite, split=split, iid_train=iid_train,
                                            start=start)
