@@ -221,13 +221,13 @@ def iid_sizes(iid_cfg: dict, found: dict[str, int], assume_paper_data: bool = Tr
                    f"a fallback, {desc['origin']}: {shown}")
 
 
-def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True) -> dict:
+def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True, batching: str = "project") -> dict:
     """Per functionality: training items and sequences (T_train), T_val and
     T_test inputs; the i.i.d. split sizes (:func:`iid_sizes`) and ``iid_used``,
     where they come from. Builds the suite and the split in memory exactly as
     the pipeline does."""
     from beluga import folds as folds_mod
-    from beluga.batches import build_streams
+    from beluga.batches import LABEL_DIR, LABEL_DIR_DRAW, build_streams
     from beluga.data import iid as iid_mod
     from beluga.suites.build import make_suite, with_fold_types
     from beluga.suites.format import functionality_table
@@ -244,7 +244,7 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True)
                             task_cfg["suite"]["type_folds"], "the task's suite")
     per = {}
     train = suite[suite["split"] == "train"]
-    streams = build_streams(ttype, None, train.drop(columns="split"))
+    streams = build_streams(ttype, None, train.drop(columns="split"), batching=batching)
     for f in funcs["functionality"]:
         per[f] = {"items": 0, "seqs": 0,
                   "val_inputs": int(n_inputs[(suite["functionality"] == f) & (suite["split"] == "val")].sum()),
@@ -252,7 +252,8 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True)
     for stream, items in streams.items():
         for it in items:
             per[it.env]["items"] += 1
-            per[it.env]["seqs"] += 1 if stream in ("MFT", "iid") else 2
+            # (reference batching: a label-checked DIR case trains at most 3 of its inputs an epoch)
+            per[it.env]["seqs"] += {"MFT": 1, "iid": 1, LABEL_DIR: min(LABEL_DIR_DRAW, len(it.inputs))}.get(stream, 2)
     return {"funcs": funcs, "per": per, "iid": sizes, "iid_used": used}
 
 
@@ -365,7 +366,8 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     method_cost = rates.get("method_cost", {})
     keep = bool(config["keep_models"])
     for tid, tcfg in config["tasks"].items():
-        counts = task_counts(tcfg, config["split"], assume_paper_data)
+        counts = task_counts(tcfg, config["split"], assume_paper_data,
+                             runs.task_training(config, tcfg).get("batching", "project"))
         if iid_used is not None:
             iid_used[tid] = counts["iid_used"]
         per, funcs, iid = counts["per"], counts["funcs"], counts["iid"]
