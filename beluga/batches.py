@@ -366,7 +366,6 @@ class EnvSampler:
     def __init__(self, groups: dict[str, tuple[str, list[TrainItem]]], batch_size: int, rng: np.random.Generator,
                  batching: str = "project"):
         self.groups = groups
-        self.batch_size = batch_size
         per_stream = _sizes({stream for stream, _ in groups.values()}, batch_size, batching)
         self.sizes = {env: per_stream[stream] for env, (stream, _) in groups.items()}   # items per minibatch
         self.fresh = batching == "reference"

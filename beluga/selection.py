@@ -37,6 +37,7 @@ import json
 import numpy as np
 
 from beluga.errors import BelugaError, ConfigError
+from beluga.metrics import positive_f1
 from beluga.tasks import TaskType, binary_to_three_class
 
 OBJECTIVES = ("pass_rate", "reference")
@@ -148,12 +149,8 @@ def _mean(x) -> float | None:
 
 def binary_f1(pred, gold) -> float:
     """F1 of class 1 (sklearn's ``f1_score``, as the GLUE QQP metric: 0 when
-    there is no true positive)."""
-    pred, gold = np.asarray(pred, dtype=int), np.asarray(gold, dtype=int)
-    tp = int(((pred == 1) & (gold == 1)).sum())
-    fp = int(((pred == 1) & (gold == 0)).sum())
-    fn = int(((pred == 0) & (gold == 1)).sum())
-    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+    there is no true positive): :func:`beluga.metrics.positive_f1`."""
+    return positive_f1(np.asarray(pred, dtype=int), np.asarray(gold, dtype=int))
 
 
 def _probs_of(preds, source: str):
@@ -215,9 +212,9 @@ def read_parts(start_hits, end_hits, inv_same_start, inv_same_end) -> dict:
     sa, ea, ss, es = (_mean(x) for x in (start_hits, end_hits, inv_same_start, inv_same_end))
     return {"n_mft_windows": len(start_hits), "n_inv": len(inv_same_start),
             "mft_start_accuracy": sa, "mft_end_accuracy": ea,
-            "mft_mean_accuracy": None if sa is None else (sa + ea) / 2,
+            "mft_mean_accuracy": _avg(sa, ea),
             "inv_start_pass": ss, "inv_end_pass": es,
-            "inv_mean_pass": None if ss is None else (ss + es) / 2}
+            "inv_mean_pass": _avg(ss, es)}
 
 
 def _avg(a, b):

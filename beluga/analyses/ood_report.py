@@ -23,6 +23,7 @@ from beluga.analyses.ood_eval import (
     rank_systems,
     read_long,
 )
+from beluga.analyses.ood_scores import OOD_METRIC
 from beluga.io import atomic_path, write_csv, write_text
 from beluga.report.tables import DOWN, UP, latex_escape
 from beluga.seeds import N_SEEDS_COLUMN, plus_minus, seeds_note
@@ -93,7 +94,7 @@ def _binary(task_type: str) -> bool:
     else (PARA, READ: two metrics) by paired randomization (ood_scores.ood_significance)."""
     from beluga.report.paired import binary_iid_metric
 
-    return binary_iid_metric(task_type, "mean")
+    return binary_iid_metric(task_type, OOD_METRIC)
 
 
 def seeds_legend(seeds: list, task_type: str = "sent") -> str:

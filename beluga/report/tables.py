@@ -208,13 +208,19 @@ def _md_escape(text: str) -> str:
     return str(text).replace("|", r"\|")
 
 
+def _shown_notes(iid_notes: dict[str, str] | None, cols) -> dict[str, str]:
+    """The i.i.d.-data notes of the tasks the table shows (``cols``: (task, column, name))."""
+    shown = {c[0] for c in cols}
+    return {t: n for t, n in (iid_notes or {}).items() if t in shown}
+
+
 def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm",
                     iid_notes: dict[str, str] | None = None) -> str:
     """Table 3 as a Markdown table (×100, one decimal) with a legend paragraph; with several training
     seeds every cell is the mean ± the standard deviation over seeds. ``iid_notes``: task -> the sentence
     saying its i.i.d. data are not the paper's (its headers marked †, the sentences in a footnote)."""
     rows, cols, values, marks, bold = _grid(long)
-    notes = {t: n for t, n in (iid_notes or {}).items() if t in {c[0] for c in cols}}
+    notes = _shown_notes(iid_notes, cols)
     sd, seeds_text = _spread(long)
     head = ["Configuration", "Method"]
     for task, col, name in cols:
@@ -276,7 +282,7 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
     training seeds every cell is the mean $\\pm$ the standard deviation over seeds. ``iid_notes``: as
     :func:`table3_markdown` (the task's header marked $^\\dagger$, the sentences at the caption's end)."""
     rows, cols, values, marks, bold = _grid(long)
-    notes = {t: n for t, n in (iid_notes or {}).items() if t in {c[0] for c in cols}}
+    notes = _shown_notes(iid_notes, cols)
     sd, seeds_text = _spread(long)
     n = len(cols)
     lines = [r"% Table 3 (BELUGA). Requires \usepackage{booktabs} and \usepackage[table]{xcolor} (for \cellcolor).",

@@ -366,13 +366,12 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     method_cost = rates.get("method_cost", {})
     keep = bool(config["keep_models"])
     for tid, tcfg in config["tasks"].items():
-        counts = task_counts(tcfg, config["split"], assume_paper_data,
-                             runs.task_training(config, tcfg).get("batching", "project"))
+        training = runs.task_training(config, tcfg)
+        counts = task_counts(tcfg, config["split"], assume_paper_data, training.get("batching", "project"))
         if iid_used is not None:
             iid_used[tid] = counts["iid_used"]
         per, funcs, iid = counts["per"], counts["funcs"], counts["iid"]
         all_funcs = list(funcs["functionality"])
-        training = runs.task_training(config, tcfg)
         iid_stage, suite_stage = training["iid"], training["suite"]
         length = int(training["max_length"])
         cost = relative_cost(tcfg["model"], length, rates.get("ref_size", REF_SIZE),
