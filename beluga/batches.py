@@ -155,9 +155,7 @@ def _case_items(ttype: TaskType, r, dir_train_slice: bool, qa_answer_match: str 
     if ttype.head == "qa":
         return _qa_case_items(r, inputs, inputs_b, qa_answer_match)
     if trained_as_mft(r, params):
-        expect, labelled = mft_inputs(r, params)
-        if expect == "eq_or_not_negative" and eq_or_not_negative_target == "label":
-            expect = "eq"
+        expect, labelled = mft_inputs(r, params, eq_or_not_negative_target)
         items = [TrainItem(r.functionality, [inputs[j]], [inputs_b[j]] if inputs_b else None,
                            ttype.mft_target(expect, label)) for j, label in labelled]
         if batching == "reference" and r.test_type != "MFT" and (params.get("train") or {}).get("as") != "MFT":
@@ -181,12 +179,14 @@ def trained_as_mft(r, params: dict) -> bool:
     return (params.get("train") or {}).get("as") == "MFT" or r.test_type == "MFT" or r.expect in ("eq", "triplet")
 
 
-def mft_inputs(r, params: dict) -> tuple[str, list[tuple[int, object]]]:
+def mft_inputs(r, params: dict,
+               eq_or_not_negative_target: str = "not_negative") -> tuple[str, list[tuple[int, object]]]:
     """(expectation, [(input index, label)]) of a case :func:`trained_as_mft`:
     every input with the hint's label; an MFT's inputs with their labels; a
     label-checked DIR's inputs the expectation checks (all but the original
     under ``all_except_first``, every input of a triplet). A missing label
-    is the expectation's ``val``."""
+    is the expectation's ``val``. ``eq_or_not_negative_target="label"``:
+    SENT's ``eq_or_not_negative`` is trained (and scored) as ``eq``."""
     n = len(r.inputs)
     hint = params.get("train") or {}
     if hint.get("as") == "MFT":
@@ -195,6 +195,8 @@ def mft_inputs(r, params: dict) -> tuple[str, list[tuple[int, object]]]:
         expect = "eq" if r.expect == "triplet" else r.expect
         labels = list(r.labels) if r.labels is not None else [params.get("val")] * n
         first = 1 if r.test_type != "MFT" and r.agg_fn == "all_except_first" and r.expect != "triplet" else 0
+    if expect == "eq_or_not_negative" and eq_or_not_negative_target == "label":
+        expect = "eq"
     return expect, [(j, labels[j] if labels[j] is not None else params.get("val")) for j in range(first, n)]
 
 

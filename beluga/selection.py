@@ -110,9 +110,7 @@ def reference_plan(ttype: TaskType, cases, answer_match: str = "token",
                                   f"with expectation {r.expect!r}")
             continue
         if trained_as_mft(r, params):
-            expect, labelled = mft_inputs(r, params)
-            if expect == "eq_or_not_negative" and eq_or_not_negative_target == "label":
-                expect = "eq"   # as beluga.batches trains it
+            expect, labelled = mft_inputs(r, params, eq_or_not_negative_target)   # as beluga.batches trains it
             is_mft = r.test_type == "MFT" or (params.get("train") or {}).get("as") == "MFT"
             if ttype.name == "sent":
                 if not is_mft:
