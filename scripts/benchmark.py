@@ -135,6 +135,20 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")   # no "Loading weights" bar per model load
 
 
+def versions() -> dict:
+    """Python and the packages the figures depend on."""
+    import importlib.metadata as md
+    import platform
+
+    out = {"python": platform.python_version()}
+    for name in ("torch", "transformers", "tokenizers", "numpy", "pandas"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def int_list(text: str) -> list[int]:
     return [int(x) for x in text.replace(" ", "").split(",") if x]
 
@@ -177,6 +191,23 @@ def main(argv=None) -> int:
     ap.add_argument("--compile-variants", type=lambda t: [x for x in t.split(",") if x and x != "none"],
                     default=["default", "graphs"], help="compile modes to time (default default,graphs; none)")
     ap.add_argument("--peak-flops", type=float, default=None, help="the GPU's dense bf16 peak FLOP/s (MFU)")
+    ap.add_argument("--compile-warmup", type=int, default=None,
+                    help="untimed steps of the compile variants (default --warmup): enough that every shape "
+                         "compiles before the timed steps")
+    ap.add_argument("--jobs-compile", default="off", choices=["off", "default", "graphs"],
+                    help="training.compile of the K-jobs-per-GPU workers (default off)")
+    ap.add_argument("--large-data", choices=["qa", "long"], default="qa",
+                    help="the large block's data: SQuAD questions trained with READ's span loss (default) or "
+                         "full windows of i.i.d. sentences trained as classification")
+    ap.add_argument("--squad", default=None, help="--make-bundle / the qa data without a bundle: the SQuAD folder "
+                                                  "(default ../shared/data/iid/squad)")
+    ap.add_argument("--make-bundle", metavar="DIR", default=None,
+                    help="write the GPU benchmark's bundle into DIR (with this environment) and stop")
+    ap.add_argument("--bundle", metavar="DIR", default=None,
+                    help="run the GPU-loop figures from a bundle (--make-bundle) with nothing but python3, torch, "
+                         "transformers, numpy, pandas, pyarrow, pyyaml, safetensors and scipy: the figures that "
+                         "need the project's environment (training, prediction, methods, fold, run, dry-run) "
+                         "are not run")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--fixed-cost-worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -184,9 +215,18 @@ def main(argv=None) -> int:
         return worker(args.worker)
     if args.fixed_cost_worker:
         return fixed_cost_worker(args.fixed_cost_worker, _T_SCRIPT)
-    import torch
+    if args.make_bundle:
+        from bench.bundle import make_bundle
 
-    from beluga.io import write_json
+        common.MAX_LENGTH, common.BATCH, common.MODEL = 48, args.batch_size, "default"
+        make_bundle(Path(args.make_bundle), args.max_length or 128, args.squad)
+        return 0
+    if args.bundle:
+        from bench.bundle import load_bundle
+
+        common.BUNDLE = load_bundle(args.bundle)
+        args.skip = ["training", "prediction", "methods", "fold", "run", "dry-run"]
+    import torch
 
     cuda = args.device == "cuda"
     args.model = args.model or ("bert-base" if cuda else "default")
@@ -196,6 +236,7 @@ def main(argv=None) -> int:
             setattr(args, name, default)
     args.warmup = (20 if cuda else 5) if args.warmup is None else args.warmup
     args.steps = (200 if cuda else 40) if args.steps is None else args.steps
+    args.compile_warmup = args.warmup if args.compile_warmup is None else args.compile_warmup
     if args.steps < 1 or args.warmup < 0 or args.reps < 1 or any(k < 1 for k in args.jobs_per_gpu):
         ap.error("--steps, --reps and --jobs-per-gpu must be positive, --warmup not negative")
     common.MAX_LENGTH, common.BATCH, common.MODEL = args.max_length, args.batch_size, args.model
@@ -207,10 +248,16 @@ def main(argv=None) -> int:
     print(f"machine: {machine}; measured on {args.device}")
     print(f"{'figure':<58} {'value':>10} {'unit':<10} {'baseline':>10} {'ratio':>8}  {'target':<10}")
     results = {"machine": machine, "device": args.device, "model": common.MODEL, "max_length": common.MAX_LENGTH,
-               "batch_size": common.BATCH, "reps": args.reps, "when": time.strftime("%Y-%m-%d %H:%M")}
+               "batch_size": common.BATCH, "reps": args.reps, "when": time.strftime("%Y-%m-%d %H:%M"),
+               "versions": versions(), "argv": sys.argv[1:],
+               "bundle": None if common.BUNDLE is None else {k: common.BUNDLE[k] for k in ("made", "commit")}}
+    common.RESULTS, common.OUT_PATH = results, out_path
+    common.save()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        task, streams, cfg, iid = default_fold(tmp)
+        task = streams = cfg = iid = None
+        if common.BUNDLE is None:
+            task, streams, cfg, iid = default_fold(tmp)
         if "training" not in args.skip:
             results.update(bench_training(streams, args.reps, args.items))
         if "prediction" not in args.skip:
@@ -219,27 +266,32 @@ def main(argv=None) -> int:
             results.update(bench_methods(streams, args.reps, args.items))
         if "fold" not in args.skip:
             results.update(bench_fold_job(tmp, cfg, args.reps))
+        common.save()
         base = make_workload("base", common.MODEL, common.MAX_LENGTH, common.BATCH, args.base_data, task, streams,
-                             iid)
+                             iid, tmp, args.squad)
         if args.profile:
             results.update(bench_profile(base, args.warmup, args.profile_steps))
+            common.save()
         if args.variants:
             results.setdefault("variants", {})["base"] = bench_variants(base, args, tmp)
+            common.save()
         if args.large:
-            large = make_workload("large", args.large_model, args.large_max_length, args.large_batch_size, "long",
-                                  task, streams, iid)
+            large = make_workload("large", args.large_model, args.large_max_length, args.large_batch_size,
+                                  args.large_data, task, streams, iid, tmp, args.squad)
             results.setdefault("variants", {})["large"] = bench_variants(large, args, tmp)
+            common.save()
         if args.fixed_cost:
             common.free()
             results.update(bench_fixed_cost(base, args.reps, tmp))
+            common.save()
     if "run" not in args.skip:
         results.update(run_share(Path(args.run_dir)))
     if "dry-run" not in args.skip:
         results.update(bench_dry_run(args.reps))
     # the throughput table `python -m beluga plan` reads (sequences/s of the model at its length, one job)
     results["throughput"] = {args.device: throughput_table(results, machine, args.device)}
-    results["rows"] = common.ROWS
-    write_json(results, out_path)
+    results.pop("partial", None)   # every block ended
+    common.save()
     print(f"written: {out_path}")
     missed = [r["figure"] for r in common.ROWS if r["ok"] is False]
     if missed:

@@ -8,14 +8,37 @@ from __future__ import annotations
 
 import contextlib
 import statistics
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "benchmark.py"   # the command: worker processes are started as ``SCRIPT --worker ...``
+#: the interpreter of worker processes: this one, with ``-S`` when it runs without site-packages (a bare
+#: environment, scripts/bare_env.py)
+PYTHON = [sys.executable, *(["-S"] if sys.flags.no_site else [])]
 
 MAX_LENGTH, BATCH, MODEL = 48, 16, "default"   # --max-length, --batch-size, --model (CUDA: 128, 16, bert-base)
 ROWS: list[dict] = []
 DEVICE = None   # torch.device, set by main() (or a worker)
+BUNDLE: dict | None = None   # --bundle: the bundle read (bench.bundle.load_bundle); None: the project's environment
+RESULTS: dict = {}   # the JSON being written (main() keeps it; :func:`save` writes it after every block)
+OUT_PATH: str | None = None
+
+
+def save() -> None:
+    """Write :data:`RESULTS` (with the rows so far) to ``--out`` now, atomically: a run stopped at a time limit
+    keeps every block that ended (and the variants measured so far, ``partial``)."""
+    if OUT_PATH is None:
+        return
+    from beluga.io import write_json
+
+    write_json({**RESULTS, "rows": ROWS}, OUT_PATH)
+
+
+def partial(key: str, value) -> None:
+    """Record a block's results so far under ``partial.<key>`` and write the JSON (:func:`save`)."""
+    RESULTS.setdefault("partial", {})[key] = value
+    save()
 
 
 def prec(name: str, fused: bool):
@@ -52,6 +75,14 @@ def bench_run(method: str, precision: str):
     settings, the method's defaults, lr 5e-5, one epoch, no checkpoints."""
     import dataclasses
 
+    if BUNDLE is not None:   # the settings the bundle was made with (no config read, no snakemake)
+        from beluga.settings import FoldRun
+
+        run = FoldRun.from_dict(BUNDLE["run"])
+        if run.method != method:
+            raise SystemExit(f"benchmark --bundle: the bundle's run is {run.method}, not {method}")
+        return dataclasses.replace(run, precision=precision, max_length=MAX_LENGTH, model=MODEL, start_label=MODEL,
+                                   hparams={**run.hparams, "batch_size": BATCH})
     from beluga.methods import method_hparams
     from beluga.settings import fold_run
     from beluga.workflow.plan import load_config
@@ -66,46 +97,69 @@ def bench_run(method: str, precision: str):
 
 
 #: BERT sizes by name (``--model`` / ``--large-model``): the hub model when it is in the Hugging Face cache, else
-#: its architecture built from its config (random weights; the default model's tokenizer: BERT's uncased vocabulary)
+#: its architecture built from its config (random weights; the default model's tokenizer: BERT's uncased
+#: vocabulary); ``tiny``: the pipeline's ``tiny-random`` size (2 layers x 32), for dry runs
 SIZED = {"bert-base": ("bert-base-uncased", {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
                                               "intermediate_size": 3072}),
          "bert-large": ("bert-large-uncased", {"hidden_size": 1024, "num_hidden_layers": 24,
-                                                "num_attention_heads": 16, "intermediate_size": 4096})}
+                                                "num_attention_heads": 16, "intermediate_size": 4096}),
+         "tiny": (None, {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+                         "intermediate_size": 64})}
 MODEL_SOURCE: dict[str, str] = {}   # spec -> where its weights came from (printed, in the JSON)
 
 
-def load_bench_model(spec: str, overrides: dict | None = None):
-    """(model, tokenizer) of a model spec, on the CPU (see :data:`SIZED`)."""
-    from beluga.errors import ModelError
-    from beluga.modeling import load_model
-
-    if spec not in SIZED:
-        MODEL_SOURCE.setdefault(spec, spec)
-        return load_model(spec, 2, config_overrides=overrides or None)
-    hub, size = SIZED[spec]
-    try:
-        out = load_model(hub, 2, config_overrides=overrides or None)
-        MODEL_SOURCE.setdefault(spec, f"{hub} (Hugging Face cache)")
-        return out
-    except ModelError:
-        pass
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer, BertConfig
-
+def tokenizer_source() -> str:
+    """The tokenizer of the models built from a config: the bundle's, else the default model's."""
+    if BUNDLE is not None:
+        return BUNDLE["tokenizer"]
     from beluga.modeling import default_model_path
 
-    tok = AutoTokenizer.from_pretrained(default_model_path())
+    return default_model_path()
+
+
+def load_bench_model(spec: str, overrides: dict | None = None, head: str = "classification"):
+    """(model, tokenizer) of a model spec, on the CPU (see :data:`SIZED`), with a classification head (two
+    labels) or a span (``qa``) head. With a bundle only the sizes of :data:`SIZED` (random weights)."""
+    from beluga.errors import ModelError
+
+    if spec not in SIZED:
+        if BUNDLE is not None:
+            raise SystemExit(f"benchmark --bundle: model {spec!r}: a bundle runs the sizes {', '.join(SIZED)} "
+                             "(random weights, the bundle's tokenizer)")
+        from beluga.modeling import load_model
+
+        MODEL_SOURCE.setdefault(spec, spec)
+        return load_model(spec, 2, config_overrides=overrides or None, head=head)
+    hub, size = SIZED[spec]
+    if hub is not None and BUNDLE is None:
+        from beluga.modeling import load_model
+
+        try:
+            out = load_model(hub, 2, config_overrides=overrides or None, head=head)
+            MODEL_SOURCE.setdefault(spec, f"{hub} (Hugging Face cache)")
+            return out
+        except ModelError:
+            pass
+    from transformers import (AutoModelForQuestionAnswering, AutoModelForSequenceClassification, AutoTokenizer,
+                              BertConfig)
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_source())
     config = BertConfig(vocab_size=tok.vocab_size, max_position_embeddings=512, **size,
                         **{"num_labels": 2, **(overrides or {})})
-    MODEL_SOURCE.setdefault(spec, f"{hub} architecture from its config, random weights ({hub} is not in the cache)")
-    return AutoModelForSequenceClassification.from_config(config), tok
+    why = "a dry-run size" if hub is None else ("the bundle's run builds it" if BUNDLE is not None else
+                                                f"{hub} is not in the cache")
+    MODEL_SOURCE.setdefault(spec, f"{hub or spec} architecture from its config, random weights ({why})")
+    auto = AutoModelForQuestionAnswering if head == "qa" else AutoModelForSequenceClassification
+    with DEVICE if DEVICE is not None else contextlib.nullcontext():   # initialised where it trains: fast on a GPU
+        return auto.from_config(config), tok
 
 
-def fresh_model(spec: str | None = None, **overrides):
+def fresh_model(spec: str | None = None, head: str = "classification", **overrides):
     """The model ``spec`` (default ``--model``) on the benchmark's device, from the same start every time."""
     from beluga.modeling import set_seed
 
     set_seed(1)
-    model, tok = load_bench_model(spec or MODEL, overrides)
+    model, tok = load_bench_model(spec or MODEL, overrides, head)
     return model.to(DEVICE), tok
 
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from bench import common
-from bench.common import REPO, SCRIPT, WORKER_TAG, fresh_model, median, row, setup_torch, sync
+from bench.common import PYTHON, REPO, SCRIPT, WORKER_TAG, fresh_model, median, row, setup_torch, sync
 from bench.loop import base_run, timed_train
 from bench.workloads import Workload
 
@@ -31,6 +31,10 @@ def fixed_cost_worker(spec_path: str, t_script: float) -> int:
     t["libraries"] = time.time()
     spec = json.loads(Path(spec_path).read_text())
     common.DEVICE = torch.device(spec["device"])
+    if spec.get("bundle"):
+        from bench.bundle import load_bundle
+
+        common.BUNDLE = load_bundle(spec["bundle"])
     setup_torch(spec["device"])
     base_run(spec["run"])
     if common.DEVICE.type == "cuda":
@@ -39,7 +43,7 @@ def fixed_cost_worker(spec_path: str, t_script: float) -> int:
         torch.cuda.synchronize()
     t["cuda"] = time.time()
     wl = Workload.load(spec["workload"])
-    model, tok = fresh_model(wl.model)
+    model, tok = fresh_model(wl.model, wl.head)
     sync()
     t["model"] = time.time()
     r = timed_train(wl, model, tok, True, "off", 0, 1)
@@ -62,13 +66,14 @@ FIXED_PARTS = (("interpreter_s", "interpreter start (launch -> the script's firs
 def bench_fixed_cost(wl: Workload, reps: int, tmp: Path) -> dict:
     spec = tmp / "fixed-cost.json"
     spec.write_text(json.dumps({"workload": str(wl.save(tmp / f"workload-{wl.name}.json")),
-                                "device": common.DEVICE.type, "run": base_run().to_dict()}))
+                                "device": common.DEVICE.type, "run": base_run().to_dict(),
+                                "bundle": None if common.BUNDLE is None else common.BUNDLE["path"]}))
     runs = []
     for _ in range(reps):
         # the process starts when it is launched (fork + exec take milliseconds); /proc's start time is
         # relative to the boot time, which /proc/stat gives in whole seconds (up to 1 s early)
         launched = time.time()
-        res = subprocess.run([sys.executable, str(SCRIPT), "--fixed-cost-worker", str(spec)], capture_output=True,
+        res = subprocess.run([*PYTHON, str(SCRIPT), "--fixed-cost-worker", str(spec)], capture_output=True,
                              text=True, cwd=REPO)
         lines = [ln for ln in res.stdout.splitlines() if ln.startswith(WORKER_TAG)]
         if res.returncode != 0 or not lines:

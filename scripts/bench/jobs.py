@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from bench import common
-from bench.common import REPO, SCRIPT, WORKER_TAG, free, fresh_model, setup_torch
+from bench.common import PYTHON, REPO, SCRIPT, WORKER_TAG, free, fresh_model, setup_torch
 from bench.loop import base_run, heldout_loss, timed_train, weights_of
 from bench.workloads import Workload
 
@@ -45,7 +45,8 @@ def touch(path: Path, text: str = "") -> None:
     os.replace(tmp, path)
 
 
-def run_jobs(wl_path: Path, K: int, reps: int, warmup: int, steps: int, tmp: Path, save_weights: bool) -> dict:
+def run_jobs(wl_path: Path, K: int, reps: int, warmup: int, steps: int, tmp: Path, save_weights: bool,
+             compile_mode: str = "off") -> dict:
     """K workers (``--worker``) on the device at once, ``reps`` rounds; each round starts them together
     (they pass a file barrier after their warm-up, then start at one wall-clock time) and ends when all are
     done (a second barrier: no worker loads its next model while another one times). Returns the common
@@ -57,11 +58,12 @@ def run_jobs(wl_path: Path, K: int, reps: int, warmup: int, steps: int, tmp: Pat
         for rank in range(K):
             spec = {"workload": str(wl_path), "rank": rank, "jobs": K, "reps": reps, "warmup": warmup,
                     "steps": steps, "dir": str(d), "device": common.DEVICE.type, "parent": os.getpid(),
-                    "run": base_run().to_dict(),
+                    "run": base_run().to_dict(), "compile": compile_mode,
+                    "bundle": None if common.BUNDLE is None else common.BUNDLE["path"],
                     "weights": str(d / "weights.pt") if rank == 0 and save_weights else None}
             (d / f"spec-{rank}.json").write_text(json.dumps(spec))
             out, err = open(d / f"out-{rank}.txt", "w"), open(d / f"err-{rank}.txt", "w")
-            procs.append((subprocess.Popen([sys.executable, str(SCRIPT), "--worker", str(d / f"spec-{rank}.json")],
+            procs.append((subprocess.Popen([*PYTHON, str(SCRIPT), "--worker", str(d / f"spec-{rank}.json")],
                                            stdout=out, stderr=err, cwd=REPO), out, err))
         starts = []
         for rep in range(reps):
@@ -95,19 +97,24 @@ def worker(spec_path: str) -> int:
 
     spec = json.loads(Path(spec_path).read_text())
     common.DEVICE, PARENT_PID = torch.device(spec["device"]), spec["parent"]
+    if spec.get("bundle"):
+        from bench.bundle import load_bundle
+
+        common.BUNDLE = load_bundle(spec["bundle"])
     setup_torch(spec["device"])
     base_run(spec["run"])
     wl = Workload.load(spec["workload"])
     d, rank, K = Path(spec["dir"]), spec["rank"], spec["jobs"]
     for rep in range(spec["reps"]):
-        model, tok = fresh_model(wl.model)
+        model, tok = fresh_model(wl.model, wl.head)
 
         def barrier(rep=rep):
             touch(d / f"ready-{rep}-{rank}")
             wait_files([d / f"go-{rep}"])
             time.sleep(max(0.0, float((d / f"go-{rep}").read_text()) - time.time()))
 
-        r = timed_train(wl, model, tok, True, "off", spec["warmup"], spec["steps"], barrier=barrier)
+        r = timed_train(wl, model, tok, True, spec.get("compile", "off"), spec["warmup"], spec["steps"],
+                        barrier=barrier)
         touch(d / f"done-{rep}-{rank}")
         wait_files([d / f"done-{rep}-{k}" for k in range(K)])
         if rep == 0 and spec["weights"]:

@@ -163,7 +163,13 @@ def window_counts(wl: Workload, tok, first: int, n: int) -> tuple[int, int, int]
         if e not in epochs:
             epochs[e] = epoch_batches(wl.streams, wl.batch, np.random.default_rng([wl.seed, e]))
         b = epochs[e][i]
-        lens = [len(x) for x in tok(b.texts, b.texts_b, truncation=True, max_length=wl.max_length)["input_ids"]]
+        if wl.task == "read":   # span batches: every window of every question, as the QA loss encodes them
+            from beluga.qa import encode_qa
+
+            feats = encode_qa(tok, b.texts_b, b.texts, max_length=wl.max_length, stride=base_run().doc_stride)
+            lens = feats.attention_mask.sum(dim=1).tolist()
+        else:
+            lens = [len(x) for x in tok(b.texts, b.texts_b, truncation=True, max_length=wl.max_length)["input_ids"]]
         seqs, real, padded = seqs + len(lens), real + sum(lens), padded + len(lens) * max(lens)
     return seqs, real, padded
 
@@ -186,7 +192,8 @@ def heldout_loss(model, tok, wl: Workload) -> float:
     from beluga.training import LossFn
 
     batch = epoch_batches({"iid": wl.heldout}, len(wl.heldout), np.random.default_rng(0))[0]
-    loss_fn = LossFn(tok, wl.max_length, precision=resolve("auto", common.DEVICE), host_hygiene=False)
+    loss_fn = LossFn(tok, wl.max_length, precision=resolve("auto", common.DEVICE), host_hygiene=False,
+                     doc_stride=base_run().doc_stride)
     model.eval()
     with torch.no_grad():
         value = float(loss_fn(model, batch).mean())

@@ -51,7 +51,7 @@ def bench_profile(wl: Workload, warmup: int, steps: int) -> dict:
     out: dict = {"model": wl.model, "max_length": wl.max_length, "batch_size": wl.batch, "warmup": warmup,
                  "steps": steps, "device": peak_flops()[1]}
     for key, hygiene in (("current", False), ("host_hygiene", True)):
-        model, tok = fresh_model(wl.model)
+        model, tok = fresh_model(wl.model, wl.head)
         prof = profile(activities=activities)
         r = timed_train(wl, model, tok, hygiene, "off", warmup, steps, profiler=prof)
         out[key] = profile_summary(prof, steps, r["elapsed_s"], r["host_s_per_step"])

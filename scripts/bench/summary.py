@@ -26,14 +26,17 @@ def machine_info() -> dict:
 def throughput_table(results: dict, machine: dict, device: str) -> dict:
     """``throughput.<device>``: the reference model's size and length, training and prediction rates, the fixed
     seconds per job and the methods' costs; with the variants on the fold data, their steady-state figures."""
-    from beluga.workflow.plan import model_size
-
     fixed = results.get("fold_job", {}).get("fast exit")
+    fixed_s = None if fixed is None else fixed["wall_s"] * fixed["fixed_share"]
+    if fixed_s is None and results.get("fixed_cost"):   # a bundle run: the GPU job's launch -> first step
+        fixed_s = results["fixed_cost"]["parts_s"]["total_s"]
+    versions = results.get("versions", {})
     table = {
-        "machine": f"{machine['cuda'] if device == 'cuda' else machine['cpu']}, measured {results['when']}",
-        "ref_size": list(model_size(common.MODEL)), "ref_length": common.MAX_LENGTH, "batch_size": common.BATCH,
+        "machine": f"{machine['cuda'] if device == 'cuda' else machine['cpu']}, measured {results['when']} "
+                   f"(torch {versions.get('torch')}, transformers {versions.get('transformers')})",
+        "ref_size": list(size_of(common.MODEL)), "ref_length": common.MAX_LENGTH, "batch_size": common.BATCH,
         "train_seq_per_s": results.get("train_seq_per_s"), "predict_seq_per_s": results.get("predict_seq_per_s"),
-        "fixed_s_per_job": None if fixed is None else fixed["wall_s"] * fixed["fixed_share"],
+        "fixed_s_per_job": fixed_s,
         "method_cost": results.get("method_cost", {})}
     chosen = results.get("variants", {}).get("base")
     if chosen and chosen["data"] == "fold":
@@ -46,4 +49,32 @@ def throughput_table(results: dict, machine: dict, device: str) -> dict:
                       "jobs_per_gpu": None if best is None else best["jobs"],
                       "train_seq_per_s_per_gpu": None if best is None else best["seq_per_s"],
                       "mfu": (best or v["host_hygiene"])["mfu"]})
+    large = results.get("variants", {}).get("large")
+    if large and large.get("task") == "read":
+        # READ's own rate: its model, length and batch, its span loss; a "sequence" is a window, a question
+        # may have several (questions/s = steps/s x batch)
+        v = large["variants"]
+        jobs = {k: x for k, x in v.items() if k.startswith("jobs_")}
+        best = max(jobs.values(), key=lambda x: x["seq_per_s"]) if jobs else None
+        one = v["host_hygiene"]
+        table["read"] = {
+            "model": large["model"], "size": list(size_of(large["model"])), "max_length": large["max_length"],
+            "batch_size": large["batch_size"], "train_seq_per_s": one["seq_per_s"],
+            "train_questions_per_s": one["steps_per_s"] * large["batch_size"],
+            "train_questions_per_s_current_loop": v["current"]["steps_per_s"] * large["batch_size"],
+            "windows_per_question": large["seq_per_step"] / large["batch_size"],
+            "jobs_per_gpu": None if best is None else best["jobs"],
+            "train_questions_per_s_per_gpu": None if best is None else best["steps_per_s"] * large["batch_size"],
+            "train_seq_per_s_per_gpu": None if best is None else best["seq_per_s"], "machine": table["machine"],
+            "mfu": (best or one)["mfu"], "train_loop": "host hygiene, one job"}
     return table
+
+
+def size_of(spec: str) -> tuple[int, int, int]:
+    """(layers, hidden, intermediate) of a model spec: the benchmark's sizes, else the plan's table."""
+    if spec in common.SIZED:
+        size = common.SIZED[spec][1]
+        return size["num_hidden_layers"], size["hidden_size"], size["intermediate_size"]
+    from beluga.workflow.plan import model_size
+
+    return model_size(spec)

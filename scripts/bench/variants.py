@@ -18,14 +18,15 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
     import torch
 
     warmup, steps, reps = args.warmup, args.steps, args.reps
-    model, tok = fresh_model(wl.model)
+    model, tok = fresh_model(wl.model, wl.head)
     n_params = non_embedding_params(model)
     del model
     seqs, real, padded = window_counts(wl, tok, warmup, steps)
     peak, gpu = peak_flops()
     per_gpu = "per GPU" if common.DEVICE.type == "cuda" else "on the CPU"
-    data = ("the default suite's seen fold of IID->(IID+T)" if wl.data == "fold" else
-            "i.i.d. sentences joined into full windows, trained as classification")
+    data = {"fold": "the default suite's seen fold of IID->(IID+T)",
+            "long": "i.i.d. sentences joined into full windows, trained as classification",
+            "qa": "SQuAD questions (every window of each), trained with READ's span loss"}[wl.data]
     print(f"\nvariants [{wl.name}]: {wl.model} ({common.MODEL_SOURCE.get(wl.model)}; {n_params / 1e6:.1f}M "
           f"non-embedding parameters) at {wl.max_length} tokens, batch {wl.batch}, on {gpu}; data: {data}; "
           f"{warmup} warm-up + {steps} timed steps ({seqs / steps:.1f} sequences, {real / steps:.0f} real tokens "
@@ -40,6 +41,8 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
             skipped[key] = "FoldRun has no 'compile' setting in this checkout"
         elif mode == "graphs" and common.DEVICE.type != "cuda":
             skipped[key] = "CUDA only"
+        elif wl.task == "read":
+            skipped[key] = "training.compile compiles classification batches; READ's span batches run eagerly"
         else:
             variants.append((key, f"({letter}) compile {mode} + host hygiene", True, mode))
     for key, why in skipped.items():
@@ -50,8 +53,9 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
     ref_w = ref_loss = None
     for rep in range(reps):
         for key, label, hygiene, mode in variants:
-            model, tok = fresh_model(wl.model)
-            r = timed_train(wl, model, tok, hygiene, mode, warmup, steps)
+            model, tok = fresh_model(wl.model, wl.head)
+            # compile: every shape compiles in the warm-up (--compile-warmup), compile time reported apart
+            r = timed_train(wl, model, tok, hygiene, mode, args.compile_warmup if mode != "off" else warmup, steps)
             elapsed[key].append(r["elapsed_s"])
             records[key].append(r)
             if rep == 0:
@@ -67,6 +71,8 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
                 comp += f"; {r['compiles_in_timed_steps']} compiled in the timed steps: raise --warmup"
             print(f"  {label}, round {rep + 1}: {steps / r['elapsed_s']:.2f} steps/s, warm-up {r['warmup_s']:.1f} s"
                   f"{comp}", flush=True)
+            common.partial(wl.name, {"seq_per_step": seqs / steps, "real_tokens_per_step": real / steps,
+                                     "params_non_embedding": n_params, "records": records, "drift": drift})
 
     def rates(seconds: float, k: int = 1) -> dict:
         return {"steps_per_s": k * steps / seconds, "seq_per_s": k * seqs / seconds,
@@ -87,11 +93,15 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
     if any(mode != "off" for *_, mode in variants):
         torch._dynamo.reset()   # compiled code and CUDA graph pools: not kept while the workers run
     free()
+    jobs_compile = args.jobs_compile if wl.task != "read" else "off"
     for K in args.jobs_per_gpu:
         key = f"jobs_{K}"
-        print(f"  (c) {K} job{'s' if K > 1 else ''} {per_gpu}: {K} worker process{'es' if K > 1 else ''}, "
+        comp = "" if jobs_compile == "off" else f", compile {jobs_compile}"
+        print(f"  (c) {K} job{'s' if K > 1 else ''} {per_gpu}{comp}: {K} worker process{'es' if K > 1 else ''}, "
               f"{reps} round{'s' if reps > 1 else ''}", flush=True)
-        res = run_jobs(wl.save(tmp / f"workload-{wl.name}.json"), K, reps, warmup, steps, tmp, save_weights=True)
+        res = run_jobs(wl.save(tmp / f"workload-{wl.name}.json"), K, reps,
+                       args.compile_warmup if jobs_compile != "off" else warmup, steps, tmp, save_weights=True,
+                       compile_mode=jobs_compile)
         spans, sums = [], []
         for rep, start in enumerate(res["starts"]):
             recs = [r for r in res["records"] if r["rep"] == rep]
@@ -99,8 +109,8 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
             sums.append(sum(seqs / r["elapsed_s"] for r in recs))
         first = [r for r in res["records"] if r["rep"] == 0 and "heldout_loss" in r]
         w = torch.load(res["weights"], weights_only=True)
-        label = f"(c) {K} job{'s' if K > 1 else ''} {per_gpu}, aggregate"
-        out[key] = {"label": label, "jobs": K, **rates(median(spans), K),
+        label = f"(c) {K} job{'s' if K > 1 else ''} {per_gpu}{comp}, aggregate"
+        out[key] = {"label": label, "jobs": K, "compile": jobs_compile, **rates(median(spans), K),
                     "elapsed_s": spans, "seq_per_s_sum_of_jobs": median(sums),
                     "warmup_s": median([r["warmup_s"] for r in res["records"]]),
                     "host_ms_per_step": 1e3 * median([r["host_s_per_step"] for r in res["records"]]),
@@ -110,6 +120,8 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
                     "weight_drift": max_diff(w, ref_w), "loss_drift": abs(first[0]["heldout_loss"] - ref_loss)}
         del w
         res["weights"].unlink()
+        common.partial(wl.name, {"seq_per_step": seqs / steps, "real_tokens_per_step": real / steps,
+                                 "params_non_embedding": n_params, "variants": out})
     base = out["current"]["seq_per_s"]
     head = (f"{'variant':<40} {'steps/s':>8} {'seq/s':>9} {'tokens/s':>10} {'MFU':>7} {'peak MiB':>9} "
             f"{'max|dW|':>9} {'|dloss|':>9} {'x (a)':>7}")
@@ -133,8 +145,9 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
         top = max(mfus, key=mfus.get)
         row(f"[{wl.name}] training MFU on real tokens, best ({top})", mfus[top], "share", target=">= 0.25",
             ok=mfus[top] >= 0.25, note=f"6 x {n_params / 1e6:.1f}M x real tokens/s / {gpu} dense bf16 peak")
+    common.RESULTS.get("partial", {}).pop(wl.name, None)
     return {"model": wl.model, "model_source": common.MODEL_SOURCE.get(wl.model), "max_length": wl.max_length,
             "batch_size": wl.batch, "data": wl.data, "params_non_embedding": n_params, "warmup": warmup,
-            "steps": steps, "reps": reps, "device": gpu, "peak_flops": peak, "seq_per_step": seqs / steps,
+            "steps": steps, "reps": reps, "device": gpu, "task": wl.task, "compile_warmup": args.compile_warmup, "peak_flops": peak, "seq_per_step": seqs / steps,
             "real_tokens_per_step": real / steps, "padding_share": 1 - real / padded,
             "precision": variant_run(wl, 1, "off").precision, "best": best, "variants": out, "skipped": skipped}

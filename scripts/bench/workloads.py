@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import common
 from bench.common import REPO
 
 
@@ -49,9 +50,15 @@ class Workload:
     max_length: int
     batch: int
     data: str            # fold (the default suite's seen fold) / long (i.i.d. sentences joined into full windows)
+                         # / qa (SQuAD questions, READ's span loss)
     streams: dict
     heldout: list
     seed: int = 1
+    task: str = "sent"   # the task type whose loss it trains: sent (classification) / read (spans)
+
+    @property
+    def head(self) -> str:
+        return "qa" if self.task == "read" else "classification"
 
     def save(self, path: Path) -> Path:
         """As JSON (the worker processes read it; no pickle: tests/test_safety.py)."""
@@ -93,11 +100,35 @@ def long_items(ttype, df, length: int) -> list:
     return items
 
 
-def make_workload(name: str, model: str, length: int, batch: int, data: str, ttype, streams, iid) -> Workload:
+def bundle_workload(name: str, model: str, length: int, batch: int, data: str) -> Workload:
+    """A workload from the bundle's data (:mod:`bench.bundle`)."""
+    from beluga.batches import TrainItem
+
+    d = common.BUNDLE["workloads"][data]
+    if data == "long" and length > d["length"]:
+        raise SystemExit(f"benchmark --bundle: its long windows are {d['length']} tokens, {length} asked for "
+                         f"(make the bundle with --max-length {length})")
+    streams = {k: [TrainItem(**it) for it in v] for k, v in d["streams"].items()}
+    heldout = [TrainItem(**it) for it in d["heldout"]][:batch]
+    return Workload(name, model, length, batch, data, streams, heldout, task=d["task"])
+
+
+def make_workload(name: str, model: str, length: int, batch: int, data: str, ttype=None, streams=None,
+                  iid=None, tmp: Path | None = None, squad: str | None = None) -> Workload:
+    """The workload ``data`` (fold / long / qa) for ``model`` at ``length`` tokens, batch ``batch``: from the
+    bundle, else built from the default fold (``ttype``, ``streams``, ``iid``) or SQuAD (``qa``, staged in
+    ``tmp``)."""
     import pandas as pd
 
     from beluga.batches import build_streams
 
+    if common.BUNDLE is not None:
+        return bundle_workload(name, model, length, batch, data)
+    if data == "qa":
+        from bench.bundle import qa_data
+
+        _, qa_streams, heldout = qa_data(tmp, squad)
+        return Workload(name, model, length, batch, data, qa_streams, heldout[:batch], task="read")
     test = pd.read_parquet(iid["test"])
     if data == "long":
         streams = {"iid": long_items(ttype, pd.read_parquet(iid["train"]), length)}

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The GPU measurement in one command, on a bare GPU machine (python3 with torch, transformers, numpy, pandas,
+# pyarrow, pyyaml, safetensors, scipy; no network, no project venv):
+#
+#     bash scripts/gpu_session.sh OUT_DIR
+#     bash scripts/gpu_session.sh --cpu-dry-run OUT_DIR    # the same stages on the CPU, tiny model, < 2 min
+#
+# Bundle: .bench-bundle (the repository's root; git ignores it). Make it first, where the project's
+# environment is, and carry it to the GPU machine with the repository:
+#     .venv/bin/python scripts/benchmark.py --make-bundle .bench-bundle
+# (device tool: carry [".bench-bundle"]). BUNDLE=DIR names another one.
+#
+# Stages, each under its own `timeout` (all within 9 minutes on an H100), each writing its JSON into OUT_DIR
+# as soon as it ends (a stage stopped at its limit keeps what it measured so far, under "partial"), the log of
+# all of them in OUT_DIR/session.log (5 files in all):
+#   a_eager.json    (a) eager, BERT-base size, 128 tokens, batch 16, the default fold: the current loop, host
+#                   hygiene, the profile (GPU busy fraction, kernels and syncs per step), K = 2 / 4 / 8 jobs per
+#                   GPU, a job's fixed cost
+#   d_read.json     (d) READ: BERT-large size at 384 tokens, batch 3, SQuAD questions with the span loss: current
+#                   loop, host hygiene, K = 2 / 4 jobs per GPU (the plan's READ rate)
+#   c_long.json     (c) full 128-token windows (MFU): eager, and CUDA graphs with every shape compiled in the
+#                   warm-up (compile time reported apart)
+#   b_compile.json  (b) compile default on the default fold, one job and K = 4 jobs compiled
+# Environment: PYTHON (default python3), BUNDLE (default .bench-bundle), STAGE_SCALE (multiplies every stage's
+# time limit; default 1).
+set -u
+dry=0
+if [ "${1:-}" = "--cpu-dry-run" ]; then
+    dry=1
+    shift
+fi
+if [ $# -ne 1 ]; then
+    echo "usage: bash scripts/gpu_session.sh [--cpu-dry-run] OUT_DIR" >&2
+    exit 2
+fi
+out=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle=${BUNDLE:-$root/.bench-bundle}
+py=${PYTHON:-python3}
+scale=${STAGE_SCALE:-1}
+mkdir -p "$out" || exit 2
+log=$out/session.log
+if [ ! -f "$bundle/bundle.json" ]; then
+    echo "gpu_session: $bundle/bundle.json not found: make the bundle first (.venv/bin/python scripts/benchmark.py --make-bundle .bench-bundle) and carry it" | tee -a "$log" >&2
+    exit 2
+fi
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error TOKENIZERS_PARALLELISM=false
+pyrun=("$py")
+if [ $dry -eq 1 ]; then
+    # a bare environment: only the GPU machine's packages import (scripts/bare_env.py), as there
+    bare=$(mktemp -d)
+    trap 'rm -rf "$bare"' EXIT
+    "$py" "$root/scripts/bare_env.py" "$bare/site" >>"$log" 2>&1 || { echo "gpu_session: bare_env failed (see $log)" >&2; exit 2; }
+    export PYTHONPATH=$bare/site
+    pyrun=("$py" -S)
+fi
+
+{
+    echo "== gpu_session $(date -u '+%Y-%m-%d %H:%M:%S') UTC; dry run: $dry; bundle: $bundle"
+    uname -srm
+    nproc
+    command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
+    "${pyrun[@]}" -c 'import platform, torch, transformers, numpy, pandas; print("python", platform.python_version(), "torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__, "numpy", numpy.__version__, "pandas", pandas.__version__); print("gpu:", torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)'
+    "${pyrun[@]}" -c 'import json, sys; b = json.load(open(sys.argv[1])); print("bundle made", b["made"], "at commit", b["commit"])' "$bundle/bundle.json"
+} >>"$log" 2>&1
+
+if [ $dry -eq 1 ]; then
+    common=(--bundle "$bundle" --device cpu --model tiny --max-length 128 --batch-size 16 --reps 1 --warmup 2 --steps 4)
+    jobs_a=2; jobs_d=2; jobs_b=""; jobs_c=2   # b: compiling on the CPU takes half a minute a process
+    warm_c=3; warm_b=3
+    large=(--large-model tiny)
+    limits=(90 60 60 75)   # generous: the dry run checks the plumbing, not the speed
+    fixed=(--fixed-cost)
+    graphs=off   # CUDA graphs need a GPU: the CPU run times the eager K jobs of stage c
+else
+    common=(--bundle "$bundle" --device cuda --model bert-base --max-length 128 --batch-size 16 --reps 2 --warmup 10 --steps 60)
+    jobs_a=2,4,8; jobs_d=2,4; jobs_b=4; jobs_c=4
+    warm_c=20; warm_b=30   # the warm-up of compiled variants: every shape compiled before the timed steps
+    large=(--large-model bert-large)
+    limits=(180 140 110 100)
+    fixed=(--fixed-cost)
+    graphs=graphs
+fi
+
+stage() {   # stage NAME LIMIT_S ARGS...: one benchmark run under its own time limit, JSON to OUT/NAME.json
+    local name=$1 limit=$2
+    shift 2
+    limit=$(awk -v l="$limit" -v s="$scale" 'BEGIN { printf "%d", l * s }')
+    echo "== stage $name (limit ${limit} s): benchmark.py $*" >>"$log"
+    local t0=$SECONDS
+    timeout --kill-after=10 "$limit" "${pyrun[@]}" "$root/scripts/benchmark.py" "$@" --out "$out/$name.json" >>"$log" 2>&1
+    local rc=$?
+    local why=""
+    [ $rc -eq 124 ] || [ $rc -eq 137 ] && why=" (stopped at its time limit: the JSON keeps what ended)"
+    echo "== stage $name: exit $rc after $((SECONDS - t0)) s$why" >>"$log"
+    echo "stage $name: exit $rc after $((SECONDS - t0)) s$why"
+}
+
+# (a) eager: current loop, host hygiene, profile, K jobs per GPU, fixed cost
+stage a_eager "${limits[0]}" "${common[@]}" --profile --profile-steps 10 --variants --no-large \
+    --compile-variants none --jobs-per-gpu "$jobs_a" "${fixed[@]}"
+# (d) READ: BERT-large, 384 tokens, batch 3, span loss
+stage d_read "${limits[1]}" "${common[@]}" --no-profile --no-variants --large "${large[@]}" --large-data qa \
+    --large-max-length 384 --large-batch-size 3 --compile-variants none --jobs-per-gpu "$jobs_d" --no-fixed-cost
+# (c) full 128-token windows: eager and CUDA graphs (every shape compiled in the warm-up)
+stage c_long "${limits[2]}" "${common[@]}" --base-data long --no-profile --variants --no-large \
+    --compile-variants graphs --compile-warmup "$warm_c" --jobs-per-gpu "$jobs_c" --jobs-compile "$graphs" --no-fixed-cost
+# (b) compile default on the default fold: one job, and K jobs compiled
+stage b_compile "${limits[3]}" "${common[@]}" --no-profile --variants --no-large --compile-variants default \
+    --compile-warmup "$warm_b" --jobs-per-gpu "$jobs_b" --jobs-compile default --no-fixed-cost
+echo "== gpu_session done $(date -u '+%H:%M:%S') UTC" >>"$log"
+ls -l "$out" >>"$log"
+exit 0
