@@ -170,7 +170,8 @@ def test_report_page_and_run_end_lines(tmp_path):
 @needs_shared
 def test_plan_counts_the_papers_sizes_for_a_fallback(tmp_path):
     """tiny_para.yaml with a 200-pair Quora-shaped fallback, no n_train cap and all of D_train in the
-    mix: the IID job trains on 363,846 pairs (GLUE QQP's train file) instead of the fallback's, and each
+    mix: the IID job trains on 363,846 pairs (GLUE QQP's train file; the folder not read) instead of the
+    fallback's, and each
     IID->(IID+T) fold job on its suite sequences plus those 363,846; val / test stay capped (10 / 20)."""
     from beluga.workflow.plan import REFERENCE, load_config, plan
 
@@ -193,5 +194,5 @@ def test_plan_counts_the_papers_sizes_for_a_fallback(tmp_path):
     assert off["finetune"].jobs == jobs == 5          # the seen fold and 4 func folds
     assert on["finetune"].train_seqs - off["finetune"].train_seqs == jobs * (363_846 - found)
     assert got[True][1].startswith("363,846 / 10 / 20 train / val / test, the paper's GLUE QQP (QQP-clean.zip")
-    assert "the folder holds a fallback, Quora Question Pairs release" in got[True][1]
+    assert "the data folder is not read" in got[True][1]   # the paper's sizes, whatever is staged
     assert got[False][1].startswith(f"{found:,} / ") and "not the paper's data" in got[False][1]

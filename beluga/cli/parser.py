@@ -50,10 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="training jobs running at once, for the peak scratch disk (default: 100 on GPUs, "
                              "as the Slurm profile's jobs; on CPUs the cores / job_threads)")
     p_plan.add_argument("--assume-paper-data", action=argparse.BooleanOptionalAction, default=True,
-                        help="where a task's i.i.d. source is the paper's (sst2, qqp, squad) but its folder holds a "
-                             "fallback (the staged Quora release, the SQuAD dev set alone), count the paper's "
-                             "official sizes (SST-2 67,349 train; QQP 363,846; SQuAD v1.1 87,599; dev sets halved), "
-                             "as the fetched run reads them (default); --no-assume-paper-data counts the files found")
+                        help="where a task's i.i.d. source is the paper's (sst2, qqp, squad), count the paper's "
+                             "official sizes (SST-2 67,349 train; QQP 363,846; SQuAD v1.1 87,599; dev sets halved) "
+                             "whatever its folder holds (a staged fallback: not read), as the fetched run reads "
+                             "them (default); --no-assume-paper-data counts the files found")
     p_data = sub.add_parser("data", help="the data folder: stage a local copy of the reference data (no network)")
     data_sub = p_data.add_subparsers(dest="data_command", required=True)
     p_stage = data_sub.add_parser(

@@ -1,0 +1,176 @@
+"""The cost plan's model of the paper's run (issue 35, item 5): the paper's i.i.d. sizes whatever is staged,
+the step model (a per-step overhead and a per-sequence compute: batch size and length matter), READ's own
+benchmark row, jobs sharing a GPU (``gpu_jobs``: the aggregate per-GPU rate), an empty ``method_cost`` and
+where every rate comes from."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import REPO, TINY
+
+from beluga.errors import ConfigError
+from beluga.workflow.plan import (
+    READ_ROW,
+    REFERENCE,
+    Anchor,
+    anchors,
+    gpu_speedup,
+    load_config,
+    paper_iid_sizes,
+    paper_sizes_line,
+    plan,
+    plan_command,
+    relative_cost,
+    task_rate,
+    throughput_table,
+    train_s_per_seq,
+)
+
+SHARED = (REPO / ".." / "shared" / "data").resolve()
+needs_shared = pytest.mark.skipif(not (SHARED / "checklist" / "release").is_dir(),
+                                  reason="../shared/data (the paper's suites) is absent")
+BASE = Anchor("reference", (12, 768, 3072), 128, 16, 358.0, 0.9, 3660.0)
+
+
+def table(tmp_path, figures: dict, device: str = "cuda"):
+    p = tmp_path / f"benchmark-{device}.json"
+    p.write_text(json.dumps({"throughput": {device: figures}}))
+    return str(p)
+
+
+# ---------------------------------------------------------------- the step model: batch size and length
+def test_step_model_is_the_measurement_at_the_anchor_and_charges_small_batches():
+    at = train_s_per_seq(BASE, "bert-base-uncased", 16, 128)
+    assert at == pytest.approx(1 / 358.0)
+    per_seq = {b: train_s_per_seq(BASE, "bert-base-uncased", b, 128) for b in (2, 3, 8, 16, 32)}
+    assert per_seq[2] > per_seq[3] > per_seq[8] > per_seq[16] > per_seq[32]
+    # step(B) = o + B c with o = 0.9 t, c = 0.1 t / 16 (t = 16 / 358): a batch of 8 costs o + 8c per 8 sequences
+    t = 16 / 358.0
+    assert per_seq[8] == pytest.approx((0.9 * t + 8 * 0.1 * t / 16) / 8)
+    # longer sequences: only the compute part grows (x relative_cost); a larger model: the overhead x its layers
+    rel = relative_cost("bert-base-uncased", 512, (12, 768, 3072), 128)
+    assert train_s_per_seq(BASE, "bert-base-uncased", 16, 512) == pytest.approx((0.9 * t + 0.1 * t * rel) / 16)
+    rel_l = relative_cost("bert-large-uncased", 384, (12, 768, 3072), 128)
+    assert train_s_per_seq(BASE, "bert-large-uncased", 3, 384) == pytest.approx(
+        (0.9 * t * 2 + 3 * 0.1 * t / 16 * rel_l) / 3)
+    # a table without a batch size: the per-sequence rate scaled by the cost alone (the former model)
+    nobatch = Anchor("reference", (12, 768, 3072), 128, None, 358.0, 0.9, 3660.0)
+    assert train_s_per_seq(nobatch, "bert-base-uncased", 3, 512) == pytest.approx(rel / 358.0)
+
+
+def test_plan_charges_a_small_batch_more_per_sequence():
+    """The same plan (TINY on a GPU, no fixed seconds) at the fold stage's batch 4 and at 16: the fold jobs
+    train the same sequences, the smaller batch in more steps, each paying the per-step overhead."""
+    hours = {}
+    for b in (4, 16):
+        config = load_config(str(TINY), ["gpus=1", f"training={{suite: {{lr: 0.001, batch_size: {b}, epochs: 1}}}}"])
+        lines = plan(config, {**REFERENCE["cuda"], "fixed_s_per_job": 0.0})
+        hours[b] = sum(ln.hours for ln in lines if ln.rule == "finetune")
+    assert hours[4] > 3 * hours[16]
+
+
+# ---------------------------------------------------------------- READ's own row
+def test_reads_own_row_is_used_and_measured(tmp_path):
+    row = {"model": "bert-large", "max_length": 384, "batch_size": 3, "train_seq_per_s": 20.0,
+           "machine": "NVIDIA H100, measured 2026-12-01"}
+    rates, _ = throughput_table(table(tmp_path, {"train_seq_per_s": 400.0, "batch_size": 16, READ_ROW: row}),
+                                "cuda")
+    rows = anchors(rates, "cuda")
+    assert rows[READ_ROW].rate == 20.0 and rows[READ_ROW].size == (24, 1024, 4096)
+    read_cfg = {"type": "read", "model": "bert-large-uncased-whole-word-masking"}
+    training = {"max_length": 384, "suite": {"batch_size": 3}}
+    got = task_rate(rows, rows[READ_ROW], read_cfg, training, {"grid": {"batch_size": [2, 3]}}, 1)
+    assert got["measured"] and not got["estimated_read"]
+    assert got["train_seq_per_s"] == pytest.approx(20.0) and got["by_batch"][2] < 20.0
+    assert "NVIDIA H100, measured 2026-12-01" in rates["origin"][READ_ROW]
+    # without the row: READ is scaled from the reference row, flagged as an estimate
+    rates, _ = throughput_table(table(tmp_path, {"train_seq_per_s": 400.0, "batch_size": 16}), "cuda")
+    rows = anchors(rates, "cuda")
+    assert READ_ROW not in rows
+    got = task_rate(rows, rows["reference"], read_cfg, training, {}, 1)
+    assert got["estimated_read"] and not got["measured"]
+
+
+@pytest.mark.parametrize("row, field", [
+    ({"model": "bert-large", "max_length": 384, "batch_size": 3}, "train_seq_per_s"),
+    ({"model": "bert-large", "max_length": 384, "batch_size": 0, "train_seq_per_s": 9.0}, "batch_size"),
+    ({"model": "gpt", "max_length": 384, "batch_size": 3, "train_seq_per_s": 9.0}, "model"),
+    ([1], "")])
+def test_a_bad_read_row_is_one_line(tmp_path, row, field):
+    with pytest.raises(ConfigError, match=f"field 'throughput.cuda.read{'.' + field if field else ''}'"):
+        throughput_table(table(tmp_path, {"train_seq_per_s": 400.0, READ_ROW: row}), "cuda")
+
+
+# ---------------------------------------------------------------- method costs
+@pytest.mark.parametrize("method_cost", [{}, None, "absent"])
+def test_an_empty_method_cost_keeps_the_reference_factors(tmp_path, method_cost):
+    figures = {"train_seq_per_s": 400.0}
+    if method_cost != "absent":
+        figures["method_cost"] = method_cost
+    rates, _ = throughput_table(table(tmp_path, figures), "cuda")
+    assert rates["method_cost"] == REFERENCE["cuda"]["method_cost"]
+    assert rates["origin"]["method_cost"].startswith("built-in reference")
+    assert rates["origin"]["train_seq_per_s"].startswith(str(tmp_path))
+
+
+def test_a_partial_method_cost_takes_the_rest_from_the_reference(tmp_path):
+    rates, _ = throughput_table(table(tmp_path, {"train_seq_per_s": 400.0, "method_cost": {"irm": 2.0}}), "cuda")
+    assert rates["method_cost"] == {**REFERENCE["cuda"]["method_cost"], "irm": 2.0}
+    assert "for irm; the rest built-in reference" in rates["origin"]["method_cost"]
+
+
+# ---------------------------------------------------------------- jobs sharing a GPU
+def test_gpu_speedup_reads_the_aggregate_per_gpu_rate():
+    shared = Anchor("reference", (12, 768, 3072), 128, 16, 100.0, 0.9, 1000.0, jobs=4, rate_per_gpu=300.0)
+    assert gpu_speedup(shared, 1)[0] == 1.0
+    assert gpu_speedup(shared, 4)[:3:2] == (3.0, True)
+    assert gpu_speedup(shared, 8)[0] == 3.0 and not gpu_speedup(shared, 8)[2]      # saturated: an estimate
+    assert gpu_speedup(shared, 2)[0] == pytest.approx(1 + 2 * 1 / 3)                  # linear to the measurement
+    speed, words, measured = gpu_speedup(BASE, 4)                                     # nothing measured: no gain
+    assert speed == 1.0 and not measured and "no gain assumed" in words
+
+
+def test_gpu_jobs_divides_the_gpu_hours_by_the_measured_speedup(tmp_path):
+    rates = {**REFERENCE["cuda"], "jobs_per_gpu": 4, "train_seq_per_s_per_gpu": 3 * 358.0}
+    hours = {}
+    for k in (1, 4):
+        config = load_config(str(TINY), ["gpus=1", f"gpu_jobs={k}"])
+        hours[k] = sum(ln.hours for ln in plan(config, rates))
+    assert hours[4] == pytest.approx(hours[1] / 3)
+    text = plan_command(str(TINY), throughput=table(tmp_path, rates), overrides=["gpus=1", "gpu_jobs=4"])
+    line = next(ln for ln in text.splitlines() if ln.startswith("jobs per GPU: 4 (gpu_jobs: 4"))
+    assert "utilisation: 100% of the best measured per-GPU training throughput" in line
+    assert "speedup with 4 job(s) (3.00)" in line
+
+
+# ---------------------------------------------------------------- the paper's sizes, whatever is staged
+def test_paper_sizes_are_counted_without_reading_the_folder(tmp_path):
+    task = {"iid": {"source": "squad", "path": str(tmp_path / "nothing-here")},
+            "suite": {"path": "checklist/release/squad_suite.tar.gz"}}
+    sizes, words = paper_iid_sizes(task)
+    assert sizes["train"] == 87_599 and sizes["val"] + sizes["test"] == 10_570
+    assert "not read" in words
+    assert paper_iid_sizes({**task, "suite": {"generate": "sent_default"}}) is None   # a spec draws on the pool
+    assert paper_iid_sizes({**task, "iid": {"source": "rotten_tomatoes"}}) is None
+    line = paper_sizes_line({"tasks": {"read": task}})
+    assert line == ("sizes: the paper's (read: SQuAD v1.1 train 87,599 questions, dev 10,570 halved into val / "
+                    "test) -- staged data not read")
+
+
+@needs_shared
+def test_the_paper_plan_counts_the_real_cost():
+    """The acceptance: paper.yaml on the staged data counts SQuAD train's 87,599 questions, says so, names
+    the jobs per GPU and the utilisation, and where every rate comes from."""
+    text = plan_command(str(REPO / "configs" / "paper.yaml"), overrides=[f"data_dir={SHARED}"])
+    lines = text.splitlines()
+    assert any(ln.startswith("sizes: the paper's (") and "SQuAD v1.1 train 87,599 questions" in ln
+               and ln.endswith("staged data not read") for ln in lines)
+    assert any(ln.startswith("i.i.d. sizes of read: 87,599 / ") for ln in lines)
+    row = next(ln for ln in lines if ln.startswith("train_iid "))
+    assert "489,594" in row      # per IID job: (67,349 x 3 + 363,846 x 3 + 87,599 x 2 epochs) / 3 tasks
+    read = next(ln for ln in lines if ln.startswith("  read: bert-large"))
+    assert "batch 2:" in read and "batch 3:" in read and "ESTIMATED" in read
+    assert any(ln.startswith("jobs per GPU: 1 (gpu_jobs: 1") and "utilisation:" in ln for ln in lines)
+    assert any(ln.startswith("  [1] built-in reference (NVIDIA H100") for ln in lines)
