@@ -62,18 +62,11 @@ from beluga.health import DivergedError, check_finite_weights
 from beluga.losses import DummyClassifier, dir_loss, dummy_scaled, inv_loss, mft_loss, neutral_mask
 from beluga.methods import Algorithm, check_method_hparams, get_algorithm
 from beluga.precision import FP32, Precision, full
-from beluga.qa import qa_inv_batch_loss, qa_mft_batch_loss
+from beluga.qa import QAEncoder, qa_inv_batch_loss, qa_mft_batch_loss
 from beluga.settings import FoldRun
+from beluga.transfer import model_inputs, to_device
 
 log = logging.getLogger(__name__)
-
-
-def to_device(t: torch.Tensor, dev: torch.device) -> torch.Tensor:
-    """A host tensor on ``dev``: on CUDA copied from pinned memory without
-    blocking the host (the copy is ordered before the kernels that use it)."""
-    if dev.type != "cuda" or t.device.type != "cpu":
-        return t.to(dev)
-    return t.pin_memory().to(dev, non_blocking=True)
 
 
 class Encoder:
@@ -134,8 +127,8 @@ class Encoder:
             out[name] = torch.tensor([r[name] + [pad] * (longest - len(r[name])) if right else
                                       [pad] * (longest - len(r[name])) + r[name] for r in rows], dtype=torch.long)
         if self.mask and any(len(r["input_ids"]) < longest for r in rows):
-            # no mask when no sequence is padded: the model's own mask helper would find it all ones (on
-            # CUDA after a device -> host sync) and drop it; the outputs are the same either way
+            # no mask when no sequence is padded: the model's own mask helper would find it all ones and drop
+            # it; the outputs are the same either way
             out["attention_mask"] = torch.tensor(
                 [[1] * len(r["input_ids"]) + [0] * (longest - len(r["input_ids"])) if right else
                  [0] * (longest - len(r["input_ids"])) + [1] * len(r["input_ids"]) for r in rows], dtype=torch.long)
@@ -143,11 +136,15 @@ class Encoder:
 
 
 class LossFn:
-    """Maps (model, batch) to per-example losses. Classification inputs come
-    from an :class:`Encoder` (tokenized once per fold: :meth:`pretokenize`)
-    and reach the device from pinned memory without blocking
-    (``host_hygiene``; ``False``: tokenized per batch and copied as before,
-    the same bytes); QA batches are tokenized per batch (windows, offsets)."""
+    """Maps (model, batch) to per-example losses. With ``host_hygiene``
+    (default), classification inputs come from an :class:`Encoder` and QA
+    inputs (windows, span targets, INV alignments) from a
+    :class:`beluga.qa.QAEncoder`, both filled once per fold
+    (:meth:`pretokenize`), and reach the device without a device -> host sync
+    (:func:`beluga.transfer.model_inputs`: pinned copies, the attention mask
+    the model takes as it is; the compiled forward pass gets the 2D mask).
+    ``host_hygiene=False``: tokenized (and aligned) per batch and copied as
+    before; the same bytes."""
 
     def __init__(self, tokenizer, max_length: int, detach_inv_orig: bool = False, doc_stride: int = 128,
                  precision: Precision = FP32, qa_inv_scope: str = "context", host_hygiene: bool = True,
@@ -159,6 +156,8 @@ class LossFn:
         self.doc_stride = doc_stride
         self.precision = precision
         self.encoder = Encoder(tokenizer, max_length) if host_hygiene else None
+        self.qa_encoder = (QAEncoder(tokenizer, max_length, doc_stride, qa_inv_scope)
+                           if host_hygiene and QAEncoder.supports(tokenizer) else None)
         # training.compile (beluga/compiling.py): the classification forward pass compiled; off: eager
         self.compiled = None
         if compile not in ("off", False):   # False: a bare YAML off
@@ -168,6 +167,8 @@ class LossFn:
     def pretokenize(self, streams: dict[str, list[TrainItem]]) -> None:
         if self.encoder is not None:
             self.encoder.add(streams)
+        if self.qa_encoder is not None:
+            self.qa_encoder.add(streams)
 
     def logits(self, model, texts, texts_b=None):
         """float32 logits; the forward pass runs under the precision's autocast."""
@@ -176,6 +177,8 @@ class LossFn:
             enc = self.tokenizer(texts, texts_b, padding=True, truncation=True, max_length=self.max_length,
                                  return_tensors="pt")
             inputs = {k: v.to(dev) for k, v in enc.items()}
+        elif self.compiled is None:   # the mask ready for the model (beluga.transfer): no host sync
+            inputs = model_inputs(model, self.encoder(texts, texts_b), dev)
         else:
             inputs = {k: to_device(v, dev) for k, v in self.encoder(texts, texts_b).items()}
         with self.precision.autocast():
@@ -196,14 +199,14 @@ class LossFn:
             return qa_mft_batch_loss(model, self.tokenizer, questions=batch.texts_b, contexts=batch.texts,
                                      answers=batch.answers, answer_starts=batch.answer_starts,
                                      max_length=self.max_length, stride=self.doc_stride, scale=scale,
-                                     precision=self.precision)
+                                     precision=self.precision, encoder=self.qa_encoder)
         if batch.kind == "qa_inv":
             n = batch.size
             return qa_inv_batch_loss(model, self.tokenizer, orig_questions=batch.texts_b[:n],
                                      orig_contexts=batch.texts[:n], pert_questions=batch.texts_b[n:],
                                      pert_contexts=batch.texts[n:], max_length=self.max_length,
                                      detach_orig=self.detach_inv_orig, scope=self.qa_inv_scope, scale=scale,
-                                     precision=self.precision)
+                                     precision=self.precision, encoder=self.qa_encoder)
         logits = self.logits(model, batch.texts, batch.texts_b)
         n = batch.size
         if batch.kind == "inv":   # the original's logits give the soft target (a per-class dummy leaves them)
