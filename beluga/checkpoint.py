@@ -176,7 +176,8 @@ def _optimizer_state(opt: torch.optim.Optimizer) -> tuple[dict, dict[str, torch.
             else:
                 raise TypeError(f"checkpoint: optimizer state {idx}.{k} ({type(v).__name__}) is not a tensor or JSON")
         entries[str(idx)] = meta
-    groups = [{k: list(v) if isinstance(v, tuple) else v for k, v in g.items()} for g in sd["param_groups"]]
+    # a tensor learning rate (training.compile: graphs) is saved as its float and restored into the tensor
+    groups = [{k: list(v) if isinstance(v, tuple) else _scalar(v) for k, v in g.items()} for g in sd["param_groups"]]
     for g in groups:
         for k, v in g.items():
             if not _jsonable(v):
@@ -194,11 +195,20 @@ def _load_optimizer_state(opt: torch.optim.Optimizer, meta: dict, tensors: dict[
         state[int(idx)] = s
     groups = [{k: tuple(v) if isinstance(fresh.get(k), tuple) else v for k, v in saved.items()}
               for fresh, saved in zip(opt.param_groups, meta["param_groups"])]
+    tensors_at = [{k: v for k, v in g.items() if torch.is_tensor(v)} for g in opt.param_groups]
     opt.load_state_dict({"state": state, "param_groups": groups})
+    for group, live in zip(opt.param_groups, tensors_at):   # the same tensor learning rate, its saved value
+        for k, t in live.items():
+            group[k] = t.fill_(float(group[k]))
+
+
+def _scalar(v):
+    """A 0-dim tensor (a tensor learning rate) as its Python float; anything else as it is."""
+    return float(v) if torch.is_tensor(v) and v.dim() == 0 else v
 
 
 def _scheduler_state(sched) -> dict:
-    sd = dict(sched.state_dict())
+    sd = {k: [_scalar(x) for x in v] if isinstance(v, list) else _scalar(v) for k, v in sched.state_dict().items()}
     if not _jsonable(sd):
         raise TypeError("checkpoint: the learning-rate scheduler state is not JSON")
     return sd

@@ -1,5 +1,5 @@
-"""Compilation of the training forward pass (``training.compile``): fewer,
-larger kernels, as an opt-in option that changes numerics within bounds.
+"""Compilation of the training step (``training.compile``): fewer, larger
+kernels, as an opt-in option that changes numerics within bounds.
 
 - ``off`` (default): the model runs eagerly, today's code path bit for bit.
 - ``default``: ``torch.compile`` (inductor) of the classification forward
@@ -13,31 +13,49 @@ larger kernels, as an opt-in option that changes numerics within bounds.
   The attention mask is always passed (one call signature).
 - ``graphs``: CUDA graphs (``mode="reduce-overhead"``: inductor with CUDA
   graph trees) on static shapes: sequences are padded to the next multiple
-  of :data:`BUCKET` tokens (at most ``max_length``) and the rows to the next
-  power of two (at least :data:`MIN_ROWS`; extra rows repeat the first one
-  and their outputs are dropped, so they add exactly zero gradient): a graph
-  per (rows, length) bucket: lengths 16, 32, ... up to ``max_length``, rows
-  8, 16, ... up to the power of two that holds an INV / DIR batch (2 ×
-  batch_size). Needs a CUDA GPU: anywhere else the job stops at its start
-  with one :class:`beluga.errors.ConfigError` line.
+  of :data:`BUCKET` tokens (at most ``max_length``) and the rows to the
+  run's batch sizes (:func:`bucket_rows`: ``batch_size`` for a batch of
+  single inputs, ``2 × batch_size`` for an INV / DIR batch of pairs, a power
+  of two above; a smaller batch is padded to the next of these, never a
+  batch of 3 to 8; extra rows repeat the first one and their outputs are
+  dropped, so they add exactly zero gradient): a graph per (rows, length)
+  bucket, lengths 16, 32, ... up to ``max_length``, two row counts. The
+  optimizer is capturable (:func:`optimizer_options`): AdamW with
+  ``capturable=True``, its learning rate a tensor on the device that the
+  schedule fills in place (:func:`tensor_lr`; the rates are the float
+  path's), and gradient clipping plus the AdamW step run as one
+  ``torch.compile``'d function with no host sync (:func:`compiled_step`,
+  compiled once per optimizer; it recompiles when a checkpoint restore
+  replaces the optimizer's parameter groups). Needs a CUDA GPU: anywhere
+  else the job stops at its start with one :class:`beluga.errors.ConfigError`
+  line.
 
-Only the forward (and so backward) pass of classification batches is
-compiled; READ's span batches (:mod:`beluga.qa`), prediction and evaluation
-run eagerly. The model is not replaced: the compiled function calls the
-same module, so the optimizer, ``state_dict`` (its keys), checkpoints and
-L2-SP's reference weights see the same parameters. Dropout draws its masks
-from torch's generator as in eager mode (``fallback_random``: the compiled
-graph calls the eager dropout kernel), so a compiled run differs from an
-eager one only by the order of floating-point operations in fused kernels
-(and, for ``graphs``, in padded matrix products).
+What is compiled: the forward (and so backward) pass of classification
+batches, and under ``graphs`` the clipping and optimizer step too. What is
+not: READ's span batches (:mod:`beluga.qa`), prediction and evaluation run
+eagerly; the loss, ``zero_grad``, the learning-rate schedule's update (one
+in-place fill per step) and the methods' own arithmetic (IRM's penalty,
+Group-DRO's weights, Fish's meta step) run eagerly between the compiled
+pieces; the optimizer step is compiled by inductor (fused kernels) but is
+not recorded as a CUDA graph, so a step is not one graph replay. The model
+is not replaced: the compiled function calls the same module, so the
+optimizer, ``state_dict`` (its keys), checkpoints and L2-SP's reference
+weights see the same parameters (a tensor learning rate is saved as its
+float and restored into the same tensor). Dropout draws its masks from
+torch's generator as in eager mode (``fallback_random``: the compiled graph
+calls the eager dropout kernel), so a compiled run differs from an eager one
+only by the order of floating-point operations in fused kernels (and, for
+``graphs``, in padded matrix products and the compiled AdamW update).
 
 Numerics (measured on a 2-core CPU, ``tests/test_compile.py``): in fp32 the
 class probabilities of a model trained with ``default`` differ from ``off``'s
 by at most 6e-8 (max abs; tiny BERT after 20 updates, MiniLM after 60), with
 bf16 autocast by 3e-4; the stated tolerance is 1e-3. A tiny end-to-end run's
-pass rates and G equal ``off``'s. The optimizer is unchanged (fused AdamW,
-outside the compiled region; ``graphs`` does not capture it: see
-:func:`optimizer_options`).
+pass rates and G equal ``off``'s. ``default`` and ``off`` keep today's
+optimizer (fused AdamW where the device has it, a float learning rate,
+outside the compiled region). ``graphs`` (an H200, tiny BERT, fp32, 30
+updates at lr 1e-3): weights within 2e-6 of ``off``'s, the learning rates
+equal to float32 precision, no recompilation as the rate changes.
 
 The compile cache (``TORCHINDUCTOR_CACHE_DIR``, with inductor's FX graph
 cache and AOT-autograd cache on) is a folder shared by jobs
@@ -53,7 +71,9 @@ compiled (dynamo traced a new graph: counted by dynamo's frame counter) plus
 the backward pass of each such call (the first backward of a graph compiles
 it), and for ``graphs`` also the call that records each new CUDA graph
 (the second call per bucket). It includes one step's own compute per
-compiled graph, which is small next to compiling.
+compiled graph, which is small next to compiling. The first calls of
+``graphs``' compiled optimizer step (which compile it) are not in it, only in
+the wall time.
 
 Light: torch is imported inside functions.
 """
@@ -72,7 +92,7 @@ from beluga.errors import ConfigError
 MODES = ("off", "default", "graphs")
 #: ``graphs``: sequence lengths are padded to a multiple of this many tokens
 BUCKET = 16
-#: ``graphs``: rows are padded to a power of two, at least this many
+#: ``graphs`` without a batch size: fewer rows than this are not padded (more: to a power of two)
 MIN_ROWS = 8
 #: the environment variable naming the shared compile cache folder
 CACHE_ENV = "BELUGA_COMPILE_CACHE"
@@ -120,14 +140,54 @@ def configure_cache(cache_dir: str | os.PathLike | None = None) -> Path:
 
 
 def optimizer_options(mode: str, device_type: str) -> dict:
-    """Extra AdamW options for ``mode``: ``capturable`` under ``graphs`` on
-    CUDA (step counters and updates on the device, safe inside a CUDA graph),
-    none otherwise. Not applied yet: the optimizer is built by
-    :meth:`beluga.methods.Algorithm.adamw`, which would take these options;
-    today the graphs cover the forward and backward passes, and the fused
-    AdamW step (one kernel per device and dtype, its step counters already on
-    the device) runs after them, outside the graphs."""
+    """Extra AdamW options for ``mode``: under ``graphs`` on CUDA
+    ``capturable=True`` (step counters and every update on the device, no host
+    sync: safe inside a CUDA graph); none otherwise (today's optimizer). The
+    learning rate is then a device tensor (:func:`tensor_lr`), which needs
+    ``capturable`` or ``fused`` with ``foreach``."""
     return {"capturable": True} if mode == "graphs" and device_type == "cuda" else {}
+
+
+def tensor_lr(mode: str, device_type: str) -> bool:
+    """Whether AdamW's learning rate is a 0-dim tensor on the parameters'
+    device, updated in place by the schedule (``graphs`` on CUDA): the compiled
+    optimizer step reads it at every call, where a Python float would be baked
+    into the compiled code at its first value."""
+    return mode == "graphs" and device_type == "cuda"
+
+
+def lr_dtype(device_type: str):
+    """dtype of a tensor learning rate: float32 on CUDA (what the fused and
+    capturable AdamW kernels compute with), float64 elsewhere (the float path's
+    double arithmetic, so that a tensor lr gives the float path's bytes)."""
+    import torch
+
+    return torch.float32 if device_type == "cuda" else torch.float64
+
+
+def clip_and_step(optimizer, params, max_norm: float) -> None:
+    """The update after the backward pass: clip the gradients of ``params`` to a
+    total norm of ``max_norm`` (foreach kernels, the norm stays on the device:
+    no host sync) and take one ``optimizer`` step."""
+    import torch
+
+    torch.nn.utils.clip_grad_norm_(params, max_norm, foreach=True)
+    optimizer.step()
+
+
+def compiled_step(optimizer, max_norm: float):
+    """``graphs``: :func:`clip_and_step` of ``optimizer`` compiled with
+    ``torch.compile`` (inductor fuses the clipping and the capturable (fused
+    or foreach) AdamW update, its learning rate a device tensor, into a few
+    kernels with no host sync), called as ``fn(params)``. Compiled at its first call (one graph per
+    optimizer and parameter list); a new optimizer (``reset_optimizer``) gets a
+    new function."""
+    import torch
+
+    def step(params):
+        clip_and_step(optimizer, params, max_norm)
+
+    return torch.compile(step, fullgraph=False)
 
 
 def _next_pow2(n: int) -> int:
@@ -139,9 +199,19 @@ def bucket_length(n: int, max_length: int) -> int:
     return max(n, min(max_length, -(-n // BUCKET) * BUCKET))
 
 
-def bucket_rows(n: int) -> int:
-    """``graphs``: the padded number of rows of a batch of ``n`` sequences."""
-    return max(MIN_ROWS, _next_pow2(n))
+def bucket_rows(n: int, batch_size: int | None = None) -> int:
+    """``graphs``: the padded number of rows of a batch of ``n`` sequences:
+    with the run's ``batch_size``, the smallest of ``batch_size`` (a batch of
+    single inputs, a last smaller one padded to it) and ``2 × batch_size`` (an
+    INV / DIR batch of pairs) that holds ``n``; without it, ``n`` itself below
+    :data:`MIN_ROWS`. Larger batches: the next power of two."""
+    if batch_size:
+        for cap in (int(batch_size), 2 * int(batch_size)):
+            if n <= cap:
+                return cap
+    elif n < MIN_ROWS:
+        return n
+    return _next_pow2(n)
 
 
 class CompiledForward:
@@ -151,7 +221,8 @@ class CompiledForward:
     One compiled function per model object (weakly referenced)."""
 
     def __init__(self, mode: str, max_length: int, device_type: str = "cpu", pad_token_id: int = 0,
-                 pad_token_type_id: int = 0, padding_side: str = "right", cache_dir=None, job: str = ""):
+                 pad_token_type_id: int = 0, padding_side: str = "right", cache_dir=None, job: str = "",
+                 batch_size: int | None = None):
         check(mode, device_type, job)
         if mode == "off":
             raise ValueError("CompiledForward: mode 'off' runs the model eagerly (no CompiledForward)")
@@ -163,6 +234,7 @@ class CompiledForward:
         self.pad = {"input_ids": int(pad_token_id or 0), "token_type_ids": int(pad_token_type_id or 0),
                     "attention_mask": 0}
         self.right = padding_side == "right"
+        self.batch_size = batch_size   # graphs: the run's batch size sets the row buckets (bucket_rows)
         self.cache_dir = configure_cache(cache_dir)
         # dropout masks from torch's generator, as in eager mode (see the module docstring)
         inductor_config.fallback_random = FALLBACK_RANDOM
@@ -200,7 +272,7 @@ class CompiledForward:
             inputs["attention_mask"] = torch.ones_like(ids)
         if self.mode != "graphs":
             return inputs
-        rows, length = bucket_rows(ids.shape[0]), ids.shape[1]
+        rows, length = bucket_rows(ids.shape[0], self.batch_size), ids.shape[1]
         if "attention_mask" in inputs:   # a model without a mask would attend to padding: rows only
             length = bucket_length(length, self.max_length)
         return {k: self._pad_to(v, k, rows, length) for k, v in inputs.items()}

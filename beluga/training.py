@@ -288,6 +288,8 @@ def _pretokenized_loss(tokenizer, streams: dict[str, list[TrainItem]], run: Fold
     loss_fn = LossFn(tokenizer, run.max_length, detach_inv_orig=bool(run.hparams["detach_inv_orig"]),
                      doc_stride=run.doc_stride, precision=precision, qa_inv_scope=run.qa_inv_scope,
                      host_hygiene=host_hygiene, compile=run.compile, job=run.job)
+    if loss_fn.compiled is not None:   # graphs: row buckets of the run's batch sizes
+        loss_fn.compiled.batch_size = int(run.hparams["batch_size"])
     t_tok = time.time()
     loss_fn.pretokenize(streams)
     return loss_fn, time.time() - t_tok
@@ -482,8 +484,7 @@ def _use_lr_factor(algo: Algorithm, lr_factor: Callable[[], float]) -> None:
     ``lr_factor()`` now and at every update after (the factor replaces the
     method's schedule, :meth:`beluga.methods.base.Algorithm.lr_factor`)."""
     algo.lr_factor = lr_factor
-    for group, base in zip(algo.optimizer.param_groups, algo.scheduler.base_lrs):
-        group["lr"] = base * float(lr_factor())
+    algo.set_lrs([base * float(lr_factor()) for base in algo.scheduler.base_lrs])
 
 
 def train(model, tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, *, precision: Precision,
@@ -537,7 +538,7 @@ def train(model, tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, *
     ckpts.open(model, run, streams, reference_state, precision)
     model.train()
     algo = algo_cls(model, hparams, loss_fn, plan.total, envs=plan.envs, reference_state=reference_state,
-                    fused=precision.fused_optimizer, nonfinite=run.nonfinite)
+                    fused=precision.fused_optimizer, nonfinite=run.nonfinite, compile=run.compile)
     progress = ckpts.resume(model, algo, plan)
     if lr_factor is not None:
         _use_lr_factor(algo, lr_factor)

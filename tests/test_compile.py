@@ -195,12 +195,145 @@ def test_schema_takes_the_modes_and_a_bare_yaml_off():
             validate(cfg(text), schema)
 
 
+def _train_hp(method, hparams=None, lr_factor=None, **settings):
+    """(trained model, summary, learning rate of the first parameter group after each update) of a
+    seeded tiny run with ``hparams`` on top of _train's."""
+    from beluga.methods.base import Algorithm
+
+    lrs = []
+    real = Algorithm.end_step
+
+    def end_step(self):
+        real(self)
+        lr = self.optimizer.param_groups[0]["lr"]
+        lrs.append((torch.is_tensor(lr), float(lr)))
+
+    set_seed(0)
+    model, tok = load_model(TINY_RANDOM, 2)
+    hp = {**get_algorithm(method).hparam_defaults(), "lr": 1e-3, "batch_size": 4, "epochs": 2, **(hparams or {})}
+    run = fold_run(method, hp, seed=7, max_length=32, **settings)
+    Algorithm.end_step = end_step
+    try:
+        summary = train(model, tok, _streams(), run, precision=resolve(run.precision, model.device),
+                        lr_factor=lr_factor)
+    finally:
+        Algorithm.end_step = real
+    return model, summary, lrs
+
+
+@pytest.mark.parametrize(("method", "hparams", "factor"), [
+    ("vanilla", {}, None),
+    ("irm", {"irm_reset_optimizer": True, "irm_penalty_anneal_iters": 3}, None),   # reset_optimizer mid-run
+    ("fish", {"fish_envs": 2}, None),
+    ("vanilla", {}, "halving"),   # a caller's lr_factor (training._use_lr_factor)
+])
+def test_tensor_lr_trains_the_float_paths_bytes(method, hparams, factor, monkeypatch):
+    """graphs' learning rate, a tensor the schedule fills in place (emulated on the CPU: float64, AdamW
+    neither capturable nor foreach, as capturable needs CUDA): the same rate at every update and the same
+    weights, bit for bit, as the float learning rate."""
+    import beluga.compiling as compiling
+
+    def halving():
+        halving.calls += 1
+        return 0.5 ** (halving.calls // 3)
+
+    def run():
+        halving.calls = 0
+        return _train_hp(method, hparams, lr_factor=halving if factor else None)
+
+    m0, s0, lr0 = run()
+    monkeypatch.setattr(compiling, "tensor_lr", lambda mode, device_type: True)
+    m1, s1, lr1 = run()
+    assert lr0 and all(not t for t, _ in lr0) and all(t for t, _ in lr1)
+    assert [v for _, v in lr0] == [v for _, v in lr1]
+    assert len({v for _, v in lr0}) > 2   # the schedule moved
+    a, b = m0.state_dict(), m1.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert s1["epoch_losses"] == s0["epoch_losses"]
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before")
+def test_tensor_lr_survives_a_checkpoint_and_a_state_dict_round_trip(tmp_path, monkeypatch):
+    """A tensor learning rate is saved as its float (checkpoint JSON) and restored into the same tensor;
+    torch's own optimizer state_dict round trip keeps it a tensor of the same value; a run stopped after
+    its first epoch and resumed ends with the weights of one that never stopped."""
+    import beluga.compiling as compiling
+    from beluga import checkpoint
+    from beluga.training import LossFn
+
+    monkeypatch.setattr(compiling, "tensor_lr", lambda mode, device_type: True)
+    set_seed(0)
+    model, tok = load_model(TINY_RANDOM, 2)
+    algo = get_algorithm("vanilla")(model, {**get_algorithm("vanilla").hparam_defaults(), "lr": 1e-3}, LossFn(tok, 32),
+                                    10)
+    lr = algo.optimizer.param_groups[0]["lr"]
+    assert torch.is_tensor(lr) and lr.dtype == torch.float64 and float(lr) == 1e-3
+    algo.steps_done = 4
+    algo.scheduler.step()
+    assert algo.optimizer.param_groups[0]["lr"] is lr and float(lr) == 1e-3 * (1 - 4 / 10)
+    meta, tensors = checkpoint._optimizer_state(algo.optimizer)
+    assert meta["param_groups"][0]["lr"] == 1e-3 * (1 - 4 / 10)
+    sched = checkpoint._scheduler_state(algo.scheduler)
+    assert sched["base_lrs"] == [1e-3] and sched["_last_lr"] == [1e-3 * (1 - 4 / 10)]
+    lr.fill_(0.5)
+    checkpoint._load_optimizer_state(algo.optimizer, meta, tensors)
+    assert algo.optimizer.param_groups[0]["lr"] is lr and float(lr) == 1e-3 * (1 - 4 / 10)
+    algo.optimizer.load_state_dict(algo.optimizer.state_dict())
+    again = algo.optimizer.param_groups[0]["lr"]
+    assert torch.is_tensor(again) and float(again) == float(lr)
+
+    straight, _, _ = _train_hp("vanilla")
+    real = checkpoint.save
+
+    class Crash(Exception):
+        pass
+
+    def save_then_crash(*a, **k):
+        real(*a, **k)
+        raise Crash
+
+    monkeypatch.setattr(checkpoint, "save", save_then_crash)
+    ckpt = tmp_path / "ckpt"
+    with pytest.raises(Crash):
+        _train_hp("vanilla", checkpoint_dir=str(ckpt))
+    monkeypatch.setattr(checkpoint, "save", real)
+    resumed, summary, lrs = _train_hp("vanilla", checkpoint_dir=str(ckpt))
+    assert summary["resumed_from_epoch"] == 1 and all(t for t, _ in lrs)
+    a, b = straight.state_dict(), resumed.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is present")
+def test_capturable_optimizer_is_refused_on_the_cpu_in_one_line():
+    """An Algorithm built for graphs on the CPU (capturable AdamW needs CUDA) stops with one line."""
+    from beluga.training import LossFn
+
+    set_seed(0)
+    model, tok = load_model(TINY_RANDOM, 2)
+    with pytest.raises(ConfigError) as err:
+        get_algorithm("vanilla")(model, {**get_algorithm("vanilla").hparam_defaults(), "lr": 1e-3}, LossFn(tok, 32), 1,
+                                 compile="graphs")
+    assert "\n" not in str(err.value) and "training.compile: graphs needs a CUDA GPU" in str(err.value)
+
+
+def test_optimizer_options_only_under_graphs_on_cuda():
+    from beluga.compiling import optimizer_options, tensor_lr
+
+    assert optimizer_options("graphs", "cuda") == {"capturable": True} and tensor_lr("graphs", "cuda")
+    for mode, dev in (("off", "cuda"), ("default", "cuda"), ("off", "cpu"), ("default", "cpu"), ("graphs", "cpu")):
+        assert optimizer_options(mode, dev) == {} and not tensor_lr(mode, dev)
+
+
 def test_graphs_buckets():
     from beluga.compiling import bucket_length, bucket_rows
 
     assert [bucket_length(n, 48) for n in (3, 16, 17, 33, 48)] == [16, 16, 32, 48, 48]
     assert bucket_length(40, 40) == 40 and bucket_length(33, 40) == 40   # capped at max_length
-    assert [bucket_rows(n) for n in (1, 8, 9, 16, 17, 32)] == [8, 8, 16, 16, 32, 32]
+    # with the run's batch size: batch_size (single inputs, a smaller last batch) or 2 x batch_size (pairs)
+    assert [bucket_rows(n, 3) for n in (1, 2, 3, 4, 5, 6, 7, 9)] == [3, 3, 3, 6, 6, 6, 8, 16]
+    assert [bucket_rows(n, 16) for n in (3, 16, 17, 32, 33)] == [16, 16, 32, 32, 64]
+    # without it: small batches as they are, larger ones to a power of two
+    assert [bucket_rows(n) for n in (1, 3, 7, 8, 9, 16, 17, 32)] == [1, 3, 7, 8, 16, 16, 32, 32]
 
 
 @pytest.mark.slow
@@ -214,9 +347,10 @@ def test_graphs_padding_changes_no_row(tmp_path):
     model.eval()   # no dropout: the padded rows would draw other masks
     texts = ["a good film", "this is awful, really awful and long", "not bad"]
     inputs = dict(tok(texts, padding=True, return_tensors="pt"))
-    fwd = CompiledForward("graphs", 32, device_type="cuda", pad_token_id=tok.pad_token_id, cache_dir=tmp_path)
+    fwd = CompiledForward("graphs", 32, device_type="cuda", pad_token_id=tok.pad_token_id, cache_dir=tmp_path,
+                          batch_size=4)
     padded = fwd.prepare(inputs)
-    assert {tuple(v.shape) for v in padded.values()} == {(8, 16)}
+    assert {tuple(v.shape) for v in padded.values()} == {(4, 16)}
     grads = []
     for compiled in (False, True):
         model.zero_grad(set_to_none=True)

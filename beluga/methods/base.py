@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
+from beluga import compiling
 from beluga.lazy import torch
 
 ALGORITHMS: dict[str, type[Algorithm]] = {}
@@ -56,6 +57,12 @@ class Algorithm:
     ``iid``), known before training starts; ``reference_state`` (optional) is a
     name -> tensor dict of reference weights (L2-SP; other methods ignore it);
     ``fused``: AdamW's fused implementation (``beluga.precision``).
+    ``compile``: ``training.compile`` (:mod:`beluga.compiling`); under
+    ``graphs`` (CUDA only) AdamW is capturable, its learning rate a device
+    tensor the schedule updates in place (:meth:`set_lrs`), and the clipping
+    and optimizer step of an update run as one compiled function
+    (:meth:`clip_and_step`); otherwise the optimizer runs eagerly with a float
+    learning rate.
 
     ``update`` returns its losses as detached 0-dim tensors (or floats): the
     training loop moves them to the host only when it logs, so an update never
@@ -84,7 +91,7 @@ class Algorithm:
 
     def __init__(self, model: torch.nn.Module, hparams: dict, loss_fn: Callable, total_steps: int,
                  envs: Sequence[str] | None = None, reference_state: dict | None = None, fused: bool = False,
-                 nonfinite: str = "stop"):
+                 nonfinite: str = "stop", compile: str = "off"):
         missing = sorted(set(self.hparam_defaults()) - set(hparams))
         if missing:
             raise ValueError(f"method {self.name}: hyper-parameters {missing} are missing (build them with "
@@ -99,6 +106,14 @@ class Algorithm:
         if nonfinite not in ("stop", "skip"):
             raise ValueError(f"field 'training.nonfinite': {nonfinite!r} is not one of stop, skip")
         self.nonfinite = nonfinite
+        compile = "off" if compile is False else compile   # False: a bare YAML off
+        first = next(iter(model.parameters()), None)
+        device_type = first.device.type if first is not None else "cpu"
+        compiling.check(compile, device_type)
+        self._adamw_options = compiling.optimizer_options(compile, device_type)
+        self._tensor_lr = compiling.tensor_lr(compile, device_type)
+        self._compile_step = compile == "graphs"
+        self._step_fn = None            # graphs: the compiled clip_and_step of the current optimizer
         self.steps_done = 0
         self.nonfinite_skipped = 0      # steps skipped for a non-finite loss (nonfinite: skip)
         self._first_bad: torch.Tensor | None = None   # device scalar: first step with a non-finite loss
@@ -178,7 +193,11 @@ class Algorithm:
             groups = [{"params": [p for p in params if id(p) not in exempt], "weight_decay": wd},
                       {"params": [p for p in params if id(p) in exempt], "weight_decay": 0.0}]
             groups = [g for g in groups if g["params"]]
-        return torch.optim.AdamW(groups, lr=self.hparams["lr"], weight_decay=wd, fused=self.fused or None)
+        lr = float(self.hparams["lr"])
+        if self._tensor_lr:   # a device tensor the schedule fills in place (compiled step: see set_lrs)
+            dev = params[0].device
+            lr = torch.tensor(lr, dtype=compiling.lr_dtype(dev.type), device=dev)
+        return torch.optim.AdamW(groups, lr=lr, weight_decay=wd, fused=self.fused or None, **self._adamw_options)
 
     def make_optimizer(self) -> torch.optim.Optimizer:
         return self.adamw(self.trainable_parameters())
@@ -189,15 +208,49 @@ class Algorithm:
         return max(0.0, 1.0 - self.steps_done / self.total_steps)
 
     def make_scheduler(self, optimizer):
-        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: self.lr_factor())
+        """``LambdaLR`` of :meth:`lr_factor`. Its base rates stay Python floats
+        with a tensor learning rate too, so the rates it computes are the float
+        path's (it writes them into the tensor in place)."""
+        sched = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda _: self.lr_factor())
+        if self._tensor_lr:
+            base = [float(self.hparams["lr"])] * len(optimizer.param_groups)
+            for group, b in zip(optimizer.param_groups, base):
+                group["initial_lr"] = b
+                group["lr"].fill_(b * self.lr_factor())   # the float path's first rate (LambdaLR's is the tensor's)
+            sched.base_lrs = base
+        return sched
+
+    def set_lrs(self, lrs) -> None:
+        """Set the learning rate of each of the optimizer's parameter groups:
+        in place into a tensor learning rate (the compiled step keeps reading
+        the same tensor), else as the float it is."""
+        for group, lr in zip(self.optimizer.param_groups, lrs):
+            if torch.is_tensor(group["lr"]):
+                group["lr"].fill_(float(lr))
+            else:
+                group["lr"] = lr
 
     def reset_optimizer(self) -> None:
         """A fresh optimizer (no moments), the learning-rate schedule continuing where it was."""
         self.optimizer = self.make_optimizer()
         self.scheduler = self.make_scheduler(self.optimizer)
+        self._step_fn = None
 
     def clip(self, params) -> None:
         torch.nn.utils.clip_grad_norm_(params, self.hparams["max_grad_norm"])
+
+    def clip_and_step(self, params) -> None:
+        """After the backward pass: clip the gradients of ``params`` and take one
+        optimizer step: eagerly (:meth:`clip`, then ``optimizer.step()``), or
+        under ``graphs`` as one compiled function with no host sync
+        (:func:`beluga.compiling.compiled_step`)."""
+        if not self._compile_step:
+            self.clip(params)
+            self.optimizer.step()
+            return
+        if self._step_fn is None or self._step_fn[0] is not self.optimizer:
+            self._step_fn = (self.optimizer, compiling.compiled_step(self.optimizer, self.hparams["max_grad_norm"]))
+        self._step_fn[1](list(params))
 
     def end_step(self) -> None:
         """Count one update and advance the learning-rate schedule."""
@@ -240,8 +293,7 @@ class Algorithm:
             return
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        self.clip(self.trainable_parameters())
-        self.optimizer.step()
+        self.clip_and_step(self.trainable_parameters())
         self.end_step()
 
     def update(self, minibatches: list) -> dict:

@@ -284,8 +284,7 @@ class Fish(Algorithm):
                 continue
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            self.clip(inner_params)
-            self.optimizer.step()
+            self.clip_and_step(inner_params)
         eps = self.meta_lr
         with torch.no_grad():
             for p, q in self.pairs:
