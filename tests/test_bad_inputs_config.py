@@ -29,8 +29,9 @@ from beluga.analyses import combinational as comb
 from beluga.analyses.inoculation import plan as ino
 from beluga.cli import main as cli_main
 from beluga.errors import ConfigError
+from beluga.workflow.cost import REFERENCE
 from beluga.workflow.paths import Paths
-from beluga.workflow.plan import REFERENCE, load_config, plan
+from beluga.workflow.plan import load_config, plan
 from beluga.workflow.runs import Runs
 
 #: the rules whose jobs the cost plan counts

@@ -52,7 +52,7 @@ def test_benchmark_gpu_loop_parts_on_cpu(tmp_path):
     assert table["jobs_per_gpu"] in (1, 2) and table["train_seq_per_s_per_gpu"] > 0
     assert table["train_seq_per_s_current_loop"] > 0
 
-    from beluga.workflow.plan import throughput_table
+    from beluga.workflow.cost import throughput_table
 
     rates, _ = throughput_table(str(out), "cpu")
     assert rates["train_seq_per_s"] == table["train_seq_per_s"]

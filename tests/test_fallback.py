@@ -173,7 +173,8 @@ def test_plan_counts_the_papers_sizes_for_a_fallback(tmp_path):
     mix: the IID job trains on 363,846 pairs (GLUE QQP's train file; the folder not read) instead of the
     fallback's, and each
     IID->(IID+T) fold job on its suite sequences plus those 363,846; val / test stay capped (10 / 20)."""
-    from beluga.workflow.plan import REFERENCE, load_config, plan
+    from beluga.workflow.cost import REFERENCE
+    from beluga.workflow.plan import load_config, plan
 
     qqp = quora_folder(tmp_path / "qqp", n=200)
     text = (REPO / "tests" / "configs" / "tiny_para.yaml").read_text().replace("../shared/data/iid/qqp", str(qqp))

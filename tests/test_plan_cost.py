@@ -11,22 +11,20 @@ import pytest
 from conftest import REPO, TINY
 
 from beluga.errors import ConfigError
-from beluga.workflow.plan import (
+from beluga.workflow.cost import (
     READ_ROW,
     REFERENCE,
     Anchor,
     anchors,
     gpu_speedup,
-    load_config,
     paper_iid_sizes,
     paper_sizes_line,
-    plan,
-    plan_command,
     relative_cost,
     task_rate,
     throughput_table,
     train_s_per_seq,
 )
+from beluga.workflow.plan import load_config, plan, plan_command
 
 SHARED = (REPO / ".." / "shared" / "data").resolve()
 needs_shared = pytest.mark.skipif(not (SHARED / "checklist" / "release").is_dir(),

@@ -162,7 +162,8 @@ def test_seeds_change_split_and_scores(run, tmp_path):
 def test_cost_plan_counts_what_the_run_did(run):
     """python -m beluga plan: the jobs of the dry run, the sequences each fold job trained on and predicted
     (its run record: stream sizes, an INV / DIR item being a pair), with hours from a throughput table."""
-    from beluga.workflow.plan import load_config, plan, relative_cost
+    from beluga.workflow.cost import relative_cost
+    from beluga.workflow.plan import load_config, plan
 
     rates = {"train_seq_per_s": 100.0, "predict_seq_per_s": 200.0, "fixed_s_per_job": 4.0}
     lines = {(ln.rule, ln.configuration, ln.method): ln for ln in plan(load_config(str(TINY)), rates)}

@@ -75,6 +75,6 @@ def size_of(spec: str) -> tuple[int, int, int]:
     if spec in common.SIZED:
         size = common.SIZED[spec][1]
         return size["num_hidden_layers"], size["hidden_size"], size["intermediate_size"]
-    from beluga.workflow.plan import model_size
+    from beluga.workflow.cost import model_size
 
     return model_size(spec)

@@ -1,0 +1,499 @@
+"""The cost model of the plan (:mod:`beluga.workflow.plan`): the seconds a job
+spends per sequence it trains on and predicts, from which the plan's
+core-hours (CPU jobs) or GPU-hours (``gpus: N``) follow. Light: no torch.
+
+The rates come from a throughput table (:func:`throughput_table`):
+
+- the benchmark's JSON for this machine (``scripts/benchmark.py`` writes
+  ``benchmarks/benchmark-<device>.json``), or a table given with ``--throughput``;
+- otherwise the reference figures in :data:`REFERENCE` (measured by the
+  benchmark on the machines named there);
+- or numbers the user gives (``--train-rate`` / ``--predict-rate``: sequences
+  per second of the default model at its reference length; ``--fixed-s``:
+  seconds of fixed cost per job).
+
+Throughput is measured for one model at one length and batch size (the
+table's ``ref_size`` / ``ref_length`` / ``batch_size``: all-MiniLM-L6-v2 at 48
+tokens on the CPU, a BERT-base-sized model at 128 tokens on a GPU, batch 16)
+and scaled to other models, lengths and batch sizes by a step model
+(:func:`train_s_per_seq`): a step costs a per-step overhead (a share of the
+measured step, :data:`STEP_OVERHEAD_SHARE` unless the table gives
+``step_overhead_share``; times the model's layers over the row's) plus, per
+sequence, the measured compute times the model's per-token cost
+(non-embedding parameters plus attention: :func:`relative_cost`; sizes from
+:func:`model_size`) times the length. READ trains at its own row where the
+table has one (``throughput.<device>.read``: :data:`READ_ROW`), else it is
+scaled from the reference row and flagged as an estimate. With
+``gpu_jobs: K`` jobs sharing a GPU, GPU-hours are the jobs' seconds over the
+GPU's speedup with K jobs (the table's aggregate ``train_seq_per_s_per_gpu``
+at ``jobs_per_gpu`` over one job's rate: :func:`gpu_speedup`). An empty or
+missing ``method_cost`` keeps the reference's factors. The plan's rate lines
+(:func:`rate_lines`) name the source (file, machine, date) of every rate and
+mark the estimates.
+
+The i.i.d. sizes of a paper source (sst2 / qqp / squad) are the paper's
+official sizes whatever the folder holds, which is not read
+(:func:`paper_iid_sizes`, ``--assume-paper-data``, the default: the plan is
+for the run on the fetched files; one ``sizes:`` line says so:
+:func:`paper_sizes_line`); with ``--no-assume-paper-data``, and for every
+other source, the files' in each task's folder (:func:`iid_sizes`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from beluga.errors import ConfigError
+
+#: where scripts/benchmark.py writes its throughput tables (``benchmark-<device>.json``)
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+#: Reference throughput (sequences / s of one job at its model size and length,
+#: fixed seconds per job, method cost per epoch relative to vanilla), measured by
+#: scripts/benchmark.py on the machines named; used when no benchmark JSON is given.
+REFERENCE = {
+    "cpu": {"machine": "AMD EPYC Zen 4 (AVX-512, native bf16), 1 thread per job, bf16 + fused AdamW; "
+                       "measured 2026-11-23",
+            "ref_size": [6, 384, 1536], "ref_length": 48, "batch_size": 16, "step_overhead_share": 0.15,
+            "train_seq_per_s": 100.0, "predict_seq_per_s": 363.0, "fixed_s_per_job": 3.9,
+            "method_cost": {"vanilla": 1.0, "l2": 0.98, "dropout": 1.04, "lp": 0.38, "lp_ft": 0.94, "irm": 0.90,
+                            "group_dro": 0.98, "fish": 0.93}},
+    "cuda": {"machine": "NVIDIA H100 80GB, BERT-base size at 128 tokens, batch 16, bf16 + fused AdamW + TF32; "
+                        "measured 2026-11-23 (host-bound at this batch size)",
+             "ref_size": [12, 768, 3072], "ref_length": 128, "batch_size": 16, "step_overhead_share": 0.9,
+             "train_seq_per_s": 358.0, "predict_seq_per_s": 3660.0, "fixed_s_per_job": 16.9,
+             "method_cost": {"vanilla": 1.0, "l2": 1.18, "dropout": 1.14, "lp": 0.51, "lp_ft": 1.24, "irm": 1.41,
+                             "group_dro": 1.04, "fish": 0.93}},
+}
+
+#: Share of the reference training step that does not grow with the batch or the sequence length (kernel
+#: launches, the optimizer step, host work), where the throughput table gives none: an estimate, not a
+#: measurement. CUDA: the benchmark's BERT-base step at batch 16 is host-bound (model FLOP utilisation 0.4%,
+#: bf16 + fused AdamW no faster than fp32: 0.97x; its 2,048 tokens are about 1e12 FLOPs, 3.5 ms at 30% of an
+#: H100's dense bf16 peak, of a 44.7 ms step), so at least 0.9. CPU: one thread is compute-bound (bf16 2.5x
+#: fp32), the fused AdamW step over MiniLM's 22M weights a small part. See :func:`train_s_per_seq`.
+STEP_OVERHEAD_SHARE = {"cpu": 0.15, "cuda": 0.9}
+
+#: (layers, hidden, intermediate) of known model names; local folders are read from config.json
+KNOWN_SIZES = {
+    "default": (6, 384, 1536), "tiny-random": (2, 32, 64),
+    "bert-base-uncased": (12, 768, 3072), "bert-base-cased": (12, 768, 3072), "roberta-base": (12, 768, 3072),
+    "bert-large-uncased": (24, 1024, 4096), "bert-large-uncased-whole-word-masking": (24, 1024, 4096),
+    "roberta-large": (24, 1024, 4096), "distilbert-base-uncased": (6, 768, 3072),
+}
+REF_SIZE, REF_LENGTH = KNOWN_SIZES["default"], 48
+
+
+def model_size(spec: str) -> tuple[int, int, int]:
+    """(layers, hidden, intermediate) of a model spec."""
+    if spec in KNOWN_SIZES:
+        return KNOWN_SIZES[spec]
+    cfg = Path(spec).expanduser() / "config.json"
+    if cfg.exists():
+        c = json.loads(cfg.read_text())
+        layers = c.get("num_hidden_layers", c.get("n_layers"))
+        hidden = c.get("hidden_size", c.get("dim"))
+        inter = c.get("intermediate_size", c.get("hidden_dim", 4 * (hidden or 0)))
+        if layers and hidden:
+            return int(layers), int(hidden), int(inter)
+    name = spec.lower()
+    for key, size in (("large", KNOWN_SIZES["bert-large-uncased"]), ("base", KNOWN_SIZES["bert-base-uncased"])):
+        if key in name:
+            return size
+    raise ConfigError(f"model {spec!r}: field 'model': unknown size for the cost plan (a local folder with "
+                      "config.json, or a name containing 'base' / 'large'); give --train-rate / --predict-rate "
+                      "measured for it")
+
+
+def relative_cost(spec: str, length: int, ref_size=REF_SIZE, ref_length: int = REF_LENGTH) -> float:
+    """Cost of one sequence of ``length`` tokens through ``spec`` relative to
+    the throughput table's reference model and length (default: MiniLM, 48
+    tokens): (per-token matmul FLOPs + attention) × length."""
+    def per_seq(size, n):
+        layers, h, i = size
+        return layers * n * (4 * h * h + 2 * h * i + 2 * n * h)
+
+    return per_seq(model_size(spec), length) / per_seq(tuple(ref_size), int(ref_length))
+
+
+#: the throughput table's row measured on READ's own shape (``throughput.<device>.read``): model, max_length,
+#: batch_size, train_seq_per_s (windows of max_length tokens per second, one job, QA loss); optional
+#: predict_seq_per_s, jobs_per_gpu + train_seq_per_s_per_gpu, step_overhead_share, machine
+READ_ROW = "read"
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A measured training rate the plan scales from: ``rate`` sequences / s of one job of a model of
+    ``size`` at ``length`` tokens and batch ``batch`` (None: unknown, no batch scaling), the share of its
+    step that is per-step overhead; the aggregate rate of ``jobs`` jobs on one GPU where measured."""
+    name: str                     # "reference" / "read"
+    size: tuple
+    length: int
+    batch: int | None
+    rate: float
+    overhead_share: float
+    predict_rate: float | None = None
+    jobs: int | None = None
+    rate_per_gpu: float | None = None
+
+
+def anchors(rates: dict, device: str = "cuda") -> dict[str, Anchor]:
+    """The reference row of a throughput table and, where it has one, READ's own row (:data:`READ_ROW`)."""
+    share = rates.get("step_overhead_share", STEP_OVERHEAD_SHARE.get(device, 0.0))
+    batch = rates.get("batch_size")
+    out = {"reference": Anchor("reference", tuple(rates.get("ref_size", REF_SIZE)),
+                               int(rates.get("ref_length", REF_LENGTH)), None if batch is None else int(batch),
+                               float(rates["train_seq_per_s"]), float(share), float(rates["predict_seq_per_s"]),
+                               rates.get("jobs_per_gpu"), rates.get("train_seq_per_s_per_gpu"))}
+    row = rates.get(READ_ROW)
+    if row:
+        out[READ_ROW] = Anchor(READ_ROW, model_size(str(row["model"])), int(row["max_length"]),
+                               int(row["batch_size"]), float(row["train_seq_per_s"]),
+                               float(row.get("step_overhead_share", share)), row.get("predict_seq_per_s"),
+                               row.get("jobs_per_gpu"), row.get("train_seq_per_s_per_gpu"))
+    return out
+
+
+def train_s_per_seq(anchor: Anchor, spec: str, batch: float | None, length: int) -> float:
+    """Seconds one job spends per training sequence of ``spec`` at ``length`` tokens in batches of ``batch``:
+    the step model ``step(B) = o + B * c`` calibrated on the anchor's measured step (``t = B_a / rate``):
+    a per-step overhead ``o = share * t`` (kernel launches, optimizer, host work: the same for any batch and
+    length, times the model's layers over the anchor's) and a per-sequence compute ``c = (1 - share) * t / B_a``
+    times :func:`relative_cost` (per-token FLOPs and attention times the length, over the anchor's). At the
+    anchor's model, length and batch it is the measured ``1 / rate``; a smaller batch pays the overhead over
+    fewer sequences. Without a batch (a table that gives none, or a job whose batch is unknown) the
+    per-sequence rate is scaled by the cost alone."""
+    rel = relative_cost(spec, length, anchor.size, anchor.length)
+    if anchor.batch is None or batch is None:
+        return rel / anchor.rate
+    step = anchor.batch / anchor.rate
+    layers = model_size(spec)[0] / anchor.size[0]
+    return (anchor.overhead_share * step * layers + batch * (1 - anchor.overhead_share) * step / anchor.batch
+            * rel) / batch
+
+
+def mean_train_s_per_seq(anchor: Anchor, spec: str, batches, length: int) -> float:
+    """:func:`train_s_per_seq` averaged over the batch sizes a job may be given (a grid's, before selection)."""
+    batches = list(batches) or [None]
+    return sum(train_s_per_seq(anchor, spec, b, length) for b in batches) / len(batches)
+
+
+def gpu_speedup(anchor: Anchor, jobs: int) -> tuple[float, str, bool]:
+    """(throughput of one GPU running ``jobs`` jobs at once over one job's alone, in words, measured): the
+    table's aggregate per-GPU rate at its ``jobs_per_gpu`` where ``jobs`` is that number; below it, linear in
+    the jobs between 1 and the measured gain; above it, the measured gain (the GPU saturated); without a
+    measurement, no gain (each job takes 1 / K of the GPU's time for K times as long)."""
+    if jobs <= 1:
+        return 1.0, "one job per GPU", True
+    if not anchor.jobs or not anchor.rate_per_gpu:
+        return 1.0, f"{jobs} jobs per GPU, no gain assumed (the table has no jobs_per_gpu measurement)", False
+    gain = float(anchor.rate_per_gpu) / anchor.rate
+    k = int(anchor.jobs)
+    if jobs == k:
+        return gain, f"{jobs} jobs per GPU: {anchor.rate_per_gpu:,.1f} seq/s per GPU, measured", True
+    est = gain if jobs > k else 1.0 + (gain - 1.0) * (jobs - 1) / max(1, k - 1)
+    return est, (f"{jobs} jobs per GPU, estimated from the measured {k} jobs ({anchor.rate_per_gpu:,.1f} seq/s "
+                 f"per GPU, {gain:.2f}x one job)"), False
+
+
+def value_kind(value) -> str:
+    """A YAML / JSON value's kind in words (list, string, number, boolean, ...)."""
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value),
+                                                                                           type(value).__name__)
+
+
+def file_text(path: Path, what: str) -> str:
+    """A file's text; a file that is not UTF-8 text is one line naming it."""
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what}: field '(top level)': not a UTF-8 text file") from None
+
+
+def batches_estimate(stage: dict, grid: dict) -> list:
+    """The batch sizes a fold job may be given: the grid's (selection picks one), else the stage's."""
+    return list(grid.get("batch_size") or [stage["batch_size"]])
+
+
+def predict_s_per_seq(anchor: Anchor, reference: Anchor, spec: str, length: int) -> float:
+    """Seconds per predicted sequence: the anchor's prediction rate where it has one, else the reference's,
+    scaled by :func:`relative_cost` (prediction batches are large: ``predict.batch_size``)."""
+    a = anchor if anchor.predict_rate else reference
+    return relative_cost(spec, length, a.size, a.length) / float(a.predict_rate)
+
+
+def task_rate(rows: dict, anchor: Anchor, tcfg: dict, training: dict, grid: dict, k_jobs: int) -> dict:
+    """What the plan counts for a task's training: its model, length and batch sizes, the rate of one job at
+    the fold stage's batch size (:func:`train_s_per_seq`), which row it is scaled from and whether that is
+    READ's own measurement, and the GPU sharing (:func:`gpu_speedup`)."""
+    from beluga.workflow.dag import method_grid
+
+    model, length = str(tcfg["model"]), int(training["max_length"])
+    batch = training["suite"]["batch_size"]
+    batches = sorted({*batches_estimate(training["suite"], method_grid(grid, "vanilla")), batch})
+    speedup, sharing, measured = gpu_speedup(anchor, k_jobs)
+    own = anchor.name == READ_ROW
+    return {"model": model, "max_length": length, "batch_size": batch, "batches": batches,
+            "train_seq_per_s": 1.0 / train_s_per_seq(anchor, model, batch, length),
+            "by_batch": {b: 1.0 / train_s_per_seq(anchor, model, b, length) for b in batches},
+            "row": anchor.name, "type": tcfg["type"],
+            "measured": own and (anchor.size, anchor.length, anchor.batch) == (model_size(model), length, batch),
+            "estimated_read": tcfg["type"] == "read" and not own,
+            "speedup": speedup, "sharing": sharing, "sharing_measured": measured}
+
+
+def iid_sizes(iid_cfg: dict, found: dict[str, int], assume_paper_data: bool = True) -> tuple[dict[str, int], str]:
+    """(train / val / test sizes the plan counts, where they come from in words) of a task's ``iid``
+    block, given the ``found`` sizes of the files in its folder. With ``assume_paper_data``, a paper
+    source (sst2 / qqp / squad) whose folder holds a fallback instead of the paper's files (the staged
+    offline copy: the Quora release, the SQuAD dev set alone) counts the paper's official row counts
+    (:func:`beluga.data.paper_data.paper_sizes`, each capped by ``n_train`` / ``n_val`` / ``n_test``):
+    the run the plan is for reads the fetched files. Otherwise, and for every other source, the files
+    found."""
+    from beluga.data import iid as iid_mod
+    from beluga.data.paper_data import paper_data_name, paper_sizes
+
+    desc = iid_mod.describe_source(iid_cfg)
+    shown = " / ".join(f"{found[s]:,}" for s in iid_mod.IID_SPLITS)
+    if desc["fallback"] is None or not assume_paper_data:
+        why = "" if desc["fallback"] is None else " -- not the paper's data (--assume-paper-data counts the paper's)"
+        return ({s: found[s] for s in iid_mod.IID_SPLITS},
+                f"{shown} train / val / test, the files found: {desc['origin']}{why}")
+    sizes = {s: n if iid_cfg.get(f"n_{s}") is None else min(n, int(iid_cfg[f"n_{s}"]))
+             for s, n in paper_sizes(desc["source"]).items()}
+    halves = " (its dev set is halved by article: val / test a few questions off)" if desc["source"] == "squad" else ""
+    return sizes, (f"{' / '.join(f'{sizes[s]:,}' for s in iid_mod.IID_SPLITS)} train / val / test, the paper's "
+                   f"{paper_data_name(desc['source'])}{halves}, assumed (--assume-paper-data): the folder holds "
+                   f"a fallback, {desc['origin']}: {shown}")
+
+
+def paper_iid_sizes(task_cfg: dict) -> tuple[dict[str, int], str] | None:
+    """(the paper's train / val / test sizes, where they come from in words) of a task whose ``iid`` block
+    declares a paper source (sst2 / qqp / squad) and whose suite does not draw on the i.i.d. pool, without
+    reading the task's data folder: the official row counts (:data:`beluga.data.paper_data.PAPER_FILES`, the
+    one table of them; each capped by ``n_train`` / ``n_val`` / ``n_test``), whatever is staged there. None
+    for any other task (its files are read: :func:`iid_sizes`)."""
+    from beluga.data.paper_data import DATASET_SOURCES, paper_data_name, paper_sizes
+    from beluga.suites.build import suite_spec_name
+
+    iid_cfg = task_cfg["iid"]
+    if iid_cfg.get("source") not in DATASET_SOURCES or suite_spec_name(task_cfg["suite"]):
+        return None
+    source = iid_cfg["source"]
+    sizes = {s: n if iid_cfg.get(f"n_{s}") is None else min(n, int(iid_cfg[f"n_{s}"]))
+             for s, n in paper_sizes(source).items()}
+    halves = " (its dev set halved by article: val / test a few questions off)" if source == "squad" else ""
+    return sizes, (f"{' / '.join(f'{sizes[s]:,}' for s in ('train', 'val', 'test'))} train / val / test, the "
+                   f"paper's {paper_data_name(source)}{halves}; the data folder is not read "
+                   "(--no-assume-paper-data counts its files)")
+
+
+def paper_sizes_line(config: dict) -> str | None:
+    """One line naming the paper's sizes the plan counts for the tasks of :func:`paper_iid_sizes`
+    (None when no task has them)."""
+    from beluga.data.paper_data import PAPER_FILES
+
+    unit = {"sst2": "sentences", "qqp": "pairs", "squad": "questions"}
+    shown = []
+    for tid, tcfg in config["tasks"].items():
+        got = paper_iid_sizes(tcfg)
+        if got is not None:
+            name, _files, train, dev = PAPER_FILES[tcfg["iid"]["source"]]
+            capped = "" if got[0]["train"] == train else f", {got[0]['train']:,} of them (n_train)"
+            shown.append(f"{tid}: {name} train {train:,} {unit[tcfg['iid']['source']]}{capped}, dev {dev:,} "
+                         "halved into val / test")
+    if not shown:
+        return None
+    return f"sizes: the paper's ({'; '.join(shown)}) -- staged data not read"
+
+
+def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
+    """(rates, source) for ``device`` ("cpu" / "cuda"). A figure the table does not give is the built-in
+    reference's (:data:`REFERENCE`); so is every method's cost where the table's ``method_cost`` is empty or
+    missing (a benchmark run without the methods block), and a method it does not name. ``rates["origin"]``
+    says, per figure, which of the two it comes from (the file, or the built-in reference, with its
+    machine and date)."""
+    candidates = [Path(path)] if path else [BENCHMARKS / f"benchmark-{device}.json"]
+    ref = REFERENCE[device]
+    builtin = f"built-in reference ({ref['machine']})"
+    for p in candidates:
+        if not p.exists():
+            if path:
+                raise ConfigError(f"throughput table {p}: field 'path': file does not exist")
+            continue
+        rates = _bench_rates(p, device)
+        if rates:
+            measured = f"{p} ({rates.get('machine', device)})"
+            origin = {k: measured if k in rates else builtin for k in (*RATE_KEYS, "batch_size")}
+            origin["step_overhead_share"] = measured if "step_overhead_share" in rates else ASSUMED
+            if rates.get(READ_ROW):
+                row = rates[READ_ROW]
+                origin[READ_ROW] = f"{p} ({row.get('machine', rates.get('machine', device))})"
+            mc = rates.pop("method_cost", None) or {}
+            origin["method_cost"] = (measured if set(mc) >= set(ref["method_cost"]) else
+                                     f"{measured} for {', '.join(sorted(mc))}; the rest {builtin}" if mc else
+                                     f"{builtin} (the table's method_cost is empty)")
+            rates = {**ref, **rates, "method_cost": {**ref["method_cost"], **mc}}
+            rates["origin"] = origin
+            return rates, measured
+        if path:
+            raise ConfigError(f"throughput table {p}: field 'throughput.{device}': no figures for {device}")
+    origin = {k: builtin for k in (*RATE_KEYS, "batch_size", "method_cost")}
+    origin["step_overhead_share"] = ASSUMED
+    return {**ref, "origin": origin}, builtin
+
+
+#: where the per-step overhead share comes from when the table gives none
+ASSUMED = "assumed: an ESTIMATE (plan.py STEP_OVERHEAD_SHARE), not measured"
+#: the figures of a throughput table the plan reads (sequences / s must be positive, fixed seconds not negative)
+RATE_KEYS = ("train_seq_per_s", "predict_seq_per_s", "fixed_s_per_job")
+#: the keys of READ's row (:data:`READ_ROW`): required, and optional positive numbers
+READ_KEYS = ("model", "max_length", "batch_size", "train_seq_per_s")
+READ_OPTIONAL = ("predict_seq_per_s", "jobs_per_gpu", "train_seq_per_s_per_gpu")
+
+
+def _number(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def _positive(v) -> bool:
+    return _number(v) and v > 0
+
+
+def _bench_rates(p: Path, device: str) -> dict:
+    """The figures for ``device`` of a benchmark JSON (``{"throughput": {device: {...}}}``) that are set;
+    anything else is one line naming the file and the field."""
+    what = f"throughput table {p}"
+    try:
+        bench = json.loads(file_text(p, what))
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{what}: field '(top level)': not JSON ({e.msg} at line {e.lineno}, column {e.colno}); "
+                          "scripts/benchmark.py writes one") from None
+    if not isinstance(bench, dict):
+        raise ConfigError(f"{what}: field '(top level)': a JSON object is needed (scripts/benchmark.py's "
+                          f"output), not a {value_kind(bench)}")
+    table = bench.get("throughput", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{what}: field 'throughput': an object of devices is needed, not a {value_kind(table)}")
+    figures = table.get(device, {})
+    if not isinstance(figures, dict):
+        raise ConfigError(f"{what}: field 'throughput.{device}': an object of figures is needed, not a "
+                          f"{value_kind(figures)}")
+    rates = {k: v for k, v in figures.items() if v is not None}
+    for k in RATE_KEYS:
+        v = rates.get(k)
+        if v is None:
+            continue
+        if not (_positive(v) or (k == "fixed_s_per_job" and _number(v) and v == 0)):
+            raise ConfigError(f"{what}: field 'throughput.{device}.{k}': {v!r} is not a "
+                              f"{'non-negative' if k == 'fixed_s_per_job' else 'positive'} number")
+    for k in ("batch_size", "jobs_per_gpu", "train_seq_per_s_per_gpu"):
+        if k in rates and not _positive(rates[k]):
+            raise ConfigError(f"{what}: field 'throughput.{device}.{k}': {rates[k]!r} is not a positive number")
+    share = rates.get("step_overhead_share")
+    if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share < 1):
+        raise ConfigError(f"{what}: field 'throughput.{device}.step_overhead_share': {share!r} is not a number "
+                          "in [0, 1)")
+    if "method_cost" in rates and not isinstance(rates["method_cost"], dict):
+        raise ConfigError(f"{what}: field 'throughput.{device}.method_cost': an object of methods is needed, not "
+                          f"a {value_kind(rates['method_cost'])}")
+    row = rates.get(READ_ROW)
+    if row is not None:
+        where = f"{what}: field 'throughput.{device}.{READ_ROW}"
+        if not isinstance(row, dict):
+            raise ConfigError(f"{where}': an object of figures is needed, not a {value_kind(row)}")
+        row = {k: v for k, v in row.items() if v is not None}
+        for k in READ_KEYS:
+            if k not in row:
+                raise ConfigError(f"{where}.{k}': missing (READ's row needs {', '.join(READ_KEYS)})")
+        if not isinstance(row["model"], str):
+            raise ConfigError(f"{where}.model': a model name is needed, not a {value_kind(row['model'])}")
+        for k in (*READ_KEYS[1:], *READ_OPTIONAL):
+            if k in row and not _positive(row[k]):
+                raise ConfigError(f"{where}.{k}': {row[k]!r} is not a positive number")
+        try:
+            model_size(row["model"])
+        except ConfigError:
+            raise ConfigError(f"{where}.model': {row['model']!r}: unknown size (a name containing 'base' / "
+                              "'large')") from None
+        rates[READ_ROW] = row
+    return rates
+
+
+def _size_name(size) -> str:
+    names = {v: k for k, v in reversed(KNOWN_SIZES.items())}
+    names.update({KNOWN_SIZES["default"]: "MiniLM-L6", KNOWN_SIZES["bert-base-uncased"]: "BERT-base",
+                  KNOWN_SIZES["bert-large-uncased"]: "BERT-large"})
+    return f"{names.get(tuple(size), f'a model of size {tuple(size)}')} size"
+
+
+def rate_lines(config: dict, rates: dict, rates_used: dict, device: str) -> list[str]:
+    """The plan's account of its rates: which measurement (file, machine, date) each comes from, which are
+    estimates, the rate each task trains at and the GPU sharing (jobs per GPU, utilisation) it assumes."""
+    labels: dict[str, str] = {}
+
+    def src(key: str, default: str = "given on the command line") -> str:
+        """A figure's source as a short label ([1], [2], ...: named once, at the end)."""
+        text = rates.get("origin", {}).get(key, default)
+        return text if text.startswith("assumed") else labels.setdefault(text, f"[{len(labels) + 1}]")
+
+    rows = anchors(rates, device)
+    ref = rows["reference"]
+    batch = "batch size not given: no batch scaling" if ref.batch is None else f"batch {ref.batch}"
+    out = ["rates (and where each comes from):",
+           f"  training, one job: {ref.rate:,.1f} seq/s, {_size_name(ref.size)} at {ref.length} tokens, {batch} "
+           f"-- {src('train_seq_per_s')}",
+           f"  prediction: {ref.predict_rate:,.1f} seq/s at the same size and length -- "
+           f"{src('predict_seq_per_s')}",
+           f"  fixed seconds per job: {rates['fixed_s_per_job']:,.1f} -- {src('fixed_s_per_job')}",
+           "  method cost per epoch vs vanilla: " + ", ".join(f"{m} {v:.2f}" for m, v in
+                                                            rates.get("method_cost", {}).items() if m != "vanilla")
+           + f" -- {src('method_cost')}",
+           f"  step model: step = overhead + batch x per-sequence compute; overhead {ref.overhead_share:.0%} of the "
+           f"measured step (x the model's layers over the row's), compute x per-token FLOPs and attention x length "
+           f"(relative_cost) -- overhead share: {src('step_overhead_share', 'assumed')}"]
+    if READ_ROW in rows:
+        r = rows[READ_ROW]
+        out.append(f"  READ's row: {r.rate:,.1f} seq/s, {_size_name(r.size)} at {r.length} tokens, batch {r.batch} "
+                   f"-- {src(READ_ROW)} (throughput.{device}.{READ_ROW})")
+    for tid, u in rates_used.items():
+        by = ", ".join(f"batch {b}: {v:,.1f}" for b, v in u["by_batch"].items())
+        if u["measured"]:
+            how = f"measured (throughput.{device}.{READ_ROW})"
+        elif u["row"] == READ_ROW:
+            how = f"scaled from READ's row by the step model (throughput.{device}.{READ_ROW})"
+        elif u["estimated_read"]:
+            how = (f"ESTIMATED: scaled from the reference row by the step model (the table has no "
+                   f"throughput.{device}.{READ_ROW} row measured on READ's shape)")
+        else:
+            how = "scaled from the reference row by the step model"
+        out.append(f"  {tid}: {u['model']} at {u['max_length']} tokens: {by} seq/s per job -- {how}")
+    if device == "cuda":
+        k = int(config.get("gpu_jobs", 1))
+        u = next(iter(rates_used.values()), None)
+        sharing = u["sharing"] if u else f"{k} job(s) per GPU"
+        best = [a for a in rows.values() if a.jobs and a.rate_per_gpu]
+        if best:
+            a = best[0]
+            gain = a.rate_per_gpu / a.rate
+            speed = u["speedup"] if u else 1.0
+            util = (f"utilisation: {speed / gain:.0%} of the best measured per-GPU training throughput "
+                    f"({a.jobs} jobs per GPU: {a.rate_per_gpu:,.1f} seq/s, {gain:.2f}x one job's)")
+        else:
+            util = ("utilisation: not measured (the table has no jobs_per_gpu / train_seq_per_s_per_gpu: "
+                    "scripts/benchmark.py --variants on a GPU)")
+        mfu = rates.get("mfu")
+        if mfu is not None:
+            util += f"; model FLOP utilisation of the measured step {mfu:.1%}"
+        out.append(f"jobs per GPU: {k} (gpu_jobs: {k}, gpus: {config['gpus']} per job); {sharing}; GPU-hours = "
+                   f"job-seconds x gpus / the GPU's speedup with {k} job(s) ({u['speedup'] if u else 1.0:.2f}); "
+                   + util)
+    else:
+        out.append(f"CPU jobs: job_threads {config['job_threads']} core(s) each; core-hours = job-seconds x "
+                   "job_threads")
+    out += ["measurements:"] + [f"  {label} {text}" for text, label in labels.items()]
+    return out
