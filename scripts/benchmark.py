@@ -87,16 +87,13 @@ host-hygiene figure at the table's model size and length, and
 ``train_seq_per_s_per_gpu`` (its aggregate), ``train_loop`` and ``mfu`` are
 added (the plan reads the keys it knows).
 
-On an H100, the GPU loop's parts only (the throughput table gets the base
-block's figures):
-
-    .venv/bin/python scripts/benchmark.py --device cuda --skip training prediction methods fold run dry-run
-
-Compiling (``graphs``: a graph per shape bucket) and eight BERT-large jobs
-take minutes; where one command must stay short, split it: ``--no-large
---compile-variants none``, then ``--no-profile --no-variants --no-fixed-cost
---large --out ...``, then ``--no-profile --no-fixed-cost --jobs-per-gpu ''
---out ...`` (the compile variants).
+On a bare GPU machine (python3 with torch, transformers, numpy, pandas, pyarrow, pyyaml, safetensors, scipy;
+no snakemake, no project venv, no network), the GPU loop's parts run from a bundle made here
+(``--make-bundle DIR``: the workloads as JSON, the run settings, the tokenizer; :mod:`bench.bundle`) with
+``--bundle DIR``; ``scripts/gpu_session.sh OUT_DIR`` runs them in timed stages (docs/COMPUTE.md, "The GPU
+session"). ``--large`` trains READ's shape with its span loss on SQuAD questions (``--large-data qa``, the
+default) or full windows as classification (``--large-data long``). Every block's figures are written to the
+JSON as soon as the block ends (and a block's variants as they end, under ``partial``).
 
 This script parses the arguments and runs the figures in order; each figure is a module of
 ``scripts/bench/`` (see its ``__init__``). The worker processes (``--worker``, ``--fixed-cost-worker``)
@@ -194,6 +191,10 @@ def main(argv=None) -> int:
     ap.add_argument("--compile-warmup", type=int, default=None,
                     help="untimed steps of the compile variants (default --warmup): enough that every shape "
                          "compiles before the timed steps")
+    ap.add_argument("--jobs-reps", type=int, default=None, help="rounds of the K-jobs variants (default --reps)")
+    ap.add_argument("--warm-round", action="store_true",
+                    help="one untimed round of the current loop before a block's timed rounds (the process's "
+                         "one-time costs: library handles, the allocator, kernel choice per shape)")
     ap.add_argument("--jobs-compile", default="off", choices=["off", "default", "graphs"],
                     help="training.compile of the K-jobs-per-GPU workers (default off)")
     ap.add_argument("--large-data", choices=["qa", "long"], default="qa",

@@ -12,15 +12,17 @@
 #
 # Stages, each under its own `timeout` (all within 9 minutes on an H100), each writing its JSON into OUT_DIR
 # as soon as it ends (a stage stopped at its limit keeps what it measured so far, under "partial"), the log of
-# all of them in OUT_DIR/session.log (5 files in all):
+# all of them in OUT_DIR/session.log (4 files in all):
 #   a_eager.json    (a) eager, BERT-base size, 128 tokens, batch 16, the default fold: the current loop, host
 #                   hygiene, the profile (GPU busy fraction, kernels and syncs per step), K = 2 / 4 / 8 jobs per
 #                   GPU, a job's fixed cost
 #   d_read.json     (d) READ: BERT-large size at 384 tokens, batch 3, SQuAD questions with the span loss: current
-#                   loop, host hygiene, K = 2 / 4 jobs per GPU (the plan's READ rate)
-#   c_long.json     (c) full 128-token windows (MFU): eager, and CUDA graphs with every shape compiled in the
-#                   warm-up (compile time reported apart)
-#   b_compile.json  (b) compile default on the default fold, one job and K = 4 jobs compiled
+#                   loop, host hygiene, K = 2 jobs per GPU (the plan's READ row)
+#   b_graphs.json   (b, c) full 128-token windows (MFU): eager, and CUDA graphs (training.compile: graphs) with
+#                   every shape compiled in the warm-up (compile time reported apart)
+# Not in the 9 minutes (compiling BERT-base took over 100 s on the H200): compile default on the fold and K jobs
+# compiled, `scripts/benchmark.py --bundle .bench-bundle --device cuda --compile-variants default
+# --compile-warmup 30 --jobs-per-gpu 4 --jobs-compile default`.
 # Environment: PYTHON (default python3), BUNDLE (default .bench-bundle), STAGE_SCALE (multiplies every stage's
 # time limit; default 1).
 set -u
@@ -65,21 +67,19 @@ fi
 } >>"$log" 2>&1
 
 if [ $dry -eq 1 ]; then
-    common=(--bundle "$bundle" --device cpu --model tiny --max-length 128 --batch-size 16 --reps 1 --warmup 2 --steps 4)
-    jobs_a=2; jobs_d=2; jobs_b=""; jobs_c=2   # b: compiling on the CPU takes half a minute a process
-    warm_c=3; warm_b=3
+    common=(--bundle "$bundle" --device cpu --model tiny --max-length 128 --batch-size 16 --reps 1 --warm-round --warmup 2 --steps 4)
+    jobs_a=2; jobs_d=2; jobs_b=""
     large=(--large-model tiny)
-    limits=(90 60 60 75)   # generous: the dry run checks the plumbing, not the speed
-    fixed=(--fixed-cost)
-    graphs=off   # CUDA graphs need a GPU: the CPU run times the eager K jobs of stage c
+    limits=(90 60 60)   # generous: the dry run checks the plumbing, not the speed
+    modes=graphs        # CUDA graphs need a GPU: skipped on the CPU with a note
 else
-    common=(--bundle "$bundle" --device cuda --model bert-base --max-length 128 --batch-size 16 --reps 2 --warmup 10 --steps 60)
-    jobs_a=2,4,8; jobs_d=2,4; jobs_b=4; jobs_c=4
-    warm_c=20; warm_b=30   # the warm-up of compiled variants: every shape compiled before the timed steps
+    # sized from the first session (benchmarks/gpu/2026-11-27-h200-session.log): a process start and its
+    # imports ~15 s, a BERT-base eager round ~5 s, a K-jobs round 20-40 s, compiling BERT-base > 100 s
+    common=(--bundle "$bundle" --device cuda --model bert-base --max-length 128 --batch-size 16 --reps 1 --warm-round --warmup 10 --steps 60)
+    jobs_a=2,4,8; jobs_d=2; jobs_b=""
     large=(--large-model bert-large)
-    limits=(180 140 110 100)
-    fixed=(--fixed-cost)
-    graphs=graphs
+    limits=(190 110 220)
+    modes=graphs
 fi
 
 stage() {   # stage NAME LIMIT_S ARGS...: one benchmark run under its own time limit, JSON to OUT/NAME.json
@@ -98,16 +98,15 @@ stage() {   # stage NAME LIMIT_S ARGS...: one benchmark run under its own time l
 
 # (a) eager: current loop, host hygiene, profile, K jobs per GPU, fixed cost
 stage a_eager "${limits[0]}" "${common[@]}" --profile --profile-steps 10 --variants --no-large \
-    --compile-variants none --jobs-per-gpu "$jobs_a" "${fixed[@]}"
+    --compile-variants none --jobs-per-gpu "$jobs_a" --jobs-reps 1 --fixed-cost
 # (d) READ: BERT-large, 384 tokens, batch 3, span loss
 stage d_read "${limits[1]}" "${common[@]}" --no-profile --no-variants --large "${large[@]}" --large-data qa \
-    --large-max-length 384 --large-batch-size 3 --compile-variants none --jobs-per-gpu "$jobs_d" --no-fixed-cost
-# (c) full 128-token windows: eager and CUDA graphs (every shape compiled in the warm-up)
-stage c_long "${limits[2]}" "${common[@]}" --base-data long --no-profile --variants --no-large \
-    --compile-variants graphs --compile-warmup "$warm_c" --jobs-per-gpu "$jobs_c" --jobs-compile "$graphs" --no-fixed-cost
-# (b) compile default on the default fold: one job, and K jobs compiled
-stage b_compile "${limits[3]}" "${common[@]}" --no-profile --variants --no-large --compile-variants default \
-    --compile-warmup "$warm_b" --jobs-per-gpu "$jobs_b" --jobs-compile default --no-fixed-cost
+    --large-max-length 384 --large-batch-size 3 --compile-variants none --jobs-per-gpu "$jobs_d" --jobs-reps 1 \
+    --no-fixed-cost
+# (b) + (c) full 128-token windows (MFU): eager, and CUDA graphs with every shape compiled in the warm-up
+# (compile time reported apart); last: compiling may not end within its limit
+stage b_graphs "${limits[2]}" "${common[@]}" --base-data long --no-profile --variants --no-large \
+    --compile-variants "$modes" --compile-warmup 20 --jobs-per-gpu "$jobs_b" --no-fixed-cost
 echo "== gpu_session done $(date -u '+%H:%M:%S') UTC" >>"$log"
 ls -l "$out" >>"$log"
 exit 0

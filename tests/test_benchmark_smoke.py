@@ -15,7 +15,7 @@ def test_benchmark_gpu_loop_parts_on_cpu(tmp_path):
     out = tmp_path / "bench.json"
     cmd = [sys.executable, str(REPO / "scripts" / "benchmark.py"), "--device", "cpu", "--model", "tiny-random",
            "--steps", "3", "--warmup", "1", "--reps", "1", "--jobs-per-gpu", "1,2", "--profile", "--profile-steps", "3",
-           "--variants", "--large", "--large-model", "tiny-random", "--large-max-length", "64",
+           "--variants", "--large", "--large-model", "tiny-random", "--large-max-length", "64", "--large-data", "long",
            "--compile-variants", "none", "--skip", "training", "prediction", "methods", "fold", "run", "dry-run",
            "--out", str(out)]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=300)

@@ -83,6 +83,10 @@ def test_reads_own_row_is_used_and_measured(tmp_path):
     assert got["measured"] and not got["estimated_read"]
     assert got["train_seq_per_s"] == pytest.approx(20.0) and got["by_batch"][2] < 20.0
     assert "NVIDIA H100, measured 2026-12-01" in rates["origin"][READ_ROW]
+    # the benchmark writes the size it built (any name): the plan takes it
+    rates, _ = throughput_table(table(tmp_path, {"train_seq_per_s": 400.0, "batch_size": 16,
+                                                 READ_ROW: {**row, "model": "tiny", "size": [2, 32, 64]}}), "cuda")
+    assert anchors(rates, "cuda")[READ_ROW].size == (2, 32, 64)
     # without the row: READ is scaled from the reference row, flagged as an estimate
     rates, _ = throughput_table(table(tmp_path, {"train_seq_per_s": 400.0, "batch_size": 16}), "cuda")
     rows = anchors(rates, "cuda")
@@ -95,6 +99,7 @@ def test_reads_own_row_is_used_and_measured(tmp_path):
     ({"model": "bert-large", "max_length": 384, "batch_size": 3}, "train_seq_per_s"),
     ({"model": "bert-large", "max_length": 384, "batch_size": 0, "train_seq_per_s": 9.0}, "batch_size"),
     ({"model": "gpt", "max_length": 384, "batch_size": 3, "train_seq_per_s": 9.0}, "model"),
+    ({"model": "gpt", "max_length": 384, "batch_size": 3, "train_seq_per_s": 9.0, "size": [2, 32]}, "size"),
     ([1], "")])
 def test_a_bad_read_row_is_one_line(tmp_path, row, field):
     with pytest.raises(ConfigError, match=f"field 'throughput.cuda.read{'.' + field if field else ''}'"):
@@ -169,6 +174,8 @@ def test_the_paper_plan_counts_the_real_cost():
     row = next(ln for ln in lines if ln.startswith("train_iid "))
     assert "489,594" in row      # per IID job: (67,349 x 3 + 363,846 x 3 + 87,599 x 2 epochs) / 3 tasks
     read = next(ln for ln in lines if ln.startswith("  read: bert-large"))
-    assert "batch 2:" in read and "batch 3:" in read and "ESTIMATED" in read
+    # READ's own row, measured on an H200 (scripts/gpu_session.sh, stage d_read)
+    assert "batch 2:" in read and "batch 3: 30.7" in read and "measured (throughput.cuda.read)" in read
     assert any(ln.startswith("jobs per GPU: 1 (gpu_jobs: 1") and "utilisation:" in ln for ln in lines)
     assert any(ln.startswith("  [1] built-in reference (NVIDIA H100") for ln in lines)
+    assert any(ln.startswith("  [2] built-in reference (NVIDIA H200") and "d_read.json" in ln for ln in lines)

@@ -66,7 +66,12 @@ REFERENCE = {
              "ref_size": [12, 768, 3072], "ref_length": 128, "batch_size": 16, "step_overhead_share": 0.9,
              "train_seq_per_s": 358.0, "predict_seq_per_s": 3660.0, "fixed_s_per_job": 16.9,
              "method_cost": {"vanilla": 1.0, "l2": 1.18, "dropout": 1.14, "lp": 0.51, "lp_ft": 1.24, "irm": 1.41,
-                             "group_dro": 1.04, "fish": 0.93}},
+                             "group_dro": 1.04, "fish": 0.93},
+             # READ's own row: BERT-large size, 384-token windows, batch 3, the span loss, host hygiene, one job
+             # (scripts/gpu_session.sh stage d_read; 60 timed steps, median of 2 rounds; 3.03 windows a step)
+             "read": {"model": "bert-large", "max_length": 384, "batch_size": 3, "train_seq_per_s": 30.7,
+                      "machine": "NVIDIA H200, torch 2.11.0+cu130, transformers 5.17.0, bf16 + fused AdamW + TF32; "
+                                 "measured 2026-11-27 (benchmarks/gpu/2026-11-27-h200-d_read.json)"}},
 }
 
 #: Share of the reference training step that does not grow with the batch or the sequence length (kernel
@@ -120,8 +125,9 @@ def relative_cost(spec: str, length: int, ref_size=REF_SIZE, ref_length: int = R
 
 
 #: the throughput table's row measured on READ's own shape (``throughput.<device>.read``): model, max_length,
-#: batch_size, train_seq_per_s (windows of max_length tokens per second, one job, QA loss); optional
-#: predict_seq_per_s, jobs_per_gpu + train_seq_per_s_per_gpu, step_overhead_share, machine
+#: batch_size, train_seq_per_s (windows of max_length tokens per second, one job, QA loss); optional size
+#: ([layers, hidden, intermediate]; else from the model's name), predict_seq_per_s, jobs_per_gpu +
+#: train_seq_per_s_per_gpu, step_overhead_share, machine
 READ_ROW = "read"
 
 
@@ -151,7 +157,8 @@ def anchors(rates: dict, device: str = "cuda") -> dict[str, Anchor]:
                                rates.get("jobs_per_gpu"), rates.get("train_seq_per_s_per_gpu"))}
     row = rates.get(READ_ROW)
     if row:
-        out[READ_ROW] = Anchor(READ_ROW, model_size(str(row["model"])), int(row["max_length"]),
+        size = tuple(row["size"]) if "size" in row else model_size(str(row["model"]))
+        out[READ_ROW] = Anchor(READ_ROW, size, int(row["max_length"]),
                                int(row["batch_size"]), float(row["train_seq_per_s"]),
                                float(row.get("step_overhead_share", share)), row.get("predict_seq_per_s"),
                                row.get("jobs_per_gpu"), row.get("train_seq_per_s_per_gpu"))
@@ -337,18 +344,22 @@ def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
             origin["method_cost"] = (measured if set(mc) >= set(ref["method_cost"]) else
                                      f"{measured} for {', '.join(sorted(mc))}; the rest {builtin}" if mc else
                                      f"{builtin} (the table's method_cost is empty)")
-            rates = {**ref, **rates, "method_cost": {**ref["method_cost"], **mc}}
+            # READ's row is the file's or none (the built-in one was measured on another machine)
+            rates = {**{k: v for k, v in ref.items() if k != READ_ROW}, **rates,
+                     "method_cost": {**ref["method_cost"], **mc}}
             rates["origin"] = origin
             return rates, measured
         if path:
             raise ConfigError(f"throughput table {p}: field 'throughput.{device}': no figures for {device}")
     origin = {k: builtin for k in (*RATE_KEYS, "batch_size", "method_cost")}
     origin["step_overhead_share"] = ASSUMED
+    if ref.get(READ_ROW):
+        origin[READ_ROW] = f"built-in reference ({ref[READ_ROW]['machine']})"
     return {**ref, "origin": origin}, builtin
 
 
 #: where the per-step overhead share comes from when the table gives none
-ASSUMED = "assumed: an ESTIMATE (plan.py STEP_OVERHEAD_SHARE), not measured"
+ASSUMED = "assumed: an ESTIMATE (cost.py STEP_OVERHEAD_SHARE), not measured"
 #: the figures of a throughput table the plan reads (sequences / s must be positive, fixed seconds not negative)
 RATE_KEYS = ("train_seq_per_s", "predict_seq_per_s", "fixed_s_per_job")
 #: the keys of READ's row (:data:`READ_ROW`): required, and optional positive numbers
@@ -415,11 +426,17 @@ def _bench_rates(p: Path, device: str) -> dict:
         for k in (*READ_KEYS[1:], *READ_OPTIONAL):
             if k in row and not _positive(row[k]):
                 raise ConfigError(f"{where}.{k}': {row[k]!r} is not a positive number")
-        try:
-            model_size(row["model"])
-        except ConfigError:
-            raise ConfigError(f"{where}.model': {row['model']!r}: unknown size (a name containing 'base' / "
-                              "'large')") from None
+        if "size" in row:   # (layers, hidden, intermediate), as the benchmark writes it
+            if not (isinstance(row["size"], list) and len(row["size"]) == 3
+                    and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in row["size"])):
+                raise ConfigError(f"{where}.size': {row['size']!r} is not [layers, hidden, intermediate] "
+                                  "(positive integers)")
+        else:
+            try:
+                model_size(row["model"])
+            except ConfigError:
+                raise ConfigError(f"{where}.model': {row['model']!r}: unknown size (a name containing 'base' / "
+                                  "'large', or give size: [layers, hidden, intermediate])") from None
         rates[READ_ROW] = row
     return rates
 

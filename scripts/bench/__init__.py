@@ -10,7 +10,9 @@ benchmark:
   ``snakemake -n`` on the paper's config;
 - ``loop``: the training loop timed (shared by the GPU-loop figures); ``profiling``, ``variants``, ``jobs``
   (K worker processes per GPU), ``fixed_cost`` (a job's launch -> first step);
-- ``summary``: the machine and the throughput table the plan reads.
+- ``summary``: the machine and the throughput table the plan reads;
+- ``bundle``: the GPU benchmark's bundle (``--make-bundle`` / ``--bundle``: a bare GPU machine runs the GPU-loop
+  figures from it).
 
 ``scripts/`` is on ``sys.path`` when the command runs (``python scripts/benchmark.py``), so these import as
 ``bench.<module>``.

@@ -51,6 +51,12 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
     records: dict[str, list] = {k: [] for k, *_ in variants}
     drift: dict[str, tuple] = {}
     ref_w = ref_loss = None
+    if args.warm_round:   # the process's one-time costs (library handles, allocator, per-shape kernel choice)
+        model, tok = fresh_model(wl.model, wl.head)
+        r = timed_train(wl, model, tok, False, "off", warmup, steps)
+        print(f"  warm-up round (not counted): {steps / r['elapsed_s']:.2f} steps/s", flush=True)
+        del model
+        free()
     for rep in range(reps):
         for key, label, hygiene, mode in variants:
             model, tok = fresh_model(wl.model, wl.head)
@@ -98,8 +104,9 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
         key = f"jobs_{K}"
         comp = "" if jobs_compile == "off" else f", compile {jobs_compile}"
         print(f"  (c) {K} job{'s' if K > 1 else ''} {per_gpu}{comp}: {K} worker process{'es' if K > 1 else ''}, "
-              f"{reps} round{'s' if reps > 1 else ''}", flush=True)
-        res = run_jobs(wl.save(tmp / f"workload-{wl.name}.json"), K, reps,
+              f"{args.jobs_reps or reps} round(s)", flush=True)
+        jreps = args.jobs_reps or reps
+        res = run_jobs(wl.save(tmp / f"workload-{wl.name}.json"), K, jreps,
                        args.compile_warmup if jobs_compile != "off" else warmup, steps, tmp, save_weights=True,
                        compile_mode=jobs_compile)
         spans, sums = [], []
@@ -116,7 +123,7 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
                     "host_ms_per_step": 1e3 * median([r["host_s_per_step"] for r in res["records"]]),
                     "peak_mem_mib": max(r["peak_mem_mib"] for r in res["records"]),
                     "peak_mem_mib_all_jobs": median([sum(r["peak_mem_mib"] for r in res["records"] if r["rep"] == i)
-                                                     for i in range(reps)]),
+                                                     for i in range(jreps)]),
                     "weight_drift": max_diff(w, ref_w), "loss_drift": abs(first[0]["heldout_loss"] - ref_loss)}
         del w
         res["weights"].unlink()
