@@ -86,7 +86,7 @@ def test_gpu_session_cpu_dry_run(bundle, tmp_path):
     assert b["variants"]["base"]["data"] == "long" and b["variants"]["base"]["padding_share"] == 0
     assert "CUDA only" in b["variants"]["base"]["skipped"]["compile_graphs"]
 
-    from beluga.workflow.cost import throughput_table   # the plan reads READ's own row from the stage's JSON
+    from beluga.workflow.cost import throughput_table  # the plan reads READ's own row from the stage's JSON
 
     rates, _ = throughput_table(str(out / "d_read.json"), "cpu")
     assert rates["read"]["train_seq_per_s"] == read["train_seq_per_s"]

@@ -62,7 +62,7 @@ REFERENCE = {
             "method_cost": {"vanilla": 1.0, "l2": 0.98, "dropout": 1.04, "lp": 0.38, "lp_ft": 0.94, "irm": 0.90,
                             "group_dro": 0.98, "fish": 0.93}},
     "cuda": {"machine": "NVIDIA H100 80GB, BERT-base size at 128 tokens, batch 16, bf16 + fused AdamW + TF32; "
-                        "measured 2026-11-23 (host-bound at this batch size)",
+                        "measured 2026-11-23 (host-bound at this batch size; the versions were not recorded)",
              "ref_size": [12, 768, 3072], "ref_length": 128, "batch_size": 16, "step_overhead_share": 0.9,
              "train_seq_per_s": 358.0, "predict_seq_per_s": 3660.0, "fixed_s_per_job": 16.9,
              "method_cost": {"vanilla": 1.0, "l2": 1.18, "dropout": 1.14, "lp": 0.51, "lp_ft": 1.24, "irm": 1.41,

@@ -140,8 +140,12 @@ def load_bench_model(spec: str, overrides: dict | None = None, head: str = "clas
             return out
         except ModelError:
             pass
-    from transformers import (AutoModelForQuestionAnswering, AutoModelForSequenceClassification, AutoTokenizer,
-                              BertConfig)
+    from transformers import (
+        AutoModelForQuestionAnswering,
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+        BertConfig,
+    )
 
     tok = AutoTokenizer.from_pretrained(tokenizer_source())
     config = BertConfig(vocab_size=tok.vocab_size, max_position_embeddings=512, **size,

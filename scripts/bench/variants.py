@@ -155,6 +155,7 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
     common.RESULTS.get("partial", {}).pop(wl.name, None)
     return {"model": wl.model, "model_source": common.MODEL_SOURCE.get(wl.model), "max_length": wl.max_length,
             "batch_size": wl.batch, "data": wl.data, "params_non_embedding": n_params, "warmup": warmup,
-            "steps": steps, "reps": reps, "device": gpu, "task": wl.task, "compile_warmup": args.compile_warmup, "peak_flops": peak, "seq_per_step": seqs / steps,
+            "steps": steps, "reps": reps, "device": gpu, "task": wl.task, "compile_warmup": args.compile_warmup,
+            "warm_round": bool(args.warm_round), "peak_flops": peak, "seq_per_step": seqs / steps,
             "real_tokens_per_step": real / steps, "padding_share": 1 - real / padded,
             "precision": variant_run(wl, 1, "off").precision, "best": best, "variants": out, "skipped": skipped}
