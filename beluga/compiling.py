@@ -32,7 +32,7 @@ kernels, as an opt-in option that changes numerics within bounds.
 
 What is compiled: the forward (and so backward) pass of classification
 batches, and under ``graphs`` the clipping and optimizer step too. What is
-not: READ's span batches (:mod:`beluga.qa`), prediction and evaluation run
+not: READ's span batches (:mod:`beluga.qa_batches`), prediction and evaluation run
 eagerly; the loss, ``zero_grad``, the learning-rate schedule's update (one
 in-place fill per step) and the methods' own arithmetic (IRM's penalty,
 Group-DRO's weights, Fish's meta step) run eagerly between the compiled

@@ -62,7 +62,7 @@ from beluga.health import DivergedError, check_finite_weights
 from beluga.losses import DummyClassifier, dir_loss, dummy_scaled, inv_loss, mft_loss, neutral_mask
 from beluga.methods import Algorithm, check_method_hparams, get_algorithm
 from beluga.precision import FP32, Precision, full
-from beluga.qa import QAEncoder, qa_inv_batch_loss, qa_mft_batch_loss
+from beluga.qa_batches import QAEncoder, qa_inv_batch_loss, qa_mft_batch_loss
 from beluga.settings import FoldRun
 from beluga.transfer import model_inputs, to_device
 
@@ -139,7 +139,7 @@ class LossFn:
     """Maps (model, batch) to per-example losses. With ``host_hygiene``
     (default), classification inputs come from an :class:`Encoder` and QA
     inputs (windows, span targets, INV alignments) from a
-    :class:`beluga.qa.QAEncoder`, both filled once per fold
+    :class:`beluga.qa_batches.QAEncoder`, both filled once per fold
     (:meth:`pretokenize`), and reach the device without a device -> host sync
     (:func:`beluga.transfer.model_inputs`: pinned copies, the attention mask
     the model takes as it is; the compiled forward pass gets the 2D mask).

@@ -7,7 +7,7 @@ tensors made with an explicit ``device``); with CUDA the step also runs
 under ``torch.cuda.set_sync_debug_mode("error")``. The inputs that make it so
 give the same bytes on the CPU as before: the model's logits with the ready
 4D attention mask (:func:`beluga.transfer.model_inputs`) and READ training
-from the cached QA inputs (:class:`beluga.qa.QAEncoder`)."""
+from the cached QA inputs (:class:`beluga.qa_batches.QAEncoder`)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 import beluga.qa
+import beluga.qa_batches
 import beluga.training
 import beluga.transfer
 from beluga.batches import build_streams
@@ -119,7 +120,7 @@ def no_sync(algo, monkeypatch):
         guard.track(out)
         return out
 
-    for mod in (beluga.transfer, beluga.training, beluga.qa):
+    for mod in (beluga.transfer, beluga.training, beluga.qa, beluga.qa_batches):
         monkeypatch.setattr(mod, "to_device", to_device)
     debug = torch.cuda.is_available()
     with guard:
@@ -130,7 +131,7 @@ def no_sync(algo, monkeypatch):
         finally:
             if debug:
                 torch.cuda.set_sync_debug_mode(0)
-    for mod in (beluga.transfer, beluga.training, beluga.qa):
+    for mod in (beluga.transfer, beluga.training, beluga.qa, beluga.qa_batches):
         monkeypatch.setattr(mod, "to_device", real)
 
 
@@ -308,7 +309,8 @@ def test_read_second_epoch_tokenizes_and_aligns_nothing(monkeypatch):
 
 
 def test_qa_encoder_batches_equal_encode_qa():
-    from beluga.qa import QAEncoder, aligned_positions, encode_qa, span_targets
+    from beluga.qa import aligned_positions, encode_qa, span_targets
+    from beluga.qa_batches import QAEncoder
 
     tok = load_model(TINY_RANDOM, 0, head="qa")[1]
     qs, cs = ["Who traveled?", " Where to?", "Who?"], [CTX, CTX, "Anna lives in Rome."]

@@ -13,14 +13,13 @@ from beluga.qa import (
     f1_score,
     locate_answer,
     predict_qa,
-    qa_inv_batch_loss,
     qa_inv_loss,
-    qa_mft_batch_loss,
     qa_mft_loss,
     span_targets,
     squad_metrics,
     squad_normalize,
 )
+from beluga.qa_batches import qa_inv_batch_loss, qa_mft_batch_loss
 
 
 @pytest.fixture(scope="module")
