@@ -51,9 +51,20 @@ def closure(names=ALLOWED) -> dict[str, md.Distribution]:
 
 
 def _marker_holds(marker: str) -> bool:
-    """A requirement's environment marker, for the markers these packages use (python_version,
-    sys_platform, platform_system, platform_machine, implementation_name); anything else: kept."""
+    """A requirement's environment marker: by ``packaging.markers`` where it is installed, else for the
+    markers these packages use (python_version, sys_platform, platform_system, platform_machine,
+    implementation_name); a marker that cannot be read: kept."""
+    try:
+        from packaging.markers import Marker
+
+        return Marker(marker).evaluate()
+    except ImportError:
+        pass
+    except Exception:
+        return True
     import platform
+
+    marker = marker.replace('"', "'")
 
     env = {"python_version": f"{sys.version_info[0]}.{sys.version_info[1]}", "sys_platform": sys.platform,
            "platform_system": platform.system(), "platform_machine": platform.machine(),

@@ -251,7 +251,8 @@ def main(argv=None) -> int:
     results = {"machine": machine, "device": args.device, "model": common.MODEL, "max_length": common.MAX_LENGTH,
                "batch_size": common.BATCH, "reps": args.reps, "when": time.strftime("%Y-%m-%d %H:%M"),
                "versions": versions(), "argv": sys.argv[1:],
-               "bundle": None if common.BUNDLE is None else {k: common.BUNDLE[k] for k in ("made", "commit")}}
+               "bundle": None if common.BUNDLE is None else {k: common.BUNDLE[k] for k in ("made", "commit")},
+               "complete": False}   # True once every block ended; until then "block" names the one running
     common.RESULTS, common.OUT_PATH = results, out_path
     common.save()
     with tempfile.TemporaryDirectory() as tmp:
@@ -271,17 +272,21 @@ def main(argv=None) -> int:
         base = make_workload("base", common.MODEL, common.MAX_LENGTH, common.BATCH, args.base_data, task, streams,
                              iid, tmp, args.squad)
         if args.profile:
-            results.update(bench_profile(base, args.warmup, args.profile_steps))
+            common.RESULTS["block"] = "profile"
+            results.update(bench_profile(base, args.warmup, args.profile_steps, args.warm_round))
             common.save()
         if args.variants:
+            common.RESULTS["block"] = "variants base"
             results.setdefault("variants", {})["base"] = bench_variants(base, args, tmp)
             common.save()
         if args.large:
+            common.RESULTS["block"] = "variants large"
             large = make_workload("large", args.large_model, args.large_max_length, args.large_batch_size,
                                   args.large_data, task, streams, iid, tmp, args.squad)
             results.setdefault("variants", {})["large"] = bench_variants(large, args, tmp)
             common.save()
         if args.fixed_cost:
+            common.RESULTS["block"] = "fixed cost"
             common.free()
             results.update(bench_fixed_cost(base, args.reps, tmp))
             common.save()
@@ -292,6 +297,8 @@ def main(argv=None) -> int:
     # the throughput table `python -m beluga plan` reads (sequences/s of the model at its length, one job)
     results["throughput"] = {args.device: throughput_table(results, machine, args.device)}
     results.pop("partial", None)   # every block ended
+    results.pop("block", None)
+    results["complete"] = True
     common.save()
     print(f"written: {out_path}")
     missed = [r["figure"] for r in common.ROWS if r["ok"] is False]

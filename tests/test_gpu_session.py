@@ -71,12 +71,15 @@ def test_gpu_session_cpu_dry_run(bundle, tmp_path):
     for stage in ("a_eager", "d_read", "b_graphs"):
         assert f"stage {stage}: exit 0" in res.stdout, log[-4000:]
     a = json.loads((out / "a_eager.json").read_text())
-    assert "partial" not in a and a["bundle"]["made"]
+    assert a["complete"] and "partial" not in a and "block" not in a and a["bundle"]["made"]
     assert {"current", "host_hygiene", "jobs_2"} <= set(a["variants"]["base"]["variants"])
     assert a["profile"]["host_hygiene"]["steps"] == 10
     assert a["fixed_cost"]["parts_s"]["total_s"] > 0
     table = a["throughput"]["cpu"]
-    assert table["train_seq_per_s"] > 0 and table["jobs_per_gpu"] == 2 and table["fixed_s_per_job"] > 0
+    assert table["train_seq_per_s"] > 0 and table["jobs_per_gpu"] == 2
+    assert table["fixed_s_launch_to_first_step"] > 0
+    assert table["fixed_s_per_job"] is None   # a bundle run measures no whole job
+    assert a["variants"]["base"]["warm_round"]
     d = json.loads((out / "d_read.json").read_text())
     large = d["variants"]["large"]
     assert large["task"] == "read" and large["max_length"] == 384 and large["batch_size"] == 3

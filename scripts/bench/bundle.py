@@ -3,7 +3,7 @@
 numpy, pandas, pyarrow, pyyaml, safetensors and scipy and nothing else: no snakemake, jsonschema, scattertext or
 offline-model package, no network, no project venv.
 
-A bundle is a folder (< 5 MB):
+A bundle is a folder (about 3 MB):
 
 - ``bundle.json``: the run settings every timed run starts from (the default config's ``FoldRun`` for vanilla,
   precision ``auto``: what ``load_config`` would give, so the bare machine reads no config), and the workloads'

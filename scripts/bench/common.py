@@ -118,8 +118,9 @@ def tokenizer_source() -> str:
 
 
 def load_bench_model(spec: str, overrides: dict | None = None, head: str = "classification"):
-    """(model, tokenizer) of a model spec, on the CPU (see :data:`SIZED`), with a classification head (two
-    labels) or a span (``qa``) head. With a bundle only the sizes of :data:`SIZED` (random weights)."""
+    """(model, tokenizer) of a model spec (see :data:`SIZED`), with a classification head (two labels) or a
+    span (``qa``) head: loaded on the CPU, or built from its config on the benchmark's device (random
+    weights). With a bundle only the sizes of :data:`SIZED`."""
     from beluga.errors import ModelError
 
     if spec not in SIZED:

@@ -45,8 +45,9 @@ def touch(path: Path, text: str = "") -> None:
 
 
 def run_jobs(wl_path: Path, K: int, reps: int, warmup: int, steps: int, tmp: Path, save_weights: bool,
-             compile_mode: str = "off") -> dict:
-    """K workers (``--worker``) on the device at once, ``reps`` rounds; each round starts them together
+             compile_mode: str = "off", warm_round: bool = False) -> dict:
+    """K workers (``--worker``) on the device at once, ``reps`` rounds (after one untimed round each with
+    ``warm_round``); each round starts them together
     (they pass a file barrier after their warm-up, then start at one wall-clock time) and ends when all are
     done (a second barrier: no worker loads its next model while another one times). Returns the common
     start times and every worker's records."""
@@ -57,7 +58,7 @@ def run_jobs(wl_path: Path, K: int, reps: int, warmup: int, steps: int, tmp: Pat
         for rank in range(K):
             spec = {"workload": str(wl_path), "rank": rank, "jobs": K, "reps": reps, "warmup": warmup,
                     "steps": steps, "dir": str(d), "device": common.DEVICE.type, "parent": os.getpid(),
-                    "run": base_run().to_dict(), "compile": compile_mode,
+                    "run": base_run().to_dict(), "compile": compile_mode, "warm_round": warm_round,
                     "bundle": None if common.BUNDLE is None else common.BUNDLE["path"],
                     "weights": str(d / "weights.pt") if rank == 0 and save_weights else None}
             (d / f"spec-{rank}.json").write_text(json.dumps(spec))
@@ -104,6 +105,11 @@ def worker(spec_path: str) -> int:
     base_run(spec["run"])
     wl = Workload.load(spec["workload"])
     d, rank, K = Path(spec["dir"]), spec["rank"], spec["jobs"]
+    if spec.get("warm_round"):   # this process's one-time costs (per-shape kernel choice...), before the barrier
+        model, tok = fresh_model(wl.model, wl.head)
+        timed_train(wl, model, tok, True, spec.get("compile", "off"), spec["warmup"], spec["steps"])
+        del model
+        free()
     for rep in range(spec["reps"]):
         model, tok = fresh_model(wl.model, wl.head)
 

@@ -42,8 +42,16 @@ def profile_summary(prof, steps: int, wall_s: float, host_s: float) -> dict:
     return out
 
 
-def bench_profile(wl: Workload, warmup: int, steps: int) -> dict:
+def bench_profile(wl: Workload, warmup: int, steps: int, warm_round: bool = False) -> dict:
+    """``warm_round``: one untimed run of the current loop first (the process's one-time costs, e.g. kernel
+    choice per shape, are not profiled in the first loop)."""
     from torch.profiler import ProfilerActivity, profile
+
+    if warm_round:
+        model, tok = fresh_model(wl.model, wl.head)
+        timed_train(wl, model, tok, False, "off", warmup, steps)
+        del model
+        free()
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if common.DEVICE.type == "cuda" else [])
     print(f"\nprofile: {steps} steps of each loop after {warmup} warm-up steps, {wl.model} at {wl.max_length} "

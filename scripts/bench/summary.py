@@ -25,18 +25,22 @@ def machine_info() -> dict:
 
 def throughput_table(results: dict, machine: dict, device: str) -> dict:
     """``throughput.<device>``: the reference model's size and length, training and prediction rates, the fixed
-    seconds per job and the methods' costs; with the variants on the fold data, their steady-state figures."""
+    seconds per job and the methods' costs; with the variants on the fold data, their steady-state figures;
+    a bundle run's launch -> first step (``fixed_s_launch_to_first_step``: not a whole job's fixed seconds);
+    with READ's block (``--large-data qa``), READ's own row ``read`` (windows of its length per second: a
+    question may have several, ``windows_per_question``)."""
     fixed = results.get("fold_job", {}).get("fast exit")
     fixed_s = None if fixed is None else fixed["wall_s"] * fixed["fixed_share"]
-    if fixed_s is None and results.get("fixed_cost"):   # a bundle run: the GPU job's launch -> first step
-        fixed_s = results["fixed_cost"]["parts_s"]["total_s"]
     versions = results.get("versions", {})
     table = {
         "machine": f"{machine['cuda'] if device == 'cuda' else machine['cpu']}, measured {results['when']} "
                    f"(torch {versions.get('torch')}, transformers {versions.get('transformers')})",
-        "ref_size": list(size_of(common.MODEL)), "ref_length": common.MAX_LENGTH, "batch_size": common.BATCH,
         "train_seq_per_s": results.get("train_seq_per_s"), "predict_seq_per_s": results.get("predict_seq_per_s"),
         "fixed_s_per_job": fixed_s,
+        # a bundle run's fixed cost: launch -> first step with a model built on the device (no weights loaded,
+        # no config, data staging or outputs): not a job's fixed seconds, so not given as fixed_s_per_job
+        "fixed_s_launch_to_first_step": (results["fixed_cost"]["parts_s"]["total_s"] if results.get("fixed_cost")
+                                         else None),
         "method_cost": results.get("method_cost", {})}
     chosen = results.get("variants", {}).get("base")
     if chosen and chosen["data"] == "fold":
@@ -48,7 +52,10 @@ def throughput_table(results: dict, machine: dict, device: str) -> dict:
                       "train_seq_per_s_current_loop": v["current"]["seq_per_s"],
                       "jobs_per_gpu": None if best is None else best["jobs"],
                       "train_seq_per_s_per_gpu": None if best is None else best["seq_per_s"],
-                      "mfu": (best or v["host_hygiene"])["mfu"]})
+                      "mfu": (best or v["host_hygiene"])["mfu"], "mfu_one_job": v["host_hygiene"]["mfu"]})
+    if table["train_seq_per_s"] is not None:   # the row's size, length and batch are those of its rate
+        table.update({"ref_size": list(size_of(common.MODEL)), "ref_length": common.MAX_LENGTH,
+                      "batch_size": common.BATCH})
     large = results.get("variants", {}).get("large")
     if large and large.get("task") == "read":
         # READ's own rate: its model, length and batch, its span loss; a "sequence" is a window, a question
@@ -66,7 +73,7 @@ def throughput_table(results: dict, machine: dict, device: str) -> dict:
             "jobs_per_gpu": None if best is None else best["jobs"],
             "train_questions_per_s_per_gpu": None if best is None else best["steps_per_s"] * large["batch_size"],
             "train_seq_per_s_per_gpu": None if best is None else best["seq_per_s"], "machine": table["machine"],
-            "mfu": (best or one)["mfu"], "train_loop": "host hygiene, one job"}
+            "mfu": (best or one)["mfu"], "mfu_one_job": one["mfu"], "train_loop": "host hygiene, one job"}
     return table
 
 

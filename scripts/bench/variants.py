@@ -22,6 +22,8 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
     n_params = non_embedding_params(model)
     del model
     seqs, real, padded = window_counts(wl, tok, warmup, steps)
+    # compiled variants time the steps after --compile-warmup: their own window (the same on full windows)
+    counts_compiled = window_counts(wl, tok, args.compile_warmup, steps) if args.compile_warmup != warmup else None
     peak, gpu = peak_flops()
     per_gpu = "per GPU" if common.DEVICE.type == "cuda" else "on the CPU"
     data = {"fold": "the default suite's seen fold of IID->(IID+T)",
@@ -80,15 +82,16 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
             common.partial(wl.name, {"seq_per_step": seqs / steps, "real_tokens_per_step": real / steps,
                                      "params_non_embedding": n_params, "records": records, "drift": drift})
 
-    def rates(seconds: float, k: int = 1) -> dict:
-        return {"steps_per_s": k * steps / seconds, "seq_per_s": k * seqs / seconds,
-                "tokens_per_s": k * real / seconds,
-                "mfu": None if peak is None else 6 * n_params * k * real / seconds / peak}
+    def rates(seconds: float, k: int = 1, compiled: bool = False) -> dict:
+        n_seq, n_real = (counts_compiled[:2] if compiled and counts_compiled else (seqs, real))
+        return {"steps_per_s": k * steps / seconds, "seq_per_s": k * n_seq / seconds,
+                "tokens_per_s": k * n_real / seconds,
+                "mfu": None if peak is None else 6 * n_params * k * n_real / seconds / peak}
 
     out: dict = {}
-    for key, label, _, _ in variants:
+    for key, label, _, mode in variants:
         t = median(elapsed[key])
-        out[key] = {"label": label, "jobs": 1, **rates(t), "elapsed_s": elapsed[key],
+        out[key] = {"label": label, "jobs": 1, **rates(t, compiled=mode != "off"), "elapsed_s": elapsed[key],
                     "warmup_s": median([r["warmup_s"] for r in records[key]]),
                     "host_ms_per_step": 1e3 * median([r["host_s_per_step"] for r in records[key]]),
                     "peak_mem_mib": max(r["peak_mem_mib"] for r in records[key]),
@@ -108,16 +111,18 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
         jreps = args.jobs_reps or reps
         res = run_jobs(wl.save(tmp / f"workload-{wl.name}.json"), K, jreps,
                        args.compile_warmup if jobs_compile != "off" else warmup, steps, tmp, save_weights=True,
-                       compile_mode=jobs_compile)
+                       compile_mode=jobs_compile, warm_round=bool(args.warm_round))
         spans, sums = [], []
+        n_seq = counts_compiled[0] if jobs_compile != "off" and counts_compiled else seqs
         for rep, start in enumerate(res["starts"]):
             recs = [r for r in res["records"] if r["rep"] == rep]
             spans.append(max(r["wall_end"] for r in recs) - start)
-            sums.append(sum(seqs / r["elapsed_s"] for r in recs))
+            sums.append(sum(n_seq / r["elapsed_s"] for r in recs))
         first = [r for r in res["records"] if r["rep"] == 0 and "heldout_loss" in r]
         w = torch.load(res["weights"], weights_only=True)
         label = f"(c) {K} job{'s' if K > 1 else ''} {per_gpu}{comp}, aggregate"
-        out[key] = {"label": label, "jobs": K, "compile": jobs_compile, **rates(median(spans), K),
+        out[key] = {"label": label, "jobs": K, "compile": jobs_compile,
+                    **rates(median(spans), K, compiled=jobs_compile != "off"),
                     "elapsed_s": spans, "seq_per_s_sum_of_jobs": median(sums),
                     "warmup_s": median([r["warmup_s"] for r in res["records"]]),
                     "host_ms_per_step": 1e3 * median([r["host_s_per_step"] for r in res["records"]]),
