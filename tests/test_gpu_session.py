@@ -85,6 +85,7 @@ def test_gpu_session_cpu_dry_run(bundle, tmp_path):
     assert large["task"] == "read" and large["max_length"] == 384 and large["batch_size"] == 3
     read = d["throughput"]["cpu"]["read"]
     assert read["train_questions_per_s"] > 0 and read["windows_per_question"] >= 1.0
+    assert read["train_seq_per_s"] == read["train_questions_per_s"]   # the plan counts questions
     b = json.loads((out / "b_graphs.json").read_text())
     assert b["variants"]["base"]["data"] == "long" and b["variants"]["base"]["padding_share"] == 0
     assert "CUDA only" in b["variants"]["base"]["skipped"]["compile_graphs"]

@@ -175,7 +175,7 @@ def test_the_paper_plan_counts_the_real_cost():
     assert "489,594" in row      # per IID job: (67,349 x 3 + 363,846 x 3 + 87,599 x 2 epochs) / 3 tasks
     read = next(ln for ln in lines if ln.startswith("  read: bert-large"))
     # READ's own row, measured on an H200 (scripts/gpu_session.sh, stage d_read)
-    assert "batch 2:" in read and "batch 3: 30.7" in read and "measured (throughput.cuda.read)" in read
+    assert "batch 2:" in read and "batch 3: 30.4" in read and "measured (throughput.cuda.read)" in read
     assert any(ln.startswith("jobs per GPU: 1 (gpu_jobs: 1") and "utilisation:" in ln for ln in lines)
     assert any(ln.startswith("  [1] built-in reference (NVIDIA H100") for ln in lines)
     assert any(ln.startswith("  [2] built-in reference (NVIDIA H200") and "d_read.json" in ln for ln in lines)

@@ -68,8 +68,9 @@ REFERENCE = {
              "method_cost": {"vanilla": 1.0, "l2": 1.18, "dropout": 1.14, "lp": 0.51, "lp_ft": 1.24, "irm": 1.41,
                              "group_dro": 1.04, "fish": 0.93},
              # READ's own row: BERT-large size, 384-token windows, batch 3, the span loss, host hygiene, one job
-             # (scripts/gpu_session.sh stage d_read; 60 timed steps, median of 2 rounds; 3.03 windows a step)
-             "read": {"model": "bert-large", "max_length": 384, "batch_size": 3, "train_seq_per_s": 30.7,
+             # (scripts/gpu_session.sh stage d_read; 60 timed steps, median of 2 rounds): 30.4 questions/s,
+             # 3.03 windows a step of 3 questions (30.7 windows/s)
+             "read": {"model": "bert-large", "max_length": 384, "batch_size": 3, "train_seq_per_s": 30.4,
                       "machine": "NVIDIA H200, torch 2.11.0+cu130, transformers 5.17.0, bf16 + fused AdamW + TF32; "
                                  "measured 2026-11-27 (benchmarks/gpu/2026-11-27-h200-d_read.json)"}},
 }
@@ -125,7 +126,8 @@ def relative_cost(spec: str, length: int, ref_size=REF_SIZE, ref_length: int = R
 
 
 #: the throughput table's row measured on READ's own shape (``throughput.<device>.read``): model, max_length,
-#: batch_size, train_seq_per_s (windows of max_length tokens per second, one job, QA loss); optional size
+#: batch_size, train_seq_per_s (questions per second, one job, QA loss: the training examples the plan counts,
+#: each of one or more windows of max_length tokens, so the row's rate includes the extra windows); optional size
 #: ([layers, hidden, intermediate]; else from the model's name), predict_seq_per_s, jobs_per_gpu +
 #: train_seq_per_s_per_gpu, step_overhead_share, machine
 READ_ROW = "read"

@@ -10,10 +10,11 @@ trials: T_val of the training functionalities), and estimates core-hours
 length and batch size; where each rate comes from). It is an estimate: real
 sequences are often shorter than ``max_length`` (the plan assumes full
 length), READ contexts longer than ``max_length`` make several windows (the
-plan counts one), and the selected number of epochs is unknown before
-selection (the plan uses the mean of the grid's values; batch sizes: each grid
-value's cost, averaged). The i.i.d. sizes are the paper's for a paper source
-(``--assume-paper-data``, the default), else the files' in each task's folder
+plan counts one, except at READ's own measured rate, which is per question),
+and the selected number of epochs is unknown before selection (the plan uses
+the mean of the grid's values; batch sizes: each grid value's cost, averaged).
+The i.i.d. sizes are the paper's for a paper source (``--assume-paper-data``,
+the default), else the files' in each task's folder
 (:func:`beluga.workflow.cost.iid_sizes`). It also bounds the run's peak
 scratch disk (:func:`disk_plan`).
 """

@@ -27,8 +27,9 @@ def throughput_table(results: dict, machine: dict, device: str) -> dict:
     """``throughput.<device>``: the reference model's size and length, training and prediction rates, the fixed
     seconds per job and the methods' costs; with the variants on the fold data, their steady-state figures;
     a bundle run's launch -> first step (``fixed_s_launch_to_first_step``: not a whole job's fixed seconds);
-    with READ's block (``--large-data qa``), READ's own row ``read`` (windows of its length per second: a
-    question may have several, ``windows_per_question``)."""
+    with READ's block (``--large-data qa``), READ's own row ``read`` (``train_seq_per_s``: questions, i.e.
+    training examples, per second; each has one or more windows: ``train_windows_per_s``,
+    ``windows_per_question``)."""
     fixed = results.get("fold_job", {}).get("fast exit")
     fixed_s = None if fixed is None else fixed["wall_s"] * fixed["fixed_share"]
     versions = results.get("versions", {})
@@ -58,21 +59,23 @@ def throughput_table(results: dict, machine: dict, device: str) -> dict:
                       "batch_size": common.BATCH})
     large = results.get("variants", {}).get("large")
     if large and large.get("task") == "read":
-        # READ's own rate: its model, length and batch, its span loss; a "sequence" is a window, a question
-        # may have several (questions/s = steps/s x batch)
+        # READ's own rate: its model, length and batch, its span loss; the plan counts questions (training
+        # examples: steps/s x batch), each of one or more windows (train_windows_per_s)
         v = large["variants"]
         jobs = {k: x for k, x in v.items() if k.startswith("jobs_")}
         best = max(jobs.values(), key=lambda x: x["seq_per_s"]) if jobs else None
         one = v["host_hygiene"]
         table["read"] = {
             "model": large["model"], "size": list(size_of(large["model"])), "max_length": large["max_length"],
-            "batch_size": large["batch_size"], "train_seq_per_s": one["seq_per_s"],
+            "batch_size": large["batch_size"], "train_seq_per_s": one["steps_per_s"] * large["batch_size"],
+            "train_windows_per_s": one["seq_per_s"],
             "train_questions_per_s": one["steps_per_s"] * large["batch_size"],
             "train_questions_per_s_current_loop": v["current"]["steps_per_s"] * large["batch_size"],
             "windows_per_question": large["seq_per_step"] / large["batch_size"],
             "jobs_per_gpu": None if best is None else best["jobs"],
             "train_questions_per_s_per_gpu": None if best is None else best["steps_per_s"] * large["batch_size"],
-            "train_seq_per_s_per_gpu": None if best is None else best["seq_per_s"], "machine": table["machine"],
+            "train_seq_per_s_per_gpu": None if best is None else best["steps_per_s"] * large["batch_size"],
+            "machine": table["machine"],
             "mfu": (best or one)["mfu"], "mfu_one_job": one["mfu"], "train_loop": "host hygiene, one job"}
     return table
 
