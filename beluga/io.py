@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 import re
 import shutil
 import socket
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -165,53 +167,143 @@ RESULTS_LOCK_NAME = ".beluga-run.lock"
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):   # no such process (a pid beyond the system's range: none)
         return False
     except PermissionError:
         return True
     return True
 
 
+def _lock_record(workdir: Path) -> bytes:
+    return (json.dumps({"workdir": str(workdir), "pid": os.getpid(), "host": socket.gethostname(),
+                        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, indent=2, sort_keys=True) + "\n").encode()
+
+
+def _create_lock(lock: Path, record: bytes) -> bool:
+    """Create ``lock`` holding ``record`` if no lock exists, atomically: True if this call created it. The record
+    is written to a temporary sibling and hard-linked as the lock (the link fails when the lock exists, as
+    ``O_CREAT | O_EXCL`` does), so no process ever reads a half-written lock. Where hard links are not
+    supported, ``O_CREAT | O_EXCL`` and the record written after (an empty lock counts as stale: taken over)."""
+    tmp = _tmp_sibling(lock)
+    try:
+        tmp.write_bytes(record)
+        os.chmod(tmp, 0o644)
+        try:
+            os.link(tmp, lock)
+            return True
+        except FileExistsError:
+            return False
+        except OSError as e:
+            if e.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.EXDEV,
+                               errno.ENOSYS):
+                raise
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as f:
+            f.write(record)
+        return True
+    finally:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+
+
+@contextlib.contextmanager
+def _locked_lock_file(lock: Path):
+    """The open lock file under an exclusive ``fcntl.flock``, or None when there is no lock file. Every
+    process that reads, decides on and replaces or removes the lock does it under this flock, so a takeover
+    is atomic. A lock removed or replaced while this process waited for the flock is opened again: the
+    flock must be on the file the path names (read-only: a lock another user wrote can be taken over)."""
+    while True:
+        try:
+            f = open(lock, "rb")
+        except FileNotFoundError:
+            yield None
+            return
+        try:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX)
+            except OSError as e:   # a file system without flock: the check below still narrows the window
+                if e.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL, errno.EBADF):
+                    raise
+            try:
+                same = os.fstat(f.fileno()).st_ino == os.stat(lock).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                yield f
+                return
+        finally:
+            f.close()   # closing releases the flock
+
+
+def _read_lock_record(f) -> dict:
+    f.seek(0)
+    try:
+        held = json.loads(f.read().decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return held if isinstance(held, dict) else {}
+
+
 def acquire_results_lock(folder: str | os.PathLike, workdir: str | os.PathLike) -> Path:
     """Claim ``folder`` (the config's ``results``) for the run in ``workdir``:
     snakemake locks its own working directory, not a results folder that two
     working directories share. A lock of the same working directory, or of a
-    process that no longer runs on this host, is taken over; one held by a
-    live run of another working directory (or on another host, whose process
-    cannot be checked) is refused in one line."""
+    process that no longer runs on this host (or an unreadable lock), is taken
+    over; one held by a live run of another working directory (or on another
+    host, or with no valid pid: a process that cannot be checked) is refused
+    in one line.
+
+    The claim is atomic: a new lock is created as a whole only if none exists
+    (:func:`_create_lock`), and a takeover reads, decides and replaces the lock
+    under an exclusive ``fcntl.flock`` on it (:func:`_locked_lock_file`), so of
+    several runs claiming one folder at the same moment exactly one gets it."""
 
     folder, workdir = Path(folder).absolute(), Path(workdir).absolute()
     lock = folder / RESULTS_LOCK_NAME
     host = socket.gethostname()
-    if lock.exists():
-        try:
-            held = json.loads(lock.read_text())
-        except (OSError, ValueError):
-            held = {}
-        other = held.get("workdir")
-        if other and Path(other) != workdir:
-            same_host = held.get("host") == host
-            if not same_host or _alive(int(held.get("pid", -1))):
-                where = f"pid {held.get('pid')} on {held.get('host')}, since {held.get('started')}"
-                raise OutputError(f"output folder {folder}: field 'results': in use by the run in the working "
-                                  f"directory {other} ({where}); wait for it to finish, give this run another "
-                                  f"results folder, or delete {lock} if that run is gone")
-    folder.mkdir(parents=True, exist_ok=True)
-    write_json({"workdir": str(workdir), "pid": os.getpid(), "host": host,
-                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}, lock)
-    return lock
+    record = _lock_record(workdir)
+    with _write_errors(lock):
+        folder.mkdir(parents=True, exist_ok=True)
+        while True:
+            if _create_lock(lock, record):
+                return lock
+            with _locked_lock_file(lock) as f:
+                if f is None:      # released between the two steps: create it again
+                    continue
+                held = _read_lock_record(f)
+                other = held.get("workdir")
+                if other and Path(str(other)) != workdir:
+                    same_host = held.get("host") == host
+                    pid = held.get("pid")
+                    checkable = isinstance(pid, int) and not isinstance(pid, bool) and pid > 0
+                    if not same_host or not checkable or _alive(pid):   # a process that cannot be checked: held
+                        where = f"pid {held.get('pid')} on {held.get('host')}, since {held.get('started')}"
+                        raise OutputError(f"output folder {folder}: field 'results': in use by the run in the "
+                                          f"working directory {other} ({where}); wait for it to finish, give this "
+                                          f"run another results folder, or delete {lock} if that run is gone")
+                tmp = _tmp_sibling(lock)   # replaced as a whole, still under the flock of the one replaced
+                try:
+                    tmp.write_bytes(record)
+                    os.chmod(tmp, 0o644)
+                    os.replace(tmp, lock)
+                finally:
+                    with contextlib.suppress(OSError):
+                        tmp.unlink()
+                return lock
 
 
 def release_results_lock(folder: str | os.PathLike, workdir: str | os.PathLike) -> None:
-    """Remove the lock this working directory holds on ``folder`` (if it holds it)."""
+    """Remove the lock this working directory holds on ``folder`` (if it holds it), under the lock's flock."""
     lock = Path(folder).absolute() / RESULTS_LOCK_NAME
     try:
-        held = json.loads(lock.read_text())
-    except (OSError, ValueError):
-        return
-    if Path(held.get("workdir", "")) == Path(workdir).absolute():
-        with contextlib.suppress(OSError):
-            lock.unlink()
+        with _locked_lock_file(lock) as f:
+            if f is not None and Path(str(_read_lock_record(f).get("workdir", ""))) == Path(workdir).absolute():
+                lock.unlink()
+    except OSError:
+        pass
 
 
 # ---------------------------------------------------------------- an output folder written as a whole
@@ -231,6 +323,61 @@ def _is_leftover(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")
 
 
+def _hidden_earlier(target: Path) -> list[Path]:
+    """The hidden ``.<name>.XXXXXXXX.old`` siblings of ``target`` (the name :func:`write_out_folder` gives
+    the earlier folder during its swap): an earlier run's folder that an interrupted swap left behind,
+    newest first."""
+    pattern = re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.old")
+    try:
+        found = [p for p in target.parent.iterdir() if pattern.fullmatch(p.name) and p.is_dir()
+                 and not p.is_symlink()]
+        return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return []
+
+
+def _holds(folder: Path) -> str:
+    try:
+        names = sorted(e.name for e in folder.iterdir())
+    except OSError:
+        return "unreadable"
+    if not names:
+        return "nothing"
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(folder.stat().st_mtime))
+    return (f"{len(names)} file(s): {', '.join(names[:5])}" + (", ..." if len(names) > 5 else "")
+            + f"; last written {when}")
+
+
+def recover_out_folder(command: str, out_dir: str) -> list[str]:
+    """An earlier run's ``--out`` folder that an interrupted swap (:func:`write_out_folder`) left only in a
+    hidden ``.<name>.*.old`` sibling is never lost silently: when ``out_dir`` is missing, the newest such
+    folder is renamed back to ``out_dir`` (restored); every one still hidden after that is reported. Returns
+    the lines (one per folder), which are also printed to stderr as ``warning: ...``; deletes nothing."""
+    out = Path(out_dir).expanduser()
+    target = Path(os.path.realpath(out)) if out.is_symlink() else out.absolute()   # as write_out_folder
+    if target.exists() and not target.is_dir():
+        return []
+    hidden = _hidden_earlier(target)
+    lines = []
+    if hidden and not target.exists():
+        try:
+            os.rename(hidden[0], target)
+        except OSError as e:
+            lines.append(f"output folder {out_dir}: field '--out': is missing and an interrupted earlier {command} "
+                         f"left the earlier folder hidden in {hidden[0]} ({_holds(hidden[0])}), which cannot be "
+                         f"restored ({' '.join(str(e.strerror or e).split())}): move it back to {out_dir} by hand")
+        else:
+            lines.append(f"output folder {out_dir}: field '--out': restored from {hidden[0]}, where an interrupted "
+                         f"earlier {command} had left it hidden ({_holds(target)})")
+        hidden = hidden[1:]
+    for h in hidden:
+        lines.append(f"output folder {out_dir}: field '--out': an interrupted earlier {command} left an earlier "
+                     f"folder hidden in {h} ({_holds(h)}); kept: look through it and move or delete it")
+    for line in lines:
+        print(f"warning: {line}", file=sys.stderr)
+    return lines
+
+
 def check_out_folder(command: str, out_dir: str, own: tuple[str, ...],
                      inputs: dict[str, str | None] | list[tuple[str, str | None]]) -> None:
     """Before any work: ``--out`` can be replaced as a whole by what
@@ -242,6 +389,7 @@ def check_out_folder(command: str, out_dir: str, own: tuple[str, ...],
     or empty folder, or one an earlier run of the command wrote)."""
     out = Path(out_dir)
     where = f"output folder {out_dir}: field '--out'"
+    recover_out_folder(command, out_dir)
     if out.exists() and not out.is_dir():
         raise BelugaError(f"{where}: is a file, not a folder")
     real = Path(out_dir).expanduser().resolve()
@@ -270,12 +418,23 @@ def check_out_folder(command: str, out_dir: str, own: tuple[str, ...],
                               "choose a new or empty folder, or one an earlier run wrote")
 
 
+def _put_back(old: Path | None, target: Path) -> None:
+    """The earlier folder renamed aside by a swap that did not finish, renamed back (if ``target`` is free)."""
+    if old is not None and old.exists() and not target.exists():
+        with contextlib.suppress(OSError):
+            os.rename(old, target)
+
+
 def write_out_folder(out_dir: str, writers: dict) -> None:
     """Write ``--out`` as a whole or not at all: every file (name ->
     ``writer(path)``) into a temporary sibling folder, then that folder
-    swapped in for ``out_dir`` (the earlier run's folder, if any, removed
-    after). A failure leaves the earlier folder as it was (or none) and no
-    file of this run; an error names the final file. Call
+    swapped in for ``out_dir``: the earlier run's folder, if any, renamed to
+    a hidden ``.<name>.*.old`` sibling, the new one renamed in, then the
+    earlier one removed. A failure (an exception, Ctrl-C included) leaves the
+    earlier folder as it was (or none) and no file of this run; an error
+    names the final file. A process killed between the two renames leaves
+    the earlier folder only in the hidden sibling: the next
+    :func:`check_out_folder` restores it (or reports it). Call
     :func:`check_out_folder` first."""
     out = Path(out_dir).expanduser()
     target = Path(os.path.realpath(out)) if out.is_symlink() else out.absolute()
@@ -316,11 +475,13 @@ def write_out_folder(out_dir: str, writers: dict) -> None:
                 old = None
             raise
     except OSError as e:
+        _put_back(old, target)
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(e, OutputError):
             raise
         raise output_error(out_dir, e, what="output folder", field="--out") from None
-    except BaseException:
+    except BaseException:   # e.g. Ctrl-C between the two renames: the earlier folder back where it was
+        _put_back(old, target)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     if old is not None:
