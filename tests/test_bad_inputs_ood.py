@@ -12,6 +12,13 @@ when the config and a file's header say enough.
 - with the hub offline (``HF_HUB_OFFLINE``), an ``hf:`` i.i.d. source, an OOD
   ``hub`` set or a hub model that is not in the local cache; a cached one is
   used (no network probe at DAG time).
+- ``ood-rank`` (issue 36): systems with different metric sets on one dataset
+  stop with one line naming the block and the systems (``--mixed-metrics``
+  allows it, and the output says so); ``--out`` never replaces the scores file
+  (the folder holding it, or an earlier run's ranking.csv read back as the
+  scores) and is written as a whole or not at all; GLUE-X's published shape
+  (one overall ID score per backbone) ranks (the hand computation is
+  tests/test_ood.py).
 """
 
 import json
@@ -25,7 +32,8 @@ import pytest
 import yaml
 from conftest import ENV, REPO, SNAKEMAKE, config_with, load_error, output
 
-from beluga.analyses import ood_eval
+from beluga.analyses import ood_eval, ood_report
+from beluga.cli import main
 from beluga.data import ood_sets
 from beluga.data.iid import load_splits
 from beluga.errors import BelugaError, ConfigError, DataError
@@ -349,3 +357,96 @@ def test_hub_model_check_follows_the_cache_and_the_fetched_marker(tmp_path, monk
     check_exc(excinfo, "field 'tasks.sent.model'", f"commit {'f' * 12}")
     monkeypatch.delenv("HF_HUB_OFFLINE")
     dag.check_sources(sent_task(model="org/other"), ["c.yaml"])   # online: fetched by the run, nothing probed
+
+
+# ---------------------------------------------------------------- ood-rank (issue 36)
+def scores_csv(path: Path, extra_f1: bool = False) -> Path:
+    """A long score table: A has the best accuracy everywhere; with ``extra_f1`` B also has a low F1 on ``d1``
+    (averaged in, it would rank B last although only its metric set differs)."""
+    rows = [{"system": s, "task": "t", "dataset": d, "domain": dom, "metric": "acc", "value": v}
+            for s, per in {"A": (90, 80, 70), "B": (85, 75, 65), "C": (80, 70, 60)}.items()
+            for d, dom, v in zip(("i", "d1", "d2"), ("id", "ood", "ood"), per)]
+    if extra_f1:
+        rows.append({"system": "B", "task": "t", "dataset": "d1", "domain": "ood", "metric": "f1", "value": 10})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def rank_error(capsys, *args: str) -> str:
+    capsys.readouterr()
+    assert main(["ood-rank", *args]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and not captured.out, captured
+    return lines[0]
+
+
+def test_ood_rank_mixed_metric_sets_stop_unless_allowed(tmp_path, capsys):
+    scores = scores_csv(tmp_path / "scores.csv", extra_f1=True)
+    line = rank_error(capsys, "--scores", str(scores), "--out", str(tmp_path / "out"))
+    assert f"scores file {scores}: field 'metric': block t/d1" in line
+    assert "'A', 'C' (acc)" in line and "'B' (acc, f1)" in line and "--mixed-metrics" in line
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(DataError) as excinfo:          # the pipeline's call stops the same way
+        ood_eval.rank_systems(pd.read_csv(scores), source="OOD scores of benchmark 't'")
+    check_exc(excinfo, "OOD scores of benchmark 't': field 'metric': block t/d1")
+    assert main(["ood-rank", "--scores", str(scores), "--out", str(tmp_path / "out"), "--mixed-metrics"]) == 0
+    assert "Mixed metric sets allowed (--mixed-metrics) on t/d1" in (tmp_path / "out" / "ranking.md").read_text()
+
+
+def test_ood_rank_never_writes_over_its_scores_file(tmp_path, capsys):
+    res = tmp_path / "res"
+    scores = scores_csv(res / "scores.csv")
+    before = scores.read_bytes()
+    line = rank_error(capsys, "--scores", str(scores), "--out", str(res))   # the folder holding the scores
+    assert f"output folder {res}: field '--out': holds the scores file {scores} that ood-rank reads" in line
+    assert scores.read_bytes() == before and sorted(p.name for p in res.iterdir()) == ["scores.csv"]
+    # an earlier run's ranking.csv named as the scores, the same folder as --out
+    out = tmp_path / "out"
+    assert main(["ood-rank", "--scores", str(scores), "--out", str(out)]) == 0
+    earlier = {p.name: p.read_bytes() for p in out.iterdir()}
+    line = rank_error(capsys, "--scores", str(out / "ranking.csv"), "--out", str(out))
+    assert "holds the scores file" in line
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == earlier
+    # the scores file named ranking.csv elsewhere, reached through a link in --out
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "ranking.csv").symlink_to(scores)
+    line = rank_error(capsys, "--scores", str(scores), "--out", str(other))
+    assert "holds the scores file" in line and scores.read_bytes() == before
+    # a folder holding files of others is never replaced
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    line = rank_error(capsys, "--scores", str(scores), "--out", str(mine))
+    assert "holds 1 file(s) ood-rank does not write (notes.txt)" in line
+    assert (mine / "notes.txt").read_text() == "keep"
+
+
+def test_ood_rank_writes_its_folder_as_a_whole_or_not_at_all(tmp_path, capsys, monkeypatch):
+    scores = scores_csv(tmp_path / "scores.csv")
+    out = tmp_path / "out"
+    assert main(["ood-rank", "--scores", str(scores), "--out", str(out)]) == 0
+    earlier = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert sorted(earlier) == sorted(ood_report.RANK_OUTPUTS)
+
+    def full(text, path):   # the last file fails: a full disk
+        raise OSError(28, "No space left on device", str(path))
+    monkeypatch.setattr(ood_report, "write_text", full)
+    line = rank_error(capsys, "--scores", str(scores), "--out", str(out))
+    assert f"output folder {out}: field '--out': cannot be written: No space left on device" in line
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == earlier       # the earlier run's files, intact
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]   # no temporary folder left
+
+
+def test_ood_rank_ranks_glue_x_published_shape(tmp_path, capsys):
+    """The regression of issue 36 (6): ID scores only at a coarser level (task ``glue``) than the OOD blocks."""
+    rows = [{"system": s, "task": "glue", "dataset": "id", "domain": "id", "metric": "score", "value": v}
+            for s, v in (("A", 90), ("B", 85))]
+    rows += [{"system": s, "task": t, "dataset": "ood", "domain": "ood", "metric": "score", "value": v}
+             for s, per in (("A", (80, 70)), ("B", (78, 72))) for t, v in zip(("sst2", "mnli"), per)]
+    pd.DataFrame(rows).to_csv(tmp_path / "glue_x.csv", index=False)
+    capsys.readouterr()
+    assert main(["ood-rank", "--scores", str(tmp_path / "glue_x.csv"), "--out", str(tmp_path / "out")]) == 0
+    assert "OOD over 2 tasks (sst2, mnli); ID over 1 dataset of task glue (id)" in capsys.readouterr().out

@@ -112,6 +112,55 @@ def test_decrease_ratio_reproduces_glue_x_published_figure():
     assert round(r.decrease_ratio, 2) == 16.33
 
 
+def glue_x_published(ids: dict, oods: dict) -> pd.DataFrame:
+    """A table in the shape of GLUE-X's published results (its Table 3): one OOD score per task and backbone,
+    and one overall ID average per backbone (task ``glue``, no per-task ID scores)."""
+    rows = [{"system": s, "task": "glue", "dataset": "id", "domain": "id", "metric": "score", "value": v}
+            for s, v in ids.items()]
+    rows += [{"system": s, "task": t, "dataset": "ood", "domain": "ood", "metric": "score", "value": v}
+             for s, per in oods.items() for t, v in per.items()]
+    return pd.DataFrame(rows)
+
+
+def test_glue_x_published_shape_ranks_ood_over_the_ood_tasks_only(tmp_path, capsys):
+    """Issue 36 (6): per-task OOD scores with one overall ID average per backbone (made-up numbers)."""
+    ids = {"A": 90.0, "B": 85.0, "C": 80.0}
+    oods = {"A": {"sst2": 80.0, "mnli": 70.0, "qqp": 60.0},
+            "B": {"sst2": 78.0, "mnli": 72.0, "qqp": 66.0},
+            "C": {"sst2": 82.0, "mnli": 65.0, "qqp": 63.0}}
+    long = glue_x_published(ids, oods)
+    r = rank_systems(long).set_index("system")
+    # by hand: ood_avg A (80 + 70 + 60) / 3 = 70, B (78 + 72 + 66) / 3 = 72, C (82 + 65 + 63) / 3 = 70;
+    # id_avg is the one ID score; decrease ratio A 100 × (90 − 70) / 90 = 22.22, B 100 × 13 / 85 = 15.29,
+    # C 100 × 10 / 80 = 12.5 -> rank_decrease_ratio A 3, B 2, C 1
+    assert list(r["id_avg"]) == [90.0, 85.0, 80.0] and list(r["ood_avg"]) == [70.0, 72.0, 70.0]
+    assert r.loc["A", "decrease_ratio"] == pytest.approx(100 * 20 / 90)
+    assert r.loc["B", "decrease_ratio"] == pytest.approx(100 * 13 / 85)
+    assert r.loc["C", "decrease_ratio"] == pytest.approx(12.5)
+    assert list(r["rank_decrease_ratio"]) == [3.0, 2.0, 1.0]
+    # Friedman OOD over the three OOD tasks only (not "glue"): sst2 C 82 > A 80 > B 78 -> A 2, B 3, C 1;
+    # mnli B 72 > A 70 > C 65 -> A 2, B 1, C 3; qqp B 66 > C 63 > A 60 -> A 3, B 1, C 2;
+    # means A (2 + 2 + 3) / 3 = 7/3, B (3 + 1 + 1) / 3 = 5/3, C (1 + 3 + 2) / 3 = 2
+    assert r.loc["A", "friedman_rank_ood"] == pytest.approx(7 / 3)
+    assert r.loc["B", "friedman_rank_ood"] == pytest.approx(5 / 3)
+    assert r.loc["C", "friedman_rank_ood"] == 2.0
+    # Friedman ID over the one ID block (glue's overall average): A 90 > B 85 > C 80
+    assert list(r["friedman_rank_id"]) == [1.0, 2.0, 3.0]
+    assert r.attrs["blocks"] == {"ood": {"level": "task", "task": None, "names": ["sst2", "mnli", "qqp"]},
+                                 "id": {"level": "dataset", "task": "glue", "names": ["id"]}}
+    # the command ranks it and says which blocks it ranked over
+    long.to_csv(tmp_path / "glue_x.tsv", sep="\t", index=False)
+    capsys.readouterr()
+    assert main(["ood-rank", "--scores", str(tmp_path / "glue_x.tsv"), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    line = ("Blocks (the Friedman ranks and the averages): OOD over 3 tasks (sst2, mnli, qqp); ID over 1 dataset "
+            "of task glue (id).")
+    assert line in printed and line in (tmp_path / "out" / "ranking.md").read_text()
+    out = pd.read_csv(tmp_path / "out" / "ranking.csv").set_index("system")
+    assert out.loc["B", "friedman_rank_ood"] == pytest.approx(5 / 3)
+    assert out.loc["A", "decrease_ratio"] == pytest.approx(100 * 20 / 90)
+
+
 def test_ranking_one_task_with_ties_and_metric_means():
     rows = long_table({
         "A": {"id": ("id", 90), "d1": ("ood", 80), "d2": ("ood", 60)},
@@ -120,7 +169,9 @@ def test_ranking_one_task_with_ties_and_metric_means():
     })
     # a second metric on d2 for A: the dataset's score is the mean of its metrics (60 and 80 -> 70)
     rows.append({"system": "A", "task": "t", "dataset": "d2", "domain": "ood", "metric": "f1", "value": 80})
-    r = rank_systems(pd.DataFrame(rows)).set_index("system")
+    with pytest.raises(DataError, match="block t/d2: the systems have different metric sets"):
+        rank_systems(pd.DataFrame(rows))    # A would be scored on acc and f1, B and C on acc alone
+    r = rank_systems(pd.DataFrame(rows), mixed_metrics=True).set_index("system")
     # OOD: A (80 + 70) / 2 = 75, B 75, C 60
     assert r.loc["A", "ood_avg"] == 75 and r.loc["B", "ood_avg"] == 75 and r.loc["C", "ood_avg"] == 60
     np.testing.assert_allclose(r["decrease_ratio"], [100 * 15 / 90, 100 * 5 / 80, 100 * 10 / 70])

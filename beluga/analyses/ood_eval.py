@@ -14,7 +14,12 @@ long table ``system, task, dataset, domain (id | ood), metric, value``:
 - Friedman rank: each system's rank (1 = best, ties share the average rank,
   unrounded scores) within each block, averaged over the blocks — the blocks
   are the tasks when several are given (the system's per-task score), the
-  datasets when there is a single task.
+  datasets when there is a single task -- per domain: the tasks with ID
+  (OOD) rows for the ID (OOD) rank, so GLUE-X's published shape, one overall
+  ID score per backbone beside per-task OOD scores, ranks OOD over the OOD
+  tasks only (:func:`blocks_line` names them);
+- every system has the same metrics on a dataset (else one line, unless
+  ``mixed_metrics``).
 
 GLUE-X's ID–OOD correlation (its Figure 1 and Figure 6): Pearson r and
 Spearman ρ between the systems' ID and OOD averages, with the least-squares
@@ -161,9 +166,63 @@ def _ranks(scores: pd.DataFrame, source: str, what: str) -> pd.Series:
     return scores.rank(axis=0, ascending=False, method="average").mean(axis=1)
 
 
-def rank_systems(long: pd.DataFrame, source: str = "scores") -> pd.DataFrame:
-    """The GLUE-X summary of a long score table (module docstring), one row per system."""
+def mixed_metric_blocks(long: pd.DataFrame) -> list[tuple[str, str, dict[tuple[str, ...], list[str]]]]:
+    """The datasets whose systems do not all have the same metrics, as
+    (task, dataset, {metric set: its systems}): a dataset's score is the mean
+    of a system's metrics on it, so there each system would be scored on
+    other metrics (an extra low F1 ranks a system last)."""
+    sets = long.groupby(["task", "dataset", "system"], sort=False)["metric"].agg(lambda m: tuple(sorted(m)))
+    out = []
+    for (task, dataset), per in sets.groupby(level=[0, 1], sort=False):
+        if per.nunique() > 1:
+            by_set: dict[tuple[str, ...], list[str]] = {}
+            for (_, _, system), metrics in per.items():
+                by_set.setdefault(metrics, []).append(system)
+            out.append((task, dataset, by_set))
+    return out
+
+
+def _mixed_metrics_error(source: str, task: str, dataset: str, by_set: dict) -> DataError:
+    def one(metrics, systems):
+        shown = ", ".join(repr(s) for s in systems[:3]) + (f" and {len(systems) - 3} more" if len(systems) > 3 else "")
+        return f"{shown} ({', '.join(metrics)})"
+    groups = "; ".join(one(m, s) for m, s in by_set.items())
+    return DataError(f"{source}: field 'metric': block {task}/{dataset}: the systems have different metric sets "
+                     f"({groups}); a dataset's score is the mean of a system's metrics, so they would be scored on "
+                     "different metrics: give every system the same metrics, or allow it explicitly "
+                     "(ood-rank --mixed-metrics)")
+
+
+def _blocks(per_ds: pd.DataFrame, per_task: pd.DataFrame, dom: str, systems: list[str]) -> tuple[pd.DataFrame, dict]:
+    """The Friedman blocks of one domain: the tasks that have ``dom`` rows when
+    there are several, else that one task's ``dom`` datasets -- so ID scores
+    given at a coarser level than the OOD blocks (GLUE-X's published shape:
+    per-task OOD scores, one overall ID average per backbone under a task of
+    its own) rank ID over the ID blocks and OOD over the OOD blocks only."""
+    present = list(dict.fromkeys(per_ds.loc[per_ds["domain"] == dom, "task"]))
+    if len(present) > 1:
+        blocks = per_task[dom].unstack("task").reindex(index=systems, columns=present)
+        return blocks, {"level": "task", "task": None, "names": present}
+    sub = per_ds[(per_ds["domain"] == dom) & (per_ds["task"] == present[0])]
+    blocks = sub.pivot(index="system", columns="dataset", values="value").reindex(systems)
+    names = list(dict.fromkeys(sub["dataset"]))
+    return blocks[names], {"level": "dataset", "task": present[0], "names": names}
+
+
+def rank_systems(long: pd.DataFrame, source: str = "scores", mixed_metrics: bool = False) -> pd.DataFrame:
+    """The GLUE-X summary of a long score table (module docstring), one row per system.
+
+    A task may hold only ID or only OOD rows (GLUE-X's published shape: OOD
+    scores per task, one overall ID score per backbone): each domain is ranked
+    over its own blocks (:func:`_blocks`), which the result's
+    ``attrs["blocks"]`` names (``{"ood" | "id": {"level", "task", "names"}}``;
+    :func:`blocks_line`). Systems with different metric sets on one dataset
+    stop with one line unless ``mixed_metrics`` (then ``attrs["mixed_metrics"]``
+    names those datasets)."""
     long = check_long(long, source)
+    mixed = mixed_metric_blocks(long)
+    if mixed and not mixed_metrics:
+        raise _mixed_metrics_error(source, *mixed[0])
     per_ds = long.groupby(["system", "task", "dataset", "domain"], sort=False)["value"].mean().reset_index()
     clash = per_ds.groupby(["task", "dataset"])["domain"].nunique()
     if (clash > 1).any():
@@ -174,7 +233,6 @@ def rank_systems(long: pd.DataFrame, source: str = "scores") -> pd.DataFrame:
         if dom not in per_task.columns:
             raise DataError(f"{source}: field 'domain': no {dom!r} rows")
     systems = list(dict.fromkeys(long["system"]))
-    tasks = list(dict.fromkeys(long["task"]))
     avg = per_task.groupby("system").mean().reindex(systems)
     if avg.isna().any().any():
         s = avg.index[avg.isna().any(axis=1)][0]
@@ -185,14 +243,34 @@ def rank_systems(long: pd.DataFrame, source: str = "scores") -> pd.DataFrame:
                         "score of 0 (no decrease ratio)")
     out["decrease_ratio"] = 100.0 * (out["id_avg"] - out["ood_avg"]) / out["id_avg"]
     out["rank_decrease_ratio"] = out["decrease_ratio"].rank(ascending=True, method="average").to_numpy()
+    used = {}
     for dom in ("ood", "id"):
-        if len(tasks) > 1:
-            blocks = per_task[dom].unstack("task").reindex(index=systems, columns=tasks)
-        else:
-            sub = per_ds[per_ds["domain"] == dom]
-            blocks = sub.pivot(index="system", columns="dataset", values="value").reindex(systems)
+        blocks, used[dom] = _blocks(per_ds, per_task, dom, systems)
         out[f"friedman_rank_{dom}"] = _ranks(blocks, source, dom).reindex(systems).to_numpy()
-    return out[list(RANKING_COLUMNS)]
+    out = out[list(RANKING_COLUMNS)]
+    out.attrs["blocks"] = used
+    out.attrs["mixed_metrics"] = [f"{t}/{d}" for t, d, _ in mixed]
+    return out
+
+
+def blocks_line(ranking: pd.DataFrame) -> str:
+    """One sentence naming the blocks each Friedman rank (and average) was taken over; ``""`` without them."""
+    used = ranking.attrs.get("blocks")
+    if not used:
+        return ""
+
+    def what(b: dict) -> str:
+        n = len(b["names"])
+        names = ", ".join(b["names"][:12]) + (f", ... ({n} in all)" if n > 12 else "")
+        if b["level"] == "task":
+            return f"{n} task{'s' if n > 1 else ''} ({names})"
+        return f"{n} dataset{'s' if n > 1 else ''} of task {b['task']} ({names})"
+    line = f"Blocks (the Friedman ranks and the averages): OOD over {what(used['ood'])}; ID over {what(used['id'])}."
+    mixed = ranking.attrs.get("mixed_metrics")
+    if mixed:
+        line += (f" Mixed metric sets allowed (--mixed-metrics) on {', '.join(mixed)}: there a system's score is the "
+                 "mean of its own metrics.")
+    return line
 
 
 def id_ood_correlation(ranking: pd.DataFrame, min_systems: int = MIN_CORRELATION_SYSTEMS) -> dict:

@@ -10,21 +10,20 @@ code, as its scores alone.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
 from beluga.analyses.ood_eval import (
     ALL_TYPES,
     RANKING_COLUMNS,
+    blocks_line,
     correlation_frame,
     id_ood_correlation,
     rank_systems,
     read_long,
 )
 from beluga.analyses.ood_scores import OOD_METRIC
-from beluga.io import atomic_path, write_csv, write_text
+from beluga.io import atomic_path, check_out_folder, write_csv, write_out_folder, write_text
 from beluga.report.tables import DOWN, UP, latex_escape
 from beluga.seeds import N_SEEDS_COLUMN, plus_minus, seeds_note
 
@@ -51,6 +50,9 @@ def ranking_markdown(ranking: pd.DataFrame, title: str = "OOD ranking (GLUE-X)",
     lines += ["", "id_avg / ood_avg: mean over tasks of the mean over datasets of the mean over metrics; "
               "decrease_ratio = 100 × (id_avg − ood_avg) / id_avg (rank 1 = smallest drop); Friedman ranks: mean "
               "rank over tasks (over datasets for a single task), 1 = best, ties share the average rank."]
+    blocks = blocks_line(ranking)
+    if blocks:
+        lines += ["", blocks]
     if corr is not None:
         lines += ["", correlation_line(corr)]
     return "\n".join(lines) + "\n"
@@ -72,20 +74,28 @@ def long_seeds_note(long: pd.DataFrame) -> str:
             "value_min, value_max in the scores).")
 
 
-def ood_rank_command(scores: str, out: str) -> str:
+#: what ``ood-rank`` writes in its ``--out`` folder (written as a whole, :func:`beluga.io.write_out_folder`)
+RANK_OUTPUTS = ("ranking.csv", "correlation.csv", "ranking.md")
+
+
+def ood_rank_command(scores: str, out: str, mixed_metrics: bool = False) -> str:
     """``python -m beluga ood-rank``: ranking.csv, correlation.csv (the ID–OOD
-    correlation over the systems) and ranking.md in ``out``."""
+    correlation over the systems) and ranking.md in ``out``, written as a
+    whole or not at all; ``out`` is checked first: never the scores file's
+    folder nor one holding files ood-rank does not write
+    (:func:`beluga.io.check_out_folder`). ``mixed_metrics``: rank systems with
+    different metric sets on a dataset (else one line stops it)."""
+    check_out_folder("ood-rank", out, RANK_OUTPUTS, {"scores file": scores})
     long = read_long(scores)
-    ranking = rank_systems(long, source=f"scores file {scores}")
+    ranking = rank_systems(long, source=f"scores file {scores}", mixed_metrics=mixed_metrics)
     corr = id_ood_correlation(ranking)
-    Path(out).mkdir(parents=True, exist_ok=True)
-    write_csv(ranking, str(Path(out) / "ranking.csv"))
-    write_csv(correlation_frame({"all": corr}), str(Path(out) / "correlation.csv"))
     md = ranking_markdown(ranking, corr=corr)
     note = long_seeds_note(long)
     if note:
         md += "\n" + note + "\n"
-    write_text(md, str(Path(out) / "ranking.md"))
+    write_out_folder(out, {"ranking.csv": lambda p: write_csv(ranking, p),
+                           "correlation.csv": lambda p: write_csv(correlation_frame({"all": corr}), p),
+                           "ranking.md": lambda p: write_text(md, p)})
     return md
 
 

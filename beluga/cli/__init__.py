@@ -12,10 +12,10 @@
   fetched data folder;
 - ``ood-rank`` (beluga/analyses/ood_eval.py): GLUE-X's ranking of systems from a long score table.
 
-The options: :mod:`beluga.cli.parser` (``python -m beluga COMMAND --help``). ``score`` and ``test`` write
-their ``--out`` folder as a whole or not at all (:func:`beluga.io.write_out_folder`): a folder of their own,
-never one holding other files or their inputs (:func:`beluga.io.check_out_folder`). Errors: one line
-``error: ...`` on stderr and exit status 2.
+The options: :mod:`beluga.cli.parser` (``python -m beluga COMMAND --help``). ``score``, ``test`` and
+``ood-rank`` write their ``--out`` folder as a whole or not at all (:func:`beluga.io.write_out_folder`): a
+folder of their own, never one holding other files or their inputs (:func:`beluga.io.check_out_folder`).
+Errors: one line ``error: ...`` on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "ood-rank":
             from beluga.analyses.ood_report import ood_rank_command
 
-            print(ood_rank_command(args.scores, args.out), end="")
+            print(ood_rank_command(args.scores, args.out, args.mixed_metrics), end="")
     except BelugaError as e:
         print("error: " + " ".join(str(e).splitlines()), file=sys.stderr)
         return EXIT_ERROR

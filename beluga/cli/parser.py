@@ -180,5 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
                                         "(beluga/analyses/ood_eval.py); name one system per backbone to rank "
                                         "backbones as GLUE-X does.")
     p_rank.add_argument("--scores", required=True, help="the long score table")
-    p_rank.add_argument("--out", required=True, help="output directory")
+    p_rank.add_argument("--out", required=True,
+                        help="output folder, written as a whole: a new or empty one, or one ood-rank wrote before "
+                             "(never the scores file's folder)")
+    p_rank.add_argument("--mixed-metrics", action="store_true",
+                        help="rank systems whose metric sets differ on a dataset (each scored on the mean of its own "
+                             "metrics); without it such a table stops with one line naming the dataset and systems")
     return p
