@@ -28,7 +28,6 @@ modes and how many updates an epoch has.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 
@@ -36,6 +35,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from beluga.bounds import json_loads
 from beluga.errors import DataError
 from beluga.losses import DIR_FN_INDEX, dir_function_for
 from beluga.qa import locate_answer
@@ -149,7 +149,7 @@ def _case_items(ttype: TaskType, r, dir_train_slice: bool, qa_answer_match: str 
     ``DIR_LABEL`` item of the inputs its expectation checks, with one target
     each; ``anchor`` when the original is among them (the reference code's
     "(q, paraphrase(q))" and "Testing implications": ``all`` / triplet)."""
-    params = json.loads(r.expect_params) if r.expect_params else {}
+    params = json_loads(r.expect_params) if r.expect_params else {}
     inputs = list(r.inputs)
     inputs_b = list(r.inputs_b) if r.inputs_b is not None else None
     if ttype.head == "qa":

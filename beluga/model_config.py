@@ -19,9 +19,9 @@ existed) is not refused for that; its head is checked when it is loaded
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from beluga.bounds import json_loads
 from beluga.errors import ModelError
 
 #: the tiny randomly initialised plumbing model (beluga/modeling.py builds it)
@@ -44,7 +44,7 @@ def read_model_config(model_path: str | Path) -> dict:
     """The parsed ``config.json`` of a model folder, or one line naming it."""
     path = Path(model_path) / "config.json"
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        config = json_loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ModelError(f"model {model_path}: field 'model': folder has no config.json") from None
     except (OSError, UnicodeDecodeError, ValueError) as e:

@@ -18,12 +18,12 @@ the predicted answer strings (``preds``) and ``probs`` is None.
 from __future__ import annotations
 
 import functools
-import json
 import re
 
 import numpy as np
 import pandas as pd
 
+from beluga.bounds import json_loads
 from beluga.errors import BelugaError, DataError
 from beluga.health import check_probabilities
 from beluga.tasks import TaskType
@@ -263,7 +263,7 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
         raw = r.expect_params or ""
         params = param_cache.get(raw)
         if params is None:
-            params = json.loads(raw) if raw else {}
+            params = json_loads(raw) if raw else {}
             param_cache[raw] = params
         if r.expect in NEEDS_PROBS and r.expect not in checked:
             if qa:
@@ -274,7 +274,7 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
                                   f"three-class (negative, neutral, positive) probabilities; task type {ttype.name!r} "
                                   f"gives {n_classes}")
             checked.add(r.expect)
-        meta = json.loads(r.meta) if (r.expect == "same_answer" and isinstance(r.meta, str)) else None
+        meta = json_loads(r.meta) if (r.expect == "same_answer" and isinstance(r.meta, str)) else None
         statuses.append(case_status(r.expect, params, r.agg_fn, pred_all[s:e],
                                     None if qa else probs_all[s:e], _as_list(r.labels), _as_list(r.answers), meta))
     return pd.DataFrame({"case_id": case_ids, "functionality": suite["functionality"].tolist(), "status": statuses})

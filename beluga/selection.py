@@ -32,10 +32,9 @@ Light at import (numpy); the heavy helpers are imported where used.
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
+from beluga.bounds import json_loads
 from beluga.errors import BelugaError, ConfigError
 from beluga.metrics import positive_f1
 from beluga.tasks import TaskType, binary_to_three_class
@@ -90,7 +89,7 @@ def reference_plan(ttype: TaskType, cases, answer_match: str = "token",
 
     plan: dict[str, list[tuple]] = {"mft": [], "inv": [], "dir": []}
     for r in cases.itertuples(index=False):
-        params = json.loads(r.expect_params) if r.expect_params else {}
+        params = json_loads(r.expect_params) if r.expect_params else {}
         n = len(r.inputs)
         where = f"objective 'reference': T_val case {r.case_id!r}"
         if ttype.head == "qa":

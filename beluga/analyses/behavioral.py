@@ -8,12 +8,13 @@ model's predictions: beluga/analyses/predictions.py.
 
 from __future__ import annotations
 
-import json
 import re
 from html import escape as e
 
 import numpy as np
 import pandas as pd
+
+from beluga.bounds import json_loads
 
 # ---------------------------------------------------------------- the failure summary
 
@@ -38,7 +39,7 @@ def _around(text: str, at: int, n: int) -> str:
 
 
 def expectation_text(expect: str, params: str | None) -> str:
-    p = json.loads(params) if params else {}
+    p = json_loads(params) if params else {}
     p = {k: v for k, v in p.items() if k != "train"}
     return expect + (" " + ", ".join(f"{k}={v}" for k, v in p.items()) if p else "")
 

@@ -51,6 +51,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from beluga.analyses.behavioral import one_line
+from beluga.bounds import json_loads
 from beluga.errors import DataError
 from beluga.health import SUM_TOLERANCE, bad_probability_rows
 
@@ -179,7 +180,7 @@ def _looks_keyed(text: str) -> str | None:
     first = text.lstrip().split("\n", 1)[0].strip()
     if first.startswith("{"):
         try:
-            if "case_id" in json.loads(first):
+            if "case_id" in json_loads(first):
                 return "jsonl"
         except (json.JSONDecodeError, TypeError):
             return None
@@ -231,7 +232,7 @@ def _probs_value(value, path: str, line: int, field: str) -> list[float]:
         if not s.startswith("["):
             return _numbers(s, path, line, field)
         try:
-            value = json.loads(s)
+            value = json_loads(s)
         except json.JSONDecodeError as e:
             raise DataError(f"{_where(path, line)}: field '{field}': {_clip(s)} is not a JSON list of numbers "
                             f"({e.msg} at character {e.pos + 1})") from None
@@ -361,7 +362,7 @@ def _keyed_records(path: str, text: str, fmt: str) -> tuple[list[str], list[tupl
             if not t.strip():
                 continue
             try:
-                d = json.loads(t)
+                d = json_loads(t)
             except json.JSONDecodeError as e:
                 _utf8(t, path, i, "json")
                 hint = _looks_keyed(text)

@@ -26,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from beluga.analyses.predictions import LINE_FORMATS, export_rows, infer_format, read_predictions, write_export
+from beluga.bounds import json_loads
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, same_file, write_out_folder
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
@@ -89,7 +90,7 @@ def checklist_export_command(suite_path: str, out: str) -> str:
                 for i, line in enumerate(f, 1):
                     if line.strip():
                         try:
-                            yield json.loads(line)
+                            yield json_loads(line)
                         except json.JSONDecodeError as e:
                             raise BelugaError(f"CheckList suite {suite_path}: line {i}: field 'json': not valid "
                                               f"JSON ({e})") from None

@@ -22,13 +22,13 @@ Light: no torch; huggingface_hub only inside the functions that need it.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from beluga.bounds import json_loads
 from beluga.errors import ConfigError, DataError, ModelError
 
 #: CheckList's repository commit the release suites are pinned to
@@ -226,7 +226,7 @@ def read_lock(data_dir: str) -> dict:
     if not path.exists():
         return {"files": {}, "models": {}}
     try:
-        lock = json.loads(path.read_text())
+        lock = json_loads(path.read_text())
         if not isinstance(lock, dict) or not isinstance(lock.get("files", {}), dict):
             raise ValueError("not an object with 'files'")
     except (OSError, ValueError) as e:
@@ -416,7 +416,7 @@ def download_model(name: str, revision: str, out_marker: str) -> dict:
 
 def read_marker(path: str | os.PathLike) -> dict:
     try:
-        marker = json.loads(Path(path).read_text())
+        marker = json_loads(Path(path).read_text())
         if not isinstance(marker, dict) or not isinstance(marker.get("commit"), str):
             raise ValueError("no 'commit'")
     except (OSError, ValueError) as e:

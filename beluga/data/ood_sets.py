@@ -49,13 +49,13 @@ from __future__ import annotations
 import csv
 import gzip
 import importlib.util
-import json
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from beluga.bounds import json_loads
 from beluga.data.tables import checked_labels, input_columns, load_hub_dataset
 from beluga.errors import ConfigError, DataError
 
@@ -178,7 +178,7 @@ def table_header(path: Path) -> tuple[list[str], str] | None:
                 if not line.strip():
                     continue
                 if _is_json(name):
-                    record = json.loads(line)
+                    record = json_loads(line)
                     return ([str(k) for k in record], f"line {n}") if isinstance(record, dict) else None
                 if _is_tsv(name):
                     return line.rstrip("\r\n").split("\t"), ""
@@ -220,7 +220,7 @@ def _answers(v, path, i) -> list[str]:
         s = v.strip()
         if s.startswith("["):
             try:
-                v = json.loads(s)
+                v = json_loads(s)
             except ValueError:
                 raise DataError(f"ood file {path}: row {i}: field 'answers': not a JSON list") from None
         else:

@@ -41,6 +41,7 @@ from collections import Counter
 import numpy as np
 import pandas as pd
 
+from beluga.bounds import json_loads
 from beluga.errors import DataError
 from beluga.health import check_probabilities
 from beluga.metrics import CONFIG_LABELS
@@ -170,7 +171,7 @@ def _gold_labels(cid, ttype, n, labels, expect, raw, agg) -> list[int | None]:
     if expect not in _GOLD_EXPECTATIONS:
         return [None] * n
     try:
-        params = json.loads(raw) if isinstance(raw, str) and raw else {}
+        params = json_loads(raw) if isinstance(raw, str) and raw else {}
     except json.JSONDecodeError:
         raise DataError(f"suite case {cid!r}: field 'expect_params': not a JSON object") from None
     val = _as_int(params.get("val")) if isinstance(params, dict) else None

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from beluga.bounds import yaml_load
 from beluga.errors import ConfigError
 from beluga.suites import perturb as perturbations
 from beluga.suites import spec as suite_spec
@@ -110,7 +111,7 @@ def parse_values(items: list[str] | None, where: str) -> dict:
         if not sep or not key.strip():
             raise ConfigError(f"{where}: {item!r} is not KEY=VALUE")
         try:
-            out[key.strip()] = yaml.safe_load(value)
+            out[key.strip()] = yaml_load(value)
         except yaml.YAMLError:
             out[key.strip()] = value
     return out

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from beluga.bounds import json_loads
 from beluga.errors import ConfigError, SuiteError
 from beluga.folds import stable_int
 from beluga.suites.format import TEST_TYPES, validate_suite
@@ -100,7 +101,7 @@ def with_fold_types(functionalities: pd.DataFrame, cases: pd.DataFrame, type_fol
     if all(isinstance(p, str) or p is None for p in cases["expect_params"]):
         pairs = dict.fromkeys(pairs)   # the JSON texts of a functionality's cases: parsed once each
     for func, params in pairs:
-        parsed = (json.loads(params) if params else {}) if not isinstance(params, dict) else params
+        parsed = (json_loads(params) if params else {}) if not isinstance(params, dict) else params
         train = parsed.get("train") or {}
         hint = train.get("as") if isinstance(train, dict) else None
         if hint is not None and hint not in TEST_TYPES:
@@ -172,7 +173,7 @@ def cap_inputs(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
                 df.at[i, col] = [list(v)[j] for j in keep]
         meta = df.at[i, "meta"]
         if isinstance(meta, str):
-            parsed = json.loads(meta)
+            parsed = json_loads(meta)
             if isinstance(parsed, list) and len(parsed) == k:
                 df.at[i, "meta"] = json.dumps([parsed[j] for j in keep])
     return df

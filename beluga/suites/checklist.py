@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from beluga.bounds import json_loads
 from beluga.errors import SuiteError
 from beluga.suites.format import AGG_FNS, COLUMNS, TEST_TYPES, load_suite, validate_suite
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records
@@ -126,7 +127,7 @@ def is_checklist_export(path: str | os.PathLike) -> bool:
         with open_text(Path(path)) as f:
             for line in f:
                 if line.strip():
-                    d = json.loads(line)
+                    d = json_loads(line)
                     return isinstance(d, dict) and isinstance(d.get("expect"), dict) and "test_type" in d
     except (OSError, UnicodeDecodeError, EOFError, json.JSONDecodeError):
         return False
@@ -139,7 +140,7 @@ def _jsonl_records(f) -> Iterator[tuple[str, dict]]:
         if not line.strip():
             continue
         try:
-            d = json.loads(line)
+            d = json_loads(line)
         except json.JSONDecodeError as e:
             raise _LineError("json", f"not valid JSON ({e})", where=f"line {i}") from None
         if not isinstance(d, dict):

@@ -38,6 +38,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from beluga.bounds import json_loads
 from beluga.errors import SuiteError
 from beluga.io import write_parquet
 
@@ -234,7 +235,7 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
         params = param_cache.get(raw) if isinstance(raw, str) else None
         if params is None:
             try:
-                params = json.loads(raw) if raw else {}
+                params = json_loads(raw) if raw else {}
             except (TypeError, json.JSONDecodeError) as e:
                 raise _fail(path, i, cid, "expect_params", f"not a JSON object: {e}") from None
             if not isinstance(params, dict):
@@ -288,7 +289,7 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
         meta = None
         if r.meta is not None:
             try:
-                meta = json.loads(r.meta)
+                meta = json_loads(r.meta)
             except (TypeError, json.JSONDecodeError) as e:
                 raise _fail(path, i, cid, "meta", f"not valid JSON: {e}") from None
         if r.expect == "same_answer":
@@ -323,7 +324,7 @@ def _declared(metadata: dict | None, path) -> list[dict] | None:
     if raw is None:
         return None
     try:
-        declared = json.loads(raw)
+        declared = json_loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
         raise SuiteError(f"suite file {path}: field 'metadata.{FUNCTIONALITIES_KEY}': not valid JSON ({e})") from None
     if not isinstance(declared, list) or not all(isinstance(d, dict) for d in declared):

@@ -421,9 +421,15 @@ class Perturbation:
     types: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
 
-# parameter types: "int>=K", "bool", "choice:a|b", "words" (a list of strings or a lexicon
+#: the ranges of the integer parameters (docs/SUITE_FORMAT.md, Limits): variants per case (``n``, and a spec's
+#: ``max_perturbations``), a URL's length, a handle's digits -- a value outside is one line naming the field
+MAX_VARIANTS = 100
+MAX_URL_LENGTH = 200
+MAX_DIGITS = 18
+
+# parameter types: "int>=K" / "int:K..M", "bool", "choice:a|b", "words" (a list of strings or a lexicon
 # name), "pairs" (a list of two-word lists or a lexicon name), "groups" (lists of 2+ words)
-_N = ("n", 3, "int>=1")
+_N = ("n", 3, f"int:1..{MAX_VARIANTS}")
 _POSITION = "choice:start|end|random"
 
 
@@ -450,9 +456,10 @@ PERTURBATIONS: dict[str, Perturbation] = {p.name: p for p in (
            ("contracted", False, "bool")),
     _entry(remove_negation, "Remove a negation (\"isn't\" -> \"is\", \"doesn't like\" -> \"likes\", drop \"never\")."),
     _entry(add_url, "Add a random URL (https://t.co/...) at the end, the start or a random word boundary.",
-           _N, ("position", "end", _POSITION), ("length", 10, "int>=1")),
+           _N, ("position", "end", _POSITION), ("length", 10, f"int:1..{MAX_URL_LENGTH}")),
     _entry(add_handle, "Add a Twitter-style handle (@name42) at the start, the end or a random word boundary.",
-           _N, ("position", "start", _POSITION), ("names", "first_names", "words"), ("digits", 2, "int>=0")),
+           _N, ("position", "start", _POSITION), ("names", "first_names", "words"),
+           ("digits", 2, f"int:0..{MAX_DIGITS}")),
     _entry(synonyms, "Replace a word by its synonyms from a list of groups (first-letter case kept).",
            ("groups", "synonyms", "groups"), _N),
     _entry(antonyms, "Replace a word by its antonym(s) from a list of pairs (first-letter case kept).",
@@ -503,6 +510,11 @@ def _check_value(value, typ: str, lexicons):
         low = int(typ[5:])
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"must be an integer >= {low}, got {_short(value)}")
+        return value
+    if typ.startswith("int:"):
+        low, high = (int(x) for x in typ[4:].split(".."))
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise ValueError(f"must be an integer from {low} to {high}, got {_short(value)}")
         return value
     if typ == "bool":
         if not isinstance(value, bool):

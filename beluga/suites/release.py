@@ -63,6 +63,7 @@ import io
 import json
 import os
 import re
+import reprlib
 import tarfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -117,10 +118,15 @@ def _pickle_bytes(path: Path) -> tuple[bytes, str]:
             return f.read(), path.name
     try:
         with tarfile.open(path, "r:*") as tf:
-            members = tf.getmembers()
+            members = []
+            for member in tf:   # counted while read: stops at the second member (a tarball of millions of
+                members.append(member)   # empty members is refused in milliseconds, never listed in full)
+                if len(members) > 1:
+                    break
             if len(members) != 1:
+                found = "none" if not members else "more than one: " + ", ".join(repr(m.name) for m in members)
                 raise release_error(path, f"field 'tar': expected exactly one member (the suite's .pkl), found "
-                                          f"{len(members)}: {', '.join(repr(m.name) for m in members[:5])}")
+                                          f"{found}")
             m = members[0]
             pure = PurePosixPath(m.name)
             if m.name.startswith(("/", "\\")) or pure.is_absolute() or ".." in pure.parts or "\\" in m.name:
@@ -143,22 +149,88 @@ def _pickle_bytes(path: Path) -> tuple[bytes, str]:
 
 
 # ---------------------------------------------------------------- plain values
-def _plain(x):
-    """Stand-ins and numpy values -> JSON-ready Python values (tuples -> lists)."""
+#: the most values (strings, numbers, list and dict entries) the reader materialises from one release suite,
+#: a shared (memoised) list counted once per place it appears: a pickle whose memo shares one list 2^40 times is
+#: refused here instead of being expanded (docs/SUITE_FORMAT.md, Limits)
+MAX_RELEASE_VALUES = 20_000_000
+#: the deepest nesting of lists / dicts in one value of a release suite
+MAX_RELEASE_DEPTH = 100
+
+
+class _Budget:
+    """What is left of :data:`MAX_RELEASE_VALUES` for one suite."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, n: int = MAX_RELEASE_VALUES):
+        self.left = n
+
+
+def _expanded_size(x, limit: int) -> int:
+    """How many values :func:`_plain` would make of ``x`` (shared parts counted once per place, each distinct
+    container visited once), stopping above ``limit``; a container inside itself counts as over it."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    stack = [(x, False)]
+    while stack:
+        v, done = stack.pop()
+        kids = (list(v.values()) if isinstance(v, dict) else list(v.value if v.value is not None else [])
+                if isinstance(v, ArrayRecord) else list(v) if isinstance(v, (list, tuple)) else None)
+        if kids is None:
+            continue
+        if done:
+            active.discard(id(v))
+            sizes[id(v)] = 1 + sum(sizes.get(id(k), 1) for k in kids)
+            if sizes[id(v)] > limit:
+                return limit + 1
+            continue
+        if id(v) in active:
+            raise MalformedPickle("a list that contains itself")
+        if id(v) in sizes:
+            continue
+        active.add(id(v))
+        stack.append((v, True))
+        stack.extend((k, False) for k in kids if isinstance(k, (list, tuple, dict, ArrayRecord)))
+    return sizes.get(id(x), 1)
+
+
+def _plain(x, budget: _Budget | None = None, _depth: int = 0):
+    """Stand-ins and numpy values -> JSON-ready Python values (tuples -> lists); every value counts against
+    ``budget`` (a fresh one of :data:`MAX_RELEASE_VALUES` when None), nesting deeper than
+    :data:`MAX_RELEASE_DEPTH` (a list that contains itself) is refused: MalformedPickle, one line."""
+    if budget is None:
+        budget = _Budget()
+    if _depth == 0 and isinstance(x, (list, tuple, dict, ArrayRecord, np.ndarray)) \
+            and _expanded_size(x, budget.left) > budget.left:
+        raise MalformedPickle(f"more than {MAX_RELEASE_VALUES:,} values once shared references are expanded "
+                              "(the limit of the release reader)")
+    budget.left -= 1
+    if budget.left < 0:
+        raise MalformedPickle(f"more than {MAX_RELEASE_VALUES:,} values once shared references are expanded "
+                              "(the limit of the release reader)")
+    if _depth > MAX_RELEASE_DEPTH:
+        raise MalformedPickle(f"a value nested deeper than {MAX_RELEASE_DEPTH} levels (or a list that contains "
+                              "itself)")
     if isinstance(x, str):
         return str(x)
     if isinstance(x, (bool, int, float)) or x is None:
         return x
     if isinstance(x, np.generic):
-        return _plain(x.item())
+        return _plain(x.item(), budget, _depth)
+    d = _depth + 1
     if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
+        return [_plain(v, budget, d) for v in x]
     if isinstance(x, ArrayRecord):
-        return [_plain(v) for v in (x.value if x.value is not None else [])]
+        return [_plain(v, budget, d) for v in (x.value if x.value is not None else [])]
     if isinstance(x, np.ndarray):
-        return [_plain(v) for v in x]
+        if x.dtype != object:
+            budget.left -= x.size
+            if budget.left < 0:
+                raise MalformedPickle(f"more than {MAX_RELEASE_VALUES:,} values once shared references are "
+                                      "expanded (the limit of the release reader)")
+        return [_plain(v, budget, d) for v in x]
     if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
+        return {str(k): _plain(v, budget, d) for k, v in x.items()}
     raise MalformedPickle(f"a value of type {type(x).__name__} where data was expected")
 
 
@@ -217,9 +289,10 @@ def describe_expectation(expect) -> dict:
         agg = fn.cell("agg_fn")
         if not isinstance(agg, str):
             raise MalformedPickle("a slice aggregated with a custom function")
-        inner = describe_expectation(fn.cell("expect_fn"))
-        if inner["slice"] is not None:
+        inner_fn = _fn(fn.cell("expect_fn"), "the sliced expectation")
+        if _is(inner_fn, "wrap_slice"):   # (refused before recursing: a closure may refer to itself)
             raise MalformedPickle("a slice of a sliced expectation")
+        inner = describe_expectation(inner_fn)
         kind, slice_name = _describe_slice(_fn(fn.cell("slice_fn"), "the slice function"))
         inner["expression"] = f"Expect.{kind}({inner['expression']}, {slice_name}, agg_fn={agg!r})"
         inner["slice"] = {"kind": f"Expect.{kind}", "slice_fn": slice_name, "agg_fn": agg, "note": SLICE_NOTE}
@@ -302,8 +375,9 @@ class ReleaseSuite:
     raw: TestSuiteRecord
 
     def records(self) -> Iterator[dict]:
+        budget = _Budget()
         for t in self.tests:
-            yield from _test_records(self.suite, t, self.path)
+            yield from _test_records(self.suite, t, self.path, budget)
 
 
 def _suite_name(path: Path, member: str, given: str | None, tests: dict) -> str:
@@ -373,7 +447,7 @@ def _read_test(i: int, func: str, t, info) -> ReleaseTest:
                          "'all_except_first' (a custom aggregation function is not read)")
     info = info if isinstance(info, dict) else {}
     if info.get("type", t.test_type) != t.test_type:
-        raise MalformedPickle(f"suite info says {info.get('type')!r} for a {t.test_type}")
+        raise MalformedPickle(f"suite info says {reprlib.repr(info.get('type'))} for a {t.test_type}")
     data = st["data"]
     if not _is_many(data):
         raise MalformedPickle("data is not a list of test cases")
@@ -386,7 +460,8 @@ def _read_test(i: int, func: str, t, info) -> ReleaseTest:
                        expect=describe_expectation(st["expect"]), run_idxs=run_idxs)
 
 
-def _test_records(suite: str, t: ReleaseTest, path) -> Iterator[dict]:
+def _test_records(suite: str, t: ReleaseTest, path, budget: _Budget | None = None) -> Iterator[dict]:
+    budget = _Budget() if budget is None else budget
     n_cases = len(t.data)
     labels, meta = t.labels, t.meta
     if _is_many(labels):
@@ -401,22 +476,22 @@ def _test_records(suite: str, t: ReleaseTest, path) -> Iterator[dict]:
     e = t.expect
     try:
         for j, case in enumerate(t.data):
-            inputs = [_plain(x) for x in _items(case)] if _is_many(case) else [_plain(case)]
+            inputs = [_plain(x, budget) for x in _items(case)] if _is_many(case) else [_plain(case, budget)]
             n = len(inputs)
             if labels is None:
                 lab, labs, scope = None, None, None
             elif isinstance(labels, list):
                 lc = labels[j]
                 if _is_many(lc):
-                    labs, scope = [_plain(x) for x in _items(lc)], "case_per_input"
+                    labs, scope = [_plain(x, budget) for x in _items(lc)], "case_per_input"
                     lab = labs[0] if labs and all(x == labs[0] for x in labs) else None
                 else:
-                    lab = _plain(lc)
+                    lab = _plain(lc, budget)
                     labs, scope = [lab] * n, "case"
             else:
-                lab = _plain(labels)
+                lab = _plain(labels, budget)
                 labs, scope = [lab] * n, "test"
-            m = None if meta is None else _plain(meta[j] if isinstance(meta, list) else meta)
+            m = None if meta is None else _plain(meta[j] if isinstance(meta, list) else meta, budget)
             yield {"suite": suite, "case_id": f"{suite}-{t.index:02d}-{j:05d}", "test_index": t.index,
                    "case_index": j, "functionality": t.name, "capability": t.capability, "test_type": t.test_type,
                    "description": t.description, "inputs": inputs, "n_inputs": n, "label": lab, "labels": labs,

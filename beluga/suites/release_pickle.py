@@ -57,6 +57,7 @@ import io
 import pickle
 import pickletools
 import re
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -333,13 +334,13 @@ class DTypeRecord:
 
     def __init__(self, name=None, align=0, copy=1, *rest):
         if not isinstance(name, str) or not _DTYPE_NAME.fullmatch(name) or rest:
-            raise MalformedPickle(f"numpy dtype {name!r} is not a plain dtype the reader accepts")
+            raise MalformedPickle(f"numpy dtype {reprlib.repr(name)} is not a plain dtype the reader accepts")
         self.name, self.order = name, "|"
 
     def __setstate__(self, state):
         if not (isinstance(state, tuple) and len(state) == 8 and state[0] == 3 and state[1] in ("<", ">", "|", "=")
                 and state[2] is None and state[3] is None and state[4] is None):
-            raise MalformedPickle(f"numpy dtype {self.name} state {str(state)[:80]} (structured or unknown layout)")
+            raise MalformedPickle(f"numpy dtype {self.name} state {reprlib.repr(state)} (structured or unknown layout)")
         self.order = state[1]
 
     @property
@@ -508,7 +509,7 @@ class _ReleaseUnpickler(pickle.Unpickler):
         return target
 
     def persistent_load(self, pid):
-        raise _Refused(f"persistent id {str(pid)[:40]!r}")
+        raise _Refused(f"persistent id {reprlib.repr(pid)}")
 
 
 def release_error(path, msg: str, functionality: str | None = None) -> SuiteError:

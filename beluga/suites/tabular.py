@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from beluga.bounds import json_loads
 from beluga.errors import SuiteError
 from beluga.suites.format import COLUMNS, validate_suite
 
@@ -62,7 +63,7 @@ def _read_csv(path: Path) -> pd.DataFrame:
                 parsed.append(None)
                 continue
             try:
-                v = json.loads(cell)
+                v = json_loads(cell)
             except json.JSONDecodeError as e:
                 raise _fail(path, i, cids[i], col, f"not a JSON array: {e} (cell {cell[:60]!r})") from None
             if not isinstance(v, list):
@@ -84,7 +85,7 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
                 if not line.strip():
                     continue
                 try:
-                    d = json.loads(line)
+                    d = json_loads(line)
                 except json.JSONDecodeError as e:
                     raise SuiteError(f"suite file {path}: line {ln}: not valid JSON ({e})") from None
                 if not isinstance(d, dict):

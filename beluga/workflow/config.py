@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from beluga.bounds import MAX_CONFIG_VALUES, tree_problem
 from beluga.data.fetch import config_files, resolve_data_paths
 from beluga.errors import BelugaError, ConfigError, config_error_line
 from beluga.workflow import dag
@@ -41,6 +42,12 @@ def validate_config(config: dict, configfiles=()) -> dict:
     resolved under ``data_dir``. Returns ``config``."""
     from snakemake.utils import validate  # (snakemake: heavy; rules/common.smk has it loaded already)
 
+    problem = tree_problem(config, MAX_CONFIG_VALUES)
+    if problem:
+        files = [str(f) for f in configfiles]
+        where = f"config file{'s' if len(files) > 1 else ''} {', '.join(files)}" if files else "config"
+        raise ConfigError(f"{where}: field '(top level)': {problem} (the limit of a BELUGA config, "
+                          "docs/SUITE_FORMAT.md#limits)")
     dag.command_line_integers(config)
     try:
         validate(config, schema=str(CONFIG_SCHEMA))

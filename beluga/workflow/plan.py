@@ -30,6 +30,7 @@ import yaml
 
 from beluga.analyses import combinational as comb_analysis
 from beluga.analyses.inoculation import plan as inoc_analysis
+from beluga.bounds import yaml_load
 from beluga.errors import ConfigError
 from beluga.methods import get_algorithm
 from beluga.tasks import get_task_type
@@ -103,7 +104,7 @@ def config_path(configfile: str | None) -> Path:
 def _yaml(text: str, where: str):
     """YAML ``text``; a syntax error is one line (``where``, the problem and its line and column)."""
     try:
-        return yaml.safe_load(text)
+        return yaml_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""

@@ -16,6 +16,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from beluga.bounds import yaml_load
 from beluga.errors import ConfigError
 from beluga.suites import perturb as perturbations
 from beluga.suites import templates as tpl
@@ -105,7 +106,7 @@ def _read_yaml(path: str, what: str):
     except UnicodeDecodeError as e:
         raise ConfigError(f"{what} {path}: field '(file)': not UTF-8 text ({e.reason})") from None
     try:
-        return yaml.safe_load(text)
+        return yaml_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f"line {mark.line + 1}: " if mark is not None else ""

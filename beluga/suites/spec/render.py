@@ -414,6 +414,10 @@ def _why_none(func: dict) -> str:
             "changes nothing)")
 
 
+#: the upper bound of max_words (docs/SUITE_FORMAT.md, Limits; max_perturbations: perturb.MAX_VARIANTS)
+MAX_WORDS = 1_000
+
+
 def render_spec(spec: Spec, texts: dict | None = None, *, seed: int | None = None,
                 cases_per_functionality: int | None = None, max_perturbations: int | None = None,
                 max_words: int | None = None, functionalities=None, fill_up: bool = True) -> pd.DataFrame:
@@ -429,6 +433,9 @@ def render_spec(spec: Spec, texts: dict | None = None, *, seed: int | None = Non
                               ("max_words", max_w, tpl.MIN_WORDS)):
         if value < least:
             raise ConfigError(f"suite spec {spec.path}: field '{key}': {value} is below its minimum {least}")
+    for key, value, most in (("max_perturbations", max_p, perturbations.MAX_VARIANTS), ("max_words", max_w, MAX_WORDS)):
+        if value > most:
+            raise ConfigError(f"suite spec {spec.path}: field '{key}': {value} is above its maximum {most}")
     if functionalities is not None:
         unknown = [f for f in functionalities if f not in {x["name"] for x in spec.functionalities}]
         if unknown:
