@@ -386,6 +386,46 @@ def test_duplicate_case_ids(tmp_path):
     assert_no_output(tmp_path / "results", target)
 
 
+# ---------------------------------------------------------------- CheckList release suites (issue 36)
+@pytest.mark.parametrize("run_idxs,words", [
+    (["0", 1], "run_idxs[0]: '0' is not a case index"),
+    ([0, 5], "run_idxs[1]: 5 is outside the test's 2 cases"),
+    ([1, 1], "run_idxs[1]: case 1 is listed twice"),
+    (3, "run_idxs (int) is not a list of case indices"),
+])
+def test_release_suite_with_malformed_run_idxs_is_one_line(tmp_path, monkeypatch, run_idxs, words):
+    """A release pickle whose ``run_idxs`` are not distinct case indices of the test (before: a ValueError /
+    TypeError, or indices past the cases silently ignored): one line naming the file, the test and the item."""
+    import io
+    import pickle
+    import sys
+    import tarfile
+    import types
+
+    modules = {name: types.ModuleType(name) for name in ("checklist", "checklist.test_suite", "checklist.test_types")}
+    TestSuite, MFT = type("TestSuite", (), {}), type("MFT", (), {})
+    TestSuite.__module__ = "checklist.test_suite"
+    MFT.__module__ = "checklist.test_types"
+    modules["checklist.test_suite"].TestSuite, modules["checklist.test_types"].MFT = TestSuite, MFT
+    for name, mod in modules.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    test = MFT()
+    test.__dict__.update(data=["good", "fine"], labels=1, agg_fn="all", expect=None, run_idxs=run_idxs)
+    suite = TestSuite()
+    suite.tests = {"a test": test}
+    data = pickle.dumps(suite, protocol=3)
+    path = tmp_path / "sentiment_suite.tar.gz"
+    with tarfile.open(path, "w:gz") as tf:
+        info = tarfile.TarInfo("sentiment_suite.pkl")
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    from beluga.suites.release import load_release_suite
+
+    with pytest.raises(SuiteError) as excinfo:
+        load_release_suite(path)
+    check_exc(excinfo, str(path), "a test", words)
+
+
 # ---------------------------------------------------------------- i.i.d. data
 def test_missing_iid_file(tmp_path):
     """A local i.i.d. file that does not exist: the dry run stops, naming the file and the field (it is a
