@@ -73,3 +73,41 @@ def config_error_line(error, configfiles=()) -> str:
         msg = err.message
     field = _field_path(path) or "(top level)"
     return " ".join(f"{where}: field '{field}': {msg}".split())
+
+
+#: the longest exception message an unexpected-error line quotes (the log has all of it)
+UNEXPECTED_MESSAGE_CHARS = 300
+
+
+def unexpected_error_line(what: str, inputs, error: BaseException, log_path) -> str:
+    """The last-resort line for an exception the project did not anticipate (the command line's and the
+    job wrapper's): ``what`` (the command, or the rule and its wildcards), its input(s), the exception's
+    type and message (cut at :data:`UNEXPECTED_MESSAGE_CHARS`), and the log holding the traceback."""
+    items = [str(i) for i in (inputs or ()) if i not in (None, "")]
+    shown = ", ".join(items[:3]) + (f" (+{len(items) - 3} more)" if len(items) > 3 else "")
+    msg = " ".join(str(error).split())
+    if len(msg) > UNEXPECTED_MESSAGE_CHARS:
+        msg = msg[:UNEXPECTED_MESSAGE_CHARS] + "..."
+    return (f"{what}" + (f" on input {shown}" if shown else "") + f": unexpected {type(error).__name__}"
+            + (f": {msg}" if msg else "") + f" (a bug or an input the project does not check yet; "
+            f"traceback in {log_path})")
+
+
+def write_traceback(log_path=None, prefix: str = "beluga-") -> str:
+    """Append the traceback being handled to ``log_path`` (a new file in the temporary folder when None or
+    when it cannot be written); returns the file's path."""
+    import tempfile
+    import traceback
+
+    text = traceback.format_exc()
+    if log_path:
+        try:
+            with open(log_path, "a") as fh:
+                fh.write(text)
+            return str(log_path)
+        except OSError:
+            pass
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=".log")
+    with open(fd, "w") as fh:
+        fh.write(text)
+    return path

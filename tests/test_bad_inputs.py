@@ -386,6 +386,46 @@ def test_duplicate_case_ids(tmp_path):
     assert_no_output(tmp_path / "results", target)
 
 
+# ---------------------------------------------------------------- CheckList release suites (issue 36)
+@pytest.mark.parametrize("run_idxs,words", [
+    (["0", 1], "run_idxs[0]: '0' is not a case index"),
+    ([0, 5], "run_idxs[1]: 5 is outside the test's 2 cases"),
+    ([1, 1], "run_idxs[1]: case 1 is listed twice"),
+    (3, "run_idxs (int) is not a list of case indices"),
+])
+def test_release_suite_with_malformed_run_idxs_is_one_line(tmp_path, monkeypatch, run_idxs, words):
+    """A release pickle whose ``run_idxs`` are not distinct case indices of the test (before: a ValueError /
+    TypeError, or indices past the cases silently ignored): one line naming the file, the test and the item."""
+    import io
+    import pickle
+    import sys
+    import tarfile
+    import types
+
+    modules = {name: types.ModuleType(name) for name in ("checklist", "checklist.test_suite", "checklist.test_types")}
+    TestSuite, MFT = type("TestSuite", (), {}), type("MFT", (), {})
+    TestSuite.__module__ = "checklist.test_suite"
+    MFT.__module__ = "checklist.test_types"
+    modules["checklist.test_suite"].TestSuite, modules["checklist.test_types"].MFT = TestSuite, MFT
+    for name, mod in modules.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    test = MFT()
+    test.__dict__.update(data=["good", "fine"], labels=1, agg_fn="all", expect=None, run_idxs=run_idxs)
+    suite = TestSuite()
+    suite.tests = {"a test": test}
+    data = pickle.dumps(suite, protocol=3)
+    path = tmp_path / "sentiment_suite.tar.gz"
+    with tarfile.open(path, "w:gz") as tf:
+        info = tarfile.TarInfo("sentiment_suite.pkl")
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+    from beluga.suites.release import load_release_suite
+
+    with pytest.raises(SuiteError) as excinfo:
+        load_release_suite(path)
+    check_exc(excinfo, str(path), "a test", words)
+
+
 # ---------------------------------------------------------------- i.i.d. data
 def test_missing_iid_file(tmp_path):
     """A local i.i.d. file that does not exist: the dry run stops, naming the file and the field (it is a
@@ -412,6 +452,62 @@ def test_iid_label_outside_label_set(tmp_path):
                                outputs=outputs)
     check_exc(excinfo, f"iid file {path}", "row 30", "field 'label'", "value 2 is outside the label set [0, 1]")
     assert_no_output(tmp_path / "results", *map(Path, outputs.values()))
+
+
+# ---------------------------------------------------------------- data staging and the fetch lock (issue 36)
+@pytest.fixture
+def staging(tmp_path, monkeypatch):
+    """A staging source of two small files (the staged list cut to them; no published checksums) with
+    its SHA256SUMS, and an empty data folder: (source, data folder)."""
+    from beluga.data import fetch
+
+    monkeypatch.setattr(fetch, "STAGED", ("iid/a.tsv", "iid/b.tsv"))
+    source = tmp_path / "copy"
+    for rel in fetch.STAGED:
+        (source / rel).parent.mkdir(parents=True, exist_ok=True)
+        (source / rel).write_text(f"{rel}\n")
+    (source / "SHA256SUMS").write_text("".join(f"{fetch.sha256_of(source / r)}  {r}\n" for r in fetch.STAGED))
+    return source, tmp_path / "data"
+
+
+def test_staging_bad_sums_lock_and_user_files_are_one_line(staging):
+    """A one-field SHA256SUMS line; a file without a checksum line (refused: it cannot be verified, so it
+    is not recorded as verified); a string entry in the fetch lock; a regular file of the user's where a
+    staged file goes (refused, kept): one line each, nothing staged, the user's file unchanged."""
+    from beluga.data import fetch
+
+    source, data = staging
+    sums = source / "SHA256SUMS"
+    good = sums.read_text()
+    sums.write_text(good + "deadbeef\n")
+    line = check_cli_error(run_cli("data", "stage", "--from", source, "--data-dir", data),
+                           f"staging source {sums}", "field 'line 3'", "sha256sum's format")
+    sums.write_text(good.splitlines()[0] + "\n")
+    line = check_cli_error(run_cli("data", "stage", "--from", source, "--data-dir", data),
+                           f"staging source {sums}", "field 'iid/b.tsv'", "no checksum line")
+    assert not data.exists(), line
+    sums.write_text(good)
+    data.mkdir()
+    lock = data / fetch.FETCH_LOCK_NAME
+    lock.write_text(json.dumps({"files": {"iid/a.tsv": "0" * 64}}))
+    check_cli_error(run_cli("data", "stage", "--from", source, "--data-dir", data),
+                    f"lock file {lock}", "field 'files.iid/a.tsv'", "is not an object")
+    with pytest.raises(fetch.FetchError) as excinfo:   # as rules/fetch.smk reads it
+        fetch.read_lock(str(data))
+    check_exc(excinfo, f"lock file {lock}", "field 'files.iid/a.tsv'")
+    lock.unlink()
+    mine = data / "iid" / "b.tsv"
+    mine.parent.mkdir()
+    mine.write_text("my own reviews\n")
+    check_cli_error(run_cli("data", "stage", "--from", source, "--data-dir", data),
+                    f"data folder file {mine}", "does not replace a file it did not create")
+    assert mine.read_text() == "my own reviews\n" and not mine.is_symlink()
+    assert not (data / "iid" / "a.tsv").exists() and not lock.exists()
+    mine.unlink()   # moved away: staging goes through, and again over its own links and copies
+    for copy in ((), ("--copy",), ("--copy",), ()):
+        res = run_cli("data", "stage", "--from", source, "--data-dir", data, *copy)
+        assert res.returncode == 0, res.stderr
+    assert sorted(fetch.read_lock(str(data))["files"]) == ["iid/a.tsv", "iid/b.tsv"]
 
 
 # ---------------------------------------------------------------- models
@@ -460,6 +556,46 @@ def test_predictions_with_missing_inputs(tmp_path):
     line = check_cli_error(res, f"predictions {path}", "field 'input_idx'")
     assert "missing predictions for case 'inv-1'" in line and "input 2 has none" in line, line
     assert_no_output(out, out / "cases.parquet", out / "functionalities.csv")
+
+
+# ---------------------------------------------------------------- the last resort (issue 36)
+def test_unexpected_error_is_one_line_with_the_traceback_in_a_log(tmp_path, monkeypatch):
+    """An exception the project does not anticipate (here a ValueError forced into the score command and
+    into a job's step) is one line naming the command (the rule and its wildcards) and its input, and the
+    log holding the traceback; exit status non-zero. A BelugaError keeps its own line."""
+    import io
+    import logging
+    import tempfile
+    import types
+
+    import beluga.cli
+    from beluga.workflow import smk as smk_glue
+
+    def boom(*_, **__):
+        raise ValueError("forced\nfailure")
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(beluga.cli, "score_command", boom)
+    res = score(tmp_path / "suite.parquet", tmp_path / "preds.parquet", tmp_path / "out")
+    line = check_cli_error(res, "beluga score on input", f"{tmp_path / 'suite.parquet'}", "ValueError: forced failure")
+    log = Path(line.rsplit("traceback in ", 1)[1].rstrip(")"))
+    assert log.parent == tmp_path and "Traceback" in log.read_text() and "forced" in log.read_text()
+
+    job_log = tmp_path / "logs" / "job.log"
+    job = types.SimpleNamespace(rule="train_iid", log=[str(job_log)], input=["results/sent/iid/train.parquet"],
+                                wildcards={"task": "sent", "seeddir": ""})
+    for fn, needles in ((boom, ("rule train_iid (task=sent, seeddir=)", "on input results/sent/iid/train.parquet",
+                                 "ValueError: forced failure", f"traceback in {job_log}")),
+                        (lambda: (_ for _ in ()).throw(DataError("iid file x: field 'label': bad")),
+                         ("iid file x: field 'label': bad",))):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as excinfo:
+            smk_glue.run(job, fn)
+        logging.basicConfig(force=True)   # (the wrapper sent logging to the job's log)
+        assert excinfo.value.code == 1
+        res = subprocess.CompletedProcess([], 1, "", err.getvalue())
+        check_cli_error(res, *needles)
+        assert "Traceback" in job_log.read_text()
 
 
 # ---------------------------------------------------------------- where outputs go

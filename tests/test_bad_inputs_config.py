@@ -358,6 +358,28 @@ def test_plan_bad_override_and_dag_checks_are_one_line(capsys):
     check_plan_error(capsys, ["--config", "seed=3.0"], [f"config file {cfg}: field 'seed'", "not an integer"])
 
 
+@pytest.mark.parametrize("override,field,words", [
+    ("seed=-1", "seed", "less than the minimum of 0"),
+    (f"seed={2**64}", "seed", "greater than the maximum of 4294967295"),
+    ("seeds=[3,²]", "seeds[1]", "'²' is not of type 'integer'"),   # ('²'.isdigit() is true, int('²') fails)
+    (f"seeds=[1,{2**32}]", "seeds[1]", "greater than the maximum"),
+    ("tasks={sent: {suite: {seed: -3}}}", "tasks.sent.suite.seed", "less than the minimum of 0"),
+])
+def test_seeds_outside_numpy_and_torch_range_are_one_line(capsys, override, field, words):
+    """Every seed of the config (and of --config) within numpy's and torch's common range, 0 <= seed < 2**32,
+    in ASCII digits: refused while the DAG is built, before train_iid would crash on it (issue 36)."""
+    check_plan_error(capsys, ["--config", override], [f"config file {REPO / 'config.yaml'}: field '{field}'", words])
+
+
+@pytest.mark.parametrize("seed", ["-1", "²", str(2**32)])
+def test_seed_option_outside_the_range_is_one_line(capsys, seed):
+    """``suite build --seed`` / ``suite perturb --seed``: the same range, argparse's one line, exit 2."""
+    with pytest.raises(SystemExit) as excinfo:
+        cli_main(["suite", "perturb", "--seed", seed])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert excinfo.value.code == 2 and "argument --seed" in err[-1] and "0 <= seed < 2**32" in err[-1], err
+
+
 def test_label_words_partly_set_take_the_other_defaults():
     """``combinational: {label_words: {sec: awful}}`` keeps great / okay for fst / neu (before, fst and
     neu were missing and the job stopped on a KeyError)."""

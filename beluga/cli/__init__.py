@@ -15,7 +15,9 @@
 The options: :mod:`beluga.cli.parser` (``python -m beluga COMMAND --help``). ``score``, ``test`` and
 ``ood-rank`` write their ``--out`` folder as a whole or not at all (:func:`beluga.io.write_out_folder`): a
 folder of their own, never one holding other files or their inputs (:func:`beluga.io.check_out_folder`).
-Errors: one line ``error: ...`` on stderr and exit status 2.
+Errors: one line ``error: ...`` on stderr and exit status 2; an exception the project does not anticipate is
+one line too, naming the command and its input, with the traceback written to a log file (in the temporary
+folder) whose path the line prints.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from beluga.cli.parser import build_parser
 from beluga.cli.score import export_command, score_command
 from beluga.cli.testing import test_command
 from beluga.data.fetch import stage
-from beluga.errors import BelugaError
+from beluga.errors import BelugaError, unexpected_error_line, write_traceback
 from beluga.workflow.plan import plan_command
 
 EXIT_ERROR = 2
@@ -89,5 +91,17 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:  # e.g. an input that cannot be read
         print(f"error: {e.filename or ''}: field 'path': {' '.join(str(e.strerror or e).split())}", file=sys.stderr)
         return EXIT_ERROR
+    except Exception as e:  # the last resort: one line naming the command and its input, the traceback in a log
+        name = " ".join(str(getattr(args, k)) for k in ("command", "data_command", "suite_command")
+                        if isinstance(getattr(args, k, None), str))
+        values = [getattr(args, k, None) for k in INPUT_OPTIONS]
+        inputs = [x for v in values for x in (v if isinstance(v, list) else [v])]
+        log = write_traceback(prefix=f"beluga-{name.replace(' ', '-')}-")
+        print("error: " + unexpected_error_line(f"beluga {name}", inputs, e, log), file=sys.stderr)
+        return EXIT_ERROR
     return 0
+
+
+#: the options that name a command's inputs (the last-resort line names those a command has)
+INPUT_OPTIONS = ("configfile", "source", "spec", "input", "model", "suite", "predictions", "scores")
 

@@ -7,6 +7,17 @@ import argparse
 
 from beluga.tasks import TASK_TYPES
 
+#: numpy's and torch's common seed range: 0 <= seed < 2**32 (the config schema's bound too)
+SEED_LIMIT = 2 ** 32
+
+
+def seed_type(text: str) -> int:
+    """``--seed``: a whole number in ASCII digits, 0 <= seed < 2**32 (argparse prints the one line)."""
+    t = text.strip()
+    if not (t.isascii() and t.isdecimal()) or int(t) >= SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a seed (a whole number, 0 <= seed < 2**32)")
+    return int(t)
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``beluga`` command line: one sub-command per tool, each with its help text."""
@@ -137,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_build.add_argument("--spec", required=True, help="a spec file, or sent_default / para_default / read_default")
     p_build.add_argument("--out", required=True, help="the suite file (.parquet)")
     p_build.add_argument("--source", default=None, help="the sentences the spec's pool sources read")
-    p_build.add_argument("--seed", type=int, default=None)
+    p_build.add_argument("--seed", type=seed_type, default=None)
     p_build.add_argument("--cases", type=int, default=None, help="cases per functionality")
     p_build.add_argument("--max-perturbations", type=int, default=None, help="perturbations per case at most")
     p_build.add_argument("--max-words", type=int, default=None, help="real sentences of at most this many words")
@@ -167,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="para: first, second or both; read: context, question or both")
     p_pert.add_argument("--functionality", default=None, help="the functionality's name")
     p_pert.add_argument("--class", dest="capability", default="Custom", help="the functionality's class")
-    p_pert.add_argument("--seed", type=int, default=0)
+    p_pert.add_argument("--seed", type=seed_type, default=0)
     p_pert.add_argument("--max-perturbations", type=int, default=3)
     p_pert.add_argument("--max-words", type=int, default=60, help="sentences of at most this many words")
     p_rank = sub.add_parser("ood-rank", help="GLUE-X ranking of systems from a long score table",

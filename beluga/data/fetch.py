@@ -234,7 +234,31 @@ def read_lock(data_dir: str) -> dict:
                          "again") from None
     lock.setdefault("files", {})
     lock.setdefault("models", {})
+    if not isinstance(lock["models"], dict):
+        raise FetchError(f"lock file {path}: field 'models': {type(lock['models']).__name__} where an object of "
+                         "models is needed; delete it and fetch again")
+    for key in ("files", "models"):
+        for name, entry in lock[key].items():
+            bad = _bad_lock_entry(entry)
+            if bad:
+                raise FetchError(f"lock file {path}: field '{key}.{name}': {bad}; delete the entry (or the lock) "
+                                 "and fetch again")
     return lock
+
+
+def _bad_lock_entry(entry) -> str | None:
+    """Why a lock entry is not one (None when it is): an object whose ``sha256``, when set, is 64
+    hexadecimal digits."""
+    if not isinstance(entry, dict):
+        return f"{entry!r:.80} is not an object (an entry is {{sha256: ..., size: ...}})"
+    digest = entry.get("sha256")
+    if digest is not None and not _is_sha256(digest):
+        return f"sha256 {digest!r:.80} is not 64 hexadecimal digits"
+    return None
+
+
+def _is_sha256(value) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdefABCDEF" for c in value)
 
 
 def expected_sha256(rel: str, lock: dict, remote: Remote | None = None) -> str | None:
@@ -458,26 +482,29 @@ def stage(source: str | os.PathLike, data_dir: str | os.PathLike, copy: bool = F
     CheckList checksums, recorded in the lock as staged. The i.i.d. loaders
     then fall back to these files (docs/DEVIATIONS.md)."""
     source, data_dir = Path(source).resolve(), Path(data_dir)
-    sums_file = source / "SHA256SUMS"
-    if not sums_file.exists():
-        raise ConfigError(f"staging source {source}: field 'SHA256SUMS': missing (not a copy of the project's "
-                          "reference data)")
-    sums = {}
-    for line in sums_file.read_text().splitlines():
-        if line.strip():
-            digest, rel = line.split(maxsplit=1)
-            sums[rel.strip()] = digest
+    sums = read_sha256sums(source / "SHA256SUMS")
     lock = read_lock(str(data_dir))
-    done = []
+    checked = {}   # every file checked (and every destination found free) before anything is linked
     for rel in STAGED:
         src = source / rel
         if not src.exists():
             raise ConfigError(f"staging source {src}: field 'path': file does not exist")
-        got = sha256_of(src)
         want = (REMOTES.get(rel).sha256 if rel in REMOTES else None) or sums.get(rel)
-        if want and got != want:
+        if not want:
+            raise FetchError(f"staging source {source / 'SHA256SUMS'}: field '{rel}': no checksum line (and no "
+                             "published checksum): the file cannot be verified, so it is not staged; add its "
+                             "line (sha256sum)")
+        got = sha256_of(src)
+        if got != want:
             raise FetchError(f"staging source {src}: field 'sha256': SHA-256 {got}, expected {want}")
         dest = data_dir / rel
+        foreign = _foreign_file(dest, lock["files"].get(rel), got)
+        if foreign:
+            raise FetchError(f"data folder file {dest}: field 'path': {foreign}; data stage does not replace a "
+                             "file it did not create (move it away or delete it, then stage again)")
+        checked[rel] = (src, dest, got)
+    done = []
+    for rel, (src, dest, got) in checked.items():
         dest.parent.mkdir(parents=True, exist_ok=True)
         if dest.is_symlink() or dest.exists():
             dest.unlink()
@@ -492,3 +519,35 @@ def stage(source: str | os.PathLike, data_dir: str | os.PathLike, copy: bool = F
     lock["checklist_commit"] = CHECKLIST_COMMIT
     write_json(lock, lock_path(str(data_dir)))
     return done
+
+
+def read_sha256sums(path: Path) -> dict[str, str]:
+    """A ``SHA256SUMS`` file (``sha256sum``'s output: ``<64 hex digits>  [*]<path>`` a line) as path ->
+    checksum; a line of another shape stops with one line naming it."""
+    if not path.exists():
+        raise ConfigError(f"staging source {path.parent}: field 'SHA256SUMS': missing (not a copy of the "
+                          "project's reference data)")
+    sums = {}
+    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split(maxsplit=1)
+        if len(parts) != 2 or not _is_sha256(parts[0]) or not parts[1].strip().lstrip("*"):
+            raise ConfigError(f"staging source {path}: field 'line {n}': {line.strip()!r:.100} is not "
+                              "'<64 hexadecimal digits>  <path>' (sha256sum's format)")
+        sums[parts[1].strip().lstrip("*")] = parts[0].lower()
+    return sums
+
+
+def _foreign_file(dest: Path, entry, incoming: str) -> str | None:
+    """Why ``dest`` is a file ``data stage`` must not replace (None when it may): a link (what staging
+    makes) or nothing may be replaced; a regular file only when the lock records it with its present
+    content (fetched or staged before) or it holds the staged file's content already (nothing is lost)."""
+    if dest.is_symlink() or not dest.exists():
+        return None
+    if not dest.is_file():
+        return "not a regular file"
+    got = sha256_of(dest)
+    if got == incoming or (isinstance(entry, dict) and entry.get("sha256") == got):
+        return None
+    return "a regular file that is not in the lock with this content"

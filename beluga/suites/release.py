@@ -61,6 +61,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import operator
 import os
 import re
 import reprlib
@@ -452,12 +453,35 @@ def _read_test(i: int, func: str, t, info) -> ReleaseTest:
     if not _is_many(data):
         raise MalformedPickle("data is not a list of test cases")
     run = st.get("run_idxs")
-    run_idxs = None if run is None else [int(x) for x in _items(run)]
+    run_idxs = None if run is None else _run_idxs(run, len(_items(data)))
     return ReleaseTest(index=i, name=func, test_type=t.test_type,
                        capability=_plain(info.get("capability", st.get("capability") or "")),
                        description=_plain(info.get("description", "")), data=_items(data),
                        labels=st.get("labels"), meta=st.get("meta"), agg_fn=agg,
                        expect=describe_expectation(st["expect"]), run_idxs=run_idxs)
+
+
+def _run_idxs(run, n_cases: int) -> list[int]:
+    """A test's ``run_idxs`` (the cases CheckList runs) checked: a list of distinct whole numbers, each a
+    case index (0 <= i < the test's cases); anything else is a MalformedPickle naming the item."""
+    if not _is_many(run):
+        raise MalformedPickle(f"run_idxs ({type(run).__name__}) is not a list of case indices")
+    out, seen = [], set()
+    for k, x in enumerate(_items(run)):
+        if isinstance(x, (bool, np.bool_)):
+            raise MalformedPickle(f"run_idxs[{k}]: {x!r} is not a case index")
+        try:
+            i = operator.index(x)
+        except TypeError:
+            shown = f"{x!r:.60}" if isinstance(x, (str, float)) else f"a {type(x).__name__}"
+            raise MalformedPickle(f"run_idxs[{k}]: {shown} is not a case index (a whole number)") from None
+        if not 0 <= i < n_cases:
+            raise MalformedPickle(f"run_idxs[{k}]: {i} is outside the test's {n_cases} cases")
+        if i in seen:
+            raise MalformedPickle(f"run_idxs[{k}]: case {i} is listed twice")
+        seen.add(i)
+        out.append(i)
+    return out
 
 
 def _test_records(suite: str, t: ReleaseTest, path, budget: _Budget | None = None) -> Iterator[dict]:

@@ -131,11 +131,19 @@ COMMAND_LINE_INTEGER_LISTS = ("seeds",)
 def command_line_integers(config: dict) -> None:
     """``--config seeds=[1,2,3]``: Snakemake parses a list on the command line with YAML's BaseLoader,
     so its items arrive as strings; whole-number strings of the integer lists become integers (in
-    place, before validation; anything else is left for the schema to refuse)."""
+    place, before validation; anything else is left for the schema to refuse). Only ASCII digits
+    count: ``'²'.isdigit()`` is true but ``int('²')`` fails, so a superscript stays a string the
+    schema refuses in one line naming the item."""
     for key in COMMAND_LINE_INTEGER_LISTS:
         value = config.get(key)
         if isinstance(value, list):
-            config[key] = [int(v) if isinstance(v, str) and v.strip().isdigit() else v for v in value]
+            config[key] = [int(v) if isinstance(v, str) and _ascii_decimal(v.strip()) else v for v in value]
+
+
+def _ascii_decimal(text: str) -> bool:
+    """Whole-number text in ASCII digits (``str.isdigit`` and ``str.isdecimal`` take other scripts'
+    digits and superscripts too)."""
+    return text.isascii() and text.isdecimal()
 
 
 def check_config(config: dict, schema: dict, configfiles=()) -> None:

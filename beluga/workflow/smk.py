@@ -23,7 +23,7 @@ import time
 import traceback
 
 from beluga.clock import process_start_time
-from beluga.errors import BelugaError
+from beluga.errors import BelugaError, unexpected_error_line, write_traceback
 
 TIMING_TAG = "BELUGA_TIMING"
 
@@ -38,7 +38,11 @@ def timing_line(rule: str, wildcards: dict, started: float, called: float, retur
 
 def run(snakemake, fn) -> None:
     """Call ``fn()`` with logging sent to the rule's log; a BelugaError ends
-    the job with its one-line message (full traceback only in the log). A
+    the job with its one-line message (full traceback only in the log), any
+    other exception with one line naming the rule, its wildcards and its
+    input, and the log (the rule's, or a new file in the temporary folder
+    for a rule without one) where the traceback is; exit status 1 for
+    both. A
     dict returned by ``fn`` (name -> seconds: the step's training /
     prediction / scoring time) goes into the job's timing line."""
     started = process_start_time()
@@ -59,6 +63,11 @@ def run(snakemake, fn) -> None:
                 fh.write(traceback.format_exc())
         print("error: " + " ".join(str(e).splitlines()), file=sys.stderr)  # one line
         sys.exit(1)
+    except Exception as e:  # the last resort: one line naming the job and its input, the traceback in the log
+        log = write_traceback(log_path, prefix=f"beluga-{snakemake.rule}-")
+        print("error: " + unexpected_error_line(job_name(snakemake), job_inputs(snakemake), e, log),
+              file=sys.stderr)
+        sys.exit(1)
     science = {k: v for k, v in out.items() if k in SCIENCE_PARTS} if isinstance(out, dict) else None
     wildcards = dict(snakemake.wildcards.items()) if hasattr(snakemake.wildcards, "items") else {}
     line = timing_line(snakemake.rule, wildcards, started, called, time.time(), science)
@@ -70,6 +79,21 @@ def run(snakemake, fn) -> None:
     sys.stderr.flush()
     if os.environ.get("BELUGA_FULL_EXIT", "0") in ("0", "", "false", "False"):
         os._exit(0)
+
+
+def job_name(snakemake) -> str:
+    """``rule <name> (<wildcard>=<value>, ...)``: the job an error line names."""
+    wildcards = dict(snakemake.wildcards.items()) if hasattr(snakemake.wildcards, "items") else {}
+    shown = ", ".join(f"{k}={v}" for k, v in wildcards.items())
+    return f"rule {snakemake.rule}" + (f" ({shown})" if shown else "")
+
+
+def job_inputs(snakemake) -> list[str]:
+    """The job's input files, flattened (named inputs that are lists included)."""
+    out = []
+    for v in (snakemake.input or []):
+        out.extend([v] if isinstance(v, str) else list(v))
+    return out
 
 
 #: the parts of a job that are the science (everything else is fixed per-process cost)
