@@ -1,5 +1,8 @@
 """Exceptions that carry one clear, user-facing line naming the file and field."""
 
+import tempfile
+import traceback
+
 
 class BelugaError(ValueError):
     """Base class: bad input detected by the project."""
@@ -96,9 +99,6 @@ def unexpected_error_line(what: str, inputs, error: BaseException, log_path) -> 
 def write_traceback(log_path=None, prefix: str = "beluga-") -> str:
     """Append the traceback being handled to ``log_path`` (a new file in the temporary folder when None or
     when it cannot be written); returns the file's path."""
-    import tempfile
-    import traceback
-
     text = traceback.format_exc()
     if log_path:
         try:
