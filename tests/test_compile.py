@@ -127,27 +127,34 @@ def test_default_trains_within_tolerance_of_off(method, tmp_path):
         assert set(f.keys()) == set(a)   # no _orig_mod. prefixes: the module was never replaced
 
 
+class _Crash(Exception):
+    pass
+
+
+def _stopped_at_first_checkpoint(monkeypatch, train, ckpt: Path) -> None:
+    """``train(str(ckpt))`` stopped right after it saved its first checkpoint (as a killed job would be)."""
+    from beluga import checkpoint
+
+    real = checkpoint.save
+
+    def save_then_crash(*a, **k):
+        real(*a, **k)
+        raise _Crash
+
+    monkeypatch.setattr(checkpoint, "save", save_then_crash)
+    with pytest.raises(_Crash):
+        train(str(ckpt))
+    monkeypatch.setattr(checkpoint, "save", real)
+
+
 @pytest.mark.slow
 def test_default_resumes_from_a_checkpoint_bit_for_bit(tmp_path, monkeypatch):
     """Checkpoints hold the model's own parameters: a compiled run stopped after its first epoch and
     resumed (compiled again) ends with the weights of the compiled run that never stopped."""
-    from beluga import checkpoint
 
     straight, _, _ = _train(compile="default", checkpoint_dir=None)
-    real = checkpoint.save
-
-    class Crash(Exception):
-        pass
-
-    def save_then_crash(*a, **k):
-        real(*a, **k)
-        raise Crash
-
-    monkeypatch.setattr(checkpoint, "save", save_then_crash)
     ckpt = tmp_path / "ckpt"
-    with pytest.raises(Crash):
-        _train(compile="default", checkpoint_dir=str(ckpt))
-    monkeypatch.setattr(checkpoint, "save", real)
+    _stopped_at_first_checkpoint(monkeypatch, lambda d: _train(compile="default", checkpoint_dir=d), ckpt)
     resumed, summary, _ = _train(compile="default", checkpoint_dir=str(ckpt))
     assert summary["resumed_from_epoch"] == 1
     a, b = straight.state_dict(), resumed.state_dict()
@@ -283,20 +290,8 @@ def test_tensor_lr_survives_a_checkpoint_and_a_state_dict_round_trip(tmp_path, m
     assert torch.is_tensor(again) and float(again) == float(lr)
 
     straight, _, _ = _train_hp("vanilla")
-    real = checkpoint.save
-
-    class Crash(Exception):
-        pass
-
-    def save_then_crash(*a, **k):
-        real(*a, **k)
-        raise Crash
-
-    monkeypatch.setattr(checkpoint, "save", save_then_crash)
     ckpt = tmp_path / "ckpt"
-    with pytest.raises(Crash):
-        _train_hp("vanilla", checkpoint_dir=str(ckpt))
-    monkeypatch.setattr(checkpoint, "save", real)
+    _stopped_at_first_checkpoint(monkeypatch, lambda d: _train_hp("vanilla", checkpoint_dir=d), ckpt)
     resumed, summary, lrs = _train_hp("vanilla", checkpoint_dir=str(ckpt))
     assert summary["resumed_from_epoch"] == 1 and all(t for t, _ in lrs)
     a, b = straight.state_dict(), resumed.state_dict()
