@@ -41,6 +41,16 @@ def make_tiny_suite(n_per_func: int = 8) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def score_argv(suite_file, tmp_path: Path, out: Path) -> list[str]:
+    """``python -m beluga score`` arguments for the tiny suite (``make_tiny_suite(2)`` saved at
+    ``suite_file``), with constant predictions written into ``tmp_path``, scoring into ``out``."""
+    suite = make_tiny_suite(2)
+    rows = [(r.case_id, j, [0.2, 0.8]) for r in suite.itertuples(index=False) for j in range(len(r.inputs))]
+    preds = tmp_path / "preds.parquet"
+    pd.DataFrame(rows, columns=["case_id", "input_idx", "probs"]).to_parquet(preds)
+    return ["score", "--suite", str(suite_file), "--predictions", str(preds), "--out", str(out), "--task", "sent"]
+
+
 @pytest.fixture(autouse=True)
 def _no_process_in_the_fast_loop(request, monkeypatch):
     """``pytest -m "not slow"`` is the inner loop: a test that starts a process (snakemake, the command

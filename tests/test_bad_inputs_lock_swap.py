@@ -21,9 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
-from conftest import make_tiny_suite
+from conftest import make_tiny_suite, score_argv
 
 from beluga import io
 from beluga.cli import main
@@ -218,14 +217,9 @@ def test_score_restores_a_hidden_earlier_folder(tmp_path, capsys):
     completes."""
     suites = tmp_path / "suites"
     suites.mkdir()
-    suite = make_tiny_suite(2)
-    save_suite(suite, suites / "sent.parquet")
-    rows = [(r.case_id, j, [0.2, 0.8]) for r in suite.itertuples(index=False) for j in range(len(r.inputs))]
-    preds = tmp_path / "preds.parquet"
-    pd.DataFrame(rows, columns=["case_id", "input_idx", "probs"]).to_parquet(preds)
+    save_suite(make_tiny_suite(2), suites / "sent.parquet")
     out = tmp_path / "scored"
-    argv = ["score", "--suite", str(suites / "sent.parquet"), "--predictions", str(preds), "--out", str(out),
-            "--task", "sent"]
+    argv = score_argv(suites / "sent.parquet", tmp_path, out)
     assert main(argv) == 0
     hidden = tmp_path / ".scored.abcd_123.old"
     os.rename(out, hidden)                                    # as a swap killed between its renames leaves it

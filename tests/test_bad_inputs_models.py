@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import case, fold_run, make_tiny_suite
+from conftest import case, fold_run, make_tiny_suite, score_argv
 
 from beluga.cli import main
 from beluga.errors import BelugaError, ModelError, OutputError
@@ -397,13 +397,8 @@ def test_score_failing_midway_leaves_the_earlier_run_whole(suites, tmp_path, cap
 
     from beluga import io
 
-    suite = make_tiny_suite(2)
-    rows = [(r.case_id, j, [0.2, 0.8]) for r in suite.itertuples(index=False) for j in range(len(r.inputs))]
-    preds = tmp_path / "preds.parquet"
-    pd.DataFrame(rows, columns=["case_id", "input_idx", "probs"]).to_parquet(preds)
     out = tmp_path / "scored"
-    argv = ["score", "--suite", str(suites / "sent.parquet"), "--predictions", str(preds), "--out", str(out),
-            "--task", "sent"]
+    argv = score_argv(suites / "sent.parquet", tmp_path, out)
     assert main(argv) == 0
     before = digest(out)
     assert sorted(before) == ["cases.parquet", "functionalities.csv"]
