@@ -156,3 +156,18 @@ def json_loads(s):
         if opens > MAX_DEPTH and tree_problem(value):
             raise JSONBoundError(s)
     return value
+
+
+class _TextLoader(yaml.SafeLoader):
+    """A SafeLoader that reads every plain scalar as the string written (YAML 1.1's implicit ints, floats,
+    booleans, nulls and dates off; merge keys ``<<`` kept): ``007`` stays "007", ``0x1F`` "0x1F", ``1:30``
+    "1:30", ``yes`` "yes"."""
+
+    yaml_implicit_resolvers = {k: [(tag, rx) for tag, rx in v if tag == "tag:yaml.org,2002:merge"]
+                               for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+
+
+def yaml_load_text(text):
+    """:func:`yaml_load` with every plain scalar read as the text written (for word lists and templates, where
+    YAML 1.1's ``007`` -> 7 or ``1:30`` -> 90 would change what a case says)."""
+    return yaml_load(text, _TextLoader)

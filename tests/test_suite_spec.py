@@ -451,9 +451,18 @@ BAD = [
     ("a lexicon of lists without an item", {**MFT, "templates": [{"label": 2, "templates": ["I {pos_verb} it."]}]},
      {}, r"placeholder \{pos_verb\}: lexicon 'pos_verb' holds lists or mappings; name an item"),
     ("an attribute of a word", {**MFT, "templates": [{"label": 2, "templates": ["The {noun.x}."]}]}, {},
-     r"field 'templates\[0\]\.templates\[0\]': template 'The \{noun.x\}.' cannot be filled \(AttributeError"),
+     r"field 'templates\[0\]\.templates\[0\]': template 'The \{noun.x\}.': placeholder \{noun.x\}: \.x reads a "
+     r"key of a lexicon whose entries are mappings; this entry is a string"),
+    ("a string's method", {**MFT, "templates": [{"label": 2, "templates": ["The {noun.title}."]}]}, {},
+     r"placeholder \{noun.title\}: \.title reads a key"),
+    ("a string's letter", {**MFT, "templates": [{"label": 2, "templates": ["The {noun[0]}."]}]}, {},
+     r"placeholder \{noun\[0\]\}: \[0\] reads an item of a lexicon whose entries are lists"),
+    ("a conversion", {**MFT, "templates": [{"label": 2, "templates": ["The {noun!r}."]}]}, {},
+     r"a placeholder takes no conversion \(!r\)"),
+    ("a format spec", {**MFT, "templates": [{"label": 2, "templates": ["The {noun:>20}."]}]}, {},
+     r"a placeholder takes no format spec \(:>20\)"),
     ("an item out of range", {**MFT, "templates": [{"label": 2, "templates": ["I {pos_verb[5]} it."]}]}, {},
-     r"cannot be filled \(IndexError"),
+     r"placeholder \{pos_verb\[5\]\}: the entry has 2 items, no \[5\]"),
     ("a variant's own placeholder", {"type": "DIR", "expect": "monotonic", "templates": [
         {"templates": ["The {noun} is good."], "variants": ["{holder} think {sentence}"]}]}, {},
      r"field 'templates\[0\]\.variants': variant .*placeholder \{holder\} is not in the group's template"),
@@ -473,7 +482,7 @@ BAD = [
     ("too many fills", {**MFT, "templates": [{"label": 2, "templates": [
         "{first_name} {first_name2} {first_name3} {first_name4} {first_name5} {first_name6} {first_name7} "
         "{first_name8}."]}]}, {}, r"its lexicons make .* fills, more than 1e\+12"),
-    ("a YAML boolean", {**MFT, "templates": [{"label": 2, "templates": ["Say {w}."]}]}, {"lexicons": {"w": [True]}},
+    ("a YAML boolean label", {**MFT, "templates": [{"label": True, "templates": ["Say it."]}]}, {},
      r"YAML reads yes / no .* as booleans: quote the word"),
 ]
 

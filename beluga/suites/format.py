@@ -31,6 +31,7 @@ test_type, description}); every declared functionality must have cases.
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -128,7 +129,15 @@ def _missing_entry(v) -> bool:
     return v is None or (isinstance(v, float) and v != v)
 
 
-def _check_params(path, i, cid, expect: str, params: dict, n_inputs: int) -> None:
+def _class_param(path, i, cid, name: str, v, label_set) -> None:
+    """An expectation parameter that names a class: an integer of the task's label set."""
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise _fail(path, i, cid, "expect_params", f"{name!r} must be an integer class, got {v!r}")
+    if label_set is not None and v not in label_set:
+        raise _fail(path, i, cid, "expect_params", f"{name!r} is {v}, outside the task's label set {sorted(label_set)}")
+
+
+def _check_params(path, i, cid, expect: str, params: dict, n_inputs: int, label_set=None) -> None:
     sl = params.get("slice")
     if sl is not None:
         if sl not in SLICES:
@@ -139,6 +148,7 @@ def _check_params(path, i, cid, expect: str, params: dict, n_inputs: int) -> Non
             if not isinstance(v, int) or isinstance(v, bool):
                 raise _fail(path, i, cid, "expect_params",
                             "slice 'orig_pred_eq' needs an integer 'slice_value'")
+            _class_param(path, i, cid, "slice_value", v, label_set)
     train = params.get("train")
     if train is not None:
         if not isinstance(train, dict) or train.get("as") not in TEST_TYPES:
@@ -147,12 +157,24 @@ def _check_params(path, i, cid, expect: str, params: dict, n_inputs: int) -> Non
         lb = train.get("label")
         if lb is not None and (not isinstance(lb, int) or isinstance(lb, bool)):
             raise _fail(path, i, cid, "expect_params", f"'train.label' must be an integer, got {lb!r}")
-    unp = params.get("unperturbed")
-    if unp is not None and not isinstance(unp, bool):
-        raise _fail(path, i, cid, "expect_params", f"'unperturbed' must be true or false, got {unp!r}")
+        if lb is not None:
+            _class_param(path, i, cid, "train.label", lb, label_set)
+    for key in ("unperturbed", "increasing"):
+        v = params.get(key)
+        if v is not None and not isinstance(v, bool):
+            raise _fail(path, i, cid, "expect_params", f"{key!r} must be true or false, got {v!r}")
     tol = params.get("tolerance")
-    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float))):
-        raise _fail(path, i, cid, "expect_params", f"'tolerance' must be a number, got {tol!r}")
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < math.inf):
+        raise _fail(path, i, cid, "expect_params", f"'tolerance' must be a finite number >= 0, got {tol!r}")
+    if expect == "monotonic" and params.get("label") is not None:
+        _class_param(path, i, cid, "label", params["label"], label_set)
+    val = params.get("val")
+    if val is not None:
+        if label_set is not None:
+            _class_param(path, i, cid, "val", val, label_set)
+        elif isinstance(val, bool) or not isinstance(val, (int, str)):
+            raise _fail(path, i, cid, "expect_params", f"'val' must be a class (an integer) or an answer (a string), "
+                                                       f"got {val!r}")
 
 
 def _check_same_answer_meta(path, i, cid, meta, n_inputs: int) -> None:
@@ -240,7 +262,7 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
                 raise _fail(path, i, cid, "expect_params", f"not a JSON object: {e}") from None
             if not isinstance(params, dict):
                 raise _fail(path, i, cid, "expect_params", "must be a JSON object")
-            _check_params(path, i, cid, r.expect, params, n)
+            _check_params(path, i, cid, r.expect, params, n, label_set)
             if isinstance(raw, str):
                 param_cache[raw] = params
         if r.test_type in ("INV", "DIR") and n < 2 and params.get("unperturbed") is not True:

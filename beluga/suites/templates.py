@@ -18,8 +18,8 @@ import json
 import math
 import re
 import string
+import _string
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -107,16 +107,69 @@ def normalise(template: str) -> str:
     return _CHECKLIST_ART.sub(lambda m: "{art} {" + m.group(1) + "}", template)
 
 
-def _formattable(value):
-    """A lexicon entry as str.format reads it: a mapping's keys as attributes (``{p.v1}``)."""
-    return SimpleNamespace(**value) if isinstance(value, Mapping) else value
+class _TemplateFormatter(string.Formatter):
+    """``str.format`` for templates, limited to what a template means: a placeholder names a lexicon entry (a
+    string), an item of a tuple-valued entry (``{pos_verb[1]}``) or a key of a mapping-valued entry
+    (``{p.v1}``). Attributes of strings (``{noun.title}``, a bound method's repr in the text), indexing a
+    string (``{noun[0]}``, its first letter), conversions (``!r``) and format specs (``:>9``) are refused, each
+    in one line, instead of rendering something nobody wrote."""
+
+    def get_field(self, field_name, args, kwargs):
+        first, rest = _string.formatter_field_name_split(field_name)
+        obj = self.get_value(first, args, kwargs)
+        for is_attr, key in rest:
+            if is_attr:
+                if not isinstance(obj, Mapping):
+                    raise ConfigError(f"placeholder {{{field_name}}}: .{key} reads a key of a lexicon whose entries "
+                                      f"are mappings; this entry is {_kind(obj)}")
+                if key not in obj:
+                    raise ConfigError(f"placeholder {{{field_name}}}: the entry has no key {key!r} "
+                                      f"(it has {', '.join(map(repr, obj)) or 'none'})")
+            else:
+                if not isinstance(obj, (tuple, list)):
+                    raise ConfigError(f"placeholder {{{field_name}}}: [{key}] reads an item of a lexicon whose "
+                                      f"entries are lists; this entry is {_kind(obj)}")
+                if not isinstance(key, int) or not 0 <= key < len(obj):
+                    raise ConfigError(f"placeholder {{{field_name}}}: the entry has {len(obj)} items, no [{key}]")
+            obj = obj[key]
+        return obj, first
+
+    def convert_field(self, value, conversion):
+        if conversion is not None:
+            raise ConfigError(f"a placeholder takes no conversion (!{conversion}): write the placeholder alone")
+        return value
+
+    def format_field(self, value, format_spec):
+        if format_spec:
+            raise ConfigError(f"a placeholder takes no format spec (:{format_spec}); CheckList's article is "
+                              "{a:name}")
+        if not isinstance(value, str):
+            raise ConfigError(f"a placeholder stands for {_kind(value)}; name an item or a key, e.g. {{x[0]}} or "
+                              "{x.key}")
+        return value
 
 
-def render_template(template: str, fill: dict, capitalize: bool = True, **fixed) -> str:
-    """Fill ``template``; ``{art}`` becomes "a"/"an" agreeing with the next word; whitespace collapsed; the
-    first letter capitalised (``capitalize``)."""
-    values = {k: _formattable(v) for k, v in fill.items()}
-    text = template.format(art=_ART, **values, **fixed)
+def _kind(value) -> str:
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return "a list" if isinstance(value, (tuple, list)) else type(value).__name__
+
+
+_FORMATTER = _TemplateFormatter()
+#: placeholder names the engine fills itself: a lexicon or slot of that name would be shadowed
+RESERVED = (ART, "sentence")
+
+
+def render_template(template: str, fill: Mapping, capitalize: bool = True, fixed: Mapping | None = None) -> str:
+    """Fill ``template`` from ``fill`` (placeholder -> lexicon entry) and ``fixed`` (slot -> text); ``{art}``
+    becomes "a"/"an" agreeing with the next word; whitespace collapsed; the first letter capitalised
+    (``capitalize``)."""
+    try:
+        text = _FORMATTER.vformat(template, (), {**fill, **(fixed or {}), ART: _ART})
+    except ConfigError as e:
+        raise ConfigError(f"template {template!r}: {e}") from None
     text = _ART_RE.sub(lambda m: article(m.group(3)) + m.group(1) + m.group(2) + m.group(3), text)
     if _ART in text:   # nothing a word could follow: the article's placeholder stood before no word
         raise ConfigError(f"template {template!r}: {{a:...}} / {{art}} must stand before a word")

@@ -8,7 +8,9 @@ lexicons it resolves to; :func:`load_spec` / :func:`spec_from_data` make one. Th
 
 from __future__ import annotations
 
+import math
 import string
+import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -16,11 +18,11 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from beluga.bounds import yaml_load
+from beluga.bounds import yaml_load, yaml_load_text
 from beluga.errors import ConfigError
 from beluga.suites import perturb as perturbations
 from beluga.suites import templates as tpl
-from beluga.suites.format import EXPECTATIONS, SLICES
+from beluga.suites.format import EXPECTATIONS, SLICES, TEST_TYPES
 from beluga.tasks import get_task_type
 
 SPECS_DIR = Path(__file__).resolve().parents[1] / "specs"
@@ -97,7 +99,10 @@ def spec_error(spec: Spec | tuple, loc, msg: str) -> ConfigError:
     return ConfigError(f"{spec_location(path, data, loc)}: {msg}")
 
 
-def _read_yaml(path: str, what: str):
+def _read_yaml(path: str, what: str, words=None):
+    """A YAML file's data; ``words(data)`` lists the paths whose values are text (word lists, templates): those
+    are read as written (``007`` stays "007", ``1:30`` "1:30", ``yes`` "yes"), not as YAML 1.1 numbers,
+    booleans or dates."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{what} {path}: field 'path': file does not exist")
@@ -106,12 +111,111 @@ def _read_yaml(path: str, what: str):
     except UnicodeDecodeError as e:
         raise ConfigError(f"{what} {path}: field '(file)': not UTF-8 text ({e.reason})") from None
     try:
-        return yaml_load(text)
+        data = yaml_load(text)
+        if words is not None and isinstance(data, dict):
+            _as_written(data, yaml_load_text(text), words(data))
+        return data
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = f"line {mark.line + 1}: " if mark is not None else ""
         raise ConfigError(f"{what} {path}: {line}field '(syntax)': not valid YAML "
                           f"({getattr(e, 'problem', None) or e})") from None
+
+
+def _as_written(data: dict, text: dict, paths) -> None:
+    """Put the text-read value (``text``, the same document with every plain scalar a string) at each path of
+    ``paths`` into ``data``."""
+    for path in paths:
+        parent, written = data, text
+        for key in path[:-1]:
+            parent, written = parent[key], _child(written, key)
+        written = _child(written, path[-1])
+        if written is not _MISSING:
+            parent[path[-1]] = written
+
+
+_MISSING = object()
+
+
+def _child(node, key):
+    if isinstance(node, dict):
+        return node.get(key, _MISSING) if isinstance(key, str) else _MISSING
+    if isinstance(node, list) and isinstance(key, int) and key < len(node):
+        return node[key]
+    return _MISSING
+
+
+def _lexicon_words(block: dict, where: list) -> list[list]:
+    """The word-list paths of a mapping of lexicons (a spec's ``lexicons``, a lexicon file, a group's)."""
+    out = []
+    for name, value in block.items():
+        if isinstance(value, list):
+            out.append([*where, name])
+        elif isinstance(value, dict):
+            out.extend([*where, name, k] for k in ("extend", "concat") if isinstance(value.get(k), list))
+    return out
+
+
+def _perturb_words(p, where: list) -> list[list]:
+    return [[*where, k] for k, v in p.items() if isinstance(v, list)] if isinstance(p, dict) else []
+
+
+def spec_words(data: dict) -> list[list]:
+    """The paths of a spec's text: lexicons, source pools, templates, variants, answers, slot values and
+    perturbations' word lists."""
+    out = _lexicon_words(data.get("lexicons") or {}, ["lexicons"]) if isinstance(data.get("lexicons"), dict) else []
+    for name, src in (data.get("sources") or {}).items() if isinstance(data.get("sources"), dict) else ():
+        if isinstance(src, dict) and isinstance(src.get("pool"), list):
+            out.append(["sources", name, "pool"])
+    funcs = data.get("functionalities")
+    for i, func in enumerate(funcs if isinstance(funcs, list) else []):
+        if not isinstance(func, dict):
+            continue
+        out += _perturb_words(func.get("perturb"), ["functionalities", i, "perturb"])
+        for key in ("templates", "fallback"):
+            groups = func.get(key)
+            for j, g in enumerate(groups if isinstance(groups, list) else []):
+                if not isinstance(g, dict):
+                    continue
+                loc = ["functionalities", i, key, j]
+                out += [[*loc, k] for k in ("templates", "variants", "answer") if k in g]
+                if isinstance(g.get("lexicons"), dict):
+                    out += [[*loc, "lexicons", n] for n, v in g["lexicons"].items() if isinstance(v, list)]
+                out += [[*loc, k, "values"] for k in ("fill_slot", "swap_slot")
+                        if isinstance(g.get(k), dict) and isinstance(g[k].get("values"), list)]
+                out += _perturb_words(g.get("perturb"), [*loc, "perturb"])
+    return out
+
+
+def _control(value) -> tuple[list, str] | None:
+    """The first control character in a string or a nested list / mapping of strings: (its path, the
+    character)."""
+    stack = [([], value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, str):
+            bad = next((c for c in v if unicodedata.category(c) == "Cc"), None)
+            if bad is not None:
+                return path, bad
+        elif isinstance(v, dict):
+            stack.extend(([*path, k], x) for k, x in reversed(list(v.items())))
+        elif isinstance(v, (list, tuple)):
+            stack.extend(([*path, k], x) for k, x in reversed(list(enumerate(v))))
+    return None
+
+
+def _refuse_controls(spec, paths: list[list], data: dict) -> None:
+    """A control character (a tab, a newline, ``\x1f``...) in a template, a word or a sentence is refused: the
+    engine joins and splits a case's segments on such characters, so one inside would cut a case silently."""
+    for path in paths:
+        node = data
+        for key in path:
+            node = node[key]
+        found = _control(node)
+        if found is not None:
+            sub, c = found
+            raise spec_error(spec, [*path, *sub], f"control character U+{ord(c):04X} ({c!r}) in the text; write it without "
+                                                  "(YAML's | and > keep a final newline: use |- or >-)")
 
 
 def load_spec(spec: str) -> Spec:
@@ -120,7 +224,7 @@ def load_spec(spec: str) -> Spec:
     their parameters exist, sources and files are there. A ConfigError names the file, the functionality
     and the field."""
     path = spec_path(spec)
-    return spec_from_data(_read_yaml(path, "suite spec"), path)
+    return spec_from_data(_read_yaml(path, "suite spec", spec_words), path)
 
 
 def spec_from_data(data, path: str) -> Spec:
@@ -134,6 +238,7 @@ def spec_from_data(data, path: str) -> Spec:
     if errors:
         e = _deepest(errors[0])
         raise spec_error((path, data), e.absolute_path, _schema_message(e))
+    _refuse_controls((path, data), spec_words(data), data)
     out = Spec(path, data)
     out.lexicons = _lexicons(out)
     _check(out)
@@ -177,14 +282,16 @@ def _lexicons(spec: Spec) -> dict:
     blocks = []
     for i, name in enumerate(spec.data.get("lexicon_files") or []):
         f = spec.base_dir / name
-        block = _read_yaml(str(f), "lexicon file")
+        block = _read_yaml(str(f), "lexicon file", lambda d: _lexicon_words(d, []))
         if not isinstance(block, dict) or not all(isinstance(k, str) for k in block):
             raise spec_error(spec, ["lexicon_files", i], f"{f} must be a mapping of lexicon names to entries")
+        _refuse_controls(spec, [[i]], {i: block})
         blocks.append((["lexicon_files", i], block))
     blocks.append((["lexicons"], spec.data.get("lexicons") or {}))
     for loc, block in blocks:
         for name, value in block.items():
             where = [*loc, name]
+            _not_reserved(spec, where, name)
             if isinstance(value, list):
                 lex[name] = _entries(value)
             elif isinstance(value, dict) and "extend" in value:
@@ -211,9 +318,15 @@ def _lexicons(spec: Spec) -> dict:
     return lex
 
 
-def label_of(spec: Spec, value, loc):
-    """A label name or number of the task's label set -> its number (None stays None)."""
-    if value is None:
+def _not_reserved(spec, loc, name) -> None:
+    if name in tpl.RESERVED:
+        raise spec_error(spec, loc, f"{name!r} is a reserved placeholder name ({{art}} is the article of {{a:x}}, "
+                                    "{sentence} a variant's original): name the lexicon or slot otherwise")
+
+
+def label_of(spec: Spec, value, loc, required: bool = False):
+    """A label name or number of the task's label set -> its number (None stays None, unless ``required``)."""
+    if value is None and not required:
         return None
     labels = get_task_type(spec.task).suite_labels
     if not labels:
@@ -257,6 +370,7 @@ def group_lexicons(spec: Spec, group: dict, loc) -> dict:
     """The lexicons a template group sees: the spec's, and the group's own (a list, or a spec lexicon's name)."""
     lex = dict(spec.lexicons)
     for name, value in (group.get("lexicons") or {}).items():
+        _not_reserved(spec, [*loc, "lexicons", name], name)
         if isinstance(value, str):
             if value not in spec.lexicons:
                 raise spec_error(spec, [*loc, "lexicons", name], f"{value!r} is not a lexicon")
@@ -284,6 +398,8 @@ def _check_group(spec: Spec, func: dict, group: dict, loc, with_perturb: bool) -
     if len(makers) > 1:
         raise spec_error(spec, loc, f"one way to perturb a group: {', '.join(makers)} given together")
     fixed = [slot] if slot else []
+    if slot:
+        _not_reserved(spec, [*loc, "fill_slot" if group.get("fill_slot") else "swap_slot", "slot"], slot)
     for j, t in enumerate(group["templates"]):
         segs = template_segments(spec, t, [*loc, "templates", j])
         for s in segs:
@@ -373,7 +489,7 @@ def _dry_render(spec: Spec, group: dict, lex: dict, segs: list[str], fixed, loc)
 
 def _try_render(spec: Spec, template: str, fill: dict, slots: dict, loc) -> None:
     try:
-        tpl.render_template(template, fill, **slots)
+        tpl.render_template(template, fill, fixed=slots)
     except ConfigError as e:
         raise spec_error(spec, loc, str(e)) from None
     except (KeyError, IndexError, AttributeError, TypeError, ValueError) as e:
@@ -428,17 +544,27 @@ def _check_expectation(spec: Spec, func: dict, loc) -> None:
         raise spec_error(spec, loc, f"{expect!r} has no parameter {unknown[0]!r} "
                                     f"(it reads: {', '.join(sorted(known))})")
     tol = params.get("tolerance")
-    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or tol < 0):
-        raise spec_error(spec, [*loc, "tolerance"], f"must be a number >= 0, got {tol!r}")
-    if "increasing" in params and not isinstance(params["increasing"], bool):
-        raise spec_error(spec, [*loc, "increasing"], f"must be true or false, got {params['increasing']!r}")
+    if tol is not None and (isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < math.inf):
+        raise spec_error(spec, [*loc, "tolerance"], f"must be a finite number >= 0, got {tol!r}")
+    for key in ("increasing", "unperturbed"):
+        if key in params and not isinstance(params[key], bool):
+            raise spec_error(spec, [*loc, key], f"must be true or false, got {params[key]!r}")
     if params.get("slice") is not None and params["slice"] not in SLICES:
         raise spec_error(spec, [*loc, "slice"], f"unknown slice {params['slice']!r} ({', '.join(SLICES)})")
-    if params.get("slice") == "orig_pred_eq" and (not isinstance(params.get("slice_value"), int)
-                                                   or isinstance(params.get("slice_value"), bool)):
-        raise spec_error(spec, [*loc, "slice_value"], "slice orig_pred_eq needs an integer slice_value")
+    if params.get("slice") == "orig_pred_eq":
+        if isinstance(params.get("slice_value"), str):
+            raise spec_error(spec, [*loc, "slice_value"], "slice orig_pred_eq needs the class as a number")
+        label_of(spec, params.get("slice_value"), [*loc, "slice_value"], required=True)
     if "val" in params and spec.task != "read":
-        label_of(spec, params["val"], [*loc, "val"])
+        label_of(spec, params["val"], [*loc, "val"], required=True)
+    if "label" in params:
+        label_of(spec, params["label"], [*loc, "label"], required=True)
+    train = params.get("train")
+    if train is not None:
+        if not isinstance(train, dict) or train.get("as") not in TEST_TYPES or set(train) - {"as", "label"}:
+            raise spec_error(spec, [*loc, "train"], f"must be {{as: MFT / INV / DIR}} with an optional label, got "
+                                                    f"{train!r}")
+        label_of(spec, train.get("label"), [*loc, "train", "label"])
 
 
 def _check(spec: Spec) -> None:

@@ -39,10 +39,16 @@ def agg_of(func: dict) -> str:
 
 
 def spec_expectation(spec: Spec, func: dict) -> tuple[str, dict]:
-    """(expectation name, parameters) as the suite stores them: a ``val`` label name as its number."""
+    """(expectation name, parameters) as the suite stores them: a label name (``val``, ``label``, ``train.label``)
+    as its number."""
     expect, params = expectation(func)
-    if "val" in params and spec.task != "read":
-        params = {**params, "val": label_of(spec, params["val"], ["expect", "val"])}
+    if spec.task != "read":
+        for key in ("val", "label"):
+            if key in params:
+                params = {**params, key: label_of(spec, params[key], ["expect", key])}
+        if isinstance(params.get("train"), dict) and params["train"].get("label") is not None:
+            params = {**params, "train": {**params["train"],
+                                          "label": label_of(spec, params["train"]["label"], ["expect", "train"])}}
     return expect, params
 
 
@@ -268,13 +274,15 @@ class _Renderer:
         return [k.split(SEP) for k in kept]
 
     # -- template groups -----------------------------------------------------------------------------
-    def _render_segs(self, t: str, fill: dict, **fixed) -> list[str]:
-        return [self._render(s, fill, **fixed) for s in t.split(SEP)]
+    def _render_segs(self, t: str, fill: dict, fixed: dict | None = None) -> list[str]:
+        return [self._render(s, fill, fixed=fixed) for s in t.split(SEP)]
 
-    def _render(self, template: str, fill: dict, capitalize: bool = True, **fixed) -> str:
+    def _render(self, template: str, fill: dict, capitalize: bool = True, fixed: dict | None = None) -> str:
         """tpl.render_template, a placeholder that cannot be filled stopping in one line."""
         try:
-            return tpl.render_template(template, fill, capitalize=capitalize, **fixed)
+            return tpl.render_template(template, fill, capitalize=capitalize, fixed=fixed)
+        except ConfigError as e:
+            raise spec_error(self.spec, self.loc, str(e)) from None
         except (KeyError, IndexError, AttributeError, TypeError, ValueError) as e:
             raise spec_error(self.spec, self.loc, f"template {template!r} cannot be filled "
                                                   f"({type(e).__name__}: {e})") from None
@@ -283,10 +291,10 @@ class _Renderer:
         segs = t.split(SEP)
         return tpl.meta(source="template", template=segs[0] if len(segs) == 1 else segs, **more)
 
-    def _answer(self, group: dict, fill: dict, segs: list[str], t: str, **fixed) -> str | None:
+    def _answer(self, group: dict, fill: dict, segs: list[str], t: str, fixed: dict | None = None) -> str | None:
         if not group.get("answer"):
             return None
-        ans = self._render(tpl.normalise(group["answer"]), fill, capitalize=False, **fixed)
+        ans = self._render(tpl.normalise(group["answer"]), fill, capitalize=False, fixed=fixed)
         if not _has_answer(segs[0], ans):
             raise spec_error(self.spec, [*self.loc, "answer"], f"the answer {ans!r} is not in the context "
                                                                f"{segs[0]!r} (template {t.split(SEP)[0]!r})")
@@ -309,10 +317,10 @@ class _Renderer:
             values = slot_values(spec, lex, fill_slot["values"], [*gloc, "fill_slot", "values"])
 
             def make(t: str, fill: dict) -> dict:
-                orig = self._render_segs(t, fill, **{slot: ""})
+                orig = self._render_segs(t, fill, {slot: ""})
                 chosen = [values[i] for i in rng.choice(len(values), size=min(max_p, len(values)), replace=False)]
-                perts = self._capped(orig, [self._render_segs(t, fill, **{slot: m + " "}) for m in chosen])
-                return self._case(orig, perts, label, self._answer(group, fill, orig, t, **{slot: ""}),
+                perts = self._capped(orig, [self._render_segs(t, fill, {slot: m + " "}) for m in chosen])
+                return self._case(orig, perts, label, self._answer(group, fill, orig, t, {slot: ""}),
                                   self._template_meta(t))
         elif swap_slot:
             values = slot_values(spec, lex, swap_slot["values"], [*gloc, "swap_slot", "values"])
@@ -323,16 +331,16 @@ class _Renderer:
                 orig_val = values[int(rng.integers(len(values)))]
                 others = [v for v in values if v != orig_val]
                 alts = [others[i] for i in rng.choice(len(others), size=min(max_p, len(others)), replace=False)]
-                orig = self._render_segs(t, fill, **{slot: orig_val})
-                perts = self._capped(orig, [self._render_segs(t, fill, **{slot: a}) for a in alts])
-                return self._case(orig, perts, label, self._answer(group, fill, orig, t, **{slot: orig_val}),
+                orig = self._render_segs(t, fill, {slot: orig_val})
+                perts = self._capped(orig, [self._render_segs(t, fill, {slot: a}) for a in alts])
+                return self._case(orig, perts, label, self._answer(group, fill, orig, t, {slot: orig_val}),
                                   self._template_meta(t, attribute=attribute, values=[orig_val] + alts))
         elif group.get("variants"):
             variants = [tpl.normalise(v) for v in group["variants"]]
 
             def make(t: str, fill: dict) -> dict:
                 orig = self._render_segs(t, fill)
-                perts = [[self._render(v, fill, sentence=_lower_first(orig[0]))] + orig[1:] for v in variants]
+                perts = [[self._render(v, fill, fixed={"sentence": _lower_first(orig[0])})] + orig[1:] for v in variants]
                 return self._case(orig, self._capped(orig, perts), label, self._answer(group, fill, orig, t),
                                   self._template_meta(t))
         elif group.get("swap_pair"):
