@@ -1,12 +1,17 @@
 """Helpers shared by the test modules (no test module imports another)."""
 
+import contextlib
 import copy
 import functools
 import json
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
+import textwrap
+import time
 from pathlib import Path
 
 import yaml
@@ -289,3 +294,53 @@ def beluga_cli(*args, cwd=REPO) -> subprocess.CompletedProcess:
 def output(out: subprocess.CompletedProcess) -> str:
     """What snakemake printed (it prints its errors on stdout, the jobs' on stderr)."""
     return out.stdout + "\n" + out.stderr
+
+
+# ---------------------------------------------------------------- the bad-input catalogue's limits
+TIME_LIMIT = 60          # seconds per case (each must answer in well under its own ``seconds``)
+MEM_LIMIT = 2 << 30      # address space a case may add
+
+
+@contextlib.contextmanager
+def limited(seconds: int = TIME_LIMIT, extra: int = MEM_LIMIT):
+    """A signal alarm after ``seconds`` and the address space capped at what the process uses plus ``extra``
+    (the soft limit, put back after)."""
+    def expired(*_):
+        raise TimeoutError(f"over the {seconds} s limit")
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    with open("/proc/self/statm") as f:
+        used = int(f.read().split()[0]) * resource.getpagesize()
+    cap = used + extra if hard == resource.RLIM_INFINITY else min(used + extra, hard)
+    old = signal.signal(signal.SIGALRM, expired)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def refused(tmp_path, setup: str, call: str, error: str = "BelugaError", seconds: float = 5) -> str:
+    """Run ``setup`` then ``call`` (in ``tmp_path``) under the limits: ``call`` must raise ``error`` with one
+    line, within ``seconds``; returns the line."""
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    ns: dict = {}
+    try:
+        exec("from beluga.errors import BelugaError\nfrom beluga.suites.release_pickle import MalformedPickle\n"
+             + textwrap.dedent(setup), ns)
+        with limited():
+            t = time.time()
+            try:
+                exec(call, ns)
+            except ns[error] as e:
+                took, line = time.time() - t, str(e)
+            else:
+                pytest.fail(f"not refused: {call}")
+    finally:
+        os.chdir(here)
+    assert "\n" not in line and took < seconds, (took, line)
+    return line

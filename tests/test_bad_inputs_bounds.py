@@ -5,67 +5,14 @@ space capped with resource.setrlimit while the case runs)."""
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import os
-import resource
-import signal
 import tarfile
-import textwrap
-import time
 
 import pytest
-
-TIME_LIMIT = 60          # seconds per case (each must answer in well under its own ``seconds``)
-MEM_LIMIT = 2 << 30      # address space a case may add
+from conftest import refused
 
 BOMB = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
     f'{c}: &{c} [{",".join(["*" + p] * 9)}]\n' for p, c in zip("abcdefgh", "bcdefghi")))
-
-
-@contextlib.contextmanager
-def limited(seconds: int = TIME_LIMIT, extra: int = MEM_LIMIT):
-    """A signal alarm after ``seconds`` and the address space capped at what the process uses plus ``extra``
-    (the soft limit, put back after)."""
-    def expired(*_):
-        raise TimeoutError(f"over the {seconds} s limit")
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    with open("/proc/self/statm") as f:
-        used = int(f.read().split()[0]) * resource.getpagesize()
-    cap = used + extra if hard == resource.RLIM_INFINITY else min(used + extra, hard)
-    old = signal.signal(signal.SIGALRM, expired)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-
-
-def refused(tmp_path, setup: str, call: str, error: str = "BelugaError", seconds: float = 5) -> str:
-    """Run ``setup`` then ``call`` (in ``tmp_path``) under the limits: ``call`` must raise ``error`` with one
-    line, within ``seconds``; returns the line."""
-    here = os.getcwd()
-    os.chdir(tmp_path)
-    ns: dict = {}
-    try:
-        exec("from beluga.errors import BelugaError\nfrom beluga.suites.release_pickle import MalformedPickle\n"
-             + textwrap.dedent(setup), ns)
-        with limited():
-            t = time.time()
-            try:
-                exec(call, ns)
-            except ns[error] as e:
-                took, line = time.time() - t, str(e)
-            else:
-                pytest.fail(f"not refused: {call}")
-    finally:
-        os.chdir(here)
-    assert "\n" not in line and took < seconds, (took, line)
-    return line
 
 
 SPEC = "spec_version: 1\nname: s\ntask: sent\n"

@@ -285,7 +285,7 @@ def _lexicons(spec: Spec) -> dict:
         block = _read_yaml(str(f), "lexicon file", lambda d: _lexicon_words(d, []))
         if not isinstance(block, dict) or not all(isinstance(k, str) for k in block):
             raise spec_error(spec, ["lexicon_files", i], f"{f} must be a mapping of lexicon names to entries")
-        _refuse_controls(spec, [[i]], {i: block})
+        _refuse_controls(spec, [["lexicon_files", i]], {"lexicon_files": {i: block}})
         blocks.append((["lexicon_files", i], block))
     blocks.append((["lexicons"], spec.data.get("lexicons") or {}))
     for loc, block in blocks:
