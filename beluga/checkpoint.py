@@ -241,12 +241,17 @@ def _set_rng_state(meta: dict, tensors: dict[str, torch.Tensor]) -> None:
 # --------------------------------------------------------------------------- save / load
 
 
+def _ascii_digits(s: str) -> bool:
+    """"12", not "" nor "²" (``'²'.isdigit()`` is true, ``int('²')`` fails)."""
+    return s.isascii() and s.isdigit()
+
+
 def epoch_dirs(ckpt_dir: str | os.PathLike) -> list[Path]:
     """Complete epoch checkpoints, newest first."""
     d = Path(ckpt_dir)
     if not d.is_dir():
         return []
-    found = [p for p in d.iterdir() if p.is_dir() and p.name.startswith(PREFIX) and p.name[len(PREFIX):].isdigit()]
+    found = [p for p in d.iterdir() if p.is_dir() and p.name.startswith(PREFIX) and _ascii_digits(p.name[len(PREFIX):])]
     return sorted(found, key=lambda p: int(p.name[len(PREFIX):]), reverse=True)
 
 

@@ -191,3 +191,18 @@ def test_suite_file_expectation_parameters_checked(tmp_path, name):
     line = refused(tmp_path, "from beluga.suites.tabular import read_suite_table",
                    "read_suite_table('s.jsonl', (0, 1, 2))")
     assert "s.jsonl" in line and "field 'expect_params'" in line and words in line, line
+
+
+# ---------------------------------------------------------------- numbers that look like digits, seeds in range
+def test_spec_seed_beyond_numpy_and_torch_refused(tmp_path):
+    line = spec_refused(tmp_path, "defaults: {seed: 4294967296}\n" + func(MFT_GROUP))
+    assert "field 'defaults.seed'" in line and "4294967295" in line, line
+
+
+def test_superscript_digits_are_not_numbers(tmp_path):
+    from beluga.checkpoint import epoch_dirs
+    from beluga.suites.templates import article
+    assert article("²nd") == "a" and article("8-minute") == "an"
+    (tmp_path / "epoch-²").mkdir()
+    (tmp_path / "epoch-3").mkdir()
+    assert [p.name for p in epoch_dirs(tmp_path)] == ["epoch-3"]

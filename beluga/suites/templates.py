@@ -92,8 +92,8 @@ _AN_NUMBER = re.compile(r"^(8|11|18)(\d{3})*$|^8\d*$")
 def article(word: str) -> str:
     """"a" or "an" before ``word`` (a number by how it is read: "an 8-minute", "a 7-minute")."""
     w = word.lower()
-    if w[:1].isdigit():
-        digits = re.match(r"\d+", w).group()
+    if "0" <= w[:1] <= "9":
+        digits = re.match(r"[0-9]+", w).group()
         return "an" if _AN_NUMBER.match(digits) else "a"
     if w.startswith(_AN_PREFIXES):
         return "an"
