@@ -150,3 +150,17 @@ def test_perturb_parameters_bounded(tmp_path, param):
                    f"perturb_command('in.txt', 'add_url', 'INV', 'inv', 'o.parquet', params=[{param!r}])")
     assert f"parameter '{key}'" in line, line
     assert not (tmp_path / "o.parquet").exists()
+
+
+@pytest.mark.parametrize("member", ["", "./", ".pkl"])
+def test_tarball_member_without_a_name(tmp_path, member):
+    setup = f"""
+import io, tarfile
+info = tarfile.TarInfo({member!r})
+info.size = 10
+with tarfile.open("noname_suite.tar.gz", "w:gz") as tf:
+    tf.addfile(info, io.BytesIO(b"x" * 10))
+from beluga.suites.release import read_release_records
+"""
+    line = refused(tmp_path, setup, "read_release_records('noname_suite.tar.gz')")
+    assert "noname_suite.tar.gz" in line and ("is not a .pkl file" in line or "not a readable" in line), line
