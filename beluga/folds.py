@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from typing import NamedTuple
 
 import numpy as np
@@ -22,36 +23,88 @@ def stable_int(*parts: object) -> int:
 
 
 def split_sizes(n: int, fractions) -> tuple[int, int, int]:
-    """(T_train, T_val, T_test) case counts of a functionality with ``n`` >= 3 cases."""
+    """(T_train, T_val, T_test) case counts of a functionality with ``n`` >= 3 cases: each at least 1 (what
+    T_train lacks is taken from T_val while it keeps one, then from T_test)."""
     n_val = max(1, int(round(fractions[1] * n)))
     n_test = max(1, int(round(fractions[2] * n)))
     n_train = n - n_val - n_test
     if n_train < 1:
-        n_train, n_val = 1, n - 1 - n_test
+        short = 1 - n_train
+        from_val = min(short, n_val - 1)
+        n_train, n_val, n_test = 1, n_val - from_val, n_test - (short - from_val)
     return n_train, n_val, n_test
 
 
-def assign_splits(suite: pd.DataFrame, fractions: tuple[float, float, float], seed: int) -> pd.DataFrame:
+#: what the split does with identical cases (the same inputs) of a functionality (``split.duplicates``):
+#: refuse them (one line), keep each set in one split (``group``), or split case by case as the reference does
+#: (``allow``: a copy can be in T_train and T_test)
+DUPLICATES = ("refuse", "group", "allow")
+
+
+def _case_key(inputs, inputs_b) -> tuple:
+    return tuple(inputs), None if inputs_b is None else tuple(inputs_b)
+
+
+def _units(func: str, group: pd.DataFrame, duplicates: str) -> list[list[str]]:
+    """A functionality's split units, ordered by their first case id: each case alone, or (``refuse`` /
+    ``group``) identical cases together (a functionality without repeats: one case per unit either way)."""
+    ids = sorted(group["case_id"])
+    if duplicates == "allow":
+        return [[cid] for cid in ids]
+    key = dict(zip(group["case_id"], (_case_key(a, b) for a, b in zip(group["inputs"], group["inputs_b"]))))
+    by_key: dict[tuple, list[str]] = {}
+    for cid in ids:
+        by_key.setdefault(key[cid], []).append(cid)
+    units = sorted(by_key.values(), key=lambda u: u[0])
+    if duplicates == "refuse" and len(units) < len(ids):
+        copies = [u for u in units if len(u) > 1]
+        raise SuiteError(f"suite: functionality {func!r}: field 'inputs': {len(ids) - len(units)} of its {len(ids)} "
+                         f"cases repeat another case (e.g. {copies[0][0]!r} and {copies[0][1]!r}), so a copy could "
+                         "be trained on in T_train and scored in T_test; make its cases distinct (more templates or "
+                         "lexicon entries, fewer cases_per_functionality), or set split.duplicates: group (copies in "
+                         "one split) or allow (split case by case, as the reference does)")
+    return units
+
+
+def assign_splits(suite: pd.DataFrame, fractions: tuple[float, float, float], seed: int,
+                  duplicates: str = "refuse") -> pd.DataFrame:
     """Assign every case to train / val / test, per functionality, so that each
     functionality appears in each split. A case (with all its perturbations)
-    is one unit. Returns DataFrame(case_id, functionality, split)."""
+    is one unit; identical cases are refused, one unit or split apart (``duplicates``, :data:`DUPLICATES`).
+    Returns DataFrame(case_id, functionality, split)."""
     if len(fractions) != 3 or any(f <= 0 for f in fractions) or abs(sum(fractions) - 1) > 1e-6:
         raise ConfigError(f"config: field 'split.fractions': {list(fractions)} must be three positive "
                           "numbers summing to 1")
+    if duplicates not in DUPLICATES:
+        raise ConfigError(f"config: field 'split.duplicates': {duplicates!r} is not one of {', '.join(DUPLICATES)}")
+    if "inputs_b" not in suite.columns:
+        suite = suite.assign(inputs_b=None)
     rows = []
     for func, group in suite.groupby("functionality", sort=False):
-        ids = sorted(group["case_id"])
-        n = len(ids)
+        units = _units(func, group, duplicates)
+        n = len(units)
         if n < 3:
-            raise SuiteError(f"suite: functionality {func!r}: field 'case_id': {n} case(s); at least 3 are "
+            what = "case(s)" if n == len(group) else f"distinct case(s) (of {len(group)})"
+            raise SuiteError(f"suite: functionality {func!r}: field 'case_id': {n} {what}; at least 3 are "
                              "needed to have one in each of train / val / test")
         rng = np.random.default_rng(stable_int(seed, func))
-        perm = [ids[i] for i in rng.permutation(n)]
+        perm = [units[i] for i in rng.permutation(n)]
         n_train, n_val, n_test = split_sizes(n, fractions)
-        for i, cid in enumerate(perm):
+        for i, unit in enumerate(perm):
             split = "train" if i < n_train else ("val" if i < n_train + n_val else "test")
-            rows.append((cid, func, split))
+            rows.extend((cid, func, split) for cid in unit)
     return pd.DataFrame(rows, columns=["case_id", "functionality", "split"])
+
+
+def copies_across_splits(suite: pd.DataFrame, split: pd.DataFrame) -> int:
+    """How many cases have an identical case (same functionality, same inputs) in another split."""
+    where = dict(zip(split["case_id"], split["split"]))
+    b = suite["inputs_b"] if "inputs_b" in suite.columns else [None] * len(suite)
+    splits: dict[tuple, set] = {}
+    keys = [(f, _case_key(a, bb)) for f, a, bb in zip(suite["functionality"], suite["inputs"], b)]
+    for k, cid in zip(keys, suite["case_id"]):
+        splits.setdefault(k, set()).add(where.get(cid))
+    return sum(len(splits[k]) > 1 for k in keys)
 
 
 def slugify(name: str, max_len: int = 60) -> str:
@@ -60,11 +113,26 @@ def slugify(name: str, max_len: int = 60) -> str:
 
 
 def fold_ids(names: list[str]) -> dict[str, str]:
-    """Stable, filesystem-safe, unique ids for group names."""
+    """Stable, filesystem-safe, unique ids for group names: the name's slug, with a hash of the name where two
+    slugs agree (longer hashes where a suffixed id meets another name's slug, e.g. "a b" and "a-b-<its hash>")."""
+    def suffixed(n: str, length: int) -> str:
+        return f"{slugs[n]}-{hashlib.sha1(n.encode()).hexdigest()[:length]}"
+
     slugs = {n: slugify(n) for n in names}
-    counts = pd.Series(list(slugs.values())).value_counts()
-    return {n: (s if counts[s] == 1 else f"{s}-{hashlib.sha1(n.encode()).hexdigest()[:6]}")
-            for n, s in slugs.items()}
+    counts = Counter(slugs.values())
+    ids = {n: (s if counts[s] == 1 else suffixed(n, 6)) for n, s in slugs.items()}
+    for length in (12, 40):
+        taken = Counter(ids.values())
+        clash = [n for n in ids if taken[ids[n]] > 1]
+        if not clash:
+            return ids
+        ids.update({n: suffixed(n, length) for n in clash})
+    taken = Counter(ids.values())
+    clash = [n for n in ids if taken[ids[n]] > 1]
+    if clash:
+        raise ConfigError(f"suite: field 'functionality': {clash[0]!r} and {clash[1]!r} get the same fold id "
+                          f"{ids[clash[0]]!r}; rename one")
+    return ids
 
 
 def enumerate_folds(functionalities: pd.DataFrame, partitions: list[str]) -> list[dict]:

@@ -78,5 +78,6 @@ rule split_suite:
         task_type=lambda w: TASKS[w.task]["type"],
         fractions=config["split"]["fractions"],
         seed=config["split"]["seed"],
+        duplicates=config["split"]["duplicates"],
     script:
         "../workflow_scripts/split_suite.py"

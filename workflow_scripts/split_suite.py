@@ -3,4 +3,5 @@ from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: data.split_suite(suite=sm.input.suite, task_type=sm.params.task_type, fractions=sm.params.fractions,
-                                 seed=sm.params.seed, out_split=sm.output.split, out_summary=sm.output.summary))
+                                 seed=sm.params.seed, duplicates=sm.params.duplicates, out_split=sm.output.split,
+                                 out_summary=sm.output.summary))

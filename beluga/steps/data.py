@@ -50,10 +50,16 @@ def build_suite(*, suite: dict, task_type: str, pool: str | None, out_suite: str
     save_suite(df, out_suite, declared=declared)
 
 
-def split_suite(*, suite: str, task_type: str, fractions, seed: int, out_split: str, out_summary: str) -> None:
-    """T_train / T_val / T_test by case, per functionality, and the suite's summary table."""
+def split_suite(*, suite: str, task_type: str, fractions, seed: int, out_split: str, out_summary: str,
+                duplicates: str = "refuse") -> None:
+    """T_train / T_val / T_test by case, per functionality (identical cases: ``duplicates``, folds.DUPLICATES),
+    and the suite's summary table."""
     cases = load_suite(suite, label_set(get_task_type(task_type)))
-    split = folds.assign_splits(cases, tuple(fractions), seed)
+    split = folds.assign_splits(cases, tuple(fractions), seed, duplicates)
+    crossing = folds.copies_across_splits(cases, split) if duplicates == "allow" else 0
+    if crossing:
+        _log.warning("%s: %d of %d cases have an identical case in another split (split.duplicates: allow, the "
+                     "reference's split by case)", suite, crossing, len(cases))
     write_parquet(split, out_split)
     summary = functionality_table(cases)
     counts = split.groupby(["functionality", "split"]).size().unstack(fill_value=0)

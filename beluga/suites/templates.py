@@ -14,11 +14,11 @@ the same fills in the same order.
 
 from __future__ import annotations
 
+import _string
 import json
 import math
 import re
 import string
-import _string
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np

@@ -176,19 +176,26 @@ def check_config(config: dict, schema: dict, configfiles=()) -> None:
 
 
 def check_folds(task: str, folds: list[dict], funcs, configurations, configfiles=()) -> None:
-    """Every fold of a configuration without i.i.d. data in its suite stage
-    (IID→T) needs at least one training functionality."""
+    """No fold but the seen one may hold out every functionality: a configuration without i.i.d. data in its
+    suite stage (IID→T) would have nothing to train on, the others would train on i.i.d. data alone and report
+    it as a held-out score (a partition of one group: a suite of one class, one test type, one
+    functionality)."""
     from beluga.folds import training_functionalities
 
     names = list(funcs["functionality"])
     no_mix = [c for c in configurations if not configuration(c).mixes_iid]
-    if not no_mix:
-        return
     for f in folds:
-        if not training_functionalities(f, names):
-            raise ConfigError(f"{_where(configfiles)}: field 'partitions': fold {f['partition']}/{f['fold']} of task "
-                              f"{task!r} holds out every functionality ({len(names)}): configuration {no_mix[0]} "
-                              "has nothing to train on (run more functionalities or drop the partition)")
+        if f["partition"] == "seen" or training_functionalities(f, names):
+            continue
+        head = (f"{_where(configfiles)}: field 'partitions': fold {f['partition']}/{f['fold']} of task {task!r} "
+                f"holds out every functionality ({len(names)})")
+        if no_mix:
+            raise ConfigError(f"{head}: configuration {no_mix[0]} has nothing to train on (run more "
+                              "functionalities or drop the partition)")
+        what = {"func": "functionality", "class": "class", "type": "test type"}[f["partition"]]
+        raise ConfigError(f"{head}: the suite has one {what} ({f['group']!r}), so the suite stage would train on "
+                          f"i.i.d. data alone, which is no held-out {what} score (drop {f['partition']!r} from "
+                          f"partitions or give the suite more than one {what})")
 
 
 def check_case_counts(task: str, funcs, configfiles=()) -> None:

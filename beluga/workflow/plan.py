@@ -136,7 +136,8 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
         parts = iid_mod.load_splits(task_cfg["iid"], ttype.head, set(ttype.iid_labels))
         sizes, used = iid_sizes(task_cfg["iid"], {k: len(v) for k, v in parts.items()}, assume_paper_data)
     suite, _ = make_suite(task_cfg["suite"], task_cfg["type"], parts.get("pool"))
-    split = folds_mod.assign_splits(suite, tuple(split_cfg["fractions"]), int(split_cfg["seed"]))
+    split = folds_mod.assign_splits(suite, tuple(split_cfg["fractions"]), int(split_cfg["seed"]),
+                                    split_cfg.get("duplicates", "refuse"))
     which = dict(zip(split["case_id"], split["split"]))
     suite = suite.assign(split=suite["case_id"].map(which))
     n_inputs = suite["inputs"].map(len)

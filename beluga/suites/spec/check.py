@@ -214,8 +214,8 @@ def _refuse_controls(spec, paths: list[list], data: dict) -> None:
         found = _control(node)
         if found is not None:
             sub, c = found
-            raise spec_error(spec, [*path, *sub], f"control character U+{ord(c):04X} ({c!r}) in the text; write it without "
-                                                  "(YAML's | and > keep a final newline: use |- or >-)")
+            raise spec_error(spec, [*path, *sub], f"control character U+{ord(c):04X} ({c!r}) in the text; write it "
+                                                  "without (YAML's | and > keep a final newline: use |- or >-)")
 
 
 def load_spec(spec: str) -> Spec:

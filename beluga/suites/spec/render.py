@@ -340,7 +340,8 @@ class _Renderer:
 
             def make(t: str, fill: dict) -> dict:
                 orig = self._render_segs(t, fill)
-                perts = [[self._render(v, fill, fixed={"sentence": _lower_first(orig[0])})] + orig[1:] for v in variants]
+                sentence = {"sentence": _lower_first(orig[0])}
+                perts = [[self._render(v, fill, fixed=sentence)] + orig[1:] for v in variants]
                 return self._case(orig, self._capped(orig, perts), label, self._answer(group, fill, orig, t),
                                   self._template_meta(t))
         elif group.get("swap_pair"):
