@@ -299,28 +299,46 @@ def output(out: subprocess.CompletedProcess) -> str:
 # ---------------------------------------------------------------- the bad-input catalogue's limits
 TIME_LIMIT = 60          # seconds per case (each must answer in well under its own ``seconds``)
 MEM_LIMIT = 2 << 30      # address space a case may add
+#: every case of the catalogue (tests/test_bad_inputs*.py): seconds (a case that runs the pipeline: slow) and the
+#: address space a case (and every process it starts, which inherits the cap) may add to the worker's
+CASE_SECONDS, SLOW_CASE_SECONDS, CASE_MEMORY = 120, 600, 6 << 30
 
 
 @contextlib.contextmanager
 def limited(seconds: int = TIME_LIMIT, extra: int = MEM_LIMIT):
     """A signal alarm after ``seconds`` and the address space capped at what the process uses plus ``extra``
-    (the soft limit, put back after)."""
+    (the soft limit, never above an enclosing one; both put back after, an enclosing alarm with what is left of
+    it)."""
     def expired(*_):
         raise TimeoutError(f"over the {seconds} s limit")
 
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     with open("/proc/self/statm") as f:
         used = int(f.read().split()[0]) * resource.getpagesize()
-    cap = used + extra if hard == resource.RLIM_INFINITY else min(used + extra, hard)
+    cap = min(x for x in (used + extra, soft, hard) if x != resource.RLIM_INFINITY)
     old = signal.signal(signal.SIGALRM, expired)
     resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    signal.alarm(seconds)
+    start, outer = time.monotonic(), signal.alarm(seconds)
     try:
         yield
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        if outer:
+            signal.alarm(max(1, outer - int(time.monotonic() - start)))
+
+
+@pytest.fixture(autouse=True)
+def catalogue_limits(request):
+    """Every case of the bad-input catalogue under a time limit (:data:`CASE_SECONDS`, :data:`SLOW_CASE_SECONDS`
+    for a slow one: a TimeoutError fails it, and kills the process it waits for) and a memory limit (the address
+    space capped at the worker's plus :data:`CASE_MEMORY`, inherited by the processes it starts)."""
+    if not request.module.__name__.startswith("test_bad_inputs"):
+        yield
+        return
+    with limited(SLOW_CASE_SECONDS if request.node.get_closest_marker("slow") else CASE_SECONDS, CASE_MEMORY):
+        yield
 
 
 def refused(tmp_path, setup: str, call: str, error: str = "BelugaError", seconds: float = 5) -> str:
