@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+import beluga
 from beluga.tasks import TASK_TYPES
 
 #: numpy's and torch's common seed range: 0 <= seed < 2**32 (the config schema's bound too)
@@ -22,6 +23,8 @@ def seed_type(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The ``beluga`` command line: one sub-command per tool, each with its help text."""
     p = argparse.ArgumentParser(prog="beluga", description="BELUGA command line tools", allow_abbrev=False)
+    p.add_argument("--version", action="version", version=f"beluga {beluga.__version__}",
+                   help="print the package's version (beluga VERSION) and exit")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("score", help="score predictions on a behavioral suite (CheckList semantics)",
                        description="Score model predictions on a suite: pass / fail / filtered per case and "
