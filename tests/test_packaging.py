@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import beluga
+from beluga.cli import main
 from beluga.suites.format import load_suite
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,6 +50,27 @@ def test_version_is_pyprojects():
     assert beluga.__version__ == VERSION
     assert beluga.checkout_version(REPO) == VERSION
     assert beluga.package_version() == VERSION
+
+
+def test_version_option_prints_beluga_and_the_version(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out == f"beluga {VERSION}\n"
+
+
+def test_version_outside_a_checkout_is_the_installed_distributions(monkeypatch):
+    """An installed wheel has no pyproject.toml beside the package: the distribution's metadata answers, and
+    without one (neither installed nor a checkout) the version says it is unknown."""
+    monkeypatch.setattr(beluga, "checkout_version", lambda root=None: None)
+    monkeypatch.setattr(beluga.metadata, "version", lambda name: "7.7.7" if name == "beluga" else None)
+    assert beluga.__version__ == "7.7.7"
+
+    def missing(name):
+        raise beluga.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(beluga.metadata, "version", missing)
+    assert beluga.__version__ == beluga.UNKNOWN_VERSION == "0+unknown"
 
 
 def test_checkout_version_reads_only_this_projects_pyproject(tmp_path):
