@@ -48,6 +48,13 @@ class Elements(HTMLParser):
         (self.styles if self._in == "style" else self.text).append(data)
 
 
+def page_content(page: str) -> tuple[list, list]:
+    """What a page shows, for comparing two renderings of it: its start tags with their attributes and its
+    text, entities decoded, without the stylesheet and the whitespace between elements."""
+    dom = Elements(page)
+    return dom.tags, [t for t in dom.text if t.strip()]
+
+
 def evil_summary(models):
     suite = pd.DataFrame([case("c1", SCRIPT, "Cap", "MFT", ["fine", "ok"], [0, 0]),
                           case("c2", "plain", "Vocabulary", "MFT", ["fine"], [2])])
