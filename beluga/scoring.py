@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,8 @@ from beluga.health import check_probabilities
 from beluga.tasks import TaskType
 
 PASS, FAIL, FILTERED = "pass", "fail", "filtered"
+#: how often (in cases) :func:`score_cases` reports its progress
+PROGRESS_EVERY = 1000
 
 # CheckList SQuAD notebook: clean(s) = s.lstrip('[a,the,an,in,at] ').rstrip('.')
 # -- a *character-set* strip of '[', 'a', ',', 't', 'h', 'e', 'n', 'i', ']' and
@@ -205,10 +208,12 @@ def _index_predictions(predictions: pd.DataFrame, source: str) -> dict:
 
 
 def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
-                source: str = "predictions") -> pd.DataFrame:
+                source: str = "predictions", on_cases: Callable[[int], None] | None = None) -> pd.DataFrame:
     """suite: suite rows to score; predictions: rows (case_id, input_idx,
     probs) for classification tasks or (case_id, input_idx, answer) for QA,
     covering every input of those cases (other columns are ignored).
+    ``on_cases`` (optional): called with the cases scored so far, every
+    :data:`PROGRESS_EVERY` cases and at the end (a progress bar).
     Returns DataFrame(case_id, functionality, status)."""
     qa = ttype.head == "qa"
     col = "answer" if qa else "probs"
@@ -277,6 +282,10 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
         meta = json_loads(r.meta) if (r.expect == "same_answer" and isinstance(r.meta, str)) else None
         statuses.append(case_status(r.expect, params, r.agg_fn, pred_all[s:e],
                                     None if qa else probs_all[s:e], _as_list(r.labels), _as_list(r.answers), meta))
+        if on_cases is not None and (k + 1) % PROGRESS_EVERY == 0:
+            on_cases(k + 1)
+    if on_cases is not None:
+        on_cases(len(statuses))
     return pd.DataFrame({"case_id": case_ids, "functionality": suite["functionality"].tolist(), "status": statuses})
 
 

@@ -9,12 +9,12 @@ model's predictions: beluga/analyses/predictions.py.
 from __future__ import annotations
 
 import re
-from html import escape as e
 
 import numpy as np
 import pandas as pd
 
 from beluga.bounds import json_loads
+from beluga.pages import render_page
 
 # ---------------------------------------------------------------- the failure summary
 
@@ -209,12 +209,6 @@ def markdown_code(text) -> str:
 # One model or several: the same tables and failing cases; several models add the models' labels (m1, m2, ...),
 # the mean ± sd and min–max of the failure rate, each model's rate, and per failing case the models it fails for.
 
-_SUMMARY_STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}"
-                  "td,th{border-bottom:1px solid #ddd;padding:3px 8px;text-align:left}.num{text-align:right}"
-                  ".bar{display:inline-block;height:8px;background:#c0392b}.case{margin:.6em 0 .6em 1em}"
-                  ".pred{color:#c0392b;white-space:nowrap}summary{cursor:pointer;margin:.3em 0}")
-
-
 def _percent(x) -> str:
     return "–" if pd.isna(x) else f"{100 * x:.1f}%"
 
@@ -322,53 +316,29 @@ def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str, models: li
 
 
 def summary_html(funcs: pd.DataFrame, examples: dict, title: str, models: list[str]) -> str:
-    """The summary of :func:`failure_summary` over ``models`` as a standalone page: the failure-rate table
-    and, per functionality, a collapsible list of failing cases (no scripts, no external resources)."""
+    """The summary of :func:`failure_summary` over ``models`` as a standalone page (beluga/templates/summary.html.j2,
+    :func:`beluga.pages.render_page`: every value escaped): the failure-rate table and, per functionality, a
+    collapsible list of failing cases (no scripts, no external resources)."""
     n, labels = len(models), model_labels(len(models))
     rows = []
     for r in funcs.to_dict("records"):
-        width = 0 if pd.isna(r["failure_rate"]) else round(100 * r["failure_rate"])
-        rate = _percent(r["failure_rate"]) if n == 1 else _mean_sd(r)
-        more = "" if n == 1 else (f"<td class='num'>{_min_max(r)}</td>" + "".join(
-            f"<td class='num'>{_percent(r[model_rate_column(m)])}</td>" for m in models))
-        rows.append(f"<tr><td>{e(str(r['capability']))}</td><td>{e(str(r['functionality']))}</td>"
-                    f"<td>{e(str(r['test_type']))}</td>"
-                    f"<td class='num'><span class='bar' style='width:{width}px'></span> {rate}</td>{more}"
-                    f"<td class='num'>{r['n_failed']} / {r['n_scored']}</td></tr>")
-    heads = "".join(f"<th title='{e(m)}'>{lab}</th>" for lab, m in zip(labels, models))
-    details = []
-    for func, exs in examples.items():
-        if not exs:
-            continue
-        items = []
-        for ex in exs:
-            fails, red = set(ex["failing"]), " class='pred'"
-            inputs = "".join(f"<tr><td>{e(i['input'])}</td>"
-                             + "".join(f"<td{red if k in fails else ''}>{e(p)}</td>"
-                                       for k, p in enumerate(i["predictions"])) + "</tr>"
-                             for i in ex["inputs"])
-            note, head = ("", "") if n == 1 else (f" — {e(_fails_for(ex, labels))}",
-                                                  f"<tr><th>input</th>{heads}</tr>")
-            items.append(f"<div class='case'><div><code>{e(ex['case_id'])}</code> expected: "
-                         f"<b>{e(ex['expectation'])}</b> ({ex['n_inputs']} inputs){note}</div>"
-                         f"<table class='inputs'>{head}{inputs}</table></div>")
-        opened = " open" if not details else ""    # the first one open: failures are visible on arrival
-        order = "" if n == 1 else ", those failing for the most models first"
-        details.append(f"<details{opened}><summary>{e(func)} — {len(exs)} failing case(s) shown{order}</summary>"
-                       f"{''.join(items)}</details>")
-    if n == 1:
-        intro, rate_heads = "", "<th>failure rate</th>"
-    else:
-        named = ", ".join(f"{lab} <code>{e(m)}</code>" for lab, m in zip(labels, models))
-        intro = (f"<p id='models'>Failure rate: mean ± sd over {n} models ({named}); min–max and each "
-                 "model's rate beside it; failed / scored summed over the models.</p>")
-        rate_heads = f"<th>failure rate (mean ± sd)</th><th>min–max</th>{heads}"
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
-            f"<style>{_SUMMARY_STYLE}</style></head><body><h1>{e(title)}</h1>{intro}"
-            "<table id='functionalities'><thead><tr><th>class</th><th>functionality</th><th>type</th>"
-            f"{rate_heads}<th>failed / scored</th></tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table>"
-            f"<h2>Failing cases</h2><div id='failures'>{''.join(details)}</div></body></html>\n")
+        rows.append({"capability": r["capability"], "functionality": r["functionality"], "test_type": r["test_type"],
+                     "width": 0 if pd.isna(r["failure_rate"]) else round(100 * r["failure_rate"]),
+                     "rate": _percent(r["failure_rate"]) if n == 1 else _mean_sd(r),
+                     "min_max": None if n == 1 else _min_max(r),
+                     "rates": [] if n == 1 else [_percent(r[model_rate_column(m)]) for m in models],
+                     "failed": r["n_failed"], "scored": r["n_scored"]})
+    sections = [{"functionality": func,
+                 "cases": [{"case_id": ex["case_id"], "expectation": ex["expectation"], "n_inputs": ex["n_inputs"],
+                            "fails": None if n == 1 else _fails_for(ex, labels),
+                            "inputs": [{"input": i["input"],
+                                        "predictions": [{"text": p, "failing": k in ex["failing"]}
+                                                        for k, p in enumerate(i["predictions"])]}
+                                       for i in ex["inputs"]]}
+                           for ex in exs]}
+                for func, exs in examples.items() if exs]      # the first one open: failures are visible on arrival
+    return render_page("summary.html.j2", title=title, rows=rows, sections=sections,
+                       models=[{"label": lab, "name": m} for lab, m in zip(labels, models)])
 
 
 # ---------------------------------------------------------------- failures in the pipeline's report
@@ -424,37 +394,20 @@ def failures_markdown(df: pd.DataFrame, task: str) -> str:
 
 
 def failures_html(df: pd.DataFrame, funcs: pd.DataFrame, task: str, labels: dict) -> str:
-    """A standalone page: one collapsible section per functionality, inside it
-    the failing cases of each model (scenario, configuration, method, fold)."""
-
-    parts, opened = [], False
+    """A standalone page (beluga/templates/failures.html.j2, every value escaped): one collapsible section per
+    functionality, inside it the failing cases of each model (scenario, configuration, method, fold)."""
+    sections = []
     for r in funcs.itertuples(index=False):
         sub = df[df["functionality"] == r.functionality]
-        if not len(sub):
-            parts.append(f"<details><summary>{e(str(r.functionality))} ({e(str(r.test_type))}) — no failing case"
-                         "</summary></details>")
-            continue
         blocks = []
         for (sc, conf, meth, fold), g in sub.groupby(["scenario", "configuration", "method", "fold"], sort=False):
             who = "IID model" if conf == "iid" else f"{labels.get(conf, conf)} {meth}, {sc} ({fold})"
-            cases = []
-            for cid, c in g.groupby("case_id", sort=False):
-                trs = "".join(f"<tr><td>{e(str(x.input))}</td><td class='pred'>{e(str(x.prediction))}</td></tr>"
-                              for x in c.itertuples(index=False))
-                cases.append(f"<div class='case'><code>{e(str(cid))}</code> expected: "
-                             f"<b>{e(str(c['expectation'].iat[0]))}</b><table class='inputs'>{trs}</table></div>")
-            blocks.append(f"<h4>{e(who)}</h4>{''.join(cases)}")
-        n_models = sub.groupby(["scenario", "configuration", "method", "fold"]).ngroups
-        attr = "" if opened else " open"          # the first one open: failures are visible on arrival
-        opened = True
-        parts.append(f"<details{attr}><summary>{e(str(r.functionality))} ({e(str(r.test_type))}) — failing cases of "
-                     f"{n_models} model(s)</summary>{''.join(blocks)}</details>")
-    style = ("body{font-family:sans-serif;margin:2em;max-width:1100px}td{border-bottom:1px solid #ddd;"
-             "padding:2px 8px}.case{margin:.5em 0 .5em 1em}.pred{color:#c0392b;white-space:nowrap}"
-             "summary{cursor:pointer;margin:.3em 0}h4{margin:.6em 0 .2em}")
-    title = f"{task.upper()}: failing T_test cases per functionality"
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title><style>{style}"
-            f"</style></head><body><h1>{e(title)}</h1><p>The IID model, each configuration–method pair's seen "
-            "model, and in func / class / type the fold model that held the functionality out; a few failing "
-            f"cases each, with every shown input and the model's prediction.</p><div id='failures'>{''.join(parts)}"
-            "</div></body></html>\n")
+            blocks.append({"who": who, "cases": [
+                {"case_id": cid, "expectation": c["expectation"].iat[0],
+                 "inputs": [{"input": x.input, "prediction": x.prediction} for x in c.itertuples(index=False)]}
+                for cid, c in g.groupby("case_id", sort=False)]})
+        opened = bool(blocks) and not any(s["open"] for s in sections)   # the first one open: failures on arrival
+        sections.append({"functionality": r.functionality, "test_type": r.test_type, "models": blocks,
+                         "open": opened})
+    return render_page("failures.html.j2", title=f"{task.upper()}: failing T_test cases per functionality",
+                       sections=sections)

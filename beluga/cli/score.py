@@ -29,6 +29,7 @@ from beluga.analyses.predictions import LINE_FORMATS, export_rows, infer_format,
 from beluga.bounds import json_loads
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, same_file, write_out_folder
+from beluga.progress import progress
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
 from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
 
@@ -157,7 +158,8 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
         raise BelugaError(f"predictions {predictions_path}: field 'input_idx': case {b['case_id']!r} has "
                           f"{n_inputs[b['case_id']]} inputs but a prediction for input_idx {b['input_idx']} "
                           f"(is this the suite the predictions were made for?)")
-    cases = score_cases(sel, preds, ttype, source=f"predictions {predictions_path}")
+    with progress(len(sel), "scoring", "case") as shown:     # a tqdm bar on a terminal, else nothing
+        cases = score_cases(sel, preds, ttype, source=f"predictions {predictions_path}", on_cases=shown)
     funcs = pass_rates(cases, functionality_table(sel))   # suite order
 
     scored = cases[["case_id", "functionality", "status"]]

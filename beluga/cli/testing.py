@@ -25,6 +25,7 @@ from beluga.analyses.behavioral import failure_summary, summary_html, summary_ma
 from beluga.cli.score import load_suite_for
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, write_out_folder
+from beluga.progress import progress
 
 #: the files ``test`` writes into its --out folder (nothing else is ever there)
 TEST_OUTPUTS = ("predictions.parquet", "cases.parquet", "functionalities.csv", "summary.md", "summary.html")
@@ -78,10 +79,10 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
         prec = _to_device(net, precision)
         if tty and len(models) > 1:
             print(f"model {i + 1}/{len(models)}: {m}", file=sys.stderr)
-        progress = _progress_bar(len(suite)) if tty and len(suite) > chunk else None
-        preds, status = suite_outcomes(net, tokenizer, ttype, suite, split="suite_test", batch_size=batch_size,
-                                       max_length=max_length, doc_stride=doc_stride, precision=prec,
-                                       source=f"model {m}", chunk_cases=chunk, on_chunk=progress)
+        with progress(len(suite), "predicting", "case") as shown:    # a tqdm bar on a terminal, else nothing
+            preds, status = suite_outcomes(net, tokenizer, ttype, suite, split="suite_test", batch_size=batch_size,
+                                           max_length=max_length, doc_stride=doc_stride, precision=prec,
+                                           source=f"model {m}", chunk_cases=chunk, on_chunk=shown)
         del net, tokenizer
         tables.append(predictions_table(preds.assign(split="suite_test", label=None), ttype, where))
         cases.append(suite[["case_id", "functionality", "capability", "test_type"]].merge(
@@ -147,13 +148,3 @@ def _to_device(model, precision: str):
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(dev).eval()
     return resolve(precision, dev)
-
-
-def _progress_bar(total: int):
-    """A progress bar on stderr, called with the cases done (a newline when all are)."""
-    def show(done: int) -> None:
-        bar = "#" * int(30 * done / total)
-        print(f"\rpredicting [{bar:<30}] {done}/{total} cases", end="", file=sys.stderr, flush=True)
-        if done == total:
-            print(file=sys.stderr)
-    return show

@@ -8,11 +8,11 @@ or the SQuAD dev set alone). That is said in Table 3's footnote (:func:`fallback
 from __future__ import annotations
 
 import json
-from html import escape as e
 from pathlib import Path
 
 from beluga.data.iid import IID_SPLITS, fallback_note
 from beluga.errors import DataError
+from beluga.pages import render_page
 
 #: the mark of a task whose i.i.d. data are not the paper's (Table 3's headers and footnote)
 DAGGER = "†"
@@ -80,26 +80,16 @@ def run_end_lines(paths: dict[str, str]) -> list[str]:
 
 
 def iid_data_html(records: dict[str, dict]) -> str:
-    """The report's page of the run's i.i.d. data: a warning naming every task whose data are not
-    the paper's, then one row per task (source, origin, split rule, rows per split, the paper's data?)."""
+    """The report's page of the run's i.i.d. data (beluga/templates/iid_data.html.j2, every value escaped): a
+    warning naming every task whose data are not the paper's, then one row per task (source, origin, split
+    rule, rows per split, the paper's data?)."""
     lines = fallback_lines(records)
-    warn = ""
-    if lines:
-        items = "".join(f"<li>{e(line)}</li>" for line in lines.values())
-        warn = (f"<div class='warn'><p><strong>Not the paper's i.i.d. data</strong> ({e(SEE)}): Table 3 marks "
-                f"these tasks {DAGGER}.</p><ul>{items}</ul></div>")
     rows = []
     for task, r in records.items():
         counts = r.get("rows") or {}
-        shown = " / ".join(f"{int(counts[s]):,}" if s in counts else "?" for s in IID_SPLITS)
         paper = "no: fallback" if task in lines else ("yes" if r.get("paper_split") else "not a paper source")
-        rows.append(f"<tr{' class=fallback' if task in lines else ''}><td>{e(task.upper())}</td>"
-                    f"<td>{e(str(r.get('source')))}</td><td>{e(str(r.get('origin')))}</td>"
-                    f"<td>{e(str(r.get('split')))}</td><td>{shown}</td><td>{paper}</td></tr>")
-    style = ("body{font-family:sans-serif;margin:1em}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
-             "padding:4px;vertical-align:top}.warn{border:2px solid #c00;background:#fee;padding:0 1em;"
-             "margin-bottom:1em}tr.fallback td{background:#fee}")
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>i.i.d. data of this run</title>"
-            f"<style>{style}</style></head><body><h1>i.i.d. data of this run</h1>{warn}"
-            "<table><tr><th>task</th><th>source</th><th>origin</th><th>split</th><th>train / val / test</th>"
-            f"<th>the paper's data</th></tr>{''.join(rows)}</table></body></html>\n")
+        rows.append({"task": task.upper(), "source": r.get("source"), "origin": r.get("origin"),
+                     "split": r.get("split"), "fallback": task in lines, "paper": paper,
+                     "rows": " / ".join(f"{int(counts[s]):,}" if s in counts else "?" for s in IID_SPLITS)})
+    return render_page("iid_data.html.j2", title="i.i.d. data of this run", fallbacks=list(lines.values()),
+                       see=SEE, dagger=DAGGER, rows=rows)

@@ -13,6 +13,7 @@ import yaml
 
 from beluga.bounds import yaml_load
 from beluga.errors import ConfigError
+from beluga.progress import progress
 from beluga.suites import perturb as perturbations
 from beluga.suites import spec as suite_spec
 from beluga.suites.format import EXPECTATIONS, functionality_table, save_suite, validate_suite
@@ -89,9 +90,11 @@ def build_command(spec: str, out: str, source: str | None = None, seed: int | No
                           "not be read (its sources: " + (", ".join(s.data.get("sources") or {}) or "none") + ")")
     pool = read_source_table(source, "suite build: field '--source'") if source else None
     texts = suite_spec.load_sources(s, pool)
-    df = suite_spec.render_spec(s, texts, seed=seed, cases_per_functionality=cases,
-                                max_perturbations=max_perturbations, max_words=max_words,
-                                functionalities=functionalities)
+    wanted = [f for f in s.functionalities if functionalities is None or f["name"] in functionalities]
+    with progress(len(wanted), "rendering", "functionality") as shown:   # a tqdm bar on a terminal, else nothing
+        df = suite_spec.render_spec(s, texts, seed=seed, cases_per_functionality=cases,
+                                    max_perturbations=max_perturbations, max_words=max_words,
+                                    functionalities=functionalities, on_functionality=shown)
     ttype = get_task_type(s.task)
     table = suite_spec.declared(s, functionalities)
     df = validate_suite(df, f"suite spec {s.path}", tuple(ttype.suite_labels) or None, table)

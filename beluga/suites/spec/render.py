@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -429,11 +430,13 @@ MAX_WORDS = 1_000
 
 def render_spec(spec: Spec, texts: dict | None = None, *, seed: int | None = None,
                 cases_per_functionality: int | None = None, max_perturbations: int | None = None,
-                max_words: int | None = None, functionalities=None, fill_up: bool = True) -> pd.DataFrame:
+                max_words: int | None = None, functionalities=None, fill_up: bool = True,
+                on_functionality: Callable[[int], None] | None = None) -> pd.DataFrame:
     """The suite of a spec in the project's format (columns format.COLUMNS), deterministic for the seed.
     ``texts``: the sources' sentences (:func:`load_sources`); the settings default to the spec's defaults;
     ``functionalities``: only these (names), numbered as in the whole spec; ``fill_up=False``: a
-    functionality that makes fewer than ``n`` cases keeps them (none at all still stops)."""
+    functionality that makes fewer than ``n`` cases keeps them (none at all still stops); ``on_functionality``
+    (optional): called with the functionalities rendered so far (a progress bar)."""
     seed = int(spec.setting("seed", seed))
     n = int(spec.setting("cases_per_functionality", cases_per_functionality))
     max_p = int(spec.setting("max_perturbations", max_perturbations))
@@ -452,7 +455,7 @@ def render_spec(spec: Spec, texts: dict | None = None, *, seed: int | None = Non
                               f"{unknown[0]!r}")
     ctx = _Ctx(spec, texts or {}, n, max_p, max_w)
     prefix = spec.data.get("id_prefix", spec.name)
-    rows = []
+    rows, done = [], 0
     for fi, func in enumerate(spec.functionalities):
         if functionalities is not None and func["name"] not in functionalities:
             continue
@@ -478,6 +481,9 @@ def render_spec(spec: Spec, texts: dict | None = None, *, seed: int | None = Non
                 "agg_fn": agg_of(func),
                 "meta": item["meta"],
             })
+        done += 1
+        if on_functionality is not None:
+            on_functionality(done)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
