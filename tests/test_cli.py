@@ -236,7 +236,7 @@ def seed_models(suite_file, tmp_path_factory):  # noqa: F811
             model.classifier.weight.mul_(30000.0)
             logits = model(**tok(texts, padding=True, return_tensors="pt")).logits
             model.classifier.bias[1] -= (logits[:, 1] - logits[:, 0]).median()
-        save_model(model, tok, folder / f"seed{seed}")
+        save_model(model, tok, folder / f"seed{seed}", task_type="sent")
         out.append(folder / f"seed{seed}")
     return out
 
