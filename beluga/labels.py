@@ -28,6 +28,7 @@ import re
 from dataclasses import dataclass
 
 from beluga.errors import BelugaError, ModelError
+from beluga.model_config import TASK_RECORD_KEY
 from beluga.tasks import TaskType
 
 #: the task's class names (as beluga/tasks.py spells them, normalised) -> the names read as that class.
@@ -46,7 +47,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 _PLACEHOLDER = re.compile(r"(label)?\s*\d+", re.IGNORECASE)
 
 
-def normalise(name: str) -> str:
+def norm_label(name: str) -> str:
     """Lower case, ``_`` and ``-`` as spaces, one space between words."""
     return " ".join(str(name).lower().replace("_", " ").replace("-", " ").split())
 
@@ -62,9 +63,9 @@ def task_classes(ttype: TaskType, k: int) -> tuple[str, ...] | None:
 
 def read_name(name: str, classes: tuple[str, ...]) -> str | None:
     """The class of ``classes`` a model's label name means, or None."""
-    n = normalise(name)
+    n = norm_label(name)
     for c in classes:
-        if n in VARIANTS.get(normalise(c), (normalise(c),)):
+        if n in VARIANTS.get(norm_label(c), (norm_label(c),)):
             return c
     return None
 
@@ -149,8 +150,6 @@ def label_map(config: dict, ttype: TaskType, k: int, name: str, label_order: str
     task reads by classes). Refused in one line naming the model and the field: default names (LABEL_i) on a
     model the pipeline did not save, names that are not the task's classes, and a ``--label-order`` that the
     names contradict, each unless resolved as the message says."""
-    from beluga.model_config import TASK_RECORD_KEY
-
     classes = task_classes(ttype, k) if ttype.head == "classification" else None
     if not classes:
         return None
@@ -174,7 +173,7 @@ def label_map(config: dict, ttype: TaskType, k: int, name: str, label_order: str
     if placeholders:
         raise ModelError(f"{where}: field 'id2label': {shown} say nothing about which class is which; give "
                          f"--label-order {_hint(classes)} (the model's classes in order) if that is the order")
-    variants = ", ".join("/".join(VARIANTS[normalise(c)]) for c in classes)
+    variants = ", ".join("/".join(VARIANTS[norm_label(c)]) for c in classes)
     raise ModelError(f"{where}: field 'id2label': {shown} are not read as the classes {_shown(classes)} of task "
                      f"type {ttype.name!r} (each once; names read: {variants}); give --label-order with the model's "
                      f"classes in order, e.g. --label-order {_hint(classes)}")

@@ -34,6 +34,8 @@ import torch
 from beluga.data.fetch import DEFAULT_REVISION, hub_snapshot, read_marker
 from beluga.errors import ModelError
 from beluga.io import atomic_dir
+from beluga.labels import named_config
+from beluga.model_card import model_card
 from beluga.model_config import (
     TASK_RECORD_KEY,
     TINY_RANDOM,
@@ -329,9 +331,6 @@ def save_model(model, tokenizer, out_dir: str | os.PathLike, extra_files: dict[s
     (:func:`beluga.model_card.model_card`), from what the caller knows
     (``card``: task, base model and commit, data, suite, configuration,
     method, fold, seed, hyper-parameters)."""
-    from beluga.labels import named_config
-    from beluga.model_card import model_card
-
     ttype = get_task_type(task_type) if task_type is not None else None
     with atomic_dir(out_dir) as tmp:
         model.save_pretrained(tmp)

@@ -16,7 +16,7 @@ from conftest import fold_run, make_tiny_suite
 
 from beluga.cli import main
 from beluga.errors import BelugaError, ModelError
-from beluga.labels import VARIANTS, label_map, named_config, normalise, order_from_option, task_classes
+from beluga.labels import VARIANTS, label_map, named_config, norm_label, order_from_option, task_classes
 from beluga.suites.format import save_suite
 from beluga.tasks import PARA, READ, SENT
 
@@ -30,7 +30,7 @@ def test_task_classes_follow_tasks_py():
     # every task class has its variants, the class itself first
     for ttype in (SENT, PARA):
         for c in set(ttype.iid_labels.values()) | set(ttype.suite_labels.values()):
-            assert VARIANTS[normalise(c)][0] == normalise(c)
+            assert VARIANTS[norm_label(c)][0] == norm_label(c)
 
 
 @pytest.mark.parametrize("names, task, want", [

@@ -91,7 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                                         "expectation and predictions. Writes predictions.parquet, cases.parquet, "
                                         "functionalities.csv, summary.md and summary.html to --out, as a whole "
                                         "(a folder of its own). The model must be trained for the suite's task: "
-                                        "its tokenizer, head weights and recorded task are checked first. With "
+                                        "its tokenizer, head weights and recorded task are checked first, and "
+                                        "its classes are read by name (config.json id2label; --label-order for a "
+                                        "model without names the task reads). With "
                                         "several models (e.g. the training seeds of one system; every one checked "
                                         "before anything is predicted) the summary gives the failure rate's mean "
                                         "± sd over the models and the cases failing for the most of them.")

@@ -23,12 +23,14 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from beluga.analyses.predictions import LINE_FORMATS, export_rows, infer_format, read_predictions, write_export
 from beluga.bounds import json_loads
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, same_file, write_out_folder
+from beluga.labels import order_from_option
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
 from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
 
@@ -58,10 +60,6 @@ def _infer_task(suite: pd.DataFrame, given: str | None, suite_path: str) -> str:
 def _reorder(preds: pd.DataFrame, label_order: str | None, ttype, path: str) -> tuple[pd.DataFrame, dict]:
     """The predictions with their probability columns in the task's order (``--label-order``: the columns'
     classes), and cases.parquet's metadata saying how they were read."""
-    import numpy as np
-
-    from beluga.labels import order_from_option
-
     if label_order is None:
         return preds, {}
     widths = {len(p) for p in preds["probs"]} if ttype.head != "qa" and len(preds) else {0}

@@ -13,6 +13,7 @@ command's inputs (:func:`beluga.io.check_out_folder`).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -25,6 +26,8 @@ from beluga.analyses.behavioral import failure_summary, summary_html, summary_ma
 from beluga.cli.score import load_suite_for
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, write_out_folder
+from beluga.labels import label_map, permute_outputs
+from beluga.model_config import read_model_config
 
 #: the files ``test`` writes into its --out folder (nothing else is ever there)
 TEST_OUTPUTS = ("predictions.parquet", "cases.parquet", "functionalities.csv", "summary.md", "summary.html")
@@ -45,7 +48,6 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     whole or not at all (:func:`beluga.io.write_out_folder`)."""
     from beluga.fold import suite_outcomes
     from beluga.io import write_csv, write_parquet, write_text  # looked up per call (tests replace them)
-    from beluga.labels import permute_outputs
     from beluga.modeling import check_max_length, resolve_model
     from beluga.predict import predictions_table
     from beluga.suites.build import subsample_cases
@@ -140,8 +142,6 @@ def _load_test_model(spec: str, path: str, ttype, max_length: int, label_order: 
     refused in one line when it records another task, lacks its head's
     weights or its tokenizer (:func:`beluga.modeling.load_trained`), or its
     classes cannot be told apart (:func:`beluga.labels.label_map`)."""
-    from beluga.labels import label_map
-    from beluga.model_config import read_model_config
     from beluga.modeling import load_trained
 
     model, tokenizer = load_trained(path, ttype.head, task_type=ttype.name, max_length=max_length,
@@ -153,8 +153,6 @@ def _load_test_model(spec: str, path: str, ttype, max_length: int, label_order: 
 
 def _labels_metadata(models: list[str], lmaps: list) -> dict[str, str]:
     """predictions.parquet's ``beluga_labels``: per model, how its classes were read (none for QA)."""
-    import json
-
     if all(lm is None for lm in lmaps):
         return {}
     return {"beluga_labels": json.dumps({m: lm.record() for m, lm in zip(models, lmaps) if lm is not None})}
