@@ -143,6 +143,7 @@ def test_train_iid_saves_names_and_card(tmp_path):
              "example_id": f"e{i}"} for i in range(8)]
     train = tmp_path / "train.parquet"
     pd.DataFrame(rows).to_parquet(train)
+    (tmp_path / "source.json").write_text(json.dumps({"source": "sst2", "origin": "GLUE SST-2"}))
     run = fold_run(configuration="iid", method="vanilla", partition="standard", fold="all",
                    hparams={"epochs": 1, "batch_size": 4, "lr": 1e-4})
     out = tmp_path / "iid_model"
@@ -150,7 +151,8 @@ def test_train_iid_saves_names_and_card(tmp_path):
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["id2label"] == {"0": "negative", "1": "positive"} and cfg["beluga_task"]["task_type"] == "sent"
     card = (out / "README.md").read_text()
-    assert str(train) in card and "| Configuration | iid |" in card and "tiny-random" in card
+    assert f"| Training data (i.i.d.) | sst2 (GLUE SST-2): {train} |" in card
+    assert "| Configuration | iid |" in card and "| Base model | tiny-random |" in card
 
 
 # ---------------------------------------------------------------- `test` on a model with the reversed order

@@ -51,12 +51,25 @@ def model_card_facts(run: FoldRun, record: dict, data: str | None, suite: str | 
     model resolved to), the task, the i.i.d. training data and suite files, configuration, method, fold, seed and
     hyper-parameters."""
     pre = record.get("pretrained") or {k: record[k] for k in ("model", "model_revision", "model_commit") if k in record}
-    card = {"model": run.model, **pre, "task": run.task, "data": data, "suite": suite,
+    card = {"model": run.model, **pre, "task": run.task, "data": _iid_source(data), "suite": suite,
             "configuration": run.configuration, "method": run.method, "seed": run.seed, "hparams": run.hparams}
     if run.configuration != "iid":
         card.update(fold=f"{run.partition} / {run.fold}", start_model=run.start_label,
                     held_out=list(run.held_out) if run.partition != "seen" else [])
     return card
+
+
+def _iid_source(data: str | None) -> str | None:
+    """The i.i.d. training file, with the source its prepare_iid rule read (``source.json`` beside it, written
+    by the same rule: source id and origin) when it is there."""
+    if data is None:
+        return None
+    try:
+        src = json.loads((Path(data).parent / "source.json").read_text(encoding="utf-8"))
+        what = " ".join(str(x) for x in (src.get("source"), f"({src['origin']})" if src.get("origin") else None) if x)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return data
+    return f"{what}: {data}" if what else data
 
 
 def final(run: FoldRun) -> FoldRun:
