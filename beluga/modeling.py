@@ -34,6 +34,8 @@ import torch
 from beluga.data.fetch import DEFAULT_REVISION, hub_snapshot, read_marker
 from beluga.errors import ModelError
 from beluga.io import atomic_dir
+from beluga.labels import named_config
+from beluga.model_card import model_card
 from beluga.model_config import (
     TASK_RECORD_KEY,
     TINY_RANDOM,
@@ -317,20 +319,30 @@ def load_model(spec: str, num_labels: int, config_overrides: dict | None = None,
 
 
 def save_model(model, tokenizer, out_dir: str | os.PathLike, extra_files: dict[str, str] | None = None,
-               task_type: str | None = None) -> None:
+               task_type: str | None = None, card: dict | None = None) -> None:
     """save_pretrained (safetensors) into a temp folder, then rename; files
     0644. ``task_type``: the task the model was trained for, recorded in its
     config.json (``beluga_task``: task type, head, classes;
-    :mod:`beluga.model_config`), which loading checks against the task."""
+    :mod:`beluga.model_config`), which loading checks against the task, with
+    ``id2label`` / ``label2id`` naming a classifier's classes
+    (:func:`beluga.labels.named_config`: what ``test`` and
+    ``transformers.pipeline`` read). Only the saved config.json changes, not
+    the model in memory. A model card, ``README.md``
+    (:func:`beluga.model_card.model_card`), from what the caller knows
+    (``card``: task, base model and commit, data, suite, configuration,
+    method, fold, seed, hyper-parameters)."""
+    ttype = get_task_type(task_type) if task_type is not None else None
     with atomic_dir(out_dir) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        if task_type is not None:
-            ttype = get_task_type(task_type)
-            cfg_path = Path(tmp) / "config.json"
-            cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        cfg_path = Path(tmp) / "config.json"
+        cfg = json.loads(cfg_path.read_text(encoding="utf-8"))
+        if ttype is not None:
             cfg[TASK_RECORD_KEY] = task_record(ttype.name, ttype.head, ttype.num_model_labels)
+            cfg.update(named_config(ttype, int(getattr(model.config, "num_labels", 0) or 0)))
             cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        id2label = cfg.get("id2label") if ttype is not None and ttype.head == "classification" else None
+        (Path(tmp) / "README.md").write_text(model_card(ttype, id2label, card), encoding="utf-8")
         for name, text in (extra_files or {}).items():
             (Path(tmp) / name).write_text(text)
         if not any(Path(tmp).glob("*.safetensors")):

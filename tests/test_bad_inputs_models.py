@@ -77,6 +77,15 @@ def record_task(folder: Path, task_type: str, head: str = "classification", num_
     return folder
 
 
+def name_classes(folder: Path, *names: str) -> Path:
+    """config.json ``id2label`` / ``label2id`` naming the classes, as a hub model of another project has them."""
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["id2label"] = {str(i): n for i, n in enumerate(names)}
+    cfg["label2id"] = {n: i for i, n in enumerate(names)}
+    (folder / "config.json").write_text(json.dumps(cfg, indent=2))
+    return folder
+
+
 def para_suite() -> pd.DataFrame:
     """A tiny QQP-like suite: question pairs, duplicate or not (MFT) and invariance to a typo (INV)."""
     rows = []
@@ -100,14 +109,15 @@ def qa_suite() -> pd.DataFrame:
 # ---------------------------------------------------------------- tiny models and suites (built once)
 @pytest.fixture(scope="module")
 def models(tmp_path_factory):
-    """Tiny model folders: a SENT classifier without a task record, the same
-    without tokenizer files, a QA model, a three-class classifier."""
+    """Tiny model folders: a SENT classifier without a task record (its classes named in config.json, as a hub
+    model's), the same without tokenizer files, a QA model, a three-class classifier (named too)."""
     from beluga.modeling import TINY_RANDOM, load_model, save_model, set_seed
 
     root = tmp_path_factory.mktemp("models")
     set_seed(0)
     clf, tok = load_model(TINY_RANDOM, 2)
     save_model(clf, tok, root / "clf")
+    name_classes(root / "clf", "NEGATIVE", "POSITIVE")
     shutil.copytree(root / "clf", root / "no_tokenizer")
     for f in (root / "no_tokenizer").iterdir():
         if f.name not in ("config.json", "model.safetensors"):
@@ -116,6 +126,7 @@ def models(tmp_path_factory):
     save_model(qa, tok, root / "qa")
     three, tok = load_model(TINY_RANDOM, 3)
     save_model(three, tok, root / "three")
+    name_classes(root / "three", "negative", "neutral", "positive")
     return root
 
 
@@ -184,10 +195,15 @@ def test_test_recorded_task_mismatch(models, suites, tmp_path, capsys):
     cli_error(capsys, ["test", "--model", model, "--suite", suites / "para.parquet", "--out", out, "--task", "para"],
               f"model {model}", "field 'task'", "'sent'", "not 'para'")
     assert not out.exists()
-    # the same model on the task it records runs; a model without a record is trusted on any classification suite
+    # the same model on the task it records runs; a model without a record is read by its classes' names: SENT
+    # names on a PARA suite are refused, unless --label-order says which class is which
     assert run_test(out, model, suites / "sent.parquet", "sent") == 0
     assert (out / "summary.html").exists()
-    assert run_test(tmp_path / "out2", models / "clf", suites / "para.parquet", "para") == 0
+    cli_error(capsys, ["test", "--model", models / "clf", "--suite", suites / "para.parquet", "--out",
+                       tmp_path / "out2", "--task", "para"], f"model {models / 'clf'}", "field 'id2label'",
+              "NEGATIVE, POSITIVE", "--label-order not_duplicate,duplicate")
+    assert run_test(tmp_path / "out2", models / "clf", suites / "para.parquet", "para",
+                    "--label-order", "not_duplicate,duplicate") == 0
 
 
 def test_test_class_count_the_suite_cannot_read(models, suites, tmp_path, capsys):

@@ -27,7 +27,7 @@ def tiny_model(tmp_path_factory):
     set_seed(0)
     model, tok = load_model("tiny-random", 2)
     out = tmp_path_factory.mktemp("model") / "tiny"
-    save_model(model, tok, out)
+    save_model(model, tok, out, task_type="sent")
     return out
 
 

@@ -236,9 +236,19 @@ def seed_models(suite_file, tmp_path_factory):  # noqa: F811
             model.classifier.weight.mul_(30000.0)
             logits = model(**tok(texts, padding=True, return_tensors="pt")).logits
             model.classifier.bias[1] -= (logits[:, 1] - logits[:, 0]).median()
-        save_model(model, tok, folder / f"seed{seed}")
+        save_model(model, tok, folder / f"seed{seed}", task_type="sent")
         out.append(folder / f"seed{seed}")
     return out
+
+
+def _without_labels(path: Path):
+    """A predictions.parquet's table with its metadata but the record of how the classes were read
+    (``beluga_labels``, beluga/labels.py)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    meta = {k: v for k, v in (table.schema.metadata or {}).items() if k != b"beluga_labels"}
+    return table.replace_schema_metadata(meta)
 
 
 def _run_test(capsys, *argv) -> tuple[int, str, str]:
@@ -267,6 +277,8 @@ def test_test_one_model_is_todays_bytes(tiny_model, seed_models, suite_file, tmp
             if name == "summary.html":
                 now, then = ((out / name).read_text() for out in (new_out, old_out))
                 assert page_content(now) == page_content(then) and len(page_content(now)[1]) > 20, name
+            elif name == "predictions.parquet":   # today's also records how the model's classes were read
+                assert _without_labels(new_out / name).equals(_without_labels(old_out / name), check_metadata=True)
             else:
                 assert (new_out / name).read_bytes() == (old_out / name).read_bytes(), name
         # the last two lines: the time taken, the --out folder

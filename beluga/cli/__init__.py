@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "score":
             info = score_command(args.suite, args.predictions, args.out, args.task,
-                                 paper_fixes=not args.no_paper_fixes, fmt=args.format)
+                                 paper_fixes=not args.no_paper_fixes, fmt=args.format, label_order=args.label_order)
             print(f"scored {info['n_cases']} cases in {info['n_functionalities']} functionalities "
                   f"(task {info['task']}) in {info['total_s']} s -> {args.out}")
         elif args.command == "plan":
@@ -57,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "test":
             print(test_command(args.model, args.suite, args.out, args.task, args.batch_size, args.max_length,
                                args.max_cases_per_functionality, args.failures, args.precision,
-                               paper_fixes=not args.no_paper_fixes, doc_stride=args.doc_stride), end="")
+                               paper_fixes=not args.no_paper_fixes, doc_stride=args.doc_stride,
+                               label_order=args.label_order), end="")
         elif args.command == "suite" and args.suite_command == "export":
             print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes,
                                  fmt=args.format))

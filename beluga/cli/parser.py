@@ -44,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="task type; default: inferred from the suite (CheckList `suite` field)")
     s.add_argument("--no-paper-fixes", action="store_true",
                    help="CheckList exports: keep the labels exactly as released")
+    s.add_argument("--label-order", default=None, metavar="CLASSES",
+                   help="the classes of the predictions' probability columns (or label indices) in order, "
+                        "comma-separated, e.g. positive,negative (default: the task's order, as `test` writes "
+                        "them: sent negative,positive or negative,neutral,positive; para not_duplicate,duplicate)")
     p_plan = sub.add_parser("plan", help="cost plan of a configuration before running it",
                             description="Jobs, sequences trained on and predicted per job, and estimated core- or "
                                         "GPU-hours per rule and configuration-method pair (beluga/workflow/plan.py).")
@@ -90,7 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                                         "expectation and predictions. Writes predictions.parquet, cases.parquet, "
                                         "functionalities.csv, summary.md and summary.html to --out, as a whole "
                                         "(a folder of its own). The model must be trained for the suite's task: "
-                                        "its tokenizer, head weights and recorded task are checked first. With "
+                                        "its tokenizer, head weights and recorded task are checked first, and "
+                                        "its classes are read by name (config.json id2label; --label-order for a "
+                                        "model without names the task reads). With "
                                         "several models (e.g. the training seeds of one system; every one checked "
                                         "before anything is predicted) the summary gives the failure rate's mean "
                                         "± sd over the models and the cases failing for the most of them.")
@@ -113,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_test.add_argument("--failures", type=int, default=3, help="failing cases shown per functionality")
     p_test.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
     p_test.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
+    p_test.add_argument("--label-order", default=None, metavar="CLASSES",
+                        help="the model's classes in order, comma-separated (e.g. positive,negative), for a model "
+                             "whose config.json id2label has no names the task reads (LABEL_0, LABEL_1, ...); a "
+                             "model with names is read by them, and --label-order must agree with them")
     p_suite = sub.add_parser("suite", help="suite tools: build a suite from a spec, perturb your own sentences into "
                                            "a suite, export the inputs for models outside Python, or a CheckList "
                                            "release tarball as its JSONL export")

@@ -23,12 +23,14 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from beluga.analyses.predictions import LINE_FORMATS, export_rows, infer_format, read_predictions, write_export
 from beluga.bounds import json_loads
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, same_file, write_out_folder
+from beluga.labels import order_from_option
 from beluga.progress import progress
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
 from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
@@ -54,6 +56,21 @@ def _infer_task(suite: pd.DataFrame, given: str | None, suite_path: str) -> str:
     raise BelugaError(f"suite {suite_path}: field 'task': cannot infer the task from a project-format suite; "
                       f"pass --task ({', '.join(sorted(TASK_TYPES))}; CheckList suites: "
                       f"{', '.join(f'{k}={v}' for k, v in SUITE_TASK_TYPES.items())})")
+
+
+def _reorder(preds: pd.DataFrame, label_order: str | None, ttype, path: str) -> tuple[pd.DataFrame, dict]:
+    """The predictions with their probability columns in the task's order (``--label-order``: the columns'
+    classes), and cases.parquet's metadata saying how they were read."""
+    if label_order is None:
+        return preds, {}
+    widths = {len(p) for p in preds["probs"]} if ttype.head != "qa" and len(preds) else {0}
+    if len(widths) != 1:
+        raise BelugaError(f"predictions {path}: field 'probs': rows have {sorted(widths)} probability columns; "
+                          "--label-order needs one width")
+    lmap = order_from_option(label_order, ttype, widths.pop(), f"predictions {path}")
+    cols = lmap.columns
+    preds = preds.assign(probs=[np.asarray(p, dtype=np.float64)[cols].tolist() for p in preds["probs"]])
+    return preds, {"beluga_labels": json.dumps({"predictions": lmap.record()})}
 
 
 def load_suite_for(suite_path: str, task_name: str | None, paper_fixes: bool = True):
@@ -125,10 +142,14 @@ def export_command(suite_path: str, out: str, task_name: str | None = None, pape
 
 
 def score_command(suite_path: str, predictions_path: str, out_dir: str, task_name: str | None = None,
-                  paper_fixes: bool = True, fmt: str | None = None) -> dict:
+                  paper_fixes: bool = True, fmt: str | None = None, label_order: str | None = None) -> dict:
     """``score``: every suite case whose ``case_id`` the predictions name, scored (``DIR/cases.parquet``), and
     the pass rates per functionality in suite order (``DIR/functionalities.csv``); ``DIR`` is written as a
-    whole or not at all. Returns what the command prints (task, counts, seconds)."""
+    whole or not at all. Returns what the command prints (task, counts, seconds).
+
+    The predictions' probability columns (label indices) are read in the task's order (``test`` writes them so),
+    or in ``label_order``'s (comma-separated class names, :func:`beluga.labels.order_from_option`), permuted
+    into the task's before anything is scored and recorded in cases.parquet's metadata (``beluga_labels``)."""
     from beluga.io import write_csv, write_parquet  # looked up per call (tests replace them)
     from beluga.metrics import pass_rates
     from beluga.scoring import score_cases
@@ -143,6 +164,7 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     order = export_rows(suite, ttype.head)[["case_id", "input_idx"]] if fmt in LINE_FORMATS else None
     k = ttype.num_model_labels if ttype.head != "qa" else 0   # the model's classes (SENT: 2, mapped as CheckList)
     preds = read_predictions(predictions_path, fmt, order, k, ttype.head == "qa")
+    preds, labels = _reorder(preds, label_order, ttype, predictions_path)
     wanted = set(preds["case_id"].tolist())
     sel = suite[suite["case_id"].isin(wanted)].reset_index(drop=True)
     if len(sel) == 0:
@@ -163,7 +185,7 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     funcs = pass_rates(cases, functionality_table(sel))   # suite order
 
     scored = cases[["case_id", "functionality", "status"]]
-    write_out_folder(out_dir, {"cases.parquet": lambda p: write_parquet(scored, p),
+    write_out_folder(out_dir, {"cases.parquet": lambda p: write_parquet(scored, p, metadata=labels),
                                "functionalities.csv": lambda p: write_csv(funcs, p)})
     if unknown:   # after scoring: an error stays the only line
         shown = ", ".join(repr(c) for c in unknown[:5]) + (", ..." if len(unknown) > 5 else "")

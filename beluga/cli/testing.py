@@ -13,6 +13,7 @@ command's inputs (:func:`beluga.io.check_out_folder`).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -25,6 +26,8 @@ from beluga.analyses.behavioral import failure_summary, summary_html, summary_ma
 from beluga.cli.score import load_suite_for
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, write_out_folder
+from beluga.labels import label_map, permute_outputs
+from beluga.model_config import read_model_config
 from beluga.progress import progress
 
 #: the files ``test`` writes into its --out folder (nothing else is ever there)
@@ -33,13 +36,17 @@ TEST_OUTPUTS = ("predictions.parquet", "cases.parquet", "functionalities.csv", "
 
 def test_command(models: str | list[str], suite_path: str, out_dir: str, task_name: str | None = None,
                  batch_size: int = 64, max_length: int = 128, max_cases: int | None = None, failures: int = 3,
-                 precision: str = "auto", paper_fixes: bool = True, doc_stride: int | None = None) -> str:
+                 precision: str = "auto", paper_fixes: bool = True, doc_stride: int | None = None,
+                 label_order: str | None = None) -> str:
     """``python -m beluga test``: predict, score and summarise (returns the terminal summary). Checked
     before anything is predicted, each refusal one line (naming the model where it is about one): the
     arguments, each model given once, each model's positions for ``--max-length``, the ``--out`` folder
     (:func:`beluga.io.check_out_folder`: never an input's folder, never files of others), the task each model
-    records, its tokenizer and head (:func:`beluga.modeling.load_trained`); every model is loaded before any
-    is predicted. ``--out`` is written as a whole or not at all (:func:`beluga.io.write_out_folder`)."""
+    records, its tokenizer and head (:func:`beluga.modeling.load_trained`), which of its classes is which
+    (:func:`beluga.labels.label_map`: by config.json's ``id2label`` names, else ``label_order``, the model's
+    classes in order); every model is loaded before any is predicted, its probability columns permuted into the
+    task's order (recorded in predictions.parquet's metadata, ``beluga_labels``). ``--out`` is written as a
+    whole or not at all (:func:`beluga.io.write_out_folder`)."""
     from beluga.fold import suite_outcomes
     from beluga.io import write_csv, write_parquet, write_text  # looked up per call (tests replace them)
     from beluga.modeling import check_max_length, resolve_model
@@ -68,15 +75,18 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
     if max_cases is not None:
         suite = subsample_cases(suite, max_cases, 0).reset_index(drop=True)
-    nets = [_load_test_model(m, path, ttype, max_length) for m, path in zip(models, paths)]   # all checked first
+    nets = [_load_test_model(m, path, ttype, max_length, label_order)
+            for m, path in zip(models, paths)]   # all checked first
+    lmaps = [lmap for _, _, lmap in nets]
     chunk = max(1, 2000 // max(1, int(suite["inputs"].map(len).mean())))   # cases predicted at a time
     tty = sys.stderr.isatty()
     where = str(Path(out_dir) / "predictions.parquet")
     all_preds, statuses, tables, cases = [], [], [], []
     for i, m in enumerate(models):
-        net, tokenizer = nets[i]
+        net, tokenizer, lmap = nets[i]
         nets[i] = None                                   # each model freed once predicted
         prec = _to_device(net, precision)
+        permute_outputs(net, lmap)                       # columns in the task's order before anything is scored
         if tty and len(models) > 1:
             print(f"model {i + 1}/{len(models)}: {m}", file=sys.stderr)
         with progress(len(suite), "predicting", "case") as shown:    # a tqdm bar on a terminal, else nothing
@@ -104,12 +114,13 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
         inputs = f"{len(all_preds[0])} inputs x {len(models)} models"
     markdown = summary_markdown(funcs, examples, title, models)
     html = summary_html(funcs, examples, title, models)
-    write_out_folder(out_dir, {"predictions.parquet": lambda p: write_parquet(table, p),
+    labels = _labels_metadata(models, lmaps)
+    write_out_folder(out_dir, {"predictions.parquet": lambda p: write_parquet(table, p, metadata=labels),
                                "cases.parquet": lambda p: write_parquet(scored, p),
                                "functionalities.csv": lambda p: write_csv(funcs, p),
                                "summary.md": lambda p: write_text(markdown, p),
                                "summary.html": lambda p: write_text(html, p)})
-    text = summary_text(funcs, examples, title, models)
+    text = summary_text(funcs, examples, title, models) + _labels_note(models, lmaps)
     return text + f"\n{inputs} predicted and scored in {time.time() - t0:.1f} s; written to\n{out_dir}\n"
 
 
@@ -126,15 +137,34 @@ def _distinct_models(models: list[str], paths: list[str]) -> None:
         seen[key] = spec
 
 
-def _load_test_model(spec: str, path: str, ttype, max_length: int):
-    """A trained model for ``ttype``'s suite: a local folder (safetensors
+def _load_test_model(spec: str, path: str, ttype, max_length: int, label_order: str | None = None):
+    """(model, tokenizer, label map) of a trained model for ``ttype``'s suite: a local folder (safetensors
     only) or a hub name (``path``: the cached main snapshot, else a download),
     refused in one line when it records another task, lacks its head's
-    weights or its tokenizer (:func:`beluga.modeling.load_trained`)."""
+    weights or its tokenizer (:func:`beluga.modeling.load_trained`), or its
+    classes cannot be told apart (:func:`beluga.labels.label_map`)."""
     from beluga.modeling import load_trained
 
-    return load_trained(path, ttype.head, task_type=ttype.name, max_length=max_length,
-                        max_length_field="--max-length", name=spec)
+    model, tokenizer = load_trained(path, ttype.head, task_type=ttype.name, max_length=max_length,
+                                    max_length_field="--max-length", name=spec)
+    config = read_model_config(path) if Path(path, "config.json").is_file() else {}
+    k = int(getattr(model.config, "num_labels", 0) or 0)
+    return model, tokenizer, label_map(config, ttype, k, spec, label_order)
+
+
+def _labels_metadata(models: list[str], lmaps: list) -> dict[str, str]:
+    """predictions.parquet's ``beluga_labels``: per model, how its classes were read (none for QA)."""
+    if all(lm is None for lm in lmaps):
+        return {}
+    return {"beluga_labels": json.dumps({m: lm.record() for m, lm in zip(models, lmaps) if lm is not None})}
+
+
+def _labels_note(models: list[str], lmaps: list) -> str:
+    """A line per model whose classes were not read as named in the task's order."""
+    notes = [f"model {m}: classes read {'as ' + ', '.join(lm.classes) if not lm.identity else 'in order'} "
+             f"(by {lm.by})" for m, lm in zip(models, lmaps)
+             if lm is not None and (not lm.identity or lm.by != "id2label")]
+    return "".join(f"\n{n}" for n in notes)
 
 
 def _to_device(model, precision: str):

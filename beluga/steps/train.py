@@ -40,9 +40,36 @@ def train_iid(*, run: dict, train: str, out_model: str) -> dict:
     record = {"configuration": "iid", "method": run.method, "partition": "standard", "fold": "all",
               **model_provenance(run.model, run.model_lock), "hparams": run.hparams, "seed": run.seed, **summary,
               **job.record(), "timing": clock.record()}
-    save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)}, task_type=run.task_type)
+    save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)}, task_type=run.task_type,
+               card=model_card_facts(run, record, data=train))
     checkpoint.clear(run.checkpoint_dir)
     return clock.parts
+
+
+def model_card_facts(run: FoldRun, record: dict, data: str | None, suite: str | None = None) -> dict:
+    """What a saved model's card (README.md, :mod:`beluga.model_card`) says: the base model (and the commit a hub
+    model resolved to), the task, the i.i.d. training data and suite files, configuration, method, fold, seed and
+    hyper-parameters."""
+    pre = record.get("pretrained") or {k: record[k] for k in ("model", "model_revision", "model_commit") if k in record}
+    card = {"model": run.model, **pre, "task": run.task, "data": _iid_source(data), "suite": suite,
+            "configuration": run.configuration, "method": run.method, "seed": run.seed, "hparams": run.hparams}
+    if run.configuration != "iid":
+        card.update(fold=f"{run.partition} / {run.fold}", start_model=run.start_label,
+                    held_out=list(run.held_out) if run.partition != "seen" else [])
+    return card
+
+
+def _iid_source(data: str | None) -> str | None:
+    """The i.i.d. training file, with the source its prepare_iid rule read (``source.json`` beside it, written
+    by the same rule: source id and origin) when it is there."""
+    if data is None:
+        return None
+    try:
+        src = json.loads((Path(data).parent / "source.json").read_text(encoding="utf-8"))
+        what = " ".join(str(x) for x in (src.get("source"), f"({src['origin']})" if src.get("origin") else None) if x)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return data
+    return f"{what}: {data}" if what else data
 
 
 def final(run: FoldRun) -> FoldRun:
@@ -111,7 +138,8 @@ def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_te
     record = _fold_record(run, choice, summary, job, start)
     if out_model is not None:
         with clock("save_model"):
-            save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)}, task_type=run.task_type)
+            save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)}, task_type=run.task_type,
+                       card=model_card_facts(run, record, data=iid_train, suite=suite))
     functionalities = scored_functionalities({"held_out": list(run.held_out)}, scope)
     suite_test = split_cases(suite, split, run.task_type, "test", functionalities)
     iid = read_parquet(iid_test, "i.i.d. test data")
@@ -140,7 +168,8 @@ def finetune_model(*, run: dict, suite: str, split: str, iid_train: str | None, 
     model, tokenizer, summary = train_fold(run, job, clock, suite=suite, split=split, iid_train=iid_train,
                                            start=start)
     record = {**_fold_record(run, choice, summary, job, start), "timing": clock.record()}
-    save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)}, task_type=run.task_type)
+    save_model(model, tokenizer, out_model, {RUN_FILE: json.dumps(record, indent=2)}, task_type=run.task_type,
+               card=model_card_facts(run, record, data=iid_train, suite=suite))
     checkpoint.clear(run.checkpoint_dir)
     return clock.parts
 
