@@ -476,6 +476,20 @@ def hub_snapshot(name: str, commit: str) -> str:
         raise _hub_error(name, commit, e) from None
 
 
+def snapshot_commit(name: str, folder: str | os.PathLike) -> str | None:
+    """The commit of a hub model's snapshot folder (what :func:`hub_snapshot` returns), as
+    ``huggingface_hub.scan_cache_dir`` reports it; None when the cache does not hold that folder."""
+    from huggingface_hub import CacheNotFound, scan_cache_dir
+
+    try:
+        repos = scan_cache_dir(hub_cache_dir()).repos
+    except CacheNotFound:
+        return None
+    want = Path(folder).resolve()
+    return next((rev.commit_hash for repo in repos if repo.repo_id == name and repo.repo_type == "model"
+                 for rev in repo.revisions if Path(rev.snapshot_path).resolve() == want), None)
+
+
 # --- staging a local copy (no network) -----------------------------------------
 
 def stage(source: str | os.PathLike, data_dir: str | os.PathLike, copy: bool = False) -> list[str]:
