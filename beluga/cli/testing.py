@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
 from beluga.cli.score import load_suite_for
+from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, write_out_folder
 
@@ -127,8 +128,6 @@ def _check_revision(models: list[str], revision: str | None) -> None:
     a hub name (a local folder, ``default``, ``tiny-random``) or when empty."""
     if revision is None:
         return
-    from beluga.data.fetch import is_hub_name
-
     if not revision.strip():
         raise BelugaError("test: field '--revision': empty; give a branch, tag or commit of the hub model")
     local = next((m for m in models if not is_hub_name(m)), None)
@@ -140,8 +139,6 @@ def _check_revision(models: list[str], revision: str | None) -> None:
 def _hub_models(models: list[str], paths: list[str], revision: str | None) -> list[dict]:
     """Each hub model tested: its name, the revision asked for (``main`` by default) and the commit its
     snapshot holds (:func:`beluga.data.fetch.snapshot_commit`); predictions.parquet's ``beluga.hub_models``."""
-    from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
-
     return [{"model": m, "revision": revision or DEFAULT_REVISION, "commit": snapshot_commit(m, path)}
             for m, path in zip(models, paths) if is_hub_name(m)]
 

@@ -16,7 +16,11 @@ and reruns what was trained from it).
 and SHA-256 (a file without a published checksum gets its own at the first
 download; later downloads of it must match), and every model's commit.
 
-Light: no torch; huggingface_hub only inside the functions that need it.
+Whether a hub model or dataset is cached, and whether the hub is offline, is
+asked of huggingface_hub and datasets themselves (their constants and cache
+API: :func:`hub_model_cached`, :func:`hub_dataset_cached`), never of a copy of
+their cache layouts. Light: no torch; huggingface_hub and datasets only inside
+the functions that need them.
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pandas as pd
@@ -37,8 +38,6 @@ def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str], out_sourc
 def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:
     """One OOD test set of the task (``entry``: its config entry), in the i.i.d. test set's columns; a hub
     set's dataset, configuration, revision and split in the table's metadata (``beluga.ood_source``)."""
-    import json
-
     from beluga.data.ood_sets import hub_source_record, load_ood
 
     ttype = get_task_type(task_type)
