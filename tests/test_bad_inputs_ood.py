@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import ENV, REPO, SNAKEMAKE, config_with, load_error, output
+from conftest import ENV, REPO, SNAKEMAKE, config_with, hf_flags, load_error, output
 
 from beluga.analyses import ood_eval, ood_report
 from beluga.cli import main
@@ -279,7 +279,7 @@ def test_iid_table_and_source_of_another_task_stop_at_dag_time(tmp_path):
 # ---------------------------------------------------------------- 3. offline hub sources and models
 def test_hf_iid_source_offline_and_not_cached_stops_the_dry_run(tmp_path, monkeypatch):
     cfg = config_with(tasks__sent__iid={"source": "hf:glue/sst2", "n_train": 40, "n_val": 10, "n_test": 20})
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "empty_cache"))
+    hf_flags(monkeypatch, offline=True, datasets_cache=tmp_path / "empty_cache")
     line, cfg_file = load_error(tmp_path / "wd", cfg, "field 'tasks.sent.iid.source'")
     assert line.startswith(f"config file {cfg_file}: ")
     assert "not reachable" in line and "not in the datasets cache" in line and "'sst2'" in line, line
@@ -312,33 +312,41 @@ def test_ood_hub_set_check_uses_the_flag_and_the_cache_never_the_network(tmp_pat
         raise AssertionError("the DAG check opened a socket")
 
     monkeypatch.setattr(socket, "create_connection", no_socket)
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "empty"))
+    hf_flags(monkeypatch, offline=False, datasets_cache=tmp_path / "empty")
     tasks = sent_task(ood=[{"name": "imdb", "source": "hub", "dataset": "imdb"}])
     dag.check_sources(tasks, ["c.yaml"])   # online: the job downloads it; nothing is probed here
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    hf_flags(monkeypatch, offline=True)
     with pytest.raises(ConfigError) as excinfo:
         dag.check_sources(tasks, ["c.yaml"])
-    check_exc(excinfo, "config file c.yaml", "field 'tasks.sent.ood[0].dataset'", "not in the datasets cache")
-    ready = tmp_path / "cache" / "imdb" / "plain_text" / "0.0.0" / "abc123"
-    ready.mkdir(parents=True)
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    check_exc(excinfo, "config file c.yaml", "field 'tasks.sent.ood[0].dataset'", "not in the datasets cache",
+              str(tmp_path / "empty"))
+    # a copy datasets prepared (loaded once from a local folder named imdb), asked of datasets itself
+    import datasets
+
+    src = tmp_path / "src" / "imdb"
+    src.mkdir(parents=True)
+    pd.DataFrame({"text": ["good", "bad"], "label": [1, 0]}).to_csv(src / "test.csv", index=False)
+    datasets.load_dataset(str(src), split="test", cache_dir=str(tmp_path / "cache"))
+    hf_flags(monkeypatch, datasets_cache=tmp_path / "cache")
     dag.check_sources(tasks, ["c.yaml"])
+    for entry in ({"revision": "v1"}, {"dataset_config": "default", "revision": "v1"}):   # offline: the latest copy
+        dag.check_sources(sent_task(ood=[{**tasks["sent"]["ood"][0], **entry}]), ["c.yaml"])
+    with pytest.raises(ConfigError) as excinfo:   # a configuration the cache does not hold
+        dag.check_sources(sent_task(ood=[{**tasks["sent"]["ood"][0], "dataset_config": "other"}]), ["c.yaml"])
+    check_exc(excinfo, "field 'tasks.sent.ood[0].dataset'", "(configuration 'other') is not in the datasets cache")
 
 
 def test_hub_model_offline_and_not_cached_stops_the_dry_run(tmp_path, monkeypatch):
     """Offline, a hub model not in the cache stops the dry run (not the fetch_model job)."""
     cfg = config_with(tasks__sent__model="org/not-cached")
-    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty_hub"))
+    hf_flags(monkeypatch, offline=True, hub_cache=tmp_path / "empty_hub")
     line, cfg_file = load_error(tmp_path / "wd", cfg, "field 'tasks.sent.model'")
     assert line.startswith(f"config file {cfg_file}: ")
     assert "'org/not-cached'" in line and "not in the Hugging Face cache" in line and "HF_HUB_OFFLINE" in line
 
 
 def test_hub_model_check_follows_the_cache_and_the_fetched_marker(tmp_path, monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_CACHE", str(hub_cache(tmp_path / "hub", "org/bert")))
+    hf_flags(monkeypatch, offline=True, hub_cache=hub_cache(tmp_path / "hub", "org/bert"))
     data = str(tmp_path / "data")
     dag.check_sources(sent_task(model="org/bert"), ["c.yaml"], data_dir=data)          # refs/main -> snapshot
     dag.check_sources(sent_task(model="org/bert", model_revision=COMMIT), ["c.yaml"], data_dir=data)  # a commit
@@ -355,7 +363,7 @@ def test_hub_model_check_follows_the_cache_and_the_fetched_marker(tmp_path, monk
     with pytest.raises(ConfigError) as excinfo:
         dag.check_sources(sent_task(model="org/bert"), ["c.yaml"], data_dir=data)
     check_exc(excinfo, "field 'tasks.sent.model'", f"commit {'f' * 12}")
-    monkeypatch.delenv("HF_HUB_OFFLINE")
+    hf_flags(monkeypatch, offline=False)
     dag.check_sources(sent_task(model="org/other"), ["c.yaml"])   # online: fetched by the run, nothing probed
 
 

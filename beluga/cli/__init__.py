@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             print(test_command(args.model, args.suite, args.out, args.task, args.batch_size, args.max_length,
                                args.max_cases_per_functionality, args.failures, args.precision,
                                paper_fixes=not args.no_paper_fixes, doc_stride=args.doc_stride,
-                               label_order=args.label_order), end="")
+                               label_order=args.label_order, revision=args.revision), end="")
         elif args.command == "suite" and args.suite_command == "export":
             print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes,
                                  fmt=args.format))

@@ -104,6 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a local model folder (safetensors weights) or a Hugging Face hub name (from the "
                              "local cache; downloaded unless HF_HUB_OFFLINE is set); several (--model A B, or "
                              "--model A --model B): each tested on the same cases, summarised over them")
+    p_test.add_argument("--revision", default=None,
+                        help="the hub models' branch, tag or commit (default: main); refused with a local model "
+                             "folder; recorded with the commit in predictions.parquet's metadata")
     p_test.add_argument("--suite", required=True, help="suite file (as for score)")
     p_test.add_argument("--out", required=True,
                         help="output directory, written as a whole (new, or holding only an earlier test's files)")

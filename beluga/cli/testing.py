@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
 from beluga.cli.score import load_suite_for
+from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, write_out_folder
 from beluga.labels import label_map, permute_outputs
@@ -37,7 +38,7 @@ TEST_OUTPUTS = ("predictions.parquet", "cases.parquet", "functionalities.csv", "
 def test_command(models: str | list[str], suite_path: str, out_dir: str, task_name: str | None = None,
                  batch_size: int = 64, max_length: int = 128, max_cases: int | None = None, failures: int = 3,
                  precision: str = "auto", paper_fixes: bool = True, doc_stride: int | None = None,
-                 label_order: str | None = None) -> str:
+                 label_order: str | None = None, revision: str | None = None) -> str:
     """``python -m beluga test``: predict, score and summarise (returns the terminal summary). Checked
     before anything is predicted, each refusal one line (naming the model where it is about one): the
     arguments, each model given once, each model's positions for ``--max-length``, the ``--out`` folder
@@ -46,7 +47,9 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     (:func:`beluga.labels.label_map`: by config.json's ``id2label`` names, else ``label_order``, the model's
     classes in order); every model is loaded before any is predicted, its probability columns permuted into the
     task's order (recorded in predictions.parquet's metadata, ``beluga_labels``). ``--out`` is written as a
-    whole or not at all (:func:`beluga.io.write_out_folder`)."""
+    whole or not at all (:func:`beluga.io.write_out_folder`). ``revision`` (``--revision``): the hub models'
+    branch, tag or commit (default ``main``), refused with a local model; each hub model's revision and commit
+    are recorded (:func:`_hub_models`, ``beluga.hub_models``)."""
     from beluga.fold import suite_outcomes
     from beluga.io import write_csv, write_parquet, write_text  # looked up per call (tests replace them)
     from beluga.modeling import check_max_length, resolve_model
@@ -66,8 +69,10 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     models = [str(m) for m in ([models] if isinstance(models, (str, os.PathLike)) else models)]
     if not models:
         raise BelugaError("test: field '--model': no model given")
-    paths = [resolve_model(m) for m in models]
+    _check_revision(models, revision)
+    paths = [resolve_model(m, revision=revision) for m in models]
     _distinct_models(models, paths)
+    hub = _hub_models(models, paths, revision)
     for m, path in zip(models, paths):
         check_max_length(path, max_length, "--max-length", name=m)
     check_out_folder("test", out_dir, TEST_OUTPUTS,
@@ -103,6 +108,7 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     about = f"{Path(suite_path).name} ({ttype.name}, {len(suite)} cases)"
     if len(models) == 1:
         shown = models[0] if len(models[0]) <= 48 else "…" + models[0][-47:]
+        shown += f" @ {revision}" if revision else ""
         title, table, scored, inputs = f"{shown} on {about}", tables[0], cases[0], f"{len(all_preds[0])} inputs"
     else:   # each model's rows under a `model` column (the model as given)
         title = f"{len(models)} models on {about}"
@@ -115,6 +121,8 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     markdown = summary_markdown(funcs, examples, title, models)
     html = summary_html(funcs, examples, title, models)
     labels = _labels_metadata(models, lmaps)
+    if hub:   # which revision and commit of each hub model was tested
+        labels["beluga.hub_models"] = json.dumps(hub, sort_keys=True)
     write_out_folder(out_dir, {"predictions.parquet": lambda p: write_parquet(table, p, metadata=labels),
                                "cases.parquet": lambda p: write_parquet(scored, p),
                                "functionalities.csv": lambda p: write_csv(funcs, p),
@@ -122,6 +130,26 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
                                "summary.html": lambda p: write_text(html, p)})
     text = summary_text(funcs, examples, title, models) + _labels_note(models, lmaps)
     return text + f"\n{inputs} predicted and scored in {time.time() - t0:.1f} s; written to\n{out_dir}\n"
+
+
+def _check_revision(models: list[str], revision: str | None) -> None:
+    """``--revision`` names a hub model's branch, tag or commit: refused in one line with a model that is not
+    a hub name (a local folder, ``default``, ``tiny-random``) or when empty."""
+    if revision is None:
+        return
+    if not revision.strip():
+        raise BelugaError("test: field '--revision': empty; give a branch, tag or commit of the hub model")
+    local = next((m for m in models if not is_hub_name(m)), None)
+    if local is not None:
+        raise BelugaError(f"test: field '--revision': {local} is not a Hugging Face hub model (a local folder or a "
+                          "built-in model has no revision); drop --revision or give a hub name")
+
+
+def _hub_models(models: list[str], paths: list[str], revision: str | None) -> list[dict]:
+    """Each hub model tested: its name, the revision asked for (``main`` by default) and the commit its
+    snapshot holds (:func:`beluga.data.fetch.snapshot_commit`); predictions.parquet's ``beluga.hub_models``."""
+    return [{"model": m, "revision": revision or DEFAULT_REVISION, "commit": snapshot_commit(m, path)}
+            for m, path in zip(models, paths) if is_hub_name(m)]
 
 
 def _distinct_models(models: list[str], paths: list[str]) -> None:

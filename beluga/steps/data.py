@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pandas as pd
@@ -35,11 +36,14 @@ def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str], out_sourc
 
 
 def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:
-    """One OOD test set of the task (``entry``: its config entry), in the i.i.d. test set's columns."""
-    from beluga.data.ood_sets import load_ood
+    """One OOD test set of the task (``entry``: its config entry), in the i.i.d. test set's columns; a hub
+    set's dataset, configuration, revision and split in the table's metadata (``beluga.ood_source``)."""
+    from beluga.data.ood_sets import hub_source_record, load_ood
 
     ttype = get_task_type(task_type)
-    write_parquet(load_ood(entry, ttype.head, set(ttype.iid_labels), pair=ttype.pair), out_data)
+    record = hub_source_record(entry)
+    write_parquet(load_ood(entry, ttype.head, set(ttype.iid_labels), pair=ttype.pair), out_data,
+                  metadata={"beluga.ood_source": json.dumps(record, sort_keys=True)} if record else None)
 
 
 def build_suite(*, suite: dict, task_type: str, pool: str | None, out_suite: str) -> None:

@@ -277,8 +277,11 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
         if holds is None and ttype.head == "qa":
             raise ConfigError(f"{where}: field 'tasks.{tid}.iid.source': a {ttype.name} task reads 'squad' (SQuAD "
                               f"v1.1 JSON in iid.path), not {iid['source']!r}")
+        if iid.get("revision") is not None and not iid["source"].startswith("hf:"):
+            raise ConfigError(f"{where}: field 'tasks.{tid}.iid.revision': only a Hugging Face dataset ('hf:<name>') "
+                              f"has a revision; iid.source is {iid['source']!r}")
         if iid["source"].startswith("hf:"):
-            why = offline_dataset_problem(*hf_dataset(iid["source"][3:]))
+            why = offline_dataset_problem(*hf_dataset(iid["source"][3:]), iid.get("revision"))
             if why is not None:
                 raise ConfigError(f"{where}: field 'tasks.{tid}.iid.source': {iid['source']!r} is a Hugging Face "
                                   f"dataset, but {why}; use a local TSV/CSV path or 'rotten_tomatoes'")
@@ -293,8 +296,11 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
             if entry.get("source") == "hutto" and ttype.name != "sent":
                 raise ConfigError(f"{where}: field '{field}.source': 'hutto' holds single sentences with binary "
                                   f"sentiment labels (a sent task); task {tid!r} is a {ttype.name} task")
+            if entry.get("revision") is not None and entry.get("source") != "hub":
+                raise ConfigError(f"{where}: field '{field}.revision': only a hub set has a revision; OOD set "
+                                  f"{entry['name']!r} is source: {entry.get('source')}")
             if entry.get("source") == "hub":
-                why = offline_dataset_problem(entry["dataset"], entry.get("dataset_config"))
+                why = offline_dataset_problem(entry["dataset"], entry.get("dataset_config"), entry.get("revision"))
                 if why is not None:
                     raise ConfigError(f"{where}: field '{field}.dataset': OOD set {entry['name']!r} reads a Hugging "
                                       f"Face dataset, but {why}; use source: local with a copy")
