@@ -36,6 +36,8 @@ rule combinational_train:
         result=PATHS.combinational_run(),
     log:
         "logs/combinational/{variant}/{seeddir}k{k}.log",
+    benchmark:
+        job_benchmark("logs/combinational/{variant}/{seeddir}k{k}.log")
     wildcard_constraints:
         k="[0-9]+",
         variant="[A-Za-z0-9][A-Za-z0-9_-]*",

@@ -15,6 +15,8 @@ from beluga import folds as beluga_folds  # noqa: E402
 from beluga.workflow import dag as beluga_dag  # noqa: E402
 from beluga.workflow import config as beluga_config  # noqa: E402
 from beluga.workflow.paths import SEEDDIR_REGEX, fold_log  # noqa: E402
+from beluga.workflow import resources as beluga_resources  # noqa: E402
+from beluga.workflow.resources import job_benchmark  # noqa: E402
 from beluga import io as beluga_io  # noqa: E402
 from beluga.data import fetch as beluga_fetch  # noqa: E402
 from beluga.data import iid as beluga_iid  # noqa: E402
@@ -30,6 +32,8 @@ try:
     LOADED = beluga_config.load_workflow(config, workflow.configfiles)
 except BelugaError as e:
     raise WorkflowError(str(e)) from None
+# where envs/beluga.post-deploy.sh installs the project from (--use-conda; docs/PIPELINE.md)
+beluga_resources.export_workflow_root(workflow.basedir)
 DATA_DIR = LOADED.data_dir
 # inputs the fetch target provides that are not in the data folder yet
 NOT_FETCHED = LOADED.not_fetched

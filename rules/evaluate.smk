@@ -16,6 +16,8 @@ rule predict:
         run=PATHS.run("predictions", ext="json"),
     log:
         fold_log("predict"),
+    benchmark:
+        job_benchmark(fold_log("predict"))
     wildcard_constraints:
         conf=DISK_CONFS,
         method=DISK_METHODS,

@@ -15,6 +15,8 @@ rule inoculate:
         outcomes=PATHS.inoculation_run(ext="parquet"),
     log:
         "logs/{task}/{seeddir}inoculation/{unit}/{dose}/{lr}.log",
+    benchmark:
+        job_benchmark("logs/{task}/{seeddir}inoculation/{unit}/{dose}/{lr}.log")
     wildcard_constraints:
         unit="[a-z0-9-]+",
         dose="[0-9]+|all",

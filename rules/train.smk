@@ -16,6 +16,8 @@ rule train_iid:
         model=directory(PATHS.iid_model()),
     log:
         "logs/{task}/{seeddir}train_iid.log",
+    benchmark:
+        job_benchmark("logs/{task}/{seeddir}train_iid.log")
     conda:
         "../envs/beluga.yaml"
     threads: IID_THREADS
@@ -37,6 +39,8 @@ rule finetune:
         outcomes=PATHS.run("outcomes"),
     log:
         fold_log("finetune"),
+    benchmark:
+        job_benchmark(fold_log("finetune"))
     wildcard_constraints:
         conf="|".join(beluga_folds.CONFIGURATIONS),
         method=beluga_dag.method_regex(FUSED_METHODS),
@@ -84,6 +88,8 @@ rule finetune_model:
         model=directory(PATHS.model()),
     log:
         fold_log("finetune"),
+    benchmark:
+        job_benchmark(fold_log("finetune"))
     wildcard_constraints:
         conf="|".join(beluga_folds.CONFIGURATIONS),
         method=beluga_dag.method_regex(MODEL_METHODS),
@@ -110,6 +116,8 @@ rule trial:
         score=PATHS.trial(),
     log:
         fold_log("trial", "{trial}"),
+    benchmark:
+        job_benchmark(fold_log("trial", "{trial}"))
     wildcard_constraints:
         conf="|".join(beluga_folds.CONFIGURATIONS),
         partition="seen|func|class|type",

@@ -19,6 +19,7 @@ from beluga.data.fetch import resolve_data_paths
 from beluga.errors import ConfigError, DataError
 from beluga.methods import method_hparams
 from beluga.workflow.paths import Paths
+from beluga.workflow.resources import BASE_MEM_MB
 from beluga.workflow.runs import Runs
 
 WORDS = {"fst": "great", "sec": "terrible", "neu": "okay"}
@@ -217,7 +218,9 @@ def test_runs_settings_per_variant():
     assert (b["model"], b["max_length"], b["hparams"]["epochs"], b["hparams"]["lr"]) == ("org/other", 48, 1, 1e-3)
     assert b["model_lock"] == r.model_marker(None, "b") and a["model_lock"] is None
     res = r.job_resources("train")
-    assert res["mem_mb"]({"variant": "a", "k": "4"}, 1) == 1500 and res["mem_mb"]({"variant": "b", "k": "4"}, 1) == 3000
+    train = BASE_MEM_MB["train"]   # tiny-random: scale 0.5; org/other: 1
+    assert res["mem_mb"]({"variant": "a", "k": "4"}, 1) == int(train * 0.5)
+    assert res["mem_mb"]({"variant": "b", "k": "4"}, 1) == train
     bad = {**cfg, "combinational": {**cfg["combinational"], "variants": [{"name": "x y"}]}}
     with pytest.raises(Exception, match="does not match"):
         validate(bad, str(SCHEMA))

@@ -16,6 +16,7 @@ from beluga.errors import ConfigError
 from beluga.methods import method_hparams
 from beluga.settings import FoldRun, fold_run
 from beluga.workflow.paths import IID_RUN, Paths, RunKey
+from beluga.workflow.resources import BASE_MEM_MB
 from beluga.workflow.runs import Runs, gpu_resources, model_scale
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -213,12 +214,16 @@ def test_job_resources():
         res = r.job_resources(kind)
         return [(res["mem_mb"](wildcards, a), res["runtime"](wildcards, a)) for a in attempts]
 
-    assert at("train", task="sent") == [(1500, 30), (2250, 60), (3000, 120)]
-    assert at("predict", task="sent") == [(1000, 10), (1500, 20), (2000, 40)]
-    assert at("train", k="4") == [(3000, 60), (4500, 120), (6000, 240)]   # the combinational model: default
+    # memory: the measured base (beluga/workflow/resources.py) x model scale x max(1, max_length / 128),
+    # half of it more on every retry
+    train, predict = BASE_MEM_MB["train"], BASE_MEM_MB["predict"]
+    assert at("train", task="sent") == [(int(train * 0.5), 30), (int(train * 0.75), 60), (int(train), 120)]
+    assert at("predict", task="sent") == [(int(predict * 0.5), 10), (int(predict * 0.75), 20), (int(predict), 40)]
+    # the combinational model: default
+    assert at("train", k="4") == [(train, 60), (int(train * 1.5), 120), (train * 2, 240)]
     assert set(r.job_resources("train")) == {"mem_mb", "runtime"}
     long = runs(config(training={**config()["training"], "max_length": 384}))
-    assert long.job_resources("train")["mem_mb"]({"task": "sent"}, 1) == 4500   # 3000 x 0.5 x 384/128
+    assert long.job_resources("train")["mem_mb"]({"task": "sent"}, 1) == int(train * 0.5 * 3)   # 384/128
     assert [model_scale(m) for m in ("tiny-random", "default", "bert-base-uncased", "bert-large-cased")] == \
         [0.5, 1.0, 2.5, 6.0]
     base = {"gpus": 0, "gpu_jobs": 1, "gpu_partition": None}

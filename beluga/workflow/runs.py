@@ -26,12 +26,14 @@ from beluga.settings import fold_run
 from beluga.suites.build import load_task_spec, suite_spec_name
 from beluga.workflow import dag
 from beluga.workflow.paths import IID_RUN, Paths, RunKey, seed_of, seeddir_of
+from beluga.workflow.resources import BASE_MEM_MB, CUDA_HOST_MB
 
 #: the rules whose settings :meth:`Runs.settings` builds (finetune_keep and finetune_model use finetune's)
 TRAINING_RULES = ("train_iid", "finetune", "trial", "inoculate", "combinational_train")
 
-#: a training / prediction job's memory (MB) and time (minutes) at model scale 1, first attempt
-BASE_RESOURCES = {"train": (3000, 60), "predict": (2000, 20)}
+#: a training / prediction job's memory (MB) and time (minutes) at model scale 1, first attempt; the
+#: memory from the measured peaks of beluga/workflow/resources.py (docs/COMPUTE.md, "Memory requests")
+BASE_RESOURCES = {"train": (BASE_MEM_MB["train"], 60), "predict": (BASE_MEM_MB["predict"], 20)}
 
 
 def model_scale(spec) -> float:
@@ -376,7 +378,8 @@ class Runs:
 
     # --- cluster resources --------------------------------------------------------------------------
     def job_resources(self, kind: str) -> dict:
-        """A training (``train``) / prediction (``predict``) rule's resources: mem_mb (grows by half
+        """A training (``train``) / prediction (``predict``) rule's resources: mem_mb (the measured
+        base of beluga/workflow/resources.py, plus its CUDA host estimate with GPUs; grows by half
         on every retry), runtime in minutes (doubles on every retry: preemption or a slow node), both
         scaled by the task's model (the combinational analysis: its variant's) and max_length; and the
         configuration's GPUs (:func:`gpu_resources`)."""
@@ -391,7 +394,8 @@ class Runs:
             task = wildcards.get("task")
             max_length = self.comb_variant(wildcards.get("variant"))["max_length"] if task is None \
                 else self.training(task)["max_length"]
-            return int(base_mb * scale(wildcards) * max(1.0, max_length / 128) * (1 + 0.5 * (attempt - 1)))
+            cuda = CUDA_HOST_MB if self.config["gpus"] else 0
+            return int((base_mb * scale(wildcards) * max(1.0, max_length / 128) + cuda) * (1 + 0.5 * (attempt - 1)))
 
         def runtime(wildcards, attempt):
             return int(base_min * scale(wildcards) * 2 ** (attempt - 1))
