@@ -195,7 +195,7 @@ def test_test_command_shows_progress_on_a_terminal_only(tmp_path, monkeypatch, c
 
     set_seed(0)
     model, tok = load_model("tiny-random", 2)
-    save_model(model, tok, tmp_path / "tiny")
+    save_model(model, tok, tmp_path / "tiny", task_type="sent")   # its classes named (beluga/labels.py)
     save_suite(make_tiny_suite(2), tmp_path / "suite.parquet")
     capsys.readouterr()                                    # (what saving the model printed)
     for terminal in (False, True):
