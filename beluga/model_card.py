@@ -83,9 +83,11 @@ def model_card(ttype: TaskType | None, id2label: dict | None, card: dict | None 
               "`python -m beluga test --model <this folder> --suite <suite> --out <folder>`; its classes are read "
               "by name from config.json's `id2label`.", "",
               "## Licence", "",
-              "See the BELUGA pipeline's LICENSE for the code that trained this model; the base model's and the "
-              "training data's own terms apply to the weights.", "",
+              "The code that trained this model is under the MIT licence (the BELUGA pipeline's LICENSE); the base "
+              "model's and the training data's own terms apply to the weights (the pipeline's "
+              "docs/DATA_ATTRIBUTION.md lists them).", "",
               "## Citation", "",
-              "Cite the BELUGA pipeline as its CITATION.cff says (and the base model and data sets as their "
-              "authors ask).", ""]
+              "Cite the BELUGA pipeline as its CITATION.cff says, the BELUGA paper (Luz de Araujo & Roth, TACL "
+              "2023; BibTeX in the pipeline's docs/CITING.md), and the base model and data sets as their authors "
+              "ask.", ""]
     return "\n".join(front + lines)
