@@ -6,11 +6,9 @@ step's job and its clock."""
 from __future__ import annotations
 
 import os
-import platform
 from dataclasses import dataclass
 
-import numpy
-
+from beluga import provenance
 from beluga.clock import Clock
 
 #: the run record written beside a model on disk
@@ -24,12 +22,11 @@ def _device_name(dev) -> str:
 
 
 def _versions() -> dict:
-    import pandas
+    """The versions of the packages that shape results (:func:`beluga.provenance.versions`), torch's as it
+    reports itself (with its build, e.g. ``2.13.0+cpu``)."""
     import torch
-    import transformers
 
-    return {"python": platform.python_version(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "numpy": numpy.__version__, "pandas": pandas.__version__}
+    return {**provenance.versions(), "torch": torch.__version__}
 
 
 @dataclass
@@ -39,8 +36,11 @@ class Job:
     threads: int
 
     def record(self) -> dict:
+        """The job's part of a run record: versions, device, threads, precision, and the provenance (git commit
+        and dirty flag, the rule and wildcards, the user-given inputs' SHA-256: :mod:`beluga.provenance`)."""
+        prov = provenance.record()
         return {"versions": _versions(), "device": _device_name(self.device), "torch_threads": self.threads,
-                **self.precision.record()}
+                **self.precision.record(), "git": prov["git"], "command": prov["command"], "inputs": prov["inputs"]}
 
 
 def start_job(threads: int, precision: str, gpus: int = 0) -> Job:

@@ -169,12 +169,15 @@ rule table3:
 
 
 rule run_config:
+    input:
+        configfiles=list(workflow.configfiles),
     output:
         config=report(
             PATHS.run_config(),
             caption="../report/run_config.rst",
             category="Run configuration",
         ),
+        provenance=PATHS.run_config("run.json"),
     log:
         "logs/run_config.log",
     conda:

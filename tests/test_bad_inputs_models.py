@@ -184,7 +184,7 @@ def test_test_qa_model_on_read_suite_with_the_defaults(models, suites, tmp_path)
     out = tmp_path / "out"
     assert run_test(out, model, suites / "qa.parquet", "read") == 0
     assert sorted(os.listdir(out)) == sorted(["predictions.parquet", "cases.parquet", "functionalities.csv",
-                                              "summary.md", "summary.html"])
+                                              "summary.md", "summary.html", "run.json"])
 
 
 def test_test_recorded_task_mismatch(models, suites, tmp_path, capsys):
@@ -349,7 +349,7 @@ def test_test_failing_midway_leaves_the_earlier_run_whole(models, suites, tmp_pa
     out = tmp_path / "out"
     assert run_test(out, models / "clf", suites / "sent.parquet", "sent", "--max-cases-per-functionality", 1) == 0
     before = digest(out)
-    assert len(before) == 5
+    assert len(before) == 6   # TEST_OUTPUTS, run.json included
     real = io.write_text
 
     def full_disk(text, path):
@@ -417,7 +417,7 @@ def test_score_failing_midway_leaves_the_earlier_run_whole(suites, tmp_path, cap
     argv = score_argv(suites / "sent.parquet", tmp_path, out)
     assert main(argv) == 0
     before = digest(out)
-    assert sorted(before) == ["cases.parquet", "functionalities.csv"]
+    assert sorted(before) == ["cases.parquet", "functionalities.csv", "run.json"]
 
     def full_disk(df, path):
         e = OutputError(f"output file {path}: field 'path': cannot be written: No space left on device (ENOSPC)")

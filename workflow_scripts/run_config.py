@@ -2,4 +2,5 @@ from beluga.steps import statistics
 from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
-run(sm, lambda: statistics.run_config(config=sm.params.config, out_config=sm.output.config))
+run(sm, lambda: statistics.run_config(config=sm.params.config, out_config=sm.output.config,
+                                      out_provenance=sm.output.provenance))

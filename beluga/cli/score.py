@@ -26,17 +26,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from beluga import provenance
 from beluga.analyses.predictions import LINE_FORMATS, export_rows, infer_format, read_predictions, write_export
 from beluga.bounds import json_loads
 from beluga.errors import BelugaError
-from beluga.io import check_out_folder, same_file, write_out_folder
+from beluga.io import check_out_folder, same_file, write_json, write_out_folder
 from beluga.labels import order_from_option
 from beluga.progress import progress
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
 from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
 
 #: the files ``score`` writes into its --out folder (nothing else is ever there)
-SCORE_OUTPUTS = ("cases.parquet", "functionalities.csv")
+SCORE_OUTPUTS = ("cases.parquet", "functionalities.csv", "run.json")
 
 
 def _infer_task(suite: pd.DataFrame, given: str | None, suite_path: str) -> str:
@@ -185,8 +186,14 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     funcs = pass_rates(cases, functionality_table(sel))   # suite order
 
     scored = cases[["case_id", "functionality", "status"]]
+    run = {"subcommand": "score", "arguments": {"suite": str(suite_path), "predictions": str(predictions_path),
+                                             "task": ttype.name, "format": fmt, "label_order": label_order,
+                                             "paper_fixes": paper_fixes},
+           "labels": json.loads(labels.get("beluga_labels", "{}")), "unknown_case_ids": len(unknown),
+           **provenance.record({"suite": suite_path, "predictions": predictions_path})}
     write_out_folder(out_dir, {"cases.parquet": lambda p: write_parquet(scored, p, metadata=labels),
-                               "functionalities.csv": lambda p: write_csv(funcs, p)})
+                               "functionalities.csv": lambda p: write_csv(funcs, p),
+                               "run.json": lambda p: write_json(run, p)})
     if unknown:   # after scoring: an error stays the only line
         shown = ", ".join(repr(c) for c in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
         print(f"warning: predictions {predictions_path}: {len(unknown)} case id(s) are not in the suite "

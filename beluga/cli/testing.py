@@ -22,17 +22,19 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
+from beluga import provenance
 from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
 from beluga.cli.score import load_suite_for
 from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
 from beluga.errors import BelugaError
-from beluga.io import check_out_folder, write_out_folder
+from beluga.io import check_out_folder, write_json, write_out_folder
 from beluga.labels import label_map, permute_outputs
 from beluga.model_config import read_model_config
 from beluga.progress import progress
 
 #: the files ``test`` writes into its --out folder (nothing else is ever there)
-TEST_OUTPUTS = ("predictions.parquet", "cases.parquet", "functionalities.csv", "summary.md", "summary.html")
+TEST_OUTPUTS = ("predictions.parquet", "cases.parquet", "functionalities.csv", "summary.md", "summary.html",
+                "run.json")
 
 
 def test_command(models: str | list[str], suite_path: str, out_dir: str, task_name: str | None = None,
@@ -123,11 +125,19 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     labels = _labels_metadata(models, lmaps)
     if hub:   # which revision and commit of each hub model was tested
         labels["beluga.hub_models"] = json.dumps(hub, sort_keys=True)
+    run = {"subcommand": "test", "arguments": {"models": models, "suite": str(suite_path), "task": ttype.name,
+                                            "revision": revision, "label_order": label_order,
+                                            "batch_size": batch_size, "max_length": max_length,
+                                            "doc_stride": doc_stride, "max_cases_per_functionality": max_cases,
+                                            "precision": precision, "paper_fixes": paper_fixes},
+           "labels": json.loads(labels.get("beluga_labels", "{}")), "hub_models": hub,
+           **provenance.record({"suite": suite_path, **{f"model {m}": p for m, p in zip(models, paths)}})}
     write_out_folder(out_dir, {"predictions.parquet": lambda p: write_parquet(table, p, metadata=labels),
                                "cases.parquet": lambda p: write_parquet(scored, p),
                                "functionalities.csv": lambda p: write_csv(funcs, p),
                                "summary.md": lambda p: write_text(markdown, p),
-                               "summary.html": lambda p: write_text(html, p)})
+                               "summary.html": lambda p: write_text(html, p),
+                               "run.json": lambda p: write_json(run, p)})
     text = summary_text(funcs, examples, title, models) + _labels_note(models, lmaps)
     return text + f"\n{inputs} predicted and scored in {time.time() - t0:.1f} s; written to\n{out_dir}\n"
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import yaml
 
-from beluga.io import read_parquet, write_csv, write_parquet, write_text
+from beluga import provenance
+from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
 from beluga.report import run_stats
 from beluga.suites.build import split_cases
 from beluga.suites.format import functionality_table, load_suite
@@ -129,8 +130,17 @@ def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], signi
         write_text(iid_data.iid_data_html(records), out_iid_data)
 
 
-def run_config(*, config: dict, out_config: str) -> None:
-    """The configuration of this run, as YAML (the report's last section)."""
-
-    write_text("# The configuration of this run (config.yaml or --configfile, with --config overrides)\n"
-               + yaml.safe_dump(dict(config), sort_keys=False), out_config)
+def run_config(*, config: dict, out_config: str, out_provenance: str | None = None) -> None:
+    """The configuration of this run, as YAML (the report's last section), headed by what made the run
+    (versions, the git commit and whether the checkout had uncommitted changes, the config files' SHA-256); and
+    that provenance as JSON (``run.json``, :func:`beluga.provenance.record`)."""
+    prov = provenance.record()
+    git = prov["git"]
+    head = ["# The configuration of this run (config.yaml or --configfile, with --config overrides)",
+            "# code: " + (f"git {git['commit']}" + (" (uncommitted changes)" if git.get("dirty") else "")
+                          if git.get("commit") else git.get("why", "no git checkout")),
+            "# versions: " + ", ".join(f"{k} {v}" for k, v in prov["versions"].items() if v),
+            *(f"# config file {d['path']}: sha256 {d['sha256']}" for d in prov["inputs"].values() if "sha256" in d)]
+    write_text("\n".join(head) + "\n" + yaml.safe_dump(dict(config), sort_keys=False), out_config)
+    if out_provenance is not None:
+        write_json(prov, out_provenance)

@@ -185,5 +185,6 @@ class Paths:
         """The OOD ranking over tasks (ranking.csv, ranking.md)."""
         return f"{self.results}/ood/{name}"
 
-    def run_config(self) -> str:
-        return f"{self.results}/run_config.yaml"
+    def run_config(self, name: str = "run_config.yaml") -> str:
+        """The run's configuration (run_config.yaml) and provenance (run.json)."""
+        return f"{self.results}/{name}"

@@ -22,6 +22,7 @@ import sys
 import time
 import traceback
 
+from beluga import provenance
 from beluga.clock import process_start_time
 from beluga.errors import BelugaError, unexpected_error_line, write_traceback
 
@@ -34,6 +35,14 @@ def timing_line(rule: str, wildcards: dict, started: float, called: float, retur
         "rule": rule, "wildcards": wildcards, "process_start": round(started, 3), "call_start": round(called, 3),
         "call_end": round(returned, 3), "science": {k: round(v, 3) for k, v in (science or {}).items()}},
         sort_keys=True)
+
+
+def user_inputs(snakemake) -> list[str]:
+    """The job's input files and folders that are not the run's own outputs (not under its results folder): the
+    config's files, suites, local data and models; a run record hashes them (:func:`beluga.provenance.record`)."""
+    results = os.path.realpath(str((getattr(snakemake, "config", None) or {}).get("results", "results")))
+    return [str(f) for f in snakemake.input
+            if not (os.path.realpath(str(f)) + os.sep).startswith(results + os.sep)]
 
 
 def run(snakemake, fn) -> None:
@@ -53,6 +62,8 @@ def run(snakemake, fn) -> None:
         handlers.append(logging.FileHandler(log_path, mode="w"))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s",
                         handlers=handlers, force=True)
+    wildcards = dict(snakemake.wildcards.items()) if hasattr(snakemake.wildcards, "items") else {}
+    provenance.set_job(snakemake.rule, wildcards, user_inputs(snakemake))
     called = time.time()
     try:
         out = fn()
@@ -69,7 +80,6 @@ def run(snakemake, fn) -> None:
               file=sys.stderr)
         sys.exit(1)
     science = {k: v for k, v in out.items() if k in SCIENCE_PARTS} if isinstance(out, dict) else None
-    wildcards = dict(snakemake.wildcards.items()) if hasattr(snakemake.wildcards, "items") else {}
     line = timing_line(snakemake.rule, wildcards, started, called, time.time(), science)
     if log_path:
         with open(log_path, "a") as fh:
