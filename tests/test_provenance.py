@@ -106,7 +106,8 @@ def tested(tmp_path_factory):
 
 def test_test_output_folder_holds_its_provenance(tested):
     rec = json.loads((tested / "test_out" / "run.json").read_text())
-    assert rec["subcommand"] == "test" and "argv" in rec["command"] and rec["arguments"]["models"] == [str(tested / "model")]
+    assert rec["subcommand"] == "test" and "argv" in rec["command"]
+    assert rec["arguments"]["models"] == [str(tested / "model")]
     assert rec["arguments"]["suite"] == str(tested / "suite.parquet") and rec["arguments"]["task"] == "sent"
     assert rec["labels"][str(tested / "model")]["by"] == "id2label"
     check_record(rec, {"suite": tested / "suite.parquet", f"model {tested / 'model'}": tested / "model"})
