@@ -197,7 +197,7 @@ def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str,
                              source=f"trial {trial_id}", objective=objective, plan=plan)
     write_json({"trial": trial_id, "grid_point": grid_point, "hparams": run.hparams, "fold": run.fold,
                 "partition": run.partition, **result, "steps": summary["steps"],
-                "wall_time_s": summary["wall_time_s"], **job.precision.record(), "timing": clock.record()}, out_score)
+                "wall_time_s": summary["wall_time_s"], **job.record(), "timing": clock.record()}, out_score)
     checkpoint.clear(run.checkpoint_dir)
     return clock.parts
 
