@@ -68,11 +68,12 @@ def git_state(where: str | None = None) -> dict:
     return {"commit": commit, "dirty": bool(status.strip()), "checkout": str(root)}
 
 
-def set_job(rule: str, wildcards: dict, inputs: list[str]) -> None:
-    """The Snakemake job this process runs (the job wrapper calls it before the step): its rule, wildcards and
-    the input files the user gave it (not the results folder's)."""
+def set_job(rule: str | None, wildcards: dict | None = None, inputs: list[str] | None = None) -> None:
+    """The Snakemake job this process runs (the job wrapper calls it before the step, and with None after it):
+    its rule, wildcards and the input files the user gave it (not the results folder's)."""
     _JOB.clear()
-    _JOB.update(rule=rule, wildcards=dict(wildcards), inputs=list(inputs))
+    if rule is not None:
+        _JOB.update(rule=rule, wildcards=dict(wildcards or {}), inputs=list(inputs or []))
 
 
 _DIGESTS: dict[tuple, str | None] = {}

@@ -93,6 +93,7 @@ def tested(tmp_path_factory):
     from beluga.modeling import load_model, save_model, set_seed
 
     tmp = tmp_path_factory.mktemp("prov")
+    assert provenance._JOB == {}, provenance._JOB   # no job left behind by an earlier test's job wrapper
     set_seed(0)
     model, tok = load_model("tiny-random", 2)
     save_model(model, tok, tmp / "model", task_type="sent")

@@ -79,6 +79,8 @@ def run(snakemake, fn) -> None:
         print("error: " + unexpected_error_line(job_name(snakemake), job_inputs(snakemake), e, log),
               file=sys.stderr)
         sys.exit(1)
+    finally:
+        provenance.set_job(None)   # nothing after the step is this job's (a process that runs more than one)
     science = {k: v for k, v in out.items() if k in SCIENCE_PARTS} if isinstance(out, dict) else None
     line = timing_line(snakemake.rule, wildcards, started, called, time.time(), science)
     if log_path:
