@@ -31,6 +31,7 @@ onstart:
         beluga_io.acquire_results_lock(config["results"], os.getcwd())
     except BelugaError as e:
         raise WorkflowError(str(e)) from None
+    print(beluga_precision_line(config["precision"], config["gpus"]), file=sys.stderr)
 
 
 # The run's last lines: the tasks whose recorded i.i.d. data are not the paper's (beluga/report/iid_data.py).

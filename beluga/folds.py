@@ -213,3 +213,33 @@ def scored_functionalities(fold: dict, scope: str = "scored") -> list[str] | Non
     if scope not in PREDICT_SCOPES:
         raise ConfigError(f"config: field 'predict.scope': {scope!r} is not one of {', '.join(PREDICT_SCOPES)}")
     return None if scope == "all" else list(fold["held_out"])
+
+
+#: the seed of the i.i.d. sample a fold model predicts for its diagnostics (:func:`predicted_iid`)
+FOLD_IID_SEED = 0
+
+
+def fold_iid_examples(partition: str, scenario_iid: str, n: int | None) -> int | None:
+    """How many i.i.d. test examples a run's model predicts (None: every one).
+    The IID and seen models predict them all; a func / class / type fold
+    model too under ``scenario_iid: folds`` (its scenario's s_iid pools
+    them). Under ``scenario_iid: seen`` no fold model's i.i.d. score enters
+    a G or a test (the seen model's does), so it predicts ``n``
+    (``predict.fold_iid_examples``; None: all) of them, for its diagnostics
+    (the degenerate-solution check)."""
+    if partition in ("standard", "seen") or scenario_iid != "seen" or n is None:
+        return None
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"config: field 'predict.fold_iid_examples': {n!r} is not a positive integer or null")
+    return n
+
+
+def predicted_iid(iid: pd.DataFrame, n: int | None) -> pd.DataFrame:
+    """The i.i.d. test examples a model predicts (:func:`fold_iid_examples`):
+    all of ``iid`` (None, or ``n`` at least its size), else a sample of ``n``
+    drawn with :data:`FOLD_IID_SEED` (the same examples for every fold
+    model and every job, whatever the file's order), in the file's order."""
+    if n is None or n >= len(iid):
+        return iid
+    keep = np.sort(np.random.default_rng(FOLD_IID_SEED).choice(len(iid), size=n, replace=False))
+    return iid.iloc[keep].reset_index(drop=True)

@@ -84,3 +84,17 @@ def resolve(setting: str, device: torch.device) -> Precision:
         torch.backends.cuda.matmul.allow_tf32 = tf32
         torch.backends.cudnn.allow_tf32 = tf32
     return Precision(name=name, device_type=device.type, fused_optimizer=fused_adamw_available(device), tf32=tf32)
+
+
+def start_line(setting: str, gpus: int = 0) -> str:
+    """The line a run prints when it starts: the precision its jobs use (``auto`` resolved on this
+    machine's CPU) and what it means for the numbers (README, "How long it takes")."""
+    tail = ("; another precision writes other bytes, with numbers within noise of these: the findings are what "
+            "reproduces, and several seeds are how to check them (README)")
+    if gpus:
+        return f"precision: {setting} (GPU jobs: bf16 where the GPU supports it, under auto){tail}"
+    resolved = resolve(setting, torch.device("cpu")).name
+    native = native_bf16(torch.device("cpu"))
+    why = ("this CPU has native bf16 (AVX512-BF16 / AMX)" if native
+           else "this CPU has no native bf16: fp32 takes about 2-2.5x the training time of a CPU with it")
+    return f"precision: {setting} -> {resolved} on this CPU ({why}){tail}"

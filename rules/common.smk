@@ -35,6 +35,15 @@ except BelugaError as e:
 # where envs/beluga.post-deploy.sh installs the project from (--use-conda; docs/PIPELINE.md)
 beluga_resources.export_workflow_root(workflow.basedir)
 DATA_DIR = LOADED.data_dir
+
+
+def beluga_precision_line(setting, gpus):
+    """The precision line a real run prints when it starts (imports torch: not at parse time)."""
+    from beluga.precision import start_line
+
+    return start_line(setting, gpus)
+
+
 # inputs the fetch target provides that are not in the data folder yet
 NOT_FETCHED = LOADED.not_fetched
 
@@ -215,6 +224,11 @@ def ood_runs(which):
 def predicted_functionalities(w):
     """The T_test functionalities a model on disk predicts (the ones its run is scored on; None = all)."""
     return RUNS.scored_functionalities(w.task, w.partition, w.fold)
+
+
+def predicted_iid_examples(w):
+    """The i.i.d. test examples a run's model predicts (None = all; predict.fold_iid_examples)."""
+    return RUNS.iid_examples(w.task, w.partition)
 
 
 def model_version(w):

@@ -32,6 +32,7 @@ rule predict:
         max_length=lambda w: RUNS.training(w.task)["max_length"],
         doc_stride=lambda w: RUNS.training(w.task)["doc_stride"],
         functionalities=predicted_functionalities,
+        iid_examples=predicted_iid_examples,
         precision=config["precision"],
         gpus=config["gpus"],
     script:
@@ -58,5 +59,6 @@ rule outcomes:
         task_type=lambda w: TASKS[w.task]["type"],
         held_out=lambda w: RUNS.fold_spec(w.task, w.partition, w.fold)["held_out"],
         functionalities=predicted_functionalities,
+        iid_examples=predicted_iid_examples,
     script:
         "../workflow_scripts/outcomes.py"

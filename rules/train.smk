@@ -56,6 +56,7 @@ rule finetune:
         hparams=hparams_summary("finetune"),
         batch_size=PREDICT["batch_size"],
         scope=PREDICT["scope"],
+        iid_examples=predicted_iid_examples,
     message:
         "finetune {wildcards.task} {wildcards.seeddir}{wildcards.conf}/{wildcards.method}/{wildcards.partition}/{wildcards.fold}: {params.hparams}"
     script:

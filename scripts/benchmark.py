@@ -27,6 +27,9 @@ sequences of at most 48 tokens and batches of 16:
   is fixed per-process cost (everything but training, prediction and scoring
   in model jobs): target <= 0.15;
 - ``snakemake -n`` on ``configs/paper.yaml``: seconds to plan the DAG;
+- ``--projection`` (on request, ~10 minutes): the default run's projected wall time on 2 cores with the CPU's
+  native precision and on an emulated AVX2 / fp32 machine (a CPU without native bf16), from a sampled run of
+  each in a fresh folder: job-seconds per rule x 1/cores (:mod:`bench.projection`);
 - ``--device cuda``: the training, precision, prediction and method figures on
   the first GPU, plus the model FLOP utilisation of training; there the model
   is BERT-base-sized (``--model bert-base``: ``bert-base-uncased`` from the
@@ -117,6 +120,7 @@ from bench.jobs import worker
 from bench.methods import bench_methods
 from bench.prediction import bench_prediction
 from bench.profiling import bench_profile
+from bench.projection import bench_projection
 from bench.run_share import run_share
 from bench.summary import machine_info, throughput_table
 from bench.training import bench_training
@@ -167,6 +171,9 @@ def main(argv=None) -> int:
     ap.add_argument("--skip", nargs="*", default=[], choices=["training", "prediction", "methods", "fold", "run",
                                                                "dry-run"])
     on_cuda = "(default: on with --device cuda)"
+    ap.add_argument("--projection", action="store_true",
+                    help="the default run's projected wall time with native bf16 and on an emulated AVX2 / fp32 "
+                         "machine, from a sampled run of each (~10 minutes; bench/projection.py)")
     ap.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None,
                     help=f"profile the current and the new training loop {on_cuda}")
     ap.add_argument("--profile-steps", type=int, default=20, help="profiled steps per loop (default 20)")
@@ -294,6 +301,10 @@ def main(argv=None) -> int:
         results.update(run_share(Path(args.run_dir)))
     if "dry-run" not in args.skip:
         results.update(bench_dry_run(args.reps))
+    if args.projection:
+        common.RESULTS["block"] = "projection"
+        results.update(bench_projection(Path(args.run_dir)))
+        common.save()
     # the throughput table `python -m beluga plan` reads (sequences/s of the model at its length, one job)
     results["throughput"] = {args.device: throughput_table(results, machine, args.device)}
     results.pop("partial", None)   # every block ended

@@ -327,3 +327,18 @@ def test_markdown_flags_the_degenerate_pair():
     neutral = [ln for ln in lines if ln.startswith("| neutral |")]
     assert neutral and neutral[0].split("|")[2].strip() == "—"
     assert lines.index(base_row) < lines.index(deg_row) < lines.index(ok_row)
+
+
+def test_a_fold_model_is_described_on_the_iid_sample_it_predicted():
+    """predict.fold_iid_examples: a fold model predicted a sample of the i.i.d. test set
+    (beluga.folds.predicted_iid); the diagnostics step describes it on that sample (and flags it degenerate
+    there), and a model that predicted only a sample is refused against the whole set."""
+    from beluga.folds import predicted_iid
+
+    suite, iid = sent_suite(), iid_frame(100)
+    sample = predicted_iid(iid, 30)
+    preds = predictions(suite, sample, balanced_suite_probs, lambda i: NEG)
+    d = run_diagnostics(preds, suite, sample, "sent", whole_suite=False)
+    assert d["n_iid"] == 30 and d["degenerate"] is True and d["degenerate_on"] == "iid"
+    with pytest.raises(DataError, match="30 i.i.d. predictions for 100 test examples"):
+        run_diagnostics(preds, suite, iid, "sent", whole_suite=False)

@@ -2,8 +2,9 @@ import pandas as pd
 import pytest
 from conftest import make_tiny_suite
 
-from beluga.errors import SuiteError
-from beluga.folds import assign_splits, enumerate_folds, slugify, training_functionalities
+from beluga.errors import ConfigError, SuiteError
+from beluga.folds import (assign_splits, enumerate_folds, fold_iid_examples, predicted_iid, slugify,
+                          training_functionalities)
 from beluga.suites.format import functionality_table
 
 
@@ -120,3 +121,22 @@ def test_with_fold_types_checks_the_hints():
         with_fold_types(table, cases.assign(expect_params=['{"train": {"as": "ZZZ"}}'] * 3), "trained", "s")
     with pytest.raises(ConfigError, match="suite.type_folds"):
         with_fold_types(table, cases, "reference", "s")
+
+
+def test_fold_iid_examples_and_the_predicted_sample():
+    assert fold_iid_examples("func", "seen", 200) == 200
+    assert fold_iid_examples("type", "seen", 200) == 200
+    for partition, scenario_iid, n in [("seen", "seen", 200), ("standard", "seen", 200), ("func", "folds", 200),
+                                       ("class", "seen", None)]:
+        assert fold_iid_examples(partition, scenario_iid, n) is None
+    with pytest.raises(ConfigError, match="fold_iid_examples"):
+        fold_iid_examples("func", "seen", 0)
+    iid = pd.DataFrame({"example_id": [f"e{i}" for i in range(100)], "label": [i // 50 for i in range(100)]})
+    assert predicted_iid(iid, None) is iid and predicted_iid(iid, 100) is iid
+    a, b = predicted_iid(iid, 30), predicted_iid(iid, 30)
+    assert a.equals(b) and len(a) == 30 and a["example_id"].is_unique
+    idx = [int(x[1:]) for x in a["example_id"]]
+    assert idx == sorted(idx)                       # in the file's order
+    assert 0 < a["label"].mean() < 1                # a sample, not the file's head (sorted by label here)
+    shuffled = iid.sample(frac=1, random_state=3).reset_index(drop=True)
+    assert len(predicted_iid(shuffled, 30)) == 30

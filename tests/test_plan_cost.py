@@ -69,6 +69,22 @@ def test_plan_charges_a_small_batch_more_per_sequence():
     assert hours[4] > 3 * hours[16]
 
 
+def test_plan_counts_the_fold_models_iid_sample():
+    """predict.fold_iid_examples under scenario_iid seen: a func / class / type fold job predicts that many
+    i.i.d. test examples, the seen and IID models all of them (the dry run's jobs predict the same)."""
+    seqs = {}
+    for n in ("null", "5"):
+        config = load_config(str(TINY), [f"predict={{fold_iid_examples: {n}}}"])
+        for t in config["tasks"].values():
+            t["scenario_iid"] = "seen"
+        seqs[n] = {ln.configuration: (ln.predict_seqs, ln.jobs) for ln in plan(config, REFERENCE["cpu"])
+                   if ln.rule == "finetune"}
+        n_test = config["tasks"]["sent"]["iid"]["n_test"]
+    assert seqs["5"] and n_test > 5
+    for conf, (every, jobs) in seqs["null"].items():   # every fold job but the seen one predicts 5, not n_test
+        assert every - seqs["5"][conf][0] == (jobs - 1) * (n_test - 5)
+
+
 # ---------------------------------------------------------------- READ's own row
 def test_reads_own_row_is_used_and_measured(tmp_path):
     row = {"model": "bert-large", "max_length": 384, "batch_size": 3, "train_seq_per_s": 20.0,

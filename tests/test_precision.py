@@ -10,7 +10,7 @@ from conftest import make_tiny_suite, train_run
 from beluga.batches import build_streams, epoch_batches
 from beluga.methods import get_algorithm, method_hparams
 from beluga.modeling import TINY_RANDOM, load_model, predict_probs, set_seed
-from beluga.precision import FP32, Precision, full, native_bf16, resolve
+from beluga.precision import FP32, Precision, full, native_bf16, resolve, start_line
 from beluga.qa import predict_qa
 from beluga.tasks import SENT
 from beluga.training import LossFn
@@ -85,3 +85,16 @@ def test_fused_adamw_and_deterministic_bf16_training():
     assert all(torch.equal(w1[k], w2[k]) for k in w1)
     m, _ = tiny()
     assert any(not torch.equal(w1[k], v) for k, v in m.state_dict().items())   # it trained
+
+
+def test_start_line_names_the_resolved_precision(monkeypatch):
+    """The line a run prints at its start: auto resolved on this CPU, and why."""
+    import beluga.precision as p
+
+    monkeypatch.setattr(p, "native_bf16", lambda device: False)
+    line = start_line("auto")
+    assert line.startswith("precision: auto -> fp32 on this CPU") and "no native bf16" in line
+    monkeypatch.setattr(p, "native_bf16", lambda device: True)
+    assert start_line("auto").startswith("precision: auto -> bf16 on this CPU")
+    assert start_line("fp32").startswith("precision: fp32 -> fp32")
+    assert start_line("auto", gpus=1).startswith("precision: auto (GPU jobs")

@@ -133,6 +133,37 @@ def test_tested_delta_g_is_the_displayed_delta_g(tmp_path, task_type, scenario_i
         assert row.s_iid_func == pytest.approx((pooled["accuracy"] + pooled["f1"]) / 2, abs=1e-12)
 
 
+@pytest.mark.parametrize("task_type", ["sent", "para"])
+def test_under_scenario_iid_seen_no_score_reads_the_fold_models_iid_rows(tmp_path, task_type):
+    """predict.fold_iid_examples: under scenario_iid seen the func / class / type fold models predict only a
+    sample of the i.i.d. test set (beluga.folds.predicted_iid); scores and the randomization test read the
+    seen model's rows, so they are the same as with every example predicted."""
+    from beluga.folds import predicted_iid
+
+    rng = np.random.default_rng(11)
+    runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.7, ("iid_plus_t", "vanilla"): 0.4})
+    sampled = []
+    for r in runs:
+        out = pd.read_parquet(r["path"])
+        if r["partition"] == "func":
+            iid = out[out["split"] == "iid_test"].sort_values("case_id")   # one i.i.d. test file for all
+            keep = set(predicted_iid(iid.rename(columns={"case_id": "example_id"}), 5)["example_id"])
+            out = out[(out["split"] != "iid_test") | out["case_id"].isin(keep)]
+            assert (out["split"] == "iid_test").sum() == 5 < len(iid)
+        path = tmp_path / ("s-" + r["path"].rsplit("/", 1)[1])
+        out.to_parquet(path)
+        sampled.append(dict(r, path=str(path)))
+    results = []
+    for rs in (runs, sampled):
+        loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in rs]
+        _, scores = score_runs(loaded, FUNCS, task_type=task_type, scenario_iid="seen")
+        data = run_stats.task_data(run_stats.outcomes_per_unit(rs, task_type, "seen"), FUNCS, task_type)
+        table, _ = run_stats.significance_table(data, R=200, seed=0)
+        results.append((scores, table))
+    pd.testing.assert_frame_equal(results[0][0], results[1][0])
+    pd.testing.assert_frame_equal(results[0][1], results[1][1])
+
+
 def test_holm_marks_fewer(tmp_path):
     table = pd.DataFrame({"configuration": ["a", "b", "c"], "method": "vanilla", "column": "G_seen",
                           "p_value": [0.01, 0.03, 0.04], "delta": [0.1, -0.2, 0.3]})

@@ -57,15 +57,15 @@ def test_run_keys_and_records():
     assert [tuple(rec.values())[:4] for rec in records] == keys
     assert records[0] == {"configuration": "iid", "method": "vanilla", "partition": "standard", "fold": "all",
                           "path": "results/sent/outcomes/iid/vanilla/standard/all.parquet", "seed": 3,
-                          "functionalities": FUNCS}
+                          "functionalities": FUNCS, "iid_examples": None}
     assert records[3] == {"configuration": "iid_to_t", "method": "vanilla", "partition": "func", "fold": "typos",
                           "path": "results/sent/outcomes/iid_to_t/vanilla/func/typos.parquet", "seed": 3,
-                          "functionalities": ["typos"]}
+                          "functionalities": ["typos"], "iid_examples": None}
     assert r.records("sent", "predictions")[3]["path"] == "results/sent/predictions/iid_to_t/vanilla/func/typos.parquet"
     # the failures report: every run's outcomes and predictions
     failures = r.records("sent", "outcomes", predictions=True)
     assert list(failures[3]) == ["configuration", "method", "partition", "fold", "path", "seed", "functionalities",
-                                 "predictions"]
+                                 "iid_examples", "predictions"]
     assert failures[3]["predictions"] == "results/sent/predictions/iid_to_t/vanilla/func/typos.parquet"
     # the OOD evaluation: the IID model and each pair's seen model (every model with ood_models: all)
     systems = r.records("sent", "outcomes", r.ood_keys("sent", "systems"), functionalities=False)
@@ -76,6 +76,21 @@ def test_run_keys_and_records():
     every = runs(config(predict={"batch_size": 32, "ood_models": "all", "scope": "all"}))
     assert every.ood_keys("sent", "models") == keys
     assert {rec["functionalities"] for rec in every.records("sent", "outcomes")} == {None}
+
+
+def test_fold_models_predict_an_iid_sample_only_where_no_score_reads_them():
+    """predict.fold_iid_examples: under scenario_iid seen a func / class / type fold model predicts a sample of
+    the i.i.d. test set (its G and tests take the seen model's); the IID and seen models, and every model
+    under scenario_iid folds, predict every example."""
+    cfg = config(predict={"fold_iid_examples": 50})
+    assert {rec["iid_examples"] for rec in runs(cfg).records("sent", "outcomes")} == {None}   # scenario_iid: folds
+    cfg["tasks"]["sent"]["scenario_iid"] = "seen"
+    r = runs(cfg)
+    got = {(rec["partition"], rec["iid_examples"]) for rec in r.records("sent", "outcomes")}
+    assert got == {("standard", None), ("seen", None), ("func", 50), ("class", 50), ("type", 50)}
+    assert r.iid_examples("sent", "func") == 50 and r.iid_examples("sent", "seen") is None
+    cfg["predict"]["fold_iid_examples"] = None
+    assert {rec["iid_examples"] for rec in runs(cfg).records("sent", "outcomes")} == {None}
 
 
 def test_fold_spec_and_ood_sets():

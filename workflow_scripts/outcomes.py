@@ -5,4 +5,4 @@ sm = snakemake  # noqa: F821
 run(sm, lambda: evaluate.outcomes(
     task_type=sm.params.task_type, suite=sm.input.suite, split=sm.input.split, predictions=sm.input.predictions,
     iid_test=sm.input.iid_test, held_out=sm.params.held_out, functionalities=sm.params.functionalities,
-    out_outcomes=sm.output.outcomes, ood=input_list(sm, "ood")))
+    iid_examples=sm.params.iid_examples,     out_outcomes=sm.output.outcomes, ood=input_list(sm, "ood")))

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from beluga.data.ood_sets import read_prepared
+from beluga.folds import predicted_iid
 from beluga.io import read_parquet, write_json, write_parquet
 from beluga.job import RUN_FILE, begin
 from beluga.suites.build import split_cases
@@ -15,11 +16,12 @@ from beluga.tasks import get_task_type
 
 def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str, functionalities: list[str] | None,
             batch_size: int, max_length: int, doc_stride: int, threads: int, precision: str, out_predictions: str,
-            out_run: str, ood: list[str] = (), gpus: int = 0) -> dict:
+            out_run: str, ood: list[str] = (), gpus: int = 0, iid_examples: int | None = None) -> dict:
     """Predictions of a model on disk for every input of the T_test cases of
-    ``functionalities`` (None: all) and every i.i.d. test example
-    (:func:`beluga.predict.predictions`); the run record is the model's, with
-    the prediction's settings and timing added."""
+    ``functionalities`` (None: all) and the i.i.d. test examples it predicts
+    (``iid_examples``: :func:`beluga.folds.predicted_iid`; None: all)
+    (:func:`beluga.predict.predictions`); the run record is the model's,
+    with the prediction's settings and timing added."""
     from beluga.modeling import load_trained
     from beluga.predict import predictions, predictions_table
 
@@ -28,7 +30,7 @@ def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str
     net, tokenizer = load_trained(model, ttype.head, task_type=task_type, max_length=max_length)
     net.to(job.device)
     suite_test = split_cases(suite, split, task_type, "test", functionalities)
-    iid = read_parquet(iid_test, "i.i.d. test data")
+    iid = predicted_iid(read_parquet(iid_test, "i.i.d. test data"), iid_examples)
     clock.mark("predict_start")
     with clock("predict"):
         df = predictions(net, tokenizer, ttype, suite_test, iid, batch_size, max_length, doc_stride, job.precision,
@@ -38,20 +40,23 @@ def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str
     record["prediction_wall_time_s"] = round(clock.parts["predict"], 2)
     record["n_predictions"] = len(df)
     record["predicted_functionalities"] = functionalities
+    record["iid_examples"] = len(iid)
     record["prediction"] = {**job.record(), "timing": clock.record()}
     write_json(record, out_run)
     return clock.parts
 
 
 def outcomes(*, task_type: str, suite: str, split: str, predictions: str, iid_test: str, held_out: list[str],
-             functionalities: list[str] | None, out_outcomes: str, ood: list[str] = ()) -> None:
+             functionalities: list[str] | None, out_outcomes: str, ood: list[str] = (),
+             iid_examples: int | None = None) -> None:
     """Outcomes of a predictions file (:func:`beluga.scoring.run_outcomes`):
-    the T_test cases of ``functionalities`` (None: all; what was predicted)."""
+    the T_test cases of ``functionalities`` (None: all; what was predicted), the i.i.d. test examples of
+    ``iid_examples`` (:func:`beluga.folds.predicted_iid`)."""
     from beluga.scoring import run_outcomes
 
     ttype = get_task_type(task_type)
     suite_test = split_cases(suite, split, task_type, "test", functionalities)
     preds = read_parquet(predictions, "predictions")
-    iid = read_parquet(iid_test, "i.i.d. test data")
+    iid = predicted_iid(read_parquet(iid_test, "i.i.d. test data"), iid_examples)
     write_parquet(run_outcomes(ttype, suite_test, preds, iid, held_out, source=predictions, ood=read_prepared(ood)),
                   out_outcomes)

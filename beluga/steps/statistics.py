@@ -10,6 +10,7 @@ import pandas as pd
 import yaml
 
 from beluga import provenance
+from beluga.folds import predicted_iid
 from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
 from beluga.report import run_stats
 from beluga.suites.build import split_cases
@@ -78,7 +79,9 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
     functionalities it is scored on (predict.scope), so its diagnostics
     describe what it predicted (every case of those functionalities must be
     there); only a model that predicted every functionality can be flagged
-    degenerate on the suite. Several training seeds: every seed's models, with
+    degenerate on the suite; a fold model that predicted a sample of the i.i.d.
+    test set (``iid_examples``: :func:`beluga.folds.predicted_iid`) is
+    described on that sample. Several training seeds: every seed's models, with
     a ``seed`` column; the summary per pair counts the models of every seed."""
     from beluga.report import diagnostics as diag
 
@@ -90,7 +93,8 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
     for run in runs:
         funcs = run.get("functionalities")
         cases = suite_test if funcs is None else suite_test[suite_test["functionality"].isin(set(funcs))]
-        d = diag.run_diagnostics(read_parquet(run["path"], "predictions"), cases, iid, task_type,
+        d = diag.run_diagnostics(read_parquet(run["path"], "predictions"), cases,
+                                 predicted_iid(iid, run.get("iid_examples")), task_type,
                                  degenerate_share=degenerate_share, source=run["path"],
                                  whole_suite=funcs is None or set(funcs) >= every)
         rows.append(dict(d, **{k: run[k] for k in ("configuration", "method", "partition", "fold")},

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from beluga.data.ood_sets import read_prepared
-from beluga.folds import scored_functionalities
+from beluga.folds import predicted_iid, scored_functionalities
 from beluga.io import read_parquet, write_json, write_parquet
 from beluga.job import RUN_FILE, Job, begin
 from beluga.methods import get_algorithm
@@ -118,10 +118,12 @@ def _fold_record(run: FoldRun, choice: dict | None, summary: dict, job: Job, sta
 
 def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_test: str, start: str | None,
              selected: str | None, batch_size: int, scope: str, out_predictions: str, out_run: str,
-             out_outcomes: str, out_model: str | None = None, ood: list[str] = ()) -> dict:
+             out_outcomes: str, out_model: str | None = None, ood: list[str] = (),
+             iid_examples: int | None = None) -> dict:
     """One fold in one process with the model in memory: behavioral
     fine-tuning, predictions for the T_test cases the fold is scored on
-    (``scope``), the i.i.d. test set and the OOD sets (``ood``: prepared
+    (``scope``), the i.i.d. test set (a sample of ``iid_examples``:
+    :func:`beluga.folds.predicted_iid`) and the OOD sets (``ood``: prepared
     files, empty for most folds), and their outcomes. The model is
     written only to ``out_model`` (finetune_keep: an LP model that LP-FT
     starts from). Rule ``finetune_keep`` (``use rule finetune``) runs this step too."""
@@ -142,12 +144,12 @@ def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_te
                        card=model_card_facts(run, record, data=iid_train, suite=suite))
     functionalities = scored_functionalities({"held_out": list(run.held_out)}, scope)
     suite_test = split_cases(suite, split, run.task_type, "test", functionalities)
-    iid = read_parquet(iid_test, "i.i.d. test data")
+    iid = predicted_iid(read_parquet(iid_test, "i.i.d. test data"), iid_examples)
     preds, outcome = evaluate_fold(model, tokenizer, run, job, clock, suite_test=suite_test, iid=iid,
                                    held_out=run.held_out, batch_size=batch_size, source=out_predictions,
                                    ood=read_prepared(ood))
     record.update(n_predictions=len(preds), predict_scope=scope, predicted_functionalities=functionalities,
-                  timing=clock.record())
+                  iid_examples=len(iid), timing=clock.record())
     write_parquet(predictions_table(preds, ttype, out_predictions), out_predictions)
     write_json(record, out_run)
     write_parquet(outcome, out_outcomes)

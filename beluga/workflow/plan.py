@@ -272,7 +272,9 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
                     train_f = folds_mod.training_functionalities(f, all_funcs)
                     items = sum(per[x]["seqs"] for x in train_f) + (mix_n if mix else 0)
                     scored = all_funcs if scope == "all" else f["held_out"]
-                    pred = sum(per[x]["test_inputs"] for x in scored) + iid["test"]
+                    n_iid = folds_mod.fold_iid_examples(f["partition"], tcfg.get("scenario_iid", "folds"),
+                                                        config["predict"].get("fold_iid_examples"))
+                    pred = sum(per[x]["test_inputs"] for x in scored) + min(iid["test"], n_iid or iid["test"])
                     if f["partition"] == "seen" or config["predict"]["ood_models"] == "all":
                         pred += n_ood
                     if keep:   # a start method's model (LP for LP-FT) is predicted only when it is a method

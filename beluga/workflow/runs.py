@@ -228,6 +228,11 @@ class Runs:
         """The T_test functionalities a run predicts and is scored on (None: all, predict.scope: all)."""
         return beluga_folds.scored_functionalities(self.fold_spec(task, partition, fold), self.predict["scope"])
 
+    def iid_examples(self, task: str, partition: str) -> int | None:
+        """The i.i.d. test examples a run's model predicts (None: all; :func:`beluga.folds.fold_iid_examples`)."""
+        return beluga_folds.fold_iid_examples(partition, self.tasks[task].get("scenario_iid", "folds"),
+                                              self.predict.get("fold_iid_examples"))
+
     def run_keys(self, task: str) -> list[RunKey]:
         """Every (configuration, method, partition, fold) with predictions, the IID baseline first."""
         keys = [IID_RUN]
@@ -263,7 +268,8 @@ class Runs:
         """The record of every run of ``keys`` (default: every run of the task) of every training
         seed (``seeddirs``, default all), seed by seed: the training ``seed``, configuration,
         method, partition, fold, the path of its ``kind`` file, the T_test functionalities it
-        predicted (None: all) and, with ``predictions``, its predictions file."""
+        predicted (None: all), the i.i.d. test examples it predicted (``iid_examples``, None: all)
+        and, with ``predictions``, its predictions file."""
         out = []
         for sd in self.seeddirs() if seeddirs is None else seeddirs:
             for key in self.run_keys(task) if keys is None else keys:
@@ -272,6 +278,7 @@ class Runs:
                        "path": self.paths.run(kind, task, *key, seeddir=sd), "seed": self.seed_of(sd)}
                 if functionalities:
                     rec["functionalities"] = self.scored_functionalities(task, p, f)
+                    rec["iid_examples"] = self.iid_examples(task, p)
                 if predictions:
                     rec["predictions"] = self.paths.run("predictions", task, *key, seeddir=sd)
                 out.append(rec)
