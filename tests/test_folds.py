@@ -3,8 +3,14 @@ import pytest
 from conftest import make_tiny_suite
 
 from beluga.errors import ConfigError, SuiteError
-from beluga.folds import (assign_splits, enumerate_folds, fold_iid_examples, predicted_iid, slugify,
-                          training_functionalities)
+from beluga.folds import (
+    assign_splits,
+    enumerate_folds,
+    fold_iid_examples,
+    predicted_iid,
+    slugify,
+    training_functionalities,
+)
 from beluga.suites.format import functionality_table
 
 
