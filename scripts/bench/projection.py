@@ -82,15 +82,8 @@ def _timings(workdir: Path) -> list[dict]:
 
 def light_job_seconds(run_dir: Path) -> tuple[float | None, int]:
     """Job-seconds and count of the finished run's jobs that load no model (None: no finished run)."""
-    from beluga.workflow.smk import TIMING_TAG
-
-    logs = list((run_dir / "logs").rglob("*.log")) if (run_dir / "logs").is_dir() else []
     total, n, models = 0.0, 0, 0
-    for log in logs:
-        lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith(TIMING_TAG)]
-        if not lines:
-            continue
-        j = json.loads(lines[-1][len(TIMING_TAG):])
+    for j in _timings(run_dir):
         if j["rule"] in MODEL_RULES:
             models += 1
         elif not j["rule"].startswith(("prepare_", "build_suite", "split_suite", "fetch")):
