@@ -1,4 +1,4 @@
-"""Combinational OOD (beluga/analyses/combinational.py; seed 002): the nine
+"""Combinational OOD (beluga/analyses/combinational.py; Fang et al., AACL 2022): the nine
 combinations of the seed's Table 2, inputs longer than max_length (never the
 template cut: dropped, as the seed, or the sentence cut), sentence pairs,
 variants (several models / templates / label words in one run) and their

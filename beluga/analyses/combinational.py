@@ -1,5 +1,5 @@
-"""Combinational OOD generalization by template recombination (Fang et al.;
-seed 002; docs/ANALYSES.md).
+"""Combinational OOD generalization by template recombination (Fang et al.,
+AACL 2022; docs/ANALYSES.md).
 
 An input x of label y is joined with a template that names a label word w
 ("<S> It is <LABEL>."); the new label is ŷ = 0 when w names y, else 1. With

@@ -1,4 +1,4 @@
-"""Inoculation by fine-tuning (Liu, Schwartz & Smith, NAACL 2019; seed 001; docs/ANALYSES.md): expose
+"""Inoculation by fine-tuning (Liu, Schwartz & Smith, NAACL 2019; docs/ANALYSES.md): expose
 the IID model to increasing amounts ("doses") of a unit's challenge data and watch the challenge score
 and the original score.
 
