@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "plan":
             print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
                                args.json, args.concurrent_jobs, overrides=args.config,
-                               assume_paper_data=args.assume_paper_data), end="")
+                               assume_paper_data=args.assume_paper_data, gpus=args.gpus,
+                               cores=args.cores), end="")
         elif args.command == "data" and args.data_command == "stage":
             done = stage(args.source, args.data_dir, copy=args.copy)
             print(f"staged {len(done)} files from {args.source} into {args.data_dir} "
