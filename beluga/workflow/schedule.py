@@ -8,8 +8,8 @@ a machine's cores), the time each rule asks Slurm for, and the data sizes the pl
 - The wall-clock (:func:`wall_clock`): the jobs scheduled on ``slots`` job slots (N GPUs x ``gpu_jobs`` /
   ``gpus`` per job; on CPUs cores / ``job_threads``), longest first within each dependency level, a job
   waiting for every job of the groups it depends on (:func:`dependencies`: the IID model before what starts
-  from it, a selection's trials before the fold jobs they choose for, LP before LP-FT, a kept model before
-  its predictions). No schedule is shorter than the longest job or the jobs' seconds over the slots.
+  from it, a selection's trials before the fold jobs they choose for, LP before LP-FT's trials and folds, a
+  kept model before its predictions). No schedule is shorter than the longest job or the jobs' seconds over the slots.
 - Slurm (:func:`slurm_rows`): the ``runtime`` (minutes) each rule's job asks for
   (:meth:`beluga.workflow.runs.Runs.job_resources`, doubling with each of the profile's ``retries``; a
   ``set-resources`` runtime in profiles/slurm/config.yaml overrides it), beside the longest job of the rule.
@@ -93,8 +93,10 @@ def dependencies(config: dict, jobs: list[Job]) -> list[tuple[tuple, tuple]]:
             out.append((("other",), ()))
         elif j.rule in ("inoculate",) or (j.rule == "predict" and j.configuration == "iid"):
             out.append((("other",), (("iid",),)))
-        elif j.rule == "trial":
-            out.append((("trial", j.configuration, j.method), (("iid",),) if from_iid else ()))
+        elif j.rule == "trial":   # from the fold's start model: the IID model, or the start method's
+            start = runs.start_method(config, tcfg, j.method)
+            after = ([("iid",)] if from_iid else []) + ([("fold", j.configuration, start)] if start else [])
+            out.append((("trial", j.configuration, j.method), tuple(after)))
         elif j.rule == "predict":   # a kept fold model's predictions
             out.append((("other",), (("fold", j.configuration, j.method),)))
         else:   # finetune, finetune_keep, finetune_model
@@ -112,18 +114,20 @@ def dependencies(config: dict, jobs: list[Job]) -> list[tuple[tuple, tuple]]:
 def wall_clock(jobs: list[Job], deps: list[tuple[tuple, tuple]], slots: int | None) -> float:
     """Seconds from the first job's start to the last one's end, ``slots`` jobs at a time (None: as many as
     there are jobs, the critical path). Every job of a task's group runs once per seed (its own groups)."""
-    after_of: dict[tuple, tuple] = {}
+    after_of: dict[tuple, tuple] = {}   # the groups jobs wait for (iid, trial, fold) wait for the same groups
     for j, (group, after) in zip(jobs, deps):
         after_of[(j.task, group)] = after
 
     depth: dict[tuple, int] = {}
 
-    def level(key: tuple) -> int:
-        if key not in depth:
-            depth[key] = 1 + max((level((key[0], g)) for g in after_of.get(key, ())), default=-1)
-        return depth[key]
+    def level(task: str, after: tuple) -> int:
+        """A job's place in the order: after every group it waits for (1 + theirs)."""
+        for g in after:
+            if (task, g) not in depth:
+                depth[(task, g)] = level(task, after_of.get((task, g), ()))
+        return 1 + max((depth[(task, g)] for g in after), default=-1)
 
-    order = sorted(((level((j.task, group)), -j.wall, i, seed) for i, (j, (group, _)) in enumerate(zip(jobs, deps))
+    order = sorted(((level(j.task, after), -j.wall, i, seed) for i, (j, (_, after)) in enumerate(zip(jobs, deps))
                     for seed in range(j.count)))
     finish: dict[tuple, float] = {}
     free = [0.0] * slots if slots else None
@@ -243,9 +247,16 @@ def slurm_rows(the_runs, jobs: list[Job], profile: dict) -> list[dict]:
     return sorted(rows, key=lambda r: (-r["longest"], r["rule"], r["task"]))
 
 
+def _secs(v: float) -> str:
+    """Seconds in a table cell: two decimals, two significant digits below 0.1 s (never a 0.00 that is not 0)."""
+    return f"{v:,.2f}" if v >= 0.1 or v == 0 else f"{v:.2g}"
+
+
 def job_lines(rows: list[dict], profile: dict, shared: str | None) -> list[str]:
     """The per-job table: per rule and task the jobs, one job's seconds by part, its mean and longest
     wall-clock, and the Slurm time it asks for."""
+    from beluga.workflow.runs import BASE_RESOURCES
+
     if not rows:
         return []
     head = (f"{'rule':<20} {'task':<14} {'jobs':>6} {'fixed s':>8} {'train s':>10} {'predict s':>10} "
@@ -256,12 +267,15 @@ def job_lines(rows: list[dict], profile: dict, shared: str | None) -> list[str]:
         asked = " / ".join(f"{m:,.0f}" for m in r["slurm_minutes"]) + " min"
         fits = {"yes": "fits", "retry": "EXCEEDS attempt 1 (a retry fits)",
                 "no": "EXCEEDS every attempt: set-resources runtime in the profile"}[r["fits"]]
-        out.append(f"{r['rule']:<20} {r['task']:<14} {r['jobs']:>6,} {r['fixed_s']:>8,.1f} {r['train_s']:>10,.2f} "
-                   f"{r['predict_s']:>10,.2f} {r['mean_wall']:>10,.1f} {duration(r['longest']):>11}  {asked}, {fits}")
+        out.append(f"{r['rule']:<20} {r['task']:<14} {r['jobs']:>6,} {r['fixed_s']:>8,.1f} "
+                   f"{_secs(r['train_s']):>10} {_secs(r['predict_s']):>10} {r['mean_wall']:>10,.1f} "
+                   f"{duration(r['longest']):>11}  {asked}, {fits}")
     over = ", ".join(f"{k} {v:g} min" for k, v in profile["runtime"].items())
-    out.append(f"Slurm: runtime from beluga/workflow/runs.py job_resources (60 min a training job, 20 a prediction "
-               f"job, x the model's scale; x2 each retry), retries {profile['retries']} from {profile['path']}"
-               + (f"; set-resources there: {over}" if over else ""))
+    base = BASE_RESOURCES
+    out.append(f"Slurm: runtime from beluga/workflow/runs.py job_resources ({base['train'][1]} min a training job, "
+               f"{base['predict'][1]} a prediction job, x the model's scale; x2 each retry), retries "
+               f"{profile['retries']} from {profile['path']}"
+               + (f"; set-resources there (every attempt): {over}" if over else ""))
     return out
 
 
