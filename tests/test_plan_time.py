@@ -18,7 +18,7 @@ from beluga.workflow.plan import load_config, plan, plan_command
 from beluga.workflow.runs import BASE_RESOURCES, model_scale
 from beluga.workflow.schedule import (
     RULE_KIND,
-    Job,
+    PlannedJob,
     dependencies,
     duration,
     slurm_profile,
@@ -158,9 +158,9 @@ def test_the_schedule_is_bounded_by_the_longest_job_and_the_job_seconds():
 
 def test_dependencies_of_a_fold_job():
     config = load_config(str(TINY), ["methods=[vanilla, lp_ft]", "selection={grid: {lr: [0.001, 0.002]}}"])
-    jobs = [Job("finetune", "sent", "iid_to_t", "lp_ft", 1, 1.0, 0, 0, 1.0),
-            Job("finetune", "sent", "iid_plus_t", "vanilla", 1, 1.0, 0, 0, 1.0),
-            Job("trial", "sent", "iid_to_t", "lp_ft", 1, 1.0, 0, 0, 1.0)]
+    jobs = [PlannedJob("finetune", "sent", "iid_to_t", "lp_ft", 1, 1.0, 0, 0, 1.0),
+            PlannedJob("finetune", "sent", "iid_plus_t", "vanilla", 1, 1.0, 0, 0, 1.0),
+            PlannedJob("trial", "sent", "iid_to_t", "lp_ft", 1, 1.0, 0, 0, 1.0)]
     deps = dependencies(config, jobs)
     # IID->T LP-FT: the IID model, its own trials (LP-FT selects on its grid), the LP models it starts from
     assert deps[0] == (("fold", "iid_to_t", "lp_ft"), (("iid",), ("trial", "iid_to_t", "lp_ft"),

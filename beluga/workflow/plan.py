@@ -55,7 +55,7 @@ from beluga.workflow.cost import (
     value_kind,
 )
 from beluga.workflow.schedule import (
-    Job,
+    PlannedJob,
     job_lines,
     size_lines,
     slurm_profile,
@@ -217,7 +217,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     as they stop a dry run (``configfiles``: the config file(s) their line names). The i.i.d. sizes:
     :func:`paper_iid_sizes` / :func:`iid_sizes` (``assume_paper_data``); ``iid_used``, a dict, receives
     task -> where they come from; ``rates_used``, a dict, task -> the training rate counted (:func:`task_rate`);
-    ``details``, a dict, receives ``runs`` (the Runs), ``jobs`` (one :class:`~beluga.workflow.schedule.Job` per
+    ``details``, a dict, receives ``runs`` (the Runs), ``jobs`` (one :class:`~beluga.workflow.schedule.PlannedJob` per
     job and its seeds) and ``sizes`` (task -> the suite, i.i.d. and OOD sizes counted, where from).
 
     A job's seconds: the table's fixed seconds + training sequences x :func:`train_s_per_seq` (its model,
@@ -256,7 +256,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
         line.task_jobs[task] = line.task_jobs.get(task, 0) + n_seeds
         if details is not None:
             parts = (rates["fixed_s_per_job"], train_seqs * train_s * factor, predict_seqs * predict_s)
-            details["jobs"].append(Job(rule, task, conf, method, n_seeds, *parts, sum(parts) * k_jobs / speedup))
+            details["jobs"].append(PlannedJob(rule, task, conf, method, n_seeds, *parts, sum(parts) * k_jobs / speedup))
 
     scope = config["predict"]["scope"]
     method_cost = rates.get("method_cost", {})

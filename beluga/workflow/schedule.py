@@ -1,7 +1,7 @@
 """The plan's clock (:mod:`beluga.workflow.plan`): one job's seconds, the wall-clock of a run on N GPUs (or
 a machine's cores), the time each rule asks Slurm for, and the data sizes the plan counted.
 
-- A job's seconds (:class:`Job`): the throughput table's fixed per-process cost (interpreter, imports, model
+- A job's seconds (:class:`PlannedJob`): the throughput table's fixed per-process cost (interpreter, imports, model
   load: ``fixed_s_per_job`` of :data:`beluga.workflow.cost.REFERENCE`, measured) + its training sequences at
   its training rate + its predicted sequences at the prediction rate; with ``gpu_jobs: K`` jobs sharing a GPU
   it runs K / speedup times as long (:func:`beluga.workflow.cost.gpu_speedup`).
@@ -34,7 +34,7 @@ RULE_KIND = {"train_iid": "train", "finetune": "train", "finetune_keep": "train"
 
 
 @dataclass
-class Job:
+class PlannedJob:
     """``count`` identical jobs (one per training seed) of a rule: seconds of one job alone, by part, and
     ``wall``, its seconds with the GPU shared by ``gpu_jobs`` jobs (else the same)."""
     rule: str
@@ -75,7 +75,7 @@ def duration(seconds: float) -> str:
 
 
 # ---------------------------------------------------------------- dependencies and the schedule
-def dependencies(config: dict, jobs: list[Job]) -> list[tuple[tuple, tuple]]:
+def dependencies(config: dict, jobs: list[PlannedJob]) -> list[tuple[tuple, tuple]]:
     """Per job: (its group, the groups it waits for), groups named within a task: ``("iid",)`` the IID
     model, ``("trial", conf, method)``, ``("fold", conf, method)`` a configuration's fold models of a
     method, ``("other",)`` the rest."""
@@ -111,7 +111,7 @@ def dependencies(config: dict, jobs: list[Job]) -> list[tuple[tuple, tuple]]:
     return out
 
 
-def wall_clock(jobs: list[Job], deps: list[tuple[tuple, tuple]], slots: int | None) -> float:
+def wall_clock(jobs: list[PlannedJob], deps: list[tuple[tuple, tuple]], slots: int | None) -> float:
     """Seconds from the first job's start to the last one's end, ``slots`` jobs at a time (None: as many as
     there are jobs, the critical path). Every job of a task's group runs once per seed (its own groups)."""
     after_of: dict[tuple, tuple] = {}   # the groups jobs wait for (iid, trial, fold) wait for the same groups
@@ -159,7 +159,7 @@ def gpu_slots(config: dict, n_gpus: int, profile_jobs: int | None) -> tuple[int,
     return slots, words
 
 
-def wall_clock_lines(config: dict, jobs: list[Job], device: str, counts: list[int], profile: dict) -> list[str]:
+def wall_clock_lines(config: dict, jobs: list[PlannedJob], device: str, counts: list[int], profile: dict) -> list[str]:
     """The run's wall-clock on each of ``counts`` GPUs (``device`` cuda) or cores (cpu), with its lower
     bounds (the longest job, the jobs' seconds over the slots) and the critical path."""
     if not jobs:
@@ -224,10 +224,10 @@ def slurm_minutes(the_runs, rule: str, wildcards: dict, profile: dict) -> list[f
     return [float(runtime(wildcards, a)) for a in attempts]
 
 
-def slurm_rows(the_runs, jobs: list[Job], profile: dict) -> list[dict]:
+def slurm_rows(the_runs, jobs: list[PlannedJob], profile: dict) -> list[dict]:
     """Per (rule, task): the jobs, their mean parts (fixed, training, prediction seconds), the mean and
     longest wall, and the minutes each attempt asks Slurm for."""
-    groups: dict[tuple, list[Job]] = {}
+    groups: dict[tuple, list[PlannedJob]] = {}
     for j in jobs:
         groups.setdefault((j.rule, j.task), []).append(j)
     rows = []
