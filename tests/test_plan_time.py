@@ -42,7 +42,7 @@ def table_rows(text: str) -> dict[str, list[str]]:
 
 
 def number(cell: str) -> float:
-    return float(cell.replace(",", ""))
+    return 0.0001 if cell == "<0.0001" else float(cell.replace(",", ""))
 
 
 def seconds_of(words: str) -> float:

@@ -16,7 +16,11 @@ the mean of the grid's values; batch sizes: each grid value's cost, averaged).
 The i.i.d. sizes are the paper's for a paper source (``--assume-paper-data``,
 the default), else the files' in each task's folder
 (:func:`beluga.workflow.cost.iid_sizes`). It also bounds the run's peak
-scratch disk (:func:`disk_plan`).
+scratch disk (:func:`disk_plan`). Its clock (:mod:`beluga.workflow.schedule`):
+totals in the unit that suits them (seconds, minutes, hours), one job's
+seconds by part per rule and task beside the Slurm time the rule asks for, the
+data sizes counted and where from, and the wall-clock on N GPUs (``--gpus``)
+or cores (``--cores``).
 """
 
 from __future__ import annotations

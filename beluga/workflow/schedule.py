@@ -248,8 +248,8 @@ def slurm_rows(the_runs, jobs: list[PlannedJob], profile: dict) -> list[dict]:
 
 
 def _secs(v: float) -> str:
-    """Seconds in a table cell: two decimals, two significant digits below 0.1 s (never a 0.00 that is not 0)."""
-    return f"{v:,.2f}" if v >= 0.1 or v == 0 else f"{v:.2g}"
+    """Seconds in a table cell: two decimals, four below 0.1 s (never a 0.00 that is not 0)."""
+    return f"{v:,.2f}" if v >= 0.1 or v == 0 else f"{v:.4f}" if v >= 0.0001 else "<0.0001"
 
 
 def job_lines(rows: list[dict], profile: dict, shared: str | None) -> list[str]:
