@@ -167,8 +167,8 @@ def wall_clock_lines(config: dict, jobs: list[PlannedJob], device: str, counts: 
     deps = dependencies(config, jobs)
     longest = max(jobs, key=lambda j: j.wall)
     total = sum(j.wall * j.count for j in jobs)
-    out = ["wall-clock (training and prediction jobs only; data preparation, scoring, tables and plots run "
-           "beside them on the submit host):",
+    out = ["wall-clock (the training and prediction jobs only: data preparation, scoring, tables and plots are "
+           "not counted):",
            f"  longest job: {duration(longest.wall)} ({longest.rule} {longest.task} {longest.configuration}/"
            f"{longest.method})",
            f"  with a slot for every job (the critical path: the IID model, trials, fold jobs): "
