@@ -21,6 +21,7 @@ from beluga.workflow.schedule import (
     PlannedJob,
     dependencies,
     duration,
+    slurm_minutes,
     slurm_profile,
     time_unit,
     wall_clock,
@@ -83,6 +84,13 @@ def test_a_tiny_plan_prints_minutes_and_seconds_per_job():
     assert number(rows["finetune"][2]) == 30
     minutes = number(total[1]) * (60 if total[2] == "min" else 1)
     assert minutes == pytest.approx(sum(number(c[2]) * number(c[6]) for c in rows.values()), rel=0.02)
+
+
+def test_the_cli_names_the_new_options(capsys):
+    with pytest.raises(SystemExit):
+        main(["plan", "--help"])
+    out = capsys.readouterr().out
+    assert "--gpus N [N ...]" in out and "--cores N" in out
 
 
 def test_the_cli_prints_the_same_plan(capsys):
@@ -200,6 +208,8 @@ def test_the_profile_the_plan_reads(tmp_path):
     p.write_text("retries: 1\nset-resources:\n  finetune:\n    runtime: 45\n")
     got = slurm_profile(p)
     assert got["retries"] == 1 and got["runtime"] == {"finetune": 45}
+    # a set-resources runtime is asked at every attempt (snakemake does not double it)
+    assert slurm_minutes(None, "finetune", {"task": "sent"}, got) == [45.0, 45.0]
     p.write_text("retries: two\n")
     with pytest.raises(ConfigError, match=f"Slurm profile {p}: field 'retries': 'two'"):
         slurm_profile(p)
