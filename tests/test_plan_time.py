@@ -21,6 +21,7 @@ from beluga.workflow.schedule import (
     PlannedJob,
     dependencies,
     duration,
+    gpu_slots,
     slurm_minutes,
     slurm_profile,
     time_unit,
@@ -192,6 +193,13 @@ def test_jobs_sharing_a_gpu_take_longer_each_and_fill_more_slots():
     assert "  on 2 GPUs: about " in text and "8 job(s) at once (2 x gpu_jobs 4 / gpus 1 per job)" in text
 
 
+def test_the_slurm_profiles_jobs_cap_the_slots():
+    config = load_config(str(TINY), ["gpus=1", "gpu_jobs=2"])
+    assert gpu_slots(config, 8, 100)[0] == 16
+    slots, words = gpu_slots(config, 200, 100)
+    assert slots == 100 and "the Slurm profile's jobs: 100" in words
+
+
 @pytest.mark.parametrize("fixed, words", [(1000.0, "fits"), (3000.0, "EXCEEDS attempt 1 (a retry fits)"),
                                           (8000.0, "EXCEEDS every attempt")])
 def test_a_job_longer_than_its_slurm_time_is_flagged(fixed, words):
@@ -212,6 +220,9 @@ def test_the_profile_the_plan_reads(tmp_path):
     assert slurm_minutes(None, "finetune", {"task": "sent"}, got) == [45.0, 45.0]
     p.write_text("retries: two\n")
     with pytest.raises(ConfigError, match=f"Slurm profile {p}: field 'retries': 'two'"):
+        slurm_profile(p)
+    p.write_text("retries: [1\n")
+    with pytest.raises(ConfigError, match=f"Slurm profile {p}: field '\\(top level\\)': not valid YAML"):
         slurm_profile(p)
     p.write_text("set-resources:\n  trial:\n    runtime: -5\n")
     with pytest.raises(ConfigError, match="field 'set-resources.trial.runtime'"):

@@ -193,7 +193,10 @@ def slurm_profile(path: Path = SLURM_PROFILE) -> dict:
     what = f"Slurm profile {path}"
     if not path.exists():
         raise ConfigError(f"{what}: field 'path': file does not exist")
-    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{what}: field '(top level)': not valid YAML ({str(e).splitlines()[0]})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{what}: field '(top level)': a mapping is needed")
     shown = path.relative_to(SLURM_PROFILE.parents[2]) if path.is_relative_to(SLURM_PROFILE.parents[2]) else path
