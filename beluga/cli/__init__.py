@@ -6,8 +6,8 @@
   summarise the failures (docs/TESTING.md);
 - ``suite build`` / ``suite perturb`` (beluga/suites/authoring.py): a suite from a spec, or from your own
   sentences and a built-in perturbation;
-- ``plan`` (beluga/workflow/plan.py): the cost plan of a configuration -- jobs, GPU- or core-hours and the
-  peak scratch disk;
+- ``plan`` (beluga/workflow/plan.py): the cost plan of a configuration -- jobs, GPU- or core-time, seconds
+  per job, the Slurm time each rule asks for, the wall-clock on N GPUs or cores and the peak scratch disk;
 - ``data stage`` (beluga/data/fetch.py :func:`stage`): a local copy of the reference data laid out as the
   fetched data folder;
 - ``ood-rank`` (beluga/analyses/ood_eval.py): GLUE-X's ranking of systems from a long score table.
@@ -48,7 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "plan":
             print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
                                args.json, args.concurrent_jobs, overrides=args.config,
-                               assume_paper_data=args.assume_paper_data), end="")
+                               assume_paper_data=args.assume_paper_data, gpus=args.gpus,
+                               cores=args.cores), end="")
         elif args.command == "data" and args.data_command == "stage":
             done = stage(args.source, args.data_dir, copy=args.copy)
             print(f"staged {len(done)} files from {args.source} into {args.data_dir} "

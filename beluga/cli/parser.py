@@ -50,7 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "them: sent negative,positive or negative,neutral,positive; para not_duplicate,duplicate)")
     p_plan = sub.add_parser("plan", help="cost plan of a configuration before running it",
                             description="Jobs, sequences trained on and predicted per job, and estimated core- or "
-                                        "GPU-hours per rule and configuration-method pair (beluga/workflow/plan.py).")
+                                        "GPU-time per rule and configuration-method pair; the data sizes counted; "
+                                        "seconds per job and the Slurm time each rule asks for; the wall-clock "
+                                        "on N GPUs or cores (beluga/workflow/plan.py).")
     p_plan.add_argument("--configfile", default=None, help="configuration (default: config.yaml of the repository)")
     p_plan.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
                         help="override top-level keys of the configuration as snakemake --config does "
@@ -67,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_plan.add_argument("--concurrent-jobs", type=int, default=None,
                         help="training jobs running at once, for the peak scratch disk (default: 100 on GPUs, "
                              "as the Slurm profile's jobs; on CPUs the cores / job_threads)")
+    p_plan.add_argument("--gpus", type=int, nargs="+", default=None, metavar="N",
+                        help="a GPU plan (--config gpus=1): the wall-clock of the run on N GPUs, one line per N "
+                             "(default: 1 and the GPUs the Slurm profile's jobs fill)")
+    p_plan.add_argument("--cores", type=int, default=None, metavar="N",
+                        help="a CPU plan: the wall-clock of the run on N cores (default: this machine's)")
     p_plan.add_argument("--assume-paper-data", action=argparse.BooleanOptionalAction, default=True,
                         help="where a task's i.i.d. source is the paper's (sst2, qqp, squad), count the paper's "
                              "official sizes (SST-2 67,349 train; QQP 363,846; SQuAD v1.1 87,599; dev sets halved) "

@@ -508,11 +508,11 @@ def rate_lines(config: dict, rates: dict, rates_used: dict, device: str) -> list
         mfu = rates.get("mfu")
         if mfu is not None:
             util += f"; model FLOP utilisation of the measured step {mfu:.1%}"
-        out.append(f"jobs per GPU: {k} (gpu_jobs: {k}, gpus: {config['gpus']} per job); {sharing}; GPU-hours = "
+        out.append(f"jobs per GPU: {k} (gpu_jobs: {k}, gpus: {config['gpus']} per job); {sharing}; GPU time = "
                    f"job-seconds x gpus / the GPU's speedup with {k} job(s) ({u['speedup'] if u else 1.0:.2f}); "
                    + util)
     else:
-        out.append(f"CPU jobs: job_threads {config['job_threads']} core(s) each; core-hours = job-seconds x "
+        out.append(f"CPU jobs: job_threads {config['job_threads']} core(s) each; core time = job-seconds x "
                    "job_threads")
     out += ["measurements:"] + [f"  {label} {text}" for text, label in labels.items()]
     return out

@@ -16,7 +16,11 @@ the mean of the grid's values; batch sizes: each grid value's cost, averaged).
 The i.i.d. sizes are the paper's for a paper source (``--assume-paper-data``,
 the default), else the files' in each task's folder
 (:func:`beluga.workflow.cost.iid_sizes`). It also bounds the run's peak
-scratch disk (:func:`disk_plan`).
+scratch disk (:func:`disk_plan`). Its clock (:mod:`beluga.workflow.schedule`):
+totals in the unit that suits them (seconds, minutes, hours), one job's
+seconds by part per rule and task beside the Slurm time the rule asks for, the
+data sizes counted and where from, and the wall-clock on N GPUs (``--gpus``)
+or cores (``--cores``).
 """
 
 from __future__ import annotations
@@ -53,6 +57,15 @@ from beluga.workflow.cost import (
     throughput_table,
     train_s_per_seq,
     value_kind,
+)
+from beluga.workflow.schedule import (
+    PlannedJob,
+    job_lines,
+    size_lines,
+    slurm_profile,
+    slurm_rows,
+    time_unit,
+    wall_clock_lines,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -125,7 +138,7 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
     from beluga import folds as folds_mod
     from beluga.batches import LABEL_DIR, LABEL_DIR_DRAW, build_streams
     from beluga.data import iid as iid_mod
-    from beluga.suites.build import make_suite, with_fold_types
+    from beluga.suites.build import make_suite, suite_spec_name, with_fold_types
     from beluga.suites.format import functionality_table
 
     ttype = get_task_type(task_cfg["type"])
@@ -141,6 +154,17 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
     which = dict(zip(split["case_id"], split["split"]))
     suite = suite.assign(split=suite["case_id"].map(which))
     n_inputs = suite["inputs"].map(len)
+    suite_cfg = task_cfg["suite"]
+    if suite_spec_name(suite_cfg):
+        source = (f"rendered from spec {suite_spec_name(suite_cfg)} ({int(suite_cfg['cases_per_functionality'])} "
+                  f"cases a functionality, seed {int(suite_cfg['seed'])})")
+    else:
+        cap = suite_cfg.get("max_cases_per_functionality")
+        source = f"read from {suite_cfg['path']}" + (f" (at most {cap} cases a functionality)" if cap else "")
+    suite_info = {"source": source, "functionalities": int(suite["functionality"].nunique()),
+                  "fractions": list(split_cfg["fractions"]),
+                  "cases": {s: int((suite["split"] == s).sum()) for s in ("train", "val", "test")},
+                  "inputs": {s: int(n_inputs[suite["split"] == s].sum()) for s in ("train", "val", "test")}}
     funcs = with_fold_types(functionality_table(suite)[["functionality", "capability", "test_type"]], suite,
                             task_cfg["suite"]["type_folds"], "the task's suite")
     per = {}
@@ -155,21 +179,29 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
             per[it.env]["items"] += 1
             # (reference batching: a label-checked DIR case trains at most 3 of its inputs an epoch)
             per[it.env]["seqs"] += {"MFT": 1, "iid": 1, LABEL_DIR: min(LABEL_DIR_DRAW, len(it.inputs))}.get(stream, 2)
-    return {"funcs": funcs, "per": per, "iid": sizes, "iid_used": used}
+    suite_info["train_seqs"] = sum(p["seqs"] for p in per.values())
+    return {"funcs": funcs, "per": per, "iid": sizes, "iid_used": used, "suite": suite_info}
 
 
 def ood_entry_size(e: dict) -> int:
-    """Examples of one OOD set (``max_examples`` where set; a hub set without it counts 0: its
-    size is unknown offline)."""
-    from beluga.data.ood_sets import load_hutto, read_table
+    """Examples of one OOD set (:func:`ood_entry_count`)."""
+    return ood_entry_count(e)[0]
+
+
+def ood_entry_count(e: dict) -> tuple[int, str]:
+    """(examples of one OOD set, where the number comes from): ``max_examples`` where set; else the file's
+    rows (a hutto set: its ground-truth file, past the threshold; a local table); a hub set without it
+    counts 0: its size is unknown offline."""
+    from beluga.data.ood_sets import hutto_path, load_hutto, read_table
 
     if e.get("max_examples") is not None:
-        return int(e["max_examples"])
+        return int(e["max_examples"]), f"its max_examples, {e['source']} set"
     if e["source"] == "hutto":
-        return len(load_hutto(e["set"], float(e.get("threshold", 0.8))))
+        return len(load_hutto(e["set"], float(e.get("threshold", 0.8)))), f"rows of {hutto_path(e['set'])}"
     if e["source"] == "local":
-        return len(read_table(Path(e["path"]).expanduser(), "ood file"))
-    return 0
+        path = Path(e["path"]).expanduser()
+        return len(read_table(path, "ood file")), f"rows of {path}"
+    return 0, "a hub set without max_examples: size unknown offline, counted 0"
 
 
 def ood_size(task_cfg: dict) -> int:
@@ -183,12 +215,14 @@ def inoculation_epochs(inoc: dict) -> int:
 
 
 def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = True,
-         iid_used: dict | None = None, rates_used: dict | None = None) -> list[Line]:
+         iid_used: dict | None = None, rates_used: dict | None = None, details: dict | None = None) -> list[Line]:
     """One Line per (rule, configuration, method) over all tasks (and per combinational variant).
     The runs come from :class:`beluga.workflow.runs.Runs`, as the DAG's: its checks stop the plan
     as they stop a dry run (``configfiles``: the config file(s) their line names). The i.i.d. sizes:
     :func:`paper_iid_sizes` / :func:`iid_sizes` (``assume_paper_data``); ``iid_used``, a dict, receives
-    task -> where they come from; ``rates_used``, a dict, task -> the training rate counted (:func:`task_rate`).
+    task -> where they come from; ``rates_used``, a dict, task -> the training rate counted (:func:`task_rate`);
+    ``details``, a dict, receives ``runs`` (the Runs), ``jobs`` (one :class:`~beluga.workflow.schedule.PlannedJob` per
+    job and its seeds) and ``sizes`` (task -> the suite, i.i.d. and OOD sizes counted, where from).
 
     A job's seconds: the table's fixed seconds + training sequences x :func:`train_s_per_seq` (its model,
     length and batch; the method's cost per epoch) + predicted sequences x the prediction rate scaled by
@@ -207,6 +241,8 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     rows = anchors(rates, device)
     k_jobs = int(config.get("gpu_jobs", 1)) if device == "cuda" else 1
     per_job = max(1, int(config["gpus"]) or int(config["job_threads"]))
+    if details is not None:
+        details.update(runs=the_runs, jobs=[], sizes={})
 
     def add(rule, conf, method, task, train_seqs, predict_seqs, cost, factor=1.0):
         """One job per training seed: ``cost`` = (seconds per training sequence, per predicted sequence, the
@@ -222,6 +258,9 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
         line.hours += hours
         line.task_hours[task] = line.task_hours.get(task, 0.0) + hours
         line.task_jobs[task] = line.task_jobs.get(task, 0) + n_seeds
+        if details is not None:
+            parts = (rates["fixed_s_per_job"], train_seqs * train_s * factor, predict_seqs * predict_s)
+            details["jobs"].append(PlannedJob(rule, task, conf, method, n_seeds, *parts, sum(parts) * k_jobs / speedup))
 
     scope = config["predict"]["scope"]
     method_cost = rates.get("method_cost", {})
@@ -232,6 +271,10 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
         if iid_used is not None:
             iid_used[tid] = counts["iid_used"]
         per, funcs, iid = counts["per"], counts["funcs"], counts["iid"]
+        if details is not None:
+            ood = [dict(zip(("name", "counted", "where"), (e["name"], *ood_entry_count(e))))
+                   for e in tcfg.get("ood") or []]
+            details["sizes"][tid] = {"suite": counts["suite"], "iid": counts["iid_used"], "ood": ood}
         all_funcs = list(funcs["functionality"])
         iid_stage, suite_stage = training["iid"], training["suite"]
         length = int(training["max_length"])
@@ -388,9 +431,14 @@ def render_disk(d: dict) -> str:
 
 
 def render(lines: list[Line], device: str, source: str, config_name: str, seeds: list[int] | None = None,
-           iid_used: dict | None = None, notes: list[str] = ()) -> str:
-    unit = "GPU-h" if device == "cuda" else "core-h"
-    total = sum(ln.hours for ln in lines)
+           iid_used: dict | None = None, notes: list[str] = (), tail: list[str] = ()) -> str:
+    """The plan's text: machine time (GPU- or core-time, in the unit that suits its total:
+    :func:`~beluga.workflow.schedule.time_unit`) per rule, configuration and method; ``notes`` after
+    the head, ``tail`` after the table."""
+    u, per = time_unit(sum(ln.hours for ln in lines) * 3600)
+    unit = f"{'GPU' if device == 'cuda' else 'core'}-{u}"
+    scaled = {id(ln): ln.hours * 3600 / per for ln in lines}
+    total = sum(scaled.values())
     rows = sorted(lines, key=lambda ln: -ln.hours)
     several = f" ({len(seeds)} training seeds: {', '.join(map(str, seeds))}; every job once per seed)" \
         if seeds and len(seeds) > 1 else ""
@@ -404,30 +452,34 @@ def render(lines: list[Line], device: str, source: str, config_name: str, seeds:
     out += [head, "-" * len(head)]
     for ln in rows:
         out.append(f"{ln.rule:<{wr}} {ln.configuration:<{wc}} {ln.method:<10} {ln.jobs:>7,} "
-                   f"{ln.train_seqs / ln.jobs:>14,.0f} {ln.predict_seqs / ln.jobs:>16,.0f} {ln.hours:>10,.2f} "
-                   f"{(ln.hours / total if total else 0):>6.1%}")
+                   f"{ln.train_seqs / ln.jobs:>14,.0f} {ln.predict_seqs / ln.jobs:>16,.0f} {scaled[id(ln)]:>10,.2f} "
+                   f"{(scaled[id(ln)] / total if total else 0):>6.1%}")
     by_rule: dict[str, float] = {}
     by_task: dict[str, float] = {}
     for ln in lines:
-        by_rule[ln.rule] = by_rule.get(ln.rule, 0.0) + ln.hours
+        by_rule[ln.rule] = by_rule.get(ln.rule, 0.0) + scaled[id(ln)]
         for t, h in ln.task_hours.items():
-            by_task[t] = by_task.get(t, 0.0) + h
+            by_task[t] = by_task.get(t, 0.0) + h * 3600 / per
     out += ["-" * len(head), "per rule: " + ", ".join(f"{r} {h:,.1f} {unit}" for r, h in
                                                       sorted(by_rule.items(), key=lambda kv: -kv[1])),
             "per task: " + ", ".join(f"{t} {h:,.1f} {unit}" for t, h in by_task.items()),
             f"total: {total:,.1f} {unit}"]
     if rows:
         top = rows[0]
-        out.append(f"largest part: {top.rule} {top.configuration}/{top.method} ({top.hours / total:.0%})")
-    return "\n".join(out) + "\n"
+        out.append(f"largest part: {top.rule} {top.configuration}/{top.method} "
+                   f"({scaled[id(top)] / total if total else 0:.0%})")
+    return "\n".join([*out, *tail]) + "\n"
 
 
 def plan_command(configfile: str | None, throughput: str | None = None, train_rate: float | None = None,
                  predict_rate: float | None = None, fixed_s: float | None = None, as_json: str | None = None,
-                 concurrent_jobs: int | None = None, overrides: list[str] = (), assume_paper_data: bool = True) -> str:
+                 concurrent_jobs: int | None = None, overrides: list[str] = (), assume_paper_data: bool = True,
+                 gpus: list[int] | None = None, cores: int | None = None) -> str:
     """The plan's text. ``concurrent_jobs``: training jobs running at once
     (the disk estimate; default: the Slurm profile's 100 jobs on GPUs, the
-    machine's cores / job_threads on CPUs); ``assume_paper_data``: :func:`iid_sizes`."""
+    machine's cores / job_threads on CPUs); ``assume_paper_data``: :func:`iid_sizes`; ``gpus``: the
+    GPU counts whose wall-clock a GPU plan prints (default: 1 and the GPUs the Slurm profile's jobs
+    fill); ``cores``: the cores of a CPU plan's wall-clock (default: this machine's)."""
 
     path = config_path(configfile)
     config = load_config(configfile, overrides)
@@ -447,19 +499,41 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
             rates[k] = v
             source = "numbers given on the command line" if k != "fixed_s_per_job" else source
             rates.setdefault("origin", {})[k] = given_here
+    if gpus is not None and device != "cuda":
+        raise ConfigError("--gpus: field 'gpus': the configuration runs on CPUs (gpus: 0); add --config gpus=1 "
+                          "for a GPU plan")
+    if cores is not None and device == "cuda":
+        raise ConfigError("--cores: field 'gpus': the configuration runs on GPUs; give --gpus N")
+    for name, values in (("--gpus", gpus or []), ("--cores", [] if cores is None else [cores])):
+        if any(v < 1 for v in values):
+            raise ConfigError(f"{name}: must be positive, got {min(values)}")
+    profile = slurm_profile()
+    if device == "cuda":
+        counts = gpus or sorted({1, (profile["jobs"] or 1) * int(config["gpus"]) // int(config["gpu_jobs"]) or 1})
+    else:
+        counts = [cores or os.cpu_count() or 1]
     iid_used: dict[str, str] = {}
     rates_used: dict[str, dict] = {}
-    lines = plan(config, rates, [path], assume_paper_data, iid_used, rates_used)
+    details: dict = {}
+    lines = plan(config, rates, [path], assume_paper_data, iid_used, rates_used, details)
     disk = disk_plan(config, lines, concurrent_jobs)
     sizes = paper_sizes_line(config) if assume_paper_data else None
-    notes = ([sizes] if sizes else []) + rate_lines(config, rates, rates_used, device)
-    text = render(lines, device, source, configfile or "config.yaml", config.get("seeds"), iid_used, notes) \
-        + render_disk(disk)
+    notes = size_lines(details["sizes"]) + ([sizes] if sizes else []) + rate_lines(config, rates, rates_used,
+                                                                                    device)
+    jobs = details["jobs"]
+    rows = slurm_rows(details["runs"], jobs, profile)
+    k = int(config["gpu_jobs"]) if device == "cuda" else 1
+    shared = (f"with gpu_jobs {k} jobs sharing a GPU, s/job and longest are x {k} / the GPU's speedup" if k > 1
+              else None)
+    tail = ["", *job_lines(rows, profile, shared), "", *wall_clock_lines(config, jobs, device, counts, profile)]
+    text = render(lines, device, source, configfile or "config.yaml", config.get("seeds"), iid_used, notes,
+                  tail) + render_disk(disk)
     if as_json:
         from beluga.io import write_json
 
         write_json({"device": device, "source": source, "rates": rates, "disk": disk, "iid_sizes": iid_used,
-                    "task_rates": rates_used, "notes": notes,
+                    "task_rates": rates_used, "notes": notes, "sizes": details["sizes"], "job_kinds": rows,
+                    "jobs": [dict(j.__dict__, seconds=j.seconds) for j in jobs], "wall_clock": tail,
                     "lines": [dict(ln.__dict__) for ln in lines]}, as_json)
     return text
 
