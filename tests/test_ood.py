@@ -478,9 +478,9 @@ def run_ood_step(seeds, tmp_path, correction="none", runs=None) -> dict[str, Pat
 ONE_SEED_OUTPUTS = {
     'correlation.csv': (
         'benchmark,n_systems,pearson_r,pearson_p,spearman_rho,spearman_p,slope,intercept,computed,'
-        'reason\n'
-        'sent,3,0.8985125712889781,0.28929738925055815,1.0,0.0,3.2500000000000004,'
-        '-203.3333333333334,True,\n'
+        'reason,p_note\n'
+        'sent,3,0.8985125712889781,,1.0,,3.2500000000000004,'
+        '-203.3333333333334,True,,"n too small: 3 systems, p-values need at least 5"\n'
     ),
     'models.csv': (
         'configuration,method,partition,fold,iid_test,a,b\n'
@@ -514,8 +514,8 @@ ONE_SEED_OUTPUTS = {
         '\n'
         'Backbone: tiny (the systems are its configurations and methods).\n'
         '\n'
-        'ID–OOD correlation over 3 systems (GLUE-X): Pearson r = 0.899 (p = 0.289), Spearman ρ = '
-        '1.000 (p = 0); least-squares line OOD = 3.250 × ID -203.33.\n'
+        'ID–OOD correlation over 3 systems (GLUE-X): Pearson r = 0.899, Spearman ρ = 1.000; no p-values '
+        '(n too small: 3 systems, p-values need at least 5); least-squares line OOD = 3.250 × ID -203.33.\n'
         '\n'
         "Pairings (task → OOD set): a: GLUE-X; b: project's addition.\n"
     ),
