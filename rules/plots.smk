@@ -7,7 +7,12 @@ rule heatmap:
         suite=PATHS.suite(),
         pass_rates=PATHS.scores("per_seed_pass_rates.csv"),
     output:
-        png=PATHS.plots("heatmap_{scenario}.png"),
+        png=report(
+            PATHS.plots("heatmap_{scenario}.png"),
+            caption="../report/heatmap.rst",
+            category="Heatmaps",
+            subcategory="{task}",
+        ),
     log:
         "logs/{task}/heatmap_{scenario}.log",
     conda:
