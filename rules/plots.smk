@@ -43,5 +43,6 @@ rule figure1:
     params:
         configurations=SUITE_CONFIGS,
         methods=METHODS,
+        layout=config["figure1"]["layout"],
     script:
         "../workflow_scripts/figure1.py"
