@@ -1,5 +1,5 @@
-"""Heatmaps and Figure 1 (both layouts): title, legend, colour bar and tick labels never overlap, at 3 and at 40
-functionalities, and the figure's size stays in bounds."""
+"""Heatmaps and Figure 1 (both layouts): title, legend, colour bar and tick labels never overlap, at 1, 3 and
+40 functionalities, and the figure's size stays in bounds."""
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -59,7 +59,7 @@ def heatmap_parts(fig):
 
 
 @pytest.mark.parametrize("several", [False, True])
-@pytest.mark.parametrize("n", [3, 40])
+@pytest.mark.parametrize("n", [1, 3, 40])
 def test_heatmap_parts_do_not_overlap(n, several):
     funcs = funcs_table(n)
     title = "SENT — pass rates (%), scenario: func (first row: IID model, standard)"
@@ -90,7 +90,7 @@ def figure1_parts(fig):
 
 @pytest.mark.parametrize("layout", ["row", "grid"])
 @pytest.mark.parametrize("several", [False, True])
-@pytest.mark.parametrize("n", [3, 40])
+@pytest.mark.parametrize("n", [1, 3, 40])
 def test_figure1_parts_do_not_overlap(n, several, layout):
     funcs = funcs_table(n)
     fig = build_figure1(by_seed(funcs, several), funcs, CONFS, METHODS,
@@ -116,6 +116,8 @@ def test_figure1_parts_do_not_overlap(n, several, layout):
             assert_apart(fig, [a], texts[i + 1:], "figure texts")
         assert_apart(fig, legend, titles + ticks + panels + cax, "legend / panels")
         assert_apart(fig, titles, ticks + panels + cax, "panel titles / panels")
+        for i, t in enumerate(titles):
+            assert_apart(fig, [t], titles[i + 1:], "panel titles")
         for i, ax in enumerate(panels):   # a panel's tick labels stay clear of the other panels and their titles
             others = [o for o in panels if o is not ax]
             assert_apart(fig, ax.get_xticklabels() + ax.get_yticklabels(),

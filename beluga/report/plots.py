@@ -211,8 +211,9 @@ def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, conf
     if rotate_ticks:
         tick_fs = min(7.5, cw * 72 * 0.85)
     label_w = max(len(s) for s in row_labels) * 0.065 + 0.25
-    panel_w, panel_h, gap = n_cols * cw, n_rows * ch, 0.3
-    cbar_x = label_w + grid_cols * panel_w + (grid_cols - 1) * gap + 0.2
+    panel_w, panel_h = n_cols * cw, n_rows * ch
+    gap = max(0.3, 1.6 - panel_w)   # narrow panels: room for the two-line titles ("unseen functionality")
+    cbar_x = label_w + grid_cols * panel_w + (grid_cols - 1) * gap + max(0.2, (1.5 - panel_w) / 2)
     width = max(10.0 if layout == "row" else 7.0, cbar_x + 0.15 + 0.75)
     # from the top: the title (0.35), the seed note (0.25), the legend (0.45), the panels' two-line titles (0.45)
     title_h, note_h, legend_h, panel_title_h = 0.35, (0.25 if several else 0.0), 0.45, 0.45
