@@ -7,7 +7,12 @@ rule heatmap:
         suite=PATHS.suite(),
         pass_rates=PATHS.scores("per_seed_pass_rates.csv"),
     output:
-        png=PATHS.plots("heatmap_{scenario}.png"),
+        png=report(
+            PATHS.plots("heatmap_{scenario}.png"),
+            caption="../report/heatmap.rst",
+            category="Heatmaps",
+            subcategory="{task}",
+        ),
     log:
         "logs/{task}/heatmap_{scenario}.log",
     conda:
@@ -38,5 +43,6 @@ rule figure1:
     params:
         configurations=SUITE_CONFIGS,
         methods=METHODS,
+        layout=config["figure1"]["layout"],
     script:
         "../workflow_scripts/figure1.py"

@@ -7,7 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from beluga.report.plots import TYPE_COLORS, build_figure1, figure1_matrices, plot_figure1, plot_heatmap
+from beluga.report.plots import (
+    FIGURE1_LAYOUTS,
+    TYPE_COLORS,
+    build_figure1,
+    figure1_matrices,
+    plot_figure1,
+    plot_heatmap,
+)
 
 # suite order interleaves the classes; the figure groups them: f1 f3 | f2 f5 | f4 f6
 FUNCS = pd.DataFrame({
@@ -106,13 +113,18 @@ def test_figure_ticks_lines_text():
         plt.close(fig)
 
 
-def test_plot_figure1_writes_png_and_pdf(tmp_path):
+@pytest.mark.parametrize("layout", ["row", "grid"])
+def test_plot_figure1_writes_png_and_pdf(tmp_path, layout):
     long, _ = make_long()
     png, pdf = tmp_path / "fig1.png", tmp_path / "fig1.pdf"
-    plot_figure1(long, FUNCS, CONFS, METHODS, png, pdf, "SENT: pass rates")
+    plot_figure1(long, FUNCS, CONFS, METHODS, png, pdf, "SENT: pass rates", layout=layout)
     img = mpimg.imread(png)
-    assert img.ndim == 3 and img.shape[0] >= 300 and img.shape[1] >= 1200
-    assert img.shape[1] / img.shape[0] < 12
+    if layout == "row":
+        assert img.ndim == 3 and img.shape[0] >= 300 and img.shape[1] >= 1200
+        assert img.shape[1] / img.shape[0] < 12
+    else:   # 2 x 2: about as tall as wide
+        assert img.ndim == 3 and img.shape[0] >= 600 and img.shape[1] >= 900
+        assert 0.5 < img.shape[1] / img.shape[0] < 2
     assert float(img[..., :3].std()) > 0.05  # not blank
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 5_000
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fig1.pdf", "fig1.png"]  # no temp files left
@@ -157,3 +169,73 @@ def test_plot_heatmap_still_works(tmp_path, scenario):
     plot_heatmap(long, FUNCS, scenario, CONFS, METHODS, out, "SENT")
     img = mpimg.imread(out)
     assert img.shape[0] > 200 and img.shape[1] > 400
+
+
+def test_grid_layout_places_panels_two_by_two():
+    long, truth = make_long()
+    fig = build_figure1(long, FUNCS, CONFS, METHODS, "SENT", layout="grid")
+    try:
+        panels = [ax for ax in fig.axes if ax.images]
+        assert [ax.get_title() for ax in panels] == ["seen", "unseen functionality\n(func)", "unseen class\n(class)",
+                                                      "unseen test type\n(type)"]
+        pos = [ax.get_position() for ax in panels]
+        assert pos[0].y0 == pytest.approx(pos[1].y0) and pos[2].y0 == pytest.approx(pos[3].y0) and pos[2].y0 > 0
+        assert pos[0].y0 > pos[2].y1   # seen and func above class and type
+        assert pos[0].x0 == pytest.approx(pos[2].x0) and pos[1].x0 == pytest.approx(pos[3].x0)
+        assert pos[1].x0 > pos[0].x1
+        # the row labels on the left column only; every panel its own numbered ticks and values
+        for p, ax in enumerate(panels):
+            labels = [t.get_text() for t in ax.get_yticklabels()]
+            assert (labels[0] == "IID (standard)") if p % 2 == 0 else not any(labels)
+            assert [t.get_text() for t in ax.get_xticklabels()] == ["avg"] + [str(k) for k in range(1, 7)]
+            mat = expected_matrix(truth, SCENARIOS[p])
+            assert sorted(t.get_text() for t in ax.texts) == sorted(f"{v:.0f}" for v in mat[np.isfinite(mat)])
+    finally:
+        plt.close(fig)
+
+
+def test_unknown_layout_is_one_error_line():
+    long, _ = make_long()
+    assert set(FIGURE1_LAYOUTS) == {"row", "grid"}
+    with pytest.raises(ValueError, match=r"^figure1: field 'layout': 'column' is not one of row, grid$"):
+        build_figure1(long, FUNCS, CONFS, METHODS, "SENT", layout="column")
+
+
+def test_layout_config_key_default_and_values():
+    """figure1.layout in the config schema: row by default, grid accepted, anything else refused naming the
+    field."""
+    from pathlib import Path
+
+    import yaml
+    from snakemake.utils import validate
+
+    repo = Path(__file__).resolve().parents[1]
+    schema = str(repo / "schemas" / "config.schema.yaml")
+
+    def config(**extra):
+        return {**yaml.safe_load((repo / "config.yaml").read_text()), **extra}
+
+    cfg = config()
+    validate(cfg, schema)
+    assert cfg["figure1"] == {"layout": "row"}
+    cfg = config(figure1={"layout": "grid"})
+    validate(cfg, schema)
+    assert cfg["figure1"]["layout"] == "grid"
+    with pytest.raises(Exception, match="'column' is not one of"):
+        validate(config(figure1={"layout": "column"}), schema)
+
+
+def test_figure1_step_passes_the_layout(tmp_path, monkeypatch):
+    """beluga.steps.plots.figure1 (the rule's script) hands the configured layout to the renderer."""
+    from beluga.report import plots as report_plots
+    from beluga.steps import plots as step_plots
+
+    long, _ = make_long()
+    pd.concat([long.assign(seed=1), long.assign(seed=2)]).to_csv(tmp_path / "rates.csv", index=False)
+    monkeypatch.setattr(step_plots, "load_suite", lambda path: path)
+    monkeypatch.setattr(step_plots, "functionality_table", lambda suite: FUNCS)
+    seen = {}
+    monkeypatch.setattr(report_plots, "plot_figure1", lambda *a, **k: seen.update(args=a, kwargs=k))
+    step_plots.figure1(task="sent", suite="suite", pass_rates=str(tmp_path / "rates.csv"), configurations=CONFS,
+                       methods=METHODS, out_png="a.png", out_pdf="a.pdf", layout="grid")
+    assert seen["kwargs"]["layout"] == "grid" and sorted(seen["args"][0]) == [1, 2]

@@ -478,9 +478,9 @@ def run_ood_step(seeds, tmp_path, correction="none", runs=None) -> dict[str, Pat
 ONE_SEED_OUTPUTS = {
     'correlation.csv': (
         'benchmark,n_systems,pearson_r,pearson_p,spearman_rho,spearman_p,slope,intercept,computed,'
-        'reason\n'
-        'sent,3,0.8985125712889781,0.28929738925055815,1.0,0.0,3.2500000000000004,'
-        '-203.3333333333334,True,\n'
+        'reason,p_note\n'
+        'sent,3,0.8985125712889781,,1.0,,3.2500000000000004,'
+        '-203.3333333333334,True,,"n too small: 3 systems, p-values need at least 5"\n'
     ),
     'models.csv': (
         'configuration,method,partition,fold,iid_test,a,b\n'
@@ -514,8 +514,8 @@ ONE_SEED_OUTPUTS = {
         '\n'
         'Backbone: tiny (the systems are its configurations and methods).\n'
         '\n'
-        'ID–OOD correlation over 3 systems (GLUE-X): Pearson r = 0.899 (p = 0.289), Spearman ρ = '
-        '1.000 (p = 0); least-squares line OOD = 3.250 × ID -203.33.\n'
+        'ID–OOD correlation over 3 systems (GLUE-X): Pearson r = 0.899, Spearman ρ = 1.000; no p-values '
+        '(n too small: 3 systems, p-values need at least 5); least-squares line OOD = 3.250 × ID -203.33.\n'
         '\n'
         "Pairings (task → OOD set): a: GLUE-X; b: project's addition.\n"
     ),
@@ -883,3 +883,38 @@ def test_which_models_predict_the_ood_sets(tmp_path):
     # one OOD set: the IID model's predict and outcomes jobs, the seen fold, the ood rule; all: the type folds too
     assert counts["seen"] == {"predict": 1, "outcomes": 1, "finetune": 1, "ood": 1}
     assert counts["all"] == {"predict": 1, "outcomes": 1, "finetune": 4, "ood": 1}
+
+
+def test_correlation_p_values_only_from_five_systems(tmp_path):
+    """3 perfectly ranked systems: r and ρ printed, no p-value ("n too small"), p empty in correlation.csv
+    with the reason in p_note; from MIN_P_VALUE_SYSTEMS systems on the p-values are scipy's."""
+    from scipy import stats
+
+    from beluga.analyses.ood_eval import MIN_P_VALUE_SYSTEMS, correlation_frame
+
+    assert MIN_P_VALUE_SYSTEMS == 5
+    three = rank_systems(pd.DataFrame(long_table({s: {"i": ("id", 70 + 5 * k), "o": ("ood", 60 + 4 * k)}
+                                                   for k, s in enumerate("ABC")})))
+    c = id_ood_correlation(three)
+    assert c["computed"] and c["spearman_rho"] == pytest.approx(1.0)
+    assert np.isnan(c["pearson_p"]) and np.isnan(c["spearman_p"])
+    assert c["p_note"] == "n too small: 3 systems, p-values need at least 5"
+    line = correlation_line(c)
+    assert "Spearman ρ = 1.000" in line and "p =" not in line and "p <" not in line and "n too small" in line
+    correlation_frame({"sent": c}).to_csv(tmp_path / "c.csv", index=False)
+    row = pd.read_csv(tmp_path / "c.csv").iloc[0]
+    assert np.isnan(row["pearson_p"]) and np.isnan(row["spearman_p"]) and "n too small" in row["p_note"]
+    rng = np.random.default_rng(3)
+    ids, oods = rng.uniform(60, 90, 5), rng.uniform(50, 80, 5)
+    five = rank_systems(pd.DataFrame(long_table({s: {"i": ("id", ids[k]), "o": ("ood", oods[k])}
+                                                  for k, s in enumerate("ABCDE")})))
+    c = id_ood_correlation(five)
+    x, y = five["id_avg"].to_numpy(float), five["ood_avg"].to_numpy(float)
+    assert c["p_note"] == "" and c["spearman_p"] == pytest.approx(stats.spearmanr(x, y).pvalue)
+    assert c["pearson_p"] == pytest.approx(stats.pearsonr(x, y).pvalue)
+    assert f"(p = {c['pearson_p']:.3g})" in correlation_line(c)
+    # a perfect ρ over 5 systems: scipy's t-approximation gives p = 0, printed as a bound
+    perfect = rank_systems(pd.DataFrame(long_table({s: {"i": ("id", 60 + 5 * k), "o": ("ood", 50 + 3 * k)}
+                                                     for k, s in enumerate("ABCDE")})))
+    line = correlation_line(id_ood_correlation(perfect))
+    assert "(p = 0)" not in line and "p < 0.0001" in line

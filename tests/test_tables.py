@@ -268,3 +268,41 @@ def test_rejects_scaled_values_and_duplicates():
         table3_markdown(scaled, 0.05, "holm")
     with pytest.raises(ValueError, match="duplicate"):
         wide_table(pd.concat([long, long.head(1)], ignore_index=True))
+
+
+# ------------------------------------------------------- seeds and intervals --
+
+def with_seeds(long, n=3):
+    """The table as over n training seeds: every cell an sd and n_seeds."""
+    long = long.copy()
+    long["sd"] = 0.012
+    long["n_seeds"] = n
+    return long
+
+
+@pytest.mark.parametrize("render", [table3_markdown, table3_latex])
+def test_legend_says_seeds_and_where_the_intervals_are(render):
+    paths = ["results/sent/stats/intervals.csv", "results/para/stats/intervals.csv"]
+    one = render(make_long(), 0.05, "holm", intervals=paths)
+    legend = one.split("\n\n", 1)[1] if render is table3_markdown else one.split(r"\caption{", 1)[1]
+    assert "one training seed" in legend and "mean" not in legend.split("one training seed")[1][:60]
+    for p in paths:
+        assert (p if render is table3_markdown else latex_escape(p)) in legend
+    assert "95% bootstrap confidence intervals" in legend.replace(r"\%", "%")
+    several = render(with_seeds(make_long(), 3), 0.05, "holm", intervals=paths[:1])
+    legend = several.split("\n\n", 1)[1] if render is table3_markdown else several.split(r"\caption{", 1)[1]
+    pm = "±" if render is table3_markdown else r"$\pm$"
+    assert f"mean {pm} standard deviation over 3 training seeds" in legend and "one training seed" not in legend
+    assert latex_escape(paths[0]) in legend if render is table3_latex else paths[0] in legend
+    assert paths[1] not in legend and latex_escape(paths[1]) not in legend
+    if render is table3_latex:
+        assert braces_balanced(several)
+    _h, cells, _o = md_cells(several) if render is table3_markdown else (None, None, None)
+    if cells is not None:
+        assert cells[("IID+T", "group_dro")]["SENT · G_type"] == "**90.0** ± 1.2"
+
+
+def test_legend_without_interval_paths_names_the_csv_only():
+    md = table3_markdown(make_long(), 0.05, "holm")
+    legend = md.split("\n\n", 1)[1]
+    assert "are in the CSV file." in legend and "intervals.csv" not in legend

@@ -99,6 +99,7 @@ def test_statistics_table3_figure1_report(run, tmp_path):
     assert g == pytest.approx(scores.loc[scores.configuration == "iid_to_t", "G_func"].iloc[0])
     md = (res / "table3" / "table3.md").read_text()
     assert "IID→T" in md and "binomial" in md
+    assert "sent/stats/intervals.csv" in md and "one training seed" in md  # the legend: intervals, seeds
     tex = (res / "table3" / "table3.tex").read_text()
     assert "\\begin{table" in tex and tex.count("{") == tex.count("}")
     # its summaries (the paper's §5.2 and footnote 10) agree with table3.csv: means over methods per

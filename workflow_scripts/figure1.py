@@ -4,4 +4,4 @@ from beluga.workflow.smk import run
 sm = snakemake  # noqa: F821
 run(sm, lambda: plots.figure1(task=sm.wildcards.task, suite=sm.input.suite, pass_rates=sm.input.pass_rates,
                               configurations=sm.params.configurations, methods=sm.params.methods,
-                              out_png=sm.output.png, out_pdf=sm.output.pdf))
+                              layout=sm.params.layout, out_png=sm.output.png, out_pdf=sm.output.pdf))

@@ -25,7 +25,8 @@ GLUE-X's ID–OOD correlation (its Figure 1 and Figure 6): Pearson r and
 Spearman ρ between the systems' ID and OOD averages, with the least-squares
 line OOD = slope × ID + intercept (:func:`id_ood_correlation`; at least
 :data:`MIN_CORRELATION_SYSTEMS` systems, else reported as not computed with
-the reason).
+the reason). The p-values need at least :data:`MIN_P_VALUE_SYSTEMS` systems;
+with fewer they are NaN and ``p_note`` says why.
 
 A *system* is (backbone, configuration, method). GLUE-X ranks backbones; the
 pipeline's per-task tables rank the configurations of the task's one backbone,
@@ -66,9 +67,13 @@ RANKING_COLUMNS = ("system", "id_avg", "ood_avg", "decrease_ratio", "rank_decrea
                    "friedman_rank_id")
 ID_DATASET = "iid_test"
 CORRELATION_COLUMNS = ("n_systems", "pearson_r", "pearson_p", "spearman_rho", "spearman_p", "slope", "intercept",
-                       "computed", "reason")
+                       "computed", "reason", "p_note")
 #: GLUE-X fits a line through the systems' (ID, OOD) points; fewer than 3 points fit any line exactly
 MIN_CORRELATION_SYSTEMS = 3
+#: the p-values of r and ρ are reported from this many systems on: below it a two-sided test can hardly reject
+#: (Spearman's exact p of a perfect ρ over 4 systems is 2/24 = 0.083) and the t-approximation prints p = 0 for a
+#: perfect ρ
+MIN_P_VALUE_SYSTEMS = 5
 #: scores.csv: LONG_COLUMNS and these
 LONG_EXTRA_COLUMNS = ("configuration", "method", "n", "backbone", "task_type", "credit")
 #: ood_table.csv: these, then each OOD set's columns (its name with each of SET_COLUMN_SUFFIXES), then TABLE_TAIL
@@ -273,16 +278,19 @@ def blocks_line(ranking: pd.DataFrame) -> str:
     return line
 
 
-def id_ood_correlation(ranking: pd.DataFrame, min_systems: int = MIN_CORRELATION_SYSTEMS) -> dict:
+def id_ood_correlation(ranking: pd.DataFrame, min_systems: int = MIN_CORRELATION_SYSTEMS,
+                       min_p_systems: int = MIN_P_VALUE_SYSTEMS) -> dict:
     """GLUE-X's ID–OOD correlation over systems: Pearson r and Spearman ρ
     (``scipy.stats``, two-sided p) between ``id_avg`` and ``ood_avg``, and the
     least-squares line ``ood = slope × id + intercept``. With fewer than
     ``min_systems`` systems, or constant scores, nothing is computed and
-    ``reason`` says why."""
+    ``reason`` says why; with fewer than ``min_p_systems`` the p-values are NaN
+    and ``p_note`` says why (empty when they are reported)."""
     x = ranking["id_avg"].to_numpy(dtype=float)
     y = ranking["ood_avg"].to_numpy(dtype=float)
     out = {"n_systems": int(len(x)), "pearson_r": np.nan, "pearson_p": np.nan, "spearman_rho": np.nan,
-           "spearman_p": np.nan, "slope": np.nan, "intercept": np.nan, "computed": False, "reason": ""}
+           "spearman_p": np.nan, "slope": np.nan, "intercept": np.nan, "computed": False, "reason": "",
+           "p_note": ""}
     if len(x) < min_systems:
         out["reason"] = f"{len(x)} system(s); the correlation needs at least {min_systems}"
         return out
@@ -296,6 +304,9 @@ def id_ood_correlation(ranking: pd.DataFrame, min_systems: int = MIN_CORRELATION
     fit = stats.linregress(x, y)
     out.update(pearson_r=float(pr.statistic), pearson_p=float(pr.pvalue), spearman_rho=float(sr.statistic),
                spearman_p=float(sr.pvalue), slope=float(fit.slope), intercept=float(fit.intercept), computed=True)
+    if len(x) < min_p_systems:
+        out.update(pearson_p=np.nan, spearman_p=np.nan,
+                   p_note=f"n too small: {len(x)} systems, p-values need at least {min_p_systems}")
     return out
 
 

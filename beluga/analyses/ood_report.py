@@ -31,12 +31,22 @@ from beluga.seeds import N_SEEDS_COLUMN, plus_minus, seeds_note
 TEX_PLUS_MINUS = r"\,$\pm$\,"
 
 
+def p_text(p: float) -> str:
+    """A p-value as printed: three significant digits, "p < 0.0001" below that (never "p = 0")."""
+    return "p < 0.0001" if p < 1e-4 else f"p = {p:.3g}"
+
+
 def correlation_line(corr: dict) -> str:
-    """One sentence for tables and the command's output."""
+    """One sentence for tables and the command's output; the p-values only where ``corr`` has them (else its
+    ``p_note``, e.g. "n too small: 3 systems, p-values need at least 5")."""
     if not corr["computed"]:
         return f"ID–OOD correlation (GLUE-X): not computed — {corr['reason']}."
-    return (f"ID–OOD correlation over {corr['n_systems']} systems (GLUE-X): Pearson r = {corr['pearson_r']:.3f} "
-            f"(p = {corr['pearson_p']:.3g}), Spearman ρ = {corr['spearman_rho']:.3f} (p = {corr['spearman_p']:.3g}); "
+    has_p = not corr.get("p_note")
+    r_p = f" ({p_text(corr['pearson_p'])})" if has_p else ""
+    rho_p = f" ({p_text(corr['spearman_p'])})" if has_p else ""
+    note = "" if has_p else f"; no p-values ({corr['p_note']})"
+    return (f"ID–OOD correlation over {corr['n_systems']} systems (GLUE-X): Pearson r = {corr['pearson_r']:.3f}{r_p}, "
+            f"Spearman ρ = {corr['spearman_rho']:.3f}{rho_p}{note}; "
             f"least-squares line OOD = {corr['slope']:.3f} × ID {corr['intercept']:+.2f}.")
 
 

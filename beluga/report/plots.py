@@ -84,16 +84,22 @@ def _type_handles() -> list:
     return [plt.Line2D([], [], color=c, marker="s", ls="", label=t) for t, c in TYPE_COLORS.items()]
 
 
-def plot_heatmap(long: pd.DataFrame | dict, functionalities: pd.DataFrame, scenario: str, configurations: list[str],
-                 methods: list[str], out_png: str | os.PathLike, title: str) -> None:
+def build_heatmap(long: pd.DataFrame | dict, functionalities: pd.DataFrame, scenario: str,
+                  configurations: list[str], methods: list[str], title: str) -> plt.Figure:
     """The pass-rate heatmap of a scenario. ``long``: the pass-rate table, or a mapping training seed -> its
-    table (several seeds: each cell is the mean over seeds with "±sd" below it)."""
+    table (several seeds: each cell is the mean over seeds with "±sd" below it). Constrained layout: the title
+    on top, the test-type legend under the functionality names, the colour bar at the right; none overlaps
+    another at any number of functionalities."""
     functionalities = class_sorted(functionalities)
     longs = long if isinstance(long, dict) else {0: long}
     mat, sd, row_labels, col_labels = seed_matrices(longs, functionalities, scenario, configurations, methods)
     n_rows, n_cols = mat.shape
     tall = 1.0 if sd is None else 1.5
-    fig, ax = plt.subplots(figsize=(max(8, 0.42 * n_cols + 3), max(3, 0.45 * tall * n_rows + 3.5)))
+    label_w = max(len(s) for s in row_labels) * 0.07 + 0.4     # inches of the row labels at 8 pt
+    name_h = max(len(s) for s in col_labels) * 0.06 * 0.87     # the names at 7 pt, rotated 60°
+    fig = plt.figure(figsize=(max(8.0, 0.42 * n_cols + label_w + 1.2), max(3.0, 0.45 * tall * n_rows + name_h + 1.6)),
+                     layout="constrained")
+    ax = fig.add_subplot()
     cmap = plt.get_cmap("RdYlGn").with_extremes(bad="lightgrey")
     im = ax.imshow(np.ma.masked_invalid(mat), cmap=cmap, vmin=0, vmax=100, aspect="auto")
     for i in range(n_rows):
@@ -104,23 +110,30 @@ def plot_heatmap(long: pd.DataFrame | dict, functionalities: pd.DataFrame, scena
                 ax.text(j, i - 0.12, f"{mat[i, j]:.0f}", ha="center", va="center", fontsize=7)
                 ax.text(j, i + 0.25, _spread_text(sd, i, j), ha="center", va="center", fontsize=6)
     ax.set_yticks(range(n_rows), row_labels, fontsize=8)
-    ax.set_xticks(range(n_cols), col_labels, rotation=60, ha="right", fontsize=7)
+    ax.set_xticks(range(n_cols), col_labels, rotation=60, ha="right", rotation_mode="anchor", fontsize=7)
     types = ["avg"] + list(functionalities["test_type"])
     for tick, t in zip(ax.get_xticklabels(), types):
         tick.set_color(TYPE_COLORS.get(t, "black"))
     _draw_separators(ax, list(functionalities["capability"]), len(configurations), len(methods), lw=1.5)
     if sd is not None:
-        fig.text(0.01, 0.01, f"each cell: mean ± sd over {len(longs)} training seeds ({', '.join(map(str, longs))})",
-                 ha="left", va="bottom", fontsize=8, style="italic")
-    ax.set_title(title, fontsize=10, loc="right")
+        title += f"\neach cell: mean ± sd over {len(longs)} training seeds ({', '.join(map(str, longs))})"
+    fig.suptitle(title, fontsize=10)
     cbar = fig.colorbar(im, ax=ax, fraction=0.025, pad=0.01)
     cbar.set_label("pass rate (%)" if sd is None else "pass rate (%), mean over seeds")
-    ax.legend(handles=_type_handles(), loc="lower left", bbox_to_anchor=(0.0, 1.01), ncol=3, fontsize=7,
-              title="tick colour = test type", title_fontsize=7, frameon=False)
-    fig.tight_layout()
-    with atomic_path(out_png) as tmp:
-        fig.savefig(tmp, format="png", dpi=130)
-    plt.close(fig)
+    fig.legend(handles=_type_handles(), loc="outside lower center", ncol=3, fontsize=7,
+               title="tick colour = test type", title_fontsize=7, frameon=False)
+    return fig
+
+
+def plot_heatmap(long: pd.DataFrame | dict, functionalities: pd.DataFrame, scenario: str, configurations: list[str],
+                 methods: list[str], out_png: str | os.PathLike, title: str) -> None:
+    """:func:`build_heatmap`, written atomically as a PNG (130 dpi)."""
+    fig = build_heatmap(long, functionalities, scenario, configurations, methods, title)
+    try:
+        with atomic_path(out_png) as tmp:
+            fig.savefig(tmp, format="png", dpi=130)
+    finally:
+        plt.close(fig)
 
 
 # ------------------------------------------------------------------ Figure 1 --
@@ -129,6 +142,8 @@ FIGURE1_SCENARIOS = SCENARIOS[1:]  # every scenario but the baseline's "standard
 FIGURE1_TITLES = {"seen": "seen", "func": "unseen functionality\n(func)", "class": "unseen class\n(class)",
                   "type": "unseen test type\n(type)"}
 NAN_COLOR = "#d9d9d9"
+#: Figure 1's panel arrangements (config key figure1.layout): the four panels side by side, or 2 x 2
+FIGURE1_LAYOUTS = {"row": (1, 4), "grid": (2, 2)}
 
 
 def figure1_matrices(long: pd.DataFrame, functionalities: pd.DataFrame, configurations: list[str],
@@ -166,11 +181,15 @@ def _key_columns(lines: list[tuple[str, str, bool]], n_col: int) -> list[list[tu
 
 
 def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, configurations: list[str],
-                  methods: list[str], title: str) -> plt.Figure:
+                  methods: list[str], title: str, layout: str = "row") -> plt.Figure:
     """Build Figure 1 for one task: four heatmap panels (seen, func, class, type)
-    side by side, one colour scale, functionalities numbered with a key below.
-    ``long``: the pass-rate table, or a mapping training seed -> its table (several
+    side by side (``layout`` "row") or 2 x 2 ("grid"), one colour scale, functionalities
+    numbered with a key below; the title, the seed note and the legend above the panels, each on
+    its own line. ``long``: the pass-rate table, or a mapping training seed -> its table (several
     seeds: each cell the mean over seeds with "±sd" below it)."""
+    if layout not in FIGURE1_LAYOUTS:
+        raise ValueError(f"figure1: field 'layout': {layout!r} is not one of {', '.join(FIGURE1_LAYOUTS)}")
+    grid_rows, grid_cols = FIGURE1_LAYOUTS[layout]
     funcs = class_sorted(functionalities)
     longs = long if isinstance(long, dict) else {0: long}
     seed_mats = figure1_seed_matrices(longs, funcs, configurations, methods)
@@ -192,10 +211,15 @@ def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, conf
     if rotate_ticks:
         tick_fs = min(7.5, cw * 72 * 0.85)
     label_w = max(len(s) for s in row_labels) * 0.065 + 0.25
-    panel_w, panel_h, gap = n_cols * cw, n_rows * ch, 0.3
-    cbar_x = label_w + 4 * panel_w + 3 * gap + 0.2
-    width = max(10.0, cbar_x + 0.15 + 0.75)
-    top_h, tick_h = (1.0 if several else 0.8), 0.4
+    panel_w, panel_h = n_cols * cw, n_rows * ch
+    gap = max(0.3, 1.6 - panel_w)   # narrow panels: room for the two-line titles ("unseen functionality")
+    cbar_x = label_w + grid_cols * panel_w + (grid_cols - 1) * gap + max(0.2, (1.5 - panel_w) / 2)
+    width = max(10.0 if layout == "row" else 7.0, cbar_x + 0.15 + 0.75)
+    # from the top: the title (0.35), the seed note (0.25), the legend (0.45), the panels' two-line titles (0.45)
+    title_h, note_h, legend_h, panel_title_h = 0.35, (0.25 if several else 0.0), 0.45, 0.45
+    top_h, tick_h = title_h + note_h + legend_h + panel_title_h, 0.4
+    tick_h += 0.25 * rotate_ticks * (digits - 1)   # rotated numbers: their length
+    row_step = panel_h + tick_h + panel_title_h    # a grid row: its panels, their ticks, the next row's titles
 
     key_fs = 7.0
     char_w, line_h = 0.56 * key_fs / 72, 1.45 * key_fs / 72
@@ -208,7 +232,7 @@ def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, conf
     n_key_cols = max(1, int((width - 0.5) // key_col_w))
     key_cols = _key_columns(key_lines, n_key_cols)
     key_h = 0.35 + max(len(c) for c in key_cols) * line_h + 0.15
-    height = top_h + panel_h + tick_h + key_h
+    height = top_h + grid_rows * row_step - panel_title_h + key_h
 
     fig = plt.figure(figsize=(width, height))
 
@@ -220,7 +244,8 @@ def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, conf
     im = None
     for p, sc in enumerate(FIGURE1_SCENARIOS):
         mat = mats[sc][0]
-        ax = axes(label_w + p * (panel_w + gap), y0, panel_w, panel_h)
+        r, c = divmod(p, grid_cols)
+        ax = axes(label_w + c * (panel_w + gap), y0 + (grid_rows - 1 - r) * row_step, panel_w, panel_h)
         im = ax.imshow(np.ma.masked_invalid(mat), cmap=cmap, vmin=0, vmax=100, aspect="auto",
                        interpolation="nearest")
         if show_values:
@@ -243,7 +268,7 @@ def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, conf
             tick.set_color(TYPE_COLORS.get(t, "black"))
             if rotate_ticks or (j == 0 and 3 * 0.6 * tick_fs > 0.95 * cw * 72):
                 tick.set_rotation(90)
-        if p == 0:
+        if c == 0:
             ax.set_yticks(range(n_rows), row_labels, fontsize=8)
         else:
             ax.set_yticks(range(n_rows), [""] * n_rows)
@@ -251,19 +276,19 @@ def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, conf
         _draw_separators(ax, caps, len(configurations), len(methods), lw=1.6)
         ax.set_title(FIGURE1_TITLES[sc], fontsize=9, pad=4)
 
-    cax = axes(cbar_x, y0, 0.15, max(panel_h, 0.8))
+    cax = axes(cbar_x, y0, 0.15, max((grid_rows - 1) * row_step + panel_h, 0.8))
     cbar = fig.colorbar(im, cax=cax)
     cbar.set_label("pass rate (%)", fontsize=8)
     cbar.ax.tick_params(labelsize=7)
 
     fig.text(0.15 / width, 1 - 0.12 / height, title, ha="left", va="top", fontsize=11, fontweight="bold")
     if several:
-        fig.text(0.15 / width, 1 - 0.36 / height, f"each cell: mean ± sd over {len(longs)} training seeds "
-                 f"({', '.join(map(str, longs))})", ha="left", va="top", fontsize=8, style="italic")
+        fig.text(0.15 / width, 1 - (title_h + 0.02) / height, f"each cell: mean ± sd over {len(longs)} training "
+                 f"seeds ({', '.join(map(str, longs))})", ha="left", va="top", fontsize=8, style="italic")
     handles = _type_handles() + [plt.Line2D([], [], color=NAN_COLOR, marker="s", ls="", label="no score")]
-    fig.legend(handles=handles, loc="upper right", bbox_to_anchor=(1 - 0.15 / width, 1 - 0.05 / height),
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.1 / width, 1 - (title_h + note_h) / height),
                ncol=len(handles), fontsize=7, frameon=False, title="tick / key colour = test type",
-               title_fontsize=7, handletextpad=0.2, columnspacing=1.0)
+               title_fontsize=7, handletextpad=0.2, columnspacing=1.0, borderaxespad=0.0, borderpad=0.2)
 
     fig.text(0.15 / width, (key_h - 0.1) / height, "Functionalities (column number: name; grouped by class, "
              "colour = test type; avg = mean pass rate over the scored functionalities)",
@@ -276,9 +301,11 @@ def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, conf
 
 
 def plot_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, configurations: list[str],
-                 methods: list[str], out_png: str | os.PathLike, out_pdf: str | os.PathLike, title: str) -> None:
-    """Figure 1 of the paper for one task, written atomically as PNG (150 dpi) and PDF."""
-    fig = build_figure1(long, functionalities, configurations, methods, title)
+                 methods: list[str], out_png: str | os.PathLike, out_pdf: str | os.PathLike, title: str,
+                 layout: str = "row") -> None:
+    """Figure 1 of the paper for one task (``layout``: as :func:`build_figure1`), written atomically as PNG
+    (150 dpi) and PDF."""
+    fig = build_figure1(long, functionalities, configurations, methods, title, layout)
     try:
         with atomic_path(out_png) as tmp:
             fig.savefig(tmp, format="png", dpi=150)

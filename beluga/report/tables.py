@@ -152,7 +152,7 @@ def _spread(long: pd.DataFrame) -> tuple[np.ndarray | None, str]:
     """(standard deviations over training seeds aligned with :func:`_grid`'s values, or None for a one-seed
     table; a sentence saying how many seeds each cell has)."""
     if "sd" not in long.columns or not long["sd"].notna().any():
-        return None, ""
+        return None, "Every cell: one training seed (no spread over seeds)."
     df = _validate(long)
     rows, cols = _layout(df)
     names = [c[2] for c in cols]
@@ -161,6 +161,13 @@ def _spread(long: pd.DataFrame) -> tuple[np.ndarray | None, str]:
     many = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
     return sd, (f"Every cell: mean ± standard deviation over {many} training seeds; marks from tests stratified "
                 "by seed (docs/STATISTICS.md).")
+
+
+def _intervals_text(intervals: list[str] | tuple[str, ...] | None) -> str:
+    """Where the confidence intervals are: the CSV file's ci_lo / ci_hi, and each task's intervals file."""
+    where = "" if not intervals else f"; per task also in {', '.join(map(str, intervals))}"
+    return ("95% bootstrap confidence intervals (ci_lo, ci_hi), p-values and adjusted p-values are in the CSV file"
+            f"{where}.")
 
 
 def _grid(long: pd.DataFrame):
@@ -215,10 +222,12 @@ def _shown_notes(iid_notes: dict[str, str] | None, cols) -> dict[str, str]:
 
 
 def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm",
-                    iid_notes: dict[str, str] | None = None) -> str:
+                    iid_notes: dict[str, str] | None = None, intervals: list[str] | None = None) -> str:
     """Table 3 as a Markdown table (×100, one decimal) with a legend paragraph; with several training
     seeds every cell is the mean ± the standard deviation over seeds. ``iid_notes``: task -> the sentence
-    saying its i.i.d. data are not the paper's (its headers marked †, the sentences in a footnote)."""
+    saying its i.i.d. data are not the paper's (its headers marked †, the sentences in a footnote). The legend
+    says how many training seeds each cell has and where the intervals are (``intervals``: the tasks'
+    intervals.csv paths)."""
     rows, cols, values, marks, bold = _grid(long)
     notes = _shown_notes(iid_notes, cols)
     sd, seeds_text = _spread(long)
@@ -256,8 +265,7 @@ def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | N
         "The baseline is never marked. **Bold**: best value in the column (all cells that print the maximum). "
         f"{DASH}: not available."
         + (" Avg: mean G over tasks and scenarios." if has_avg else "")
-        + " Confidence intervals, p-values and adjusted p-values are in the CSV file."
-        + (f" {seeds_text}" if seeds_text else "")
+        + f" {_intervals_text(intervals)} {seeds_text}"
     )
     foot = footnote_markdown(notes)
     return "\n".join(lines) + "\n\n" + legend + "\n" + (f"\n{foot}" if foot else "")
@@ -277,10 +285,12 @@ def _latex_col(col: str) -> str:
 
 def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm",
                  caption: str | None = None, label: str = "tab:table3",
-                 iid_notes: dict[str, str] | None = None) -> str:
+                 iid_notes: dict[str, str] | None = None, intervals: list[str] | None = None) -> str:
     """Table 3 as a complete LaTeX ``table`` (booktabs; needs ``\\usepackage[table]{xcolor}``); with several
     training seeds every cell is the mean $\\pm$ the standard deviation over seeds. ``iid_notes``: as
-    :func:`table3_markdown` (the task's header marked $^\\dagger$, the sentences at the caption's end)."""
+    :func:`table3_markdown` (the task's header marked $^\\dagger$, the sentences at the caption's end); the
+    caption says how many training seeds each cell has and where the intervals are (``intervals``: as
+    :func:`table3_markdown`)."""
     rows, cols, values, marks, bold = _grid(long)
     notes = _shown_notes(iid_notes, cols)
     sd, seeds_text = _spread(long)
@@ -342,8 +352,8 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
             r"(i.i.d.: accuracy or exact match, two-sided exact binomial test on the discordant examples; F1 or the "
             r"mean of two metrics, paired approximate randomization of that score; $G$: approximate randomization, "
             rf"Yeh 2000; {latex_escape(_correction_text(correction))}). Bold: best score per column. "
-            r"--: not available."
-            + (" " + latex_escape(seeds_text).replace("±", r"$\pm$") if seeds_text else "")
+            r"--: not available. "
+            + latex_escape(_intervals_text(intervals)) + " " + latex_escape(seeds_text).replace("±", r"$\pm$")
         )
     if notes:   # also under a caption of the caller's
         caption += (rf" $^\dagger$Not the paper's i.i.d.\ data ({latex_escape(SEE)}): "

@@ -29,11 +29,12 @@ def heatmap(*, task: str, suite: str, pass_rates: str, scenario: str, configurat
 
 
 def figure1(*, task: str, suite: str, pass_rates: str, configurations: list[str], methods: list[str],
-            out_png: str, out_pdf: str) -> None:
-    """``pass_rates``: per_seed_pass_rates.csv."""
+            out_png: str, out_pdf: str, layout: str = "row") -> None:
+    """``pass_rates``: per_seed_pass_rates.csv; ``layout``: the config's figure1.layout (row or grid)."""
     from beluga.report.plots import plot_figure1
 
     funcs = functionality_table(load_suite(suite))
     by_seed = _by_seed(pass_rates)
     plot_figure1(by_seed if len(by_seed) > 1 else next(iter(by_seed.values())), funcs, configurations, methods,
-                 out_png, out_pdf, title=f"{task.upper()}: pass rates (%) per scenario (first row: IID model)")
+                 out_png, out_pdf, title=f"{task.upper()}: pass rates (%) per scenario (first row: IID model)",
+                 layout=layout)

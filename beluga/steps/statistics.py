@@ -128,8 +128,9 @@ def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], signi
     write_csv(summary, out_summary_csv)
     write_text(table3_summary.table3_summary_markdown(summary, table), out_summary_markdown)
     # the renderers read correction "none" as no correction
-    write_text(tables.table3_markdown(long, alpha, correction, iid_notes=notes), out_markdown)
-    write_text(tables.table3_latex(long, alpha, correction, iid_notes=notes), out_latex)
+    write_text(tables.table3_markdown(long, alpha, correction, iid_notes=notes, intervals=list(intervals)),
+               out_markdown)
+    write_text(tables.table3_latex(long, alpha, correction, iid_notes=notes, intervals=list(intervals)), out_latex)
     if out_iid_data is not None:
         write_text(iid_data.iid_data_html(records), out_iid_data)
 
