@@ -61,13 +61,13 @@ def test_score_small_suite(tmp_path):
                   "--out", out, "--task", "sent")
     assert res.returncode == 0, res.stderr
     cases = pd.read_parquet(out / "cases.parquet")
-    assert list(cases.columns) == ["case_id", "functionality", "status"]
+    assert list(cases.columns) == ["case_id", "functionality", "status", "filter_reason"]
     assert len(cases) == len(suite) - 1
     st = cases.set_index("case_id").status
     assert st["mft-0"] == "pass" and st["inv-0"] == "fail" and st["inv-1"] == "pass" and st["nn-0"] == "pass"
     funcs = pd.read_csv(out / "functionalities.csv")
     assert list(funcs.columns) == ["functionality", "capability", "test_type", "n_cases", "n_scored", "n_passed",
-                                   "pass_rate"]
+                                   "pass_rate", "n_filtered", "filtered", "status"]
     assert funcs.functionality.tolist() == list(dict.fromkeys(suite.functionality))
     typos = funcs.set_index("functionality").loc["typos"]
     assert (typos.n_cases, typos.n_scored, typos.n_passed) == (3, 3, 2)
@@ -305,7 +305,8 @@ def test_test_two_models_mean_sd_equal_hand_computation(seed_models, suite_file,
     funcs = pd.read_csv(both / "functionalities.csv")
     assert list(funcs.columns) == ["capability", "functionality", "test_type", "n_cases", "n_scored", "n_failed",
                                    "failure_rate", "n_models", "failure_rate_sd", "failure_rate_min",
-                                   "failure_rate_max", f"failure_rate[{a}]", f"failure_rate[{b}]"]
+                                   "failure_rate_max", f"failure_rate[{a}]", f"failure_rate[{b}]", "n_filtered",
+                                   "filtered", "status"]
     one = {m: pd.read_csv(single[m] / "functionalities.csv") for m in (a, b)}
     for m in (a, b):
         assert one[m].functionality.tolist() == funcs.functionality.tolist()
@@ -409,7 +410,7 @@ def test_summary_over_models_keeps_suite_text_and_model_names_literal():
     rendered = markdown_it.MarkdownIt("commonmark").enable("table").render(md)
     assert "<b>" not in rendered and "<code>m\\x1b[5m&lt;b&gt;one&lt;/b&gt;</code>" in rendered
     table = [ln for ln in md.splitlines() if ln.startswith("| ") and "---" not in ln]
-    assert all(len(re.findall(r"(?<!\\)\|", ln)) == 9 for ln in table), table
+    assert all(len(re.findall(r"(?<!\\)\|", ln)) == 11 for ln in table), table
     assert rendered.count("<tr>") == 3                                  # a "|" in the text splits no cell
     page = summary_html(funcs, examples, "2 models on s", models=models)
     for raw in ("<img", "<script", "<i>", "<b>one", "c<b>"):
