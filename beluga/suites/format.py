@@ -61,7 +61,7 @@ TASK_KEY = "beluga.task"
 #   n_inputs: exact number of inputs the expectation works on (None: any)
 EXPECTATIONS: dict[str, dict] = {
     "eq": {"needs": "label_or_answer", "val_ok": True, "types": ("MFT", "INV", "DIR")},
-    "not_negative": {"needs": None, "val_ok": False, "types": ("MFT",)},
+    "not_negative": {"needs": None, "val_ok": False, "types": ("MFT", "DIR")},
     "eq_or_not_negative": {"needs": "label", "val_ok": False, "types": ("MFT",)},
     "inv": {"needs": None, "val_ok": False, "types": ("INV",)},
     "monotonic": {"needs": None, "val_ok": False, "types": ("DIR",)},
