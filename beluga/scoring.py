@@ -209,6 +209,22 @@ def case_outcome(expect: str, params: dict, agg_fn: str, preds, probs, labels, a
     return status, "no input scored"
 
 
+def filter_condition(expect: str, params: dict) -> str | None:
+    """When a case of this expectation is filtered (not scored) whatever the model predicts beyond it, as
+    the summaries of ``suite build`` / ``suite perturb`` warn: the slice, the monotonic bound; None: never
+    for that reason."""
+    slice_name = params.get("slice")
+    if slice_name == "orig_not_neutral":
+        return "a case whose original is predicted neutral is filtered"
+    if slice_name == "orig_pred_eq":
+        return f"a case whose original is not predicted class {params.get('slice_value')} is filtered"
+    if expect == "monotonic":
+        tol = params.get("tolerance", 0.0)
+        bound = f"<= tolerance {tol}" if params.get("increasing", True) else f">= 1 - tolerance {tol}"
+        return f"a case whose original's confidence is {bound} is filtered"
+    return None
+
+
 def _as_list(v):
     if v is None or (isinstance(v, float) and v != v):
         return None

@@ -14,6 +14,7 @@ import yaml
 from beluga.bounds import yaml_load
 from beluga.errors import ConfigError
 from beluga.progress import progress
+from beluga.scoring import filter_condition
 from beluga.suites import perturb as perturbations
 from beluga.suites import spec as suite_spec
 from beluga.suites.format import EXPECTATIONS, functionality_table, save_suite, validate_suite
@@ -54,8 +55,10 @@ def summary(df: pd.DataFrame, samples: int = 1) -> str:
                         for _, r in rows.iterrows()})
         repeated = (f" — only {distinct} distinct: the templates or sentences make fewer, so cases repeat"
                     if distinct < len(rows) else "")
+        when = filter_condition(first["expect"], json.loads(first["expect_params"] or "{}"))
         lines.append(f"{first['capability']} / {func} ({first['test_type']}, {first['expect']}): {len(rows)} cases, "
-                     f"{n_inputs} inputs" + (f", {real} from real sentences" if real else "") + repeated)
+                     f"{n_inputs} inputs" + (f", {real} from real sentences" if real else "") + repeated
+                     + (f"; when tested, {when}" if when else ""))
         for _, r in rows.head(samples).iterrows():
             lines.append("    " + _case_text(r))
     return "\n".join(lines)
