@@ -687,7 +687,7 @@ def test_suite_lexicons_lists_names_and_entries(capsys):
     assert lexicon_list("reducers").splitlines() == list(lex.REDUCERS)
     assert lexicon_list("REDUCERS") == lexicon_list("reducers")
     assert lexicon_list("pos_verb").splitlines()[0] == "love / loved"
-    with pytest.raises(ConfigError, match=r"suite lexicons: field 'NAME': unknown word list 'nope' \(known: .*reducers"):
+    with pytest.raises(ConfigError, match=r"field 'NAME': unknown word list 'nope' \(known: .*reducers"):
         lexicon_list("nope")
     assert main(["suite", "lexicons", "neg_be"]) == 0
     assert capsys.readouterr().out.splitlines() == list(BUILTIN_LEXICONS["neg_be"])

@@ -99,11 +99,11 @@ def failure_summary(suite: pd.DataFrame, statuses: list[pd.DataFrame], preds: li
 
     Per functionality (suite order): class, functionality, type, cases; ``n_scored`` / ``n_failed`` /
     ``n_filtered`` summed over the models, ``filtered`` (their reasons counted,
-    :func:`beluga.metrics.filtered_note`) and ``status`` (:func:`beluga.metrics.status_word`: ``fail``,
-    ``pass`` or ``no scored cases``); ``failure_rate``, the mean over the models of each model's own failure rate (a model that
-    scored no case of the functionality left out). With two or more models also ``n_models`` (the models in
-    that mean), ``failure_rate_sd`` (sample standard deviation, ``ddof=1``; NaN where one model scored it),
-    ``_min``, ``_max`` and one column per model (:func:`model_rate_column`). Failing cases: up to ``k`` per
+    :func:`beluga.metrics.filtered_note`) and ``status`` (:func:`beluga.metrics.status_word`: ``fail``, ``pass``
+    or ``no scored cases``); ``failure_rate``, the mean over the models of each model's own failure rate (a
+    model that scored no case of the functionality left out). With two or more models also ``n_models`` (the
+    models in that mean), ``failure_rate_sd`` (sample standard deviation, ``ddof=1``; NaN where one model scored
+    it), ``_min``, ``_max`` and one column per model (:func:`model_rate_column`). Failing cases: up to ``k`` per
     functionality, those failing for the most models first (suite order among equals), each with its inputs,
     expectation, ``n_failing``, ``failing`` (indices of the models that fail it) and per input the
     ``predictions`` of every model."""
