@@ -284,6 +284,10 @@ def test_predictions_have_input_text_and_task_comes_from_the_model(tiny_model, s
     texts = {(c, j): x for c, xs in zip(suite.case_id, suite.inputs) for j, x in enumerate(xs)}
     assert list(preds.columns[1:4]) == ["case_id", "input_idx", "input"]
     assert preds["input"].tolist() == [texts[k] for k in zip(preds.case_id, preds.input_idx)]
+    cases = pd.read_parquet(tested / "cases.parquet")       # the filtered cases' reasons, also in run.json
+    assert cases["filter_reason"].notna().tolist() == (cases["status"] == "filtered").tolist()
+    counts = cases["filter_reason"].dropna().value_counts().to_dict()
+    assert json.loads((tested / "run.json").read_text())["filtered"] == {str(tiny_model): counts}
     out = tmp_path / "o"
     assert main(["test", "--model", str(tiny_model), "--suite", str(suite_file), "--out", str(out)]) == 0
     assert json.loads((out / "run.json").read_text())["arguments"]["task"] == "sent"

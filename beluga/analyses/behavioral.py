@@ -9,12 +9,13 @@ model's predictions: beluga/analyses/predictions.py.
 from __future__ import annotations
 
 import re
+import textwrap
 
 import numpy as np
 import pandas as pd
 
 from beluga.bounds import json_loads
-from beluga.metrics import STATUS_WORDS
+from beluga.metrics import STATUS_WORDS, filter_counts, filtered_note, status_word
 from beluga.pages import render_page
 
 # ---------------------------------------------------------------- the failure summary
@@ -62,7 +63,6 @@ def _functionality_rates(suite: pd.DataFrame, status: pd.DataFrame) -> pd.DataFr
     """One model's failures per functionality (suite order): class, functionality, type, n cases, n scored,
     n failed, failure rate, and the filtered cases' reasons counted (``reasons``: {reason: n}; from the
     status's ``filter_reason`` where it has one, else "not recorded")."""
-    from beluga.metrics import filter_counts
     from beluga.scoring import FAIL, FILTERED
 
     st = status.set_index("case_id")["status"]
@@ -107,7 +107,6 @@ def failure_summary(suite: pd.DataFrame, statuses: list[pd.DataFrame], preds: li
     functionality, those failing for the most models first (suite order among equals), each with its inputs,
     expectation, ``n_failing``, ``failing`` (indices of the models that fail it) and per input the
     ``predictions`` of every model."""
-    from beluga.metrics import filtered_note, status_word
     from beluga.scoring import FAIL
 
     if not (len(models) == len(statuses) == len(preds)) or not models:
@@ -277,8 +276,6 @@ def _text_rate(r: dict, n: int) -> str:
 def _title_lines(title: str, width: int) -> list[str]:
     """The title in lines of at most ``width`` characters, nothing cut: broken at spaces, a longer word (a
     path) at ``/`` where it can, else at the width."""
-    import textwrap
-
     words = re.sub(r"(?<=/)(?=[^/\s])", "\u200b", title)   # a break point after each /
     lines = textwrap.wrap(words, width=width, break_long_words=True, break_on_hyphens=False)
     out = [line.replace("\u200b", "") for line in lines]

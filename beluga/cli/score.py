@@ -229,6 +229,7 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
                                              "task": ttype.name, "format": fmt, "label_order": label_order,
                                              "paper_fixes": paper_fixes, "checklist_subset": subset},
            "labels": json.loads(labels.get("beluga_labels", "{}")), "unknown_case_ids": len(unknown),
+           "filtered": filter_counts(cases["filter_reason"]),
            **provenance.record({"suite": suite_path, "predictions": predictions_path})}
     write_out_folder(out_dir, {"cases.parquet": lambda p: write_parquet(scored, p, metadata=labels),
                                "functionalities.csv": lambda p: write_csv(funcs, p),

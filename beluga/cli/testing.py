@@ -29,7 +29,8 @@ from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, write_json, write_out_folder
 from beluga.labels import label_map, permute_outputs
-from beluga.model_config import read_model_config
+from beluga.metrics import filter_counts
+from beluga.model_config import read_model_config, recorded_task
 from beluga.progress import progress
 
 #: the files ``test`` writes into its --out folder (nothing else is ever there)
@@ -136,6 +137,7 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
                                             "precision": precision, "paper_fixes": paper_fixes,
                                             "checklist_subset": subset},
            "labels": json.loads(labels.get("beluga_labels", "{}")), "hub_models": hub,
+           "filtered": {m: filter_counts(st["filter_reason"]) for m, st in zip(models, statuses)},
            **provenance.record({"suite": suite_path, **{f"model {m}": p for m, p in zip(models, paths)}})}
     write_out_folder(out_dir, {"predictions.parquet": lambda p: write_parquet(table, p, metadata=labels),
                                "cases.parquet": lambda p: write_parquet(scored, p),
@@ -164,8 +166,6 @@ def _with_inputs(table: pa.Table, suite: pd.DataFrame, preds: pd.DataFrame) -> p
 
 def _recorded_tasks(models: list[str], paths: list[str]) -> dict[str, str]:
     """{model: the task type it records (config.json ``beluga_task``)} for the models that record one."""
-    from beluga.model_config import recorded_task
-
     out = {}
     for m, path in zip(models, paths):
         if Path(path, "config.json").is_file():

@@ -15,9 +15,11 @@ from beluga.bounds import yaml_load
 from beluga.errors import ConfigError
 from beluga.progress import progress
 from beluga.scoring import filter_condition
+from beluga.suites import lexicons as lex
 from beluga.suites import perturb as perturbations
 from beluga.suites import spec as suite_spec
 from beluga.suites.format import EXPECTATIONS, functionality_table, save_suite, validate_suite
+from beluga.suites.templates import BUILTIN_LEXICONS
 from beluga.tasks import get_task_type
 
 
@@ -202,9 +204,6 @@ def _entry(x) -> str:
 def _lexicon_tables() -> list[tuple[str, dict]]:
     """(heading, {name: entries}) of the built-in word lists: the templates' placeholders, then the lists a
     perturbation parameter names (beluga/suites/lexicons.py; word groups: pairs and synonym groups)."""
-    from beluga.suites import lexicons as lex
-    from beluga.suites.templates import BUILTIN_LEXICONS
-
     return [("template placeholders ({name} in a spec's templates)", dict(BUILTIN_LEXICONS)),
             ("word lists (a perturbation's lexicon parameters, case-insensitive)", dict(lex.LEXICONS)),
             ("word groups (pairs and groups: the perturbations' pairs and synonyms)", dict(lex.WORD_GROUPS))]
