@@ -350,3 +350,24 @@ def test_checklist_subset_of_the_sentiment_export_is_the_published_sample():
     assert per.max() <= 500
     whole = df.groupby("functionality").size()
     assert ((per == whole.reindex(per.index)) | (per == 500)).all()
+
+
+def test_score_checklist_subset_command(tmp_path, capsys):
+    """`score --checklist-subset` scores only the published runs' cases; on a project suite: one line, status 2."""
+    from beluga.cli import main
+
+    p = _write(tmp_path, [_export_line(case_id=f"qqp-00-0000{i}", in_run_subset=i in (1, 3)) for i in range(5)])
+    preds = pd.DataFrame({"case_id": [f"qqp-00-0000{i}" for i in range(5)], "input_idx": 0,
+                          "probs": [[0.2, 0.8]] * 5})
+    preds.to_parquet(tmp_path / "preds.parquet")
+    assert main(["score", "--suite", str(p), "--predictions", str(tmp_path / "preds.parquet"),
+                 "--out", str(tmp_path / "o"), "--checklist-subset"]) == 0
+    assert pd.read_parquet(tmp_path / "o" / "cases.parquet")["case_id"].tolist() == ["qqp-00-00001", "qqp-00-00003"]
+    assert json.loads((tmp_path / "o" / "run.json").read_text())["arguments"]["checklist_subset"] is True
+    project = tmp_path / "project.parquet"
+    save_suite(make_tiny_suite(1), project)
+    capsys.readouterr()
+    assert main(["score", "--suite", str(project), "--predictions", str(tmp_path / "preds.parquet"), "--task",
+                 "sent", "--out", str(tmp_path / "o2"), "--checklist-subset"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field '--checklist-subset': the suite records no CheckList run subset" in err
