@@ -175,8 +175,9 @@ def _case_items(ttype: TaskType, r, dir_train_slice: bool, qa_answer_match: str 
 def trained_as_mft(r, params: dict) -> bool:
     """A classification case trained as MFTs: an MFT, a case with the training
     hint ``"train": {"as": "MFT"}``, or a label-checked INV / DIR (``eq``,
-    ``triplet``)."""
-    return (params.get("train") or {}).get("as") == "MFT" or r.test_type == "MFT" or r.expect in ("eq", "triplet")
+    ``triplet``, ``not_negative``)."""
+    return ((params.get("train") or {}).get("as") == "MFT" or r.test_type == "MFT"
+            or r.expect in ("eq", "triplet", "not_negative"))
 
 
 def mft_inputs(r, params: dict,

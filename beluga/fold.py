@@ -133,18 +133,19 @@ def _part(clock: Clock | None, name: str):
 
 def suite_outcomes(model, tokenizer, ttype: TaskType, cases: pd.DataFrame, *, split: str, batch_size: int,
                    max_length: int, doc_stride: int, precision: Precision, source: str, clock: Clock | None = None,
-                   chunk_cases: int | None = None,
-                   on_chunk: Callable[[int], None] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   chunk_cases: int | None = None, on_chunk: Callable[[int], None] | None = None,
+                   reasons: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(predictions, per-case status) of every input of ``cases``
     (:func:`beluga.predict.suite_predictions` under ``split``, in chunks of
     ``chunk_cases`` cases if given; :func:`beluga.scoring.score_cases`,
-    ``source`` naming the predictions in messages), timed as the ``predict``
+    ``source`` naming the predictions in messages; ``reasons``: with each
+    filtered case's ``filter_reason``), timed as the ``predict``
     and ``score`` parts of ``clock`` if given."""
     with _part(clock, "predict"):
         preds = suite_predictions(model, tokenizer, ttype, cases, split, batch_size, max_length, doc_stride,
                                   precision, chunk_cases=chunk_cases, on_chunk=on_chunk)
     with _part(clock, "score"):
-        status = score_cases(cases, preds, ttype, source=source)
+        status = score_cases(cases, preds, ttype, source=source, reasons=reasons)
     return preds, status
 
 

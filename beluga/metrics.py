@@ -78,8 +78,38 @@ def iid_score(metrics: dict[str, float], choice: str = "mean") -> float:
     if choice not in metrics:
         raise ValueError(f"field 'iid_metric': {choice!r} is not a metric of this task ({', '.join(metrics)})")
     return float(metrics[choice])
+#: a functionality's status word in the summaries of ``test`` and ``score``: a failure rate above 0, none
+#: failed, or no case scored (every case filtered)
+STATUS_FAIL, STATUS_PASS, STATUS_NONE = "fail", "pass", "no scored cases"
+STATUS_WORDS = (STATUS_FAIL, STATUS_PASS, STATUS_NONE)
+
+
+def status_word(n_scored: int, n_failed: int) -> str:
+    """The status word that matches a functionality's counts (:data:`STATUS_FAIL` ...)."""
+    return STATUS_NONE if n_scored == 0 else STATUS_FAIL if n_failed else STATUS_PASS
+
+
+def filter_counts(reasons) -> dict[str, int]:
+    """The filtered cases' reasons (``filter_reason``, nulls skipped) counted, most frequent first."""
+    counts = pd.Series([r for r in reasons if isinstance(r, str)], dtype=object).value_counts(sort=True)
+    return {str(k): int(v) for k, v in counts.items()}
+
+
+def filtered_note(counts: dict[str, int]) -> str:
+    """``"10 filtered: original predicted neutral"`` (several reasons: ``"12 filtered: 10 original predicted
+    neutral, 2 no input scored"``); "" when none was filtered."""
+    n = sum(counts.values())
+    if not n:
+        return ""
+    if len(counts) == 1:
+        return f"{n} filtered: {next(iter(counts))}"
+    return f"{n} filtered: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+
+
 def pass_rates(outcomes: pd.DataFrame, functionalities: pd.DataFrame) -> pd.DataFrame:
-    """Per functionality: n_cases, n_scored, n_passed, pass_rate (NaN if nothing scored)."""
+    """Per functionality: n_cases, n_scored, n_passed, pass_rate (NaN if nothing scored); where ``outcomes``
+    has ``filter_reason`` (:func:`beluga.scoring.score_cases` with ``reasons``) also ``n_filtered``,
+    ``filtered`` (:func:`filtered_note`) and ``status`` (:func:`status_word`)."""
     g = outcomes.groupby("functionality", sort=False)["status"]
     df = pd.DataFrame({
         "n_cases": g.size(),
@@ -87,6 +117,12 @@ def pass_rates(outcomes: pd.DataFrame, functionalities: pd.DataFrame) -> pd.Data
         "n_passed": g.apply(lambda s: int((s == PASS).sum())),
     }).reset_index()
     df["pass_rate"] = np.where(df["n_scored"] > 0, df["n_passed"] / df["n_scored"].where(df["n_scored"] > 0), np.nan)
+    if "filter_reason" in outcomes.columns:
+        notes = outcomes.groupby("functionality", sort=False)["filter_reason"].apply(
+            lambda s: filtered_note(filter_counts(s)))
+        df["n_filtered"] = df["n_cases"] - df["n_scored"]
+        df["filtered"] = df["functionality"].map(notes).fillna("")
+        df["status"] = [status_word(k, k - p) for k, p in zip(df["n_scored"], df["n_passed"])]
     meta = functionalities[["functionality", "capability", "test_type"]]
     return meta.merge(df, on="functionality", how="inner")
 

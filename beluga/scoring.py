@@ -173,6 +173,19 @@ def case_status(expect: str, params: dict, agg_fn: str, preds, probs, labels,
     string (QA) per input; probs: per-input probabilities over the suite's
     labels, or None for QA; labels / answers: per-input expectations; meta:
     the parsed ``meta`` JSON."""
+    return case_outcome(expect, params, agg_fn, preds, probs, labels, answers, meta)[0]
+
+
+def _class_name(c, class_names: dict | None) -> str:
+    return str((class_names or {}).get(c, c))
+
+
+def case_outcome(expect: str, params: dict, agg_fn: str, preds, probs, labels, answers=None, meta=None,
+                 class_names: dict | None = None) -> tuple[str, str | None]:
+    """(status, why it was filtered) of one case (:func:`case_status`); the reason is None unless the status
+    is ``filtered``: the slice that did not hold (``original predicted neutral``), the monotonic expectation's
+    original already at its bound, the triplet's pair predictions, or no input scored. ``class_names``:
+    the suite's class names by index, for the reasons."""
     if expect not in EXPECT_FNS:
         raise BelugaError(f"field 'expect': unknown expectation {expect!r} (known: {', '.join(EXPECT_FNS)})")
     slice_name = params.get("slice")
@@ -180,9 +193,36 @@ def case_status(expect: str, params: dict, agg_fn: str, preds, probs, labels,
         if slice_name not in SLICE_FNS:
             raise BelugaError(f"expectation parameter 'slice': unknown slice {slice_name!r}")
         if not SLICE_FNS[slice_name](preds, probs, params):
-            return FILTERED
+            why = (f"original predicted {_class_name(1, class_names)}" if slice_name == "orig_not_neutral" else
+                   f"original not predicted {_class_name(params.get('slice_value'), class_names)}")
+            return FILTERED, why
     results = EXPECT_FNS[expect](preds, probs, labels, params, answers, meta)
-    return combine_inputs(results, "all" if expect in CASE_LEVEL else agg_fn)
+    status = combine_inputs(results, "all" if expect in CASE_LEVEL else agg_fn)
+    if status != FILTERED:
+        return status, None
+    if expect == "monotonic":
+        tol = params.get("tolerance", 0.0)
+        bound = f"<= tolerance {tol}" if params.get("increasing", True) else f">= 1 - tolerance {tol}"
+        return status, f"original's confidence {bound} (monotonic)"
+    if expect == "triplet":
+        return status, "pair predictions leave the implication untested"
+    return status, "no input scored"
+
+
+def filter_condition(expect: str, params: dict) -> str | None:
+    """When a case of this expectation is filtered (not scored) whatever the model predicts beyond it, as
+    the summaries of ``suite build`` / ``suite perturb`` warn: the slice, the monotonic bound; None: never
+    for that reason."""
+    slice_name = params.get("slice")
+    if slice_name == "orig_not_neutral":
+        return "a case whose original is predicted neutral is filtered"
+    if slice_name == "orig_pred_eq":
+        return f"a case whose original is not predicted class {params.get('slice_value')} is filtered"
+    if expect == "monotonic":
+        tol = params.get("tolerance", 0.0)
+        bound = f"<= tolerance {tol}" if params.get("increasing", True) else f">= 1 - tolerance {tol}"
+        return f"a case whose original's confidence is {bound} is filtered"
+    return None
 
 
 def _as_list(v):
@@ -208,13 +248,15 @@ def _index_predictions(predictions: pd.DataFrame, source: str) -> dict:
 
 
 def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
-                source: str = "predictions", on_cases: Callable[[int], None] | None = None) -> pd.DataFrame:
+                source: str = "predictions", on_cases: Callable[[int], None] | None = None,
+                reasons: bool = False) -> pd.DataFrame:
     """suite: suite rows to score; predictions: rows (case_id, input_idx,
     probs) for classification tasks or (case_id, input_idx, answer) for QA,
     covering every input of those cases (other columns are ignored).
     ``on_cases`` (optional): called with the cases scored so far, every
     :data:`PROGRESS_EVERY` cases and at the end (a progress bar).
-    Returns DataFrame(case_id, functionality, status)."""
+    Returns DataFrame(case_id, functionality, status), with ``reasons`` also ``filter_reason`` (why a filtered
+    case was not scored, :func:`case_outcome`; null for the others)."""
     qa = ttype.head == "qa"
     col = "answer" if qa else "probs"
     for c in ("case_id", "input_idx", col):
@@ -260,7 +302,8 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
     param_cache: dict[str, dict] = {}
     checked: set[str] = set()
     n_classes = 0 if qa or not probs_all else len(probs_all[0])
-    statuses = []
+    statuses, why = [], []
+    names = None if qa else dict(ttype.suite_labels)
     view = suite.assign(**{c: None for c in ("labels", "answers", "meta") if c not in suite.columns})
     cols = ["case_id", "expect", "expect_params", "agg_fn", "labels", "answers", "meta"]
     for k, r in enumerate(view[cols].itertuples(index=False)):
@@ -280,13 +323,18 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
                                   f"gives {n_classes}")
             checked.add(r.expect)
         meta = json_loads(r.meta) if (r.expect == "same_answer" and isinstance(r.meta, str)) else None
-        statuses.append(case_status(r.expect, params, r.agg_fn, pred_all[s:e],
-                                    None if qa else probs_all[s:e], _as_list(r.labels), _as_list(r.answers), meta))
+        status, reason = case_outcome(r.expect, params, r.agg_fn, pred_all[s:e], None if qa else probs_all[s:e],
+                                      _as_list(r.labels), _as_list(r.answers), meta, names)
+        statuses.append(status)
+        why.append(reason)
         if on_cases is not None and (k + 1) % PROGRESS_EVERY == 0:
             on_cases(k + 1)
     if on_cases is not None:
         on_cases(len(statuses))
-    return pd.DataFrame({"case_id": case_ids, "functionality": suite["functionality"].tolist(), "status": statuses})
+    out = pd.DataFrame({"case_id": case_ids, "functionality": suite["functionality"].tolist(), "status": statuses})
+    if reasons:
+        out["filter_reason"] = pd.Series(why, dtype=object)
+    return out
 
 
 def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str = "predictions",

@@ -223,3 +223,98 @@ def test_pages_in_headless_chromium(tested, tmp_path):
     assert not DOCUTILS_WARNING.search(dom)
     assert "<table id=\"functionalities\"" in dom and "<details open=" in dom and "expected:" in dom
     assert visible_pixels(tmp_path / "summary.png") > 0.005
+
+
+def _all_filtered_summary():
+    """A failure summary whose one functionality had every case filtered (the original predicted neutral)."""
+    from beluga.analyses.behavioral import failure_summary
+    from beluga.tasks import get_task_type
+
+    suite = pd.DataFrame([{"case_id": f"r{i}", "functionality": "reducers", "capability": "Intensifiers",
+                           "test_type": "DIR", "inputs": [f"it was good {i}", f"it was somewhat good {i}"],
+                           "inputs_b": None, "labels": None, "expect": "monotonic", "expect_params": "{}",
+                           "agg_fn": "all_except_first", "meta": None} for i in range(10)])
+    status = pd.DataFrame({"case_id": suite["case_id"], "status": "filtered",
+                           "filter_reason": "original predicted neutral"})
+    preds = pd.DataFrame({"case_id": [c for c in suite["case_id"] for _ in range(2)], "input_idx": [0, 1] * 10,
+                          "probs": [[0.5, 0.5]] * 20})
+    return failure_summary(suite, [status], [preds], get_task_type("sent"), ["m"])
+
+
+def test_summary_counts_filtered_cases_and_never_says_fail_on_nothing_scored():
+    """A functionality with nothing scored: status 'no scored cases' (not 'fail'), and the ten filtered cases
+    with their reason in the terminal text, Markdown, HTML and functionalities.csv's columns."""
+    from beluga.analyses.behavioral import summary_html, summary_markdown, summary_text
+
+    funcs, examples = _all_filtered_summary()
+    r = funcs.iloc[0]
+    assert (r.n_scored, r.n_filtered, r.status, r.filtered) == \
+        (0, 10, "no scored cases", "10 filtered: original predicted neutral")
+    text = summary_text(funcs, examples, "m on s.parquet", ["m"])
+    row = next(line for line in text.splitlines() if "reducers" in line)
+    assert "no scored cases" in row and " fail " not in row
+    assert "10 filtered: original predicted neutral" in text
+    for page in (summary_markdown(funcs, examples, "t", ["m"]), summary_html(funcs, examples, "t", ["m"])):
+        assert "no scored cases" in page and "10 filtered: original predicted neutral" in page
+
+
+def test_summary_title_is_whole():
+    """A long model path: the terminal title wraps (≤ width, nothing cut, the file name kept), Markdown and HTML
+    have it whole."""
+    from beluga.analyses.behavioral import summary_html, summary_markdown, summary_text
+
+    funcs, examples = _all_filtered_summary()
+    model = "/home/someone/projects/beluga/results/sent/models/iid_to_t/vanilla/func/fold-3/seed-1/model"
+    title = f"{model} on my_suite.parquet (sent, 10 cases)"
+    text = summary_text(funcs, examples, title, [model], width=60)
+    head = text.split("\n=")[0].splitlines()
+    assert len(head) > 1 and max(map(len, head)) <= 60 and "…" not in "".join(head)
+    assert "".join(head).replace(" ", "") == title.replace(" ", "")
+    from beluga.analyses.behavioral import markdown_safe
+
+    assert f"# {markdown_safe(title)}\n" in summary_markdown(funcs, examples, title, [model])
+    assert f"<h1>{title}</h1>" in summary_html(funcs, examples, title, [model])
+
+
+def test_predictions_have_input_text_and_task_comes_from_the_model(tiny_model, suite_file, tested, tmp_path):
+    """predictions.parquet carries each row's input text; a suite without a task and no --task takes the task
+    the model records (tiny_model: sent)."""
+    preds = pd.read_parquet(tested / "predictions.parquet")
+    suite = pd.read_parquet(suite_file)
+    texts = {(c, j): x for c, xs in zip(suite.case_id, suite.inputs) for j, x in enumerate(xs)}
+    assert list(preds.columns[1:4]) == ["case_id", "input_idx", "input"]
+    assert preds["input"].tolist() == [texts[k] for k in zip(preds.case_id, preds.input_idx)]
+    cases = pd.read_parquet(tested / "cases.parquet")       # the filtered cases' reasons, also in run.json
+    assert cases["filter_reason"].notna().tolist() == (cases["status"] == "filtered").tolist()
+    counts = cases["filter_reason"].dropna().value_counts().to_dict()
+    assert json.loads((tested / "run.json").read_text())["filtered"] == {str(tiny_model): counts}
+    out = tmp_path / "o"
+    assert main(["test", "--model", str(tiny_model), "--suite", str(suite_file), "--out", str(out)]) == 0
+    assert json.loads((out / "run.json").read_text())["arguments"]["task"] == "sent"
+
+
+def test_task_from_a_built_suite_and_a_conflicting_task(tmp_path, capsys):
+    """A suite `suite perturb` / `suite build` writes records its task (metadata beluga.task): `score` and `test`
+    need no --task; a --task that differs is one line naming the file and the recorded task."""
+    from beluga.cli.score import load_suite_for
+    from beluga.errors import BelugaError
+    from beluga.suites.format import TASK_KEY
+
+    src = tmp_path / "s.txt"
+    src.write_text("The plot was extremely predictable.\nI hated the ending.\n")
+    built = tmp_path / "neg.parquet"
+    assert main(["suite", "perturb", "--input", str(src), "--perturbation", "add_negation", "--type", "DIR",
+                 "--expect", "not_negative", "--out", str(built)]) == 0
+    import pyarrow.parquet as pq
+
+    assert pq.read_schema(built).metadata[TASK_KEY.encode()] == b"sent"
+    suite, ttype = load_suite_for(str(built), None)
+    assert ttype.name == "sent" and len(suite) == 2
+    with pytest.raises(BelugaError, match=r"neg.parquet: field '--task': 'para', but the suite was built for "
+                                          r"task 'sent'"):
+        load_suite_for(str(built), "para")
+    capsys.readouterr()
+    assert main(["score", "--suite", str(built), "--predictions", str(built), "--out", str(tmp_path / "o"),
+                 "--task", "read"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "built for task 'sent'" in err

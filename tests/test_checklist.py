@@ -309,3 +309,65 @@ def test_jsonl_errors(tmp_path):
     p = _write(tmp_path, ["[1, 2]"])
     with pytest.raises(SuiteError, match="line 1: must be a JSON object"):
         read_suite_table(p)
+
+
+def test_checklist_subset_keeps_the_published_runs_cases(tmp_path):
+    """``--checklist-subset``: the cases whose export record says ``in_run_subset`` (a test's sampled
+    ``run_idxs``), in suite order; a suite that records none is refused in one line naming the option."""
+    from beluga.cli.score import checklist_subset, load_suite_for
+    from beluga.errors import BelugaError
+
+    lines = [_export_line(case_id=f"qqp-00-0000{i}", in_run_subset=i in (1, 3), run_position=None)
+             for i in range(5)]
+    p = _write(tmp_path, lines)
+    suite, ttype = load_suite_for(str(p), None)
+    assert ttype.name == "para" and len(suite) == 5
+    assert checklist_subset(suite, str(p))["case_id"].tolist() == ["qqp-00-00001", "qqp-00-00003"]
+    sub, _ = load_suite_for(str(p), None, subset=True)
+    assert sub["case_id"].tolist() == ["qqp-00-00001", "qqp-00-00003"]
+    # a record without in_run_subset: the suite records no subset
+    bare = json.loads(lines[0])
+    del bare["in_run_subset"]
+    q = _write(tmp_path, [json.dumps(bare), lines[1]], name="bare.jsonl")
+    with pytest.raises(BelugaError, match=r"field '--checklist-subset': the suite records no CheckList run subset"):
+        load_suite_for(str(q), None, subset=True)
+    project = tmp_path / "project.parquet"
+    save_suite(make_tiny_suite(1), project)
+    with pytest.raises(BelugaError, match=r"project.parquet: field '--checklist-subset'"):
+        load_suite_for(str(project), "sent", subset=True)
+
+
+@pytest.mark.skipif(not (DATA / "sentiment.jsonl.gz").exists(), reason="the shared CheckList exports are absent")
+def test_checklist_subset_of_the_sentiment_export_is_the_published_sample():
+    """The sentiment export's subset: every test sampled with run_idxs keeps at most its sample (CheckList's
+    published runs used n=500), the others whole."""
+    from beluga.cli.score import checklist_subset
+
+    df = imported("sentiment")
+    sub = checklist_subset(df, "sentiment")
+    assert 0 < len(sub) < len(df)
+    per = sub.groupby("functionality").size()
+    assert per.max() <= 500
+    whole = df.groupby("functionality").size()
+    assert ((per == whole.reindex(per.index)) | (per == 500)).all()
+
+
+def test_score_checklist_subset_command(tmp_path, capsys):
+    """`score --checklist-subset` scores only the published runs' cases; on a project suite: one line, status 2."""
+    from beluga.cli import main
+
+    p = _write(tmp_path, [_export_line(case_id=f"qqp-00-0000{i}", in_run_subset=i in (1, 3)) for i in range(5)])
+    preds = pd.DataFrame({"case_id": [f"qqp-00-0000{i}" for i in range(5)], "input_idx": 0,
+                          "probs": [[0.2, 0.8]] * 5})
+    preds.to_parquet(tmp_path / "preds.parquet")
+    assert main(["score", "--suite", str(p), "--predictions", str(tmp_path / "preds.parquet"),
+                 "--out", str(tmp_path / "o"), "--checklist-subset"]) == 0
+    assert pd.read_parquet(tmp_path / "o" / "cases.parquet")["case_id"].tolist() == ["qqp-00-00001", "qqp-00-00003"]
+    assert json.loads((tmp_path / "o" / "run.json").read_text())["arguments"]["checklist_subset"] is True
+    project = tmp_path / "project.parquet"
+    save_suite(make_tiny_suite(1), project)
+    capsys.readouterr()
+    assert main(["score", "--suite", str(project), "--predictions", str(tmp_path / "preds.parquet"), "--task",
+                 "sent", "--out", str(tmp_path / "o2"), "--checklist-subset"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "field '--checklist-subset': the suite records no CheckList run subset" in err

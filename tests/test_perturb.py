@@ -626,3 +626,29 @@ def test_lexicons_have_no_duplicates():
     assert not set(lex.POSITIVE_ADJS) & set(lex.NEGATIVE_ADJS)
     assert not set(lex.POSITIVE_ADJS) & set(lex.NEUTRAL_ADJS)
     assert not set(lex.CITIES) & set(lex.COUNTRIES)
+
+
+def test_negation_recipe_can_fail_and_the_old_one_warns(tmp_path):
+    """docs/TESTING.md's negation recipe: DIR not_negative on negated negative sentences is written (with the
+    task it was built for) and scores a model that keeps the negated sentence negative as a failure; the
+    monotonic DIR the docs used before says, when built, which cases it filters."""
+    import pandas as pd
+
+    from beluga.scoring import FAIL, score_cases
+    from beluga.suites.authoring import perturb_command
+    from beluga.suites.format import load_suite
+    from beluga.tasks import SENT
+
+    src = tmp_path / "negative.txt"
+    src.write_text("The plot was extremely predictable.\nI hated the ending.\n")
+    text = perturb_command(str(src), "add_negation", "DIR", "not_negative", str(tmp_path / "neg.parquet"))
+    assert "(DIR, not_negative): 2 cases" in text and "filtered" not in text
+    suite = load_suite(tmp_path / "neg.parquet")
+    assert suite.attrs["task_type"] == "sent"
+    assert "The plot was not extremely predictable." in [x for xs in suite.inputs for x in xs]
+    preds = pd.DataFrame([(c, j, [0.99, 0.01]) for c, xs in zip(suite.case_id, suite.inputs) for j in range(len(xs))],
+                         columns=["case_id", "input_idx", "probs"])
+    assert set(score_cases(suite, preds, SENT)["status"]) == {FAIL}
+    old = perturb_command(str(src), "add_negation", "DIR", "monotonic", str(tmp_path / "old.parquet"),
+                          expect_params=["increasing=false"])
+    assert "when tested, a case whose original's confidence is >= 1 - tolerance 0.0 is filtered" in old

@@ -194,8 +194,13 @@ def test_score_tarball_equals_jsonl(jsonl_frames, tmp_path, suite):
                  "--out", str(tmp_path / "o")]) == 0
     print(f"score {suite} tarball: {time.time() - t:.2f} s")
     cases = pd.read_parquet(tmp_path / "o" / "cases.parquet")
-    expected = score_cases(ref[ref.case_id.isin(set(preds.case_id))].reset_index(drop=True), preds, ttype)
-    pd.testing.assert_frame_equal(cases, expected[["case_id", "functionality", "status"]])
+    expected = score_cases(ref[ref.case_id.isin(set(preds.case_id))].reset_index(drop=True), preds, ttype,
+                           reasons=True)
+    pd.testing.assert_frame_equal(cases.drop(columns="filter_reason"), expected[["case_id", "functionality", "status"]])
+    def as_list(col):
+        return [x if isinstance(x, str) else None for x in col]
+    assert as_list(cases["filter_reason"]) == as_list(expected["filter_reason"])
+    assert expected["filter_reason"].isna().tolist() == (expected["status"] != "filtered").tolist()
     assert {"pass", "fail"} <= set(cases.status)
     funcs = pd.read_csv(tmp_path / "o" / "functionalities.csv")
     g = expected.groupby("functionality", sort=False)["status"]

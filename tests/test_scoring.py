@@ -242,3 +242,61 @@ def test_a_functionality_without_a_scored_case_has_no_failure_rate():
     rates = funcs.set_index("functionality")
     assert rates.at["all filtered", "n_scored"] == 0 and np.isnan(rates.at["all filtered", "failure_rate"])
     assert rates.at["scored", "failure_rate"] == 1.0
+
+
+def outcome(expect, params, agg, probs3, labels=None):
+    from beluga.scoring import case_outcome
+
+    probs3 = np.asarray(probs3, dtype=float)
+    return case_outcome(expect, params, agg, probs3.argmax(-1).tolist(), probs3.tolist(), labels,
+                        class_names=dict(SENT.suite_labels))
+
+
+def test_filtered_cases_say_why():
+    """Every filtered case has its reason (the slice, the monotonic bound, the triplet, no input scored);
+    scored cases have none."""
+    assert outcome("inv", {"slice": "orig_not_neutral"}, "all_except_first", [NEU, POS]) == \
+        (FILTERED, "original predicted neutral")
+    assert outcome("inv", {"slice": "orig_not_neutral"}, "all_except_first", [POS, NEG]) == (FAIL, None)
+    assert outcome("eq", {"slice": "orig_pred_eq", "slice_value": 2, "val": 2}, "all", [NEG]) == \
+        (FILTERED, "original not predicted positive")
+    confident = [[0.99, 0.005, 0.005], [0.98, 0.01, 0.01]]
+    assert outcome("monotonic", {"increasing": False, "tolerance": 0.1}, "all_except_first", confident) == \
+        (FILTERED, "original's confidence >= 1 - tolerance 0.1 (monotonic)")
+    assert outcome("eq", {}, "all", [POS], [2]) == (PASS, None)
+
+
+def test_score_cases_reasons_column_and_pass_rates():
+    suite = pd.DataFrame([case("a", "f", "C", "INV", ["x", "y"], expect="inv", params={"slice": "orig_not_neutral"}),
+                          case("b", "f", "C", "INV", ["x", "y"], expect="inv", params={"slice": "orig_not_neutral"}),
+                          case("c", "g", "C", "MFT", ["z"], [0])])
+    p_neutral, p_pos = [0.5, 0.5], [0.1, 0.9]     # binary SENT: 0.5 is neutral in the suite's three classes
+    preds = pd.DataFrame({"case_id": ["a", "a", "b", "b", "c"], "input_idx": [0, 1, 0, 1, 0],
+                          "probs": [p_neutral, p_pos, p_pos, p_pos, p_pos]})
+    plain = score_cases(suite, preds, SENT)
+    assert list(plain.columns) == ["case_id", "functionality", "status"]     # the pipeline's frame unchanged
+    out = score_cases(suite, preds, SENT, reasons=True)
+    assert out["filter_reason"].tolist() == ["original predicted neutral", None, None]
+    rates = pass_rates(out, pd.DataFrame({"functionality": ["f", "g"], "capability": "C",
+                                          "test_type": ["INV", "MFT"]})).set_index("functionality")
+    assert rates.loc["f", ["n_filtered", "filtered", "status"]].tolist() == \
+        [1, "1 filtered: original predicted neutral", "pass"]
+    assert rates.loc["g", ["n_filtered", "filtered", "status"]].tolist() == [0, "", "fail"]
+
+
+def test_status_words_and_filtered_note():
+    from beluga.metrics import filter_counts, filtered_note, status_word
+
+    assert [status_word(0, 0), status_word(4, 0), status_word(4, 1)] == ["no scored cases", "pass", "fail"]
+    counts = filter_counts(["no input scored", None, "original predicted neutral", "original predicted neutral"])
+    assert counts == {"original predicted neutral": 2, "no input scored": 1}
+    assert filtered_note(counts) == "3 filtered: 2 original predicted neutral, 1 no input scored"
+    assert filtered_note({"original predicted neutral": 10}) == "10 filtered: original predicted neutral"
+    assert filtered_note({}) == ""
+
+
+def test_not_negative_dir_fails_a_negation_the_model_ignores():
+    """DIR not_negative (the negation recipe, docs/TESTING.md): the negated sentence of a negative one may not
+    stay negative; the original is not scored (all_except_first), so a confident model is scored, not filtered."""
+    assert status("not_negative", {}, "all_except_first", [[0.99, 0.0, 0.01], [0.99, 0.0, 0.01]]) == FAIL
+    assert status("not_negative", {}, "all_except_first", [[0.99, 0.0, 0.01], [0.1, 0.1, 0.8]]) == PASS

@@ -670,3 +670,27 @@ def test_suite_perturb_for_read_pairs(tmp_path):
     assert out.returncode == 0, out.stderr
     df = load_suite(tmp_path / "r.parquet")
     assert len(df) == 2 and all(len(set(x)) == 1 for x in df["inputs"])   # contexts kept, questions changed
+
+
+def test_suite_lexicons_lists_names_and_entries(capsys):
+    """`suite lexicons`: every built-in word list with its size; NAME: its entries, one a line (a perturbation
+    list case-insensitively); an unknown NAME is one line listing the names."""
+    from beluga.cli import main
+    from beluga.errors import ConfigError
+    from beluga.suites import lexicons as lex
+    from beluga.suites.authoring import lexicon_list
+    from beluga.suites.templates import BUILTIN_LEXICONS
+
+    listing = lexicon_list()
+    for name, entries in [*BUILTIN_LEXICONS.items(), *lex.LEXICONS.items(), *lex.WORD_GROUPS.items()]:
+        assert f"  {name} ({len(entries)}): " in listing, name
+    assert lexicon_list("reducers").splitlines() == list(lex.REDUCERS)
+    assert lexicon_list("REDUCERS") == lexicon_list("reducers")
+    assert lexicon_list("pos_verb").splitlines()[0] == "love / loved"
+    with pytest.raises(ConfigError, match=r"field 'NAME': unknown word list 'nope' \(known: .*reducers"):
+        lexicon_list("nope")
+    assert main(["suite", "lexicons", "neg_be"]) == 0
+    assert capsys.readouterr().out.splitlines() == list(BUILTIN_LEXICONS["neg_be"])
+    assert main(["suite", "lexicons", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: suite lexicons: field 'NAME'")

@@ -9,11 +9,13 @@ model's predictions: beluga/analyses/predictions.py.
 from __future__ import annotations
 
 import re
+import textwrap
 
 import numpy as np
 import pandas as pd
 
 from beluga.bounds import json_loads
+from beluga.metrics import STATUS_WORDS, filter_counts, filtered_note, status_word
 from beluga.pages import render_page
 
 # ---------------------------------------------------------------- the failure summary
@@ -59,18 +61,35 @@ def prediction_text(value, ttype) -> str:
 
 def _functionality_rates(suite: pd.DataFrame, status: pd.DataFrame) -> pd.DataFrame:
     """One model's failures per functionality (suite order): class, functionality, type, n cases, n scored,
-    n failed, failure rate."""
+    n failed, failure rate, and the filtered cases' reasons counted (``reasons``: {reason: n}; from the
+    status's ``filter_reason`` where it has one, else "not recorded")."""
     from beluga.scoring import FAIL, FILTERED
 
     st = status.set_index("case_id")["status"]
+    why = status.set_index("case_id")["filter_reason"] if "filter_reason" in status.columns else None
     rows = []
     for func, g in suite.groupby("functionality", sort=False):
         s = g["case_id"].map(st)
         n_scored, n_failed = int((s != FILTERED).sum()), int((s == FAIL).sum())
+        filtered = g["case_id"][(s == FILTERED).to_numpy()]
+        reasons = (filter_counts(filtered.map(why)) if why is not None
+                   else ({"reason not recorded": len(filtered)} if len(filtered) else {}))
         rows.append({"capability": g["capability"].iat[0], "functionality": func, "test_type": g["test_type"].iat[0],
                      "n_cases": len(g), "n_scored": n_scored, "n_failed": n_failed,
-                     "failure_rate": n_failed / n_scored if n_scored else float("nan")})
+                     "failure_rate": n_failed / n_scored if n_scored else float("nan"), "reasons": reasons})
     return pd.DataFrame(rows)
+
+
+def _summed_reasons(per_model: list[pd.DataFrame]) -> list[dict[str, int]]:
+    """Per functionality, the filtered cases' reasons summed over the models, most frequent first."""
+    out = []
+    for row in zip(*(f["reasons"] for f in per_model)):
+        total: dict[str, int] = {}
+        for counts in row:
+            for k, v in counts.items():
+                total[k] = total.get(k, 0) + v
+        out.append(dict(sorted(total.items(), key=lambda kv: -kv[1])))
+    return out
 
 
 def failure_summary(suite: pd.DataFrame, statuses: list[pd.DataFrame], preds: list[pd.DataFrame], ttype,
@@ -78,11 +97,13 @@ def failure_summary(suite: pd.DataFrame, statuses: list[pd.DataFrame], preds: li
     """The failures of one model or several (e.g. the training seeds of one system) tested on the same suite,
     ``statuses[i]`` / ``preds[i]`` being model ``models[i]``'s.
 
-    Per functionality (suite order): class, functionality, type, cases; ``n_scored`` / ``n_failed`` summed
-    over the models; ``failure_rate``, the mean over the models of each model's own failure rate (a model that
-    scored no case of the functionality left out). With two or more models also ``n_models`` (the models in
-    that mean), ``failure_rate_sd`` (sample standard deviation, ``ddof=1``; NaN where one model scored it),
-    ``_min``, ``_max`` and one column per model (:func:`model_rate_column`). Failing cases: up to ``k`` per
+    Per functionality (suite order): class, functionality, type, cases; ``n_scored`` / ``n_failed`` /
+    ``n_filtered`` summed over the models, ``filtered`` (their reasons counted,
+    :func:`beluga.metrics.filtered_note`) and ``status`` (:func:`beluga.metrics.status_word`: ``fail``, ``pass``
+    or ``no scored cases``); ``failure_rate``, the mean over the models of each model's own failure rate (a
+    model that scored no case of the functionality left out). With two or more models also ``n_models`` (the
+    models in that mean), ``failure_rate_sd`` (sample standard deviation, ``ddof=1``; NaN where one model scored
+    it), ``_min``, ``_max`` and one column per model (:func:`model_rate_column`). Failing cases: up to ``k`` per
     functionality, those failing for the most models first (suite order among equals), each with its inputs,
     expectation, ``n_failing``, ``failing`` (indices of the models that fail it) and per input the
     ``predictions`` of every model."""
@@ -107,6 +128,9 @@ def failure_summary(suite: pd.DataFrame, statuses: list[pd.DataFrame], preds: li
         funcs["failure_rate_max"] = rates.max(axis=1, skipna=True).to_numpy()
         for m in models:
             funcs[model_rate_column(m)] = rates[m].to_numpy()
+    funcs["n_filtered"] = len(models) * funcs["n_cases"] - funcs["n_scored"]
+    funcs["filtered"] = [filtered_note(c) for c in _summed_reasons(per_model)]
+    funcs["status"] = [status_word(k, f) for k, f in zip(funcs["n_scored"], funcs["n_failed"])]
 
     col = "answer" if ttype.head == "qa" else "probs"
     pvs = [p.set_index(["case_id", "input_idx"])[col] for p in preds]
@@ -249,24 +273,37 @@ def _text_rate(r: dict, n: int) -> str:
     return f"{mean:>13}  {spread}"
 
 
+def _title_lines(title: str, width: int) -> list[str]:
+    """The title in lines of at most ``width`` characters, nothing cut: broken at spaces, a longer word (a
+    path) at ``/`` where it can, else at the width."""
+    words = re.sub(r"(?<=/)(?=[^/\s])", "\u200b", title)   # a break point after each /
+    lines = textwrap.wrap(words, width=width, break_long_words=True, break_on_hyphens=False)
+    out = [line.replace("\u200b", "") for line in lines]
+    return out or [""]
+
+
 def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[str], width: int = 100) -> str:
-    """The terminal summary of :func:`failure_summary` over ``models``: per class and functionality the
-    failure rate, then failing cases (≤ width columns; over several models, each case's inputs with the
-    predictions of the first model it fails for). Suite text is shown with its control characters escaped
-    (:func:`terminal_safe`)."""
+    """The terminal summary of :func:`failure_summary` over ``models``: the title (whole, wrapped at ``width``),
+    per class and functionality the status word, failure rate and the filtered cases with their reasons, then
+    failing cases (≤ width columns; over several models, each case's inputs with the predictions of the first
+    model it fails for). Suite text is shown with its control characters escaped (:func:`terminal_safe`)."""
     t = one_line
     n, labels = len(models), model_labels(len(models))
-    title = t(title)
-    lines = [title, "=" * min(width, len(title))]
+    head = _title_lines(t(title), width)
+    lines = [*head, "=" * max(len(x) for x in head)]
     if n > 1:
         lines.append(f"failure rate: mean ± sd over {n} models (min–max)")
         lines += [f"  {lab}  {_tail(t(m), width - 4 - len(lab))}" for lab, m in zip(labels, models)]
-    name_width = width - (36 if n == 1 else 41)
+    word_width = max(len(w) for w in STATUS_WORDS)
+    name_width = width - (36 if n == 1 else 41) - (word_width - 4)
     for cap, g in funcs.groupby("capability", sort=False):
         lines += ["", t(cap)]
         for r in g.to_dict("records"):
             name = _short(t(r["functionality"]), name_width)
-            lines.append(f"  {name:<{name_width}} {t(r['test_type']):<4} fail {_text_rate(r, n)}".rstrip())
+            lines.append(f"  {name:<{name_width}} {t(r['test_type']):<4} {r['status']:<{word_width}} "
+                         f"{_text_rate(r, n)}".rstrip())
+            if r.get("filtered"):
+                lines.append(f"      {_short(t(r['filtered']), width - 6)}")
             for ex in examples.get(r["functionality"], []):
                 if n == 1:
                     lines.append(f"      ✗ {_short(t(ex['expectation']), width - 8)}")
@@ -278,7 +315,7 @@ def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[s
                     pred = t(inp["predictions"][first]) + ("" if n == 1 else f" ({labels[first]})")
                     room = width - 12 - len(pred) if n == 1 else max(10, width - 12 - len(pred))
                     lines.append(f"        {_short(t(inp['input']), room)}  → {pred}")
-    return "\n".join(line[:width] for line in lines) + "\n"
+    return "\n".join(lines[:len(head) + 1] + [line[:width] for line in lines[len(head) + 1:]]) + "\n"
 
 
 def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str, models: list[str]) -> str:
@@ -288,19 +325,20 @@ def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str, models: li
     n, labels = len(models), model_labels(len(models))
     lines = [f"# {esc(title)}", ""]
     if n == 1:
-        lines += ["| class | functionality | type | failure rate | failed / scored |", "|---|---|---|---:|---:|"]
+        lines += ["| class | functionality | type | status | failure rate | failed / scored | filtered |",
+                  "|---|---|---|---|---:|---:|---|"]
     else:
         named = ", ".join(f"{lab} {markdown_code(m)}" for lab, m in zip(labels, models))
         lines += [f"Failure rate: mean ± sd over {n} models ({named}); min–max and each model's rate "
                   "beside it; failed / scored summed over the models.", "",
-                  "| class | functionality | type | failure rate (mean ± sd) | min–max | " + " | ".join(labels)
-                  + " | failed / scored |",
-                  "|---|---|---|---:|---:|" + "---:|" * n + "---:|"]
+                  "| class | functionality | type | status | failure rate (mean ± sd) | min–max | "
+                  + " | ".join(labels) + " | failed / scored | filtered |",
+                  "|---|---|---|---|---:|---:|" + "---:|" * n + "---:|---|"]
     for r in funcs.to_dict("records"):
         rate = _percent(r["failure_rate"]) if n == 1 else " | ".join(
             [_mean_sd(r), _min_max(r)] + [_percent(r[model_rate_column(m)]) for m in models])
-        lines.append(f"| {esc(r['capability'])} | {esc(r['functionality'])} | {esc(r['test_type'])} | {rate} "
-                     f"| {r['n_failed']} / {r['n_scored']} |")
+        lines.append(f"| {esc(r['capability'])} | {esc(r['functionality'])} | {esc(r['test_type'])} "
+                     f"| {r['status']} | {rate} | {r['n_failed']} / {r['n_scored']} | {esc(r['filtered'])} |")
     for func, exs in examples.items():
         if not exs:
             continue
@@ -327,7 +365,8 @@ def summary_html(funcs: pd.DataFrame, examples: dict, title: str, models: list[s
                      "rate": _percent(r["failure_rate"]) if n == 1 else _mean_sd(r),
                      "min_max": None if n == 1 else _min_max(r),
                      "rates": [] if n == 1 else [_percent(r[model_rate_column(m)]) for m in models],
-                     "failed": r["n_failed"], "scored": r["n_scored"]})
+                     "failed": r["n_failed"], "scored": r["n_scored"], "status": r["status"],
+                     "filtered": r["filtered"]})
     sections = [{"functionality": func,
                  "cases": [{"case_id": ex["case_id"], "expectation": ex["expectation"], "n_inputs": ex["n_inputs"],
                             "fails": None if n == 1 else _fails_for(ex, labels),

@@ -4,8 +4,8 @@
   suite's inputs for a model outside Python, or a CheckList release suite as CheckList's JSONL export;
 - ``test`` (:mod:`beluga.cli.testing`): predict a suite with one trained model or several, score it and
   summarise the failures (docs/TESTING.md);
-- ``suite build`` / ``suite perturb`` (beluga/suites/authoring.py): a suite from a spec, or from your own
-  sentences and a built-in perturbation;
+- ``suite build`` / ``suite perturb`` / ``suite lexicons`` (beluga/suites/authoring.py): a suite from a spec,
+  or from your own sentences and a built-in perturbation; the built-in word lists;
 - ``plan`` (beluga/workflow/plan.py): the cost plan of a configuration -- jobs, GPU- or core-time, seconds
   per job, the Slurm time each rule asks for, the wall-clock on N GPUs or cores and the peak scratch disk;
 - ``data stage`` (beluga/data/fetch.py :func:`stage`): a local copy of the reference data laid out as the
@@ -42,9 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "score":
             info = score_command(args.suite, args.predictions, args.out, args.task,
-                                 paper_fixes=not args.no_paper_fixes, fmt=args.format, label_order=args.label_order)
+                                 paper_fixes=not args.no_paper_fixes, fmt=args.format, label_order=args.label_order,
+                                 subset=args.checklist_subset)
+            filtered = f"; {info['filtered']}" if info["filtered"] else ""
             print(f"scored {info['n_cases']} cases in {info['n_functionalities']} functionalities "
-                  f"(task {info['task']}) in {info['total_s']} s -> {args.out}")
+                  f"(task {info['task']}{filtered}) in {info['total_s']} s -> {args.out}")
         elif args.command == "plan":
             print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
                                args.json, args.concurrent_jobs, overrides=args.config,
@@ -59,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
             print(test_command(args.model, args.suite, args.out, args.task, args.batch_size, args.max_length,
                                args.max_cases_per_functionality, args.failures, args.precision,
                                paper_fixes=not args.no_paper_fixes, doc_stride=args.doc_stride,
-                               label_order=args.label_order, revision=args.revision), end="")
+                               label_order=args.label_order, revision=args.revision,
+                               subset=args.checklist_subset), end="")
         elif args.command == "suite" and args.suite_command == "export":
             print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes,
                                  fmt=args.format))
@@ -68,6 +71,10 @@ def main(argv: list[str] | None = None) -> int:
 
             print(build_command(args.spec, args.out, args.source, args.seed, args.cases, args.max_perturbations,
                                 args.max_words, args.functionalities, args.samples), end="")
+        elif args.command == "suite" and args.suite_command == "lexicons":
+            from beluga.suites.authoring import lexicon_list
+
+            print(lexicon_list(args.name), end="")
         elif args.command == "suite" and args.suite_command == "perturb":
             from beluga.suites.authoring import perturb_command, perturbation_list
 

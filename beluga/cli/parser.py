@@ -20,6 +20,11 @@ def seed_type(text: str) -> int:
     return int(t)
 
 
+CHECKLIST_SUBSET_HELP = ("only the cases CheckList's published runs scored: a test's sampled run_idxs, every case "
+                         "of a test run whole (a CheckList release suite or its JSONL export's in_run_subset; "
+                         "other suites are refused)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``beluga`` command line: one sub-command per tool, each with its help text."""
     p = argparse.ArgumentParser(prog="beluga", description="BELUGA command line tools", allow_abbrev=False)
@@ -41,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True,
                    help="output directory, written as a whole (new, or holding only an earlier score's files)")
     s.add_argument("--task", choices=sorted(TASK_TYPES), default=None,
-                   help="task type; default: inferred from the suite (CheckList `suite` field)")
+                   help="task type; default: the suite's own (a CheckList suite's `suite` field, a built suite's "
+                        "metadata); refused when the suite records another")
+    s.add_argument("--checklist-subset", action="store_true", help=CHECKLIST_SUBSET_HELP)
     s.add_argument("--no-paper-fixes", action="store_true",
                    help="CheckList exports: keep the labels exactly as released")
     s.add_argument("--label-order", default=None, metavar="CLASSES",
@@ -117,7 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_test.add_argument("--suite", required=True, help="suite file (as for score)")
     p_test.add_argument("--out", required=True,
                         help="output directory, written as a whole (new, or holding only an earlier test's files)")
-    p_test.add_argument("--task", choices=sorted(TASK_TYPES), default=None, help="task type (default: inferred)")
+    p_test.add_argument("--task", choices=sorted(TASK_TYPES), default=None,
+                        help="task type (default: the suite's own -- a CheckList suite's, a built suite's metadata -- "
+                             "else the one the models record in config.json); refused when the suite records "
+                             "another")
+    p_test.add_argument("--checklist-subset", action="store_true", help=CHECKLIST_SUBSET_HELP)
     p_test.add_argument("--batch-size", type=int, default=64)
     p_test.add_argument("--max-length", type=int, default=128,
                         help="tokens per input (READ: per window); at most the model's positions")
@@ -178,6 +189,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_build.add_argument("--functionality", action="append", default=None, dest="functionalities",
                          help="only this functionality (repeat for several)")
     p_build.add_argument("--samples", type=int, default=1, help="sample cases shown per functionality")
+    p_lex = suite_sub.add_parser(
+        "lexicons", help="list the built-in word lists specs and perturbations use; with NAME, its entries",
+        description="Without NAME: every built-in word list (beluga/suites/lexicons.py) with its number of "
+                    "entries and first entries. With NAME: its entries, one a line.")
+    p_lex.add_argument("name", nargs="?", default=None, metavar="NAME", help="a word list's name")
     p_pert = suite_sub.add_parser(
         "perturb", help="turn your own unlabeled sentences into an INV / DIR suite with a built-in perturbation",
         description="Perturb every sentence of --input (a text file, one sentence per line, or a table's column) "

@@ -6,8 +6,9 @@ JSONL export); and :func:`load_suite_for`, every command's suite reader.
                            [--format F] [--task sent|para|read] [--no-paper-fixes]
 
 scores every suite case whose ``case_id`` appears in the predictions and writes ``DIR/cases.parquet``
-(case_id, functionality, status) and ``DIR/functionalities.csv`` (functionality, capability, test_type,
-n_cases, n_scored, n_passed, pass_rate; suite order), ``DIR`` as a whole or not at all
+(case_id, functionality, status, filter_reason) and ``DIR/functionalities.csv`` (functionality, capability,
+test_type, n_cases, n_scored, n_passed, pass_rate, n_filtered, filtered -- the filtered cases' reasons --,
+status; suite order), ``DIR`` as a whole or not at all
 (:func:`beluga.io.write_out_folder`).
 
     python -m beluga suite export --suite PATH --out FILE [--format inputs|checklist]
@@ -40,16 +41,28 @@ from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
 SCORE_OUTPUTS = ("cases.parquet", "functionalities.csv", "run.json")
 
 
-def _infer_task(suite: pd.DataFrame, given: str | None, suite_path: str) -> str:
+def _infer_task(suite: pd.DataFrame, given: str | None, suite_path: str, recorded: dict[str, str] | None = None) -> str:
+    """The task type: ``given`` (``--task``; refused in one line when the suite records another), else the
+    suite's own (a CheckList suite's, or a built suite's metadata ``beluga.task``), else the one the models
+    record (``recorded``: {model: task}; all must agree), else QA when the suite has answers and no labels."""
     known = suite.attrs.get("task_type")
     if given is not None:
         if known is not None and known != given:
-            name = suite.attrs.get("checklist_suite", known)
-            raise BelugaError(f"--task {given}: the suite {suite_path} is the CheckList {name!r} suite "
-                              f"(task {known!r})")
+            if "checklist_suite" in suite.attrs:
+                name = suite.attrs.get("checklist_suite", known)
+                raise BelugaError(f"--task {given}: the suite {suite_path} is the CheckList {name!r} suite "
+                                  f"(task {known!r})")
+            raise BelugaError(f"suite {suite_path}: field '--task': {given!r}, but the suite was built for task "
+                              f"{known!r} ({suite.attrs.get('task_source', 'its metadata')}); drop --task")
         return given
     if known is not None:
         return known
+    tasks = sorted(set((recorded or {}).values()))
+    if len(tasks) > 1:
+        shown = ", ".join(f"{m}: {t}" for m, t in (recorded or {}).items())
+        raise BelugaError(f"suite {suite_path}: field 'task': the models record different tasks ({shown})")
+    if tasks:
+        return tasks[0]
     has_answers = suite["answers"].notna().any()
     has_labels = suite["labels"].notna().any()
     if has_answers and not has_labels:
@@ -57,6 +70,20 @@ def _infer_task(suite: pd.DataFrame, given: str | None, suite_path: str) -> str:
     raise BelugaError(f"suite {suite_path}: field 'task': cannot infer the task from a project-format suite; "
                       f"pass --task ({', '.join(sorted(TASK_TYPES))}; CheckList suites: "
                       f"{', '.join(f'{k}={v}' for k, v in SUITE_TASK_TYPES.items())})")
+
+
+def checklist_subset(suite: pd.DataFrame, suite_path: str) -> pd.DataFrame:
+    """``--checklist-subset``: only the cases CheckList's published runs scored (a test's ``run_idxs`` where it
+    sampled ``n`` cases, every case of the others), as the suite records them (a CheckList release suite, or
+    its JSONL export's ``in_run_subset``); a suite that records none is refused in one line."""
+    keep = suite.attrs.get("checklist_run_subset")
+    if keep is None:
+        raise BelugaError(f"suite {suite_path}: field '--checklist-subset': the suite records no CheckList run "
+                          "subset (only a CheckList release suite, or its JSONL export with in_run_subset, does)")
+    attrs = dict(suite.attrs)
+    out = suite[suite["case_id"].isin(set(keep))].reset_index(drop=True)
+    out.attrs.update(attrs)
+    return out
 
 
 def _reorder(preds: pd.DataFrame, label_order: str | None, ttype, path: str) -> tuple[pd.DataFrame, dict]:
@@ -74,8 +101,11 @@ def _reorder(preds: pd.DataFrame, label_order: str | None, ttype, path: str) -> 
     return preds, {"beluga_labels": json.dumps({"predictions": lmap.record()})}
 
 
-def load_suite_for(suite_path: str, task_name: str | None, paper_fixes: bool = True):
-    """(suite, task type) of any suite the project reads, the task inferred when not given."""
+def load_suite_for(suite_path: str, task_name: str | None, paper_fixes: bool = True,
+                   recorded: dict[str, str] | None = None, subset: bool = False):
+    """(suite, task type) of any suite the project reads, the task inferred when not given
+    (:func:`_infer_task`; ``recorded``: the tasks the models record); ``subset``: only the cases of
+    CheckList's published runs (:func:`checklist_subset`)."""
     from beluga.suites.checklist import read_any_suite
     from beluga.suites.format import validate_suite
 
@@ -83,10 +113,14 @@ def load_suite_for(suite_path: str, task_name: str | None, paper_fixes: bool = T
     suite = read_any_suite(suite_path, paper_fixes=paper_fixes,
                            label_set=(tuple(given.suite_labels) or None) if given else None,
                            head=given.head if given else None)
-    ttype = get_task_type(_infer_task(suite, task_name, suite_path))
-    if given is None and suite.attrs.get("task_type") is None:
-        # inferred task type (QA): re-check what it needs
+    ttype = get_task_type(_infer_task(suite, task_name, suite_path, recorded))
+    if given is None and "checklist_suite" not in suite.attrs:
+        # a task read from the suite's metadata, the models or the answers: re-check what it needs
+        attrs = dict(suite.attrs)
         suite = validate_suite(suite, suite_path, tuple(ttype.suite_labels) or None, head=ttype.head)
+        suite.attrs.update(attrs)
+    if subset:
+        suite = checklist_subset(suite, suite_path)
     return suite, ttype
 
 
@@ -143,16 +177,18 @@ def export_command(suite_path: str, out: str, task_name: str | None = None, pape
 
 
 def score_command(suite_path: str, predictions_path: str, out_dir: str, task_name: str | None = None,
-                  paper_fixes: bool = True, fmt: str | None = None, label_order: str | None = None) -> dict:
+                  paper_fixes: bool = True, fmt: str | None = None, label_order: str | None = None,
+                  subset: bool = False) -> dict:
     """``score``: every suite case whose ``case_id`` the predictions name, scored (``DIR/cases.parquet``), and
     the pass rates per functionality in suite order (``DIR/functionalities.csv``); ``DIR`` is written as a
     whole or not at all. Returns what the command prints (task, counts, seconds).
 
     The predictions' probability columns (label indices) are read in the task's order (``test`` writes them so),
     or in ``label_order``'s (comma-separated class names, :func:`beluga.labels.order_from_option`), permuted
-    into the task's before anything is scored and recorded in cases.parquet's metadata (``beluga_labels``)."""
+    into the task's before anything is scored and recorded in cases.parquet's metadata (``beluga_labels``).
+    ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs (:func:`checklist_subset`)."""
     from beluga.io import write_csv, write_parquet  # looked up per call (tests replace them)
-    from beluga.metrics import pass_rates
+    from beluga.metrics import filter_counts, filtered_note, pass_rates
     from beluga.scoring import score_cases
     from beluga.suites.format import functionality_table
 
@@ -163,6 +199,8 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
 
     fmt = infer_format(predictions_path, fmt)
     order = export_rows(suite, ttype.head)[["case_id", "input_idx"]] if fmt in LINE_FORMATS else None
+    if subset:   # after the line files' order (the whole export's)
+        suite = checklist_subset(suite, suite_path)
     k = ttype.num_model_labels if ttype.head != "qa" else 0   # the model's classes (SENT: 2, mapped as CheckList)
     preds = read_predictions(predictions_path, fmt, order, k, ttype.head == "qa")
     preds, labels = _reorder(preds, label_order, ttype, predictions_path)
@@ -182,14 +220,16 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
                           f"{n_inputs[b['case_id']]} inputs but a prediction for input_idx {b['input_idx']} "
                           f"(is this the suite the predictions were made for?)")
     with progress(len(sel), "scoring", "case") as shown:     # a tqdm bar on a terminal, else nothing
-        cases = score_cases(sel, preds, ttype, source=f"predictions {predictions_path}", on_cases=shown)
+        cases = score_cases(sel, preds, ttype, source=f"predictions {predictions_path}", on_cases=shown,
+                            reasons=True)
     funcs = pass_rates(cases, functionality_table(sel))   # suite order
 
-    scored = cases[["case_id", "functionality", "status"]]
+    scored = cases[["case_id", "functionality", "status", "filter_reason"]]
     run = {"subcommand": "score", "arguments": {"suite": str(suite_path), "predictions": str(predictions_path),
                                              "task": ttype.name, "format": fmt, "label_order": label_order,
-                                             "paper_fixes": paper_fixes},
+                                             "paper_fixes": paper_fixes, "checklist_subset": subset},
            "labels": json.loads(labels.get("beluga_labels", "{}")), "unknown_case_ids": len(unknown),
+           "filtered": filter_counts(cases["filter_reason"]),
            **provenance.record({"suite": suite_path, "predictions": predictions_path})}
     write_out_folder(out_dir, {"cases.parquet": lambda p: write_parquet(scored, p, metadata=labels),
                                "functionalities.csv": lambda p: write_csv(funcs, p),
@@ -199,4 +239,5 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
         print(f"warning: predictions {predictions_path}: {len(unknown)} case id(s) are not in the suite "
               f"{suite_path} and were not scored: {shown}", file=sys.stderr)
     return {"task": ttype.name, "n_cases": len(cases), "n_functionalities": len(funcs),
+            "filtered": filtered_note(filter_counts(cases["filter_reason"])),
             "suite_s": round(t_suite, 2), "total_s": round(time.time() - t0, 2)}

@@ -29,7 +29,8 @@ from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, write_json, write_out_folder
 from beluga.labels import label_map, permute_outputs
-from beluga.model_config import read_model_config
+from beluga.metrics import filter_counts
+from beluga.model_config import read_model_config, recorded_task
 from beluga.progress import progress
 
 #: the files ``test`` writes into its --out folder (nothing else is ever there)
@@ -40,7 +41,7 @@ TEST_OUTPUTS = ("predictions.parquet", "cases.parquet", "functionalities.csv", "
 def test_command(models: str | list[str], suite_path: str, out_dir: str, task_name: str | None = None,
                  batch_size: int = 64, max_length: int = 128, max_cases: int | None = None, failures: int = 3,
                  precision: str = "auto", paper_fixes: bool = True, doc_stride: int | None = None,
-                 label_order: str | None = None, revision: str | None = None) -> str:
+                 label_order: str | None = None, revision: str | None = None, subset: bool = False) -> str:
     """``python -m beluga test``: predict, score and summarise (returns the terminal summary). Checked
     before anything is predicted, each refusal one line (naming the model where it is about one): the
     arguments, each model given once, each model's positions for ``--max-length``, the ``--out`` folder
@@ -51,7 +52,10 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     task's order (recorded in predictions.parquet's metadata, ``beluga_labels``). ``--out`` is written as a
     whole or not at all (:func:`beluga.io.write_out_folder`). ``revision`` (``--revision``): the hub models'
     branch, tag or commit (default ``main``), refused with a local model; each hub model's revision and commit
-    are recorded (:func:`_hub_models`, ``beluga.hub_models``)."""
+    are recorded (:func:`_hub_models`, ``beluga.hub_models``). The task: ``task_name`` (``--task``), else the
+    suite's own (a CheckList suite's, a built suite's metadata), else the one the models record
+    (:func:`beluga.cli.score.load_suite_for`). ``subset`` (``--checklist-subset``): only the cases of
+    CheckList's published runs, before ``max_cases``."""
     from beluga.fold import suite_outcomes
     from beluga.io import write_csv, write_parquet, write_text  # looked up per call (tests replace them)
     from beluga.modeling import check_max_length, resolve_model
@@ -79,7 +83,8 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
         check_max_length(path, max_length, "--max-length", name=m)
     check_out_folder("test", out_dir, TEST_OUTPUTS,
                      [("suite", suite_path)] + [("model folder", path) for path in paths])
-    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
+    recorded = _recorded_tasks(models, paths) if task_name is None else None
+    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes, recorded, subset=subset)
     if max_cases is not None:
         suite = subsample_cases(suite, max_cases, 0).reset_index(drop=True)
     nets = [_load_test_model(m, path, ttype, max_length, label_order)
@@ -99,18 +104,18 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
         with progress(len(suite), "predicting", "case") as shown:    # a tqdm bar on a terminal, else nothing
             preds, status = suite_outcomes(net, tokenizer, ttype, suite, split="suite_test", batch_size=batch_size,
                                            max_length=max_length, doc_stride=doc_stride, precision=prec,
-                                           source=f"model {m}", chunk_cases=chunk, on_chunk=shown)
+                                           source=f"model {m}", chunk_cases=chunk, on_chunk=shown, reasons=True)
         del net, tokenizer
-        tables.append(predictions_table(preds.assign(split="suite_test", label=None), ttype, where))
+        tables.append(_with_inputs(predictions_table(preds.assign(split="suite_test", label=None), ttype, where),
+                                   suite, preds))
         cases.append(suite[["case_id", "functionality", "capability", "test_type"]].merge(
-            status[["case_id", "status"]], on="case_id"))
+            status[["case_id", "status", "filter_reason"]], on="case_id"))
         all_preds.append(preds)
         statuses.append(status)
     funcs, examples = failure_summary(suite, statuses, all_preds, ttype, models, k=failures)
     about = f"{Path(suite_path).name} ({ttype.name}, {len(suite)} cases)"
     if len(models) == 1:
-        shown = models[0] if len(models[0]) <= 48 else "…" + models[0][-47:]
-        shown += f" @ {revision}" if revision else ""
+        shown = models[0] + (f" @ {revision}" if revision else "")   # whole (the terminal wraps it)
         title, table, scored, inputs = f"{shown} on {about}", tables[0], cases[0], f"{len(all_preds[0])} inputs"
     else:   # each model's rows under a `model` column (the model as given)
         title = f"{len(models)} models on {about}"
@@ -129,8 +134,10 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
                                             "revision": revision, "label_order": label_order,
                                             "batch_size": batch_size, "max_length": max_length,
                                             "doc_stride": doc_stride, "max_cases_per_functionality": max_cases,
-                                            "precision": precision, "paper_fixes": paper_fixes},
+                                            "precision": precision, "paper_fixes": paper_fixes,
+                                            "checklist_subset": subset},
            "labels": json.loads(labels.get("beluga_labels", "{}")), "hub_models": hub,
+           "filtered": {m: filter_counts(st["filter_reason"]) for m, st in zip(models, statuses)},
            **provenance.record({"suite": suite_path, **{f"model {m}": p for m, p in zip(models, paths)}})}
     write_out_folder(out_dir, {"predictions.parquet": lambda p: write_parquet(table, p, metadata=labels),
                                "cases.parquet": lambda p: write_parquet(scored, p),
@@ -140,6 +147,32 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
                                "run.json": lambda p: write_json(run, p)})
     text = summary_text(funcs, examples, title, models) + _labels_note(models, lmaps)
     return text + f"\n{inputs} predicted and scored in {time.time() - t0:.1f} s; written to\n{out_dir}\n"
+
+
+def _with_inputs(table: pa.Table, suite: pd.DataFrame, preds: pd.DataFrame) -> pa.Table:
+    """predictions.parquet with each row's input text (``input``; pair and QA tasks also ``input_b``, the
+    second text or the question) after ``input_idx``."""
+    texts = {(c, j): x for c, xs in zip(suite["case_id"], suite["inputs"]) for j, x in enumerate(xs)}
+    keys = list(zip(preds["case_id"], preds["input_idx"]))
+    at = table.schema.get_field_index("input_idx") + 1
+    table = table.add_column(at, pa.field("input", pa.string()), pa.array([texts.get(k) for k in keys], pa.string()))
+    if suite["inputs_b"].map(lambda v: v is not None and not (isinstance(v, float) and v != v)).any():
+        b = {(c, j): x for c, xs in zip(suite["case_id"], suite["inputs_b"])
+             if xs is not None and not (isinstance(xs, float) and xs != xs) for j, x in enumerate(xs)}
+        table = table.add_column(at + 1, pa.field("input_b", pa.string()), pa.array([b.get(k) for k in keys],
+                                                                                     pa.string()))
+    return table
+
+
+def _recorded_tasks(models: list[str], paths: list[str]) -> dict[str, str]:
+    """{model: the task type it records (config.json ``beluga_task``)} for the models that record one."""
+    out = {}
+    for m, path in zip(models, paths):
+        if Path(path, "config.json").is_file():
+            rec = recorded_task(read_model_config(path), f"model {m}: config.json") or {}
+            if rec.get("task_type"):
+                out[m] = rec["task_type"]
+    return out
 
 
 def _check_revision(models: list[str], revision: str | None) -> None:

@@ -14,9 +14,12 @@ import yaml
 from beluga.bounds import yaml_load
 from beluga.errors import ConfigError
 from beluga.progress import progress
+from beluga.scoring import filter_condition
+from beluga.suites import lexicons as lex
 from beluga.suites import perturb as perturbations
 from beluga.suites import spec as suite_spec
 from beluga.suites.format import EXPECTATIONS, functionality_table, save_suite, validate_suite
+from beluga.suites.templates import BUILTIN_LEXICONS
 from beluga.tasks import get_task_type
 
 
@@ -54,8 +57,10 @@ def summary(df: pd.DataFrame, samples: int = 1) -> str:
                         for _, r in rows.iterrows()})
         repeated = (f" — only {distinct} distinct: the templates or sentences make fewer, so cases repeat"
                     if distinct < len(rows) else "")
+        when = filter_condition(first["expect"], json.loads(first["expect_params"] or "{}"))
         lines.append(f"{first['capability']} / {func} ({first['test_type']}, {first['expect']}): {len(rows)} cases, "
-                     f"{n_inputs} inputs" + (f", {real} from real sentences" if real else "") + repeated)
+                     f"{n_inputs} inputs" + (f", {real} from real sentences" if real else "") + repeated
+                     + (f"; when tested, {when}" if when else ""))
         for _, r in rows.head(samples).iterrows():
             lines.append("    " + _case_text(r))
     return "\n".join(lines)
@@ -98,7 +103,7 @@ def build_command(spec: str, out: str, source: str | None = None, seed: int | No
     ttype = get_task_type(s.task)
     table = suite_spec.declared(s, functionalities)
     df = validate_suite(df, f"suite spec {s.path}", tuple(ttype.suite_labels) or None, table)
-    save_suite(df, out, declared=table)
+    save_suite(df, out, declared=table, task=ttype.name)
     funcs = functionality_table(df)
     head = (f"{s.name} ({s.task}): {len(df)} cases in {len(funcs)} functionalities, seed "
             f"{int(s.setting('seed', seed))} -> {out}")
@@ -171,7 +176,7 @@ def perturb_command(input_path: str, perturbation: str, test_type: str, expect: 
     ttype = get_task_type(task)
     table = suite_spec.declared(s)
     df = validate_suite(df, "suite perturb", tuple(ttype.suite_labels) or None, table)
-    save_suite(df, out, declared=table)
+    save_suite(df, out, declared=table, task=ttype.name)
     used = json.dumps(data["functionalities"][0]["perturb"])
     return f"{len(df)} of {n} sentences perturbed by {perturbation} ({used}) -> {out}\n" + summary(df, 3) + "\n"
 
@@ -189,3 +194,37 @@ def _short(v) -> str:
     if isinstance(v, (list, tuple)) and len(v) > 4:
         return f"[{len(v)} items]"
     return repr(v)
+
+
+# ---------------------------------------------------------------------------------- suite lexicons
+def _entry(x) -> str:
+    return " / ".join(map(str, x)) if isinstance(x, (tuple, list)) else str(x)
+
+
+def _lexicon_tables() -> list[tuple[str, dict]]:
+    """(heading, {name: entries}) of the built-in word lists: the templates' placeholders, then the lists a
+    perturbation parameter names (beluga/suites/lexicons.py; word groups: pairs and synonym groups)."""
+    return [("template placeholders ({name} in a spec's templates)", dict(BUILTIN_LEXICONS)),
+            ("word lists (a perturbation's lexicon parameters, case-insensitive)", dict(lex.LEXICONS)),
+            ("word groups (pairs and groups: the perturbations' pairs and synonyms)", dict(lex.WORD_GROUPS))]
+
+
+def lexicon_list(name: str | None = None) -> str:
+    """``python -m beluga suite lexicons [NAME]``: every built-in word list with its size and first entries;
+    with ``name``, its entries one a line (a placeholder first, then a perturbation list, case-insensitive);
+    an unknown name is one line listing the names."""
+    tables = _lexicon_tables()
+    if name is None:
+        lines = []
+        for heading, table in tables:
+            lines += ["" if lines else None, heading]
+            for k, v in table.items():
+                first = ", ".join(_entry(x) for x in v[:4])
+                lines.append(f"  {k} ({len(v)}): {first}" + (", ..." if len(v) > 4 else ""))
+        return "\n".join(x for x in lines if x is not None) + "\n"
+    for heading, table in tables:
+        found = table.get(name) if name in table else (table.get(name.lower()) if "case" in heading else None)
+        if found is not None:
+            return "\n".join(_entry(x) for x in found) + "\n"
+    names = sorted({k for _, table in tables for k in table})
+    raise ConfigError(f"suite lexicons: field 'NAME': unknown word list {name!r} (known: {', '.join(names)})")

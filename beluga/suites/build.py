@@ -123,9 +123,10 @@ def check_suite_task_type(df: pd.DataFrame, task_type: str, path) -> None:
     ttype = get_task_type(task_type)
     known = df.attrs.get("task_type")
     if known is not None and known != ttype.name:
-        name = df.attrs.get("checklist_suite", known)
-        raise SuiteError(f"suite file {path}: field 'type': the file is CheckList's {name!r} suite, a {known} "
-                         f"suite, but the task it is configured for has type {ttype.name!r}")
+        what = (f"CheckList's {df.attrs['checklist_suite']!r} suite, a {known} suite" if "checklist_suite" in df.attrs
+                else f"a suite built for task {known!r} ({df.attrs.get('task_source', 'its metadata')})")
+        raise SuiteError(f"suite file {path}: field 'type': the file is {what}, but the task it is configured for "
+                         f"has type {ttype.name!r}")
     paired = df["inputs_b"].map(lambda v: v is not None and not (isinstance(v, float) and v != v))
     needs_b = ttype.head == "qa" or ttype.pair
     wrong = df[~paired] if needs_b else df[paired]

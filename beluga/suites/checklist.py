@@ -159,6 +159,7 @@ def import_checklist_records(records: Iterable[tuple[str | None, dict]], source:
     cols: dict[str, list] = {c: [] for c in COLUMNS}
     suite_name = None
     declared: dict[str, dict] = {}
+    run_subset: list | None = []   # the cases of CheckList's published runs; None: a record does not say
     cache: dict[tuple, tuple[str, str]] = {}
     where, cid = None, None
     try:
@@ -208,6 +209,12 @@ def import_checklist_records(records: Iterable[tuple[str | None, dict]], source:
             if paper_fixes and (s, func) in RELABEL and labels is not None:
                 labels = [RELABEL[(s, func)]] * len(labels)
             meta = d.get("meta")
+            if run_subset is not None:
+                flag = d.get("in_run_subset")
+                if not isinstance(flag, bool):
+                    run_subset = None
+                elif flag:
+                    run_subset.append(cid)
             cols["case_id"].append(cid)
             cols["functionality"].append(func)
             cols["capability"].append(d["capability"])
@@ -236,7 +243,8 @@ def import_checklist_records(records: Iterable[tuple[str | None, dict]], source:
     ttype = get_task_type(SUITE_TASK_TYPES[suite_name])
     label_set = tuple(ttype.suite_labels) or None
     df = validate_suite(df, path, label_set, head=ttype.head)
-    df.attrs.update(checklist_suite=suite_name, task_type=ttype.name, declared=list(declared.values()))
+    df.attrs.update(checklist_suite=suite_name, task_type=ttype.name, declared=list(declared.values()),
+                    checklist_run_subset=run_subset)
     return df
 
 
@@ -249,8 +257,11 @@ def import_checklist(path: str | os.PathLike, paper_fixes: bool = True) -> pd.Da
     matter for asymmetric relations" labels -> 0; qqp "(question, f(question))
     where f(question) replaces synonyms?" gets the training hint
     ``{"train": {"as": "MFT", "label": 1}}``). Without them labels are exactly
-    as released. ``df.attrs`` holds ``checklist_suite``, ``task_type`` and
-    ``declared`` (functionality descriptions). Errors name the file, the line
+    as released. ``df.attrs`` holds ``checklist_suite``, ``task_type``,
+    ``declared`` (functionality descriptions) and ``checklist_run_subset``: the
+    case ids of CheckList's published runs (a test's ``run_idxs`` where it
+    sampled cases, all its cases otherwise; the records' ``in_run_subset``),
+    None when a record does not say. Errors name the file, the line
     (JSONL) or the case id (release suites) and the field."""
 
     path = Path(path)

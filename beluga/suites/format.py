@@ -26,6 +26,8 @@ column filled with nulls.
 The file may declare its functionalities in the schema metadata key
 ``beluga.functionalities`` (JSON list of {functionality, capability,
 test_type, description}); every declared functionality must have cases.
+``beluga.task``: the task type the suite was built for (``suite build`` /
+``suite perturb`` write it; ``test``, ``score`` and ``suite export`` read it).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ from beluga.io import write_parquet
 TEST_TYPES = ("MFT", "INV", "DIR")
 AGG_FNS = ("all", "all_except_first")
 FUNCTIONALITIES_KEY = "beluga.functionalities"
+#: the schema metadata key of the task type a suite was built for (``suite build`` / ``suite perturb``)
+TASK_KEY = "beluga.task"
 
 # expectation name -> what it needs and where it applies.
 #   needs: "label"  - a class label per input (column ``labels``)
@@ -57,7 +61,7 @@ FUNCTIONALITIES_KEY = "beluga.functionalities"
 #   n_inputs: exact number of inputs the expectation works on (None: any)
 EXPECTATIONS: dict[str, dict] = {
     "eq": {"needs": "label_or_answer", "val_ok": True, "types": ("MFT", "INV", "DIR")},
-    "not_negative": {"needs": None, "val_ok": False, "types": ("MFT",)},
+    "not_negative": {"needs": None, "val_ok": False, "types": ("MFT", "DIR")},
     "eq_or_not_negative": {"needs": "label", "val_ok": False, "types": ("MFT",)},
     "inv": {"needs": None, "val_ok": False, "types": ("INV",)},
     "monotonic": {"needs": None, "val_ok": False, "types": ("DIR",)},
@@ -337,7 +341,12 @@ def load_suite(path: str | os.PathLike, label_set: tuple[int, ...] | None = None
     except (pa.ArrowInvalid, OSError) as e:
         raise SuiteError(f"suite file {path}: field 'path': not a readable Parquet file ({e})") from None
     declared = _declared(table.schema.metadata, path)
-    return validate_suite(table.to_pandas(), path, label_set, declared, head=head)
+    df = validate_suite(table.to_pandas(), path, label_set, declared, head=head)
+    task = (table.schema.metadata or {}).get(TASK_KEY.encode())
+    if task is not None:
+        df.attrs["task_type"] = task.decode("utf-8", "replace")
+        df.attrs["task_source"] = f"its metadata {TASK_KEY}"
+    return df
 
 
 def _declared(metadata: dict | None, path) -> list[dict] | None:
@@ -363,7 +372,10 @@ def functionality_table(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def save_suite(df: pd.DataFrame, path: str | os.PathLike, declared: list[dict] | None = None) -> None:
+def save_suite(df: pd.DataFrame, path: str | os.PathLike, declared: list[dict] | None = None,
+               task: str | None = None) -> None:
+    """Write a suite file (Parquet): its declared functionalities and the task type it was built for (``task``),
+    if given, in the schema metadata (read back as ``df.attrs['task_type']``)."""
     df = df.copy()
     for opt in OPTIONAL_COLUMNS:
         if opt not in df.columns:
@@ -372,5 +384,7 @@ def save_suite(df: pd.DataFrame, path: str | os.PathLike, declared: list[dict] |
     for col in ("inputs_b", "labels", "answers", "meta"):
         df[col] = pd.Series([None if _is_null(v) else v for v in df[col]], index=df.index, dtype=object)
     table = pa.Table.from_pandas(df, schema=SCHEMA, preserve_index=False)
-    metadata = {FUNCTIONALITIES_KEY: json.dumps(declared)} if declared is not None else None
-    write_parquet(table, path, metadata=metadata)
+    metadata = {FUNCTIONALITIES_KEY: json.dumps(declared)} if declared is not None else {}
+    if task is not None:
+        metadata[TASK_KEY] = task
+    write_parquet(table, path, metadata=metadata or None)
