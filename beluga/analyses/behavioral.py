@@ -302,8 +302,8 @@ def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[s
             name = _short(t(r["functionality"]), name_width)
             lines.append(f"  {name:<{name_width}} {t(r['test_type']):<4} {r['status']:<{word_width}} "
                          f"{_text_rate(r, n)}".rstrip())
-            if r.get("filtered"):
-                lines.append(f"      {_short(t(r['filtered']), width - 6)}")
+            if r.get("filtered"):   # wrapped, never cut: every reason and its count is read
+                lines += textwrap.wrap(t(r["filtered"]), width, initial_indent=" " * 6, subsequent_indent=" " * 8)
             for ex in examples.get(r["functionality"], []):
                 if n == 1:
                     lines.append(f"      ✗ {_short(t(ex['expectation']), width - 8)}")
