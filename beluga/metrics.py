@@ -78,6 +78,8 @@ def iid_score(metrics: dict[str, float], choice: str = "mean") -> float:
     if choice not in metrics:
         raise ValueError(f"field 'iid_metric': {choice!r} is not a metric of this task ({', '.join(metrics)})")
     return float(metrics[choice])
+
+
 #: a functionality's status word in the summaries of ``test`` and ``score``: a failure rate above 0, none
 #: failed, or no case scored (every case filtered)
 STATUS_FAIL, STATUS_PASS, STATUS_NONE = "fail", "pass", "no scored cases"
