@@ -65,13 +65,11 @@ def time_unit(seconds: float) -> tuple[str, float]:
 
 def duration(seconds: float) -> str:
     """A wall-clock in words: ``42 s``, ``6.4 min``, ``5.2 h``, ``3.1 days (74 h)``."""
-    if seconds < 120:
-        return f"{seconds:,.1f} s" if seconds < 10 else f"{seconds:,.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:,.1f} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:,.1f} h"
-    return f"{seconds / 86400:,.1f} days ({seconds / 3600:,.0f} h)"
+    if seconds >= 48 * 3600:
+        return f"{seconds / 86400:,.1f} days ({seconds / 3600:,.0f} h)"
+    unit, per = time_unit(seconds)
+    decimals = 0 if unit == "s" and seconds >= 10 else 1
+    return f"{seconds / per:,.{decimals}f} {unit}"
 
 
 # ---------------------------------------------------------------- dependencies and the schedule
