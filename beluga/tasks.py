@@ -1,4 +1,4 @@
-"""Task types (SENT, PARA, READ): label sets, training targets, the model's
+"""Task types (SENT, PARA, READ; NLI and ACCEPTABILITY, issue 40): label sets, training targets, the model's
 head (``classification`` or extractive ``qa``), and the mapping from model
 probabilities to the classes the suite's expectations speak about.
 
@@ -95,6 +95,29 @@ class ParaphraseType(TaskType):
         return probs
 
 
+class LabelledType(TaskType):
+    """A classification task whose suite and model share one label set (NLI:
+    entailment / neutral / contradiction on (premise, hypothesis) pairs, as
+    GLUE's MNLI numbers them; ACCEPTABILITY: CoLA's unacceptable / acceptable
+    single sentences): an MFT's ``eq`` label is the one-hot target."""
+
+    def mft_target(self, expect: str, label: int | None) -> list[float]:
+        if expect != "eq" or label is None:
+            raise ConfigError(f"{self.name.upper()}: expectation {expect!r} without a label "
+                              "cannot be trained as an MFT")
+        k = int(label)
+        if k not in self.suite_labels:
+            raise ConfigError(f"{self.name.upper()}: label {k} is not one of {sorted(self.suite_labels)}")
+        return [1.0 if i == k else 0.0 for i in range(self.num_model_labels)]
+
+    def suite_probs(self, probs: np.ndarray) -> np.ndarray:
+        probs = np.asarray(probs, dtype=np.float64)
+        if probs.ndim != 2 or probs.shape[1] != self.num_model_labels:
+            raise ValueError(f"{self.name.upper()} expects {self.num_model_labels}-class probabilities, "
+                             f"got shape {probs.shape}")
+        return probs
+
+
 class QAType(TaskType):
     """READ: extractive question answering on (context, question) pairs; the
     model predicts start/end positions, predictions are answer strings."""
@@ -122,6 +145,21 @@ PARA = ParaphraseType(
     pair=True,
 )
 
+NLI = LabelledType(
+    name="nli",
+    num_model_labels=3,
+    suite_labels={0: "entailment", 1: "neutral", 2: "contradiction"},
+    iid_labels={0: "entailment", 1: "neutral", 2: "contradiction"},
+    pair=True,
+)
+
+ACCEPTABILITY = LabelledType(
+    name="acceptability",
+    num_model_labels=2,
+    suite_labels={0: "unacceptable", 1: "acceptable"},
+    iid_labels={0: "unacceptable", 1: "acceptable"},
+)
+
 READ = QAType(
     name="read",
     num_model_labels=0,
@@ -131,7 +169,9 @@ READ = QAType(
     pair=True,
 )
 
-TASK_TYPES: dict[str, TaskType] = {"sent": SENT, "para": PARA, "read": READ}
+#: every task type; a config's ``type`` is further limited to what schemas/config.schema.yaml lists
+TASK_TYPES: dict[str, TaskType] = {"sent": SENT, "para": PARA, "read": READ, "nli": NLI,
+                                   "acceptability": ACCEPTABILITY}
 
 # CheckList suite name -> task type
 SUITE_TASK_TYPES = {"sentiment": "sent", "qqp": "para", "squad": "read"}
