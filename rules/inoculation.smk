@@ -10,6 +10,7 @@ rule inoculate:
         iid_val=PATHS.iid("val"),
         iid_test=PATHS.iid("test"),
         challenge=lambda w: RUNS.inoc_challenge(w.task, w.unit),
+        challenge_train=lambda w: RUNS.inoc_challenge(w.task, w.unit, "challenge_train"),
     output:
         result=PATHS.inoculation_run(),
         outcomes=PATHS.inoculation_run(ext="parquet"),
@@ -35,6 +36,8 @@ rule inoculate:
         challenge=lambda w: RUNS.inoc_units[w.task][w.unit].get("challenge"),
         challenge_test_fraction=INOCULATION["challenge_test_fraction"],
         challenge_dev_fraction=RUNS.inoc_dev_fraction,
+        challenge_train_size=lambda w: RUNS.inoc_units[w.task][w.unit].get("train_size"),
+        challenge_distinct=lambda w: RUNS.inoc_units[w.task][w.unit].get("distinct"),
         batch_size=PREDICT["batch_size"],
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
     message:

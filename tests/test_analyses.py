@@ -16,9 +16,12 @@ def analyses_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("analyses")
     cfg = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
     cfg["configurations"], cfg["partitions"] = ["iid_to_t"], ["seen"]
-    cfg["tasks"]["sent"]["ood"] = [{"name": "nyt", "source": "hutto", "set": "nyt", "max_examples": 40}]
+    cfg["tasks"]["sent"]["ood"] = [{"name": "nyt", "source": "hutto", "set": "nyt", "max_examples": 40},
+                                   {"name": "amazon", "source": "hutto", "set": "amazon", "max_examples": 20},
+                                   {"name": "tweets", "source": "hutto", "set": "tweets", "max_examples": 12}]
+    # nyt split by id; amazon tested whole, trained from another set (the stress tests' own training splits)
     cfg["inoculation"] = {"units": ["class", "suite"], "doses": [1, "all"], "lrs": [1.0e-3, 1.0e-4],
-                          "max_epochs": 3, "patience": 1, "challenge": ["nyt"],
+                          "max_epochs": 3, "patience": 1, "challenge": ["nyt", {"set": "amazon", "train": "tweets"}],
                           "select_on": "dev"}     # the default since issue 34, named: held-out selection
     cfg_file = tmp / "cfg.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -32,7 +35,7 @@ def test_inoculation_end_to_end_and_reruns_only_what_is_missing(analyses_run):
     wd, cfg_file = analyses_run
     res = wd / "results" / "sent" / "inoculation"
     runs = sorted(p.relative_to(res / "runs").as_posix() for p in (res / "runs").rglob("*.json"))
-    units = ["class-negation", "class-robustness", "class-vocabulary", "suite", "set-nyt"]
+    units = ["class-negation", "class-robustness", "class-vocabulary", "suite", "set-nyt", "set-amazon"]
     assert runs == sorted(f"{u}/{d}/{lr}.json" for u in units for d in ("1", "all") for lr in ("lr0.001", "lr0.0001"))
     rec = json.loads((res / "runs" / "suite" / "all" / "lr0.001.json").read_text())
     assert rec["unit"] == "suite" and rec["dose"] == "all" and rec["n_cases"] == 6 and rec["lr"] == 1e-3
@@ -41,7 +44,7 @@ def test_inoculation_end_to_end_and_reruns_only_what_is_missing(analyses_run):
     one = json.loads((res / "runs" / "class-negation" / "1" / "lr0.001.json").read_text())
     assert one["n_cases"] == 1 and one["functionalities"] == ["simple negations: negative"]
     table = pd.read_csv(res / "table.csv", keep_default_na=False)
-    assert list(table.groupby("unit", sort=False)["dose"].apply(list)) == [["0", "1", "all"]] * 5
+    assert list(table.groupby("unit", sort=False)["dose"].apply(list)) == [["0", "1", "all"]] * 6
     outcomes = pd.read_csv(res / "outcomes.csv")
     assert set(outcomes["unit"]) == set(units)
     assert set(outcomes["outcome"]) <= {"1", "2", "3", "between", "no gap"} and outcomes["reason"].str.len().min() > 10
@@ -52,13 +55,13 @@ def test_inoculation_end_to_end_and_reruns_only_what_is_missing(analyses_run):
     # the tiny suite: one MFT functionality of one label, an INV and a DIR one -> every unit flagged
     assert dict(zip(outcomes["unit"], outcomes["label_skew"])) == {
         "class-vocabulary": "no label", "class-robustness": "no label", "class-negation": "single label",
-        "suite": "single label", "set-nyt": "mixed"}
-    assert list(outcomes["informative_3"]) == [False] * 4 + [True]
+        "suite": "single label", "set-nyt": "mixed", "set-amazon": "mixed"}
+    assert list(outcomes["informative_3"]) == [False] * 4 + [True] * 2
     # the external challenge set (20 NYT sentences to test; of the other 20, round(20 × 0.2) = 4 held out as its
     # dev part, where the learning rate is chosen, and 16 to train) is scored with the i.i.d. metric
     nyt = table[table["unit"] == "set-nyt"]
     assert set(nyt["measure"]) == {"accuracy"}
-    assert set(table.loc[table["unit"] != "set-nyt", "measure"]) == {"pass rate"}
+    assert set(table.loc[~table["unit"].str.startswith("set-"), "measure"]) == {"pass rate"}
     rec_nyt = json.loads((res / "runs" / "set-nyt" / "all" / "lr0.001.json").read_text())
     assert rec_nyt["n_cases"] == 16 and rec_nyt["challenge_set"] == "nyt" and rec_nyt["challenge_dev_examples"] == 4
     assert rec_nyt["challenge_val"] in {k / 4 for k in range(5)}      # accuracy on 4 dev sentences
@@ -74,6 +77,11 @@ def test_inoculation_end_to_end_and_reruns_only_what_is_missing(analyses_run):
     assert "optimistic" not in (res / "inoculation.md").read_text()
     nyt_cases = pd.read_parquet(res / "runs" / "set-nyt" / "all" / "lr0.001.parquet")
     assert (nyt_cases["split"] == "ood:nyt").sum() == 20
+    # amazon: trained on the 12 tweets (round(12 × 0.2) = 2 held out as the dev part), tested on all 20
+    rec_am = json.loads((res / "runs" / "set-amazon" / "all" / "lr0.001.json").read_text())
+    assert rec_am["n_cases"] == 10 and rec_am["challenge_dev_examples"] == 2
+    am_cases = pd.read_parquet(res / "runs" / "set-amazon" / "all" / "lr0.001.parquet")
+    assert (am_cases["split"] == "ood:amazon").sum() == 20
     assert rec["schedule"] == "halve_on_plateau" and len(rec["lr_factors"]) == rec["epochs_trained"]
     cases = pd.read_parquet(res / "runs" / "class-negation" / "1" / "lr0.001.parquet")
     assert set(cases["split"]) == {"suite_test", "iid_test"}

@@ -294,9 +294,11 @@ def test_challenge_set_units_split_and_doses():
     ood = {"nyt": {"name": "nyt", "source": "hutto", "set": "nyt", "max_examples": 500},
            "amazon_polarity": {"name": "amazon_polarity", "source": "hub"}}
     units = ino_plan.challenge_units(["nyt", "amazon_polarity", "imdb"], ood)      # imdb: not an OOD set of this task
-    assert units == {"set-nyt": {"level": "challenge set", "label": "nyt", "functionalities": [], "challenge": "nyt"},
+    rest = {"challenge_train": None, "train_size": None, "distinct": None}
+    assert units == {"set-nyt": {"level": "challenge set", "label": "nyt", "functionalities": [], "challenge": "nyt",
+                                 **rest},
                      "set-amazon-polarity": {"level": "challenge set", "label": "amazon_polarity",
-                                             "functionalities": [], "challenge": "amazon_polarity"}}
+                                             "functionalities": [], "challenge": "amazon_polarity", **rest}}
     assert ino_plan.challenge_train_size(ood["nyt"], 0.5) == 250 and \
         ino_plan.challenge_train_size(ood["amazon_polarity"], 0.5) is None
     assert ino_plan.doses_for(250, [4, 16, "all"]) == ["4", "16", "all"]
@@ -322,6 +324,85 @@ def test_challenge_set_units_split_and_doses():
     skew = ino_summary.set_label_skew(pd.DataFrame({"label": [1, 1, 0, 1]}))
     assert skew == {"label_skew": "mixed", "labels": "0: 25%, 1: 75%", "informative_3": True}
     assert not ino_summary.set_label_skew(pd.DataFrame({"label": [1, 1]}))["informative_3"]
+
+
+def test_challenge_items_as_objects_are_checked_in_one_line():
+    assert ino_plan.challenge_spec("nyt") == {"set": "nyt", "train": None, "train_size": None, "distinct": None}
+    assert ino_plan.challenge_spec({"set": "addsent", "train": "addsent_train", "distinct": "context"}) == \
+        {"set": "addsent", "train": "addsent_train", "train_size": None, "distinct": "context"}
+    bad = [({"set": "a", "train": "b", "train_size": 5}, "'train' .* and 'train_size' .* exclude each other"),
+           ({"set": "a", "train": "a"}, r"field 'train': 'a' is the challenge set itself"),
+           ({"set": "a", "trian": "b"}, r"unknown key 'trian'"),
+           ({"set": "a", "train_size": 0}, r"field 'train_size': a positive integer, got 0"),
+           ({"train": "a"}, r"an OOD set's name, or an object with 'set'")]
+    for item, msg in bad:
+        with pytest.raises(ConfigError, match=r"inoculation\.challenge\[2\]'?.*" + msg):
+            ino_plan.challenge_spec(item, 2)
+    with pytest.raises(ConfigError, match=r"challenge\[1\]': 'nyt' is listed twice"):
+        ino_plan.challenge_specs(["nyt", {"set": "nyt", "train_size": 3}])
+    ood = {"a": {"name": "a", "max_examples": 100}, "b": {"name": "b", "max_examples": 30}}
+    units = ino_plan.challenge_units([{"set": "a", "train": "b"}], ood)
+    assert units["set-a"]["challenge_train"] == "b"
+    with pytest.raises(ConfigError, match=r"challenge\[0\]\.train': 'c' is not an OOD set"):
+        ino_plan.challenge_units([{"set": "a", "train": "c"}], ood)
+    # the training part's size before the sets are prepared: the train set's cap, train_size, or unknown (groups)
+    assert ino_plan.challenge_train_size(ood["a"], 0.5, train_entry=ood["b"]) == 30
+    assert ino_plan.challenge_train_size(ood["a"], 0.5, 0.2, train_size=40) == 32          # 40 - round(8.0)
+    assert ino_plan.challenge_train_size(ood["a"], 0.5, train_size=400) == 100             # at most the cap
+    assert ino_plan.challenge_train_size(ood["a"], 0.5, distinct="context") is None
+    assert ino_plan.challenge_test_size(100, 0.5, has_train_set=True) == 100
+    assert ino_plan.challenge_test_size(100, 0.5, train_size=30) == 70
+    assert ino_plan.challenge_test_size(100, 0.25) == 25
+
+
+def test_challenge_split_by_count_and_by_group_and_doses_of_distinct_passages():
+    ids = [f"q{i:03d}" for i in range(50)]
+    # without groups the split is what it was: a permutation of the sorted ids seeded by (seed, name)
+    order = np.random.default_rng(ino_plan.stable_int(11, "challenge:s")).permutation(50)
+    assert ino_plan.challenge_split(ids, 0.4, 11, "s") == (sorted(ids[i] for i in order[20:]),
+                                                           sorted(ids[i] for i in order[:20]))
+    # train_size: that many to training (the numerical-reasoning set: 1,000 sampled, the rest evaluated)
+    train, test = ino_plan.challenge_split(ids, 0.4, 11, "s", train_size=12)
+    assert len(train) == 12 and len(test) == 38 and sorted(train + test) == ids
+    assert train == sorted(ids[i] for i in order[:12])
+    with pytest.raises(DataError, match="challenge set s: field 'inoculation.challenge': its 50 example"):
+        ino_plan.challenge_split(ids, 0.4, 11, "s", train_size=50)
+    # groups (5 questions a passage): a passage goes whole to one part, the count is of passages / examples
+    passage = {i: f"p{int(i[1:]) // 5}" for i in ids}
+    train, test = ino_plan.challenge_split(ids, 0.4, 11, "s", groups=passage)
+    assert len(test) == 20 and not {passage[i] for i in train} & {passage[i] for i in test}
+    train, test = ino_plan.challenge_split(ids, 0.4, 11, "s", train_size=12, groups=passage)
+    assert len(train) == 15 and not {passage[i] for i in train} & {passage[i] for i in test}   # 3 whole passages
+    rest, dev = ino_plan.challenge_dev_split(train, 0.34, 11, "s", passage)
+    assert len(dev) == 5 and not {passage[i] for i in rest} & {passage[i] for i in dev}
+    # a dose draws at most one question per passage; doses nested; 'all' = one of every passage
+    pool = [i for i in ids if passage[i] not in {"p0", "p1"}]
+    doses = {d: ino_plan.dose_sample(pool, d, 7, "set-s", passage) for d in ("2", "5", "all")}
+    assert [len(v) for v in doses.values()] == [2, 5, 8]
+    assert all(len({passage[i] for i in v}) == len(v) for v in doses.values())
+    assert doses["all"][:5] == doses["5"] and doses["5"][:2] == doses["2"]
+    assert ino_plan.dose_sample(pool, "5", 7, "set-s") == ino_plan.dose_sample(list(reversed(pool)), "5", 7, "set-s")
+
+
+def test_challenge_parts_of_a_set_split_by_count_or_trained_from_another_set():
+    from beluga.analyses.inoculation.train import challenge_parts
+
+    data = pd.DataFrame({"example_id": [f"t{i}" for i in range(30)], "text": [f"s{i}" for i in range(30)],
+                         "label": [i % 2 for i in range(30)], "context": [f"p{i // 3}" for i in range(30)]})
+    train, test, dev = challenge_parts(data, "num", "all", 5, "set-num", train_size=10, dev_fraction=0.2)
+    assert len(train) == 8 and len(dev) == 2 and len(test) == 20
+    parts = [set(x["example_id"]) for x in (train, test, dev)]
+    assert not parts[0] & parts[1] and not parts[2] & parts[0] and not parts[2] & parts[1]
+    other = data.assign(example_id=[f"o{i}" for i in range(30)])
+    train, test, dev = challenge_parts(data, "addsent", "4", 5, "set-addsent", train_data=other, distinct="context")
+    assert dev is None and test.equals(data) and len(train) == 4
+    assert set(train["example_id"]) <= set(other["example_id"])
+    assert train["context"].is_unique
+    train_all, _, _ = challenge_parts(data, "addsent", "all", 5, "set-addsent", train_data=other, distinct="context")
+    assert len(train_all) == 10 and set(train["example_id"]) <= set(train_all["example_id"])
+    with pytest.raises(DataError, match=r"challenge set addsent \(its training set\): field "
+                                        r"'inoculation.challenge\[\]\.distinct': no column 'passage'"):
+        challenge_parts(data, "addsent", "4", 5, "u", train_data=other, distinct="passage")
 
 
 def test_challenge_set_tests_in_the_tasks_metric():
@@ -361,9 +442,10 @@ def test_runs_add_challenge_units_with_their_doses_inputs_and_grids():
     from beluga.workflow.paths import Paths
     from beluga.workflow.runs import Runs
 
-    def runs(**inoc):
+    def runs(ood_extra=False, **inoc):
         cfg = yaml.safe_load((CONFIGS / "tiny.yaml").read_text())
-        cfg["tasks"]["sent"]["ood"] = [{"name": "nyt", "source": "hutto", "set": "nyt", "max_examples": 40}]
+        cfg["tasks"]["sent"]["ood"] = [{"name": "nyt", "source": "hutto", "set": "nyt", "max_examples": 40}] + (
+            [{"name": "tweets", "source": "hutto", "set": "tweets", "max_examples": 30}] if ood_extra else [])
         cfg["inoculation"] = copy.deepcopy(inoc)
         validate(cfg, str(REPO / "schemas" / "config.schema.yaml"))
         resolve_data_paths(cfg)
@@ -388,6 +470,13 @@ def test_runs_add_challenge_units_with_their_doses_inputs_and_grids():
     assert (r.inoc_select_on, r.inoc_dev_fraction) == ("dev", 0.2)
     assert r.inoc_doses("sent", "set-nyt") == ["4", "all"]
     assert runs(units=["class"], challenge=["nyt"], select_on="val").inoc_select_on == "dev"
+    # an object item: its training part is another OOD set (an input of its jobs), the set tested whole
+    r = runs(units=["class"], doses=[4, 100], challenge=[{"set": "nyt", "train": "tweets"}], select_on="test",
+             ood_extra=True)
+    assert r.inoc_challenge("sent", "set-nyt", "challenge_train") == ["results/sent/ood/data/tweets.parquet"]
+    assert r.inoc_doses("sent", "set-nyt") == ["4", "all"]                  # the tweets set's 30 examples
+    with pytest.raises(ConfigError, match=r"challenge\[0\]\.train': 'amazon' is not an OOD set"):
+        runs(units=["class"], challenge=[{"set": "nyt", "train": "amazon"}])
 
 
 # ---------------------------------------------------------------- several training seeds (issue 26)

@@ -9,4 +9,5 @@ run(sm, lambda: inoculation.inoculate(
     iid_metric=sm.params.iid_metric, out_result=sm.output.result, out_outcomes=sm.output.outcomes,
     schedule=sm.params.schedule, challenge=sm.params.challenge, challenge_data=input_list(sm, "challenge"),
     challenge_test_fraction=sm.params.challenge_test_fraction,
-    challenge_dev_fraction=sm.params.challenge_dev_fraction))
+    challenge_dev_fraction=sm.params.challenge_dev_fraction, challenge_train=input_list(sm, "challenge_train"),
+    challenge_train_size=sm.params.challenge_train_size, challenge_distinct=sm.params.challenge_distinct))

@@ -344,9 +344,14 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
             ep = inoculation_epochs(inoc)
             for unit, spec in the_runs.inoc_units[tid].items():
                 if spec.get("challenge") is not None:   # a challenge set: its training part, examples
-                    n_set = ood_entry_size(the_runs.ood_sets[tid][spec["challenge"]])
-                    n_test = int(round(n_set * float(inoc["challenge_test_fraction"])))
-                    n_train, seqs_per_case, extra = n_set - n_test, 1.0, n_test
+                    sets = the_runs.ood_sets[tid]
+                    n_set = ood_entry_size(sets[spec["challenge"]])
+                    n_test = inoc_analysis.challenge_test_size(
+                        n_set, inoc["challenge_test_fraction"], has_train_set=spec["challenge_train"] is not None,
+                        train_size=spec["train_size"])
+                    n_train = ood_entry_size(sets[spec["challenge_train"]]) if spec["challenge_train"] is not None \
+                        else n_set - n_test
+                    seqs_per_case, extra = 1.0, n_test
                 else:   # suite cases: their sequences as the fold jobs train them; the unit's T_val
                     funcs_u = spec["functionalities"]
                     n_train = inoc_analysis.train_cases_per_unit(the_runs.func_tables[tid], funcs_u,

@@ -166,8 +166,8 @@ class Runs:
         }
         for t, task_units in self.inoc_units.items():   # external challenge sets: units of their own
             task_units.update(inoculation.challenge_units(self.inoculation["challenge"], self.ood_sets[t]))
-        missing = [n for n in self.inoculation["challenge"]
-                   if not any(n in self.ood_sets[t] for t in self.inoc_units)]
+        missing = [c["set"] for c in inoculation.challenge_specs(self.inoculation["challenge"])
+                   if not any(c["set"] in self.ood_sets[t] for t in self.inoc_units)]
         if missing and self.inoc_units:
             raise ConfigError(f"config: field 'inoculation.challenge': {missing[0]!r} is not an OOD set "
                               f"(tasks.<id>.ood) of an analysed task")
@@ -413,16 +413,20 @@ class Runs:
     def inoc_doses(self, task: str, unit: str) -> list[str]:
         spec = self.inoc_units[task][unit]
         if spec.get("challenge") is not None:
-            n = inoculation.challenge_train_size(self.ood_sets[task][spec["challenge"]],
-                                                 self.inoculation["challenge_test_fraction"], self.inoc_dev_fraction)
+            sets = self.ood_sets[task]
+            n = inoculation.challenge_train_size(
+                sets[spec["challenge"]], self.inoculation["challenge_test_fraction"], self.inoc_dev_fraction,
+                train_entry=sets.get(spec["challenge_train"]), train_size=spec["train_size"],
+                distinct=spec["distinct"])
         else:
             n = inoculation.train_cases_per_unit(self.func_tables[task], spec["functionalities"],
                                                  self.config["split"]["fractions"])
         return inoculation.doses_for(n, self.inoculation["doses"])
 
-    def inoc_challenge(self, task: str, unit: str) -> list[str]:
-        """The prepared challenge set of an external-challenge unit ([] for a suite unit)."""
-        name = self.inoc_units[task][unit].get("challenge")
+    def inoc_challenge(self, task: str, unit: str, key: str = "challenge") -> list[str]:
+        """The prepared challenge set of an external-challenge unit (``key`` ``challenge_train``: the OOD set
+        that is its training part); [] for a suite unit or a set without one."""
+        name = self.inoc_units[task][unit].get(key)
         return [] if name is None else [self.paths.ood_data(name, task)]
 
     def inoc_results(self, task: str, ext: str = "json", seeddirs=None) -> list[str]:

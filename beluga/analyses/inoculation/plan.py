@@ -5,7 +5,15 @@ imports it while it is built, so it imports no heavy library (pandas, scipy, tor
 ``funcs`` arguments are the suite's functionality table (a pandas DataFrame built by the caller).
 
 - A *unit* is the whole suite, a functionality class or a functionality (:func:`units`), or an
-  external challenge set (:func:`challenge_units`; ``set-<name>``).
+  external challenge set (:func:`challenge_units`; ``set-<name>``). A challenge set is one of the task's
+  OOD sets (``inoculation.challenge``: its name, or ``{set, train, train_size, distinct}``,
+  :func:`challenge_spec`): split by example id into a training and a test part
+  (``challenge_test_fraction``), or ``train_size`` examples to training and the rest tested (Liu et al.'s
+  numerical-reasoning set: 1,000 sampled, the rest evaluated), or tested whole with its training part taken
+  from another OOD set (``train``: the stress tests' and Adversarial SQuAD's own training splits).
+  ``distinct`` names a column whose values group the examples (READ: ``context``, the passage): a group
+  goes whole to one part, and a dose holds at most one example per group (Liu et al.: "For Adversarial
+  SQuAD, we subsample from distinct passages").
 - Doses are numbers of T_train cases (``all``: every one; :func:`doses_for`); the samples are nested
   (:func:`dose_sample`: a smaller dose is a prefix of a seeded permutation of the unit's case ids)
   and dose 0 is the IID model itself.
@@ -108,38 +116,138 @@ def units(funcs, levels) -> dict[str, dict]:
     return out
 
 
-def challenge_units(names, ood_sets: dict) -> dict[str, dict]:
-    """unit id (``set-<name>``) -> {level ``challenge set``, label, functionalities [], challenge: name} for
-    each configured challenge set that is one of the task's OOD sets (``ood_sets``: name -> entry)."""
+#: the keys of an ``inoculation.challenge`` item given as an object (:func:`challenge_spec`)
+CHALLENGE_KEYS = ("set", "train", "train_size", "distinct")
+
+
+def challenge_spec(item, i: int = 0) -> dict:
+    """An ``inoculation.challenge`` item -> {set, train, train_size, distinct}: a name is ``{set: name}``
+    with the rest None. ``train`` (another OOD set: the training part, the set tested whole) and
+    ``train_size`` (examples to the training part, the rest tested) exclude each other."""
+    where = f"config: field 'inoculation.challenge[{i}]'"
+    if isinstance(item, str):
+        return {"set": item, "train": None, "train_size": None, "distinct": None}
+    if not isinstance(item, dict) or not isinstance(item.get("set"), str):
+        raise ConfigError(f"{where}: an OOD set's name, or an object with 'set' (a name) and optional "
+                          f"{', '.join(CHALLENGE_KEYS[1:])}")
+    unknown = sorted(set(item) - set(CHALLENGE_KEYS))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(CHALLENGE_KEYS)})")
+    spec = {k: item.get(k) for k in CHALLENGE_KEYS}
+    if spec["train"] is not None and spec["train_size"] is not None:
+        raise ConfigError(f"{where}: 'train' (another set is the training part) and 'train_size' (a sample of "
+                          "this set is) exclude each other")
+    if spec["train"] == spec["set"]:
+        raise ConfigError(f"{where}: field 'train': {spec['train']!r} is the challenge set itself; leave 'train' "
+                          "out to split the set")
+    if spec["train_size"] is not None and (isinstance(spec["train_size"], bool)
+                                           or not isinstance(spec["train_size"], int) or spec["train_size"] < 1):
+        raise ConfigError(f"{where}: field 'train_size': a positive integer, got {spec['train_size']!r}")
+    return spec
+
+
+def challenge_specs(items) -> list[dict]:
+    """Every ``inoculation.challenge`` item as :func:`challenge_spec`; a set listed twice is refused."""
+    specs = [challenge_spec(item, i) for i, item in enumerate(items)]
+    seen = set()
+    for i, spec in enumerate(specs):
+        if spec["set"] in seen:
+            raise ConfigError(f"config: field 'inoculation.challenge[{i}]': {spec['set']!r} is listed twice")
+        seen.add(spec["set"])
+    return specs
+
+
+def challenge_units(items, ood_sets: dict) -> dict[str, dict]:
+    """unit id (``set-<name>``) -> {level ``challenge set``, label, functionalities [], challenge: name,
+    challenge_train, train_size, distinct} for each configured challenge set (a name or an object,
+    :func:`challenge_spec`) that is one of the task's OOD sets (``ood_sets``: name -> entry); its ``train``
+    set must be one too."""
     out = {}
-    for i, name in enumerate(names):
+    for i, spec in enumerate(challenge_specs(items)):
+        name = spec["set"]
         if name in ood_sets:
+            if spec["train"] is not None and spec["train"] not in ood_sets:
+                raise ConfigError(f"config: field 'inoculation.challenge[{i}].train': {spec['train']!r} is not an "
+                                  f"OOD set (tasks.<id>.ood) of the task that has {name!r}")
             uid = "set-" + re.sub(r"[^a-z0-9]+", "-", str(name).lower()).strip("-")
             if uid in out:
                 raise ConfigError(f"config: field 'inoculation.challenge[{i}]': {name!r} and "
                                   f"{out[uid]['label']!r} have the same unit id ({uid}); name one OOD set "
                                   "otherwise (or list it once)")
-            out[uid] = {"level": "challenge set", "label": str(name), "functionalities": [], "challenge": name}
+            out[uid] = {"level": "challenge set", "label": str(name), "functionalities": [], "challenge": name,
+                        "challenge_train": spec["train"], "train_size": spec["train_size"],
+                        "distinct": spec["distinct"]}
     return out
 
 
-def challenge_train_size(entry: dict, test_fraction: float, dev_fraction: float = 0.0) -> int | None:
+def challenge_train_size(entry: dict, test_fraction: float, dev_fraction: float = 0.0, *,
+                         train_entry: dict | None = None, train_size: int | None = None,
+                         distinct: str | None = None) -> int | None:
     """Training part of a challenge set (less its dev part, :func:`dev_size`), known before it is prepared
-    only when it is capped (``max_examples``); None otherwise (every configured dose runs, ``all`` added)."""
-    n = entry.get("max_examples")
-    if n is None:
+    only when it is capped (``max_examples``: of the set, or of ``train_entry``, the OOD set that is its
+    training part) and not grouped (``distinct``: the number of groups is known only from the data); None
+    otherwise (every configured dose runs, ``all`` added). ``train_size``: that many examples of the set
+    (at most its cap) are the training part."""
+    if distinct is not None:
         return None
-    rest = int(n) - int(round(int(n) * float(test_fraction)))
-    return rest - dev_size(rest, dev_fraction)
+    n = (train_entry if train_entry is not None else entry).get("max_examples")
+    if train_entry is not None:
+        rest = None if n is None else int(n)
+    elif train_size is not None:
+        rest = int(train_size) if n is None else min(int(train_size), int(n))
+    else:
+        rest = None if n is None else int(n) - int(round(int(n) * float(test_fraction)))
+    return None if rest is None else rest - dev_size(rest, dev_fraction)
 
 
-def challenge_split(example_ids, test_fraction: float, seed: int, name: str) -> tuple[list[str], list[str]]:
+def challenge_test_size(n_set: int, test_fraction: float, *, has_train_set: bool = False,
+                        train_size: int | None = None) -> int:
+    """Examples of a challenge set's test part, from the set's size: all of it (its training part is another
+    set), what ``train_size`` leaves, or round(n × ``test_fraction``) (the split of :func:`challenge_split`;
+    with ``distinct`` groups the real part differs by at most a group)."""
+    if has_train_set:
+        return int(n_set)
+    if train_size is not None:
+        return max(0, int(n_set) - int(train_size))
+    return int(round(int(n_set) * float(test_fraction)))
+
+
+def _groups(ids: list[str], groups) -> tuple[list[str], dict[str, list[str]]]:
+    """The sorted distinct group keys and key -> its sorted ids (``groups``: id -> key; None: each id alone)."""
+    if groups is None:
+        return ids, {i: [i] for i in ids}
+    members: dict[str, list[str]] = {}
+    for i in ids:
+        members.setdefault(str(groups[i]), []).append(i)
+    return sorted(members), members
+
+
+def challenge_split(example_ids, test_fraction: float, seed: int, name: str, *, train_size: int | None = None,
+                    groups=None) -> tuple[list[str], list[str]]:
     """(training ids, test ids) of a challenge set: a permutation of the sorted ids seeded by (seed, name),
-    the first round(n × test_fraction) to the test part."""
+    the first round(n × test_fraction) to the test part, or (``train_size``) the first ``train_size`` to the
+    training part and the rest to the test part. ``groups`` (id -> group key, e.g. the passage): the
+    permutation is of the sorted group keys, a group goes whole to one part, and the counts are of groups
+    (``test_fraction``) or of examples, the last group taken whole (``train_size``). DataError when the
+    test part would be empty."""
     ids = sorted(map(str, example_ids))
-    order = np.random.default_rng(stable_int(seed, f"challenge:{name}")).permutation(len(ids))
-    n_test = int(round(len(ids) * float(test_fraction)))
-    return sorted(ids[i] for i in order[n_test:]), sorted(ids[i] for i in order[:n_test])
+    keys, members = _groups(ids, groups)
+    order = [keys[i] for i in np.random.default_rng(stable_int(seed, f"challenge:{name}")).permutation(len(keys))]
+    if train_size is None:
+        n_test = int(round(len(keys) * float(test_fraction)))
+        train_keys, test_keys = order[n_test:], order[:n_test]
+    else:
+        train_keys, n = [], 0
+        for k in order:
+            if n >= int(train_size):
+                break
+            train_keys.append(k)
+            n += len(members[k])
+        test_keys = order[len(train_keys):]
+    if not test_keys:
+        raise DataError(f"challenge set {name}: field 'inoculation.challenge': its {len(ids)} example(s) leave no "
+                        "test part (train_size / challenge_test_fraction)")
+    return (sorted(i for k in train_keys for i in members[k]), sorted(i for k in test_keys for i in members[k]))
 
 
 def dev_size(n_train: int, dev_fraction: float) -> int:
@@ -148,19 +256,23 @@ def dev_size(n_train: int, dev_fraction: float) -> int:
     return 0 if float(dev_fraction) <= 0 else max(1, int(round(int(n_train) * float(dev_fraction))))
 
 
-def challenge_dev_split(train_ids, dev_fraction: float, seed: int, name: str) -> tuple[list[str], list[str]]:
+def challenge_dev_split(train_ids, dev_fraction: float, seed: int, name: str, groups=None
+                        ) -> tuple[list[str], list[str]]:
     """(training ids, dev ids) of a challenge set's training part (:func:`challenge_split`): a permutation of the
     sorted ids seeded by (seed, name), the first :func:`dev_size` to the dev part, where the learning rate is
-    chosen (``select_on: dev``); the doses are drawn from the rest. ``dev_fraction`` 0: no dev part. DataError
-    when no training example would be left."""
+    chosen (``select_on: dev``); the doses are drawn from the rest. ``dev_fraction`` 0: no dev part. ``groups``
+    (id -> group key): whole groups, counted as groups, as :func:`challenge_split`. DataError when no training
+    example would be left."""
     ids = sorted(map(str, train_ids))
-    n_dev = dev_size(len(ids), dev_fraction)
-    if n_dev and n_dev >= len(ids):
+    keys, members = _groups(ids, groups)
+    n_dev = dev_size(len(keys), dev_fraction)
+    if n_dev and n_dev >= len(keys):
+        what = "group(s)" if groups is not None else "example(s)"
         raise DataError(f"challenge set {name}: field 'inoculation.challenge_dev_fraction': its training part has "
-                        f"{len(ids)} example(s), too few to hold out a dev part and train on the rest; use "
+                        f"{len(keys)} {what}, too few to hold out a dev part and train on the rest; use "
                         "select_on: test or a larger set")
-    order = np.random.default_rng(stable_int(seed, f"challenge-dev:{name}")).permutation(len(ids))
-    return sorted(ids[i] for i in order[n_dev:]), sorted(ids[i] for i in order[:n_dev])
+    order = [keys[i] for i in np.random.default_rng(stable_int(seed, f"challenge-dev:{name}")).permutation(len(keys))]
+    return (sorted(i for k in order[n_dev:] for i in members[k]), sorted(i for k in order[:n_dev] for i in members[k]))
 
 
 def train_cases_per_unit(funcs, unit_funcs: list[str], fractions) -> int:
@@ -187,9 +299,15 @@ def dose_size(dose: str, n_train: int) -> int:
     return n_train if dose == "all" else min(int(dose), n_train)
 
 
-def dose_sample(case_ids, dose: str, seed: int, unit: str) -> list[str]:
+def dose_sample(case_ids, dose: str, seed: int, unit: str, groups=None) -> list[str]:
     """The cases of a dose: the first ``dose`` ids of a permutation of the
-    sorted ids seeded by (seed, unit) — nested across doses."""
+    sorted ids seeded by (seed, unit) — nested across doses. ``groups`` (id ->
+    group key, e.g. the passage): only the first id of each group in that
+    permutation is drawn, so a dose holds at most one case per group (``all``:
+    one of every group)."""
     ids = sorted(map(str, case_ids))
-    order = np.random.default_rng(stable_int(seed, unit)).permutation(len(ids))
-    return [ids[i] for i in order[:dose_size(dose, len(ids))]]
+    order = [ids[i] for i in np.random.default_rng(stable_int(seed, unit)).permutation(len(ids))]
+    if groups is not None:
+        seen: set[str] = set()
+        order = [i for i in order if not (str(groups[i]) in seen or seen.add(str(groups[i])))]
+    return order[:dose_size(dose, len(order))]

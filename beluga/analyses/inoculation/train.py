@@ -13,6 +13,7 @@ from beluga.analyses.inoculation.plan import SCHEDULES, challenge_dev_split, cha
 from beluga.batches import build_streams
 from beluga.clock import Clock
 from beluga.data.ood_sets import split_name
+from beluga.errors import DataError
 from beluga.fold import evaluate_fold, load_start_model, suite_pass_rates, train_fold, train_model
 from beluga.job import Job
 from beluga.metrics import iid_metrics, iid_score, pass_rates
@@ -62,12 +63,50 @@ def dev_score(model, tokenizer, ttype, run: FoldRun, examples: pd.DataFrame, bat
     return iid_score(iid_metrics(out, ttype.name), iid_metric)
 
 
+def challenge_groups(data: pd.DataFrame, column: str | None, name: str) -> dict[str, str] | None:
+    """example id -> its value of ``column`` (``inoculation.challenge[].distinct``, e.g. ``context``: the
+    passage), or None without a column. DataError naming the set and field when the column is absent."""
+    if column is None:
+        return None
+    if column not in data.columns:
+        raise DataError(f"challenge set {name}: field 'inoculation.challenge[].distinct': no column {column!r} "
+                        f"(its columns: {', '.join(map(str, data.columns))})")
+    return dict(zip(data["example_id"].astype(str), data[column].astype(str)))
+
+
+def challenge_parts(data: pd.DataFrame, name: str, dose: str, seed: int, unit: str, *, test_fraction: float = 0.5,
+                    dev_fraction: float = 0.0, train_data: pd.DataFrame | None = None, train_size: int | None = None,
+                    distinct: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+    """(the dose's training examples, the test part, the dev part or None) of an external challenge set
+    (``data``, named ``name``): split by id (``test_fraction``, or ``train_size`` examples to training),
+    or, with ``train_data`` (another set, its own training split), trained from that and tested whole; the
+    dev part held out of the training part (``dev_fraction``) and the dose drawn from the rest, nested
+    across doses; ``distinct``: the grouping column (:func:`challenge_groups`; beluga/analyses/inoculation/
+    plan.py)."""
+    if train_data is None:          # the set split into a training and a test part
+        pool = data
+        groups = challenge_groups(pool, distinct, name)
+        train_ids, test_ids = challenge_split(pool["example_id"], test_fraction, seed, name, train_size=train_size,
+                                              groups=groups)
+        test_part = data[data["example_id"].astype(str).isin(set(test_ids))]
+    else:                           # another set is the training part; the set is tested whole
+        pool, test_part = train_data, data
+        groups = challenge_groups(pool, distinct, f"{name} (its training set)")
+        train_ids = list(pool["example_id"].astype(str))
+    train_ids, dev_ids = challenge_dev_split(train_ids, dev_fraction, seed, name, groups)
+    chosen = set(dose_sample(train_ids, dose, seed, unit, groups))
+    ids = pool["example_id"].astype(str)
+    dev = pool[ids.isin(set(dev_ids))].reset_index(drop=True) if dev_ids else None
+    return pool[ids.isin(chosen)].reset_index(drop=True), test_part.reset_index(drop=True), dev
+
+
 def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_funcs: list[str], dose: str,
                    sample_seed: int, patience: int, schedule: str, suite: str, split: str, start: str,
                    dev: pd.DataFrame, test: pd.DataFrame, batch_size: int, iid_metric: str, source: str,
                    challenge: str | None = None, challenge_data: pd.DataFrame | None = None,
-                   challenge_test_fraction: float = 0.5, challenge_dev_fraction: float = 0.0
-                   ) -> tuple[pd.DataFrame, dict]:
+                   challenge_test_fraction: float = 0.5, challenge_dev_fraction: float = 0.0,
+                   challenge_train_data: pd.DataFrame | None = None, challenge_train_size: int | None = None,
+                   challenge_distinct: str | None = None) -> tuple[pd.DataFrame, dict]:
     """One (unit, dose, learning rate): fine-tune the IID model (``start``) on the dose's T_train cases of
     the unit (:func:`~beluga.analyses.inoculation.plan.dose_sample`) until the original dev score (on
     ``dev``) has not improved for ``patience`` epochs (at most the run's epochs; the best-dev weights are
@@ -78,7 +117,12 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
     T_train / T_test by its training and test parts (:func:`~beluga.analyses.inoculation.plan.challenge_split`),
     trained and scored as i.i.d. data (the task's i.i.d. metric); ``challenge_dev_fraction`` > 0 holds a share
     of its training part out as its dev part (:func:`~beluga.analyses.inoculation.plan.challenge_dev_split`),
-    scored as its ``challenge_val`` (the held-out score ``select_on: dev`` chooses on). ``source`` names the
+    scored as its ``challenge_val`` (the held-out score ``select_on: dev`` chooses on).
+    ``challenge_train_data`` (another prepared set, the set's own training split) is the training part and
+    the set is tested whole; ``challenge_train_size``: that many examples of the set are the training part;
+    ``challenge_distinct``: a column grouping the examples (the passage), each group whole in one part and at
+    most one example of a group in a dose (:func:`~beluga.analyses.inoculation.plan.dose_sample`).
+    ``source`` names the
     job's record in messages. Returns (the unit's per-case T_test and per-example D_test outcomes keyed by id, for the
     tests of the summary; the job's record without its timing and job fields)."""
     if schedule not in SCHEDULES:
@@ -86,14 +130,12 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
     ttype = get_task_type(run.task_type)
     ood, challenge_dev = None, None
     if challenge is not None:
-        train_ids, test_ids = challenge_split(challenge_data["example_id"], challenge_test_fraction, sample_seed,
-                                              challenge)
-        train_ids, dev_ids = challenge_dev_split(train_ids, challenge_dev_fraction, sample_seed, challenge)
-        chosen = dose_sample(train_ids, dose, sample_seed, unit)
-        ids = challenge_data["example_id"].astype(str)
-        challenge_train = challenge_data[ids.isin(set(chosen))].reset_index(drop=True)
-        ood = {challenge: challenge_data[ids.isin(set(test_ids))].reset_index(drop=True)}
-        challenge_dev = challenge_data[ids.isin(set(dev_ids))].reset_index(drop=True) if dev_ids else None
+        challenge_train, test_part, challenge_dev = challenge_parts(
+            challenge_data, challenge, dose, sample_seed, unit, test_fraction=challenge_test_fraction,
+            dev_fraction=challenge_dev_fraction, train_data=challenge_train_data, train_size=challenge_train_size,
+            distinct=challenge_distinct)
+        ood = {challenge: test_part}
+        chosen = list(challenge_train["example_id"])
     else:
         train_cases = split_cases(suite, split, run.task_type, "train", unit_funcs)
         chosen = dose_sample(train_cases["case_id"], dose, sample_seed, unit)
