@@ -226,6 +226,22 @@ def test_suite_build_writes_an_nli_suite_file(tmp_path):
     assert out.read_bytes() == again.read_bytes()
 
 
+def test_suite_perturb_for_nli_pairs(tmp_path):
+    """`suite perturb --task nli`: a premise / hypothesis table, the hypotheses perturbed."""
+    from beluga.suites.authoring import perturb_command
+
+    pd.DataFrame({"premise": ["The doctor near the lawyer laughed.", "Anna is a director from Paris."],
+                  "hypothesis": ["The lawyer laughed.", "Anna is a director."]}).to_csv(tmp_path / "p.csv", index=False)
+    perturb_command(str(tmp_path / "p.csv"), "add_negation", "DIR", "monotonic", str(tmp_path / "n.parquet"),
+                    expect_params=["label=entailment", "increasing=false"], task="nli", column="premise,hypothesis",
+                    apply_to="hypothesis")
+    df = load_suite(str(tmp_path / "n.parquet"), label_set=(0, 1, 2))
+    assert sorted(tuple(x) for x in df["inputs_b"]) == [("Anna is a director.", "Anna is not a director."),
+                                                      ("The lawyer laughed.", "The lawyer did not laugh.")]
+    assert all(len(set(x)) == 1 for x in df["inputs"])   # premises kept
+    assert json.loads(df["expect_params"].iloc[0]) == {"increasing": False, "label": ENT}
+
+
 def test_the_pipeline_renders_nli_default_for_an_nli_task():
     cfg = {"generate": "nli_default", "seed": 0, "cases_per_functionality": 8, "max_perturbations": 2,
            "max_words": 25}
