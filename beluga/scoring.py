@@ -59,6 +59,11 @@ def _not_negative(preds, probs, labels, params, answers=None, meta=None):
     return [bool(p != 0) for p in preds]
 
 
+def _not_eq(preds, probs, labels, params, answers=None, meta=None):
+    # any class but ``val`` (NLI "not entailment": HANS's non-entailed heuristic cases, neutral or contradiction)
+    return [bool(p != params["val"]) for p in preds]
+
+
 def _eq_or_not_negative(preds, probs, labels, params, answers=None, meta=None):
     # sentiment "Q & A: no": label 1 means "not negative"
     return [bool(p != 0) if labels[i] == 1 else bool(p == labels[i]) for i, p in enumerate(preds)]
@@ -143,7 +148,7 @@ def _same_answer(preds, probs, labels, params, answers=None, meta=None):
     return out
 
 
-EXPECT_FNS = {"eq": _eq, "not_negative": _not_negative, "eq_or_not_negative": _eq_or_not_negative,
+EXPECT_FNS = {"eq": _eq, "not_negative": _not_negative, "eq_or_not_negative": _eq_or_not_negative, "not_eq": _not_eq,
               "inv": _inv, "monotonic": _monotonic, "diff_up": _diff_up, "diff_down": _diff_down,
               "triplet": _triplet, "squad": _squad, "same_answer": _same_answer}
 # test-case expectations: one result per case, agg_fn not applied

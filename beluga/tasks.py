@@ -99,15 +99,20 @@ class LabelledType(TaskType):
     """A classification task whose suite and model share one label set (NLI:
     entailment / neutral / contradiction on (premise, hypothesis) pairs, as
     GLUE's MNLI numbers them; ACCEPTABILITY: CoLA's unacceptable / acceptable
-    single sentences): an MFT's ``eq`` label is the one-hot target."""
+    single sentences): an MFT's ``eq`` label is the one-hot target; ``not_eq`` (any class but ``val``: NLI's "not
+    entailment", HANS's non-entailed heuristic cases) spreads the target evenly over the other classes, as SENT's
+    "not negative" does ([0, 1/2, 1/2] for NLI)."""
 
     def mft_target(self, expect: str, label: int | None) -> list[float]:
-        if expect != "eq" or label is None:
+        if expect not in ("eq", "not_eq") or label is None:
             raise ConfigError(f"{self.name.upper()}: expectation {expect!r} without a label "
                               "cannot be trained as an MFT")
         k = int(label)
         if k not in self.suite_labels:
             raise ConfigError(f"{self.name.upper()}: label {k} is not one of {sorted(self.suite_labels)}")
+        if expect == "not_eq":
+            rest = self.num_model_labels - 1
+            return [0.0 if i == k else 1.0 / rest for i in range(self.num_model_labels)]
         return [1.0 if i == k else 0.0 for i in range(self.num_model_labels)]
 
     def suite_probs(self, probs: np.ndarray) -> np.ndarray:

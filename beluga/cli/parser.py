@@ -175,11 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Render a suite spec (YAML; docs/SUITE_FORMAT.md, 'Writing a suite: spec files') into a suite "
                     "file in the project's format, deterministic for the seed, and print a summary per "
                     "functionality with sample cases. --spec is a file or a spec shipped with the project "
-                    "(sent_default, para_default, read_default); the spec's pool sources read --source (a text "
-                    "file, one sentence per line, or a CSV / TSV / Parquet / JSONL table). Settings not given here "
-                    "come from the spec's defaults. The output is written whole or not at all, never over an "
+                    "(sent_default, para_default, read_default, nli_default); the spec's pool sources read --source "
+                    "(a text file, one sentence per line, or a CSV / TSV / Parquet / JSONL table). Settings not given "
+                    "here come from the spec's defaults. The output is written whole or not at all, never over an "
                     "input.")
-    p_build.add_argument("--spec", required=True, help="a spec file, or sent_default / para_default / read_default")
+    p_build.add_argument("--spec", required=True, help="a spec file, or sent_default / para_default / read_default / "
+                         "nli_default")
     p_build.add_argument("--out", required=True, help="the suite file (.parquet)")
     p_build.add_argument("--source", default=None, help="the sentences the spec's pool sources read")
     p_build.add_argument("--seed", type=seed_type, default=None)
@@ -214,7 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_pert.add_argument("--task", choices=sorted(TASK_TYPES), default="sent")
     p_pert.add_argument("--column", default=None, help="the table's column (para / read: two, comma-separated)")
     p_pert.add_argument("--apply-to", default=None,
-                        help="para: first, second or both; read: context, question or both")
+                        help="para: first, second or both; read: context, question or both; nli: premise, "
+                             "hypothesis or both")
     p_pert.add_argument("--functionality", default=None, help="the functionality's name")
     p_pert.add_argument("--class", dest="capability", default="Custom", help="the functionality's class")
     p_pert.add_argument("--seed", type=seed_type, default=0)

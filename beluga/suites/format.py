@@ -62,6 +62,7 @@ TASK_KEY = "beluga.task"
 EXPECTATIONS: dict[str, dict] = {
     "eq": {"needs": "label_or_answer", "val_ok": True, "types": ("MFT", "INV", "DIR")},
     "not_negative": {"needs": None, "val_ok": False, "types": ("MFT", "DIR")},
+    "not_eq": {"needs": None, "val_ok": True, "types": ("MFT",)},
     "eq_or_not_negative": {"needs": "label", "val_ok": False, "types": ("MFT",)},
     "inv": {"needs": None, "val_ok": False, "types": ("INV",)},
     "monotonic": {"needs": None, "val_ok": False, "types": ("DIR",)},
@@ -173,6 +174,8 @@ def _check_params(path, i, cid, expect: str, params: dict, n_inputs: int, label_
     if expect == "monotonic" and params.get("label") is not None:
         _class_param(path, i, cid, "label", params["label"], label_set)
     val = params.get("val")
+    if expect == "not_eq" and val is None:
+        raise _fail(path, i, cid, "expect_params", "expectation 'not_eq' needs 'val', the class it rules out")
     if val is not None:
         if label_set is not None:
             _class_param(path, i, cid, "val", val, label_set)
@@ -281,6 +284,8 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
             raise _fail(path, i, cid, "labels", "must be a list of integers (one per input)")
         if labels is not None and len(labels) != n:
             raise _fail(path, i, cid, "labels", f"has {len(labels)} entries for {n} inputs")
+        if labels is not None and r.expect == "not_eq":
+            raise _fail(path, i, cid, "labels", "expectation 'not_eq' rules out the class 'val'; labels must be null")
         answers = None
         if r.answers is not None:
             answers = _as_list(r.answers)

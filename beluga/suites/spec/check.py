@@ -28,7 +28,7 @@ from beluga.tasks import get_task_type
 SPECS_DIR = Path(__file__).resolve().parents[1] / "specs"
 SPEC_SCHEMA = SPECS_DIR / "spec.schema.yaml"
 #: the specs shipped with the package (suite.generate: <name>)
-PACKAGED = ("sent_default", "para_default", "read_default")
+PACKAGED = ("sent_default", "para_default", "read_default", "nli_default")
 #: rendering settings when neither the spec's defaults nor the caller set them
 RENDER_DEFAULTS = {"cases_per_functionality": 50, "max_perturbations": 3, "max_words": 40, "seed": 0}
 SEP = "\x1f"   # joins the two segments of a pair template while its product is enumerated
@@ -357,11 +357,12 @@ def expectation(func: dict) -> tuple[str, dict]:
 
 
 def template_segments(spec: Spec, template, loc) -> list[str]:
-    """A template's segments: one for sent, two for para / read."""
+    """A template's segments: one for sent, two for para / read / nli."""
     want = 1 if spec.task == "sent" else 2
     segs = [template] if isinstance(template, str) else list(template)
     if len(segs) != want:
-        kind = {"sent": "a string", "para": "[question 1, question 2]", "read": "[context, question]"}[spec.task]
+        kind = {"sent": "a string", "para": "[question 1, question 2]", "read": "[context, question]",
+                "nli": "[premise, hypothesis]"}[spec.task]
         raise spec_error(spec, loc, f"a {spec.task} template is {kind}")
     return [tpl.normalise(s) for s in segs]
 
@@ -501,7 +502,7 @@ def _check_perturb(spec: Spec, p: dict, loc) -> None:
     name = p["name"]
     apply_to = p.get("apply_to")
     allowed = {"sent": (None,), "para": (None, "first", "second", "both"),
-               "read": (None, "context", "question", "both")}
+               "read": (None, "context", "question", "both"), "nli": (None, "premise", "hypothesis", "both")}
     if apply_to not in allowed[spec.task]:
         raise spec_error(spec, [*loc, "apply_to"], f"{apply_to!r} does not apply to a {spec.task} input "
                                                    f"({', '.join(a for a in allowed[spec.task] if a) or 'none'})")
@@ -526,8 +527,8 @@ def is_source_lexicon(value) -> bool:
 
 
 #: the parameters each expectation reads (besides slice, slice_value, train and unperturbed)
-EXPECT_PARAMS = {"eq": {"val"}, "not_negative": set(), "eq_or_not_negative": set(), "inv": {"tolerance"},
-                 "monotonic": {"increasing", "tolerance", "label"}, "diff_up": {"tolerance"},
+EXPECT_PARAMS = {"eq": {"val"}, "not_eq": {"val"}, "not_negative": set(), "eq_or_not_negative": set(),
+                 "inv": {"tolerance"}, "monotonic": {"increasing", "tolerance", "label"}, "diff_up": {"tolerance"},
                  "diff_down": {"tolerance"}, "triplet": set(), "squad": set(), "same_answer": set()}
 COMMON_EXPECT_PARAMS = {"slice", "slice_value", "train", "unperturbed"}
 
@@ -555,6 +556,9 @@ def _check_expectation(spec: Spec, func: dict, loc) -> None:
         if isinstance(params.get("slice_value"), str):
             raise spec_error(spec, [*loc, "slice_value"], "slice orig_pred_eq needs the class as a number")
         label_of(spec, params.get("slice_value"), [*loc, "slice_value"], required=True)
+    if expect == "not_eq" and ("val" not in params or spec.task == "read"):
+        raise spec_error(spec, [*loc, "val"], "not_eq needs val, the class it rules out (e.g. val: entailment); "
+                                              "it is for class labels, not read answers")
     if "val" in params and spec.task != "read":
         label_of(spec, params["val"], [*loc, "val"], required=True)
     if "label" in params:
@@ -629,6 +633,9 @@ def _check(spec: Spec) -> None:
         for key in ("templates", "fallback"):
             for j, group in enumerate(func.get(key) or []):
                 _check_group(spec, func, group, [*loc, key, j], with_perturb="perturb" in func)
+                if expect == "not_eq" and group.get("label") is not None:
+                    raise spec_error(spec, [*loc, key, j, "label"], "not_eq rules out the class val; its groups have "
+                                                                     "no label")
                 if needs in ("label", "label_or_answer") and spec.task != "read" and "val" not in params \
                         and group.get("label") is None and key == "templates" and func.get("pairs") is None:
                     raise spec_error(spec, [*loc, key, j], f"expectation {expect!r} needs a label per case: give the "

@@ -239,10 +239,10 @@ class _Renderer:
         """The perturbed versions of an input (its segments), each a list of segments."""
         if not self.pair:
             return [[p] for p in fn(segs[0], rng)]
-        target = apply_to or ("second" if self.spec.task == "para" else "question")
-        if target in ("first", "context"):
+        target = apply_to or {"para": "second", "nli": "hypothesis"}.get(self.spec.task, "question")
+        if target in ("first", "context", "premise"):
             return [[p, segs[1]] for p in fn(segs[0], rng)]
-        if target in ("second", "question"):
+        if target in ("second", "question", "hypothesis"):
             return [[segs[0], p] for p in fn(segs[1], rng)]
         out = []   # both: the perturbation sees the two segments as one text
         for p in fn(_PAIR_SEP.join(segs), rng):
