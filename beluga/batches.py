@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -66,6 +67,8 @@ class TrainItem:
     qa: bool = False                    # QA item (span targets / aligned INV) rather than a class distribution
     targets: list[list[float]] | None = None   # DIR_LABEL (reference batching): one target per input
     anchor: bool = False                # DIR_LABEL: inputs[0] is the original, in every draw
+    #: a regression item (beluga.score_batches.ScoreItem); a class attribute, not a field
+    regression: ClassVar[bool] = False
 
 
 @dataclass
@@ -101,6 +104,10 @@ def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: 
                          f"{', '.join(EQ_OR_NOT_NEGATIVE_TARGETS)}")
     if batching not in BATCHINGS:
         raise ValueError(f"training.batching must be one of {BATCHINGS}, got {batching!r}")
+    if ttype.head == "regression":   # scores, not classes (beluga.score_batches)
+        from beluga.score_batches import build_score_streams
+
+        return build_score_streams(ttype, iid_train, suite_train)
     streams: dict[str, list[TrainItem]] = {}
     if iid_train is not None and len(iid_train) and ttype.head == "qa":
         streams["iid"] = [TrainItem("iid", [c], [q], answer=str(a[0]), answer_start=int(s[0]), qa=True)
@@ -239,6 +246,10 @@ def _label_picks(item: TrainItem, rng: np.random.Generator) -> list[int]:
 
 
 def _make_batch(stream: str, items: list[TrainItem], rng: np.random.Generator) -> Batch:
+    if items[0].regression:
+        from beluga.score_batches import make_score_batch
+
+        return make_score_batch(stream, items, rng)
     if stream == LABEL_DIR:   # rows: each case's drawn inputs, as MFT examples with their targets
         rows = [(it, j) for it in items for j in _label_picks(it, rng)]
         return Batch("mft", [it.env for it, _ in rows], [it.inputs[j] for it, j in rows],

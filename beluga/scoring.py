@@ -12,7 +12,8 @@ one result for the whole case and ignores ``agg_fn``.
 
 Classification expectations see the predicted class per input (``preds``) and
 the probabilities over the suite's label set (``probs``); QA expectations see
-the predicted answer strings (``preds``) and ``probs`` is None.
+the predicted answer strings (``preds``) and ``probs`` is None. A regression
+head's cases (predicted scores) are scored by :mod:`beluga.regression`.
 """
 
 from __future__ import annotations
@@ -256,7 +257,13 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
     ``on_cases`` (optional): called with the cases scored so far, every
     :data:`PROGRESS_EVERY` cases and at the end (a progress bar).
     Returns DataFrame(case_id, functionality, status), with ``reasons`` also ``filter_reason`` (why a filtered
-    case was not scored, :func:`case_outcome`; null for the others)."""
+    case was not scored, :func:`case_outcome`; null for the others). A regression head: predicted scores
+    (case_id, input_idx, score), :func:`beluga.regression.score_cases`."""
+    if ttype.head == "regression":
+        from beluga import regression
+
+        return regression.score_cases(suite, predictions, ttype.score_range, source=source, on_cases=on_cases,
+                                      reasons=reasons)
     qa = ttype.head == "qa"
     col = "answer" if qa else "probs"
     for c in ("case_id", "input_idx", col):
@@ -342,7 +349,12 @@ def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str
     """Per-example i.i.d. (or OOD: ``split`` = ``ood:<name>``) outcomes keyed by
     example id: ``correct`` and, for classification, ``pred_label`` /
     ``gold_label``; for QA ``em`` / ``f1`` (SQuAD v1.1 evaluation, max over the
-    gold answers)."""
+    gold answers); for a regression head (``head="regression"``) ``pred_score`` / ``gold_score``
+    (:func:`beluga.regression.iid_outcomes`)."""
+    if head == "regression":
+        from beluga import regression
+
+        return regression.iid_outcomes(preds, gold, source=source, split=split)
     gold = gold.set_index("example_id")
     ids = preds["case_id"].astype(str).to_numpy()
     missing = [i for i in ids if i not in gold.index]
