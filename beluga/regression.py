@@ -50,9 +50,8 @@ import numpy as np
 import pandas as pd
 
 from beluga.bounds import json_loads
+from beluga.case_rows import FAIL, FILTERED, PASS, PROGRESS_EVERY, as_list, case_rows
 from beluga.errors import BelugaError, DataError
-
-PASS, FAIL, FILTERED = "pass", "fail", "filtered"
 
 #: expectation -> the test types it applies to (the suite format admits them for a regression head only)
 SCORE_EXPECTATIONS: dict[str, tuple[str, ...]] = {
@@ -132,8 +131,8 @@ def input_results(expect: str, params: dict, scores: list[float], labels=None) -
                       f"(known: {', '.join(SCORE_EXPECTATIONS)})")
 
 
-def case_outcome(expect: str, params: dict, agg_fn: str, scores: list[float], labels=None,
-                 score_range: tuple[float, float] = (0.0, 5.0)) -> tuple[str, str | None]:
+def score_case_outcome(expect: str, params: dict, agg_fn: str, scores: list[float], labels=None,
+                       score_range: tuple[float, float] = (0.0, 5.0)) -> tuple[str, str | None]:
     """(status, why it was filtered) of one regression case (None unless
     ``filtered``): a DIR whose original is at the range's bound in its
     direction, or no input scored (``score_near`` without values)."""
@@ -164,33 +163,21 @@ def _finite_scores(values, source: str, keys: Callable[[int], tuple]) -> np.ndar
     return scores
 
 
-def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, score_range: tuple[float, float] = (0.0, 5.0),
-                source: str = "predictions", on_cases: Callable[[int], None] | None = None,
-                reasons: bool = False) -> pd.DataFrame:
+def score_suite_cases(suite: pd.DataFrame, predictions: pd.DataFrame,
+                      score_range: tuple[float, float] = (0.0, 5.0), source: str = "predictions",
+                      on_cases: Callable[[int], None] | None = None, reasons: bool = False) -> pd.DataFrame:
     """:func:`beluga.scoring.score_cases` for a regression head: suite rows
     and prediction rows (case_id, input_idx, score) covering every input of
     those cases -> DataFrame(case_id, functionality, status[, filter_reason])."""
-    from beluga.scoring import PROGRESS_EVERY, _as_list, _index_predictions
-
     for c in ("case_id", "input_idx", "score"):
         if c not in predictions.columns:
             raise BelugaError(f"{source}: field '{c}': missing column (a regression prediction file needs "
                               "case_id, input_idx and score)")
-    pos = _index_predictions(predictions, source)
     case_ids = suite["case_id"].tolist()
-    n_inputs = [len(x) for x in suite["inputs"]]
-    flat: list[int] = []
-    for cid, n in zip(case_ids, n_inputs):
-        for j in range(n):
-            k = pos.get((cid, j))
-            if k is None:
-                raise BelugaError(f"{source}: field 'input_idx': missing predictions for case {cid!r} "
-                                  f"({n} inputs expected, input {j} has none)")
-            flat.append(k)
+    flat, offsets = case_rows(suite, predictions, source)
     pcids, pidx = predictions["case_id"].tolist(), predictions["input_idx"].tolist()
     values = predictions["score"].to_numpy(dtype=object)[np.asarray(flat, dtype=np.int64)]
     scores = _finite_scores(values, source, lambda i: (pcids[flat[i]], pidx[flat[i]])).tolist()
-    offsets = np.concatenate([[0], np.cumsum(n_inputs, dtype=np.int64)]).tolist()
     view = suite.assign(**{c: None for c in ("labels",) if c not in suite.columns})
     statuses, why, cache = [], [], {}
     for k, r in enumerate(view[["case_id", "expect", "expect_params", "agg_fn", "labels"]].itertuples(index=False)):
@@ -200,8 +187,8 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, score_range: tup
         raw = r.expect_params or ""
         if raw not in cache:
             cache[raw] = json_loads(raw) if raw else {}
-        status, reason = case_outcome(r.expect, cache[raw], r.agg_fn, scores[offsets[k]:offsets[k + 1]],
-                                      _as_list(r.labels), score_range)
+        status, reason = score_case_outcome(r.expect, cache[raw], r.agg_fn, scores[offsets[k]:offsets[k + 1]],
+                                      as_list(r.labels), score_range)
         statuses.append(status)
         why.append(reason)
         if on_cases is not None and (k + 1) % PROGRESS_EVERY == 0:
@@ -214,8 +201,8 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, score_range: tup
     return out
 
 
-def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, source: str = "predictions",
-                 split: str = "iid_test") -> pd.DataFrame:
+def score_iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, source: str = "predictions",
+                       split: str = "iid_test") -> pd.DataFrame:
     """Per-example i.i.d. (or OOD) outcomes of a regression head, keyed by
     example id: ``pred_score`` and ``gold_score`` (the gold table's ``label``,
     a number), from which the task's metrics are computed

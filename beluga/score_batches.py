@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from beluga.batches import Batch, TrainItem
 from beluga.bounds import json_loads
 from beluga.errors import DataError
 from beluga.losses import dummy_scaled, interval_loss, score_dir_loss, score_inv_loss
 from beluga.regression import DEFAULT_MARGIN, DIRECTIONS, SCORE_EXPECTATIONS, expected_value
 from beluga.tasks import TaskType
+from beluga.train_items import Batch, TrainItem
 
 _log = logging.getLogger(__name__)
 
