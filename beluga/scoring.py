@@ -30,7 +30,7 @@ from beluga.case_rows import FAIL, FILTERED, PASS, PROGRESS_EVERY, case_rows
 from beluga.case_rows import as_list as _as_list
 from beluga.errors import BelugaError, DataError
 from beluga.health import check_probabilities
-from beluga.regression import score_iid_outcomes, score_suite_cases
+from beluga.regression import DIRECTIONS, score_iid_outcomes, score_suite_cases
 from beluga.tasks import TaskType
 
 # CheckList SQuAD notebook: clean(s) = s.lstrip('[a,the,an,in,at] ').rstrip('.')
@@ -211,8 +211,8 @@ def case_outcome(expect: str, params: dict, agg_fn: str, preds, probs, labels, a
 
 def filter_condition(expect: str, params: dict) -> str | None:
     """When a case of this expectation is filtered (not scored) whatever the model predicts beyond it, as
-    the summaries of ``suite build`` / ``suite perturb`` warn: the slice, the monotonic bound; None: never
-    for that reason."""
+    the summaries of ``suite build`` / ``suite perturb`` warn: the slice, the monotonic bound, a regression
+    DIR's range bound (:func:`beluga.regression.score_case_outcome`); None: never for that reason."""
     slice_name = params.get("slice")
     if slice_name == "orig_not_neutral":
         return "a case whose original is predicted neutral is filtered"
@@ -222,6 +222,9 @@ def filter_condition(expect: str, params: dict) -> str | None:
         tol = params.get("tolerance", 0.0)
         bound = f"<= tolerance {tol}" if params.get("increasing", True) else f">= 1 - tolerance {tol}"
         return f"a case whose original's confidence is {bound} is filtered"
+    if expect in DIRECTIONS:
+        end = "top" if DIRECTIONS[expect] > 0 else "bottom"
+        return f"a case whose original's score is already at the {end} of the score range is filtered"
     return None
 
 

@@ -101,6 +101,14 @@ def test_score_dir_direction_margin_and_bound():
     assert _status("score_down", {}, [0.1, 0.0], "DIR")[0] == "pass"
 
 
+def test_filter_conditions_of_score_expectations():
+    from beluga.scoring import filter_condition
+
+    assert "at the top of the score range" in filter_condition("score_up", {})
+    assert "at the bottom of the score range" in filter_condition("score_down", {"margin": 1})
+    assert filter_condition("score_inv", {}) is None and filter_condition("score_near", {"val": 1}) is None
+
+
 def test_regression_scoring_refuses_bad_predictions_and_expectations():
     suite = pd.DataFrame([_case("c", "f", "MFT", ["a", "b"], "score_near", {"val": 1.0})])
     with pytest.raises(BelugaError, match="field 'input_idx': missing predictions for case 'c'"):
