@@ -8,21 +8,25 @@ column ``score`` (:data:`beluga.predict.SCORE_PREDICTION_SCHEMA`). A suite
 for it uses these expectations (``expect`` / ``expect_params``), each giving a
 result per input as the classification ones do (:mod:`beluga.scoring`):
 
-=================  =====  ==========================================================
-expectation        tests  input i passes when (s_i: its predicted score)
-=================  =====  ==========================================================
-``score_near``     MFT    |s_i - v_i| <= ``tolerance`` (default 0.5); v_i: ``val``,
-                          else the input's label (``labels``, an integer score)
-``score_between``  MFT    ``min`` <= s_i <= ``max`` (either may be left out: one
-                          side of a threshold)
-``score_inv``      INV    |s_i - s_0| <= ``tolerance`` (default 0.5), s_0 the original's
-``score_up``       DIR    s_i - s_0 >= ``margin`` (default 0: not lower; a negative
-                          margin tolerates a small move the other way)
-``score_down``     DIR    s_0 - s_i >= ``margin`` (default 0)
-=================  =====  ==========================================================
+=================  =======  ========================================================
+expectation        tests    input i passes when (s_i: its predicted score)
+=================  =======  ========================================================
+``score_near``     MFT      |s_i - v_i| <= ``tolerance`` (default 0.5); v_i: ``val``,
+                   INV DIR  else the input's label (``labels``, an integer score)
+``score_between``  MFT      ``min`` <= s_i <= ``max`` (either may be left out: one
+                   INV DIR  side of a threshold)
+``score_inv``      INV      |s_i - s_0| <= ``tolerance`` (default 0.5), s_0 the original's
+``score_up``       DIR      s_i - s_0 >= ``margin`` (default 0: not lower; a negative
+                            margin tolerates a small move the other way)
+``score_down``     DIR      s_0 - s_i >= ``margin`` (default 0)
+=================  =======  ========================================================
 
 Both sides of every comparison are inclusive. INV and DIR cases aggregate
-with ``all_except_first`` as usual (the original's own result is ignored). A
+with ``all_except_first`` as usual (the original's own result is ignored);
+an INV / DIR case may check its perturbations' scores against a value or
+bounds (``score_near`` / ``score_between``: a label-checked perturbation, as
+``eq`` on a classifier's DIR), and is then trained as MFTs on the inputs it
+checks. A
 DIR case whose original is already at the task's score range bound in the
 stated direction (``score_up``: s_0 >= 5; ``score_down``: s_0 <= 0) is not
 scored (``filtered``), as CheckList's ``monotonic`` filters an original at
@@ -55,8 +59,8 @@ from beluga.errors import BelugaError, DataError
 
 #: expectation -> the test types it applies to (the suite format admits them for a regression head only)
 SCORE_EXPECTATIONS: dict[str, tuple[str, ...]] = {
-    "score_near": ("MFT",),
-    "score_between": ("MFT",),
+    "score_near": ("MFT", "INV", "DIR"),
+    "score_between": ("MFT", "INV", "DIR"),
     "score_inv": ("INV",),
     "score_up": ("DIR",),
     "score_down": ("DIR",),

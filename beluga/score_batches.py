@@ -90,9 +90,12 @@ def build_score_streams(ttype: TaskType, iid_train: pd.DataFrame | None,
 
 
 def case_items(r) -> tuple[str, list[ScoreItem]]:
-    """Training items of one regression suite case and their stream: an MFT
-    gives one item per input (``score_near``: its value; ``score_between``:
-    its bounds), an INV / DIR one item of the original and its perturbations."""
+    """Training items of one regression suite case and their stream: a case
+    checked against a value or bounds gives an MFT item per input it checks
+    (``score_near``: its value; ``score_between``: its bounds; every input,
+    or all but the original of an INV / DIR case under
+    ``all_except_first``), a ``score_inv`` / ``score_up`` / ``score_down``
+    case one item of the original and its perturbations."""
     if r.expect not in SCORE_EXPECTATIONS:
         raise DataError(f"suite case {r.case_id!r}: field 'expect': expectation {r.expect!r} has no regression "
                         f"training loss (known: {', '.join(SCORE_EXPECTATIONS)})")
@@ -103,9 +106,10 @@ def case_items(r) -> tuple[str, list[ScoreItem]]:
 
     def b(j):
         return [inputs_b[j]] if inputs_b is not None else None
+    first = 1 if r.test_type != "MFT" and r.agg_fn == "all_except_first" else 0
     if r.expect == "score_near":
         items = []
-        for j in range(len(inputs)):
+        for j in range(first, len(inputs)):
             v = expected_value(j, labels, params)
             if v is None:
                 raise DataError(f"suite case {r.case_id!r}: field 'labels': input {j} of a 'score_near' case has no "
@@ -115,7 +119,8 @@ def case_items(r) -> tuple[str, list[ScoreItem]]:
     if r.expect == "score_between":
         lo = -math.inf if params.get("min") is None else float(params["min"])
         hi = math.inf if params.get("max") is None else float(params["max"])
-        return "MFT", [ScoreItem(r.functionality, [inputs[j]], b(j), target=[lo, hi]) for j in range(len(inputs))]
+        return "MFT", [ScoreItem(r.functionality, [inputs[j]], b(j), target=[lo, hi])
+                       for j in range(first, len(inputs))]
     if r.expect == "score_inv":
         return "INV", [ScoreItem(r.functionality, inputs, inputs_b)]
     return "DIR", [ScoreItem(r.functionality, inputs, inputs_b, direction=DIRECTIONS[r.expect],

@@ -265,6 +265,23 @@ def test_streams_and_batches():
         build_streams(SIMILARITY, None, bad)
 
 
+def test_label_checked_perturbations_score_and_train_the_inputs_they_check():
+    """A DIR checked against bounds (negating one sentence: at most 2) ignores the original when scoring
+    and trains its perturbations alone, as MFTs; under ``all`` every input counts."""
+    params = {"max": 2.0}
+    assert _status("score_between", params, [4.5, 1.5, 2.0], "DIR")[0] == "pass"
+    assert _status("score_between", params, [4.5, 1.5, 2.5], "DIR")[0] == "fail"
+    assert _status("score_between", params, [4.5, 1.5], "DIR", agg="all")[0] == "fail"
+    suite = pd.DataFrame([_case("d", "negated", "DIR", ["a cat sat", "no cat sat", "a cat never sat"],
+                                "score_between", params),
+                          _case("i", "same", "INV", ["a b", "a  b"], "score_near", {"val": 5.0}, agg="all")])
+    streams = build_streams(SIMILARITY, None, suite)
+    assert list(streams) == ["MFT"]
+    assert [(it.inputs[0], it.target) for it in streams["MFT"]] == [
+        ("no cat sat", [-np.inf, 2.0]), ("a cat never sat", [-np.inf, 2.0]), ("a b", [5.0, 5.0]),
+        ("a  b", [5.0, 5.0])]
+
+
 def test_classification_items_are_unchanged():
     """A classification item has the fields it had (checkpoint fingerprints hash them) and no regression flag."""
     item = build_streams(SENT, pd.DataFrame({"text": ["good"], "label": [1]}), None)["iid"][0]
