@@ -52,8 +52,6 @@ LABEL_DIR = "DIR_LABEL"
 LABEL_DIR_DRAW = 3
 
 
-
-
 #: ``training.eq_or_not_negative_target``: how SENT trains an ``eq_or_not_negative`` case's label 1 ("not
 #: negative"): [1/3, 2/3] as every not-negative case, or its literal label (neutral [1/2, 1/2], the reference code's)
 EQ_OR_NOT_NEGATIVE_TARGETS = ("not_negative", "label")

@@ -146,7 +146,7 @@ def predictions_table(df: pd.DataFrame, ttype: TaskType, where: str) -> pa.Table
         if len(bad):
             k = int(bad[0])
             raise DataError(f"predictions {where} (not written): field 'score': {len(bad)} score(s) not finite "
-                              f"(first: case {df['case_id'].iat[k]!r}, input {df['input_idx'].iat[k]}: {scores[k]})")
+                            f"(first: case {df['case_id'].iat[k]!r}, input {df['input_idx'].iat[k]}: {scores[k]})")
     elif ttype.head != "qa" and len(df):
         check_probabilities(np.array(df["probs"].tolist(), dtype=np.float64), f"predictions {where} (not written)",
                             keys=lambda i: (df["case_id"].iat[i], df["input_idx"].iat[i]))
