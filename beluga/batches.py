@@ -29,7 +29,6 @@ modes and how many updates an epoch has.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -39,7 +38,9 @@ from beluga.bounds import json_loads
 from beluga.errors import DataError
 from beluga.losses import DIR_FN_INDEX, dir_function_for
 from beluga.qa import locate_answer
+from beluga.score_batches import build_score_streams, make_score_batch
 from beluga.tasks import TaskType
+from beluga.train_items import Batch, TrainItem
 
 _log = logging.getLogger(__name__)
 
@@ -49,40 +50,6 @@ BATCHINGS = ("project", "reference")
 LABEL_DIR = "DIR_LABEL"
 #: reference batching: inputs one label-checked DIR case gives a minibatch (the reference's qqp DIR collator)
 LABEL_DIR_DRAW = 3
-
-
-@dataclass
-class TrainItem:
-    """One training item of a stream (:func:`build_streams`): an i.i.d. example or (part of) a suite case."""
-
-    env: str
-    inputs: list[str]
-    inputs_b: list[str] | None = None
-    target: list[float] | None = None   # MFT / i.i.d.
-    dir_fn: int | None = None           # DIR
-    dir_slice: bool = False             # DIR: drop pairs whose original is predicted neutral
-    answer: str | None = None           # QA MFT / i.i.d.: the answer string (inputs: context, inputs_b: question)
-    answer_start: int | None = None     # QA: character start of the answer (None: first occurrence)
-    qa: bool = False                    # QA item (span targets / aligned INV) rather than a class distribution
-    targets: list[list[float]] | None = None   # DIR_LABEL (reference batching): one target per input
-    anchor: bool = False                # DIR_LABEL: inputs[0] is the original, in every draw
-
-
-@dataclass
-class Batch:
-    kind: str                      # "mft" | "inv" | "dir" | "qa_mft" | "qa_inv"
-    envs: list[str]
-    texts: list[str]               # mft: inputs; inv/dir: originals then perturbations (QA: contexts)
-    texts_b: list[str] | None = None  # second inputs (PARA: question2; QA: questions)
-    targets: torch.Tensor | None = None
-    dir_fn: torch.Tensor | None = None
-    dir_slice: torch.Tensor | None = None
-    answers: list[str] | None = None
-    answer_starts: list[int | None] | None = None
-    size: int = field(init=False)
-
-    def __post_init__(self):
-        self.size = len(self.envs)
 
 
 #: ``training.eq_or_not_negative_target``: how SENT trains an ``eq_or_not_negative`` case's label 1 ("not
@@ -101,6 +68,8 @@ def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: 
                          f"{', '.join(EQ_OR_NOT_NEGATIVE_TARGETS)}")
     if batching not in BATCHINGS:
         raise ValueError(f"training.batching must be one of {BATCHINGS}, got {batching!r}")
+    if ttype.head == "regression":   # scores, not classes (beluga.score_batches)
+        return build_score_streams(ttype, iid_train, suite_train)
     streams: dict[str, list[TrainItem]] = {}
     if iid_train is not None and len(iid_train) and ttype.head == "qa":
         streams["iid"] = [TrainItem("iid", [c], [q], answer=str(a[0]), answer_start=int(s[0]), qa=True)
@@ -239,6 +208,8 @@ def _label_picks(item: TrainItem, rng: np.random.Generator) -> list[int]:
 
 
 def _make_batch(stream: str, items: list[TrainItem], rng: np.random.Generator) -> Batch:
+    if items[0].regression:
+        return make_score_batch(stream, items, rng)
     if stream == LABEL_DIR:   # rows: each case's drawn inputs, as MFT examples with their targets
         rows = [(it, j) for it in items for j in _label_picks(it, rng)]
         return Batch("mft", [it.env for it, _ in rows], [it.inputs[j] for it, j in rows],

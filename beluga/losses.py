@@ -1,4 +1,5 @@
-"""Per-example losses for MFT / i.i.d., INV and DIR batches (docs/METHOD.md, §3).
+"""Per-example losses for MFT / i.i.d., INV and DIR batches (docs/METHOD.md, §3);
+a regression head's (scores, :mod:`beluga.regression`) at the end.
 
 All functions return a 1-D tensor with one loss per example so that
 methods (ERM, Group-DRO, IRM, ...) can weight or group them.
@@ -102,3 +103,37 @@ def neutral_mask(logits: torch.Tensor) -> torch.Tensor:
     """SENT: True where a two-class prediction falls in the neutral band [1/3, 2/3]."""
     p = F.softmax(logits, dim=-1)[:, 1]
     return (p >= 1 / 3) & (p <= 2 / 3)
+
+
+# --------------------------------------------------------------------------- regression head (scores)
+
+
+def interval_loss(scores: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
+    """Squared distance of each score to its target interval [low, high]
+    (0 inside it; ``low == high``: the squared error, GLUE's STS-B loss; an
+    infinite bound: one-sided)."""
+    below = torch.where(scores < low, low - scores, torch.zeros_like(scores))
+    above = torch.where(scores > high, scores - high, torch.zeros_like(scores))
+    return below ** 2 + above ** 2
+
+
+def mse_loss(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Per-example squared error (i.i.d. examples: the gold score)."""
+    return (scores - targets) ** 2
+
+
+def score_inv_loss(scores_orig: torch.Tensor, scores_pert: torch.Tensor, detach_orig: bool = False) -> torch.Tensor:
+    """INV: (s_0 - s_i)^2; the original side is not detached by default, as
+    the classifiers' INV loss (both scores move towards each other)."""
+    s0 = scores_orig.detach() if detach_orig else scores_orig
+    return (scores_pert - s0) ** 2
+
+
+def score_dir_loss(scores_orig: torch.Tensor, scores_pert: torch.Tensor, directions: torch.Tensor,
+                   margins: torch.Tensor | None = None) -> torch.Tensor:
+    """DIR: max(0, margin - d (s_i - s_0)) with d = +1 (up) or -1 (down): zero
+    once the score moved the stated way by ``margin`` (default 0), else
+    linear in the shortfall, pushing the two scores apart the right way."""
+    move = directions.to(scores_pert.dtype) * (scores_pert - scores_orig)
+    m = torch.zeros_like(move) if margins is None else margins.to(move.dtype)
+    return (m - move).clamp(min=0)

@@ -9,8 +9,8 @@ models, LP models), the key ``beluga_task``::
 
     "beluga_task": {"task_type": "sent", "head": "classification", "num_labels": 2}
 
-(``head``: ``classification`` or ``qa``; ``num_labels``: the classifier's
-classes, 0 for a QA head). transformers keeps unknown config keys, so the
+(``head``: ``classification``, ``qa`` or ``regression``; ``num_labels``: the classifier's
+classes, 0 for a QA head, 1 for a regression head). transformers keeps unknown config keys, so the
 record survives a ``save_pretrained`` of the loaded model. A folder without
 the key (a pre-trained backbone, a hub model, a model saved before the record
 existed) is not refused for that; its head is checked when it is loaded

@@ -9,6 +9,9 @@ A model spec is one of:
 Weights are written as safetensors, world-readable; a model the pipeline saves
 records the task it was trained for in its config.json (``beluga_task``,
 :mod:`beluga.model_config`).
+Heads: ``classification`` (a sequence classifier), ``qa`` (extractive QA) and
+``regression`` (SIMILARITY: a sequence classifier with one output and
+``problem_type`` regression; :func:`predict_scores`).
 
 Loading checks, each one line naming the model folder and the field: the
 tokenizer matches the config (``tokenizer``: a folder without tokenizer files
@@ -141,7 +144,7 @@ def model_provenance(spec: str, model_lock: str | None = None) -> dict:
     return {"model": spec, "model_revision": marker.get("revision"), "model_commit": marker["commit"]}
 
 
-HEADS = ("classification", "qa")   # a task type's head (beluga.tasks.TaskType.head)
+HEADS = ("classification", "qa", "regression")   # a task type's head (beluga.tasks.TaskType.head)
 
 
 @contextlib.contextmanager
@@ -171,6 +174,7 @@ def _auto_class(head: str):
 
     if head not in HEADS:
         raise ValueError(f"model head {head!r} is not one of {HEADS}")
+    # a regression head is a sequence classifier with one output (num_labels 1, problem_type "regression")
     return AutoModelForQuestionAnswering if head == "qa" else AutoModelForSequenceClassification
 
 
@@ -205,7 +209,7 @@ def _head_error(name: str, head: str, info: dict, task_type: str | None) -> Mode
         return ", ".join(keys[:4]) + (f", ... ({len(keys)} in all)" if len(keys) > 4 else "")
     instead = f"; the weights have {shown(unexpected)} instead" if unexpected else ""
     needs = f"task type {task_type!r} needs" if task_type else "it needs"
-    what = "an extractive QA head" if head == "qa" else "a classification head"
+    what = {"qa": "an extractive QA head", "regression": "a regression head"}.get(head, "a classification head")
     return ModelError(f"model {name}: field 'head': {shown(missing)} would be initialised at random (not in the "
                       f"weights{instead}): not a model trained with {what}, which {needs}")
 
@@ -217,6 +221,13 @@ def _check_num_labels(model, task_type: str, name: str) -> None:
     except ValueError as e:
         raise ModelError(f"model {name}: field 'num_labels': the model has {k} classes (config.json), which "
                          f"task type {task_type!r} cannot read ({_first_line(e)})") from None
+
+
+def _check_regression_outputs(model, name: str) -> None:
+    k = int(model.config.num_labels)
+    if k != 1:
+        raise ModelError(f"model {name}: field 'num_labels': the model has {k} outputs (config.json), a regression "
+                         "head has one (the score)")
 
 
 def _pre_load_checks(source: str, name: str, head: str, task_type: str | None, max_length: int | None,
@@ -238,7 +249,8 @@ def load_trained(model_dir: str, head: str = "classification", task_type: str | 
     ``task_type`` / ``head``; ``max_length`` beyond its positions (field
     ``max_length_field``); a tokenizer that does not match its config; any
     weight of the model missing from the folder (a head that would be
-    initialised at random); a class count ``task_type`` cannot read."""
+    initialised at random); a class count ``task_type`` cannot read; a
+    regression head (``head="regression"``) with other than one output."""
     from safetensors import SafetensorError
     from transformers import AutoTokenizer
 
@@ -267,6 +279,8 @@ def load_trained(model_dir: str, head: str = "classification", task_type: str | 
         raise _head_error(name, head, info, task_type)
     if head == "classification" and task_type is not None:
         _check_num_labels(model, task_type, name)
+    if head == "regression":
+        _check_regression_outputs(model, name)
     return model, tokenizer
 
 
@@ -275,7 +289,8 @@ def load_model(spec: str, num_labels: int, config_overrides: dict | None = None,
                trained: bool = False):
     """(model, tokenizer) training starts from: a sequence classifier with
     ``num_labels`` classes, or (``head="qa"``) an extractive QA model with
-    start/end logits (``model_lock``: a hub model's marker, see
+    start/end logits, or (``head="regression"``) a sequence classifier with
+    one output and ``problem_type`` regression (``model_lock``: a hub model's marker, see
     :func:`resolve_model`). A pre-trained backbone may lack the head (it is
     initialised at random and trained); ``trained``: the model is a trained
     one (the IID model, an LP model), whose head must be in its weights.
@@ -291,6 +306,8 @@ def load_model(spec: str, num_labels: int, config_overrides: dict | None = None,
     overrides = dict(config_overrides or {})
     if head == "classification":
         overrides["num_labels"] = num_labels
+    elif head == "regression":   # one output, trained by squared error (transformers' problem_type)
+        overrides.update(num_labels=1, problem_type="regression")
     try:
         if source == TINY_RANDOM:
             tokenizer = AutoTokenizer.from_pretrained(default_model_path())
@@ -369,4 +386,29 @@ def predict_probs(model, tokenizer, texts: list[str], texts_b: list[str] | None 
         with precision.autocast():
             logits = model(**{k: v.to(model.device) for k, v in enc.items()}).logits
         out[idx] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
+    return out
+
+
+@torch.inference_mode()
+def predict_scores(model, tokenizer, texts: list[str], texts_b: list[str] | None = None,
+                   batch_size: int = 64, max_length: int = 128, precision: Precision = FP32) -> np.ndarray:
+    """A regression head's scores (its one output, float32), in input order;
+    batched and run as :func:`predict_probs`."""
+    model.eval()
+    n = len(texts)
+    out = np.zeros(n, dtype=np.float32)
+    if n == 0:
+        return out
+    if int(model.config.num_labels) != 1:
+        raise ModelError(f"model: field 'num_labels': a regression head has one output, this one has "
+                         f"{model.config.num_labels}")
+    order = sorted(range(n), key=lambda i: len(texts[i]) + (len(texts_b[i]) if texts_b else 0))
+    for s in range(0, n, batch_size):
+        idx = order[s:s + batch_size]
+        a = [texts[i] for i in idx]
+        b = [texts_b[i] for i in idx] if texts_b else None
+        enc = tokenizer(a, b, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        with precision.autocast():
+            logits = model(**{k: v.to(model.device) for k, v in enc.items()}).logits
+        out[idx] = logits.float()[:, 0].cpu().numpy()
     return out

@@ -7,8 +7,10 @@ Contract (docs/PIPELINE.md): ``split`` (``suite_test`` / ``iid_test``,
 ``case_id`` (test case id, or the i.i.d. / OOD example id), ``input_idx``
 (position in the case's inputs; 0 for examples), and ``probs`` (class
 probabilities, float32) with the example's ``label`` for a
-classification head, or ``answer`` / ``start`` / ``end`` (the answer string and
-its character offsets in the context) for a QA head.
+classification head, ``answer`` / ``start`` / ``end`` (the answer string and
+its character offsets in the context) for a QA head, or ``score`` (the
+predicted score, float32) with the example's gold score ``label`` (float32)
+for a regression head (:mod:`beluga.regression`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from beluga.errors import DataError
 from beluga.health import check_probabilities
 from beluga.tasks import TaskType
 
@@ -30,13 +33,22 @@ QA_PREDICTION_SCHEMA = pa.schema([
     ("split", pa.string()), ("case_id", pa.string()), ("input_idx", pa.int32()),
     ("answer", pa.string()), ("start", pa.int32()), ("end", pa.int32()),
 ])
+SCORE_PREDICTION_SCHEMA = pa.schema([
+    ("split", pa.string()), ("case_id", pa.string()), ("input_idx", pa.int32()),
+    ("score", pa.float32()), ("label", pa.float32()),
+])
+
+
+def prediction_schema(ttype: TaskType) -> pa.Schema:
+    """The prediction table's schema for the task type's head."""
+    return {"qa": QA_PREDICTION_SCHEMA, "regression": SCORE_PREDICTION_SCHEMA}.get(ttype.head, PREDICTION_SCHEMA)
 
 
 def model_outputs(model, tokenizer, ttype: TaskType, texts: list[str], texts_b: list, batch_size: int,
                   max_length: int, doc_stride: int, precision) -> dict[str, list]:
-    """Prediction columns for the inputs: ``probs`` (classification head) or
+    """Prediction columns for the inputs: ``probs`` (classification head),
     ``answer`` / ``start`` / ``end`` (QA head; texts = contexts, texts_b =
-    questions)."""
+    questions) or ``score`` (regression head)."""
     if ttype.head == "qa":
         from beluga.qa import predict_qa
 
@@ -44,9 +56,13 @@ def model_outputs(model, tokenizer, ttype: TaskType, texts: list[str], texts_b: 
                            max_length=max_length, stride=doc_stride, precision=precision)
         return {"answer": [a for a, _, _ in spans], "start": [st for _, st, _ in spans],
                 "end": [en for _, _, en in spans]}
-    from beluga.modeling import predict_probs
+    from beluga.modeling import predict_probs, predict_scores
 
     use_b = any(b is not None for b in texts_b)
+    if ttype.head == "regression":
+        scores = predict_scores(model, tokenizer, texts, texts_b if use_b else None, batch_size, max_length,
+                                precision=precision)
+        return {"score": scores.tolist()}
     probs = predict_probs(model, tokenizer, texts, texts_b if use_b else None, batch_size, max_length,
                           precision=precision)
     return {"probs": [row.tolist() for row in probs]}
@@ -93,7 +109,9 @@ def example_predictions(model, tokenizer, ttype: TaskType, examples: pd.DataFram
     for col, values in model_outputs(model, tokenizer, ttype, texts, texts_b, batch_size, max_length,
                                      doc_stride, precision).items():
         out[col] = values
-    if ttype.head != "qa":
+    if ttype.head == "regression":   # the gold score
+        out["label"] = examples["label"].astype(np.float64).to_numpy()
+    elif ttype.head != "qa":
         out["label"] = examples["label"].astype(int).to_numpy()
     return out
 
@@ -122,10 +140,16 @@ def predictions_table(df: pd.DataFrame, ttype: TaskType, where: str) -> pa.Table
     """The Arrow table of a predictions frame, in the contract's schema; class
     probabilities are checked first (a model whose outputs are not finite
     probabilities never writes any; ``where`` names the file in the message)."""
-    if ttype.head != "qa" and len(df):
-
+    if ttype.head == "regression" and len(df):
+        scores = np.array(df["score"].tolist(), dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(scores))
+        if len(bad):
+            k = int(bad[0])
+            raise DataError(f"predictions {where} (not written): field 'score': {len(bad)} score(s) not finite "
+                            f"(first: case {df['case_id'].iat[k]!r}, input {df['input_idx'].iat[k]}: {scores[k]})")
+    elif ttype.head != "qa" and len(df):
         check_probabilities(np.array(df["probs"].tolist(), dtype=np.float64), f"predictions {where} (not written)",
                             keys=lambda i: (df["case_id"].iat[i], df["input_idx"].iat[i]))
     columns = {c: [None if (c == "label" and pd.isna(v)) else v for v in df[c]] for c in df.columns}
-    schema = QA_PREDICTION_SCHEMA if ttype.head == "qa" else PREDICTION_SCHEMA
+    schema = prediction_schema(ttype)
     return pa.Table.from_pydict({f.name: columns[f.name] for f in schema}, schema=schema)

@@ -12,7 +12,8 @@ one result for the whole case and ignores ``agg_fn``.
 
 Classification expectations see the predicted class per input (``preds``) and
 the probabilities over the suite's label set (``probs``); QA expectations see
-the predicted answer strings (``preds``) and ``probs`` is None.
+the predicted answer strings (``preds``) and ``probs`` is None. A regression
+head's cases (predicted scores) are scored by :mod:`beluga.regression`.
 """
 
 from __future__ import annotations
@@ -25,13 +26,12 @@ import numpy as np
 import pandas as pd
 
 from beluga.bounds import json_loads
+from beluga.case_rows import FAIL, FILTERED, PASS, PROGRESS_EVERY, case_rows
+from beluga.case_rows import as_list as _as_list
 from beluga.errors import BelugaError, DataError
 from beluga.health import check_probabilities
+from beluga.regression import DIRECTIONS, score_iid_outcomes, score_suite_cases
 from beluga.tasks import TaskType
-
-PASS, FAIL, FILTERED = "pass", "fail", "filtered"
-#: how often (in cases) :func:`score_cases` reports its progress
-PROGRESS_EVERY = 1000
 
 # CheckList SQuAD notebook: clean(s) = s.lstrip('[a,the,an,in,at] ').rstrip('.')
 # -- a *character-set* strip of '[', 'a', ',', 't', 'h', 'e', 'n', 'i', ']' and
@@ -216,8 +216,8 @@ def case_outcome(expect: str, params: dict, agg_fn: str, preds, probs, labels, a
 
 def filter_condition(expect: str, params: dict) -> str | None:
     """When a case of this expectation is filtered (not scored) whatever the model predicts beyond it, as
-    the summaries of ``suite build`` / ``suite perturb`` warn: the slice, the monotonic bound; None: never
-    for that reason."""
+    the summaries of ``suite build`` / ``suite perturb`` warn: the slice, the monotonic bound, a regression
+    DIR's range bound (:func:`beluga.regression.score_case_outcome`); None: never for that reason."""
     slice_name = params.get("slice")
     if slice_name == "orig_not_neutral":
         return "a case whose original is predicted neutral is filtered"
@@ -227,29 +227,10 @@ def filter_condition(expect: str, params: dict) -> str | None:
         tol = params.get("tolerance", 0.0)
         bound = f"<= tolerance {tol}" if params.get("increasing", True) else f">= 1 - tolerance {tol}"
         return f"a case whose original's confidence is {bound} is filtered"
+    if expect in DIRECTIONS:
+        end = "top" if DIRECTIONS[expect] > 0 else "bottom"
+        return f"a case whose original's score is already at the {end} of the score range is filtered"
     return None
-
-
-def _as_list(v):
-    if v is None or (isinstance(v, float) and v != v):
-        return None
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    return list(v)
-
-
-def _index_predictions(predictions: pd.DataFrame, source: str) -> dict:
-    cids = predictions["case_id"].tolist()
-    idx = predictions["input_idx"].tolist()
-    pos = dict(zip(zip(cids, idx), range(len(cids))))
-    if len(pos) != len(cids):
-        seen = set()
-        for c, j in zip(cids, idx):
-            if (c, j) in seen:
-                raise BelugaError(f"{source}: field 'case_id'/'input_idx': duplicate prediction rows "
-                                  f"for case {c!r}, input {j}")
-            seen.add((c, j))
-    return pos
 
 
 def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
@@ -261,26 +242,19 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
     ``on_cases`` (optional): called with the cases scored so far, every
     :data:`PROGRESS_EVERY` cases and at the end (a progress bar).
     Returns DataFrame(case_id, functionality, status), with ``reasons`` also ``filter_reason`` (why a filtered
-    case was not scored, :func:`case_outcome`; null for the others)."""
+    case was not scored, :func:`case_outcome`; null for the others). A regression head: predicted scores
+    (case_id, input_idx, score), :func:`beluga.regression.score_suite_cases`."""
+    if ttype.head == "regression":
+        return score_suite_cases(suite, predictions, ttype.score_range, source=source, on_cases=on_cases,
+                                      reasons=reasons)
     qa = ttype.head == "qa"
     col = "answer" if qa else "probs"
     for c in ("case_id", "input_idx", col):
         if c not in predictions.columns:
             raise BelugaError(f"{source}: field '{c}': missing column (a {ttype.name} prediction file needs "
                               f"case_id, input_idx and {col})")
-    pos = _index_predictions(predictions, source)
-
     case_ids = suite["case_id"].tolist()
-    n_inputs = [len(x) for x in suite["inputs"]]
-    flat: list[int] = []
-    for cid, n in zip(case_ids, n_inputs):
-        for j in range(n):
-            k = pos.get((cid, j))
-            if k is None:
-                raise BelugaError(f"{source}: field 'input_idx': missing predictions for case {cid!r} "
-                                  f"({n} inputs expected, input {j} has none)")
-            flat.append(k)
-    offsets = np.concatenate([[0], np.cumsum(n_inputs, dtype=np.int64)]).tolist()
+    flat, offsets = case_rows(suite, predictions, source)
 
     values = predictions[col].to_numpy(dtype=object)[np.asarray(flat, dtype=np.int64)]
     if qa:
@@ -347,7 +321,10 @@ def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str
     """Per-example i.i.d. (or OOD: ``split`` = ``ood:<name>``) outcomes keyed by
     example id: ``correct`` and, for classification, ``pred_label`` /
     ``gold_label``; for QA ``em`` / ``f1`` (SQuAD v1.1 evaluation, max over the
-    gold answers)."""
+    gold answers); for a regression head (``head="regression"``) ``pred_score`` / ``gold_score``
+    (:func:`beluga.regression.score_iid_outcomes`)."""
+    if head == "regression":
+        return score_iid_outcomes(preds, gold, source=source, split=split)
     gold = gold.set_index("example_id")
     ids = preds["case_id"].astype(str).to_numpy()
     missing = [i for i in ids if i not in gold.index]

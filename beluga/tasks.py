@@ -1,12 +1,13 @@
-"""Task types (SENT, PARA, READ; NLI and ACCEPTABILITY, issue 40): label sets, training targets, the model's
-head (``classification`` or extractive ``qa``), and the mapping from model
+"""Task types (SENT, PARA, READ; NLI, ACCEPTABILITY and SIMILARITY, issue 40): label sets, training targets, the
+model's head (``classification``, extractive ``qa`` or ``regression``), and the mapping from model
 probabilities to the classes the suite's expectations speak about.
 
 Names used everywhere: a *task* is an entry of the config's ``tasks`` (its id
 names paths and messages); its *task type* is ``sent``, ``para`` or ``read``
 (a :class:`TaskType`, found with :func:`get_task_type`); the *head* is the
 model's output layer, ``classification`` (predictions: class probabilities)
-or ``qa`` (start / end positions; predictions: answer strings)."""
+``qa`` (start / end positions; predictions: answer strings) or ``regression``
+(one output; predictions: a score, :mod:`beluga.regression`)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ class TaskType:
     suite_labels: dict[int, str]   # labels used in the suite (empty for QA: answers are strings)
     iid_labels: dict[int, str]     # labels of the i.i.d. dataset (empty for QA)
     neutral_label: int | None = None
-    head: str = "classification"   # "classification" (predictions: probs) or "qa" (predictions: answer)
+    head: str = "classification"   # "classification" (predictions: probs), "qa" (predictions: answer) or
+                                   # "regression" (predictions: score)
     pair: bool = False             # inputs are pairs (inputs, inputs_b): PARA (q1, q2), READ (context, question)
 
     def mft_target(self, expect: str, label: int | None) -> list[float]:
@@ -134,6 +136,23 @@ class QAType(TaskType):
         raise ValueError("READ predictions are answer strings, not class probabilities")
 
 
+@dataclass(frozen=True)
+class RegressionType(TaskType):
+    """A score on a pair by regression (SIMILARITY: STS-B / SICK relatedness in
+    [0, 5]): a one-output head trained with squared error, predictions are
+    scores, and the suite's expectations speak about scores
+    (:mod:`beluga.regression`: MFT within a tolerance of a value or inside
+    bounds, INV within a tolerance, DIR in a direction). No classes."""
+
+    score_range: tuple[float, float] = (0.0, 5.0)   # the gold scores' range (a DIR at its bound is not scored)
+
+    def mft_target(self, expect: str, label) -> list[float]:
+        raise ConfigError(f"{self.name.upper()}: MFT targets are scores (beluga.regression), not class distributions")
+
+    def suite_probs(self, probs: np.ndarray) -> np.ndarray:
+        raise ValueError(f"{self.name.upper()} predictions are scores, not class probabilities")
+
+
 SENT = SentimentType(
     name="sent",
     num_model_labels=2,
@@ -165,6 +184,16 @@ ACCEPTABILITY = LabelledType(
     iid_labels={0: "unacceptable", 1: "acceptable"},
 )
 
+SIMILARITY = RegressionType(
+    name="similarity",
+    num_model_labels=1,
+    suite_labels={},
+    iid_labels={},
+    head="regression",
+    pair=True,
+    score_range=(0.0, 5.0),
+)
+
 READ = QAType(
     name="read",
     num_model_labels=0,
@@ -176,7 +205,7 @@ READ = QAType(
 
 #: every task type; a config's ``type`` is further limited to what schemas/config.schema.yaml lists
 TASK_TYPES: dict[str, TaskType] = {"sent": SENT, "para": PARA, "read": READ, "nli": NLI,
-                                   "acceptability": ACCEPTABILITY}
+                                   "acceptability": ACCEPTABILITY, "similarity": SIMILARITY}
 
 # CheckList suite name -> task type
 SUITE_TASK_TYPES = {"sentiment": "sent", "qqp": "para", "squad": "read"}

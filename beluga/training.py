@@ -63,6 +63,7 @@ from beluga.losses import DummyClassifier, dir_loss, dummy_scaled, inv_loss, mft
 from beluga.methods import Algorithm, check_method_hparams, get_algorithm
 from beluga.precision import FP32, Precision, full
 from beluga.qa_batches import QAEncoder, qa_inv_batch_loss, qa_mft_batch_loss
+from beluga.score_batches import SCORE_KINDS, score_batch_loss
 from beluga.settings import FoldRun
 from beluga.transfer import model_inputs, to_device
 
@@ -194,7 +195,7 @@ class LossFn:
         multiplies the logits before every softmax: the class logits of MFT /
         INV / DIR batches, the start and end logits of QA batches (a per-class
         :class:`beluga.losses.DummyClassifier` leaves an INV loss's soft
-        target alone)."""
+        target alone), a regression head's scores."""
         if batch.kind == "qa_mft":
             return qa_mft_batch_loss(model, self.tokenizer, questions=batch.texts_b, contexts=batch.texts,
                                      answers=batch.answers, answer_starts=batch.answer_starts,
@@ -208,6 +209,8 @@ class LossFn:
                                      detach_orig=self.detach_inv_orig, scope=self.qa_inv_scope, scale=scale,
                                      precision=self.precision, encoder=self.qa_encoder)
         logits = self.logits(model, batch.texts, batch.texts_b)
+        if batch.kind in SCORE_KINDS:   # a regression head (beluga.score_batches)
+            return score_batch_loss(logits, batch, scale, detach_orig=self.detach_inv_orig)
         n = batch.size
         if batch.kind == "inv":   # the original's logits give the soft target (a per-class dummy leaves them)
             lo, lp = dummy_scaled(logits[:n], scale, target=True), dummy_scaled(logits[n:], scale)

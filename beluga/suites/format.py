@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 from beluga.bounds import json_loads
 from beluga.errors import SuiteError
 from beluga.io import write_parquet
+from beluga.regression import SCORE_EXPECTATIONS, score_params_error
 
 TEST_TYPES = ("MFT", "INV", "DIR")
 AGG_FNS = ("all", "all_except_first")
@@ -72,6 +73,10 @@ EXPECTATIONS: dict[str, dict] = {
     "squad": {"needs": "answer", "val_ok": False, "types": ("MFT", "INV", "DIR")},
     "same_answer": {"needs": None, "val_ok": False, "types": ("INV", "DIR")},
 }
+# a regression head's expectations on scores (beluga.regression): score_near's value is ``val`` or the label
+for _name, _types in SCORE_EXPECTATIONS.items():
+    EXPECTATIONS[_name] = {"needs": "label" if _name == "score_near" else None, "val_ok": _name == "score_near",
+                           "types": _types}
 for _spec in EXPECTATIONS.values():
     _spec["label"] = _spec["needs"] is not None
     _spec.setdefault("n_inputs", None)
@@ -143,6 +148,11 @@ def _class_param(path, i, cid, name: str, v, label_set) -> None:
 
 
 def _check_params(path, i, cid, expect: str, params: dict, n_inputs: int, label_set=None) -> None:
+    if expect in SCORE_EXPECTATIONS:   # numbers, not classes (beluga.regression)
+        err = score_params_error(expect, params)
+        if err is not None:
+            raise _fail(path, i, cid, "expect_params", err)
+        return
     sl = params.get("slice")
     if sl is not None:
         if sl not in SLICES:
@@ -204,7 +214,8 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
     """Check every row; raise SuiteError naming the file, the row and the field.
 
     ``head`` ("classification" or "qa") decides whether ``eq`` needs labels
-    or answers; None accepts either."""
+    or answers; None accepts either. ``head="regression"`` admits the score
+    expectations (:mod:`beluga.regression`) only, the other heads none of them."""
     path = str(path)
     missing = [c for c in COLUMNS if c not in df.columns and c not in OPTIONAL_COLUMNS]
     if missing:
@@ -254,6 +265,11 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
         if r.expect not in EXPECTATIONS:
             raise _fail(path, i, cid, "expect",
                         f"unknown expectation {r.expect!r} (known: {', '.join(EXPECTATIONS)})")
+        if head is not None and (head == "regression") != (r.expect in SCORE_EXPECTATIONS):
+            known = SCORE_EXPECTATIONS if head == "regression" else [e for e in EXPECTATIONS
+                                                                     if e not in SCORE_EXPECTATIONS]
+            raise _fail(path, i, cid, "expect", f"expectation {r.expect!r} does not apply to a {head} head "
+                                                f"(known: {', '.join(known)})")
         spec = EXPECTATIONS[r.expect]
         if r.test_type not in spec["types"]:
             raise _fail(path, i, cid, "expect", f"expectation {r.expect!r} does not apply to {r.test_type} tests")
