@@ -232,9 +232,11 @@ def _make_batch(stream: str, items: list[TrainItem], rng: np.random.Generator) -
         texts_b = [it.inputs_b[0] for it in items] + [it.inputs_b[k] for it, k in zip(items, picks)]
     if stream == "INV":
         return Batch("qa_inv" if items[0].qa else "inv", envs, texts, texts_b)
+    classes = [-1 if it.dir_class is None else int(it.dir_class) for it in items]
     return Batch("dir", envs, texts, texts_b,
                  dir_fn=torch.tensor([it.dir_fn for it in items], dtype=torch.long),
-                 dir_slice=torch.tensor([it.dir_slice for it in items], dtype=torch.bool))
+                 dir_slice=torch.tensor([it.dir_slice for it in items], dtype=torch.bool),
+                 dir_class=torch.tensor(classes, dtype=torch.long) if any(c >= 0 for c in classes) else None)
 
 
 def _length(item: TrainItem) -> int:

@@ -98,6 +98,20 @@ def _hash_tensor(h, name: str, t: torch.Tensor) -> None:
         h.update(t.cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
 
 
+#: item fields added after checkpoints were first fingerprinted: hashed only when set, so that a run whose items
+#: do not use them keeps its fingerprint (and resumes from its checkpoints)
+LATER_ITEM_FIELDS = ("dir_class",)
+
+
+def item_record(item) -> dict:
+    """A training item's fields as the fingerprint hashes them (:data:`LATER_ITEM_FIELDS` only when set)."""
+    d = dataclasses.asdict(item)
+    for k in LATER_ITEM_FIELDS:
+        if d.get(k) is None:
+            d.pop(k, None)
+    return d
+
+
 def fingerprint(*, model, method: str, hparams: dict, seed: int, streams: dict, extra: dict | None = None,
                 reference_state: dict | None = None) -> str:
     """SHA-256 (hex) of the run's settings, training data and start model.
@@ -115,7 +129,7 @@ def fingerprint(*, model, method: str, hparams: dict, seed: int, streams: dict, 
     for name in sorted(streams):
         h.update(f"stream {name} {len(streams[name])}\n".encode())
         for it in streams[name]:
-            h.update(json.dumps(dataclasses.asdict(it), sort_keys=True, default=str).encode())
+            h.update(json.dumps(item_record(it), sort_keys=True, default=str).encode())
             h.update(b"\n")
     for name, t in model.state_dict().items():
         _hash_tensor(h, name, t)

@@ -72,9 +72,16 @@ def inv_loss(logits_orig: torch.Tensor, logits_pert: torch.Tensor, detach_orig: 
     return -(p0 * F.log_softmax(logits_pert, dim=-1)).sum(-1)
 
 
-def dir_error(p0: torch.Tensor, pi: torch.Tensor, fn_idx: torch.Tensor) -> torch.Tensor:
-    """epsilon_delta in [0, 1] for each pair, by comparison function index."""
+def dir_error(p0: torch.Tensor, pi: torch.Tensor, fn_idx: torch.Tensor, cls: torch.Tensor | None = None
+              ) -> torch.Tensor:
+    """epsilon_delta in [0, 1] for each pair, by comparison function index. The confidence functions compare
+    the original's top class (the reference code's), or, where ``cls`` (per pair) is >= 0, that class: the
+    expectation's label (a monotonic DIR of a task whose suite and model share one label set, as its
+    scoring reads it: NLI's "P(entailment) does not rise when the hypothesis is negated")."""
     c_star = p0.argmax(-1, keepdim=True)
+    if cls is not None:
+        cls = cls.view(-1, 1).to(c_star.device)
+        c_star = torch.where(cls >= 0, cls, c_star)
     p0c = p0.gather(-1, c_star).squeeze(-1)
     pic = pi.gather(-1, c_star).squeeze(-1)
     errs = torch.stack([
@@ -87,12 +94,13 @@ def dir_error(p0: torch.Tensor, pi: torch.Tensor, fn_idx: torch.Tensor) -> torch
 
 
 def dir_loss(logits_orig: torch.Tensor, logits_pert: torch.Tensor, fn_idx: torch.Tensor,
-             keep: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
+             keep: torch.Tensor | None = None, eps: float = 1e-6, cls: torch.Tensor | None = None) -> torch.Tensor:
     """-log(1 - epsilon_delta) (Eq. 6). ``keep`` (bool per pair) zeroes pairs
-    outside the expectation's slice (e.g. originals predicted neutral)."""
+    outside the expectation's slice (e.g. originals predicted neutral); ``cls``:
+    :func:`dir_error`'s class per pair (-1: the original's top class)."""
     p0 = F.softmax(logits_orig, dim=-1)
     pi = F.softmax(logits_pert, dim=-1)
-    err = dir_error(p0, pi, fn_idx)
+    err = dir_error(p0, pi, fn_idx, cls)
     loss = -torch.log((1 - err).clamp(min=eps))
     if keep is not None:
         loss = loss * keep.to(loss.dtype)

@@ -26,6 +26,9 @@ class TrainItem:
     qa: bool = False                    # QA item (span targets / aligned INV) rather than a class distribution
     targets: list[list[float]] | None = None   # DIR_LABEL (reference batching): one target per input
     anchor: bool = False                # DIR_LABEL: inputs[0] is the original, in every draw
+    #: DIR: the class a confidence function compares (the expectation's label), None: the original's top class;
+    #: left out of checkpoint fingerprints when None (beluga.checkpoint.item_record)
+    dir_class: int | None = None
     #: a regression item (beluga.score_batches.ScoreItem); a class attribute, not a field
     regression: ClassVar[bool] = False
 
@@ -39,6 +42,7 @@ class Batch:
     targets: torch.Tensor | None = None
     dir_fn: torch.Tensor | None = None
     dir_slice: torch.Tensor | None = None
+    dir_class: torch.Tensor | None = None   # DIR: per pair, the class compared (-1: the original's top class)
     answers: list[str] | None = None
     answer_starts: list[int | None] | None = None
     size: int = field(init=False)

@@ -222,7 +222,8 @@ class LossFn:
         keep = None
         if batch.dir_slice is not None and bool(batch.dir_slice.any()):
             keep = ~(to_device(batch.dir_slice, lo.device) & neutral_mask(lo.detach()))
-        return dir_loss(lo, lp, to_device(batch.dir_fn, lo.device), keep=keep)
+        cls = None if batch.dir_class is None else to_device(batch.dir_class, lo.device)
+        return dir_loss(lo, lp, to_device(batch.dir_fn, lo.device), keep=keep, cls=cls)
 
 
 def _as_tensor(v) -> torch.Tensor:

@@ -45,3 +45,17 @@ def test_dir_slice_mask_zeroes_pairs():
     out = dir_loss(torch.cat([lg(0.3, 0.7), lg(0.3, 0.7)]), torch.cat([lg(0.1, 0.9), lg(0.1, 0.9)]),
                    torch.tensor([DIR_FN_INDEX["not_more_confident"]] * 2), keep=torch.tensor([True, False]))
     assert out[0] > 0 and out[1] == 0
+
+
+def test_dir_confidence_of_the_expectations_class_where_given():
+    # NLI (entailment, neutral, contradiction): the hypothesis negated; "P(entailment) must not rise". The original
+    # is predicted contradiction (0.6): by its top class the loss would hold P(contradiction) down, the wrong way.
+    p0, pi = lg(0.3, 0.1, 0.6), lg(0.1, 0.1, 0.8)
+    fn = torch.tensor([DIR_FN_INDEX["not_more_confident"]])
+    assert math.isclose(dir_loss(p0, pi, fn).item(), -math.log(1 - 0.2), rel_tol=1e-6)      # top class: 0.6 -> 0.8
+    assert dir_loss(p0, pi, fn, cls=torch.tensor([0])).item() == 0.0                          # entailment fell
+    rise = lg(0.5, 0.1, 0.4)
+    assert math.isclose(dir_loss(p0, rise, fn, cls=torch.tensor([0])).item(), -math.log(1 - 0.2), rel_tol=1e-6)
+    # -1: the original's top class, pair by pair in one batch
+    both = dir_loss(torch.cat([p0, p0]), torch.cat([pi, pi]), fn.repeat(2), cls=torch.tensor([0, -1]))
+    assert both[0].item() == 0.0 and math.isclose(both[1].item(), -math.log(0.8), rel_tol=1e-6)

@@ -288,7 +288,12 @@ def test_classification_items_are_unchanged():
     assert type(item) is TrainItem and not item.regression
     assert [f.name for f in dataclasses.fields(item)] == [
         "env", "inputs", "inputs_b", "target", "dir_fn", "dir_slice", "answer", "answer_start", "qa", "targets",
-        "anchor"]
+        "anchor", "dir_class"]
+    # a field added later is hashed only when set: the item's fingerprint record is the one before it
+    from beluga.checkpoint import item_record
+
+    assert list(item_record(item)) == [f.name for f in dataclasses.fields(item)][:-1]
+    assert item_record(dataclasses.replace(item, dir_class=0))["dir_class"] == 0
 
 
 # --------------------------------------------------------------------------- metrics and the paired bootstrap
