@@ -326,6 +326,9 @@ def test_config_checks_of_collapse_and_iid_metric(tmp_path):
         check_sources({"t": task})
     task["ood"][0]["collapse"] = HANS_COLLAPSE
     check_sources({"t": task})
+    plain = dict(task["ood"][0], collapse=None, label_map={"entailment": "entailment"})
+    with pytest.raises(ConfigError, match=r"'tasks\.t\.ood\[0\]\.label_map': 'entailment' is not a label of the task"):
+        check_sources({"t": dict(task, ood=[plain])})
     with pytest.raises(ConfigError, match="field 'tasks.t.iid_metric': 'mcc' is not a metric of task type 'nli'"):
         check_sources({"t": dict(task, iid_metric="mcc")})
     cola = tmp_path / "cola.tsv"

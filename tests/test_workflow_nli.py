@@ -85,8 +85,7 @@ def hans_table(n: int) -> pd.DataFrame:
     rows = [(f"hans{i:03d}", f"The {THINGS[i % 12]} near {NAMES[i % 12]} fell.",
              f"{NAMES[i % 12]} fell." if i % 2 else f"The {THINGS[i % 12]} fell.",
              "non-entailment" if i % 2 else "entailment") for i in range(n)]
-    return pd.DataFrame(rows, columns=["id", "sentence1", "sentence2", "label"]) \
-        .rename(columns={"sentence1": "text", "sentence2": "text_b"})
+    return pd.DataFrame(rows, columns=["id", "text", "text_b", "label"])
 
 
 def config(tmp) -> dict:
@@ -95,8 +94,8 @@ def config(tmp) -> dict:
                      ("cola", cola_table(80, "c", 3)), ("cola_ood", cola_table(12, "co", 4))):
         files[name] = tmp / f"{name}.tsv"
         df.to_csv(files[name], sep="\t", index=False)
-    save_suite(nli_suite(), tmp / "nli_suite.parquet")
-    save_suite(cola_suite(), tmp / "cola_suite.parquet")
+    save_suite(nli_suite(), tmp / "nli_suite.parquet", task="nli")
+    save_suite(cola_suite(), tmp / "cola_suite.parquet", task="acceptability")
     iid = {"n_train": 40, "n_val": 10, "n_test": 30, "seed": 42}
     return {
         "results": "results", "seed": 3,
@@ -163,9 +162,10 @@ def test_the_iid_scores_are_the_metrics_of_the_outcomes(run):
     assert scores.at["iid_to_t", "iid_score"] == pytest.approx((want + acc) / 2)     # mean: MCC and accuracy
     nli = pd.read_parquet(wd / "results" / "nli" / "predictions" / "iid" / "vanilla" / "standard" / "all.parquet")
     assert {len(p) for p in nli["probs"]} == {3}                                      # a three-class head
-    card = (wd / "results" / "nli").rglob("README.md")
-    texts = [p.read_text() for p in card]
-    assert not texts or any("natural language inference" in t for t in texts)
+    model = wd / "results" / "nli" / "models" / "iid" / "vanilla" / "standard" / "all"
+    assert json.loads((model / "config.json").read_text())["id2label"] == \
+        {"0": "entailment", "1": "neutral", "2": "contradiction"}
+    assert "task type `nli`: natural language inference" in (model / "README.md").read_text()
 
 
 def test_significance_uses_the_test_that_suits_the_metric(run):

@@ -301,6 +301,12 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
                 from beluga.data.ood_collapse import collapse_plan
 
                 collapse_plan(entry, ttype.iid_labels, f"{where}: field '{field}.collapse'")
+            else:
+                named = [v for v in (entry.get("label_map") or {}).values() if not isinstance(v, int)]
+                if named:
+                    raise ConfigError(f"{where}: field '{field}.label_map': {named[0]!r} is not a label of the task "
+                                      "(an integer); class names are read only with collapse (a set with its own "
+                                      "classes)")
             if entry.get("source") == "hutto" and ttype.name != "sent":
                 raise ConfigError(f"{where}: field '{field}.source': 'hutto' holds single sentences with binary "
                                   f"sentiment labels (a sent task); task {tid!r} is a {ttype.name} task")
