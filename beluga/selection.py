@@ -169,8 +169,9 @@ def _probs_of(preds, source: str, k: int = 2):
             raise BelugaError(f"{source}: field 'input_idx': no prediction for case {case_id!r}, input {j}")
         p = np.asarray(p, dtype=np.float64)
         if p.shape != (k,):
-            raise BelugaError(f"{source}: field 'probs': the reference objective needs the model's {k}-class "
-                              f"probabilities, case {case_id!r} input {j} has {p.shape}")
+            raise BelugaError(f"{source}: field 'probs': the reference objective needs the model's "
+                              f"{ {2: 'two', 3: 'three'}.get(k, k)}-class probabilities, case {case_id!r} input {j} "
+                              f"has {p.shape}")
         return p
     return get
 

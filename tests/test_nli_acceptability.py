@@ -208,7 +208,7 @@ def test_nli_reference_objective_by_hand():
     assert rec["score"] == pytest.approx(2.0) and rec["metric"].endswith("(the project's counterpart)")
     assert REFERENCE_TERMS["acceptability"] == REFERENCE_TERMS["nli"] == "MFT accuracy + INV pass + DIR pass"
     two = pd.DataFrame({"case_id": ["m1"], "input_idx": [0], "probs": [[0.5, 0.5]]})
-    with pytest.raises(BelugaError, match="needs the model's 3-class probabilities"):
+    with pytest.raises(BelugaError, match="needs the model's three-class probabilities"):
         classification_parts(NLI, {"mft": [("m1", 0, 0)], "inv": [], "dir": []}, two)
     assert reference_objective("sent", {"mft_accuracy": 1.0, "inv_pass": 1.0, "dir_pass": None})["metric"] \
         .endswith("(reference code)")
@@ -257,10 +257,17 @@ HANS_COLLAPSE = {"entailment": "entailment", "neutral": "non-entailment", "contr
 
 
 def test_collapse_plan_and_errors():
-    from beluga.data.ood_collapse import collapse_plan
+    from beluga.data.ood_collapse import collapse_plan, set_labels
 
     assert collapse_plan({"name": "hans", "collapse": HANS_COLLAPSE}, NLI.iid_labels) == \
         (["entailment", "non entailment"], [0, 1, 1])
+    # RTE as an OOD set of an MNLI model: its own names (not_entailment), read whatever the spelling
+    rte = {"name": "rte", "collapse": {"Entailment": "entailment", "neutral": "not_entailment",
+                                       "contradiction": "not entailment"}}
+    classes, to_set = collapse_plan(rte, NLI.iid_labels)
+    assert classes == ["entailment", "not entailment"] and to_set == [0, 1, 1]
+    assert list(set_labels(pd.Series(["not_entailment", "entailment", "Not-Entailment"]), classes, None, "w")) == \
+        [1, 0, 1]
     with pytest.raises(ConfigError, match="field 'collapse': the model's class 'contradiction' has no class"):
         collapse_plan({"name": "h", "collapse": {"entailment": "e", "neutral": "n"}}, NLI.iid_labels)
     with pytest.raises(ConfigError, match="field 'collapse': 'maybe' is not a class of the task's model"):
