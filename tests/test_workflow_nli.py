@@ -1,4 +1,4 @@
-"""End to end (issue 40): one snakemake run of an ``nli`` task and an ``acceptability`` task (tiny random
+"""End to end (issue 40): one snakemake run of an ``nli``, an ``nli_binary`` and an ``acceptability`` task (tiny random
 BERT, local i.i.d. TSVs, tiny project-format suites built here) through the whole default target: BELUGA
 folds IID→T on the seen and func partitions, scores, significance and intervals, diagnostics, Table 3, and
 the OOD evaluation on local sets, among them a two-class HANS-shaped set scored through the collapse of the
@@ -46,6 +46,13 @@ def nli_suite() -> pd.DataFrame:
         rows.append(_row(f"dir-{i}", "negated hypothesis", "Negation", "DIR", [f"{a} owns {t}.", f"{a} owns {t}."],
                          [0, 2], inputs_b=[f"{a} owns {t}.", f"{a} does not own {t}."]))
     return pd.DataFrame(rows)
+
+
+def rte_suite() -> pd.DataFrame:
+    """The NLI suite for a two-class (RTE / QNLI) model: contradiction is ``not entailment`` (1)."""
+    df = nli_suite()
+    df["labels"] = [None if v is None else [0 if y == 0 else 1 for y in v] for v in df["labels"]]
+    return df
 
 
 def cola_suite() -> pd.DataFrame:
@@ -96,6 +103,11 @@ def config(tmp) -> dict:
         df.to_csv(files[name], sep="\t", index=False)
     save_suite(nli_suite(), tmp / "nli_suite.parquet", task="nli")
     save_suite(cola_suite(), tmp / "cola_suite.parquet", task="acceptability")
+    save_suite(rte_suite(), tmp / "rte_suite.parquet", task="nli_binary")
+    rte = nli_table(80, "r", 5)
+    rte["label"] = (rte["label"] > 0).astype(int)          # RTE's numbers: 0 entailment, 1 not entailment
+    files["rte"] = tmp / "rte.tsv"
+    rte.to_csv(files["rte"], sep="\t", index=False)
     iid = {"n_train": 40, "n_val": 10, "n_test": 30, "seed": 42}
     return {
         "results": "results", "seed": 3,
@@ -108,6 +120,8 @@ def config(tmp) -> dict:
             "cola": {"type": "acceptability", "model": "tiny-random",
                      "suite": {"path": str(tmp / "cola_suite.parquet")}, "iid": {"source": str(files["cola"]), **iid},
                      "ood": [{"name": "cola-ood", "source": "local", "path": str(files["cola_ood"])}]},
+            "rte": {"type": "nli_binary", "model": "tiny-random", "suite": {"path": str(tmp / "rte_suite.parquet")},
+                    "iid": {"source": str(files["rte"]), **iid}},
         },
         "split": {"fractions": [0.5, 0.25, 0.25], "seed": 123},
         "configurations": ["iid_to_t"], "methods": ["vanilla"], "partitions": ["seen", "func"],
@@ -151,6 +165,20 @@ def test_folds_scores_and_table3(run):
     assert "| NLI · i.i.d. | NLI · G_seen | NLI · G_func |" in table3
     assert "| COLA · i.i.d. | COLA · iid_mcc | COLA · iid_accuracy |" in table3
     assert "F1, MCC or the mean of two metrics, paired approximate randomization" in table3
+
+
+def test_nli_binary_trains_a_two_class_model(run):
+    wd, _ = run
+    res = wd / "results" / "rte"
+    model = res / "models" / "iid" / "vanilla" / "standard" / "all"
+    assert json.loads((model / "config.json").read_text())["id2label"] == {"0": "entailment", "1": "not entailment"}
+    preds = pd.read_parquet(res / "predictions" / "iid_to_t" / "vanilla" / "seen" / "all.parquet")
+    assert {len(p) for p in preds["probs"]} == {2}
+    scores = pd.read_csv(res / "scores" / "scores.csv").set_index("configuration")
+    out = pd.read_parquet(res / "outcomes" / "iid_to_t" / "vanilla" / "seen" / "all.parquet")
+    iid = out[out["split"] == "iid_test"]
+    assert scores.at["iid_to_t", "iid_score"] == pytest.approx(iid["correct"].astype(float).mean())
+    assert "iid_score of this task: NLI_BINARY: accuracy" in (res / "scores" / "scores.md").read_text()
 
 
 def test_the_iid_scores_are_the_metrics_of_the_outcomes(run):

@@ -29,15 +29,10 @@ import numpy as np
 import pandas as pd
 
 from beluga.errors import ConfigError, DataError
+from beluga.labels import norm_label
 
 #: the prepared OOD table's metadata key holding {"classes": the set's class names, "model_to_set": indices}
 METADATA_KEY = "beluga.ood_collapse"
-
-
-def _norm(name) -> str:
-    from beluga.labels import norm_label
-
-    return norm_label(name)
 
 
 def collapse_plan(entry: dict, model_classes: dict[int, str], where: str | None = None) -> tuple[list[str], list[int]]:
@@ -50,38 +45,38 @@ def collapse_plan(entry: dict, model_classes: dict[int, str], where: str | None 
         raise ConfigError(f"{where}: expected a mapping of the model's classes to the set's classes")
     if not model_classes:
         raise ConfigError(f"{where}: the task's model has no classes to collapse (extractive QA)")
-    names = {_norm(v): v for v in model_classes.values()}
+    names = {norm_label(v): v for v in model_classes.values()}
     given = {}
     for k, v in raw.items():
-        if _norm(k) not in names:
+        if norm_label(k) not in names:
             raise ConfigError(f"{where}: {k!r} is not a class of the task's model "
                               f"({', '.join(model_classes[i] for i in sorted(model_classes))})")
         if not isinstance(v, str) or not v.strip():
             raise ConfigError(f"{where}: the set's class of {k!r} must be a name, got {v!r}")
-        given[_norm(k)] = _norm(v)
-    missing = [model_classes[i] for i in sorted(model_classes) if _norm(model_classes[i]) not in given]
+        given[norm_label(k)] = norm_label(v)
+    missing = [model_classes[i] for i in sorted(model_classes) if norm_label(model_classes[i]) not in given]
     if missing:
         raise ConfigError(f"{where}: the model's class {missing[0]!r} has no class of the set (every class of "
                           "the model counts as one of the set's)")
     classes: list[str] = []
     for i in sorted(model_classes):
-        c = given[_norm(model_classes[i])]
+        c = given[norm_label(model_classes[i])]
         if c not in classes:
             classes.append(c)
     if len(classes) < 2:
         raise ConfigError(f"{where}: every class of the model maps to {classes[0]!r}; a set needs two classes")
-    return classes, [classes.index(given[_norm(model_classes[i])]) for i in sorted(model_classes)]
+    return classes, [classes.index(given[norm_label(model_classes[i])]) for i in sorted(model_classes)]
 
 
 def set_labels(values: pd.Series, classes: list[str], label_map: dict | None, where: str) -> np.ndarray:
     """The gold labels of a collapsed set as indices of ``classes``: each value read by name, after
     ``label_map`` (the file's label -> the set's class); one line naming the first row that is neither."""
-    mapping = {str(k): _norm(v) for k, v in (label_map or {}).items()}
+    mapping = {str(k): norm_label(v) for k, v in (label_map or {}).items()}
     index = {c: i for i, c in enumerate(classes)}
     out = np.empty(len(values), dtype=np.int64)
     for i, v in enumerate(values.tolist()):
         key = str(v.item() if hasattr(v, "item") else v).strip()
-        name = mapping.get(key, _norm(key))
+        name = mapping.get(key, norm_label(key))
         if name not in index:
             raise DataError(f"{where}: row {i}: field 'label': {key!r} is not one of the set's classes "
                             f"({', '.join(classes)}){' after label_map' if mapping else ''}")
