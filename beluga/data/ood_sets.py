@@ -34,6 +34,12 @@ would be fed as pairs), a READ set needs ``context``, ``question`` and
 ``answers``; a local file's header is checked while the DAG is built
 (:func:`check_header`), every set again when it is read.
 
+A set with fewer classes than the task's model (HANS, SciTail, RTE scored
+with a three-class MNLI model) declares ``collapse`` (the model's classes onto
+the set's, by name): its labels are read by name and numbered in the set's
+order, and the outcomes step maps the model's argmax class onto them
+(:mod:`beluga.data.ood_collapse`).
+
 Every set is capped to ``max_examples`` by a seeded sample (``seed``), kept in
 id order. The prepared table has the i.i.d. test set's columns
 (``example_id``, ``text`` [, ``text_b``], ``label``; READ ``example_id``,

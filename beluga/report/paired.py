@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from beluga.metrics import IID_METRICS
 from beluga.report.bootstrap import bootstrap_ci, hierarchical_bootstrap_ci
 from beluga.report.stats import (
     TIE_TOL,
@@ -46,8 +47,6 @@ def binary_iid_metric(task_type: str, iid_metric: str) -> bool:
     task whose one metric is accuracy: SENT, NLI, NLI_BINARY): the paired test of the original score is then
     exact McNemar. Otherwise (F1, MCC, a mean of two metrics) the statistic is not a sum over examples and
     the paired test is the paired randomization test (:func:`paired_randomization`)."""
-    from beluga.metrics import IID_METRICS
-
     return (iid_metric == "mean" and IID_METRICS.get(task_type) == ("accuracy",)) or iid_metric in ("accuracy", "em")
 
 
