@@ -1,8 +1,9 @@
-"""End to end (issue 40): one snakemake run of an ``nli``, an ``nli_binary`` and an ``acceptability`` task (tiny random
-BERT, local i.i.d. TSVs, tiny project-format suites built here) through the whole default target: BELUGA
-folds IID→T on the seen and func partitions, scores, significance and intervals, diagnostics, Table 3, and
-the OOD evaluation on local sets, among them a two-class HANS-shaped set scored through the collapse of the
-model's three classes (neutral + contradiction -> non-entailment). One run, read by every test here."""
+"""End to end (issue 40): one snakemake run of an ``nli``, an ``nli_binary`` and an ``acceptability`` task
+(tiny random BERT, local i.i.d. TSVs, tiny project-format suites built here) through the whole default target:
+BELUGA folds IID→T on the seen and func partitions (NLI: the learning rate selected on T_val by the reference
+objective), scores, significance and intervals, diagnostics, Table 3, and the OOD evaluation on local sets,
+among them a two-class HANS-shaped set scored through the collapse of the model's three classes (neutral +
+contradiction -> non-entailment). One run, read by every test here."""
 
 import json
 
@@ -113,6 +114,7 @@ def config(tmp) -> dict:
         "results": "results", "seed": 3,
         "tasks": {
             "nli": {"type": "nli", "model": "tiny-random", "suite": {"path": str(tmp / "nli_suite.parquet")},
+                    "selection": {"grid": {"lr": [1.0e-3, 1.0e-5]}, "objective": "reference"},
                     "iid": {"source": str(files["mnli"]), **iid},
                     "ood": [{"name": "mnli-mm", "source": "local", "path": str(files["mnli_mm"])},
                             {"name": "hans", "source": "local", "path": str(files["hans"]),
@@ -165,6 +167,22 @@ def test_folds_scores_and_table3(run):
     assert "| NLI · i.i.d. | NLI · G_seen | NLI · G_func |" in table3
     assert "| COLA · i.i.d. | COLA · iid_mcc | COLA · iid_accuracy |" in table3
     assert "F1, MCC or the mean of two metrics, paired approximate randomization" in table3
+
+
+def test_selection_with_the_reference_objective(run):
+    """NLI's counterpart of the reference code's objective (MFT accuracy + INV pass + DIR pass) on T_val."""
+    wd, _ = run
+    trials = sorted((wd / "results" / "nli" / "selection").rglob("trials/*.json"))
+    assert len(trials) >= 2
+    for path in trials:
+        rec = json.loads(path.read_text())
+        assert rec["objective"] == "reference"
+        assert rec["metric"] == "MFT accuracy + INV pass + DIR pass on T_val (the project's counterpart)"
+        assert set(rec["terms"]) == {"mft", "inv", "dir"}
+        present = [v for v in rec["terms"].values() if v is not None]
+        assert rec["score"] == pytest.approx(sum(present)) and len(present) == 3
+    selected = list((wd / "results" / "nli" / "selection").rglob("selected.json"))
+    assert selected
 
 
 def test_nli_binary_trains_a_two_class_model(run):
