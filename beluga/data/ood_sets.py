@@ -292,6 +292,10 @@ def load_hub(entry: dict, head: str, label_set: set[int], pair: bool | None = No
     if relabel is not None and "label" in df.columns:
         df["label"] = relabel(df["label"], f"ood set {name!r} ({entry['dataset']})")
     elif "label" in df.columns and entry.get("label_map"):
+        named = [v for v in entry["label_map"].values() if not isinstance(v, int)]
+        if named:
+            raise ConfigError(f"ood set {name!r}: field 'label_map': {named[0]!r} is not a label of the task (an "
+                              "integer); class names are read only with collapse")
         mapping = {str(k): int(v) for k, v in entry["label_map"].items()}
         df["label"] = [mapping.get(str(v), -1) for v in df["label"]]
         df = df[df["label"] >= 0]
