@@ -1,6 +1,8 @@
 """A classifier's classes by name: which of a model's output columns is which
 class of the task (SENT: negative / positive, or negative / neutral / positive
-for a three-class model; PARA: not duplicate / duplicate), read from the
+for a three-class model; PARA: not duplicate / duplicate; NLI: entailment /
+neutral / contradiction; NLI_BINARY: entailment / not entailment;
+ACCEPTABILITY: unacceptable / acceptable), read from the
 model's ``config.json`` ``id2label``, never guessed from the position.
 
 - The project's models are saved with ``id2label`` / ``label2id`` naming the
@@ -33,7 +35,8 @@ from beluga.tasks import TaskType
 
 #: the task's class names (as beluga/tasks.py spells them, normalised) -> the names read as that class.
 #: Principled and short: the name itself and its usual abbreviation; for PARA the words the GLUE pair tasks use
-#: (QQP: duplicate, MRPC: equivalent, PAWS: paraphrase) and their negations. Numbers and LABEL_i are not names.
+#: (QQP: duplicate, MRPC: equivalent, PAWS: paraphrase) and their negations; for NLI and ACCEPTABILITY the
+#: datasets' own names and their verb / adjective forms. Numbers and LABEL_i are not names.
 VARIANTS: dict[str, tuple[str, ...]] = {
     "negative": ("negative", "neg"),
     "neutral": ("neutral", "neu"),
@@ -41,6 +44,13 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "not duplicate": ("not duplicate", "non duplicate", "nonduplicate", "not paraphrase", "not equivalent",
                       "different"),
     "duplicate": ("duplicate", "paraphrase", "equivalent"),
+    # NLI (MNLI, SNLI: entailment / neutral / contradiction; RTE, QNLI: not_entailment; HANS, SciTail:
+    # non-entailment, neutral) and acceptability (CoLA: acceptable / unacceptable, grammaticality judgements)
+    "entailment": ("entailment", "entails", "entailed"),
+    "contradiction": ("contradiction", "contradicts", "contradictory"),
+    "not entailment": ("not entailment", "non entailment", "nonentailment", "not entailed", "not entails"),
+    "acceptable": ("acceptable", "grammatical"),
+    "unacceptable": ("unacceptable", "not acceptable", "ungrammatical", "not grammatical"),
 }
 
 #: transformers' default names (LABEL_0, ...) and bare numbers: they say nothing about which class is which

@@ -21,21 +21,24 @@ import numpy as np
 import pandas as pd
 
 from beluga.scoring import FILTERED, PASS
+from beluga.tasks import TASK_TYPES
 
 SCENARIOS = ("standard", "seen", "func", "class", "type")
 BASELINE = ("iid", "vanilla")
 
 
 def g_score(s_t: float, s_iid: float) -> float:
-    """Harmonic mean 2 s_T s_iid / (s_T + s_iid); 0 when both are 0."""
+    """Harmonic mean 2 s_T s_iid / (s_T + s_iid); 0 when either is 0, or below 0 (an MCC s_iid of a model
+    worse than chance, ACCEPTABILITY: the harmonic mean of rates is defined for positive values only)."""
     if np.isnan(s_t) or np.isnan(s_iid):
         return float("nan")
-    return 0.0 if s_t + s_iid == 0 else 2 * s_t * s_iid / (s_t + s_iid)
+    return 0.0 if s_t <= 0 or s_iid <= 0 else 2 * s_t * s_iid / (s_t + s_iid)
 
 
-#: canonical i.i.d. metrics per task type (docs/METHOD.md, §5): SENT accuracy; PARA
-#: accuracy and F1 of the duplicate class; READ exact match and token F1.
-IID_METRICS = {"sent": ("accuracy",), "para": ("accuracy", "f1"), "read": ("em", "f1")}
+#: canonical i.i.d. metrics per task type (docs/METHOD.md, §5; ``TaskType.iid_metrics``): SENT and NLI
+#: accuracy; PARA accuracy and F1 of the duplicate class; READ exact match and token F1; ACCEPTABILITY
+#: Matthews correlation (GLUE's CoLA metric) and accuracy.
+IID_METRICS = {name: t.iid_metrics for name, t in TASK_TYPES.items()}
 
 
 def positive_f1(pred, gold, positive: int = 1) -> float:
@@ -47,10 +50,30 @@ def positive_f1(pred, gold, positive: int = 1) -> float:
     return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
 
 
+def mcc_from_counts(tp, fp, fn, tn):
+    """Matthews correlation (tp tn - fp fn) / sqrt((tp + fp)(tp + fn)(tn + fp)(tn + fn)) of a two-class
+    confusion table, element-wise (counts or their shares alike: the ratio does not depend on the scale);
+    0 where a margin is empty (a constant prediction or gold: sklearn's and GLUE's convention)."""
+    tp, fp, fn, tn = (np.asarray(x, dtype=np.float64) for x in (tp, fp, fn, tn))
+    den = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(den > 0, (tp * tn - fp * fn) / np.sqrt(np.where(den > 0, den, 1.0)), 0.0)
+    return np.where(np.isnan(den), np.nan, out)
+
+
+def mcc(pred, gold, positive: int = 1) -> float:
+    """Matthews correlation of two-class predictions (:func:`mcc_from_counts`; symmetric in the classes:
+    ``positive`` only names one of them)."""
+    pred, gold = np.asarray(pred) == positive, np.asarray(gold) == positive
+    return float(mcc_from_counts((pred & gold).sum(), (pred & ~gold).sum(), (~pred & gold).sum(),
+                                 (~pred & ~gold).sum()))
+
+
 def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent", split: str = "iid_test") -> dict[str, float]:
     """The task's canonical i.i.d. metrics from the per-example outcome rows
-    (``correct``; PARA also ``pred_label`` / ``gold_label``; READ ``em`` / ``f1``)
-    of ``split`` (the i.i.d. test set, or an OOD set's ``ood:<name>``)."""
+    (``correct``; PARA and ACCEPTABILITY also ``pred_label`` / ``gold_label``;
+    READ ``em`` / ``f1``) of ``split`` (the i.i.d. test set, or an OOD set's
+    ``ood:<name>``)."""
     iid = outcomes[outcomes["split"] == split]
     if not len(iid):
         return {m: float("nan") for m in IID_METRICS[task_type]}
@@ -60,6 +83,8 @@ def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent", split: str = "i
             out[m] = float(iid["correct"].astype(float).mean())
         elif m == "em":
             out[m] = float(iid["em"].astype(float).mean())
+        elif m == "mcc":
+            out[m] = mcc(iid["pred_label"].astype(int), iid["gold_label"].astype(int))
         elif task_type == "read":
             out[m] = float(iid["f1"].astype(float).mean())
         else:
@@ -67,12 +92,12 @@ def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent", split: str = "i
     return out
 
 
-
-
 def iid_score(metrics: dict[str, float], choice: str = "mean") -> float:
     """s_iid entering G: one named metric, or ``mean`` of the task's canonical
-    metrics (accuracy for SENT; the paper does not say how PARA's and READ's two
-    metrics enter G, so the default weighs them equally; configurable)."""
+    metrics (accuracy for SENT and NLI; the paper does not say how PARA's and READ's two
+    metrics enter G, so the default weighs them equally; configurable). ACCEPTABILITY's
+    ``mean`` is the mean of MCC and accuracy likewise; ``mcc`` is GLUE's CoLA score alone. MCC lies
+    in [-1, 1]: a model worse than chance can give a negative s_iid, and its G is 0 (:func:`g_score`)."""
     if choice == "mean":
         return float(np.mean(list(metrics.values())))
     if choice not in metrics:
@@ -245,12 +270,22 @@ def pass_rates_over_seeds(per_seed: pd.DataFrame) -> pd.DataFrame:
 CONFIG_LABELS = {"iid": "IID", "iid_to_t": "IID→T", "iid_plus_t": "IID+T", "iid_to_iid_plus_t": "IID→(IID+T)"}
 
 
+#: the scores.md legend's sentence on the i.i.d. score of the task types added by issue 40 (the first three
+#: types' legend names them)
+IID_SCORE_WORDS = {
+    "nli": "NLI: accuracy over entailment / neutral / contradiction",
+    "nli_binary": "NLI_BINARY: accuracy over entailment / not entailment",
+    "acceptability": "ACCEPTABILITY: the configured iid_metric, by default the mean of MCC (Matthews "
+                     "correlation, GLUE's CoLA metric, in [-1, 1]; an s_iid at or below 0 gives G = 0) and accuracy",
+}
+
+
 def scores_markdown(scores: pd.DataFrame, task: str, seeds: list[int] | None = None,
-                    iid_note: str | None = None) -> str:
+                    iid_note: str | None = None, task_type: str | None = None) -> str:
     """scores.md: one row per pair (×100); with several training ``seeds`` every cell is the mean over seeds
     ± the standard deviation (``scores`` from :func:`scores_over_seeds`). ``iid_note``: the sentence saying
     the task's i.i.d. data are not the paper's (:func:`beluga.report.iid_data.fallback_line`), shown
-    under the title."""
+    under the title; ``task_type``: a type added by issue 40 has its i.i.d. score said in one more line."""
     from beluga.seeds import plus_minus, seeds_note
 
     several = seeds is not None and len(seeds) > 1
@@ -278,6 +313,8 @@ def scores_markdown(scores: pd.DataFrame, task: str, seeds: list[int] | None = N
               "s_X: mean pass rate over functionalities in scenario X; G_X: harmonic mean of s_X and the "
               "i.i.d. score of the models behind s_X, pooled over fold models (their i.i.d. predictions "
               "scored together)."]
+    if task_type in IID_SCORE_WORDS:
+        lines += ["", f"iid_score of this task: {IID_SCORE_WORDS[task_type]}."]
     if several:
         lines += ["", seeds_note(seeds) + " G_X is the mean of the seeds' G_X."]
     return "\n".join(lines) + "\n"

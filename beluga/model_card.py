@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 
-from beluga.tasks import TaskType
+from beluga.tasks import TASK_TYPES, TaskType
 
-#: what a task type is, in words (the card's Task row)
-TASK_WORDS = {"sent": "sentiment classification", "para": "duplicate-question (paraphrase) classification",
-              "read": "extractive question answering"}
+#: what a task type is, in words (the card's Task row; ``TaskType.words``)
+TASK_WORDS = {name: t.words for name, t in TASK_TYPES.items()}
 
 #: the card's rows: key of ``card`` -> row title (shown in this order, when the caller gave the key)
 ROWS = (("data", "Training data (i.i.d.)"), ("suite", "Behavioral suite"), ("configuration", "Configuration"),

@@ -300,6 +300,10 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
                 raise BelugaError(f"suite case {r.case_id!r}: field 'expect': expectation {r.expect!r} needs "
                                   f"three-class (negative, neutral, positive) probabilities; task type {ttype.name!r} "
                                   f"gives {n_classes}")
+            if r.expect in ("diff_up", "diff_down") and ttype.neutral_label is None:
+                raise BelugaError(f"suite case {r.case_id!r}: field 'expect': expectation {r.expect!r} compares "
+                                  f"sentiment's negative and positive probabilities; task type {ttype.name!r} has "
+                                  f"classes {', '.join(ttype.suite_labels.values())} (use a labelled DIR, 'eq')")
             checked.add(r.expect)
         meta = json_loads(r.meta) if (r.expect == "same_answer" and isinstance(r.meta, str)) else None
         status, reason = case_outcome(r.expect, params, r.agg_fn, pred_all[s:e], None if qa else probs_all[s:e],
@@ -317,12 +321,14 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
 
 
 def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str = "predictions",
-                 split: str = "iid_test") -> pd.DataFrame:
+                 split: str = "iid_test", collapse: list[int] | None = None) -> pd.DataFrame:
     """Per-example i.i.d. (or OOD: ``split`` = ``ood:<name>``) outcomes keyed by
     example id: ``correct`` and, for classification, ``pred_label`` /
     ``gold_label``; for QA ``em`` / ``f1`` (SQuAD v1.1 evaluation, max over the
     gold answers); for a regression head (``head="regression"``) ``pred_score`` / ``gold_score``
-    (:func:`beluga.regression.score_iid_outcomes`)."""
+    (:func:`beluga.regression.score_iid_outcomes`). ``collapse``: an OOD set with fewer classes than the model
+    (beluga/data/ood_collapse.py): the set's class of each model class; the model's argmax class is mapped
+    onto the set's before it is compared."""
     if head == "regression":
         return score_iid_outcomes(preds, gold, source=source, split=split)
     gold = gold.set_index("example_id")
@@ -350,6 +356,10 @@ def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str
             check_probabilities(probs.reshape(len(probs), -1), source, rows=preds.index.to_numpy(),
                                 keys=lambda i: (ids[i], 0))
         pred_label = probs.argmax(axis=1).astype(np.int64) if len(probs) else np.zeros(0, dtype=np.int64)
+        if collapse is not None:
+            from beluga.data.ood_collapse import collapse_predictions
+
+            pred_label = collapse_predictions(pred_label, collapse, source)
         gold_label = gold.loc[ids, "label"].astype(int).to_numpy()
         out["pred_label"] = pred_label
         out["gold_label"] = gold_label
@@ -371,7 +381,8 @@ def run_outcomes(ttype: TaskType, suite_test: pd.DataFrame, preds: pd.DataFrame,
     parts = [status, iid_outcomes(preds[preds["split"] == "iid_test"], iid, ttype.head, source=source)]
     for name, gold in (ood or {}).items():
         parts.append(iid_outcomes(preds[preds["split"] == split_name(name)], gold, ttype.head,
-                                  source=f"{source} ({name})", split=split_name(name)))
+                                  source=f"{source} ({name})", split=split_name(name),
+                                  collapse=gold.attrs.get("collapse")))
     out = pd.concat(parts, ignore_index=True)
     out["correct"] = out["correct"].astype("boolean")
     return out

@@ -15,6 +15,11 @@ inputs or (original, perturbation) pairs of that test type:
 - PARA: mean(accuracy, F1 of "duplicate") on MFT inputs + INV pass
   (|ΔP(duplicate)| <= 0.1) + mean(accuracy, F1) on the inputs of the
   label-checked DIRs (those training uses, ``beluga.batches.mft_inputs``);
+- NLI, NLI_BINARY, ACCEPTABILITY (not in the reference code; the project's
+  counterpart of SENT's, issue 40): MFT accuracy (argmax over the model's
+  classes) + INV pass (the largest change of a class probability <= 0.1 per
+  pair: PARA's |ΔP(duplicate)| for two classes) + DIR pass (accuracy on the
+  inputs of the label-checked DIRs, as PARA's);
 - READ: mean of the start and end token accuracy over the MFT windows
   + mean over INV pairs of start and end agreement of the argmax on the
   aligned positions (``beluga.qa.span_argmax_hits`` /
@@ -47,7 +52,12 @@ REFERENCE_TERMS = {
     "sent": "MFT accuracy + INV pass + DIR pass",
     "para": "mean(MFT accuracy, MFT F1) + INV pass + mean(DIR accuracy, DIR F1)",
     "read": "mean(MFT start / end token accuracy) + mean(INV start / end aligned argmax agreement)",
+    "nli": "MFT accuracy + INV pass + DIR pass",
+    "nli_binary": "MFT accuracy + INV pass + DIR pass",
+    "acceptability": "MFT accuracy + INV pass + DIR pass",
 }
+#: the task types whose objective is the reference code's own (the others' is the project's counterpart)
+REFERENCE_CODE_TYPES = ("sent", "para", "read")
 NOT_NEGATIVE = "not_0"   # the reference code's soft label [1/3, 2/3]
 
 
@@ -120,8 +130,8 @@ def reference_plan(ttype: TaskType, cases, answer_match: str = "token",
                 rows = [(r.case_id, j, int(np.argmax(ttype.mft_target(expect, y)))) for j, y in labelled]
                 plan["mft" if is_mft else "dir"].extend(rows)
             else:
-                raise BelugaError(f"{where}: field 'expect': PARA has no reference metric for a label-checked "
-                                  f"{r.test_type}")
+                raise BelugaError(f"{where}: field 'expect': {ttype.name.upper()} has no reference metric for a "
+                                  f"label-checked {r.test_type}")
         elif r.test_type == "INV":
             plan["inv"].extend((r.case_id, j) for j in range(1, n))
         elif r.test_type == "DIR" and ttype.name == "sent":
@@ -150,7 +160,7 @@ def binary_f1(pred, gold) -> float:
     return positive_f1(np.asarray(pred, dtype=int), np.asarray(gold, dtype=int))
 
 
-def _probs_of(preds, source: str):
+def _probs_of(preds, source: str, k: int = 2):
     index = {(c, int(j)): p for c, j, p in zip(preds["case_id"], preds["input_idx"], preds["probs"])}
 
     def get(case_id, j) -> np.ndarray:
@@ -158,27 +168,30 @@ def _probs_of(preds, source: str):
         if p is None:
             raise BelugaError(f"{source}: field 'input_idx': no prediction for case {case_id!r}, input {j}")
         p = np.asarray(p, dtype=np.float64)
-        if p.shape != (2,):
-            raise BelugaError(f"{source}: field 'probs': the reference objective needs the model's two-class "
-                              f"probabilities, case {case_id!r} input {j} has {p.shape}")
+        if p.shape != (k,):
+            raise BelugaError(f"{source}: field 'probs': the reference objective needs the model's "
+                              f"{ {2: 'two', 3: 'three'}.get(k, k)}-class probabilities, case {case_id!r} input {j} "
+                              f"has {p.shape}")
         return p
     return get
 
 
-def _pairs(plan_rows, get) -> tuple[np.ndarray, np.ndarray]:
+def _pairs(plan_rows, get, k: int = 2) -> tuple[np.ndarray, np.ndarray]:
     """(originals' probabilities, perturbations' probabilities), one row per pair."""
     if not plan_rows:
-        return np.zeros((0, 2)), np.zeros((0, 2))
+        return np.zeros((0, k)), np.zeros((0, k))
     return (np.stack([get(c, 0) for c, j, *_ in plan_rows]), np.stack([get(c, j) for c, j, *_ in plan_rows]))
 
 
 def classification_parts(ttype: TaskType, plan: dict[str, list[tuple]], preds, source: str = "T_val") -> dict:
-    """The SENT / PARA metrics of the reference objective from the model's
+    """The SENT / PARA / NLI / ACCEPTABILITY metrics of the reference objective from the model's
     probabilities (``preds``: case_id, input_idx, probs), with their counts."""
     import torch
 
     from beluga.losses import dir_error
 
+    if ttype.name not in ("sent", "para"):
+        return _labelled_parts(plan, _probs_of(preds, source, ttype.num_model_labels), ttype.num_model_labels)
     get = _probs_of(preds, source)
     p0, pi = _pairs(plan["inv"], get)
     parts: dict = {"n_mft": len(plan["mft"]), "n_inv": len(plan["inv"]), "n_dir": len(plan["dir"]),
@@ -199,6 +212,20 @@ def classification_parts(ttype: TaskType, plan: dict[str, list[tuple]], preds, s
         pred = probs.argmax(-1) if len(probs) else np.zeros(0, dtype=int)
         parts[f"{part}_accuracy"] = _mean(pred == np.asarray(gold, dtype=int))
         parts[f"{part}_f1"] = binary_f1(pred, gold) if len(gold) else None
+    return parts
+
+
+def _labelled_parts(plan: dict[str, list[tuple]], get, k: int) -> dict:
+    """NLI / NLI_BINARY / ACCEPTABILITY: MFT and DIR accuracy (argmax over the model's ``k`` classes) and
+    the INV pass rate (max over classes of |ΔP| <= :data:`REFERENCE_TOL`, PARA's test for two classes)."""
+    p0, pi = _pairs(plan["inv"], get, k)
+    parts: dict = {"n_mft": len(plan["mft"]), "n_inv": len(plan["inv"]), "n_dir": len(plan["dir"]),
+                   "inv_pass": _mean(np.abs(pi - p0).max(axis=1) <= REFERENCE_TOL) if len(p0) else None}
+    for part in ("mft", "dir"):
+        rows = plan[part]
+        probs = np.stack([get(c, j) for c, j, _ in rows]) if rows else np.zeros((0, k))
+        parts[f"{part}_accuracy"] = _mean(probs.argmax(-1) == np.asarray([y for *_, y in rows], dtype=int)) \
+            if rows else None
     return parts
 
 
@@ -227,6 +254,8 @@ def reference_terms(task_type: str, parts: dict) -> dict[str, float | None]:
                 "dir": _avg(parts["dir_accuracy"], parts["dir_f1"])}
     if task_type == "read":
         return {"mft": parts["mft_mean_accuracy"], "inv": parts["inv_mean_pass"]}
+    if task_type in REFERENCE_TERMS:
+        return {"mft": parts["mft_accuracy"], "inv": parts["inv_pass"], "dir": parts["dir_accuracy"]}
     raise ConfigError(f"config: field 'type': no reference objective for task type {task_type!r}")
 
 
@@ -235,8 +264,9 @@ def reference_objective(task_type: str, parts: dict) -> dict:
     present; NaN when T_val has none), terms and parts."""
     terms = reference_terms(task_type, parts)
     present = [v for v in terms.values() if v is not None]
+    origin = "reference code" if task_type in REFERENCE_CODE_TYPES else "the project's counterpart"
     return {"objective": "reference", "score": float(sum(present)) if present else float("nan"),
-            "metric": f"{REFERENCE_TERMS[task_type]} on T_val (reference code)", "terms": terms, "parts": parts}
+            "metric": f"{REFERENCE_TERMS[task_type]} on T_val ({origin})", "terms": terms, "parts": parts}
 
 
 def pass_rate_objective(rates) -> dict:

@@ -1,13 +1,35 @@
-"""Task types (SENT, PARA, READ; NLI, ACCEPTABILITY and SIMILARITY, issue 40): label sets, training targets, the
-model's head (``classification``, extractive ``qa`` or ``regression``), and the mapping from model
-probabilities to the classes the suite's expectations speak about.
+"""Task types (SENT, PARA, READ; NLI, NLI_BINARY, ACCEPTABILITY and SIMILARITY, issue 40): label sets, training
+targets, the model's head (``classification``, extractive ``qa`` or ``regression``), the mapping from model
+probabilities to the classes the suite's expectations speak about, the task's canonical i.i.d. metrics and the
+per-example features they are computed from (:mod:`beluga.metrics`, :mod:`beluga.report.stats`), and what the
+task is, in words.
 
 Names used everywhere: a *task* is an entry of the config's ``tasks`` (its id
-names paths and messages); its *task type* is ``sent``, ``para`` or ``read``
-(a :class:`TaskType`, found with :func:`get_task_type`); the *head* is the
-model's output layer, ``classification`` (predictions: class probabilities)
+names paths and messages); its *task type* is ``sent``, ``para``, ``read``,
+``nli``, ``nli_binary``, ``acceptability`` or ``similarity`` (a
+:class:`TaskType`, found with :func:`get_task_type`); the *head* is the
+model's output layer, ``classification`` (predictions: class probabilities),
 ``qa`` (start / end positions; predictions: answer strings) or ``regression``
-(one output; predictions: a score, :mod:`beluga.regression`)."""
+(one output; predictions: a score, :mod:`beluga.regression`).
+
+NLI and its two-class variants (issue 40). ``nli`` is MultiNLI's three-class
+task (0 entailment, 1 neutral, 2 contradiction, GLUE's numbering) on (premise,
+hypothesis) pairs, scored by accuracy. The two-class NLI sets are of two kinds:
+
+- *evaluated* with a three-class model (HANS, SciTail, RTE as an OOD set of an
+  MNLI model): an OOD entry of an ``nli`` task declares ``collapse``, the
+  set's class of each of the model's classes by name (HANS's standard
+  evaluation: neutral and contradiction -> non-entailment); the model's argmax
+  class is mapped onto the set's classes and scored by accuracy
+  (:mod:`beluga.data.ood_collapse`);
+- *trained* as two-class tasks (GLUE's RTE, QNLI): the type ``nli_binary``
+  (0 entailment, 1 not entailment: RTE's and QNLI's own names and numbers),
+  scored by accuracy, GLUE's metric for both.
+
+``acceptability`` is CoLA's single-sentence task (0 unacceptable, 1
+acceptable) with Matthews correlation (GLUE's CoLA metric) and accuracy.
+``similarity`` is STS-B's sentence-pair regression (a score in [0, 5]) with
+Pearson and Spearman correlation."""
 
 from __future__ import annotations
 
@@ -28,6 +50,13 @@ class TaskType:
     head: str = "classification"   # "classification" (predictions: probs), "qa" (predictions: answer) or
                                    # "regression" (predictions: score)
     pair: bool = False             # inputs are pairs (inputs, inputs_b): PARA (q1, q2), READ (context, question)
+    #: the canonical i.i.d. metrics (docs/METHOD.md, §5), in the order tables show them; ``iid_metric: mean`` is
+    #: their unweighted mean (beluga.metrics.iid_score)
+    iid_metrics: tuple[str, ...] = ("accuracy",)
+    #: the per-example features the metrics are computed from (beluga.report.stats.iid_features): ``correct``;
+    #: ``tp`` / ``fp`` / ``fn``, the indicators of class 1 (F1, MCC); ``em`` / ``f1`` (READ)
+    iid_features: tuple[str, ...] = ("correct",)
+    words: str = ""                # what the task is, in words (the model card's Task row)
 
     def mft_target(self, expect: str, label: int | None) -> list[float]:
         """Soft training target for one MFT input (docs/METHOD.md, §3.1)."""
@@ -100,10 +129,12 @@ class ParaphraseType(TaskType):
 class LabelledType(TaskType):
     """A classification task whose suite and model share one label set (NLI:
     entailment / neutral / contradiction on (premise, hypothesis) pairs, as
-    GLUE's MNLI numbers them; ACCEPTABILITY: CoLA's unacceptable / acceptable
-    single sentences): an MFT's ``eq`` label is the one-hot target; ``not_eq`` (any class but ``val``: NLI's "not
-    entailment", HANS's non-entailed heuristic cases) spreads the target evenly over the other classes, as SENT's
-    "not negative" does ([0, 1/2, 1/2] for NLI)."""
+    GLUE's MNLI numbers them; NLI_BINARY: entailment / not entailment, as RTE
+    and QNLI; ACCEPTABILITY: CoLA's unacceptable / acceptable single
+    sentences): an MFT's ``eq`` label is the one-hot target; ``not_eq`` (any
+    class but ``val``: NLI's "not entailment", HANS's non-entailed heuristic
+    cases) spreads the target evenly over the other classes, as SENT's "not
+    negative" does ([0, 1/2, 1/2] for NLI)."""
 
     def mft_target(self, expect: str, label: int | None) -> list[float]:
         if expect not in ("eq", "not_eq") or label is None:
@@ -159,6 +190,7 @@ SENT = SentimentType(
     suite_labels={0: "negative", 1: "neutral", 2: "positive"},
     iid_labels={0: "negative", 1: "positive"},
     neutral_label=1,
+    words="sentiment classification",
 )
 
 PARA = ParaphraseType(
@@ -167,6 +199,9 @@ PARA = ParaphraseType(
     suite_labels={0: "not duplicate", 1: "duplicate"},
     iid_labels={0: "not duplicate", 1: "duplicate"},
     pair=True,
+    iid_metrics=("accuracy", "f1"),
+    iid_features=("correct", "tp", "fp", "fn"),
+    words="duplicate-question (paraphrase) classification",
 )
 
 NLI = LabelledType(
@@ -175,13 +210,28 @@ NLI = LabelledType(
     suite_labels={0: "entailment", 1: "neutral", 2: "contradiction"},
     iid_labels={0: "entailment", 1: "neutral", 2: "contradiction"},
     pair=True,
+    words="natural language inference (entailment / neutral / contradiction)",
 )
 
+NLI_BINARY = LabelledType(
+    name="nli_binary",
+    num_model_labels=2,
+    suite_labels={0: "entailment", 1: "not entailment"},
+    iid_labels={0: "entailment", 1: "not entailment"},
+    pair=True,
+    words="two-class natural language inference (entailment / not entailment: RTE, QNLI)",
+)
+
+#: ``iid_metric: mean`` of ACCEPTABILITY is the mean of MCC and accuracy (as PARA's of accuracy and F1);
+#: ``iid_metric: mcc`` is GLUE's CoLA score alone
 ACCEPTABILITY = LabelledType(
     name="acceptability",
     num_model_labels=2,
     suite_labels={0: "unacceptable", 1: "acceptable"},
     iid_labels={0: "unacceptable", 1: "acceptable"},
+    iid_metrics=("mcc", "accuracy"),
+    iid_features=("correct", "tp", "fp", "fn"),
+    words="linguistic acceptability (CoLA: unacceptable / acceptable)",
 )
 
 SIMILARITY = RegressionType(
@@ -201,11 +251,15 @@ READ = QAType(
     iid_labels={},
     head="qa",
     pair=True,
+    iid_metrics=("em", "f1"),
+    iid_features=("em", "f1"),
+    words="extractive question answering",
 )
 
 #: every task type; a config's ``type`` is further limited to what schemas/config.schema.yaml lists
 TASK_TYPES: dict[str, TaskType] = {"sent": SENT, "para": PARA, "read": READ, "nli": NLI,
-                                   "acceptability": ACCEPTABILITY, "similarity": SIMILARITY}
+                                   "nli_binary": NLI_BINARY, "acceptability": ACCEPTABILITY,
+                                   "similarity": SIMILARITY}
 
 # CheckList suite name -> task type
 SUITE_TASK_TYPES = {"sentiment": "sent", "qqp": "para", "squad": "read"}

@@ -34,6 +34,12 @@ would be fed as pairs), a READ set needs ``context``, ``question`` and
 ``answers``; a local file's header is checked while the DAG is built
 (:func:`check_header`), every set again when it is read.
 
+A set with fewer classes than the task's model (HANS, SciTail, RTE scored
+with a three-class MNLI model) declares ``collapse`` (the model's classes onto
+the set's, by name): its labels are read by name and numbered in the set's
+order, and the outcomes step maps the model's argmax class onto them
+(:mod:`beluga.data.ood_collapse`).
+
 Every set is capped to ``max_examples`` by a seeded sample (``seed``), kept in
 id order. The prepared table has the i.i.d. test set's columns
 (``example_id``, ``text`` [, ``text_b``], ``label``; READ ``example_id``,
@@ -257,12 +263,17 @@ def _normalise(df: pd.DataFrame, head: str, label_set: set[int], where: str, id_
     return out
 
 
-def load_local(path: str, head: str, label_set: set[int], pair: bool | None = None) -> pd.DataFrame:
+def load_local(path: str, head: str, label_set: set[int], pair: bool | None = None, relabel=None) -> pd.DataFrame:
+    """A local set; ``relabel(labels, where)``: its gold labels as integers (a collapsed set's, read by
+    name: :func:`beluga.data.ood_collapse.set_labels`), before they are checked against ``label_set``."""
     p = Path(path).expanduser()
-    return _normalise(read_table(p, "ood file"), head, label_set, f"ood file {p}", p.stem, pair)
+    df = read_table(p, "ood file")
+    if relabel is not None and "label" in df.columns:
+        df["label"] = relabel(df["label"], f"ood file {p}")
+    return _normalise(df, head, label_set, f"ood file {p}", p.stem, pair)
 
 
-def load_hub(entry: dict, head: str, label_set: set[int], pair: bool | None = None) -> pd.DataFrame:
+def load_hub(entry: dict, head: str, label_set: set[int], pair: bool | None = None, relabel=None) -> pd.DataFrame:
     """A Hugging Face dataset split at ``revision`` (a branch, tag or commit;
     unset: ``main``), its columns renamed by ``columns`` (task
     field -> dataset column) and its labels mapped by ``label_map``: from the
@@ -278,7 +289,13 @@ def load_hub(entry: dict, head: str, label_set: set[int], pair: bool | None = No
         raise DataError(f"ood set {name!r}: field 'columns': {missing[0]!r} is not a column of {entry['dataset']} "
                         f"(columns: {list(df.columns)})")
     df = df.rename(columns=renames)
-    if "label" in df.columns and entry.get("label_map"):
+    if relabel is not None and "label" in df.columns:
+        df["label"] = relabel(df["label"], f"ood set {name!r} ({entry['dataset']})")
+    elif "label" in df.columns and entry.get("label_map"):
+        named = [v for v in entry["label_map"].values() if not isinstance(v, int)]
+        if named:
+            raise ConfigError(f"ood set {name!r}: field 'label_map': {named[0]!r} is not a label of the task (an "
+                              "integer); class names are read only with collapse")
         mapping = {str(k): int(v) for k, v in entry["label_map"].items()}
         df["label"] = [mapping.get(str(v), -1) for v in df["label"]]
         df = df[df["label"] >= 0]
@@ -295,11 +312,24 @@ def cap(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
     return df.iloc[keep].reset_index(drop=True)
 
 
-def load_ood(entry: dict, head: str, label_set: set[int], pair: bool | None = None) -> pd.DataFrame:
+def load_ood(entry: dict, head: str, label_set: set[int], pair: bool | None = None,
+             classes: dict[int, str] | None = None) -> pd.DataFrame:
     """One configured OOD set, capped and in the i.i.d. test set's columns;
     ``pair``: whether the task's inputs are pairs (``TaskType.pair``: PARA),
-    which the set's columns must match (None: not checked)."""
+    which the set's columns must match (None: not checked). An entry with
+    ``collapse`` (:mod:`beluga.data.ood_collapse`; ``classes``: the task's
+    model classes by index) has the set's own classes: its labels are read by
+    name and numbered in the set's order."""
     source = entry["source"]
+    relabel = None
+    if entry.get("collapse"):
+        from beluga.data.ood_collapse import collapse_plan, set_labels
+
+        set_classes, _ = collapse_plan(entry, classes or {})
+        label_set = set(range(len(set_classes)))
+
+        def relabel(values, where):
+            return set_labels(values, set_classes, entry.get("label_map"), where)
     if source == "hutto":
         if head != "classification" or label_set != {0, 1} or pair:
             raise ConfigError(f"ood set {entry['name']!r}: field 'source': 'hutto' holds single sentences with "
@@ -307,9 +337,9 @@ def load_ood(entry: dict, head: str, label_set: set[int], pair: bool | None = No
         df = load_hutto(entry.get("set", "tweets"), float(entry.get("threshold", HUTTO_THRESHOLD)))
         df = df.drop(columns="rating")
     elif source == "local":
-        df = load_local(entry["path"], head, label_set, pair)
+        df = load_local(entry["path"], head, label_set, pair, relabel)
     elif source == "hub":
-        df = load_hub(entry, head, label_set, pair)
+        df = load_hub(entry, head, label_set, pair, relabel)
     else:
         raise ConfigError(f"ood set {entry.get('name')!r}: field 'source': unknown source {source!r} "
                           f"({', '.join(SOURCES)})")
@@ -320,10 +350,19 @@ def load_ood(entry: dict, head: str, label_set: set[int], pair: bool | None = No
 
 
 def read_prepared(paths) -> dict[str, pd.DataFrame]:
-    """Prepared OOD sets (rule prepare_ood's files), by name (the file stem)."""
+    """Prepared OOD sets (rule prepare_ood's files), by name (the file stem); a collapsed set's mapping of
+    the model's classes onto its own in ``attrs["collapse"]`` (:mod:`beluga.data.ood_collapse`)."""
+    from beluga.data.ood_collapse import read_collapse
     from beluga.io import read_parquet
 
-    return {Path(p).stem: read_parquet(p, "OOD test data") for p in paths}
+    out = {}
+    for p in paths:
+        df = read_parquet(p, "OOD test data")
+        collapse = read_collapse(p)
+        if collapse is not None:
+            df.attrs["collapse"] = collapse
+        out[Path(p).stem] = df
+    return out
 
 
 def ood_source_files(entry: dict) -> list[str]:

@@ -85,7 +85,7 @@ def input_columns(columns, head: str, pair: bool | None, where: str, task: str |
     fed pairs; None: not checked). Returns ``{"text": ..., "text_b": ...}``
     (classification; ``text_b`` None without one) or ``{}`` (QA)."""
     columns = [str(c) for c in columns]
-    who = f"a {task} task" if task else "the task"
+    who = f"{'an' if task[0] in 'aeiou' else 'a'} {task} task" if task else "the task"
     if head == "qa":
         missing = [c for c in QA_COLUMNS if c not in columns]
         if missing:

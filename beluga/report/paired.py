@@ -6,7 +6,8 @@ pooled over strata (training seeds) of the same items. Features and statistics a
 
 - Paired, 0/1 outcomes: exact McNemar (:func:`mcnemar`; stratified: the discordant pairs summed over
   strata, :func:`pooled_mcnemar`).
-- Paired, an i.i.d. metric: paired approximate randomization (:func:`paired_randomization`;
+- Paired, an i.i.d. metric that is not a mean over examples (F1, MCC, a mean of two metrics): paired
+  approximate randomization, a paired permutation test over examples (:func:`paired_randomization`;
   stratified: each stratum swapped by its own draws, the statistic and its null the means over strata,
   :func:`pooled_randomization`); :func:`pooled_paired_metric_test` picks McNemar when the metric is
   the mean of a 0/1 outcome (:func:`binary_iid_metric`), else randomization.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from beluga.metrics import IID_METRICS
 from beluga.report.bootstrap import bootstrap_ci, hierarchical_bootstrap_ci
 from beluga.report.stats import (
     TIE_TOL,
@@ -41,9 +43,11 @@ OUTER_SEED = [0, 0, 0]
 
 
 def binary_iid_metric(task_type: str, iid_metric: str) -> bool:
-    """The task's i.i.d. score is the mean of a 0/1 per-example outcome (accuracy, exact match):
-    the paired test of the original score is then exact McNemar."""
-    return (task_type == "sent" and iid_metric in ("mean", "accuracy")) or iid_metric in ("accuracy", "em")
+    """The task's i.i.d. score is the mean of a 0/1 per-example outcome (accuracy, exact match; ``mean`` of a
+    task whose one metric is accuracy: SENT, NLI, NLI_BINARY): the paired test of the original score is then
+    exact McNemar. Otherwise (F1, MCC, a mean of two metrics) the statistic is not a sum over examples and
+    the paired test is the paired randomization test (:func:`paired_randomization`)."""
+    return (iid_metric == "mean" and IID_METRICS.get(task_type) == ("accuracy",)) or iid_metric in ("accuracy", "em")
 
 
 def mcnemar(before, after) -> dict:

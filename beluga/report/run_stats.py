@@ -10,8 +10,9 @@ Units and systems (docs/STATISTICS.md):
   scored by the model that held its functionality out, and the i.i.d.
   features of an example are averaged over those models;
 - the *units* are the T_test cases (pass / scored per case) and the i.i.d.
-  test examples (per-example features: SENT correct; PARA correct and the
-  duplicate-class tp / fp / fn indicators; READ EM and F1).
+  test examples (per-example features, ``TaskType.iid_features``: SENT, NLI,
+  NLI_BINARY correct; PARA and ACCEPTABILITY correct and the class-1 tp / fp /
+  fn indicators; READ EM and F1).
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ def significance_table(data: TaskData | list[TaskData], *, iid_metric: str = "me
                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Tests of every pair against the IID baseline: the i.i.d. score of the seen model vs the IID model,
     tested on the score shown (an accuracy or exact match: exact binomial test on the discordant examples;
-    F1 or the mean of two metrics: paired approximate randomization of that score, R draws,
+    F1, MCC or the mean of two metrics: paired approximate randomization of that score, R draws,
     beluga.report.paired.paired_randomization) and each G and the average G (approximate randomization, R
     draws; ``swaps``: stats.randomization_test). Returns (table, null distribution of the average-G
     difference per pair, for the cross-task Avg).

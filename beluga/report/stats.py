@@ -29,10 +29,12 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from beluga import metrics
+from beluga.tasks import TASK_TYPES
 
 #: the scenarios of a configuration-method pair (metrics.SCENARIOS without the baseline's "standard")
 SUITE_SCENARIOS = metrics.SCENARIOS[1:]
-IID_FEATURES = {"sent": ("correct",), "para": ("correct", "tp", "fp", "fn"), "read": ("em", "f1")}
+#: the per-example i.i.d. features of each task type (``TaskType.iid_features``; :func:`iid_features`)
+IID_FEATURES = {name: t.iid_features for name, t in TASK_TYPES.items()}
 
 #: |Δ'| >= |Δ| - TIE_TOL counts as "at least as extreme" (guards against rounding in ties)
 TIE_TOL = 1e-12
@@ -67,37 +69,49 @@ def _column(df: pd.DataFrame, name: str) -> np.ndarray:
 def iid_features(iid_rows: pd.DataFrame, task_type: str) -> np.ndarray:
     """Per-example i.i.d. features (m, k), k = len(IID_FEATURES[task_type]), in the rows' order.
 
-    sent: ``correct``; para: ``correct`` and the tp / fp / fn indicators of the positive class 1 from
-    ``pred_label`` / ``gold_label``; read: ``em`` and ``f1``. The mean of these over examples gives
-    :func:`iid_statistic` its input."""
+    sent, nli, nli_binary: ``correct``; para, acceptability: ``correct`` and the tp / fp / fn indicators of
+    the class 1 from ``pred_label`` / ``gold_label``; read: ``em`` and ``f1``. The mean of these over
+    examples gives :func:`iid_statistic` its input."""
     check_task_type(task_type)
-    if task_type == "read":
-        return np.column_stack([_column(iid_rows, "em"), _column(iid_rows, "f1")]).astype(np.float64)
-    correct = _column(iid_rows, "correct")
-    if task_type == "sent":
-        return correct.reshape(-1, 1)
-    pred = _column(iid_rows, "pred_label") == 1
-    gold = _column(iid_rows, "gold_label") == 1
-    return np.column_stack([correct, pred & gold, pred & ~gold, ~pred & gold]).astype(np.float64)
+    names = IID_FEATURES[task_type]
+    cols = {}
+    if "tp" in names:
+        pred = _column(iid_rows, "pred_label") == 1
+        gold = _column(iid_rows, "gold_label") == 1
+        cols.update(tp=pred & gold, fp=pred & ~gold, fn=~pred & gold)
+    for name in names:
+        if name not in cols:
+            cols[name] = _column(iid_rows, name)
+    return np.column_stack([np.asarray(cols[n], dtype=np.float64) for n in names]).astype(np.float64)
 
 
 def _iid_metrics(f: np.ndarray, task_type: str) -> dict[str, np.ndarray]:
-    if task_type == "sent":
-        return {"accuracy": f[..., 0]}
-    if task_type == "read":
-        return {"em": f[..., 0], "f1": f[..., 1]}
-    tp, fp, fn = f[..., 1], f[..., 2], f[..., 3]
-    den = 2 * tp + fp + fn
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f1 = np.where(tp > 0, 2 * tp / np.where(den > 0, den, 1.0), np.where(np.isnan(tp), np.nan, 0.0))
-    return {"accuracy": f[..., 0], "f1": f1}
+    """The task's metrics (``TaskType.iid_metrics``, in order) from its mean features (..., k)."""
+    idx = {n: i for i, n in enumerate(IID_FEATURES[task_type])}
+    out = {}
+    for m in metrics.IID_METRICS[task_type]:
+        if m == "accuracy":
+            out[m] = f[..., idx["correct"]]
+        elif m in ("em", "f1") and m in idx:
+            out[m] = f[..., idx[m]]
+        else:
+            tp, fp, fn = f[..., idx["tp"]], f[..., idx["fp"]], f[..., idx["fn"]]
+            if m == "mcc":
+                out[m] = metrics.mcc_from_counts(tp, fp, fn, 1.0 - tp - fp - fn)
+            else:
+                den = 2 * tp + fp + fn
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    out[m] = np.where(tp > 0, 2 * tp / np.where(den > 0, den, 1.0),
+                                      np.where(np.isnan(tp), np.nan, 0.0))
+    return out
 
 
 def iid_statistic(mean_features: np.ndarray, task_type: str, iid_metric: str = "mean") -> np.ndarray:
     """s_iid from per-example features averaged over examples: (..., k) -> (...).
 
-    ``iid_metric``: ``mean`` of the task's metrics (sent: accuracy; para: accuracy and F1 of class 1 =
-    2tp / (2tp + fp + fn), 0 when tp = 0; read: em and f1), or one metric name."""
+    ``iid_metric``: ``mean`` of the task's metrics (sent, nli: accuracy; para: accuracy and F1 of class 1 =
+    2tp / (2tp + fp + fn), 0 when tp = 0; read: em and f1; acceptability: MCC of the tp / fp / fn shares,
+    tn = 1 - tp - fp - fn, and accuracy), or one metric name."""
     check_task_type(task_type)
     f = np.asarray(mean_features, dtype=np.float64)
     k = len(IID_FEATURES[task_type])
@@ -175,10 +189,12 @@ def suite_score(p: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 
 def harmonic_mean(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """G = 2ab / (a + b); 0 when a + b = 0; NaN when either is NaN."""
+    """G = 2ab / (a + b); 0 when either is 0 or below 0 (an MCC s_iid below chance:
+    :func:`beluga.metrics.g_score`); NaN when either is NaN."""
     den = a + b
+    pos = (a > 0) & (b > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        g = np.where(den > 0, 2 * a * b / np.where(den > 0, den, 1.0), 0.0)
+        g = np.where(pos, 2 * a * b / np.where(pos, den, 1.0), 0.0)
     return np.where(np.isnan(den), np.nan, g)
 
 

@@ -221,6 +221,13 @@ def _shown_notes(iid_notes: dict[str, str] | None, cols) -> dict[str, str]:
     return {t: n for t, n in (iid_notes or {}).items() if t in shown}
 
 
+def _non_sum_metrics(cols) -> str:
+    """The legend's words for the i.i.d. scores tested by paired randomization: MCC named where a task shows it
+    (ACCEPTABILITY's ``iid_mcc``)."""
+    mcc = any(col == "iid_mcc" for _t, col, *_x in cols)
+    return "F1, MCC or the mean of two metrics" if mcc else "F1 or the mean of two metrics"
+
+
 def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm",
                     iid_notes: dict[str, str] | None = None, intervals: list[str] | None = None) -> str:
     """Table 3 as a Markdown table (×100, one decimal) with a legend paragraph; with several training
@@ -260,7 +267,7 @@ def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | N
         "Scores ×100. First row: the IID baseline (vanilla fine-tuning on the i.i.d. data only); its G columns are "
         f"G_standard. {UP} / {DOWN}: significantly better / worse than the baseline at α = {alpha:g} "
         "(i.i.d. column, a test of the score shown: accuracy or exact match, two-sided exact binomial test on the "
-        "discordant examples; F1 or the mean of two metrics, paired approximate randomization of that score; G columns"
+        f"discordant examples; {_non_sum_metrics(cols)}, paired approximate randomization of that score; G columns"
         f"{' and Avg' if has_avg else ''}: approximate randomization, Yeh 2000); {_correction_text(correction)}. "
         "The baseline is never marked. **Bold**: best value in the column (all cells that print the maximum). "
         f"{DASH}: not available."
@@ -349,8 +356,9 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
             r"configuration. First row: the IID baseline (its suite scores are $G_{\mathrm{standard}}$). "
             + (r"Avg.: mean $G$ over tasks and scenarios. " if has_avg else "")
             + rf"Green / red: significantly better / worse than the baseline at $\alpha = {alpha:g}$ "
-            r"(i.i.d.: accuracy or exact match, two-sided exact binomial test on the discordant examples; F1 or the "
-            r"mean of two metrics, paired approximate randomization of that score; $G$: approximate randomization, "
+            r"(i.i.d.: accuracy or exact match, two-sided exact binomial test on the discordant examples; "
+            + _non_sum_metrics(cols) + r", paired approximate randomization of that score; $G$: approximate "
+            r"randomization, "
             rf"Yeh 2000; {latex_escape(_correction_text(correction))}). Bold: best score per column. "
             r"--: not available. "
             + latex_escape(_intervals_text(intervals)) + " " + latex_escape(seeds_text).replace("±", r"$\pm$")

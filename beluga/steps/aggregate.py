@@ -35,4 +35,4 @@ def aggregate(*, task: str, task_type: str, suite: str, runs: list[dict], iid_me
     write_csv(long, out_pass_rates)
     write_csv(table, out_scores)
     note = fallback_line(task, read_source_record(source)) if source else None
-    write_text(scores_markdown(table, task, seeds, iid_note=note), out_markdown)
+    write_text(scores_markdown(table, task, seeds, iid_note=note, task_type=task_type), out_markdown)

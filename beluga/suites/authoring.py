@@ -143,8 +143,9 @@ def perturb_command(input_path: str, perturbation: str, test_type: str, expect: 
     _check_out(out, {"input": input_path}, "perturb")
     perturbations.get_perturbation(perturbation)
     table = read_source_table(input_path, where)
-    cols = [c.strip() for c in column.split(",")] if column else (["text"] if task == "sent" else [])
-    if task != "sent" and len(cols) != 2:
+    single = not get_task_type(task).pair   # sent, acceptability: one text per input
+    cols = [c.strip() for c in column.split(",")] if column else (["text"] if single else [])
+    if not single and len(cols) != 2:
         raise ConfigError(f"suite perturb: field '--column': a {task} suite needs two columns (--column a,b)")
     missing = [c for c in cols if c not in table.columns]
     if missing:
@@ -156,7 +157,7 @@ def perturb_command(input_path: str, perturbation: str, test_type: str, expect: 
         raise ConfigError(f"{where}: {input_path} has no sentence")
     name = functionality or perturbation
     data = {"spec_version": 1, "name": "perturbed", "task": task, "id_prefix": "perturbed",
-            "sources": {"input": {"pool": "text" if task == "sent" else ["text", "text_b"]}},
+            "sources": {"input": {"pool": "text" if single else ["text", "text_b"]}},
             "functionalities": [{"name": name, "class": capability, "type": test_type,
                                  "expect": {"name": expect, **parse_values(expect_params, "suite perturb: field "
                                                                                          "'--expect-param'")},

@@ -287,12 +287,26 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
                                   f"dataset, but {why}; use a local TSV/CSV path or 'rotten_tomatoes'")
         elif iid["source"] not in (*DATASET_SOURCES, RT_SOURCE) and Path(iid["source"]).is_file():
             check_header(iid["source"], ttype.head, ttype.pair, ttype.name, what="iid file")
+        metric = t.get("iid_metric", "mean")
+        if metric != "mean" and metric not in ttype.iid_metrics:
+            raise ConfigError(f"{where}: field 'tasks.{tid}.iid_metric': {metric!r} is not a metric of task type "
+                              f"{ttype.name!r} (mean, {', '.join(ttype.iid_metrics)})")
         for k, entry in enumerate(t.get("ood") or []):
             field = f"tasks.{tid}.ood[{k}]"
             if entry.get("source") == "local":
                 if not Path(entry["path"]).expanduser().exists():
                     raise ConfigError(f"ood file {entry['path']}: field '{field}.path': file does not exist")
                 check_header(entry["path"], ttype.head, ttype.pair, ttype.name)
+            if entry.get("collapse"):
+                from beluga.data.ood_collapse import collapse_plan
+
+                collapse_plan(entry, ttype.iid_labels, f"{where}: field '{field}.collapse'")
+            else:
+                named = [v for v in (entry.get("label_map") or {}).values() if not isinstance(v, int)]
+                if named:
+                    raise ConfigError(f"{where}: field '{field}.label_map': {named[0]!r} is not a label of the task "
+                                      "(an integer); class names are read only with collapse (a set with its own "
+                                      "classes)")
             if entry.get("source") == "hutto" and ttype.name != "sent":
                 raise ConfigError(f"{where}: field '{field}.source': 'hutto' holds single sentences with binary "
                                   f"sentiment labels (a sent task); task {tid!r} is a {ttype.name} task")
