@@ -242,6 +242,9 @@ SIMILARITY = RegressionType(
     head="regression",
     pair=True,
     score_range=(0.0, 5.0),
+    iid_metrics=("pearson", "spearman"),
+    iid_features=("pred_score", "gold_score"),
+    words="semantic textual similarity (STS-B: a score in [0, 5] by regression)",
 )
 
 READ = QAType(
