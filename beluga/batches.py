@@ -138,7 +138,9 @@ def _case_items(ttype: TaskType, r, dir_train_slice: bool, qa_answer_match: str 
         return "INV", [TrainItem(r.functionality, inputs, inputs_b)]
     fn = dir_function_for(r.expect, params)
     sliced = dir_train_slice and params.get("slice") == "orig_not_neutral"
-    return "DIR", [TrainItem(r.functionality, inputs, inputs_b, dir_fn=DIR_FN_INDEX[fn], dir_slice=sliced)]
+    cls = params.get("label") if ttype.dir_compares_label and r.expect == "monotonic" else None
+    return "DIR", [TrainItem(r.functionality, inputs, inputs_b, dir_fn=DIR_FN_INDEX[fn], dir_slice=sliced,
+                             dir_class=None if cls is None else int(cls))]
 
 
 def trained_as_mft(r, params: dict) -> bool:

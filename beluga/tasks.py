@@ -34,6 +34,7 @@ Pearson and Spearman correlation."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -57,6 +58,10 @@ class TaskType:
     #: ``tp`` / ``fp`` / ``fn``, the indicators of class 1 (F1, MCC); ``em`` / ``f1`` (READ)
     iid_features: tuple[str, ...] = ("correct",)
     words: str = ""                # what the task is, in words (the model card's Task row)
+    #: a monotonic DIR with a ``label`` trains the confidence of that class (the suite's label indexes the model's
+    #: classes), not of the original's top class (the reference code's, kept for SENT / PARA):
+    #: beluga.losses.dir_error
+    dir_compares_label: ClassVar[bool] = False
 
     def mft_target(self, expect: str, label: int | None) -> list[float]:
         """Soft training target for one MFT input (docs/METHOD.md, §3.1)."""
@@ -135,6 +140,8 @@ class LabelledType(TaskType):
     class but ``val``: NLI's "not entailment", HANS's non-entailed heuristic
     cases) spreads the target evenly over the other classes, as SENT's "not
     negative" does ([0, 1/2, 1/2] for NLI)."""
+
+    dir_compares_label: ClassVar[bool] = True
 
     def mft_target(self, expect: str, label: int | None) -> list[float]:
         if expect not in ("eq", "not_eq") or label is None:

@@ -264,6 +264,14 @@ def test_training_streams_of_the_nli_suite(suite):
     assert ("negated hypothesis", (0.0, 0.0, 1.0)) in targets
     assert ("hyponym in the hypothesis", (0.0, 1.0, 0.0)) in targets
     assert {it.env for it in streams["DIR"]} == {"negating an entailed hypothesis"}
+    # the DIR trains what it scores: P(entailment) (its label), not the original's top class (SENT's / PARA's)
+    assert {it.dir_class for it in streams["DIR"]} == {ENT}
+    import numpy as np
+
+    from beluga.batches import _make_batch
+
+    batch = _make_batch("DIR", streams["DIR"][:3], np.random.default_rng(0))
+    assert batch.kind == "dir" and batch.dir_class.tolist() == [ENT] * 3
 
 
 # ---------------------------------------------------------------------------------- not_eq
