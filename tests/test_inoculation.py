@@ -861,3 +861,19 @@ def test_training_seeds_that_do_not_line_up_are_refused(seeds_fixture, tmp_path)
     with pytest.raises(DataError, match="IID model outcomes: field 'case_id': training seed 8 was scored on other "
                                         "i.i.d. test examples than training seed 7"):
         run_summary(fx, [7, 8], tmp_path / "bad", iid_outcomes=[iid[0], str(bad_path)])
+
+
+def test_challenge_sets_alone_as_units(tmp_path):
+    """inoculation.units: [] with challenge sets (the seed's own experiment): allowed, and the transfer figure
+    says there is no transfer between suite units; [] without a challenge set is refused in one line."""
+    from beluga.analyses.inoculation import report
+
+    ino_plan.check_units([], ["nyt"])
+    with pytest.raises(ConfigError, match=r"field 'inoculation.units': \[\] with no challenge set analyses nothing"):
+        ino_plan.check_units([], [])
+    units = ino_plan.challenge_units(["nyt"], {"nyt": {"name": "nyt"}})
+    chosen = pd.DataFrame({"unit": ["set-nyt"], "dose": ["all"], "seed": [1], "pass_rates": [{}]})
+    mats = report.transfer_matrices(chosen, {1: {}}, {})
+    out = tmp_path / "transfer.png"
+    report.transfer_figure(mats, units, "mnli", str(out))
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

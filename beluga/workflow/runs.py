@@ -125,6 +125,7 @@ class Runs:
         self.comb_variants = comb_analysis.variants(self.combinational)
         self.inoculation = config["inoculation"]
         inoculation.check_tasks(self.inoculation["tasks"], list(self.tasks))
+        inoculation.check_units(self.inoculation["units"], self.inoculation["challenge"])
         #: the inoculation's learning rates (a named grid resolved; two with one job id refused)
         self.inoc_lrs = inoculation.lr_grid(self.inoculation["lrs"])
         #: what a dose's learning rate is chosen on (``dev``: held out, ``val`` read as ``dev``; ``test``: the

@@ -58,6 +58,13 @@ def check_tasks(tasks, config_tasks) -> None:
                           f"(tasks: {', '.join(config_tasks)})")
 
 
+def check_units(levels, challenge) -> None:
+    """``inoculation.units`` may be empty only when challenge sets are the units (the seed's own experiment)."""
+    if not levels and not challenge:
+        raise ConfigError("config: field 'inoculation.units': [] with no challenge set analyses nothing; list unit "
+                          "levels (suite, class, functionality) or challenge sets (inoculation.challenge)")
+
+
 def lr_grid(lrs) -> list[float]:
     """The learning rates of ``inoculation.lrs``: a list, or a grid of the seed by name (:data:`LR_GRIDS`).
     Each is one job (its :func:`lr_id` names its files): two rates with the same id are refused,

@@ -116,6 +116,16 @@ def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, ou
 
     from beluga.io import atomic_path
 
+    if not any(spec["functionalities"] for spec in unit_map.values()):   # every unit an external challenge set
+        fig, ax = plt.subplots(figsize=(5, 1.6))
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"{task.upper()}: no suite units (inoculation.units: []), so no transfer between them:\n"
+                "every unit is an external challenge set (inoculation.md, curves.png)", ha="center", va="center",
+                fontsize=8, wrap=True)
+        with atomic_path(out_png) as tmp:
+            fig.savefig(tmp, dpi=150, format="png")
+        plt.close(fig)
+        return
     n = max(1, len(mats))
     size = max(3.2, 0.32 * len(unit_map) + 2)
     fig, axes = plt.subplots(1, n, figsize=(size * n, size), squeeze=False)
