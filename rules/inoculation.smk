@@ -83,7 +83,7 @@ rule inoculation:
         units=lambda w: RUNS.inoc_units[w.task],
         seeds=RUNS.seeds,
         base_seed=RUNS.base_seed,
-        lrs=RUNS.inoc_lrs,
+        lrs=lambda w: RUNS.inoc_lrs[w.task],
         select_on=RUNS.inoc_select_on,
         thresholds=INOCULATION["thresholds"],
         decide_by=INOCULATION["decide_by"],

@@ -457,7 +457,7 @@ def test_runs_add_challenge_units_with_their_doses_inputs_and_grids():
     assert r.inoc_doses("sent", "set-nyt") == ["4", "16", "all"]            # 40 examples: 20 to train
     assert r.inoc_challenge("sent", "set-nyt") == ["results/sent/ood/data/nyt.parquet"]
     assert r.inoc_challenge("sent", "class-negation") == []
-    assert r.inoc_lrs == [1e-5, 1e-4, 1e-3, 1e-2]
+    assert r.inoc_lrs == {"sent": [1e-5, 1e-4, 1e-3, 1e-2]}
     results = r.inoc_results("sent", "parquet")
     assert "results/sent/inoculation/runs/set-nyt/16/lr0.001.parquet" in results
     assert [p.replace(".parquet", ".json") for p in results] == r.inoc_results("sent")
@@ -861,6 +861,19 @@ def test_training_seeds_that_do_not_line_up_are_refused(seeds_fixture, tmp_path)
     with pytest.raises(DataError, match="IID model outcomes: field 'case_id': training seed 8 was scored on other "
                                         "i.i.d. test examples than training seed 7"):
         run_summary(fx, [7, 8], tmp_path / "bad", iid_outcomes=[iid[0], str(bad_path)])
+
+
+def test_learning_rates_per_task():
+    """The seed's two grids, one per task (its NLI and its SQuAD models); a mapping names every analysed task."""
+    grids = ino_plan.task_lr_grids({"mnli": "paper_nli", "squad": [1e-4, 1e-3]}, ["mnli", "squad"])
+    assert grids == {"mnli": [1e-6, 1e-5, 1e-4, 4e-4, 1e-3, 1e-2], "squad": [1e-4, 1e-3]}
+    assert ino_plan.task_lr_grids("paper_squad", ["a", "b"]) == {t: [1e-5, 1e-4, 1e-3, 1e-2] for t in "ab"}
+    with pytest.raises(ConfigError, match=r"field 'inoculation.lrs': no learning rates for task 'squad'"):
+        ino_plan.task_lr_grids({"mnli": "paper_nli"}, ["mnli", "squad"])
+    with pytest.raises(ConfigError, match=r"field 'inoculation.lrs.sst': not an analysed task"):
+        ino_plan.task_lr_grids({"mnli": "paper_nli", "squad": [1e-4], "sst": [1e-4]}, ["mnli", "squad"])
+    with pytest.raises(ConfigError, match=r"field 'inoculation.lrs.squad': 'paper' is not a named grid"):
+        ino_plan.task_lr_grids({"mnli": "paper_nli", "squad": "paper"}, ["mnli", "squad"])
 
 
 def test_challenge_sets_alone_as_units(tmp_path):

@@ -360,7 +360,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
                     extra = sum(per[x]["val_inputs"] for x in funcs_u)
                 for dose in the_runs.inoc_doses(tid, unit):
                     cases = inoc_analysis.dose_size(dose, n_train)
-                    for _lr in the_runs.inoc_lrs:
+                    for _lr in the_runs.inoc_lrs[tid]:
                         add("inoculate", "iid_to_t", "vanilla", tid, cases * seqs_per_case * ep,
                             iid["val"] * ep + test_all + iid["test"] + extra, cost([suite_stage["batch_size"]]))
     if comb["enabled"]:

@@ -127,7 +127,7 @@ class Runs:
         inoculation.check_tasks(self.inoculation["tasks"], list(self.tasks))
         inoculation.check_units(self.inoculation["units"], self.inoculation["challenge"])
         #: the inoculation's learning rates (a named grid resolved; two with one job id refused)
-        self.inoc_lrs = inoculation.lr_grid(self.inoculation["lrs"])
+        self.inoc_lrs = inoculation.task_lr_grids(self.inoculation["lrs"], self.inoculation["tasks"] or self.tasks)
         #: what a dose's learning rate is chosen on (``dev``: held out, ``val`` read as ``dev``; ``test``: the
         #: seed's) and the share of an external challenge set's training part held out for it
         self.inoc_select_on = inoculation.selection(self.inoculation["select_on"])
@@ -348,7 +348,7 @@ class Runs:
                 unit_funcs = set(self.inoc_units[task][w["unit"]]["functionalities"])
                 held_out, start = tuple(f for f in funcs if f not in unit_funcs), "iid"
                 hparams = self.stage_hparams(task, "suite", "vanilla")
-                hparams.update(lr=next(x for x in self.inoc_lrs if inoculation.lr_id(x) == w["lr"]),
+                hparams.update(lr=next(x for x in self.inoc_lrs[task] if inoculation.lr_id(x) == w["lr"]),
                                epochs=inoc["max_epochs"], batch_size=inoc["batch_size"] or hparams["batch_size"])
                 checkpoint_dir, model_lock = None, None
             else:  # finetune (finetune_keep, finetune_model) and trial
@@ -439,6 +439,6 @@ class Runs:
             for sd in (self.seeddirs() if seeddirs is None else seeddirs)
             for unit in self.inoc_units[task]
             for dose in self.inoc_doses(task, unit)
-            for lr in self.inoc_lrs
+            for lr in self.inoc_lrs[task]
         ]
 

@@ -65,13 +65,32 @@ def check_units(levels, challenge) -> None:
                           "levels (suite, class, functionality) or challenge sets (inoculation.challenge)")
 
 
-def lr_grid(lrs) -> list[float]:
+def task_lr_grids(lrs, tasks) -> dict[str, list[float]]:
+    """task -> its learning rates (:func:`lr_grid`): ``inoculation.lrs`` as one list or grid name for every
+    analysed task, or a mapping task -> list or grid name (the seed tried other grids for its NLI and its SQuAD
+    models: ``{mnli: paper_nli, squad: paper_squad}``), which must name every analysed task and no other."""
+    tasks = list(tasks)
+    if not isinstance(lrs, dict):
+        grid = lr_grid(lrs)
+        return {t: list(grid) for t in tasks}
+    unknown = [t for t in lrs if t not in tasks]
+    if unknown:
+        raise ConfigError(f"config: field 'inoculation.lrs.{unknown[0]}': not an analysed task "
+                          f"({', '.join(tasks)})")
+    missing = [t for t in tasks if t not in lrs]
+    if missing:
+        raise ConfigError(f"config: field 'inoculation.lrs': no learning rates for task {missing[0]!r} (a mapping "
+                          "names every analysed task)")
+    return {t: lr_grid(lrs[t], f"inoculation.lrs.{t}") for t in tasks}
+
+
+def lr_grid(lrs, field: str = "inoculation.lrs") -> list[float]:
     """The learning rates of ``inoculation.lrs``: a list, or a grid of the seed by name (:data:`LR_GRIDS`).
     Each is one job (its :func:`lr_id` names its files): two rates with the same id are refused,
     as the selection grid's trial ids (beluga/workflow/dag.py grid_points)."""
     if isinstance(lrs, str):
         if lrs not in LR_GRIDS:
-            raise ConfigError(f"config: field 'inoculation.lrs': {lrs!r} is not a named grid ({', '.join(LR_GRIDS)})")
+            raise ConfigError(f"config: field '{field}': {lrs!r} is not a named grid ({', '.join(LR_GRIDS)})")
         return list(LR_GRIDS[lrs])
     out = [float(x) for x in lrs]
     ids = [lr_id(x) for x in out]
@@ -79,7 +98,7 @@ def lr_grid(lrs) -> list[float]:
         j = ids.index(ids[i])
         if j < i:
             same = "is listed twice" if out[j] == x else f"and {lrs[i]!r} have the same job id"
-            raise ConfigError(f"config: field 'inoculation.lrs': {lrs[j]!r} {same} ({ids[i]}: the second would "
+            raise ConfigError(f"config: field '{field}': {lrs[j]!r} {same} ({ids[i]}: the second would "
                               "be dropped); list each learning rate once, with values that differ in 6 "
                               "significant digits")
     return out
