@@ -252,6 +252,8 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
     ``HF_DATASETS_OFFLINE``) every hub dataset (``hf:`` i.i.d. source, OOD
     ``hub`` set) and hub model is in the local cache (``data_dir``: where the
     models' fetched markers are, when known). No network is probed."""
+    from beluga.data.challenge import CHALLENGE_SOURCES, check_entry
+    from beluga.data.challenge import source_files as challenge_files
     from beluga.data.iid import SOURCE_TASK_TYPES, source_files
     from beluga.data.ood_sets import check_header
     from beluga.data.paper_data import DATASET_SOURCES
@@ -293,6 +295,12 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
                 if not Path(entry["path"]).expanduser().exists():
                     raise ConfigError(f"ood file {entry['path']}: field '{field}.path': file does not exist")
                 check_header(entry["path"], ttype.head, ttype.pair, ttype.name)
+            if entry.get("source") in CHALLENGE_SOURCES:     # its set / split, its files (or the fetch's)
+                check_entry(entry)
+                for f in challenge_files(entry):
+                    if not Path(f).exists() and not _fetch_pending(f, not_fetched):
+                        raise ConfigError(f"ood file {f}: field '{field}.path': file does not exist (fetch it: "
+                                          "snakemake fetch --cores 4 --configfile <your config>)")
             if entry.get("source") == "hutto" and ttype.name != "sent":
                 raise ConfigError(f"{where}: field '{field}.source': 'hutto' holds single sentences with binary "
                                   f"sentiment labels (a sent task); task {tid!r} is a {ttype.name} task")
