@@ -210,8 +210,8 @@ def read_tsv(text: str, where: str, columns, header: bool = True) -> pd.DataFram
     rows = []
     for n, r in lines:
         if len(r) <= max(idx):
-            raise DataError(f"{where}: line {n}: field '{columns[len(r)] if len(r) < len(columns) else columns[-1]}'"
-                            f": missing ({len(r)} tab-separated field(s))")
+            lacking = next(c for c, i in zip(columns, idx) if i >= len(r))
+            raise DataError(f"{where}: line {n}: field '{lacking}': missing ({len(r)} tab-separated field(s))")
         rows.append([r[i] for i in idx] + [n])
     return pd.DataFrame(rows, columns=[*columns, "row"])
 

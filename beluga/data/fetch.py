@@ -201,7 +201,9 @@ def config_files(config: dict) -> list[Remote]:
     folder, the official files of an ``sst2`` / ``qqp`` / ``squad`` source
     whose folder is the data folder's ``iid/<source>`` (unless the folder
     holds only files the loaders fall back to: a staged reference copy,
-    :func:`stage`), and ``fetch.files``."""
+    :func:`stage`; likewise a GLUE source's archive), a challenge OOD set's
+    files (:func:`beluga.data.remotes.ood_paths`) when its folder is the data
+    folder's, and ``fetch.files``."""
     data_dir = str(config.get("data_dir") or ".")
     want: dict[str, Remote] = {}
     for task in config.get("tasks", {}).values():
@@ -224,7 +226,8 @@ def config_files(config: dict) -> list[Remote]:
                                                                        _under(data_dir, remotes.OOD_DIRS[src])):
                 for name in remotes.ood_paths(entry):
                     rel = os.path.normpath(f"{remotes.OOD_DIRS[src]}/{name}")
-                    want[rel] = REMOTES[rel]
+                    if rel in REMOTES:
+                        want[rel] = REMOTES[rel]
     for k, entry in enumerate((config.get("fetch") or {}).get("files") or []):
         rel = os.path.normpath(entry["path"])
         if os.path.isabs(rel) or rel.startswith(".."):
