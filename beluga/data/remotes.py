@@ -44,11 +44,14 @@ OOD_DIRS = {"snli": "ood/snli", "mnli_mismatched": "iid/mnli", "sick": "ood/sick
             "scitail": "ood/scitail", "naik": "ood/naik", "adversarial_squad": "ood/adversarial_squad"}
 
 #: Naik et al. (COLING 2018)'s stress tests: the archive their repository (github.com/AbhilashaRavichander/
-#: NLI_StressTest, README) links on Google Drive (file 1faGA5pHdu5Co8rFhnXn-6jbBYC2R1dhw); Drive's direct
-#: download link. Large Drive files answer with a confirmation page: download it by hand when the fetch
-#: reports a checksum or format error, and put it at this path.
+#: NLI_StressTest, README) links on Google Drive (file 1faGA5pHdu5Co8rFhnXn-6jbBYC2R1dhw), through Drive's
+#: direct-download endpoint with the large-file confirmation given (``confirm=t``: without it Drive answers a
+#: file this size with an HTML warning page). Should Drive still answer with a page, the reader stops with
+#: "cannot be read as a zip archive": download the archive by hand from the README's link, put it at this
+#: path and delete its lock entry (or serve it from ``fetch.mirror``).
 NAIK_ARCHIVE = "ood/naik/Stress_Tests.zip"
-NAIK_DRIVE_URL = "https://drive.google.com/uc?export=download&id=1faGA5pHdu5Co8rFhnXn-6jbBYC2R1dhw"
+NAIK_DRIVE_URL = ("https://drive.usercontent.google.com/download?id=1faGA5pHdu5Co8rFhnXn-6jbBYC2R1dhw"
+                  "&export=download&confirm=t")
 
 #: Naik et al.'s sets: (the evaluation file in their archive, MultiNLI matched genres; Liu et al.'s
 #: training split; Liu et al.'s evaluation file). Liu et al.'s files are under ood/naik/liu2019/<same path>.
