@@ -363,3 +363,40 @@ def test_dag_check_names_a_missing_challenge_file_unless_the_fetch_provides_it(t
     with pytest.raises(ConfigError) as e:
         check_sources(tasks)
     assert "field 'split'" in one_line(e)
+
+
+# ---------------------------------------------------------------- Yelp Review Full (combinational, seed 002)
+def yelp_archive(path: Path, train: str, test: str = '"1","fine"\n') -> Path:
+    import io
+    import tarfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in (("train.csv", train), ("test.csv", test), ("readme.txt", "Yelp Review Full")):
+            data = text.encode()
+            info = tarfile.TarInfo(f"yelp_review_full_csv/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_yelp_archive_read_in_memory_with_its_escapes_undone(tmp_path):
+    from beluga.data.yelp import load_yelp
+
+    path = yelp_archive(tmp_path / "yelp_review_full_csv.tar.gz",
+                        '"5","dr. goldberg said ""hi"".\\nGreat."\n"3","okay, I guess"\n')
+    df = load_yelp(path)
+    assert list(df["example_id"]) == ["yelp-train-0", "yelp-train-1"] and list(df["label"]) == ["5", "3"]
+    assert df["text"][0] == 'dr. goldberg said "hi".\nGreat.' and df["text"][1] == "okay, I guess"
+    assert len(load_yelp(path, "all")) == 3
+    yelp_archive(path, '"5","good"\n"6","too many stars"\n')
+    with pytest.raises(DataError) as e:
+        load_yelp(path)
+    assert "(member yelp_review_full_csv/train.csv): row 1: field 'label': value '6'" in one_line(e)
+
+
+def test_yelp_archive_is_fetched_when_the_combinational_data_names_it(tmp_path):
+    config = {"data_dir": str(tmp_path), "tasks": {},
+              "combinational": {"data": {"source": "local", "path": str(tmp_path / remotes.YELP_ARCHIVE)}}}
+    assert [r.path for r in fetch.config_files(config)] == [remotes.YELP_ARCHIVE]
+    assert fetch.REMOTES[remotes.YELP_ARCHIVE].url.startswith("https://drive.usercontent.google.com/")

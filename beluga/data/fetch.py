@@ -124,9 +124,8 @@ def resolve_data_paths(config: dict) -> None:
     """Relative data paths of the config (a suite file, an i.i.d. folder or
     table, a local OOD set, the combinational analysis' local data) are
     relative to ``data_dir`` (default ``.``: the directory snakemake runs in).
-    Rewrites them in place, once, right after validation. A challenge OOD
-    set's folder (``source: snli``, ``hans``, ``naik`` ...) defaults to the
-    folder the fetch writes its files to (:data:`beluga.data.remotes.OOD_DIRS`)."""
+    Rewrites them in place, once, right after validation. A challenge OOD set's folder defaults
+    to the one the fetch writes its files to (:data:`beluga.data.remotes.OOD_DIRS`)."""
     for task in config.get("tasks", {}).values():
         for entry in task.get("ood") or []:
             if entry.get("source") in remotes.OOD_DIRS and not entry.get("path"):
@@ -203,7 +202,7 @@ def config_files(config: dict) -> list[Remote]:
     holds only files the loaders fall back to: a staged reference copy,
     :func:`stage`; likewise a GLUE source's archive), a challenge OOD set's
     files (:func:`beluga.data.remotes.ood_paths`) when its folder is the data
-    folder's, and ``fetch.files``."""
+    folder's, the combinational data named by its path, and ``fetch.files``."""
     data_dir = str(config.get("data_dir") or ".")
     want: dict[str, Remote] = {}
     for task in config.get("tasks", {}).values():
@@ -222,12 +221,13 @@ def config_files(config: dict) -> list[Remote]:
                     want[rel] = REMOTES[rel]
         for entry in task.get("ood") or []:     # a challenge set read from the data folder's own folder
             src = entry.get("source")
-            if src in remotes.OOD_DIRS and entry.get("path") and _same(entry["path"],
-                                                                       _under(data_dir, remotes.OOD_DIRS[src])):
+            if src in remotes.OOD_DIRS and _same(entry.get("path") or "", _under(data_dir, remotes.OOD_DIRS[src])):
                 for name in remotes.ood_paths(entry):
                     rel = os.path.normpath(f"{remotes.OOD_DIRS[src]}/{name}")
                     if rel in REMOTES:
                         want[rel] = REMOTES[rel]
+    comb = ((config.get("combinational") or {}).get("data") or {}).get("path")   # an official archive (Yelp)
+    want.update({rel: r for rel, r in REMOTES.items() if comb and _same(comb, _under(data_dir, rel))})
     for k, entry in enumerate((config.get("fetch") or {}).get("files") or []):
         rel = os.path.normpath(entry["path"])
         if os.path.isabs(rel) or rel.startswith(".."):

@@ -14,8 +14,8 @@ Not fetched (documented in docs/OOD.md): the Twitter paraphrase corpus (SemEval-
 repository github.com/cocoxu/SemEval-PIT2015 publishes only the test labels and a sample, the
 data files come from the organisers under Twitter's terms: ``source: local`` with a copy), GLUE-X's
 own re-collected sets (Grammar Test for CoLA, NewsQA-as-QNLI: the authors' Google Drive folder
-linked from github.com/YangLinyi/GLUE-X, no stable file URLs) and Yelp reviews (Zhang et al. 2015:
-their archives are on Google Drive; ``source: local`` with a copy).
+linked from github.com/YangLinyi/GLUE-X, no stable file URLs). Yelp Review Full (seed 002) is fetched
+when ``combinational.data.path`` names its path (:data:`YELP_ARCHIVE`; read by :mod:`beluga.data.yelp`).
 """
 
 from __future__ import annotations
@@ -85,6 +85,13 @@ ADVERSARIAL_SQUAD_SETS = {"AddSent": ("0xb765680b60c64d088f5daccac08b3905", "sam
 #: split; their configs subsample it from distinct passages) and the evaluation set their configs test on
 LIU_SQUAD = {"train": "adversarial-train-set.json", "test": "adversarial-evaluation-set.json"}
 
+#: Yelp Review Full (Zhang, Zhao & LeCun 2015; seed 002's Yelp): the authors' archive on Google Drive (file
+#: 0Bz8a_Dbh9QhbZlU4dXhHTFhZQU0, the id torchtext's YelpReviewFull downloads, MD5 f7ddfafed1033f68ec72b9267863af6c
+#: there: not a SHA-256, so the lock records one at the first download), read by beluga.data.yelp; fetched when
+#: combinational.data.path is this path
+YELP_ARCHIVE = "combinational/yelp/yelp_review_full_csv.tar.gz"
+YELP_DRIVE_URL = "https://drive.usercontent.google.com/download?id=0Bz8a_Dbh9QhbZlU4dXhHTFhZQU0&export=download&confirm=t"
+
 #: the splits an OOD source offers (``split`` of its entry; the first is the default)
 OOD_SPLITS = {"snli": ("test", "dev", "train", "all"), "mnli_mismatched": ("test",),
               "sick": ("test", "dev", "train", "all"), "hans": ("test", "train", "all"),
@@ -126,6 +133,7 @@ def remote_rows() -> list[tuple[str, str, str | None, str]]:
     for part, file in LIU_SQUAD.items():
         rows.append((f"ood/adversarial_squad/liu2019/{file}", LIU_URL.format(name=f"adversarial_squad/{file}"), None,
                      f"Adversarial SQuAD {part} split (Liu et al. 2019)"))
+    rows.append((YELP_ARCHIVE, YELP_DRIVE_URL, None, "Yelp Review Full (Zhang et al. 2015)"))
     return rows
 
 
