@@ -93,6 +93,12 @@ def test_mnli_mismatched_reads_the_glue_archive(tmp_path):
     write_zip(tmp_path / "MNLI.zip", {"MNLI/dev_mismatched.tsv": header + rows, "MNLI/dev_matched.tsv": header})
     df = ood(entry("mnli_mismatched", tmp_path))
     assert list(df["label"]) == [1, 0] and list(df["text"]) == ["P 0", "P 1"]
+    unpacked = tmp_path / "copy"                       # the unpacked folder, as the mnli source's forms
+    (unpacked / "MNLI").mkdir(parents=True)
+    (unpacked / "MNLI" / "dev_mismatched.tsv").write_text(header + rows)
+    e = entry("mnli_mismatched", unpacked)
+    assert ood(e)["label"].tolist() == [1, 0]
+    assert ood_source_files(e) == [str(unpacked / "MNLI" / "dev_mismatched.tsv")]
 
 
 # ---------------------------------------------------------------- SICK
@@ -324,6 +330,8 @@ def test_prepared_table_records_the_collapse_for_a_three_class_task(tmp_path):
     out = tmp_path / "hans.parquet"
     data_steps.prepare_ood(entry=entry("hans", hans_files(tmp_path / "hans")), task_type="nli", out_data=str(out))
     meta = pq.read_schema(out).metadata
+    assert json.loads(meta[b"beluga.ood_source"]) == {
+        "source": "hans", "set": None, "split": "test", "files": [str(tmp_path / "hans/heuristics_evaluation_set.txt")]}
     labels = json.loads(meta[b"beluga.ood_labels"])
     assert labels["collapse"] == {"0": 0, "1": 1, "2": 1} and labels["source"] == "hans"
     assert pd.read_parquet(out)["label"].tolist() == [1, 0]

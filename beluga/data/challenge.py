@@ -128,9 +128,21 @@ def check_entry(entry: dict) -> None:
 
 
 def source_files(entry: dict) -> list[str]:
-    """The files an entry reads (its prepare rule's inputs)."""
+    """The files an entry reads (its prepare rule's inputs; MNLI-mismatched: the unpacked dev file when
+    the folder has it and no ``MNLI.zip``)."""
     folder = Path(entry.get("path") or OOD_DIRS[entry["source"]]).expanduser()
+    if entry["source"] == "mnli_mismatched" and not (folder / "MNLI.zip").is_file():
+        found = [p for p in (folder / "MNLI" / "dev_mismatched.tsv", folder / "dev_mismatched.tsv") if p.is_file()]
+        if found:
+            return [str(found[0])]
     return [str(folder / name) for name in ood_paths(entry)]
+
+
+def source_record(entry: dict) -> dict:
+    """Which official files an entry reads (``source``, ``set``, ``split``, ``files``), for the prepared
+    table's metadata (``beluga.ood_source``)."""
+    return {"source": entry["source"], "set": entry.get("set"), "split": entry.get("split") or "test",
+            "files": source_files(entry)}
 
 
 def _file(entry: dict, name: str) -> Path:
@@ -255,9 +267,17 @@ def read_snli(entry: dict, split: str) -> pd.DataFrame:
 
 
 def read_mnli_mismatched(entry: dict, split: str) -> pd.DataFrame:
-    raw, where = _member(_file(entry, "MNLI.zip"), "dev_mismatched.tsv")
-    df = _gold(read_tsv(_text(raw, where), where, ("sentence1", "sentence2", "gold_label")), "mnli_mismatched",
-               where)
+    """GLUE's ``MNLI.zip`` (member ``MNLI/dev_mismatched.tsv``), else the unpacked ``MNLI/dev_mismatched.tsv``
+    or ``dev_mismatched.tsv`` in the folder (as the ``mnli`` i.i.d. source's forms)."""
+    folder = Path(entry.get("path") or OOD_DIRS["mnli_mismatched"]).expanduser()
+    unpacked = next((p for p in (folder / "MNLI" / "dev_mismatched.tsv", folder / "dev_mismatched.tsv")
+                     if p.is_file()), None)
+    if unpacked is not None and not (folder / "MNLI.zip").is_file():
+        text, where = _plain(unpacked)
+    else:
+        raw, where = _member(_file(entry, "MNLI.zip"), "dev_mismatched.tsv")
+        text = _text(raw, where)
+    df = _gold(read_tsv(text, where, ("sentence1", "sentence2", "gold_label")), "mnli_mismatched", where)
     return _pairs(df, "mnli_mismatched-" + df["row"].astype(str), "sentence1", "sentence2")
 
 

@@ -37,14 +37,15 @@ def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str], out_sourc
 
 def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:
     """One OOD test set of the task (``entry``: its config entry), in the i.i.d. test set's columns; a hub
-    set's dataset, configuration, revision and split in the table's metadata (``beluga.ood_source``); a
+    set's dataset, configuration, revision and split (a challenge set's source, set, split and files) in the
+    table's metadata (``beluga.ood_source``); a
     two-class challenge set under a three-class NLI task, its labels and the collapse of the model's classes
     onto them (``beluga.ood_labels``, :func:`beluga.data.challenge.label_record`)."""
-    from beluga.data.challenge import CHALLENGE_SOURCES, label_record
+    from beluga.data.challenge import CHALLENGE_SOURCES, label_record, source_record
     from beluga.data.ood_sets import hub_source_record, load_ood
 
     ttype = get_task_type(task_type)
-    record = hub_source_record(entry)
+    record = source_record(entry) if entry["source"] in CHALLENGE_SOURCES else hub_source_record(entry)
     metadata = {"beluga.ood_source": json.dumps(record, sort_keys=True)} if record else {}
     labels = label_record(entry, ttype.iid_labels) if entry["source"] in CHALLENGE_SOURCES else None
     if labels is not None:   # a two-class set under a three-class NLI task: the collapse of its predictions
