@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from beluga.bounds import json_loads
+from beluga.data import remotes
+from beluga.data.glue import GLUE_SPECS
 from beluga.errors import ConfigError, DataError, ModelError
 
 #: CheckList's repository commit the release suites are pinned to
@@ -70,17 +72,23 @@ REMOTES: dict[str, Remote] = {r.path: r for r in (
     Remote("iid/qqp/QQP-clean.zip", GLUE_URL.format(name="QQP-clean.zip"), None, "GLUE QQP"),
     Remote("iid/squad/train-v1.1.json", SQUAD_URL.format(name="train-v1.1.json"), None, "SQuAD v1.1 train"),
     Remote("iid/squad/dev-v1.1.json", SQUAD_URL.format(name="dev-v1.1.json"), None, "SQuAD v1.1 dev"),
+    # issue 40: GLUE's MNLI / QNLI / RTE / CoLA / STS-B and the challenge / OOD sets (beluga.data.remotes)
+    *(Remote(*row) for row in remotes.remote_rows()),
 )}
 
 #: the files of an i.i.d. source the fetch provides, in its folder ``<data_dir>/iid/<source>``
 DATASET_FILES = {"sst2": ("iid/sst2/SST-2.zip",), "qqp": ("iid/qqp/QQP-clean.zip",),
-                 "squad": ("iid/squad/train-v1.1.json", "iid/squad/dev-v1.1.json")}
+                 "squad": ("iid/squad/train-v1.1.json", "iid/squad/dev-v1.1.json"),
+                 **{src: (rel,) for src, rel in remotes.IID_FILES.items()}}
 
 #: files of a source's folder the i.i.d. loaders fall back to when the official downloads are absent
 FALLBACKS = {"sst2": ("train.tsv", "train.tsv.gz", "SST-2"),
              "qqp": ("QQP.zip", "QQP", "train.tsv", "train.tsv.gz", "quora_duplicate_questions.tsv",
                      "quora_duplicate_questions.tsv.gz"),
-             "squad": ("dev-v1.1.reconstructed.json.gz", "dev-v1.1.reconstructed.json", "train-v1.1.json.gz")}
+             "squad": ("dev-v1.1.reconstructed.json.gz", "dev-v1.1.reconstructed.json", "train-v1.1.json.gz"),
+             # GLUE's unpacked folder or TSVs (beluga.data.glue): a copy laid out by hand
+             **{src: (*spec.archives[1:], spec.folder, "train.tsv", "train.tsv.gz")
+                for src, spec in GLUE_SPECS.items()}}
 
 #: what ``python -m beluga data stage`` links from a copy laid out as ../shared/data (no network)
 STAGED = ("checklist/release/sentiment_suite.tar.gz", "checklist/release/qqp_suite.tar.gz",
@@ -116,7 +124,12 @@ def resolve_data_paths(config: dict) -> None:
     """Relative data paths of the config (a suite file, an i.i.d. folder or
     table, a local OOD set, the combinational analysis' local data) are
     relative to ``data_dir`` (default ``.``: the directory snakemake runs in).
-    Rewrites them in place, once, right after validation."""
+    Rewrites them in place, once, right after validation. A challenge OOD set's folder defaults
+    to the one the fetch writes its files to (:data:`beluga.data.remotes.OOD_DIRS`)."""
+    for task in config.get("tasks", {}).values():
+        for entry in task.get("ood") or []:
+            if entry.get("source") in remotes.OOD_DIRS and not entry.get("path"):
+                entry["path"] = remotes.OOD_DIRS[entry["source"]]   # made relative to data_dir below
     data_dir = str(config.get("data_dir") or ".")
     if data_dir in (".", ""):
         return
@@ -135,7 +148,7 @@ def resolve_data_paths(config: dict) -> None:
                 and _is_relative_path(src):
             iid["source"] = _under(data_dir, src)
         for entry in task.get("ood") or []:
-            if entry.get("source") == "local" and _is_relative_path(entry.get("path")):
+            if entry.get("source") in ("local", *remotes.OOD_DIRS) and _is_relative_path(entry.get("path")):
                 entry["path"] = _under(data_dir, entry["path"])
     comb = (config.get("combinational") or {}).get("data") or {}
     if comb.get("source") == "local" and _is_relative_path(comb.get("path")):
@@ -187,7 +200,9 @@ def config_files(config: dict) -> list[Remote]:
     folder, the official files of an ``sst2`` / ``qqp`` / ``squad`` source
     whose folder is the data folder's ``iid/<source>`` (unless the folder
     holds only files the loaders fall back to: a staged reference copy,
-    :func:`stage`), and ``fetch.files``."""
+    :func:`stage`; likewise a GLUE source's archive), a challenge OOD set's
+    files (:func:`beluga.data.remotes.ood_paths`) when its folder is the data
+    folder's, the combinational data named by its path, and ``fetch.files``."""
     data_dir = str(config.get("data_dir") or ".")
     want: dict[str, Remote] = {}
     for task in config.get("tasks", {}).values():
@@ -204,6 +219,15 @@ def config_files(config: dict) -> list[Remote]:
             if official or not fallback:
                 for rel in DATASET_FILES[src]:
                     want[rel] = REMOTES[rel]
+        for entry in task.get("ood") or []:     # a challenge set read from the data folder's own folder
+            src = entry.get("source")
+            if src in remotes.OOD_DIRS and _same(entry.get("path") or "", _under(data_dir, remotes.OOD_DIRS[src])):
+                for name in remotes.ood_paths(entry):
+                    rel = os.path.normpath(f"{remotes.OOD_DIRS[src]}/{name}")
+                    if rel in REMOTES:
+                        want[rel] = REMOTES[rel]
+    comb = ((config.get("combinational") or {}).get("data") or {}).get("path")   # an official archive (Yelp)
+    want.update({rel: r for rel, r in REMOTES.items() if comb and _same(comb, _under(data_dir, rel))})
     for k, entry in enumerate((config.get("fetch") or {}).get("files") or []):
         rel = os.path.normpath(entry["path"])
         if os.path.isabs(rel) or rel.startswith(".."):

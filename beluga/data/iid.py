@@ -19,6 +19,9 @@ Sources (``iid.source`` in the config):
   or ``train.tsv`` + ``dev.tsv``), split as SST-2 (the paper's 363k / 20k / 20k);
   else the Quora Question Pairs release ``quora_duplicate_questions.tsv[.gz]``,
   split by a hash of the pair ``id`` (see :func:`beluga.data.paper_data.qqp_bucket`);
+- ``mnli`` / ``qnli`` / ``rte`` / ``cola`` / ``stsb``: GLUE's archive (``MNLI.zip`` ...), its unpacked
+  folder or its TSVs in ``iid.path``, split as SST-2 (MNLI's dev file: the matched dev set); labels read
+  by name (:mod:`beluga.data.glue`; STS-B: a score in [0, 5]);
 - ``squad``: SQuAD v1.1 in ``iid.path``: ``train-v1.1.json`` -> train and the
   dev file halved by article into val / test (the paper's), or a dev file alone
   (the staged reconstruction) split 80 / 10 / 10 by article (see
@@ -42,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.data.fetch import sha256_of
+from beluga.data.glue import GLUE_SPECS, load_glue
 from beluga.data.paper_data import (
     DATASET_SOURCES,
     FETCHED_FILES,
@@ -61,8 +65,10 @@ from beluga.data.tables import RT_SOURCE, load_source
 from beluga.errors import DataError
 
 IID_SPLITS = ("train", "val", "test")
-#: the task type whose inputs a named source holds (SENT single sentences, PARA question pairs, READ QA)
-SOURCE_TASK_TYPES = {RT_SOURCE: "sent", "sst2": "sent", "qqp": "para", "squad": "read"}
+#: the task type whose inputs a named source holds (SENT single sentences, PARA question pairs, READ QA; GLUE's
+#: MNLI: NLI, QNLI / RTE: two-class NLI, CoLA: ACCEPTABILITY, STS-B: SIMILARITY, beluga.data.glue)
+SOURCE_TASK_TYPES = {RT_SOURCE: "sent", "sst2": "sent", "qqp": "para", "squad": "read",
+                     **{s: spec.task_type for s, spec in GLUE_SPECS.items()}}
 
 
 def split_iid(df: pd.DataFrame, sizes: dict[str, int | None], seed: int) -> dict[str, pd.DataFrame]:
@@ -116,7 +122,8 @@ def source_files(cfg: dict) -> list[str]:
             return []
         folder = Path(cfg["path"]).expanduser()
         if not folder.is_dir():
-            names = {"sst2": SST2_FILES, "qqp": (QQP_FILE,), "squad": (SQUAD_FILE,)}[source]
+            names = {"sst2": SST2_FILES, "qqp": (QQP_FILE,), "squad": (SQUAD_FILE,),
+                     **{s: ("train.tsv", spec.dev) for s, spec in GLUE_SPECS.items()}}[source]
             return [str(folder / n) for n in names]
         loc = locate(folder, source)
         return [str(f) for f in loc.files] if loc is not None else [str(folder / n) for n in FETCHED_FILES[source]]
@@ -213,8 +220,10 @@ def load_splits(cfg: dict, head: str, label_set: set[int], pair: bool | None = N
     sizes = {"train": cfg.get("n_train"), "val": cfg.get("n_val"), "test": cfg.get("n_test")}
     if source in DATASET_SOURCES:
         folder = dataset_dir(cfg, source)
-        loader = {"sst2": load_sst2, "qqp": load_qqp, "squad": load_squad_source}[source]
-        parts = loader(folder, seed)
+        if source in GLUE_SPECS:
+            parts = load_glue(folder, source, seed)
+        else:
+            parts = {"sst2": load_sst2, "qqp": load_qqp, "squad": load_squad_source}[source](folder, seed)
         out, rest = {}, []
         for name in IID_SPLITS:
             out[name], left = _cap(parts[name], sizes[name], seed, name)

@@ -46,6 +46,10 @@ id order. The prepared table has the i.i.d. test set's columns
 ``context``, ``question``, ``answers``), so predictions and outcomes treat an
 OOD set exactly as the i.i.d. test set, under ``split = ood:<name>``.
 
+- ``source: snli`` / ``mnli_mismatched`` / ``sick`` / ``hans`` / ``scitail`` / ``naik`` /
+  ``adversarial_squad`` — the related papers' challenge and OOD sets in their official formats,
+  from the folder the fetch writes them to (:mod:`beluga.data.challenge`; ``set``, ``split``).
+
 Provenance: an entry's optional ``credit`` names the paper that pairs the set
 with the task (GLUE-X, Yang et al. 2023: SST-2 → IMDB, Yelp, Amazon, Flipkart;
 MRPC ↔ QQP); without one the pairing is the project's addition
@@ -73,7 +77,8 @@ HUTTO_SETS = {"tweets": "tweets_GroundTruth.txt", "amazon": "amazonReviewSnippet
 #: offered by the wheel but never as OOD for SENT (the sentences SST was built from)
 HUTTO_EXCLUDED = {"movies": "movieReviewSnippets_GroundTruth.txt"}
 HUTTO_THRESHOLD = 0.8
-SOURCES = ("hutto", "local", "hub")
+#: the built-in, local and hub sources, then the related papers' challenge / OOD sets (beluga.data.challenge)
+SOURCES = ("hutto", "local", "hub", "snli", "mnli_mismatched", "sick", "hans", "scitail", "naik", "adversarial_squad")
 OOD_PREFIX = "ood:"
 #: the credit of an OOD set no paper pairs with its task (the built-in Hutto sets, and any uncredited entry)
 ADDITION = "project's addition"
@@ -313,13 +318,16 @@ def cap(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
 
 
 def load_ood(entry: dict, head: str, label_set: set[int], pair: bool | None = None,
-             classes: dict[int, str] | None = None) -> pd.DataFrame:
+             classes: dict[int, str] | None = None, task_labels: dict | None = None) -> pd.DataFrame:
     """One configured OOD set, capped and in the i.i.d. test set's columns;
     ``pair``: whether the task's inputs are pairs (``TaskType.pair``: PARA),
     which the set's columns must match (None: not checked). An entry with
     ``collapse`` (:mod:`beluga.data.ood_collapse`; ``classes``: the task's
     model classes by index) has the set's own classes: its labels are read by
-    name and numbered in the set's order."""
+    name and numbered in the set's order. ``task_labels``: the task type's
+    i.i.d. labels by name (integer -> name), which a challenge source's labels
+    are mapped by (:mod:`beluga.data.challenge`; a two-class one under a
+    three-class task keeps its own, collapsed by itself)."""
     source = entry["source"]
     relabel = None
     if entry.get("collapse"):
@@ -340,6 +348,13 @@ def load_ood(entry: dict, head: str, label_set: set[int], pair: bool | None = No
         df = load_local(entry["path"], head, label_set, pair, relabel)
     elif source == "hub":
         df = load_hub(entry, head, label_set, pair, relabel)
+    elif source in SOURCES:
+        if relabel is not None:
+            raise ConfigError(f"ood set {entry['name']!r}: field 'collapse': source {source!r} reads its labels by "
+                              "name and collapses a two-class set by itself; leave 'collapse' out")
+        from beluga.data.challenge import load_challenge
+
+        df = load_challenge(entry, head, pair, task_labels)
     else:
         raise ConfigError(f"ood set {entry.get('name')!r}: field 'source': unknown source {source!r} "
                           f"({', '.join(SOURCES)})")
@@ -366,8 +381,15 @@ def read_prepared(paths) -> dict[str, pd.DataFrame]:
 
 
 def ood_source_files(entry: dict) -> list[str]:
-    """The local files an OOD entry reads (declared inputs of its prepare rule)."""
-    return [str(Path(entry["path"]).expanduser())] if entry["source"] == "local" else []
+    """The local files an OOD entry reads (declared inputs of its prepare rule): a local file, a challenge
+    source's files in its folder (:func:`beluga.data.challenge.source_files`)."""
+    if entry["source"] == "local":
+        return [str(Path(entry["path"]).expanduser())]
+    if entry["source"] in SOURCES[3:]:
+        from beluga.data.challenge import source_files
+
+        return source_files(entry)
+    return []
 
 
 #: the keys of a ``source: hub`` entry that name its data (recorded with the prepared table)

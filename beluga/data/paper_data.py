@@ -2,7 +2,8 @@
 SST-2, GLUE QQP (else the Quora Question Pairs release) and SQuAD v1.1 --
 where their files are, how they are read and how each is split into train /
 val / test. :mod:`beluga.data.iid` calls these for the sources ``sst2``,
-``qqp`` and ``squad``.
+``qqp`` and ``squad``; GLUE's MNLI, QNLI, RTE, CoLA and STS-B (``mnli``, ``qnli``, ``rte``,
+``cola``, ``stsb``) are dataset folders too, located, read and split by :mod:`beluga.data.glue`.
 
 Which files a dataset folder's source reads, when several are present:
 :func:`locate` (the precedence); :func:`beluga.data.iid.source_files` (the
@@ -32,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from beluga.data.glue import GLUE_SOURCES, GLUE_SPECS, expected_files, glue_split_rule, locate_glue
 from beluga.data.tables import checked_labels
 from beluga.errors import DataError
 
@@ -40,13 +42,15 @@ _log = logging.getLogger(__name__)
 #: what a missing dataset folder or file tells the user to do
 FETCH_HINT = ("fetch the configuration's inputs first (snakemake fetch --cores 4 --configfile <your config>; "
               "README 'The paper's run on a cluster')")
-DATASET_SOURCES = ("sst2", "qqp", "squad")
+#: the dataset-folder sources; GLUE's MNLI / QNLI / RTE / CoLA / STS-B are located and read by beluga.data.glue
+DATASET_SOURCES = ("sst2", "qqp", "squad", *GLUE_SOURCES)
 SST2_FILES = ("train.tsv", "dev.tsv")                 # the staged offline layout (today's names)
 QQP_FILE = "quora_duplicate_questions.tsv.gz"         # the Quora release, as staged in ../shared/data
 QQP_RELEASE_FILES = ("quora_duplicate_questions.tsv", QQP_FILE)
 SQUAD_FILE = "dev-v1.1.reconstructed.json.gz"         # the staged reconstruction of the official dev set
 #: the official downloads the fetch target writes into each source's folder (the first form of :func:`locate`)
-FETCHED_FILES = {"sst2": ("SST-2.zip",), "qqp": ("QQP-clean.zip",), "squad": ("train-v1.1.json", "dev-v1.1.json")}
+FETCHED_FILES = {"sst2": ("SST-2.zip",), "qqp": ("QQP-clean.zip",), "squad": ("train-v1.1.json", "dev-v1.1.json"),
+                 **{s: spec.archives[:1] for s, spec in GLUE_SPECS.items()}}
 #: GLUE's archives and the folder each unpacks to, per source, in order of precedence
 GLUE_ARCHIVES = {"sst2": (("SST-2.zip",), "SST-2"), "qqp": (("QQP-clean.zip", "QQP.zip"), "QQP")}
 #: the GLUE columns each source reads (GLUE's train / dev TSVs have a header row)
@@ -57,7 +61,8 @@ GLUE_COLUMNS = {"sst2": ("sentence", "label"), "qqp": ("id", "question1", "quest
 #: and SQuAD v1.1's questions; SST-2's and SQuAD dev's match ../shared/data (tests/test_fallback.py).
 PAPER_FILES = {"sst2": ("GLUE SST-2", "SST-2.zip", 67_349, 872),
                "qqp": ("GLUE QQP", "QQP-clean.zip", 363_846, 40_430),
-               "squad": ("SQuAD v1.1", "train-v1.1.json, dev-v1.1.json", 87_599, 10_570)}
+               "squad": ("SQuAD v1.1", "train-v1.1.json, dev-v1.1.json", 87_599, 10_570),
+               **{s: (spec.name, spec.archives[0], spec.train_rows, spec.dev_rows) for s, spec in GLUE_SPECS.items()}}
 
 
 def paper_sizes(source: str) -> dict[str, int]:
@@ -139,6 +144,8 @@ def locate(folder: Path, source: str) -> Located | None:
             return Located(source, "squad-paper", files, {"train": str(files[0]), "dev": str(files[1])},
                            () if dev is not None else (DEV_FILES[0],))
         return None if dev is None else Located(source, "squad-dev", (dev,), {"dev": str(dev)})
+    if source in GLUE_SPECS:
+        return locate_glue(folder, source)
     if source in GLUE_ARCHIVES:
         archives, sub = GLUE_ARCHIVES[source]
         zipped = _first(folder, archives)
@@ -158,7 +165,8 @@ def locate(folder: Path, source: str) -> Located | None:
 #: what each source's folder may hold, for the error naming what is missing
 EXPECTED = {"sst2": "SST-2.zip, SST-2/{train,dev}.tsv, or train.tsv and dev.tsv",
             "qqp": "QQP-clean.zip, QQP.zip, QQP/{train,dev}.tsv, train.tsv and dev.tsv, or " + QQP_FILE,
-            "squad": "train-v1.1.json and dev-v1.1.json, or a dev file alone (dev-v1.1.json, " + SQUAD_FILE + ")"}
+            "squad": "train-v1.1.json and dev-v1.1.json, or a dev file alone (dev-v1.1.json, " + SQUAD_FILE + ")",
+            **{s: expected_files(s) for s in GLUE_SOURCES}}
 
 
 def dataset_dir(cfg: dict, source: str) -> Path:
@@ -181,8 +189,10 @@ def located(cfg: dict) -> Located:
         raise DataError(f"iid source {source!r}: field 'path': {folder} holds none of the {source} files "
                         f"({EXPECTED[source]}): {FETCH_HINT}")
     if loc.missing:
-        first = {"glue-dir": f"{GLUE_ARCHIVES[source][1]}/" if source in GLUE_ARCHIVES else "",
-                 "glue-tsv": "train.tsv or dev.tsv", "squad-paper": Path(loc.files[0]).name}[loc.form]
+        sub = GLUE_SPECS[source].folder if source in GLUE_SPECS else GLUE_ARCHIVES.get(source, ("", ""))[1]
+        dev = GLUE_SPECS[source].dev if source in GLUE_SPECS else "dev.tsv"
+        first = {"glue-dir": f"{sub}/", "glue-tsv": f"train.tsv or {dev}",
+                 "squad-paper": Path(loc.files[0]).name}[loc.form]
         raise DataError(f"iid source {source!r}: field 'path': {folder} lacks {', '.join(loc.missing)} "
                         f"({first} is there and comes first of {EXPECTED[source]}): {FETCH_HINT}")
     return loc
@@ -379,6 +389,8 @@ def split_rule(loc: Located, seed: int) -> tuple[str, str, bool]:
         rebuilt = name["dev"].startswith(SQUAD_FILE[:-3])     # the paper's split, of a reconstructed dev set
         return (f"SQuAD v1.1 ({name['train']}, {'reconstructed dev ' if rebuilt else ''}{name['dev']})",
                 f"{name['train']} -> train; {name['dev']} halved by article (seed {seed}) -> val / test", not rebuilt)
+    if loc.source in GLUE_SPECS:
+        return glue_split_rule(loc, seed)
     glue = {"sst2": "GLUE SST-2", "qqp": "GLUE QQP"}[loc.source]
     where = {"glue-zip": Path(loc.files[0]).name, "glue-dir": GLUE_ARCHIVES[loc.source][1] + "/",
              "glue-tsv": "train.tsv, dev.tsv"}[loc.form]

@@ -37,19 +37,28 @@ def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str], out_sourc
 
 def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:
     """One OOD test set of the task (``entry``: its config entry), in the i.i.d. test set's columns; a hub
-    set's dataset, configuration, revision and split in the table's metadata (``beluga.ood_source``), a
-    collapsed set's classes and mapping too (``beluga.ood_collapse``: beluga/data/ood_collapse.py)."""
+    set's dataset, configuration, revision and split (a challenge set's source, set, split and files) in the
+    table's metadata (``beluga.ood_source``); a collapsed set's classes and mapping too
+    (``beluga.ood_collapse``: beluga/data/ood_collapse.py): an entry's ``collapse``, or the collapse a
+    two-class challenge set under a three-class NLI task has by itself (HANS, SciTail:
+    :func:`beluga.data.challenge.label_record`)."""
+    from beluga.data.challenge import CHALLENGE_SOURCES, label_record, source_record
     from beluga.data.ood_collapse import collapse_plan
     from beluga.data.ood_collapse import metadata as collapse_metadata
     from beluga.data.ood_sets import hub_source_record, load_ood
 
     ttype = get_task_type(task_type)
-    record = hub_source_record(entry)
+    challenge = entry["source"] in CHALLENGE_SOURCES
+    record = source_record(entry) if challenge else hub_source_record(entry)
     meta = {"beluga.ood_source": json.dumps(record, sort_keys=True)} if record else {}
     if entry.get("collapse"):
         meta.update(collapse_metadata(*collapse_plan(entry, ttype.iid_labels)))
-    write_parquet(load_ood(entry, ttype.head, set(ttype.iid_labels), pair=ttype.pair, classes=ttype.iid_labels),
-                  out_data, metadata=meta or None)
+    labels = label_record(entry, ttype.iid_labels) if challenge else None
+    if labels is not None:   # a two-class set under a three-class NLI task: the collapse of its predictions
+        classes = [labels["labels"][str(i)] for i in range(len(labels["labels"]))]
+        meta.update(collapse_metadata(classes, [labels["collapse"][str(k)] for k in sorted(ttype.iid_labels)]))
+    write_parquet(load_ood(entry, ttype.head, set(ttype.iid_labels), pair=ttype.pair, classes=ttype.iid_labels,
+                           task_labels=ttype.iid_labels), out_data, metadata=meta or None)
 
 
 def build_suite(*, suite: dict, task_type: str, pool: str | None, out_suite: str) -> None:

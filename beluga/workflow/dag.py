@@ -252,6 +252,8 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
     ``HF_DATASETS_OFFLINE``) every hub dataset (``hf:`` i.i.d. source, OOD
     ``hub`` set) and hub model is in the local cache (``data_dir``: where the
     models' fetched markers are, when known). No network is probed."""
+    from beluga.data.challenge import CHALLENGE_SOURCES, check_entry
+    from beluga.data.challenge import source_files as challenge_files
     from beluga.data.iid import SOURCE_TASK_TYPES, source_files
     from beluga.data.ood_sets import check_header
     from beluga.data.paper_data import DATASET_SOURCES
@@ -300,6 +302,9 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
             if entry.get("collapse"):
                 from beluga.data.ood_collapse import collapse_plan
 
+                if entry.get("source") in CHALLENGE_SOURCES:
+                    raise ConfigError(f"{where}: field '{field}.collapse': source {entry['source']!r} reads its "
+                                      "labels by name and collapses a two-class set by itself; leave it out")
                 collapse_plan(entry, ttype.iid_labels, f"{where}: field '{field}.collapse'")
             else:
                 named = [v for v in (entry.get("label_map") or {}).values() if not isinstance(v, int)]
@@ -307,6 +312,12 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
                     raise ConfigError(f"{where}: field '{field}.label_map': {named[0]!r} is not a label of the task "
                                       "(an integer); class names are read only with collapse (a set with its own "
                                       "classes)")
+            if entry.get("source") in CHALLENGE_SOURCES:     # its set / split, its files (or the fetch's)
+                check_entry(entry)
+                for f in challenge_files(entry):
+                    if not Path(f).exists() and not _fetch_pending(f, not_fetched):
+                        raise ConfigError(f"ood file {f}: field '{field}.path': file does not exist (fetch it: "
+                                          "snakemake fetch --cores 4 --configfile <your config>)")
             if entry.get("source") == "hutto" and ttype.name != "sent":
                 raise ConfigError(f"{where}: field '{field}.source': 'hutto' holds single sentences with binary "
                                   f"sentiment labels (a sent task); task {tid!r} is a {ttype.name} task")

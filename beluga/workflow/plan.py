@@ -190,8 +190,9 @@ def ood_entry_size(e: dict) -> int:
 
 def ood_entry_count(e: dict) -> tuple[int, str]:
     """(examples of one OOD set, where the number comes from): ``max_examples`` where set; else the file's
-    rows (a hutto set: its ground-truth file, past the threshold; a local table); a hub set without it
-    counts 0: its size is unknown offline."""
+    rows (a hutto set: its ground-truth file, past the threshold; a local table); a challenge set its
+    published size (:func:`beluga.data.challenge.published_size`); a hub set without it (or a challenge set
+    without a published size) counts 0: its size is unknown offline."""
     from beluga.data.ood_sets import hutto_path, load_hutto, read_table
 
     if e.get("max_examples") is not None:
@@ -201,7 +202,14 @@ def ood_entry_count(e: dict) -> tuple[int, str]:
     if e["source"] == "local":
         path = Path(e["path"]).expanduser()
         return len(read_table(path, "ood file")), f"rows of {path}"
-    return 0, "a hub set without max_examples: size unknown offline, counted 0"
+    if e["source"] in ("local", "hub"):
+        return 0, "a hub set without max_examples: size unknown offline, counted 0"
+    from beluga.data.challenge import published_size
+
+    n = published_size(e)
+    if n is not None:
+        return n, f"the published size of the {e['source']} set"
+    return 0, f"a {e['source']} set without max_examples and without a published size: counted 0"
 
 
 def ood_size(task_cfg: dict) -> int:
