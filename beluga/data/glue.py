@@ -23,8 +23,8 @@ judgement (0 = unacceptable, 1 = acceptable), the author's original mark and the
 Labels are read as names and mapped to the task type's integers at the end, by one small table
 (:data:`TASK_LABELS`): NLI entailment 0 / neutral 1 / contradiction 2 (:data:`beluga.tasks.NLI`),
 the two-class NLI of RTE / QNLI (``nli_binary``) entailment 0 / not entailment 1 (the files'
-not_entailment), ACCEPTABILITY unacceptable 0 / acceptable 1; STS-B's score stays a number in
-[0, 5]. A label that is not one of the file's documented names stops with one line naming the file, the row and the field.
+not_entailment), ACCEPTABILITY unacceptable 0 / acceptable 1; STS-B's score stays a number in [0, 5]. A label
+that is not one of the file's documented names stops with one line naming the file, the row and the field.
 
 Split (the paper's protocol for SST-2, which none of the related papers changes for these tasks):
 GLUE's train file -> train; the dev file halved by a seeded permutation -> val / test
