@@ -219,6 +219,20 @@ def test_naik_all_is_the_inoculation_papers_train_and_test_parts(tmp_path):
         str(tmp_path / "liu2019/negation_adversary/multinli_0.9_dev_matched_negation_adversary.jsonl")]
 
 
+def test_naik_and_adversarial_squad_evaluation_is_liu_et_als_evaluation_file_alone(tmp_path):
+    """split: evaluation -- the inoculation paper's test part, as an OOD set of its own (its training split is
+    another entry, split: train; inoculation.challenge: {set: <evaluation>, train: <train>})."""
+    e = entry("naik", naik_folder(tmp_path), set="negation", split="evaluation")
+    df = ood(e)
+    assert list(df["example_id"]) == ["naik-negation-evaluation-1"] and list(df["label"]) == [1]
+    assert ood_source_files(e) == [
+        str(tmp_path / "liu2019/negation_adversary/multinli_0.9_dev_matched_negation_adversary.jsonl")]
+    squad_json(tmp_path / "liu2019/adversarial-train-set.json", [("A", [("Denver 1.", ["q1"])])])
+    squad_json(tmp_path / "liu2019/adversarial-evaluation-set.json", [("B", [("Denver 3.", ["q3"])])])
+    df = load_ood(entry("adversarial_squad", tmp_path, set="AddSent", split="evaluation"), "qa", set(), pair=True)
+    assert list(df["example_id"]) == ["q3"] and "part" not in df
+
+
 def test_naik_entry_checks(tmp_path):
     with pytest.raises(ConfigError) as e:
         ood(entry("naik", tmp_path, set="antonym", split="train"))

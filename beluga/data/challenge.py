@@ -24,10 +24,13 @@ evaluates SNLI, SICK, HANS and SciTail):
 - ``naik``: the NLI stress tests (``set``: word_overlap, negation, length_mismatch, spelling,
   numerical_reasoning, antonym; MultiNLI JSON lines). ``split: test``: Naik et al.'s archive
   (``Stress_Tests.zip``, matched genres); ``train``: Liu et al. (2019)'s training split of the set;
-  ``all``: the inoculation paper's pair, Liu et al.'s training split (``part`` train) and their
+  ``evaluation``: Liu et al.'s evaluation file alone (the inoculation paper's test part: an
+  ``inoculation.challenge`` item ``{set: <evaluation entry>, train: <train entry>}``); ``all``: the
+  inoculation paper's pair, Liu et al.'s training split (``part`` train) and their
   evaluation file (``part`` test).
 - ``adversarial_squad`` (READ): Jia & Liang's AddSent / AddOneSent (``set``; SQuAD JSON) for
-  ``split: test``; Liu et al.'s adversarial training set for ``train``; ``all``: that training set
+  ``split: test``; Liu et al.'s adversarial training set for ``train``, their evaluation set for
+  ``evaluation``; ``all``: that training set
   (``part`` train) and Liu et al.'s evaluation set (``part`` test). The table keeps ``title``,
   ``passage_id`` (the paragraph: ``<article>-<paragraph>`` in the file) and ``original_id`` (the
   SQuAD question an adversarial one was made from), so a sampler can draw one question per passage
@@ -104,7 +107,11 @@ def published_size(entry: dict) -> int | None:
     splits); None where not."""
     source, split = entry.get("source"), entry.get("split") or "test"
     key_set = entry.get("set") if source in ("naik", "adversarial_squad") else None
-    splits = [s for s in OOD_SPLITS.get(source, ()) if s != "all"] if split == "all" else [split]
+    if split == "all":     # naik / adversarial_squad: Liu et al.'s pair; the others: every split
+        splits = ["train", "evaluation"] if "evaluation" in OOD_SPLITS.get(source, ()) else \
+            [s for s in OOD_SPLITS.get(source, ()) if s != "all"]
+    else:
+        splits = [split]
     sizes = [PUBLISHED_SIZES.get((source, key_set, s)) for s in splits]
     return None if not sizes or None in sizes else sum(sizes)
 

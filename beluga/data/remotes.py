@@ -95,8 +95,8 @@ YELP_DRIVE_URL = "https://drive.usercontent.google.com/download?id=0Bz8a_Dbh9Qhb
 #: the splits an OOD source offers (``split`` of its entry; the first is the default)
 OOD_SPLITS = {"snli": ("test", "dev", "train", "all"), "mnli_mismatched": ("test",),
               "sick": ("test", "dev", "train", "all"), "hans": ("test", "train", "all"),
-              "scitail": ("test", "dev", "train", "all"), "naik": ("test", "train", "all"),
-              "adversarial_squad": ("test", "train", "all")}
+              "scitail": ("test", "dev", "train", "all"), "naik": ("test", "train", "evaluation", "all"),
+              "adversarial_squad": ("test", "train", "evaluation", "all")}
 
 
 def _liu(path: str, what: str) -> tuple[str, str, None, str]:
@@ -158,8 +158,10 @@ def ood_paths(entry: dict) -> list[str]:
         archive, train, test = NAIK_SETS.get(entry.get("set"), (None, None, None))
         if split == "test":
             return ["Stress_Tests.zip"]
-        return [f"liu2019/{p}" for p in ((train,) if split == "train" else (train, test)) if p]
+        picked = {"train": (train,), "evaluation": (test,)}.get(split, (train, test))
+        return [f"liu2019/{p}" for p in picked if p]
     bundle_file = ADVERSARIAL_SQUAD_SETS.get(entry.get("set"), (None, None))[1]
     if split == "test":
         return [bundle_file] if bundle_file else []
-    return [f"liu2019/{LIU_SQUAD[p]}" for p in (("train",) if split == "train" else ("train", "test"))]
+    picked = {"train": ("train",), "evaluation": ("test",)}.get(split, ("train", "test"))
+    return [f"liu2019/{LIU_SQUAD[p]}" for p in picked]
