@@ -330,8 +330,7 @@ def test_challenge_items_as_objects_are_checked_in_one_line():
     assert ino_plan.challenge_spec("nyt") == {"set": "nyt", "train": None, "train_size": None, "distinct": None}
     assert ino_plan.challenge_spec({"set": "addsent", "train": "addsent_train", "distinct": "context"}) == \
         {"set": "addsent", "train": "addsent_train", "train_size": None, "distinct": "context"}
-    bad = [({"set": "a", "train": "b", "train_size": 5}, "'train' .* and 'train_size' .* exclude each other"),
-           ({"set": "a", "train": "a"}, r"field 'train': 'a' is the challenge set itself"),
+    bad = [({"set": "a", "train": "a"}, r"field 'train': 'a' is the challenge set itself"),
            ({"set": "a", "trian": "b"}, r"unknown key 'trian'"),
            ({"set": "a", "train_size": 0}, r"field 'train_size': a positive integer, got 0"),
            ({"train": "a"}, r"an OOD set's name, or an object with 'set'")]
@@ -350,6 +349,9 @@ def test_challenge_items_as_objects_are_checked_in_one_line():
     assert ino_plan.challenge_train_size(ood["a"], 0.5, 0.2, train_size=40) == 32          # 40 - round(8.0)
     assert ino_plan.challenge_train_size(ood["a"], 0.5, train_size=400) == 100             # at most the cap
     assert ino_plan.challenge_train_size(ood["a"], 0.5, distinct="context") is None
+    assert ino_plan.challenge_train_size(ood["a"], 0.5, train_entry={"name": "t"}, train_size=1000,
+                                         distinct="context") == 1000                   # the seed's 1,000 a set
+    assert ino_plan.challenge_train_size(ood["a"], 0.5, train_entry=ood["b"], train_size=1000) == 30
     assert ino_plan.challenge_test_size(100, 0.5, has_train_set=True) == 100
     assert ino_plan.challenge_test_size(100, 0.5, train_size=30) == 70
     assert ino_plan.challenge_test_size(100, 0.25) == 25
@@ -400,6 +402,12 @@ def test_challenge_parts_of_a_set_split_by_count_or_trained_from_another_set():
     assert train["context"].is_unique
     train_all, _, _ = challenge_parts(data, "addsent", "all", 5, "set-addsent", train_data=other, distinct="context")
     assert len(train_all) == 10 and set(train["example_id"]) <= set(train_all["example_id"])
+    # train_size with a training set: a seeded pool of that many (one a passage), the doses nested in it
+    pool, _, _ = challenge_parts(data, "addsent", "all", 5, "set-addsent", train_data=other, train_size=6,
+                                 distinct="context")
+    four, _, _ = challenge_parts(data, "addsent", "4", 5, "set-addsent", train_data=other, train_size=6,
+                                 distinct="context")
+    assert len(pool) == 6 and pool["context"].is_unique and set(four["example_id"]) < set(pool["example_id"])
     with pytest.raises(DataError, match=r"challenge set addsent \(its training set\): field "
                                         r"'inoculation.challenge\[\]\.distinct': no column 'passage'"):
         challenge_parts(data, "addsent", "4", 5, "u", train_data=other, distinct="passage")

@@ -10,7 +10,9 @@ imports it while it is built, so it imports no heavy library (pandas, scipy, tor
   :func:`challenge_spec`): split by example id into a training and a test part
   (``challenge_test_fraction``), or ``train_size`` examples to training and the rest tested (Liu et al.'s
   numerical-reasoning set: 1,000 sampled, the rest evaluated), or tested whole with its training part taken
-  from another OOD set (``train``: the stress tests' and Adversarial SQuAD's own training splits).
+  from another OOD set (``train``: the stress tests' and Adversarial SQuAD's own training splits; with
+  ``train_size``, that many of it: the seed's "1000 random examples from each of the challenge dataset train
+  splits").
   ``distinct`` names a column whose values group the examples (READ: ``context``, the passage): a group
   goes whole to one part, and a dose holds at most one example per group (Liu et al.: "For Adversarial
   SQuAD, we subsample from distinct passages").
@@ -148,8 +150,10 @@ CHALLENGE_KEYS = ("set", "train", "train_size", "distinct")
 
 def challenge_spec(item, i: int = 0) -> dict:
     """An ``inoculation.challenge`` item -> {set, train, train_size, distinct}: a name is ``{set: name}``
-    with the rest None. ``train`` (another OOD set: the training part, the set tested whole) and
-    ``train_size`` (examples to the training part, the rest tested) exclude each other."""
+    with the rest None. ``train``: another OOD set is the training part, the set tested whole;
+    ``train_size``: that many examples of the set are the training part and the rest is tested, or, with
+    ``train``, that many of the training set are drawn to train on (Liu et al.: "we subsample 1000 random
+    examples from each of the challenge dataset train splits")."""
     where = f"config: field 'inoculation.challenge[{i}]'"
     if isinstance(item, str):
         return {"set": item, "train": None, "train_size": None, "distinct": None}
@@ -160,9 +164,6 @@ def challenge_spec(item, i: int = 0) -> dict:
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(CHALLENGE_KEYS)})")
     spec = {k: item.get(k) for k in CHALLENGE_KEYS}
-    if spec["train"] is not None and spec["train_size"] is not None:
-        raise ConfigError(f"{where}: 'train' (another set is the training part) and 'train_size' (a sample of "
-                          "this set is) exclude each other")
     if spec["train"] == spec["set"]:
         raise ConfigError(f"{where}: field 'train': {spec['train']!r} is the challenge set itself; leave 'train' "
                           "out to split the set")
@@ -210,17 +211,17 @@ def challenge_train_size(entry: dict, test_fraction: float, dev_fraction: float 
                          train_entry: dict | None = None, train_size: int | None = None,
                          distinct: str | None = None) -> int | None:
     """Training part of a challenge set (less its dev part, :func:`dev_size`), known before it is prepared
-    only when it is capped (``max_examples``: of the set, or of ``train_entry``, the OOD set that is its
-    training part) and not grouped (``distinct``: the number of groups is known only from the data); None
-    otherwise (every configured dose runs, ``all`` added). ``train_size``: that many examples of the set
-    (at most its cap) are the training part."""
-    if distinct is not None:
+    when ``train_size`` is set (that many examples of the set, or of ``train_entry``, the OOD set that is its
+    training part, at most its cap; with ``distinct`` groups it may hold fewer: the doses above it then train
+    on all of it) or when it is capped (``max_examples``) and not grouped (``distinct``: the number of groups
+    is known only from the data); None otherwise (every configured dose runs, ``all`` added)."""
+    if distinct is not None and train_size is None:
         return None
     n = (train_entry if train_entry is not None else entry).get("max_examples")
-    if train_entry is not None:
-        rest = None if n is None else int(n)
-    elif train_size is not None:
+    if train_size is not None:
         rest = int(train_size) if n is None else min(int(train_size), int(n))
+    elif train_entry is not None:
+        rest = None if n is None else int(n)
     else:
         rest = None if n is None else int(n) - int(round(int(n) * float(test_fraction)))
     return None if rest is None else rest - dev_size(rest, dev_fraction)

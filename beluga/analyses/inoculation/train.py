@@ -79,7 +79,8 @@ def challenge_parts(data: pd.DataFrame, name: str, dose: str, seed: int, unit: s
                     distinct: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
     """(the dose's training examples, the test part, the dev part or None) of an external challenge set
     (``data``, named ``name``): split by id (``test_fraction``, or ``train_size`` examples to training),
-    or, with ``train_data`` (another set, its own training split), trained from that and tested whole; the
+    or, with ``train_data`` (another set, its own training split), trained from that (``train_size``: a
+    seeded sample of that many of it) and tested whole; the
     dev part held out of the training part (``dev_fraction``) and the dose drawn from the rest, nested
     across doses; ``distinct``: the grouping column (:func:`challenge_groups`; beluga/analyses/inoculation/
     plan.py)."""
@@ -93,6 +94,8 @@ def challenge_parts(data: pd.DataFrame, name: str, dose: str, seed: int, unit: s
         pool, test_part = train_data, data
         groups = challenge_groups(pool, distinct, f"{name} (its training set)")
         train_ids = list(pool["example_id"].astype(str))
+        if train_size is not None:  # that many drawn from it (one a group), a seeded sample the doses nest in
+            train_ids = dose_sample(train_ids, str(int(train_size)), seed, f"challenge-pool:{name}", groups)
     train_ids, dev_ids = challenge_dev_split(train_ids, dev_fraction, seed, name, groups)
     chosen = set(dose_sample(train_ids, dose, seed, unit, groups))
     ids = pool["example_id"].astype(str)
