@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from beluga.regression_metrics import REGRESSION_METRICS, correlation
 from beluga.scoring import FILTERED, PASS
 from beluga.tasks import TASK_TYPES
 
@@ -37,7 +38,8 @@ def g_score(s_t: float, s_iid: float) -> float:
 
 #: canonical i.i.d. metrics per task type (docs/METHOD.md, §5; ``TaskType.iid_metrics``): SENT and NLI
 #: accuracy; PARA accuracy and F1 of the duplicate class; READ exact match and token F1; ACCEPTABILITY
-#: Matthews correlation (GLUE's CoLA metric) and accuracy.
+#: Matthews correlation (GLUE's CoLA metric) and accuracy; SIMILARITY Pearson and Spearman (a correlation
+#: at or below 0 gives G = 0, :func:`g_score`).
 IID_METRICS = {name: t.iid_metrics for name, t in TASK_TYPES.items()}
 
 
@@ -72,7 +74,8 @@ def mcc(pred, gold, positive: int = 1) -> float:
 def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent", split: str = "iid_test") -> dict[str, float]:
     """The task's canonical i.i.d. metrics from the per-example outcome rows
     (``correct``; PARA and ACCEPTABILITY also ``pred_label`` / ``gold_label``;
-    READ ``em`` / ``f1``) of ``split`` (the i.i.d. test set, or an OOD set's
+    READ ``em`` / ``f1``; SIMILARITY ``pred_score`` / ``gold_score``: Pearson / Spearman, NaN when either
+    side is constant) of ``split`` (the i.i.d. test set, or an OOD set's
     ``ood:<name>``)."""
     iid = outcomes[outcomes["split"] == split]
     if not len(iid):
@@ -85,6 +88,8 @@ def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent", split: str = "i
             out[m] = float(iid["em"].astype(float).mean())
         elif m == "mcc":
             out[m] = mcc(iid["pred_label"].astype(int), iid["gold_label"].astype(int))
+        elif m in REGRESSION_METRICS:
+            out[m] = correlation(m, iid["pred_score"].astype(float), iid["gold_score"].astype(float))
         elif task_type == "read":
             out[m] = float(iid["f1"].astype(float).mean())
         else:

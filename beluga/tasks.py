@@ -241,6 +241,13 @@ ACCEPTABILITY = LabelledType(
     words="linguistic acceptability (CoLA: unacceptable / acceptable)",
 )
 
+#: SIMILARITY's per-example i.i.d. features (beluga.report.stats.iid_features): the first moments of the
+#: predicted / gold scores (p, g, p^2, g^2, p g) and of their ranks within the split (Spearman's rho is
+#: Pearson's r of the ranks): a correlation is a function of these means, so the paired randomization test,
+#: the bootstrap intervals and the pooled statistics reuse the machinery of the mean-based metrics
+SIMILARITY_FEATURES = ("pred_score", "gold_score", "pred_sq", "gold_sq", "pred_gold",
+                       "pred_rank", "gold_rank", "pred_rank_sq", "gold_rank_sq", "pred_gold_rank")
+
 SIMILARITY = RegressionType(
     name="similarity",
     num_model_labels=1,
@@ -250,7 +257,7 @@ SIMILARITY = RegressionType(
     pair=True,
     score_range=(0.0, 5.0),
     iid_metrics=("pearson", "spearman"),
-    iid_features=("pred_score", "gold_score"),
+    iid_features=SIMILARITY_FEATURES,
     words="semantic textual similarity (STS-B: a score in [0, 5] by regression)",
 )
 

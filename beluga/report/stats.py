@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
+from scipy.stats import binomtest, rankdata
 
 from beluga import metrics
 from beluga.tasks import TASK_TYPES
@@ -70,8 +70,9 @@ def iid_features(iid_rows: pd.DataFrame, task_type: str) -> np.ndarray:
     """Per-example i.i.d. features (m, k), k = len(IID_FEATURES[task_type]), in the rows' order.
 
     sent, nli, nli_binary: ``correct``; para, acceptability: ``correct`` and the tp / fp / fn indicators of
-    the class 1 from ``pred_label`` / ``gold_label``; read: ``em`` and ``f1``. The mean of these over
-    examples gives :func:`iid_statistic` its input."""
+    the class 1 from ``pred_label`` / ``gold_label``; read: ``em`` and ``f1``; similarity: the moments of
+    ``pred_score`` / ``gold_score`` and of their ranks within the rows (:func:`_moment_features`). The mean of these
+    over examples gives :func:`iid_statistic` its input."""
     check_task_type(task_type)
     names = IID_FEATURES[task_type]
     cols = {}
@@ -79,10 +80,36 @@ def iid_features(iid_rows: pd.DataFrame, task_type: str) -> np.ndarray:
         pred = _column(iid_rows, "pred_label") == 1
         gold = _column(iid_rows, "gold_label") == 1
         cols.update(tp=pred & gold, fp=pred & ~gold, fn=~pred & gold)
+    if "pred_sq" in names:
+        cols.update(_moment_features(_column(iid_rows, "pred_score"), _column(iid_rows, "gold_score")))
     for name in names:
         if name not in cols:
             cols[name] = _column(iid_rows, name)
     return np.column_stack([np.asarray(cols[n], dtype=np.float64) for n in names]).astype(np.float64)
+
+
+def _moment_features(pred: np.ndarray, gold: np.ndarray) -> dict[str, np.ndarray]:
+    """SIMILARITY's per-example features (``tasks.SIMILARITY_FEATURES``): the scores, their squares and
+    product, and the same of their ranks within these rows (mean ranks for ties), scaled to (0, 1] by the
+    row count so that two systems' ranks on the same examples are on one scale."""
+    if not (np.isfinite(pred).all() and np.isfinite(gold).all()):
+        raise ValueError("i.i.d. outcomes: pred_score / gold_score must be finite numbers")
+    n = max(len(pred), 1)
+    rp, rg = rankdata(pred) / n, rankdata(gold) / n
+    return {"pred_sq": pred * pred, "gold_sq": gold * gold, "pred_gold": pred * gold, "pred_rank": rp,
+            "gold_rank": rg, "pred_rank_sq": rp * rp, "gold_rank_sq": rg * rg, "pred_gold_rank": rp * rg}
+
+
+def _moment_correlation(f: np.ndarray, idx: dict[str, int], p: str, g: str, pp: str, gg: str, pg: str) -> np.ndarray:
+    """Pearson's r from mean moments (E[p], E[g], E[p^2], E[g^2], E[p g]); NaN where a side is constant."""
+    mp, mg = f[..., idx[p]], f[..., idx[g]]
+    cov = f[..., idx[pg]] - mp * mg
+    vp, vg = f[..., idx[pp]] - mp * mp, f[..., idx[gg]] - mg * mg
+    den = np.sqrt(np.clip(vp, 0, None) * np.clip(vg, 0, None))
+    tiny = 1e-12 * (1.0 + np.abs(f[..., idx[pp]]) + np.abs(f[..., idx[gg]]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(den > tiny, cov / np.where(den > tiny, den, 1.0), np.nan)
+    return np.clip(r, -1.0, 1.0)
 
 
 def _iid_metrics(f: np.ndarray, task_type: str) -> dict[str, np.ndarray]:
@@ -94,6 +121,11 @@ def _iid_metrics(f: np.ndarray, task_type: str) -> dict[str, np.ndarray]:
             out[m] = f[..., idx["correct"]]
         elif m in ("em", "f1") and m in idx:
             out[m] = f[..., idx[m]]
+        elif m == "pearson":
+            out[m] = _moment_correlation(f, idx, "pred_score", "gold_score", "pred_sq", "gold_sq", "pred_gold")
+        elif m == "spearman":
+            out[m] = _moment_correlation(f, idx, "pred_rank", "gold_rank", "pred_rank_sq", "gold_rank_sq",
+                                         "pred_gold_rank")
         else:
             tp, fp, fn = f[..., idx["tp"]], f[..., idx["fp"]], f[..., idx["fn"]]
             if m == "mcc":
@@ -111,7 +143,10 @@ def iid_statistic(mean_features: np.ndarray, task_type: str, iid_metric: str = "
 
     ``iid_metric``: ``mean`` of the task's metrics (sent, nli: accuracy; para: accuracy and F1 of class 1 =
     2tp / (2tp + fp + fn), 0 when tp = 0; read: em and f1; acceptability: MCC of the tp / fp / fn shares,
-    tn = 1 - tp - fp - fn, and accuracy), or one metric name."""
+    tn = 1 - tp - fp - fn, and accuracy; similarity: Pearson's r of the score moments and Spearman's rho as
+    Pearson's r of the rank moments, NaN for a constant side), or one metric name. Resampled or swapped rows
+    keep the ranks taken on the full split, so Spearman's rho under the bootstrap / randomization is the
+    rank correlation of the original ranks (exact on the observed rows)."""
     check_task_type(task_type)
     f = np.asarray(mean_features, dtype=np.float64)
     k = len(IID_FEATURES[task_type])
