@@ -201,7 +201,7 @@ CONFIG_CASES = {
     "negative_batch_size": ({"predict__batch_size": -8}, "predict.batch_size", "minimum of 1"),
     "zero_learning_rate": ({"training__suite__lr": 0}, "training.suite.lr", "less than or equal to the minimum of 0"),
     "negative_learning_rate": ({"training__iid__lr": -1.0e-5}, "training.iid.lr", "minimum of 0"),
-    "unknown_task_type": ({"tasks__sent__type": "nli"}, "tasks.sent.type", "unknown value 'nli'"),
+    "unknown_task_type": ({"tasks__sent__type": "nlii"}, "tasks.sent.type", "unknown value 'nlii'"),
     "suite_without_source": ({"tasks__sent__suite__generate": ...}, "tasks.sent.suite",
                              "needs exactly one of the keys generate, path"),
     "missing_required_key": ({"partitions": ...}, "partitions", "required key is missing"),

@@ -43,7 +43,7 @@ def quora_record(folder: Path) -> dict:
 
 # ---------------------------------------------------------------- the paper's sizes
 def test_paper_sizes_are_the_official_files_halved():
-    # train file; dev // 2 -> val, the rest -> test (beluga.data.paper_data.halve)
+    # train file; dev // 2 -> val, the rest -> test (beluga.data.located.halve)
     assert paper_sizes("sst2") == {"train": 67_349, "val": 436, "test": 436}          # 872 = 436 + 436
     assert paper_sizes("qqp") == {"train": 363_846, "val": 20_215, "test": 20_215}    # 40,430 = 2 x 20,215
     assert paper_sizes("squad") == {"train": 87_599, "val": 5_285, "test": 5_285}     # 10,570 = 2 x 5,285

@@ -9,11 +9,17 @@ from pathlib import Path
 import pytest
 
 from beluga.data import fetch, remotes
-from beluga.data.glue import GLUE_SPECS, TASK_LABELS, load_glue
+from beluga.data.glue import GLUE_SPECS, TASK_LABELS
+from beluga.data.glue import load_glue as load_located
 from beluga.data.iid import SOURCE_TASK_TYPES, describe_source, load_splits, source_files
-from beluga.data.paper_data import DATASET_SOURCES, locate, paper_sizes
+from beluga.data.paper_data import DATASET_SOURCES, locate, located, paper_sizes
 from beluga.errors import DataError
 from beluga.tasks import TASK_TYPES
+
+
+def load_glue(folder, source: str, seed: int):
+    """The i.i.d. reader's path: the folder located (beluga.data.paper_data.located), then read."""
+    return load_located(located({"source": source, "path": str(folder)}), seed)
 
 HEADERS = {
     "mnli": ["index", "promptID", "pairID", "genre", "sentence1_binary_parse", "sentence2_binary_parse",

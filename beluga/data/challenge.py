@@ -134,7 +134,7 @@ def check_entry(entry: dict) -> None:
                           "split (evaluation only)")
 
 
-def source_files(entry: dict) -> list[str]:
+def challenge_source_files(entry: dict) -> list[str]:
     """The files an entry reads (its prepare rule's inputs; MNLI-mismatched: the unpacked dev file when
     the folder has it and no ``MNLI.zip``)."""
     folder = Path(entry.get("path") or OOD_DIRS[entry["source"]]).expanduser()
@@ -145,11 +145,11 @@ def source_files(entry: dict) -> list[str]:
     return [str(folder / name) for name in ood_paths(entry)]
 
 
-def source_record(entry: dict) -> dict:
+def challenge_source_record(entry: dict) -> dict:
     """Which official files an entry reads (``source``, ``set``, ``split``, ``files``), for the prepared
     table's metadata (``beluga.ood_source``)."""
     return {"source": entry["source"], "set": entry.get("set"), "split": entry.get("split") or "test",
-            "files": source_files(entry)}
+            "files": challenge_source_files(entry)}
 
 
 def _file(entry: dict, name: str) -> Path:

@@ -39,7 +39,6 @@ from beluga.errors import ConfigError, DataError, ModelError
 #: CheckList's repository commit the release suites are pinned to
 CHECKLIST_COMMIT = "4e6e5e33a26f30c20ed602b2050f6c73e123cc23"
 CHECKLIST_URL = "https://raw.githubusercontent.com/marcotcr/checklist/{commit}/release_suites/{name}"
-GLUE_URL = "https://dl.fbaipublicfiles.com/glue/data/{name}"
 SQUAD_URL = "https://rajpurkar.github.io/SQuAD-explorer/dataset/{name}"
 
 FETCH_LOCK_NAME = "fetch.lock.json"
@@ -68,8 +67,8 @@ REMOTES: dict[str, Remote] = {r.path: r for r in (
     _checklist("sentiment_suite.tar.gz", "d546320bd859e04fc3eb5f11b62ca96d7b19b29010b8925843cbfb8722091111"),
     _checklist("qqp_suite.tar.gz", "60836d96a7f64b8006b78134a75f6664677a90318b0830768d971dbde35e64c4"),
     _checklist("squad_suite.tar.gz", "2942d48eaa71cdd525416db253571207a6f64c1ec79ad3b2aa2dbda98d05253e"),
-    Remote("iid/sst2/SST-2.zip", GLUE_URL.format(name="SST-2.zip"), None, "GLUE SST-2"),
-    Remote("iid/qqp/QQP-clean.zip", GLUE_URL.format(name="QQP-clean.zip"), None, "GLUE QQP"),
+    Remote("iid/sst2/SST-2.zip", remotes.GLUE_URL.format(name="SST-2.zip"), None, "GLUE SST-2"),
+    Remote("iid/qqp/QQP-clean.zip", remotes.GLUE_URL.format(name="QQP-clean.zip"), None, "GLUE QQP"),
     Remote("iid/squad/train-v1.1.json", SQUAD_URL.format(name="train-v1.1.json"), None, "SQuAD v1.1 train"),
     Remote("iid/squad/dev-v1.1.json", SQUAD_URL.format(name="dev-v1.1.json"), None, "SQuAD v1.1 dev"),
     # issue 40: GLUE's MNLI / QNLI / RTE / CoLA / STS-B and the challenge / OOD sets (beluga.data.remotes)

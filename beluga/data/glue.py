@@ -13,7 +13,7 @@ MNLI's ``dev_matched.tsv`` (the papers' MNLI dev set: GLUE-X's in-domain MNLI is
 the mismatched dev set is an OOD set, :mod:`beluga.data.challenge`). Every TSV may be gzipped.
 
 Columns are read by NAME from GLUE's header (as GLUE's own loaders do, tab-split without quote
-processing: :func:`beluga.data.paper_data.read_glue_tsv`): MNLI ``sentence1``, ``sentence2``,
+processing: :func:`beluga.data.located.read_glue_tsv`): MNLI ``sentence1``, ``sentence2``,
 ``gold_label``; QNLI ``question``, ``sentence``, ``label``; RTE ``sentence1``, ``sentence2``,
 ``label``; STS-B ``sentence1``, ``sentence2``, ``score``. CoLA's train / dev TSVs have no header:
 its four documented columns (CoLA's README) are the sentence's source code, the acceptability
@@ -28,7 +28,7 @@ that is not one of the file's documented names stops with one line naming the fi
 
 Split (the paper's protocol for SST-2, which none of the related papers changes for these tasks):
 GLUE's train file -> train; the dev file halved by a seeded permutation -> val / test
-(:func:`beluga.data.paper_data.halve`). Example ids: ``<source>-<train|dev>-<row>`` (the data
+(:func:`beluga.data.located.halve`). Example ids: ``<source>-<train|dev>-<row>`` (the data
 row's number in its file).
 """
 
@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from beluga.data.located import Located, first_file, halve, read_bytes, read_glue_tsv, tsv_names
 from beluga.errors import DataError
 
 
@@ -104,23 +105,21 @@ def expected_files(source: str) -> str:
 def locate_glue(folder: Path, source: str):
     """The files of a GLUE source in ``folder`` (a :class:`beluga.data.paper_data.Located`; None when
     none of its forms is present), by the precedence of the module docstring."""
-    from beluga.data.paper_data import Located, _first, _tsv_names
-
     spec = GLUE_SPECS[source]
     names = {"train": "train.tsv", "dev": spec.dev}
-    zipped = _first(folder, spec.archives)
+    zipped = first_file(folder, spec.archives)
     if zipped is not None:
         return Located(source, "glue-zip", (zipped,), {r: f"{zipped}:{spec.folder}/{n}" for r, n in names.items()})
 
     def pair(base: Path, shown: str, form: str):
-        found = {r: _first(base, _tsv_names(n)) for r, n in names.items()}
+        found = {r: first_file(base, tsv_names(n)) for r, n in names.items()}
         missing = tuple(f"{shown}{names[r]}" for r, p in found.items() if p is None)
         files = tuple(p if p is not None else base / names[r] for r, p in found.items())
         return Located(source, form, files, {r: str(p) for r, p in zip(found, files)}, missing)
 
     if (folder / spec.folder).is_dir():
         return pair(folder / spec.folder, f"{spec.folder}/", "glue-dir")
-    if any(_first(folder, _tsv_names(n)) for n in names.values()):
+    if any(first_file(folder, tsv_names(n)) for n in names.values()):
         return pair(folder, "", "glue-tsv")
     return None
 
@@ -129,8 +128,6 @@ def read_cola_tsv(ref: str) -> tuple[pd.DataFrame, str]:
     """A CoLA train / dev TSV (no header; :data:`COLA_COLUMNS`), tab-split without quote
     processing, and the ``where`` of error lines naming it. A row without its four fields stops
     with one line naming the file and the row (CoLA's files have no corrupted rows to drop)."""
-    from beluga.data.paper_data import read_bytes
-
     raw, where = read_bytes(ref)
     try:
         text = raw.decode("utf-8")
@@ -174,7 +171,7 @@ def to_task_labels(names, task_type: str, where: str) -> np.ndarray:
     return np.array([table[n] for n in names], dtype=int)
 
 
-def scores(values: pd.Series, where: str, field: str, rows=None) -> np.ndarray:
+def score_values(values: pd.Series, where: str, field: str, rows=None) -> np.ndarray:
     """STS-B scores as floats, each in :data:`SCORE_RANGE` (one line naming the first that is not)."""
     lo, hi = SCORE_RANGE
     num = pd.to_numeric(values, errors="coerce")
@@ -190,8 +187,6 @@ def scores(values: pd.Series, where: str, field: str, rows=None) -> np.ndarray:
 def read_glue_part(source: str, ref: str, role: str) -> pd.DataFrame:
     """One GLUE file of ``source`` (``ref``: a file or ``archive.zip:member``) as the i.i.d. table:
     ``example_id``, ``text`` [, ``text_b``], ``label`` (the task type's integer; STS-B a float)."""
-    from beluga.data.paper_data import read_glue_tsv
-
     spec = GLUE_SPECS[source]
     if spec.columns is None:
         df, where = read_cola_tsv(ref)
@@ -205,18 +200,17 @@ def read_glue_part(source: str, ref: str, role: str) -> pd.DataFrame:
     if b_col is not None:
         out["text_b"] = df[b_col].to_numpy()
     if spec.labels is None:
-        out["label"] = scores(df[label_col], where, label_col, df["row"])
+        out["label"] = score_values(df[label_col], where, label_col, df["row"])
     else:
         names = label_names(df[label_col], spec.labels, where, label_col, df["row"])
         out["label"] = to_task_labels(names, spec.task_type, where)
     return out.reset_index(drop=True)
 
 
-def load_glue(folder: Path, source: str, seed: int) -> dict[str, pd.DataFrame]:
-    """A GLUE source in ``folder``: its train file -> train; its dev file halved (``seed``) -> val / test."""
-    from beluga.data.paper_data import halve, located
-
-    loc = located({"source": source, "path": str(folder)})
+def load_glue(loc: Located, seed: int) -> dict[str, pd.DataFrame]:
+    """A GLUE source's located files (:func:`beluga.data.paper_data.located`): its train file -> train; its
+    dev file halved (``seed``) -> val / test."""
+    source = loc.source
     train = read_glue_part(source, loc.parts["train"], "train")
     dev = read_glue_part(source, loc.parts["dev"], "dev")
     val, test = halve(dev, seed)

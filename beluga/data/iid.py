@@ -221,7 +221,7 @@ def load_splits(cfg: dict, head: str, label_set: set[int], pair: bool | None = N
     if source in DATASET_SOURCES:
         folder = dataset_dir(cfg, source)
         if source in GLUE_SPECS:
-            parts = load_glue(folder, source, seed)
+            parts = load_glue(located({**cfg, "source": source}), seed)
         else:
             parts = {"sst2": load_sst2, "qqp": load_qqp, "squad": load_squad_source}[source](folder, seed)
         out, rest = {}, []

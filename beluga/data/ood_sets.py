@@ -382,11 +382,11 @@ def read_prepared(paths) -> dict[str, pd.DataFrame]:
 
 def ood_source_files(entry: dict) -> list[str]:
     """The local files an OOD entry reads (declared inputs of its prepare rule): a local file, a challenge
-    source's files in its folder (:func:`beluga.data.challenge.source_files`)."""
+    source's files in its folder (:func:`beluga.data.challenge.challenge_source_files`)."""
     if entry["source"] == "local":
         return [str(Path(entry["path"]).expanduser())]
     if entry["source"] in SOURCES[3:]:
-        from beluga.data.challenge import source_files
+        from beluga.data.challenge import challenge_source_files as source_files
 
         return source_files(entry)
     return []

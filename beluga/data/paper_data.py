@@ -21,27 +21,21 @@ hash of the pair id (:func:`qqp_bucket`); SQuAD by article (see
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
-import io
 import logging
-import zipfile
-import zlib
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from beluga.data.glue import GLUE_SOURCES, GLUE_SPECS, expected_files, glue_split_rule, locate_glue
+from beluga.data.located import FETCH_HINT, Located, first_file, halve, read_glue_tsv, tsv_names
 from beluga.data.tables import checked_labels
 from beluga.errors import DataError
 
 _log = logging.getLogger(__name__)
 
 #: what a missing dataset folder or file tells the user to do
-FETCH_HINT = ("fetch the configuration's inputs first (snakemake fetch --cores 4 --configfile <your config>; "
-              "README 'The paper's run on a cluster')")
 #: the dataset-folder sources; GLUE's MNLI / QNLI / RTE / CoLA / STS-B are located and read by beluga.data.glue
 DATASET_SOURCES = ("sst2", "qqp", "squad", *GLUE_SOURCES)
 SST2_FILES = ("train.tsv", "dev.tsv")                 # the staged offline layout (today's names)
@@ -87,33 +81,9 @@ def paper_data_name(source: str) -> str:
 QQP_BOUNDS = (0.9, 0.95)
 
 
-def _tsv_names(name: str) -> tuple[str, str]:
-    return (name, name + ".gz")
-
-
-@dataclass(frozen=True)
-class Located:
-    """Where a dataset source's files are, by the precedence of :func:`locate`.
-
-    ``form``: ``glue-zip`` / ``glue-dir`` / ``glue-tsv`` (sst2, qqp), ``quora``
-    (qqp), ``squad-paper`` (train + dev) / ``squad-dev`` (a dev file alone).
-    ``files``: the files read (the rule's declared inputs). ``parts``: role
-    (``train`` / ``dev`` / ``table``) -> the file, or ``archive:member`` for
-    a zip. ``missing``: what the chosen form lacks (empty when complete)."""
-    source: str
-    form: str
-    files: tuple[Path, ...]
-    parts: dict
-    missing: tuple[str, ...] = ()
-
-
-def _first(folder: Path, names) -> Path | None:
-    return next((folder / n for n in names if (folder / n).is_file()), None)
-
-
 def _glue_pair(source: str, base: Path, shown: str, form: str) -> Located:
     """train.tsv / dev.tsv (or .gz) in ``base``; ``shown`` prefixes the names of missing files."""
-    found = {r: _first(base, _tsv_names(f"{r}.tsv")) for r in ("train", "dev")}
+    found = {r: first_file(base, tsv_names(f"{r}.tsv")) for r in ("train", "dev")}
     missing = tuple(f"{shown}{r}.tsv" for r, p in found.items() if p is None)
     files = tuple(p if p is not None else base / f"{r}.tsv" for r, p in found.items())
     return Located(source, form, files, {r: str(p) for r, p in zip(found, files)}, missing)
@@ -138,7 +108,7 @@ def locate(folder: Path, source: str) -> Located | None:
     if source == "squad":
         from beluga.data.squad import DEV_FILES, TRAIN_FILES
 
-        train, dev = _first(folder, TRAIN_FILES), _first(folder, DEV_FILES)
+        train, dev = first_file(folder, TRAIN_FILES), first_file(folder, DEV_FILES)
         if train is not None:
             files = (train, dev if dev is not None else folder / DEV_FILES[0])
             return Located(source, "squad-paper", files, {"train": str(files[0]), "dev": str(files[1])},
@@ -148,15 +118,15 @@ def locate(folder: Path, source: str) -> Located | None:
         return locate_glue(folder, source)
     if source in GLUE_ARCHIVES:
         archives, sub = GLUE_ARCHIVES[source]
-        zipped = _first(folder, archives)
+        zipped = first_file(folder, archives)
         if zipped is not None:
             return Located(source, "glue-zip", (zipped,), {r: f"{zipped}:{sub}/{r}.tsv" for r in ("train", "dev")})
         if (folder / sub).is_dir():
             return _glue_pair(source, folder / sub, f"{sub}/", "glue-dir")
-        if any(_first(folder, _tsv_names(f"{r}.tsv")) for r in ("train", "dev")):
+        if any(first_file(folder, tsv_names(f"{r}.tsv")) for r in ("train", "dev")):
             return _glue_pair(source, folder, "", "glue-tsv")
     if source == "qqp":
-        release = _first(folder, QQP_RELEASE_FILES)
+        release = first_file(folder, QQP_RELEASE_FILES)
         if release is not None:
             return Located(source, "quora", (release,), {"table": str(release)})
     return None
@@ -196,83 +166,6 @@ def located(cfg: dict) -> Located:
         raise DataError(f"iid source {source!r}: field 'path': {folder} lacks {', '.join(loc.missing)} "
                         f"({first} is there and comes first of {EXPECTED[source]}): {FETCH_HINT}")
     return loc
-
-
-def halve(df: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Split an official validation set in half (seeded permutation of the
-    sorted ids): the first half is val, the second test (the paper's protocol)."""
-    df = df.sort_values("example_id", kind="stable").reset_index(drop=True)
-    order = np.random.default_rng(seed).permutation(len(df))
-    half = len(df) // 2
-    return (df.iloc[order[:half]].reset_index(drop=True), df.iloc[order[half:]].reset_index(drop=True))
-
-
-def read_bytes(ref: str) -> tuple[bytes, str]:
-    """The bytes of a file (gunzipped when its name ends in ``.gz``) or of a zip
-    member (``archive.zip:member``, read in memory, never extracted), and the
-    ``where`` of error lines naming it."""
-    path, _, member = ref.partition(".zip:")
-    if member:
-        path += ".zip"
-        where = f"iid file {path} (member {member})"
-        try:
-            with zipfile.ZipFile(path) as z:
-                names = z.namelist()
-                if member not in names:
-                    shown = ", ".join(sorted(n for n in names if not n.endswith("/"))[:6])
-                    raise DataError(f"iid file {path}: field 'path': the archive has no member {member} "
-                                    f"(members: {shown}{', ...' if len(names) > 6 else ''}): {FETCH_HINT}")
-                return z.read(member), where
-        except (zipfile.BadZipFile, zlib.error, NotImplementedError, OSError, EOFError) as e:
-            raise DataError(f"iid file {path}: field 'path': cannot be read as a zip archive ({e}); "
-                            f"delete it and {FETCH_HINT}") from None
-    where = f"iid file {ref}"
-    try:
-        if ref.endswith(".gz"):
-            with gzip.open(ref, "rb") as f:
-                return f.read(), where
-        return Path(ref).read_bytes(), where
-    except (OSError, EOFError) as e:
-        raise DataError(f"{where}: field 'path': cannot be read ({e})") from None
-
-
-def read_glue_tsv(ref: str, columns) -> tuple[pd.DataFrame, str]:
-    """A GLUE train / dev TSV read as GLUE's own tools read it, and the ``where`` of error lines naming it.
-
-    What this relies on: Hugging Face ``datasets``' ``glue`` loader reads every
-    GLUE TSV with ``csv.DictReader(f, delimiter="\\t", quoting=csv.QUOTE_NONE)``
-    (so a ``"`` is text, never a quote: GLUE wrote its TSVs unquoted) and drops
-    corrupted rows: a row lacking one of the fields it reads, or with an empty
-    label (transformers' ``glue_processors`` also split on tabs without quote
-    processing and skip QQP lines lacking a field). The same here: tab-split,
-    no quote processing, blank lines skipped, rows lacking a read field or with
-    an empty label dropped (counted and logged). Returns the read ``columns``
-    (strings) plus ``row``: the data row's number in the file (0-based, blank
-    lines not counted)."""
-    raw, where = read_bytes(ref)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise DataError(f"{where}: field 'path': not UTF-8 text ({e})") from None
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
-    header = next(reader, None)
-    lacking = [c for c in columns if c not in (header or [])]
-    if lacking:
-        raise DataError(f"{where}: field '{lacking[0]}': column missing (header: {header})")
-    idx = [header.index(c) for c in columns]
-    need = max(idx) + 1
-    rows, numbers, dropped = [], [], 0
-    for n, row in enumerate(r for r in reader if r):
-        if len(row) < need or row[idx[-1]] == "":
-            dropped += 1
-            continue
-        rows.append([row[i] for i in idx])
-        numbers.append(n)
-    if dropped:
-        _log.warning("%s: %d row(s) lacking a field or a label dropped, as GLUE's loaders do", where, dropped)
-    df = pd.DataFrame(rows, columns=list(columns))
-    df["row"] = numbers
-    return df, where
 
 
 def _glue_split(loc: Located, seed: int) -> dict[str, pd.DataFrame]:

@@ -42,14 +42,14 @@ def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:
     (``beluga.ood_collapse``: beluga/data/ood_collapse.py): an entry's ``collapse``, or the collapse a
     two-class challenge set under a three-class NLI task has by itself (HANS, SciTail:
     :func:`beluga.data.challenge.label_record`)."""
-    from beluga.data.challenge import CHALLENGE_SOURCES, label_record, source_record
+    from beluga.data.challenge import CHALLENGE_SOURCES, challenge_source_record, label_record
     from beluga.data.ood_collapse import collapse_plan
     from beluga.data.ood_collapse import metadata as collapse_metadata
     from beluga.data.ood_sets import hub_source_record, load_ood
 
     ttype = get_task_type(task_type)
     challenge = entry["source"] in CHALLENGE_SOURCES
-    record = source_record(entry) if challenge else hub_source_record(entry)
+    record = challenge_source_record(entry) if challenge else hub_source_record(entry)
     meta = {"beluga.ood_source": json.dumps(record, sort_keys=True)} if record else {}
     if entry.get("collapse"):
         meta.update(collapse_metadata(*collapse_plan(entry, ttype.iid_labels)))

@@ -253,7 +253,7 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
     ``hub`` set) and hub model is in the local cache (``data_dir``: where the
     models' fetched markers are, when known). No network is probed."""
     from beluga.data.challenge import CHALLENGE_SOURCES, check_entry
-    from beluga.data.challenge import source_files as challenge_files
+    from beluga.data.challenge import challenge_source_files as challenge_files
     from beluga.data.iid import SOURCE_TASK_TYPES, source_files
     from beluga.data.ood_sets import check_header
     from beluga.data.paper_data import DATASET_SOURCES
