@@ -54,3 +54,12 @@ def case_rows(suite: pd.DataFrame, predictions: pd.DataFrame, source: str) -> tu
                                   f"({n} inputs expected, input {j} has none)")
             flat.append(k)
     return flat, np.concatenate([[0], np.cumsum(n_inputs, dtype=np.int64)]).tolist()
+
+
+def case_status_table(case_ids: list, suite: pd.DataFrame, statuses: list[str], why: list | None) -> pd.DataFrame:
+    """The per-case table every head's scoring returns: ``case_id``, ``functionality``, ``status`` and, when
+    ``why`` is given, ``filter_reason`` (why a filtered case was not scored; None for the others)."""
+    out = pd.DataFrame({"case_id": case_ids, "functionality": suite["functionality"].tolist(), "status": statuses})
+    if why is not None:
+        out["filter_reason"] = pd.Series(why, dtype=object)
+    return out

@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.bounds import json_loads
-from beluga.case_rows import FAIL, FILTERED, PASS, PROGRESS_EVERY, as_list, case_rows
+from beluga.case_rows import FAIL, FILTERED, PASS, PROGRESS_EVERY, as_list, case_rows, case_status_table
 from beluga.errors import BelugaError, DataError
 
 #: expectation -> the test types it applies to (the suite format admits them for a regression head only)
@@ -199,10 +199,7 @@ def score_suite_cases(suite: pd.DataFrame, predictions: pd.DataFrame,
             on_cases(k + 1)
     if on_cases is not None:
         on_cases(len(statuses))
-    out = pd.DataFrame({"case_id": case_ids, "functionality": suite["functionality"].tolist(), "status": statuses})
-    if reasons:
-        out["filter_reason"] = pd.Series(why, dtype=object)
-    return out
+    return case_status_table(case_ids, suite, statuses, why if reasons else None)
 
 
 def score_iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, source: str = "predictions",

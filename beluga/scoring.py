@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.bounds import json_loads
-from beluga.case_rows import FAIL, FILTERED, PASS, PROGRESS_EVERY, case_rows
+from beluga.case_rows import FAIL, FILTERED, PASS, PROGRESS_EVERY, case_rows, case_status_table
 from beluga.case_rows import as_list as _as_list
 from beluga.errors import BelugaError, DataError
 from beluga.health import check_probabilities
@@ -314,10 +314,7 @@ def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
             on_cases(k + 1)
     if on_cases is not None:
         on_cases(len(statuses))
-    out = pd.DataFrame({"case_id": case_ids, "functionality": suite["functionality"].tolist(), "status": statuses})
-    if reasons:
-        out["filter_reason"] = pd.Series(why, dtype=object)
-    return out
+    return case_status_table(case_ids, suite, statuses, why if reasons else None)
 
 
 def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str = "predictions",
