@@ -357,8 +357,14 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
                     n_test = inoc_analysis.challenge_test_size(
                         n_set, inoc["challenge_test_fraction"], has_train_set=spec["challenge_train"] is not None,
                         train_size=spec["train_size"])
-                    n_train = ood_entry_size(sets[spec["challenge_train"]]) if spec["challenge_train"] is not None \
-                        else n_set - n_test
+                    # the doses' pool: known from the config (train_size, a cap) as the DAG's doses, else the sizes
+                    n_train = inoc_analysis.challenge_train_size(
+                        sets[spec["challenge"]], inoc["challenge_test_fraction"], the_runs.inoc_dev_fraction,
+                        train_entry=sets.get(spec["challenge_train"]), train_size=spec["train_size"],
+                        distinct=spec["distinct"])
+                    if n_train is None:
+                        n_train = ood_entry_size(sets[spec["challenge_train"]]) \
+                            if spec["challenge_train"] is not None else n_set - n_test
                     seqs_per_case, extra = 1.0, n_test
                 else:   # suite cases: their sequences as the fold jobs train them; the unit's T_val
                     funcs_u = spec["functionalities"]
