@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import smk
+from staging import build
 
 from beluga.metrics import mcc
 from beluga.suites.format import save_suite
@@ -110,6 +111,10 @@ def config(tmp) -> dict:
     files["rte"] = tmp / "rte.tsv"
     rte.to_csv(files["rte"], sep="\t", index=False)
     iid = {"n_train": 40, "n_val": 10, "n_test": 30, "seed": 42}
+    # the negation stress test in Liu et al.'s released shape (JSON lines): 16 to train, 12 to evaluate
+    for split, n in (("train", 16), ("dev_matched", 12)):
+        build(tmp / "data", f"ood/naik/liu2019/negation_adversary/multinli_0.9_{split}_negation_adversary.jsonl", n)
+    naik = {"source": "naik", "set": "negation", "path": str(tmp / "data" / "ood" / "naik")}
     return {
         "results": "results", "seed": 3,
         "tasks": {
@@ -118,7 +123,9 @@ def config(tmp) -> dict:
                     "iid": {"source": str(files["mnli"]), **iid},
                     "ood": [{"name": "mnli-mm", "source": "local", "path": str(files["mnli_mm"])},
                             {"name": "hans", "source": "local", "path": str(files["hans"]),
-                             "collapse": HANS_COLLAPSE}]},
+                             "collapse": HANS_COLLAPSE},
+                            {"name": "negation", "split": "evaluation", **naik},
+                            {"name": "negation_train", "split": "train", **naik}]},
             "cola": {"type": "acceptability", "model": "tiny-random",
                      "suite": {"path": str(tmp / "cola_suite.parquet")}, "iid": {"source": str(files["cola"]), **iid},
                      "ood": [{"name": "cola-ood", "source": "local", "path": str(files["cola_ood"])}]},
@@ -131,6 +138,11 @@ def config(tmp) -> dict:
                      "suite": {"lr": 1.0e-3, "batch_size": 4, "epochs": 1}, "iid_in_mix": 16},
         "predict": {"batch_size": 32},
         "statistics": {"randomization_R": 200, "bootstrap_R": 100},
+        # inoculation by fine-tuning on the stress test (seed 001's own experiment, in miniature): its
+        # training split subsampled (train_size), nested doses, each scored on the evaluation split
+        "inoculation": {"enabled": True, "tasks": ["nli"], "units": [], "doses": [4, "all"], "lrs": [1.0e-3],
+                        "max_epochs": 2, "patience": 1, "select_on": "test",
+                        "challenge": [{"set": "negation", "train": "negation_train", "train_size": 10}]},
     }
 
 
@@ -197,6 +209,26 @@ def test_nli_binary_trains_a_two_class_model(run):
     iid = out[out["split"] == "iid_test"]
     assert scores.at["iid_to_t", "iid_score"] == pytest.approx(iid["correct"].astype(float).mean())
     assert "iid_score of this task: NLI_BINARY: accuracy" in (res / "scores" / "scores.md").read_text()
+
+
+def test_inoculation_on_a_stress_test(run):
+    """The NLI model fine-tuned on nested doses of the negation stress test's training split (its 1,000-example
+    subsample in the paper, 10 here), scored on the evaluation split by accuracy and on the original test set."""
+    wd, _ = run
+    res = wd / "results" / "nli" / "inoculation"
+    runs = sorted(p.relative_to(res / "runs").as_posix() for p in (res / "runs").rglob("*.json"))
+    assert runs == ["set-negation/4/lr0.001.json", "set-negation/all/lr0.001.json"]
+    rec = json.loads((res / "runs" / "set-negation" / "all" / "lr0.001.json").read_text())
+    assert rec["n_cases"] == 10 and rec["challenge_set"] == "negation"
+    assert json.loads((res / "runs" / "set-negation" / "4" / "lr0.001.json").read_text())["n_cases"] == 4
+    cases = pd.read_parquet(res / "runs" / "set-negation" / "all" / "lr0.001.parquet")
+    assert (cases["split"] == "ood:negation").sum() == 12 and (cases["split"] == "iid_test").sum() == 30
+    table = pd.read_csv(res / "table.csv", keep_default_na=False)
+    assert list(table["dose"]) == ["0", "4", "all"] and set(table["measure"]) == {"accuracy"}
+    outcomes = pd.read_csv(res / "outcomes.csv")
+    assert list(outcomes["unit"]) == ["set-negation"] and outcomes["reason"].str.len().min() > 10
+    assert "optimistic" in (res / "inoculation.md").read_text()      # select_on: test, as the seed, said so
+    assert not (wd / "results" / "cola" / "inoculation").exists()    # inoculation.tasks: nli only
 
 
 def test_the_iid_scores_are_the_metrics_of_the_outcomes(run):
