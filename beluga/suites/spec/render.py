@@ -17,7 +17,7 @@ from beluga.errors import ConfigError
 from beluga.suites import perturb as perturbations
 from beluga.suites import templates as tpl
 from beluga.suites.format import COLUMNS
-from beluga.suites.spec.check import (
+from beluga.suites.spec.core import (
     SEP,
     WORD_LIST_KINDS,
     Spec,
