@@ -39,10 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "CheckList release suite (.tar.gz / .tgz / .pkl, read without executing it)")
     s.add_argument("--predictions", required=True,
                    help="predictions: Parquet / CSV / TSV / JSONL keyed by case_id, input_idx with probs (or pred) "
-                        "or answer (QA), or a CheckList line file in the export's order (see --format)")
+                        "or answer (QA) or score (similarity), or a CheckList line file in the export's order "
+                        "(see --format)")
     s.add_argument("--format", default=None,
                    help="parquet, csv, tsv, jsonl, or CheckList's pred_only, binary_conf, softmax, pred_and_conf, "
-                        "pred_and_softmax (default: from the extension)")
+                        "pred_and_softmax, or score (similarity: one predicted score per line) (default: from the "
+                        "extension)")
     s.add_argument("--out", required=True,
                    help="output directory, written as a whole (new, or holding only an earlier score's files)")
     s.add_argument("--task", choices=sorted(TASK_TYPES), default=None,
