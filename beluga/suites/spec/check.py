@@ -8,8 +8,17 @@ from __future__ import annotations
 
 import math
 
+from beluga.regression import SCORE_EXPECTATIONS, score_params_error
 from beluga.suites.format import EXPECTATIONS, SLICES, TEST_TYPES
-from beluga.suites.spec.core import Spec, expectation, is_source_lexicon, label_of, spec_error, spec_path
+from beluga.suites.spec.core import (
+    Spec,
+    expectation,
+    is_score_task,
+    is_source_lexicon,
+    label_of,
+    spec_error,
+    spec_path,
+)
 from beluga.suites.spec.groups import check_group, check_perturb
 from beluga.suites.spec.reading import parse_spec, read_yaml, spec_words
 
@@ -36,11 +45,36 @@ EXPECT_PARAMS = {"eq": {"val"}, "not_eq": {"val"}, "not_negative": set(), "eq_or
                  "inv": {"tolerance"}, "monotonic": {"increasing", "tolerance", "label"}, "diff_up": {"tolerance"},
                  "diff_down": {"tolerance"}, "triplet": set(), "squad": set(), "same_answer": set()}
 COMMON_EXPECT_PARAMS = {"slice", "slice_value", "train", "unperturbed"}
+#: the parameters each score expectation of a regression spec (similarity) reads (beluga.regression)
+SCORE_EXPECT_PARAMS = {"score_near": {"val", "tolerance"}, "score_between": {"min", "max"},
+                       "score_inv": {"tolerance"}, "score_up": {"margin"}, "score_down": {"margin"}}
+
+
+def _check_score_expectation(spec: Spec, expect: str, params: dict, loc) -> None:
+    """A regression spec's expectation: a score expectation, its parameters known ones and numbers
+    (:func:`beluga.regression.score_params_error`)."""
+    if expect not in SCORE_EXPECTATIONS:
+        raise spec_error(spec, loc, f"{expect!r} does not apply to a {spec.task} spec, a regression scored on "
+                                    f"scores ({', '.join(SCORE_EXPECTATIONS)})")
+    known = SCORE_EXPECT_PARAMS[expect]
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise spec_error(spec, loc, f"{expect!r} has no parameter {unknown[0]!r} "
+                                    f"(it reads: {', '.join(sorted(known))})")
+    err = score_params_error(expect, params)
+    if err is not None:
+        raise spec_error(spec, loc, err)
 
 
 def _check_expectation(spec: Spec, func: dict, loc) -> None:
     """The expectation's parameters: known ones, of the right type (a misspelt one would be ignored)."""
     expect, params = expectation(func)
+    if is_score_task(spec.task):
+        _check_score_expectation(spec, expect, params, loc)
+        return
+    if expect in SCORE_EXPECTATIONS:
+        raise spec_error(spec, loc, f"{expect!r} is a regression's score expectation; a {spec.task} spec is scored "
+                                    "on classes or answers")
     if expect == "same_answer":
         raise spec_error(spec, loc, "same_answer needs each input's [old, new] replacement in meta, which a spec does "
                                     "not write; use inv (the answer string unchanged) or squad (each input's answer)")

@@ -16,10 +16,21 @@ from beluga.tasks import get_task_type
 SPECS_DIR = Path(__file__).resolve().parents[1] / "specs"
 SPEC_SCHEMA = SPECS_DIR / "spec.schema.yaml"
 #: the specs shipped with the package (suite.generate: <name>)
-PACKAGED = ("sent_default", "para_default", "read_default", "nli_default")
+PACKAGED = ("sent_default", "para_default", "read_default", "nli_default", "similarity_default",
+            "acceptability_default")
 #: rendering settings when neither the spec's defaults nor the caller set them
 RENDER_DEFAULTS = {"cases_per_functionality": 50, "max_perturbations": 3, "max_words": 40, "seed": 0}
 SEP = "\x1f"   # joins the two segments of a pair template while its product is enumerated
+#: each spec task's template in words: a string (one sentence per input) or its two segments (a pair)
+TEMPLATE_SHAPES = {"sent": "a string", "acceptability": "a string", "para": "[question 1, question 2]",
+                   "read": "[context, question]", "nli": "[premise, hypothesis]",
+                   "similarity": "[sentence 1, sentence 2]"}
+#: a pair task's ``apply_to`` values (a perturbation changes the first segment, the second or both; none for a
+#: single sentence) and the segment a perturbation changes when it does not say
+APPLY_TO = {"sent": (), "acceptability": (), "para": ("first", "second", "both"),
+            "read": ("context", "question", "both"), "nli": ("premise", "hypothesis", "both"),
+            "similarity": ("first", "second", "both")}
+PERTURBED_SEGMENT = {"para": "second", "read": "question", "nli": "hypothesis", "similarity": "second"}
 
 
 @dataclass
@@ -102,11 +113,30 @@ def not_reserved(spec, loc, name) -> None:
                                     "{sentence} a variant's original): name the lexicon or slot otherwise")
 
 
+def is_pair_task(task: str) -> bool:
+    """Whether a spec task's inputs are pairs (two template segments)."""
+    return bool(APPLY_TO[task])
+
+
+def is_score_task(task: str) -> bool:
+    """Whether a spec task is a regression (SIMILARITY): its labels are gold scores and its expectations the
+    score expectations (:mod:`beluga.regression`)."""
+    return get_task_type(task).head == "regression"
+
+
 def label_of(spec: Spec, value, loc, required: bool = False):
-    """A label name or number of the task's label set -> its number (None stays None, unless ``required``)."""
+    """A label name or number of the task's label set -> its number (None stays None, unless ``required``); a
+    regression task's label is a gold score, an integer in its range (the suite format's labels are integers)."""
     if value is None and not required:
         return None
-    labels = get_task_type(spec.task).suite_labels
+    ttype = get_task_type(spec.task)
+    if ttype.head == "regression":
+        lo, hi = ttype.score_range
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise spec_error(spec, loc, f"{value!r} is not a score label of task {spec.task!r} (an integer in "
+                                        f"{lo:g}..{hi:g}; for another value give score_near's val)")
+        return value
+    labels = ttype.suite_labels
     if not labels:
         raise spec_error(spec, loc, f"task {spec.task!r} has no class labels (give 'answer')")
     if isinstance(value, bool) or not isinstance(value, (int, str)):
@@ -135,13 +165,12 @@ def expectation(func: dict) -> tuple[str, dict]:
 
 
 def template_segments(spec: Spec, template, loc) -> list[str]:
-    """A template's segments: one for sent, two for para / read / nli."""
-    want = 1 if spec.task == "sent" else 2
+    """A template's segments: one for a single-sentence task (sent, acceptability), two for a pair (para, read,
+    nli, similarity: :data:`TEMPLATE_SHAPES`)."""
+    want = 2 if is_pair_task(spec.task) else 1
     segs = [template] if isinstance(template, str) else list(template)
     if len(segs) != want:
-        kind = {"sent": "a string", "para": "[question 1, question 2]", "read": "[context, question]",
-                "nli": "[premise, hypothesis]"}[spec.task]
-        raise spec_error(spec, loc, f"a {spec.task} template is {kind}")
+        raise spec_error(spec, loc, f"a {spec.task} template is {TEMPLATE_SHAPES[spec.task]}")
     return [tpl.normalise(s) for s in segs]
 
 

@@ -11,6 +11,7 @@ from beluga.errors import ConfigError
 from beluga.suites import perturb as perturbations
 from beluga.suites import templates as tpl
 from beluga.suites.spec.core import (
+    APPLY_TO,
     SEP,
     Spec,
     group_lexicons,
@@ -28,8 +29,9 @@ def check_group(spec: Spec, func: dict, group: dict, loc, with_perturb: bool) ->
     lex = group_lexicons(spec, group, loc)
     slot = (group.get("fill_slot") or group.get("swap_slot") or {}).get("slot")
     makers = [k for k in ("fill_slot", "swap_slot", "variants", "perturb", "swap_pair") if group.get(k)]
-    if group.get("swap_pair") and spec.task != "para":
-        raise spec_error(spec, [*loc, "swap_pair"], "swap_pair swaps the two questions of a para pair")
+    if group.get("swap_pair") and spec.task not in ("para", "similarity"):
+        raise spec_error(spec, [*loc, "swap_pair"], "swap_pair swaps the two segments of a symmetric pair (para, "
+                                                    "similarity)")
     if len(makers) > 1:
         raise spec_error(spec, loc, f"one way to perturb a group: {', '.join(makers)} given together")
     fixed = [slot] if slot else []
@@ -135,11 +137,10 @@ def check_perturb(spec: Spec, p: dict, loc) -> None:
     """The perturbation's name, ``apply_to`` and parameters checked (a word list may name a lexicon)."""
     name = p["name"]
     apply_to = p.get("apply_to")
-    allowed = {"sent": (None,), "para": (None, "first", "second", "both"),
-               "read": (None, "context", "question", "both"), "nli": (None, "premise", "hypothesis", "both")}
-    if apply_to not in allowed[spec.task]:
+    allowed = APPLY_TO[spec.task]
+    if apply_to is not None and apply_to not in allowed:
         raise spec_error(spec, [*loc, "apply_to"], f"{apply_to!r} does not apply to a {spec.task} input "
-                                                   f"({', '.join(a for a in allowed[spec.task] if a) or 'none'})")
+                                                   f"({', '.join(allowed) or 'none'})")
     try:
         perturbations.get_perturbation(name)
     except ConfigError as e:
