@@ -319,3 +319,29 @@ def test_test_runs_the_classifier_types_and_score_agrees(tmp_path, capsys, task)
     assert _score(tmp_path, tmp_path / "s.parquet", tmp_path / "t" / "predictions.parquet", "--task", task) == 0
     scored = pd.read_parquet(tmp_path / "out" / "cases.parquet")
     assert dict(zip(tested["case_id"], tested["status"])) == dict(zip(scored["case_id"], scored["status"]))
+
+
+def test_an_nli_model_with_its_classes_in_another_order_is_read_by_name(tmp_path, capsys):
+    """The same weights with config.json naming its classes in MNLI-hub order (contradiction, neutral,
+    entailment): ``test`` permutes its columns into the task's order by the names."""
+    save_suite(nli_suite(), tmp_path / "nli.parquet")
+    model = _saved(tmp_path, "nli")
+    other = tmp_path / "reordered"
+    other.mkdir()
+    for f in model.iterdir():
+        (other / f.name).write_bytes(f.read_bytes())
+    cfg = json.loads((model / "config.json").read_text())
+    cfg["id2label"] = {"0": "CONTRADICTION", "1": "NEUTRAL", "2": "ENTAILMENT"}
+    cfg["label2id"] = {v: int(k) for k, v in cfg["id2label"].items()}
+    (other / "config.json").write_text(json.dumps(cfg))
+    for m, out in ((model, "a"), (other, "b")):
+        assert main(["test", "--model", str(m), "--suite", str(tmp_path / "nli.parquet"), "--out",
+                     str(tmp_path / out), "--max-length", "32"]) == 0
+    a = pd.read_parquet(tmp_path / "a" / "predictions.parquet")
+    b = pd.read_parquet(tmp_path / "b" / "predictions.parquet")
+    pa, pb = np.stack(a["probs"]), np.stack(b["probs"])
+    assert not np.allclose(pa, pa[:, ::-1], atol=1e-4)   # the order shows
+    np.testing.assert_allclose(pb, pa[:, ::-1], rtol=1e-5, atol=1e-6)
+    run = json.loads((tmp_path / "b" / "run.json").read_text())
+    assert run["labels"][str(other)]["model_classes"] == ["contradiction", "neutral", "entailment"]
+    assert "classes read as contradiction, neutral, entailment (by id2label)" in capsys.readouterr().out
