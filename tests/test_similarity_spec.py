@@ -297,3 +297,24 @@ BEFORE = {
 def test_the_other_packaged_specs_render_as_before(name):
     s = load_spec(name)
     assert digest(render_spec(s, load_sources(s), cases_per_functionality=5)) == BEFORE[name]
+
+
+def test_training_streams_of_the_rendered_suites():
+    """similarity_default trains its MFTs on their values / bounds, its DIRs in their direction with the margin,
+    its INVs as pairs; acceptability_default's MFTs train the one-hot class by name."""
+    from beluga.batches import build_streams
+
+    s = load_spec("similarity_default")
+    streams = build_streams(SIM, None, render_spec(s, load_sources(s), cases_per_functionality=3))
+    assert set(streams) == {"MFT", "INV", "DIR"}
+    mft = {i.env: i for i in streams["MFT"]}
+    assert mft["identical sentences"].target[0] == 5.0 and mft["unrelated sentences"].target[0] == 0.0
+    dirs = {i.env: (i.direction, i.margin) for i in streams["DIR"]}
+    assert dirs["negating one sentence"] == (-1, 0.5) and dirs["removing the negation"] == (1, 0.5)
+    assert dirs["changed number"] == (-1, 0.25)
+    assert {i.env for i in streams["INV"]} == {"typos in one sentence", "change names in both sentences",
+                                               "order of the sentences"}
+    a = load_spec("acceptability_default")
+    streams = build_streams(ACC, None, render_spec(a, load_sources(a), cases_per_functionality=3))
+    targets = {i.env: i.target for i in streams["MFT"]}
+    assert targets["simple sentences"] == [0.0, 1.0] and targets["word order"] == [1.0, 0.0]
