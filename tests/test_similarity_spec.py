@@ -196,7 +196,7 @@ def test_the_pipeline_renders_similarity_default_for_a_similarity_task():
 
 # ---------------------------------------------------------------------------------- bad specs
 def _spec(task: str, func: dict) -> dict:
-    return {"spec_version": 1, "name": "mine", "task": task,
+    return {"spec_version": 1, "name": "mine", "task": task, "sources": {"s": {"pool": ["text", "text_b"]}},
             "functionalities": [{"name": "f", "class": "C", "type": "MFT", "expect": "score_near", **func}]}
 
 
@@ -230,6 +230,9 @@ ONE = {"templates": ["{first_name} is {a:role}."]}
     ("similarity", {"type": "INV", "expect": "score_inv",
                     "templates": [{**PAIR, "perturb": {"name": "typos", "apply_to": "premise"}}]},
      "field 'templates[0].perturb.apply_to': 'premise' does not apply to a similarity input (first, second, both)"),
+    ("similarity", {"type": "DIR", "source": "s", "perturb": {"name": "typos"}},
+     "field 'expect': expectation 'score_near' needs a label or answer per input, which a source's sentences do not "
+     "have (give val, or use score_between / score_inv / score_up / score_down)"),
     ("nli", {"expect": {"name": "score_near", "val": 4}, "templates": [PAIR]},
      "field 'expect': 'score_near' is a regression's score expectation; a nli spec is scored on classes"),
     ("acceptability", {"expect": "eq", "templates": [{**PAIR, "label": "acceptable"}]},
@@ -318,3 +321,18 @@ def test_training_streams_of_the_rendered_suites():
     streams = build_streams(ACC, None, render_spec(a, load_sources(a), cases_per_functionality=3))
     targets = {i.env: i.target for i in streams["MFT"]}
     assert targets["simple sentences"] == [0.0, 1.0] and targets["word order"] == [1.0, 0.0]
+
+
+def test_a_similarity_spec_perturbs_real_pairs_from_a_pool():
+    """A pool source of (sentence 1, sentence 2) pairs: each pair with its perturbations (apply_to: first)."""
+    s = spec_from_data(_spec("similarity", {"type": "INV", "expect": {"name": "score_inv", "tolerance": 0.25},
+                                            "source": "s", "perturb": {"name": "typos", "apply_to": "first"}}),
+                       "mine.yaml")
+    pool = pd.DataFrame({"text": ["A man is playing a guitar on the stage.", "Two dogs run across a wide field."],
+                         "text_b": ["Someone plays a guitar on a stage.", "A pair of dogs is running in a field."]})
+    df = render_spec(s, load_sources(s, pool), cases_per_functionality=2)
+    assert sorted(r.inputs_b[0] for r in df.itertuples()) == sorted(pool["text_b"])
+    for r in df.itertuples():
+        assert all(b == r.inputs_b[0] for b in r.inputs_b) and all(a != r.inputs[0] for a in r.inputs[1:])
+    assert {json.loads(p)["tolerance"] for p in df["expect_params"]} == {0.25}
+    validate_suite(df, "mine", None, None, head="regression")

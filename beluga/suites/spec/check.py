@@ -161,9 +161,11 @@ def _check(spec: Spec) -> None:
             elif func["type"] == "MFT":
                 raise spec_error(spec, loc, "an MFT from a source needs 'pairs: perturbed_pairs' and a label (para)")
             elif needs in ("label", "label_or_answer", "answer") and "val" not in params:
+                others = ("score_between / score_inv / score_up / score_down" if is_score_task(spec.task)
+                          else "inv / monotonic / diff_up / diff_down")
                 raise spec_error(spec, [*loc, "expect"], f"expectation {expect!r} needs a label or answer per input, "
-                                                         "which a source's sentences do not have (give val, or use inv "
-                                                         "/ monotonic / diff_up / diff_down)")
+                                                         f"which a source's sentences do not have (give val, or use "
+                                                         f"{others})")
         if "label" in func and func.get("pairs") != "perturbed_pairs":
             raise spec_error(spec, [*loc, "label"], "a functionality's label is for pairs: perturbed_pairs; give "
                                                     "template groups their own label")
