@@ -29,8 +29,8 @@ def test_spec_yaml_bounded(tmp_path, kind):
 
 def test_lexicon_file_alias_bomb(tmp_path):
     (tmp_path / "lex.yaml").write_text(BOMB)
-    line = refused(tmp_path, "from beluga.suites.spec.check import _read_yaml",
-                   "_read_yaml('lex.yaml', 'lexicon file')")   # what spec lexicon_files are read with
+    line = refused(tmp_path, "from beluga.suites.spec.reading import read_yaml",
+                   "read_yaml('lex.yaml', 'lexicon file')")   # what spec lexicon_files are read with
     assert "lex.yaml" in line and "aliases expand" in line, line
 
 

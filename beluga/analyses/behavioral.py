@@ -47,8 +47,12 @@ def expectation_text(expect: str, params: str | None) -> str:
 
 
 def prediction_text(value, ttype) -> str:
+    """One input's prediction as the summary shows it: an answer (READ), a score (a regression head), or the
+    class the expectation sees with its probability (and the model's own class where they differ)."""
     if ttype.head == "qa":
         return repr(_short(value, 40))
+    if ttype.head == "regression":
+        return f"score {float(value):.2f}"
     probs = np.asarray(value, dtype=float)
     suite = ttype.suite_probs(probs[None, :])[0]      # what the expectation sees (SENT: three classes)
     k = int(suite.argmax())
@@ -132,7 +136,7 @@ def failure_summary(suite: pd.DataFrame, statuses: list[pd.DataFrame], preds: li
     funcs["filtered"] = [filtered_note(c) for c in _summed_reasons(per_model)]
     funcs["status"] = [status_word(k, f) for k, f in zip(funcs["n_scored"], funcs["n_failed"])]
 
-    col = "answer" if ttype.head == "qa" else "probs"
+    col = {"qa": "answer", "regression": "score"}.get(ttype.head, "probs")
     pvs = [p.set_index(["case_id", "input_idx"])[col] for p in preds]
     failed = pd.DataFrame(np.stack([suite["case_id"].map(st.set_index("case_id")["status"]).to_numpy() == FAIL
                                     for st in statuses], axis=1), index=suite.index)     # cases x models
@@ -173,7 +177,9 @@ def _expected(r, ttype) -> str:
     """A case's expectation as the summary shows it (with its label or answer)."""
     expected = expectation_text(r.expect, r.expect_params)
     labels = getattr(r, "labels", None)
-    if labels is not None and len(labels) and ttype.head != "qa":
+    if labels is not None and len(labels) and ttype.head == "regression":   # the inputs' gold scores
+        expected += f" (score {' / '.join(f'{float(x):g}' for x in dict.fromkeys(labels) if x is not None)})"
+    elif labels is not None and len(labels) and ttype.head != "qa":
         names = sorted({ttype.suite_labels.get(int(x), str(x)) for x in labels if x is not None})
         expected += f" (label {' / '.join(names)})"
     answers = getattr(r, "answers", None)

@@ -17,6 +17,12 @@ Prediction formats (``score --format``; default from the file's extension):
   space-separated), ``pred_and_conf`` (label and its probability),
   ``pred_and_softmax`` (label, then the probabilities).
 
+A regression suite (SIMILARITY) is scored from predicted scores instead: a
+keyed table with a ``score`` column, or ``--format score`` (one number per
+line), read by :mod:`beluga.analyses.score_predictions`; a file of scores
+for a classifier's suite, or of probabilities for a regression suite, is
+refused in one line saying which it is.
+
 A label index alone becomes a one-hot distribution and ``pred_and_conf`` puts
 the rest of the probability mass evenly on the other classes: CheckList's own
 expectations compare predicted classes (and, for INV, the predicted class's
@@ -57,7 +63,16 @@ from beluga.health import SUM_TOLERANCE, bad_probability_rows
 
 KEYED_FORMATS = ("parquet", "csv", "tsv", "jsonl")
 LINE_FORMATS = ("pred_only", "binary_conf", "softmax", "pred_and_conf", "pred_and_softmax")
-FORMATS = KEYED_FORMATS + LINE_FORMATS
+#: a regression model's line format (:mod:`beluga.analyses.score_predictions`): one score per line, in export order
+SCORE_LINE_FORMAT = "score"
+#: the formats whose lines follow the export's order (no case_id / input_idx)
+ORDERED_FORMATS = LINE_FORMATS + (SCORE_LINE_FORMAT,)
+FORMATS = KEYED_FORMATS + ORDERED_FORMATS
+
+
+#: what a classifier's reader adds when a file it cannot read holds a ``score`` column
+SCORES_FOR_A_CLASSIFIER = ("; the file holds scores (a regression model's), but this suite's task is a classifier "
+                           "scored from class probabilities (probs) or labels (pred)")
 
 
 def export_rows(suite: pd.DataFrame, head: str) -> pd.DataFrame:
@@ -129,13 +144,13 @@ LINE_FIELDS = {"pred_only": "pred", "binary_conf": "conf", "softmax": "softmax",
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")     # bytes that are not UTF-8, as decoded with surrogateescape
 
 
-def _clip(value, n: int = 60) -> str:
+def clip(value, n: int = 60) -> str:
     """repr of a value from the file, at most about ``n`` characters (control characters escaped)."""
     r = repr(value)
     return r if len(r) <= n else r[:n - 1] + "…"
 
 
-def _where(path: str, line: int) -> str:
+def at_line(path: str, line: int) -> str:
     return f"predictions {path}: line {line}"
 
 
@@ -144,12 +159,12 @@ def _utf8(text: str, path: str, line: int, field: str) -> str:
     m = _NOT_UTF8.search(text)
     if m:
         byte = ord(m.group()) - 0xdc00
-        raise DataError(f"{_where(path, line)}: field '{one_line(field)}': not UTF-8 text (byte 0x{byte:02x} "
+        raise DataError(f"{at_line(path, line)}: field '{one_line(field)}': not UTF-8 text (byte 0x{byte:02x} "
                         f"at character {m.start() + 1}); save the file as UTF-8")
     return text
 
 
-def _read_text(path: str, fmt: str) -> str:
+def predictions_text(path: str, fmt: str) -> str:
     """The file's text (a UTF-8 byte-order mark dropped; bytes that are not UTF-8 kept as surrogates for
     :func:`_utf8` to name their line and field); files that are not text at all are refused here."""
     data = Path(path).read_bytes()
@@ -166,7 +181,7 @@ def _read_text(path: str, fmt: str) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def _lines(text: str) -> list[str]:
+def text_lines(text: str) -> list[str]:
     """Lines split on "\\n" (a "\\r" before it dropped) and nothing else: other Unicode line separators
     (U+0085, U+2028, \\x0b, \\x0c, \\x1c-\\x1e) are part of the line, as in an answer string."""
     lines = [t[:-1] if t.endswith("\r") else t for t in text.split("\n")]
@@ -175,7 +190,7 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def _looks_keyed(text: str) -> str | None:
+def looks_keyed(text: str) -> str | None:
     """``jsonl``, ``csv`` or ``tsv`` when the first non-blank line is a keyed table's record or header."""
     first = text.lstrip().split("\n", 1)[0].strip()
     if first.startswith("{"):
@@ -207,10 +222,10 @@ def _label(value, path: str, line: int, field: str, k: int | None) -> int:
         if math.isfinite(f) and f.is_integer():
             x = int(f)
     if x is None:
-        raise DataError(f"{_where(path, line)}: field '{field}': {_clip(value)} is not a label index "
+        raise DataError(f"{at_line(path, line)}: field '{field}': {clip(value)} is not a label index "
                         f"(an integer{f' in 0..{k - 1}' if k else ''})")
     if k is not None and not 0 <= x < k:
-        raise DataError(f"{_where(path, line)}: field '{field}': label {x} is outside 0..{k - 1}")
+        raise DataError(f"{at_line(path, line)}: field '{field}': label {x} is outside 0..{k - 1}")
     return x
 
 
@@ -218,9 +233,9 @@ def _numbers(text: str, path: str, line: int, what: str) -> list[float]:
     try:
         vals = [float(x) for x in text.split()]
     except ValueError:
-        raise DataError(f"{_where(path, line)}: field '{what}': {_clip(text)} is not a list of numbers") from None
+        raise DataError(f"{at_line(path, line)}: field '{what}': {clip(text)} is not a list of numbers") from None
     if not vals:
-        raise DataError(f"{_where(path, line)}: field '{what}': empty (no numbers)")
+        raise DataError(f"{at_line(path, line)}: field '{what}': empty (no numbers)")
     return vals
 
 
@@ -234,12 +249,12 @@ def _probs_value(value, path: str, line: int, field: str) -> list[float]:
         try:
             value = json_loads(s)
         except json.JSONDecodeError as e:
-            raise DataError(f"{_where(path, line)}: field '{field}': {_clip(s)} is not a JSON list of numbers "
+            raise DataError(f"{at_line(path, line)}: field '{field}': {clip(s)} is not a JSON list of numbers "
                             f"({e.msg} at character {e.pos + 1})") from None
     if (isinstance(value, list) and value
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)):
         return [float(x) for x in value]
-    raise DataError(f"{_where(path, line)}: field '{field}': {_clip(value)} is not a list of numbers")
+    raise DataError(f"{at_line(path, line)}: field '{field}': {clip(value)} is not a list of numbers")
 
 
 def _check_distributions(probs: list[list[float]], lines: list[int], labels: list[int | None] | None,
@@ -253,13 +268,13 @@ def _check_distributions(probs: list[list[float]], lines: list[int], labels: lis
     n0 = len(probs[0])
     for p, ln in zip(probs, lines):
         if len(p) != n0:
-            raise DataError(f"{_where(path, ln)}: field '{field}': {len(p)} probabilities, but line {lines[0]} "
+            raise DataError(f"{at_line(path, ln)}: field '{field}': {len(p)} probabilities, but line {lines[0]} "
                             f"has {n0} (every line needs one per class)")
     arr = np.asarray(probs, dtype=np.float64)
     bad = bad_probability_rows(arr)
     if len(bad):
         i = int(bad[0])
-        raise DataError(f"{_where(path, lines[i])}: field '{field}': {probs[i]} is not a probability distribution "
+        raise DataError(f"{at_line(path, lines[i])}: field '{field}': {probs[i]} is not a probability distribution "
                         f"(values must be finite, in [0, 1] and sum to 1 within {SUM_TOLERANCE}); {len(bad)} such "
                         "line(s)")
     if labels is None:
@@ -269,20 +284,20 @@ def _check_distributions(probs: list[list[float]], lines: list[int], labels: lis
         if lab is None or lab == top[i]:
             continue
         if not 0 <= lab < n0:
-            raise DataError(f"{_where(path, ln)}: field '{label_field}': label {lab} is outside 0..{n0 - 1} "
+            raise DataError(f"{at_line(path, ln)}: field '{label_field}': label {lab} is outside 0..{n0 - 1} "
                             f"(the line has {n0} probabilities)")
         j = int(top[i])
         how = (f"ties with class {j} at {arr[i, j]:g}, and the scorer takes the first class of highest probability"
                if arr[i, lab] == arr[i, j] else
                f"has probability {arr[i, lab]:g} but class {j} has {arr[i, j]:g}")
-        raise DataError(f"{_where(path, ln)}: field '{label_field}': label {lab} contradicts the probabilities "
+        raise DataError(f"{at_line(path, ln)}: field '{label_field}': label {lab} contradicts the probabilities "
                         f"{probs[i]}: it {how} (the scorer takes the predicted class from the probabilities, CheckList "
                         "from the stated label): correct the label or the probabilities")
 
 
 def _probability(x: float, text: str, path: str, line: int) -> float:
     if not (math.isfinite(x) and 0.0 <= x <= 1.0):
-        raise DataError(f"{_where(path, line)}: field 'conf': {_clip(text)} is not a probability (finite, in [0, 1])")
+        raise DataError(f"{at_line(path, line)}: field 'conf': {clip(text)} is not a probability (finite, in [0, 1])")
     return x
 
 
@@ -296,13 +311,13 @@ def parse_line(text: str, fmt: str, k: int, path: str, line: int, qa: bool):
     text = _utf8(text, path, line, LINE_FIELDS[fmt]).strip()
     if fmt == "pred_only":
         if len(text.split()) != 1:
-            raise DataError(f"{_where(path, line)}: field 'pred': {_clip(text)} is not one label index")
+            raise DataError(f"{at_line(path, line)}: field 'pred': {clip(text)} is not one label index")
         lab = _label(text, path, line, "pred", k)
         return None, [1.0 if i == lab else 0.0 for i in range(k)]
     if fmt == "binary_conf":
         vals = _numbers(text, path, line, "conf")
         if len(vals) != 1 or k != 2:
-            raise DataError(f"{_where(path, line)}: field 'conf': binary_conf is one probability of class 1 for a "
+            raise DataError(f"{at_line(path, line)}: field 'conf': binary_conf is one probability of class 1 for a "
                             "two-class model")
         _probability(vals[0], text, path, line)
         return None, [1.0 - vals[0], vals[0]]
@@ -310,16 +325,16 @@ def parse_line(text: str, fmt: str, k: int, path: str, line: int, qa: bool):
         return None, _numbers(text, path, line, "softmax")
     parts = text.split()
     if not parts:
-        raise DataError(f"{_where(path, line)}: field 'pred': empty line (expected a label, then "
+        raise DataError(f"{at_line(path, line)}: field 'pred': empty line (expected a label, then "
                         f"{'its probability' if fmt == 'pred_and_conf' else 'the probabilities'})")
     lab = _label(parts[0], path, line, "pred", k if fmt == "pred_and_conf" else None)
     if fmt == "pred_and_softmax":
         if len(parts) < 2:
-            raise DataError(f"{_where(path, line)}: field 'softmax': missing (pred_and_softmax is a label, then the "
+            raise DataError(f"{at_line(path, line)}: field 'softmax': missing (pred_and_softmax is a label, then the "
                             "probabilities)")
         return lab, _numbers(" ".join(parts[1:]), path, line, "softmax")
     if len(parts) != 2:
-        raise DataError(f"{_where(path, line)}: field 'conf': pred_and_conf is a label and its probability "
+        raise DataError(f"{at_line(path, line)}: field 'conf': pred_and_conf is a label and its probability "
                         f"({len(parts)} values here)")
     conf = _probability(_numbers(parts[1], path, line, "conf")[0], parts[1], path, line)
     rest = (1.0 - conf) / (k - 1) if k > 1 else 0.0
@@ -329,11 +344,11 @@ def parse_line(text: str, fmt: str, k: int, path: str, line: int, qa: bool):
 def _read_lines(path: str, text: str, fmt: str, order: pd.DataFrame | None, k: int, qa: bool) -> pd.DataFrame:
     if qa and fmt != "pred_only":
         raise DataError(f"predictions {path}: field '--format': READ predictions are answers (pred_only)")
-    keyed = _looks_keyed(text)
+    keyed = looks_keyed(text)
     if keyed:
         raise DataError(f"predictions {path}: field '--format': the file looks like a keyed {keyed.upper()} table "
                         f"(case_id, input_idx), not {fmt} lines: give --format {keyed}")
-    lines = _lines(text)
+    lines = text_lines(text)
     if not qa:
         while lines and not lines[-1].strip():
             lines.pop()                 # blank lines at the end (an answer may be empty, a label may not)
@@ -353,24 +368,24 @@ def _read_lines(path: str, text: str, fmt: str, order: pd.DataFrame | None, k: i
                          col: values})
 
 
-def _keyed_records(path: str, text: str, fmt: str) -> tuple[list[str], list[tuple[int, dict]]]:
+def keyed_records(path: str, text: str, fmt: str) -> tuple[list[str], list[tuple[int, dict]]]:
     """(columns, [(line, record)]) of a CSV / TSV with a header line, or of JSONL (one object per line)."""
     records: list[tuple[int, dict]] = []
     if fmt == "jsonl":
         cols: dict = {}
-        for i, t in enumerate(_lines(text), 1):
+        for i, t in enumerate(text_lines(text), 1):
             if not t.strip():
                 continue
             try:
                 d = json_loads(t)
             except json.JSONDecodeError as e:
                 _utf8(t, path, i, "json")
-                hint = _looks_keyed(text)
+                hint = looks_keyed(text)
                 hint = f"; the file looks like {hint.upper()}: give --format {hint}" if hint and hint != fmt else ""
-                raise DataError(f"{_where(path, i)}: field 'json': not valid JSON ({e.msg} at character "
+                raise DataError(f"{at_line(path, i)}: field 'json': not valid JSON ({e.msg} at character "
                                 f"{e.colno}){hint}") from None
             if not isinstance(d, dict):
-                raise DataError(f"{_where(path, i)}: field 'json': {_clip(t)} is not a JSON object (one prediction "
+                raise DataError(f"{at_line(path, i)}: field 'json': {clip(t)} is not a JSON object (one prediction "
                                 "per line, with case_id, input_idx and probs, pred or answer)")
             for key, v in d.items():
                 _utf8(key, path, i, "json")
@@ -395,11 +410,11 @@ def _keyed_records(path: str, text: str, fmt: str) -> tuple[list[str], list[tupl
                 continue
             if len(row) != len(header):
                 name = header[len(row)] if len(row) < len(header) else f"(column {len(header) + 1})"
-                raise DataError(f"{_where(path, start)}: field '{one_line(name)}': {len(row)} field(s) where the "
+                raise DataError(f"{at_line(path, start)}: field '{one_line(name)}': {len(row)} field(s) where the "
                                 f"header has {len(header)} ({sep!r}-separated)")
             records.append((start, {c: _utf8(v, path, start, c) for c, v in zip(header, row)}))
     except csv.Error as e:
-        raise DataError(f"{_where(path, end + 1)}: field 'path': not a readable {fmt.upper()} file ({e})") from None
+        raise DataError(f"{at_line(path, end + 1)}: field 'path': not a readable {fmt.upper()} file ({e})") from None
     if header is None:
         raise DataError(f"predictions {path}: field 'path': the file is empty (a {fmt.upper()} file needs a header "
                         "line: case_id, input_idx and probs, pred or answer)")
@@ -408,14 +423,14 @@ def _keyed_records(path: str, text: str, fmt: str) -> tuple[list[str], list[tupl
     return header, records
 
 
-def _case_key(d: dict, path: str, line: int) -> tuple[str, int]:
+def case_key(d: dict, path: str, line: int) -> tuple[str, int]:
     cid = d.get("case_id")
     if isinstance(cid, bool) or not isinstance(cid, (str, int)) or str(cid).strip() == "":
-        raise DataError(f"{_where(path, line)}: field 'case_id': "
-                        f"{'missing' if cid in (None, '') else f'{_clip(cid)} is not a case id (a string)'}")
+        raise DataError(f"{at_line(path, line)}: field 'case_id': "
+                        f"{'missing' if cid in (None, '') else f'{clip(cid)} is not a case id (a string)'}")
     idx = d.get("input_idx")
     if idx is None or (isinstance(idx, str) and not idx.strip()):
-        raise DataError(f"{_where(path, line)}: field 'input_idx': missing")
+        raise DataError(f"{at_line(path, line)}: field 'input_idx': missing")
     x = None
     if isinstance(idx, int) and not isinstance(idx, bool):
         x = idx
@@ -429,28 +444,29 @@ def _case_key(d: dict, path: str, line: int) -> tuple[str, int]:
         if math.isfinite(f) and f.is_integer():
             x = int(f)
     if x is None:
-        raise DataError(f"{_where(path, line)}: field 'input_idx': {_clip(idx)} is not an integer")
+        raise DataError(f"{at_line(path, line)}: field 'input_idx': {clip(idx)} is not an integer")
     return str(cid), x
 
 
 def _read_keyed(path: str, text: str, fmt: str, k: int, qa: bool) -> pd.DataFrame:
-    cols, records = _keyed_records(path, text, fmt)
+    cols, records = keyed_records(path, text, fmt)
     missing = [c for c in ("case_id", "input_idx") if c not in cols]
     if not missing:
         if qa and "answer" not in cols:
             missing = ["answer"]
         elif not qa and "probs" not in cols and "pred" not in cols:
-            raise DataError(f"predictions {path}: field 'probs': need a probs or pred column (columns: {cols})")
+            raise DataError(f"predictions {path}: field 'probs': need a probs or pred column (columns: {cols})"
+                            + (SCORES_FOR_A_CLASSIFIER if "score" in cols else ""))
     if missing:
-        hint = _looks_keyed(text)
+        hint = looks_keyed(text)
         hint = f"; the file looks like {hint.upper()}: give --format {hint}" if hint and hint != fmt else ""
         raise DataError(f"predictions {path}: field '{missing[0]}': column missing (columns: {cols}){hint}")
     cids, idxs, lines, values, labels = [], [], [], [], []
     seen: dict[tuple[str, int], int] = {}
     for ln, d in records:
-        key = _case_key(d, path, ln)
+        key = case_key(d, path, ln)
         if key in seen:
-            raise DataError(f"{_where(path, ln)}: field 'case_id'/'input_idx': case {key[0]!r}, input {key[1]} "
+            raise DataError(f"{at_line(path, ln)}: field 'case_id'/'input_idx': case {key[0]!r}, input {key[1]} "
                             f"again (first on line {seen[key]})")
         seen[key] = ln
         cids.append(key[0])
@@ -459,7 +475,7 @@ def _read_keyed(path: str, text: str, fmt: str, k: int, qa: bool) -> pd.DataFram
         if qa:
             a = d.get("answer")
             if a is not None and not isinstance(a, str):
-                raise DataError(f"{_where(path, ln)}: field 'answer': {_clip(a)} is not a string (an answer, or null "
+                raise DataError(f"{at_line(path, ln)}: field 'answer': {clip(a)} is not a string (an answer, or null "
                                 "for none)")
             values.append("" if a is None else a)
             continue
@@ -485,14 +501,15 @@ def _read_parquet(path: str, column: str) -> pd.DataFrame:
         names = set(schema.names)
         missing = [c for c in ("case_id", "input_idx", column) if c not in names]
         if missing:
+            hint = SCORES_FOR_A_CLASSIFIER if column == "probs" and "score" in names else ""
             raise DataError(f"predictions {path}: field '{missing[0]}': missing column "
-                            f"(need case_id, input_idx and {column}; found {', '.join(schema.names)})")
+                            f"(need case_id, input_idx and {column}; found {', '.join(schema.names)}){hint}")
         return pq.read_table(path, columns=["case_id", "input_idx", column]).to_pandas()
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"predictions {path}: field 'path': not a readable Parquet file ({e})") from None
 
 
-def _typed_keys(preds: pd.DataFrame, path: str) -> pd.DataFrame:
+def typed_keys(preds: pd.DataFrame, path: str) -> pd.DataFrame:
     """case_id as strings, input_idx as integers (one line naming the row otherwise)."""
     preds = preds.copy()
     if preds["case_id"].isna().any():
@@ -515,10 +532,15 @@ def read_predictions(path: str, fmt: str, order: pd.DataFrame | None, k: int, qa
     ``k``: the model's classes (a label index becomes a one-hot distribution of length k)."""
     if not Path(path).exists():
         raise DataError(f"predictions {path}: field 'path': file does not exist")
+    if fmt == SCORE_LINE_FORMAT:
+        raise DataError(f"predictions {path}: field '--format': {SCORE_LINE_FORMAT} lines are a regression model's "
+                        f"predicted scores; this suite's task is {'READ (answers)' if qa else 'a classifier'}: give "
+                        f"its {'answers' if qa else 'probabilities or labels'} "
+                        f"({', '.join(KEYED_FORMATS + LINE_FORMATS)})")
     if fmt == "parquet":
         preds = _read_parquet(path, "answer" if qa else "probs")
     else:
-        text = _read_text(path, fmt)
+        text = predictions_text(path, fmt)
         preds = (_read_lines(path, text, fmt, order, k, qa) if fmt in LINE_FORMATS
                  else _read_keyed(path, text, fmt, k, qa))
-    return _typed_keys(preds, path)
+    return typed_keys(preds, path)

@@ -39,10 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "CheckList release suite (.tar.gz / .tgz / .pkl, read without executing it)")
     s.add_argument("--predictions", required=True,
                    help="predictions: Parquet / CSV / TSV / JSONL keyed by case_id, input_idx with probs (or pred) "
-                        "or answer (QA), or a CheckList line file in the export's order (see --format)")
+                        "or answer (QA) or score (similarity), or a CheckList line file in the export's order "
+                        "(see --format)")
     s.add_argument("--format", default=None,
                    help="parquet, csv, tsv, jsonl, or CheckList's pred_only, binary_conf, softmax, pred_and_conf, "
-                        "pred_and_softmax (default: from the extension)")
+                        "pred_and_softmax, or score (similarity: one predicted score per line) (default: from the "
+                        "extension)")
     s.add_argument("--out", required=True,
                    help="output directory, written as a whole (new, or holding only an earlier score's files)")
     s.add_argument("--task", choices=sorted(TASK_TYPES), default=None,
@@ -175,12 +177,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Render a suite spec (YAML; docs/SUITE_FORMAT.md, 'Writing a suite: spec files') into a suite "
                     "file in the project's format, deterministic for the seed, and print a summary per "
                     "functionality with sample cases. --spec is a file or a spec shipped with the project "
-                    "(sent_default, para_default, read_default, nli_default); the spec's pool sources read --source "
+                    "(sent_default, para_default, read_default, nli_default, similarity_default, "
+                    "acceptability_default); the spec's pool sources read --source "
                     "(a text file, one sentence per line, or a CSV / TSV / Parquet / JSONL table). Settings not given "
                     "here come from the spec's defaults. The output is written whole or not at all, never over an "
                     "input.")
     p_build.add_argument("--spec", required=True, help="a spec file, or sent_default / para_default / read_default / "
-                         "nli_default")
+                         "nli_default / similarity_default / acceptability_default")
     p_build.add_argument("--out", required=True, help="the suite file (.parquet)")
     p_build.add_argument("--source", default=None, help="the sentences the spec's pool sources read")
     p_build.add_argument("--seed", type=seed_type, default=None)

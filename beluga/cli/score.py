@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from beluga import provenance
-from beluga.analyses.predictions import LINE_FORMATS, export_rows, infer_format, read_predictions, write_export
+from beluga.analyses.predictions import ORDERED_FORMATS, export_rows, infer_format, read_predictions, write_export
+from beluga.analyses.score_predictions import read_score_predictions
 from beluga.bounds import json_loads
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, same_file, write_json, write_out_folder
@@ -183,9 +184,11 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     the pass rates per functionality in suite order (``DIR/functionalities.csv``); ``DIR`` is written as a
     whole or not at all. Returns what the command prints (task, counts, seconds).
 
-    The predictions' probability columns (label indices) are read in the task's order (``test`` writes them so),
-    or in ``label_order``'s (comma-separated class names, :func:`beluga.labels.order_from_option`), permuted
-    into the task's before anything is scored and recorded in cases.parquet's metadata (``beluga_labels``).
+    A regression suite (SIMILARITY) is scored from predicted scores (:mod:`beluga.analyses.score_predictions`).
+    A classifier's predictions' probability columns (label indices) are read in the task's order (``test``
+    writes them so), or in ``label_order``'s (comma-separated class names,
+    :func:`beluga.labels.order_from_option`), permuted into the task's before anything is scored and recorded
+    in cases.parquet's metadata (``beluga_labels``).
     ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs (:func:`checklist_subset`)."""
     from beluga.io import write_csv, write_parquet  # looked up per call (tests replace them)
     from beluga.metrics import filter_counts, filtered_note, pass_rates
@@ -198,12 +201,18 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     t_suite = time.time() - t0
 
     fmt = infer_format(predictions_path, fmt)
-    order = export_rows(suite, ttype.head)[["case_id", "input_idx"]] if fmt in LINE_FORMATS else None
+    order = export_rows(suite, ttype.head)[["case_id", "input_idx"]] if fmt in ORDERED_FORMATS else None
     if subset:   # after the line files' order (the whole export's)
         suite = checklist_subset(suite, suite_path)
-    k = ttype.num_model_labels if ttype.head != "qa" else 0   # the model's classes (SENT: 2, mapped as CheckList)
-    preds = read_predictions(predictions_path, fmt, order, k, ttype.head == "qa")
-    preds, labels = _reorder(preds, label_order, ttype, predictions_path)
+    if ttype.head == "regression":   # predicted scores (beluga.analyses.score_predictions): no classes to order
+        if label_order is not None:
+            raise BelugaError(f"predictions {predictions_path}: field '--label-order': task {ttype.name!r} is a "
+                              "regression; its predictions are scores, not class columns: drop --label-order")
+        preds, labels = read_score_predictions(predictions_path, fmt, order, ttype.name), {}
+    else:
+        k = ttype.num_model_labels if ttype.head != "qa" else 0   # the model's classes (SENT: 2, mapped as CheckList)
+        preds = read_predictions(predictions_path, fmt, order, k, ttype.head == "qa")
+        preds, labels = _reorder(preds, label_order, ttype, predictions_path)
     wanted = set(preds["case_id"].tolist())
     sel = suite[suite["case_id"].isin(wanted)].reset_index(drop=True)
     if len(sel) == 0:

@@ -54,8 +54,9 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     branch, tag or commit (default ``main``), refused with a local model; each hub model's revision and commit
     are recorded (:func:`_hub_models`, ``beluga.hub_models``). The task: ``task_name`` (``--task``), else the
     suite's own (a CheckList suite's, a built suite's metadata), else the one the models record
-    (:func:`beluga.cli.score.load_suite_for`). ``subset`` (``--checklist-subset``): only the cases of
-    CheckList's published runs, before ``max_cases``."""
+    (:func:`beluga.cli.score.load_suite_for`). A regression task (SIMILARITY) is predicted by its regression
+    head (one score per input, predictions.parquet's ``score``) and scored by :mod:`beluga.regression`.
+    ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs, before ``max_cases``."""
     from beluga.fold import suite_outcomes
     from beluga.io import write_csv, write_parquet, write_text  # looked up per call (tests replace them)
     from beluga.modeling import check_max_length, resolve_model
@@ -85,6 +86,9 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
                      [("suite", suite_path)] + [("model folder", path) for path in paths])
     recorded = _recorded_tasks(models, paths) if task_name is None else None
     suite, ttype = load_suite_for(suite_path, task_name, paper_fixes, recorded, subset=subset)
+    if ttype.head == "regression" and label_order is not None:
+        raise BelugaError(f"test: field '--label-order': task {ttype.name!r} is a regression; its model predicts a "
+                          "score, not classes: drop --label-order")
     if max_cases is not None:
         suite = subsample_cases(suite, max_cases, 0).reset_index(drop=True)
     nets = [_load_test_model(m, path, ttype, max_length, label_order)

@@ -5,9 +5,11 @@ sentences, an expectation per functionality — rendered into the project's suit
 A spec is a YAML file (validated by ``specs/spec.schema.yaml``; one line naming the file, the functionality and
 the field for anything wrong). :func:`load_spec` reads and checks it, :func:`load_sources` reads its real
 sentences, :func:`render_spec` makes the cases. The project's default suites are specs shipped with the package
-(``beluga/suites/specs/<name>.yaml``: :data:`PACKAGED`), rendered by the same engine. The loading and the checks
-are in :mod:`beluga.suites.spec.check`, the sources and the rendering in :mod:`beluga.suites.spec.render`; this
-package is the entry point the rest of the code imports (``from beluga.suites import spec``).
+(``beluga/suites/specs/<name>.yaml``: :data:`PACKAGED`), rendered by the same engine. What the checks and the
+rendering share is in :mod:`beluga.suites.spec.core`, the reading in :mod:`beluga.suites.spec.reading`, the checks
+in :mod:`beluga.suites.spec.check` (template groups and perturbations: :mod:`beluga.suites.spec.groups`), the
+sources and the rendering in :mod:`beluga.suites.spec.render`; this package is the entry point the rest of the
+code imports (``from beluga.suites import spec``).
 
 How a functionality's cases are made (``n`` cases, functionality ``i`` drawing everything from
 ``numpy.random.default_rng(seed + i)``):
@@ -27,17 +29,8 @@ A functionality that yields no case at all (every fill repeats a value, a pertur
 with one line; one that yields fewer than ``n`` repeats its cases (only when the whole product is smaller).
 """
 
-from beluga.suites.spec.check import (
-    PACKAGED,
-    RENDER_DEFAULTS,
-    SPEC_SCHEMA,
-    SPECS_DIR,
-    Spec,
-    expectation,
-    load_spec,
-    spec_from_data,
-    spec_path,
-)
+from beluga.suites.spec.check import load_spec, spec_from_data
+from beluga.suites.spec.core import PACKAGED, RENDER_DEFAULTS, SPEC_SCHEMA, SPECS_DIR, Spec, expectation, spec_path
 from beluga.suites.spec.render import (
     agg_of,
     catalogue,

@@ -17,12 +17,15 @@ from beluga.errors import ConfigError
 from beluga.suites import perturb as perturbations
 from beluga.suites import templates as tpl
 from beluga.suites.format import COLUMNS
-from beluga.suites.spec.check import (
+from beluga.suites.spec.core import (
+    PERTURBED_SEGMENT,
     SEP,
     WORD_LIST_KINDS,
     Spec,
     expectation,
     group_lexicons,
+    is_pair_task,
+    is_score_task,
     is_source_lexicon,
     label_of,
     slot_values,
@@ -41,9 +44,9 @@ def agg_of(func: dict) -> str:
 
 def spec_expectation(spec: Spec, func: dict) -> tuple[str, dict]:
     """(expectation name, parameters) as the suite stores them: a label name (``val``, ``label``, ``train.label``)
-    as its number."""
+    as its number (a regression's parameters are numbers already)."""
     expect, params = expectation(func)
-    if spec.task != "read":
+    if spec.task != "read" and not is_score_task(spec.task):
         for key in ("val", "label"):
             if key in params:
                 params = {**params, key: label_of(spec, params[key], ["expect", key])}
@@ -206,7 +209,7 @@ class _Renderer:
     def __init__(self, ctx: _Ctx, func: dict, loc: list, rng: np.random.Generator):
         self.ctx, self.func, self.loc, self.rng = ctx, func, loc, rng
         self.spec = ctx.spec
-        self.pair = self.spec.task != "sent"
+        self.pair = is_pair_task(self.spec.task)
         self._fns: dict = {}      # id of a perturbation block -> its function (_perturb_fn)
 
     # -- perturbations -------------------------------------------------------------------------------
@@ -239,7 +242,7 @@ class _Renderer:
         """The perturbed versions of an input (its segments), each a list of segments."""
         if not self.pair:
             return [[p] for p in fn(segs[0], rng)]
-        target = apply_to or {"para": "second", "nli": "hypothesis"}.get(self.spec.task, "question")
+        target = apply_to or PERTURBED_SEGMENT[self.spec.task]
         if target in ("first", "context", "premise"):
             return [[p, segs[1]] for p in fn(segs[0], rng)]
         if target in ("second", "question", "hypothesis"):
