@@ -21,12 +21,11 @@ rule combinational_data:
         "../envs/beluga.yaml"
     params:
         data=lambda w: RUNS.comb_pools[w.pool]["data"],
-        roles=lambda w: RUNS.comb_pools[w.pool]["roles"],
+        # as the config gives them (the job resolves a source's default roles): a one-source run's params stay
+        roles=lambda w: RUNS.comb_pools[w.pool]["given_roles"],
         n_test=COMBINATIONAL["n_test"],
         seed=COMBINATIONAL["seed"],
-        source_version=lambda w: beluga_ood.ood_source_version(
-            {"source": RUNS.comb_pools[w.pool]["data"]["source"]}
-        ),
+        source_version=lambda w: beluga_ood.ood_source_version(RUNS.comb_pools[w.pool]["data"]),
     script:
         "../workflow_scripts/combinational_data.py"
 

@@ -91,7 +91,8 @@ def data_name(data: dict) -> str:
 
 
 def pools(block: dict) -> tuple[dict[str, dict], dict[str, str]]:
-    """(pool stem -> {``name``, ``data``, ``roles``}, variant -> its pool stem) for the variants of
+    """(pool stem -> {``name``, ``data``, ``roles``, ``given_roles``: as the config gives them, None
+    for a source's default}, variant -> its pool stem) for the variants of
     the combinational block (:func:`beluga.analyses.combinational.variants`; their data and roles:
     :func:`beluga.analyses.combinational.variant_data`). A variant on the block's data and roles
     reads :data:`BLOCK_POOL`; one with its own reads ``pool-<name>``; two different data sources
@@ -108,7 +109,9 @@ def pools(block: dict) -> tuple[dict[str, dict], dict[str, str]]:
             raise ConfigError(f"config: field 'combinational.variants[{i}].data.name': variant "
                               f"{entry.get('name')!r} reads other data (or roles) than another variant's data "
                               f"named {name!r}; give each data source its own name")
-        out[stem] = {"name": name, "data": data, "roles": roles}
+        given = block.get("roles") if stem == BLOCK_POOL else \
+            entry["roles"] if "roles" in entry else None if "data" in entry else block.get("roles")
+        out.setdefault(stem, {"name": name, "data": data, "roles": roles, "given_roles": given})
         of_variant[str(entry.get("name"))] = stem
     return out, of_variant
 
