@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import ENV, REPO, SNAKEMAKE, beluga_cli, smk
+from conftest import ENV, REPO, SNAKEMAKE, beluga_cli, job_counts, smk
 from snakemake.utils import validate
 from test_challenge_data import yelp_archive
 from test_glue_data import glue_zip, one_line
@@ -212,7 +212,9 @@ def test_paper_config_builds_its_dag_from_staged_files(staged_dir, tmp_path):
     assert "results/combinational_paper/combinational/pool.parquet" in text
     assert "results/combinational_paper/combinational/pool-mnli.parquet" in text
     assert str(staged_dir / "iid" / "mnli" / "MNLI.zip") in text and str(staged_dir / remotes.YELP_ARCHIVE) in text
-    assert text.count("rule combinational_train:") == 26 and "rule combinational_comparison:" in text
+    counts = job_counts(text)
+    assert counts["combinational_train"] == 26 and counts["combinational_data"] == 2, counts
+    assert counts["combinational"] == 13 and counts["combinational_comparison"] == 1, counts
 
 
 # ---------------------------------------------------------------- end to end
