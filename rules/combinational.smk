@@ -10,7 +10,7 @@ COMB_VARIANTS = RUNS.comb_variants
 
 rule combinational_data:
     input:
-        sources=lambda w: beluga_comb_data.source_files(RUNS.comb_pools[w.pool]["data"]),
+        sources=lambda w: beluga_comb_data.data_files(RUNS.comb_pools[w.pool]["data"]),
     output:
         pool=PATHS.combinational("{pool}.parquet"),
     log:

@@ -56,7 +56,7 @@ def block(**kw) -> dict:
 # ---------------------------------------------------------------- the sources
 def test_yelp_stars_binned_into_three_labels(tmp_path):
     path = staged(tmp_path, n_yelp=10) / remotes.YELP_ARCHIVE
-    df = cdata.load_source({"source": "yelp", "path": str(path)})
+    df = cdata.load_data({"source": "yelp", "path": str(path)})
     stars = [1 + i % 5 for i in range(10)]
     assert list(df["label"]) == [cdata.YELP_THREE_WAY[str(s)] for s in stars]
     assert list(df["label"][:5]) == ["negative", "negative", "neutral", "positive", "positive"]
@@ -69,18 +69,18 @@ def test_yelp_stars_binned_into_three_labels(tmp_path):
 
 def test_mnli_pairs_labels_by_name(tmp_path):
     staged(tmp_path, n_mnli=6)
-    df = cdata.load_source({"source": "mnli", "path": str(tmp_path / "iid" / "mnli")})
+    df = cdata.load_data({"source": "mnli", "path": str(tmp_path / "iid" / "mnli")})
     assert list(df["label"]) == ["entailment", "neutral", "contradiction"] * 2
     assert df["text"][0] == 'premise 0 with a "quote' and df["text_b"][0] == "hypothesis 0"
     assert list(df["example_id"][:2]) == ["mnli-train-0", "mnli-train-1"]
     pool = comb.split_pool(comb.assign_roles(df, comb.check_roles(None, "mnli")), 1, 3)
     assert comb.is_pair(pool) and set(pool[pool["role"] == "fst"]["label"]) == {"entailment"}
-    assert cdata.source_files({"source": "mnli", "path": str(tmp_path / "iid" / "mnli")}) == [
+    assert cdata.data_files({"source": "mnli", "path": str(tmp_path / "iid" / "mnli")}) == [
         str(tmp_path / "iid" / "mnli" / "MNLI.zip")]
-    assert cdata.source_files({"source": "mnli", "path": str(tmp_path / "absent")}) == [
+    assert cdata.data_files({"source": "mnli", "path": str(tmp_path / "absent")}) == [
         str(tmp_path / "absent" / "MNLI.zip")]
     with pytest.raises(DataError) as e:
-        cdata.load_source({"source": "mnli", "path": str(tmp_path / "absent")})
+        cdata.load_data({"source": "mnli", "path": str(tmp_path / "absent")})
     assert f"combinational data {tmp_path / 'absent'}: field 'path': no GLUE MNLI files" in one_line(e)
 
 

@@ -3,7 +3,7 @@
 The seed runs on Yelp reviews and MNLI, three labels each (its Table 1); one run of this project may
 compare variants on several data sources (the seed's Table 2: Yelp rows 1-4, MNLI rows 5-8). A
 source (``combinational.data``, or a variant's own ``data``) is read into labelled inputs
-(:func:`load_source`: ``example_id``, ``text`` [, ``text_b``], ``label`` as names):
+(:func:`load_data`: ``example_id``, ``text`` [, ``text_b``], ``label`` as names):
 
 - ``hutto``: the Hutto & Gilbert sentences binned into three labels
   (:func:`beluga.analyses.combinational.hutto_three_way`);
@@ -57,7 +57,7 @@ def mnli_pairs(folder: str) -> pd.DataFrame:
     return df.assign(label=df["label"].map(names))
 
 
-def load_source(data: dict) -> pd.DataFrame:
+def load_data(data: dict) -> pd.DataFrame:
     """The labelled inputs of a data source (the module docstring): ``example_id``, ``text``
     [, ``text_b``], ``label`` (the label values the roles name)."""
     source = data.get("source", "hutto")
@@ -70,7 +70,7 @@ def load_source(data: dict) -> pd.DataFrame:
     return load_labelled(data["path"])
 
 
-def source_files(data: dict) -> list[str]:
+def data_files(data: dict) -> list[str]:
     """The files a data source's pool reads (a job's declared inputs): a local file, Yelp's archive,
     the MNLI files found in its folder (none found: the archive the fetch writes there)."""
     source = data.get("source", "hutto")

@@ -23,10 +23,10 @@ def combinational_data(*, data: dict, roles: dict | None, n_test: int, seed: int
     local file, Yelp, MNLI) with their roles (fst / sec / neu), split into test inputs and ranked
     training inputs."""
     from beluga.analyses import combinational as comb
-    from beluga.analyses.combinational_data import load_source
+    from beluga.analyses.combinational_data import load_data
 
     roles = comb.check_roles(roles, data["source"])   # also checked while the DAG is built (Runs)
-    df = load_source(data)
+    df = load_data(data)
     write_parquet(comb.split_pool(comb.assign_roles(df, roles), n_test, seed), out_pool)
 
 
