@@ -120,8 +120,8 @@ rule combinational_comparison:
     conda:
         "../envs/beluga.yaml"
     params:
-        variants=COMB_VARIANTS,
-        data=beluga_comb_data.data_labels(COMBINATIONAL),
+        # each variant's settings, with its data's name when they read several (a one-source run's params stay)
+        variants=beluga_comb_data.comparison_settings(COMBINATIONAL, COMB_VARIANTS),
         seeds=RUNS.seeds,
     script:
         "../workflow_scripts/combinational_comparison.py"

@@ -4,5 +4,4 @@ from beluga.workflow.smk import input_list, run
 sm = snakemake  # noqa: F821
 run(sm, lambda: combinational.combinational_comparison(
     tables=input_list(sm, "tables"), variants=dict(sm.params.variants), out_table=sm.output.table,
-    out_markdown=sm.output.markdown, seeds=list(sm.params.seeds),
-    data=dict(sm.params.data) if sm.params.data else None))
+    out_markdown=sm.output.markdown, seeds=list(sm.params.seeds)))

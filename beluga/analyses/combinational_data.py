@@ -124,3 +124,10 @@ def data_labels(block: dict) -> dict[str, str] | None:
     if len({p["name"] for p in specs.values()}) < 2:
         return None
     return {v: specs[s]["name"] for v, s in of_variant.items()}
+
+
+def comparison_settings(block: dict, variants: dict[str, dict]) -> dict[str, dict]:
+    """The variants' settings as the comparison reads them: with the name of each one's data
+    (``data``) when they read several data sources (:func:`data_labels`), else unchanged."""
+    labels = data_labels(block)
+    return {n: {**v, "data": labels[n]} for n, v in variants.items()} if labels else variants

@@ -100,11 +100,12 @@ def combinational(*, results: list[str], variant: str, too_long: str, out_table:
 
 
 def combinational_comparison(*, tables: list[str], variants: dict, out_table: str, out_markdown: str,
-                             seeds: list[int] | None = None, data: dict | None = None) -> None:
+                             seeds: list[int] | None = None) -> None:
     """Every variant side by side (the seed's Tables 2 and 3): one row per variant and K.
-    ``tables``: each variant's table.csv, in the order of ``variants`` (name -> its settings);
-    several training ``seeds``: tables of the mean over seeds, checked to hold that many;
-    ``data``: variant -> its data source's name when they read several (rows grouped by data)."""
+    ``tables``: each variant's table.csv, in the order of ``variants`` (name -> its settings, with
+    ``data``, its data source's name, when they read several: the rows grouped by data,
+    beluga.analyses.combinational_data.comparison_settings); several training ``seeds``: tables of
+    the mean over seeds, checked to hold that many."""
     from beluga.analyses import combinational_report as report
 
     frames = {name: pd.read_csv(p) for name, p in zip(variants, tables, strict=True)}
@@ -112,6 +113,7 @@ def combinational_comparison(*, tables: list[str], variants: dict, out_table: st
     if seeds:
         for p, t in zip(tables, frames.values()):
             report.check_table_seeds(t, p, seeds)
+    data = {n: v["data"] for n, v in variants.items()} if all("data" in v for v in variants.values()) else None
     comp = report.comparison(frames, variants, data)
     write_csv(comp, out_table)
     write_text(report.comparison_markdown(comp, seeds), out_markdown)
