@@ -91,6 +91,7 @@ def test_one_source_keeps_the_one_pool_and_its_tables():
     assert list(specs) == ["pool"] and of == {"a": "pool", "b": "pool"}
     assert specs["pool"]["given_roles"] is None and specs["pool"]["roles"] == comb.HUTTO_ROLES
     assert cdata.data_labels(b) is None
+    assert cdata.comparison_settings(b, comb.variants(b)) == comb.variants(b)   # the comparison's params as before
     assert "data" not in comb.variants(b)["a"]   # a variant's settings (its jobs' params) are unchanged
 
 
@@ -104,6 +105,8 @@ def test_variants_on_their_own_data_get_their_own_pool():
     assert specs["pool-mnli"]["roles"] == {"fst": "entailment", "sec": "contradiction", "neu": "neutral"}
     assert specs["pool-mnli"]["given_roles"] is None and specs["pool"]["name"] == "yelp"
     assert cdata.data_labels(b) == {"yelp_a": "yelp", "mnli_a": "mnli", "mnli_b": "mnli", "yelp_b": "yelp"}
+    settings = cdata.comparison_settings(b, comb.variants(b))
+    assert settings["mnli_a"]["data"] == "mnli" and settings["mnli_a"]["template"] == b["template"]
 
 
 @pytest.mark.parametrize("variants, field", [
