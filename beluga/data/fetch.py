@@ -119,33 +119,20 @@ def _under(data_dir: str, value: str) -> str:
     return path
 
 
-#: the combinational sources read from the data folder and their default path in it (beluga.analyses.
-#: combinational_data): Yelp's archive, GLUE MNLI's i.i.d. folder
-COMB_DATA_PATHS = {"yelp": remotes.YELP_ARCHIVE, "mnli": os.path.dirname(remotes.IID_FILES["mnli"])}
-
-
-def comb_data_blocks(config: dict) -> list[dict]:
-    """The combinational analysis' data blocks: its own and each variant's (``variants[i].data``),
-    each once (a YAML anchor may make two the same object)."""
-    comb = config.get("combinational") or {}
-    blocks = [comb.get("data") or {}] + [v["data"] for v in comb.get("variants") or [] if v.get("data")]
-    return list({id(b): b for b in blocks}.values())
-
-
 def resolve_data_paths(config: dict) -> None:
     """Relative data paths of the config (a suite file, an i.i.d. folder or
     table, a local OOD set, the combinational analysis' local data) are
     relative to ``data_dir`` (default ``.``: the directory snakemake runs in).
     Rewrites them in place, once, right after validation. A challenge OOD set's folder defaults
     to the one the fetch writes its files to (:data:`beluga.data.remotes.OOD_DIRS`), as the
-    combinational Yelp / MNLI data's path (:data:`COMB_DATA_PATHS`)."""
+    combinational Yelp / MNLI data's path (:data:`remotes.COMB_DATA_PATHS`)."""
     for task in config.get("tasks", {}).values():
         for entry in task.get("ood") or []:
             if entry.get("source") in remotes.OOD_DIRS and not entry.get("path"):
                 entry["path"] = remotes.OOD_DIRS[entry["source"]]   # made relative to data_dir below
-    for comb in comb_data_blocks(config):
-        if comb.get("source") in COMB_DATA_PATHS and not comb.get("path"):
-            comb["path"] = COMB_DATA_PATHS[comb["source"]]
+    for comb in remotes.comb_data_blocks(config):
+        if comb.get("source") in remotes.COMB_DATA_PATHS and not comb.get("path"):
+            comb["path"] = remotes.COMB_DATA_PATHS[comb["source"]]
     data_dir = str(config.get("data_dir") or ".")
     if data_dir in (".", ""):
         return
@@ -166,8 +153,8 @@ def resolve_data_paths(config: dict) -> None:
         for entry in task.get("ood") or []:
             if entry.get("source") in ("local", *remotes.OOD_DIRS) and _is_relative_path(entry.get("path")):
                 entry["path"] = _under(data_dir, entry["path"])
-    for comb in comb_data_blocks(config):
-        if comb.get("source") in ("local", *COMB_DATA_PATHS) and _is_relative_path(comb.get("path")):
+    for comb in remotes.comb_data_blocks(config):
+        if comb.get("source") in ("local", *remotes.COMB_DATA_PATHS) and _is_relative_path(comb.get("path")):
             comb["path"] = _under(data_dir, comb["path"])
 
 
@@ -235,7 +222,7 @@ def config_files(config: dict) -> list[Remote]:
                     rel = os.path.normpath(f"{remotes.OOD_DIRS[src]}/{name}")
                     if rel in REMOTES:
                         want[rel] = REMOTES[rel]
-    for comb in comb_data_blocks(config):   # an official archive (Yelp) or GLUE MNLI's folder
+    for comb in remotes.comb_data_blocks(config):   # an official archive (Yelp) or GLUE MNLI's folder
         path = comb.get("path")
         want.update({rel: r for rel, r in REMOTES.items() if path and _same(path, _under(data_dir, rel))})
         if comb.get("source") == "mnli":
