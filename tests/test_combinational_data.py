@@ -233,7 +233,7 @@ def test_mnli_and_yelp_variants_end_to_end(tmp_path):
         "data": {"source": "mnli"}, "label_words": {"fst": "entailment", "sec": "contradiction", "neu": "neutral"},
         "training": {"lr": 1.0e-3, "batch_size": 8, "epochs": 1},
         "variants": [{"name": "mnli_tiny"},
-                     {"name": "yelp_tiny", "data": {"source": "yelp"},
+                     {"name": "yelp_tiny", "data": {"source": "yelp", "per_label": 12},
                       "label_words": {"fst": "great", "sec": "terrible", "neu": "okay"}}]}
     cfg_file = tmp_path / "cfg.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
@@ -242,6 +242,7 @@ def test_mnli_and_yelp_variants_end_to_end(tmp_path):
     res = wd / "results" / "combinational"
     mnli_pool, yelp_pool = pd.read_parquet(res / "pool.parquet"), pd.read_parquet(res / "pool-yelp.parquet")
     assert comb.is_pair(mnli_pool) and not comb.is_pair(yelp_pool)
+    assert len(yelp_pool) == 3 * 12 and len(mnli_pool) == 45   # per_label: the first 12 of each label's order
     assert set(zip(mnli_pool["role"], mnli_pool["label"])) == {("fst", "entailment"), ("sec", "contradiction"),
                                                               ("neu", "neutral")}
     assert set(zip(yelp_pool["role"], yelp_pool["label"])) == {("fst", "positive"), ("sec", "negative"),
@@ -260,3 +261,18 @@ def test_mnli_and_yelp_variants_end_to_end(tmp_path):
     assert "| data | variant |" in (res / "comparison.md").read_text()
     out = smk(wd, "-n", "combinational_all", configfiles=(cfg_file,))
     assert "Nothing to be done" in out.stdout + out.stderr
+
+
+def test_per_label_keeps_a_prefix_of_the_seeded_order():
+    rows = [{"example_id": f"{r}{i:03d}", "text": f"s {r} {i}", "label": r, "role": r}
+            for r in comb.COMB_ROLES for i in range(40)]
+    whole = comb.split_pool(pd.DataFrame(rows), n_test=5, seed=3)
+    part = comb.split_pool(pd.DataFrame(rows), n_test=5, seed=3, per_label=12)
+    assert len(part) == 3 * 12 and (part.groupby("role").size() == 12).all()
+    key = ["example_id", "split", "rank"]
+    merged = part[key].merge(whole[key], on="example_id", suffixes=("", "_whole"))
+    assert (merged["split"] == merged["split_whole"]).all() and (merged["rank"] == merged["rank_whole"]).all()
+    assert set(part.query("split == 'test'")["example_id"]) == set(whole.query("split == 'test'")["example_id"])
+    with pytest.raises(DataError) as e:
+        comb.split_pool(pd.DataFrame(rows), n_test=5, seed=3, per_label=5)
+    assert "field 'per_label': 5 inputs per label leave no training input" in one_line(e)

@@ -196,15 +196,21 @@ def assign_roles(df: pd.DataFrame, roles: dict) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def split_pool(df: pd.DataFrame, n_test: int, seed: int) -> pd.DataFrame:
+def split_pool(df: pd.DataFrame, n_test: int, seed: int, per_label: int | None = None) -> pd.DataFrame:
     """Per role, a seeded order of the id-sorted examples: the first ``n_test``
     are test inputs, the rest are training inputs in ``rank`` order (a K-sample
-    is rank < K). Columns added: ``split`` (test / train) and ``rank``."""
+    is rank < K). ``per_label``: only the first that many of each role's order
+    are kept (a large data set's pool: Yelp's 650,000 reviews; the same test
+    inputs and training ranks as without it). Columns added: ``split`` (test /
+    train) and ``rank``."""
+    if per_label is not None and per_label <= n_test:
+        raise DataError(f"combinational data: field 'per_label': {per_label} inputs per label leave no training "
+                        f"input after n_test = {n_test} test inputs")
     parts = []
     for r in COMB_ROLES:
         g = df[df["role"] == r].sort_values("example_id", kind="stable").reset_index(drop=True)
         order = np.random.default_rng([seed, COMB_ROLES.index(r)]).permutation(len(g))
-        g = g.iloc[order].reset_index(drop=True)
+        g = g.iloc[order[:per_label]].reset_index(drop=True)
         if len(g) <= n_test:
             raise DataError(f"combinational data: field 'n_test': role {r} has {len(g)} examples, not more than "
                             f"n_test = {n_test}")
@@ -348,9 +354,15 @@ def _token_ids(tokenizer, pairs: list[tuple[str, str | None]]) -> list[list[int]
                                            verbose=False)["input_ids"]]
 
 
+#: inputs tokenized at once by :func:`_lengths` (a pool of Yelp reviews holds millions of templated inputs)
+LENGTH_CHUNK = 20_000
+
+
 def _lengths(tokenizer, pairs: list[tuple[str, str | None]]) -> list[int]:
-    """Token counts with the special tokens, untruncated."""
-    return [len(ids) for ids in _token_ids(tokenizer, pairs)]
+    """Token counts with the special tokens, untruncated; in chunks, so that only a chunk's token ids
+    are held at once."""
+    return [len(ids) for i in range(0, len(pairs), LENGTH_CHUNK)
+            for ids in _token_ids(tokenizer, pairs[i:i + LENGTH_CHUNK])]
 
 
 def _capped(a: str, b: str | None, c: int) -> tuple[str, str | None]:

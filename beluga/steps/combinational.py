@@ -27,7 +27,7 @@ def combinational_data(*, data: dict, roles: dict | None, n_test: int, seed: int
 
     roles = comb.check_roles(roles, data["source"])   # also checked while the DAG is built (Runs)
     df = load_data(data)
-    write_parquet(comb.split_pool(comb.assign_roles(df, roles), n_test, seed), out_pool)
+    write_parquet(comb.split_pool(comb.assign_roles(df, roles), n_test, seed, data.get("per_label")), out_pool)
 
 
 def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: dict, template: str, too_long: str,
