@@ -1,34 +1,38 @@
 # Combinational OOD generalization by template recombination (seed 002; docs/ANALYSES.md;
 # beluga/steps/combinational.py, beluga/analyses/combinational.py). Every variant
 # (combinational.variants: a model, a template, label words, a length limit...) trains and
-# is summarised under results/combinational/<variant>/, on the one shared pool of inputs;
-# combinational_comparison puts the variants side by side.
+# is summarised under results/combinational/<variant>/, on the pool of inputs of its data source
+# (the block's: pool.parquet; a variant's own data: pool-<name>.parquet, beluga/analyses/
+# combinational_data.py); combinational_comparison puts the variants side by side.
 
 COMB_VARIANTS = RUNS.comb_variants
 
 
 rule combinational_data:
     input:
-        sources=[COMBINATIONAL["data"]["path"]] if COMBINATIONAL["data"]["source"] == "local" else [],
+        sources=lambda w: beluga_comb_data.data_files(RUNS.comb_pools[w.pool]["data"]),
     output:
-        pool=PATHS.combinational("pool.parquet"),
+        pool=PATHS.combinational("{pool}.parquet"),
     log:
-        "logs/combinational/data.log",
+        "logs/combinational/{pool}.log",
+    wildcard_constraints:
+        pool="pool(-[A-Za-z0-9][A-Za-z0-9_-]*)?",
     conda:
         "../envs/beluga.yaml"
     params:
-        data=COMBINATIONAL["data"],
-        roles=COMBINATIONAL["roles"],
+        data=lambda w: RUNS.comb_pools[w.pool]["data"],
+        # as the config gives them (the job resolves a source's default roles): a one-source run's params stay
+        roles=lambda w: RUNS.comb_pools[w.pool]["given_roles"],
         n_test=COMBINATIONAL["n_test"],
         seed=COMBINATIONAL["seed"],
-        source_version=beluga_ood.ood_source_version({"source": COMBINATIONAL["data"]["source"]}),
+        source_version=lambda w: beluga_ood.ood_source_version(RUNS.comb_pools[w.pool]["data"]),
     script:
         "../workflow_scripts/combinational_data.py"
 
 
 rule combinational_train:
     input:
-        pool=PATHS.combinational("pool.parquet"),
+        pool=lambda w: RUNS.comb_pool(w.variant),
         model_files=lambda w: beluga_dag.model_files(COMB_VARIANTS[w.variant]["model"]),
         # a variant's hub model marker (none for local models); ancient(): only its path decides a rerun
         model_lock=lambda w: [ancient(m) for m in [RUNS.model_marker(None, w.variant)] if m],
@@ -116,7 +120,8 @@ rule combinational_comparison:
     conda:
         "../envs/beluga.yaml"
     params:
-        variants=COMB_VARIANTS,
+        # each variant's settings, with its data's name when they read several (a one-source run's params stay)
+        variants=beluga_comb_data.comparison_settings(COMBINATIONAL, COMB_VARIANTS),
         seeds=RUNS.seeds,
     script:
         "../workflow_scripts/combinational_comparison.py"

@@ -59,9 +59,15 @@ GROUPS = ("ID", "COOD", "OOD")
 TOO_LONG_RULES = ("drop", "truncate_sentence")
 #: the keys of a variant (combinational.variants[i]); unset ones come from the combinational block
 VARIANT_KEYS = ("model", "model_revision", "template", "label_words", "max_length", "training", "too_long")
+#: a variant's own data source and roles (unset: the block's; beluga.analyses.combinational_data.pools)
+DATA_KEYS = ("data", "roles")
 VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 #: the labels of the binned Hutto & Gilbert sentences (:func:`hutto_three_way`) and their default roles
 HUTTO_ROLES = {"fst": "positive", "sec": "negative", "neu": "neutral"}
+#: a built-in source's labels as its roles take them, by default (the seed's Table 2: fst positive /
+#: entailment, sec negative / contradiction, neu neutral); a local file has no default
+SOURCE_ROLES = {"hutto": HUTTO_ROLES, "yelp": dict(HUTTO_ROLES),
+                "mnli": {"fst": "entailment", "sec": "contradiction", "neu": "neutral"}}
 #: the Hutto & Gilbert mean ratings lie in [-HUTTO_SCALE, HUTTO_SCALE]
 HUTTO_SCALE = 4.0
 
@@ -105,10 +111,10 @@ def load_labelled(path: str) -> pd.DataFrame:
     return out
 
 
-def check_cut_points(negative_below: float, neutral_within: float, positive_above: float) -> None:
+def check_cut_points(negative_below: float, neutral_within: float, positive_above: float,
+                     field: str = "config: field 'combinational.data") -> None:
     """The three bins of :func:`hutto_three_way` do not overlap (a rating in two bins would take the
     first label) and none is empty by construction (mean ratings lie in [-4, 4])."""
-    field = "config: field 'combinational.data"
     if neutral_within < 0:
         raise ConfigError(f"{field}.neutral_within': {neutral_within:g} is negative (|mean rating| at most this "
                           "is neutral)")
@@ -128,43 +134,55 @@ def check_cut_points(negative_below: float, neutral_within: float, positive_abov
                           f"lie in [-{HUTTO_SCALE:g}, {HUTTO_SCALE:g}])")
 
 
-def check_roles(roles: dict | None, source: str = "local") -> dict:
+#: a built-in source's labels in words (the messages of :func:`check_roles`)
+_SOURCE_LABELS = {"hutto": "the Hutto & Gilbert bins", "yelp": "the Yelp stars binned (beluga.data.yelp)",
+                  "mnli": "GLUE MNLI"}
+
+
+def check_roles(roles: dict | None, source: str = "local", field: str = "combinational.roles") -> dict:
     """The roles (fst / sec / neu -> a label value of the data) of a data source: all three, three
-    different labels (two roles on one label would leave one of them without examples), and for
-    ``hutto`` labels of its bins (none given: :data:`HUTTO_ROLES`). Returns the roles."""
+    different labels (two roles on one label would leave one of them without examples), and for a
+    built-in source (``hutto``, ``yelp``, ``mnli``) labels it has (none given: its
+    :data:`SOURCE_ROLES`). ``field``: the config field of the roles. Returns the roles."""
     if not roles:
-        if source == "hutto":
-            return dict(HUTTO_ROLES)
-        raise ConfigError("config: field 'combinational.roles': a local data set needs the label values of its "
+        if source in SOURCE_ROLES:
+            return dict(SOURCE_ROLES[source])
+        raise ConfigError(f"config: field '{field}': a local data set needs the label values of its "
                           "first, second and third label (fst, sec, neu)")
     missing = [r for r in COMB_ROLES if r not in roles]
     if missing:
-        raise ConfigError(f"config: field 'combinational.roles.{missing[0]}': required (roles need fst, sec "
-                          "and neu)")
+        raise ConfigError(f"config: field '{field}.{missing[0]}': required (roles need fst, sec and neu)")
     for i, r in enumerate(COMB_ROLES):
         first = next((q for q in COMB_ROLES[:i] if str(roles[q]) == str(roles[r])), None)
         if first is not None:
-            raise ConfigError(f"config: field 'combinational.roles.{r}': label {str(roles[r])!r} is also role "
+            raise ConfigError(f"config: field '{field}.{r}': label {str(roles[r])!r} is also role "
                               f"{first}'s; each role needs its own label")
-    if source == "hutto":
+    if source in SOURCE_ROLES:
+        known = SOURCE_ROLES[source].values()
         for r in COMB_ROLES:
-            if str(roles[r]) not in HUTTO_ROLES.values():
-                raise ConfigError(f"config: field 'combinational.roles.{r}': {str(roles[r])!r} is not a label of "
-                                  f"the Hutto & Gilbert bins ({', '.join(HUTTO_ROLES.values())})")
+            if str(roles[r]) not in known:
+                raise ConfigError(f"config: field '{field}.{r}': {str(roles[r])!r} is not a label of "
+                                  f"{_SOURCE_LABELS[source]} ({', '.join(known)})")
     return {r: roles[r] for r in COMB_ROLES}
 
 
-def check_block(block: dict) -> None:
-    """What the schema cannot say about the combinational block, before any job runs: the data
-    (a local file named; Hutto & Gilbert bins that neither overlap nor are empty) and the roles
-    (:func:`check_roles`); each variant's template and label words: :func:`variants`."""
-    data = block.get("data") or {}
+def check_data(data: dict, roles: dict | None, field: str = "combinational") -> dict:
+    """One data source (the block's or a variant's ``data``, under config field ``field``) and its
+    roles: a local file named; Hutto & Gilbert bins that neither overlap nor are empty; the roles
+    (:func:`check_roles`). Returns the roles."""
     source = data.get("source", "hutto")
     if source == "local" and not data.get("path"):
-        raise ConfigError("config: field 'combinational.data.path': required with source: local")
+        raise ConfigError(f"config: field '{field}.data.path': required with source: local")
     if source == "hutto":
-        check_cut_points(data["negative_below"], data["neutral_within"], data["positive_above"])
-    check_roles(block.get("roles"), source)
+        check_cut_points(data["negative_below"], data["neutral_within"], data["positive_above"],
+                         f"config: field '{field}.data")
+    return check_roles(roles, source, f"{field}.roles")
+
+
+def check_block(block: dict) -> None:
+    """What the schema cannot say about the combinational block, before any job runs: its data and
+    roles (:func:`check_data`); each variant's template, label words, data and roles: :func:`variants`."""
+    check_data(block.get("data") or {}, block.get("roles"))
 
 
 def assign_roles(df: pd.DataFrame, roles: dict) -> pd.DataFrame:
@@ -178,15 +196,21 @@ def assign_roles(df: pd.DataFrame, roles: dict) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def split_pool(df: pd.DataFrame, n_test: int, seed: int) -> pd.DataFrame:
+def split_pool(df: pd.DataFrame, n_test: int, seed: int, per_label: int | None = None) -> pd.DataFrame:
     """Per role, a seeded order of the id-sorted examples: the first ``n_test``
     are test inputs, the rest are training inputs in ``rank`` order (a K-sample
-    is rank < K). Columns added: ``split`` (test / train) and ``rank``."""
+    is rank < K). ``per_label``: only the first that many of each role's order
+    are kept (a large data set's pool: Yelp's 650,000 reviews; the same test
+    inputs and training ranks as without it). Columns added: ``split`` (test /
+    train) and ``rank``."""
+    if per_label is not None and per_label <= n_test:
+        raise DataError(f"combinational data: field 'per_label': {per_label} inputs per label leave no training "
+                        f"input after n_test = {n_test} test inputs")
     parts = []
     for r in COMB_ROLES:
         g = df[df["role"] == r].sort_values("example_id", kind="stable").reset_index(drop=True)
         order = np.random.default_rng([seed, COMB_ROLES.index(r)]).permutation(len(g))
-        g = g.iloc[order].reset_index(drop=True)
+        g = g.iloc[order[:per_label]].reset_index(drop=True)
         if len(g) <= n_test:
             raise DataError(f"combinational data: field 'n_test': role {r} has {len(g)} examples, not more than "
                             f"n_test = {n_test}")
@@ -205,10 +229,22 @@ def variant_fields(block: dict, name: str) -> dict[str, str]:
     return {k: f"combinational.variants[{i}].{k}" if k in own else f"combinational.{k}" for k in VARIANT_KEYS}
 
 
+def variant_data(block: dict, entry: dict, field: str) -> tuple[dict, dict]:
+    """(data, roles) of a variant's entry (``field``): its own ``data`` or the block's, its own
+    ``roles``, else with its own data its source's default (:data:`SOURCE_ROLES`), else the
+    block's; checked (:func:`check_data`)."""
+    data = entry.get("data") or block.get("data") or {}
+    roles = entry["roles"] if "roles" in entry else None if "data" in entry else block.get("roles")
+    own = any(k in entry for k in DATA_KEYS)
+    return data, check_data(data, roles, field if own else "combinational")
+
+
 def variants(block: dict) -> dict[str, dict]:
     """name -> the complete settings of every variant of the combinational block: each entry of
     ``variants`` with its unset keys (:data:`VARIANT_KEYS`) taken from the block (``training``: key
-    by key); no entry: one variant named ``default``, the block's own keys."""
+    by key); no entry: one variant named ``default``, the block's own keys. A variant's own data
+    and roles (:data:`DATA_KEYS`) are checked here and read by
+    :func:`beluga.analyses.combinational_data.pools`."""
     base = {k: block.get(k) for k in VARIANT_KEYS}
     entries = block.get("variants") or [{"name": "default"}]
     out: dict[str, dict] = {}
@@ -219,11 +255,13 @@ def variants(block: dict) -> dict[str, dict]:
                               "(letters, digits, _ and -, not starting with _ or -)")
         if name in out:
             raise ConfigError(f"config: field 'combinational.variants[{i}].name': {name!r} appears twice")
-        unknown = sorted(set(v) - set(VARIANT_KEYS) - {"name"})
+        unknown = sorted(set(v) - set(VARIANT_KEYS) - set(DATA_KEYS) - {"name"})
         if unknown:
             raise ConfigError(f"config: field 'combinational.variants[{i}].{unknown[0]}': not a variant key "
-                              f"({', '.join(VARIANT_KEYS)})")
+                              f"({', '.join(VARIANT_KEYS + DATA_KEYS)})")
         merged = {**base, **{k: v[k] for k in VARIANT_KEYS if k in v and k != "training"}}
+        if any(k in v for k in DATA_KEYS):   # the variant's own data / roles (its pool's)
+            variant_data(block, v, f"combinational.variants[{i}]")
         merged["training"] = {**(base["training"] or {}), **(v.get("training") or {})}
         merged["label_words"] = {**(base["label_words"] or {}), **(v.get("label_words") or {})}
         check_template(merged["template"], f"combinational.variants[{i}].template" if "template" in v
@@ -316,9 +354,15 @@ def _token_ids(tokenizer, pairs: list[tuple[str, str | None]]) -> list[list[int]
                                            verbose=False)["input_ids"]]
 
 
+#: inputs tokenized at once by :func:`_lengths` (a pool of Yelp reviews holds millions of templated inputs)
+LENGTH_CHUNK = 20_000
+
+
 def _lengths(tokenizer, pairs: list[tuple[str, str | None]]) -> list[int]:
-    """Token counts with the special tokens, untruncated."""
-    return [len(ids) for ids in _token_ids(tokenizer, pairs)]
+    """Token counts with the special tokens, untruncated; in chunks, so that only a chunk's token ids
+    are held at once."""
+    return [len(ids) for i in range(0, len(pairs), LENGTH_CHUNK)
+            for ids in _token_ids(tokenizer, pairs[i:i + LENGTH_CHUNK])]
 
 
 def _capped(a: str, b: str | None, c: int) -> tuple[str, str | None]:

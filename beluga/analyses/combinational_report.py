@@ -304,15 +304,25 @@ def training_label(training: dict | None) -> str:
     return ", ".join(parts)
 
 
-def comparison(tables: dict[str, pd.DataFrame], settings: dict[str, dict]) -> pd.DataFrame:
+def comparison(tables: dict[str, pd.DataFrame], settings: dict[str, dict],
+               data: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per variant and K (variants in ``settings`` order): the variant's model, its training
     (two variants of one model differ there), template, label words, length rule and counts, and the
-    accuracy of the nine cells and three groups."""
+    accuracy of the nine cells and three groups. ``data`` (variant -> the name of its data source,
+    when the variants read several: beluga.analyses.combinational_data.data_labels) adds a first
+    ``data`` column and groups the rows by it, in the order the data first appear (the seed's
+    Table 2: Yelp rows, then MNLI rows)."""
     rows = []
-    for name, v in settings.items():
+    names = list(settings)
+    if data:
+        order = list(dict.fromkeys(data[n] for n in names))
+        names.sort(key=lambda n: order.index(data[n]))   # stable: variants keep their order within a data
+    for name in names:
+        v = settings[name]
         w = v["label_words"]
         for r in tables[name].to_dict("records"):
-            rows.append({"variant": name, "model": v["model"], "training": training_label(v.get("training")),
+            rows.append({**({"data": data[name]} if data else {}), "variant": name, "model": v["model"],
+                         "training": training_label(v.get("training")),
                          "template": v["template"],
                          "label_words": "/".join(w[x] for x in COMB_ROLES), "max_length": v["max_length"],
                          "too_long_rule": v["too_long"], **r})
@@ -326,8 +336,9 @@ def comparison_markdown(comp: pd.DataFrame, seeds: list[int] | None = None) -> s
     several = N_SEEDS_COLUMN in comp.columns
     cells = [cell_name(x, t) for x, t, _, _ in CELLS]
     n_col = ["seeds"] if several else []
-    t2 = ["variant", "model", "training", "K", *n_col] + cells
-    t3 = ["variant", "template", "label words (fst/sec/neu)", "K", *n_col, "ID", "COOD", "OOD", "max_length",
+    d_col = ["data"] if "data" in comp.columns else []   # several data sources (comparison's data)
+    t2 = [*d_col, "variant", "model", "training", "K", *n_col] + cells
+    t3 = [*d_col, "variant", "template", "label words (fst/sec/neu)", "K", *n_col, "ID", "COOD", "OOD", "max_length",
           "too long (train / test)", "rule"]
     spread = ", mean ± sd over training seeds" if several else ""
     lines = ["# Combinational OOD: comparison of the variants", "",
@@ -336,13 +347,15 @@ def comparison_markdown(comp: pd.DataFrame, seeds: list[int] | None = None) -> s
     recs = comp.to_dict("records")
     for r in recs:
         n = [str(int(r[N_SEEDS_COLUMN]))] if several else []
-        lines.append("| " + " | ".join([r["variant"], f"`{r['model']}`", r["training"], str(int(r["K"])), *n]
+        d = [str(r["data"])] if d_col else []
+        lines.append("| " + " | ".join([*d, r["variant"], f"`{r['model']}`", r["training"], str(int(r["K"])), *n]
                                        + [_pm(r, c, several) for c in cells]) + " |")
     lines += ["", f"## Accuracy (%) per group, template and label words (as the seed's Table 3){spread}", "",
               "| " + " | ".join(t3) + " |", "|" + "---|" * len(t3)]
     for r in recs:
         n = [str(int(r[N_SEEDS_COLUMN]))] if several else []
-        lines.append("| " + " | ".join([r["variant"], f"`{r['template']}`", r["label_words"], str(int(r["K"])), *n]
+        d = [str(r["data"])] if d_col else []
+        lines.append("| " + " | ".join([*d, r["variant"], f"`{r['template']}`", r["label_words"], str(int(r["K"])), *n]
                                        + [_pm(r, g, several) for g in GROUPS]
                                        + [str(int(r["max_length"])),
                                           f"{int(r['too_long_train'])} / {int(r['too_long_test'])}",

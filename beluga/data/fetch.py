@@ -124,11 +124,15 @@ def resolve_data_paths(config: dict) -> None:
     table, a local OOD set, the combinational analysis' local data) are
     relative to ``data_dir`` (default ``.``: the directory snakemake runs in).
     Rewrites them in place, once, right after validation. A challenge OOD set's folder defaults
-    to the one the fetch writes its files to (:data:`beluga.data.remotes.OOD_DIRS`)."""
+    to the one the fetch writes its files to (:data:`beluga.data.remotes.OOD_DIRS`), as the
+    combinational Yelp / MNLI data's path (:data:`remotes.COMB_DATA_PATHS`)."""
     for task in config.get("tasks", {}).values():
         for entry in task.get("ood") or []:
             if entry.get("source") in remotes.OOD_DIRS and not entry.get("path"):
                 entry["path"] = remotes.OOD_DIRS[entry["source"]]   # made relative to data_dir below
+    for comb in remotes.comb_data_blocks(config):
+        if comb.get("source") in remotes.COMB_DATA_PATHS and not comb.get("path"):
+            comb["path"] = remotes.COMB_DATA_PATHS[comb["source"]]
     data_dir = str(config.get("data_dir") or ".")
     if data_dir in (".", ""):
         return
@@ -149,9 +153,9 @@ def resolve_data_paths(config: dict) -> None:
         for entry in task.get("ood") or []:
             if entry.get("source") in ("local", *remotes.OOD_DIRS) and _is_relative_path(entry.get("path")):
                 entry["path"] = _under(data_dir, entry["path"])
-    comb = (config.get("combinational") or {}).get("data") or {}
-    if comb.get("source") == "local" and _is_relative_path(comb.get("path")):
-        comb["path"] = _under(data_dir, comb["path"])
+    for comb in remotes.comb_data_blocks(config):
+        if comb.get("source") in ("local", *remotes.COMB_DATA_PATHS) and _is_relative_path(comb.get("path")):
+            comb["path"] = _under(data_dir, comb["path"])
 
 
 def _same(a: str, b: str) -> bool:
@@ -210,14 +214,7 @@ def config_files(config: dict) -> list[Remote]:
             if path and _same(path, _under(data_dir, rel)):
                 want[rel] = remote
         iid = task.get("iid") or {}
-        src = iid.get("source")
-        if src in DATASET_FILES and iid.get("path") and _same(iid["path"], _under(data_dir, f"iid/{src}")):
-            folder = Path(iid["path"])
-            official = [rel for rel in DATASET_FILES[src] if os.path.lexists(_under(data_dir, rel))]
-            fallback = [n for n in FALLBACKS[src] if os.path.lexists(folder / n)]
-            if official or not fallback:
-                for rel in DATASET_FILES[src]:
-                    want[rel] = REMOTES[rel]
+        want.update(_dataset_remotes(data_dir, iid.get("source"), iid.get("path")))
         for entry in task.get("ood") or []:     # a challenge set read from the data folder's own folder
             src = entry.get("source")
             if src in remotes.OOD_DIRS and _same(entry.get("path") or "", _under(data_dir, remotes.OOD_DIRS[src])):
@@ -225,8 +222,11 @@ def config_files(config: dict) -> list[Remote]:
                     rel = os.path.normpath(f"{remotes.OOD_DIRS[src]}/{name}")
                     if rel in REMOTES:
                         want[rel] = REMOTES[rel]
-    comb = ((config.get("combinational") or {}).get("data") or {}).get("path")   # an official archive (Yelp)
-    want.update({rel: r for rel, r in REMOTES.items() if comb and _same(comb, _under(data_dir, rel))})
+    for comb in remotes.comb_data_blocks(config):   # an official archive (Yelp) or GLUE MNLI's folder
+        path = comb.get("path")
+        want.update({rel: r for rel, r in REMOTES.items() if path and _same(path, _under(data_dir, rel))})
+        if comb.get("source") == "mnli":
+            want.update(_dataset_remotes(data_dir, "mnli", path))
     for k, entry in enumerate((config.get("fetch") or {}).get("files") or []):
         rel = os.path.normpath(entry["path"])
         if os.path.isabs(rel) or rel.startswith(".."):
@@ -234,6 +234,16 @@ def config_files(config: dict) -> list[Remote]:
                               "data folder")
         want[rel] = Remote(rel, entry["url"], entry.get("sha256"), f"fetch.files[{k}]")
     return [want[k] for k in sorted(want)]
+
+
+def _dataset_remotes(data_dir: str, src, path) -> dict[str, Remote]:
+    """The official files of an i.i.d. source whose folder ``path`` is the data folder's
+    ``iid/<source>``, unless that folder holds only files the loaders fall back to."""
+    if src not in DATASET_FILES or not path or not _same(path, _under(data_dir, f"iid/{src}")):
+        return {}
+    official = [rel for rel in DATASET_FILES[src] if os.path.lexists(_under(data_dir, rel))]
+    fallback = [n for n in FALLBACKS[src] if os.path.lexists(Path(path) / n)]
+    return {rel: REMOTES[rel] for rel in DATASET_FILES[src]} if official or not fallback else {}
 
 
 def remote_url(remote: Remote, mirror: str | None = None) -> str:

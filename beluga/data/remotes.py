@@ -15,7 +15,9 @@ repository github.com/cocoxu/SemEval-PIT2015 publishes only the test labels and 
 data files come from the organisers under Twitter's terms: ``source: local`` with a copy), GLUE-X's
 own re-collected sets (Grammar Test for CoLA, NewsQA-as-QNLI: the authors' Google Drive folder
 linked from github.com/YangLinyi/GLUE-X, no stable file URLs). Yelp Review Full (seed 002) is fetched
-when ``combinational.data.path`` names its path (:data:`YELP_ARCHIVE`; read by :mod:`beluga.data.yelp`).
+when a combinational data's path (the block's or a variant's) names its path (:data:`YELP_ARCHIVE`, the
+default of ``source: yelp``; read by :mod:`beluga.data.yelp`), GLUE MNLI's archive when a ``source: mnli``
+data's folder is the data folder's ``iid/mnli`` (:data:`COMB_DATA_PATHS`).
 """
 
 from __future__ import annotations
@@ -88,9 +90,12 @@ LIU_SQUAD = {"train": "adversarial-train-set.json", "test": "adversarial-evaluat
 #: Yelp Review Full (Zhang, Zhao & LeCun 2015; seed 002's Yelp): the authors' archive on Google Drive (file
 #: 0Bz8a_Dbh9QhbZlU4dXhHTFhZQU0, the id torchtext's YelpReviewFull downloads, MD5 f7ddfafed1033f68ec72b9267863af6c
 #: there: not a SHA-256, so the lock records one at the first download), read by beluga.data.yelp; fetched when
-#: combinational.data.path is this path
+#: a combinational data's path is this path (source: yelp's default)
 YELP_ARCHIVE = "combinational/yelp/yelp_review_full_csv.tar.gz"
 YELP_DRIVE_URL = "https://drive.usercontent.google.com/download?id=0Bz8a_Dbh9QhbZlU4dXhHTFhZQU0&export=download&confirm=t"
+#: the combinational sources read from the data folder and their default ``path`` in it
+#: (beluga.analyses.combinational_data): Yelp's archive, GLUE MNLI's i.i.d. folder
+COMB_DATA_PATHS = {"yelp": YELP_ARCHIVE, "mnli": IID_FILES["mnli"].rpartition("/")[0]}
 
 #: the splits an OOD source offers (``split`` of its entry; the first is the default)
 OOD_SPLITS = {"snli": ("test", "dev", "train", "all"), "mnli_mismatched": ("test",),
@@ -165,3 +170,11 @@ def ood_paths(entry: dict) -> list[str]:
         return [bundle_file] if bundle_file else []
     picked = {"train": ("train",), "evaluation": ("test",)}.get(split, ("train", "test"))
     return [f"liu2019/{LIU_SQUAD[p]}" for p in picked]
+
+
+def comb_data_blocks(config: dict) -> list[dict]:
+    """The combinational analysis' data blocks: its own and each variant's (``variants[i].data``),
+    each once (a YAML anchor may make two the same object)."""
+    comb = config.get("combinational") or {}
+    blocks = [comb.get("data") or {}] + [v["data"] for v in comb.get("variants") or [] if v.get("data")]
+    return list({id(b): b for b in blocks}.values())

@@ -19,17 +19,15 @@ from beluga.tasks import SENT
 
 
 def combinational_data(*, data: dict, roles: dict | None, n_test: int, seed: int, out_pool: str) -> None:
-    """The labelled inputs with their roles (fst / sec / neu), split into test
-    inputs and ranked training inputs."""
+    """One data source's labelled inputs (beluga/analyses/combinational_data.py: Hutto & Gilbert, a
+    local file, Yelp, MNLI) with their roles (fst / sec / neu), split into test inputs and ranked
+    training inputs."""
     from beluga.analyses import combinational as comb
+    from beluga.analyses.combinational_data import load_data
 
     roles = comb.check_roles(roles, data["source"])   # also checked while the DAG is built (Runs)
-    if data["source"] == "hutto":
-        df = comb.hutto_three_way(data["sets"], data["negative_below"], data["neutral_within"],
-                                  data["positive_above"])
-    else:
-        df = comb.load_labelled(data["path"])
-    write_parquet(comb.split_pool(comb.assign_roles(df, roles), n_test, seed), out_pool)
+    df = load_data(data)
+    write_parquet(comb.split_pool(comb.assign_roles(df, roles), n_test, seed, data.get("per_label")), out_pool)
 
 
 def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: dict, template: str, too_long: str,
@@ -104,8 +102,10 @@ def combinational(*, results: list[str], variant: str, too_long: str, out_table:
 def combinational_comparison(*, tables: list[str], variants: dict, out_table: str, out_markdown: str,
                              seeds: list[int] | None = None) -> None:
     """Every variant side by side (the seed's Tables 2 and 3): one row per variant and K.
-    ``tables``: each variant's table.csv, in the order of ``variants`` (name -> its settings);
-    several training ``seeds``: tables of the mean over seeds, checked to hold that many."""
+    ``tables``: each variant's table.csv, in the order of ``variants`` (name -> its settings, with
+    ``data``, its data source's name, when they read several: the rows grouped by data,
+    beluga.analyses.combinational_data.comparison_settings); several training ``seeds``: tables of
+    the mean over seeds, checked to hold that many."""
     from beluga.analyses import combinational_report as report
 
     frames = {name: pd.read_csv(p) for name, p in zip(variants, tables, strict=True)}
@@ -113,6 +113,7 @@ def combinational_comparison(*, tables: list[str], variants: dict, out_table: st
     if seeds:
         for p, t in zip(tables, frames.values()):
             report.check_table_seeds(t, p, seeds)
-    comp = report.comparison(frames, variants)
+    data = {n: v["data"] for n, v in variants.items()} if all("data" in v for v in variants.values()) else None
+    comp = report.comparison(frames, variants, data)
     write_csv(comp, out_table)
     write_text(report.comparison_markdown(comp, seeds), out_markdown)

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 
 from beluga import folds as beluga_folds
 from beluga.analyses import combinational as comb_analysis
+from beluga.analyses import combinational_data as comb_data
 from beluga.analyses.inoculation import plan as inoculation
 from beluga.data import fetch
 from beluga.errors import ConfigError
@@ -123,6 +124,8 @@ class Runs:
         comb_analysis.check_block(self.combinational)
         #: combinational variant name -> its complete settings (one, "default", without combinational.variants)
         self.comb_variants = comb_analysis.variants(self.combinational)
+        #: pool stem -> its data source and roles; variant -> the stem of the pool it trains on
+        self.comb_pools, self.comb_pool_of = comb_data.pools(self.combinational)
         self.inoculation = config["inoculation"]
         inoculation.check_tasks(self.inoculation["tasks"], list(self.tasks))
         inoculation.check_units(self.inoculation["units"], self.inoculation["challenge"])
@@ -300,6 +303,10 @@ class Runs:
     def comb_variant(self, variant: str | None = None) -> dict:
         """A combinational variant's settings (None: the first variant)."""
         return self.comb_variants[variant or next(iter(self.comb_variants))]
+
+    def comb_pool(self, variant: str) -> str:
+        """The pool a combinational variant trains on (its data source's)."""
+        return self.paths.combinational(f"{self.comb_pool_of[variant]}.parquet")
 
     def comb_fields(self, variant: str) -> dict[str, str]:
         """The config field of each of a combinational variant's settings (what its job's messages name)."""
