@@ -9,13 +9,12 @@ variant beside a Yelp one."""
 import copy
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import ENV, REPO, SNAKEMAKE, beluga_cli, job_counts, smk
+from conftest import REPO, smk
 from snakemake.utils import validate
 from test_challenge_data import yelp_archive
 from test_glue_data import glue_zip, one_line
@@ -184,40 +183,6 @@ def test_paper_config_follows_the_seed():
     assert {v["template"] for v in table3.values()} == {"{S} It is {LABEL}", "{S} The sentence is {LABEL}",
                                                         "{S} This sound like {LABEL}"}
     assert len(table3) == 6 and {v["model"] for v in table3.values()} == {"roberta-base"}
-
-
-@pytest.fixture(scope="module")
-def staged_dir(tmp_path_factory) -> Path:
-    return staged(tmp_path_factory.mktemp("staged") / "data")
-
-
-def test_paper_config_plans_its_cost(staged_dir):
-    out = beluga_cli("plan", "--configfile", str(PAPER), "--config", f"data_dir={staged_dir}")
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-3000:]
-    rows = [ln.split() for ln in text.splitlines() if ln.startswith("combinational_train ")]
-    variants = {r[1]: r for r in rows if r[2] == "vanilla"}   # one cost line per variant: 2 jobs (K), GPU-min
-    assert len(variants) == 13 and all(r[3] == "2" for r in variants.values())
-    assert float(variants["mnli_roberta_large"][6]) > float(variants["mnli_roberta_base"][6]) > 0
-    assert any(r[1:3] == ["combinational", "26"] for r in rows)   # the seconds per job: 13 variants x 2 K
-    assert any(ln.startswith("total: ") and "GPU-min" in ln for ln in text.splitlines())
-
-
-@pytest.mark.slow
-def test_paper_config_builds_its_dag_from_staged_files(staged_dir, tmp_path):
-    """The dry run plans the hub models' fetch (no connection is opened) and the two pools."""
-    env = {k: v for k, v in ENV.items() if k != "HF_HUB_OFFLINE"}
-    out = subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "-n", "--configfile",
-                          str(PAPER), "--config", f"data_dir={staged_dir}"], capture_output=True, text=True,
-                         env=env, timeout=600)
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-4000:]
-    assert "results/combinational_paper/combinational/pool.parquet" in text
-    assert "results/combinational_paper/combinational/pool-mnli.parquet" in text
-    assert str(staged_dir / "iid" / "mnli" / "MNLI.zip") in text and str(staged_dir / remotes.YELP_ARCHIVE) in text
-    counts = job_counts(text)
-    assert counts["combinational_train"] == 26 and counts["combinational_data"] == 2, counts
-    assert counts["combinational"] == 13 and counts["combinational_comparison"] == 1, counts
 
 
 # ---------------------------------------------------------------- end to end

@@ -12,6 +12,7 @@ from staging import stage_hub_models, staged_config
 from beluga.workflow.plan import plan_command
 
 INOCULATION = REPO / "configs" / "inoculation_paper.yaml"
+COMBINATIONAL = REPO / "configs" / "combinational_paper.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -53,3 +54,30 @@ def test_inoculation_paper_builds_its_dag(inoculation_data, tmp_path):
     assert counts["train_iid"] == 2 and counts["fetch_model"] == 1     # one hub model, its marker written
     everything = dry_run(INOCULATION, inoculation_data, tmp_path, "all")   # also the seen models and tables
     assert everything["inoculate"] == 272 and everything["table3"] == 1 and everything["ood"] == 2
+
+
+# ---------------------------------------------------------------- combinational OOD (Fang et al. 2022)
+@pytest.fixture(scope="module")
+def combinational_data(tmp_path_factory) -> Path:
+    data = tmp_path_factory.mktemp("combinational_paper") / "data"
+    staged_config(COMBINATIONAL, data)     # Yelp's review archive and GLUE's MNLI.zip
+    return data
+
+
+def test_combinational_paper_plans_its_cost(combinational_data):
+    text = plan_command(str(COMBINATIONAL), overrides=[f"data_dir={combinational_data}"])
+    rows = [ln.split() for ln in text.splitlines() if ln.startswith("combinational_train ")]
+    variants = {r[1]: r for r in rows if r[2] == "vanilla"}   # one cost line per variant: 2 jobs (K), GPU-min
+    assert len(variants) == 13 and all(r[3] == "2" for r in variants.values())
+    assert float(variants["mnli_roberta_large"][6]) > float(variants["mnli_roberta_base"][6]) > 0
+    assert any(r[1:3] == ["combinational", "26"] for r in rows)   # the seconds per job: 13 variants x 2 K
+    assert "GPU-min" in _line(text, "total:")
+
+
+@pytest.mark.slow
+def test_combinational_paper_builds_its_dag(combinational_data, tmp_path):
+    """Two pools (Yelp on the block, MNLI on its variants), 13 variants x K = 2,000 / 3,000."""
+    counts = dry_run(COMBINATIONAL, combinational_data, tmp_path, "combinational_all")
+    assert counts["combinational_train"] == 26 and counts["combinational_data"] == 2, counts
+    assert counts["combinational"] == 13 and counts["combinational_comparison"] == 1, counts
+    assert counts["fetch_model"] == 4       # BERT and RoBERTa, base and large: markers from the staged cache
