@@ -210,6 +210,12 @@ def check_case_counts(task: str, funcs, configfiles=()) -> None:
                           f"T_train, T_val and T_test ({len(small)} functionality(ies) with fewer)")
 
 
+def has_suite(task_cfg: dict) -> bool:
+    """The task has a behavioral suite (``suite``): BELUGA's folds, scores and Table 3 rows. A task without one
+    (GLUE-X's configuration, docs/OOD.md) trains its IID model and runs its OOD evaluation only."""
+    return task_cfg.get("suite") is not None
+
+
 def suite_not_fetched(suite_cfg: dict, not_fetched) -> bool:
     """A suite file the fetch target provides and that is not there yet."""
     path = suite_cfg.get("path")
