@@ -290,7 +290,7 @@ def paper_iid_sizes(task_cfg: dict) -> tuple[dict[str, int], str] | None:
     from beluga.suites.build import suite_spec_name
 
     iid_cfg = task_cfg["iid"]
-    if iid_cfg.get("source") not in DATASET_SOURCES or suite_spec_name(task_cfg["suite"]):
+    if iid_cfg.get("source") not in DATASET_SOURCES or suite_spec_name(task_cfg.get("suite") or {}):
         return None
     source = iid_cfg["source"]
     sizes = {s: n if iid_cfg.get(f"n_{s}") is None else min(n, int(iid_cfg[f"n_{s}"]))

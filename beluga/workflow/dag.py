@@ -279,7 +279,8 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
                 field = "path" if iid["source"] in DATASET_SOURCES else "source"
                 raise ConfigError(f"iid file {f}: field 'tasks.{tid}.iid.{field}': file does not exist")
         holds = SOURCE_TASK_TYPES.get(iid["source"])
-        if holds is not None and holds != ttype.name:
+        # GLUE-X's five-class STS-B (similarity_classes) reads the data of a similarity task
+        if holds is not None and holds not in (ttype.name, getattr(ttype, "reads_type", None)):
             raise ConfigError(f"{where}: field 'tasks.{tid}.iid.source': {iid['source']!r} holds the inputs of a "
                               f"{holds} task; task {tid!r} is a {ttype.name} task")
         if holds is None and ttype.head == "qa":
