@@ -306,14 +306,14 @@ def paper_sizes_line(config: dict) -> str | None:
     (None when no task has them)."""
     from beluga.data.paper_data import PAPER_FILES
 
-    unit = {"sst2": "sentences", "qqp": "pairs", "squad": "questions"}
+    unit = {"sst2": "sentences", "qqp": "pairs", "squad": "questions", "cola": "sentences"}   # else pairs (GLUE)
     shown = []
     for tid, tcfg in config["tasks"].items():
         got = paper_iid_sizes(tcfg)
         if got is not None:
             name, _files, train, dev = PAPER_FILES[tcfg["iid"]["source"]]
             capped = "" if got[0]["train"] == train else f", {got[0]['train']:,} of them (n_train)"
-            shown.append(f"{tid}: {name} train {train:,} {unit[tcfg['iid']['source']]}{capped}, dev {dev:,} "
+            shown.append(f"{tid}: {name} train {train:,} {unit.get(tcfg['iid']['source'], 'pairs')}{capped}, dev {dev:,} "
                          "halved into val / test")
     if not shown:
         return None
