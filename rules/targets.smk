@@ -16,6 +16,7 @@ OOD_OUTPUTS = (
 )
 TABLE3_OUTPUTS = ("table3.csv", "table3.md", "table3.tex", "summary.csv", "summary.md", "iid_data.html")
 OOD_RANKING_OUTPUTS = ("ranking.csv", "ranking.md", "ood_table.csv", "ood_table.md", "correlation.csv")
+GLUEX_OUTPUTS = ("gluex_table3.csv", "gluex_table4.csv", "gluex_tables.md")
 
 
 # Inoculation by fine-tuning and combinational OOD (docs/ANALYSES.md): in the
@@ -67,6 +68,8 @@ def all_targets():
         targets += [PATHS.table3(name) for name in TABLE3_OUTPUTS]
     if sum(bool(RUNS.ood_sets[t]) for t in TASKS) > 1:
         targets += [PATHS.ood_ranking(name) for name in OOD_RANKING_OUTPUTS]
+        if RUNS.suiteless:   # GLUE-X's configuration: its Tables 3 and 4 in its layout
+            targets += [PATHS.ood_ranking(name) for name in GLUEX_OUTPUTS]
     if INOCULATION["enabled"]:
         targets += inoc_targets()
     if COMBINATIONAL["enabled"]:

@@ -85,5 +85,5 @@ def test_dry_run_builds_the_dag_from_staged_files(staged, tmp_path):
     counts = job_counts(out.stdout + out.stderr)
     n = len(GLUE_TASKS) * len(BACKBONES)
     assert counts["train_iid"] == n and counts["predict"] == n and counts["ood"] == n, counts
-    assert counts["ood_ranking"] == 1, counts
+    assert counts["ood_ranking"] == 1 and counts["gluex_tables"] == 1, counts
     assert not {"finetune", "build_suite", "split_suite", "table3", "trial"} & set(counts), counts
