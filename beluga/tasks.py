@@ -1,5 +1,5 @@
-"""Task types (SENT, PARA, READ; NLI, NLI_BINARY, ACCEPTABILITY, SIMILARITY and SIMILARITY_CLASSES, issue 40): label sets, training
-targets, the model's head (``classification``, extractive ``qa`` or ``regression``), the mapping from model
+"""Task types (SENT, PARA, READ; NLI, NLI_BINARY, ACCEPTABILITY, SIMILARITY, SIMILARITY_CLASSES: issue 40): label sets,
+training targets, the model's head (``classification``, extractive ``qa`` or ``regression``), the mapping from model
 probabilities to the classes the suite's expectations speak about, the task's canonical i.i.d. metrics and the
 per-example features they are computed from (:mod:`beluga.metrics`, :mod:`beluga.report.stats`), and what the
 task is, in words.

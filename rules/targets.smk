@@ -51,7 +51,7 @@ def all_targets():
         targets += RUNS.run_files(task, "predictions") + RUNS.run_files(task, "outcomes")
         if RUNS.ood_sets[task]:
             targets += [PATHS.ood(name, task) for name in OOD_OUTPUTS]
-        if task in RUNS.suiteless:   # its IID model's OOD evaluation only
+        if task in RUNS.suiteless:  # its IID model's OOD evaluation only
             continue
         targets += [PATHS.suite("summary.tsv", task)]
         targets += [PATHS.scores(name, task) for name in ("scores.csv", "scores.md", "pass_rates.csv")]
@@ -68,7 +68,7 @@ def all_targets():
         targets += [PATHS.table3(name) for name in TABLE3_OUTPUTS]
     if sum(bool(RUNS.ood_sets[t]) for t in TASKS) > 1:
         targets += [PATHS.ood_ranking(name) for name in OOD_RANKING_OUTPUTS]
-        if RUNS.suiteless:   # GLUE-X's configuration: its Tables 3 and 4 in its layout
+        if RUNS.suiteless:  # GLUE-X's configuration: its Tables 3 and 4 in its layout
             targets += [PATHS.ood_ranking(name) for name in GLUEX_OUTPUTS]
     if INOCULATION["enabled"]:
         targets += inoc_targets()

@@ -25,9 +25,10 @@ def test_cases(suite: str | None, split: str | None, task_type: str, functionali
     return split_cases(suite, split, task_type, "test", functionalities)
 
 
-def predict(*, task_type: str, model: str, suite: str | None, split: str | None, iid_test: str, functionalities: list[str] | None,
-            batch_size: int, max_length: int, doc_stride: int, threads: int, precision: str, out_predictions: str,
-            out_run: str, ood: list[str] = (), gpus: int = 0, iid_examples: int | None = None) -> dict:
+def predict(*, task_type: str, model: str, suite: str | None, split: str | None, iid_test: str,
+            functionalities: list[str] | None, batch_size: int, max_length: int, doc_stride: int, threads: int,
+            precision: str, out_predictions: str, out_run: str, ood: list[str] = (), gpus: int = 0,
+            iid_examples: int | None = None) -> dict:
     """Predictions of a model on disk for every input of the T_test cases of
     ``functionalities`` (None: all) and the i.i.d. test examples it predicts
     (``iid_examples``: :func:`beluga.folds.predicted_iid`; None: all)
@@ -57,8 +58,8 @@ def predict(*, task_type: str, model: str, suite: str | None, split: str | None,
     return clock.parts
 
 
-def outcomes(*, task_type: str, suite: str | None, split: str | None, predictions: str, iid_test: str, held_out: list[str],
-             functionalities: list[str] | None, out_outcomes: str, ood: list[str] = (),
+def outcomes(*, task_type: str, suite: str | None, split: str | None, predictions: str, iid_test: str,
+             held_out: list[str], functionalities: list[str] | None, out_outcomes: str, ood: list[str] = (),
              iid_examples: int | None = None) -> None:
     """Outcomes of a predictions file (:func:`beluga.scoring.run_outcomes`):
     the T_test cases of ``functionalities`` (None: all; what was predicted), the i.i.d. test examples of

@@ -313,7 +313,8 @@ def paper_sizes_line(config: dict) -> str | None:
         if got is not None:
             name, _files, train, dev = PAPER_FILES[tcfg["iid"]["source"]]
             capped = "" if got[0]["train"] == train else f", {got[0]['train']:,} of them (n_train)"
-            shown.append(f"{tid}: {name} train {train:,} {unit.get(tcfg['iid']['source'], 'pairs')}{capped}, dev {dev:,} "
+            what = unit.get(tcfg["iid"]["source"], "pairs")
+            shown.append(f"{tid}: {name} train {train:,} {what}{capped}, dev {dev:,} "
                          "halved into val / test")
     if not shown:
         return None

@@ -39,7 +39,6 @@ from beluga.errors import ConfigError
 from beluga.methods import get_algorithm
 from beluga.tasks import get_task_type
 from beluga.workflow import runs
-from beluga.workflow.dag import has_suite
 from beluga.workflow.config import CONFIG_SCHEMA, checked_runs, validate_config  # noqa: F401 (CONFIG_SCHEMA: the plan's schema)
 from beluga.workflow.cost import (
     READ_ROW,
@@ -59,6 +58,7 @@ from beluga.workflow.cost import (
     train_s_per_seq,
     value_kind,
 )
+from beluga.workflow.dag import has_suite
 from beluga.workflow.schedule import (
     PlannedJob,
     job_lines,

@@ -106,9 +106,10 @@ def start_methods(config: dict, task_cfg: dict, methods) -> set[str]:
 
 def check_suiteless(config: dict, suiteless: list[str]) -> None:
     """Stop (one line naming the field; the dry run's names the config file) where a configuration asks a task
-    without a suite for what needs one: inoculation on it (its units are the suite's) named in ``inoculation.tasks``, or ``inoculation``
-    enabled for every task (``tasks: null``) when no task has one. With ``tasks: null`` and some suites, the tasks
-    without one are not inoculated (as a suite the fetch target has not provided yet)."""
+    without a suite for what needs one: inoculation on it (its units are the suite's) named in
+    ``inoculation.tasks``, or ``inoculation`` enabled for every task (``tasks: null``) when no task has one. With
+    ``tasks: null`` and some suites, the tasks without one are not inoculated (as a suite the fetch target has not
+    provided yet)."""
     if not suiteless:
         return
     inoc = config["inoculation"]
@@ -118,7 +119,7 @@ def check_suiteless(config: dict, suiteless: list[str]) -> None:
                           f"suite): inoculation fine-tunes on a suite's units")
     if inoc["enabled"] and not inoc["tasks"] and len(suiteless) == len(config["tasks"]):
         raise ConfigError("config: field 'inoculation.enabled': no task has a suite (tasks.<id>.suite): "
-                          f"inoculation fine-tunes on a suite's units")
+                          "inoculation fine-tunes on a suite's units")
 
 
 class Runs:
