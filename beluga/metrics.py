@@ -282,6 +282,8 @@ IID_SCORE_WORDS = {
     "nli_binary": "NLI_BINARY: accuracy over entailment / not entailment",
     "acceptability": "ACCEPTABILITY: the configured iid_metric, by default the mean of MCC (Matthews "
                      "correlation, GLUE's CoLA metric, in [-1, 1]; an s_iid at or below 0 gives G = 0) and accuracy",
+    "similarity_classes": "SIMILARITY_CLASSES: accuracy over the five classes of the similarity score (GLUE-X's "
+                          "STS-B)",
 }
 
 

@@ -55,6 +55,7 @@ REFERENCE_TERMS = {
     "nli": "MFT accuracy + INV pass + DIR pass",
     "nli_binary": "MFT accuracy + INV pass + DIR pass",
     "acceptability": "MFT accuracy + INV pass + DIR pass",
+    "similarity_classes": "MFT accuracy + INV pass + DIR pass",
 }
 #: the task types whose objective is the reference code's own (the others' is the project's counterpart)
 REFERENCE_CODE_TYPES = ("sent", "para", "read")

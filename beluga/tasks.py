@@ -1,12 +1,12 @@
-"""Task types (SENT, PARA, READ; NLI, NLI_BINARY, ACCEPTABILITY and SIMILARITY, issue 40): label sets, training
-targets, the model's head (``classification``, extractive ``qa`` or ``regression``), the mapping from model
+"""Task types (SENT, PARA, READ; NLI, NLI_BINARY, ACCEPTABILITY, SIMILARITY, SIMILARITY_CLASSES: issue 40): label sets,
+training targets, the model's head (``classification``, extractive ``qa`` or ``regression``), the mapping from model
 probabilities to the classes the suite's expectations speak about, the task's canonical i.i.d. metrics and the
 per-example features they are computed from (:mod:`beluga.metrics`, :mod:`beluga.report.stats`), and what the
 task is, in words.
 
 Names used everywhere: a *task* is an entry of the config's ``tasks`` (its id
 names paths and messages); its *task type* is ``sent``, ``para``, ``read``,
-``nli``, ``nli_binary``, ``acceptability`` or ``similarity`` (a
+``nli``, ``nli_binary``, ``acceptability``, ``similarity`` or ``similarity_classes`` (a
 :class:`TaskType`, found with :func:`get_task_type`); the *head* is the
 model's output layer, ``classification`` (predictions: class probabilities),
 ``qa`` (start / end positions; predictions: answer strings) or ``regression``
@@ -29,7 +29,8 @@ hypothesis) pairs, scored by accuracy. The two-class NLI sets are of two kinds:
 ``acceptability`` is CoLA's single-sentence task (0 unacceptable, 1
 acceptable) with Matthews correlation (GLUE's CoLA metric) and accuracy.
 ``similarity`` is STS-B's sentence-pair regression (a score in [0, 5]) with
-Pearson and Spearman correlation."""
+Pearson and Spearman correlation; ``similarity_classes`` is GLUE-X's STS-B, the
+same data as five classes (the score rounded to 0..4, :class:`ScoreClassesType`)."""
 
 from __future__ import annotations
 
@@ -163,6 +164,24 @@ class LabelledType(TaskType):
         return probs
 
 
+class ScoreClassesType(LabelledType):
+    """SIMILARITY_CLASSES: GLUE-X's STS-B (and SICK relatedness as its OOD set), a five-class classification of
+    sentence pairs: "We rounded floating number labels of textual similarity to integers from 0 to 4, converting it
+    into a five-class dataset" (Yang et al. 2023, §3.2). It reads the data of a similarity task (a score in [0, 5])
+    and trains / scores the score's class (:meth:`score_classes`)."""
+
+    #: the task type whose data the type reads (beluga.data.iid.SOURCE_TASK_TYPES: STS-B holds similarity's)
+    reads_type: ClassVar[str] = "similarity"
+
+    def score_classes(self, scores) -> np.ndarray:
+        """Scores in [0, 5] -> classes 0..4. The paper says "rounded ... to integers from 0 to 4", which leaves
+        [4.5, 5] (round gives 5) open; chosen: round to the nearest integer (halves up, not Python's to-even), then
+        5 -> 4: class k holds [k - 0.5, k + 0.5) and class 4 holds [3.5, 5] (docs/DEVIATIONS.md). SICK's [1, 5]
+        gives classes 1..4."""
+        x = np.asarray(scores, dtype=np.float64)
+        return np.minimum(np.floor(x + 0.5), self.num_model_labels - 1).astype(int)
+
+
 class QAType(TaskType):
     """READ: extractive question answering on (context, question) pairs; the
     model predicts start/end positions, predictions are answer strings."""
@@ -261,6 +280,16 @@ SIMILARITY = RegressionType(
     words="semantic textual similarity (STS-B: a score in [0, 5] by regression)",
 )
 
+#: GLUE-X's five-class STS-B: the labels are the classes' integers, by name; scored by accuracy (docs/DEVIATIONS.md)
+SIMILARITY_CLASSES = ScoreClassesType(
+    name="similarity_classes",
+    num_model_labels=5,
+    suite_labels={k: str(k) for k in range(5)},
+    iid_labels={k: str(k) for k in range(5)},
+    pair=True,
+    words="semantic textual similarity as five classes (GLUE-X's STS-B: the score in [0, 5] rounded to 0..4)",
+)
+
 READ = QAType(
     name="read",
     num_model_labels=0,
@@ -276,7 +305,7 @@ READ = QAType(
 #: every task type; a config's ``type`` is further limited to what schemas/config.schema.yaml lists
 TASK_TYPES: dict[str, TaskType] = {"sent": SENT, "para": PARA, "read": READ, "nli": NLI,
                                    "nli_binary": NLI_BINARY, "acceptability": ACCEPTABILITY,
-                                   "similarity": SIMILARITY}
+                                   "similarity": SIMILARITY, "similarity_classes": SIMILARITY_CLASSES}
 
 # CheckList suite name -> task type
 SUITE_TASK_TYPES = {"sentiment": "sent", "qqp": "para", "squad": "read"}

@@ -65,6 +65,9 @@ COMBINATIONAL = config["combinational"]
 PATHS = LOADED.paths
 # each task's folds (none for a suite the fetch target provides), the selection grids, inoculation units
 RUNS = LOADED.runs
+# the tasks with a suite (BELUGA's folds and tables); a task without one trains its IID model for its OOD
+# evaluation only (GLUE-X's configuration, docs/OOD.md)
+SUITE_TASKS = [t for t in TASKS if t not in RUNS.suiteless]
 # torch threads per training / prediction job: fixed, because float reductions
 # (and so the predictions, bit for bit) depend on the number of threads; the
 # IID model trains alone before any fold can start (iid_job_threads)
@@ -117,6 +120,13 @@ def suite_build_inputs(wildcards):
     if beluga_spec.uses_pool(spec):
         inputs["pool"] = PATHS.iid("pool", wildcards.task)
     return inputs
+
+
+def suite_inputs(w):
+    """The suite and its split a model on disk is scored on; none for a task without a suite."""
+    if w.task in RUNS.suiteless:
+        return {}
+    return {"suite": PATHS.suite(task=w.task), "split": PATHS.suite("split.parquet", w.task)}
 
 
 def ood_inputs(w):

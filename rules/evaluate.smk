@@ -6,9 +6,8 @@
 
 rule predict:
     input:
+        unpack(suite_inputs),
         model=PATHS.model(),
-        suite=PATHS.suite(),
-        split=PATHS.suite("split.parquet"),
         iid_test=PATHS.iid("test"),
         ood=ood_inputs,
     output:
@@ -41,9 +40,8 @@ rule predict:
 
 rule outcomes:
     input:
+        unpack(suite_inputs),
         predictions=PATHS.run("predictions"),
-        suite=PATHS.suite(),
-        split=PATHS.suite("split.parquet"),
         iid_test=PATHS.iid("test"),
         ood=ood_inputs,
     output:

@@ -73,3 +73,25 @@ rule ood_ranking:
         benchmarks=beluga_ood_eval.ood_benchmarks(TASKS),
     script:
         "../workflow_scripts/ood_ranking.py"
+
+
+# GLUE-X's Tables 3 and 4 in its layout (configs/gluex_paper.yaml: tasks without a suite; docs/OOD.md).
+rule gluex_tables:
+    input:
+        table=PATHS.ood_ranking("ood_table.csv"),
+    output:
+        table3=PATHS.ood_ranking("gluex_table3.csv"),
+        table4=PATHS.ood_ranking("gluex_table4.csv"),
+        markdown=report(
+            PATHS.ood_ranking("gluex_tables.md"),
+            caption="../report/ood_comparison.rst",
+            category="OOD evaluation",
+        ),
+    log:
+        "logs/gluex_tables.log",
+    conda:
+        "../envs/beluga.yaml"
+    params:
+        benchmarks=beluga_ood_eval.ood_benchmarks(TASKS),
+    script:
+        "../workflow_scripts/gluex_tables.py"

@@ -134,13 +134,13 @@ rule failures:
 
 rule table3:
     input:
-        scores=expand(PATHS.scores("scores.csv"), task=list(TASKS)),
-        seed_scores=expand(PATHS.scores("per_seed_scores.csv"), task=list(TASKS)),
-        significance=expand(PATHS.stats("significance.csv"), task=list(TASKS)),
-        intervals=expand(PATHS.stats("intervals.csv"), task=list(TASKS)),
-        null=expand(PATHS.stats("null_avg.parquet"), task=list(TASKS)),
+        scores=expand(PATHS.scores("scores.csv"), task=SUITE_TASKS),
+        seed_scores=expand(PATHS.scores("per_seed_scores.csv"), task=SUITE_TASKS),
+        significance=expand(PATHS.stats("significance.csv"), task=SUITE_TASKS),
+        intervals=expand(PATHS.stats("intervals.csv"), task=SUITE_TASKS),
+        null=expand(PATHS.stats("null_avg.parquet"), task=SUITE_TASKS),
         # the i.i.d. data each task read: a task not on the paper's data gets a footnote
-        sources=expand(PATHS.iid_source(), task=list(TASKS)),
+        sources=expand(PATHS.iid_source(), task=SUITE_TASKS),
     output:
         csv=report(
             PATHS.table3("table3.csv"),
@@ -161,7 +161,7 @@ rule table3:
     conda:
         "../envs/beluga.yaml"
     params:
-        tasks=list(TASKS),
+        tasks=SUITE_TASKS,
         alpha=STATISTICS["alpha"],
         correction=STATISTICS["correction"],
     script:

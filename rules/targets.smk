@@ -16,6 +16,7 @@ OOD_OUTPUTS = (
 )
 TABLE3_OUTPUTS = ("table3.csv", "table3.md", "table3.tex", "summary.csv", "summary.md", "iid_data.html")
 OOD_RANKING_OUTPUTS = ("ranking.csv", "ranking.md", "ood_table.csv", "ood_table.md", "correlation.csv")
+GLUEX_OUTPUTS = ("gluex_table3.csv", "gluex_table4.csv", "gluex_tables.md")
 
 
 # Inoculation by fine-tuning and combinational OOD (docs/ANALYSES.md): in the
@@ -48,6 +49,10 @@ def all_targets():
     targets = []
     for task in TASKS:
         targets += RUNS.run_files(task, "predictions") + RUNS.run_files(task, "outcomes")
+        if RUNS.ood_sets[task]:
+            targets += [PATHS.ood(name, task) for name in OOD_OUTPUTS]
+        if task in RUNS.suiteless:  # its IID model's OOD evaluation only
+            continue
         targets += [PATHS.suite("summary.tsv", task)]
         targets += [PATHS.scores(name, task) for name in ("scores.csv", "scores.md", "pass_rates.csv")]
         targets += [PATHS.plots(f"heatmap_{p}.png", task) for p in PARTITIONS]
@@ -59,11 +64,12 @@ def all_targets():
             PATHS.figures("figure1.png", task),
             PATHS.figures("figure1.pdf", task),
         ]
-        if RUNS.ood_sets[task]:
-            targets += [PATHS.ood(name, task) for name in OOD_OUTPUTS]
-    targets += [PATHS.table3(name) for name in TABLE3_OUTPUTS]
+    if SUITE_TASKS:
+        targets += [PATHS.table3(name) for name in TABLE3_OUTPUTS]
     if sum(bool(RUNS.ood_sets[t]) for t in TASKS) > 1:
         targets += [PATHS.ood_ranking(name) for name in OOD_RANKING_OUTPUTS]
+        if RUNS.suiteless:  # GLUE-X's configuration: its Tables 3 and 4 in its layout
+            targets += [PATHS.ood_ranking(name) for name in GLUEX_OUTPUTS]
     if INOCULATION["enabled"]:
         targets += inoc_targets()
     if COMBINATIONAL["enabled"]:

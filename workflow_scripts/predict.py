@@ -3,7 +3,7 @@ from beluga.workflow.smk import input_list, run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: evaluate.predict(
-    task_type=sm.params.task_type, model=sm.input.model, suite=sm.input.suite, split=sm.input.split,
+    task_type=sm.params.task_type, model=sm.input.model, suite=sm.input.get("suite"), split=sm.input.get("split"),
     iid_test=sm.input.iid_test, functionalities=sm.params.functionalities,
     iid_examples=sm.params.iid_examples, batch_size=sm.params.batch_size,
     max_length=sm.params.max_length, doc_stride=sm.params.doc_stride, threads=sm.threads,

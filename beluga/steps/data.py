@@ -24,7 +24,8 @@ def prepare_iid(*, iid: dict, task_type: str, outputs: dict[str, str], out_sourc
     origin, files and their SHA-256, split rule, rows per split, ``fallback``). Data that are not
     the paper's for a paper source (``fallback``) are one warning line naming ``task``."""
     ttype = get_task_type(task_type)
-    parts = load_splits(iid, ttype.head, set(ttype.iid_labels), pair=ttype.pair)
+    parts = {k: score_class_labels(v, ttype) for k, v in
+             load_splits(iid, ttype.head, set(ttype.iid_labels), pair=ttype.pair).items()}
     for name, path in outputs.items():
         write_parquet(parts[name], path)
     record = source_record(iid, parts)
@@ -57,8 +58,22 @@ def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:
     if labels is not None:   # a two-class set under a three-class NLI task: the collapse of its predictions
         classes = [labels["labels"][str(i)] for i in range(len(labels["labels"]))]
         meta.update(collapse_metadata(classes, [labels["collapse"][str(k)] for k in sorted(ttype.iid_labels)]))
-    write_parquet(load_ood(entry, ttype.head, set(ttype.iid_labels), pair=ttype.pair, classes=ttype.iid_labels,
-                           task_labels=ttype.iid_labels), out_data, metadata=meta or None)
+    df = load_ood(entry, ttype.head, set(ttype.iid_labels), pair=ttype.pair, classes=ttype.iid_labels,
+                  task_labels=ttype.iid_labels)
+    write_parquet(score_class_labels(df, ttype), out_data, metadata=meta or None)
+
+
+def score_class_labels(df: pd.DataFrame, ttype) -> pd.DataFrame:
+    """A table of a five-class similarity task (``similarity_classes``, GLUE-X's STS-B) whose labels are scores
+    (STS-B's GLUE files, SICK's relatedness: floats in [0, 5]) with the scores' classes as its labels
+    (:meth:`beluga.tasks.ScoreClassesType.score_classes`) and the score kept as ``score``; any other table as it
+    is (a local table of such a task holds the classes already, checked as labels when it is read)."""
+    if not hasattr(ttype, "score_classes") or df.empty or df["label"].dtype.kind != "f":
+        return df
+    out = df.copy()
+    out["score"] = out["label"].astype(float)
+    out["label"] = ttype.score_classes(out["score"])
+    return out
 
 
 def build_suite(*, suite: dict, task_type: str, pool: str | None, out_suite: str) -> None:

@@ -6,17 +6,29 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from beluga.data.ood_sets import read_prepared
 from beluga.folds import predicted_iid
 from beluga.io import read_parquet, write_json, write_parquet
 from beluga.job import RUN_FILE, begin
 from beluga.suites.build import split_cases
+from beluga.suites.format import COLUMNS
 from beluga.tasks import get_task_type
 
 
-def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str, functionalities: list[str] | None,
-            batch_size: int, max_length: int, doc_stride: int, threads: int, precision: str, out_predictions: str,
-            out_run: str, ood: list[str] = (), gpus: int = 0, iid_examples: int | None = None) -> dict:
+def test_cases(suite: str | None, split: str | None, task_type: str, functionalities) -> pd.DataFrame:
+    """The T_test cases of ``functionalities`` (:func:`beluga.suites.build.split_cases`); none for a task without
+    a suite (``suite`` None: its IID model predicts the i.i.d. and OOD sets only)."""
+    if not suite:
+        return pd.DataFrame(columns=COLUMNS)
+    return split_cases(suite, split, task_type, "test", functionalities)
+
+
+def predict(*, task_type: str, model: str, suite: str | None, split: str | None, iid_test: str,
+            functionalities: list[str] | None, batch_size: int, max_length: int, doc_stride: int, threads: int,
+            precision: str, out_predictions: str, out_run: str, ood: list[str] = (), gpus: int = 0,
+            iid_examples: int | None = None) -> dict:
     """Predictions of a model on disk for every input of the T_test cases of
     ``functionalities`` (None: all) and the i.i.d. test examples it predicts
     (``iid_examples``: :func:`beluga.folds.predicted_iid`; None: all)
@@ -29,7 +41,7 @@ def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str
     ttype = get_task_type(task_type)
     net, tokenizer = load_trained(model, ttype.head, task_type=task_type, max_length=max_length)
     net.to(job.device)
-    suite_test = split_cases(suite, split, task_type, "test", functionalities)
+    suite_test = test_cases(suite, split, task_type, functionalities)
     iid = predicted_iid(read_parquet(iid_test, "i.i.d. test data"), iid_examples)
     clock.mark("predict_start")
     with clock("predict"):
@@ -46,8 +58,8 @@ def predict(*, task_type: str, model: str, suite: str, split: str, iid_test: str
     return clock.parts
 
 
-def outcomes(*, task_type: str, suite: str, split: str, predictions: str, iid_test: str, held_out: list[str],
-             functionalities: list[str] | None, out_outcomes: str, ood: list[str] = (),
+def outcomes(*, task_type: str, suite: str | None, split: str | None, predictions: str, iid_test: str,
+             held_out: list[str], functionalities: list[str] | None, out_outcomes: str, ood: list[str] = (),
              iid_examples: int | None = None) -> None:
     """Outcomes of a predictions file (:func:`beluga.scoring.run_outcomes`):
     the T_test cases of ``functionalities`` (None: all; what was predicted), the i.i.d. test examples of
@@ -55,7 +67,7 @@ def outcomes(*, task_type: str, suite: str, split: str, predictions: str, iid_te
     from beluga.scoring import run_outcomes
 
     ttype = get_task_type(task_type)
-    suite_test = split_cases(suite, split, task_type, "test", functionalities)
+    suite_test = test_cases(suite, split, task_type, functionalities)
     preds = read_parquet(predictions, "predictions")
     iid = predicted_iid(read_parquet(iid_test, "i.i.d. test data"), iid_examples)
     write_parquet(run_outcomes(ttype, suite_test, preds, iid, held_out, source=predictions, ood=read_prepared(ood)),

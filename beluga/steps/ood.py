@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from beluga.analyses import gluex_tables as gluex
 from beluga.analyses import ood_eval as ood_eval
 from beluga.analyses import ood_report, ood_scores
 from beluga.io import read_parquet, write_csv, write_text
@@ -79,3 +80,13 @@ def ood_ranking(*, scores: list[str], benchmarks: dict[str, str], out_ranking: s
     write_csv(table[["benchmark", *[c for c in table.columns if c != "benchmark"]]], out_table)
     write_text(ood_report.backbone_table_markdown(tables, corrs, skipped, note), out_table_markdown)
     write_csv(ood_eval.correlation_frame(corrs), out_correlation)
+
+
+def gluex_tables(*, table: str, benchmarks: dict[str, str], out_table3: str, out_table4: str,
+                 out_markdown: str) -> None:
+    """GLUE-X's Tables 3 and 4 in their layout from the comparison over backbones (``table``: rule ood_ranking's
+    ood_table.csv; :mod:`beluga.analyses.gluex_tables`)."""
+    t3, t4 = gluex.tables_3_and_4(pd.read_csv(table, keep_default_na=False, na_values=[""]), benchmarks, source=table)
+    write_csv(t3, out_table3)
+    write_csv(t4, out_table4)
+    write_text(gluex.tables_markdown(t3, t4), out_markdown)

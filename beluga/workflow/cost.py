@@ -290,7 +290,7 @@ def paper_iid_sizes(task_cfg: dict) -> tuple[dict[str, int], str] | None:
     from beluga.suites.build import suite_spec_name
 
     iid_cfg = task_cfg["iid"]
-    if iid_cfg.get("source") not in DATASET_SOURCES or suite_spec_name(task_cfg["suite"]):
+    if iid_cfg.get("source") not in DATASET_SOURCES or suite_spec_name(task_cfg.get("suite") or {}):
         return None
     source = iid_cfg["source"]
     sizes = {s: n if iid_cfg.get(f"n_{s}") is None else min(n, int(iid_cfg[f"n_{s}"]))
@@ -306,14 +306,15 @@ def paper_sizes_line(config: dict) -> str | None:
     (None when no task has them)."""
     from beluga.data.paper_data import PAPER_FILES
 
-    unit = {"sst2": "sentences", "qqp": "pairs", "squad": "questions"}
+    unit = {"sst2": "sentences", "qqp": "pairs", "squad": "questions", "cola": "sentences"}   # else pairs (GLUE)
     shown = []
     for tid, tcfg in config["tasks"].items():
         got = paper_iid_sizes(tcfg)
         if got is not None:
             name, _files, train, dev = PAPER_FILES[tcfg["iid"]["source"]]
             capped = "" if got[0]["train"] == train else f", {got[0]['train']:,} of them (n_train)"
-            shown.append(f"{tid}: {name} train {train:,} {unit[tcfg['iid']['source']]}{capped}, dev {dev:,} "
+            what = unit.get(tcfg["iid"]["source"], "pairs")
+            shown.append(f"{tid}: {name} train {train:,} {what}{capped}, dev {dev:,} "
                          "halved into val / test")
     if not shown:
         return None

@@ -210,6 +210,12 @@ def check_case_counts(task: str, funcs, configfiles=()) -> None:
                           f"T_train, T_val and T_test ({len(small)} functionality(ies) with fewer)")
 
 
+def has_suite(task_cfg: dict) -> bool:
+    """The task has a behavioral suite (``suite``): BELUGA's folds, scores and Table 3 rows. A task without one
+    (GLUE-X's configuration, docs/OOD.md) trains its IID model and runs its OOD evaluation only."""
+    return task_cfg.get("suite") is not None
+
+
 def suite_not_fetched(suite_cfg: dict, not_fetched) -> bool:
     """A suite file the fetch target provides and that is not there yet."""
     path = suite_cfg.get("path")
@@ -273,7 +279,8 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
                 field = "path" if iid["source"] in DATASET_SOURCES else "source"
                 raise ConfigError(f"iid file {f}: field 'tasks.{tid}.iid.{field}': file does not exist")
         holds = SOURCE_TASK_TYPES.get(iid["source"])
-        if holds is not None and holds != ttype.name:
+        # GLUE-X's five-class STS-B (similarity_classes) reads the data of a similarity task
+        if holds is not None and holds not in (ttype.name, getattr(ttype, "reads_type", None)):
             raise ConfigError(f"{where}: field 'tasks.{tid}.iid.source': {iid['source']!r} holds the inputs of a "
                               f"{holds} task; task {tid!r} is a {ttype.name} task")
         if holds is None and ttype.head == "qa":

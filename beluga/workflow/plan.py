@@ -58,6 +58,7 @@ from beluga.workflow.cost import (
     train_s_per_seq,
     value_kind,
 )
+from beluga.workflow.dag import has_suite
 from beluga.workflow.schedule import (
     PlannedJob,
     job_lines,
@@ -148,6 +149,11 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
     else:
         parts = iid_mod.load_splits(task_cfg["iid"], ttype.head, set(ttype.iid_labels))
         sizes, used = iid_sizes(task_cfg["iid"], {k: len(v) for k, v in parts.items()}, assume_paper_data)
+    if not has_suite(task_cfg):   # its IID model and OOD evaluation only: no functionalities, no suite sizes
+        import pandas as pd
+
+        return {"funcs": pd.DataFrame(columns=["functionality", "capability", "test_type"]), "per": {},
+                "iid": sizes, "iid_used": used, "suite": None}
     suite, _ = make_suite(task_cfg["suite"], task_cfg["type"], parts.get("pool"))
     split = folds_mod.assign_splits(suite, tuple(split_cfg["fractions"]), int(split_cfg["seed"]),
                                     split_cfg.get("duplicates", "refuse"))
@@ -302,6 +308,8 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
         add("train_iid", "iid", "vanilla", tid, iid["train"] * iid_stage["epochs"], 0, cost([iid_stage["batch_size"]]))
         n_ood = ood_size(tcfg)
         add("predict", "iid", "vanilla", tid, 0, test_all + iid["test"] + n_ood, cost([]))
+        if not has_suite(tcfg):   # no folds, trials or inoculation (beluga.workflow.runs.check_suiteless)
+            continue
         folds = folds_mod.enumerate_folds(funcs, list(config["partitions"]))
         seen = folds_mod.enumerate_folds(funcs, ["seen"])[0]
         mix_n = iid["train"] if training["iid_in_mix"] is None else min(iid["train"], training["iid_in_mix"])

@@ -105,6 +105,24 @@ def start_methods(config: dict, task_cfg: dict, methods) -> set[str]:
     return {start_method(config, task_cfg, m) for m in methods} - {None}
 
 
+def check_suiteless(config: dict, suiteless: list[str]) -> None:
+    """Stop (one line naming the field; the dry run's names the config file) where a configuration asks a task
+    without a suite for what needs one: inoculation on it (its units are the suite's) named in
+    ``inoculation.tasks``, or ``inoculation`` enabled for every task (``tasks: null``) when no task has one. With
+    ``tasks: null`` and some suites, the tasks without one are not inoculated (as a suite the fetch target has not
+    provided yet)."""
+    if not suiteless:
+        return
+    inoc = config["inoculation"]
+    named = [t for t in inoc["tasks"] or () if t in suiteless]
+    if named:
+        raise ConfigError(f"config: field 'inoculation.tasks': task {named[0]!r} has no suite (tasks.{named[0]}."
+                          f"suite): inoculation fine-tunes on a suite's units")
+    if inoc["enabled"] and not inoc["tasks"] and len(suiteless) == len(config["tasks"]):
+        raise ConfigError("config: field 'inoculation.enabled': no task has a suite (tasks.<id>.suite): "
+                          "inoculation fine-tunes on a suite's units")
+
+
 class Runs:
     """The runs of a validated config (``data_dir``: its data folder; ``not_fetched``: inputs the
     fetch target provides that are not there yet, whose tasks get no folds). Building it checks
@@ -139,8 +157,11 @@ class Runs:
         # the IID model trains alone before any fold can start and may use the cores that would idle
         self.iid_threads = config["iid_job_threads"] or config["job_threads"]
         self.folds, self.seen_fold, self.func_names, self.func_tables = {}, {}, {}, {}
+        #: the tasks without a suite: their IID model and its OOD evaluation only (no folds, no BELUGA tables)
+        self.suiteless = [t for t, c in self.tasks.items() if not dag.has_suite(c)]
+        check_suiteless(config, self.suiteless)
         for t, c in self.tasks.items():
-            if dag.suite_not_fetched(c["suite"], not_fetched):
+            if t in self.suiteless or dag.suite_not_fetched(c["suite"], not_fetched):
                 # the fetch target can run; every other target stops (all_targets)
                 self.folds[t], self.seen_fold[t], self.func_names[t], self.func_tables[t] = [], {}, [], None
                 continue
@@ -151,7 +172,7 @@ class Runs:
         self.ood_sets = {t: {e["name"]: e for e in (self.tasks[t].get("ood") or [])} for t in self.tasks}
         #: task -> its suite spec (loaded and checked) when the suite is rendered from one
         self.suite_specs = {t: load_task_spec(c["suite"], c["type"]) for t, c in self.tasks.items()
-                            if suite_spec_name(c["suite"])}
+                            if dag.has_suite(c) and suite_spec_name(c["suite"])}
         #: (task, method) -> trial id -> grid point, for every method, the methods they start from (LP for
         #: LP-FT: its folds run too) and the methods they take selections from
         #: task -> the methods whose models the task's methods start from (LP for LP-FT)

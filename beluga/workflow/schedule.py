@@ -287,11 +287,14 @@ def size_lines(sizes: dict) -> list[str]:
     out = []
     for tid, s in sizes.items():
         su = s["suite"]
-        split = ", ".join(f"{k} {su['cases'][k]:,} cases / {su['inputs'][k]:,} inputs"
-                          for k in ("train", "val", "test"))
-        out.append(f"data of {tid}: suite {su['source']}: {su['functionalities']} functionalities, {split} "
-                   f"(split.fractions {'/'.join(f'{x:g}' for x in su['fractions'])}); fold jobs train on up to "
-                   f"{su['train_seqs']:,} suite sequences an epoch (an INV / DIR item is a pair)")
+        if su is None:
+            out.append(f"data of {tid}: no suite (its IID model and OOD evaluation only)")
+        else:
+            split = ", ".join(f"{k} {su['cases'][k]:,} cases / {su['inputs'][k]:,} inputs"
+                              for k in ("train", "val", "test"))
+            out.append(f"data of {tid}: suite {su['source']}: {su['functionalities']} functionalities, {split} "
+                       f"(split.fractions {'/'.join(f'{x:g}' for x in su['fractions'])}); fold jobs train on up "
+                       f"to {su['train_seqs']:,} suite sequences an epoch (an INV / DIR item is a pair)")
         if s["ood"]:
             out.append("  OOD: " + "; ".join(f"{o['name']} {o['counted']:,} ({o['where']})" for o in s["ood"]))
     return out

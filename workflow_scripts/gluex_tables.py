@@ -1,0 +1,7 @@
+from beluga.steps import ood
+from beluga.workflow.smk import run
+
+sm = snakemake  # noqa: F821
+run(sm, lambda: ood.gluex_tables(
+    table=sm.input.table, benchmarks=dict(sm.params.benchmarks), out_table3=sm.output.table3,
+    out_table4=sm.output.table4, out_markdown=sm.output.markdown))
