@@ -49,6 +49,8 @@ def expectation_text(expect: str, params: str | None) -> str:
 def prediction_text(value, ttype) -> str:
     if ttype.head == "qa":
         return repr(_short(value, 40))
+    if ttype.head == "regression":
+        return "—" if value is None else f"score {float(value):.2f}"
     probs = np.asarray(value, dtype=float)
     suite = ttype.suite_probs(probs[None, :])[0]      # what the expectation sees (SENT: three classes)
     k = int(suite.argmax())
@@ -132,7 +134,7 @@ def failure_summary(suite: pd.DataFrame, statuses: list[pd.DataFrame], preds: li
     funcs["filtered"] = [filtered_note(c) for c in _summed_reasons(per_model)]
     funcs["status"] = [status_word(k, f) for k, f in zip(funcs["n_scored"], funcs["n_failed"])]
 
-    col = "answer" if ttype.head == "qa" else "probs"
+    col = {"qa": "answer", "regression": "score"}.get(ttype.head, "probs")
     pvs = [p.set_index(["case_id", "input_idx"])[col] for p in preds]
     failed = pd.DataFrame(np.stack([suite["case_id"].map(st.set_index("case_id")["status"]).to_numpy() == FAIL
                                     for st in statuses], axis=1), index=suite.index)     # cases x models
