@@ -85,3 +85,47 @@ def test_constant_predictor_is_flagged_degenerate():
     assert not d["degenerate"]
     with pytest.raises(DataError, match="p.parquet: field 'score': missing column"):
         run_diagnostics(preds.drop(columns="score"), suite, iid, "similarity", source="p.parquet")
+
+
+def test_ood_scores_are_correlations_and_a_constant_predictor_stops_with_one_line():
+    from scipy.stats import pearsonr, spearmanr
+
+    from beluga.analyses.ood_scores import long_scores
+
+    rng = np.random.default_rng(0)
+    gold = rng.uniform(0, 5, 40)
+    pred = gold + rng.normal(0, 1, 40)
+    out = pd.DataFrame({"split": ["iid_test"] * 20 + ["ood:sick-r"] * 20, "case_id": [f"e{i}" for i in range(40)],
+                        "pred_score": pred, "gold_score": gold})
+    run = {"configuration": "iid", "method": "vanilla", "path": "o.parquet", "outcomes": out}
+    long = long_scores([run], ["sick-r"], "stsb", "similarity").set_index(["dataset", "metric"])["value"]
+    assert long[("sick-r", "pearson")] == pytest.approx(100 * pearsonr(pred[20:], gold[20:])[0])
+    assert long[("iid_test", "spearman")] == pytest.approx(100 * spearmanr(pred[:20], gold[:20])[0])
+    flat = dict(run, outcomes=out.assign(pred_score=np.where(out["split"] == "ood:sick-r", 2.0, pred)))
+    with pytest.raises(DataError, match="o.parquet: field 'pred_score': the model predicts one score for every "
+                                        "sick-r example, so its pearson correlation is undefined"):
+        long_scores([flat], ["sick-r"], "stsb", "similarity")
+
+
+def _long(values: dict) -> pd.DataFrame:
+    rows = [{"task": "stsb", "configuration": conf, "method": "vanilla", "column": col, "value": v,
+             "ci_lo": np.nan, "ci_hi": np.nan, "p_value": np.nan if conf == "iid" else 0.5,
+             "p_adjusted": np.nan if conf == "iid" else 0.5, "significant": False, "direction": 0}
+            for (conf, col), v in values.items()]
+    return pd.DataFrame(rows)
+
+
+def test_table3_shows_negative_correlations_and_names_them():
+    from beluga.report.tables import table3_markdown
+
+    long = _long({("iid", "iid"): -0.22, ("iid", "iid_pearson"): -0.22, ("iid", "iid_spearman"): -0.08,
+                  ("iid_to_t", "iid"): 0.31, ("iid_to_t", "iid_pearson"): 0.31, ("iid_to_t", "iid_spearman"): 0.2,
+                  ("iid", "G_standard"): 0.0, ("iid_to_t", "G_seen"): 0.1})
+    md = table3_markdown(long, 0.05, "none")
+    assert "| IID (baseline) | vanilla | -22.0 | -22.0 | -8.0 |" in md
+    assert "F1, Pearson / Spearman or the mean of two metrics" in md
+    with pytest.raises(ValueError, match=r"must lie in \[0, 1\] \(unscaled\); got .*-0.1\b.* for "
+                                         r"stsb/iid_to_t/vanilla/G_seen"):
+        table3_markdown(_long({("iid", "iid"): 0.5, ("iid_to_t", "G_seen"): -0.1}), 0.05, "none")
+    with pytest.raises(ValueError, match=r"must lie in \[-1, 1\]"):
+        table3_markdown(_long({("iid", "iid_pearson"): -1.5}), 0.05, "none")

@@ -45,6 +45,7 @@ from beluga.bounds import json_loads
 from beluga.errors import DataError
 from beluga.health import check_probabilities
 from beluga.metrics import CONFIG_LABELS
+from beluga.report.score_diagnostics import score_diagnostics
 from beluga.report.tables import CONFIG_ORDER
 from beluga.tasks import get_task_type
 
@@ -276,8 +277,6 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
                  "n_dir_inputs": int(is_dir.sum())}
     nan = float("nan")
     if ttype.head == "regression":   # a constant predictor is its degenerate solution
-        from beluga.report.score_diagnostics import score_diagnostics
-
         reg = score_diagnostics(iid["score"], suite["score"], source, whole_suite)
         iid_deg, suite_deg = reg.pop("iid_deg"), reg.pop("suite_deg")
         out.update({"n_suite_gold": 0, **{k: {} for k in DIST_KEYS}, **reg})
