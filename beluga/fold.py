@@ -192,6 +192,11 @@ def suite_objective(model, tokenizer, cases: pd.DataFrame, run: FoldRun, job: Jo
                                             [p[5] for p in inv], [p[4] for p in inv], max_length=run.max_length,
                                             batch_size=batch_size, precision=job.precision)
         parts = selection.read_parts(*hits, *same)
+    elif ttype.head == "regression":
+        from beluga.score_objective import regression_parts
+
+        with clock("score"):
+            parts = regression_parts(plan, preds, source, ttype.score_range)
     else:
         with clock("score"):
             parts = selection.classification_parts(ttype, plan, preds, source)

@@ -20,6 +20,10 @@ inputs or (original, perturbation) pairs of that test type:
   classes) + INV pass (the largest change of a class probability <= 0.1 per
   pair: PARA's |ΔP(duplicate)| for two classes) + DIR pass (accuracy on the
   inputs of the label-checked DIRs, as PARA's);
+- SIMILARITY (a regression head; the project's counterpart, issue 40): the
+  share of T_val MFT inputs, INV pairs and DIR pairs whose predicted score
+  meets its case's expectation, each pooled over its test type
+  (:mod:`beluga.score_objective`);
 - READ: mean of the start and end token accuracy over the MFT windows
   + mean over INV pairs of start and end agreement of the argmax on the
   aligned positions (``beluga.qa.span_argmax_hits`` /
@@ -56,6 +60,7 @@ REFERENCE_TERMS = {
     "nli_binary": "MFT accuracy + INV pass + DIR pass",
     "acceptability": "MFT accuracy + INV pass + DIR pass",
     "similarity_classes": "MFT accuracy + INV pass + DIR pass",
+    "similarity": "MFT score pass + INV score pass + DIR score pass",
 }
 #: the task types whose objective is the reference code's own (the others' is the project's counterpart)
 REFERENCE_CODE_TYPES = ("sent", "para", "read")
@@ -94,6 +99,10 @@ def reference_plan(ttype: TaskType, cases, answer_match: str = "token",
     (``eq_or_not_negative_target``: ``label``, the reference's, is neutral:
     only a neutral prediction is a hit); a case no reference metric covers
     stops here with its id, before anything is trained."""
+    if ttype.head == "regression":
+        from beluga.score_objective import regression_plan
+
+        return regression_plan(cases)
     from beluga.batches import mft_inputs, trained_as_mft
     from beluga.losses import DIR_FN_INDEX, dir_function_for
     from beluga.qa import locate_answer
@@ -255,6 +264,8 @@ def reference_terms(task_type: str, parts: dict) -> dict[str, float | None]:
                 "dir": _avg(parts["dir_accuracy"], parts["dir_f1"])}
     if task_type == "read":
         return {"mft": parts["mft_mean_accuracy"], "inv": parts["inv_mean_pass"]}
+    if task_type == "similarity":
+        return {"mft": parts["mft_pass"], "inv": parts["inv_pass"], "dir": parts["dir_pass"]}
     if task_type in REFERENCE_TERMS:
         return {"mft": parts["mft_accuracy"], "inv": parts["inv_pass"], "dir": parts["dir_accuracy"]}
     raise ConfigError(f"config: field 'type': no reference objective for task type {task_type!r}")

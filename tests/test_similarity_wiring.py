@@ -88,12 +88,12 @@ def test_paired_test_of_a_correlation_is_the_randomization_test():
     assert paired.paired_randomization(good, jitter, "similarity", "mean", R=999, seed=0)["p_value"] > 0.05
 
 
-def test_schema_has_similaritys_metrics_but_does_not_admit_the_type_yet():
-    """similarity's metrics are named; the type itself waits until selection, diagnostics, the OOD tables and
-    the suite specs read scores (a config would otherwise pass the dry run and fail mid-run)."""
+def test_schema_admits_similarity_and_its_metrics():
+    """similarity is admitted now that selection, diagnostics, the OOD tables and Table 3 read scores
+    (tests/test_workflow_similarity.py runs it end to end)."""
     import yaml
 
     schema = yaml.safe_load((REPO / "schemas" / "config.schema.yaml").read_text())
     task = schema["properties"]["tasks"]["additionalProperties"]["properties"]
-    assert "similarity" not in task["type"]["enum"]
+    assert "similarity" in task["type"]["enum"] and "similarity (STS-B" in task["type"]["description"]
     assert {"pearson", "spearman"} <= set(task["iid_metric"]["enum"])

@@ -52,7 +52,7 @@ def prediction_text(value, ttype) -> str:
     if ttype.head == "qa":
         return repr(_short(value, 40))
     if ttype.head == "regression":
-        return f"score {float(value):.2f}"
+        return "—" if value is None else f"score {float(value):.2f}"
     probs = np.asarray(value, dtype=float)
     suite = ttype.suite_probs(probs[None, :])[0]      # what the expectation sees (SENT: three classes)
     k = int(suite.argmax())

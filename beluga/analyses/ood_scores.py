@@ -53,6 +53,10 @@ def long_scores(runs: list[dict], names: list[str], task: str, task_type: str, b
                 raise DataError(f"{run['path']}: field 'split': no {split!r} outcomes (the model did not predict "
                                 f"{dataset})")
             for metric, value in iid_metrics(out, task_type, split=split).items():
+                if value != value and "pred_score" in part.columns:
+                    raise DataError(f"{run['path']}: field 'pred_score': the model predicts one score for every "
+                                    f"{dataset} example, so its {metric} correlation is undefined (a constant "
+                                    f"predictor: its diagnostics flag it degenerate)")
                 rows.append({"system": sysname, "configuration": run["configuration"], "method": run["method"],
                              "task": task, "dataset": dataset, "domain": domain, "metric": metric,
                              "value": 100.0 * value, "n": int(len(part)), "backbone": backbone,

@@ -179,7 +179,9 @@ def score_values(values: pd.Series, where: str, field: str, rows=None) -> np.nda
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])
         row = int(rows.iloc[i]) if rows is not None else i
-        raise DataError(f"{where}: row {row}: field '{field}': value {values.iloc[i]!r} is not a score in "
+        v = values.iloc[i]
+        v = v.item() if hasattr(v, "item") else v      # a number read by pandas shown as itself
+        raise DataError(f"{where}: row {row}: field '{field}': value {v!r} is not a score in "
                         f"[{lo:g}, {hi:g}]")
     return num.astype(float).to_numpy()
 

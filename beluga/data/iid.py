@@ -234,7 +234,7 @@ def load_splits(cfg: dict, head: str, label_set: set[int], pair: bool | None = N
     else:
         if sizes["val"] is None or sizes["test"] is None:
             raise DataError(f"iid source {source!r}: fields 'n_val'/'n_test': required for a single-table source")
-        out = split_iid(load_source(source, label_set, pair, cfg.get("revision")), sizes, seed)
+        out = split_iid(load_source(source, label_set, pair, cfg.get("revision"), head), sizes, seed)
     for name in IID_SPLITS:
         if len(out[name]) == 0:
             raise DataError(f"iid source {source!r}: field 'n_{name}': the {name} split is empty")

@@ -68,7 +68,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.bounds import json_loads
-from beluga.data.tables import checked_labels, input_columns, load_hub_dataset
+from beluga.data.tables import checked_gold, input_columns, load_hub_dataset
 from beluga.errors import ConfigError, DataError
 
 HUTTO_DIR = ("data", "hutto_ICWSM_2014")
@@ -257,7 +257,7 @@ def _normalise(df: pd.DataFrame, head: str, label_set: set[int], where: str, id_
                             "question": df["question"].astype(str).to_numpy(),
                             "answers": [_answers(v, where, i) for i, v in enumerate(df["answers"])]})
     else:
-        labels = checked_labels(df["label"], label_set, where)
+        labels = checked_gold(df["label"], head, label_set, where)
         out = pd.DataFrame({"example_id": ids, "text": df[cols["text"]].astype(str).to_numpy()})
         if cols["text_b"] is not None:
             out["text_b"] = df[cols["text_b"]].astype(str).to_numpy()

@@ -75,6 +75,16 @@ def checked_labels(values: pd.Series, label_set, where: str) -> np.ndarray:
     return labels.astype(int).to_numpy()
 
 
+def checked_gold(values: pd.Series, head: str, label_set, where: str) -> np.ndarray:
+    """A table's gold column: a regression task's scores (floats in STS-B's [0, 5]; SICK's relatedness in
+    [1, 5] fits; :func:`beluga.data.glue.score_values`), else integer labels in ``label_set``."""
+    if head == "regression":
+        from beluga.data.glue import score_values
+
+        return score_values(values, where, "label")
+    return checked_labels(values, label_set, where)
+
+
 def input_columns(columns, head: str, pair: bool | None, where: str, task: str | None = None) -> dict:
     """The columns of a table that hold a task's inputs, checked against the
     task's input shape (one line naming ``where`` and the column otherwise):
@@ -109,10 +119,12 @@ def input_columns(columns, head: str, pair: bool | None, where: str, task: str |
     return {"text": text, "text_b": b}
 
 
-def load_table(path: str | os.PathLike, label_set: set[int], pair: bool | None = None) -> pd.DataFrame:
+def load_table(path: str | os.PathLike, label_set: set[int], pair: bool | None = None,
+               head: str = "classification") -> pd.DataFrame:
     """A local TSV/CSV with a text column (``text`` or ``sentence``), a ``label``
-    column, a second text exactly when the task's inputs are pairs (``pair``;
-    None: not checked) and optionally an ``id`` / ``example_id`` column."""
+    column (a regression ``head``'s: a score, :func:`checked_gold`), a second
+    text exactly when the task's inputs are pairs (``pair``; None: not
+    checked) and optionally an ``id`` / ``example_id`` column."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"iid file {path}: field 'path': file does not exist")
@@ -123,7 +135,7 @@ def load_table(path: str | os.PathLike, label_set: set[int], pair: bool | None =
         raise DataError(f"iid file {path}: field 'path': cannot be parsed ({e})") from None
     cols = input_columns(df.columns, "classification", pair, f"iid file {path}")
     text_col, b_col = cols["text"], cols["text_b"]
-    labels = checked_labels(df["label"], label_set, f"iid file {path}")
+    labels = checked_gold(df["label"], head, label_set, f"iid file {path}")
     id_col = next((c for c in ("example_id", "id", "idx") if c in df.columns), None)
     ids = df[id_col].astype(str) if id_col else [f"{path.stem}-{i:06d}" for i in range(len(df))]
     out = pd.DataFrame({"example_id": ids, "text": df[text_col].astype(str)})
@@ -216,9 +228,10 @@ def load_hf(name: str, split: str, text_field: str, label_field: str, revision: 
                          "label": df[label_field].astype(int)})
 
 
-def load_source(source: str, label_set: set[int], pair: bool | None = None, revision: str | None = None
-                ) -> pd.DataFrame:
-    """A single-table i.i.d. source; ``revision``: an ``hf:`` source's (``iid.revision``)."""
+def load_source(source: str, label_set: set[int], pair: bool | None = None, revision: str | None = None,
+                head: str = "classification") -> pd.DataFrame:
+    """A single-table i.i.d. source; ``revision``: an ``hf:`` source's (``iid.revision``); ``head``: the
+    task's (a regression task's table holds scores)."""
     if source == RT_SOURCE:
         return load_rotten_tomatoes()
     if source.startswith("hf:"):
@@ -226,4 +239,4 @@ def load_source(source: str, label_set: set[int], pair: bool | None = None, revi
     if not Path(source).exists():
         raise DataError(f"iid file {source}: field 'source': file does not exist (and it is not one of "
                         f"'{RT_SOURCE}', 'sst2', 'qqp', 'squad' or 'hf:<name>')")
-    return load_table(source, label_set, pair)
+    return load_table(source, label_set, pair, head)

@@ -45,6 +45,7 @@ from beluga.bounds import json_loads
 from beluga.errors import DataError
 from beluga.health import check_probabilities
 from beluga.metrics import CONFIG_LABELS
+from beluga.report.score_diagnostics import score_diagnostics
 from beluga.report.tables import CONFIG_ORDER
 from beluga.tasks import get_task_type
 
@@ -259,7 +260,7 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
     ``suite_pred_share``, ``suite_gold_share``: label name -> share; empty for QA)."""
     ttype = get_task_type(task_type)
     qa = ttype.head == "qa"
-    value_col = "answer" if qa else "probs"
+    value_col = {"qa": "answer", "regression": "score"}.get(ttype.head, "probs")
     _check_columns(predictions, ["split", "case_id", "input_idx", value_col], source,
                    f"a {ttype.name} prediction file")
     split = predictions["split"].astype(str)
@@ -269,12 +270,17 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
         raise DataError(f"{source}: field 'split': unknown split {bad.iloc[0]!r} "
                         f"(expected {SUITE_SPLIT}, {IID_SPLIT} or ood:<name>)")
     suite = _join_suite(predictions[predictions["split"] == SUITE_SPLIT], suite_test, source)
-    iid = _join_iid(predictions[predictions["split"] == IID_SPLIT], iid_test, source, need_label=not qa)
+    iid = _join_iid(predictions[predictions["split"] == IID_SPLIT], iid_test, source,
+                    need_label=ttype.head == "classification")
     is_dir = (suite["test_type"] == "DIR").to_numpy()
     out: dict = {"task_type": ttype.name, "n_iid": int(len(iid)), "n_suite": int(len(suite)),
                  "n_dir_inputs": int(is_dir.sum())}
     nan = float("nan")
-    if qa:
+    if ttype.head == "regression":   # a constant predictor is its degenerate solution
+        reg = score_diagnostics(iid["score"], suite["score"], source, whole_suite)
+        iid_deg, suite_deg = reg.pop("iid_deg"), reg.pop("suite_deg")
+        out.update({"n_suite_gold": 0, **{k: {} for k in DIST_KEYS}, **reg})
+    elif qa:
         iid_top, iid_top_share, iid_empty = _top_answer(_answers(iid["answer"]))
         suite_top, suite_top_share, suite_empty = _top_answer(_answers(suite["answer"]))
         out.update({"n_suite_gold": 0, **{k: {} for k in DIST_KEYS},
@@ -321,7 +327,8 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
     out["degenerate"] = bool(iid_deg or suite_deg)
     out["degenerate_on"] = "both" if iid_deg and suite_deg else "iid" if iid_deg else "suite" if suite_deg else ""
     out["degenerate_share"] = float(degenerate_share)
-    return {k: out[k] for k in COUNT_KEYS + DIST_KEYS + RESULT_KEYS}
+    return {k: out[k] for k in COUNT_KEYS + DIST_KEYS + RESULT_KEYS + [k for k in out if k not in SCALAR_KEYS
+                                                                          and k not in DIST_KEYS]}
 
 
 # ---------------------------------------------------------------- tables

@@ -273,7 +273,8 @@ def mark(table: pd.DataFrame, alpha: float, correction: str) -> pd.DataFrame:
     else:
         raise ValueError(f"field 'statistics.correction': unknown correction {correction!r} (none, holm)")
     table["significant"] = table["p_adjusted"] < alpha
-    table["direction"] = np.where(table["significant"], np.sign(table["delta"]).astype(int), 0)
+    delta = table["delta"].astype(float)   # NaN: a metric undefined on one side (a constant regression predictor)
+    table["direction"] = np.where(table["significant"] & delta.notna(), np.sign(delta.fillna(0.0)).astype(int), 0)
     return table
 
 

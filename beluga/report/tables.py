@@ -32,6 +32,8 @@ from beluga.report.iid_data import DAGGER, SEE, footnote_markdown
 REQUIRED_COLUMNS = ("task", "configuration", "method", "column", "value", "ci_lo", "ci_hi", "p_value",
                     "p_adjusted", "significant", "direction")
 NUMERIC_COLUMNS = ("value", "ci_lo", "ci_hi", "p_value", "p_adjusted")
+#: the columns whose score may be negative: correlations (MCC, Pearson, Spearman) and s_iid, which may be one
+SIGNED_COLUMNS = ("iid", "iid_mcc", "iid_pearson", "iid_spearman")
 CONFIG_ORDER = ("iid", "iid_to_t", "iid_plus_t", "iid_to_iid_plus_t")
 COLUMN_ORDER = ("iid", "G_standard", "G_seen", "G_func", "G_class", "G_type", "G_avg", "Avg")
 ALL_TASK = "all"
@@ -71,10 +73,13 @@ def _validate(long: pd.DataFrame) -> pd.DataFrame:
             df[col] = pd.to_numeric(df[col]).astype(float)
         except (TypeError, ValueError) as e:
             raise ValueError(f"Table 3 input: column {col!r} is not numeric: {e}") from None
-    bad = df["value"].notna() & ~df["value"].between(0.0, 1.0)
+    # a correlation (MCC, Pearson, Spearman; s_iid when it is one) lies in [-1, 1], every other score in [0, 1]
+    lo = np.where(df["column"].isin(SIGNED_COLUMNS), -1.0, 0.0)
+    bad = df["value"].notna() & ~((df["value"] >= lo) & (df["value"] <= 1.0))
     if bad.any():
         r = df[bad].iloc[0]
-        raise ValueError(f"Table 3 input: column 'value' must lie in [0, 1] (unscaled); got {r['value']!r} for "
+        span = "[-1, 1]" if r["column"] in SIGNED_COLUMNS else "[0, 1]"
+        raise ValueError(f"Table 3 input: column 'value' must lie in {span} (unscaled); got {r['value']!r} for "
                          f"{r['task']}/{r['configuration']}/{r['method']}/{r['column']}")
     df["significant"] = df["significant"].astype(object).where(df["significant"].notna(), False).astype(bool)
     direction = pd.to_numeric(df["direction"]).fillna(0)
@@ -223,9 +228,11 @@ def _shown_notes(iid_notes: dict[str, str] | None, cols) -> dict[str, str]:
 
 def _non_sum_metrics(cols) -> str:
     """The legend's words for the i.i.d. scores tested by paired randomization: MCC named where a task shows it
-    (ACCEPTABILITY's ``iid_mcc``)."""
-    mcc = any(col == "iid_mcc" for _t, col, *_x in cols)
-    return "F1, MCC or the mean of two metrics" if mcc else "F1 or the mean of two metrics"
+    (ACCEPTABILITY's ``iid_mcc``), Pearson / Spearman where a task shows them (SIMILARITY's)."""
+    shown = {col for _t, col, *_x in cols}
+    named = ["F1"] + (["MCC"] if "iid_mcc" in shown else []) + \
+        (["Pearson / Spearman"] if shown & {"iid_pearson", "iid_spearman"} else [])
+    return f"{', '.join(named)} or the mean of two metrics"
 
 
 def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm",
