@@ -37,6 +37,7 @@ rule ood:
         runs=ood_runs("systems"),
         models=ood_runs("models"),
         task_type=lambda w: TASKS[w.task]["type"],
+        ood_metric=lambda w: TASKS[w.task]["ood_metric"],
         backbone=lambda w: beluga_ood_eval.backbone_label(TASKS[w.task]),
         credits=lambda w: {n: beluga_ood.ood_credit(e) for n, e in RUNS.ood_sets[w.task].items()},
         alpha=STATISTICS["alpha"],

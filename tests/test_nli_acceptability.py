@@ -345,5 +345,42 @@ def test_config_checks_of_collapse_and_iid_metric(tmp_path):
     with pytest.raises(ConfigError, match="'tasks.t.iid_metric': 'f1' is not a metric of task type 'acceptability'"):
         check_sources({"t": {"type": "acceptability", "iid": {"source": str(cola)}, "model": "tiny-random",
                              "iid_metric": "f1"}})
+    with pytest.raises(ConfigError, match="'tasks.t.ood_metric': 'f1' is not a metric of task type 'acceptability'"):
+        check_sources({"t": {"type": "acceptability", "iid": {"source": str(cola)}, "model": "tiny-random",
+                             "ood_metric": "f1"}})
     with pytest.raises(DataError, match="unexpected column: an acceptability task's inputs are single texts"):
         check_sources({"t": {"type": "acceptability", "iid": {"source": str(iid)}, "model": "tiny-random"}})
+
+
+def test_ood_metric_keeps_the_one_metric_glue_x_reports_and_tests_it():
+    """``tasks.<id>.ood_metric: mcc`` (GLUE-X's CoLA score alone): the OOD cells are the MCC, not the mean of
+    MCC and accuracy, and the test against the IID model is the paired randomization of the MCC."""
+    from beluga.analyses import ood_report
+    from beluga.analyses.ood_scores import evaluate, long_scores
+
+    rng = np.random.default_rng(3)
+    gold = rng.integers(0, 2, 60)
+
+    def outcomes(flip: float) -> pd.DataFrame:
+        pred = np.where(rng.random(60) < flip, 1 - gold, gold)
+        return pd.DataFrame({"split": ["iid_test"] * 30 + ["ood:gt"] * 30, "case_id": [f"e{i}" for i in range(60)],
+                             "pred_label": pred, "gold_label": gold, "correct": pred == gold})
+
+    runs = [{"configuration": c, "method": "vanilla", "path": f"{c}.parquet", "outcomes": outcomes(f)}
+            for c, f in (("iid", 0.2), ("iid_to_t", 0.4))]
+    mean = long_scores(runs, ["gt"], "cola", "acceptability")
+    only = long_scores(runs, ["gt"], "cola", "acceptability", ood_metric="mcc")
+    assert set(mean["metric"]) == {"mcc", "accuracy"} and set(only["metric"]) == {"mcc"}
+    assert only.reset_index(drop=True).equals(mean[mean["metric"] == "mcc"].reset_index(drop=True))
+    res = evaluate(runs, ["gt"], "cola", "acceptability", R=200, metric="mcc")
+    b, s = runs[0]["outcomes"], runs[1]["outcomes"]
+    ood = s["split"] == "ood:gt"
+    assert res.table.set_index("configuration").at["iid_to_t", "gt"] == pytest.approx(
+        100 * metrics.mcc(s.loc[ood, "pred_label"], s.loc[ood, "gold_label"]))
+    sig = res.sig.set_index("configuration")
+    assert sig.at["iid_to_t", "test"] == "randomization"
+    assert sig.at["iid_to_t", "delta"] == pytest.approx(
+        metrics.mcc(s.loc[ood, "pred_label"], gold[30:]) - metrics.mcc(b.loc[ood, "pred_label"], gold[30:]))
+    md = ood_report.ood_table_markdown(res.table, ["gt"], "cola", 0.05, "none", task_type="acceptability",
+                                       metric="mcc")
+    assert "score = the task's mcc" in md and "randomization test of the cell's mcc" in md

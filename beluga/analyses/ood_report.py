@@ -109,19 +109,20 @@ def ood_rank_command(scores: str, out: str, mixed_metrics: bool = False) -> str:
     return md
 
 
-def _binary(task_type: str) -> bool:
-    """The OOD cells' score (the mean of the task's metrics) is an accuracy: tested by the exact binomial test;
-    else (PARA, READ: two metrics) by paired randomization (ood_scores.ood_significance)."""
+def _binary(task_type: str, metric: str = OOD_METRIC) -> bool:
+    """The OOD cells' score (the mean of the task's metrics, or ``metric``: ``tasks.<id>.ood_metric``) is an
+    accuracy: tested by the exact binomial test; else (PARA, READ: two metrics; MCC, F1) by paired
+    randomization (ood_scores.ood_significance)."""
     from beluga.report.paired import binary_iid_metric
 
-    return binary_iid_metric(task_type, OOD_METRIC)
+    return binary_iid_metric(task_type, metric)
 
 
-def seeds_legend(seeds: list, task_type: str = "sent") -> str:
+def seeds_legend(seeds: list, task_type: str = "sent", metric: str = OOD_METRIC) -> str:
     """The OOD table's line on training seeds (several seeds)."""
     n = len(seeds)
     test = (f"one exact binomial test per pair and set on the discordant examples of the {n} seeds together ("
-            if _binary(task_type) else
+            if _binary(task_type, metric) else
             f"one paired randomization test per pair and set over the {n} seeds together (the statistic the mean "
             "of the seeds' differences, each seed's examples swapped by its own draws; ")
     return (f"{seeds_note(seeds)} ID and each OOD set: the mean over seeds of each seed's score; OOD avg and "
@@ -147,10 +148,13 @@ def _score(row: dict, column: str, several: bool, sep: str = " ± ") -> str:
 
 def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
                        correlation: dict | None = None, credits: dict[str, str] | None = None,
-                       seeds: list | None = None, task_type: str = "sent") -> str:
-    """ood_table.md; with several training ``seeds`` (``table`` from ``ood_scores.ood_table_over_seeds``)
+                       seeds: list | None = None, task_type: str = "sent",
+                       metric: str = OOD_METRIC) -> str:
+    """ood_table.md (``metric``: the cells' score, ``tasks.<id>.ood_metric``); with several training ``seeds``
+    (``table`` from ``ood_scores.ood_table_over_seeds``)
     each score cell is the mean ± the standard deviation over seeds, and a line says how many seeds."""
     several = _several(table, seeds)
+    test = _test_words(task_type, metric=metric)
     head = ["", "ID"] + names + ["OOD avg", "decrease ratio", "Friedman rank"]
     lines = [f"# {task.upper()}: OOD evaluation (×100)", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
@@ -160,12 +164,12 @@ def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: 
         cells += [_score(r, "ood_avg", several), _score(r, "decrease_ratio", several), f"{r['friedman_rank_ood']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     corr = "Holm-adjusted " if correction == "holm" else ""
-    lines += ["", f"ID: the i.i.d. test score; OOD sets: {', '.join(names)} (score = mean of the task's metrics). "
-              f"▲ / ▼: significantly better / worse than the IID model on that set ({_test_words(task_type)}, "
+    lines += ["", f"ID: the i.i.d. test score; OOD sets: {', '.join(names)} (score = {_score_words(metric)}). "
+              f"▲ / ▼: significantly better / worse than the IID model on that set ({test}, "
               f"{corr}p < {alpha}). Decrease ratio = 100 × (ID − OOD avg) / ID; "
               "Friedman rank: mean rank over the OOD sets (1 = best)."]
     if several:
-        lines += ["", seeds_legend(seeds, task_type)]
+        lines += ["", seeds_legend(seeds, task_type, metric)]
     if "backbone" in table.columns and len(table):
         lines += ["", f"Backbone: {table['backbone'].iloc[0]} (the systems are its configurations and methods)."]
     if correlation is not None:
@@ -176,19 +180,26 @@ def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: 
     return "\n".join(lines) + "\n"
 
 
-def _test_words(task_type: str, short: bool = False) -> str:
+def _score_words(metric: str) -> str:
+    return "mean of the task's metrics" if metric == OOD_METRIC else f"the task's {metric}"
+
+
+def _test_words(task_type: str, short: bool = False, metric: str = OOD_METRIC) -> str:
     """The test of an OOD cell, in words (ood_scores.ood_significance)."""
-    if _binary(task_type):
+    if _binary(task_type, metric):
         return "exact binomial test" if short else "two-sided exact binomial test on the discordant examples"
+    if metric != OOD_METRIC:
+        return (f"paired randomization of the {metric}" if short else
+                f"two-sided paired approximate randomization test of the cell's {metric}, recomputed in each draw")
     return ("paired randomization of the mean of the two metrics" if short else
             "two-sided paired approximate randomization test of the cell's score, both metrics recomputed in "
             "each draw")
 
 
 def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
-                seeds: list | None = None, task_type: str = "sent") -> str:
-    """ood_table.tex; with several training ``seeds`` each score cell is the mean $\\pm$ the standard deviation
-    over seeds and the caption says how many seeds."""
+                seeds: list | None = None, task_type: str = "sent", metric: str = OOD_METRIC) -> str:
+    """ood_table.tex (``metric``: as :func:`ood_table_markdown`); with several training ``seeds`` each score
+    cell is the mean $\\pm$ the standard deviation over seeds and the caption says how many seeds."""
     several = _several(table, seeds)
     cols = "l" + "r" * (len(names) + 4)
     head = " & ".join(["", "ID", *map(latex_escape, names), "OOD avg", r"$\Delta\downarrow$", "F-rank"])
@@ -202,11 +213,12 @@ def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, 
                   f"{r['friedman_rank_ood']:.2f}"]
         lines.append(" & ".join(cells) + r" \\")
     corr = "Holm-adjusted " if correction == "holm" else ""
-    note = (" " + latex_escape(seeds_legend(seeds, task_type)).replace("±", r"$\pm$").replace("▲ / ▼", "Markers")
-            if several else "")
+    legend = latex_escape(seeds_legend(seeds, task_type, metric)) if several else ""
+    note = " " + legend.replace("±", r"$\pm$").replace("▲ / ▼", "Markers") if several else ""
+    test = _test_words(task_type, short=True, metric=metric)
     lines += [r"\bottomrule", r"\end{tabular}",
               rf"\caption{{{latex_escape(task.upper())}: OOD evaluation (×100). Markers: significantly better / worse "
-              rf"than the IID model ({latex_escape(corr)}{_test_words(task_type, short=True)}, $p < {alpha}$). "
+              rf"than the IID model ({latex_escape(corr)}{test}, $p < {alpha}$). "
               r"$\Delta\downarrow$: decrease ratio 100 (ID $-$ OOD)/ID." + note + "}", r"\end{table}"]
     return "\n".join(lines) + "\n"
 

@@ -39,10 +39,12 @@ from beluga.seeds import N_SEEDS_COLUMN, SEED_COLUMN, over_seeds, per_seed_frame
 
 
 def long_scores(runs: list[dict], names: list[str], task: str, task_type: str, backbone: str = "",
-                credits: dict[str, str] | None = None) -> pd.DataFrame:
+                credits: dict[str, str] | None = None, ood_metric: str = "mean") -> pd.DataFrame:
     """The long score table (×100) of the systems' ID (i.i.d. test) and OOD sets.
     runs: the IID baseline and each pair's seen model, with ``outcomes`` loaded;
-    ``backbone`` and ``task_type`` are columns for the ranking over tasks."""
+    ``backbone`` and ``task_type`` are columns for the ranking over tasks. ``ood_metric``
+    (``tasks.<id>.ood_metric``): ``mean``, every metric of the task (a dataset's score is their mean, as
+    GLUE-X averages MRPC's accuracy and F1), or the one metric kept (CoLA: GLUE-X's MCC alone)."""
     rows = []
     for run in runs:
         sysname = system_name(run["configuration"], run["method"])
@@ -53,6 +55,8 @@ def long_scores(runs: list[dict], names: list[str], task: str, task_type: str, b
                 raise DataError(f"{run['path']}: field 'split': no {split!r} outcomes (the model did not predict "
                                 f"{dataset})")
             for metric, value in iid_metrics(out, task_type, split=split).items():
+                if ood_metric != "mean" and metric != ood_metric:
+                    continue
                 if value != value and "pred_score" in part.columns:
                     raise DataError(f"{run['path']}: field 'pred_score': the model predicts one score for every "
                                     f"{dataset} example, so its {metric} correlation is undefined (a constant "
@@ -72,7 +76,8 @@ SIGNIFICANCE_COLUMNS = ["configuration", "method", "column", "test", "p_value", 
 OOD_METRIC = "mean"
 
 
-def _significance_rows(runs: list[dict], names: list[str], task_type: str = "sent") -> list[dict]:
+def _significance_rows(runs: list[dict], names: list[str], task_type: str = "sent",
+                       metric: str = OOD_METRIC) -> list[dict]:
     """One training seed's comparisons (:func:`ood_significance`), before the test: per pair and set, the
     discordant counts of ``correct`` (a 0/1 score: SENT) or the per-example features of both models
     (``_pair``: a two-metric mean, PARA / READ), and ``delta``, the difference of the score the cell shows."""
@@ -82,7 +87,7 @@ def _significance_rows(runs: list[dict], names: list[str], task_type: str = "sen
     base = next((r for r in runs if (r["configuration"], r["method"]) == BASELINE), None)
     if base is None:
         raise DataError("ood: field 'runs': the IID baseline's outcomes are missing")
-    binary = binary_iid_metric(task_type, OOD_METRIC)
+    binary = binary_iid_metric(task_type, metric)
     rows = []
     for name in names:
         split = split_name(name)
@@ -101,8 +106,8 @@ def _significance_rows(runs: list[dict], names: list[str], task_type: str = "sen
                            delta=float(sc.mean() - bc.mean()))
             else:
                 bf, sf = iid_features(b, task_type), iid_features(s, task_type)
-                row.update(_pair=(bf, sf), delta=float(iid_statistic(sf.mean(axis=0), task_type, OOD_METRIC)
-                                                       - iid_statistic(bf.mean(axis=0), task_type, OOD_METRIC)))
+                row.update(_pair=(bf, sf), delta=float(iid_statistic(sf.mean(axis=0), task_type, metric)
+                                                       - iid_statistic(bf.mean(axis=0), task_type, metric)))
             rows.append(row)
     return rows
 
@@ -111,7 +116,8 @@ def _significance_rows(runs: list[dict], names: list[str], task_type: str = "sen
 POOLED_COLUMNS = (N_SEEDS_COLUMN, "seeds_better", "seeds_worse", "delta_sd")
 
 
-def _pooled_rows(per_seed: Mapping, task_type: str = "sent", R: int = 10_000, draw_seeds=None) -> list[dict]:
+def _pooled_rows(per_seed: Mapping, task_type: str = "sent", R: int = 10_000, draw_seeds=None,
+                 metric: str = OOD_METRIC) -> list[dict]:
     """The tests of the training seeds as one test per pair and set, stratified by seed: the exact
     binomial test on the discordant examples summed over seeds (``stats.binomial_counts_test``; a 0/1
     score), or the paired randomization of the two-metric mean, each seed's examples swapped by its own
@@ -133,7 +139,7 @@ def _pooled_rows(per_seed: Mapping, task_type: str = "sent", R: int = 10_000, dr
         row = {"configuration": conf, "method": method, "column": column}
         if "_pair" in rows[0]:
             seeds = None if draw_seeds is None else [draw_seeds(sd, column) for sd, _ in seeded]
-            t = pooled_randomization([r["_pair"] for r in rows], task_type, OOD_METRIC, R=R, seeds=seeds)
+            t = pooled_randomization([r["_pair"] for r in rows], task_type, metric, R=R, seeds=seeds)
             row.update(test="randomization", p_value=t["p_value"], n_discordant=t["n_discordant"],
                        baseline_only=np.nan, system_only=np.nan)
         else:
@@ -147,7 +153,8 @@ def _pooled_rows(per_seed: Mapping, task_type: str = "sent", R: int = 10_000, dr
 
 
 def ood_significance(runs: list[dict], names: list[str], alpha: float, correction: str, task_type: str = "sent",
-                     R: int = 10_000, seed: int = 0, task: str = "", base_seed: int | None = None) -> pd.DataFrame:
+                     R: int = 10_000, seed: int = 0, task: str = "", base_seed: int | None = None,
+                     metric: str = OOD_METRIC) -> pd.DataFrame:
     """Per pair and OOD set, a two-sided test against the IID baseline of the score the cell shows (the mean
     of the task's metrics): SENT, accuracy: exact binomial test on the discordant examples; PARA (accuracy,
     duplicate-class F1) and READ (EM, F1): paired approximate randomization of the mean of the two, both
@@ -168,8 +175,8 @@ def ood_significance(runs: list[dict], names: list[str], alpha: float, correctio
         return draw_seed(seed, f"{task}/ood/{name}", 0 if training_seed is None else training_seed,
                          0 if base is None else base)
 
-    rows = _pooled_rows({s: _significance_rows(g, names, task_type) for s, g in groups.items()}, task_type, R,
-                        draws)
+    rows = _pooled_rows({s: _significance_rows(g, names, task_type, metric) for s, g in groups.items()}, task_type,
+                        R, draws, metric)
     if len(groups) == 1:
         rows = [{k: v for k, v in r.items() if k not in POOLED_COLUMNS} for r in rows]
     if not rows:
@@ -335,30 +342,31 @@ class OodResult:
 
 def evaluate(runs: list[dict], names: list[str], task: str, task_type: str, backbone: str = "",
              credits: dict[str, str] | None = None, alpha: float = 0.05, correction: str = "none",
-             R: int = 10_000, seed: int = 0, base_seed: int | None = None) -> OodResult:
+             R: int = 10_000, seed: int = 0, base_seed: int | None = None, metric: str = OOD_METRIC) -> OodResult:
     """The OOD evaluation of the systems' runs (outcomes loaded), over their training seeds (the
     records' ``seed``; none: one seed): each seed's long scores and ranking as one seed's; scores.csv
     the mean over seeds with its spread (:func:`long_over_seeds`); the ranking and the ID–OOD
     correlation over the systems' means; the tests pooled over seeds (:func:`ood_significance`; ``R``,
     ``seed``, ``base_seed``: its randomization draws); the
     table's cells means over seeds with their standard deviations (:func:`ood_table_over_seeds`).
-    One seed: the one-seed tables (its own scores, without the spread columns)."""
+    One seed: the one-seed tables (its own scores, without the spread columns). ``metric``: the cells'
+    score (:func:`long_scores`), tested as such."""
     groups = runs_by_seed(runs)
     seeds = [s for s in groups if s is not None]
     several = len(groups) > 1
     check_seed_examples(groups, names)
-    longs = {s: long_scores(g, names, task, task_type, backbone, credits) for s, g in groups.items()}
+    longs = {s: long_scores(g, names, task, task_type, backbone, credits, metric) for s, g in groups.items()}
     rankings = {s: rank_systems(one, source=f"{task} OOD scores" + (f", training seed {s}" if several else ""))
                 for s, one in longs.items()}
     long = long_over_seeds(longs)
     ranking = rank_systems(long, source=f"{task} OOD scores" + (" (means over training seeds)" if several else ""))
     corr = id_ood_correlation(ranking)
-    sig = ood_significance(runs, names, alpha, correction, task_type, R, seed, task, base_seed)
+    sig = ood_significance(runs, names, alpha, correction, task_type, R, seed, task, base_seed, metric)
     table = ood_table_over_seeds(longs, rankings, long, ranking, sig, names)
     return OodResult(seeds, long, ranking, corr, sig, table)
 
 
-def model_scores(runs: list[dict], names: list[str], task_type: str) -> pd.DataFrame:
+def model_scores(runs: list[dict], names: list[str], task_type: str, metric: str = OOD_METRIC) -> pd.DataFrame:
     """predict.ood_models: all — every model's score (×100) on every OOD set and the i.i.d. test set; with
     several training seeds one row per model and seed, the ``seed`` first."""
     several = len(runs_by_seed(runs, "models")) > 1
@@ -368,6 +376,6 @@ def model_scores(runs: list[dict], names: list[str], task_type: str) -> pd.DataF
         row.update({c: run[c] for c in MODEL_COLUMNS})
         for dataset, split in [(ID_DATASET, "iid_test")] + [(n, split_name(n)) for n in names]:
             m = iid_metrics(run["outcomes"], task_type, split=split)
-            row[dataset] = 100.0 * float(np.mean(list(m.values())))
+            row[dataset] = 100.0 * float(np.mean(list(m.values())) if metric == OOD_METRIC else m[metric])
         rows.append(row)
     return pd.DataFrame(rows)

@@ -296,10 +296,11 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
                                   f"dataset, but {why}; use a local TSV/CSV path or 'rotten_tomatoes'")
         elif iid["source"] not in (*DATASET_SOURCES, RT_SOURCE) and Path(iid["source"]).is_file():
             check_header(iid["source"], ttype.head, ttype.pair, ttype.name, what="iid file")
-        metric = t.get("iid_metric", "mean")
-        if metric != "mean" and metric not in ttype.iid_metrics:
-            raise ConfigError(f"{where}: field 'tasks.{tid}.iid_metric': {metric!r} is not a metric of task type "
-                              f"{ttype.name!r} (mean, {', '.join(ttype.iid_metrics)})")
+        for key in ("iid_metric", "ood_metric"):
+            metric = t.get(key, "mean")
+            if metric != "mean" and metric not in ttype.iid_metrics:
+                raise ConfigError(f"{where}: field 'tasks.{tid}.{key}': {metric!r} is not a metric of task type "
+                                  f"{ttype.name!r} (mean, {', '.join(ttype.iid_metrics)})")
         for k, entry in enumerate(t.get("ood") or []):
             field = f"tasks.{tid}.ood[{k}]"
             if entry.get("source") == "local":
