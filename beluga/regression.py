@@ -146,11 +146,12 @@ def score_case_outcome(expect: str, params: dict, agg_fn: str, scores: list[floa
         if (DIRECTIONS[expect] > 0 and s0 >= hi) or (DIRECTIONS[expect] < 0 and s0 <= lo):
             bound = f">= {hi:g}" if DIRECTIONS[expect] > 0 else f"<= {lo:g}"
             return FILTERED, f"original's score {bound}, the range's bound ({expect})"
-    results = [r for r in input_results(expect, params, scores, labels) if r is not None]
+    results = input_results(expect, params, scores, labels)
+    if agg_fn == "all_except_first":   # the original's own result is ignored, scored or not (as training does)
+        results = results[1:]
+    results = [r for r in results if r is not None]
     if not results:
         return FILTERED, "no input scored"
-    if agg_fn == "all_except_first":
-        results = results[1:]
     return (PASS if all(results) else FAIL), None
 
 

@@ -22,6 +22,7 @@ from beluga.data import fetch as beluga_fetch  # noqa: E402
 from beluga.data import iid as beluga_iid  # noqa: E402
 from beluga.data import ood_sets as beluga_ood  # noqa: E402
 from beluga.analyses import combinational_data as beluga_comb_data  # noqa: E402
+from beluga.analyses import gluex_tables as beluga_gluex  # noqa: E402
 from beluga.report import iid_data as beluga_iid_data  # noqa: E402
 from beluga.errors import BelugaError  # noqa: E402
 from beluga.suites import spec as beluga_spec  # noqa: E402

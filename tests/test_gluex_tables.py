@@ -60,3 +60,24 @@ def test_errors_are_one_line_naming_the_file_and_field():
     two = pd.concat([two, two.assign(benchmark="mnli_bert")])
     with pytest.raises(DataError, match=r"^t.csv: field 'benchmark': no benchmark 'all'"):
         tables_3_and_4(two, BENCHMARKS, source="t.csv")
+
+
+def test_the_layout_is_asked_for_only_when_every_task_has_the_same_models():
+    """The default target asks for Tables 3 and 4 only when the ranking over tasks will have every model on
+    every task (its benchmark 'all'): a task on another set of backbones, or one with a suite beside
+    suite-less ones, would stop rule gluex_tables after every model had trained."""
+    from beluga.analyses.gluex_tables import layout_problem
+
+    def task(name: str, model: str, suite: bool = False) -> dict:
+        return {"type": "nli", "model": model, "iid": {"source": name}, "ood": [{"name": f"{name}-ood"}],
+                **({"suite": {"generate": "nli_default"}} if suite else {})}
+
+    tasks = {f"{t}_{m}": task(t, m) for t in ("mnli", "rte") for m in ("bert", "roberta")}
+    assert layout_problem(tasks, list(tasks)) is None
+    one_more = dict(tasks, qnli_bert=task("qnli", "bert"))
+    assert layout_problem(one_more, list(one_more)) == \
+        "task 'qnli_bert' has the models bert; task 'mnli_bert' has bert, roberta"
+    with_suite = dict(tasks, rte_bert=task("rte", "bert", suite=True))
+    assert layout_problem(with_suite, ["mnli_bert", "mnli_roberta", "rte_roberta"]) == \
+        "task 'rte_bert' has the models bert (with a suite); task 'mnli_bert' has bert, roberta"
+    assert layout_problem({"mnli_bert": tasks["mnli_bert"]}, ["mnli_bert"]) == "fewer than two tasks with OOD sets"

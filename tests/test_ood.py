@@ -202,6 +202,11 @@ def test_ranking_errors_name_the_field():
         rank_systems(df.assign(domain="x"))
     with pytest.raises(DataError, match="field 'metric': column missing"):
         rank_systems(df.drop(columns="metric"))
+    # an ID correlation (MCC, Pearson) at or below 0 would flip the decrease ratio's sign: refused, named
+    neg = pd.DataFrame(long_table({"A": {"i": ("id", 90), "o": ("ood", 80)},
+                                   "B": {"i": ("id", -10), "o": ("ood", -20)}}))
+    with pytest.raises(DataError, match=r"field 'value': system 'B' has an ID score of -10, at or below 0"):
+        rank_systems(neg)
 
 
 # ---------------------------------------------------------------- significance

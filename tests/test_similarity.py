@@ -448,3 +448,18 @@ def test_reference_batching_and_a_resumed_run(tmp_path):
         scores.append(predict_scores(model, tok, ["a cat sat"], ["a dog ran"], max_length=32))
     assert summary["resumed_from_epoch"] == 1
     np.testing.assert_array_equal(scores[0], scores[1])
+
+
+def test_all_except_first_ignores_the_original_before_unscored_inputs_are_dropped():
+    """A label-checked INV / DIR whose original has no label: the first perturbation's result counts (it was
+    dropped with the original when the unscored inputs went first), and a case whose only labelled input is
+    the original has nothing scored, never a pass of nothing."""
+    from beluga.case_rows import FILTERED
+    from beluga.regression import score_case_outcome
+
+    assert score_case_outcome("score_near", {}, "all_except_first", [3.0, 4.0, 4.0], [None, 1.0, 4.0]) == \
+        ("fail", None)
+    assert score_case_outcome("score_near", {}, "all_except_first", [3.0, 4.0], [None, 1.0]) == ("fail", None)
+    assert score_case_outcome("score_near", {}, "all_except_first", [3.0, 1.2], [None, 1.0]) == ("pass", None)
+    assert score_case_outcome("score_near", {}, "all_except_first", [3.0, 9.9], [3.0, None])[0] == FILTERED
+    assert score_case_outcome("score_inv", {}, "all_except_first", [3.0], None)[0] == FILTERED

@@ -21,13 +21,33 @@ from collections.abc import Mapping
 
 import pandas as pd
 
-from beluga.analyses.ood_eval import ALL_TYPES
+from beluga.analyses.ood_eval import ALL_TYPES, backbone_label, ood_benchmarks
 from beluga.errors import DataError
 
 TABLE3_COLUMNS = ("model", "ood_avg", "id_avg", "decrease_ratio", "friedman_rank_ood", "friedman_rank_id",
                   "rank_decrease_ratio")
 TABLE3_HEADERS = ("Model", "Avg GLUE-X (OOD)", "Avg GLUE (ID)", "Avg ↓", "F-Rank OOD", "F-Rank ID", "Rank ↓")
 
+
+def layout_problem(tasks: Mapping[str, dict], suiteless) -> str | None:
+    """Why the configured tasks give no GLUE-X table over all tasks (None: they give one), known before any run:
+    the tables put every model on every task, which the ranking over tasks has (its benchmark ``all``) only when
+    every benchmark task (:func:`~beluga.analyses.ood_eval.ood_benchmarks`) has the same backbones, each with a
+    suite in all of them or in none (a suite adds its configurations' systems beside the IID model)."""
+    systems: dict[str, set] = {}
+    for tid, bench in ood_benchmarks(tasks).items():
+        systems.setdefault(bench, set()).add((backbone_label(tasks[tid]), tid not in suiteless))
+    if len(systems) < 2:
+        return "fewer than two tasks with OOD sets"
+    (first, want), *rest = systems.items()
+
+    def words(v: set) -> str:
+        return ", ".join(f"{b}{'' if not suite else ' (with a suite)'}" for b, suite in sorted(v))
+
+    for bench, have in rest:
+        if have != want:
+            return f"task {bench!r} has the models {words(have)}; task {first!r} has {words(want)}"
+    return None
 
 def task_label(benchmark: str, benchmarks: Mapping[str, str]) -> str:
     """A benchmark task's name: the longest prefix its task ids share, up to the last ``_`` (``sst2_bert``,
@@ -98,5 +118,6 @@ def tables_markdown(table3: pd.DataFrame, table4: pd.DataFrame) -> str:
     for r in table4.to_dict("records"):
         cells = [str(r["model"]), *[_cell(r[t]) for t in tasks], _cell(r["ood_avg"]), _cell(r["decrease_ratio"])]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Each task's OOD score: the mean over its OOD sets of the mean of the task's metrics (×100)."]
+    lines += ["", "Each task's OOD score: the mean over its OOD sets of the task's score on each (×100; the mean "
+              "of its metrics, or the one its ood_metric names)."]
     return "\n".join(lines) + "\n"

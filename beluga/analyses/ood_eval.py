@@ -243,9 +243,11 @@ def rank_systems(long: pd.DataFrame, source: str = "scores", mixed_metrics: bool
         s = avg.index[avg.isna().any(axis=1)][0]
         raise DataError(f"{source}: field 'domain': system {s!r} lacks id or ood rows")
     out = pd.DataFrame({"system": systems, "id_avg": avg["id"].to_numpy(), "ood_avg": avg["ood"].to_numpy()})
-    if (out["id_avg"] == 0).any():
-        raise DataError(f"{source}: field 'value': system {out['system'][out['id_avg'] == 0].iloc[0]!r} has an ID "
-                        "score of 0 (no decrease ratio)")
+    if (out["id_avg"] <= 0).any():   # a correlation (MCC, Pearson, Spearman) may be: the ratio's sign would flip
+        bad = out[out["id_avg"] <= 0].iloc[0]
+        raise DataError(f"{source}: field 'value': system {bad['system']!r} has an ID score of {bad['id_avg']:.3g}, "
+                        "at or below 0 (no decrease ratio: 100 x (ID - OOD) / ID needs a positive ID score; a "
+                        "correlation at or below 0 is a model no better than chance)")
     out["decrease_ratio"] = 100.0 * (out["id_avg"] - out["ood_avg"]) / out["id_avg"]
     out["rank_decrease_ratio"] = out["decrease_ratio"].rank(ascending=True, method="average").to_numpy()
     used = {}

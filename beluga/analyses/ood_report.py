@@ -24,6 +24,7 @@ from beluga.analyses.ood_eval import (
 )
 from beluga.analyses.ood_scores import OOD_METRIC
 from beluga.io import atomic_path, check_out_folder, write_csv, write_out_folder, write_text
+from beluga.metrics import IID_METRICS
 from beluga.report.tables import DOWN, UP, latex_escape
 from beluga.seeds import N_SEEDS_COLUMN, plus_minus, seeds_note
 
@@ -188,12 +189,16 @@ def _test_words(task_type: str, short: bool = False, metric: str = OOD_METRIC) -
     """The test of an OOD cell, in words (ood_scores.ood_significance)."""
     if _binary(task_type, metric):
         return "exact binomial test" if short else "two-sided exact binomial test on the discordant examples"
+    # Spearman's rho in a draw: the swapped rows keep the ranks taken on the full split (stats.iid_statistic)
+    ranks = " (Spearman on the full split's ranks)" if "spearman" in (metric, *IID_METRICS.get(task_type, ())) \
+        and metric in (OOD_METRIC, "spearman") else ""
     if metric != OOD_METRIC:
         return (f"paired randomization of the {metric}" if short else
-                f"two-sided paired approximate randomization test of the cell's {metric}, recomputed in each draw")
+                f"two-sided paired approximate randomization test of the cell's {metric}, recomputed in each "
+                f"draw{ranks}")
     return ("paired randomization of the mean of the two metrics" if short else
             "two-sided paired approximate randomization test of the cell's score, both metrics recomputed in "
-            "each draw")
+            f"each draw{ranks}")
 
 
 def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
@@ -315,8 +320,9 @@ def backbone_table_markdown(tables: dict[str, pd.DataFrame], corrs: dict[str, di
                      f"{r['ood_avg']:.2f}", f"{r['id_avg']:.2f}", f"{r['decrease_ratio']:.2f}",
                      f"{r['friedman_rank_ood']:.2f}", f"{r['friedman_rank_id']:.2f}"]
             lines.append("| " + " | ".join(cells) + " |")
-        per = ("each task's OOD score (×100: mean of the metrics, mean over the task's OOD sets)"
-               if bench == ALL_TYPES else "each OOD set's score (×100: mean of the task's metrics)")
+        per = ("each task's OOD score (×100: mean over the task's OOD sets of its score on each, the mean of its "
+               "metrics or the one its ood_metric names)" if bench == ALL_TYPES else
+               "each OOD set's score (×100: the mean of the task's metrics, or the one its ood_metric names)")
         lines += ["", f"Columns: {per}; Friedman ranks over the {what} (1 = best).", "",
                   correlation_line(corrs[bench]), ""]
     if skipped:
