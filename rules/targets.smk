@@ -73,8 +73,10 @@ def all_targets():
             if why is None:
                 targets += [PATHS.ood_ranking(name) for name in GLUEX_OUTPUTS]
             else:
-                print(f"GLUE-X's Tables 3 and 4 are not written: {why} (the rankings in results/ood/ are)",
-                      file=sys.stderr)
+                print(
+                    f"GLUE-X's Tables 3 and 4 are not written: {why} (the rankings in results/ood/ are)",
+                    file=sys.stderr,
+                )
     if INOCULATION["enabled"]:
         targets += inoc_targets()
     if COMBINATIONAL["enabled"]:
