@@ -202,11 +202,13 @@ def test_ranking_errors_name_the_field():
         rank_systems(df.assign(domain="x"))
     with pytest.raises(DataError, match="field 'metric': column missing"):
         rank_systems(df.drop(columns="metric"))
-    # an ID correlation (MCC, Pearson) at or below 0 would flip the decrease ratio's sign: refused, named
+    # an ID correlation (MCC, Pearson) at or below 0 would flip the decrease ratio's sign: not defined (NaN),
+    # nor its rank; the other systems' as before
     neg = pd.DataFrame(long_table({"A": {"i": ("id", 90), "o": ("ood", 80)},
-                                   "B": {"i": ("id", -10), "o": ("ood", -20)}}))
-    with pytest.raises(DataError, match=r"field 'value': system 'B' has an ID score of -10, at or below 0"):
-        rank_systems(neg)
+                                   "B": {"i": ("id", -10), "o": ("ood", -20)}, "C": {"i": ("id", 0), "o": ("ood", 5)}}))
+    r = rank_systems(neg).set_index("system")
+    assert r.at["A", "decrease_ratio"] == pytest.approx(100 * 10 / 90) and r.at["A", "rank_decrease_ratio"] == 1
+    assert r[["decrease_ratio", "rank_decrease_ratio"]].loc[["B", "C"]].isna().all().all()
 
 
 # ---------------------------------------------------------------- significance

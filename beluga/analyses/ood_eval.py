@@ -243,12 +243,10 @@ def rank_systems(long: pd.DataFrame, source: str = "scores", mixed_metrics: bool
         s = avg.index[avg.isna().any(axis=1)][0]
         raise DataError(f"{source}: field 'domain': system {s!r} lacks id or ood rows")
     out = pd.DataFrame({"system": systems, "id_avg": avg["id"].to_numpy(), "ood_avg": avg["ood"].to_numpy()})
-    if (out["id_avg"] <= 0).any():   # a correlation (MCC, Pearson, Spearman) may be: the ratio's sign would flip
-        bad = out[out["id_avg"] <= 0].iloc[0]
-        raise DataError(f"{source}: field 'value': system {bad['system']!r} has an ID score of {bad['id_avg']:.3g}, "
-                        "at or below 0 (no decrease ratio: 100 x (ID - OOD) / ID needs a positive ID score; a "
-                        "correlation at or below 0 is a model no better than chance)")
-    out["decrease_ratio"] = 100.0 * (out["id_avg"] - out["ood_avg"]) / out["id_avg"]
+    # 100 x (ID - OOD) / ID needs a positive ID score: at or below 0 (a correlation -- MCC, Pearson, Spearman --
+    # of a model no better than chance) its sign would flip; the ratio and its rank are then not defined (NaN)
+    positive = out["id_avg"] > 0
+    out["decrease_ratio"] = (100.0 * (out["id_avg"] - out["ood_avg"]) / out["id_avg"].where(positive)).where(positive)
     out["rank_decrease_ratio"] = out["decrease_ratio"].rank(ascending=True, method="average").to_numpy()
     used = {}
     for dom in ("ood", "id"):

@@ -144,6 +144,8 @@ def _several(table: pd.DataFrame, seeds) -> bool:
 def _score(row: dict, column: str, several: bool, sep: str = " ± ") -> str:
     """A score cell (×100 already): ``80.9``; over several training seeds the mean ± the standard deviation
     (``80.9 ± 0.5``; ``sep`` between them)."""
+    if row[column] != row[column]:   # not defined: the decrease ratio of an ID score at or below 0
+        return "—"
     return plus_minus(row[column], row[f"{column}_sd"], scale=1.0, sep=sep) if several else f"{row[column]:.1f}"
 
 
@@ -173,6 +175,9 @@ def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: 
         lines += ["", seeds_legend(seeds, task_type, metric)]
     if "backbone" in table.columns and len(table):
         lines += ["", f"Backbone: {table['backbone'].iloc[0]} (the systems are its configurations and methods)."]
+    if len(table) and table["decrease_ratio"].isna().any():
+        lines += ["", "—: not defined (the decrease ratio of an ID score at or below 0: a correlation no better "
+                  "than chance)."]
     if correlation is not None:
         lines += ["", correlation_line(correlation)]
     if credits:
