@@ -448,6 +448,19 @@ def case_key(d: dict, path: str, line: int) -> tuple[str, int]:
     return str(cid), x
 
 
+def unique_case_records(records, path: str):
+    """(case key, line, record) per record (:func:`case_key`); a case input given twice stops with one line
+    naming both lines."""
+    seen: dict[tuple[str, int], int] = {}
+    for ln, d in records:
+        key = case_key(d, path, ln)
+        if key in seen:
+            raise DataError(f"{at_line(path, ln)}: field 'case_id'/'input_idx': case {key[0]!r}, input {key[1]} "
+                            f"again (first on line {seen[key]})")
+        seen[key] = ln
+        yield key, ln, d
+
+
 def _read_keyed(path: str, text: str, fmt: str, k: int, qa: bool) -> pd.DataFrame:
     cols, records = keyed_records(path, text, fmt)
     missing = [c for c in ("case_id", "input_idx") if c not in cols]
@@ -462,13 +475,7 @@ def _read_keyed(path: str, text: str, fmt: str, k: int, qa: bool) -> pd.DataFram
         hint = f"; the file looks like {hint.upper()}: give --format {hint}" if hint and hint != fmt else ""
         raise DataError(f"predictions {path}: field '{missing[0]}': column missing (columns: {cols}){hint}")
     cids, idxs, lines, values, labels = [], [], [], [], []
-    seen: dict[tuple[str, int], int] = {}
-    for ln, d in records:
-        key = case_key(d, path, ln)
-        if key in seen:
-            raise DataError(f"{at_line(path, ln)}: field 'case_id'/'input_idx': case {key[0]!r}, input {key[1]} "
-                            f"again (first on line {seen[key]})")
-        seen[key] = ln
+    for key, ln, d in unique_case_records(records, path):
         cids.append(key[0])
         idxs.append(key[1])
         lines.append(ln)

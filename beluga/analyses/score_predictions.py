@@ -33,13 +33,13 @@ from beluga.analyses.predictions import (
     LINE_FORMATS,
     SCORE_LINE_FORMAT,
     at_line,
-    case_key,
     clip,
     keyed_records,
     looks_keyed,
     predictions_text,
     text_lines,
     typed_keys,
+    unique_case_records,
 )
 from beluga.errors import DataError
 
@@ -103,13 +103,7 @@ def _read_score_keyed(path: str, text: str, fmt: str, task: str) -> pd.DataFrame
             hint = f"; the file looks like {shape.upper()}: give --format {shape}" if shape and shape != fmt else ""
         raise DataError(f"predictions {path}: field '{missing[0]}': column missing (columns: {cols}){hint}")
     cids, idxs, scores = [], [], []
-    seen: dict[tuple[str, int], int] = {}
-    for ln, d in records:
-        key = case_key(d, path, ln)
-        if key in seen:
-            raise DataError(f"{at_line(path, ln)}: field 'case_id'/'input_idx': case {key[0]!r}, input {key[1]} "
-                            f"again (first on line {seen[key]})")
-        seen[key] = ln
+    for key, ln, d in unique_case_records(records, path):
         cids.append(key[0])
         idxs.append(key[1])
         scores.append(score_value(d.get("score"), path, f"line {ln}"))
