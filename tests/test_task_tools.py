@@ -345,3 +345,20 @@ def test_an_nli_model_with_its_classes_in_another_order_is_read_by_name(tmp_path
     run = json.loads((tmp_path / "b" / "run.json").read_text())
     assert run["labels"][str(other)]["model_classes"] == ["contradiction", "neutral", "entailment"]
     assert "classes read as contradiction, neutral, entailment (by id2label)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_case_input_given_twice_names_both_lines(tmp_path, fmt):
+    """Scores and probabilities share one reader of a case input's key: a repeat stops naming both lines."""
+    from beluga.analyses.score_predictions import read_score_predictions
+    from beluga.errors import DataError
+
+    path = tmp_path / f"p.{fmt}"
+    rows = [{"case_id": "c1", "input_idx": 0, "score": 1.0}, {"case_id": "c2", "input_idx": 0, "score": 2.0},
+            {"case_id": "c1", "input_idx": 0, "score": 3.0}]
+    if fmt == "jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        pd.DataFrame(rows).to_csv(path, index=False)
+    with pytest.raises(DataError, match=r"field 'case_id'/'input_idx': case 'c1', input 0 again \(first on line"):
+        read_score_predictions(str(path), fmt, None, "similarity")
