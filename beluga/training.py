@@ -554,6 +554,7 @@ def train(model, tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, *
             break
         if lr_factor is not None:
             _use_lr_factor(algo, lr_factor)
+    algo.finish()   # e.g. LoRA's adapters merged into the base weights
     check_finite_weights(model, run.job)
     if algo.nonfinite_skipped:
         log.warning("training %s: %d update(s) with a non-finite loss were skipped", run.job, algo.nonfinite_skipped)
