@@ -22,7 +22,7 @@ from __future__ import annotations
 import warnings
 
 from beluga.errors import ConfigError
-from beluga.lazy import torch
+from beluga.lazy import peft, torch
 from beluga.methods.base import Vanilla, register
 from beluga.methods.regularization import head_parameter_names
 
@@ -43,8 +43,7 @@ def target_modules(model: torch.nn.Module, given: list[str] | None) -> list[str]
     default for is refused in one line."""
     if given is not None:
         return list(given)
-    from peft.utils import TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING as defaults
-
+    defaults = peft.utils.TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
     model_type = getattr(getattr(model, "config", None), "model_type", None)
     if model_type not in defaults:
         raise ConfigError(f"model type {model_type!r} ({type(model).__name__}): field "
@@ -75,8 +74,6 @@ class LoRA(Vanilla):
                 "lora_target_modules": None}
 
     def setup(self) -> None:
-        import peft
-
         head = head_modules(self.model)
         targets = target_modules(self.model, self.hparams["lora_target_modules"])
         cfg = peft.LoraConfig(r=int(self.hparams["lora_r"]), lora_alpha=self.hparams["lora_alpha"],
