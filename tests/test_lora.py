@@ -17,7 +17,7 @@ from safetensors import safe_open
 
 from beluga import checkpoint
 from beluga.batches import build_streams, epoch_batches
-from beluga.errors import ConfigError
+from beluga.errors import ConfigError, ModelError
 from beluga.methods import DEFAULT_HPARAMS, PUBLIC_METHODS, LoRA, get_algorithm, method_hparams
 from beluga.methods.lora import head_modules, target_modules
 from beluga.modeling import TINY_RANDOM, configure_torch, load_model, predict_probs, save_model, set_seed
@@ -138,6 +138,8 @@ def test_the_merged_save_is_plain_and_reloads_to_the_adapted_predictions(tmp_pat
     for b in list(epoch_batches(streams(), 4, np.random.default_rng(0)))[:6]:
         algo.update([b])
     adapted = predict_probs(model, tok, TEXTS, max_length=48)   # adapters not merged yet
+    with pytest.raises(ModelError, match="LoRA adapters not merged"):
+        save_model(model, tok, tmp_path / "unmerged", task_type="sent")
     algo.finish()
     merged = predict_probs(model, tok, TEXTS, max_length=48)
     save_model(model, tok, tmp_path / "m", task_type="sent")
