@@ -24,7 +24,7 @@ import warnings
 from beluga.errors import ConfigError
 from beluga.lazy import peft, torch
 from beluga.methods.base import Vanilla, register
-from beluga.methods.regularization import head_parameter_names
+from beluga.methods.regularization import HEAD_PREFIXES, head_parameter_names
 
 #: peft's adapter name (one adapter per run)
 ADAPTER = "default"
@@ -46,10 +46,13 @@ def target_modules(model: torch.nn.Module, given: list[str] | None) -> list[str]
     defaults = peft.utils.TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
     model_type = getattr(getattr(model, "config", None), "model_type", None)
     if model_type not in defaults:
+        head = tuple(f"{m}." for m in head_modules(model)) if type(model).__name__ in HEAD_PREFIXES else ()
+        linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
+                         if isinstance(m, torch.nn.Linear) and not f"{n}.".startswith(head)})
         raise ConfigError(f"model type {model_type!r} ({type(model).__name__}): field "
                           "'training.method_hparams.lora.lora_target_modules': peft has no default LoRA target "
                           "modules for this model type; name them (module-name suffixes, e.g. the attention's "
-                          "query and value projections)")
+                          f"query and value projections; its Linear modules: {', '.join(linear) or 'none'})")
     return list(defaults[model_type])
 
 
@@ -90,10 +93,11 @@ class LoRA(Vanilla):
                               f"lora_target_modules': no module outside the head {head} is named {targets} or "
                               f"ends in one of them (peft: {str(e).splitlines()[0][:120]})") from None
         trainable = [(n, p) for n, p in self.model.named_parameters() if p.requires_grad]
+        saved = {n.split(f".modules_to_save.{ADAPTER}.")[0] for n, _ in trainable if ".modules_to_save." in n}
         stray = [n for n, _ in trainable if ".lora_" not in n and ".modules_to_save." not in n]
-        if stray or not any(".modules_to_save." in n for n, _ in trainable):
+        if stray or saved != set(head):   # peft matches modules_to_save by suffix: exactly the head, or stop
             raise ValueError(f"lora: {type(self.model).__name__}: the trainable parameters are not the adapters "
-                             f"and the head {head} (stray: {stray[:3]})")
+                             f"and the head {head} (trained in full: {sorted(saved)}; others: {stray[:3]})")
         self.lora_info = {"trainable_parameters": sum(p.numel() for _, p in trainable),
                           "base_parameters": total, "lora_r": int(self.hparams["lora_r"]),
                           "lora_alpha": self.hparams["lora_alpha"], "lora_dropout": self.hparams["lora_dropout"],
