@@ -14,7 +14,7 @@ composition, also of the per-environment minibatches below).
 
 Two sampling modes, chosen by the method (``Algorithm.sampling``):
 
-- ``pooled`` (vanilla, l2, dropout, lp, lp_ft): the above; an epoch is one
+- ``pooled`` (vanilla, l2, dropout, lp, lp_ft, lora): the above; an epoch is one
   pass over every stream, ``n_batches`` updates, each given one minibatch.
 - ``per_env`` (irm, group_dro, fish): items are grouped by environment
   (``TrainItem.env``: the functionality, ``iid`` for i.i.d. items; see
