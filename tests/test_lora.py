@@ -225,7 +225,8 @@ def test_the_plan_counts_lora_fold_jobs_at_its_estimated_cost():
         # the same sequences, the training part at the estimate (CPU: 0.67 of vanilla's), prediction as vanilla's
         assert van.hours > lora.hours > ESTIMATED_METHOD_COST["cpu"]["lora"] * van.hours
     text = plan_command(str(TINY), overrides=["methods=[vanilla,lora]"])
-    assert "lora 0.67 -- an ESTIMATE (cost.py ESTIMATED_METHOD_COST), not measured" in text
+    assert "; lora 0.67 -- an ESTIMATE (cost.py ESTIMATED_METHOD_COST), not measured" in text
+    assert "ESTIMATED_METHOD_COST" not in plan_command(str(TINY))   # a run without lora: no estimate to name
     measured = {**rates, "method_cost": {"vanilla": 1.0, "lora": 0.5}}
     lines = {(ln.rule, ln.configuration, ln.method): ln for ln in plan(cfg, measured)}
     assert lines[("finetune", "iid_to_t", "lora")].hours < lines[("finetune", "iid_to_t", "vanilla")].hours

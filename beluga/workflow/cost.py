@@ -474,7 +474,8 @@ def rate_lines(config: dict, rates: dict, rates_used: dict, device: str) -> list
 
     rows = anchors(rates, device)
     ref = rows["reference"]
-    estimated = [m for m in ESTIMATED_METHOD_COST[device] if m not in rates.get("method_cost", {})]
+    estimated = [m for m in ESTIMATED_METHOD_COST[device]   # the estimates of the methods the run trains
+                 if m not in rates.get("method_cost", {}) and m in config.get("methods", ())]
     batch = "batch size not given: no batch scaling" if ref.batch is None else f"batch {ref.batch}"
     out = ["rates (and where each comes from):",
            f"  training, one job: {ref.rate:,.1f} seq/s, {_size_name(ref.size)} at {ref.length} tokens, {batch} "
