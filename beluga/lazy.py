@@ -20,3 +20,5 @@ class _LazyModule:
 
 
 torch = _LazyModule("torch")
+#: LoRA (beluga/methods/lora.py): imported only by a process that trains with it
+peft = _LazyModule("peft")

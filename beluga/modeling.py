@@ -350,6 +350,9 @@ def save_model(model, tokenizer, out_dir: str | os.PathLike, extra_files: dict[s
     (``card``: task, base model and commit, data, suite, configuration,
     method, fold, seed, hyper-parameters)."""
     ttype = get_task_type(task_type) if task_type is not None else None
+    if any(".lora_" in n or ".modules_to_save." in n for n, _ in model.named_parameters()):
+        raise ModelError(f"model {out_dir}: LoRA adapters not merged (beluga.methods.lora: LoRA.finish): its "
+                         "weights would not have the base architecture's names")
     with atomic_dir(out_dir) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)

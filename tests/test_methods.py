@@ -102,7 +102,8 @@ def finite_predict(method, model, tok, texts, texts_b=None):
 
 
 def test_registry_and_defaults():
-    assert set(METHODS) == {"vanilla", "l2", "dropout", "lp", "lp_ft", "irm", "group_dro", "fish", "lp_ft_lp"}
+    assert set(METHODS) == {"vanilla", "l2", "dropout", "lp", "lp_ft", "irm", "group_dro", "fish", "lp_ft_lp",
+                           "lora"}
     assert set(PUBLIC_METHODS) == set(METHODS) - {"lp_ft_lp"}   # LP-FT's own LP stage: internal
     assert set(DEFAULT_HPARAMS) == set(METHODS)
     assert {m for m in METHODS if ALGORITHMS[m].sampling == "per_env"} == {"irm", "group_dro", "fish"}

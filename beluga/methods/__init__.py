@@ -6,7 +6,9 @@ job's settings are built (``DEFAULT_HPARAMS`` is the registry's view of them).
 
 Methods (docs/METHOD.md, §4): ``vanilla``, ``l2``,
 ``dropout``, ``lp``, ``lp_ft`` (pooled minibatches, like vanilla) and
-``irm``, ``group_dro``, ``fish`` (one minibatch per environment per step);
+``irm``, ``group_dro``, ``fish`` (one minibatch per environment per step),
+``lora`` (low-rank adapters through peft, merged when training ends: the
+project's addition to the paper's methods);
 ``lp_ft_lp`` (LP-FT's own LP stage, with ``lp_ft``'s ``lp_epochs``) is
 registered too but ``internal``: no config lists it (:data:`PUBLIC_METHODS`).
 """
@@ -18,6 +20,7 @@ from beluga.methods.base import ALGORITHMS, Algorithm, Vanilla
 
 # the method modules register their classes on import
 from beluga.methods.environments import IRM, Fish, GroupDRO, fish_meta_lr, irm_penalty  # noqa: E402
+from beluga.methods.lora import LoRA  # noqa: E402
 from beluga.methods.regularization import (  # noqa: E402
     L2,
     LP,
@@ -47,6 +50,10 @@ def method_hparams(name: str, overrides: dict | None = None) -> dict:
     """The method's defaults with ``overrides`` on top (unknown keys and bad values are errors)."""
     hp = get_algorithm(name).hparam_defaults()
     for k, v in (overrides or {}).items():
+        if k not in hp and k.startswith("lora_"):
+            raise ConfigError(f"config: field 'method_hparams.{name}.{k}': LoRA is the method 'lora' of its own; "
+                              f"it does not compose with {name} (list lora in methods and set its "
+                              "hyper-parameters under method_hparams.lora)")
         if k not in hp:
             raise ConfigError(f"config: field 'method_hparams.{name}.{k}': unknown hyper-parameter "
                               f"(known: {', '.join(sorted(hp)) or 'none'})")
@@ -77,7 +84,7 @@ _CHOICES = {"per_env_epoch": ("steps", "examples"), "irm_penalty_estimate": ("fu
             "ft_hparams_from": ("own", "vanilla"), "irm_dummy": ("scalar", "per_class")}
 _INT_OR_NONE_MIN = {"envs_per_step": 1, "fish_envs": 1, "irm_penalty_anneal_iters": 0}
 _NON_NEGATIVE = ("weight_decay", "l2_lambda", "irm_lambda", "groupdro_eta")
-_UNIT = ("hidden_dropout", "attention_dropout", "irm_penalty_anneal_frac")
+_UNIT = ("hidden_dropout", "attention_dropout", "irm_penalty_anneal_frac", "lora_dropout")
 _POSITIVE = ("lr", "epochs", "ft_epochs", "lp_epochs")   # epochs may be fractional (LP-FT's 1.5); ft_ / lp_ may be null
 
 
@@ -118,10 +125,19 @@ def check_method_hparams(name: str, hp: dict) -> None:
             bad(k, "must be a number in (0, 1] or reference")
         if k in ("l2_sp", "l2_decay_all", "irm_rescale", "irm_reset_optimizer") and not isinstance(v, bool):
             bad(k, "must be true or false")
+        if k == "lora_r" and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            bad(k, "must be a positive integer (the adapters' rank)")
+        if k == "lora_alpha" and (not _number(v) or not v > 0):
+            bad(k, "must be a positive number (the update is scaled by lora_alpha / lora_r)")
+        if k == "lora_target_modules" and v is not None and (
+                not isinstance(v, list) or not v or not all(isinstance(x, str) and x.strip() for x in v)
+                or len(set(v)) != len(v)):
+            bad(k, "must be null (peft's default for the model type) or a non-empty list of distinct module-name "
+                   "suffixes")
     if hp.get("meta_lr") == "reference" and "lr" in hp and hp.get("fish_envs") is not None:
         fish_meta_lr(hp)   # the reference's ε = 5e-7 / lr / fish_envs must lie in (0, 1]
 
 
 __all__ = ["ALGORITHMS", "Algorithm", "DEFAULT_HPARAMS", "Dropout", "Fish", "GroupDRO", "IRM", "L2", "LP", "LPFT",
-           "LPStage", "PUBLIC_METHODS", "Vanilla", "check_method_hparams", "config_hparams", "fish_meta_lr",
+           "LPStage", "LoRA", "PUBLIC_METHODS", "Vanilla", "check_method_hparams", "config_hparams", "fish_meta_lr",
            "get_algorithm", "head_parameter_names", "irm_penalty", "method_hparams", "set_dropout"]

@@ -173,6 +173,12 @@ class Algorithm:
         """Method-specific information for the run record."""
         return {}
 
+    def finish(self) -> None:
+        """Runs once training ends (``beluga.training.train``), before the
+        weights are checked and the model is used or saved: a method that
+        changed the model's structure puts a plain model back (LoRA merges its
+        adapters). Nothing by default."""
+
     # ------------------------------------------------------------ optimisation
     def trainable_parameters(self):
         return [p for p in self.model.parameters() if p.requires_grad]

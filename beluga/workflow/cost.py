@@ -75,6 +75,16 @@ REFERENCE = {
                                  "measured 2026-11-27 (benchmarks/gpu/2026-11-27-h200-d_read.json)"}},
 }
 
+#: Cost per epoch relative to vanilla of methods the reference figures were not measured for: ESTIMATES, not
+#: measurements (a throughput table that measures them replaces them: scripts/benchmark.py times every public
+#: method). ``lora``: its forward pass is vanilla's (the base weights plus the rank-r adapters, a few percent more
+#: FLOPs at r = 8); its backward pass computes the activations' gradients but no gradient of the frozen base
+#: weights, about half of full fine-tuning's backward (which costs about two forward passes), and AdamW updates
+#: the adapters and the head only: (1 + 1) / (1 + 2) = 0.67 of a compute-bound step (CPU). The CUDA reference
+#: step is host-bound (STEP_OVERHEAD_SHARE), so the saved FLOPs save no time there: 1.0.
+ESTIMATED_METHOD_COST = {"cpu": {"lora": 0.67}, "cuda": {"lora": 1.0}}
+ESTIMATED = "an ESTIMATE (cost.py ESTIMATED_METHOD_COST), not measured"
+
 #: Share of the reference training step that does not grow with the batch or the sequence length (kernel
 #: launches, the optimizer step, host work), where the throughput table gives none: an estimate, not a
 #: measurement. CUDA: the benchmark's BERT-base step at batch 16 is host-bound (model FLOP utilisation 0.4%,
@@ -324,7 +334,8 @@ def paper_sizes_line(config: dict) -> str | None:
 def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
     """(rates, source) for ``device`` ("cpu" / "cuda"). A figure the table does not give is the built-in
     reference's (:data:`REFERENCE`); so is every method's cost where the table's ``method_cost`` is empty or
-    missing (a benchmark run without the methods block), and a method it does not name. ``rates["origin"]``
+    missing (a benchmark run without the methods block), and a method it does not name (the plan takes a method
+    neither names from :data:`ESTIMATED_METHOD_COST`). ``rates["origin"]``
     says, per figure, which of the two it comes from (the file, or the built-in reference, with its
     machine and date)."""
     candidates = [Path(path)] if path else [BENCHMARKS / f"benchmark-{device}.json"]
@@ -463,6 +474,8 @@ def rate_lines(config: dict, rates: dict, rates_used: dict, device: str) -> list
 
     rows = anchors(rates, device)
     ref = rows["reference"]
+    estimated = [m for m in ESTIMATED_METHOD_COST[device]   # the estimates of the methods the run trains
+                 if m not in rates.get("method_cost", {}) and m in config.get("methods", ())]
     batch = "batch size not given: no batch scaling" if ref.batch is None else f"batch {ref.batch}"
     out = ["rates (and where each comes from):",
            f"  training, one job: {ref.rate:,.1f} seq/s, {_size_name(ref.size)} at {ref.length} tokens, {batch} "
@@ -472,7 +485,8 @@ def rate_lines(config: dict, rates: dict, rates_used: dict, device: str) -> list
            f"  fixed seconds per job: {rates['fixed_s_per_job']:,.1f} -- {src('fixed_s_per_job')}",
            "  method cost per epoch vs vanilla: " + ", ".join(f"{m} {v:.2f}" for m, v in
                                                             rates.get("method_cost", {}).items() if m != "vanilla")
-           + f" -- {src('method_cost')}",
+           + f" -- {src('method_cost')}"
+           + "".join(f"; {m} {ESTIMATED_METHOD_COST[device][m]:.2f} -- {ESTIMATED}" for m in estimated),
            f"  step model: step = overhead + batch x per-sequence compute; overhead {ref.overhead_share:.0%} of the "
            f"measured step (x the model's layers over the row's), compute x per-token FLOPs and attention x length "
            f"(relative_cost) -- overhead share: {src('step_overhead_share', 'assumed')}"]

@@ -41,6 +41,7 @@ from beluga.tasks import get_task_type
 from beluga.workflow import runs
 from beluga.workflow.config import CONFIG_SCHEMA, checked_runs, validate_config  # noqa: F401 (CONFIG_SCHEMA: the plan's schema)
 from beluga.workflow.cost import (
+    ESTIMATED_METHOD_COST,
     READ_ROW,
     anchors,
     batches_estimate,
@@ -277,7 +278,8 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
             details["jobs"].append(PlannedJob(rule, task, conf, method, n_seeds, *parts, sum(parts) * k_jobs / speedup))
 
     scope = config["predict"]["scope"]
-    method_cost = rates.get("method_cost", {})
+    # a method the table does not name (LoRA): the documented estimate (cost.ESTIMATED_METHOD_COST), else 1
+    method_cost = {**ESTIMATED_METHOD_COST[device], **rates.get("method_cost", {})}
     keep = bool(config["keep_models"])
     for tid, tcfg in config["tasks"].items():
         training = runs.task_training(config, tcfg)
