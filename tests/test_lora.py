@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import REPO, TINY, make_tiny_suite, planned_jobs, smk, train_run
+from conftest import TINY, make_tiny_suite, train_run
 from safetensors import safe_open
 
 from beluga import checkpoint
@@ -26,7 +26,6 @@ from beluga.training import LossFn
 from beluga.workflow.cost import ESTIMATED_METHOD_COST
 from beluga.workflow.plan import load_config, plan, plan_command
 
-CONFIGS = REPO / "tests" / "configs"
 HP = {"lr": 5e-3, "batch_size": 4, "epochs": 3}
 TEXTS = ["this is awful", "a great film", "not bad at all", "the plot"]
 
@@ -230,24 +229,3 @@ def test_the_plan_counts_lora_fold_jobs_at_its_estimated_cost():
     measured = {**rates, "method_cost": {"vanilla": 1.0, "lora": 0.5}}
     lines = {(ln.rule, ln.configuration, ln.method): ln for ln in plan(cfg, measured)}
     assert lines[("finetune", "iid_to_t", "lora")].hours < lines[("finetune", "iid_to_t", "vanilla")].hours
-
-
-# ---------------------------------------------------------------- the pipeline
-@pytest.mark.slow
-def test_pipeline_selects_and_trains_lora(tmp_path):
-    """tests/configs/tiny_lora.yaml: vanilla and lora in IID→T (adapters on the IID model), lora's own lr grid
-    selected on the seen fold's T_val, the fold trained, predicted and scored; its record says what LoRA did."""
-    cfg = (CONFIGS / "tiny_lora.yaml",)
-    jobs = planned_jobs(tmp_path, configfiles=cfg)
-    assert jobs["finetune"] == 2 and jobs["trial"] == 2 and jobs["select_hparams"] == 1, jobs
-    smk(tmp_path, "--cores", "2", "results/sent/scores/scores.csv", configfiles=cfg)
-    res = tmp_path / "results" / "sent"
-    scores = pd.read_csv(res / "scores" / "scores.csv")
-    assert sorted(set(zip(scores.configuration[1:], scores.method[1:]))) == [("iid_to_t", "lora"),
-                                                                             ("iid_to_t", "vanilla")]
-    run = json.loads((res / "predictions" / "iid_to_t" / "lora" / "seen" / "all.json").read_text())
-    info = run["method_info"]
-    assert (info["lora_r"], info["lora_alpha"], info["lora_dropout"]) == (4, 8, 0.1)
-    assert 0 < info["trainable_parameters"] < info["base_parameters"] and run["start_model"] == "iid"
-    chosen = json.loads((res / "selection" / "iid_to_t" / "lora" / "seen" / "all" / "selected.json").read_text())
-    assert run["hparams"]["lr"] == chosen["hparams"]["lr"] in (1e-2, 1e-3) and run["steps"] > 0

@@ -9,7 +9,7 @@ from conftest import REPO, planned_jobs, smk
 
 pytestmark = pytest.mark.slow
 CONFIGS = REPO / "tests" / "configs"
-METHODS = ["vanilla", "l2", "dropout", "lp", "lp_ft", "irm", "group_dro", "fish"]
+METHODS = ["vanilla", "l2", "dropout", "lp", "lp_ft", "irm", "group_dro", "fish", "lora"]
 #: the target the tests run to: every fold's training, predictions and outcomes, and the score table
 SCORES = "results/sent/scores/scores.csv"
 
@@ -18,11 +18,11 @@ def test_all_methods_all_configurations(tmp_path):
     cfg = (CONFIGS / "tiny_methods.yaml",)
     jobs = planned_jobs(tmp_path, configfiles=cfg)
     # one job per fold; LP's, which LP-FT starts from, also writes its model (a temporary file)
-    assert jobs["finetune"] == 3 * 7 and jobs["finetune_keep"] == 3 and jobs["predict"] == 1, jobs
+    assert jobs["finetune"] == 3 * 8 and jobs["finetune_keep"] == 3 and jobs["predict"] == 1, jobs
     smk(tmp_path, "--cores", "2", SCORES, configfiles=cfg)   # (every fold; not the figures and statistics)
     res = tmp_path / "results" / "sent"
     scores = pd.read_csv(res / "scores" / "scores.csv")
-    assert len(scores) == 24 + 1 and scores.iloc[0].configuration == "iid"
+    assert len(scores) == 27 + 1 and scores.iloc[0].configuration == "iid"
     assert sorted(set(zip(scores.configuration[1:], scores.method[1:]))) == sorted(
         (c, m) for c in ("iid_to_t", "iid_plus_t", "iid_to_iid_plus_t") for m in METHODS)
     assert scores.G_seen.between(0, 1).all()
@@ -32,6 +32,11 @@ def test_all_methods_all_configurations(tmp_path):
         assert runs["lp_ft"]["start_model"] == "lp model of this fold"
         assert sorted(runs["lp"]["method_info"]["trainable_parameters"]) == ["classifier.bias", "classifier.weight"]
         assert runs["dropout"]["method_info"]["dropout_p"] == [0.3]
+        # lora: adapters on the start model (the IID model in IID→T), the head in full, merged when saved
+        info = runs["lora"]["method_info"]
+        assert (info["lora_r"], info["lora_alpha"], info["lora_dropout"]) == (4, 8, 0.1)
+        assert 0 < info["trainable_parameters"] < info["base_parameters"]
+        assert runs["lora"]["start_model"] == ("iid" if conf.startswith("iid_to") else runs["vanilla"]["start_model"])
         for m, r in runs.items():
             assert r["method"] == m and r["configuration"] == conf and r["steps"] > 0
             assert {"hparams", "seed", "versions", "device", "wall_time_s"} <= set(r)
