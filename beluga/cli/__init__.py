@@ -62,10 +62,11 @@ def main(argv: list[str] | None = None) -> int:
                                args.max_cases_per_functionality, args.failures, args.precision,
                                paper_fixes=not args.no_paper_fixes, doc_stride=args.doc_stride,
                                label_order=args.label_order, revision=args.revision,
-                               subset=args.checklist_subset), end="")
+                               subset=args.checklist_subset, prompt=args.prompt,
+                               label_words=args.label_words), end="")
         elif args.command == "suite" and args.suite_command == "export":
             print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes,
-                                 fmt=args.format))
+                                 fmt=args.format, prompt=args.prompt, label_words=args.label_words))
         elif args.command == "suite" and args.suite_command == "build":
             from beluga.suites.authoring import build_command
 
