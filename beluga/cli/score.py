@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from beluga import provenance
+from beluga.analyses.lm_eval_samples import SAMPLES_FORMAT, read_lm_eval_samples
 from beluga.analyses.predictions import ORDERED_FORMATS, export_rows, infer_format, read_predictions, write_export
 from beluga.analyses.score_predictions import read_score_predictions
 from beluga.bounds import json_loads
@@ -35,7 +36,7 @@ from beluga.errors import BelugaError
 from beluga.io import check_out_folder, same_file, write_json, write_out_folder
 from beluga.labels import order_from_option
 from beluga.progress import progress
-from beluga.suites.lm_eval import SAMPLES_FORMAT, export_lm_eval, read_lm_eval_samples
+from beluga.suites.lm_eval import LM_EVAL_FILES, export_lm_eval
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
 from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
 
@@ -171,8 +172,14 @@ def export_command(suite_path: str, out: str, task_name: str | None = None, pape
     folder (``prompt``, ``label_words``: :func:`beluga.suites.lm_eval.export_lm_eval`)."""
     if fmt != "lm-eval" and (prompt is not None or label_words):
         raise BelugaError(f"suite export {out}: field '--prompt': --prompt / --label-words belong to --format lm-eval")
-    if fmt == "lm-eval":
-        return export_lm_eval(suite_path, out, prompt, label_words, task_name, paper_fixes)
+    if fmt == "lm-eval":   # an lm-evaluation-harness task folder (beluga/suites/lm_eval.py)
+        for field, value in (("--prompt", prompt), ("--label-words", label_words)):
+            if not value:
+                raise BelugaError(f"suite export {out}: field '{field}': --format lm-eval needs --prompt and "
+                                  "--label-words (the task's prompt and each class's word)")
+        check_out_folder("suite export", out, LM_EVAL_FILES, [("suite", suite_path)])
+        suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
+        return export_lm_eval(suite, ttype, out, prompt, label_words)
     if same_file(suite_path, out):
         raise BelugaError(f"suite export {out}: field '--out': is the input suite file itself; choose another name")
     if fmt == "checklist":
