@@ -132,9 +132,10 @@ def fill_prompt(template: str, text: str, text_b: str | None = None) -> str:
 
 def _encode(tokenizer, text: str) -> list[int]:
     """lm-eval HFLM's ``tok_encode``: the tokenizer's own special tokens, none when the text already starts
-    with the BOS token's text."""
-    bos = tokenizer.bos_token
-    if bos and text.startswith(bos):
+    with the prefix token's text (BOS, else EOS)."""
+    tid = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    prefix = tokenizer.decode([tid]) if tid is not None else ""
+    if prefix and text.startswith(prefix):
         return list(tokenizer.encode(text, add_special_tokens=False))
     return list(tokenizer.encode(text))
 
@@ -171,23 +172,27 @@ def pad_id(tokenizer) -> int:
 
 
 def continuation_logliks(model, tokenizer, pairs: list[tuple[list[int], list[int]]], batch_size: int,
-                         max_length: int, precision, on_batch: Callable[[int], None] | None = None) -> np.ndarray:
+                         max_length: int, precision, on_batch: Callable[[int], None] | None = None,
+                         truncated: list | None = None, source: str = "test") -> np.ndarray:
     """The summed log-likelihood of each pair's continuation tokens given its context tokens (float64, in
     order). The model reads ``(context + continuation)[:-1]`` left-truncated to ``max_length`` tokens (as
     lm-eval does with its maximum length); batched by length, padded on the tokenizer's side with an
     attention mask and position ids counted over the real tokens; forward passes under ``precision``'s
-    autocast, log-softmax in float32. ``on_batch``: called with the pairs done."""
+    autocast, log-softmax in float32. ``on_batch``: called with the pairs done. ``truncated`` (a list, if
+    given): gets the indices of the pairs whose tokens were left-truncated."""
     import torch
 
     out = np.zeros(len(pairs), dtype=np.float64)
     seqs = []
-    for ctx, cont in pairs:
+    for i, (ctx, cont) in enumerate(pairs):
         if not cont:
-            raise BelugaError("field '--label-words': a label word encodes to no token after the prompt")
+            raise BelugaError(f"{source}: field '--label-words': a label word encodes to no token after the prompt")
         if len(cont) > max_length:
-            raise BelugaError(f"field '--max-length': a label word is {len(cont)} tokens, more than --max-length "
-                              f"{max_length}")
+            raise BelugaError(f"{source}: field '--max-length': a label word is {len(cont)} tokens after the prompt, "
+                              f"more than --max-length {max_length}")
         seqs.append((ctx + cont)[-(max_length + 1):][:-1])
+        if truncated is not None and len(ctx) + len(cont) > max_length + 1:
+            truncated.append(i)
     left = getattr(tokenizer, "padding_side", "right") == "left"
     takes_positions = "position_ids" in inspect.signature(model.forward).parameters
     filler = pad_id(tokenizer)
@@ -231,24 +236,30 @@ def softmax_rows(logliks: np.ndarray) -> np.ndarray:
 
 
 def label_word_probs(model, tokenizer, prompts: list[str], words: LabelWords, batch_size: int = 16,
-                     max_length: int = 256, precision=None) -> np.ndarray:
+                     max_length: int = 256, precision=None, truncated: list | None = None,
+                     source: str = "test") -> np.ndarray:
     """(n, classes) probabilities of the filled ``prompts``: the softmax over the classes of each label word's
-    summed log-likelihood as the continuation ``TARGET_DELIMITER + word``."""
+    summed log-likelihood as the continuation ``TARGET_DELIMITER + word`` (``truncated``: gets the pairs
+    left-truncated to ``max_length``, :func:`continuation_logliks`)."""
     from beluga.precision import FP32
 
     pairs = [encode_pair(tokenizer, p, TARGET_DELIMITER + w) for p in prompts for w in words.words]
-    ll = continuation_logliks(model, tokenizer, pairs, batch_size, max_length, precision or FP32)
+    ll = continuation_logliks(model, tokenizer, pairs, batch_size, max_length, precision or FP32,
+                              truncated=truncated, source=source)
     return softmax_rows(ll.reshape(len(prompts), len(words.words)))
 
 
 def suite_label_word_predictions(model, tokenizer, cases: pd.DataFrame, template: str, words: LabelWords, split: str,
                                  batch_size: int, max_length: int, precision, *, chunk_cases: int | None = None,
-                                 on_chunk: Callable[[int], None] | None = None) -> pd.DataFrame:
+                                 on_chunk: Callable[[int], None] | None = None, source: str = "test") -> pd.DataFrame:
     """Predictions for every input of ``cases`` (as :func:`beluga.predict.suite_predictions` writes them:
-    split, case_id, input_idx, probs in the task's class order), ``chunk_cases`` cases at a time with
-    ``on_chunk`` called with the cases done (a progress bar)."""
+    split, case_id, input_idx, probs in the task's class order; ``source`` names the model in messages),
+    ``chunk_cases`` cases at a time with
+    ``on_chunk`` called with the cases done (a progress bar). ``attrs["truncated_inputs"]``: the inputs whose
+    prompt and a label word were more than ``max_length`` tokens (their first tokens dropped, as lm-eval does).
+    """
     step = chunk_cases or max(1, len(cases))
-    parts = []
+    parts, cut = [], 0
     for start in range(0, len(cases), step):
         part = cases.iloc[start:start + step]
         keys, prompts = [], []
@@ -257,14 +268,18 @@ def suite_label_word_predictions(model, tokenizer, cases: pd.DataFrame, template
                 keys.append((r.case_id, j))
                 b = r.inputs_b[j] if r.inputs_b is not None and not isinstance(r.inputs_b, float) else None
                 prompts.append(fill_prompt(template, t, b))
-        probs = label_word_probs(model, tokenizer, prompts, words, batch_size, max_length, precision)
+        truncated: list[int] = []
+        probs = label_word_probs(model, tokenizer, prompts, words, batch_size, max_length, precision, truncated,
+                                 source)
+        cut += len({i // len(words.words) for i in truncated})
         parts.append(pd.DataFrame({"split": split, "case_id": [k[0] for k in keys],
                                    "input_idx": [k[1] for k in keys], "probs": [row.tolist() for row in probs]}))
         if on_chunk is not None:
             on_chunk(min(len(cases), start + step))
-    if not parts:
-        return pd.DataFrame({"split": [], "case_id": [], "input_idx": [], "probs": []})
-    return pd.concat(parts, ignore_index=True)
+    out = (pd.concat(parts, ignore_index=True) if parts
+           else pd.DataFrame({"split": [], "case_id": [], "input_idx": [], "probs": []}))
+    out.attrs["truncated_inputs"] = cut
+    return out
 
 
 def load_causal_lm(path: str, name: str, max_length: int | None = None):

@@ -252,3 +252,21 @@ def test_cli_refusals_one_line(decoder, suite_file, tmp_path, capsys):
     assert _run_test(clf, suite_file, tmp_path / "oc", "--label-words", *WORDS) == 2
     err = capsys.readouterr().err.strip()
     assert "field 'head'" in err and "causal language-model head" in err and err.count("\n") == 0, err
+
+
+def test_three_sent_words_and_truncation_said(decoder, suite_file, tmp_path, capsys):
+    """SENT's three classes by name (three probability columns); inputs longer than --max-length keep their
+    last tokens (as lm-eval) and the run says how many."""
+    out = tmp_path / "three"
+    assert _run_test(decoder, suite_file, out, "--label-words", *WORDS, "neutral=middling", "--max-length", "12") == 0
+    printed = capsys.readouterr().out
+    probs = np.stack(pd.read_parquet(out / "predictions.parquet")["probs"])
+    assert probs.shape == (21, 3)
+    model, tok = _load(decoder)
+    words = LabelWords(("negative", "neutral", "positive"), ("dreadful", "middling", "terrific"))
+    prompt = PROMPT.format(text="this is awful 0")
+    np.testing.assert_allclose(probs[0], label_word_probs(model, tok, [prompt], words, max_length=12)[0], atol=2e-6)
+    full = label_word_probs(model, tok, [prompt], words, max_length=64)[0]   # not truncated: other numbers
+    assert np.abs(np.log(probs[0]) - np.log(full)).max() > 1e-3
+    (note,) = json.loads((out / "run.json").read_text())["truncated_inputs"]
+    assert "21 inputs were longer than --max-length 12" in note and note in printed

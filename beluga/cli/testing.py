@@ -104,7 +104,7 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     chunk = max(1, 2000 // max(1, int(suite["inputs"].map(len).mean())))   # cases predicted at a time
     tty = sys.stderr.isatty()
     where = str(Path(out_dir) / "predictions.parquet")
-    all_preds, statuses, tables, cases = [], [], [], []
+    all_preds, statuses, tables, cases, notes = [], [], [], [], []
     for i, m in enumerate(models):
         net, tokenizer, lmap = nets[i]
         nets[i] = None                                   # each model freed once predicted
@@ -121,8 +121,12 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
             else:   # label-word probabilities, then scored as any classifier's
                 preds = suite_label_word_predictions(net, tokenizer, suite, causal[0], causal[1], "suite_test",
                                                      batch_size, max_length, prec, chunk_cases=chunk,
-                                                     on_chunk=shown)
+                                                     on_chunk=shown, source=f"model {m}")
                 status = score_cases(suite, preds, ttype, source=f"model {m}", reasons=True)
+                if preds.attrs.get("truncated_inputs"):
+                    notes.append(f"model {m}: {preds.attrs['truncated_inputs']} inputs were longer than --max-length "
+                                 f"{max_length} tokens with a label word: their first tokens were dropped (as "
+                                 "lm-evaluation-harness does); raise --max-length up to the model's positions")
         del net, tokenizer
         tables.append(_with_inputs(predictions_table(preds.assign(split="suite_test", label=None), ttype, where),
                                    suite, preds))
@@ -156,6 +160,7 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
                                             "checklist_subset": subset, "prompt": prompt,
                                             "label_words": causal[1].record() if causal else None},
            "labels": json.loads(labels.get("beluga_labels", "{}")), "hub_models": hub,
+           **({"truncated_inputs": list(notes)} if notes else {}),
            "filtered": {m: filter_counts(st["filter_reason"]) for m, st in zip(models, statuses)},
            **provenance.record({"suite": suite_path, **{f"model {m}": p for m, p in zip(models, paths)}})}
     write_out_folder(out_dir, {"predictions.parquet": lambda p: write_parquet(table, p, metadata=labels),
@@ -164,7 +169,11 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
                                "summary.md": lambda p: write_text(markdown, p),
                                "summary.html": lambda p: write_text(html, p),
                                "run.json": lambda p: write_json(run, p)})
+    if causal:
+        notes.insert(0, f"label words: {', '.join(f'{c}={w!r}' for c, w in causal[1].record().items())}; "
+                        f"prompt {causal[0]!r}")
     text = summary_text(funcs, examples, title, models) + _labels_note(models, lmaps)
+    text += "".join(f"\n{n}" for n in notes)
     return text + f"\n{inputs} predicted and scored in {time.time() - t0:.1f} s; written to\n{out_dir}\n"
 
 
@@ -273,7 +282,7 @@ def _labels_note(models: list[str], lmaps: list) -> str:
     """A line per model whose classes were not read as named in the task's order."""
     notes = [f"model {m}: classes read {'as ' + ', '.join(lm.classes) if not lm.identity else 'in order'} "
              f"(by {lm.by})" for m, lm in zip(models, lmaps)
-             if lm is not None and (not lm.identity or lm.by != "id2label")]
+             if lm is not None and (not lm.identity or lm.by not in ("id2label", "--label-words"))]
     return "".join(f"\n{n}" for n in notes)
 
 
