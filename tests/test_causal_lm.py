@@ -45,13 +45,19 @@ def suite_file(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory):
+    """GPT-2: right padding, no pad token (pad := eos)."""
+    return build_decoder(tmp_path_factory.mktemp("dec_gpt2") / "m", _texts(make_tiny_suite(3)), family="gpt2")
+
+
 @pytest.fixture(scope="module", params=["gpt2", "llama"])
 def decoder(request, tmp_path_factory):
-    """GPT-2: right padding, no pad token (pad := eos); Llama: left padding with a pad token of its own."""
-    out = tmp_path_factory.mktemp(f"dec_{request.param}") / "m"
-    left = request.param == "llama"
-    return build_decoder(out, _texts(make_tiny_suite(3)), family=request.param, padding_side="left" if left else
-                         "right", pad=left)
+    """The GPT-2 above; Llama: left padding with a pad token of its own."""
+    if request.param == "gpt2":
+        return request.getfixturevalue("gpt2")
+    return build_decoder(tmp_path_factory.mktemp("dec_llama") / "m", _texts(make_tiny_suite(3)), family="llama",
+                         padding_side="left", pad=True)
 
 
 def _load(path):
@@ -87,27 +93,32 @@ def _run_test(model, suite_file, out, *extra):
 
 
 @pytest.fixture(scope="module")
+def hand(decoder):
+    """The tiny suite's probabilities computed by hand, one sequence at a time."""
+    return _hand_predictions(decoder, make_tiny_suite(3))
+
+
+@pytest.fixture(scope="module")
 def tested(decoder, suite_file, tmp_path_factory):
     out = tmp_path_factory.mktemp("test_out")
     assert _run_test(decoder, suite_file, out, "--label-words", *WORDS) == 0
     return out
 
 
-def test_probabilities_equal_hand_loglikelihoods_batched_or_not(decoder, tested):
+def test_probabilities_equal_hand_loglikelihoods_batched_or_not(decoder, tested, hand):
     model, tok = _load(decoder)
     assert (tok.pad_token is None) == (tok.padding_side == "right")         # GPT-2: none; Llama: its own
     assert len(tok.encode(" dreadful")) > 1 and len(tok.encode(" terrific")) > 1   # several tokens per word
     suite = make_tiny_suite(3)
-    hand = _hand_predictions(decoder, suite)
     got = pd.read_parquet(tested / "predictions.parquet")
     assert got[["case_id", "input_idx"]].values.tolist() == hand[["case_id", "input_idx"]].values.tolist()
     np.testing.assert_allclose(np.stack(got["probs"]), np.stack(hand["probs"]), atol=2e-6)
     assert np.ptp(np.stack(hand["probs"])[:, 0]) > 0.2          # not uniform: the check can fail
-    # batched (padding on the tokenizer's side) == one sequence at a time
+    # another batching (padding on the tokenizer's side) == one sequence at a time
     prompts = [PROMPT.format(text=t) for xs in suite["inputs"] for t in xs]
     words = LabelWords(("negative", "positive"), ("dreadful", "terrific"))
-    np.testing.assert_allclose(label_word_probs(model, tok, prompts, words, batch_size=5),
-                               label_word_probs(model, tok, prompts, words, batch_size=1), atol=2e-6)
+    np.testing.assert_allclose(label_word_probs(model, tok, prompts, words, batch_size=16),
+                               np.stack(hand["probs"]), atol=2e-6)
     run = json.loads((tested / "run.json").read_text())
     assert run["arguments"]["label_words"] == {"negative": "dreadful", "positive": "terrific"}
     assert run["arguments"]["prompt"] == PROMPT
@@ -135,11 +146,9 @@ def test_labels_read_by_name_not_position(decoder, tested, suite_file, tmp_path)
                                np.stack(base["probs"])[:, ::-1], atol=2e-6)
 
 
-def test_outputs_equal_score_on_hand_probabilities(decoder, tested, suite_file, tmp_path):
+def test_outputs_equal_score_on_hand_probabilities(decoder, tested, hand, suite_file, tmp_path):
     from beluga.cli.score import load_suite_for
 
-    suite = make_tiny_suite(3)
-    hand = _hand_predictions(decoder, suite)
     hand.to_parquet(tmp_path / "hand.parquet")
     assert main(["score", "--suite", str(suite_file), "--predictions", str(tmp_path / "hand.parquet"), "--out",
                  str(tmp_path / "scored"), "--task", "sent"]) == 0
@@ -165,11 +174,18 @@ def test_outputs_equal_score_on_hand_probabilities(decoder, tested, suite_file, 
     assert (tested / "summary.html").read_text() == expected
 
 
-def test_bf16_close_to_fp32(decoder, tested, suite_file, tmp_path):
-    assert _run_test(decoder, suite_file, tmp_path / "bf", "--label-words", *WORDS, "--precision", "bf16") == 0
+def test_bf16_close_to_fp32(gpt2, suite_file, tmp_path):
+    """--precision bf16: the forward passes under autocast (one family: the time budget)."""
+    assert _run_test(gpt2, suite_file, tmp_path / "bf", "--label-words", *WORDS, "--precision", "bf16",
+                     "--max-cases-per-functionality", "1") == 0
     assert json.loads((tmp_path / "bf" / "run.json").read_text())["arguments"]["precision"] == "bf16"
-    got = np.stack(pd.read_parquet(tmp_path / "bf" / "predictions.parquet")["probs"])
-    np.testing.assert_allclose(got, np.stack(pd.read_parquet(tested / "predictions.parquet")["probs"]), atol=0.1)
+    got = pd.read_parquet(tmp_path / "bf" / "predictions.parquet")
+    assert len(got) == 7
+    model, tok = _load(gpt2)
+    fp32 = label_word_probs(model, tok, [PROMPT.format(text=t) for t in got["input"]],
+                            LabelWords(("negative", "positive"), ("dreadful", "terrific")))
+    np.testing.assert_allclose(np.stack(got["probs"]), fp32, atol=0.1)
+    assert not np.array_equal(np.stack(got["probs"]), fp32.astype(np.float32))     # bf16 did run
 
 
 def test_trailing_space_and_pairs(decoder):

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from beluga import provenance
 from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
-from beluga.causal_lm import check_prompt, load_causal_lm, parse_label_words, suite_label_word_predictions
+from beluga.causal_lm import check_prompt, check_task, load_causal_lm, parse_label_words, suite_label_word_predictions
 from beluga.cli.score import load_suite_for
 from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
 from beluga.errors import BelugaError
@@ -248,6 +248,7 @@ def _causal_setup(prompt: str | None, label_words: list[str] | None, ttype, labe
     if label_order is not None:
         raise BelugaError("test: field '--label-order': --label-words names each class's word, so the classes are "
                           "read by name; drop --label-order")
+    check_task(ttype)   # READ / SIMILARITY: refused before anything about the prompt
     return check_prompt(prompt, ttype), parse_label_words(label_words, ttype)
 
 
