@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import hf_flags, make_tiny_suite
+from conftest import case, hf_flags, make_tiny_suite
 from tiny_decoder import build_decoder
 
 from beluga.cli import main
@@ -175,3 +175,29 @@ def test_lm_eval_round_trip(decoder, task_dir, tested, suite_file, tmp_path, mon
     theirs = read_lm_eval_samples(str(samples), SENT).set_index(["case_id", "input_idx"]).sort_index()
     ours = pd.read_parquet(tested / "predictions.parquet").set_index(["case_id", "input_idx"]).sort_index()
     np.testing.assert_allclose(np.stack(theirs["probs"]), np.stack(ours["probs"]), atol=1e-5)
+
+
+def test_pair_task_documents_and_prompt(tmp_path):
+    """PARA: each document has text_b, the template both fields, the choices in PARA's class order; an MFT's
+    label is its class's choice index."""
+    from jinja2 import Environment
+
+    from beluga.causal_lm import fill_prompt
+    from beluga.suites.lm_eval import export_lm_eval
+    from beluga.tasks import PARA
+
+    rows = [case("p-0", "pairs", "Vocabulary", "MFT", ["how old are you", "what is it"], [1, 0]),
+            case("p-1", "order", "Robustness", "INV", ["is a b", "is b a"], expect="inv")]
+    suite = pd.DataFrame(rows)
+    suite["inputs_b"] = [["what is your age", "where is it"], ["is b a", "is a b"]]
+    out = tmp_path / "para_task"
+    tmpl = "Q1: {text}\nQ2: {text_b}\n{{same}}?"
+    export_lm_eval(suite, PARA, str(out), tmpl, ["duplicate=yes", "not_duplicate=no"])
+    cfg = yaml.safe_load((out / "task.yaml").read_text())
+    assert cfg["task"] == "para_task" and cfg["doc_to_choice"] == ["no", "yes"]
+    docs = [json.loads(x) for x in (out / "data.jsonl").read_text().splitlines()]
+    assert [(d["text_b"], d["label"]) for d in docs] == [("what is your age", 1), ("where is it", 0),
+                                                        ("is b a", None), ("is a b", None)]
+    render = Environment(keep_trailing_newline=True).from_string(cfg["doc_to_text"]).render
+    for d in docs:
+        assert render(**d) == fill_prompt(tmpl, d["text"], d["text_b"])
