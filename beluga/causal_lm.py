@@ -107,7 +107,6 @@ def check_prompt(template: str, ttype: TaskType, where: str = "test") -> str:
     when the task's inputs are pairs; no other field. Returns it, or stops with one line."""
     field = f"{where}: field '--prompt'"
     try:
-        names = [f for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
         specs = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
     except ValueError as e:
         raise BelugaError(f"{field}: {template!r} is not a template ({e}); write literal braces as {{{{ }}}}") from None
@@ -115,6 +114,7 @@ def check_prompt(template: str, ttype: TaskType, where: str = "test") -> str:
         if f not in PROMPT_FIELDS or spec or conv:
             raise BelugaError(f"{field}: {{{f}{'!' + conv if conv else ''}{':' + spec if spec else ''}}} is not a "
                               f"field; a template names {{text}} (and {{text_b}} for pair tasks) only")
+    names = [f for f, _, _ in specs]
     needs = ["text", "text_b"] if ttype.pair else ["text"]
     missing = [n for n in needs if n not in names]
     if missing:

@@ -116,7 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
                                         "model without names the task reads). With "
                                         "several models (e.g. the training seeds of one system; every one checked "
                                         "before anything is predicted) the summary gives the failure rate's mean "
-                                        "± sd over the models and the cases failing for the most of them.")
+                                        "± sd over the models and the cases failing for the most of them. A causal "
+                                        "LM (a decoder without a classification head) is tested with --prompt and "
+                                        "--label-words: the class probabilities are the softmax over the label "
+                                        "words' log-likelihoods after the prompt.")
     p_test.add_argument("--model", required=True, nargs="+", action="extend", metavar="MODEL",
                         help="a local model folder (safetensors weights) or a Hugging Face hub name (from the "
                              "local cache; downloaded unless HF_HUB_OFFLINE is set); several (--model A B, or "
