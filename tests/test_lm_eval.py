@@ -136,6 +136,13 @@ def test_bad_samples_one_line(change, needle, tested, suite_file, tmp_path, caps
     assert needle in err and str(path) in err and err.count("\n") == 0, err
 
 
+def test_samples_without_format_hinted(tested, suite_file, tmp_path, capsys):
+    path = _samples_like_lm_eval(tmp_path / "samples.jsonl", tested)
+    assert main(["score", "--suite", str(suite_file), "--predictions", str(path), "--out", str(tmp_path / "o"),
+                 "--task", "sent"]) == 2
+    assert "give --format lm-eval-samples" in capsys.readouterr().err
+
+
 def test_export_needs_prompt_and_words(suite_file, tmp_path, capsys):
     assert main(["suite", "export", "--suite", str(suite_file), "--task", "sent", "--format", "lm-eval", "--out",
                  str(tmp_path / "t"), "--prompt", PROMPT]) == 2
