@@ -145,6 +145,8 @@ def model_provenance(spec: str, model_lock: str | None = None) -> dict:
 
 
 HEADS = ("classification", "qa", "regression")   # a task type's head (beluga.tasks.TaskType.head)
+#: what load_trained also loads: a causal LM tested by label-word likelihood (beluga/causal_lm.py)
+LOADABLE_HEADS = HEADS + ("causal_lm",)
 
 
 @contextlib.contextmanager
@@ -170,10 +172,12 @@ def _first_line(e: BaseException) -> str:
 
 
 def _auto_class(head: str):
-    from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification
+    from transformers import AutoModelForCausalLM, AutoModelForQuestionAnswering, AutoModelForSequenceClassification
 
-    if head not in HEADS:
-        raise ValueError(f"model head {head!r} is not one of {HEADS}")
+    if head not in LOADABLE_HEADS:
+        raise ValueError(f"model head {head!r} is not one of {LOADABLE_HEADS}")
+    if head == "causal_lm":
+        return AutoModelForCausalLM
     # a regression head is a sequence classifier with one output (num_labels 1, problem_type "regression")
     return AutoModelForQuestionAnswering if head == "qa" else AutoModelForSequenceClassification
 
@@ -209,7 +213,8 @@ def _head_error(name: str, head: str, info: dict, task_type: str | None) -> Mode
         return ", ".join(keys[:4]) + (f", ... ({len(keys)} in all)" if len(keys) > 4 else "")
     instead = f"; the weights have {shown(unexpected)} instead" if unexpected else ""
     needs = f"task type {task_type!r} needs" if task_type else "it needs"
-    what = {"qa": "an extractive QA head", "regression": "a regression head"}.get(head, "a classification head")
+    what = {"qa": "an extractive QA head", "regression": "a regression head",
+            "causal_lm": "a causal language-model head"}.get(head, "a classification head")
     return ModelError(f"model {name}: field 'head': {shown(missing)} would be initialised at random (not in the "
                       f"weights{instead}): not a model trained with {what}, which {needs}")
 

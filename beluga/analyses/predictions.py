@@ -473,6 +473,8 @@ def _read_keyed(path: str, text: str, fmt: str, k: int, qa: bool) -> pd.DataFram
     if missing:
         hint = looks_keyed(text)
         hint = f"; the file looks like {hint.upper()}: give --format {hint}" if hint and hint != fmt else ""
+        if "doc" in cols and ("resps" in cols or "filtered_resps" in cols):
+            hint = "; the file looks like lm-evaluation-harness's --log_samples output: give --format lm-eval-samples"
         raise DataError(f"predictions {path}: field '{missing[0]}': column missing (columns: {cols}){hint}")
     cids, idxs, lines, values, labels = [], [], [], [], []
     for key, ln, d in unique_case_records(records, path):

@@ -1,9 +1,10 @@
 """The command line: ``python -m beluga COMMAND`` (also the ``beluga`` script).
 
-- ``score`` / ``suite export`` (:mod:`beluga.cli.score`): score any model's predictions on a suite; a
-  suite's inputs for a model outside Python, or a CheckList release suite as CheckList's JSONL export;
-- ``test`` (:mod:`beluga.cli.testing`): predict a suite with one trained model or several, score it and
-  summarise the failures (docs/TESTING.md);
+- ``score`` / ``suite export`` (:mod:`beluga.cli.score`): score any model's predictions on a suite (also
+  lm-evaluation-harness's per-sample output); a suite's inputs for a model outside Python, a CheckList release
+  suite as CheckList's JSONL export, or a suite as an lm-evaluation-harness task (beluga/suites/lm_eval.py);
+- ``test`` (:mod:`beluga.cli.testing`): predict a suite with one trained model or several (or causal LMs by
+  label-word likelihood, beluga/causal_lm.py), score it and summarise the failures (docs/TESTING.md);
 - ``suite build`` / ``suite perturb`` / ``suite lexicons`` (beluga/suites/authoring.py): a suite from a spec,
   or from your own sentences and a built-in perturbation; the built-in word lists;
 - ``plan`` (beluga/workflow/plan.py): the cost plan of a configuration -- jobs, GPU- or core-time, seconds
@@ -62,10 +63,11 @@ def main(argv: list[str] | None = None) -> int:
                                args.max_cases_per_functionality, args.failures, args.precision,
                                paper_fixes=not args.no_paper_fixes, doc_stride=args.doc_stride,
                                label_order=args.label_order, revision=args.revision,
-                               subset=args.checklist_subset), end="")
+                               subset=args.checklist_subset, prompt=args.prompt,
+                               label_words=args.label_words), end="")
         elif args.command == "suite" and args.suite_command == "export":
             print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes,
-                                 fmt=args.format))
+                                 fmt=args.format, prompt=args.prompt, label_words=args.label_words))
         elif args.command == "suite" and args.suite_command == "build":
             from beluga.suites.authoring import build_command
 

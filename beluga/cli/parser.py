@@ -43,8 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(see --format)")
     s.add_argument("--format", default=None,
                    help="parquet, csv, tsv, jsonl, or CheckList's pred_only, binary_conf, softmax, pred_and_conf, "
-                        "pred_and_softmax, or score (similarity: one predicted score per line) (default: from the "
-                        "extension)")
+                        "pred_and_softmax, or score (similarity: one predicted score per line), or lm-eval-samples "
+                        "(lm-evaluation-harness's --log_samples JSONL of a task `suite export --format lm-eval` "
+                        "wrote: per-choice log-likelihoods, softmaxed) (default: from the extension)")
     s.add_argument("--out", required=True,
                    help="output directory, written as a whole (new, or holding only an earlier score's files)")
     s.add_argument("--task", choices=sorted(TASK_TYPES), default=None,
@@ -115,7 +116,10 @@ def build_parser() -> argparse.ArgumentParser:
                                         "model without names the task reads). With "
                                         "several models (e.g. the training seeds of one system; every one checked "
                                         "before anything is predicted) the summary gives the failure rate's mean "
-                                        "± sd over the models and the cases failing for the most of them.")
+                                        "± sd over the models and the cases failing for the most of them. A causal "
+                                        "LM (a decoder without a classification head) is tested with --prompt and "
+                                        "--label-words: the class probabilities are the softmax over the label "
+                                        "words' log-likelihoods after the prompt.")
     p_test.add_argument("--model", required=True, nargs="+", action="extend", metavar="MODEL",
                         help="a local model folder (safetensors weights) or a Hugging Face hub name (from the "
                              "local cache; downloaded unless HF_HUB_OFFLINE is set); several (--model A B, or "
@@ -146,6 +150,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the model's classes in order, comma-separated (e.g. positive,negative), for a model "
                              "whose config.json id2label has no names the task reads (LABEL_0, LABEL_1, ...); a "
                              "model with names is read by them, and --label-order must agree with them")
+    p_test.add_argument("--prompt", default=None, metavar="TEMPLATE",
+                        help="test causal LMs (decoders without a classification head) by label-word likelihood: "
+                             "each input written into TEMPLATE ({text}; pair tasks also {text_b}; literal braces "
+                             "doubled), e.g. 'Review: {text} Sentiment:'; needs --label-words")
+    p_test.add_argument("--label-words", nargs="+", default=None, metavar="CLASS=WORD",
+                        help="with --prompt: each class's word by the task's class name, every class once, e.g. "
+                             "--label-words negative=bad positive=good (sent may also name neutral); the class "
+                             "probabilities are the softmax over the words' summed log-likelihoods after the "
+                             "prompt (lm-evaluation-harness's multiple_choice)")
     p_suite = sub.add_parser("suite", help="suite tools: build a suite from a spec, perturb your own sentences into "
                                            "a suite, export the inputs for models outside Python, or a CheckList "
                                            "release tarball as its JSONL export")
@@ -167,9 +180,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_exp.add_argument("--suite", required=True, help="suite file (as for score)")
     p_exp.add_argument("--out", required=True,
                        help="output file (.tsv or .jsonl; --format checklist: .jsonl or .jsonl.gz)")
-    p_exp.add_argument("--format", choices=["inputs", "checklist"], default="inputs",
+    p_exp.add_argument("--format", choices=["inputs", "checklist", "lm-eval"], default="inputs",
                        help="inputs (default): every input, TSV or JSONL by the --out extension; checklist: "
-                            "CheckList's JSONL export of a CheckList release suite")
+                            "CheckList's JSONL export of a CheckList release suite; lm-eval: an "
+                            "lm-evaluation-harness task folder --out (task.yaml, data.jsonl: one document per "
+                            "case input; the task is named after the folder), with --prompt and --label-words")
+    p_exp.add_argument("--prompt", default=None, metavar="TEMPLATE",
+                       help="--format lm-eval: the prompt ({text}, pair tasks {text_b}), as for test --prompt")
+    p_exp.add_argument("--label-words", nargs="+", default=None, metavar="CLASS=WORD",
+                       help="--format lm-eval: each class's word by name (the choices), as for test --label-words")
     p_exp.add_argument("--task", choices=sorted(TASK_TYPES), default=None, help="task type (default: inferred)")
     p_exp.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
     p_build = suite_sub.add_parser(

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from beluga import provenance
+from beluga.analyses.lm_eval_samples import SAMPLES_FORMAT, read_lm_eval_samples
 from beluga.analyses.predictions import ORDERED_FORMATS, export_rows, infer_format, read_predictions, write_export
 from beluga.analyses.score_predictions import read_score_predictions
 from beluga.bounds import json_loads
@@ -35,6 +36,7 @@ from beluga.errors import BelugaError
 from beluga.io import check_out_folder, same_file, write_json, write_out_folder
 from beluga.labels import order_from_option
 from beluga.progress import progress
+from beluga.suites.lm_eval import LM_EVAL_FILES, export_lm_eval
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
 from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
 
@@ -164,9 +166,20 @@ def checklist_export_command(suite_path: str, out: str) -> str:
 
 
 def export_command(suite_path: str, out: str, task_name: str | None = None, paper_fixes: bool = True,
-                   fmt: str = "inputs") -> str:
+                   fmt: str = "inputs", prompt: str | None = None, label_words: list[str] | None = None) -> str:
     """``suite export``: every input (TSV / JSONL), or with ``fmt="checklist"``
-    CheckList's JSONL export of a CheckList suite."""
+    CheckList's JSONL export of a CheckList suite, or with ``fmt="lm-eval"`` an lm-evaluation-harness task
+    folder (``prompt``, ``label_words``: :func:`beluga.suites.lm_eval.export_lm_eval`)."""
+    if fmt != "lm-eval" and (prompt is not None or label_words):
+        raise BelugaError(f"suite export {out}: field '--prompt': --prompt / --label-words belong to --format lm-eval")
+    if fmt == "lm-eval":   # an lm-evaluation-harness task folder (beluga/suites/lm_eval.py)
+        for field, value in (("--prompt", prompt), ("--label-words", label_words)):
+            if not value:
+                raise BelugaError(f"suite export {out}: field '{field}': --format lm-eval needs --prompt and "
+                                  "--label-words (the task's prompt and each class's word)")
+        check_out_folder("suite export", out, LM_EVAL_FILES, [("suite", suite_path)])
+        suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
+        return export_lm_eval(suite, ttype, out, prompt, label_words)
     if same_file(suite_path, out):
         raise BelugaError(f"suite export {out}: field '--out': is the input suite file itself; choose another name")
     if fmt == "checklist":
@@ -200,11 +213,17 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
     t_suite = time.time() - t0
 
-    fmt = infer_format(predictions_path, fmt)
+    samples = fmt == SAMPLES_FORMAT   # lm-evaluation-harness's --log_samples (beluga/suites/lm_eval.py)
+    fmt = fmt if samples else infer_format(predictions_path, fmt)
     order = export_rows(suite, ttype.head)[["case_id", "input_idx"]] if fmt in ORDERED_FORMATS else None
     if subset:   # after the line files' order (the whole export's)
         suite = checklist_subset(suite, suite_path)
-    if ttype.head == "regression":   # predicted scores (beluga.analyses.score_predictions): no classes to order
+    if samples and ttype.head != "classification":
+        raise BelugaError(f"predictions {predictions_path}: field '--format': {SAMPLES_FORMAT} holds label-word "
+                          f"log-likelihoods of a classification task; task {ttype.name!r} is not one")
+    if samples:   # per-choice log-likelihoods -> probabilities in the choices' (the task's classes') order
+        preds, labels = _reorder(read_lm_eval_samples(predictions_path, ttype), label_order, ttype, predictions_path)
+    elif ttype.head == "regression":   # predicted scores (beluga.analyses.score_predictions): no classes to order
         if label_order is not None:
             raise BelugaError(f"predictions {predictions_path}: field '--label-order': task {ttype.name!r} is a "
                               "regression; its predictions are scores, not class columns: drop --label-order")

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from beluga import provenance
 from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
+from beluga.causal_lm import check_prompt, check_task, load_causal_lm, parse_label_words, suite_label_word_predictions
 from beluga.cli.score import load_suite_for
 from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
 from beluga.errors import BelugaError
@@ -41,7 +42,8 @@ TEST_OUTPUTS = ("predictions.parquet", "cases.parquet", "functionalities.csv", "
 def test_command(models: str | list[str], suite_path: str, out_dir: str, task_name: str | None = None,
                  batch_size: int = 64, max_length: int = 128, max_cases: int | None = None, failures: int = 3,
                  precision: str = "auto", paper_fixes: bool = True, doc_stride: int | None = None,
-                 label_order: str | None = None, revision: str | None = None, subset: bool = False) -> str:
+                 label_order: str | None = None, revision: str | None = None, subset: bool = False,
+                 prompt: str | None = None, label_words: list[str] | None = None) -> str:
     """``python -m beluga test``: predict, score and summarise (returns the terminal summary). Checked
     before anything is predicted, each refusal one line (naming the model where it is about one): the
     arguments, each model given once, each model's positions for ``--max-length``, the ``--out`` folder
@@ -56,11 +58,15 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     suite's own (a CheckList suite's, a built suite's metadata), else the one the models record
     (:func:`beluga.cli.score.load_suite_for`). A regression task (SIMILARITY) is predicted by its regression
     head (one score per input, predictions.parquet's ``score``) and scored by :mod:`beluga.regression`.
-    ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs, before ``max_cases``."""
+    ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs, before ``max_cases``.
+    ``prompt`` / ``label_words`` (``--prompt`` / ``--label-words``): the models are causal LMs, tested by
+    label-word likelihood (:mod:`beluga.causal_lm`: the class probabilities it computes are then scored and
+    summarised as any classifier's)."""
     from beluga.fold import suite_outcomes
     from beluga.io import write_csv, write_parquet, write_text  # looked up per call (tests replace them)
     from beluga.modeling import check_max_length, resolve_model
     from beluga.predict import predictions_table
+    from beluga.scoring import score_cases
     from beluga.suites.build import subsample_cases
 
     t0 = time.time()
@@ -89,15 +95,16 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     if ttype.head == "regression" and label_order is not None:
         raise BelugaError(f"test: field '--label-order': task {ttype.name!r} is a regression; its model predicts a "
                           "score, not classes: drop --label-order")
+    causal = _causal_setup(prompt, label_words, ttype, label_order)
     if max_cases is not None:
         suite = subsample_cases(suite, max_cases, 0).reset_index(drop=True)
-    nets = [_load_test_model(m, path, ttype, max_length, label_order)
+    nets = [_load_test_model(m, path, ttype, max_length, label_order, causal)
             for m, path in zip(models, paths)]   # all checked first
     lmaps = [lmap for _, _, lmap in nets]
     chunk = max(1, 2000 // max(1, int(suite["inputs"].map(len).mean())))   # cases predicted at a time
     tty = sys.stderr.isatty()
     where = str(Path(out_dir) / "predictions.parquet")
-    all_preds, statuses, tables, cases = [], [], [], []
+    all_preds, statuses, tables, cases, notes = [], [], [], [], []
     for i, m in enumerate(models):
         net, tokenizer, lmap = nets[i]
         nets[i] = None                                   # each model freed once predicted
@@ -106,9 +113,20 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
         if tty and len(models) > 1:
             print(f"model {i + 1}/{len(models)}: {m}", file=sys.stderr)
         with progress(len(suite), "predicting", "case") as shown:    # a tqdm bar on a terminal, else nothing
-            preds, status = suite_outcomes(net, tokenizer, ttype, suite, split="suite_test", batch_size=batch_size,
-                                           max_length=max_length, doc_stride=doc_stride, precision=prec,
-                                           source=f"model {m}", chunk_cases=chunk, on_chunk=shown, reasons=True)
+            if causal is None:
+                preds, status = suite_outcomes(net, tokenizer, ttype, suite, split="suite_test",
+                                               batch_size=batch_size, max_length=max_length, doc_stride=doc_stride,
+                                               precision=prec, source=f"model {m}", chunk_cases=chunk,
+                                               on_chunk=shown, reasons=True)
+            else:   # label-word probabilities, then scored as any classifier's
+                preds = suite_label_word_predictions(net, tokenizer, suite, causal[0], causal[1], "suite_test",
+                                                     batch_size, max_length, prec, chunk_cases=chunk,
+                                                     on_chunk=shown, source=f"model {m}")
+                status = score_cases(suite, preds, ttype, source=f"model {m}", reasons=True)
+                if preds.attrs.get("truncated_inputs"):
+                    notes.append(f"model {m}: {preds.attrs['truncated_inputs']} inputs were longer than --max-length "
+                                 f"{max_length} tokens with a label word: their first tokens were dropped (as "
+                                 "lm-evaluation-harness does); raise --max-length up to the model's positions")
         del net, tokenizer
         tables.append(_with_inputs(predictions_table(preds.assign(split="suite_test", label=None), ttype, where),
                                    suite, preds))
@@ -139,8 +157,10 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
                                             "batch_size": batch_size, "max_length": max_length,
                                             "doc_stride": doc_stride, "max_cases_per_functionality": max_cases,
                                             "precision": precision, "paper_fixes": paper_fixes,
-                                            "checklist_subset": subset},
+                                            "checklist_subset": subset, "prompt": prompt,
+                                            "label_words": causal[1].record() if causal else None},
            "labels": json.loads(labels.get("beluga_labels", "{}")), "hub_models": hub,
+           **({"truncated_inputs": list(notes)} if notes else {}),
            "filtered": {m: filter_counts(st["filter_reason"]) for m, st in zip(models, statuses)},
            **provenance.record({"suite": suite_path, **{f"model {m}": p for m, p in zip(models, paths)}})}
     write_out_folder(out_dir, {"predictions.parquet": lambda p: write_parquet(table, p, metadata=labels),
@@ -149,7 +169,11 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
                                "summary.md": lambda p: write_text(markdown, p),
                                "summary.html": lambda p: write_text(html, p),
                                "run.json": lambda p: write_json(run, p)})
+    if causal:
+        notes.insert(0, f"label words: {', '.join(f'{c}={w!r}' for c, w in causal[1].record().items())}; "
+                        f"prompt {causal[0]!r}")
     text = summary_text(funcs, examples, title, models) + _labels_note(models, lmaps)
+    text += "".join(f"\n{n}" for n in notes)
     return text + f"\n{inputs} predicted and scored in {time.time() - t0:.1f} s; written to\n{out_dir}\n"
 
 
@@ -212,13 +236,34 @@ def _distinct_models(models: list[str], paths: list[str]) -> None:
         seen[key] = spec
 
 
-def _load_test_model(spec: str, path: str, ttype, max_length: int, label_order: str | None = None):
+def _causal_setup(prompt: str | None, label_words: list[str] | None, ttype, label_order: str | None):
+    """(template, label words) of ``--prompt`` / ``--label-words`` (both or neither; no ``--label-order``: the
+    words name the classes), checked against the task (:mod:`beluga.causal_lm`); None without them."""
+    if prompt is None and not label_words:
+        return None
+    if prompt is None or not label_words:
+        given, missing = ("--prompt", "--label-words") if prompt is not None else ("--label-words", "--prompt")
+        raise BelugaError(f"test: field '{missing}': {given} tests a causal LM by label-word likelihood and needs "
+                          f"{missing} too")
+    if label_order is not None:
+        raise BelugaError("test: field '--label-order': --label-words names each class's word, so the classes are "
+                          "read by name; drop --label-order")
+    check_task(ttype)   # READ / SIMILARITY: refused before anything about the prompt
+    return check_prompt(prompt, ttype), parse_label_words(label_words, ttype)
+
+
+def _load_test_model(spec: str, path: str, ttype, max_length: int, label_order: str | None = None, causal=None):
     """(model, tokenizer, label map) of a trained model for ``ttype``'s suite: a local folder (safetensors
     only) or a hub name (``path``: the cached main snapshot, else a download),
     refused in one line when it records another task, lacks its head's
     weights or its tokenizer (:func:`beluga.modeling.load_trained`), or its
-    classes cannot be told apart (:func:`beluga.labels.label_map`)."""
+    classes cannot be told apart (:func:`beluga.labels.label_map`). With ``causal`` (template, label words):
+    a causal LM (:func:`beluga.causal_lm.load_causal_lm`), its classes the label words'."""
     from beluga.modeling import load_trained
+
+    if causal is not None:
+        model, tokenizer = load_causal_lm(path, spec, max_length)
+        return model, tokenizer, causal[1].label_map()
 
     model, tokenizer = load_trained(path, ttype.head, task_type=ttype.name, max_length=max_length,
                                     max_length_field="--max-length", name=spec)
@@ -238,7 +283,7 @@ def _labels_note(models: list[str], lmaps: list) -> str:
     """A line per model whose classes were not read as named in the task's order."""
     notes = [f"model {m}: classes read {'as ' + ', '.join(lm.classes) if not lm.identity else 'in order'} "
              f"(by {lm.by})" for m, lm in zip(models, lmaps)
-             if lm is not None and (not lm.identity or lm.by != "id2label")]
+             if lm is not None and (not lm.identity or lm.by not in ("id2label", "--label-words"))]
     return "".join(f"\n{n}" for n in notes)
 
 

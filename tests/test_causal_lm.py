@@ -1,0 +1,288 @@
+"""``test --prompt --label-words`` on causal LMs (issue 41, scope 3; beluga/causal_lm.py): tiny random decoders
+built offline (tests/tiny_decoder.py: GPT-2 with right padding and no pad token, Llama with left padding),
+their class probabilities checked against log-likelihoods computed by hand, one sequence at a time; the labels
+read by name whatever the order the words are given in or the config's id2label; ``test``'s outputs equal
+``score`` on the hand-computed probabilities; every bad option one line."""
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from conftest import case, make_tiny_suite
+from tiny_decoder import build_decoder
+
+from beluga.analyses.behavioral import failure_summary, summary_html
+from beluga.causal_lm import (
+    LabelWords,
+    check_prompt,
+    encode_pair,
+    label_word_probs,
+    parse_label_words,
+    suite_label_word_predictions,
+)
+from beluga.cli import main
+from beluga.errors import BelugaError
+from beluga.scoring import score_cases
+from beluga.suites.format import save_suite
+from beluga.tasks import PARA, READ, SENT, SIMILARITY
+
+PROMPT = "Review: {text} Sentiment:"
+#: "terrific" / "dreadful" are several tokens of the tiny BPE (checked below)
+WORDS = ["negative=dreadful", "positive=terrific"]
+
+
+def _texts(suite):
+    return [x for xs in suite["inputs"] for x in xs] + ["Review: Sentiment:"]
+
+
+@pytest.fixture(scope="module")
+def suite_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("suite") / "suite.parquet"
+    save_suite(make_tiny_suite(3), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def gpt2(tmp_path_factory):
+    """GPT-2: right padding, no pad token (pad := eos)."""
+    return build_decoder(tmp_path_factory.mktemp("dec_gpt2") / "m", _texts(make_tiny_suite(3)), family="gpt2")
+
+
+@pytest.fixture(scope="module", params=["gpt2", "llama"])
+def decoder(request, tmp_path_factory):
+    """The GPT-2 above; Llama: left padding with a pad token of its own."""
+    if request.param == "gpt2":
+        return request.getfixturevalue("gpt2")
+    return build_decoder(tmp_path_factory.mktemp("dec_llama") / "m", _texts(make_tiny_suite(3)), family="llama",
+                         padding_side="left", pad=True)
+
+
+def _load(path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(path).eval(), AutoTokenizer.from_pretrained(path)
+
+
+def _hand_probs(model, tok, prompt: str, words: list[str]) -> np.ndarray:
+    """Each word's summed log-likelihood after the prompt, one sequence at a time, softmaxed over the words."""
+    lls = []
+    for w in words:
+        ctx = tok.encode(prompt)
+        cont = tok.encode(prompt + " " + w)[len(ctx):]
+        ids = torch.tensor([ctx + cont[:-1]])
+        with torch.no_grad():
+            logp = torch.log_softmax(model(input_ids=ids).logits[0].double(), -1)
+        lls.append(sum(float(logp[len(ctx) - 1 + t, c]) for t, c in enumerate(cont)))
+    x = np.exp(np.array(lls) - max(lls))
+    return x / x.sum()
+
+
+def _hand_predictions(path, suite) -> pd.DataFrame:
+    model, tok = _load(path)
+    rows = [(r.case_id, j, _hand_probs(model, tok, PROMPT.format(text=t), ["dreadful", "terrific"]).tolist())
+            for r in suite.itertuples(index=False) for j, t in enumerate(r.inputs)]
+    return pd.DataFrame(rows, columns=["case_id", "input_idx", "probs"])
+
+
+def _run_test(model, suite_file, out, *extra):
+    return main(["test", "--model", str(model), "--suite", str(suite_file), "--out", str(out), "--task", "sent",
+                 "--prompt", PROMPT, "--precision", "fp32", "--batch-size", "3", *extra])
+
+
+@pytest.fixture(scope="module")
+def hand(decoder):
+    """The tiny suite's probabilities computed by hand, one sequence at a time."""
+    return _hand_predictions(decoder, make_tiny_suite(3))
+
+
+@pytest.fixture(scope="module")
+def tested(decoder, suite_file, tmp_path_factory):
+    out = tmp_path_factory.mktemp("test_out")
+    assert _run_test(decoder, suite_file, out, "--label-words", *WORDS) == 0
+    return out
+
+
+def test_probabilities_equal_hand_loglikelihoods_batched_or_not(decoder, tested, hand):
+    model, tok = _load(decoder)
+    assert (tok.pad_token is None) == (tok.padding_side == "right")         # GPT-2: none; Llama: its own
+    assert len(tok.encode(" dreadful")) > 1 and len(tok.encode(" terrific")) > 1   # several tokens per word
+    suite = make_tiny_suite(3)
+    got = pd.read_parquet(tested / "predictions.parquet")
+    assert got[["case_id", "input_idx"]].values.tolist() == hand[["case_id", "input_idx"]].values.tolist()
+    np.testing.assert_allclose(np.stack(got["probs"]), np.stack(hand["probs"]), atol=2e-6)
+    assert np.ptp(np.stack(hand["probs"])[:, 0]) > 0.2          # not uniform: the check can fail
+    # another batching (padding on the tokenizer's side) == one sequence at a time
+    prompts = [PROMPT.format(text=t) for xs in suite["inputs"] for t in xs]
+    words = LabelWords(("negative", "positive"), ("dreadful", "terrific"))
+    np.testing.assert_allclose(label_word_probs(model, tok, prompts, words, batch_size=16),
+                               np.stack(hand["probs"]), atol=2e-6)
+    run = json.loads((tested / "run.json").read_text())
+    assert run["arguments"]["label_words"] == {"negative": "dreadful", "positive": "terrific"}
+    assert run["arguments"]["prompt"] == PROMPT
+
+
+def test_labels_read_by_name_not_position(decoder, tested, suite_file, tmp_path):
+    """Words given in the other order, or a model whose config id2label names the classes the other way round:
+    the same per-class probabilities (a reversed / named-label decoder)."""
+    base = pd.read_parquet(tested / "predictions.parquet")
+    assert _run_test(decoder, suite_file, tmp_path / "rev", "--label-words", *reversed(WORDS)) == 0
+    named = tmp_path / "named"
+    shutil.copytree(decoder, named)
+    cfg = json.loads((named / "config.json").read_text())
+    cfg.update(id2label={"0": "positive", "1": "negative"}, label2id={"positive": 0, "negative": 1})
+    (named / "config.json").write_text(json.dumps(cfg))
+    assert _run_test(named, suite_file, tmp_path / "named_out", "--label-words", "Positive=terrific",
+                     "NEG=dreadful") == 0
+    for out in (tmp_path / "rev", tmp_path / "named_out"):
+        np.testing.assert_array_equal(np.stack(pd.read_parquet(out / "predictions.parquet")["probs"]),
+                                      np.stack(base["probs"]))
+    # swapping the words swaps the classes (the words, not their order, say which is which)
+    assert _run_test(decoder, suite_file, tmp_path / "swap", "--label-words", "negative=terrific",
+                     "positive=dreadful") == 0
+    np.testing.assert_allclose(np.stack(pd.read_parquet(tmp_path / "swap" / "predictions.parquet")["probs"]),
+                               np.stack(base["probs"])[:, ::-1], atol=2e-6)
+
+
+def test_outputs_equal_score_on_hand_probabilities(decoder, tested, hand, suite_file, tmp_path):
+    from beluga.cli.score import load_suite_for
+
+    hand.to_parquet(tmp_path / "hand.parquet")
+    assert main(["score", "--suite", str(suite_file), "--predictions", str(tmp_path / "hand.parquet"), "--out",
+                 str(tmp_path / "scored"), "--task", "sent"]) == 0
+    scored = pd.read_csv(tmp_path / "scored" / "functionalities.csv").set_index("functionality")
+    funcs = pd.read_csv(tested / "functionalities.csv")
+    assert len(funcs) == len(scored) == 4
+    for r in funcs.itertuples(index=False):
+        s = scored.loc[r.functionality]
+        assert (r.n_scored, r.n_failed) == (s.n_scored, s.n_scored - s.n_passed)
+        if r.n_scored:
+            assert r.failure_rate == pytest.approx(1 - s.pass_rate)
+    cases = pd.read_parquet(tested / "cases.parquet").set_index("case_id")["status"]
+    by_score = pd.read_parquet(tmp_path / "scored" / "cases.parquet").set_index("case_id")["status"]
+    assert cases.sort_index().tolist() == by_score.sort_index().tolist()
+    assert {"pass", "fail"} <= set(cases)
+    # the page: the summary of the hand-computed probabilities, through the one code path after them
+    loaded, ttype = load_suite_for(str(suite_file), "sent")
+    hand = hand.assign(split="suite_test")
+    status = score_cases(loaded, hand, ttype, reasons=True)
+    f, ex = failure_summary(loaded, [status], [hand], ttype, [str(decoder)], k=3)
+    title = f"{decoder} on {suite_file.name} (sent, {len(loaded)} cases)"
+    expected = summary_html(f, ex, title, [str(decoder)])
+    assert (tested / "summary.html").read_text() == expected
+
+
+def test_bf16_close_to_fp32(gpt2, suite_file, tmp_path):
+    """--precision bf16: the forward passes under autocast (one family: the time budget)."""
+    assert _run_test(gpt2, suite_file, tmp_path / "bf", "--label-words", *WORDS, "--precision", "bf16",
+                     "--max-cases-per-functionality", "1") == 0
+    assert json.loads((tmp_path / "bf" / "run.json").read_text())["arguments"]["precision"] == "bf16"
+    got = pd.read_parquet(tmp_path / "bf" / "predictions.parquet")
+    assert len(got) == 7
+    model, tok = _load(gpt2)
+    fp32 = label_word_probs(model, tok, [PROMPT.format(text=t) for t in got["input"]],
+                            LabelWords(("negative", "positive"), ("dreadful", "terrific")))
+    np.testing.assert_allclose(np.stack(got["probs"]), fp32, atol=0.1)
+    assert not np.array_equal(np.stack(got["probs"]), fp32.astype(np.float32))     # bf16 did run
+
+
+def test_trailing_space_and_pairs(decoder):
+    """lm-eval moves a prompt's trailing spaces into the continuation; a pair task fills {text_b}."""
+    model, tok = _load(decoder)
+    ctx, cont = encode_pair(tok, "Review: a fine film Sentiment: ", " dreadful")
+    assert ctx == tok.encode("Review: a fine film Sentiment:")
+    assert ctx + cont == tok.encode("Review: a fine film Sentiment:  dreadful")
+    rows = [case("p-0", "pairs", "Vocabulary", "MFT", ["a fine film"], [1]),
+            case("p-1", "pairs", "Vocabulary", "MFT", ["the plot"], [0])]
+    cases = pd.DataFrame(rows)
+    cases["inputs_b"] = [["a fine flim"], ["this is awful"]]
+    tmpl = check_prompt("Q1: {text} Q2: {text_b} Same?", PARA)
+    words = parse_label_words(["duplicate=terrific", "not_duplicate=dreadful"], PARA)
+    assert words.classes == ("not duplicate", "duplicate")
+    from beluga.precision import FP32
+
+    got = suite_label_word_predictions(model, tok, cases, tmpl, words, "suite_test", 2, 64, FP32)
+    want = [_hand_probs(model, tok, f"Q1: {a} Q2: {b} Same?", ["dreadful", "terrific"])
+            for a, b in (("a fine film", "a fine flim"), ("the plot", "this is awful"))]
+    np.testing.assert_allclose(np.stack(got["probs"]), np.stack(want), atol=2e-6)
+
+
+def test_sent_three_label_words():
+    words = parse_label_words(["neutral=ok", "positive=good", "negative=bad"], SENT)
+    assert words.classes == ("negative", "neutral", "positive") and words.words == ("bad", "ok", "good")
+
+
+@pytest.mark.parametrize("template,task,needle", [
+    ("Review: Sentiment:", SENT, "has no {text}"),
+    ("{text} {label}", SENT, "{label} is not a field"),
+    ("{text} {text_b}", SENT, "{text_b} names a second text"),
+    ("Q1: {text}", PARA, "has no {text_b}"),
+    ("{text:>5}", SENT, "is not a field"),
+    ("{text", SENT, "is not a template"),
+])
+def test_bad_prompt_one_line(template, task, needle):
+    with pytest.raises(BelugaError, match=None) as e:
+        check_prompt(template, task)
+    assert needle in str(e.value) and "field '--prompt'" in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("items,needle", [
+    (["negative=bad"], "no word for 'positive'"),
+    (["negative=bad", "positive=good", "negative=dreadful"], "given twice"),
+    (["negative=bad", "happy=good"], "'happy' is not a class"),
+    (["negative bad", "positive=good"], "is not CLASS=WORD"),
+    (["negative=", "positive=good"], "empty word"),
+    (["negative=good", "positive=good"], "the word of two classes"),
+])
+def test_bad_label_words_one_line(items, needle):
+    with pytest.raises(BelugaError) as e:
+        parse_label_words(items, SENT)
+    assert needle in str(e.value) and "field '--label-words'" in str(e.value)
+
+
+@pytest.mark.parametrize("task", [READ, SIMILARITY])
+def test_read_and_similarity_refused(task):
+    with pytest.raises(BelugaError, match="only on classification tasks"):
+        parse_label_words(["a=b"], task)
+
+
+def test_cli_refusals_one_line(decoder, suite_file, tmp_path, capsys):
+    from beluga.modeling import load_model, save_model
+
+    cases = [
+        (["--prompt", PROMPT], "field '--label-words'"),
+        (["--label-words", *WORDS], "field '--prompt'"),
+        (["--prompt", PROMPT, "--label-words", *WORDS, "--label-order", "negative,positive"], "'--label-order'"),
+    ]
+    for i, (extra, needle) in enumerate(cases):
+        assert main(["test", "--model", str(decoder), "--suite", str(suite_file), "--out", str(tmp_path / f"o{i}"),
+                     "--task", "sent", *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert needle in err and err.count("\n") == 0, err
+    clf = tmp_path / "clf"   # a classifier (no LM head): refused as load_trained refuses a missing head
+    model, tok = load_model("tiny-random", 2)
+    save_model(model, tok, clf, task_type="sent")
+    capsys.readouterr()
+    assert _run_test(clf, suite_file, tmp_path / "oc", "--label-words", *WORDS) == 2
+    err = capsys.readouterr().err.strip()
+    assert "field 'head'" in err and "causal language-model head" in err and err.count("\n") == 0, err
+
+
+def test_three_sent_words_and_truncation_said(decoder, suite_file, tmp_path, capsys):
+    """SENT's three classes by name (three probability columns); inputs longer than --max-length keep their
+    last tokens (as lm-eval) and the run says how many."""
+    out = tmp_path / "three"
+    assert _run_test(decoder, suite_file, out, "--label-words", *WORDS, "neutral=middling", "--max-length", "12") == 0
+    printed = capsys.readouterr().out
+    probs = np.stack(pd.read_parquet(out / "predictions.parquet")["probs"])
+    assert probs.shape == (21, 3)
+    model, tok = _load(decoder)
+    words = LabelWords(("negative", "neutral", "positive"), ("dreadful", "middling", "terrific"))
+    prompt = PROMPT.format(text="this is awful 0")
+    np.testing.assert_allclose(probs[0], label_word_probs(model, tok, [prompt], words, max_length=12)[0], atol=2e-6)
+    full = label_word_probs(model, tok, [prompt], words, max_length=64)[0]   # not truncated: other numbers
+    assert np.abs(np.log(probs[0]) - np.log(full)).max() > 1e-3
+    (note,) = json.loads((out / "run.json").read_text())["truncated_inputs"]
+    assert "21 inputs were longer than --max-length 12" in note and note in printed
