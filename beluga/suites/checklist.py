@@ -235,9 +235,10 @@ def import_checklist_records(records: Iterable[tuple[str | None, dict]], source:
                                           f"another task's suite needs the side field {SIDE_FIELD!r})")
             if suite_name is None:
                 suite_name, suite_task = s, task
-            elif s != suite_name or task != suite_task:
-                raise _LineError("suite", f"{s!r} (task {task!r}) differs from {suite_name!r} (task {suite_task!r}) "
-                                          "in earlier lines")
+            elif s != suite_name:
+                raise _LineError("suite", f"{s!r} differs from {suite_name!r} in earlier lines")
+            elif task != suite_task:
+                raise _LineError(f"{SIDE_FIELD}.task", f"{task!r} differs from {suite_task!r} in earlier lines")
             func = d["functionality"]
             if d["test_type"] not in TEST_TYPES:
                 raise _LineError("test_type", f"unknown test type {d['test_type']!r}")
