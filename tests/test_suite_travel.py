@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -31,7 +32,7 @@ def _plain(v):
 
 def _rows(df: pd.DataFrame) -> list[list]:
     """Every field of every case, as plain Python values (Parquet's arrays and JSON's lists compare equal)."""
-    return [[_plain(r[c]) for c in COLUMNS] for _, r in df.iterrows()]
+    return list(zip(*([_plain(v) for v in df[c].tolist()] for c in COLUMNS)))
 
 
 def _run(argv, capsys) -> tuple[int, str, str]:
@@ -143,6 +144,28 @@ def _rows_of(df):
     return [[_plain(v) for v in r] for r in df.itertuples(index=False)]
 
 
+CHECKLIST_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "checklist"
+
+
+@pytest.mark.skipif(not (CHECKLIST_DATA / "squad.jsonl.gz").exists(), reason="the shared CheckList exports are absent")
+@pytest.mark.parametrize("name", ["sentiment", "qqp", "squad"])
+def test_release_suite_round_trip(name):
+    """CheckList's released suites (every 50th case: every expectation, slice, training hint, unperturbed INV and
+    squad's answers and meta), imported with the paper's fixes, exported by the project's writer and read back:
+    equal (the whole suites were checked so, outside the test suite)."""
+    from beluga.suites.checklist import import_checklist_records
+    from beluga.suites.checklist_export import suite_records
+    from beluga.suites.tabular import open_text
+
+    with open_text(CHECKLIST_DATA / f"{name}.jsonl.gz") as f:
+        records = [(None, json.loads(line)) for i, line in enumerate(f) if i % 50 == 0]
+    a = import_checklist_records(records, name)
+    b = import_checklist_records(((None, r) for r in suite_records(a, a.attrs["task_type"], a.attrs["declared"])),
+                                 "export")
+    assert _rows(a) == _rows(b)
+    assert a.attrs["declared"] == b.attrs["declared"] and a.attrs["task_type"] == b.attrs["task_type"]
+
+
 def test_similarity_suite_refused(built, tmp_path, capsys):
     out = tmp_path / "sim.jsonl"
     rc, _, err = _run(["suite", "export", "--suite", str(built["similarity_default"]), "--out", str(out),
@@ -210,9 +233,7 @@ def test_from_textattack(tmp_path, capsys):
     meta = json.loads(suite["meta"][0])
     assert [m.get("result_type") for m in meta] == [None, "Successful", "Maximized"]
     assert meta[1]["ground_truth_output"] == "1"
-    from beluga.suites.build import read_suite_file
-
-    assert len(read_suite_file({"path": str(out), "paper_fixes": True}, "sent")) == 2
+    _trainable(out, "sent", n_inv=2)
     exported = tmp_path / "ta.jsonl"
     assert main(["suite", "export", "--suite", str(out), "--out", str(exported), "--format", "checklist"]) == 0
     assert _rows(load_suite_for(str(exported), None)[0]) == _rows(suite)
@@ -225,6 +246,20 @@ def test_from_textattack(tmp_path, capsys):
     cases = pd.read_parquet(tmp_path / "s" / "cases.parquet")
     assert cases.set_index("case_id")["status"].to_dict() == {"textattack-00-00000": "fail",
                                                               "textattack-00-00001": "pass"}
+
+
+def _trainable(path, task, n_inv):
+    """The pipeline's suite reader takes the suite and its training streams hold one INV item per case (the
+    meta per input stays aligned when the inputs are capped)."""
+    from beluga.batches import build_streams
+    from beluga.suites.build import cap_inputs, read_suite_file
+    from beluga.tasks import get_task_type
+
+    df = read_suite_file({"path": str(path), "paper_fixes": True}, task)
+    streams = build_streams(get_task_type(task), None, df)
+    assert list(streams) == ["INV"] and len(streams["INV"]) == n_inv
+    capped = cap_inputs(df, 2, 0)
+    assert all(len(json.loads(m)) == len(x) == 2 for m, x in zip(capped["meta"], capped["inputs"]))
 
 
 def test_from_textattack_pairs(tmp_path, capsys):
@@ -322,6 +357,7 @@ def test_from_langtest(tmp_path, capsys, fmt):
     assert set(suite["expect"]) == {"inv"} and set(suite["agg_fn"]) == {"all_except_first"}
     assert [d["functionality"] for d in suite.attrs["declared"]] == ["uppercase", "add_typo",
                                                                      "replace_to_female_pronouns"]
+    _trainable(out, "sent", n_inv=3)
 
 
 @pytest.mark.parametrize("case", ["missing_column", "empty", "no_text", "pair_task", "qa_layout"])

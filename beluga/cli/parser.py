@@ -152,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     suite_sub = p_suite.add_subparsers(dest="suite_command", required=True)
     p_exp = suite_sub.add_parser(
         "export", help="every input, one row per (case_id, input_idx), in a stable order; or (--format checklist) "
-                       "a CheckList release suite as CheckList's JSONL export",
+                       "any suite as CheckList's JSONL export",
         description="Write every input of a suite with columns case_id, input_idx and the text(s) (text [, text_b]; "
                     "READ: context, question): TSV by default, JSONL for a .jsonl name. A CheckList-format "
                     "prediction file for `score --format` has one line per row, in this order. "
@@ -160,16 +160,18 @@ def build_parser() -> argparse.ArgumentParser:
                     "case with suite, case_id, functionality, capability, test_type, inputs, labels, label, "
                     "label_scope, meta, agg_fn, expect, in_run_subset, ... (../shared/data/README.md) -- from a "
                     "CheckList release suite (release_suites/*_suite.tar.gz, .tgz or its .pkl), read without "
-                    "executing it (or from such a JSONL export); gzip-compressed when --out ends in .gz, e.g. "
+                    "executing it (or from such a JSONL export), its labels as released; or from any other suite "
+                    "(spec-built, perturbed, imported), which score / test / the pipeline read back into the same "
+                    "suite (what CheckList's fields cannot hold rides in a 'beluga' side field; a regression "
+                    "suite is refused); gzip-compressed when --out ends in .gz, e.g. "
                     "`python -m beluga suite export --suite sentiment_suite.tar.gz --out sentiment.jsonl.gz "
-                    "--format checklist`. Labels are written as released (--task / --no-paper-fixes do not apply). "
-                    "The output may not be the input file itself.")
+                    "--format checklist`. The output may not be the input file itself.")
     p_exp.add_argument("--suite", required=True, help="suite file (as for score)")
     p_exp.add_argument("--out", required=True,
                        help="output file (.tsv or .jsonl; --format checklist: .jsonl or .jsonl.gz)")
     p_exp.add_argument("--format", choices=["inputs", "checklist"], default="inputs",
                        help="inputs (default): every input, TSV or JSONL by the --out extension; checklist: "
-                            "CheckList's JSONL export of a CheckList release suite")
+                            "CheckList's JSONL export of any suite")
     p_exp.add_argument("--task", choices=sorted(TASK_TYPES), default=None, help="task type (default: inferred)")
     p_exp.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
     p_build = suite_sub.add_parser(
