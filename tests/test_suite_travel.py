@@ -99,6 +99,30 @@ def test_checklist_export_round_trip(built, name, tmp_path, capsys):
         assert all(isinstance(x, list) and len(x) == 2 for x in first["inputs"])
 
 
+def test_checklist_export_keeps_texts_as_they_are(tmp_path):
+    """A suite without expect_params (null), with meta JSON written compactly, labels with a gap (an unlabelled
+    original) and answers on a classifier: read back identical (the side field), with --task for a file that
+    records none."""
+    from beluga.suites.format import save_suite
+
+    df = pd.DataFrame({
+        "case_id": ["c0", "c1"], "functionality": ["f", "g"], "capability": ["Vocabulary", "Negation"],
+        "test_type": ["MFT", "INV"], "inputs": [["good"], ["fine", "fine !"]], "inputs_b": [None, None],
+        "labels": [[2], [None, 2]], "answers": [None, ["x", "y"]], "expect": ["eq", "inv"],
+        "expect_params": [None, '{"tolerance":0.2}'], "agg_fn": ["all", "all_except_first"],
+        "meta": ['{"a":1}', None]})
+    src = tmp_path / "mine.parquet"
+    save_suite(df, src)
+    out = tmp_path / "mine.jsonl"
+    assert main(["suite", "export", "--suite", str(src), "--out", str(out), "--format", "checklist"]) == 2
+    assert main(["suite", "export", "--suite", str(src), "--out", str(out), "--format", "checklist",
+                 "--task", "sent"]) == 0
+    a, _ = load_suite_for(str(src), "sent")
+    b, _ = load_suite_for(str(out), None)
+    assert _rows(a) == _rows(b)
+    assert b["expect_params"].tolist() == [None, '{"tolerance":0.2}'] and b["meta"].tolist() == ['{"a":1}', None]
+
+
 def test_checklist_export_expectations_as_checklist_writes_them(built, tmp_path):
     """The CheckList ``expect`` objects of a sent suite read as the released suites' (and the slice on the
     monotonic DIRs as CheckList's slice_pairwise)."""

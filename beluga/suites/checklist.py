@@ -147,10 +147,11 @@ def _side_case(d: dict, side: dict, head: str) -> tuple:
     else:
         raise _LineError("inputs", "must be a non-empty list of strings or of [a, b] pairs of strings")
     expect, params_text = side.get("expect"), side.get("expect_params")
-    if not isinstance(expect, str) or not isinstance(params_text, str):
-        raise _LineError(f"{SIDE_FIELD}.expect", "expect (a name) and expect_params (JSON text) must be strings")
+    if not isinstance(expect, str) or not isinstance(params_text, (str, type(None))):
+        raise _LineError(f"{SIDE_FIELD}.expect", "expect (a name) and expect_params (JSON text or null) must be "
+                                                 "strings")
     try:
-        params = json_loads(params_text)
+        params = json_loads(params_text) if params_text else {}
     except json.JSONDecodeError as e:
         raise _LineError(f"{SIDE_FIELD}.expect_params", f"not valid JSON ({e})") from None
     if not isinstance(params, dict):

@@ -138,8 +138,8 @@ def suite_records(df: pd.DataFrame, task: str, declared: list[dict] | None = Non
         inputs = a if b is None else [[x, y] for x, y in zip(a, b)]
         labels, answers = _plain(r.labels), _plain(r.answers)
         shown, other = (answers, "labels") if ttype.head == "qa" else (labels, "answers")
-        params_text = r.expect_params or "{}"
-        params = json_loads(params_text)
+        params_text = r.expect_params   # the suite's text, or None (no parameters), kept as it is
+        params = json_loads(params_text) if params_text else {}
         try:
             expect = checklist_expect(r.expect, params)
         except SuiteError as e:
