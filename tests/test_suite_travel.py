@@ -305,7 +305,23 @@ def test_from_textattack_pairs(tmp_path, capsys):
     assert (r["functionality"], r["capability"]) == ("textfooler", "Robustness")
     rc, _, err = _run(["suite", "perturb", "--from-textattack", str(log), "--out", str(tmp_path / "x.parquet")],
                       capsys)
-    assert rc == 2 and "row 0" in err and "field 'original_text'" in err and "holds 2 text(s)" in err
+    assert rc == 2 and "row 0" in err and "field 'original_text'" in err and "holds 2 texts" in err
+    one = "[[[[Premise]]]]: A man sleeps ."
+    log = _textattack_csv(tmp_path / "one.csv", [{"original_text": one, "perturbed_text": one.replace("sleeps", "naps"),
+                                                  "result_type": "Successful"}])
+    rc, _, err = _run(["suite", "perturb", "--from-textattack", str(log), "--task", "nli", "--out",
+                       str(tmp_path / "y.parquet")], capsys)
+    assert rc == 2 and "holds 1 text(s) per input, the task takes 2" in err
+
+
+def test_from_textattack_line_breaks(tmp_path, capsys):
+    """The logger writes a text's line break as <SPLIT>: one text, its lines joined again."""
+    log = _textattack_csv(tmp_path / "lines.csv", [{"original_text": "Good [[film]] .<SPLIT>Really .",
+                                                    "perturbed_text": "Good [[movie]] .<SPLIT>Really .",
+                                                    "result_type": "Successful"}])
+    out = tmp_path / "l.parquet"
+    assert main(["suite", "perturb", "--from-textattack", str(log), "--out", str(out)]) == 0
+    assert list(load_suite_for(str(out), None)[0]["inputs"][0]) == ["Good film .\nReally .", "Good movie .\nReally ."]
 
 
 @pytest.mark.parametrize("case", ["missing_column", "empty", "no_text", "ansi", "unknown_result", "dir"])

@@ -8,7 +8,8 @@ TextAttack (its ``CSVLogger``, ``textattack attack --log-to-csv``): one row per 
 ``perturbed_output``, ``ground_truth_output``, ``num_queries``, ``result_type``. The texts carry the logger's
 markup (``--csv-coloring-style file``, the default): changed words wrapped as ``[[word]]``; an input of several
 texts (premise / hypothesis, question1 / question2) written ``Key: text`` per text, the keys wrapped as
-``[[[[Key]]]]``, joined by ``<SPLIT>``. The markup is stripped; ``plain`` logs (no markup) read as they are; an
+``[[[[Key]]]]``, joined by ``<SPLIT>`` (which also stands for a line break in a text: :func:`textattack_texts`).
+The markup is stripped; ``plain`` logs (no markup) read as they are; an
 ``ansi`` or ``html`` log is refused in one line. Which results become cases:
 
 - ``Successful`` / ``Maximized``: the attack changed the text (and the prediction, for Successful) -- an INV pair;
@@ -122,27 +123,36 @@ def strip_textattack_markup(text: str) -> str:
 
 
 def textattack_texts(raw: str, n_texts: int, path: str, row: int, field: str) -> tuple[str, ...]:
-    """A logged input as its ``n_texts`` texts: the markup stripped, several texts split at ``<SPLIT>`` and
-    their ``Key: `` prefixes removed."""
+    """A logged input as its ``n_texts`` texts, the markup stripped. The logger writes a line break as
+    ``<SPLIT>`` and a multi-text input as ``Key: text`` parts joined by ``<SPLIT>``: one text is its parts joined
+    by line breaks (refused when every part reads ``Key: text``: a multi-text input); several texts start at
+    each ``Key: `` part, a part without one continuing the text before it after a line break."""
     if "\x1b[" in raw or "<font color" in raw:
         raise ConfigError(f"TextAttack file {path}: row {row}: field '{field}': colored with ANSI / HTML "
                           "(--csv-coloring-style ansi or html); log with the default 'file' style or 'plain'")
-    parts = raw.split(SPLIT_TOKEN)
-    if len(parts) != n_texts:
-        raise ConfigError(f"TextAttack file {path}: row {row}: field '{field}': holds {len(parts)} text(s) per "
-                          f"input, the task takes {n_texts} (--task)")
-    texts = []
-    for part in parts:
-        t = strip_textattack_markup(part)
-        if n_texts > 1:
-            m = _KEY.match(t)
-            if m is None:
-                raise ConfigError(f"TextAttack file {path}: row {row}: field '{field}': a text of a multi-text "
-                                  f"input must read 'Key: text', got {t[:60]!r}")
-            t = t[m.end():]
+    parts = [strip_textattack_markup(part) for part in raw.split(SPLIT_TOKEN)]
+    keyed = [_KEY.match(part) for part in parts]
+    if n_texts == 1:
+        if len(parts) > 1 and all(keyed):
+            raise ConfigError(f"TextAttack file {path}: row {row}: field '{field}': holds {len(parts)} texts "
+                              "('Key: text' parts joined by <SPLIT>); the task takes one (--task)")
+        texts = ["\n".join(parts)]
+    else:
+        texts = []
+        for part, m in zip(parts, keyed):
+            if m is not None:
+                texts.append(part[m.end():])
+            elif texts:
+                texts[-1] += "\n" + part
+            else:
+                raise ConfigError(f"TextAttack file {path}: row {row}: field '{field}': a multi-text input must "
+                                  f"read 'Key: text<SPLIT>Key: text', got {part[:60]!r}")
+        if len(texts) != n_texts:
+            raise ConfigError(f"TextAttack file {path}: row {row}: field '{field}': holds {len(texts)} text(s) "
+                              f"per input, the task takes {n_texts} (--task)")
+    for t in texts:
         if not t.strip():
             raise ConfigError(f"TextAttack file {path}: row {row}: field '{field}': no text")
-        texts.append(t)
     return tuple(texts)
 
 
