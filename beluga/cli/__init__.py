@@ -1,7 +1,7 @@
 """The command line: ``python -m beluga COMMAND`` (also the ``beluga`` script).
 
 - ``score`` / ``suite export`` (:mod:`beluga.cli.score`): score any model's predictions on a suite; a
-  suite's inputs for a model outside Python, or a CheckList release suite as CheckList's JSONL export;
+  suite's inputs for a model outside Python, or any suite as CheckList's JSONL export;
 - ``test`` (:mod:`beluga.cli.testing`): predict a suite with one trained model or several, score it and
   summarise the failures (docs/TESTING.md);
 - ``suite build`` / ``suite perturb`` / ``suite lexicons`` (beluga/suites/authoring.py): a suite from a spec,
