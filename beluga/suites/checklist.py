@@ -8,6 +8,13 @@ without executing them -- into the project's suite format
 Every CheckList expectation is mapped explicitly (``EXPECTATION_MAP`` in the
 docs); an expectation, slice or input shape the importer does not know raises
 a SuiteError naming the file, the line and the field -- nothing is guessed.
+
+A record with the side field ``beluga`` was written from one of the project's
+own suites (``suite export --format checklist``,
+``beluga.suites.checklist_export``): its task, expectation and parameters, meta
+text and the other of labels / answers are read from that field exactly (its
+``expect`` must be the CheckList expectation the field's one is written as),
+and the paper's label fixes do not apply to it.
 """
 
 from __future__ import annotations
