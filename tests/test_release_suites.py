@@ -260,11 +260,13 @@ def test_suite_export_command_line_and_refusals(exported, tmp_path, capsys):
     assert "is the input suite file itself" in err and err.count("\n") == 1
     assert main(["suite", "export", "--suite", str(out), "--out", str(out), "--format", "checklist"]) == 2
     assert sum(1 for _ in open(out, encoding="utf-8")) == 13311
-    # a project-format suite has no CheckList export
+    # a project-format suite is read as any suite is (issue 41: exported, tests/test_suite_travel.py), so a
+    # malformed one stops with the reader's line
     (tmp_path / "s.csv").write_text("case_id\n")
     assert main(["suite", "export", "--suite", str(tmp_path / "s.csv"), "--out", str(tmp_path / "x.jsonl"),
                  "--format", "checklist"]) == 2
-    assert "needs a CheckList release suite" in capsys.readouterr().err
+    assert "field 'case_id': the suite has no test cases" in capsys.readouterr().err
+    assert not (tmp_path / "x.jsonl").exists()
     # the inputs export of a tarball still works
     assert main(["suite", "export", "--suite", str(tarball("squad")), "--out", str(tmp_path / "in.jsonl")]) == 0
     rows = pd.read_json(tmp_path / "in.jsonl", lines=True)

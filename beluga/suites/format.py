@@ -363,6 +363,8 @@ def load_suite(path: str | os.PathLike, label_set: tuple[int, ...] | None = None
         raise SuiteError(f"suite file {path}: field 'path': not a readable Parquet file ({e})") from None
     declared = _declared(table.schema.metadata, path)
     df = validate_suite(table.to_pandas(), path, label_set, declared, head=head)
+    if declared is not None:
+        df.attrs["declared"] = declared
     task = (table.schema.metadata or {}).get(TASK_KEY.encode())
     if task is not None:
         df.attrs["task_type"] = task.decode("utf-8", "replace")
