@@ -1,0 +1,224 @@
+"""Every backbone family of issue 41 (tests/tiny_families.py: BERT, RoBERTa, DeBERTa-v2, ELECTRA, ALBERT,
+DistilBERT, XLNet, GPT-2, a Llama-style decoder, BART, T5) through the project's one code path: loading
+(a decoder's pad token), the LP / LP-FT head table, dropout, the per-environment methods, the QA head,
+save / load and checkpoint / resume."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from conftest import case, make_tiny_suite, train_run
+from tiny_families import DECODERS, FAMILIES
+
+from beluga import checkpoint
+from beluga.batches import build_streams
+from beluga.methods import get_algorithm, head_parameter_names, method_hparams, set_dropout
+from beluga.modeling import configure_torch, load_model, load_trained, predict_probs, save_model, set_seed
+from beluga.qa import encode_qa, predict_qa, span_targets
+from beluga.tasks import READ, SENT
+
+HP = {"lr": 1e-3, "batch_size": 4, "epochs": 1}
+CTX = "Paul traveled from Chicago to New York last year."
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """As in the pipeline's jobs (configure_torch): one intra-op thread, deterministic algorithms."""
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    configure_torch(1)
+    yield
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+
+
+def load(folder, head="classification", method="vanilla"):
+    set_seed(0)
+    overrides = get_algorithm(method).config_overrides(method_hparams(method))
+    return load_model(str(folder), 0 if head == "qa" else 2, head=head, config_overrides=overrides or None)
+
+
+def two_env_streams(n=2):
+    rows = []
+    for i in range(n):
+        rows.append(case(f"a-{i}", "neg words", "Vocabulary", "MFT", [f"this is awful {i}"], [0]))
+        rows.append(case(f"b-{i}", "pos words", "Vocabulary", "MFT", [f"the movie was great {i}"], [1]))
+    return build_streams(SENT, None, pd.DataFrame(rows))
+
+
+def qa_frames():
+    def qa_case(cid, ttype, questions, answers=None):
+        return {"case_id": cid, "functionality": cid[0], "capability": "C", "test_type": ttype,
+                "inputs": [CTX, CTX], "inputs_b": questions, "labels": None,
+                "expect": "squad" if ttype == "MFT" else "inv", "expect_params": json.dumps({}),
+                "agg_fn": "all" if ttype == "MFT" else "all_except_first", "meta": None, "answers": answers}
+    suite = pd.DataFrame([qa_case("m1", "MFT", ["Who traveled?", "Who went?"], ["Paul", "Paul"]),
+                          qa_case("i1", "INV", ["Where to?", "Wehre to?"])])
+    iid = pd.DataFrame({"example_id": ["e"], "context": [CTX], "question": ["From where?"],
+                        "answers": [["Chicago"]], "answer_starts": [[CTX.index("Chicago")]]})
+    return iid, suite
+
+
+def sent_streams():
+    iid = pd.DataFrame({"text": ["good", "awful film"], "label": [1, 0]})
+    return build_streams(SENT, iid, make_tiny_suite(1))   # i.i.d., MFT, INV and DIR items
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_tokenizer_and_pad_conventions(family, family_model, tmp_path):
+    """The built tokenizer is the family's (special tokens, padding side); a decoder gets pad := eos at load,
+    in the tokenizer and config.json, and keeps it through save_model / load_trained."""
+    from transformers import AutoTokenizer
+
+    raw = AutoTokenizer.from_pretrained(family_model(family))
+    assert (raw.pad_token is None) == (family in DECODERS)
+    assert raw.padding_side == ("left" if family in ("xlnet", "llama") else "right")
+    model, tok = load(family_model(family))
+    assert tok.pad_token is not None and model.config.pad_token_id == tok.pad_token_id
+    if family in DECODERS:
+        assert tok.pad_token == tok.eos_token
+    # the two texts in a pair are both in the encoding, with the family's special tokens around them
+    ids = tok("a fine film", "the plot")["input_ids"]
+    specials = set(tok.all_special_ids)
+    if family not in DECODERS:
+        assert any(i in specials for i in ids), (family, tok.convert_ids_to_tokens(ids))
+    probs = predict_probs(model, tok, ["a fine film", "this is awful and the plot was dull"], max_length=32)
+    assert probs.shape == (2, 2) and np.allclose(probs.sum(1), 1, atol=1e-5)
+    save_model(model, tok, tmp_path / "saved", task_type="sent")
+    m2, t2 = load_trained(str(tmp_path / "saved"), task_type="sent")
+    assert t2.pad_token == tok.pad_token and m2.config.pad_token_id == tok.pad_token_id
+    assert json.loads((tmp_path / "saved" / "config.json").read_text())["pad_token_id"] == tok.pad_token_id
+    np.testing.assert_allclose(predict_probs(m2, t2, ["a fine film", "this is awful and the plot was dull"],
+                                             max_length=32), probs, atol=1e-6)
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f in DECODERS or f == "xlnet"])
+def test_last_token_pooling_ignores_padding(family, family_model):
+    """Decoders (last non-padding token) and XLNet (last token, left padding): a text's probabilities
+    do not depend on the padding a longer text in its batch adds."""
+    model, tok = load(family_model(family))
+    alone = predict_probs(model, tok, ["a fine film"], max_length=32)
+    padded = predict_probs(model, tok, ["a fine film", "this is awful and the plot was very dull indeed"],
+                           max_length=32, batch_size=2)
+    np.testing.assert_allclose(padded[0], alone[0], atol=1e-5)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("head", ["classification", "qa"])
+def test_head_prefixes_are_the_weights_a_backbone_lacks(family, head, family_model):
+    """HEAD_PREFIXES (LP / LP-FT) name exactly the parameters the task class adds to the pre-trained
+    backbone: the weights transformers reports missing when it loads the family's base model."""
+    from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification
+
+    auto = AutoModelForQuestionAnswering if head == "qa" else AutoModelForSequenceClassification
+    _, info = auto.from_pretrained(family_model(family), output_loading_info=True, num_labels=2)
+    model, _ = load(family_model(family), head=head)
+    assert sorted(head_parameter_names(model)) == sorted(info["missing_keys"])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_set_dropout_reaches_every_dropout(family, family_model):
+    """set_dropout(0, 0): a training-mode forward pass is the evaluation one (no dropout left anywhere,
+    modules and float rates alike); an attention rate alone changes it (the attention dropouts are found);
+    the config fields follow."""
+    model, tok = load(family_model(family))
+    enc = tok(["a fine film", "this is awful and the plot was dull"], padding=True, return_tensors="pt")
+    model.eval()
+    with torch.no_grad():
+        ref = model(**enc).logits
+    set_dropout(model, 0.0, 0.0)
+    model.train()
+    with torch.no_grad():
+        torch.testing.assert_close(model(**enc).logits, ref)
+    # XLNet has one dropout for attention probabilities and hidden states (the hidden rate); Llama none
+    # but its attention's
+    if family != "xlnet":
+        set_dropout(model, 0.0, 0.9)
+        with torch.no_grad():
+            assert not torch.allclose(model(**enc).logits, ref)
+    if family != "llama":
+        set_dropout(model, 0.9, 0.0)
+        with torch.no_grad():
+            assert not torch.allclose(model(**enc).logits, ref)
+    set_dropout(model, 0.0, 0.9)
+    cfg = model.config
+    fields = {"gpt2": ("attn_pdrop",), "t5": (), "llama": ("attention_dropout",), "xlnet": ()}.get(
+        family, ("attention_probs_dropout_prob",) if family not in ("distilbert", "bart") else ("attention_dropout",))
+    assert all(getattr(cfg, f) == 0.9 for f in fields), {f: getattr(cfg, f) for f in fields}
+    hidden = {"gpt2": "resid_pdrop", "t5": "dropout_rate", "xlnet": "dropout", "bart": "dropout",
+              "distilbert": "dropout"}.get(family, None if family == "llama" else "hidden_dropout_prob")
+    if hidden:
+        assert getattr(cfg, hidden) == 0.0
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_method_updates(family, family_model):
+    """IRM, Group-DRO, Fish (per environment), LP, dropout and L2: an update each, finite losses; LP
+    changes only the head."""
+    for method in ("irm", "group_dro", "fish", "lp", "dropout", "l2"):
+        model, tok = load(family_model(family), method=method)
+        before = {n: p.detach().clone() for n, p in model.named_parameters()}
+        hp = {**HP, **method_hparams(method, {"fish": {"fish_envs": 2}, "irm": {"irm_penalty_anneal_iters": 1}}
+                                      .get(method))}
+        s = train_run(model, tok, two_env_streams(), method, hp, seed=3, max_length=32)
+        assert s["steps"] > 0 and all(np.isfinite(s["epoch_losses"])), (family, method)
+        changed = {n for n, p in model.named_parameters() if not torch.equal(p.detach(), before[n])}
+        if method == "lp":
+            assert changed and changed <= set(head_parameter_names(model)), (family, changed)
+        else:
+            assert changed - set(head_parameter_names(model)), (family, method)   # the encoder trains too
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_qa_head_trains_and_predicts(family, family_model):
+    """The extractive QA class of the family: a few updates through the one loop, then answers that are
+    spans of their contexts (offset mappings of the fast tokenizer, either padding side)."""
+    model, tok = load(family_model(family), head="qa")
+    iid, suite = qa_frames()
+    s = train_run(model, tok, build_streams(READ, iid, suite), "vanilla", {**HP, "batch_size": 2}, seed=3,
+                  max_length=48, doc_stride=16)
+    assert s["steps"] > 0 and all(np.isfinite(s["epoch_losses"]))
+    answers = predict_qa(model, tok, ["Who traveled?", "Where to?"], [CTX, CTX], max_length=48, stride=16)
+    assert len(answers) == 2 and all(text == CTX[s:e] for text, s, e in answers), answers
+    # a window without the answer targets a real token, never padding (XLNet and Llama pad on the left)
+    long = CTX + " The plot was dull and the music was too loud." * 3
+    feats = encode_qa(tok, ["Who traveled?", "Where to?"], [long, CTX], max_length=32, stride=8)
+    starts, ends = span_targets(feats, [long, CTX], ["Paul", "New York"])
+    rows = torch.arange(len(feats))
+    assert len(feats) > 2 and bool(feats.attention_mask[rows, starts].all() and feats.attention_mask[rows, ends].all())
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_checkpoint_resume_is_bit_identical(family, family_model, tmp_path, monkeypatch):
+    """A run killed after its first epoch's checkpoint resumes to the weights of the run that never stopped
+    (tied embeddings of T5 / BART / GPT-2 / ALBERT's shared layers included)."""
+    class Crash(Exception):
+        pass
+
+    def fit(ckpt=None, crash=False):
+        real = checkpoint.save
+
+        def save_then_crash(*a, **k):
+            out = real(*a, **k)
+            raise Crash
+        if crash:
+            monkeypatch.setattr(checkpoint, "save", save_then_crash)
+        model, tok = load(family_model(family))
+        set_seed(123)
+        try:
+            train_run(model, tok, sent_streams(), "vanilla", {**HP, "epochs": 2}, seed=5, max_length=32,
+                      checkpoint_dir=ckpt)
+        finally:
+            monkeypatch.setattr(checkpoint, "save", real)
+        return model
+
+    straight = fit()
+    ckpt = tmp_path / "ckpt"
+    with pytest.raises(Crash):
+        fit(ckpt, crash=True)
+    assert [p.name for p in checkpoint.epoch_dirs(ckpt)] == ["epoch-0001"]
+    resumed = fit(ckpt)
+    sa, sb = straight.state_dict(), resumed.state_dict()
+    assert sa.keys() == sb.keys() and all(torch.equal(sa[k], sb[k]) for k in sa), family
