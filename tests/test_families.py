@@ -339,3 +339,104 @@ def test_family_pipeline(family, family_model, prepared, tmp_path):
             assert len(out), (family, k)
         rec = json.loads(Path(paths.run("predictions", TASK, *done[-1], ext="json", seeddir="")).read_text())
         assert rec["method"] == FAMILY_METHODS[-1] and rec["steps"] > 0, rec
+
+
+# ---------------------------------------------------------------- DAG time: families the project cannot train
+def edited_family(src, dst, **changes):
+    """A copy of a family folder with config.json fields changed (another model_type...)."""
+    shutil.copytree(src, dst)
+    cfg = json.loads((dst / "config.json").read_text())
+    cfg.update(changes)
+    (dst / "config.json").write_text(json.dumps(cfg))
+    return dst
+
+
+def test_every_family_loads_at_dag_time(family_model, tmp_path):
+    """A config naming family folders (a task each, LP-FT configured) loads; the DAG's model check
+    (the function load_workflow calls) passes every family's folder with a classification and a QA head."""
+    from beluga.workflow.dag import check_models
+
+    cfg = family_config(str(family_model("bert")))
+    base = cfg["tasks"].pop(TASK)
+    some = ("gpt2", "t5", "xlnet")   # a dry load reads each task's suite spec: a second each
+    cfg["tasks"] = {f: {**base, "model": str(family_model(f))} for f in some}
+    loaded, _ = dry_load(tmp_path / "some", cfg)
+    assert not isinstance(loaded, Exception), loaded
+    assert sorted(loaded.runs.tasks) == sorted(some)
+    for family in FAMILIES:
+        for ttype in ("sent", "read"):
+            one = {"tasks": {ttype: {"type": ttype, "model": str(family_model(family))}},
+                   "training": {"max_length": 64}, "methods": list(FAMILY_METHODS)}
+            check_models(one, {}, ["c.yaml"])
+
+
+def test_unhandled_family_is_refused_at_dag_time_in_one_line(family_model, tmp_path, monkeypatch):
+    """A model_type transformers has no classifier for, an unknown one, a config.json without one, and a
+    family LP / LP-FT know no head of: one line naming the config file, the field and the model; LP's
+    refusal only when LP or LP-FT is configured. A hub model whose config.json is cached is checked too."""
+    from conftest import hf_flags, load_error
+
+    clip = edited_family(family_model("bert"), tmp_path / "clip", model_type="clip")
+    line, _ = load_error(tmp_path / "a", family_config(str(clip)), f"model {clip}", "field 'tasks.sent.model'",
+                         "AutoModelForSequenceClassification", "'clip'")
+    unknown = edited_family(family_model("bert"), tmp_path / "unknown", model_type="not-a-model")
+    load_error(tmp_path / "b", family_config(str(unknown)), f"model {unknown}", "'not-a-model'", "does not know")
+    none = edited_family(family_model("bert"), tmp_path / "none", model_type=None)
+    load_error(tmp_path / "c", family_config(str(none)), f"model {none}", "no model_type")
+    # Mistral: transformers has its classifier, the LP head table does not know it
+    mistral = edited_family(family_model("llama"), tmp_path / "mistral", model_type="mistral")
+    load_error(tmp_path / "d", family_config(str(mistral)), f"model {mistral}", "linear probing",
+               "MistralForSequenceClassification", "HEAD_PREFIXES")
+    cfg = family_config(str(mistral))
+    cfg["methods"] = ["vanilla"]
+    loaded, _ = dry_load(tmp_path / "e", cfg)
+    assert not isinstance(loaded, Exception), loaded
+    # a hub model whose config.json is in the local cache
+    commit = "a" * 40
+    repo = tmp_path / "hub" / "models--org--clip"
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "snapshots" / commit / "config.json").write_text(json.dumps({"model_type": "clip"}))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    hf_flags(monkeypatch, offline=True, hub_cache=tmp_path / "hub")
+    load_error(tmp_path / "f", family_config("org/clip"), "model org/clip", "field 'tasks.sent.model'", "'clip'")
+    # READ: a family without an extractive QA class (CLIP has no classifier either)
+    from beluga.errors import ConfigError
+    from beluga.workflow.dag import check_models
+
+    read = {"tasks": {"read": {"type": "read", "model": str(clip)}}, "training": {"max_length": 64},
+            "methods": ["vanilla"]}
+    with pytest.raises(ConfigError, match="AutoModelForQuestionAnswering class for model_type 'clip'"):
+        check_models(read, {}, ["read.yaml"])
+
+
+def test_family_tables_are_read_from_transformers_source():
+    """The DAG reads transformers' task tables from its source, without importing torch; they are the
+    imported tables."""
+    from transformers.models.auto import modeling_auto
+
+    from beluga.families import QA_TABLE, SEQUENCE_TABLE, auto_table
+
+    assert auto_table(*SEQUENCE_TABLE) == dict(modeling_auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES)
+    assert auto_table(*QA_TABLE) == dict(modeling_auto.MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES)
+
+
+@pytest.mark.slow
+def test_snakemake_dry_run_accepts_family_folders_and_refuses_one(family_model, tmp_path):
+    """snakemake -n plans a config with several family folders (one task each); a folder of a family it
+    cannot train stops the dry run with one line."""
+    from conftest import job_counts, smk_config
+
+    cfg = family_config(str(family_model("gpt2")))
+    base = cfg["tasks"].pop(TASK)
+    for family in ("gpt2", "t5", "xlnet", "deberta-v2", "bart"):
+        cfg["tasks"][family.replace("-", "_")] = {**base, "model": str(family_model(family))}
+    out, _ = smk_config(tmp_path / "ok", cfg, "-n", "--quiet", "rules")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert job_counts(out.stdout + out.stderr)["train_iid"] == 5, out.stdout[-3000:]
+    clip = edited_family(family_model("bert"), tmp_path / "clip", model_type="clip")
+    cfg["tasks"]["t5"]["model"] = str(clip)
+    out, cfg_file = smk_config(tmp_path / "bad", cfg, "-n")
+    assert out.returncode != 0
+    lines = [ln for ln in (out.stdout + out.stderr).splitlines() if f"model {clip}" in ln]
+    assert len(lines) == 1 and "field 'tasks.t5.model'" in lines[0] and "'clip'" in lines[0], out.stderr[-3000:]
