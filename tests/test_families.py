@@ -440,3 +440,24 @@ def test_snakemake_dry_run_accepts_family_folders_and_refuses_one(family_model, 
     assert out.returncode != 0
     lines = [ln for ln in (out.stdout + out.stderr).splitlines() if f"model {clip}" in ln]
     assert len(lines) == 1 and "field 'tasks.t5.model'" in lines[0] and "'clip'" in lines[0], out.stderr[-3000:]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_longest_input_fits_the_positions(family, family_model):
+    """At the max_length the position check allows (RoBERTa: max_position_embeddings - 2, the positions its
+    padding offset reserves; none for relative positions), a text that long is predicted; one token more
+    is refused before loading."""
+    from beluga.errors import ModelError
+    from beluga.model_config import check_max_length
+
+    folder = family_model(family)
+    limit = check_max_length(folder, 64)
+    model, tok = load(folder)
+    n = limit or 160
+    text = " ".join(["the movie was great"] * n)
+    assert len(tok(text)["input_ids"]) > n   # truncated to max_length
+    probs = predict_probs(model, tok, [text, "a fine film"], max_length=n)
+    assert np.isfinite(probs).all()
+    if limit is not None:
+        with pytest.raises(ModelError, match=f"{limit} positions"):
+            check_max_length(folder, limit + 1)
