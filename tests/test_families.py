@@ -461,3 +461,16 @@ def test_longest_input_fits_the_positions(family, family_model):
     if limit is not None:
         with pytest.raises(ModelError, match=f"{limit} positions"):
             check_max_length(folder, limit + 1)
+
+
+def test_a_tokenizer_with_neither_pad_nor_eos_is_refused(family_model):
+    """ensure_pad_token: nothing to pad with is one line naming the model and the field."""
+    from transformers import AutoTokenizer
+
+    from beluga.errors import ModelError
+    from beluga.modeling import ensure_pad_token
+
+    tok = AutoTokenizer.from_pretrained(family_model("gpt2"))
+    tok.eos_token = None
+    with pytest.raises(ModelError, match="model m: field 'tokenizer': the tokenizer has neither a pad token"):
+        ensure_pad_token(tok, None, "m")
