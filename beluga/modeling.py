@@ -9,6 +9,8 @@ A model spec is one of:
 Weights are written as safetensors, world-readable; a model the pipeline saves
 records the task it was trained for in its config.json (``beluga_task``,
 :mod:`beluga.model_config`).
+A tokenizer without a pad token (a decoder's: GPT-2, Llama) pads with its
+end-of-sequence token (:func:`ensure_pad_token`).
 Heads: ``classification`` (a sequence classifier), ``qa`` (extractive QA) and
 ``regression`` (SIMILARITY: a sequence classifier with one output and
 ``problem_type`` regression; :func:`predict_scores`).
@@ -202,6 +204,22 @@ def check_tokenizer(tokenizer, vocab_size, name: str) -> None:
                          "(tokenizer.json, vocab.txt, ...); copy them into it from the model it was trained from")
 
 
+def ensure_pad_token(tokenizer, config, name: str) -> None:
+    """A tokenizer without a pad token (GPT-2's, Llama's, as released) pads with its end-of-sequence token,
+    as transformers advises: ``tokenizer.pad_token := eos_token`` and, where config.json has no
+    ``pad_token_id``, ``config.pad_token_id`` := its id (a decoder's sequence classifier pools the last token
+    that is not ``pad_token_id``, and refuses a batch of more than one without it). The pad token is saved
+    with the tokenizer (``tokenizer_config.json``) and the id in config.json, so a model the pipeline saves
+    loads back the same. A tokenizer with neither is refused in one line."""
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None:
+            raise ModelError(f"model {name}: field 'tokenizer': the tokenizer has neither a pad token nor an "
+                             "end-of-sequence token to pad with; add one (tokenizer.add_special_tokens) and save it")
+        tokenizer.pad_token = tokenizer.eos_token
+    if config is not None and getattr(config, "pad_token_id", None) is None:
+        config.pad_token_id = tokenizer.pad_token_id
+
+
 def _missing_weights(info: dict | None) -> list[str]:
     return sorted((info or {}).get("missing_keys") or [])
 
@@ -274,12 +292,14 @@ def load_trained(model_dir: str, head: str = "classification", task_type: str | 
         raise unloadable(e) from None
     if Path(model_dir, "config.json").is_file():
         check_tokenizer(tokenizer, read_model_config(model_dir).get("vocab_size"), name)
+    ensure_pad_token(tokenizer, None, name)
     try:
         with _quiet_transformers():
             model, info = _auto_class(head).from_pretrained(model_dir, use_safetensors=True,
                                                             output_loading_info=True)
     except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as e:
         raise unloadable(e) from None
+    ensure_pad_token(tokenizer, model.config, name)
     if _missing_weights(info):
         raise _head_error(name, head, info, task_type)
     if head == "classification" and task_type is not None:
@@ -330,6 +350,7 @@ def load_model(spec: str, num_labels: int, config_overrides: dict | None = None,
         tokenizer = AutoTokenizer.from_pretrained(source)
         config = AutoConfig.from_pretrained(source, **overrides)
         check_tokenizer(tokenizer, getattr(config, "vocab_size", None), spec)
+        ensure_pad_token(tokenizer, config, spec)
         model, info = auto.from_pretrained(source, config=config, output_loading_info=True,
                                            **({"use_safetensors": True} if local else {}))
     except ModelError:

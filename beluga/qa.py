@@ -8,7 +8,8 @@ Conventions
   second with ``truncation="only_second"`` (the question is never cut); long
   contexts overflow into several *features* (windows) overlapping by
   ``stride`` tokens, as in the Hugging Face question-answering examples.
-- Position 0 ([CLS]) is the "answer not in this window" target.
+- Position 0 ([CLS]) is the "answer not in this window" target (the first
+  token after the padding for a tokenizer that pads on the left: XLNet's).
 - Losses return one value per feature / pair (a 1-D tensor), like
   :mod:`beluga.losses`, so that methods can weight or group them
   (:mod:`beluga.qa_batches` averages the features of each example).
@@ -263,18 +264,21 @@ def span_targets(features: QAFeatures, contexts: Sequence[str], answers: Sequenc
                               where=f"example {i}") for i in range(n_ex)]
     starts = torch.zeros(len(features), dtype=torch.long)
     ends = torch.zeros(len(features), dtype=torch.long)
+    first = features.attention_mask.long().argmax(dim=1)   # 0 unless the window is padded on the left
     for f, offs in enumerate(features.offsets):
-        starts[f], ends[f] = window_targets(offs, *spans[int(features.example_idx[f])])
+        starts[f], ends[f] = window_targets(offs, *spans[int(features.example_idx[f])], null=int(first[f]))
     return starts, ends
 
 
-def window_targets(offs: Sequence[tuple[int, int] | None], s_char: int, e_char: int) -> tuple[int, int]:
+def window_targets(offs: Sequence[tuple[int, int] | None], s_char: int, e_char: int,
+                   null: int = 0) -> tuple[int, int]:
     """Start / end token targets of one window (offsets as
     :attr:`QAFeatures.offsets`) for the answer span [s_char, e_char):
-    (0, 0) when the window does not hold the whole span."""
+    (``null``, ``null``) when the window does not hold the whole span (0, [CLS]; :func:`span_targets`
+    passes the first non-padding position)."""
     toks = [t for t, o in enumerate(offs) if o is not None]
     if not toks or offs[toks[0]][0] > s_char or offs[toks[-1]][1] < e_char:
-        return 0, 0
+        return null, null
     return max(t for t in toks if offs[t][0] <= s_char), min(t for t in toks if offs[t][1] >= e_char)
 
 

@@ -390,3 +390,20 @@ def hf_flags(monkeypatch, *, offline: bool | None = None, hub_cache: Path | None
     if datasets_cache is not None:
         monkeypatch.setattr(ds_config, "HF_DATASETS_CACHE", Path(datasets_cache))
         monkeypatch.setenv("HF_DATASETS_CACHE", str(datasets_cache))
+
+
+# ---------------------------------------------------------------- tiny models of every backbone family
+@pytest.fixture(scope="session")
+def family_model(tmp_path_factory):
+    """``family_model(name)``: the folder of a tiny random model of a backbone family
+    (tests/tiny_families.py), built once per test session (per worker under xdist) and shared."""
+    from tiny_families import build_family
+
+    root = tmp_path_factory.mktemp("families")
+    built: dict[str, Path] = {}
+
+    def get(family: str) -> Path:
+        if family not in built:
+            built[family] = build_family(family, root / family)
+        return built[family]
+    return get

@@ -28,6 +28,22 @@ HEAD_PREFIXES: dict[str, tuple[str, ...]] = {
     "MPNetForQuestionAnswering": ("qa_outputs.",),
     "AlbertForSequenceClassification": ("classifier.",),
     "AlbertForQuestionAnswering": ("qa_outputs.",),
+    # DeBERTa-v2 pools the first token through a dense layer of the head's (ContextPooler, not pre-trained)
+    "DebertaV2ForSequenceClassification": ("pooler.", "classifier."),
+    "DebertaV2ForQuestionAnswering": ("qa_outputs.",),
+    # XLNet summarises the last token (left padding) through a dense layer, then projects
+    "XLNetForSequenceClassification": ("sequence_summary.", "logits_proj."),
+    "XLNetForQuestionAnsweringSimple": ("qa_outputs.",),
+    # decoders: a bias-free projection of the last non-padding token
+    "GPT2ForSequenceClassification": ("score.",),
+    "GPT2ForQuestionAnswering": ("qa_outputs.",),
+    "LlamaForSequenceClassification": ("score.",),
+    "LlamaForQuestionAnswering": ("qa_outputs.",),
+    # encoder-decoders: a two-layer head on the decoder's state at the last end-of-sequence token
+    "BartForSequenceClassification": ("classification_head.",),
+    "BartForQuestionAnswering": ("qa_outputs.",),
+    "T5ForSequenceClassification": ("classification_head.",),
+    "T5ForQuestionAnswering": ("qa_outputs.",),
 }
 
 
@@ -53,26 +69,53 @@ def head_parameter_names(model: torch.nn.Module) -> list[str]:
 
 # --------------------------------------------------------------------------- dropout
 
-_HIDDEN_FIELDS = ("hidden_dropout_prob", "dropout", "seq_classif_dropout", "qa_dropout", "pooler_dropout")
-_ATTENTION_FIELDS = ("attention_probs_dropout_prob", "attention_dropout")
+#: config fields of hidden-state dropout (every family's name for it; classifier dropout included)
+_HIDDEN_FIELDS = ("hidden_dropout_prob", "dropout", "seq_classif_dropout", "qa_dropout", "pooler_dropout",
+                  "resid_pdrop", "embd_pdrop", "summary_first_dropout", "summary_last_dropout", "dropout_rate",
+                  "activation_dropout", "classifier_dropout_prob")
+#: config fields of attention-probability dropout
+_ATTENTION_FIELDS = ("attention_probs_dropout_prob", "attention_dropout", "attn_pdrop")
+#: attention modules whose one ``dropout`` serves the attention probabilities and the hidden states alike
+#: (XLNet's config has one ``dropout``): set to the hidden rate
+_SHARED_DROPOUT = frozenset({"XLNetRelativeAttention"})
+#: dropout rates some families keep as float attributes used by ``torch.nn.functional.dropout`` (BART's,
+#: T5's and Llama's attention, BART's layers), not as ``torch.nn.Dropout`` modules; ``layerdrop`` is not one
+_FLOAT_DROPOUTS = ("dropout", "attention_dropout", "activation_dropout")
+
+
+def _is_attention_module(parent: torch.nn.Module) -> bool:
+    """The module that computes attention probabilities (``BertSelfAttention``, ``DistilBertSelfAttention``,
+    DeBERTa's ``DisentangledSelfAttention``, ``T5Attention``, ``BartAttention``, ``LlamaAttention``), not a
+    layer around it (T5's ``T5LayerSelfAttention``: its dropout is on the residual branch)."""
+    name = type(parent).__name__
+    return name.endswith("Attention") and "Layer" not in name and name not in _SHARED_DROPOUT
 
 
 def _is_attention_dropout(parent: torch.nn.Module, attr: str) -> bool:
-    """Dropout on attention probabilities: BERT / RoBERTa / DistilBERT / MPNet's
-    ``*SelfAttention.dropout``, ALBERT's ``attention_dropout``."""
-    return "attention" in attr.lower() or (attr == "dropout" and type(parent).__name__.endswith("SelfAttention"))
+    """Dropout on attention probabilities: GPT-2's ``attn_dropout``, ALBERT's ``attention_dropout``, the
+    ``dropout`` of an attention module (:func:`_is_attention_module`); not DeBERTa's ``pos_dropout`` (its
+    config's hidden rate) nor an attention block's ``output_dropout`` / ``resid_dropout``."""
+    a = attr.lower()
+    return "attn" in a or "attention" in a or (a == "dropout" and _is_attention_module(parent))
 
 
 def set_dropout(model: torch.nn.Module, hidden: float, attention: float) -> dict[str, float]:
-    """Set every ``torch.nn.Dropout`` of an already built model (attention-
-    probability dropouts to ``attention``, all others, classifier included, to
-    ``hidden``) and the matching config fields. Returns {module name: p}."""
+    """Set every dropout of an already built model (attention-probability dropouts to ``attention``, all
+    others, classifier included, to ``hidden``) and the matching config fields of every family
+    (:data:`_HIDDEN_FIELDS`, :data:`_ATTENTION_FIELDS`). Dropouts are ``torch.nn.Dropout`` modules and the
+    float rates some families keep on their modules (:data:`_FLOAT_DROPOUTS`). Returns {name: p}."""
     out = {}
     for pname, parent in model.named_modules():
         for attr, child in parent.named_children():
             if isinstance(child, torch.nn.Dropout):
                 child.p = float(attention if _is_attention_dropout(parent, attr) else hidden)
                 out[f"{pname}.{attr}" if pname else attr] = child.p
+        for attr in _FLOAT_DROPOUTS:
+            v = vars(parent).get(attr)
+            if isinstance(v, float) or (isinstance(v, int) and not isinstance(v, bool)):
+                p = float(attention if attr == "attention_dropout" or _is_attention_module(parent) else hidden)
+                setattr(parent, attr, p)
+                out[f"{pname}.{attr}" if pname else attr] = p
     cfg = getattr(model, "config", None)
     if cfg is not None:
         for f in _HIDDEN_FIELDS:

@@ -16,8 +16,10 @@ import yaml
 
 from beluga.data.fetch import hub_cache_dir, hub_model_cached, hub_offline, is_hub_name, model_marker, read_marker
 from beluga.errors import BelugaError, ConfigError
+from beluga.families import family_problem
 from beluga.folds import configuration, enumerate_folds
-from beluga.model_config import TINY_RANDOM, check_max_length
+from beluga.methods import ALGORITHMS, LP, LPFT
+from beluga.model_config import TINY_RANDOM, check_max_length, read_model_config
 from beluga.suites.build import suite_functionalities
 from beluga.tasks import get_task_type
 
@@ -392,16 +394,55 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", 
                    "tokenizer.model")
 
 
+def _linear_probe(methods) -> bool:
+    """Whether a method of ``methods`` trains a head alone (LP) or starts from such a model (LP-FT)."""
+    return any(issubclass(ALGORITHMS[m], (LP, LPFT)) for m in methods if m in ALGORITHMS)
+
+
+def _cached_hub_config(spec: str, revision: str | None, data_dir: str | None) -> str | None:
+    """The config.json of a hub model in the local Hugging Face cache (at its fetched marker's commit when
+    there is one, else at ``revision``), None when it is not cached (then checked in its job)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    marker = model_marker(data_dir or ".", spec, revision)
+    commit = read_marker(marker)["commit"] if os.path.exists(marker) else None
+    try:
+        found = try_to_load_from_cache(spec, "config.json", cache_dir=hub_cache_dir(),
+                                       revision=commit or revision or "main")
+    except ValueError:
+        return None
+    return found if isinstance(found, str) else None
+
+
+def _check_family(where: str, spec: str, model_field: str, config_json: str | Path, head: str, lp: bool) -> None:
+    """Refuse a model whose family the project cannot train (:func:`beluga.families.family_problem`)."""
+    try:
+        why = family_problem(read_model_config(Path(config_json).parent), head, lp)
+    except BelugaError as e:
+        raise ConfigError(f"{where}: {' '.join(str(e).split())}") from None
+    if why is not None:
+        raise ConfigError(f"{where}: model {spec}: field '{model_field}': {why}")
+
+
 def check_models(config: dict, comb_variants: dict, configfiles=()) -> None:
     """Every local model the config names (each task's ``model``, each combinational variant's): the
     path exists, the folder has tokenizer files (without them transformers builds a 5-token tokenizer:
     every word [UNK]) and its config.json's positions hold the ``max_length`` used with it
-    (tasks.<id>.training.max_length or training.max_length; the variant's). A hub model is checked in
-    its job, once fetched. One line naming the config file, the field and the model."""
+    (tasks.<id>.training.max_length or training.max_length; the variant's). A local folder, or a hub
+    model whose config.json is in the Hugging Face cache, of a family the project cannot train (an unknown
+    model_type, no transformers class for the task's head, no known head for LP / LP-FT:
+    :func:`beluga.families.family_problem`) is refused too. Other hub models are checked in their jobs,
+    once fetched. One line naming the config file, the field and the model."""
     where = _where(configfiles)
+    lp = _linear_probe(config.get("methods") or [])
 
-    def check(spec, max_length, model_field, length_field):
+    def check(spec, max_length, model_field, length_field, head="classification", lp=False, revision=None):
         spec = str(spec)
+        if is_hub_name(spec):
+            cached = _cached_hub_config(spec, revision, config.get("data_dir"))
+            if cached is not None:
+                _check_family(where, spec, model_field, cached, head, lp)
+            return
         if spec not in ("default", TINY_RANDOM) and not Path(spec).expanduser().exists() and (
                 spec.startswith((".", "/", "~")) or spec.count("/") > 1):
             raise ConfigError(f"{where}: model {spec}: field '{model_field}': path does not exist")
@@ -417,16 +458,19 @@ def check_models(config: dict, comb_variants: dict, configfiles=()) -> None:
             check_max_length(folder, max_length, length_field, name=spec)
         except BelugaError as e:   # add the config file
             raise ConfigError(f"{where}: {' '.join(str(e).split())}") from None
+        if folder != TINY_RANDOM and spec != "default":   # the built-in models are BERTs
+            _check_family(where, spec, model_field, p / "config.json", head, lp)
 
     for tid, t in config["tasks"].items():
         own = "max_length" in (t.get("training") or {})
         field = f"tasks.{tid}.training.max_length" if own else "training.max_length"
         check(t["model"], (t.get("training") or {}).get("max_length", config["training"]["max_length"]),
-              f"tasks.{tid}.model", field)
+              f"tasks.{tid}.model", field, get_task_type(t["type"]).head, lp, t.get("model_revision"))
     block = config.get("combinational") or {}
     entries = {v.get("name"): (i, v) for i, v in enumerate(block.get("variants") or [])}
     for name, v in comb_variants.items():
         i, entry = entries.get(name, (None, {}))
         base = f"combinational.variants[{i}]" if i is not None else "combinational"
         check(v["model"], v["max_length"], f"{base}.model" if "model" in entry else "combinational.model",
-              f"{base}.max_length" if "max_length" in entry else "combinational.max_length")
+              f"{base}.max_length" if "max_length" in entry else "combinational.max_length",
+              revision=v.get("model_revision"))
