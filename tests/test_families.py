@@ -233,7 +233,7 @@ def test_checkpoint_resume_is_bit_identical(family, family_model, tmp_path, monk
 
 # ---------------------------------------------------------------- the tiny pipeline, in-process, per family
 #: the methods the per-family pipeline runs (the LoRA method joins this list when it is merged)
-FAMILY_METHODS = ("vanilla", "lp_ft")
+FAMILY_METHODS = ("vanilla", "lp_ft", "lora")
 TASK = "sent"
 
 
@@ -339,6 +339,9 @@ def test_family_pipeline(family, family_model, prepared, tmp_path):
             assert len(out), (family, k)
         rec = json.loads(Path(paths.run("predictions", TASK, *done[-1], ext="json", seeddir="")).read_text())
         assert rec["method"] == FAMILY_METHODS[-1] and rec["steps"] > 0, rec
+        if rec["method"] == "lora":   # adapters on the family's default target modules, the head in full
+            info = rec["method_info"]
+            assert info["adapted_modules"] > 0 and 0 < info["trainable_parameters"] < info["base_parameters"], info
 
 
 # ---------------------------------------------------------------- DAG time: families the project cannot train

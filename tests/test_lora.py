@@ -117,8 +117,8 @@ def test_target_modules_given_default_or_refused():
     assert target_modules(model, None) == ["query", "value"] and target_modules(model, ["dense"]) == ["dense"]
     assert head_modules(model) == ["classifier"]
     model.config.model_type = "no-such-type"
-    with pytest.raises(ConfigError, match="model type 'no-such-type' .*lora_target_modules': peft has no default"
-                                          ".*its Linear modules: dense, key, query, value\\)$"):
+    with pytest.raises(ConfigError, match="model type 'no-such-type' .*lora_target_modules': neither peft nor the "
+                                          "project.*its Linear modules: dense, key, query, value\\)$"):
         target_modules(model, None)
     model, tok = tiny()
     with pytest.raises(ConfigError, match=r"lora_target_modules': no module outside the head \['classifier'\] "

@@ -35,24 +35,38 @@ def head_modules(model: torch.nn.Module) -> list[str]:
     return list(dict.fromkeys(n.rsplit(".", 1)[0] for n in head_parameter_names(model)))
 
 
+#: the project's default target modules for model types peft 0.21 maps none for (peft's own map wins where it
+#: has one): the attention's query and value projections, as peft's defaults for BERT-likes; XLNet's query /
+#: value are raw parameters (no Linear module to wrap), so its feed-forward layers get the adapters
+#: (docs/DEVIATIONS.md, "LoRA")
+PROJECT_TARGET_MODULES: dict[str, list[str]] = {
+    "albert": ["query", "value"],
+    "distilbert": ["q_lin", "v_lin"],
+    "mpnet": ["q", "v"],
+    "xlnet": ["layer_1", "layer_2"],
+}
+
+
 def target_modules(model: torch.nn.Module, given: list[str] | None) -> list[str]:
     """The module-name suffixes that get adapters: ``given``, or peft's
     default for the model's ``model_type``
     (``TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING``: BERT's
-    ``query`` / ``value``, GPT-2's ``c_attn``...). A model type peft has no
-    default for is refused in one line."""
+    ``query`` / ``value``, GPT-2's ``c_attn``...), else the project's
+    (:data:`PROJECT_TARGET_MODULES`). A model type neither maps is refused
+    in one line."""
     if given is not None:
         return list(given)
-    defaults = peft.utils.TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING
+    defaults = {**PROJECT_TARGET_MODULES, **peft.utils.TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING}
     model_type = getattr(getattr(model, "config", None), "model_type", None)
     if model_type not in defaults:
         head = tuple(f"{m}." for m in head_modules(model)) if type(model).__name__ in HEAD_PREFIXES else ()
         linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
                          if isinstance(m, torch.nn.Linear) and not f"{n}.".startswith(head)})
         raise ConfigError(f"model type {model_type!r} ({type(model).__name__}): field "
-                          "'training.method_hparams.lora.lora_target_modules': peft has no default LoRA target "
-                          "modules for this model type; name them (module-name suffixes, e.g. the attention's "
-                          f"query and value projections; its Linear modules: {', '.join(linear) or 'none'})")
+                          "'training.method_hparams.lora.lora_target_modules': neither peft nor the project has "
+                          "default LoRA target modules for this model type; name them (module-name suffixes, e.g. "
+                          "the attention's query and value projections; its Linear modules: "
+                          f"{', '.join(linear) or 'none'})")
     return list(defaults[model_type])
 
 
@@ -81,7 +95,10 @@ class LoRA(Vanilla):
         targets = target_modules(self.model, self.hparams["lora_target_modules"])
         cfg = peft.LoraConfig(r=int(self.hparams["lora_r"]), lora_alpha=self.hparams["lora_alpha"],
                               lora_dropout=float(self.hparams["lora_dropout"]), target_modules=targets,
-                              modules_to_save=head, exclude_modules=head, bias="none")
+                              modules_to_save=head, exclude_modules=head, bias="none",
+                              # GPT-2's Conv1D stores its weight transposed (peft would set this itself, warning)
+                              fan_in_fan_out=any(type(m).__name__ == "Conv1D" and n.endswith(tuple(targets))
+                                                 for n, m in self.model.named_modules()))
         total = sum(p.numel() for p in self.model.parameters())
         try:
             with warnings.catch_warnings():   # transformers' deprecation notice of a name peft reads
