@@ -140,20 +140,14 @@ def _encode(tokenizer, text: str) -> list[int]:
     return list(tokenizer.encode(text))
 
 
-def prefix_token(tokenizer) -> int:
-    """lm-eval's ``prefix_token_id``: what an empty context is conditioned on (BOS, else EOS)."""
-    tid = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    if tid is None:
-        raise BelugaError("field '--prompt': an empty prompt needs a BOS or EOS token, the tokenizer has neither")
-    return int(tid)
-
-
 def encode_pair(tokenizer, context: str, continuation: str) -> tuple[list[int], list[int]]:
     """(context tokens, continuation tokens) as lm-evaluation-harness encodes a causal LM's request: trailing
     spaces of the context moved to the front of the continuation, context + continuation encoded whole and the
-    continuation's tokens the part after the context's; an empty context is the prefix token."""
-    if not context:
-        return [prefix_token(tokenizer)], _encode(tokenizer, continuation)
+    continuation's tokens the part after the context's; an empty or blank context is refused."""
+    if not context.strip():
+        # lm-eval conditions an empty context on its prefix token and chokes on a blank one: refused instead
+        raise BelugaError("field '--prompt': a filled prompt is empty or blank (an empty input in a prompt of "
+                          "only its fields?); the label words need a context to follow")
     n = len(context) - len(context.rstrip())
     if n:
         context, continuation = context[:-n], context[-n:] + continuation
@@ -176,9 +170,11 @@ def continuation_logliks(model, tokenizer, pairs: list[tuple[list[int], list[int
                          truncated: list | None = None, source: str = "test") -> np.ndarray:
     """The summed log-likelihood of each pair's continuation tokens given its context tokens (float64, in
     order). The model reads ``(context + continuation)[:-1]`` left-truncated to ``max_length`` tokens (as
-    lm-eval does with its maximum length); batched by length, padded on the tokenizer's side with an
-    attention mask and position ids counted over the real tokens; forward passes under ``precision``'s
-    autocast, log-softmax in float32. ``on_batch``: called with the pairs done. ``truncated`` (a list, if
+    lm-eval does with its maximum length); batched by length, padded on the right whatever the tokenizer's
+    padding side (as lm-eval pads causal LMs: a model without ``position_ids`` would otherwise see its
+    positions shifted by the batch's padding), with an attention mask and position ids; forward passes under
+    ``precision``'s autocast, log-softmax in float32, the continuation's log-probabilities picked on the
+    device. ``on_batch``: called with the pairs done. ``truncated`` (a list, if
     given): gets the indices of the pairs whose tokens were left-truncated."""
     import torch
 
@@ -193,7 +189,6 @@ def continuation_logliks(model, tokenizer, pairs: list[tuple[list[int], list[int
         seqs.append((ctx + cont)[-(max_length + 1):][:-1])
         if truncated is not None and len(ctx) + len(cont) > max_length + 1:
             truncated.append(i)
-    left = getattr(tokenizer, "padding_side", "right") == "left"
     takes_positions = "position_ids" in inspect.signature(model.forward).parameters
     filler = pad_id(tokenizer)
     device = next(model.parameters()).device
@@ -207,21 +202,19 @@ def continuation_logliks(model, tokenizer, pairs: list[tuple[list[int], list[int
             mask = torch.zeros((len(idx), width), dtype=torch.long)
             for r, i in enumerate(idx):
                 n = len(seqs[i])
-                at = slice(width - n, width) if left else slice(0, n)
-                ids[r, at] = torch.tensor(seqs[i], dtype=torch.long)
-                mask[r, at] = 1
+                ids[r, :n] = torch.tensor(seqs[i], dtype=torch.long)
+                mask[r, :n] = 1
             kwargs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
             if takes_positions:
                 kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0).to(device)
             with precision.autocast():
                 logits = model(**kwargs).logits
-            logp = torch.log_softmax(logits.float(), dim=-1).cpu()
+            logp = torch.log_softmax(logits.float(), dim=-1)
             for r, i in enumerate(idx):
                 cont = pairs[i][1]
                 n, k = len(seqs[i]), len(cont)
-                end = width if left else n                      # one past the last real position
-                rows = logp[r, end - k:end]                     # position j predicts token j + 1
-                out[i] = float(rows.gather(-1, torch.tensor(cont).unsqueeze(-1)).sum())
+                rows = logp[r, n - k:n]                         # position j predicts token j + 1
+                out[i] = float(rows.gather(-1, torch.tensor(cont, device=rows.device).unsqueeze(-1)).sum())
             if on_batch is not None:
                 on_batch(min(len(order), s + batch_size))
     return out

@@ -295,7 +295,9 @@ def load_trained(model_dir: str, head: str = "classification", task_type: str | 
     ensure_pad_token(tokenizer, None, name)
     try:
         with _quiet_transformers():
-            model, info = _auto_class(head).from_pretrained(model_dir, use_safetensors=True,
+            # float32 weights whatever the checkpoint's dtype (transformers' default "auto" keeps a bf16
+            # checkpoint in bf16): --precision is autocast over float32 weights, as run records say
+            model, info = _auto_class(head).from_pretrained(model_dir, use_safetensors=True, dtype=torch.float32,
                                                             output_loading_info=True)
     except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as e:
         raise unloadable(e) from None
@@ -351,7 +353,7 @@ def load_model(spec: str, num_labels: int, config_overrides: dict | None = None,
         config = AutoConfig.from_pretrained(source, **overrides)
         check_tokenizer(tokenizer, getattr(config, "vocab_size", None), spec)
         ensure_pad_token(tokenizer, config, spec)
-        model, info = auto.from_pretrained(source, config=config, output_loading_info=True,
+        model, info = auto.from_pretrained(source, config=config, output_loading_info=True, dtype=torch.float32,
                                            **({"use_safetensors": True} if local else {}))
     except ModelError:
         raise

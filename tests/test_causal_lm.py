@@ -209,6 +209,41 @@ def test_trailing_space_and_pairs(decoder):
     np.testing.assert_allclose(np.stack(got["probs"]), np.stack(want), atol=2e-6)
 
 
+def test_blank_prompt_refused_and_right_padding_whatever_the_side(decoder):
+    """An empty or blank filled prompt is one line (lm-eval has no defined context for it); the batch is padded
+    on the right whatever the tokenizer's side (lm-eval's choice for causal LMs), so batches equal single rows."""
+    model, tok = _load(decoder)
+    for blank in ("", "  "):
+        with pytest.raises(BelugaError, match="field '--prompt': a filled prompt is empty or blank"):
+            encode_pair(tok, blank, " dreadful")
+    words = LabelWords(("negative", "positive"), ("dreadful", "terrific"))
+    prompts = [PROMPT.format(text=t) for t in ("a", "a fine film with a long plot", "the plot")]
+    one = np.concatenate([label_word_probs(model, tok, [p], words, batch_size=1) for p in prompts])
+    for side in ("left", "right"):
+        tok.padding_side = side
+        np.testing.assert_allclose(label_word_probs(model, tok, prompts, words, batch_size=3), one, atol=2e-6)
+
+
+def test_bf16_checkpoint_runs_in_float32(decoder, tmp_path):
+    """A checkpoint saved in bf16 (as most hub LLMs are) is loaded as float32 weights: --precision fp32 is
+    float32, as run.json says, and equals the float32 model's probabilities."""
+    from beluga.modeling import load_trained
+
+    model, tok = _load(decoder)
+    reference, _ = _load(decoder)
+    model.to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
+    tok.save_pretrained(tmp_path / "bf16")
+    loaded, _ = load_trained(str(tmp_path / "bf16"), head="causal_lm")
+    assert {p.dtype for p in loaded.parameters()} == {torch.float32}
+    words = LabelWords(("negative", "positive"), ("dreadful", "terrific"))
+    with torch.no_grad():   # the checkpoint's bf16-rounded weights, in float32 (buffers untouched)
+        for p in reference.parameters():
+            p.copy_(p.to(torch.bfloat16).float())
+    prompts = [PROMPT.format(text="a fine film")]
+    np.testing.assert_allclose(label_word_probs(loaded, tok, prompts, words),
+                               label_word_probs(reference, tok, prompts, words), atol=1e-6)
+
+
 def test_sent_three_label_words():
     words = parse_label_words(["neutral=ok", "positive=good", "negative=bad"], SENT)
     assert words.classes == ("negative", "neutral", "positive") and words.words == ("bad", "ok", "good")

@@ -118,6 +118,7 @@ def test_samples_file_scored_as_test(tested, suite_file, tmp_path):
     ("not_number", "field 'filtered_resps[0]'"),
     ("twice", "again (first on line 1)"),
     ("empty", "no sample records"),
+    ("other_suite", "field 'doc.text': 'this is awful 0 (edited)' is not input 0 of case 'mft-0'"),
 ])
 def test_bad_samples_one_line(change, needle, tested, suite_file, tmp_path, capsys):
     path = _samples_like_lm_eval(tmp_path / "s.jsonl", tested, classes=1 if change == "one_choice" else 2,
@@ -129,6 +130,8 @@ def test_bad_samples_one_line(change, needle, tested, suite_file, tmp_path, caps
         lines = lines[:1] + lines[:1]
     elif change == "empty":
         lines = []
+    elif change == "other_suite":   # a suite rebuilt since the export: the same (positional) case ids, other texts
+        lines = [ln.replace('"text": "this is awful 0"', '"text": "this is awful 0 (edited)"') for ln in lines]
     path.write_text("".join(lines))
     assert main(["score", "--suite", str(suite_file), "--predictions", str(path), "--format", "lm-eval-samples",
                  "--out", str(tmp_path / "o"), "--task", "sent"]) == 2

@@ -70,7 +70,8 @@ def read_lm_eval_samples(path: str, ttype: TaskType) -> pd.DataFrame:
             raise DataError(f"predictions {path}: line {line_no}: field '{field}': {len(resps)} choices, task "
                             f"{ttype.name!r} has {shown} classes; export the task with a word for each class")
         lls = [_loglik(v, path, line_no, field, i) for i, v in enumerate(resps)]
-        records.append((line_no, {"case_id": doc["case_id"], "input_idx": doc["input_idx"], "ll": lls}))
+        records.append((line_no, {"case_id": doc["case_id"], "input_idx": doc["input_idx"], "ll": lls,
+                                  "text": doc.get("text"), "text_b": doc.get("text_b"), "line": line_no}))
     if not records:
         raise DataError(f"predictions {path}: field 'doc': no sample records")
     widths = {len(d["ll"]) for _, d in records}
@@ -80,4 +81,29 @@ def read_lm_eval_samples(path: str, ttype: TaskType) -> pd.DataFrame:
     rows = list(unique_case_records(records, path))
     probs = softmax_rows(np.array([d["ll"] for _, _, d in rows], dtype=np.float64))
     return pd.DataFrame({"case_id": [key[0] for key, _, _ in rows], "input_idx": [key[1] for key, _, _ in rows],
-                         "probs": [p.tolist() for p in probs]})
+                         "probs": [p.tolist() for p in probs],
+                         "doc_text": [d["text"] for _, _, d in rows], "doc_text_b": [d["text_b"] for _, _, d in rows],
+                         "doc_line": [d["line"] for _, _, d in rows]})
+
+
+def check_sample_texts(samples: pd.DataFrame, suite: pd.DataFrame, path: str, suite_path: str) -> pd.DataFrame:
+    """The samples (:func:`read_lm_eval_samples`) without their documents' texts, once each document's
+    ``text`` (and ``text_b``) is the suite's input of its ``case_id`` / ``input_idx``: case ids are positional
+    (``mft-0``, ``sent-03-00012``), so samples of another suite, or of the same suite rebuilt with another seed,
+    would otherwise be scored against inputs they never saw. A document without ``text`` is refused too (the
+    export writes it)."""
+    inputs = {}
+    for r in suite.itertuples(index=False):
+        has_b = r.inputs_b is not None and not isinstance(r.inputs_b, float)
+        for j, text in enumerate(r.inputs):
+            inputs[(str(r.case_id), j)] = (str(text), str(r.inputs_b[j]) if has_b else None)
+    for r in samples.itertuples(index=False):
+        want = inputs.get((str(r.case_id), int(r.input_idx)))
+        if want is None:
+            continue   # a case id or input the suite lacks: score's own checks name it
+        for field, got, expected in (("text", r.doc_text, want[0]), ("text_b", r.doc_text_b, want[1])):
+            if expected is not None and got != expected:
+                raise DataError(f"predictions {path}: line {r.doc_line}: field 'doc.{field}': {str(got)[:60]!r} is "
+                                f"not input {r.input_idx} of case {r.case_id!r} in the suite {suite_path} "
+                                f"({expected[:60]!r}): samples of another suite (or of one rebuilt since the export)?")
+    return samples.drop(columns=["doc_text", "doc_text_b", "doc_line"])

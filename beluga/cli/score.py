@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from beluga import provenance
-from beluga.analyses.lm_eval_samples import SAMPLES_FORMAT, read_lm_eval_samples
+from beluga.analyses.lm_eval_samples import SAMPLES_FORMAT, check_sample_texts, read_lm_eval_samples
 from beluga.analyses.predictions import ORDERED_FORMATS, export_rows, infer_format, read_predictions, write_export
 from beluga.analyses.score_predictions import read_score_predictions
 from beluga.bounds import json_loads
@@ -226,7 +226,8 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
         raise BelugaError(f"predictions {predictions_path}: field '--format': {SAMPLES_FORMAT} holds label-word "
                           f"log-likelihoods of a classification task; task {ttype.name!r} is not one")
     if samples:   # per-choice log-likelihoods -> probabilities in the choices' (the task's classes') order
-        preds, labels = _reorder(read_lm_eval_samples(predictions_path, ttype), label_order, ttype, predictions_path)
+        read = check_sample_texts(read_lm_eval_samples(predictions_path, ttype), suite, predictions_path, suite_path)
+        preds, labels = _reorder(read, label_order, ttype, predictions_path)
     elif ttype.head == "regression":   # predicted scores (beluga.analyses.score_predictions): no classes to order
         if label_order is not None:
             raise BelugaError(f"predictions {predictions_path}: field '--label-order': task {ttype.name!r} is a "
