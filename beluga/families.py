@@ -67,10 +67,11 @@ def head_class_name(model_type: str, head: str) -> str | None:
     return auto_table(*(QA_TABLE if head == "qa" else SEQUENCE_TABLE)).get(model_type)
 
 
-def family_problem(config: dict, head: str, linear_probe: bool = False) -> str | None:
+def family_problem(config: dict, head: str, linear_probe: bool | tuple[str, ...] = False) -> str | None:
     """Why the project cannot train the model of a parsed config.json with ``head`` (a clause naming the
-    model_type and what is missing), or None when it can. ``linear_probe``: LP / LP-FT are configured,
-    so the head's parameters must be known."""
+    model_type and what is missing), or None when it can. ``linear_probe``: methods that train the head on
+    its own are configured (LP / LP-FT; LoRA trains it in full beside its adapters: the names of those
+    configured, or True for lp / lp_ft), so the head's parameters must be known."""
     tf = f"transformers {version('transformers')}"
     model_type = config.get("model_type")
     if not isinstance(model_type, str) or not model_type:
@@ -82,6 +83,7 @@ def family_problem(config: dict, head: str, linear_probe: bool = False) -> str |
                 "without that head, or one it does not know: a newer transformers', or a model that needs "
                 f"trust_remote_code, which the project does not run): the task needs {what}")
     if linear_probe and cls not in HEAD_PREFIXES:
-        return (f"linear probing (methods lp / lp_ft) does not know the head of {cls} (model_type {model_type!r}); "
-                "add its parameter prefixes to beluga.methods.regularization.HEAD_PREFIXES or drop lp / lp_ft")
+        names = " / ".join(linear_probe) if isinstance(linear_probe, tuple) else "lp / lp_ft"
+        return (f"methods {names} do not know the head of {cls} (model_type {model_type!r}); add its parameter "
+                f"prefixes to beluga.methods.regularization.HEAD_PREFIXES or drop {names}")
     return None

@@ -375,8 +375,8 @@ def test_every_family_loads_at_dag_time(family_model, tmp_path):
 
 def test_unhandled_family_is_refused_at_dag_time_in_one_line(family_model, tmp_path, monkeypatch):
     """A model_type transformers has no classifier for, an unknown one, a config.json without one, and a
-    family LP / LP-FT know no head of: one line naming the config file, the field and the model; LP's
-    refusal only when LP or LP-FT is configured. A hub model whose config.json is cached is checked too."""
+    family LP / LP-FT / LoRA know no head of: one line naming the config file, the field and the model; that
+    refusal only when one of them is configured. A hub model whose config.json is cached is checked too."""
     from conftest import hf_flags, load_error
 
     clip = edited_family(family_model("bert"), tmp_path / "clip", model_type="clip")
@@ -388,9 +388,11 @@ def test_unhandled_family_is_refused_at_dag_time_in_one_line(family_model, tmp_p
     load_error(tmp_path / "c", family_config(str(none)), f"model {none}", "no model_type")
     # Mistral: transformers has its classifier, the LP head table does not know it
     mistral = edited_family(family_model("llama"), tmp_path / "mistral", model_type="mistral")
-    load_error(tmp_path / "d", family_config(str(mistral)), f"model {mistral}", "linear probing",
+    load_error(tmp_path / "d", family_config(str(mistral)), f"model {mistral}", "methods lp_ft / lora do not know",
                "MistralForSequenceClassification", "HEAD_PREFIXES")
     cfg = family_config(str(mistral))
+    cfg["methods"] = ["vanilla", "lora"]   # LoRA trains the head in full: it must find it too
+    load_error(tmp_path / "d2", cfg, f"model {mistral}", "methods lora do not know", "HEAD_PREFIXES")
     cfg["methods"] = ["vanilla"]
     loaded, _ = dry_load(tmp_path / "e", cfg)
     assert not isinstance(loaded, Exception), loaded

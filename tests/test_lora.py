@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import TINY, make_tiny_suite, train_run
+from conftest import TINY, config_with, dry_load, load_error, make_tiny_suite, train_run
 from safetensors import safe_open
 
 from beluga import checkpoint
@@ -62,13 +62,23 @@ def test_defaults_live_in_the_class_and_bad_values_are_one_line_each():
                                        "lr": 5e-4, "lora_r": 8, "lora_alpha": 8, "lora_dropout": 0.0,
                                        "lora_target_modules": None}
     assert method_hparams("lora", {"lora_target_modules": ["query", "key"]})["lora_target_modules"] == ["query", "key"]
-    bad = {"lora_r": [0, 2.0, True, None], "lora_alpha": [0, -1, "8", None], "lora_dropout": [-0.1, 1.5, "0"],
+    bad = {"lora_r": [0, 2.0, True, None], "lora_alpha": [0, -1, "8", None], "lora_dropout": [-0.1, 1.0, 1.5, "0"],
            "lora_target_modules": ["query", [], [""], ["query", "query"], [1]]}
     for key, values in bad.items():
         for v in values:
             with pytest.raises(ConfigError, match=rf"^config: field 'method_hparams\.lora\.{key}': .*got") as e:
                 method_hparams("lora", {key: v})
             assert "\n" not in str(e.value)
+
+
+def test_a_shared_lr_grid_needs_loras_own(tmp_path):
+    """selection.grid.lr (full fine-tuning's rates) with lora configured and no method_grid.lora.lr: refused at
+    load in one line (it would tune lora's adapters at 2e-5...); with lora's own grid it loads."""
+    cfg = config_with(methods=["vanilla", "lora"], selection__grid={"lr": [2.0e-5, 3.0e-5]})
+    load_error(tmp_path / "a", cfg, "field 'selection.method_grid.lora.lr'", "full fine-tuning's learning rates")
+    cfg["selection"]["method_grid"] = {"lora": {"lr": [1.0e-4, 5.0e-4]}}
+    loaded, _ = dry_load(tmp_path / "b", cfg)
+    assert not isinstance(loaded, Exception), loaded
 
 
 def test_compositions_with_irm_group_dro_fish_are_refused():

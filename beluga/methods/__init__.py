@@ -127,6 +127,8 @@ def check_method_hparams(name: str, hp: dict) -> None:
             bad(k, "must be true or false")
         if k == "lora_r" and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             bad(k, "must be a positive integer (the adapters' rank)")
+        if k == "lora_dropout" and _number(v) and v >= 1:   # all adapter inputs dropped: no gradient, LP in effect
+            bad(k, "must be a number in [0, 1) (at 1 the adapters never see an input and never train)")
         if k == "lora_alpha" and (not _number(v) or not v > 0):
             bad(k, "must be a positive number (the update is scaled by lora_alpha / lora_r)")
         if k == "lora_target_modules" and v is not None and (

@@ -18,7 +18,7 @@ from beluga.data.fetch import hub_cache_dir, hub_model_cached, hub_offline, is_h
 from beluga.errors import BelugaError, ConfigError
 from beluga.families import family_problem
 from beluga.folds import configuration, enumerate_folds
-from beluga.methods import ALGORITHMS, LP, LPFT
+from beluga.methods import ALGORITHMS, LP, LPFT, LoRA
 from beluga.model_config import TINY_RANDOM, check_max_length, read_model_config
 from beluga.suites.build import suite_functionalities
 from beluga.tasks import get_task_type
@@ -172,9 +172,24 @@ def check_config(config: dict, schema: dict, configfiles=()) -> None:
             clash = set_name_clash(names)
             if clash is not None:
                 raise ConfigError(f"{where}: field 'tasks.{tid}.ood[{clash[0]}].name': {clash[1]}")
+        own = (task or {}).get("selection")
+        _check_own_lr_grid(where, config, f"tasks.{tid}.selection" if own else "selection",
+                           {**(config.get("selection") or {}), **(own or {})})
         if (task or {}).get("scenario_iid") == "seen" and "seen" not in (config.get("partitions") or []):
             raise ConfigError(f"{where}: field 'tasks.{tid}.scenario_iid': 'seen' takes G's s_iid from the seen "
                               "model, but 'seen' is not in partitions")
+
+
+def _check_own_lr_grid(where: str, config: dict, field: str, selection: dict) -> None:
+    """LoRA's learning rate is its own (5e-4 by default, the adapters' scale): a shared ``selection.grid.lr``
+    (full fine-tuning's 2e-5...5e-5 in configs/paper.yaml) would tune it at full fine-tuning's rates; a config
+    that lists lora with a shared lr grid says lora's own (``selection.method_grid.lora.lr``)."""
+    if "lora" not in (config.get("methods") or []) or "lr" not in (selection.get("grid") or {}):
+        return
+    if "lr" not in ((selection.get("method_grid") or {}).get("lora") or {}):
+        raise ConfigError(f"{where}: field '{field}.method_grid.lora.lr': selection.grid.lr would tune lora at full "
+                          "fine-tuning's learning rates; give lora its own grid (e.g. method_grid: {lora: {lr: "
+                          "[1.0e-4, 5.0e-4, 1.0e-3]}})")
 
 
 def check_folds(task: str, folds: list[dict], funcs, configurations, configfiles=()) -> None:
@@ -394,9 +409,10 @@ TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", 
                    "tokenizer.model")
 
 
-def _linear_probe(methods) -> bool:
-    """Whether a method of ``methods`` trains a head alone (LP) or starts from such a model (LP-FT)."""
-    return any(issubclass(ALGORITHMS[m], (LP, LPFT)) for m in methods if m in ALGORITHMS)
+def _linear_probe(methods) -> tuple[str, ...]:
+    """The methods of ``methods`` that must find the model's head: LP (trains it alone), LP-FT (starts from
+    such a model) and LoRA (trains it in full beside its adapters)."""
+    return tuple(m for m in methods if m in ALGORITHMS and issubclass(ALGORITHMS[m], (LP, LPFT, LoRA)))
 
 
 def _cached_hub_config(spec: str, revision: str | None, data_dir: str | None) -> str | None:
