@@ -121,6 +121,21 @@ def test_checklist_export_keeps_texts_as_they_are(tmp_path):
     b, _ = load_suite_for(str(out), None)
     assert _rows(a) == _rows(b)
     assert b["expect_params"].tolist() == [None, '{"tolerance":0.2}'] and b["meta"].tolist() == ['{"a":1}', None]
+    # a record's meta (its exact text in the side field) or case-wide label edited alone: one line, never dropped
+    records = [json.loads(ln) for ln in out.read_text().splitlines()]
+    for i, (field, value) in enumerate((("meta", {"a": 3}), ("label", 0))):
+        edited = [dict(r) for r in records]
+        edited[0][field] = value
+        bad = tmp_path / f"edited{i}.jsonl"
+        bad.write_text("".join(json.dumps(r) + "\n" for r in edited))
+        with pytest.raises(Exception, match=f"line 1.*field '{field}'.*edit both or neither"):
+            load_suite_for(str(bad), None)
+    # a meta of JSON null text travels as its text
+    df.loc[1, "meta"] = "null"
+    save_suite(df, src)
+    assert main(["suite", "export", "--suite", str(src), "--out", str(tmp_path / "n.jsonl"), "--format",
+                 "checklist", "--task", "sent"]) == 0
+    assert load_suite_for(str(tmp_path / "n.jsonl"), None)[0]["meta"].tolist() == ['{"a":1}', "null"]
 
 
 def test_checklist_export_expectations_as_checklist_writes_them(built, tmp_path):
@@ -367,7 +382,10 @@ LANGTEST_ROWS = [
      "test_case": "I love this phnoe ."},
     {"category": "bias", "test_type": "replace_to_female_pronouns", "original": "He liked the food .",
      "test_case": "She liked the food ."},
-    {"category": "accuracy", "test_type": "min_micro_f1_score", "original": "", "test_case": "micro"},
+    # LangTest's own layout: testcases() / generated_results() end with fillna("-")
+    {"category": "accuracy", "test_type": "min_micro_f1_score", "original": "-", "test_case": "-"},
+    {"category": "performance", "test_type": "speed", "original": "-", "test_case": "-"},
+    {"category": "robustness", "test_type": "add_context", "original": "Bad phone .", "test_case": "-"},
 ]
 
 
@@ -388,7 +406,8 @@ def test_from_langtest(tmp_path, capsys, fmt):
     out = tmp_path / "lt.parquet"
     rc, msg, err = _run(["suite", "perturb", "--from-langtest", str(path), "--out", str(out)], capsys)
     assert rc == 0, err
-    assert "accuracy / fairness / representation rows (no text pair): 1" in msg
+    assert "accuracy / fairness / representation / performance rows (no text pair): 2" in msg
+    assert "rows whose original or test case is LangTest's empty fill '-': 1" in msg
     assert "originals without a changed text: 1" in msg
     suite, ttype = load_suite_for(str(out), None)
     assert ttype.name == "sent"
@@ -403,7 +422,7 @@ def test_from_langtest(tmp_path, capsys, fmt):
     _trainable(out, "sent", n_inv=9)
 
 
-@pytest.mark.parametrize("case", ["missing_column", "empty", "no_text", "pair_task", "qa_layout"])
+@pytest.mark.parametrize("case", ["missing_column", "empty", "no_text", "pair_task", "qa_layout", "max_zero"])
 def test_from_langtest_bad_input(tmp_path, capsys, case):
     path = tmp_path / "testcases.csv"
     extra = []
@@ -420,6 +439,9 @@ def test_from_langtest_bad_input(tmp_path, capsys, case):
     elif case == "pair_task":
         pd.DataFrame(LANGTEST_ROWS[:1]).to_csv(path, index=False)
         extra, want = ["--task", "para"], "field '--task'"
+    elif case == "max_zero":
+        pd.DataFrame(LANGTEST_ROWS[:1]).to_csv(path, index=False)
+        extra, want = ["--max-perturbations", "0"], "field 'max_perturbations': 0 is below its minimum 1"
     else:
         pd.DataFrame({"category": ["robustness"], "test_type": ["uppercase"], "original_context": ["c"],
                       "original_question": ["q"], "perturbed_context": ["C"],

@@ -174,11 +174,23 @@ def _side_case(d: dict, side: dict, head: str) -> tuple:
     labels = d.get("labels")
     if labels is not None and (not isinstance(labels, list) or len(labels) != len(inputs)):
         raise _LineError("labels", f"must be a list aligned with the {len(inputs)} inputs, got {str(labels)[:60]!r}")
+    if d.get("label") is not None and any(x != d["label"] for x in labels or [None]):
+        # the export writes a case-wide `label` beside the per-input `labels` it repeats: an edit of one only
+        raise _LineError("label", f"{str(d['label'])[:40]!r} is not every input's label in labels "
+                                  f"({str(labels)[:60]}); edit both or neither")
     other = side.get("labels" if head == "qa" else "answers")
     labels, answers = (other, labels) if head == "qa" else (labels, other)
     meta = side.get("meta")
     if meta is not None and not isinstance(meta, str):
         raise _LineError(f"{SIDE_FIELD}.meta", "must be the meta's JSON text")
+    if meta is not None:
+        try:
+            same = json_loads(meta) == d.get("meta")
+        except json.JSONDecodeError as e:
+            raise _LineError(f"{SIDE_FIELD}.meta", f"not valid JSON ({e})") from None
+        if not same:   # the side field holds the exact text; the record's meta was edited alone
+            raise _LineError("meta", f"{json.dumps(d.get('meta'))[:60]} is not {SIDE_FIELD}.meta {meta[:60]}; "
+                                     "edit both or neither")
     if meta is None and d.get("meta") is not None:
         meta = json.dumps(d["meta"])
     return inputs, inputs_b, labels, answers, expect, params_text, meta

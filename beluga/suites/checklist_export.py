@@ -149,7 +149,7 @@ def suite_records(df: pd.DataFrame, task: str, declared: list[dict] | None = Non
         if extra is not None:
             side[other] = extra
         meta = None if r.meta is None else json_loads(r.meta)
-        if r.meta is not None and json.dumps(meta) != r.meta:
+        if r.meta is not None and (meta is None or json.dumps(meta) != r.meta):   # ("null" would read back None)
             side["meta"] = r.meta
         same = shown is not None and len(set(map(json.dumps, shown))) == 1 and shown[0] is not None
         yield {"suite": suite_name, "case_id": r.case_id, "test_index": ti, "case_index": ci,

