@@ -407,3 +407,19 @@ def family_model(tmp_path_factory):
             built[family] = build_family(family, root / family)
         return built[family]
     return get
+
+
+def one_torch_thread():
+    """As the pipeline's jobs (beluga.modeling.configure_torch): one intra-op thread (bit-for-bit results
+    depend on the number) and deterministic algorithms, restored afterwards. A generator for a module's
+    autouse fixture: ``yield from one_torch_thread()``."""
+    import torch
+
+    from beluga.modeling import configure_torch
+
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    configure_torch(1)
+    yield
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)

@@ -10,13 +10,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from conftest import make_tiny_suite, train_run
+from conftest import make_tiny_suite, one_torch_thread, train_run
 
 from beluga import checkpoint
 from beluga.batches import build_streams
 from beluga.errors import ModelError
 from beluga.methods import ALGORITHMS, get_algorithm, method_hparams
-from beluga.modeling import TINY_RANDOM, configure_torch, load_model, load_trained, save_model, set_seed
+from beluga.modeling import TINY_RANDOM, load_model, load_trained, save_model, set_seed
 from beluga.tasks import SENT
 
 METHODS = sorted(ALGORITHMS)
@@ -36,12 +36,7 @@ class Crash(Exception):
 def one_thread():
     """As in the pipeline's jobs (configure_torch): one intra-op thread (bit
     for bit results depend on the number), deterministic algorithms."""
-    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    configure_torch(1)
-    yield
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+    yield from one_torch_thread()
 
 
 def streams():

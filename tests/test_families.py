@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import case, config_with, dry_load, make_tiny_suite, train_run
+from conftest import case, config_with, dry_load, make_tiny_suite, one_torch_thread, train_run
 from tiny_families import DECODERS, FAMILIES
 
 from beluga import checkpoint
 from beluga.batches import build_streams
 from beluga.methods import get_algorithm, head_parameter_names, method_hparams, set_dropout
-from beluga.modeling import configure_torch, load_model, load_trained, predict_probs, save_model, set_seed
+from beluga.modeling import load_model, load_trained, predict_probs, save_model, set_seed
 from beluga.qa import encode_qa, predict_qa, span_targets
 from beluga.steps import data as data_steps
 from beluga.steps import evaluate as eval_steps
@@ -33,12 +33,7 @@ CTX = "Paul traveled from Chicago to New York last year."
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
     """As in the pipeline's jobs (configure_torch): one intra-op thread, deterministic algorithms."""
-    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    configure_torch(1)
-    yield
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+    yield from one_torch_thread()
 
 
 def load(folder, head="classification", method="vanilla"):

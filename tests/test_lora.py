@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import TINY, config_with, dry_load, load_error, make_tiny_suite, train_run
+from conftest import TINY, config_with, dry_load, load_error, make_tiny_suite, one_torch_thread, train_run
 from safetensors import safe_open
 
 from beluga import checkpoint
@@ -20,7 +20,7 @@ from beluga.batches import build_streams, epoch_batches
 from beluga.errors import ConfigError, ModelError
 from beluga.methods import DEFAULT_HPARAMS, PUBLIC_METHODS, LoRA, get_algorithm, method_hparams
 from beluga.methods.lora import head_modules, target_modules
-from beluga.modeling import TINY_RANDOM, configure_torch, load_model, predict_probs, save_model, set_seed
+from beluga.modeling import TINY_RANDOM, load_model, predict_probs, save_model, set_seed
 from beluga.tasks import SENT
 from beluga.training import LossFn
 from beluga.workflow.cost import ESTIMATED_METHOD_COST
@@ -33,12 +33,7 @@ TEXTS = ["this is awful", "a great film", "not bad at all", "the plot"]
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
     """One intra-op thread and deterministic algorithms, as the pipeline's jobs (resume is bit for bit)."""
-    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
-    configure_torch(1)
-    yield
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+    yield from one_torch_thread()
 
 
 def tiny(num_labels=2, head="classification"):
