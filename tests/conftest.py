@@ -423,3 +423,24 @@ def one_torch_thread():
     yield
     torch.set_num_threads(threads)
     torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+
+
+class Crash(Exception):
+    """A killed job, raised right after a checkpoint is written (:func:`crash_after_checkpoint`)."""
+
+
+def crash_after_checkpoint(monkeypatch, epoch: int):
+    """Make ``beluga.checkpoint.save`` raise :class:`Crash` right after writing the checkpoint of ``epoch``;
+    returns the real ``save`` (to put back)."""
+    from beluga import checkpoint
+
+    real = checkpoint.save
+
+    def save_then_crash(*a, **k):
+        out = real(*a, **k)
+        if k["epoch"] == epoch:
+            raise Crash
+        return out
+
+    monkeypatch.setattr(checkpoint, "save", save_then_crash)
+    return real

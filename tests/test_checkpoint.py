@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from conftest import make_tiny_suite, one_torch_thread, train_run
+from conftest import Crash, crash_after_checkpoint, make_tiny_suite, one_torch_thread, train_run
 
 from beluga import checkpoint
 from beluga.batches import build_streams
@@ -26,10 +26,6 @@ METHOD_HP = {"irm": {"irm_penalty_anneal_frac": 0.5,    # the λ switch (optimiz
                      "irm_reset_optimizer": True},
              "l2": {"l2_sp": True},                      # the anchor is the start weights, not the checkpoint's
              "fish": {"fish_envs": 3}}
-
-
-class Crash(Exception):
-    pass
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -57,15 +53,7 @@ def fit(method, ckpt=None, crash_after=None, monkeypatch=None, **kw):
     """Train from the seeded start model; ``crash_after``: raise right after
     the checkpoint of that epoch is written (a killed job)."""
     if crash_after is not None:
-        real = checkpoint.save
-
-        def save_then_crash(*a, **k):
-            out = real(*a, **k)
-            if k["epoch"] == crash_after:
-                raise Crash
-            return out
-
-        monkeypatch.setattr(checkpoint, "save", save_then_crash)
+        real = crash_after_checkpoint(monkeypatch, crash_after)
     model, tok = tiny(method)
     set_seed(123)   # the global generators at the start of train() need not match between runs
     try:

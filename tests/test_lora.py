@@ -12,10 +12,19 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import TINY, config_with, dry_load, load_error, make_tiny_suite, one_torch_thread, train_run
+from conftest import (
+    TINY,
+    Crash,
+    config_with,
+    crash_after_checkpoint,
+    dry_load,
+    load_error,
+    make_tiny_suite,
+    one_torch_thread,
+    train_run,
+)
 from safetensors import safe_open
 
-from beluga import checkpoint
 from beluga.batches import build_streams, epoch_batches
 from beluga.errors import ConfigError, ModelError
 from beluga.methods import DEFAULT_HPARAMS, PUBLIC_METHODS, LoRA, get_algorithm, method_hparams
@@ -180,22 +189,11 @@ def test_lora_from_a_trained_start_model_iid_to_t_style(tmp_path):
 
 # ---------------------------------------------------------------- checkpoints
 def test_resume_restores_the_peft_wrapped_state_exactly(tmp_path, monkeypatch, caplog):
-    class Crash(Exception):
-        pass
-
     def fit(ckpt=None, crash_after=None):
         model, tok = tiny()
         set_seed(123)
         if crash_after is not None:
-            real = checkpoint.save
-
-            def save_then_crash(*a, **k):
-                out = real(*a, **k)
-                if k["epoch"] == crash_after:
-                    raise Crash
-                return out
-
-            monkeypatch.setattr(checkpoint, "save", save_then_crash)
+            crash_after_checkpoint(monkeypatch, crash_after)
         try:
             return model, train_run(model, tok, streams(), "lora", hparams(lora_dropout=0.1), seed=5,
                                     checkpoint_dir=ckpt)
