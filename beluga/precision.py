@@ -32,6 +32,10 @@ def native_bf16(device: torch.device) -> bool:
     if device.type == "cuda":
         return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
     if device.type == "cpu":
+        # torch's kernels run at the instruction set ATEN_CPU_CAPABILITY allows (an AVX-512 machine told
+        # ``avx2`` computes as an AVX2-only one: bf16 emulated, slow)
+        if torch.backends.cpu.get_cpu_capability() != "AVX512":
+            return False
         return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
     return False
 

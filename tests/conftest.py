@@ -5,6 +5,7 @@ import copy
 import functools
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -132,36 +133,112 @@ ENV = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO), TOKENIZERS_PARA
 
 
 def smk(workdir, *args, check=True, configfiles=(TINY,)):
-    """snakemake on config files (default: the tiny config); a failure shows its output."""
+    """snakemake as a process on config files (default: the tiny config), for the plumbing; a failure shows its
+    output. The rules it ran are recorded (:func:`record_rules`)."""
     cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args,
            "--configfile", *map(str, configfiles)]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=1500)
+    out = record_rules(subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=1500))
     if check and out.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{out.stdout[-3000:]}\n{out.stderr[-6000:]}")
     return out
 
 
-@pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory, worker_id) -> Path:
-    """The tiny config's default target, run once per test session and shared by the modules that
-    read it (tests/test_workflow.py, tests/test_workflow_seeds.py, tests/test_slurm.py); a test that
-    changes a run works on a copy (:func:`copy_run`). Under pytest-xdist the workers share one run:
-    the first to get here runs it under a file lock in the session's common temporary folder, the
-    others wait for it and read it."""
+# ---------------------------------------------------------------- every rule under Snakemake, once at least
+#: the folder where this session's snakemake processes record the rules they ran (set by the controller at
+#: pytest_configure, inherited by the xdist workers)
+RULES_RAN_ENV = "BELUGA_TEST_RULES_RAN"
+FINISHED = re.compile(r"Finished jobid: \d+ \(Rule: (\w+)\)")
+
+
+def rules_ran(text: str) -> set[str]:
+    """The rules whose jobs a snakemake process finished, from what it printed."""
+    return set(FINISHED.findall(text))
+
+
+def record_rules(out: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+    """Record the rules a snakemake process ran (every snakemake process of the suite goes through here: the
+    session's last check, :func:`missing_rules`, needs each rule of the workflow run at least once)."""
+    folder = os.environ.get(RULES_RAN_ENV)
+    ran = rules_ran((out.stdout or "") + (out.stderr or ""))
+    if folder and ran:
+        Path(folder, f"{os.getpid()}-{time.monotonic_ns()}.txt").write_text("\n".join(sorted(ran)))
+    return out
+
+
+def workflow_rules() -> set[str]:
+    """Every rule of the workflow, as ``snakemake --list-rules`` lists them."""
+    out = subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(REPO), "--list-rules"],
+                         capture_output=True, text=True, env=ENV, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return {ln.strip() for ln in out.stdout.splitlines() if ln.strip()}
+
+
+def missing_rules(folder: Path, rules: set[str]) -> list[str]:
+    """The rules of ``rules`` no snakemake process of the session ran (the records in ``folder``)."""
+    ran = set()
+    for f in Path(folder).glob("*.txt"):
+        ran |= set(f.read_text().split())
+    return sorted(rules - ran)
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and RULES_RAN_ENV not in os.environ:   # the controller (or -n 0)
+        import tempfile
+
+        os.environ[RULES_RAN_ENV] = tempfile.mkdtemp(prefix="beluga-rules-ran-")
+
+
+def whole_suite(session) -> bool:
+    """Whether the session ran every test of the suite (no selection by mark, keyword, file or last failure)."""
+    opt = session.config.option
+    tests = Path(__file__).resolve().parent
+    args = [Path(str(a).split("::")[0]).resolve() for a in session.config.args]
+    return (not opt.markexpr and not opt.keyword and not getattr(opt, "lf", False) and not opt.deselect
+            and not getattr(opt, "exitfirst", False) and bool(args) and all(a == tests for a in args))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The suite's last check, on the controller: when the whole suite ran and passed, every rule of the
+    workflow ran under Snakemake (as a process) at least once, or the session fails naming the ones that
+    did not (the real runs: tests/test_rules_run.py)."""
+    folder = os.environ.get(RULES_RAN_ENV)
+    if hasattr(session.config, "workerinput") or not folder or exitstatus != 0 or not whole_suite(session):
+        return
+    missing = missing_rules(Path(folder), workflow_rules())
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if missing:
+        line = (f"every rule under Snakemake: {len(missing)} rule(s) never ran in a snakemake process of the "
+                f"suite: {', '.join(missing)}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    else:
+        line = "every rule under Snakemake: each rule of the workflow ran in a snakemake process of the suite"
+    if reporter is not None:
+        reporter.write_line(line, red=bool(missing), green=not missing)
+
+
+def shared_run(tmp_path_factory, worker_id, name: str, start) -> Path:
+    """A real end-to-end run (snakemake as a process) shared by the session's workers: the first to need it
+    runs ``start(wd)`` under a file lock in the session's common temporary folder, the others wait for it and
+    read it; a test that changes a run works on a copy (:func:`copy_run`). A worker that failed before leaves
+    no half run."""
     from filelock import FileLock
 
-    if worker_id == "master":   # no xdist (-n 0)
-        wd = tmp_path_factory.mktemp("tiny_run")
-        smk(wd, "--cores", "2")
-        return wd
-    shared = tmp_path_factory.getbasetemp().parent
-    wd, done = shared / "tiny_run", shared / "tiny_run.done"
-    with FileLock(str(shared / "tiny_run.lock")):
+    base = tmp_path_factory.getbasetemp()
+    shared = base if worker_id == "master" else base.parent   # no xdist (-n 0): the session's own folder
+    wd, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
         if not done.exists():
-            shutil.rmtree(wd, ignore_errors=True)   # a worker that failed before leaves no half run
-            smk(wd, "--cores", "2")
+            shutil.rmtree(wd, ignore_errors=True)
+            start(wd)
             done.touch()
     return wd
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory, worker_id) -> Path:
+    """The tiny config's default target, run once per test session (:func:`shared_run`) and shared by the
+    modules that read it (tests/test_workflow.py, test_workflow_seeds.py, test_slurm.py, test_provenance.py)."""
+    return shared_run(tmp_path_factory, worker_id, "tiny_run", lambda wd: smk(wd, "--cores", "2"))
 
 
 def copy_run(src: Path, dst: Path) -> Path:
@@ -180,9 +257,18 @@ def job_counts(text: str) -> dict[str, int]:
     return counts
 
 
+def pipeline(workdir, *args, check=True, configfiles=(TINY,)) -> subprocess.CompletedProcess:
+    """snakemake on config files (default: the tiny config) in this process (tests/inproc.py): Snakemake's own
+    DAG, params and plumbing, every job's own script run in this process, one at a time; the same files at the
+    same paths as :func:`smk`. For the tests of *what* a run computes; :func:`smk` (a process) for the plumbing."""
+    from inproc import snakemake
+
+    return snakemake(workdir, *args, configfiles=configfiles, check=check)
+
+
 def planned_jobs(workdir, configfiles=(TINY,), targets=()) -> dict[str, int]:
-    """Job counts per rule of a dry run (of the default target, or ``targets``)."""
-    out = smk(workdir, "-n", *targets, "--quiet", "rules", configfiles=configfiles)
+    """Job counts per rule of a dry run (of the default target, or ``targets``), in this process."""
+    out = pipeline(workdir, "-n", *targets, "--quiet", "rules", configfiles=configfiles)
     return job_counts(out.stdout + out.stderr)
 
 
@@ -223,14 +309,26 @@ def config_with(**changes) -> dict:
     return cfg
 
 
-def smk_config(workdir: Path, cfg: dict, *args) -> tuple[subprocess.CompletedProcess, Path]:
-    """snakemake with ``cfg`` written next to ``workdir`` as its config file."""
+def write_config(workdir: Path, cfg: dict) -> Path:
+    """``cfg`` written next to ``workdir`` (created) as its config file."""
     workdir.mkdir(parents=True, exist_ok=True)
     cfg_file = workdir.parent / f"{workdir.name}.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return cfg_file
+
+
+def smk_config(workdir: Path, cfg: dict, *args) -> tuple[subprocess.CompletedProcess, Path]:
+    """snakemake (a process) with ``cfg`` written next to ``workdir`` as its config file."""
+    cfg_file = write_config(workdir, cfg)
     cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(cfg_file), *args]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+    out = record_rules(subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300))
     return out, cfg_file
+
+
+def pipeline_config(workdir: Path, cfg: dict, *args) -> tuple[subprocess.CompletedProcess, Path]:
+    """:func:`smk_config` in this process (:func:`pipeline`; a failure is returned, not raised)."""
+    cfg_file = write_config(workdir, cfg)
+    return pipeline(workdir, *args, check=False, configfiles=(cfg_file,)), cfg_file
 
 
 def dry_load(workdir: Path, cfg: dict):

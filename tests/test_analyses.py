@@ -6,7 +6,7 @@ import json
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, job_counts, smk
+from conftest import REPO, job_counts, pipeline
 
 # ---------------------------------------------------------------- end to end
 
@@ -26,7 +26,7 @@ def analyses_run(tmp_path_factory):
     cfg_file = tmp / "cfg.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     wd = tmp / "run"
-    smk(wd, "--cores", "2", "inoculation_all", configfiles=(cfg_file,))
+    pipeline(wd, "--cores", "2", "inoculation_all", configfiles=(cfg_file,))
     return wd, cfg_file
 
 
@@ -89,8 +89,8 @@ def test_inoculation_end_to_end_and_reruns_only_what_is_missing(analyses_run):
     for name in ("curves.png", "transfer.png", "inoculation.md"):
         assert (res / name).stat().st_size > 0
     # a second run does nothing; deleting one (unit, dose) result reruns that job and what depends on it
-    out = smk(wd, "-n", "inoculation_all", configfiles=(cfg_file,))
+    out = pipeline(wd, "-n", "inoculation_all", configfiles=(cfg_file,))
     assert "Nothing to be done" in out.stdout + out.stderr
     (res / "runs" / "class-negation" / "1" / "lr0.001.json").unlink()
-    out = smk(wd, "-n", "inoculation_all", configfiles=(cfg_file,))
+    out = pipeline(wd, "-n", "inoculation_all", configfiles=(cfg_file,))
     assert job_counts(out.stdout + out.stderr) == {"inoculate": 1, "inoculation": 1, "inoculation_all": 1}

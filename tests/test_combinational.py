@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, smk
+from conftest import REPO, pipeline
 from snakemake.utils import validate
 
 from beluga.analyses import combinational as comb
@@ -421,7 +421,7 @@ def test_two_variants_end_to_end(tmp_path):
     cfg_file = tmp_path / "cfg.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     wd = tmp_path / "run"
-    smk(wd, "--cores", "2", "combinational_all", configfiles=(cfg_file,))
+    pipeline(wd, "--cores", "2", "combinational_all", configfiles=(cfg_file,))
     res = wd / "results" / "combinational"
     comp = pd.read_csv(res / "comparison.csv")
     assert list(zip(comp["variant"], comp["K"])) == [("tiny_it_is", 4), ("tiny_it_is", 8), ("tiny_sentence_is", 4),
@@ -450,5 +450,5 @@ def test_two_variants_end_to_end(tmp_path):
         for name in ("accuracy.png", "epochs.png", "table.md"):
             assert (res / v / name).stat().st_size > 0
         assert np.isfinite(table["COOD"]).all()
-    out = smk(wd, "-n", "combinational_all", configfiles=(cfg_file,))
+    out = pipeline(wd, "-n", "combinational_all", configfiles=(cfg_file,))
     assert "Nothing to be done" in out.stdout + out.stderr

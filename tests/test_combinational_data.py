@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, smk
+from conftest import REPO, pipeline
 from snakemake.utils import validate
 from test_challenge_data import yelp_archive
 from test_glue_data import glue_zip, one_line
@@ -203,7 +203,7 @@ def test_mnli_and_yelp_variants_end_to_end(tmp_path):
     cfg_file = tmp_path / "cfg.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     wd = tmp_path / "run"
-    smk(wd, "--cores", "2", "combinational_all", configfiles=(cfg_file,))
+    pipeline(wd, "--cores", "2", "combinational_all", configfiles=(cfg_file,))
     res = wd / "results" / "combinational"
     mnli_pool, yelp_pool = pd.read_parquet(res / "pool.parquet"), pd.read_parquet(res / "pool-yelp.parquet")
     assert comb.is_pair(mnli_pool) and not comb.is_pair(yelp_pool)
@@ -224,7 +224,7 @@ def test_mnli_and_yelp_variants_end_to_end(tmp_path):
     for cell in [comb.cell_name(x, t) for x, t, _, _ in comb.CELLS] + list(comb.GROUPS):
         assert comp[cell].between(0, 1).all(), cell
     assert "| data | variant |" in (res / "comparison.md").read_text()
-    out = smk(wd, "-n", "combinational_all", configfiles=(cfg_file,))
+    out = pipeline(wd, "-n", "combinational_all", configfiles=(cfg_file,))
     assert "Nothing to be done" in out.stdout + out.stderr
 
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from conftest import REPO, config_with, fold_run, make_tiny_suite, output, smk_config
+from conftest import REPO, config_with, fold_run, make_tiny_suite, output, pipeline_config
 
 from beluga.batches import build_streams
 from beluga.errors import ConfigError
@@ -373,33 +373,32 @@ def _records(wd: Path) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory):
+def e2e(tmp_path_factory):
     """The tiny SENT config (10 T_test cases per functionality), iid_to_t on [seen, type], with compile
     off and default (one job at a time, the compile cache empty at the start)."""
-    from conftest import ENV
-
     out = {}
+    saved = os.environ.get("BELUGA_COMPILE_CACHE")
     for mode in ("off", "default"):
         wd = tmp_path_factory.mktemp(f"e2e-{mode}")
         cache = wd.parent / f"{wd.name}-cache"
-        env = dict(ENV)
-        ENV["BELUGA_COMPILE_CACHE"] = str(cache)
+        os.environ["BELUGA_COMPILE_CACHE"] = str(cache)
         try:
             cfg = config_with(partitions=["seen", "type"], training__compile=mode,
                               tasks__sent__suite__cases_per_functionality=40)   # 10 T_test cases each
             # (to the score tables: every fold's training and predictions, not the figures and statistics)
-            done, _ = smk_config(wd, cfg, "--cores", "1", "--retries", "0", "results/sent/scores/scores.csv")
+            done, _ = pipeline_config(wd, cfg, "--cores", "1", "--retries", "0", "results/sent/scores/scores.csv")
         finally:
-            ENV.clear()
-            ENV.update(env)
+            os.environ.pop("BELUGA_COMPILE_CACHE", None)
+            if saved is not None:
+                os.environ["BELUGA_COMPILE_CACHE"] = saved
         assert done.returncode == 0, output(done)[-6000:]
         out[mode] = (wd, cache)
     return out
 
 
 @pytest.mark.slow
-def test_pipeline_scores_within_tolerance_of_off(pipeline):
-    (off, _), (comp, _) = pipeline["off"], pipeline["default"]
+def test_pipeline_scores_within_tolerance_of_off(e2e):
+    (off, _), (comp, _) = e2e["off"], e2e["default"]
     a, b = _pass_rates(off), _pass_rates(comp)
     keys = ["configuration", "method", "scenario", "functionality"]
     merged = a.merge(b, on=keys, suffixes=("_off", "_default"))
@@ -412,8 +411,8 @@ def test_pipeline_scores_within_tolerance_of_off(pipeline):
 
 
 @pytest.mark.slow
-def test_pipeline_compile_cache_is_shared_between_jobs(pipeline):
-    (off, off_cache), (comp, cache) = pipeline["off"], pipeline["default"]
+def test_pipeline_compile_cache_is_shared_between_jobs(e2e):
+    (off, off_cache), (comp, cache) = e2e["off"], e2e["default"]
     assert not off_cache.exists()   # off never touches it
     assert any((cache / "fxgraph").rglob("*")) and any((cache / "aotautograd").rglob("*"))
     recs = _records(comp)

@@ -10,7 +10,7 @@ from importlib.metadata import version
 import pandas as pd
 import pytest
 from conftest import BASE, RUN, config_with, job_counts, output
-from conftest import smk_config as smk
+from conftest import pipeline_config
 
 from beluga.data.iid import source_files, source_version
 from beluga.data.tables import load_rotten_tomatoes
@@ -21,7 +21,7 @@ TARGET = "results/sent/models/iid/vanilla/standard/all"
 
 
 def planned(wd, cfg, *targets) -> dict[str, int]:
-    out, _ = smk(wd, cfg, "-n", *targets, "--quiet", "rules")   # (after --configfile, a target would be a file)
+    out, _ = pipeline_config(wd, cfg, "-n", *targets, "--quiet", "rules")   # (after --configfile, a target would be a file)
     assert out.returncode == 0, output(out)[-3000:]
     return job_counts(out.stdout + out.stderr)
 
@@ -49,7 +49,7 @@ def test_editing_a_local_iid_file_reruns_prepare_iid_and_everything_after(tmp_pa
     tsv.write_text("sentence\tlabel\n" + "".join(f"{' '.join(t.split())}\t{y}\n" for t, y in zip(rt.text, rt.label)))
     cfg = config_with(tasks__sent__iid={"source": str(tsv), "n_train": 40, "n_val": 10, "n_test": 20})
     wd = tmp_path / "wd"
-    out, _ = smk(wd, cfg, *RUN, TARGET)
+    out, _ = pipeline_config(wd, cfg, *RUN, TARGET)
     assert out.returncode == 0, output(out)[-3000:]
     assert planned(wd, cfg, TARGET) == {}
     edit_in_place(tsv, b"\t1\n", b"\t0\n")   # every positive label flipped
@@ -68,7 +68,7 @@ def test_editing_a_dataset_folder_file_reruns_prepare_iid(tmp_path):
                                           "functionalities": BASE["tasks"]["sent"]["suite"]["functionalities"]})
     target = "results/sent/iid/train.parquet"
     wd = tmp_path / "wd"
-    out, _ = smk(wd, cfg, *RUN, target)
+    out, _ = pipeline_config(wd, cfg, *RUN, target)
     assert out.returncode == 0, output(out)[-3000:]
     assert planned(wd, cfg, target) == {}
     edit_in_place(folder / "dev.tsv", b"dev review 3", b"dev review three")
@@ -83,7 +83,7 @@ def test_replacing_a_local_models_weights_reruns_training(tmp_path):
     save_model(model, tok, folder)
     cfg = config_with(tasks__sent__model=str(folder))
     wd = tmp_path / "wd"
-    out, _ = smk(wd, cfg, *RUN, TARGET)
+    out, _ = pipeline_config(wd, cfg, *RUN, TARGET)
     assert out.returncode == 0, output(out)[-3000:]
     assert planned(wd, cfg, TARGET) == {}
     time.sleep(1.1)

@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import ENV, REPO, SNAKEMAKE, job_counts
+from conftest import ENV, REPO, SNAKEMAKE, job_counts, record_rules
 
 SHARED = REPO.parent / "shared" / "data"
 pytestmark = [pytest.mark.slow,
@@ -148,7 +148,7 @@ ONLINE = {k: v for k, v in ENV.items() if k != "HF_HUB_OFFLINE"}
 
 def run_smk(workdir: Path, cfg_file: Path, *args, env=None, check=True, timeout=1500):
     cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args, "--configfile", str(cfg_file)]
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, timeout=timeout)
+    out = record_rules(subprocess.run(cmd, capture_output=True, text=True, env=env or ENV, timeout=timeout))
     if check and out.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{out.stdout[-4000:]}\n{out.stderr[-6000:]}")
     return out

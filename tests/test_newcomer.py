@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import CONFIGS, REPO, beluga_cli, case, output, smk
+from conftest import CONFIGS, REPO, beluga_cli, case, output, pipeline
 
 pytestmark = pytest.mark.slow
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow
 def smoke(tmp_path_factory) -> Path:
     """The README's smoke test, run once: the whole pipeline on tiny-random; returns its results folder."""
     wd = tmp_path_factory.mktemp("smoke")
-    out = smk(wd, "--cores", "2", configfiles=(REPO / "configs" / "smoke.yaml",))
+    out = pipeline(wd, "--cores", "2", configfiles=(REPO / "configs" / "smoke.yaml",))
     assert "precision:" in output(out)   # the run says which precision it uses when it starts
     return wd / "results" / "smoke"
 

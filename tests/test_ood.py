@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, smk
+from conftest import REPO, pipeline
 
 from beluga.analyses.ood_eval import (
     backbone_label,
@@ -804,7 +804,7 @@ def test_tiny_run_with_a_local_ood_tsv(tmp_path):
     wd = tmp_path / "run"
     ood_files = ("ood_table.csv", "ranking.csv", "ood_table.md", "ood_table.tex", "ood.png", "scores.csv", "models.csv",
                  "correlation.csv")   # (and a type fold: what the test reads)
-    smk(wd, "--cores", "2", *(f"results/sent/ood/{n}" for n in ood_files),
+    pipeline(wd, "--cores", "2", *(f"results/sent/ood/{n}" for n in ood_files),
         "results/sent/predictions/iid_to_t/vanilla/type/mft.parquet", configfiles=(cfg_file,))
     res = wd / "results" / "sent"
     data = pd.read_parquet(res / "ood" / "data" / "reviews.parquet")
@@ -844,7 +844,7 @@ def test_tiny_run_with_two_backbones_ranks_them_side_by_side(tmp_path):
     cfg_file = tmp_path / "cfg.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     wd = tmp_path / "run"
-    smk(wd, "--cores", "2", *(f"results/ood/{n}" for n in ("ranking.csv", "correlation.csv", "ood_table.md")),
+    pipeline(wd, "--cores", "2", *(f"results/ood/{n}" for n in ("ranking.csv", "correlation.csv", "ood_table.md")),
         configfiles=(cfg_file,))
     res = wd / "results" / "ood"
     ranking = pd.read_csv(res / "ranking.csv")
@@ -885,7 +885,7 @@ def test_which_models_predict_the_ood_sets(tmp_path):
         cfg["predict"]["ood_models"] = which
         f = tmp_path / f"{which}.yaml"
         f.write_text(yaml.safe_dump(cfg, sort_keys=False))
-        out = smk(tmp_path / which, "--dag", configfiles=(f,))
+        out = pipeline(tmp_path / which, "--dag", configfiles=(f,))
         counts[which] = _ood_consumers(out.stdout)
     # one OOD set: the IID model's predict and outcomes jobs, the seen fold, the ood rule; all: the type folds too
     assert counts["seen"] == {"predict": 1, "outcomes": 1, "finetune": 1, "ood": 1}

@@ -35,6 +35,19 @@ def test_resolve():
         resolve("fp16", cpu)
 
 
+@pytest.mark.parametrize("capability, bf16, amx, native", [
+    ("AVX512", True, False, True), ("AVX512", False, True, True), ("AVX512", False, False, False),
+    ("AVX2", True, True, False), ("DEFAULT", True, False, False)])
+def test_native_bf16_follows_the_kernels_torch_runs(monkeypatch, capability, bf16, amx, native):
+    """bf16 is native on a CPU with AVX512-BF16 or AMX whose kernels torch runs at AVX-512; the same CPU under
+    ATEN_CPU_CAPABILITY=avx2 (an AVX2-only machine emulated) is not, and ``auto`` resolves to fp32 there."""
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: bf16)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
+    assert native_bf16(torch.device("cpu")) is native
+    assert resolve("auto", torch.device("cpu")).name == ("bf16" if native else "fp32")
+
+
 def test_full_precision_outputs():
     assert full(torch.ones(2, dtype=torch.bfloat16)).dtype == torch.float32
     assert full(torch.ones(2, dtype=torch.float64)).dtype == torch.float64

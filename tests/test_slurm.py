@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from conftest import record_rules
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -72,7 +73,7 @@ def _snakemake(workdir: Path, *args, env=None, prefix=(), timeout=900):
            "--configfile", str(TINY)]
     env = dict(env or os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
     t0 = time.monotonic()
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
+    out = record_rules(subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout))
     return out, time.monotonic() - t0
 
 

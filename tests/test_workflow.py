@@ -6,7 +6,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import TINY, copy_run, planned_jobs, smk
+from conftest import TINY, copy_run, pipeline, planned_jobs, smk
 
 from beluga.workflow.smk import TIMING_TAG
 
@@ -150,7 +150,7 @@ def test_seeds_change_split_and_scores(run, tmp_path):
     target = "results/sent/outcomes/iid/vanilla/standard/all.parquet"
     other = tmp_path / "other_seeds.yaml"
     other.write_text("seed: 4\nsplit: {fractions: [0.5, 0.25, 0.25], seed: 999}\n")
-    smk(tmp_path, "--cores", "2", target, configfiles=(TINY, other))
+    pipeline(tmp_path, "--cores", "2", target, configfiles=(TINY, other))
     a = pd.read_parquet(run / target)
     b = pd.read_parquet(tmp_path / target)
     assert set(a.case_id[a.split == "suite_test"]) != set(b.case_id[b.split == "suite_test"])

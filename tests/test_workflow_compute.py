@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import TINY, copy_run, planned_jobs, smk
+from conftest import TINY, copy_run, pipeline, planned_jobs
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +53,7 @@ def _rerun(src: Path, dst: Path, cfg: Path) -> Path:
         (dst / rel).unlink()
     jobs = planned_jobs(dst, configfiles=(cfg,), targets=RERUN)
     assert jobs == {"train_iid": 1, "predict": 1, "finetune": 1}, jobs
-    smk(dst, "--cores", "2", *RERUN, configfiles=(cfg,))
+    pipeline(dst, "--cores", "2", *RERUN, configfiles=(cfg,))
     return dst
 
 
@@ -68,7 +68,7 @@ def runs(tmp_path_factory):
             jobs = planned_jobs(wd, configfiles=(cfg,))
             assert jobs["finetune_model"] == 4 and jobs["predict"] == 5 and jobs["outcomes"] == 5, jobs
             assert "finetune" not in jobs, jobs
-        smk(wd, "--cores", "2", *PREDICTIONS, *(SCORES if name.startswith("fp32") else ()), configfiles=(cfg,))
+        pipeline(wd, "--cores", "2", *PREDICTIONS, *(SCORES if name.startswith("fp32") else ()), configfiles=(cfg,))
         out[name] = wd
         if name != "fp32_keep":
             b = name.replace("_a", "_b")
@@ -76,7 +76,7 @@ def runs(tmp_path_factory):
         if name == "fp32_a":   # the same run with predict.scope: all (its fold jobs run again in a copy)
             every = copy_run(wd, tmp_path_factory.mktemp("fp32_all") / "run")
             cfg_all = _config(every.parent, "fp32_all", precision="fp32", predict={"batch_size": 32, "scope": "all"})
-            smk(every, "--cores", "2", *PREDICTIONS, *SCORES, configfiles=(cfg_all,))
+            pipeline(every, "--cores", "2", *PREDICTIONS, *SCORES, configfiles=(cfg_all,))
             out["fp32_all"] = every
     return out
 

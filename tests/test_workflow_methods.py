@@ -5,7 +5,7 @@ import json
 
 import pandas as pd
 import pytest
-from conftest import REPO, planned_jobs, smk
+from conftest import REPO, pipeline, planned_jobs
 
 pytestmark = pytest.mark.slow
 CONFIGS = REPO / "tests" / "configs"
@@ -19,7 +19,7 @@ def test_all_methods_all_configurations(tmp_path):
     jobs = planned_jobs(tmp_path, configfiles=cfg)
     # one job per fold; LP's, which LP-FT starts from, also writes its model (a temporary file)
     assert jobs["finetune"] == 3 * 8 and jobs["finetune_keep"] == 3 and jobs["predict"] == 1, jobs
-    smk(tmp_path, "--cores", "2", SCORES, configfiles=cfg)   # (every fold; not the figures and statistics)
+    pipeline(tmp_path, "--cores", "2", SCORES, configfiles=cfg)   # (every fold; not the figures and statistics)
     res = tmp_path / "results" / "sent"
     scores = pd.read_csv(res / "scores" / "scores.csv")
     assert len(scores) == 27 + 1 and scores.iloc[0].configuration == "iid"
@@ -48,7 +48,7 @@ def test_grid_selection_per_fold(tmp_path):
     jobs = planned_jobs(tmp_path, configfiles=cfg)
     # folds: seen + mft / inv / dir; two grid points each
     assert jobs["trial"] == 4 * 2 and jobs["select_hparams"] == 4 and jobs["finetune"] == 4, jobs
-    smk(tmp_path, "--cores", "2", SCORES, configfiles=cfg)
+    pipeline(tmp_path, "--cores", "2", SCORES, configfiles=cfg)
     res = tmp_path / "results" / "sent"
     sel = res / "selection" / "iid_to_t" / "vanilla"
     for fold in ("seen/all", "type/mft", "type/inv", "type/dir"):

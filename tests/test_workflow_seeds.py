@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import TINY, job_counts, smk
+from conftest import TINY, job_counts, pipeline
 
 pytestmark = pytest.mark.slow
 
@@ -35,9 +35,9 @@ def runs(tmp_path_factory, tiny_run):
     partition: a fold's files do not depend on which other folds the config has)."""
     tmp = tmp_path_factory.mktemp("seeds")
     out = {"all": tmp / "all", 3: tiny_run, ONE: tmp / f"one{ONE}"}
-    smk(out["all"], "--cores", "2", configfiles=(_config(tmp, "all", SEEDS),))
+    pipeline(out["all"], "--cores", "2", configfiles=(_config(tmp, "all", SEEDS),))
     # (what the tests compare: every fold's predictions and outcomes, and scores.csv)
-    smk(out[ONE], "--cores", "2", "results/sent/scores/scores.csv", configfiles=(_config(tmp, f"one{ONE}", [ONE]),))
+    pipeline(out[ONE], "--cores", "2", "results/sent/scores/scores.csv", configfiles=(_config(tmp, f"one{ONE}", [ONE]),))
     out["config"] = _config(tmp, "all", SEEDS)
     return out
 
@@ -113,7 +113,7 @@ def test_adding_a_seed_trains_only_that_seed(runs):
     cfg["seeds"] = SEEDS + [6]
     more = runs["config"].with_name("more.yaml")
     more.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    out = smk(runs["all"], "-n", configfiles=(more,))
+    out = pipeline(runs["all"], "-n", configfiles=(more,))
     text = out.stdout + out.stderr
     jobs = job_counts(text)
     # seed 6: its IID model, its 1 seen + 3 type folds, the IID model's predictions and outcomes, its unit

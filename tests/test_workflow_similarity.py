@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import smk
+from conftest import pipeline
 from scipy.stats import pearsonr, spearmanr
 
 from beluga.report.score_diagnostics import CONSTANT_STD
@@ -90,7 +90,7 @@ def run(tmp_path_factory):
     cfg_file = tmp / "sts.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     wd = tmp / "run"
-    smk(wd, "--cores", "2", configfiles=(cfg_file,))
+    pipeline(wd, "--cores", "2", configfiles=(cfg_file,))
     return wd, cfg
 
 

@@ -7,7 +7,7 @@ One run, read by every test here."""
 import pandas as pd
 import pytest
 import yaml
-from conftest import smk
+from conftest import pipeline
 from test_challenge_data import sick_zip
 from test_glue_data import glue_zip
 from test_workflow_nli import nli_table
@@ -53,7 +53,7 @@ def run(tmp_path_factory):
     cfg_file = tmp / "suiteless.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     wd = tmp / "run"
-    smk(wd, "--cores", "2", configfiles=(cfg_file,))
+    pipeline(wd, "--cores", "2", configfiles=(cfg_file,))
     return wd, cfg
 
 

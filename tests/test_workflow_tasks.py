@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from conftest import REPO, smk
+from conftest import REPO, pipeline
 
 SHARED = REPO.parent / "shared" / "data"
 pytestmark = [pytest.mark.slow,
@@ -62,7 +62,7 @@ def run(tmp_path_factory) -> tuple:
     cfg_file = tmp / "tiny_tasks.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     wd = tmp / "run"
-    out = smk(wd, "--cores", "2", *TARGETS, configfiles=(cfg_file,))
+    out = pipeline(wd, "--cores", "2", *TARGETS, configfiles=(cfg_file,))
     (tmp / "run.stderr").write_text(out.stderr)    # the console's last lines (test_fallback_data_is_said)
     return wd, cfg
 
@@ -179,7 +179,7 @@ def test_fallback_data_is_said_in_tables_report_and_console(run, tmp_path):
     at = next(i for i, ln in enumerate(stderr) if ln.startswith("BELUGA warning: the i.i.d. data of 5 task(s)"))
     assert stderr[at + 1:at + 6] == [f"  {lines[t]}" for t in cfg["tasks"]]
     report = tmp_path / "report.html"
-    smk(wd, "--report", str(report), *TARGETS, configfiles=(wd.parent / "tiny_tasks.yaml",))
+    pipeline(wd, "--report", str(report), *TARGETS, configfiles=(wd.parent / "tiny_tasks.yaml",))
     found = re.search(r"filename=iid_data\.html;base64,([A-Za-z0-9+/=]+)", report.read_text(errors="replace"))
     page = base64.b64decode(found.group(1)).decode()
     assert "<strong>Not the paper's i.i.d. data</strong>" in page and page.count("no: fallback") == 5
