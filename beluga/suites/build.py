@@ -4,7 +4,9 @@ the task's type, subsampled as configured, validated."""
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -141,15 +143,28 @@ def check_suite_task_type(df: pd.DataFrame, task_type: str, path) -> None:
 def read_suite_file(suite_cfg: dict, task_type: str) -> pd.DataFrame:
     """A suite named by ``suite.path`` (project Parquet / CSV / JSONL, or a
     CheckList JSONL export), validated against the task type; the paper's
-    fixes as configured."""
+    fixes as configured. A process reads a file once while it is unchanged
+    (a dry run and ``plan`` read each task's suite more than once: CheckList's
+    release tarballs take seconds each); every call gets its own copy."""
+    path = suite_cfg["path"]
+    try:
+        st = os.stat(path)
+    except OSError:
+        raise SuiteError(f"suite file {path}: field 'path': file does not exist") from None
+    df = _read_suite_file(str(path), os.path.realpath(path), st.st_mtime_ns, st.st_size,
+                          bool(suite_cfg["paper_fixes"]), task_type)
+    return df.copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _read_suite_file(path: str, real: str, mtime_ns: int, size: int, paper_fixes: bool,
+                     task_type: str) -> pd.DataFrame:
+    """:func:`read_suite_file`'s read, keyed by the file's identity and modification (``real``, ``mtime_ns``,
+    ``size``: an edited file is read again)."""
     from beluga.suites.checklist import read_any_suite
 
-    path = suite_cfg["path"]
-    if not Path(path).exists():
-        raise SuiteError(f"suite file {path}: field 'path': file does not exist")
     ttype = get_task_type(task_type)
-    df = read_any_suite(path, paper_fixes=bool(suite_cfg["paper_fixes"]), label_set=label_set(ttype),
-                        head=ttype.head)
+    df = read_any_suite(path, paper_fixes=paper_fixes, label_set=label_set(ttype), head=ttype.head)
     check_suite_task_type(df, task_type, path)
     return df
 
