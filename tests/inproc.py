@@ -103,10 +103,11 @@ def scripts_in_process():
 
 
 def snakemake(workdir, *args, configfiles=(), check: bool = True) -> subprocess.CompletedProcess:
-    """``snakemake -s Snakefile -d WORKDIR ARGS --configfile CONFIGFILES`` in this process (the command line
-    parsed and run by Snakemake's own ``parse_args`` / ``args_to_api``, with the workflow profile a process reads), scripts in-process
-    (:func:`scripts_in_process`). Returns what a process would: its exit status, and what it printed (Snakemake's
-    log and the jobs' output on stderr, what it prints on stdout). ``check``: a failure raises with the end of that output."""
+    """``snakemake -s Snakefile -d WORKDIR ARGS --configfile CONFIGFILES`` in this process: the command line
+    parsed and run by Snakemake's own ``parse_args`` / ``args_to_api`` (with the workflow profile a process
+    reads), the scripts in-process (:func:`scripts_in_process`). Returns what a process would: its exit status
+    and what it printed (Snakemake's log on stdout, the jobs' output on stderr). ``check``: a failure raises
+    with the end of that output."""
     from snakemake.cli import args_to_api, parse_args
 
     argv = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), *map(str, args)]

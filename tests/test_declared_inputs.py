@@ -9,8 +9,7 @@ from importlib.metadata import version
 
 import pandas as pd
 import pytest
-from conftest import BASE, RUN, config_with, job_counts, output
-from conftest import pipeline_config
+from conftest import BASE, RUN, config_with, job_counts, output, pipeline_config
 
 from beluga.data.iid import source_files, source_version
 from beluga.data.tables import load_rotten_tomatoes
@@ -21,7 +20,8 @@ TARGET = "results/sent/models/iid/vanilla/standard/all"
 
 
 def planned(wd, cfg, *targets) -> dict[str, int]:
-    out, _ = pipeline_config(wd, cfg, "-n", *targets, "--quiet", "rules")   # (after --configfile, a target would be a file)
+    # (the targets after --configfile would be config files)
+    out, _ = pipeline_config(wd, cfg, "-n", *targets, "--quiet", "rules")
     assert out.returncode == 0, output(out)[-3000:]
     return job_counts(out.stdout + out.stderr)
 

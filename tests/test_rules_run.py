@@ -15,8 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import (FINISHED, RULES_RAN_ENV, missing_rules, record_rules, rules_ran, smk, whole_suite,
-                      workflow_rules)
+from conftest import FINISHED, RULES_RAN_ENV, missing_rules, record_rules, rules_ran, smk, whole_suite, workflow_rules
 
 from beluga.workflow.smk import TIMING_TAG
 

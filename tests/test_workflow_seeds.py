@@ -37,7 +37,8 @@ def runs(tmp_path_factory, tiny_run):
     out = {"all": tmp / "all", 3: tiny_run, ONE: tmp / f"one{ONE}"}
     pipeline(out["all"], "--cores", "2", configfiles=(_config(tmp, "all", SEEDS),))
     # (what the tests compare: every fold's predictions and outcomes, and scores.csv)
-    pipeline(out[ONE], "--cores", "2", "results/sent/scores/scores.csv", configfiles=(_config(tmp, f"one{ONE}", [ONE]),))
+    pipeline(out[ONE], "--cores", "2", "results/sent/scores/scores.csv",
+             configfiles=(_config(tmp, f"one{ONE}", [ONE]),))
     out["config"] = _config(tmp, "all", SEEDS)
     return out
 
