@@ -37,7 +37,6 @@ import torch
 from beluga.bounds import json_loads
 from beluga.errors import DataError
 from beluga.losses import DIR_FN_INDEX, dir_function_for
-from beluga.qa import locate_answer
 from beluga.score_batches import build_score_streams, make_score_batch
 from beluga.tasks import TaskType
 from beluga.train_items import Batch, TrainItem
@@ -188,6 +187,8 @@ def _qa_case_items(r, contexts: list[str], questions: list[str] | None,
     if r.test_type != "MFT" or answers is None:
         raise ValueError(f"READ case {r.case_id!r}: a {r.test_type} test with expectation {r.expect!r} "
                          "has no training loss (READ trains MFTs with answers and INVs)")
+    from beluga.qa import locate_answer  # READ's only (beluga.qa: torch's QA helpers)
+
     items = []
     for c, q, a in zip(contexts, questions, answers):
         start = locate_answer(c, str(a), answer_match)

@@ -48,7 +48,6 @@ from beluga.metrics import pass_rates
 from beluga.modeling import load_model, set_seed
 from beluga.precision import Precision
 from beluga.predict import predictions, suite_predictions
-from beluga.qa import aligned_argmax_agreement, span_argmax_hits
 from beluga.scoring import run_outcomes, score_cases
 from beluga.settings import FoldRun
 from beluga.suites.build import split_cases
@@ -183,6 +182,8 @@ def suite_objective(model, tokenizer, cases: pd.DataFrame, run: FoldRun, job: Jo
     if plan is None:
         plan = selection.reference_plan(ttype, cases, run.qa_answer_match, run.eq_or_not_negative_target)
     if ttype.head == "qa":
+        from beluga.qa import aligned_argmax_agreement, span_argmax_hits
+
         mft, inv = plan["mft"], plan["inv"]
         with clock("predict"):
             hits = span_argmax_hits(model, tokenizer, [m[3] for m in mft], [m[2] for m in mft], [m[4] for m in mft],

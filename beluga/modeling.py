@@ -36,7 +36,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from beluga.data.fetch import DEFAULT_REVISION, hub_snapshot, read_marker
 from beluga.errors import ModelError
 from beluga.io import atomic_dir
 from beluga.labels import named_config
@@ -132,6 +131,8 @@ def resolve_model(spec: str, model_lock: str | None = None, revision: str | None
     if looks_like_path:
         raise ModelError(f"model {spec}: field 'model': path does not exist")
 
+    from beluga.data.fetch import DEFAULT_REVISION, hub_snapshot, read_marker  # a hub model's only
+
     commit = read_marker(model_lock)["commit"] if model_lock else (revision or DEFAULT_REVISION)
     return hub_snapshot(spec, commit)
 
@@ -141,6 +142,8 @@ def model_provenance(spec: str, model_lock: str | None = None) -> dict:
     hub model, the revision asked for and the commit it resolved to."""
     if not model_lock:
         return {"model": spec}
+
+    from beluga.data.fetch import read_marker
 
     marker = read_marker(model_lock)
     return {"model": spec, "model_revision": marker.get("revision"), "model_commit": marker["commit"]}
@@ -173,15 +176,19 @@ def _first_line(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
+#: the transformers auto class of each head (a regression head is a sequence classifier with one output:
+#: num_labels 1, problem_type "regression"); a job asks transformers for its own only
+AUTO_CLASSES = {"classification": "AutoModelForSequenceClassification",
+                "regression": "AutoModelForSequenceClassification",
+                "qa": "AutoModelForQuestionAnswering", "causal_lm": "AutoModelForCausalLM"}
+
+
 def _auto_class(head: str):
-    from transformers import AutoModelForCausalLM, AutoModelForQuestionAnswering, AutoModelForSequenceClassification
+    import transformers
 
     if head not in LOADABLE_HEADS:
         raise ValueError(f"model head {head!r} is not one of {LOADABLE_HEADS}")
-    if head == "causal_lm":
-        return AutoModelForCausalLM
-    # a regression head is a sequence classifier with one output (num_labels 1, problem_type "regression")
-    return AutoModelForQuestionAnswering if head == "qa" else AutoModelForSequenceClassification
+    return getattr(transformers, AUTO_CLASSES[head])
 
 
 def check_tokenizer(tokenizer, vocab_size, name: str) -> None:

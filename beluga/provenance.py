@@ -58,14 +58,17 @@ def git_state(where: str | None = None) -> dict:
     root = _checkout(start)
     if root is None:
         return {"commit": None, "why": f"{start} is not in a git checkout (an installed package)"}
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                                capture_output=True, text=True, timeout=30, check=True).stdout
+    try:   # one git process: the commit on the branch header line, a changed tracked file on any other
+        out = subprocess.run(["git", "-C", str(root), "status", "--porcelain=v2", "--branch", "--untracked-files=no"],
+                             capture_output=True, text=True, timeout=30, check=True).stdout
     except (OSError, subprocess.SubprocessError) as e:
         return {"commit": None, "why": f"git could not say ({type(e).__name__})", "checkout": str(root)}
-    return {"commit": commit, "dirty": bool(status.strip()), "checkout": str(root)}
+    lines = out.splitlines()
+    commit = next((ln.split()[2] for ln in lines if ln.startswith("# branch.oid ")), None)
+    if commit is None or commit == "(initial)":
+        return {"commit": None, "why": "git could not say (no commit)", "checkout": str(root)}
+    return {"commit": commit, "dirty": any(not ln.startswith("#") for ln in lines if ln.strip()),
+            "checkout": str(root)}
 
 
 def set_job(rule: str | None, wildcards: dict | None = None, inputs: list[str] | None = None) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy.stats import rankdata
 
 #: the regression head's i.i.d. metric names
 REGRESSION_METRICS = ("pearson", "spearman")
@@ -40,6 +39,8 @@ def _rowwise_pearson(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _rowwise_spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata  # scipy (~1 s to import) only where a Spearman is computed
+
     return _rowwise_pearson(rankdata(x, axis=-1), rankdata(y, axis=-1))
 
 

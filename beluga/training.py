@@ -62,7 +62,6 @@ from beluga.health import DivergedError, check_finite_weights
 from beluga.losses import DummyClassifier, dir_loss, dummy_scaled, inv_loss, mft_loss, neutral_mask
 from beluga.methods import Algorithm, check_method_hparams, get_algorithm
 from beluga.precision import FP32, Precision, full
-from beluga.qa_batches import QAEncoder, qa_inv_batch_loss, qa_mft_batch_loss
 from beluga.score_batches import SCORE_KINDS, score_batch_loss
 from beluga.settings import FoldRun
 from beluga.transfer import model_inputs, to_device
@@ -156,9 +155,9 @@ class LossFn:
         self.detach_inv_orig = detach_inv_orig
         self.doc_stride = doc_stride
         self.precision = precision
+        self.host_hygiene = host_hygiene
         self.encoder = Encoder(tokenizer, max_length) if host_hygiene else None
-        self.qa_encoder = (QAEncoder(tokenizer, max_length, doc_stride, qa_inv_scope)
-                           if host_hygiene and QAEncoder.supports(tokenizer) else None)
+        self.qa_encoder = None   # made by pretokenize for streams with QA items (READ: beluga.qa_batches)
         # training.compile (beluga/compiling.py): the classification forward pass compiled; off: eager
         self.compiled = None
         if compile not in ("off", False):   # False: a bare YAML off
@@ -168,8 +167,13 @@ class LossFn:
     def pretokenize(self, streams: dict[str, list[TrainItem]]) -> None:
         if self.encoder is not None:
             self.encoder.add(streams)
-        if self.qa_encoder is not None:
-            self.qa_encoder.add(streams)
+        if self.host_hygiene and any(it.qa for items in streams.values() for it in items):
+            from beluga.qa_batches import QAEncoder
+
+            if self.qa_encoder is None and QAEncoder.supports(self.tokenizer):
+                self.qa_encoder = QAEncoder(self.tokenizer, self.max_length, self.doc_stride, self.qa_inv_scope)
+            if self.qa_encoder is not None:
+                self.qa_encoder.add(streams)
 
     def logits(self, model, texts, texts_b=None):
         """float32 logits; the forward pass runs under the precision's autocast."""
@@ -197,11 +201,15 @@ class LossFn:
         :class:`beluga.losses.DummyClassifier` leaves an INV loss's soft
         target alone), a regression head's scores."""
         if batch.kind == "qa_mft":
+            from beluga.qa_batches import qa_mft_batch_loss
+
             return qa_mft_batch_loss(model, self.tokenizer, questions=batch.texts_b, contexts=batch.texts,
                                      answers=batch.answers, answer_starts=batch.answer_starts,
                                      max_length=self.max_length, stride=self.doc_stride, scale=scale,
                                      precision=self.precision, encoder=self.qa_encoder)
         if batch.kind == "qa_inv":
+            from beluga.qa_batches import qa_inv_batch_loss
+
             n = batch.size
             return qa_inv_batch_loss(model, self.tokenizer, orig_questions=batch.texts_b[:n],
                                      orig_contexts=batch.texts[:n], pert_questions=batch.texts_b[n:],

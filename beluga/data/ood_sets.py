@@ -68,7 +68,6 @@ import numpy as np
 import pandas as pd
 
 from beluga.bounds import json_loads
-from beluga.data.tables import checked_gold, input_columns, load_hub_dataset
 from beluga.errors import ConfigError, DataError
 
 HUTTO_DIR = ("data", "hutto_ICWSM_2014")
@@ -207,6 +206,8 @@ def check_header(path: str, head: str, pair: bool | None, task: str | None = Non
     from its header alone: one line naming the file and the column, before
     anything is read or trained."""
     p = Path(path).expanduser()
+    from beluga.data.tables import input_columns  # the loaders' machinery (hub datasets): not a reader's
+
     found = table_header(p) if p.is_file() else None
     if found is not None:
         columns, where = found
@@ -249,6 +250,8 @@ def _normalise(df: pd.DataFrame, head: str, label_set: set[int], where: str, id_
     """The i.i.d. test set's columns from a table with the loaders' column
     names, checked against the task's input shape (``pair``: the task's
     inputs are pairs; None: not checked)."""
+    from beluga.data.tables import checked_gold, input_columns
+
     id_col = next((c for c in ("example_id", "id", "idx") if c in df.columns), None)
     ids = df[id_col].astype(str).to_numpy() if id_col else np.array([f"{id_prefix}-{i:06d}" for i in range(len(df))])
     cols = input_columns(df.columns, head, pair, where)
@@ -284,6 +287,8 @@ def load_hub(entry: dict, head: str, label_set: set[int], pair: bool | None = No
     field -> dataset column) and its labels mapped by ``label_map``: from the
     ``datasets`` cache when offline, else downloaded (one line when neither
     works)."""
+    from beluga.data.tables import load_hub_dataset
+
     name = entry["name"]
     df = load_hub_dataset(entry["dataset"], entry.get("dataset_config"), entry.get("split", "test"),
                           f"ood set {name!r}: field 'dataset'", "use source: local with a downloaded copy",
