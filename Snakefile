@@ -25,6 +25,8 @@ include: "rules/combinational.smk"
 
 # A real run (not -n) into a read-only / inaccessible results folder fails before any job;
 # a results folder another working directory's run is writing to is refused (beluga/io.py).
+# A local run's jobs start warm: forked from one process that imported torch and transformers once
+# (beluga/workflow/warm.py; BELUGA_WARM_JOBS=0 turns it off).
 onstart:
     try:
         beluga_io.check_writable(config["results"])
@@ -32,16 +34,20 @@ onstart:
     except BelugaError as e:
         raise WorkflowError(str(e)) from None
     print(beluga_precision_line(config["precision"], config["gpus"]), file=sys.stderr)
+    if beluga_warm.wanted(workflow.local_exec):
+        WARM_SERVER.append(beluga_warm.start(os.getcwd()))
 
 
 # The run's last lines: the tasks whose recorded i.i.d. data are not the paper's (beluga/report/iid_data.py).
 onsuccess:
+    beluga_warm.stop(WARM_SERVER.pop() if WARM_SERVER else None)
     beluga_io.release_results_lock(config["results"], os.getcwd())
     for line in beluga_iid_data.run_end_lines({t: PATHS.iid_source(t) for t in TASKS}):
         print(line, file=sys.stderr)
 
 
 onerror:
+    beluga_warm.stop(WARM_SERVER.pop() if WARM_SERVER else None)
     beluga_io.release_results_lock(config["results"], os.getcwd())
 
 

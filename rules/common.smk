@@ -26,6 +26,7 @@ from beluga.analyses import gluex_tables as beluga_gluex  # noqa: E402
 from beluga.report import iid_data as beluga_iid_data  # noqa: E402
 from beluga.errors import BelugaError  # noqa: E402
 from beluga.suites import spec as beluga_spec  # noqa: E402
+from beluga.workflow import warm as beluga_warm  # noqa: E402
 
 # The config validated (schema, defaults filled, what the schema cannot say), its data paths
 # resolved, its sources and models checked and its runs enumerated (beluga/workflow/config.py,
@@ -37,6 +38,10 @@ except BelugaError as e:
 # where envs/beluga.post-deploy.sh installs the project from (--use-conda; docs/PIPELINE.md)
 beluga_resources.export_workflow_root(workflow.basedir)
 DATA_DIR = LOADED.data_dir
+
+
+# the run's warm job server (Snakefile onstart), stopped when the run ends
+WARM_SERVER = []
 
 
 def beluga_precision_line(setting, gpus):

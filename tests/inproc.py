@@ -55,7 +55,7 @@ def scripts_in_process():
     """Snakemake's Python ``script:`` jobs run in this process: the job's ``snakemake`` object built as Snakemake
     builds it for the script's preamble, the script's code executed with it, under the job lock; the root logger
     put back after each job (``beluga.workflow.smk.run`` points it at the job's log); ``BELUGA_FULL_EXIT=1`` (the
-    fast exit, ``os._exit``, would end this process)."""
+    fast exit, ``os._exit``, would end this process) and ``BELUGA_WARM_JOBS=0``."""
     from snakemake import script as smk_script
     from snakemake.iocontainers import Snakemake
 
@@ -89,17 +89,21 @@ def scripts_in_process():
                 root.setLevel(level)
 
     smk_script.PythonScript.evaluate = evaluate
-    saved = os.environ.get("BELUGA_FULL_EXIT")
-    os.environ["BELUGA_FULL_EXIT"] = "1"
+    # no fast exit (os._exit would end this process) and no warm job server (beluga/workflow/warm.py: it would
+    # run the jobs in processes of its own)
+    settings = {"BELUGA_FULL_EXIT": "1", "BELUGA_WARM_JOBS": "0"}
+    saved = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
     try:
         with _torch_state():
             yield
     finally:
         smk_script.PythonScript.evaluate = real_evaluate
-        if saved is None:
-            os.environ.pop("BELUGA_FULL_EXIT", None)
-        else:
-            os.environ["BELUGA_FULL_EXIT"] = saved
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def snakemake(workdir, *args, configfiles=(), check: bool = True) -> subprocess.CompletedProcess:

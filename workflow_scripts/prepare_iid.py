@@ -1,3 +1,6 @@
+from beluga.workflow.warm import hand_off
+
+hand_off(snakemake)  # noqa: F821  (a local run's warm job server runs this script: beluga/workflow/warm.py)
 from beluga.steps import data
 from beluga.workflow.smk import run
 

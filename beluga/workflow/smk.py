@@ -3,8 +3,9 @@ the job's timing, and a fast exit.
 
 Every job ends its log with one line ``BELUGA_TIMING {json}``: the rule, the
 wildcards, when the process started (from the kernel), when the rule's step
-was called and returned, and the step's science parts (training, prediction,
-scoring seconds) when it reports them. ``scripts/benchmark.py`` reads these
+was called and returned, the step's science parts (training, prediction,
+scoring seconds) when it reports them, and whether it started warm (a copy
+of the run's job server, :mod:`beluga.workflow.warm`) or cold. ``scripts/benchmark.py`` reads these
 lines to split a run's job-seconds into science and fixed per-process cost.
 
 A job that succeeded leaves through ``os._exit(0)`` once its outputs are
@@ -25,16 +26,19 @@ import traceback
 from beluga import provenance
 from beluga.clock import process_start_time
 from beluga.errors import BelugaError, unexpected_error_line, write_traceback
+from beluga.workflow import warm
 
 TIMING_TAG = "BELUGA_TIMING"
 
 
 def timing_line(rule: str, wildcards: dict, started: float, called: float, returned: float,
-                science: dict | None) -> str:
+                science: dict | None, start: str = "cold") -> str:
+    """``start``: ``warm`` for a job run by a warm job server's copy (:mod:`beluga.workflow.warm`: its
+    process started when it was forked, its imports done), ``cold`` for one that imported everything."""
     return TIMING_TAG + " " + json.dumps({
         "rule": rule, "wildcards": wildcards, "process_start": round(started, 3), "call_start": round(called, 3),
-        "call_end": round(returned, 3), "science": {k: round(v, 3) for k, v in (science or {}).items()}},
-        sort_keys=True)
+        "call_end": round(returned, 3), "science": {k: round(v, 3) for k, v in (science or {}).items()},
+        "start": start}, sort_keys=True)
 
 
 def user_inputs(snakemake) -> list[str]:
@@ -82,7 +86,8 @@ def run(snakemake, fn) -> None:
     finally:
         provenance.set_job(None)   # nothing after the step is this job's (a process that runs more than one)
     science = {k: v for k, v in out.items() if k in SCIENCE_PARTS} if isinstance(out, dict) else None
-    line = timing_line(snakemake.rule, wildcards, started, called, time.time(), science)
+    line = timing_line(snakemake.rule, wildcards, started, called, time.time(), science,
+                       "warm" if warm.in_copy() else "cold")
     if log_path:
         with open(log_path, "a") as fh:
             fh.write(line + "\n")
