@@ -5,10 +5,11 @@ transformers' model code imports), transformers and this package before it does 
 CPU, against a fraction of a second of training a tiny model, or a minute of a real one. In a local run
 (Snakemake's local executor; ``warm_jobs: true``, the default) the Snakefile's ``onstart`` starts a job
 server (:func:`start`): one process that imports all of it once and waits on a Unix socket. Every workflow
-script's first call is :func:`hand_off`: the job process sends the server its ``snakemake`` object (input,
-output, params, wildcards, threads, log: what Snakemake gave it), its working folder, its environment and
-its stdin / stdout / stderr; the server forks, and the copy runs the same script with the same object,
-writing to the job's own output streams, while the job process waits for it and exits with its exit status.
+script's first call is :func:`hand_off`: the job process sends the server the path of the script it runs
+(Snakemake's temporary script: the preamble that gives it its ``snakemake`` object, then the workflow
+script), its working folder, its environment and its stdin / stdout / stderr; the server forks, and the copy
+runs that same file, writing to the job's own output streams, while the job process waits for it and exits
+with its exit status.
 A fork starts with its modules imported and nothing run: a job gets the same inputs, settings and seeds, and
 writes the same bytes, as a job that imported everything itself (tests/test_warm.py compares them).
 
@@ -30,9 +31,10 @@ process's, not the copy's (``warm_jobs: false`` for those figures; docs/PIPELINE
 
 from __future__ import annotations
 
+import ctypes
+import importlib
 import json
 import os
-import pickle
 import select
 import signal
 import socket
@@ -77,12 +79,14 @@ def in_copy() -> bool:
 
 def hand_off(snakemake) -> None:
     """A workflow script's first call: in a local run with a job server, have the server's forked copy run
-    this script (with ``snakemake``) and exit with its exit status; otherwise (no server, or it declined)
-    return, and the script goes on in this process."""
+    this job's script and exit with its exit status; otherwise (no server, or it declined) return, and the
+    script goes on in this process. The copy runs the very file this process runs (Snakemake's temporary
+    script: its preamble, which unpickles this ``snakemake`` object, then the workflow script), so it gets the
+    same object the way this process got it."""
     path = os.environ.get(SOCKET_ENV)
     if _IN_COPY or not path:
         return
-    script = os.path.realpath(sys.modules["__main__"].__dict__.get("__file__", ""))
+    script = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     try:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(path)
@@ -95,19 +99,16 @@ def hand_off(snakemake) -> None:
     with conn:
         request = json.dumps({"script": script, "cwd": os.getcwd(), "env": dict(os.environ),
                               "gpus": gpus}).encode()
-        body = pickle.dumps(snakemake, protocol=4)
         try:
-            socket.send_fds(conn, [struct.pack("!II", len(request), len(body))], [0, 1, 2])
-            conn.sendall(request + body)
+            socket.send_fds(conn, [struct.pack("!I", len(request))], [0, 1, 2])
+            conn.sendall(request)
             answer = _read_line(conn)
         except OSError:
             return
-        if not answer.startswith("PID "):   # declined: run here
-            if os.environ.get("BELUGA_WARM_DEBUG"):
-                print(f"warm job server: {answer}", file=sys.stderr)
-            return
         if os.environ.get("BELUGA_WARM_DEBUG"):
             print(f"warm job server: {answer}", file=sys.stderr)
+        if not answer.startswith("PID "):   # declined: run here
+            return
         status = _read_line(conn)
     code = int(status.split()[1]) if status.startswith("EXIT ") else 1
     if not status.startswith("EXIT "):
@@ -201,8 +202,6 @@ def serve(path: str, parent: int) -> int:
     """The server's loop: import :data:`PRELOAD`, check that this process is single-threaded, listen on
     ``path``; for each job, decline it or fork a copy that runs it; report each copy's exit status to its
     job; kill a copy whose job has gone; stop when ``parent`` (Snakemake) is gone or on SIGTERM."""
-    import importlib
-
     started = time.time()
     env = {k: v for k, v in os.environ.items() if k not in IGNORED_VARS}   # a job's, before its imports
     for name in PRELOAD:
@@ -249,16 +248,15 @@ def serve(path: str, parent: int) -> int:
 def _accept(listener, env: dict, added: dict, package: dict, copies: dict) -> None:
     conn, _ = listener.accept()
     try:
-        msg, fds, _, _ = socket.recv_fds(conn, 8, 3)
-        n_request, n_body = struct.unpack("!II", msg)
+        msg, fds, _, _ = socket.recv_fds(conn, 4, 3)
+        (n_request,) = struct.unpack("!I", msg)
         data = b""
-        while len(data) < n_request + n_body:
-            chunk = conn.recv(min(1 << 20, n_request + n_body - len(data)))
+        while len(data) < n_request:
+            chunk = conn.recv(min(1 << 20, n_request - len(data)))
             if not chunk:
                 raise OSError("the job closed its connection")
             data += chunk
-        request = json.loads(data[:n_request])
-        body = data[n_request:]
+        request = json.loads(data)
     except (OSError, ValueError, struct.error):
         conn.close()
         return
@@ -271,7 +269,7 @@ def _accept(listener, env: dict, added: dict, package: dict, copies: dict) -> No
         return
     pid = os.fork()
     if pid == 0:   # the copy
-        _run_copy(listener, conn, copies, fds, {**request, "env": {**request["env"], **added}}, body)
+        _run_copy(listener, conn, copies, fds, {**request, "env": {**request["env"], **added}})
     for fd in fds:
         os.close(fd)
     copies[pid] = conn
@@ -294,8 +292,9 @@ def _decline(request: dict, env: dict, package: dict, fds: list) -> str | None:
     return None
 
 
-def _run_copy(listener, conn, copies: dict, fds: list, request: dict, body: bytes) -> None:
-    """In the forked copy: become the job (its streams, folder, environment) and run its script."""
+def _run_copy(listener, conn, copies: dict, fds: list, request: dict) -> None:
+    """In the forked copy: become the job (its streams, folder, environment) and run its script (as
+    ``python SCRIPT`` would: a ``__main__`` namespace with the script's ``__file__``)."""
     global _IN_COPY
     code = 1
     try:
@@ -317,9 +316,9 @@ def _run_copy(listener, conn, copies: dict, fds: list, request: dict, body: byte
         os.environ.update(request["env"])
         script = request["script"]
         sys.argv = [script]
-        snakemake = pickle.loads(body)
         source = Path(script).read_text()
-        exec(compile(source, script, "exec"), {"__name__": "__main__", "__file__": script, "snakemake": snakemake})
+        exec(compile(source, script, "exec"), {"__name__": "__main__", "__file__": script,
+                                               "__builtins__": __builtins__})
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
@@ -337,8 +336,6 @@ def _run_copy(listener, conn, copies: dict, fds: list, request: dict, body: byte
 def _die_with_parent() -> None:
     """The copy is killed when the server dies (Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)``): a job whose
     server has gone is never left running beside its rerun."""
-    import ctypes
-
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(1, signal.SIGKILL, 0, 0, 0) != 0:   # PR_SET_PDEATHSIG
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
