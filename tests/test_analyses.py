@@ -30,7 +30,6 @@ def analyses_run(tmp_path_factory):
     return wd, cfg_file
 
 
-@pytest.mark.slow
 def test_inoculation_end_to_end_and_reruns_only_what_is_missing(analyses_run):
     wd, cfg_file = analyses_run
     res = wd / "results" / "sent" / "inoculation"

@@ -1,4 +1,4 @@
-"""Behavioral testing of any model (docs/TESTING.md): `python -m beluga test`,
+"""Behavioral testing of any model (docs/TESTING_MODELS.md): `python -m beluga test`,
 `suite export`, `score --format` in every supported format, and the pages a
 person reads (the test summary, the pipeline's failures and report) rendered
 in headless Chromium."""

@@ -186,7 +186,6 @@ def test_paper_config_follows_the_seed():
 
 
 # ---------------------------------------------------------------- end to end
-@pytest.mark.slow
 def test_mnli_and_yelp_variants_end_to_end(tmp_path):
     """A tiny run of the seed's two data sets: an MNLI-shaped archive (pairs, the template on the
     hypothesis) as the block's data, a Yelp-shaped archive as a variant's own; tiny-random, small K."""

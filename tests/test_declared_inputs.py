@@ -8,14 +8,12 @@ import time
 from importlib.metadata import version
 
 import pandas as pd
-import pytest
 from conftest import BASE, RUN, config_with, job_counts, output, pipeline_config
 
 from beluga.data.iid import source_files, source_version
 from beluga.data.tables import load_rotten_tomatoes
 from beluga.workflow.dag import model_files, model_version
 
-pytestmark = pytest.mark.slow
 TARGET = "results/sent/models/iid/vanilla/standard/all"
 
 

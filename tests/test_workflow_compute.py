@@ -16,8 +16,6 @@ import pytest
 import yaml
 from conftest import TINY, copy_run, pipeline, planned_jobs
 
-pytestmark = pytest.mark.slow
-
 
 def _config(tmp: Path, name: str, **extra) -> Path:
     cfg = yaml.safe_load(TINY.read_text())

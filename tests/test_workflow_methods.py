@@ -4,10 +4,8 @@ and grid model selection, on tiny configs (tiny random BERT)."""
 import json
 
 import pandas as pd
-import pytest
 from conftest import REPO, pipeline, planned_jobs
 
-pytestmark = pytest.mark.slow
 CONFIGS = REPO / "tests" / "configs"
 METHODS = ["vanilla", "l2", "dropout", "lp", "lp_ft", "irm", "group_dro", "fish", "lora"]
 #: the target the tests run to: every fold's training, predictions and outcomes, and the score table

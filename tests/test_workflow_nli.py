@@ -17,8 +17,6 @@ from staging import build
 from beluga.metrics import mcc
 from beluga.suites.format import save_suite
 
-pytestmark = pytest.mark.slow
-
 N = 8   # cases per functionality
 HANS_COLLAPSE = {"entailment": "entailment", "neutral": "non-entailment", "contradiction": "non-entailment"}
 NAMES = ["Ann", "Bob", "Cleo", "Dan", "Eve", "Finn", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lou"]

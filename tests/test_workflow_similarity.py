@@ -17,8 +17,6 @@ from scipy.stats import pearsonr, spearmanr
 from beluga.report.score_diagnostics import CONSTANT_STD
 from beluga.suites.format import save_suite
 
-pytestmark = pytest.mark.slow
-
 N = 8   # cases per functionality
 NAMES = ["Ann", "Bob", "Cleo", "Dan", "Eve", "Finn", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lou"]
 THINGS = ["apples", "books", "cars", "dogs", "eggs", "films", "games", "hats", "inks", "jams", "keys", "lamps"]

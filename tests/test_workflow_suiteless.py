@@ -14,8 +14,6 @@ from test_workflow_nli import nli_table
 
 from beluga.tasks import SIMILARITY_CLASSES
 
-pytestmark = pytest.mark.slow
-
 HANS_COLLAPSE = {"entailment": "entailment", "neutral": "non-entailment", "contradiction": "non-entailment"}
 
 

@@ -1,4 +1,4 @@
-"""Behavioral testing of any model without training (docs/TESTING.md): the
+"""Behavioral testing of any model without training (docs/TESTING_MODELS.md): the
 failure summary a person reads -- of the ``test`` command over one model or
 several (e.g. the training seeds of one system), and the pipeline's pages of
 failing T_test cases -- and the escaping that keeps suite text literal in a

@@ -1,4 +1,4 @@
-"""Predictions of any model for a suite (docs/TESTING.md): exporting a
+"""Predictions of any model for a suite (docs/TESTING_MODELS.md): exporting a
 suite's inputs for models outside Python, and reading their predictions in
 CheckList's formats (``python -m beluga score``).
 

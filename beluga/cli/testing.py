@@ -1,5 +1,5 @@
 """``python -m beluga test``: a suite predicted by one trained model or several (e.g. the training seeds of one
-system), scored with CheckList's semantics and summarised (docs/TESTING.md).
+system), scored with CheckList's semantics and summarised (docs/TESTING_MODELS.md).
 
     python -m beluga test --model M [M2 ...] --suite PATH --out DIR [--task ...] [--max-length N] ...
 
