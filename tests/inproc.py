@@ -106,14 +106,36 @@ def scripts_in_process():
                 os.environ[k] = v
 
 
+#: True while Snakemake's plugins are first imported in this process (tests/conftest.py's inner-loop guard lets
+#: the processes they start through: the Slurm plugin asks the machine for ``sacct`` and ``scontrol`` when it
+#: is imported, as it does in every snakemake process)
+LOADING_PLUGINS = False
+_PLUGINS_LOADED = False
+
+
+def _snakemake_cli():
+    """Snakemake's ``args_to_api`` and ``parse_args``, its plugins imported once per process."""
+    global LOADING_PLUGINS, _PLUGINS_LOADED
+    LOADING_PLUGINS = True
+    try:
+        from snakemake.cli import args_to_api, parse_args
+
+        if not _PLUGINS_LOADED:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                parse_args(["-s", str(REPO / "Snakefile"), "-n"])
+            _PLUGINS_LOADED = True
+    finally:
+        LOADING_PLUGINS = False
+    return args_to_api, parse_args
+
+
 def snakemake(workdir, *args, configfiles=(), check: bool = True) -> subprocess.CompletedProcess:
     """``snakemake -s Snakefile -d WORKDIR ARGS --configfile CONFIGFILES`` in this process: the command line
     parsed and run by Snakemake's own ``parse_args`` / ``args_to_api`` (with the workflow profile a process
     reads), the scripts in-process (:func:`scripts_in_process`). Returns what a process would: its exit status
     and what it printed (Snakemake's log on stdout, the jobs' output on stderr). ``check``: a failure raises
     with the end of that output."""
-    from snakemake.cli import args_to_api, parse_args
-
+    args_to_api, parse_args = _snakemake_cli()
     argv = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), *map(str, args)]
     if configfiles:
         argv += ["--configfile", *map(str, configfiles)]
