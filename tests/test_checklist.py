@@ -112,6 +112,7 @@ def test_expectation_mapping(suite):
 
 
 @needs_data
+@pytest.mark.slow  # both real suites read twice, with and without the fixes (~9 s)
 def test_paper_fixes_only_when_on():
     on, off = imported("qqp", True), imported("qqp", False)
     asym_on, asym_off = on[on.functionality == ASYM], off[off.functionality == ASYM]

@@ -150,6 +150,7 @@ def test_score_checklist_export_infers_task(tmp_path):
 
 @pytest.mark.skipif(not (DATA / "sentiment.jsonl.gz").exists(),
                     reason=f"CheckList exports not found at {DATA} (../shared/data beside the checkout)")
+@pytest.mark.slow  # the whole real sentiment suite scored (~6 s)
 def test_score_real_sentiment_export(tmp_path):
     cids, idx = [], []
     with gzip.open(DATA / "sentiment.jsonl.gz", "rt") as f:

@@ -7,6 +7,7 @@ one at its top level (directly or through other beluga modules)."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,6 +36,15 @@ def resolve(name: str) -> str | None:
 
 def imports(path: Path):
     """(imported module or library, imported names, function-local?, line) of every import in a file."""
+    return _imports(path)
+
+
+@functools.cache
+def _imports(path: Path) -> tuple:
+    return tuple(_walk_imports(path))
+
+
+def _walk_imports(path: Path):
     tree = ast.parse(path.read_text())
     local_nodes = set()
     for node in ast.walk(tree):

@@ -179,6 +179,7 @@ def test_paper_sizes_are_counted_without_reading_the_folder(tmp_path):
 
 
 @needs_shared
+@pytest.mark.slow  # the paper plan over the real suites (~12 s)
 def test_the_paper_plan_counts_the_real_cost():
     """The acceptance: paper.yaml on the staged data counts SQuAD train's 87,599 questions, says so, names
     the jobs per GPU and the utilisation, and where every rate comes from."""

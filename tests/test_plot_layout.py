@@ -59,7 +59,7 @@ def heatmap_parts(fig):
 
 
 @pytest.mark.parametrize("several", [False, True])
-@pytest.mark.parametrize("n", [1, 3, 40])
+@pytest.mark.parametrize("n", [1, 3, pytest.param(40, marks=pytest.mark.slow)])  # 40 tasks: seconds a figure
 def test_heatmap_parts_do_not_overlap(n, several):
     funcs = funcs_table(n)
     title = "SENT — pass rates (%), scenario: func (first row: IID model, standard)"
@@ -90,7 +90,7 @@ def figure1_parts(fig):
 
 @pytest.mark.parametrize("layout", ["row", "grid"])
 @pytest.mark.parametrize("several", [False, True])
-@pytest.mark.parametrize("n", [1, 3, 40])
+@pytest.mark.parametrize("n", [1, 3, pytest.param(40, marks=pytest.mark.slow)])  # 40 tasks: seconds a figure
 def test_figure1_parts_do_not_overlap(n, several, layout):
     funcs = funcs_table(n)
     fig = build_figure1(by_seed(funcs, several), funcs, CONFS, METHODS,

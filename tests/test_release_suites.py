@@ -95,6 +95,7 @@ def jsonl_frames(release_dir):
 
 
 # ---------------------------------------------------------------- parity with the JSONL export
+@pytest.mark.slow  # the real release tarballs read whole (~5 s a suite)
 @pytest.mark.parametrize("suite", SUITES)
 def test_records_equal_jsonl_export(parsed, exported, suite):
     recs = parsed(suite)
@@ -110,6 +111,7 @@ def test_records_equal_jsonl_export(parsed, exported, suite):
     assert [json.dumps(r, ensure_ascii=False) for r in recs] == lines
 
 
+@pytest.mark.slow  # the real release tarballs read whole (~5 s a suite)
 def test_expectations_and_aggregation_recovered(parsed):
     """agg_fn and the expectation parameters (closure cells) per test, as the
     per-test summary of the export (``{suite}_tests.json``) lists them."""
@@ -132,6 +134,7 @@ def test_expectations_and_aggregation_recovered(parsed):
     assert qqp["Change first name in one of the questions"]["expect"]["slice"]["kind"] == "Expect.slice_orig"
 
 
+@pytest.mark.slow  # the real release tarballs read whole (~5 s a suite)
 @pytest.mark.parametrize("suite", SUITES)
 @pytest.mark.parametrize("paper_fixes", [True, False])
 def test_read_any_suite_tarball_equals_jsonl(parsed, jsonl_frames, monkeypatch, suite, paper_fixes):
@@ -155,6 +158,7 @@ def test_read_any_suite_tarball_equals_jsonl(parsed, jsonl_frames, monkeypatch, 
     assert a.attrs == b.attrs and a.attrs["declared"] and a.attrs["checklist_suite"] == suite
 
 
+@pytest.mark.slow  # the real release tarballs read whole (~5 s a suite)
 def test_release_record_errors_name_the_case_id(parsed):
     rec = dict(parsed("qqp")[0], agg_fn="any")
     with pytest.raises(SuiteError) as e:
@@ -182,6 +186,7 @@ def _subset_predictions(df: pd.DataFrame, qa: bool, per_functionality: int = 25)
     return pd.DataFrame({"case_id": cid, "input_idx": np.asarray(idx, dtype="int32"), col: vals})
 
 
+@pytest.mark.slow  # the real release tarballs read whole (~5 s a suite)
 @pytest.mark.parametrize("suite", SUITES)
 def test_score_tarball_equals_jsonl(jsonl_frames, tmp_path, suite):
     """``score --suite <tarball>`` gives the outcomes scoring gives on the JSONL export."""
@@ -223,6 +228,7 @@ def test_score_tarball_command_line(jsonl_frames, tmp_path):
     assert len(funcs) == 24 and funcs.n_cases.sum() == 5 * 24
 
 
+@pytest.mark.slow  # the real release tarballs read whole (~5 s a suite)
 @pytest.mark.parametrize("suite", ["squad"])  # every suite's lines, as the writer writes them: test_records_equal_...
 def test_suite_export_checklist_equals_shared_jsonl(exported, tmp_path, suite):
     out = tmp_path / f"{suite}.jsonl.gz"
