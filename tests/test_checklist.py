@@ -338,6 +338,27 @@ def test_checklist_subset_keeps_the_published_runs_cases(tmp_path):
         load_suite_for(str(project), "sent", subset=True)
 
 
+def test_run_subset_is_shared_by_copies_and_saved_as_a_list(tmp_path):
+    """The run subset in ``attrs`` is one object shared by every copy pandas makes (not copied per operation),
+    and a suite saved to Parquet keeps its ``attrs`` (pyarrow writes them as JSON: the subset as a list)."""
+    import copy
+    import warnings
+
+    import pyarrow.parquet as pq
+
+    lines = [_export_line(case_id=f"qqp-00-0000{i}", in_run_subset=i in (1, 3), run_position=None)
+             for i in range(5)]
+    suite = import_checklist(_write(tmp_path, lines))
+    keep = suite.attrs["checklist_run_subset"]
+    assert list(keep) == ["qqp-00-00001", "qqp-00-00003"]
+    assert suite.head(3).attrs["checklist_run_subset"] is keep and copy.deepcopy(keep) is keep
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        save_suite(suite, tmp_path / "s.parquet")
+    meta = json.loads(pq.read_schema(tmp_path / "s.parquet").metadata[b"pandas"])
+    assert meta["attributes"]["checklist_run_subset"] == ["qqp-00-00001", "qqp-00-00003"]
+
+
 @pytest.mark.skipif(not (DATA / "sentiment.jsonl.gz").exists(), reason="the shared CheckList exports are absent")
 def test_checklist_subset_of_the_sentiment_export_is_the_published_sample():
     """The sentiment export's subset: every test sampled with run_idxs keeps at most its sample (CheckList's

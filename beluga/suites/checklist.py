@@ -335,11 +335,12 @@ def import_checklist_records(records: Iterable[tuple[str | None, dict]], source:
     return df
 
 
-class CaseIds(frozenset):
-    """An immutable set of case ids kept in a DataFrame's ``attrs`` (``checklist_run_subset``). pandas deep-copies
-    ``attrs`` into the result of every operation (``__finalize__``): a list of the sentiment release's 17,413
-    run cases cost ~20 ms a copy, and a dry run of configs/paper.yaml made thousands of them (76 s of its 110 s).
-    Being immutable, the set is shared instead of copied."""
+class CaseIds(tuple):
+    """The case ids kept in a DataFrame's ``attrs`` (``checklist_run_subset``), in the suite's order. pandas
+    deep-copies ``attrs`` into the result of every operation (``__finalize__``): a list of the sentiment release's
+    17,413 run cases cost ~20 ms a copy, and a dry run of configs/paper.yaml made thousands of them (76 s of its
+    110 s). Being immutable, the tuple is shared instead of copied; it is written as a JSON list, as a list was
+    (a suite saved to Parquet keeps its ``attrs`` in the file's metadata)."""
 
     def __deepcopy__(self, memo) -> CaseIds:
         return self
