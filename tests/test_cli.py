@@ -118,8 +118,10 @@ def test_score_errors(tmp_path, capsys):
     # labels outside PARA's label set
     _assert_one_line_error(err(*args, "--predictions", tmp_path / "preds.parquet", "--task", "para"),
                            "field 'labels'", "outside the task's label set")
-    # diff_up needs three-class probabilities
-    save_suite(suite[suite.functionality != "neg words"], tmp_path / "para.parquet")
+    # diff_up needs three-class probabilities (a suite of pairs, as a para task reads)
+    para = suite[suite.functionality != "neg words"].copy()
+    para["inputs_b"] = [[f"{t}, said the second text" for t in inputs] for inputs in para["inputs"]]
+    save_suite(para, tmp_path / "para.parquet")
     _assert_one_line_error(err("--suite", tmp_path / "para.parquet", "--out", tmp_path / "out",
                                "--predictions", tmp_path / "preds.parquet", "--task", "para"),
                            "'diff_up' needs three-class")

@@ -108,7 +108,10 @@ def load_suite_for(suite_path: str, task_name: str | None, paper_fixes: bool = T
                    recorded: dict[str, str] | None = None, subset: bool = False):
     """(suite, task type) of any suite the project reads, the task inferred when not given
     (:func:`_infer_task`; ``recorded``: the tasks the models record); ``subset``: only the cases of
-    CheckList's published runs (:func:`checklist_subset`)."""
+    CheckList's published runs (:func:`checklist_subset`). The suite passes the pipeline's checks
+    (:func:`beluga.suites.build.check_suite_task_type`: one text or a pair, as the task reads them), so
+    ``test``, ``score`` and ``suite export`` refuse what a run refuses, in the same words."""
+    from beluga.suites.build import check_suite_task_type
     from beluga.suites.checklist import read_any_suite
     from beluga.suites.format import validate_suite
 
@@ -122,6 +125,7 @@ def load_suite_for(suite_path: str, task_name: str | None, paper_fixes: bool = T
         attrs = dict(suite.attrs)
         suite = validate_suite(suite, suite_path, tuple(ttype.suite_labels) or None, head=ttype.head)
         suite.attrs.update(attrs)
+    check_suite_task_type(suite, ttype.name, suite_path)
     if subset:
         suite = checklist_subset(suite, suite_path)
     return suite, ttype
