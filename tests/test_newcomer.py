@@ -64,3 +64,13 @@ def test_plan_of_a_tiny_config_prints_minutes():
     head = res.stdout.splitlines()[0]
     assert "core-min in all" in head and "core-h" not in head, head
     assert "seconds per job" in res.stdout and "on 2 cores: about" in res.stdout, res.stdout
+
+
+def test_the_pages_a_reader_meets_carry_no_history():
+    """The README and docs/ say what is, not when it came: no issue numbers."""
+    import re
+
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    found = [f"{p.relative_to(REPO)}:{i}: {line.strip()}" for p in pages
+             for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\bissue [0-9]", line, re.I)]
+    assert len(pages) > 10 and not found, "\n".join(found)
