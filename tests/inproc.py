@@ -106,27 +106,22 @@ def scripts_in_process():
                 os.environ[k] = v
 
 
-#: True while Snakemake's plugins are first imported in this process (tests/conftest.py's inner-loop guard lets
-#: the processes they start through: the Slurm plugin asks the machine for ``sacct`` and ``scontrol`` when it
-#: is imported, as it does in every snakemake process)
+#: True while Snakemake parses a command line in this process (tests/conftest.py's inner-loop guard lets the
+#: processes started then through: the first parse imports Snakemake's plugins, and the Slurm plugin asks the
+#: machine for ``sacct`` and ``scontrol`` when it is imported, as it does in every snakemake process)
 LOADING_PLUGINS = False
-_PLUGINS_LOADED = False
 
 
-def _snakemake_cli():
-    """Snakemake's ``args_to_api`` and ``parse_args``, its plugins imported once per process."""
-    global LOADING_PLUGINS, _PLUGINS_LOADED
+def _parse_args(argv: list[str]):
+    """Snakemake's ``parse_args`` (its plugins imported by the first call in this process)."""
+    global LOADING_PLUGINS
     LOADING_PLUGINS = True
     try:
-        from snakemake.cli import args_to_api, parse_args
+        from snakemake.cli import parse_args
 
-        if not _PLUGINS_LOADED:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                parse_args(["-s", str(REPO / "Snakefile"), "-n"])
-            _PLUGINS_LOADED = True
+        return parse_args(argv)
     finally:
         LOADING_PLUGINS = False
-    return args_to_api, parse_args
 
 
 def snakemake(workdir, *args, configfiles=(), check: bool = True) -> subprocess.CompletedProcess:
@@ -135,11 +130,11 @@ def snakemake(workdir, *args, configfiles=(), check: bool = True) -> subprocess.
     reads), the scripts in-process (:func:`scripts_in_process`). Returns what a process would: its exit status
     and what it printed (Snakemake's log on stdout, the jobs' output on stderr). ``check``: a failure raises
     with the end of that output."""
-    args_to_api, parse_args = _snakemake_cli()
     argv = ["-s", str(REPO / "Snakefile"), "-d", str(workdir), *map(str, args)]
     if configfiles:
         argv += ["--configfile", *map(str, configfiles)]
-    parser, parsed = parse_args(argv)
+    parser, parsed = _parse_args(argv)
+    from snakemake.cli import args_to_api  # imported by _parse_args
     out_buf, err = io.StringIO(), io.StringIO()
     cwd = os.getcwd()
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -34,13 +34,10 @@ def resolve(name: str) -> str | None:
     return name or None
 
 
-def imports(path: Path):
-    """(imported module or library, imported names, function-local?, line) of every import in a file."""
-    return _imports(path)
-
-
 @functools.cache
-def _imports(path: Path) -> tuple:
+def imports(path: Path) -> tuple:
+    """(imported module or library, imported names, function-local?, line) of every import in a file (each
+    file parsed once: every check reads them)."""
     return tuple(_walk_imports(path))
 
 
