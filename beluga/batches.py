@@ -31,13 +31,11 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-import pandas as pd
 import torch
 
 from beluga.bounds import json_loads
-from beluga.errors import DataError
 from beluga.losses import DIR_FN_INDEX, dir_function_for
-from beluga.score_batches import build_score_streams, make_score_batch
+from beluga.score_batches import make_score_batch
 from beluga.tasks import TaskType
 from beluga.train_items import Batch, TrainItem
 
@@ -56,50 +54,9 @@ LABEL_DIR_DRAW = 3
 EQ_OR_NOT_NEGATIVE_TARGETS = ("not_negative", "label")
 
 
-def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: pd.DataFrame | None,
-                  dir_train_slice: bool = True, qa_answer_match: str = "token",
-                  eq_or_not_negative_target: str = "not_negative",
-                  batching: str = "project") -> dict[str, list[TrainItem]]:
-    """Stream name -> training items (``iid``, ``MFT``, ``INV``, ``DIR``; with
-    ``batching="reference"`` also ``DIR_LABEL``: see :func:`_case_items`)."""
-    if eq_or_not_negative_target not in EQ_OR_NOT_NEGATIVE_TARGETS:
-        raise ValueError(f"field 'training.eq_or_not_negative_target': {eq_or_not_negative_target!r} is not one of "
-                         f"{', '.join(EQ_OR_NOT_NEGATIVE_TARGETS)}")
-    if batching not in BATCHINGS:
-        raise ValueError(f"training.batching must be one of {BATCHINGS}, got {batching!r}")
-    if ttype.head == "regression":   # scores, not classes (beluga.score_batches)
-        return build_score_streams(ttype, iid_train, suite_train)
-    streams: dict[str, list[TrainItem]] = {}
-    if iid_train is not None and len(iid_train) and ttype.head == "qa":
-        streams["iid"] = [TrainItem("iid", [c], [q], answer=str(a[0]), answer_start=int(s[0]), qa=True)
-                          for c, q, a, s in zip(iid_train["context"], iid_train["question"], iid_train["answers"],
-                                                iid_train["answer_starts"])]
-    elif iid_train is not None and len(iid_train):
-        n = ttype.num_model_labels
-        texts_b = iid_train["text_b"] if "text_b" in iid_train.columns else [None] * len(iid_train)
-        streams["iid"] = [TrainItem("iid", [t], None if b is None else [b], list(np.eye(n)[int(y)]))
-                          for t, b, y in zip(iid_train["text"], texts_b, iid_train["label"])]
-    if suite_train is not None and len(suite_train):
-        unpaired = 0
-        for r in suite_train.itertuples(index=False):
-            stream, items = _case_items(ttype, r, dir_train_slice, qa_answer_match, eq_or_not_negative_target,
-                                        batching)
-            if stream in ("INV", "DIR"):   # a pair loss needs the original and a perturbation
-                kept = [it for it in items if len(it.inputs) >= 2]
-                unpaired += len(items) - len(kept)
-                items = kept
-            if items:
-                streams.setdefault(stream, []).extend(items)
-        if unpaired:
-            _log.info("training data: %d INV / DIR case(s) with fewer than two inputs skipped (no perturbation to "
-                     "train on)", unpaired)
-    return {k: streams[k] for k in sorted(streams)}
-
-
-def _case_items(ttype: TaskType, r, dir_train_slice: bool, qa_answer_match: str = "token",
-                eq_or_not_negative_target: str = "not_negative",
-                batching: str = "project") -> tuple[str, list[TrainItem]]:
-    """Training items of one suite case and the stream they go to.
+def class_case_items(ttype: TaskType, r, dir_train_slice: bool, eq_or_not_negative_target: str = "not_negative",
+                     batching: str = "project") -> tuple[str, list[TrainItem]]:
+    """Training items of one suite case of a classification task and the stream they go to.
 
     MFTs: one item per input with its (soft) target. A DIR whose expectation
     is a label check (PARA: perturbed pairs with a known label, ``eq`` with
@@ -120,8 +77,6 @@ def _case_items(ttype: TaskType, r, dir_train_slice: bool, qa_answer_match: str 
     params = json_loads(r.expect_params) if r.expect_params else {}
     inputs = list(r.inputs)
     inputs_b = list(r.inputs_b) if r.inputs_b is not None else None
-    if ttype.head == "qa":
-        return _qa_case_items(r, inputs, inputs_b, qa_answer_match)
     if trained_as_mft(r, params):
         expect, labelled = mft_inputs(r, params, eq_or_not_negative_target)
         items = [TrainItem(r.functionality, [inputs[j]], [inputs_b[j]] if inputs_b else None,
@@ -169,34 +124,6 @@ def mft_inputs(r, params: dict,
     if expect == "eq_or_not_negative" and eq_or_not_negative_target == "label":
         expect = "eq"
     return expect, [(j, labels[j] if labels[j] is not None else params.get("val")) for j in range(first, n)]
-
-
-def _qa_case_items(r, contexts: list[str], questions: list[str] | None,
-                   answer_match: str = "token") -> tuple[str, list[TrainItem]]:
-    """READ: MFTs (and label-checked tests) train the span of the expected
-    answer of every input (located by ``beluga.qa.locate_answer``: its first
-    whole-token occurrence by default, the first substring occurrence under
-    ``training.qa_answer_match: substring``); INVs
-    (``inv`` / ``same_answer``) pair the original with a perturbation and
-    compare their start / end distributions on the aligned positions."""
-    if questions is None:
-        raise ValueError(f"READ case {r.case_id!r}: field 'inputs_b': questions are missing")
-    if r.test_type == "INV":
-        return "INV", [TrainItem(r.functionality, contexts, questions, qa=True)]
-    answers = list(r.answers) if getattr(r, "answers", None) is not None else None
-    if r.test_type != "MFT" or answers is None:
-        raise ValueError(f"READ case {r.case_id!r}: a {r.test_type} test with expectation {r.expect!r} "
-                         "has no training loss (READ trains MFTs with answers and INVs)")
-    from beluga.qa import locate_answer  # READ's only (beluga.qa: torch's QA helpers)
-
-    items = []
-    for c, q, a in zip(contexts, questions, answers):
-        start = locate_answer(c, str(a), answer_match)
-        if start < 0:
-            raise DataError(f"READ case {r.case_id!r}: field 'answers': {str(a)!r} does not occur in the context "
-                            f"{c[:80]!r}...")
-        items.append(TrainItem(r.functionality, [c], [q], answer=str(a), answer_start=start, qa=True))
-    return "MFT", items
 
 
 def _label_picks(item: TrainItem, rng: np.random.Generator) -> list[int]:

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.errors import BelugaError
+from beluga.heads import head_of
 from beluga.labels import LabelMap, read_name, task_classes
 from beluga.tasks import TaskType
 
@@ -52,11 +53,10 @@ class LabelWords:
 
 def check_task(ttype: TaskType, where: str = "test") -> None:
     """Only classification task types are tested by label words; READ / SIMILARITY refused in one line."""
-    if ttype.head != "classification":
-        what = "answers (extractive QA)" if ttype.head == "qa" else "scores (a regression)"
-        raise BelugaError(f"{where}: field '--prompt': task {ttype.name!r} predicts {what}, not classes; a causal "
-                          "LM is tested by label words only on classification tasks (sent, para, nli, nli_binary, "
-                          "acceptability, similarity_classes)")
+    if not head_of(ttype).has_classes:
+        raise BelugaError(f"{where}: field '--prompt': task {ttype.name!r} predicts {head_of(ttype).predicts}, not "
+                          "classes; a causal LM is tested by label words only on classification tasks (sent, para, "
+                          "nli, nli_binary, acceptability, similarity_classes)")
 
 
 def class_sets(ttype: TaskType) -> list[tuple[str, ...]]:

@@ -21,14 +21,8 @@ import importlib.util
 from importlib.metadata import version
 from pathlib import Path
 
+from beluga.heads import get_head
 from beluga.methods.regularization import HEAD_PREFIXES
-
-#: the transformers tables the check reads: (module under transformers.models.auto, table name)
-SEQUENCE_TABLE = ("modeling_auto", "MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES")
-QA_TABLE = ("modeling_auto", "MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES")
-#: the transformers auto class of each head (beluga.modeling.HEADS)
-HEAD_AUTO_CLASSES = {"classification": "AutoModelForSequenceClassification", "regression":
-                     "AutoModelForSequenceClassification", "qa": "AutoModelForQuestionAnswering"}
 
 
 def _literal_table(source: str, name: str) -> dict[str, str] | None:
@@ -64,7 +58,7 @@ def auto_table(module: str, name: str) -> dict[str, str]:
 def head_class_name(model_type: str, head: str) -> str | None:
     """The transformers class a ``model_type`` trains a ``head`` with (e.g. ``xlnet`` + ``qa``:
     ``XLNetForQuestionAnsweringSimple``), None when transformers has none."""
-    return auto_table(*(QA_TABLE if head == "qa" else SEQUENCE_TABLE)).get(model_type)
+    return auto_table(*get_head(head).family_table).get(model_type)
 
 
 def family_problem(config: dict, head: str, linear_probe: bool | tuple[str, ...] = False) -> str | None:
@@ -78,8 +72,8 @@ def family_problem(config: dict, head: str, linear_probe: bool | tuple[str, ...]
         return "config.json has no model_type, so transformers cannot tell which architecture it is"
     cls = head_class_name(model_type, head)
     if cls is None:
-        what = "an extractive QA head" if head == "qa" else "a sequence classification head"
-        return (f"{tf} has no {HEAD_AUTO_CLASSES[head]} class for model_type {model_type!r} (an architecture "
+        what = get_head(head).words
+        return (f"{tf} has no {get_head(head).auto_class} class for model_type {model_type!r} (an architecture "
                 "without that head, or one it does not know: a newer transformers', or a model that needs "
                 f"trust_remote_code, which the project does not run): the task needs {what}")
     if linear_probe and cls not in HEAD_PREFIXES:

@@ -33,14 +33,16 @@ import it.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 
 import pandas as pd
 
-from beluga import batches, selection, training
+from beluga import selection, training
 from beluga.clock import Clock
 from beluga.errors import ConfigError
 from beluga.folds import configuration
+from beluga.heads import head_of
 from beluga.io import read_parquet
 from beluga.job import Job
 from beluga.methods import get_algorithm
@@ -50,6 +52,7 @@ from beluga.precision import Precision
 from beluga.predict import predictions, suite_predictions
 from beluga.scoring import run_outcomes, score_cases
 from beluga.settings import FoldRun
+from beluga.streams import build_streams
 from beluga.suites.build import split_cases
 from beluga.suites.format import functionality_table
 from beluga.tasks import TaskType, get_task_type
@@ -119,7 +122,7 @@ def train_fold(run: FoldRun, job: Job, clock: Clock, *, suite: str, split: str, 
     suite_train, iid_mix = training_data(run, suite=suite, split=split, iid_train=iid_train, case_ids=case_ids)
     model, tokenizer = load_start_model(run, job, num_labels=ttype.num_model_labels, head=ttype.head, start=start,
                                         config_overrides=get_algorithm(run.method).config_overrides(run.hparams))
-    streams = batches.build_streams(ttype, iid_mix, suite_train, dir_train_slice=run.dir_train_slice,
+    streams = build_streams(ttype, iid_mix, suite_train, dir_train_slice=run.dir_train_slice,
                                     qa_answer_match=run.qa_answer_match,
                                     eq_or_not_negative_target=run.eq_or_not_negative_target, batching=run.batching)
     return model, tokenizer, train_model(model, tokenizer, streams, run, job, clock, on_epoch_end=on_epoch_end,
@@ -167,7 +170,7 @@ def suite_objective(model, tokenizer, cases: pd.DataFrame, run: FoldRun, job: Jo
     """A trial's score on ``cases`` (T_val) under ``objective``
     (:mod:`beluga.selection`): its record with ``score``, ``metric``, the
     per-functionality ``pass_rates`` (always), and for ``reference`` its
-    ``terms`` and ``parts`` (``plan``: :func:`beluga.selection.reference_plan`
+    ``terms`` and ``parts`` (``plan``: :meth:`beluga.heads.Head.objective_plan`
     of the cases, built here if not given; READ predicts its windows and
     pairs once more, as logits). Timed as ``predict`` and ``score``."""
     ttype = get_task_type(run.task_type)
@@ -180,27 +183,24 @@ def suite_objective(model, tokenizer, cases: pd.DataFrame, run: FoldRun, job: Jo
     if selection.check_objective(objective) == "pass_rate":
         return {**selection.pass_rate_objective(rates), **record}
     if plan is None:
-        plan = selection.reference_plan(ttype, cases, run.qa_answer_match, run.eq_or_not_negative_target)
-    if ttype.head == "qa":
+        plan = head_of(ttype).objective_plan(ttype, cases, run.qa_answer_match, run.eq_or_not_negative_target)
+
+    def predict_spans(plan):   # a QA head's terms are read from the model's start / end logits
         from beluga.qa import aligned_argmax_agreement, span_argmax_hits
 
         mft, inv = plan["mft"], plan["inv"]
-        with clock("predict"):
-            hits = span_argmax_hits(model, tokenizer, [m[3] for m in mft], [m[2] for m in mft], [m[4] for m in mft],
-                                    [m[5] for m in mft], max_length=run.max_length, stride=run.doc_stride,
-                                    batch_size=batch_size, precision=job.precision)
-            same = aligned_argmax_agreement(model, tokenizer, [p[3] for p in inv], [p[2] for p in inv],
-                                            [p[5] for p in inv], [p[4] for p in inv], max_length=run.max_length,
-                                            batch_size=batch_size, precision=job.precision)
-        parts = selection.read_parts(*hits, *same)
-    elif ttype.head == "regression":
-        from beluga.score_objective import regression_parts
+        t = time.perf_counter()
+        hits = span_argmax_hits(model, tokenizer, [m[3] for m in mft], [m[2] for m in mft], [m[4] for m in mft],
+                                [m[5] for m in mft], max_length=run.max_length, stride=run.doc_stride,
+                                batch_size=batch_size, precision=job.precision)
+        same = aligned_argmax_agreement(model, tokenizer, [p[3] for p in inv], [p[2] for p in inv],
+                                        [p[5] for p in inv], [p[4] for p in inv], max_length=run.max_length,
+                                        batch_size=batch_size, precision=job.precision)
+        clock.split("score", "predict", time.perf_counter() - t)   # timed as prediction, inside "score"
+        return hits, same
 
-        with clock("score"):
-            parts = regression_parts(plan, preds, source, ttype.score_range)
-    else:
-        with clock("score"):
-            parts = selection.classification_parts(ttype, plan, preds, source)
+    with clock("score"):
+        parts = head_of(ttype).objective_parts(ttype, plan, preds, source, predict_spans)
     return {**selection.reference_objective(ttype.name, parts), **record}
 
 

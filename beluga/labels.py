@@ -87,7 +87,7 @@ def is_placeholder(name: str) -> bool:
 def named_config(ttype: TaskType, k: int) -> dict:
     """``id2label`` / ``label2id`` naming a ``k``-class model's classes for the task (empty when it has no names
     for ``k``: a QA head)."""
-    classes = task_classes(ttype, k) if ttype.head == "classification" else None
+    classes = task_classes(ttype, k)
     if not classes:
         return {}
     return {"id2label": {str(i): c for i, c in enumerate(classes)}, "label2id": {c: i for i, c in enumerate(classes)}}
@@ -160,7 +160,7 @@ def label_map(config: dict, ttype: TaskType, k: int, name: str, label_order: str
     task reads by classes). Refused in one line naming the model and the field: default names (LABEL_i) on a
     model the pipeline did not save, names that are not the task's classes, and a ``--label-order`` that the
     names contradict, each unless resolved as the message says."""
-    classes = task_classes(ttype, k) if ttype.head == "classification" else None
+    classes = task_classes(ttype, k)
     if not classes:
         return None
     where = f"model {name}"
@@ -194,9 +194,9 @@ def order_from_option(label_order: str | None, ttype: TaskType, k: int, where: s
     order, as ``test`` writes them)."""
     if label_order is None:
         return None
-    classes = task_classes(ttype, k) if ttype.head == "classification" else None
+    classes = task_classes(ttype, k)
     if not classes:
-        what = "answers" if ttype.head == "qa" else f"{k} probability columns"
+        what = f"{k} probability columns" if k else "answers"
         raise BelugaError(f"{where}: field '--label-order': task type {ttype.name!r} has no classes to order for "
                           f"predictions with {what}")
     return LabelMap(parse_order(label_order, classes, where), classes, "--label-order")

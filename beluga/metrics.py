@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from beluga.regression_metrics import REGRESSION_METRICS, correlation
+from beluga.heads import get_head
 from beluga.scoring import FILTERED, PASS
 from beluga.tasks import TASK_TYPES
 
@@ -43,34 +43,6 @@ def g_score(s_t: float, s_iid: float) -> float:
 IID_METRICS = {name: t.iid_metrics for name, t in TASK_TYPES.items()}
 
 
-def positive_f1(pred, gold, positive: int = 1) -> float:
-    """F1 of the ``positive`` class (PARA: duplicate)."""
-    pred, gold = np.asarray(pred), np.asarray(gold)
-    tp = int(((pred == positive) & (gold == positive)).sum())
-    fp = int(((pred == positive) & (gold != positive)).sum())
-    fn = int(((pred != positive) & (gold == positive)).sum())
-    return 0.0 if tp == 0 else 2 * tp / (2 * tp + fp + fn)
-
-
-def mcc_from_counts(tp, fp, fn, tn):
-    """Matthews correlation (tp tn - fp fn) / sqrt((tp + fp)(tp + fn)(tn + fp)(tn + fn)) of a two-class
-    confusion table, element-wise (counts or their shares alike: the ratio does not depend on the scale);
-    0 where a margin is empty (a constant prediction or gold: sklearn's and GLUE's convention)."""
-    tp, fp, fn, tn = (np.asarray(x, dtype=np.float64) for x in (tp, fp, fn, tn))
-    den = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(den > 0, (tp * tn - fp * fn) / np.sqrt(np.where(den > 0, den, 1.0)), 0.0)
-    return np.where(np.isnan(den), np.nan, out)
-
-
-def mcc(pred, gold, positive: int = 1) -> float:
-    """Matthews correlation of two-class predictions (:func:`mcc_from_counts`; symmetric in the classes:
-    ``positive`` only names one of them)."""
-    pred, gold = np.asarray(pred) == positive, np.asarray(gold) == positive
-    return float(mcc_from_counts((pred & gold).sum(), (pred & ~gold).sum(), (~pred & gold).sum(),
-                                 (~pred & ~gold).sum()))
-
-
 def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent", split: str = "iid_test") -> dict[str, float]:
     """The task's canonical i.i.d. metrics from the per-example outcome rows
     (``correct``; PARA and ACCEPTABILITY also ``pred_label`` / ``gold_label``;
@@ -80,21 +52,8 @@ def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent", split: str = "i
     iid = outcomes[outcomes["split"] == split]
     if not len(iid):
         return {m: float("nan") for m in IID_METRICS[task_type]}
-    out = {}
-    for m in IID_METRICS[task_type]:
-        if m == "accuracy":
-            out[m] = float(iid["correct"].astype(float).mean())
-        elif m == "em":
-            out[m] = float(iid["em"].astype(float).mean())
-        elif m == "mcc":
-            out[m] = mcc(iid["pred_label"].astype(int), iid["gold_label"].astype(int))
-        elif m in REGRESSION_METRICS:
-            out[m] = correlation(m, iid["pred_score"].astype(float), iid["gold_score"].astype(float))
-        elif task_type == "read":
-            out[m] = float(iid["f1"].astype(float).mean())
-        else:
-            out[m] = positive_f1(iid["pred_label"].astype(int), iid["gold_label"].astype(int))
-    return out
+    head = get_head(TASK_TYPES[task_type].head)
+    return {m: head.metric(m, iid) for m in IID_METRICS[task_type]}
 
 
 def iid_score(metrics: dict[str, float], choice: str = "mean") -> float:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+from beluga.heads import head_of
 from beluga.tasks import TASK_TYPES, TaskType
 
 #: what a task type is, in words (the card's Task row; ``TaskType.words``)
@@ -50,8 +51,7 @@ def _base_model(card: dict) -> str | None:
 def model_card(ttype: TaskType | None, id2label: dict | None, card: dict | None = None) -> str:
     """The README.md text of a saved model (``id2label``: config.json's, index -> name, as saved)."""
     card = dict(card or {})
-    head = ttype.head if ttype is not None else None
-    pipeline = {"classification": "text-classification", "qa": "question-answering"}.get(head or "")
+    pipeline = head_of(ttype).pipeline_tag if ttype is not None else None
     front = ["---", "library_name: transformers"]
     if pipeline:
         front.append(f"pipeline_tag: {pipeline}")

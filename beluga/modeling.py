@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 from beluga.errors import ModelError
+from beluga.heads import HEADS, get_head, head_of
 from beluga.io import atomic_dir
 from beluga.labels import named_config
 from beluga.model_card import model_card
@@ -48,7 +49,6 @@ from beluga.model_config import (
     read_model_config,
     task_record,
 )
-from beluga.precision import FP32, Precision
 from beluga.tasks import get_task_type
 
 
@@ -149,9 +149,9 @@ def model_provenance(spec: str, model_lock: str | None = None) -> dict:
     return {"model": spec, "model_revision": marker.get("revision"), "model_commit": marker["commit"]}
 
 
-HEADS = ("classification", "qa", "regression")   # a task type's head (beluga.tasks.TaskType.head)
-#: what load_trained also loads: a causal LM tested by label-word likelihood (beluga/causal_lm.py)
-LOADABLE_HEADS = HEADS + ("causal_lm",)
+#: what load_trained also loads beside the task heads (beluga.heads.HEADS): a causal LM tested by label-word
+#: likelihood (beluga/causal_lm.py)
+CAUSAL_LM = "causal_lm"
 
 
 @contextlib.contextmanager
@@ -176,18 +176,17 @@ def _first_line(e: BaseException) -> str:
     return lines[0] if lines else type(e).__name__
 
 
-#: the transformers auto class of each head (a regression head is a sequence classifier with one output:
-#: num_labels 1, problem_type "regression"); a job asks transformers for its own only
-AUTO_CLASSES = {"classification": "AutoModelForSequenceClassification",
-                "regression": "AutoModelForSequenceClassification",
-                "qa": "AutoModelForQuestionAnswering", "causal_lm": "AutoModelForCausalLM"}
+#: the transformers auto class of each loadable model (a task head's: beluga.heads; a job asks transformers
+#: for its own only), and each one in words
+AUTO_CLASSES = {**{n: h.auto_class for n, h in HEADS.items()}, CAUSAL_LM: "AutoModelForCausalLM"}
+HEAD_WORDS = {**{n: h.words for n, h in HEADS.items()}, CAUSAL_LM: "a causal language-model head"}
 
 
 def _auto_class(head: str):
     import transformers
 
-    if head not in LOADABLE_HEADS:
-        raise ValueError(f"model head {head!r} is not one of {LOADABLE_HEADS}")
+    if head not in AUTO_CLASSES:
+        raise ValueError(f"model head {head!r} is not one of {', '.join(AUTO_CLASSES)}")
     return getattr(transformers, AUTO_CLASSES[head])
 
 
@@ -238,26 +237,9 @@ def _head_error(name: str, head: str, info: dict, task_type: str | None) -> Mode
         return ", ".join(keys[:4]) + (f", ... ({len(keys)} in all)" if len(keys) > 4 else "")
     instead = f"; the weights have {shown(unexpected)} instead" if unexpected else ""
     needs = f"task type {task_type!r} needs" if task_type else "it needs"
-    what = {"qa": "an extractive QA head", "regression": "a regression head",
-            "causal_lm": "a causal language-model head"}.get(head, "a classification head")
+    what = HEAD_WORDS[head]
     return ModelError(f"model {name}: field 'head': {shown(missing)} would be initialised at random (not in the "
                       f"weights{instead}): not a model trained with {what}, which {needs}")
-
-
-def _check_num_labels(model, task_type: str, name: str) -> None:
-    k = int(model.config.num_labels)
-    try:
-        get_task_type(task_type).suite_probs(np.full((1, k), 1.0 / max(k, 1)))
-    except ValueError as e:
-        raise ModelError(f"model {name}: field 'num_labels': the model has {k} classes (config.json), which "
-                         f"task type {task_type!r} cannot read ({_first_line(e)})") from None
-
-
-def _check_regression_outputs(model, name: str) -> None:
-    k = int(model.config.num_labels)
-    if k != 1:
-        raise ModelError(f"model {name}: field 'num_labels': the model has {k} outputs (config.json), a regression "
-                         "head has one (the score)")
 
 
 def _pre_load_checks(source: str, name: str, head: str, task_type: str | None, max_length: int | None,
@@ -311,10 +293,8 @@ def load_trained(model_dir: str, head: str = "classification", task_type: str | 
     ensure_pad_token(tokenizer, model.config, name)
     if _missing_weights(info):
         raise _head_error(name, head, info, task_type)
-    if head == "classification" and task_type is not None:
-        _check_num_labels(model, task_type, name)
-    if head == "regression":
-        _check_regression_outputs(model, name)
+    if head in HEADS:   # a task head's outputs fit the task (a causal LM is read by label words)
+        HEADS[head].check_model(model, get_task_type(task_type) if task_type is not None else None, name)
     return model, tokenizer
 
 
@@ -337,11 +317,7 @@ def load_model(spec: str, num_labels: int, config_overrides: dict | None = None,
     auto = _auto_class(head)
     source = resolve_model(spec, model_lock)
     _pre_load_checks(source, spec, head, task_type, max_length, "max_length")
-    overrides = dict(config_overrides or {})
-    if head == "classification":
-        overrides["num_labels"] = num_labels
-    elif head == "regression":   # one output, trained by squared error (transformers' problem_type)
-        overrides.update(num_labels=1, problem_type="regression")
+    overrides = {**(config_overrides or {}), **get_head(head).config_overrides(num_labels)}
     try:
         if source == TINY_RANDOM:
             tokenizer = AutoTokenizer.from_pretrained(default_model_path())
@@ -397,56 +373,9 @@ def save_model(model, tokenizer, out_dir: str | os.PathLike, extra_files: dict[s
             cfg[TASK_RECORD_KEY] = task_record(ttype.name, ttype.head, ttype.num_model_labels)
             cfg.update(named_config(ttype, int(getattr(model.config, "num_labels", 0) or 0)))
             cfg_path.write_text(json.dumps(cfg, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        id2label = cfg.get("id2label") if ttype is not None and ttype.head == "classification" else None
+        id2label = cfg.get("id2label") if ttype is not None and head_of(ttype).has_classes else None
         (Path(tmp) / "README.md").write_text(model_card(ttype, id2label, card), encoding="utf-8")
         for name, text in (extra_files or {}).items():
             (Path(tmp) / name).write_text(text)
         if not any(Path(tmp).glob("*.safetensors")):
             raise ModelError(f"model {out_dir}: no safetensors weights were written")
-
-
-@torch.inference_mode()
-def predict_probs(model, tokenizer, texts: list[str], texts_b: list[str] | None = None,
-                  batch_size: int = 64, max_length: int = 128, precision: Precision = FP32) -> np.ndarray:
-    """Softmax probabilities, in input order (batched by length for speed;
-    forward passes under ``precision``'s autocast, softmax in float32)."""
-    model.eval()
-    n = len(texts)
-    out = np.zeros((n, model.config.num_labels), dtype=np.float32)
-    if n == 0:
-        return out
-    order = sorted(range(n), key=lambda i: len(texts[i]) + (len(texts_b[i]) if texts_b else 0))
-    for s in range(0, n, batch_size):
-        idx = order[s:s + batch_size]
-        a = [texts[i] for i in idx]
-        b = [texts_b[i] for i in idx] if texts_b else None
-        enc = tokenizer(a, b, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-        with precision.autocast():
-            logits = model(**{k: v.to(model.device) for k, v in enc.items()}).logits
-        out[idx] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
-    return out
-
-
-@torch.inference_mode()
-def predict_scores(model, tokenizer, texts: list[str], texts_b: list[str] | None = None,
-                   batch_size: int = 64, max_length: int = 128, precision: Precision = FP32) -> np.ndarray:
-    """A regression head's scores (its one output, float32), in input order;
-    batched and run as :func:`predict_probs`."""
-    model.eval()
-    n = len(texts)
-    out = np.zeros(n, dtype=np.float32)
-    if n == 0:
-        return out
-    if int(model.config.num_labels) != 1:
-        raise ModelError(f"model: field 'num_labels': a regression head has one output, this one has "
-                         f"{model.config.num_labels}")
-    order = sorted(range(n), key=lambda i: len(texts[i]) + (len(texts_b[i]) if texts_b else 0))
-    for s in range(0, n, batch_size):
-        idx = order[s:s + batch_size]
-        a = [texts[i] for i in idx]
-        b = [texts_b[i] for i in idx] if texts_b else None
-        enc = tokenizer(a, b, padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-        with precision.autocast():
-            logits = model(**{k: v.to(model.device) for k, v in enc.items()}).logits
-        out[idx] = logits.float()[:, 0].cpu().numpy()
-    return out

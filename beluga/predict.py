@@ -17,55 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from beluga.errors import DataError
-from beluga.health import check_probabilities
+from beluga.heads import head_of
 from beluga.tasks import TaskType
-
-PREDICTION_SCHEMA = pa.schema([
-    ("split", pa.string()), ("case_id", pa.string()), ("input_idx", pa.int32()),
-    ("probs", pa.list_(pa.float32())), ("label", pa.int32()),
-])
-QA_PREDICTION_SCHEMA = pa.schema([
-    ("split", pa.string()), ("case_id", pa.string()), ("input_idx", pa.int32()),
-    ("answer", pa.string()), ("start", pa.int32()), ("end", pa.int32()),
-])
-SCORE_PREDICTION_SCHEMA = pa.schema([
-    ("split", pa.string()), ("case_id", pa.string()), ("input_idx", pa.int32()),
-    ("score", pa.float32()), ("label", pa.float32()),
-])
-
-
-def prediction_schema(ttype: TaskType) -> pa.Schema:
-    """The prediction table's schema for the task type's head."""
-    return {"qa": QA_PREDICTION_SCHEMA, "regression": SCORE_PREDICTION_SCHEMA}.get(ttype.head, PREDICTION_SCHEMA)
 
 
 def model_outputs(model, tokenizer, ttype: TaskType, texts: list[str], texts_b: list, batch_size: int,
                   max_length: int, doc_stride: int, precision) -> dict[str, list]:
-    """Prediction columns for the inputs: ``probs`` (classification head),
-    ``answer`` / ``start`` / ``end`` (QA head; texts = contexts, texts_b =
-    questions) or ``score`` (regression head)."""
-    if ttype.head == "qa":
-        from beluga.qa import predict_qa
-
-        spans = predict_qa(model, tokenizer, questions=texts_b, contexts=texts, batch_size=batch_size,
-                           max_length=max_length, stride=doc_stride, precision=precision)
-        return {"answer": [a for a, _, _ in spans], "start": [st for _, st, _ in spans],
-                "end": [en for _, _, en in spans]}
-    from beluga.modeling import predict_probs, predict_scores
-
-    use_b = any(b is not None for b in texts_b)
-    if ttype.head == "regression":
-        scores = predict_scores(model, tokenizer, texts, texts_b if use_b else None, batch_size, max_length,
-                                precision=precision)
-        return {"score": scores.tolist()}
-    probs = predict_probs(model, tokenizer, texts, texts_b if use_b else None, batch_size, max_length,
-                          precision=precision)
-    return {"probs": [row.tolist() for row in probs]}
+    """Prediction columns for the inputs, as the task's head makes them (:meth:`beluga.heads.Head.outputs`)."""
+    return head_of(ttype).outputs(model, tokenizer, texts, texts_b, batch_size, max_length, doc_stride, precision)
 
 
 def suite_predictions(model, tokenizer, ttype: TaskType, cases: pd.DataFrame, split: str, batch_size: int,
@@ -100,19 +62,15 @@ def example_predictions(model, tokenizer, ttype: TaskType, examples: pd.DataFram
                         max_length: int, doc_stride: int, precision) -> pd.DataFrame:
     """Predictions for a table of examples in the i.i.d. test set's columns
     (the i.i.d. test set, or an OOD set), keyed by example id under ``split``."""
-    if ttype.head == "qa":   # READ: contexts and questions
-        texts, texts_b = list(examples["context"]), list(examples["question"])
-    else:
-        texts = list(examples["text"])
-        texts_b = list(examples["text_b"]) if "text_b" in examples.columns else [None] * len(examples)
+    head = head_of(ttype)
+    texts, texts_b = head.example_texts(examples)
     out = pd.DataFrame({"split": split, "case_id": examples["example_id"].astype(str), "input_idx": 0})
     for col, values in model_outputs(model, tokenizer, ttype, texts, texts_b, batch_size, max_length,
                                      doc_stride, precision).items():
         out[col] = values
-    if ttype.head == "regression":   # the gold score
-        out["label"] = examples["label"].astype(np.float64).to_numpy()
-    elif ttype.head != "qa":
-        out["label"] = examples["label"].astype(int).to_numpy()
+    gold = head.example_gold(examples)
+    if gold is not None:
+        out["label"] = gold
     return out
 
 
@@ -126,7 +84,7 @@ def predictions(model, tokenizer, ttype: TaskType, suite_test: pd.DataFrame, iid
 
     suite = suite_predictions(model, tokenizer, ttype, suite_test, "suite_test", batch_size, max_length,
                               doc_stride, precision)
-    if ttype.head != "qa":
+    if "label" in head_of(ttype).prediction_schema().names:   # suite inputs have no gold value
         suite["label"] = None
     parts = [suite, example_predictions(model, tokenizer, ttype, iid, "iid_test", batch_size, max_length,
                                         doc_stride, precision)]
@@ -140,16 +98,8 @@ def predictions_table(df: pd.DataFrame, ttype: TaskType, where: str) -> pa.Table
     """The Arrow table of a predictions frame, in the contract's schema; class
     probabilities are checked first (a model whose outputs are not finite
     probabilities never writes any; ``where`` names the file in the message)."""
-    if ttype.head == "regression" and len(df):
-        scores = np.array(df["score"].tolist(), dtype=np.float64)
-        bad = np.flatnonzero(~np.isfinite(scores))
-        if len(bad):
-            k = int(bad[0])
-            raise DataError(f"predictions {where} (not written): field 'score': {len(bad)} score(s) not finite "
-                            f"(first: case {df['case_id'].iat[k]!r}, input {df['input_idx'].iat[k]}: {scores[k]})")
-    elif ttype.head != "qa" and len(df):
-        check_probabilities(np.array(df["probs"].tolist(), dtype=np.float64), f"predictions {where} (not written)",
-                            keys=lambda i: (df["case_id"].iat[i], df["input_idx"].iat[i]))
+    head = head_of(ttype)
+    head.check_predictions(df, where)
     columns = {c: [None if (c == "label" and pd.isna(v)) else v for v in df[c]] for c in df.columns}
-    schema = prediction_schema(ttype)
+    schema = head.prediction_schema()
     return pa.Table.from_pydict({f.name: columns[f.name] for f in schema}, schema=schema)

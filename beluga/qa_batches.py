@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from beluga.errors import DataError
 from beluga.losses import DummyClassifier, dummy_scaled
 from beluga.precision import FP32, Precision, full
 from beluga.qa import (
@@ -24,12 +25,14 @@ from beluga.qa import (
     answer_char_span,
     check_budget,
     encode_qa,
+    locate_answer,
     model_device,
     qa_inv_loss,
     qa_mft_loss,
     span_targets,
     window_targets,
 )
+from beluga.train_items import TrainItem
 from beluga.transfer import model_inputs, to_device
 
 
@@ -115,7 +118,7 @@ class QAEncoder:
 
     def add(self, streams: dict) -> None:
         """Tokenize the QA items of the training streams (name -> items, as
-        :func:`beluga.batches.build_streams` gives them) once: every window
+        :func:`beluga.streams.build_streams` gives them) once: every window
         of the MFT / i.i.d. inputs with their span targets, the first window
         of every INV input, and the alignment of every INV original with each
         of its perturbations."""
@@ -256,3 +259,30 @@ def qa_inv_batch_loss(model, tokenizer, orig_questions: Sequence[str], orig_cont
     return qa_inv_loss(_scaled(ro.start_logits, scale, True), _scaled(ro.end_logits, scale, True),
                        _scaled(rp.start_logits, scale), _scaled(rp.end_logits, scale), pairs,
                        detach_orig=detach_orig)
+
+
+def qa_case_items(r, answer_match: str = "token") -> tuple[str, list[TrainItem]]:
+    """READ: MFTs (and label-checked tests) train the span of the expected
+    answer of every input (located by ``beluga.qa.locate_answer``: its first
+    whole-token occurrence by default, the first substring occurrence under
+    ``training.qa_answer_match: substring``); INVs
+    (``inv`` / ``same_answer``) pair the original with a perturbation and
+    compare their start / end distributions on the aligned positions."""
+    contexts = list(r.inputs)
+    questions = list(r.inputs_b) if r.inputs_b is not None else None
+    if questions is None:
+        raise ValueError(f"READ case {r.case_id!r}: field 'inputs_b': questions are missing")
+    if r.test_type == "INV":
+        return "INV", [TrainItem(r.functionality, contexts, questions, qa=True)]
+    answers = list(r.answers) if getattr(r, "answers", None) is not None else None
+    if r.test_type != "MFT" or answers is None:
+        raise ValueError(f"READ case {r.case_id!r}: a {r.test_type} test with expectation {r.expect!r} "
+                         "has no training loss (READ trains MFTs with answers and INVs)")
+    items = []
+    for c, q, a in zip(contexts, questions, answers):
+        start = locate_answer(c, str(a), answer_match)
+        if start < 0:
+            raise DataError(f"READ case {r.case_id!r}: field 'answers': {str(a)!r} does not occur in the context "
+                            f"{c[:80]!r}...")
+        items.append(TrainItem(r.functionality, [c], [q], answer=str(a), answer_start=start, qa=True))
+    return "MFT", items

@@ -155,7 +155,9 @@ def score_case_outcome(expect: str, params: dict, agg_fn: str, scores: list[floa
     return (PASS if all(results) else FAIL), None
 
 
-def _finite_scores(values, source: str, keys: Callable[[int], tuple]) -> np.ndarray:
+def checked_scores(values, source: str, keys: Callable[[int], tuple]) -> np.ndarray:
+    """Predicted scores as floats, every one finite (one line naming the first that is not: ``keys(i)``
+    gives its case id and input)."""
     try:
         scores = np.asarray([np.nan if v is None else float(v) for v in values], dtype=np.float64)
     except (TypeError, ValueError) as e:
@@ -182,7 +184,7 @@ def score_suite_cases(suite: pd.DataFrame, predictions: pd.DataFrame,
     flat, offsets = case_rows(suite, predictions, source)
     pcids, pidx = predictions["case_id"].tolist(), predictions["input_idx"].tolist()
     values = predictions["score"].to_numpy(dtype=object)[np.asarray(flat, dtype=np.int64)]
-    scores = _finite_scores(values, source, lambda i: (pcids[flat[i]], pidx[flat[i]])).tolist()
+    scores = checked_scores(values, source, lambda i: (pcids[flat[i]], pidx[flat[i]])).tolist()
     view = suite.assign(**{c: None for c in ("labels",) if c not in suite.columns})
     statuses, why, cache = [], [], {}
     for k, r in enumerate(view[["case_id", "expect", "expect_params", "agg_fn", "labels"]].itertuples(index=False)):
@@ -201,29 +203,3 @@ def score_suite_cases(suite: pd.DataFrame, predictions: pd.DataFrame,
     if on_cases is not None:
         on_cases(len(statuses))
     return case_status_table(case_ids, suite, statuses, why if reasons else None)
-
-
-def score_iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, source: str = "predictions",
-                       split: str = "iid_test") -> pd.DataFrame:
-    """Per-example i.i.d. (or OOD) outcomes of a regression head, keyed by
-    example id: ``pred_score`` and ``gold_score`` (the gold table's ``label``,
-    a number), from which the task's metrics are computed
-    (:mod:`beluga.regression_metrics`: ``pearson``, ``spearman``); ``correct``
-    is null (a score is not right or wrong by itself)."""
-    gold = gold.set_index("example_id")
-    ids = preds["case_id"].astype(str).to_numpy()
-    missing = [i for i in ids if i not in gold.index]
-    if missing:
-        raise DataError(f"{source}: field 'case_id': i.i.d. prediction for unknown example {missing[0]!r}")
-    if len(set(ids)) != len(gold):
-        raise DataError(f"{source}: field 'case_id': {len(set(ids))} i.i.d. predictions for {len(gold)} test examples")
-    pred = _finite_scores(preds["score"].tolist(), source, lambda i: (ids[i], 0))
-    try:
-        gold_score = gold.loc[ids, "label"].astype(np.float64).to_numpy()
-    except (TypeError, ValueError) as e:
-        raise DataError(f"{source}: field 'label': gold scores must be numbers ({e})") from None
-    out = pd.DataFrame({"case_id": ids, "functionality": None, "status": None, "split": split, "held_out": False})
-    out["pred_score"] = pred
-    out["gold_score"] = gold_score
-    out["correct"] = pd.array([pd.NA] * len(ids), dtype="boolean")
-    return out

@@ -13,7 +13,6 @@ perturbation each, redrawn every epoch, as for classification).
 
 from __future__ import annotations
 
-import logging
 import math
 from dataclasses import dataclass
 from typing import ClassVar
@@ -26,10 +25,7 @@ from beluga.bounds import json_loads
 from beluga.errors import DataError
 from beluga.losses import dummy_scaled, interval_loss, score_dir_loss, score_inv_loss
 from beluga.regression import DEFAULT_MARGIN, DIRECTIONS, SCORE_EXPECTATIONS, expected_value
-from beluga.tasks import TaskType
 from beluga.train_items import Batch, TrainItem
-
-_log = logging.getLogger(__name__)
 
 #: minibatch kinds of a regression head (:meth:`beluga.training.LossFn.__call__` dispatches on them)
 SCORE_KINDS = ("score_mft", "score_inv", "score_dir")
@@ -57,36 +53,17 @@ class ScoreBatch(Batch):
     margins: torch.Tensor | None = None
 
 
-def build_score_streams(ttype: TaskType, iid_train: pd.DataFrame | None,
-                        suite_train: pd.DataFrame | None) -> dict[str, list[ScoreItem]]:
-    """Stream name -> training items of a regression task: i.i.d. examples
-    (``text``, ``text_b``, ``label``: the gold score) and suite cases
-    (:func:`case_items`); INV / DIR cases without a perturbation are
-    skipped, as for classification."""
-    streams: dict[str, list[ScoreItem]] = {}
-    if iid_train is not None and len(iid_train):
-        texts_b = iid_train["text_b"] if "text_b" in iid_train.columns else [None] * len(iid_train)
-        items = []
-        for t, b, y in zip(iid_train["text"], texts_b, iid_train["label"]):
-            y = float(y)
-            if not math.isfinite(y):
-                raise DataError(f"training data: field 'label': gold score {y} of {t[:60]!r} is not a finite number")
-            items.append(ScoreItem("iid", [t], None if b is None else [b], target=[y, y]))
-        streams["iid"] = items
-    if suite_train is not None and len(suite_train):
-        unpaired = 0
-        for r in suite_train.itertuples(index=False):
-            stream, items = case_items(r)
-            if stream in ("INV", "DIR"):
-                kept = [it for it in items if len(it.inputs) >= 2]
-                unpaired += len(items) - len(kept)
-                items = kept
-            if items:
-                streams.setdefault(stream, []).extend(items)
-        if unpaired:
-            _log.info("training data: %d INV / DIR case(s) with fewer than two inputs skipped (no perturbation to "
-                      "train on)", unpaired)
-    return {k: streams[k] for k in sorted(streams)}
+def score_iid_items(iid_train: pd.DataFrame) -> list[ScoreItem]:
+    """Training items of a regression task's i.i.d. examples (``text``, ``text_b``, ``label``: the gold score,
+    trained as the value itself)."""
+    texts_b = iid_train["text_b"] if "text_b" in iid_train.columns else [None] * len(iid_train)
+    items = []
+    for t, b, y in zip(iid_train["text"], texts_b, iid_train["label"]):
+        y = float(y)
+        if not math.isfinite(y):
+            raise DataError(f"training data: field 'label': gold score {y} of {t[:60]!r} is not a finite number")
+        items.append(ScoreItem("iid", [t], None if b is None else [b], target=[y, y]))
+    return items
 
 
 def case_items(r) -> tuple[str, list[ScoreItem]]:

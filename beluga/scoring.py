@@ -1,366 +1,45 @@
-"""Pass / fail / filtered per test case, with CheckList's semantics
-(see ../shared/data/README.md, "What the expectations mean").
-
-Each expectation yields one result per input: True, False or None (not
-scored). Nones are dropped; if nothing is left the case is ``filtered``;
-``all`` needs every remaining result to pass, ``all_except_first`` ignores the
-first remaining result (the original of an INV/DIR case), as CheckList's
-``aggregate_and_wrap`` followed by ``Expect.all(ignore_first=True)``.
-A slice (``expect_params.slice``) that does not hold filters the whole case
-(CheckList's ``wrap_slice``). ``triplet`` is a test-case expectation: it gives
-one result for the whole case and ignores ``agg_fn``.
-
-Classification expectations see the predicted class per input (``preds``) and
-the probabilities over the suite's label set (``probs``); QA expectations see
-the predicted answer strings (``preds``) and ``probs`` is None. A regression
-head's cases (predicted scores) are scored by :mod:`beluga.regression`.
-"""
+"""A model's outcomes, keyed by ids: pass / fail / filtered per suite case and per-example i.i.d. / OOD
+outcomes, scored by the task's head (:mod:`beluga.heads`). What each CheckList expectation means is in
+:mod:`beluga.expectations`; a regression head's expectations in :mod:`beluga.regression`."""
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Callable
 
-import numpy as np
 import pandas as pd
 
-from beluga.bounds import json_loads
-from beluga.case_rows import FAIL, FILTERED, PASS, PROGRESS_EVERY, case_rows, case_status_table
-from beluga.case_rows import as_list as _as_list
-from beluga.errors import BelugaError, DataError
-from beluga.health import check_probabilities
-from beluga.regression import DIRECTIONS, score_iid_outcomes, score_suite_cases
+from beluga.case_rows import FAIL, FILTERED, PASS
+from beluga.heads import get_head, head_of
+from beluga.heads.base import aligned_ids
 from beluga.tasks import TaskType
 
-# CheckList SQuAD notebook: clean(s) = s.lstrip('[a,the,an,in,at] ').rstrip('.')
-# -- a *character-set* strip of '[', 'a', ',', 't', 'h', 'e', 'n', 'i', ']' and
-# space on the left, case-sensitive, then trailing periods.
-SQUAD_LSTRIP = "[a,the,an,in,at] "
-
-
-def clean_squad(s) -> str:
-    return ("" if s is None else str(s)).lstrip(SQUAD_LSTRIP).rstrip(".")
-
-
-def _target(i, labels, answers, params, qa):
-    val = params.get("val")
-    if val is not None:
-        return val
-    return answers[i] if qa else labels[i]
-
-
-def _eq(preds, probs, labels, params, answers=None, meta=None):
-    qa = probs is None
-    return [bool(p == _target(i, labels, answers, params, qa)) for i, p in enumerate(preds)]
-
-
-def _not_negative(preds, probs, labels, params, answers=None, meta=None):
-    return [bool(p != 0) for p in preds]
-
-
-def _not_eq(preds, probs, labels, params, answers=None, meta=None):
-    # any class but ``val`` (NLI "not entailment": HANS's non-entailed heuristic cases, neutral or contradiction)
-    return [bool(p != params["val"]) for p in preds]
-
-
-def _eq_or_not_negative(preds, probs, labels, params, answers=None, meta=None):
-    # sentiment "Q & A: no": label 1 means "not negative"
-    return [bool(p != 0) if labels[i] == 1 else bool(p == labels[i]) for i, p in enumerate(preds)]
-
-
-def _inv(preds, probs, labels, params, answers=None, meta=None):
-    c = preds[0]
-    if probs is None:  # answer strings: exact equality
-        return [bool(p == c) for p in preds]
-    tol = params.get("tolerance", 0.0)
-    p0 = probs[0][c]
-    return [bool(p == c or (tol != 0 and abs(probs[i][c] - p0) <= tol)) for i, p in enumerate(preds)]
-
-
-def _monotonic(preds, probs, labels, params, answers=None, meta=None):
-    tol = params.get("tolerance", 0.0)
-    increasing = params.get("increasing", True)
-    c = params.get("label")
-    c = preds[0] if c is None else c
-    p0 = probs[0][c]
-    if (increasing and p0 <= tol) or (not increasing and p0 >= 1 - tol):
-        return [None] * len(preds)  # cannot fail: not scored
-    out = []
-    for i in range(len(preds)):
-        d = probs[i][c] - p0
-        out.append(bool(d + tol >= 0) if increasing else bool(d - tol <= 0))
-    return out
-
-
-def _change(probs):
-    """(P_neg(orig) - P_neg(pert)) + (P_pos(pert) - P_pos(orig)), three-class probs."""
-    return [(probs[0][0] - p[0]) + (p[2] - probs[0][2]) for p in probs]
-
-
-def _diff_up(preds, probs, labels, params, answers=None, meta=None):
-    tol = params.get("tolerance", 0.1)
-    return [bool(c >= -tol) for c in _change(probs)]
-
-
-def _diff_down(preds, probs, labels, params, answers=None, meta=None):
-    tol = params.get("tolerance", 0.1)
-    return [bool(c <= tol) for c in _change(probs)]
-
-
-def _triplet(preds, probs, labels, params, answers=None, meta=None):
-    """qqp "Testing implications" as the released expect_triplet behaves
-    (labels ignored): one result for the whole case."""
-    p1, p2, p3 = preds[0], preds[1], preds[2]
-    if p1 == 1 and p2 == 1:
-        return [bool(p3 == 1)]
-    if p1 == 0 and p2 == 1:
-        return [False]
-    return [None]  # (dup, not, .) and (not, not, .): not scored
-
-
-def _squad(preds, probs, labels, params, answers=None, meta=None):
-    return [clean_squad(p) == clean_squad(answers[i]) for i, p in enumerate(preds)]
-
-
-@functools.lru_cache(maxsize=65536)
-def _word_pattern(old: str) -> re.Pattern:
-    # CheckList: re.sub(r'\b%s\b' % old, new, orig_pred) -- the name is used as
-    # a regular expression; a name that is not a valid one is matched literally.
-    try:
-        return re.compile(r"\b" + old + r"\b")
-    except re.error:
-        return re.compile(r"\b" + re.escape(old) + r"\b")
-
-
-def _same_answer(preds, probs, labels, params, answers=None, meta=None):
-    """squad expect_same (NER INVs): the perturbed answer equals the original
-    answer with whole-word ``old`` replaced by ``new`` (meta[i] = [old, new])."""
-    orig = preds[0]
-    out = []
-    for i, p in enumerate(preds):
-        m = meta[i] if isinstance(meta, list) else None
-        if not m:
-            out.append(p == orig)
-        else:
-            old, new = m[0], m[1]
-            out.append(p == _word_pattern(old).sub(lambda _m, new=new: new, orig))
-    return out
-
-
-EXPECT_FNS = {"eq": _eq, "not_negative": _not_negative, "eq_or_not_negative": _eq_or_not_negative, "not_eq": _not_eq,
-              "inv": _inv, "monotonic": _monotonic, "diff_up": _diff_up, "diff_down": _diff_down,
-              "triplet": _triplet, "squad": _squad, "same_answer": _same_answer}
-# test-case expectations: one result per case, agg_fn not applied
-CASE_LEVEL = frozenset({"triplet"})
-# expectations that need class probabilities (no QA counterpart)
-NEEDS_PROBS = frozenset({"monotonic", "diff_up", "diff_down"})
-
-# slices: a case is kept only if the slice holds (CheckList wrap_slice)
-SLICE_FNS = {
-    "orig_not_neutral": lambda preds, probs, params: preds[0] != 1,
-    "orig_pred_eq": lambda preds, probs, params: preds[0] == params.get("slice_value"),
-}
-
-
-def combine_inputs(results: list, agg_fn: str) -> str:
-    r = [x for x in results if x is not None]
-    if not r:
-        return FILTERED
-    if agg_fn == "all_except_first":
-        r = r[1:]
-    return PASS if all(r) else FAIL
-
-
-def case_status(expect: str, params: dict, agg_fn: str, preds, probs, labels,
-                answers=None, meta=None) -> str:
-    """Status of one case. preds: predicted class (classification) or answer
-    string (QA) per input; probs: per-input probabilities over the suite's
-    labels, or None for QA; labels / answers: per-input expectations; meta:
-    the parsed ``meta`` JSON."""
-    return case_outcome(expect, params, agg_fn, preds, probs, labels, answers, meta)[0]
-
-
-def _class_name(c, class_names: dict | None) -> str:
-    return str((class_names or {}).get(c, c))
-
-
-def case_outcome(expect: str, params: dict, agg_fn: str, preds, probs, labels, answers=None, meta=None,
-                 class_names: dict | None = None) -> tuple[str, str | None]:
-    """(status, why it was filtered) of one case (:func:`case_status`); the reason is None unless the status
-    is ``filtered``: the slice that did not hold (``original predicted neutral``), the monotonic expectation's
-    original already at its bound, the triplet's pair predictions, or no input scored. ``class_names``:
-    the suite's class names by index, for the reasons."""
-    if expect not in EXPECT_FNS:
-        raise BelugaError(f"field 'expect': unknown expectation {expect!r} (known: {', '.join(EXPECT_FNS)})")
-    slice_name = params.get("slice")
-    if slice_name is not None:
-        if slice_name not in SLICE_FNS:
-            raise BelugaError(f"expectation parameter 'slice': unknown slice {slice_name!r}")
-        if not SLICE_FNS[slice_name](preds, probs, params):
-            why = (f"original predicted {_class_name(1, class_names)}" if slice_name == "orig_not_neutral" else
-                   f"original not predicted {_class_name(params.get('slice_value'), class_names)}")
-            return FILTERED, why
-    results = EXPECT_FNS[expect](preds, probs, labels, params, answers, meta)
-    status = combine_inputs(results, "all" if expect in CASE_LEVEL else agg_fn)
-    if status != FILTERED:
-        return status, None
-    if expect == "monotonic":
-        tol = params.get("tolerance", 0.0)
-        bound = f"<= tolerance {tol}" if params.get("increasing", True) else f">= 1 - tolerance {tol}"
-        return status, f"original's confidence {bound} (monotonic)"
-    if expect == "triplet":
-        return status, "pair predictions leave the implication untested"
-    return status, "no input scored"
-
-
-def filter_condition(expect: str, params: dict) -> str | None:
-    """When a case of this expectation is filtered (not scored) whatever the model predicts beyond it, as
-    the summaries of ``suite build`` / ``suite perturb`` warn: the slice, the monotonic bound, a regression
-    DIR's range bound (:func:`beluga.regression.score_case_outcome`); None: never for that reason."""
-    slice_name = params.get("slice")
-    if slice_name == "orig_not_neutral":
-        return "a case whose original is predicted neutral is filtered"
-    if slice_name == "orig_pred_eq":
-        return f"a case whose original is not predicted class {params.get('slice_value')} is filtered"
-    if expect == "monotonic":
-        tol = params.get("tolerance", 0.0)
-        bound = f"<= tolerance {tol}" if params.get("increasing", True) else f">= 1 - tolerance {tol}"
-        return f"a case whose original's confidence is {bound} is filtered"
-    if expect in DIRECTIONS:
-        end = "top" if DIRECTIONS[expect] > 0 else "bottom"
-        return f"a case whose original's score is already at the {end} of the score range is filtered"
-    return None
+__all__ = ["FAIL", "FILTERED", "PASS", "iid_outcomes", "run_outcomes", "score_cases"]
 
 
 def score_cases(suite: pd.DataFrame, predictions: pd.DataFrame, ttype: TaskType,
                 source: str = "predictions", on_cases: Callable[[int], None] | None = None,
                 reasons: bool = False) -> pd.DataFrame:
-    """suite: suite rows to score; predictions: rows (case_id, input_idx,
-    probs) for classification tasks or (case_id, input_idx, answer) for QA,
-    covering every input of those cases (other columns are ignored).
+    """suite: suite rows to score; predictions: rows (case_id, input_idx and the head's value column:
+    ``probs``, ``answer`` or ``score``) covering every input of those cases (other columns are ignored).
     ``on_cases`` (optional): called with the cases scored so far, every
-    :data:`PROGRESS_EVERY` cases and at the end (a progress bar).
+    :data:`beluga.case_rows.PROGRESS_EVERY` cases and at the end (a progress bar).
     Returns DataFrame(case_id, functionality, status), with ``reasons`` also ``filter_reason`` (why a filtered
-    case was not scored, :func:`case_outcome`; null for the others). A regression head: predicted scores
-    (case_id, input_idx, score), :func:`beluga.regression.score_suite_cases`."""
-    if ttype.head == "regression":
-        return score_suite_cases(suite, predictions, ttype.score_range, source=source, on_cases=on_cases,
-                                      reasons=reasons)
-    qa = ttype.head == "qa"
-    col = "answer" if qa else "probs"
-    for c in ("case_id", "input_idx", col):
-        if c not in predictions.columns:
-            raise BelugaError(f"{source}: field '{c}': missing column (a {ttype.name} prediction file needs "
-                              f"case_id, input_idx and {col})")
-    case_ids = suite["case_id"].tolist()
-    flat, offsets = case_rows(suite, predictions, source)
-
-    values = predictions[col].to_numpy(dtype=object)[np.asarray(flat, dtype=np.int64)]
-    if qa:
-        pred_all = ["" if v is None or (isinstance(v, float) and v != v) else str(v) for v in values]
-        probs_all = None
-    else:
-        try:
-            probs_model = np.array([np.asarray(v, dtype=np.float64) for v in values], dtype=np.float64)
-        except (TypeError, ValueError) as e:
-            raise BelugaError(f"{source}: field 'probs': every row needs a list of class probabilities "
-                              f"of the same length ({e})") from None
-        if len(values):
-            if probs_model.ndim != 2:
-                raise BelugaError(f"{source}: field 'probs': every row needs a list of class probabilities")
-            cids, idx = predictions["case_id"].tolist(), predictions["input_idx"].tolist()
-            check_probabilities(probs_model, source, rows=flat, keys=lambda i: (cids[flat[i]], idx[flat[i]]))
-        try:
-            probs = ttype.suite_probs(probs_model) if len(values) else probs_model
-        except ValueError as e:
-            raise BelugaError(f"{source}: field 'probs': {e}") from None
-        pred_all = probs.argmax(-1).tolist() if len(values) else []
-        probs_all = probs.tolist()
-
-    param_cache: dict[str, dict] = {}
-    checked: set[str] = set()
-    n_classes = 0 if qa or not probs_all else len(probs_all[0])
-    statuses, why = [], []
-    names = None if qa else dict(ttype.suite_labels)
-    view = suite.assign(**{c: None for c in ("labels", "answers", "meta") if c not in suite.columns})
-    cols = ["case_id", "expect", "expect_params", "agg_fn", "labels", "answers", "meta"]
-    for k, r in enumerate(view[cols].itertuples(index=False)):
-        s, e = offsets[k], offsets[k + 1]
-        raw = r.expect_params or ""
-        params = param_cache.get(raw)
-        if params is None:
-            params = json_loads(raw) if raw else {}
-            param_cache[raw] = params
-        if r.expect in NEEDS_PROBS and r.expect not in checked:
-            if qa:
-                raise BelugaError(f"suite case {r.case_id!r}: field 'expect': expectation {r.expect!r} needs class "
-                                  f"probabilities, which a QA task does not have")
-            if r.expect in ("diff_up", "diff_down") and n_classes != 3:
-                raise BelugaError(f"suite case {r.case_id!r}: field 'expect': expectation {r.expect!r} needs "
-                                  f"three-class (negative, neutral, positive) probabilities; task type {ttype.name!r} "
-                                  f"gives {n_classes}")
-            if r.expect in ("diff_up", "diff_down") and ttype.neutral_label is None:
-                raise BelugaError(f"suite case {r.case_id!r}: field 'expect': expectation {r.expect!r} compares "
-                                  f"sentiment's negative and positive probabilities; task type {ttype.name!r} has "
-                                  f"classes {', '.join(ttype.suite_labels.values())} (use a labelled DIR, 'eq')")
-            checked.add(r.expect)
-        meta = json_loads(r.meta) if (r.expect == "same_answer" and isinstance(r.meta, str)) else None
-        status, reason = case_outcome(r.expect, params, r.agg_fn, pred_all[s:e], None if qa else probs_all[s:e],
-                                      _as_list(r.labels), _as_list(r.answers), meta, names)
-        statuses.append(status)
-        why.append(reason)
-        if on_cases is not None and (k + 1) % PROGRESS_EVERY == 0:
-            on_cases(k + 1)
-    if on_cases is not None:
-        on_cases(len(statuses))
-    return case_status_table(case_ids, suite, statuses, why if reasons else None)
+    case was not scored; null for the others)."""
+    return head_of(ttype).score_cases(suite, predictions, ttype, source, on_cases, reasons)
 
 
 def iid_outcomes(preds: pd.DataFrame, gold: pd.DataFrame, head: str, source: str = "predictions",
                  split: str = "iid_test", collapse: list[int] | None = None) -> pd.DataFrame:
-    """Per-example i.i.d. (or OOD: ``split`` = ``ood:<name>``) outcomes keyed by
-    example id: ``correct`` and, for classification, ``pred_label`` /
-    ``gold_label``; for QA ``em`` / ``f1`` (SQuAD v1.1 evaluation, max over the
-    gold answers); for a regression head (``head="regression"``) ``pred_score`` / ``gold_score``
-    (:func:`beluga.regression.score_iid_outcomes`). ``collapse``: an OOD set with fewer classes than the model
-    (beluga/data/ood_collapse.py): the set's class of each model class; the model's argmax class is mapped
-    onto the set's before it is compared."""
-    if head == "regression":
-        return score_iid_outcomes(preds, gold, source=source, split=split)
-    gold = gold.set_index("example_id")
-    ids = preds["case_id"].astype(str).to_numpy()
-    missing = [i for i in ids if i not in gold.index]
-    if missing:
-        raise DataError(f"{source}: field 'case_id': i.i.d. prediction for unknown example {missing[0]!r}")
-    if len(set(ids)) != len(gold):
-        raise DataError(f"{source}: field 'case_id': {len(set(ids))} i.i.d. predictions for {len(gold)} test examples")
+    """Per-example i.i.d. (or OOD: ``split`` = ``ood:<name>``) outcomes keyed by example id (``head``: the
+    task type's head name): ``correct`` and, for classification, ``pred_label`` / ``gold_label``; for QA
+    ``em`` / ``f1`` (SQuAD v1.1 evaluation, max over the gold answers); for a regression head
+    ``pred_score`` / ``gold_score`` (``correct`` null). ``collapse``: an OOD set with fewer classes than the
+    model (beluga/data/ood_collapse.py): the set's class of each model class; the model's argmax class is
+    mapped onto the set's before it is compared."""
+    ids, gold = aligned_ids(preds, gold, source)
     out = pd.DataFrame({"case_id": ids, "functionality": None, "status": None, "split": split, "held_out": False})
-    if head == "qa":
-        from beluga.qa import exact_match, f1_score
-
-        golds = [list(gold.at[i, "answers"]) for i in ids]
-        answers = preds["answer"].fillna("").astype(str).tolist()
-        out["em"] = [float(exact_match(a, g)) for a, g in zip(answers, golds)]
-        out["f1"] = [float(f1_score(a, g)) for a, g in zip(answers, golds)]
-        out["correct"] = out["em"] > 0.5
-    else:
-        try:
-            probs = np.array([np.asarray(p, dtype=np.float64) for p in preds["probs"]], dtype=np.float64)
-        except (TypeError, ValueError) as e:
-            raise DataError(f"{source}: field 'probs': every row needs a list of class probabilities ({e})") from None
-        if len(probs):
-            check_probabilities(probs.reshape(len(probs), -1), source, rows=preds.index.to_numpy(),
-                                keys=lambda i: (ids[i], 0))
-        pred_label = probs.argmax(axis=1).astype(np.int64) if len(probs) else np.zeros(0, dtype=np.int64)
-        if collapse is not None:
-            from beluga.data.ood_collapse import collapse_predictions
-
-            pred_label = collapse_predictions(pred_label, collapse, source)
-        gold_label = gold.loc[ids, "label"].astype(int).to_numpy()
-        out["pred_label"] = pred_label
-        out["gold_label"] = gold_label
-        out["correct"] = pred_label == gold_label
+    for column, values in get_head(head).example_outcomes(preds, gold, ids, source, collapse).items():
+        out[column] = values
     out["correct"] = out["correct"].astype("boolean")
     return out
 

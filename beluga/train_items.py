@@ -12,7 +12,7 @@ import torch
 
 @dataclass
 class TrainItem:
-    """One training item of a stream (:func:`beluga.batches.build_streams`):
+    """One training item of a stream (:func:`beluga.streams.build_streams`):
     an i.i.d. example or (part of) a suite case."""
 
     env: str

@@ -2,7 +2,7 @@
 (:mod:`beluga.batches`) -> minibatches -> ``method.update``. Every
 configuration and method goes through ``train``.
 
-Streams (ref. code, :func:`beluga.batches.build_streams`): ``iid``
+Streams (ref. code, :func:`beluga.streams.build_streams`): ``iid``
 (D_train), ``MFT``, ``INV`` and ``DIR`` (T_train cases by test type). Each
 minibatch comes from one stream; per epoch the batches of all streams are
 shuffled together (:func:`beluga.batches.epoch_batches`), so streams are

@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 from conftest import train_run
 
-from beluga.batches import LABEL_DIR, EnvSampler, build_streams, cases_per_batch, env_groups, epoch_batches, n_batches
+from beluga.batches import LABEL_DIR, EnvSampler, cases_per_batch, env_groups, epoch_batches, n_batches
 from beluga.errors import ConfigError
 from beluga.methods import get_algorithm, method_hparams
 from beluga.modeling import TINY_RANDOM, load_model, set_seed
+from beluga.streams import build_streams
 from beluga.tasks import PARA, SENT
 from beluga.training import _plan
 

@@ -13,10 +13,10 @@ import torch
 from conftest import Crash, crash_after_checkpoint, make_tiny_suite, one_torch_thread, train_run
 
 from beluga import checkpoint
-from beluga.batches import build_streams
 from beluga.errors import ModelError
 from beluga.methods import ALGORITHMS, get_algorithm, method_hparams
 from beluga.modeling import TINY_RANDOM, load_model, load_trained, save_model, set_seed
+from beluga.streams import build_streams
 from beluga.tasks import SENT
 
 METHODS = sorted(ALGORITHMS)

@@ -33,11 +33,11 @@ import pytest
 import torch
 from conftest import REPO, config_with, fold_run, make_tiny_suite, output, pipeline_config
 
-from beluga.batches import build_streams
 from beluga.errors import ConfigError
 from beluga.methods import get_algorithm
 from beluga.modeling import TINY_RANDOM, load_model, set_seed
 from beluga.precision import resolve
+from beluga.streams import build_streams
 from beluga.tasks import SENT
 from beluga.training import train
 

@@ -16,13 +16,14 @@ from conftest import case, config_with, dry_load, make_tiny_suite, one_torch_thr
 from tiny_families import DECODERS, FAMILIES
 
 from beluga import checkpoint
-from beluga.batches import build_streams
+from beluga.heads import get_head
 from beluga.methods import get_algorithm, head_parameter_names, method_hparams, set_dropout
-from beluga.modeling import load_model, load_trained, predict_probs, save_model, set_seed
+from beluga.modeling import load_model, load_trained, save_model, set_seed
 from beluga.qa import encode_qa, predict_qa, span_targets
 from beluga.steps import data as data_steps
 from beluga.steps import evaluate as eval_steps
 from beluga.steps import train as train_steps
+from beluga.streams import build_streams
 from beluga.suites import spec as beluga_spec
 from beluga.tasks import READ, SENT
 
@@ -86,14 +87,16 @@ def test_tokenizer_and_pad_conventions(family, family_model, tmp_path):
     specials = set(tok.all_special_ids)
     if family not in DECODERS:
         assert any(i in specials for i in ids), (family, tok.convert_ids_to_tokens(ids))
-    probs = predict_probs(model, tok, ["a fine film", "this is awful and the plot was dull"], max_length=32)
+    probs = get_head("classification").predict(model, tok, ["a fine film", "this is awful and the plot was dull"],
+                                               max_length=32)
     assert probs.shape == (2, 2) and np.allclose(probs.sum(1), 1, atol=1e-5)
     save_model(model, tok, tmp_path / "saved", task_type="sent")
     m2, t2 = load_trained(str(tmp_path / "saved"), task_type="sent")
     assert t2.pad_token == tok.pad_token and m2.config.pad_token_id == tok.pad_token_id
     assert json.loads((tmp_path / "saved" / "config.json").read_text())["pad_token_id"] == tok.pad_token_id
-    np.testing.assert_allclose(predict_probs(m2, t2, ["a fine film", "this is awful and the plot was dull"],
-                                             max_length=32), probs, atol=1e-6)
+    np.testing.assert_allclose(get_head("classification").predict(m2, t2, ["a fine film",
+                                                                   "this is awful and the plot was dull"],
+                                                               max_length=32), probs, atol=1e-6)
 
 
 @pytest.mark.parametrize("family", [f for f in FAMILIES if f in DECODERS or f == "xlnet"])
@@ -101,9 +104,9 @@ def test_last_token_pooling_ignores_padding(family, family_model):
     """Decoders (last non-padding token) and XLNet (last token, left padding): a text's probabilities
     do not depend on the padding a longer text in its batch adds."""
     model, tok = load(family_model(family))
-    alone = predict_probs(model, tok, ["a fine film"], max_length=32)
-    padded = predict_probs(model, tok, ["a fine film", "this is awful and the plot was very dull indeed"],
-                           max_length=32, batch_size=2)
+    alone = get_head("classification").predict(model, tok, ["a fine film"], max_length=32)
+    padded = get_head("classification").predict(
+        model, tok, ["a fine film", "this is awful and the plot was very dull indeed"], max_length=32, batch_size=2)
     np.testing.assert_allclose(padded[0], alone[0], atol=1e-5)
 
 
@@ -415,10 +418,11 @@ def test_family_tables_are_read_from_transformers_source():
     imported tables."""
     from transformers.models.auto import modeling_auto
 
-    from beluga.families import QA_TABLE, SEQUENCE_TABLE, auto_table
+    from beluga.families import auto_table
 
-    assert auto_table(*SEQUENCE_TABLE) == dict(modeling_auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES)
-    assert auto_table(*QA_TABLE) == dict(modeling_auto.MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES)
+    sequence, qa = get_head("classification").family_table, get_head("qa").family_table
+    assert auto_table(*sequence) == dict(modeling_auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES)
+    assert auto_table(*qa) == dict(modeling_auto.MODEL_FOR_QUESTION_ANSWERING_MAPPING_NAMES)
 
 
 @pytest.mark.slow
@@ -456,7 +460,7 @@ def test_longest_input_fits_the_positions(family, family_model):
     n = limit or 160
     text = " ".join(["the movie was great"] * n)
     assert len(tok(text)["input_ids"]) > n   # truncated to max_length
-    probs = predict_probs(model, tok, [text, "a fine film"], max_length=n)
+    probs = get_head("classification").predict(model, tok, [text, "a fine film"], max_length=n)
     assert np.isfinite(probs).all()
     if limit is not None:
         with pytest.raises(ModelError, match=f"{limit} positions"):

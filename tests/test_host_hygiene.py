@@ -9,10 +9,10 @@ import pytest
 import torch
 from conftest import fold_run, make_tiny_suite
 
-from beluga.batches import build_streams
 from beluga.methods import get_algorithm
 from beluga.modeling import TINY_RANDOM, load_model, set_seed
 from beluga.precision import resolve
+from beluga.streams import build_streams
 from beluga.tasks import PARA, SENT
 from beluga.training import Encoder, train
 

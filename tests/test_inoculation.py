@@ -100,9 +100,9 @@ def test_halve_on_plateau_and_patience():
 def test_training_loop_follows_the_callers_lr_factor():
     """training.train(lr_factor=...) sets the optimizer's rate from the factor at the start and after
     every epoch's hook (the hook halves it); without it, the method's linear decay, unchanged."""
-    from beluga.batches import build_streams
     from beluga.modeling import TINY_RANDOM, load_model, set_seed
     from beluga.precision import resolve
+    from beluga.streams import build_streams
     from beluga.tasks import SENT
     from beluga.training import train
 

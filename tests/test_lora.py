@@ -25,11 +25,13 @@ from conftest import (
 )
 from safetensors import safe_open
 
-from beluga.batches import build_streams, epoch_batches
+from beluga.batches import epoch_batches
 from beluga.errors import ConfigError, ModelError
+from beluga.heads import get_head
 from beluga.methods import DEFAULT_HPARAMS, PUBLIC_METHODS, LoRA, get_algorithm, method_hparams
 from beluga.methods.lora import head_modules, target_modules
-from beluga.modeling import TINY_RANDOM, load_model, predict_probs, save_model, set_seed
+from beluga.modeling import TINY_RANDOM, load_model, save_model, set_seed
+from beluga.streams import build_streams
 from beluga.tasks import SENT
 from beluga.training import LossFn
 from beluga.workflow.cost import ESTIMATED_METHOD_COST
@@ -152,18 +154,18 @@ def test_the_merged_save_is_plain_and_reloads_to_the_adapted_predictions(tmp_pat
     algo = LoRA(model, hparams(), LossFn(tok, 48), total_steps=8)
     for b in list(epoch_batches(streams(), 4, np.random.default_rng(0)))[:6]:
         algo.update([b])
-    adapted = predict_probs(model, tok, TEXTS, max_length=48)   # adapters not merged yet
+    adapted = get_head("classification").predict(model, tok, TEXTS, max_length=48)   # adapters not merged yet
     with pytest.raises(ModelError, match="LoRA adapters not merged"):
         save_model(model, tok, tmp_path / "unmerged", task_type="sent")
     algo.finish()
-    merged = predict_probs(model, tok, TEXTS, max_length=48)
+    merged = get_head("classification").predict(model, tok, TEXTS, max_length=48)
     save_model(model, tok, tmp_path / "m", task_type="sent")
     with safe_open(str(tmp_path / "m" / "model.safetensors"), "pt") as f:
         names = set(f.keys())
     fresh, _ = tiny()
     assert names <= set(fresh.state_dict()) and not any("lora" in n or "modules_to_save" in n for n in names)
     reloaded, rtok = load_model(str(tmp_path / "m"), 2, task_type="sent", trained=True)
-    again = predict_probs(reloaded, rtok, TEXTS, max_length=48)
+    again = get_head("classification").predict(reloaded, rtok, TEXTS, max_length=48)
     assert np.abs(adapted - fresh_probs(fresh, tok)).max() > 1e-4   # training moved the predictions
     np.testing.assert_allclose(merged, adapted, atol=1e-5)
     np.testing.assert_allclose(again, adapted, atol=1e-5)
@@ -171,7 +173,7 @@ def test_the_merged_save_is_plain_and_reloads_to_the_adapted_predictions(tmp_pat
 
 
 def fresh_probs(model, tok):
-    return predict_probs(model, tok, TEXTS, max_length=48)
+    return get_head("classification").predict(model, tok, TEXTS, max_length=48)
 
 
 def test_lora_from_a_trained_start_model_iid_to_t_style(tmp_path):
@@ -180,11 +182,11 @@ def test_lora_from_a_trained_start_model_iid_to_t_style(tmp_path):
     train_run(model, tok, streams(), "vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 1}, seed=1)
     save_model(model, tok, tmp_path / "iid", task_type="sent")
     start, stok = load_model(str(tmp_path / "iid"), 2, task_type="sent", trained=True)
-    before = predict_probs(start, stok, TEXTS, max_length=48)
+    before = get_head("classification").predict(start, stok, TEXTS, max_length=48)
     s = train_run(start, stok, streams(), "lora", hparams(epochs=1), seed=1)
     assert s["method_info"]["lora_r"] == 4 and s["steps"] > 0
     assert set(start.state_dict()) == set(model.state_dict())   # merged: the base architecture's names
-    assert predict_probs(start, stok, TEXTS, max_length=48).shape == before.shape
+    assert get_head("classification").predict(start, stok, TEXTS, max_length=48).shape == before.shape
 
 
 # ---------------------------------------------------------------- checkpoints

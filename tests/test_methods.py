@@ -11,8 +11,9 @@ import pytest
 import torch
 from conftest import case, make_tiny_suite, train_run
 
-from beluga.batches import Batch, EnvSampler, build_streams, env_groups
+from beluga.batches import Batch, EnvSampler, env_groups
 from beluga.errors import ConfigError
+from beluga.heads import get_head
 from beluga.losses import DummyClassifier, mft_loss
 from beluga.methods import (
     ALGORITHMS,
@@ -26,8 +27,9 @@ from beluga.methods import (
     irm_penalty,
     method_hparams,
 )
-from beluga.modeling import TINY_RANDOM, load_model, predict_probs, set_seed
+from beluga.modeling import TINY_RANDOM, load_model, set_seed
 from beluga.qa import predict_qa
+from beluga.streams import build_streams
 from beluga.tasks import READ, SENT
 from beluga.training import LossFn
 
@@ -137,7 +139,7 @@ def test_method_two_envs_and_all_test_types(method):
     streams = build_streams(SENT, None, two_env_suite())
     s = run(method, model, tok, streams)
     assert s["steps"] > 0 and all(np.isfinite(s["epoch_losses"]))
-    assert np.isfinite(predict_probs(model, tok, ["this is awful 9", "great"])).all()
+    assert np.isfinite(get_head("classification").predict(model, tok, ["this is awful 9", "great"])).all()
     finite_predict(method, model, tok, ["this is awful 9", "great"])
     # MFT + INV + DIR functionalities and the i.i.d. environment
     model, tok = tiny()

@@ -50,7 +50,8 @@ def test_aggregate_scores():
 
 
 def test_positive_f1_and_para_metrics():
-    from beluga.metrics import iid_metrics, iid_score, positive_f1
+    from beluga.heads.classification import positive_f1
+    from beluga.metrics import iid_metrics, iid_score
     from beluga.scoring import iid_outcomes
 
     # tp=2, fp=1, fn=1 -> F1 = 4 / 6

@@ -14,6 +14,7 @@ from conftest import REPO
 
 from beluga import metrics
 from beluga.errors import BelugaError, ConfigError, DataError
+from beluga.heads.classification import mcc, mcc_from_counts
 from beluga.report import paired, stats
 from beluga.tasks import ACCEPTABILITY, NLI, NLI_BINARY, PARA, READ, SENT, TASK_TYPES, get_task_type
 
@@ -65,13 +66,13 @@ def test_mcc_by_hand_and_conventions():
     # tp 3, fp 1, fn 2, tn 4: (12 - 2) / sqrt(4 * 5 * 5 * 6) = 10 / sqrt(600)
     pred = [1, 1, 1, 1, 0, 0, 0, 0, 0, 0]
     gold = [1, 1, 1, 0, 1, 1, 0, 0, 0, 0]
-    assert metrics.mcc(pred, gold) == pytest.approx(10 / np.sqrt(600))
-    assert metrics.mcc(1 - np.asarray(pred), 1 - np.asarray(gold)) == pytest.approx(10 / np.sqrt(600))  # symmetric
-    assert metrics.mcc(gold, gold) == pytest.approx(1.0) and metrics.mcc(1 - np.asarray(gold), gold) == \
+    assert mcc(pred, gold) == pytest.approx(10 / np.sqrt(600))
+    assert mcc(1 - np.asarray(pred), 1 - np.asarray(gold)) == pytest.approx(10 / np.sqrt(600))  # symmetric
+    assert mcc(gold, gold) == pytest.approx(1.0) and mcc(1 - np.asarray(gold), gold) == \
         pytest.approx(-1.0)
-    assert metrics.mcc([1] * 10, gold) == 0.0                    # a constant prediction: GLUE's / sklearn's 0
+    assert mcc([1] * 10, gold) == 0.0                    # a constant prediction: GLUE's / sklearn's 0
     # the ratio does not depend on the scale: counts or shares
-    assert metrics.mcc_from_counts(3, 1, 2, 4) == pytest.approx(metrics.mcc_from_counts(0.3, 0.1, 0.2, 0.4))
+    assert mcc_from_counts(3, 1, 2, 4) == pytest.approx(mcc_from_counts(0.3, 0.1, 0.2, 0.4))
 
 
 def test_iid_metrics_of_the_new_types():
@@ -161,7 +162,7 @@ def test_mcc_paired_randomization_matches_the_exact_permutation_p():
     exact = exact_paired_p(fb, fs, "acceptability", "mcc")
     r = paired.paired_randomization(fb, fs, "acceptability", "mcc", R=20_000, seed=3)
     assert r["n_discordant"] == 10
-    assert r["delta"] == pytest.approx(metrics.mcc(system, gold) - metrics.mcc(base, gold))
+    assert r["delta"] == pytest.approx(mcc(system, gold) - mcc(base, gold))
     assert abs(r["p_value"] - exact) < 4 * np.sqrt(exact * (1 - exact) / 20_000) + 1e-4
     assert paired.paired_randomization(fb, fs, "acceptability", "mcc", R=20_000, seed=3)["p_value"] == r["p_value"]
     # a system much better on many examples: the exact p is small and the test finds it
@@ -185,7 +186,8 @@ def _case(cid, ttype, inputs, expect, labels=None, params=None, inputs_b=None):
 
 
 def test_nli_reference_objective_by_hand():
-    from beluga.selection import REFERENCE_TERMS, classification_parts, reference_objective, reference_plan
+    from beluga.heads.classification import classification_parts, classification_plan
+    from beluga.selection import REFERENCE_TERMS, reference_objective
 
     cases = pd.DataFrame([
         _case("m1", "MFT", ["p1"], "eq", [0], inputs_b=["h1"]), _case("m2", "MFT", ["p2"], "eq", [2], inputs_b=["h2"]),
@@ -193,7 +195,7 @@ def test_nli_reference_objective_by_hand():
         _case("i2", "INV", ["p4", "p4'"], "inv", inputs_b=["h4", "h4"]),
         _case("d1", "DIR", ["p5", "p5 not"], "eq", [0, 2], inputs_b=["h5", "h5"]),
     ])
-    plan = reference_plan(NLI, cases)
+    plan = classification_plan(NLI, cases)
     assert plan["mft"] == [("m1", 0, 0), ("m2", 0, 2)] and plan["inv"] == [("i1", 1), ("i2", 1)]
     assert plan["dir"] == [("d1", 1, 2)]
     p = {("m1", 0): [0.7, 0.2, 0.1], ("m2", 0): [0.5, 0.1, 0.4],            # hit, miss
@@ -376,11 +378,11 @@ def test_ood_metric_keeps_the_one_metric_glue_x_reports_and_tests_it():
     b, s = runs[0]["outcomes"], runs[1]["outcomes"]
     ood = s["split"] == "ood:gt"
     assert res.table.set_index("configuration").at["iid_to_t", "gt"] == pytest.approx(
-        100 * metrics.mcc(s.loc[ood, "pred_label"], s.loc[ood, "gold_label"]))
+        100 * mcc(s.loc[ood, "pred_label"], s.loc[ood, "gold_label"]))
     sig = res.sig.set_index("configuration")
     assert sig.at["iid_to_t", "test"] == "randomization"
     assert sig.at["iid_to_t", "delta"] == pytest.approx(
-        metrics.mcc(s.loc[ood, "pred_label"], gold[30:]) - metrics.mcc(b.loc[ood, "pred_label"], gold[30:]))
+        mcc(s.loc[ood, "pred_label"], gold[30:]) - mcc(b.loc[ood, "pred_label"], gold[30:]))
     md = ood_report.ood_table_markdown(res.table, ["gt"], "cola", 0.05, "none", task_type="acceptability",
                                        metric="mcc")
     assert "score = the task's mcc" in md and "randomization test of the cell's mcc" in md

@@ -14,7 +14,8 @@ import yaml
 from conftest import REPO
 
 from beluga.errors import ConfigError, SuiteError
-from beluga.scoring import FAIL, PASS, case_status
+from beluga.expectations import case_status
+from beluga.scoring import FAIL, PASS
 from beluga.suites.authoring import build_command
 from beluga.suites.build import make_suite
 from beluga.suites.format import load_suite, validate_suite
@@ -254,7 +255,7 @@ def test_the_pipeline_renders_nli_default_for_an_nli_task():
 def test_training_streams_of_the_nli_suite(suite):
     """MFTs train their one-hot label, not_eq entailment its rest evenly ([0, 1/2, 1/2]), INVs and the DIR
     their pairs."""
-    from beluga.batches import build_streams
+    from beluga.streams import build_streams
 
     streams = build_streams(NLI, None, suite)
     assert set(streams) == {"MFT", "INV", "DIR"}

@@ -26,10 +26,10 @@ import beluga.qa
 import beluga.qa_batches
 import beluga.training
 import beluga.transfer
-from beluga.batches import build_streams
 from beluga.methods import get_algorithm
 from beluga.modeling import TINY_RANDOM, load_model, set_seed
 from beluga.precision import resolve
+from beluga.streams import build_streams
 from beluga.tasks import PARA, READ, SENT
 from beluga.training import Encoder, LossFn, _plan, _pretokenized_loss, train
 from beluga.transfer import bidirectional_mask_builder, model_inputs

@@ -7,11 +7,13 @@ import pytest
 import torch
 from conftest import make_tiny_suite, train_run
 
-from beluga.batches import build_streams, epoch_batches
+from beluga.batches import epoch_batches
+from beluga.heads import get_head
 from beluga.methods import get_algorithm, method_hparams
-from beluga.modeling import TINY_RANDOM, load_model, predict_probs, set_seed
+from beluga.modeling import TINY_RANDOM, load_model, set_seed
 from beluga.precision import FP32, Precision, full, native_bf16, resolve, start_line
 from beluga.qa import predict_qa
+from beluga.streams import build_streams
 from beluga.tasks import SENT
 from beluga.training import LossFn
 
@@ -72,8 +74,8 @@ def test_bf16_forward_float32_losses_close_to_fp32():
 def test_bf16_predictions_close_and_qa_decodes():
     model, tok = tiny()
     texts = ["this is awful", "a fine film", "the plot", "great acting"]
-    p32 = predict_probs(model, tok, texts, precision=FP32)
-    p16 = predict_probs(model, tok, texts, precision=BF16)
+    p32 = get_head("classification").predict(model, tok, texts, precision=FP32)
+    p16 = get_head("classification").predict(model, tok, texts, precision=BF16)
     assert p16.dtype == p32.dtype and abs(p16 - p32).max() < 0.05
     qa, qtok = tiny("qa")
     assert predict_qa(qa, qtok, ["Who traveled?"], [CTX], max_length=48, stride=16, precision=BF16)[0][0] in CTX

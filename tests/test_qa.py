@@ -103,7 +103,7 @@ def test_span_target_is_the_whole_token_answer_daniel_not_danielle(tok):
 
     import pandas as pd
 
-    from beluga.batches import build_streams
+    from beluga.streams import build_streams
     from beluga.tasks import READ
 
     ctx = "Danielle is wiser than Daniel."

@@ -3,8 +3,9 @@ import pandas as pd
 import pytest
 from conftest import case
 
+from beluga.expectations import case_status
 from beluga.metrics import pass_rates
-from beluga.scoring import FAIL, FILTERED, PASS, case_status, score_cases
+from beluga.scoring import FAIL, FILTERED, PASS, score_cases
 from beluga.tasks import SENT, binary_to_three_class
 
 
@@ -139,7 +140,7 @@ def test_all_except_first_with_one_input_passes():
     for probs in (DUP, NOT):
         assert pstatus("inv", {"tolerance": 0.1, "unperturbed": True}, "all_except_first", [probs]) == PASS
     # the first *remaining* result is dropped after Nones are removed
-    from beluga.scoring import combine_inputs
+    from beluga.expectations import combine_inputs
     assert combine_inputs([None, True, False], "all_except_first") == FAIL
     assert combine_inputs([None, False, True], "all_except_first") == PASS
     assert combine_inputs([None, None], "all_except_first") == FILTERED
@@ -163,7 +164,7 @@ def test_qa_eq_exact_and_inv_exact():
 
 
 def test_squad_cleaning():
-    from beluga.scoring import clean_squad
+    from beluga.expectations import clean_squad
     assert clean_squad("the Anna.") == "Anna"
     assert clean_squad("in Paris..") == "Paris"
     # a character-set strip, not an article strip: 'then' and 'ethan' vanish, 'the nation' -> 'on'
@@ -245,7 +246,7 @@ def test_a_functionality_without_a_scored_case_has_no_failure_rate():
 
 
 def outcome(expect, params, agg, probs3, labels=None):
-    from beluga.scoring import case_outcome
+    from beluga.expectations import case_outcome
 
     probs3 = np.asarray(probs3, dtype=float)
     return case_outcome(expect, params, agg, probs3.argmax(-1).tolist(), probs3.tolist(), labels,

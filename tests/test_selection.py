@@ -85,7 +85,8 @@ def _preds(probs: dict):
 def test_sent_reference_objective_by_hand():
     import pandas as pd
 
-    from beluga.selection import classification_parts, reference_objective, reference_plan
+    from beluga.heads.classification import classification_parts, classification_plan
+    from beluga.selection import reference_objective
     from beluga.tasks import get_task_type
 
     sent = get_task_type("sent")
@@ -96,7 +97,7 @@ def test_sent_reference_objective_by_hand():
         _case("d1", "DIR", ["g", "g1", "g2"], "diff_up", params={"tolerance": 0.1, "slice": "orig_not_neutral"}),
         _case("d2", "DIR", ["h", "h1"], "monotonic", params={"increasing": True, "tolerance": 0.1}),
     ])
-    plan = reference_plan(sent, cases)
+    plan = classification_plan(sent, cases)
     assert plan["mft"] == [("m1", 0, 0), ("m2", 0, "not_0"), ("m3", 0, 1), ("m4", 0, "not_0")]
     assert plan["inv"] == [("i1", 1), ("i1", 2), ("i2", 1)]
     assert [(c, j) for c, j, _ in plan["dir"]] == [("d1", 1), ("d1", 2), ("d2", 1)]
@@ -121,7 +122,7 @@ def test_sent_reference_objective_by_hand():
     # training.eq_or_not_negative_target: label (paper.yaml, the reference's): "Q & A: no" label 1 is trained
     # as neutral [1/2, 1/2] and scored so: label 1, only a neutral prediction is a hit (m4 at 0.1 -> 0: miss;
     # at 0.45 -> neutral: hit, which "not_0" would also count; at 0.9 -> 2: a hit for "not_0", a miss here)
-    literal = reference_plan(sent, cases, eq_or_not_negative_target="label")
+    literal = classification_plan(sent, cases, eq_or_not_negative_target="label")
     assert literal["mft"] == [("m1", 0, 0), ("m2", 0, "not_0"), ("m3", 0, 1), ("m4", 0, 1)]
     for p_pos, hit in ((0.45, 1), (0.9, 0)):
         parts = classification_parts(sent, literal, _preds({**p, ("m4", 0): [1 - p_pos, p_pos]}))
@@ -131,7 +132,8 @@ def test_sent_reference_objective_by_hand():
 def test_para_reference_objective_by_hand():
     import pandas as pd
 
-    from beluga.selection import classification_parts, reference_objective, reference_plan
+    from beluga.heads.classification import classification_parts, classification_plan
+    from beluga.selection import reference_objective
     from beluga.tasks import get_task_type
 
     para = get_task_type("para")
@@ -144,7 +146,7 @@ def test_para_reference_objective_by_hand():
         _case("d1", "DIR", ["g", "g1", "g2"], "eq", params={"val": 0}, inputs_b=b),
         _case("t1", "DIR", ["t", "t1", "t2"], "triplet", [1, 1, 0], inputs_b=b),
     ])
-    plan = reference_plan(para, cases)
+    plan = classification_plan(para, cases)
     assert plan["mft"] == [("q1", 0, 1), ("q2", 0, 0), ("q3", 0, 0), ("syn", 0, 1)]
     assert plan["inv"] == [("i1", 1), ("i1", 2)]
     assert plan["dir"] == [("d1", 1, 0), ("d1", 2, 0), ("t1", 0, 1), ("t1", 1, 1), ("t1", 2, 0)]
@@ -167,28 +169,30 @@ def test_reference_objective_leaves_out_a_missing_test_type_and_refuses_unknown_
     import pandas as pd
 
     from beluga.errors import BelugaError
-    from beluga.selection import binary_f1, classification_parts, reference_objective, reference_plan
+    from beluga.heads.classification import binary_f1, classification_parts, classification_plan
+    from beluga.selection import reference_objective
     from beluga.tasks import get_task_type
 
     sent = get_task_type("sent")
     cases = pd.DataFrame([_case("m1", "MFT", ["a"], "eq", [2])])
-    parts = classification_parts(sent, reference_plan(sent, cases), _preds({("m1", 0): [0.2, 0.8]}))
+    parts = classification_parts(sent, classification_plan(sent, cases), _preds({("m1", 0): [0.2, 0.8]}))
     out = reference_objective("sent", parts)
     assert out["terms"] == {"mft": 1.0, "inv": None, "dir": None} and out["score"] == 1.0
-    empty = reference_objective("sent", classification_parts(sent, reference_plan(sent, cases.iloc[:0]),
+    empty = reference_objective("sent", classification_parts(sent, classification_plan(sent, cases.iloc[:0]),
                                                              _preds({})))
     assert empty["score"] != empty["score"]     # NaN: never wins
     with pytest.raises(BelugaError, match="case 'x'.*SENT has no reference metric"):
-        reference_plan(sent, pd.DataFrame([_case("x", "DIR", ["a", "b"], "eq", [0, 0])]))
+        classification_plan(sent, pd.DataFrame([_case("x", "DIR", ["a", "b"], "eq", [0, 0])]))
     with pytest.raises(BelugaError, match="no prediction for case 'm1', input 0"):
-        classification_parts(sent, reference_plan(sent, cases), _preds({("m2", 0): [0.5, 0.5]}))
+        classification_parts(sent, classification_plan(sent, cases), _preds({("m2", 0): [0.5, 0.5]}))
     with pytest.raises(BelugaError, match="two-class"):
-        classification_parts(sent, reference_plan(sent, cases), _preds({("m1", 0): [0.2, 0.3, 0.5]}))
+        classification_parts(sent, classification_plan(sent, cases), _preds({("m1", 0): [0.2, 0.3, 0.5]}))
     assert binary_f1([0, 0], [0, 0]) == 0.0 and binary_f1([1, 0, 1], [1, 1, 1]) == pytest.approx(0.8)
 
 
 def test_read_parts_and_terms_by_hand():
-    from beluga.selection import read_parts, reference_objective
+    from beluga.heads.span import read_parts
+    from beluga.selection import reference_objective
 
     parts = read_parts([True, False, True, True], [True, False, False, True], [True, True], [False, True])
     # start 3/4, end 2/4 -> 0.625; INV start 2/2, end 1/2 -> 0.75

@@ -14,11 +14,13 @@ import scipy.stats
 import torch
 from conftest import train_run
 
-from beluga.batches import TrainItem, build_streams, epoch_batches
+from beluga.batches import TrainItem, epoch_batches
 from beluga.errors import BelugaError, ConfigError, DataError, ModelError, SuiteError
+from beluga.heads import get_head
 from beluga.losses import interval_loss, mse_loss, score_dir_loss, score_inv_loss
 from beluga.regression_metrics import paired_bootstrap, pearson, spearman
 from beluga.scoring import iid_outcomes, score_cases
+from beluga.streams import build_streams
 from beluga.suites.format import validate_suite
 from beluga.tasks import SENT, SIMILARITY, TASK_TYPES, get_task_type
 
@@ -102,7 +104,7 @@ def test_score_dir_direction_margin_and_bound():
 
 
 def test_filter_conditions_of_score_expectations():
-    from beluga.scoring import filter_condition
+    from beluga.expectations import filter_condition
 
     assert "at the top of the score range" in filter_condition("score_up", {})
     assert "at the bottom of the score range" in filter_condition("score_down", {"margin": 1})
@@ -356,7 +358,7 @@ def _toy_iid(n=24):
 def test_tiny_model_trains_saves_loads_and_predicts(tmp_path):
     from beluga.modeling import TINY_RANDOM, load_model, load_trained, save_model, set_seed
     from beluga.precision import FP32
-    from beluga.predict import SCORE_PREDICTION_SCHEMA, predictions, predictions_table
+    from beluga.predict import predictions, predictions_table
     from beluga.scoring import run_outcomes
 
     iid, suite = _toy_iid(), _toy_suite().iloc[:4]
@@ -374,7 +376,7 @@ def test_tiny_model_trains_saves_loads_and_predicts(tmp_path):
         outs.append(preds)
     pd.testing.assert_frame_equal(outs[0], outs[1])   # seeded: the same scores
     table = predictions_table(preds, SIMILARITY, "p.parquet")
-    assert table.schema == SCORE_PREDICTION_SCHEMA
+    assert table.schema == get_head("regression").prediction_schema()
     iid_rows = preds[preds["split"] == "iid_test"]
     assert iid_rows["label"].tolist() == iid["label"].tolist() and suite_rows_null(preds)
     out = run_outcomes(SIMILARITY, suite, preds, iid, held_out=["typos"], source="p.parquet")
@@ -430,7 +432,7 @@ def test_regression_streams_train_with_every_sampling_and_penalty(method, hparam
 def test_reference_batching_and_a_resumed_run(tmp_path):
     """Reference batching halves the INV / DIR minibatches of a regression head too; a run resumed from its
     epoch checkpoint (score items, infinite interval bounds included, fingerprinted) ends with the same scores."""
-    from beluga.modeling import TINY_RANDOM, load_model, predict_scores, set_seed
+    from beluga.modeling import TINY_RANDOM, load_model, set_seed
 
     streams = build_streams(SIMILARITY, _toy_iid(8), _toy_suite().iloc[:4])
     hp = {"lr": 1e-3, "batch_size": 4, "epochs": 2}
@@ -445,7 +447,7 @@ def test_reference_batching_and_a_resumed_run(tmp_path):
         model, tok = load_model(TINY_RANDOM, 1, head="regression")
         summary = train_run(model, tok, streams, "vanilla", hp, seed=0, task_type="similarity", max_length=32,
                             checkpoint_dir=str(tmp_path / "ckpt"), checkpoint_every_s=0.0)
-        scores.append(predict_scores(model, tok, ["a cat sat"], ["a dog ran"], max_length=32))
+        scores.append(get_head("regression").predict(model, tok, ["a cat sat"], ["a dog ran"], max_length=32))
     assert summary["resumed_from_epoch"] == 1
     np.testing.assert_array_equal(scores[0], scores[1])
 

@@ -11,9 +11,9 @@ from beluga.data.ood_sets import load_local
 from beluga.data.tables import load_table
 from beluga.errors import BelugaError, DataError
 from beluga.report.diagnostics import run_diagnostics
-from beluga.report.score_diagnostics import CONSTANT_STD, constant_predictor
-from beluga.score_objective import regression_parts
-from beluga.selection import reference_objective, reference_plan
+from beluga.score_diagnostics import CONSTANT_STD, constant_predictor
+from beluga.score_objective import regression_parts, regression_plan
+from beluga.selection import reference_objective
 from beluga.tasks import SIMILARITY
 
 
@@ -48,7 +48,7 @@ def test_reference_objective_pools_score_results_by_test_type():
                           _case("i", "inv", "INV", 3, "score_inv", {"tolerance": 0.5}),
                           _case("d", "down", "DIR", 2, "score_down"),
                           _case("top", "down", "DIR", 2, "score_up")])
-    plan = reference_plan(SIMILARITY, cases)
+    plan = regression_plan(cases)
     preds = _preds({"m": [4.6, 3.0], "i": [2.0, 2.4, 3.0], "d": [3.0, 2.0], "top": [5.0, 5.0]})
     parts = regression_parts(plan, preds, "T_val", SIMILARITY.score_range)
     # MFT 1 of 2 inputs; INV 1 of 2 perturbations; DIR 1 of 1 (the case at the top bound is filtered)
@@ -56,7 +56,7 @@ def test_reference_objective_pools_score_results_by_test_type():
     rec = reference_objective("similarity", parts)
     assert rec["score"] == pytest.approx(2.0) and rec["terms"] == {"mft": 0.5, "inv": 0.5, "dir": 1.0}
     assert rec["metric"] == "MFT score pass + INV score pass + DIR score pass on T_val (the project's counterpart)"
-    no_dir = regression_parts(reference_plan(SIMILARITY, cases.iloc[:2]), preds)
+    no_dir = regression_parts(regression_plan(cases.iloc[:2]), preds)
     assert no_dir["dir_pass"] is None and reference_objective("similarity", no_dir)["score"] == pytest.approx(1.0)
     with pytest.raises(BelugaError, match="trial x: field 'score': no finite predicted score for case 'i', input 2"):
         regression_parts(plan, preds[~((preds["case_id"] == "i") & (preds["input_idx"] == 2))], "trial x")

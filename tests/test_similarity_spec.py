@@ -305,7 +305,7 @@ def test_the_other_packaged_specs_render_as_before(name):
 def test_training_streams_of_the_rendered_suites():
     """similarity_default trains its MFTs on their values / bounds, its DIRs in their direction with the margin,
     its INVs as pairs; acceptability_default's MFTs train the one-hot class by name."""
-    from beluga.batches import build_streams
+    from beluga.streams import build_streams
 
     s = load_spec("similarity_default")
     streams = build_streams(SIM, None, render_spec(s, load_sources(s), cases_per_functionality=3))

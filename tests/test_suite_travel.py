@@ -290,7 +290,7 @@ def test_from_textattack(tmp_path, capsys):
 def _trainable(path, task, n_inv):
     """The pipeline's suite reader takes the suite and its training streams hold one INV item per case (the
     meta per input stays aligned when the inputs are capped)."""
-    from beluga.batches import build_streams
+    from beluga.streams import build_streams
     from beluga.suites.build import cap_inputs, read_suite_file
     from beluga.tasks import get_task_type
 

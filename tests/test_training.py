@@ -7,10 +7,12 @@ import pytest
 import torch
 from conftest import make_tiny_suite, train_run
 
-from beluga.batches import build_streams, epoch_batches
+from beluga.batches import epoch_batches
 from beluga.errors import ConfigError, ModelError
+from beluga.heads import get_head
 from beluga.methods import check_method_hparams, get_algorithm, method_hparams
-from beluga.modeling import TINY_RANDOM, load_model, predict_probs, resolve_model, set_seed
+from beluga.modeling import TINY_RANDOM, load_model, resolve_model, set_seed
+from beluga.streams import build_streams
 from beluga.tasks import SENT
 from beluga.training import LossFn
 
@@ -44,7 +46,7 @@ def test_train_reduces_loss_and_is_deterministic():
         model, tok = tiny()
         streams = build_streams(SENT, None, suite)
         summary = train_run(model, tok, streams, "vanilla", {"lr": 1e-3, "batch_size": 4, "epochs": 3}, seed=5)
-        outs.append(predict_probs(model, tok, ["this is awful 1", "a fine film"]))
+        outs.append(get_head("classification").predict(model, tok, ["this is awful 1", "a fine film"]))
     assert summary["steps"] == 3 * (3 + 2 + 2)
     np.testing.assert_array_equal(outs[0], outs[1])
 
@@ -78,7 +80,7 @@ def test_model_resolution():
 
 def test_dropout_free_eval_predictions_sum_to_one():
     model, tok = tiny()
-    p = predict_probs(model, tok, ["a", "bb", "ccc"], batch_size=2)
+    p = get_head("classification").predict(model, tok, ["a", "bb", "ccc"], batch_size=2)
     assert p.shape == (3, 2) and p.dtype == np.float32
     np.testing.assert_allclose(p.sum(-1), 1, rtol=1e-5)
     assert torch.get_num_threads() >= 1

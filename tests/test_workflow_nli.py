@@ -14,7 +14,7 @@ import yaml
 from conftest import pipeline
 from staging import build
 
-from beluga.metrics import mcc
+from beluga.heads.classification import mcc
 from beluga.suites.format import save_suite
 
 N = 8   # cases per functionality

@@ -58,8 +58,8 @@ import pandas as pd
 
 from beluga.data.iid import IID_SPLITS
 from beluga.errors import ConfigError, DataError
+from beluga.heads import HEADS
 from beluga.metrics import BASELINE, CONFIG_LABELS
-from beluga.predict import PREDICTION_SCHEMA, QA_PREDICTION_SCHEMA
 from beluga.seeds import N_SEEDS_COLUMN, SEED_COLUMN
 
 LONG_COLUMNS = ("system", "task", "dataset", "domain", "metric", "value")
@@ -95,7 +95,7 @@ TABLE_SEED_COLUMNS = (N_SEEDS_COLUMN, "id_sd", "ood_avg_sd", "decrease_ratio_sd"
 #: correlation and prediction tables) and split names; a set named ``id`` would replace the ID column
 RESERVED_SET_NAMES = frozenset((*LONG_COLUMNS, *LONG_EXTRA_COLUMNS, *RANKING_COLUMNS, "benchmark",
                                 *CORRELATION_COLUMNS, *TABLE_LEAD, *TABLE_TAIL, *MODEL_COLUMNS, *SPLIT_NAMES,
-                                *PREDICTION_SCHEMA.names, *QA_PREDICTION_SCHEMA.names, *LONG_SEED_COLUMNS,
+                                *(n for h in HEADS.values() for n in h.prediction_schema().names), *LONG_SEED_COLUMNS,
                                 *TABLE_SEED_COLUMNS, SEED_COLUMN))
 
 

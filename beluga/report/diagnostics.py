@@ -36,16 +36,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter
 
 import numpy as np
 import pandas as pd
 
 from beluga.bounds import json_loads
 from beluga.errors import DataError
-from beluga.health import check_probabilities
+from beluga.heads import head_of
+from beluga.heads.classification import as_int
 from beluga.metrics import CONFIG_LABELS
-from beluga.report.score_diagnostics import score_diagnostics
 from beluga.report.tables import CONFIG_ORDER
 from beluga.tasks import get_task_type
 
@@ -85,69 +84,10 @@ def _flag(v) -> bool:
     return bool(v)
 
 
-def _as_int(v) -> int | None:
-    if _missing(v) or isinstance(v, (bool, str, bytes)):
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return int(f) if f.is_integer() else None
-
-
-def _shares(labels: list[int], names: dict[int, str]) -> dict[str, float]:
-    """Share of each label name (every name of the label set, extra classes
-    appended as ``class_<k>``); NaN shares when there is nothing to count."""
-    counts = Counter(labels)
-    keys = list(names) + sorted(k for k in counts if k not in names)
-    n = len(labels)
-    return {names.get(k, f"class_{k}"): (counts.get(k, 0) / n if n else float("nan")) for k in keys}
-
-
-def _majority(shares: dict[str, float]) -> tuple[str | None, float]:
-    valid = {k: v for k, v in shares.items() if not math.isnan(v)}
-    if not valid:
-        return None, float("nan")
-    name = max(valid, key=lambda k: valid[k])   # first label wins ties
-    return name, float(valid[name])
-
-
-def _top_answer(answers: list[str]) -> tuple[str | None, float, float]:
-    """(most frequent answer, its share, share of empty answers)."""
-    if not answers:
-        return None, float("nan"), float("nan")
-    counts = Counter(answers)
-    top, n_top = max(counts.items(), key=lambda kv: kv[1])
-    n = len(answers)
-    return top, n_top / n, counts.get("", 0) / n
-
-
-def _mean(values: np.ndarray) -> float:
-    return float(np.mean(values)) if len(values) else float("nan")
-
-
 def _check_columns(df: pd.DataFrame, cols, source: str, what: str) -> None:
     for c in cols:
         if c not in df.columns:
             raise DataError(f"{source}: field '{c}': missing column ({what} needs {', '.join(cols)})")
-
-
-def _probs_matrix(values, source: str) -> np.ndarray:
-    try:
-        rows = [np.asarray(v, dtype=np.float64) for v in values]
-        out = np.stack(rows) if rows else np.zeros((0, 0))
-    except (TypeError, ValueError) as e:
-        raise DataError(f"{source}: field 'probs': every row needs a list of class probabilities "
-                        f"of the same length ({e})") from None
-    if out.ndim != 2:
-        raise DataError(f"{source}: field 'probs': every row needs a list of class probabilities")
-    if len(out):
-        check_probabilities(out, source)
-    return out
-
-
-def _answers(values) -> list[str]:
-    return ["" if _missing(v) else str(v).strip() for v in values]
 
 
 # ---------------------------------------------------------------- joins
@@ -175,14 +115,14 @@ def _gold_labels(cid, ttype, n, labels, expect, raw, agg) -> list[int | None]:
         params = json_loads(raw) if isinstance(raw, str) and raw else {}
     except json.JSONDecodeError:
         raise DataError(f"suite case {cid!r}: field 'expect_params': not a JSON object") from None
-    val = _as_int(params.get("val")) if isinstance(params, dict) else None
+    val = as_int(params.get("val")) if isinstance(params, dict) else None
     per_input = list(labels) if labels is not None and not isinstance(labels, float) else [None] * n
     first = 1 if ttype != "MFT" and agg == "all_except_first" else 0
     out: list[int | None] = []
     for j in range(n):
         lb = None
         if j >= first:
-            lb = val if val is not None else (_as_int(per_input[j]) if j < len(per_input) else None)
+            lb = val if val is not None else (as_int(per_input[j]) if j < len(per_input) else None)
         if expect == "eq_or_not_negative" and lb == 1:
             lb = None
         out.append(lb)
@@ -259,9 +199,8 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
     label distributions (``iid_pred_share``, ``iid_gold_share``,
     ``suite_pred_share``, ``suite_gold_share``: label name -> share; empty for QA)."""
     ttype = get_task_type(task_type)
-    qa = ttype.head == "qa"
-    value_col = {"qa": "answer", "regression": "score"}.get(ttype.head, "probs")
-    _check_columns(predictions, ["split", "case_id", "input_idx", value_col], source,
+    head = head_of(ttype)
+    _check_columns(predictions, ["split", "case_id", "input_idx", head.value_column], source,
                    f"a {ttype.name} prediction file")
     split = predictions["split"].astype(str)
     known = split.isin([SUITE_SPLIT, IID_SPLIT]) | split.str.startswith("ood:")
@@ -270,60 +209,12 @@ def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_tes
         raise DataError(f"{source}: field 'split': unknown split {bad.iloc[0]!r} "
                         f"(expected {SUITE_SPLIT}, {IID_SPLIT} or ood:<name>)")
     suite = _join_suite(predictions[predictions["split"] == SUITE_SPLIT], suite_test, source)
-    iid = _join_iid(predictions[predictions["split"] == IID_SPLIT], iid_test, source,
-                    need_label=ttype.head == "classification")
+    iid = _join_iid(predictions[predictions["split"] == IID_SPLIT], iid_test, source, need_label=head.has_classes)
     is_dir = (suite["test_type"] == "DIR").to_numpy()
     out: dict = {"task_type": ttype.name, "n_iid": int(len(iid)), "n_suite": int(len(suite)),
                  "n_dir_inputs": int(is_dir.sum())}
-    nan = float("nan")
-    if ttype.head == "regression":   # a constant predictor is its degenerate solution
-        reg = score_diagnostics(iid["score"], suite["score"], source, whole_suite)
-        iid_deg, suite_deg = reg.pop("iid_deg"), reg.pop("suite_deg")
-        out.update({"n_suite_gold": 0, **{k: {} for k in DIST_KEYS}, **reg})
-    elif qa:
-        iid_top, iid_top_share, iid_empty = _top_answer(_answers(iid["answer"]))
-        suite_top, suite_top_share, suite_empty = _top_answer(_answers(suite["answer"]))
-        out.update({"n_suite_gold": 0, **{k: {} for k in DIST_KEYS},
-                    "iid_majority_label": iid_top, "iid_majority_share": iid_top_share,
-                    "suite_majority_label": suite_top, "suite_majority_share": suite_top_share,
-                    "iid_empty_share": iid_empty, "suite_empty_share": suite_empty,
-                    "confidence_iid": nan, "confidence_suite": nan, "confidence_dir": nan})
-        # the top answer's share is at least the empty answers' share (the empty answer counts as an answer)
-        iid_deg = iid_top_share >= degenerate_share
-        suite_deg = whole_suite and suite_top_share >= degenerate_share
-    else:
-        iid_probs = _probs_matrix(iid["probs"], source)
-        suite_probs = _probs_matrix(suite["probs"], source)
-        iid_pred = iid_probs.argmax(1).tolist() if len(iid_probs) else []
-        if len(suite_probs):
-            try:
-                suite_pred = ttype.suite_probs(suite_probs).argmax(1).tolist()
-            except ValueError as e:
-                raise DataError(f"{source}: field 'probs': {e}") from None
-        else:
-            suite_pred = []
-        gold_iid = [_as_int(v) for v in iid["gold"]]
-        if any(g is None for g in gold_iid):
-            raise DataError("iid_test: field 'label': every i.i.d. test example needs an integer label")
-        suite_gold = [int(g) for g in suite["gold"] if g is not None]
-        shares = {
-            "iid_pred_share": _shares(iid_pred, ttype.iid_labels),
-            "iid_gold_share": _shares(gold_iid, ttype.iid_labels),
-            "suite_pred_share": _shares(suite_pred, ttype.suite_labels),
-            "suite_gold_share": _shares(suite_gold, ttype.suite_labels),
-        }
-        iid_maj, iid_share = _majority(shares["iid_pred_share"])
-        suite_maj, suite_share = _majority(shares["suite_pred_share"])
-        conf_suite = suite_probs.max(1) if len(suite_probs) else np.zeros(0)
-        out.update({"n_suite_gold": len(suite_gold), **shares,
-                    "iid_majority_label": iid_maj, "iid_majority_share": iid_share,
-                    "suite_majority_label": suite_maj, "suite_majority_share": suite_share,
-                    "iid_empty_share": nan, "suite_empty_share": nan,
-                    "confidence_iid": _mean(iid_probs.max(1)) if len(iid_probs) else nan,
-                    "confidence_suite": _mean(conf_suite),
-                    "confidence_dir": _mean(conf_suite[is_dir]) if is_dir.any() else nan})
-        iid_deg = not math.isnan(iid_share) and iid_share >= degenerate_share
-        suite_deg = whole_suite and not math.isnan(suite_share) and suite_share >= degenerate_share
+    values, iid_deg, suite_deg = head.diagnostics(ttype, iid, suite, is_dir, source, whole_suite, degenerate_share)
+    out.update(values)
     out["degenerate"] = bool(iid_deg or suite_deg)
     out["degenerate_on"] = "both" if iid_deg and suite_deg else "iid" if iid_deg else "suite" if suite_deg else ""
     out["degenerate_share"] = float(degenerate_share)

@@ -29,6 +29,7 @@ import pandas as pd
 from scipy.stats import binomtest, rankdata
 
 from beluga import metrics
+from beluga.heads.classification import mcc_from_counts
 from beluga.tasks import TASK_TYPES
 
 #: the scenarios of a configuration-method pair (metrics.SCENARIOS without the baseline's "standard")
@@ -129,7 +130,7 @@ def _iid_metrics(f: np.ndarray, task_type: str) -> dict[str, np.ndarray]:
         else:
             tp, fp, fn = f[..., idx["tp"]], f[..., idx["fp"]], f[..., idx["fn"]]
             if m == "mcc":
-                out[m] = metrics.mcc_from_counts(tp, fp, fn, 1.0 - tp - fp - fn)
+                out[m] = mcc_from_counts(tp, fp, fn, 1.0 - tp - fp - fn)
             else:
                 den = 2 * tp + fp + fn
                 with np.errstate(invalid="ignore", divide="ignore"):

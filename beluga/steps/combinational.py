@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from beluga.heads import head_of
 from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
 from beluga.job import begin
 from beluga.settings import FoldRun
@@ -38,9 +39,8 @@ def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: di
     Inputs over ``run.max_length`` tokens are dropped or have their sentence cut
     (``too_long``), never the template; the counts go into the record."""
     from beluga.analyses import combinational as comb
-    from beluga.batches import build_streams
     from beluga.fold import load_start_model, train_model
-    from beluga.modeling import predict_probs
+    from beluga.streams import build_streams
 
     run = FoldRun.from_dict(run)
     job, clock = begin(run.threads, run.precision, run.gpus)
@@ -54,8 +54,8 @@ def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: di
     test_b = list(test["text_b"]) if "text_b" in test.columns else None
 
     def accuracy() -> dict:
-        probs = predict_probs(model, tokenizer, list(test["text"]), test_b, batch_size, run.max_length,
-                              precision=job.precision)
+        probs = head_of(SENT).predict(model, tokenizer, list(test["text"]), test_b, batch_size, run.max_length,
+                                      precision=job.precision)
         return comb.cell_accuracy(test, probs.argmax(axis=1))
 
     epochs = []

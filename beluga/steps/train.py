@@ -15,10 +15,11 @@ from pathlib import Path
 
 from beluga.data.ood_sets import read_prepared
 from beluga.folds import predicted_iid, scored_functionalities
+from beluga.heads import head_of
 from beluga.io import read_parquet, write_json, write_parquet
 from beluga.job import RUN_FILE, Job, begin
 from beluga.methods import get_algorithm
-from beluga.selection import best_trial, check_objective, reference_plan
+from beluga.selection import best_trial, check_objective
 from beluga.settings import FoldRun
 from beluga.suites.build import split_cases
 from beluga.tasks import get_task_type
@@ -27,9 +28,9 @@ from beluga.tasks import get_task_type
 def train_iid(*, run: dict, train: str, out_model: str) -> dict:
     """The IID model: the pre-trained model trained on D_train."""
     from beluga import checkpoint
-    from beluga.batches import build_streams
     from beluga.fold import load_start_model, train_model
     from beluga.modeling import model_provenance, save_model
+    from beluga.streams import build_streams
 
     run = FoldRun.from_dict(run)
     job, clock = begin(run.threads, run.precision, run.gpus)
@@ -191,7 +192,8 @@ def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str,
     val = split_cases(suite, split, run.task_type, "val", run.training_functionalities)
     plan = None
     if check_objective(objective) == "reference":
-        plan = reference_plan(get_task_type(run.task_type), val, run.qa_answer_match, run.eq_or_not_negative_target)
+        ttype = get_task_type(run.task_type)
+        plan = head_of(ttype).objective_plan(ttype, val, run.qa_answer_match, run.eq_or_not_negative_target)
     job, clock = begin(run.threads, run.precision, run.gpus)
     model, tokenizer, summary = train_fold(run, job, clock, suite=suite, split=split, iid_train=iid_train,
                                            start=start)

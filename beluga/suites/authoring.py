@@ -13,8 +13,8 @@ import yaml
 
 from beluga.bounds import yaml_load
 from beluga.errors import ConfigError
+from beluga.expectations import filter_condition
 from beluga.progress import progress
-from beluga.scoring import filter_condition
 from beluga.suites import lexicons as lex
 from beluga.suites import perturb as perturbations
 from beluga.suites import spec as suite_spec

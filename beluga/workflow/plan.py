@@ -138,8 +138,9 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
     where they come from. Builds the suite and the split in memory exactly as
     the pipeline does."""
     from beluga import folds as folds_mod
-    from beluga.batches import LABEL_DIR, LABEL_DIR_DRAW, build_streams
+    from beluga.batches import LABEL_DIR, LABEL_DIR_DRAW
     from beluga.data import iid as iid_mod
+    from beluga.streams import build_streams
     from beluga.suites.build import make_suite, suite_spec_name, with_fold_types
     from beluga.suites.format import functionality_table
 

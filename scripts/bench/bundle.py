@@ -54,8 +54,8 @@ def qa_data(tmp: Path, squad: str | None) -> tuple:
     the pipeline stages them."""
     import pandas as pd
 
-    from beluga.batches import build_streams
     from beluga.steps import data
+    from beluga.streams import build_streams
     from beluga.tasks import get_task_type
 
     path = Path(squad) if squad else REPO.parent / "shared" / "data" / "iid" / "squad"
@@ -80,8 +80,8 @@ def make_bundle(out: Path, long_length: int, squad: str | None) -> Path:
     import pandas as pd
     from transformers import AutoTokenizer
 
-    from beluga.batches import build_streams
     from beluga.modeling import default_model_path
+    from beluga.streams import build_streams
     from bench.common import bench_run
     from bench.workloads import default_fold, long_items
 

@@ -13,7 +13,7 @@ def bench_prediction(iid, reps: int, n: int) -> dict:
     import pandas as pd
     import torch
 
-    from beluga.modeling import predict_probs
+    from beluga.heads import get_head
 
     texts = list(pd.read_parquet(iid["pool"])["text"][:n])
     model, tok = fresh_model()
@@ -37,7 +37,7 @@ def bench_prediction(iid, reps: int, n: int) -> dict:
     def ours(prec):
         sync()
         t = time.perf_counter()
-        predict_probs(model, tok, texts, None, 64, common.MAX_LENGTH, precision=prec)
+        get_head("classification").predict(model, tok, texts, None, 64, common.MAX_LENGTH, precision=prec)
         sync()
         return time.perf_counter() - t
 
@@ -51,8 +51,8 @@ def bench_prediction(iid, reps: int, n: int) -> dict:
     rate = {k: len(texts) / median(v) for k, v in times.items()}
     row("prediction inputs/s fp32", rate["ours fp32"], "inputs/s")
     row("prediction inputs/s bf16", rate["ours bf16"], "inputs/s", baseline=rate["ours fp32"])
-    p32 = predict_probs(model, tok, texts, None, 64, common.MAX_LENGTH, precision=fp32)
-    p16 = predict_probs(model, tok, texts, None, 64, common.MAX_LENGTH, precision=bf16)
+    p32 = get_head("classification").predict(model, tok, texts, None, 64, common.MAX_LENGTH, precision=fp32)
+    p16 = get_head("classification").predict(model, tok, texts, None, 64, common.MAX_LENGTH, precision=bf16)
     same = float((p32.argmax(1) == p16.argmax(1)).mean())
     row("bf16 vs fp32: same predicted class", same, "share", note=f"max |dp| {abs(p32 - p16).max():.4f}")
     return {"predict_inputs_per_s": rate, "predict_seq_per_s": rate["ours bf16"], "bf16_same_class": same}

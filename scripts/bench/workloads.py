@@ -16,8 +16,8 @@ def default_fold(tmp: Path):
     training streams of the seen fold of IID→(IID+T) with the default's mix."""
     import pandas as pd
 
-    from beluga.batches import build_streams
     from beluga.steps import data
+    from beluga.streams import build_streams
     from beluga.suites.build import split_cases
     from beluga.tasks import get_task_type
     from beluga.workflow.plan import load_config
@@ -120,7 +120,7 @@ def make_workload(name: str, model: str, length: int, batch: int, data: str, tty
     ``tmp``)."""
     import pandas as pd
 
-    from beluga.batches import build_streams
+    from beluga.streams import build_streams
 
     if common.BUNDLE is not None:
         return bundle_workload(name, model, length, batch, data)

@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 
 from beluga.analyses.inoculation.plan import SCHEDULES, challenge_dev_split, challenge_split, dose_sample
-from beluga.batches import build_streams
 from beluga.clock import Clock
 from beluga.data.ood_sets import split_name
 from beluga.errors import DataError
@@ -20,6 +19,7 @@ from beluga.metrics import iid_metrics, iid_score, pass_rates
 from beluga.predict import example_predictions
 from beluga.scoring import iid_outcomes
 from beluga.settings import FoldRun
+from beluga.streams import build_streams
 from beluga.suites.build import split_cases
 from beluga.suites.format import functionality_table
 from beluga.tasks import get_task_type
