@@ -15,15 +15,12 @@ import numpy as np
 import pandas as pd
 
 from beluga.bounds import json_loads
+from beluga.heads import head_of
+from beluga.heads.base import shorten
 from beluga.metrics import STATUS_WORDS, filter_counts, filtered_note, status_word
 from beluga.pages import render_page
 
 # ---------------------------------------------------------------- the failure summary
-
-
-def _short(text, n: int = 70) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[:n - 1] + "…"
 
 
 def _first_diff(a: str, b: str) -> int:
@@ -35,9 +32,9 @@ def _around(text: str, at: int, n: int) -> str:
     """``text`` shortened to ``n`` characters around position ``at`` (where a perturbation changed it)."""
     text = str(text)
     if len(text) <= n or at < n - 25:
-        return _short(text, n)
+        return shorten(text, n)
     start = max(0, min(at - 25, len(text) - (n - 2)))
-    return "…" + _short(text[start:], n - 1)
+    return "…" + shorten(text[start:], n - 1)
 
 
 def expectation_text(expect: str, params: str | None) -> str:
@@ -49,18 +46,7 @@ def expectation_text(expect: str, params: str | None) -> str:
 def prediction_text(value, ttype) -> str:
     """One input's prediction as the summary shows it: an answer (READ), a score (a regression head), or the
     class the expectation sees with its probability (and the model's own class where they differ)."""
-    if ttype.head == "qa":
-        return repr(_short(value, 40))
-    if ttype.head == "regression":
-        return "—" if value is None else f"score {float(value):.2f}"
-    probs = np.asarray(value, dtype=float)
-    suite = ttype.suite_probs(probs[None, :])[0]      # what the expectation sees (SENT: three classes)
-    k = int(suite.argmax())
-    shown = f"{ttype.suite_labels.get(k, str(k))} ({suite[k]:.2f})"
-    if len(probs) != len(suite):   # the model's own classes too
-        j = int(probs.argmax())
-        shown += f"; model: {ttype.iid_labels.get(j, str(j))} {probs[j]:.2f}"
-    return shown
+    return head_of(ttype).prediction_text(value, ttype)
 
 
 def _functionality_rates(suite: pd.DataFrame, status: pd.DataFrame) -> pd.DataFrame:
@@ -167,8 +153,8 @@ def _shown_inputs(r, ttype) -> list[tuple[int, str]]:
         other = texts[1] if j == 0 and len(texts) > 1 else texts[0]
         at = _first_diff(t, other)
         shown = _around(t, at, 70) if b is None else (
-            f"{_short(b, 40)} | {_around(t, at, 50)}" if ttype.head == "qa"
-            else f"{_around(t, at, 45)} | {_short(b, 45)}")
+            f"{shorten(b, 40)} | {_around(t, at, 50)}" if head_of(ttype).second_text_first
+            else f"{_around(t, at, 45)} | {shorten(b, 45)}")
         shown_inputs.append((j, shown))
     return shown_inputs
 
@@ -176,15 +162,9 @@ def _shown_inputs(r, ttype) -> list[tuple[int, str]]:
 def _expected(r, ttype) -> str:
     """A case's expectation as the summary shows it (with its label or answer)."""
     expected = expectation_text(r.expect, r.expect_params)
-    labels = getattr(r, "labels", None)
-    if labels is not None and len(labels) and ttype.head == "regression":   # the inputs' gold scores
-        expected += f" (score {' / '.join(f'{float(x):g}' for x in dict.fromkeys(labels) if x is not None)})"
-    elif labels is not None and len(labels) and ttype.head != "qa":
-        names = sorted({ttype.suite_labels.get(int(x), str(x)) for x in labels if x is not None})
-        expected += f" (label {' / '.join(names)})"
-    answers = getattr(r, "answers", None)
-    if answers is not None and len(answers) and ttype.head == "qa":
-        expected += f" (answer {_short(answers[0], 30)!r})"
+    gold = getattr(r, head_of(ttype).gold_field, None)
+    if gold is not None and len(gold):
+        expected += f" ({head_of(ttype).gold_text(gold, ttype)})"
     return expected
 
 
@@ -305,22 +285,22 @@ def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[s
     for cap, g in funcs.groupby("capability", sort=False):
         lines += ["", t(cap)]
         for r in g.to_dict("records"):
-            name = _short(t(r["functionality"]), name_width)
+            name = shorten(t(r["functionality"]), name_width)
             lines.append(f"  {name:<{name_width}} {t(r['test_type']):<4} {r['status']:<{word_width}} "
                          f"{_text_rate(r, n)}".rstrip())
             if r.get("filtered"):   # wrapped, never cut: every reason and its count is read
                 lines += textwrap.wrap(t(r["filtered"]), width, initial_indent=" " * 6, subsequent_indent=" " * 8)
             for ex in examples.get(r["functionality"], []):
                 if n == 1:
-                    lines.append(f"      ✗ {_short(t(ex['expectation']), width - 8)}")
+                    lines.append(f"      ✗ {shorten(t(ex['expectation']), width - 8)}")
                 else:
                     fails = _fails_for(ex, labels)
-                    lines.append(f"      ✗ {_short(t(ex['expectation']), max(20, width - 12 - len(fails)))} — {fails}")
+                    lines.append(f"      ✗ {shorten(t(ex['expectation']), max(20, width - 12 - len(fails)))} — {fails}")
                 first = ex["failing"][0]
                 for inp in ex["inputs"]:
                     pred = t(inp["predictions"][first]) + ("" if n == 1 else f" ({labels[first]})")
                     room = width - 12 - len(pred) if n == 1 else max(10, width - 12 - len(pred))
-                    lines.append(f"        {_short(t(inp['input']), room)}  → {pred}")
+                    lines.append(f"        {shorten(t(inp['input']), room)}  → {pred}")
     return "\n".join(lines[:len(head) + 1] + [line[:width] for line in lines[len(head) + 1:]]) + "\n"
 
 

@@ -59,6 +59,7 @@ import pyarrow.parquet as pq
 from beluga.analyses.behavioral import one_line
 from beluga.bounds import json_loads
 from beluga.errors import DataError
+from beluga.heads import get_head
 from beluga.health import SUM_TOLERANCE, bad_probability_rows
 
 KEYED_FORMATS = ("parquet", "csv", "tsv", "jsonl")
@@ -87,8 +88,9 @@ def export_rows(suite: pd.DataFrame, head: str) -> pd.DataFrame:
             a.append(str(t))
             b.append(str(r.inputs_b[j]) if has_b and r.inputs_b is not None else None)
     out = pd.DataFrame({"case_id": cid, "input_idx": idx})
-    if head == "qa":
-        out["context"], out["question"] = a, b
+    columns = get_head(head).example_columns
+    if columns:   # the head's own names (READ: context, question)
+        out[columns[0]], out[columns[1]] = a, b
     else:
         out["text"] = a
         if has_b:

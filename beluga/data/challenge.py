@@ -63,6 +63,7 @@ import pandas as pd
 
 from beluga.data.remotes import NAIK_SETS, OOD_DIRS, OOD_SPLITS, ood_paths
 from beluga.errors import ConfigError, DataError
+from beluga.heads import get_head
 
 _log = logging.getLogger(__name__)
 
@@ -425,11 +426,11 @@ def load_challenge(entry: dict, head: str, pair: bool | None = None, task_labels
     source, split = entry["source"], entry.get("split") or "test"
     name = entry.get("name")
     if source == "adversarial_squad":
-        if head != "qa":
+        if not get_head(head).example_columns:
             raise ConfigError(f"ood set {name!r}: field 'source': 'adversarial_squad' holds reading-comprehension "
                               "questions (a read task)")
         return read_adversarial_squad(entry, split)
-    if head != "classification" or pair is False:
+    if not get_head(head).has_classes or pair is False:
         raise ConfigError(f"ood set {name!r}: field 'source': {source!r} holds sentence pairs with NLI labels (an "
                           "nli, nli_binary or, for sick, similarity task)")
     nli = bool(set(NLI3) & set(_task_names(task_labels)))

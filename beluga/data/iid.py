@@ -63,6 +63,7 @@ from beluga.data.paper_data import (
 )
 from beluga.data.tables import RT_SOURCE, load_source
 from beluga.errors import DataError
+from beluga.heads import get_head
 
 IID_SPLITS = ("train", "val", "test")
 #: the task type whose inputs a named source holds (SENT single sentences, PARA question pairs, READ QA; GLUE's
@@ -229,7 +230,7 @@ def load_splits(cfg: dict, head: str, label_set: set[int], pair: bool | None = N
             out[name], left = _cap(parts[name], sizes[name], seed, name)
             rest.append(left)
         out["pool"] = pd.concat(rest, ignore_index=True)
-    elif head == "qa":
+    elif get_head(head).example_columns:   # READ's contexts, questions and answers: SQuAD's JSON only
         raise DataError(f"iid source {source!r}: field 'source': a QA task reads 'squad' (SQuAD v1.1 JSON)")
     else:
         if sizes["val"] is None or sizes["test"] is None:

@@ -69,6 +69,7 @@ import pandas as pd
 
 from beluga.bounds import json_loads
 from beluga.errors import ConfigError, DataError
+from beluga.heads import get_head
 
 HUTTO_DIR = ("data", "hutto_ICWSM_2014")
 HUTTO_SETS = {"tweets": "tweets_GroundTruth.txt", "amazon": "amazonReviewSnippets_GroundTruth.txt",
@@ -255,7 +256,7 @@ def _normalise(df: pd.DataFrame, head: str, label_set: set[int], where: str, id_
     id_col = next((c for c in ("example_id", "id", "idx") if c in df.columns), None)
     ids = df[id_col].astype(str).to_numpy() if id_col else np.array([f"{id_prefix}-{i:06d}" for i in range(len(df))])
     cols = input_columns(df.columns, head, pair, where)
-    if head == "qa":
+    if get_head(head).example_columns:
         out = pd.DataFrame({"example_id": ids, "context": df["context"].astype(str).to_numpy(),
                             "question": df["question"].astype(str).to_numpy(),
                             "answers": [_answers(v, where, i) for i, v in enumerate(df["answers"])]})
@@ -344,7 +345,7 @@ def load_ood(entry: dict, head: str, label_set: set[int], pair: bool | None = No
         def relabel(values, where):
             return set_labels(values, set_classes, entry.get("label_map"), where)
     if source == "hutto":
-        if head != "classification" or label_set != {0, 1} or pair:
+        if not get_head(head).has_classes or label_set != {0, 1} or pair:
             raise ConfigError(f"ood set {entry['name']!r}: field 'source': 'hutto' holds single sentences with "
                               "binary sentiment labels (a sent task)")
         df = load_hutto(entry.get("set", "tweets"), float(entry.get("threshold", HUTTO_THRESHOLD)))

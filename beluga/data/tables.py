@@ -27,6 +27,7 @@ import pandas as pd
 
 from beluga.data.fetch import dataset_cache_folder, datasets_offline, hub_dataset_cached
 from beluga.errors import DataError
+from beluga.heads import get_head
 
 RT_FILE = "rotten_tomatoes_corpus_full.csv.bz2"
 RT_SOURCE = "rotten_tomatoes"
@@ -34,7 +35,6 @@ RT_SOURCE = "rotten_tomatoes"
 #: the text, the second text of a pair task (PARA's second question) and, for READ, the QA fields
 TEXT_COLUMNS = ("text", "sentence", "question1", "sentence1")
 PAIR_COLUMNS = ("text_b", "question2", "sentence2")
-QA_COLUMNS = ("context", "question", "answers")
 
 
 def rotten_tomatoes_path() -> Path:
@@ -78,7 +78,7 @@ def checked_labels(values: pd.Series, label_set, where: str) -> np.ndarray:
 def checked_gold(values: pd.Series, head: str, label_set, where: str) -> np.ndarray:
     """A table's gold column: a regression task's scores (floats in STS-B's [0, 5]; SICK's relatedness in
     [1, 5] fits; :func:`beluga.data.glue.score_values`), else integer labels in ``label_set``."""
-    if head == "regression":
+    if get_head(head).gold_is_score:
         from beluga.data.glue import score_values
 
         return score_values(values, where, "label")
@@ -96,8 +96,8 @@ def input_columns(columns, head: str, pair: bool | None, where: str, task: str |
     (classification; ``text_b`` None without one) or ``{}`` (QA)."""
     columns = [str(c) for c in columns]
     who = f"{'an' if task[0] in 'aeiou' else 'a'} {task} task" if task else "the task"
-    if head == "qa":
-        missing = [c for c in QA_COLUMNS if c not in columns]
+    if get_head(head).example_columns:
+        missing = [c for c in get_head(head).example_columns if c not in columns]
         if missing:
             raise DataError(f"{where}: field '{missing[0]}': column missing ({who} reads context, question and "
                             f"answers; columns: {columns})")
@@ -210,8 +210,8 @@ def hf_dataset(name: str) -> tuple[str, str | None]:
     """(dataset path, configuration) of an ``hf:<name>`` source: ``glue/<task>``
     is GLUE's configuration ``<task>``; any other name is a dataset path
     (``name`` or ``org/name``) without a configuration."""
-    head, _, conf = name.partition("/")
-    return (head, conf) if head == "glue" and conf and "/" not in conf else (name, None)
+    prefix, _, conf = name.partition("/")
+    return (prefix, conf) if prefix == "glue" and conf and "/" not in conf else (name, None)
 
 
 def load_hf(name: str, split: str, text_field: str, label_field: str, revision: str | None = None) -> pd.DataFrame:

@@ -30,10 +30,18 @@ class Head(ABC):
     value_column: ClassVar[str]
     #: predictions are class probabilities over the task's classes (a model's columns can be named and ordered)
     has_classes: ClassVar[bool] = False
+    #: a summary shows an input's second text before its first (a QA head's question before its context)
+    second_text_first: ClassVar[bool] = False
+    #: the named columns an example table of this head holds (None: a text, an optional second text and a label)
+    example_columns: ClassVar[tuple[str, ...] | None] = None
+    #: a case's gold labels are scores (a regression's), not classes
+    gold_is_score: ClassVar[bool] = False
     #: the suite field that holds a case's gold values (``labels`` or ``answers``)
     gold_field: ClassVar[str] = "labels"
     #: an ``eq``-like expectation without ``val`` needs a ``label`` or an ``answer`` per input
     needs_gold: ClassVar[str] = "label"
+    #: CheckList's formats (JSONL export, lm-eval) can carry this head's tests (they judge classes or answers)
+    checklist_format: ClassVar[bool] = True
     #: the INV expectation a perturbation tool's suite gets
     inv_expectation: ClassVar[str] = "inv"
 
@@ -60,6 +68,10 @@ class Head(ABC):
     @abstractmethod
     def prediction_text(self, value, ttype) -> str:
         """One input's prediction as a summary shows it."""
+
+    @abstractmethod
+    def gold_text(self, gold, ttype) -> str:
+        """A case's gold values (its :attr:`gold_field`, not empty) as a summary shows them."""
 
     # ------------------------------------------------------------------ the model
     def config_overrides(self, num_labels: int) -> dict:

@@ -235,10 +235,9 @@ class Classification(Head):
     has_classes = True
 
     def expectations(self) -> tuple[str, ...]:
-        from beluga.regression import SCORE_EXPECTATIONS
-        from beluga.suites.format import EXPECTATIONS
+        from beluga.expectations import EXPECT_FNS
 
-        return tuple(e for e in EXPECTATIONS if e not in SCORE_EXPECTATIONS)
+        return tuple(EXPECT_FNS)
 
     def spec_label(self, ttype, value, fail) -> int | None:
         labels = ttype.suite_labels
@@ -264,6 +263,10 @@ class Classification(Head):
             j = int(probs.argmax())
             shown += f"; model: {ttype.iid_labels.get(j, str(j))} {probs[j]:.2f}"
         return shown
+
+    def gold_text(self, gold, ttype) -> str:
+        names = sorted({ttype.suite_labels.get(int(x), str(x)) for x in gold if x is not None})
+        return f"label {' / '.join(names)}"
 
     # -------------------------------------------------------------- the model
     def config_overrides(self, num_labels: int) -> dict:

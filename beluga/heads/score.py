@@ -19,6 +19,8 @@ class Score(Head):
     predicts = "scores (a regression)"
     value_column = "score"
     inv_expectation = "score_inv"
+    gold_is_score = True
+    checklist_format = False
 
     def expectations(self) -> tuple[str, ...]:
         from beluga.regression import SCORE_EXPECTATIONS
@@ -35,6 +37,10 @@ class Score(Head):
 
     def prediction_text(self, value, ttype) -> str:
         return "—" if value is None else f"score {float(value):.2f}"
+
+    def gold_text(self, gold, ttype) -> str:
+        """The inputs' gold scores."""
+        return f"score {' / '.join(f'{float(x):g}' for x in dict.fromkeys(gold) if x is not None)}"
 
     # -------------------------------------------------------------- the model
     def config_overrides(self, num_labels: int) -> dict:

@@ -48,13 +48,14 @@ class Span(Head):
     pipeline_tag = "question-answering"
     value_column = "answer"
     gold_field = "answers"
+    example_columns = ("context", "question", "answers")
+    second_text_first = True
     needs_gold = "answer"
 
     def expectations(self) -> tuple[str, ...]:
-        from beluga.regression import SCORE_EXPECTATIONS
-        from beluga.suites.format import EXPECTATIONS
+        from beluga.expectations import EXPECT_FNS
 
-        return tuple(e for e in EXPECTATIONS if e not in SCORE_EXPECTATIONS)
+        return tuple(EXPECT_FNS)
 
     def two_texts(self, ttype) -> bool:
         return True   # a context and a question
@@ -67,6 +68,9 @@ class Span(Head):
 
     def prediction_text(self, value, ttype) -> str:
         return repr(shorten(value, 40))
+
+    def gold_text(self, gold, ttype) -> str:
+        return f"answer {shorten(gold[0], 30)!r}"
 
     # -------------------------------------------------------------- the model
     def outputs(self, model, tokenizer, texts, texts_b, batch_size, max_length, doc_stride, precision):

@@ -14,6 +14,7 @@ import pandas as pd
 from beluga.bounds import json_loads
 from beluga.errors import ConfigError, SuiteError
 from beluga.folds import stable_int
+from beluga.heads import head_of
 from beluga.suites.format import TEST_TYPES, validate_suite
 from beluga.tasks import TaskType, get_task_type
 
@@ -129,12 +130,11 @@ def check_suite_task_type(df: pd.DataFrame, task_type: str, path) -> None:
         raise SuiteError(f"suite file {path}: field 'type': the file is {what}, but the task it is configured for "
                          f"has type {ttype.name!r}")
     paired = df["inputs_b"].map(lambda v: v is not None and not (isinstance(v, float) and v != v))
-    needs_b = ttype.head == "qa" or ttype.pair
+    needs_b = head_of(ttype).two_texts(ttype)
     wrong = df[~paired] if needs_b else df[paired]
     if len(wrong):
         r = wrong.iloc[0]
-        what = ("context and question (inputs and inputs_b)" if ttype.head == "qa" else
-                "pairs of texts (inputs and inputs_b)" if needs_b else "single texts (no inputs_b)")
+        what = head_of(ttype).inputs_words(ttype)
         raise SuiteError(f"suite file {path}: case_id={r['case_id']!r}: field 'inputs_b': a {ttype.name} task needs "
                          f"{what}; {len(wrong)} case(s) of this suite do not match")
 

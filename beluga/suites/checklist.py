@@ -28,6 +28,7 @@ import pandas as pd
 
 from beluga.bounds import json_loads
 from beluga.errors import SuiteError
+from beluga.heads import get_head
 from beluga.suites.checklist_export import SIDE_FIELD, checklist_expect, checklist_suite_name
 from beluga.suites.format import AGG_FNS, COLUMNS, TEST_TYPES, load_suite, validate_suite
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records
@@ -178,8 +179,10 @@ def _side_case(d: dict, side: dict, head: str) -> tuple:
         # the export writes a case-wide `label` beside the per-input `labels` it repeats: an edit of one only
         raise _LineError("label", f"{str(d['label'])[:40]!r} is not every input's label in labels "
                                   f"({str(labels)[:60]}); edit both or neither")
-    other = side.get("labels" if head == "qa" else "answers")
-    labels, answers = (other, labels) if head == "qa" else (labels, other)
+    # the CheckList line's own labels hold the head's gold values (a QA head's: answers)
+    answers_first = get_head(head).gold_field == "answers"
+    other = side.get("labels" if answers_first else "answers")
+    labels, answers = (other, labels) if answers_first else (labels, other)
     meta = side.get("meta")
     if meta is not None and not isinstance(meta, str):
         raise _LineError(f"{SIDE_FIELD}.meta", "must be the meta's JSON text")

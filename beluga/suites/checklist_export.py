@@ -32,6 +32,7 @@ import pandas as pd
 
 from beluga.bounds import json_loads
 from beluga.errors import SuiteError
+from beluga.heads import head_of
 from beluga.suites.format import EXPECTATIONS
 from beluga.tasks import SUITE_TASK_TYPES, get_task_type
 
@@ -121,7 +122,7 @@ def suite_records(df: pd.DataFrame, task: str, declared: list[dict] | None = Non
     ``in_run_subset`` / ``run_position`` (null: a project suite has no CheckList run), and :data:`SIDE_FIELD`.
     A regression suite is refused in one line."""
     ttype = get_task_type(task)
-    if ttype.head == "regression":
+    if not head_of(ttype).checklist_format:
         raise SuiteError(f"suite export: field '--format': task {task!r} is a regression (predicted scores); "
                          "CheckList's tests judge predicted classes or answers, so its format has no expectation "
                          "for a score -- export --format inputs and score with `score --format score`")
@@ -137,7 +138,7 @@ def suite_records(df: pd.DataFrame, task: str, declared: list[dict] | None = Non
         b = None if r.inputs_b is None else [str(x) for x in r.inputs_b]
         inputs = a if b is None else [[x, y] for x, y in zip(a, b)]
         labels, answers = _plain(r.labels), _plain(r.answers)
-        shown, other = (answers, "labels") if ttype.head == "qa" else (labels, "answers")
+        shown, other = (answers, "labels") if head_of(ttype).gold_field == "answers" else (labels, "answers")
         params_text = r.expect_params   # the suite's text, or None (no parameters), kept as it is
         params = json_loads(params_text) if params_text else {}
         try:

@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from beluga.bounds import json_loads
 from beluga.errors import SuiteError
+from beluga.heads import get_head
 from beluga.io import write_parquet
 from beluga.regression import SCORE_EXPECTATIONS, score_params_error
 
@@ -265,9 +266,8 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
         if r.expect not in EXPECTATIONS:
             raise _fail(path, i, cid, "expect",
                         f"unknown expectation {r.expect!r} (known: {', '.join(EXPECTATIONS)})")
-        if head is not None and (head == "regression") != (r.expect in SCORE_EXPECTATIONS):
-            known = SCORE_EXPECTATIONS if head == "regression" else [e for e in EXPECTATIONS
-                                                                     if e not in SCORE_EXPECTATIONS]
+        if head is not None and r.expect not in get_head(head).expectations():
+            known = [e for e in EXPECTATIONS if e in get_head(head).expectations()]
             raise _fail(path, i, cid, "expect", f"expectation {r.expect!r} does not apply to a {head} head "
                                                 f"(known: {', '.join(known)})")
         spec = EXPECTATIONS[r.expect]
@@ -316,7 +316,7 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
         needs = spec["needs"]
         if needs is not None and not (spec["val_ok"] and params.get("val") is not None):
             if needs == "label_or_answer":
-                needs = {"classification": "label", "qa": "answer"}.get(head, needs)
+                needs = get_head(head).needs_gold if head is not None else needs
             if needs == "label" and not labels_ok:
                 raise _fail(path, i, cid, "labels", f"expectation {r.expect!r} needs a label for every input")
             if needs == "answer" and not answers_ok:

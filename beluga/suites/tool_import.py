@@ -48,6 +48,7 @@ import pandas as pd
 
 from beluga.bounds import json_loads
 from beluga.errors import ConfigError, SuiteError
+from beluga.heads import head_of
 from beluga.suites.format import COLUMNS, save_suite, validate_suite
 from beluga.tasks import get_task_type
 
@@ -166,7 +167,7 @@ def _suite(groups: dict, task: str, expect: str | None, expect_params: dict, sou
     """The suite of ``groups`` ({(functionality, capability, description): {original: [(perturbed, meta)]}}),
     validated; (suite, declared functionalities, originals left out for having no changed text)."""
     ttype = get_task_type(task)
-    expect = expect or ("score_inv" if ttype.head == "regression" else "inv")
+    expect = expect or head_of(ttype).inv_expectation
     params = json.dumps(expect_params, sort_keys=True)
     cols: dict[str, list] = {c: [] for c in COLUMNS}
     declared, unchanged = [], 0
@@ -219,7 +220,7 @@ def import_textattack(path: str, task: str = "sent", functionality: str | None =
     tool = "TextAttack"
     df = _read_table(path, tool)
     _require(df, TEXTATTACK_COLUMNS, path, tool, " (a TextAttack CSV log: textattack attack --log-to-csv)")
-    n_texts = 2 if get_task_type(task).pair or get_task_type(task).head == "qa" else 1
+    n_texts = 2 if head_of(get_task_type(task)).two_texts(get_task_type(task)) else 1
     func = functionality or f"TextAttack {Path(path).name.split('.')[0]}"
     originals: dict[tuple, list] = {}
     skipped = 0
@@ -255,7 +256,7 @@ def import_langtest(path: str, task: str = "sent", capability: str | None = None
     as the module's docs say."""
     tool = "LangTest"
     ttype = get_task_type(task)
-    if ttype.pair or ttype.head == "qa":
+    if head_of(ttype).two_texts(ttype):
         raise ConfigError(f"suite perturb: field '--task': LangTest's original / test_case columns hold one text; "
                           f"task {task!r} takes two (use a single-text task: sent, acceptability)")
     df = _read_table(path, tool)

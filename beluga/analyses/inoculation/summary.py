@@ -30,6 +30,7 @@ import pandas as pd
 
 from beluga.analyses.inoculation.plan import lr_id, selection
 from beluga.errors import DataError
+from beluga.heads import get_head
 from beluga.report.paired import (
     gap_test,
     mcnemar,
@@ -107,7 +108,7 @@ def label_skew(cases: pd.DataFrame, head: str = "classification", names: dict | 
     when every label of the labelled cases is one label, else ``mixed``; QA
     cases (answers, no label set): ``n/a (QA)``, informative. ``names`` (label
     id -> name, the task's label set): shares by name, and the labels no case has."""
-    if head == "qa":
+    if get_head(head).gold_field == "answers":   # answers, no label set
         return {"label_skew": "n/a (QA)", "labels": "", "informative_3": True}
     labels = [int(x) for v in cases["labels"] if v is not None for x in np.asarray(v).ravel()]
     n_unlabelled = int(sum(v is None for v in cases["labels"]))
@@ -127,9 +128,9 @@ def label_skew(cases: pd.DataFrame, head: str = "classification", names: dict | 
 
 def set_label_skew(examples: pd.DataFrame, head: str = "classification", names: dict | None = None) -> dict:
     """:func:`label_skew` of a challenge set (one label per example)."""
-    if head == "qa":
-        return label_skew(examples, head)
-    return label_skew(pd.DataFrame({"labels": [[int(y)] for y in examples["label"]]}), head, names)
+    labelled = "label" in examples.columns   # a QA set has answers
+    return label_skew(pd.DataFrame({"labels": [[int(y)] for y in examples["label"]]}) if labelled else examples,
+                      head, names)
 
 
 def unit_case_arrays(outcomes: pd.DataFrame, unit_funcs: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
@@ -519,11 +520,7 @@ def _set_head(spec: dict, base_out: pd.DataFrame, task_type: str, iid_metric: st
     name = split_name(spec["challenge"])
     head = get_task_type(task_type).head
     base_set = base_out[base_out["split"] == name]
-    if head == "qa":
-        skew = label_skew(base_set, head)
-    else:
-        skew = set_label_skew(pd.DataFrame({"label": base_set["gold_label"].astype(int)}), head,
-                              get_task_type(task_type).iid_labels)
+    skew = set_label_skew(base_set.rename(columns={"gold_label": "label"}), head, get_task_type(task_type).iid_labels)
     names = IID_METRICS[task_type] if iid_metric == "mean" else [iid_metric]
     return name, skew, " / ".join(names) + (" (mean)" if len(names) > 1 else "")
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from beluga.errors import ConfigError
+from beluga.heads import head_of
 from beluga.suites import templates as tpl
 from beluga.tasks import get_task_type
 
@@ -119,41 +120,22 @@ def is_pair_task(task: str) -> bool:
 
 
 def is_score_task(task: str) -> bool:
-    """Whether a spec task is a regression (SIMILARITY): its labels are gold scores and its expectations the
-    score expectations (:mod:`beluga.regression`)."""
-    return get_task_type(task).head == "regression"
+    """Whether a spec task's labels are gold scores and its expectations the score expectations
+    (:mod:`beluga.regression`): its head says so."""
+    return head_of(get_task_type(task)).gold_is_score
 
 
 def label_of(spec: Spec, value, loc, required: bool = False):
-    """A label name or number of the task's label set -> its number (None stays None, unless ``required``); a
-    regression task's label is a gold score, an integer in its range (the suite format's labels are integers)."""
+    """A label of the task (a class name or number -> its number; a regression's gold score, an integer in
+    its range: the suite format's labels are integers), as the task's head reads it (None stays None, unless
+    ``required``)."""
     if value is None and not required:
         return None
     ttype = get_task_type(spec.task)
-    if ttype.head == "regression":
-        lo, hi = ttype.score_range
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise spec_error(spec, loc, f"{value!r} is not a score label of task {spec.task!r} (an integer in "
-                                        f"{lo:g}..{hi:g}; for another value give score_near's val)")
-        return value
-    labels = ttype.suite_labels
-    if not labels:
-        raise spec_error(spec, loc, f"task {spec.task!r} has no class labels (give 'answer')")
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise spec_error(spec, loc, f"{value!r} is not a label")
-    if isinstance(value, int):
-        if value not in labels:
-            raise spec_error(spec, loc, f"{value} is not a label of task {spec.task!r} ({_label_list(labels)})")
-        return value
-    by_name = {v.replace(" ", "_"): k for k, v in labels.items()}
-    key = value.strip().replace(" ", "_")
-    if key not in by_name:
-        raise spec_error(spec, loc, f"{value!r} is not a label of task {spec.task!r} ({_label_list(labels)})")
-    return by_name[key]
 
-
-def _label_list(labels: dict) -> str:
-    return ", ".join(f"{k} {v}" for k, v in labels.items())
+    def fail(message: str):
+        raise spec_error(spec, loc, message)
+    return head_of(ttype).spec_label(ttype, value, fail)
 
 
 def expectation(func: dict) -> tuple[str, dict]:

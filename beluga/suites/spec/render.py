@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.errors import ConfigError
+from beluga.heads import head_of
 from beluga.suites import perturb as perturbations
 from beluga.suites import templates as tpl
 from beluga.suites.format import COLUMNS
@@ -25,7 +26,6 @@ from beluga.suites.spec.core import (
     expectation,
     group_lexicons,
     is_pair_task,
-    is_score_task,
     is_source_lexicon,
     label_of,
     slot_values,
@@ -33,6 +33,7 @@ from beluga.suites.spec.core import (
     spec_location,
     template_segments,
 )
+from beluga.tasks import get_task_type
 
 _PAIR_SEP = " \n "   # joins the two segments a perturbation with apply_to: both sees as one text
 
@@ -46,7 +47,7 @@ def spec_expectation(spec: Spec, func: dict) -> tuple[str, dict]:
     """(expectation name, parameters) as the suite stores them: a label name (``val``, ``label``, ``train.label``)
     as its number (a regression's parameters are numbers already)."""
     expect, params = expectation(func)
-    if spec.task != "read" and not is_score_task(spec.task):
+    if head_of(get_task_type(spec.task)).has_classes:
         for key in ("val", "label"):
             if key in params:
                 params = {**params, key: label_of(spec, params[key], ["expect", key])}
