@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from beluga.metrics import iid_metrics, iid_score, positive_f1
+from beluga.heads.classification import positive_f1
+from beluga.metrics import iid_metrics, iid_score
 from beluga.report.bootstrap import bootstrap_ci
 from beluga.report.stats import (
     Outcomes,

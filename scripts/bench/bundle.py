@@ -27,10 +27,6 @@ from pathlib import Path
 from bench.common import REPO
 
 FORMAT = 1
-#: held-out items kept per workload (a variant's held-out batch is the first ``batch`` of them)
-HELDOUT = 32
-#: SQuAD's training questions put in the bundle (READ's workload): enough for 40 warm-up + 400 timed steps of 3
-QA_TRAIN = 1500
 
 
 def _items(items) -> list[dict]:
@@ -48,29 +44,6 @@ def _commit() -> str | None:
         return None
 
 
-def qa_data(tmp: Path, squad: str | None) -> tuple:
-    """(READ's task type, its training items, its held-out items): SQuAD questions from ``squad`` (the folder
-    the ``squad`` i.i.d. source reads; default: ``../shared/data/iid/squad`` beside the repository), staged as
-    the pipeline stages them."""
-    import pandas as pd
-
-    from beluga.steps import data
-    from beluga.streams import build_streams
-    from beluga.tasks import get_task_type
-
-    path = Path(squad) if squad else REPO.parent / "shared" / "data" / "iid" / "squad"
-    if not path.is_dir():
-        raise SystemExit(f"benchmark --make-bundle: {path}: no such folder (READ's workload reads SQuAD v1.1: "
-                         "fetch the paper data, or give its folder with --squad)")
-    iid = {k: str(tmp / f"squad-{k}.parquet") for k in ("train", "val", "test", "pool")}
-    data.prepare_iid(iid={"source": "squad", "path": str(path), "n_train": QA_TRAIN, "n_val": 8,
-                          "n_test": HELDOUT, "seed": 42}, task_type="read", outputs=iid)
-    ttype = get_task_type("read")
-    train = build_streams(ttype, pd.read_parquet(iid["train"]), None)
-    heldout = build_streams(ttype, pd.read_parquet(iid["test"]), None)["iid"][:HELDOUT]
-    return ttype, train, heldout
-
-
 def make_bundle(out: Path, long_length: int, squad: str | None) -> Path:
     """Write the bundle into ``out`` (created; an existing bundle there is replaced) with the project's
     environment: the default fold, the long windows, READ's data, the run settings and the tokenizer."""
@@ -83,7 +56,7 @@ def make_bundle(out: Path, long_length: int, squad: str | None) -> Path:
     from beluga.modeling import default_model_path
     from beluga.streams import build_streams
     from bench.common import bench_run
-    from bench.workloads import default_fold, long_items
+    from bench.workloads import HELDOUT, default_fold, long_items, qa_data
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

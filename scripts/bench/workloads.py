@@ -10,6 +10,11 @@ from pathlib import Path
 from bench import common
 from bench.common import REPO
 
+#: held-out items kept per workload (a variant's held-out batch is the first ``batch`` of them)
+HELDOUT = 32
+#: SQuAD's training questions put in the bundle (READ's workload): enough for 40 warm-up + 400 timed steps of 3
+QA_TRAIN = 1500
+
 
 def default_fold(tmp: Path):
     """The embedded default's suite and i.i.d. data (built in ``tmp``), and the
@@ -125,8 +130,6 @@ def make_workload(name: str, model: str, length: int, batch: int, data: str, tty
     if common.BUNDLE is not None:
         return bundle_workload(name, model, length, batch, data)
     if data == "qa":
-        from bench.bundle import qa_data
-
         _, qa_streams, heldout = qa_data(tmp, squad)
         return Workload(name, model, length, batch, data, qa_streams, heldout[:batch], task="read")
     test = pd.read_parquet(iid["test"])
@@ -136,3 +139,26 @@ def make_workload(name: str, model: str, length: int, batch: int, data: str, tty
     else:
         heldout = build_streams(ttype, test.head(batch), None)["iid"]
     return Workload(name, model, length, batch, data, streams, heldout)
+
+
+def qa_data(tmp: Path, squad: str | None) -> tuple:
+    """(READ's task type, its training items, its held-out items): SQuAD questions from ``squad`` (the folder
+    the ``squad`` i.i.d. source reads; default: ``../shared/data/iid/squad`` beside the repository), staged as
+    the pipeline stages them."""
+    import pandas as pd
+
+    from beluga.steps import data
+    from beluga.streams import build_streams
+    from beluga.tasks import get_task_type
+
+    path = Path(squad) if squad else REPO.parent / "shared" / "data" / "iid" / "squad"
+    if not path.is_dir():
+        raise SystemExit(f"benchmark --make-bundle: {path}: no such folder (READ's workload reads SQuAD v1.1: "
+                         "fetch the paper data, or give its folder with --squad)")
+    iid = {k: str(tmp / f"squad-{k}.parquet") for k in ("train", "val", "test", "pool")}
+    data.prepare_iid(iid={"source": "squad", "path": str(path), "n_train": QA_TRAIN, "n_val": 8,
+                          "n_test": HELDOUT, "seed": 42}, task_type="read", outputs=iid)
+    ttype = get_task_type("read")
+    train = build_streams(ttype, pd.read_parquet(iid["train"]), None)
+    heldout = build_streams(ttype, pd.read_parquet(iid["test"]), None)["iid"][:HELDOUT]
+    return ttype, train, heldout
