@@ -1,6 +1,8 @@
 """A newcomer's first steps, scripted as the README gives them: the smoke test (configs/smoke.yaml), `test` on
 a tiny suite with filtered cases (their count and reason in the summary), a suite built from a spec tested
-without --task (the suite records its task), and `plan` on a tiny config printing minutes."""
+without --task (the suite records its task), and `plan` on a tiny config printing minutes; and the pages a reader
+meets: no history, no development paths, a README of at most 200 lines that starts with the two commands, links
+that lead somewhere, task-type lists that are whole."""
 
 from pathlib import Path
 
@@ -87,6 +89,7 @@ def test_the_readme_is_a_front_door():
     embedded default, then the tests."""
     text = (REPO / "README.md").read_text()
     assert len(text.splitlines()) <= 200, len(text.splitlines())
+    assert text.startswith("# BELUGA pipeline\n\n```bash\n"), text[:80]
     first_block = text.split("```bash\n", 1)[1].split("```", 1)[0]
     assert first_block.splitlines() == ["bash scripts/setup.sh && time .venv/bin/snakemake --cores 2",
                                         ".venv/bin/python -m pytest -q tests"], first_block
