@@ -182,7 +182,7 @@ def find_fold(folds: list[dict], partition: str, fold_id: str) -> dict:
 
 
 class Configuration(NamedTuple):
-    """A training configuration of the paper (docs/METHOD.md, §2)."""
+    """A training configuration of the paper (docs/PROCEDURE.md, §2)."""
 
     from_iid: bool     # the suite stage starts from the IID model (else from the pre-trained model)
     mixes_iid: bool    # D_train is mixed into the suite stage

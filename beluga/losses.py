@@ -1,4 +1,4 @@
-"""Per-example losses for MFT / i.i.d., INV and DIR batches (docs/METHOD.md, §3);
+"""Per-example losses for MFT / i.i.d., INV and DIR batches (docs/PROCEDURE.md, §3);
 a regression head's (scores, :mod:`beluga.regression`) at the end.
 
 All functions return a 1-D tensor with one loss per example so that

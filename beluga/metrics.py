@@ -1,4 +1,4 @@
-"""Aggregate scores: s_iid, s_T per scenario, and G (docs/METHOD.md, §5).
+"""Aggregate scores: s_iid, s_T per scenario, and G (docs/PROCEDURE.md, §5).
 
 Choices where the paper is silent (documented in docs/PIPELINE.md):
 - s_T(scenario) is the mean pass rate over functionalities; a functionality
@@ -36,7 +36,7 @@ def g_score(s_t: float, s_iid: float) -> float:
     return 0.0 if s_t <= 0 or s_iid <= 0 else 2 * s_t * s_iid / (s_t + s_iid)
 
 
-#: canonical i.i.d. metrics per task type (docs/METHOD.md, §5; ``TaskType.iid_metrics``): SENT and NLI
+#: canonical i.i.d. metrics per task type (docs/PROCEDURE.md, §5; ``TaskType.iid_metrics``): SENT and NLI
 #: accuracy; PARA accuracy and F1 of the duplicate class; READ exact match and token F1; ACCEPTABILITY
 #: Matthews correlation (GLUE's CoLA metric) and accuracy; SIMILARITY Pearson and Spearman (a correlation
 #: at or below 0 gives G = 0, :func:`g_score`).

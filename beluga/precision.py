@@ -92,9 +92,9 @@ def resolve(setting: str, device: torch.device) -> Precision:
 
 def start_line(setting: str, gpus: int = 0) -> str:
     """The line a run prints when it starts: the precision its jobs use (``auto`` resolved on this
-    machine's CPU) and what it means for the numbers (README, "How long it takes")."""
+    machine's CPU) and what it means for the numbers (docs/COMPUTE.md, "How long the default run takes")."""
     tail = ("; another precision writes other bytes, with numbers within noise of these: the findings are what "
-            "reproduces, and several seeds are how to check them (README)")
+            "reproduces, and several seeds are how to check them (docs/COMPUTE.md)")
     if gpus:
         return f"precision: {setting} (GPU jobs: bf16 where the GPU supports it, under auto){tail}"
     resolved = resolve(setting, torch.device("cpu")).name

@@ -14,7 +14,7 @@ Conventions
   :mod:`beluga.losses`, so that methods can weight or group them
   (:mod:`beluga.qa_batches` averages the features of each example).
 
-INV alignment (docs/METHOD.md, §3.5): the original and the perturbed input have
+INV alignment (docs/PROCEDURE.md, §3.5): the original and the perturbed input have
 different token sequences, so their start / end distributions live on
 different positions. We pair positions with ``difflib.SequenceMatcher
 (autojunk=False).get_matching_blocks()`` on the token ids: it finds the

@@ -32,7 +32,7 @@ stated direction (``score_up``: s_0 >= 5; ``score_down``: s_0 <= 0) is not
 scored (``filtered``), as CheckList's ``monotonic`` filters an original at
 its bound: the score cannot move further within the range.
 
-Training (docs/METHOD.md, §3.1, in the regression head's terms): i.i.d.
+Training (docs/PROCEDURE.md, §3.1, in the regression head's terms): i.i.d.
 examples and MFTs regress on their target by squared error (GLUE's STS-B
 fine-tuning loss): ``score_near`` on its value, ``score_between`` on its
 interval (zero inside it, the squared distance to the nearer bound outside;

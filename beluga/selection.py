@@ -1,5 +1,5 @@
 """Model selection's objective on T_val (``selection.objective``) and the
-choice of the best grid point (docs/METHOD.md §4, docs/DEVIATIONS.md).
+choice of the best grid point (docs/PROCEDURE.md §4, docs/DEVIATIONS.md).
 
 ``pass_rate`` (default): the mean over the fold's training functionalities of
 the T_val pass rate (functionalities with nothing scored left out).

@@ -52,7 +52,7 @@ class TaskType:
     head: str = "classification"   # "classification" (predictions: probs), "qa" (predictions: answer) or
                                    # "regression" (predictions: score)
     pair: bool = False             # inputs are pairs (inputs, inputs_b): PARA (q1, q2), READ (context, question)
-    #: the canonical i.i.d. metrics (docs/METHOD.md, §5), in the order tables show them; ``iid_metric: mean`` is
+    #: the canonical i.i.d. metrics (docs/PROCEDURE.md, §5), in the order tables show them; ``iid_metric: mean`` is
     #: their unweighted mean (beluga.metrics.iid_score)
     iid_metrics: tuple[str, ...] = ("accuracy",)
     #: the per-example features the metrics are computed from (beluga.report.stats.iid_features): ``correct``;
@@ -65,7 +65,7 @@ class TaskType:
     dir_compares_label: ClassVar[bool] = False
 
     def mft_target(self, expect: str, label: int | None) -> list[float]:
-        """Soft training target for one MFT input (docs/METHOD.md, §3.1)."""
+        """Soft training target for one MFT input (docs/PROCEDURE.md, §3.1)."""
         raise NotImplementedError
 
     def suite_probs(self, probs: np.ndarray) -> np.ndarray:

@@ -1,6 +1,8 @@
 """A newcomer's first steps, scripted as the README gives them: the smoke test (configs/smoke.yaml), `test` on
 a tiny suite with filtered cases (their count and reason in the summary), a suite built from a spec tested
-without --task (the suite records its task), and `plan` on a tiny config printing minutes."""
+without --task (the suite records its task), and `plan` on a tiny config printing minutes; and the pages a reader
+meets: no history, no development paths, a README of at most 200 lines that starts with the two commands, links
+that lead somewhere, task-type lists that are whole."""
 
 from pathlib import Path
 
@@ -74,3 +76,93 @@ def test_the_pages_a_reader_meets_carry_no_history():
     found = [f"{p.relative_to(REPO)}:{i}: {line.strip()}" for p in pages
              for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\bissue [0-9]", line, re.I)]
     assert len(pages) > 10 and not found, "\n".join(found)
+
+
+def user_pages() -> list[Path]:
+    """The pages a user reads: the README and docs/, less the two pages for developers."""
+    return [REPO / "README.md", *sorted(p for p in (REPO / "docs").rglob("*.md")
+                                        if p.name not in ("DEVELOPING.md", "CONTRIBUTING.md"))]
+
+
+def test_the_readme_is_a_front_door():
+    """At most 200 lines, and its first commands are the two a newcomer runs: set up and run the main job on the
+    embedded default, then the tests."""
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= 200, len(text.splitlines())
+    assert text.startswith("# BELUGA pipeline\n\n```bash\n"), text[:80]
+    first_block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    assert first_block.splitlines() == ["bash scripts/setup.sh && time .venv/bin/snakemake --cores 2",
+                                        ".venv/bin/python -m pytest -q tests"], first_block
+
+
+def test_the_user_pages_name_no_development_paths():
+    """A user has no ../shared: the data comes through the project's fetch, the papers through the
+    bibliography."""
+    pages = user_pages()
+    found = [f"{p.relative_to(REPO)}:{i}: {line.strip()}" for p in pages
+             for i, line in enumerate(p.read_text().splitlines(), 1) if "../shared" in line]
+    assert len(pages) > 10 and not found, "\n".join(found)
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces to hyphens."""
+    import re
+
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    import re
+
+    anchors, fenced = set(), False
+    for line in page.read_text().splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (m := re.match(r"#{1,6} (.*)", line)):
+            anchors.add(_slug(m.group(1)))
+    return anchors
+
+
+def test_the_links_of_the_pages_lead_somewhere():
+    """Every relative link of the README and docs/ names a file that exists and, with #anchor, one of its
+    headings (the README's one-line pointers to the sections that live in docs/ included)."""
+    import re
+
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    broken, n = [], 0
+    for page in pages:
+        for target in re.findall(r"\]\(([^)\s]+)\)", page.read_text()):
+            if re.match(r"[a-z]+:", target):
+                continue
+            n += 1
+            path, _, anchor = target.partition("#")
+            file = page.parent / path if path else page
+            if not file.exists():
+                broken.append(f"{page.relative_to(REPO)}: {target}: no such file")
+            elif anchor and file.suffix == ".md" and anchor not in _anchors(file):
+                broken.append(f"{page.relative_to(REPO)}: {target}: no such heading")
+    assert n > 30 and not broken, "\n".join(broken)
+
+
+def _section(page: Path, heading: str) -> str:
+    text = page.read_text()
+    assert f"\n{heading}\n" in text, (page, heading)
+    return text.split(f"\n{heading}\n", 1)[1].split("\n#", 1)[0]
+
+
+def test_the_task_type_lists_are_whole():
+    """The pages that list task types list them all: RUNNING.md every type the pipeline implements
+    (beluga.tasks.TASK_TYPES), SUITE_FORMAT.md every type a spec may be written for (the spec schema's)."""
+    import re
+
+    import yaml
+
+    from beluga.suites.spec import SPEC_SCHEMA
+    from beluga.tasks import TASK_TYPES
+
+    listed = set(re.findall(r"`(\w+)`", _section(REPO / "docs" / "RUNNING.md",
+                                                  "## Task types and the related papers' experiments")))
+    assert set(TASK_TYPES) <= listed, set(TASK_TYPES) - listed
+    spec_tasks = yaml.safe_load(SPEC_SCHEMA.read_text())["properties"]["task"]["enum"]
+    top = _section(REPO / "docs" / "SUITE_FORMAT.md", "### The format").split("`functionalities`", 1)[0]
+    assert set(spec_tasks) <= set(re.findall(r"`(\w+)`", top)), top

@@ -88,7 +88,7 @@ def test_every_package_file_is_declared_package_data():
     declared = PYPROJECT["tool"]["setuptools"]["package-data"]
     patterns = [Path(*pkg.split(".")) / pat for pkg, pats in declared.items() for pat in pats]
     files = package_files_read()
-    assert "beluga/suites/specs/spec.schema.yaml" in files and "beluga/py.typed" in files
+    assert "beluga/suites/packaged_specs/spec.schema.yaml" in files and "beluga/py.typed" in files
     missing = sorted(f for f in files if not any(fnmatch(f, str(p)) for p in patterns))
     assert not missing, f"not package data in pyproject.toml: {missing}"
 
@@ -152,7 +152,7 @@ def test_wheel_installs_and_builds_a_packaged_suite(tmp_path):
         meta = z.read(f"beluga-{VERSION}.dist-info/METADATA").decode()
     for f in package_files_read():
         assert f in names, f"{f} is not in the wheel"
-    assert {"beluga/suites/specs/sent_default.yaml", "beluga/suites/specs/spec.schema.yaml",
+    assert {"beluga/suites/packaged_specs/sent_default.yaml", "beluga/suites/packaged_specs/spec.schema.yaml",
             "beluga/py.typed", "beluga/cli/__init__.py"} <= names
     assert not [n for n in names if n.startswith(("tests/", "rules/", "workflow_scripts/"))]
     assert f"beluga-{VERSION}.dist-info/licenses/LICENSE" in names

@@ -339,7 +339,7 @@ def test_para_and_read_specs(name):
 
 
 def test_packaged_specs_are_listed():
-    assert set(PACKAGED) == {p.stem for p in (REPO / "beluga" / "suites" / "specs").glob("*_default.yaml")}
+    assert set(PACKAGED) == {p.stem for p in (REPO / "beluga" / "suites" / "packaged_specs").glob("*_default.yaml")}
 
 
 # ---------------------------------------------------------------------------------- the documented example

@@ -135,7 +135,7 @@ def test_read_end_to_end(run):
 
 @pytest.mark.parametrize("task", ["para", "read"])
 def test_spec_built_suites_end_to_end(run, task):
-    """The project's own PARA and READ specs (beluga/suites/specs/{para,read}_default.yaml), rendered by the
+    """The project's own PARA and READ specs (beluga/suites/packaged_specs/{para,read}_default.yaml), rendered by the
     pipeline (suite.generate) from templates and offline sentences, train and score end to end; the suite is
     the one `python -m beluga suite build` renders with the same settings."""
     from beluga.suites.spec import catalogue, load_sources, load_spec, render_spec

@@ -171,7 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "prediction file for `score --format` has one line per row, in this order. "
                     "With --format checklist, write CheckList's JSONL export instead -- one JSON object per test "
                     "case with suite, case_id, functionality, capability, test_type, inputs, labels, label, "
-                    "label_scope, meta, agg_fn, expect, in_run_subset, ... (../shared/data/README.md) -- from a "
+                    "label_scope, meta, agg_fn, expect, in_run_subset, ... (docs/SUITE_FORMAT.md) -- from a "
                     "CheckList release suite (release_suites/*_suite.tar.gz, .tgz or its .pkl), read without "
                     "executing it (or from such a JSONL export), its labels as released; or from any other suite "
                     "(spec-built, perturbed, imported), which score / test / the pipeline read back into the same "

@@ -3,7 +3,7 @@
 :func:`load_suite_for`, every command's suite reader.
 
     python -m beluga score --suite PATH --predictions PATH --out DIR
-                           [--format F] [--task sent|para|read] [--no-paper-fixes]
+                           [--format F] [--task TYPE] [--no-paper-fixes]
 
 scores every suite case whose ``case_id`` appears in the predictions and writes ``DIR/cases.parquet``
 (case_id, functionality, status, filter_reason) and ``DIR/functionalities.csv`` (functionality, capability,

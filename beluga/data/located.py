@@ -22,7 +22,7 @@ from beluga.errors import DataError
 _log = logging.getLogger(__name__)
 
 FETCH_HINT = ("fetch the configuration's inputs first (snakemake fetch --cores 4 --configfile <your config>; "
-              "README 'The paper's run on a cluster')")
+              "docs/PAPER_RUN.md 'The paper's run on a cluster')")
 
 
 

@@ -4,7 +4,7 @@ class owns its hyper-parameters' defaults (``defaults``, with the shared ones
 of :class:`Algorithm`), merged once, by :func:`method_hparams`, when the
 job's settings are built (``DEFAULT_HPARAMS`` is the registry's view of them).
 
-Methods (docs/METHOD.md, §4): ``vanilla``, ``l2``,
+Methods (docs/PROCEDURE.md, §4): ``vanilla``, ``l2``,
 ``dropout``, ``lp``, ``lp_ft`` (pooled minibatches, like vanilla) and
 ``irm``, ``group_dro``, ``fish`` (one minibatch per environment per step),
 ``lora`` (low-rank adapters through peft, merged when training ends: the

@@ -1,5 +1,5 @@
 """``lora``: low-rank adaptation (Hu et al., ICLR 2022) through ``peft``, the
-project's addition to the paper's method table (docs/METHODS.md,
+project's addition to the paper's method table (docs/TRAINING_METHODS.md,
 docs/DEVIATIONS.md).
 
 The base weights are frozen; every module named by ``lora_target_modules``

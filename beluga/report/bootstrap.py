@@ -1,4 +1,4 @@
-"""Percentile bootstrap intervals of the Table 3 scores (docs/METHOD.md, §6; the statistics of
+"""Percentile bootstrap intervals of the Table 3 scores (docs/PROCEDURE.md, §6; the statistics of
 :mod:`beluga.report.stats`, on its aligned per-unit :class:`~beluga.report.stats.Outcomes`).
 
 - :func:`bootstrap_ci`: cases resampled within functionality, i.i.d. examples resampled; intervals of s_T, s_iid

@@ -1,4 +1,4 @@
-"""Significance tests and confidence intervals for the Table 3 scores (docs/METHOD.md, §6).
+"""Significance tests and confidence intervals for the Table 3 scores (docs/PROCEDURE.md, §6).
 
 Everything here works on *aligned per-unit outcomes* (:class:`Outcomes`): for one system, the pass / scored
 indicator of every suite test case in every scenario, and the per-example i.i.d. features from which s_iid is

@@ -1,6 +1,6 @@
 """Table 3 of the BELUGA paper: i.i.d. score and G scores per configuration-method
 row, the IID baseline first, significance against the baseline marked, best per
-column in bold (docs/METHOD.md, §6-7).
+column in bold (docs/PROCEDURE.md, §6-7).
 
 Input is a tidy "long" frame, one row per (task, configuration, method, column):
 ``task`` ("all" for the cross-task average), ``configuration``, ``method``,

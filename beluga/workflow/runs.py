@@ -84,7 +84,7 @@ def stage_hparams(config: dict, task_cfg: dict, stage: str, method: str) -> dict
 
 
 def task_selection(config: dict, task_cfg: dict) -> dict:
-    """The selection block (docs/METHOD.md, §4) with the task's overrides (tasks.<id>.selection)."""
+    """The selection block (docs/PROCEDURE.md, §4) with the task's overrides (tasks.<id>.selection)."""
     return {**config["selection"], **task_cfg.get("selection", {})}
 
 

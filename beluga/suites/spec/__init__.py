@@ -2,10 +2,10 @@
 sentences, an expectation per functionality — rendered into the project's suite format (docs/SUITE_FORMAT.md,
 "Writing a suite: spec files").
 
-A spec is a YAML file (validated by ``specs/spec.schema.yaml``; one line naming the file, the functionality and
+A spec is a YAML file (validated by ``packaged_specs/spec.schema.yaml``; one line naming the file, the functionality and
 the field for anything wrong). :func:`load_spec` reads and checks it, :func:`load_sources` reads its real
 sentences, :func:`render_spec` makes the cases. The project's default suites are specs shipped with the package
-(``beluga/suites/specs/<name>.yaml``: :data:`PACKAGED`), rendered by the same engine. What the checks and the
+(``beluga/suites/packaged_specs/<name>.yaml``: :data:`PACKAGED`), rendered by the same engine. What the checks and the
 rendering share is in :mod:`beluga.suites.spec.core`, the reading in :mod:`beluga.suites.spec.reading`, the checks
 in :mod:`beluga.suites.spec.check` (template groups and perturbations: :mod:`beluga.suites.spec.groups`), the
 sources and the rendering in :mod:`beluga.suites.spec.render`; this package is the entry point the rest of the

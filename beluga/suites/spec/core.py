@@ -14,7 +14,7 @@ from beluga.heads import head_of
 from beluga.suites import templates as tpl
 from beluga.tasks import get_task_type
 
-SPECS_DIR = Path(__file__).resolve().parents[1] / "specs"
+SPECS_DIR = Path(__file__).resolve().parents[1] / "packaged_specs"
 SPEC_SCHEMA = SPECS_DIR / "spec.schema.yaml"
 #: the specs shipped with the package (suite.generate: <name>)
 PACKAGED = ("sent_default", "para_default", "read_default", "nli_default", "similarity_default",

@@ -1,5 +1,5 @@
 """Suite specs, read: a spec file's YAML (its text read as written, :func:`read_yaml`), validated against
-``specs/spec.schema.yaml`` with control characters refused (:func:`parse_spec`), and the lexicons it resolves
+``packaged_specs/spec.schema.yaml`` with control characters refused (:func:`parse_spec`), and the lexicons it resolves
 to (built-ins, lexicon files, its own: :func:`resolve_lexicons`). What the schema cannot say is checked by
 :mod:`beluga.suites.spec.check`."""
 
