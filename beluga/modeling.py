@@ -185,9 +185,10 @@ HEAD_WORDS = {**{n: h.words for n, h in HEADS.items()}, CAUSAL_LM: "a causal lan
 def _auto_class(head: str):
     import transformers
 
-    if head not in AUTO_CLASSES:
+    auto = AUTO_CLASSES.get(head)
+    if auto is None:
         raise ValueError(f"model head {head!r} is not one of {', '.join(AUTO_CLASSES)}")
-    return getattr(transformers, AUTO_CLASSES[head])
+    return getattr(transformers, auto)
 
 
 def check_tokenizer(tokenizer, vocab_size, name: str) -> None:
