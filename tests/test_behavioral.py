@@ -296,8 +296,8 @@ def test_predictions_have_input_text_and_task_comes_from_the_model(tiny_model, s
 def test_task_from_a_built_suite_and_a_conflicting_task(tmp_path, capsys):
     """A suite `suite perturb` / `suite build` writes records its task (metadata beluga.task): `score` and `test`
     need no --task; a --task that differs is one line naming the file and the recorded task."""
-    from beluga.cli.score import load_suite_for
     from beluga.errors import BelugaError
+    from beluga.suites.build import read_suite
     from beluga.suites.format import TASK_KEY
 
     src = tmp_path / "s.txt"
@@ -308,11 +308,11 @@ def test_task_from_a_built_suite_and_a_conflicting_task(tmp_path, capsys):
     import pyarrow.parquet as pq
 
     assert pq.read_schema(built).metadata[TASK_KEY.encode()] == b"sent"
-    suite, ttype = load_suite_for(str(built), None)
+    suite, ttype = read_suite(str(built))
     assert ttype.name == "sent" and len(suite) == 2
-    with pytest.raises(BelugaError, match=r"neg.parquet: field '--task': 'para', but the suite was built for "
-                                          r"task 'sent'"):
-        load_suite_for(str(built), "para")
+    with pytest.raises(BelugaError, match=r"neg.parquet: field '--task': 'para', but the file is a suite built "
+                                          r"for task 'sent'"):
+        read_suite(str(built), "para")
     capsys.readouterr()
     assert main(["score", "--suite", str(built), "--predictions", str(built), "--out", str(tmp_path / "o"),
                  "--task", "read"]) == 2

@@ -147,7 +147,8 @@ def test_score_checklist_export_infers_task(tmp_path):
     assert pd.read_parquet(tmp_path / "o" / "cases.parquet").status.tolist() == ["pass"]
     res = run_cli("score", "--suite", tmp_path / "s.jsonl", "--predictions", tmp_path / "p.parquet",
                   "--out", tmp_path / "o2", "--task", "sent")
-    _assert_one_line_error(res, "CheckList 'qqp' suite")
+    _assert_one_line_error(res, f"suite file {tmp_path / 's.jsonl'}: field '--task': 'sent', but the file is "
+                                "CheckList's 'qqp' suite, a para suite; drop --task")
 
 
 @pytest.mark.skipif(not (DATA / "sentiment.jsonl.gz").exists(),

@@ -25,7 +25,6 @@ import pyarrow as pa
 from beluga import provenance
 from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
 from beluga.causal_lm import check_prompt, check_task, load_causal_lm, parse_label_words, suite_label_word_predictions
-from beluga.cli.score import load_suite_for
 from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
 from beluga.errors import BelugaError
 from beluga.io import check_out_folder, write_json, write_out_folder
@@ -33,6 +32,7 @@ from beluga.labels import label_map, permute_outputs
 from beluga.metrics import filter_counts
 from beluga.model_config import read_model_config, recorded_task
 from beluga.progress import progress
+from beluga.suites.build import read_suite
 
 #: the files ``test`` writes into its --out folder (nothing else is ever there)
 TEST_OUTPUTS = ("predictions.parquet", "cases.parquet", "functionalities.csv", "summary.md", "summary.html",
@@ -56,7 +56,7 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     branch, tag or commit (default ``main``), refused with a local model; each hub model's revision and commit
     are recorded (:func:`_hub_models`, ``beluga.hub_models``). The task: ``task_name`` (``--task``), else the
     suite's own (a CheckList suite's, a built suite's metadata), else the one the models record
-    (:func:`beluga.cli.score.load_suite_for`). A regression task (SIMILARITY) is predicted by its regression
+    (:func:`beluga.suites.build.read_suite`). A regression task (SIMILARITY) is predicted by its regression
     head (one score per input, predictions.parquet's ``score``) and scored by :mod:`beluga.regression`.
     ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs, before ``max_cases``.
     ``prompt`` / ``label_words`` (``--prompt`` / ``--label-words``): the models are causal LMs, tested by
@@ -91,7 +91,7 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     check_out_folder("test", out_dir, TEST_OUTPUTS,
                      [("suite", suite_path)] + [("model folder", path) for path in paths])
     recorded = _recorded_tasks(models, paths) if task_name is None else None
-    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes, recorded, subset=subset)
+    suite, ttype = read_suite(suite_path, task_name, paper_fixes=paper_fixes, recorded=recorded, subset=subset)
     if ttype.head == "regression" and label_order is not None:
         raise BelugaError(f"test: field '--label-order': task {ttype.name!r} is a regression; its model predicts a "
                           "score, not classes: drop --label-order")
