@@ -3,13 +3,12 @@
 read the suite with :func:`beluga.suites.build.read_suite`, the pipeline's reader.
 
     python -m beluga score --suite PATH --predictions PATH --out DIR
-                           [--format F] [--task sent|para|read] [--no-paper-fixes]
+                           [--format F] [--task T] [--failures K] [--no-paper-fixes]
 
-scores every suite case whose ``case_id`` appears in the predictions and writes ``DIR/cases.parquet``
-(case_id, functionality, status, filter_reason) and ``DIR/functionalities.csv`` (functionality, capability,
-test_type, n_cases, n_scored, n_passed, pass_rate, n_filtered, filtered -- the filtered cases' reasons --,
-status; suite order), ``DIR`` as a whole or not at all
-(:func:`beluga.io.write_out_folder`).
+scores every suite case whose ``case_id`` appears in the predictions and writes what ``test`` writes but the
+predictions (:mod:`beluga.cli.results`: ``cases.parquet``, ``functionalities.csv`` with the failure rate per
+functionality, ``summary.md``, ``summary.html``, ``run.json``) and prints the same summary; ``DIR`` as a whole
+or not at all (:func:`beluga.io.write_out_folder`).
 
     python -m beluga suite export --suite PATH --out FILE [--format inputs|checklist]
 
@@ -32,8 +31,9 @@ from beluga.analyses.lm_eval_samples import SAMPLES_FORMAT, check_sample_texts, 
 from beluga.analyses.predictions import ORDERED_FORMATS, export_rows, infer_format, read_predictions, write_export
 from beluga.analyses.score_predictions import read_score_predictions
 from beluga.bounds import json_loads
+from beluga.cli.results import RESULT_FILES, write_results
 from beluga.errors import BelugaError
-from beluga.io import check_out_folder, same_file, write_json, write_out_folder
+from beluga.io import check_out_folder, same_file
 from beluga.labels import order_from_option
 from beluga.progress import progress
 from beluga.suites.build import checklist_subset, read_suite
@@ -41,7 +41,7 @@ from beluga.suites.lm_eval import LM_EVAL_FILES, export_lm_eval
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
 
 #: the files ``score`` writes into its --out folder (nothing else is ever there)
-SCORE_OUTPUTS = ("cases.parquet", "functionalities.csv", "run.json")
+SCORE_OUTPUTS = RESULT_FILES
 
 
 def _reorder(preds: pd.DataFrame, label_order: str | None, ttype, path: str) -> tuple[pd.DataFrame, dict]:
@@ -127,10 +127,12 @@ def export_command(suite_path: str, out: str, task_name: str | None = None, pape
 
 def score_command(suite_path: str, predictions_path: str, out_dir: str, task_name: str | None = None,
                   paper_fixes: bool = True, fmt: str | None = None, label_order: str | None = None,
-                  subset: bool = False) -> dict:
-    """``score``: every suite case whose ``case_id`` the predictions name, scored (``DIR/cases.parquet``), and
-    the pass rates per functionality in suite order (``DIR/functionalities.csv``); ``DIR`` is written as a
-    whole or not at all. Returns what the command prints (task, counts, seconds).
+                  subset: bool = False, failures: int = 3) -> str:
+    """``score``: every suite case whose ``case_id`` the predictions name, scored and summarised as ``test``
+    does (:func:`beluga.cli.results.write_results`: ``DIR/cases.parquet``, the failure rates per functionality
+    in suite order in ``DIR/functionalities.csv``, the summary pages with ``failures`` failing cases per
+    functionality, ``run.json``), ``DIR`` written as a whole or not at all. Returns the summary the command
+    prints.
 
     A regression suite (SIMILARITY) is scored from predicted scores (:mod:`beluga.analyses.score_predictions`).
     A classifier's predictions' probability columns (label indices) are read in the task's order (``test``
@@ -139,15 +141,14 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     in cases.parquet's metadata (``beluga_labels``).
     ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs
     (:func:`beluga.suites.build.checklist_subset`)."""
-    from beluga.io import write_csv, write_parquet  # looked up per call (tests replace them)
-    from beluga.metrics import filter_counts, filtered_note, pass_rates
+    from beluga.metrics import filter_counts
     from beluga.scoring import score_cases
-    from beluga.suites.format import functionality_table
 
     t0 = time.time()
+    if failures < 0:
+        raise BelugaError(f"score: field '--failures': {failures} is below its minimum 0")
     check_out_folder("score", out_dir, SCORE_OUTPUTS, {"suite": suite_path, "predictions": predictions_path})
     suite, ttype = read_suite(suite_path, task_name, paper_fixes=paper_fixes)
-    t_suite = time.time() - t0
 
     samples = fmt == SAMPLES_FORMAT   # lm-evaluation-harness's --log_samples (beluga/suites/lm_eval.py)
     fmt = fmt if samples else infer_format(predictions_path, fmt)
@@ -187,22 +188,19 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     with progress(len(sel), "scoring", "case") as shown:     # a tqdm bar on a terminal, else nothing
         cases = score_cases(sel, preds, ttype, source=f"predictions {predictions_path}", on_cases=shown,
                             reasons=True)
-    funcs = pass_rates(cases, functionality_table(sel))   # suite order
-
-    scored = cases[["case_id", "functionality", "status", "filter_reason"]]
     run = {"subcommand": "score", "arguments": {"suite": str(suite_path), "predictions": str(predictions_path),
                                              "task": ttype.name, "format": fmt, "label_order": label_order,
-                                             "paper_fixes": paper_fixes, "checklist_subset": subset},
+                                             "paper_fixes": paper_fixes, "checklist_subset": subset,
+                                             "failures": failures},
            "labels": json.loads(labels.get("beluga_labels", "{}")), "unknown_case_ids": len(unknown),
-           "filtered": filter_counts(cases["filter_reason"]),
+           "filtered": {str(predictions_path): filter_counts(cases["filter_reason"])},
            **provenance.record({"suite": suite_path, "predictions": predictions_path})}
-    write_out_folder(out_dir, {"cases.parquet": lambda p: write_parquet(scored, p, metadata=labels),
-                               "functionalities.csv": lambda p: write_csv(funcs, p),
-                               "run.json": lambda p: write_json(run, p)})
+    title = f"{predictions_path} on {Path(suite_path).name} ({ttype.name}, {len(sel)} cases)"
+    text = write_results(out_dir, sel, [cases], [preds], ttype, [str(predictions_path)], title, run, failures,
+                         cases_metadata=labels)
     if unknown:   # after scoring: an error stays the only line
         shown = ", ".join(repr(c) for c in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
         print(f"warning: predictions {predictions_path}: {len(unknown)} case id(s) are not in the suite "
               f"{suite_path} and were not scored: {shown}", file=sys.stderr)
-    return {"task": ttype.name, "n_cases": len(cases), "n_functionalities": len(funcs),
-            "filtered": filtered_note(filter_counts(cases["filter_reason"])),
-            "suite_s": round(t_suite, 2), "total_s": round(time.time() - t0, 2)}
+    took = time.time() - t0
+    return text + f"\n{len(mine)} inputs of {len(sel)} cases scored in {took:.1f} s; written to\n{out_dir}\n"
