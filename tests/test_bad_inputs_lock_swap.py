@@ -181,7 +181,7 @@ def test_killed_swap_is_restored_by_the_next_run(tmp_path, capsys):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith(f"warning: output folder {out}: field '--out': restored from "
                                                f"{hidden[0]}"), err
-    assert "3 file(s): cases.parquet, functionalities.csv, run.json" in err[0]
+    assert "5 file(s): cases.parquet, functionalities.csv, run.json, summary.html, summary.md" in err[0]
     assert digest(out) == before and not hidden[0].exists()
     # nothing more to say the next time
     io.check_out_folder("score", str(out), SCORE_OUTPUTS, {})
@@ -205,8 +205,8 @@ def test_killed_swap_is_reported_when_the_folder_is_back(tmp_path, capsys):
         err = capsys.readouterr().err.splitlines()
         assert len(err) == 1, err
         assert err[0].startswith(f"warning: output folder {out}: field '--out': an interrupted earlier score left "
-                                 f"an earlier folder hidden in {hidden} (3 file(s): cases.parquet, "
-                                 "functionalities.csv, run.json; last written "), err
+                                 f"an earlier folder hidden in {hidden} (5 file(s): cases.parquet, "
+                                 "functionalities.csv, run.json, summary.html, summary.md; last written "), err
         assert "kept" in err[0]
         assert digest(out) == later and digest(hidden) == before
 

@@ -417,7 +417,7 @@ def test_score_failing_midway_leaves_the_earlier_run_whole(suites, tmp_path, cap
     argv = score_argv(suites / "sent.parquet", tmp_path, out)
     assert main(argv) == 0
     before = digest(out)
-    assert sorted(before) == ["cases.parquet", "functionalities.csv", "run.json"]
+    assert sorted(before) == ["cases.parquet", "functionalities.csv", "run.json", "summary.html", "summary.md"]
 
     def full_disk(df, path):
         e = OutputError(f"output file {path}: field 'path': cannot be written: No space left on device (ENOSPC)")

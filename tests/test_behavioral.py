@@ -47,20 +47,54 @@ def tested(tiny_model, suite_file, tmp_path_factory):
     return out
 
 
-def test_test_command_outputs_and_failure_rates_equal_score(tested, suite_file, tmp_path, capsys):
-    for name in ("predictions.parquet", "cases.parquet", "functionalities.csv", "summary.md", "summary.html"):
-        assert (tested / name).stat().st_size > 0, name
-    funcs = pd.read_csv(tested / "functionalities.csv")
-    assert main(["score", "--suite", str(suite_file), "--predictions", str(tested / "predictions.parquet"),
-                 "--out", str(tmp_path), "--task", "sent"]) == 0
-    scored = pd.read_csv(tmp_path / "functionalities.csv").set_index("functionality")
-    for r in funcs.itertuples(index=False):
-        s = scored.loc[r.functionality]
-        assert r.n_scored == s.n_scored
-        if r.n_scored:
-            assert r.failure_rate == pytest.approx(1 - s.pass_rate) and r.n_failed == s.n_scored - s.n_passed
-    cases = pd.read_parquet(tested / "cases.parquet")
-    assert set(cases["status"]) <= {"pass", "fail", "filtered"} and cases["case_id"].is_unique
+def test_score_on_tests_predictions_writes_tests_files(tested, tiny_model, suite_file, tmp_path, capsys):
+    """One question, one answer: `score` on the predictions `test` wrote writes the files `test` writes (but the
+    predictions) with the same bytes -- cases.parquet and functionalities.csv whole, the summaries but for the
+    title naming the model or the predictions -- and prints the same summary table and failing cases."""
+    from beluga.analyses.behavioral import markdown_safe
+    from beluga.cli.results import RESULT_FILES
+    from beluga.cli.score import SCORE_OUTPUTS
+    from beluga.cli.testing import TEST_OUTPUTS
+
+    preds = tested / "predictions.parquet"
+    out = tmp_path / "scored"
+    capsys.readouterr()
+    assert main(["score", "--suite", str(suite_file), "--predictions", str(preds), "--out", str(out),
+                 "--task", "sent", "--failures", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert sorted(p.name for p in tested.iterdir()) == sorted(TEST_OUTPUTS)
+    assert sorted(p.name for p in out.iterdir()) == sorted(SCORE_OUTPUTS) == sorted(RESULT_FILES)
+    for name in ("cases.parquet", "functionalities.csv"):
+        assert (out / name).read_bytes() == (tested / name).read_bytes(), name
+    # the summaries: their title names what was scored (the model, the predictions), the rest is the same
+    md = [(d / "summary.md").read_text().split("\n", 1) for d in (tested, out)]
+    assert md[0][0] == f"# {markdown_safe(str(tiny_model))} on suite.parquet (sent, 24 cases)"
+    assert md[1][0] == md[0][0].replace(markdown_safe(str(tiny_model)), markdown_safe(str(preds)))
+    assert md[1][1] == md[0][1]
+    html = (tested / "summary.html").read_text()
+    assert html.count(str(tiny_model)) == 2   # <title> and <h1>
+    assert (out / "summary.html").read_text() == html.replace(str(tiny_model), str(preds))
+    funcs = pd.read_csv(out / "functionalities.csv")
+    assert list(funcs.columns) == ["capability", "functionality", "test_type", "n_cases", "n_scored", "n_failed",
+                                   "failure_rate", "n_filtered", "filtered", "status"]
+    assert (funcs["n_failed"] > 0).any() and (funcs["n_failed"] < funcs["n_scored"]).any()   # fails and passes
+    assert list(pd.read_parquet(out / "cases.parquet").columns) == ["case_id", "functionality", "capability",
+                                                                    "test_type", "status", "filter_reason"]
+    runs = [json.loads((d / "run.json").read_text()) for d in (tested, out)]
+    assert [r["subcommand"] for r in runs] == ["test", "score"]
+    assert list(runs[0]["filtered"].values()) == list(runs[1]["filtered"].values())
+    # the printed summary: the header, the table and the failing cases, line for line
+    capsys.readouterr()
+    assert main(["test", "--model", str(tiny_model), "--suite", str(suite_file), "--out", str(tmp_path / "t"),
+                 "--task", "sent", "--failures", "2"]) == 0
+    tested_text = capsys.readouterr().out
+
+    def body(text: str) -> list[str]:
+        lines = text.splitlines()
+        start = next(i for i, x in enumerate(lines) if set(x) == {"="}) + 1
+        return lines[start:next(i for i, x in enumerate(lines) if " scored in " in x)]
+    assert body(printed) == body(tested_text)
+    assert "  class / functionality " in body(printed)[1] and "fail%  (failed/scored)" in body(printed)[1]
 
 
 def test_terminal_summary_is_readable_in_100_columns(tiny_model, suite_file, tmp_path, capsys):
@@ -296,8 +330,8 @@ def test_predictions_have_input_text_and_task_comes_from_the_model(tiny_model, s
 def test_task_from_a_built_suite_and_a_conflicting_task(tmp_path, capsys):
     """A suite `suite perturb` / `suite build` writes records its task (metadata beluga.task): `score` and `test`
     need no --task; a --task that differs is one line naming the file and the recorded task."""
-    from beluga.cli.score import load_suite_for
     from beluga.errors import BelugaError
+    from beluga.suites.build import read_suite
     from beluga.suites.format import TASK_KEY
 
     src = tmp_path / "s.txt"
@@ -308,11 +342,11 @@ def test_task_from_a_built_suite_and_a_conflicting_task(tmp_path, capsys):
     import pyarrow.parquet as pq
 
     assert pq.read_schema(built).metadata[TASK_KEY.encode()] == b"sent"
-    suite, ttype = load_suite_for(str(built), None)
+    suite, ttype = read_suite(str(built))
     assert ttype.name == "sent" and len(suite) == 2
-    with pytest.raises(BelugaError, match=r"neg.parquet: field '--task': 'para', but the suite was built for "
-                                          r"task 'sent'"):
-        load_suite_for(str(built), "para")
+    with pytest.raises(BelugaError, match=r"neg.parquet: field '--task': 'para', but the file is a suite built "
+                                          r"for task 'sent'"):
+        read_suite(str(built), "para")
     capsys.readouterr()
     assert main(["score", "--suite", str(built), "--predictions", str(built), "--out", str(tmp_path / "o"),
                  "--task", "read"]) == 2

@@ -315,27 +315,27 @@ def test_jsonl_errors(tmp_path):
 def test_checklist_subset_keeps_the_published_runs_cases(tmp_path):
     """``--checklist-subset``: the cases whose export record says ``in_run_subset`` (a test's sampled
     ``run_idxs``), in suite order; a suite that records none is refused in one line naming the option."""
-    from beluga.cli.score import checklist_subset, load_suite_for
     from beluga.errors import BelugaError
+    from beluga.suites.build import checklist_subset, read_suite
 
     lines = [_export_line(case_id=f"qqp-00-0000{i}", in_run_subset=i in (1, 3), run_position=None)
              for i in range(5)]
     p = _write(tmp_path, lines)
-    suite, ttype = load_suite_for(str(p), None)
+    suite, ttype = read_suite(str(p))
     assert ttype.name == "para" and len(suite) == 5
     assert checklist_subset(suite, str(p))["case_id"].tolist() == ["qqp-00-00001", "qqp-00-00003"]
-    sub, _ = load_suite_for(str(p), None, subset=True)
+    sub, _ = read_suite(str(p), subset=True)
     assert sub["case_id"].tolist() == ["qqp-00-00001", "qqp-00-00003"]
     # a record without in_run_subset: the suite records no subset
     bare = json.loads(lines[0])
     del bare["in_run_subset"]
     q = _write(tmp_path, [json.dumps(bare), lines[1]], name="bare.jsonl")
     with pytest.raises(BelugaError, match=r"field '--checklist-subset': the suite records no CheckList run subset"):
-        load_suite_for(str(q), None, subset=True)
+        read_suite(str(q), subset=True)
     project = tmp_path / "project.parquet"
     save_suite(make_tiny_suite(1), project)
     with pytest.raises(BelugaError, match=r"project.parquet: field '--checklist-subset'"):
-        load_suite_for(str(project), "sent", subset=True)
+        read_suite(str(project), "sent", subset=True)
 
 
 def test_run_subset_is_shared_by_copies_and_saved_as_a_list(tmp_path):
@@ -363,7 +363,7 @@ def test_run_subset_is_shared_by_copies_and_saved_as_a_list(tmp_path):
 def test_checklist_subset_of_the_sentiment_export_is_the_published_sample():
     """The sentiment export's subset: every test sampled with run_idxs keeps at most its sample (CheckList's
     published runs used n=500), the others whole."""
-    from beluga.cli.score import checklist_subset
+    from beluga.suites.build import checklist_subset
 
     df = imported("sentiment")
     sub = checklist_subset(df, "sentiment")

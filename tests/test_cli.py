@@ -61,16 +61,16 @@ def test_score_small_suite(tmp_path):
                   "--out", out, "--task", "sent")
     assert res.returncode == 0, res.stderr
     cases = pd.read_parquet(out / "cases.parquet")
-    assert list(cases.columns) == ["case_id", "functionality", "status", "filter_reason"]
+    assert list(cases.columns) == ["case_id", "functionality", "capability", "test_type", "status", "filter_reason"]
     assert len(cases) == len(suite) - 1
     st = cases.set_index("case_id").status
     assert st["mft-0"] == "pass" and st["inv-0"] == "fail" and st["inv-1"] == "pass" and st["nn-0"] == "pass"
     funcs = pd.read_csv(out / "functionalities.csv")
-    assert list(funcs.columns) == ["functionality", "capability", "test_type", "n_cases", "n_scored", "n_passed",
-                                   "pass_rate", "n_filtered", "filtered", "status"]
+    assert list(funcs.columns) == ["capability", "functionality", "test_type", "n_cases", "n_scored", "n_failed",
+                                   "failure_rate", "n_filtered", "filtered", "status"]
     assert funcs.functionality.tolist() == list(dict.fromkeys(suite.functionality))
     typos = funcs.set_index("functionality").loc["typos"]
-    assert (typos.n_cases, typos.n_scored, typos.n_passed) == (3, 3, 2)
+    assert (typos.n_cases, typos.n_scored, typos.n_failed, typos.failure_rate) == (3, 3, 1, 1 / 3)
     assert funcs.set_index("functionality").at["not negative", "n_cases"] == 2
     # the same suite as CSV (project format) scores the same
     csv_suite = suite.copy()
@@ -147,7 +147,8 @@ def test_score_checklist_export_infers_task(tmp_path):
     assert pd.read_parquet(tmp_path / "o" / "cases.parquet").status.tolist() == ["pass"]
     res = run_cli("score", "--suite", tmp_path / "s.jsonl", "--predictions", tmp_path / "p.parquet",
                   "--out", tmp_path / "o2", "--task", "sent")
-    _assert_one_line_error(res, "CheckList 'qqp' suite")
+    _assert_one_line_error(res, f"suite file {tmp_path / 's.jsonl'}: field '--task': 'sent', but the file is "
+                                "CheckList's 'qqp' suite, a para suite; drop --task")
 
 
 @pytest.mark.skipif(not (DATA / "sentiment.jsonl.gz").exists(),
@@ -178,7 +179,7 @@ def test_score_real_sentiment_export(tmp_path):
     ref = summary[summary.suite == "sentiment"]
     assert funcs.functionality.tolist() == ref.functionality.tolist()
     assert funcs.n_cases.tolist() == ref.n_cases.tolist()
-    assert (funcs.n_scored <= funcs.n_cases).all() and (funcs.n_passed <= funcs.n_scored).all()
+    assert (funcs.n_scored <= funcs.n_cases).all() and (funcs.n_failed <= funcs.n_scored).all()
     # only the sliced / cannot-fail DIRs filter cases
     filtered = funcs[funcs.n_scored < funcs.n_cases].functionality.tolist()
     assert set(filtered) <= {"intensifiers", "reducers", '"used to" should reduce'}

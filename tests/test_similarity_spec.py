@@ -165,11 +165,11 @@ def test_suite_build_then_score_infers_the_task(tmp_path):
     funcs = pd.read_csv(tmp_path / "o" / "functionalities.csv").set_index("functionality")
     run = json.loads((tmp_path / "o" / "run.json").read_text())
     assert run["arguments"]["task"] == "similarity"   # from the suite's metadata
-    rate = funcs["pass_rate"]
-    assert rate["identical sentences"] == 1.0 and rate["unrelated sentences"] == 0.0
-    assert rate["negating one sentence"] == 1.0 and rate["removing the negation"] == 1.0
-    assert rate["swapped roles"] == 0.0 and rate["typos in one sentence"] == 1.0
-    assert rate["contractions"] == 1.0 and rate["change names in both sentences"] == 1.0   # no " not " moved
+    rate = funcs["failure_rate"]
+    assert rate["identical sentences"] == 0.0 and rate["unrelated sentences"] == 1.0
+    assert rate["negating one sentence"] == 0.0 and rate["removing the negation"] == 0.0
+    assert rate["swapped roles"] == 1.0 and rate["typos in one sentence"] == 0.0
+    assert rate["contractions"] == 0.0 and rate["change names in both sentences"] == 0.0   # no " not " moved
     assert funcs.at["changed number", "n_scored"] == 4
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from beluga.cli import main
-from beluga.cli.score import load_suite_for
+from beluga.suites.build import read_suite
 from beluga.suites.format import COLUMNS
 from beluga.suites.tool_import import strip_textattack_markup
 
@@ -83,8 +83,8 @@ def test_checklist_export_round_trip(built, name, tmp_path, capsys):
     rc, msg, err = _run(["suite", "export", "--suite", str(built[name]), "--out", str(out), "--format",
                          "checklist"], capsys)
     assert rc == 0, err
-    a, ta = load_suite_for(str(built[name]), None)
-    b, tb = load_suite_for(str(out), None)
+    a, ta = read_suite(str(built[name]))
+    b, tb = read_suite(str(out))
     assert _rows(a) == _rows(b)
     assert ta.name == tb.name == a.attrs["task_type"] == b.attrs["task_type"]
     assert a.attrs["declared"] == b.attrs["declared"]
@@ -117,8 +117,8 @@ def test_checklist_export_keeps_texts_as_they_are(tmp_path):
     assert main(["suite", "export", "--suite", str(src), "--out", str(out), "--format", "checklist"]) == 2
     assert main(["suite", "export", "--suite", str(src), "--out", str(out), "--format", "checklist",
                  "--task", "sent"]) == 0
-    a, _ = load_suite_for(str(src), "sent")
-    b, _ = load_suite_for(str(out), None)
+    a, _ = read_suite(str(src), "sent")
+    b, _ = read_suite(str(out))
     assert _rows(a) == _rows(b)
     assert b["expect_params"].tolist() == [None, '{"tolerance":0.2}'] and b["meta"].tolist() == ['{"a":1}', None]
     # a record's meta (its exact text in the side field) or case-wide label edited alone: one line, never dropped
@@ -129,13 +129,13 @@ def test_checklist_export_keeps_texts_as_they_are(tmp_path):
         bad = tmp_path / f"edited{i}.jsonl"
         bad.write_text("".join(json.dumps(r) + "\n" for r in edited))
         with pytest.raises(Exception, match=f"line 1.*field '{field}'.*edit both or neither"):
-            load_suite_for(str(bad), None)
+            read_suite(str(bad))
     # a meta of JSON null text travels as its text
     df.loc[1, "meta"] = "null"
     save_suite(df, src)
     assert main(["suite", "export", "--suite", str(src), "--out", str(tmp_path / "n.jsonl"), "--format",
                  "checklist", "--task", "sent"]) == 0
-    assert load_suite_for(str(tmp_path / "n.jsonl"), None)[0]["meta"].tolist() == ['{"a":1}', "null"]
+    assert read_suite(str(tmp_path / "n.jsonl"))[0]["meta"].tolist() == ['{"a":1}', "null"]
 
 
 def test_checklist_export_expectations_as_checklist_writes_them(built, tmp_path):
@@ -262,7 +262,7 @@ def test_from_textattack(tmp_path, capsys):
     assert rc == 0, err
     assert "2 INV cases (5 inputs)" in msg and "Skipped rows (no perturbation): 1" in msg
     assert "originals without a changed text: 1" in msg
-    suite, ttype = load_suite_for(str(out), None)
+    suite, ttype = read_suite(str(out))
     assert ttype.name == "sent"
     assert [list(x) for x in suite["inputs"]] == [
         ["The movie was great .", "The film was great .", "The picture was fine ."],
@@ -275,7 +275,7 @@ def test_from_textattack(tmp_path, capsys):
     _trainable(out, "sent", n_inv=2)
     exported = tmp_path / "ta.jsonl"
     assert main(["suite", "export", "--suite", str(out), "--out", str(exported), "--format", "checklist"]) == 0
-    assert _rows(load_suite_for(str(exported), None)[0]) == _rows(suite)
+    assert _rows(read_suite(str(exported))[0]) == _rows(suite)
     preds = tmp_path / "p.jsonl"
     pd.DataFrame({"case_id": ["textattack-00-00000"] * 3 + ["textattack-00-00001"] * 2,
                   "input_idx": [0, 1, 2, 0, 1],
@@ -291,10 +291,10 @@ def _trainable(path, task, n_inv):
     """The pipeline's suite reader takes the suite and its training streams hold one INV item per case (the
     meta per input stays aligned when the inputs are capped)."""
     from beluga.streams import build_streams
-    from beluga.suites.build import cap_inputs, read_suite_file
+    from beluga.suites.build import cap_inputs
     from beluga.tasks import get_task_type
 
-    df = read_suite_file({"path": str(path), "paper_fixes": True}, task)
+    df, _ = read_suite(str(path), task, task_field="type")
     streams = build_streams(get_task_type(task), None, df)
     assert list(streams) == ["INV"] and len(streams["INV"]) == n_inv
     capped = cap_inputs(df, 2, 0)
@@ -312,7 +312,7 @@ def test_from_textattack_pairs(tmp_path, capsys):
     rc, _, err = _run(["suite", "perturb", "--from-textattack", str(log), "--task", "nli", "--functionality",
                        "textfooler", "--class", "Robustness", "--out", str(out)], capsys)
     assert rc == 0, err
-    suite, ttype = load_suite_for(str(out), None)
+    suite, ttype = read_suite(str(out))
     assert ttype.name == "nli"
     r = suite.iloc[0]
     assert list(r["inputs"]) == ["A man sleeps .", "A man naps ."]
@@ -336,7 +336,7 @@ def test_from_textattack_line_breaks(tmp_path, capsys):
                                                     "result_type": "Successful"}])
     out = tmp_path / "l.parquet"
     assert main(["suite", "perturb", "--from-textattack", str(log), "--out", str(out)]) == 0
-    assert list(load_suite_for(str(out), None)[0]["inputs"][0]) == ["Good film .\nReally .", "Good movie .\nReally ."]
+    assert list(read_suite(str(out))[0]["inputs"][0]) == ["Good film .\nReally .", "Good movie .\nReally ."]
 
 
 @pytest.mark.parametrize("case", ["missing_column", "empty", "no_text", "ansi", "unknown_result", "dir"])
@@ -409,7 +409,7 @@ def test_from_langtest(tmp_path, capsys, fmt):
     assert "accuracy / fairness / representation / performance rows (no text pair): 2" in msg
     assert "rows whose original or test case is LangTest's empty fill '-': 1" in msg
     assert "originals without a changed text: 1" in msg
-    suite, ttype = load_suite_for(str(out), None)
+    suite, ttype = read_suite(str(out))
     assert ttype.name == "sent"
     assert [list(x) for x in suite["inputs"][3:]] == [[f"Row {i} .", f"row {i} ."] for i in range(6)]
     got = [(r.functionality, r.capability, list(r.inputs)) for r in suite.itertuples()][:3]

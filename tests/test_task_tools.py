@@ -76,7 +76,7 @@ def test_score_scores_a_similarity_suite_by_hand(tmp_path, sim_suite):
     assert why["dir-1"] == "original's score <= 0, the range's bound (score_down)" and pd.isna(why["dir-0"])
     funcs = pd.read_csv(tmp_path / "out" / "functionalities.csv").set_index("functionality")
     assert funcs.index.tolist() == ["paraphrase high", "unrelated low", "typos", "negation lowers"]
-    assert (funcs.at["paraphrase high", "n_scored"], funcs.at["paraphrase high", "n_passed"]) == (2, 1)
+    assert (funcs.at["paraphrase high", "n_scored"], funcs.at["paraphrase high", "n_failed"]) == (2, 1)
     assert (funcs.at["negation lowers", "n_scored"], funcs.at["negation lowers", "n_filtered"]) == (1, 1)
     run = json.loads((tmp_path / "out" / "run.json").read_text())
     assert run["arguments"]["task"] == "similarity" and run["labels"] == {}

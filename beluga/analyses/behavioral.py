@@ -270,7 +270,8 @@ def _title_lines(title: str, width: int) -> list[str]:
 
 def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[str], width: int = 100) -> str:
     """The terminal summary of :func:`failure_summary` over ``models``: the title (whole, wrapped at ``width``),
-    per class and functionality the status word, failure rate and the filtered cases with their reasons, then
+    a header naming the columns, per class and functionality the status word, failure rate and the filtered
+    cases with their reasons, then
     failing cases (≤ width columns; over several models, each case's inputs with the predictions of the first
     model it fails for). Suite text is shown with its control characters escaped (:func:`terminal_safe`)."""
     t = one_line
@@ -282,6 +283,8 @@ def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[s
         lines += [f"  {lab}  {_tail(t(m), width - 4 - len(lab))}" for lab, m in zip(labels, models)]
     word_width = max(len(w) for w in STATUS_WORDS)
     name_width = width - (36 if n == 1 else 41) - (word_width - 4)
+    rate_head = f"{'fail%':>6}  (failed/scored)" if n == 1 else f"{'fail% ± sd':>13}  (min–max)"
+    lines += ["", f"  {'class / functionality':<{name_width}} {'type':<4} {'status':<{word_width}} {rate_head}"]
     for cap, g in funcs.groupby("capability", sort=False):
         lines += ["", t(cap)]
         for r in g.to_dict("records"):

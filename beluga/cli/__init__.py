@@ -1,7 +1,8 @@
 """The command line: ``python -m beluga COMMAND`` (also the ``beluga`` script).
 
 - ``score`` / ``suite export`` (:mod:`beluga.cli.score`): score any model's predictions on a suite (also
-  lm-evaluation-harness's per-sample output); a suite's inputs for a model outside Python, any suite as
+  lm-evaluation-harness's per-sample output), written and summarised as ``test`` does
+  (:mod:`beluga.cli.results`); a suite's inputs for a model outside Python, any suite as
   CheckList's JSONL export, or a suite as an lm-evaluation-harness task (beluga/suites/lm_eval.py);
 - ``test`` (:mod:`beluga.cli.testing`): predict a suite with one trained model or several (or causal LMs by
   label-word likelihood, beluga/causal_lm.py), score it and summarise the failures (docs/TESTING_MODELS.md);
@@ -43,12 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "score":
-            info = score_command(args.suite, args.predictions, args.out, args.task,
-                                 paper_fixes=not args.no_paper_fixes, fmt=args.format, label_order=args.label_order,
-                                 subset=args.checklist_subset)
-            filtered = f"; {info['filtered']}" if info["filtered"] else ""
-            print(f"scored {info['n_cases']} cases in {info['n_functionalities']} functionalities "
-                  f"(task {info['task']}{filtered}) in {info['total_s']} s -> {args.out}")
+            print(score_command(args.suite, args.predictions, args.out, args.task,
+                                paper_fixes=not args.no_paper_fixes, fmt=args.format, label_order=args.label_order,
+                                subset=args.checklist_subset, failures=args.failures), end="")
         elif args.command == "plan":
             print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
                                args.json, args.concurrent_jobs, overrides=args.config,

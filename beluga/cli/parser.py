@@ -32,8 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the package's version (beluga VERSION) and exit")
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("score", help="score predictions on a behavioral suite (CheckList semantics)",
-                       description="Score model predictions on a suite: pass / fail / filtered per case and "
-                                   "pass rates per functionality.")
+                       description="Score model predictions on a suite: pass / fail / filtered per case, the "
+                                   "failure rate per functionality and the failing cases, written and printed "
+                                   "as `test` writes and prints them.")
     s.add_argument("--suite", required=True,
                    help="suite file: project Parquet, CSV or JSONL, a CheckList JSONL export (.jsonl[.gz]), or a "
                         "CheckList release suite (.tar.gz / .tgz / .pkl, read without executing it)")
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="task type; default: the suite's own (a CheckList suite's `suite` field, a built suite's "
                         "metadata); refused when the suite records another")
     s.add_argument("--checklist-subset", action="store_true", help=CHECKLIST_SUBSET_HELP)
+    s.add_argument("--failures", type=int, default=3, help="failing cases shown per functionality (as for test)")
     s.add_argument("--no-paper-fixes", action="store_true",
                    help="CheckList exports: keep the labels exactly as released")
     s.add_argument("--label-order", default=None, metavar="CLASSES",

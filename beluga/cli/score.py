@@ -1,15 +1,14 @@
 """The commands for any model's predictions: ``score`` (a predictions file scored on a suite) and
-``suite export`` (a suite's inputs for a model outside Python, or any suite as CheckList's JSONL export); and
-:func:`load_suite_for`, every command's suite reader.
+``suite export`` (a suite's inputs for a model outside Python, or any suite as CheckList's JSONL export); both
+read the suite with :func:`beluga.suites.build.read_suite`, the pipeline's reader.
 
     python -m beluga score --suite PATH --predictions PATH --out DIR
-                           [--format F] [--task TYPE] [--no-paper-fixes]
+                           [--format F] [--task TYPE] [--failures K] [--no-paper-fixes]
 
-scores every suite case whose ``case_id`` appears in the predictions and writes ``DIR/cases.parquet``
-(case_id, functionality, status, filter_reason) and ``DIR/functionalities.csv`` (functionality, capability,
-test_type, n_cases, n_scored, n_passed, pass_rate, n_filtered, filtered -- the filtered cases' reasons --,
-status; suite order), ``DIR`` as a whole or not at all
-(:func:`beluga.io.write_out_folder`).
+scores every suite case whose ``case_id`` appears in the predictions and writes what ``test`` writes but the
+predictions (:mod:`beluga.cli.results`: ``cases.parquet``, ``functionalities.csv`` with the failure rate per
+functionality, ``summary.md``, ``summary.html``, ``run.json``) and prints the same summary; ``DIR`` as a whole
+or not at all (:func:`beluga.io.write_out_folder`).
 
     python -m beluga suite export --suite PATH --out FILE [--format inputs|checklist]
 
@@ -32,61 +31,17 @@ from beluga.analyses.lm_eval_samples import SAMPLES_FORMAT, check_sample_texts, 
 from beluga.analyses.predictions import ORDERED_FORMATS, export_rows, infer_format, read_predictions, write_export
 from beluga.analyses.score_predictions import read_score_predictions
 from beluga.bounds import json_loads
+from beluga.cli.results import RESULT_FILES, write_results
 from beluga.errors import BelugaError
-from beluga.io import check_out_folder, same_file, write_json, write_out_folder
+from beluga.io import check_out_folder, same_file
 from beluga.labels import order_from_option
 from beluga.progress import progress
+from beluga.suites.build import checklist_subset, read_suite
 from beluga.suites.lm_eval import LM_EVAL_FILES, export_lm_eval
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
-from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
 
 #: the files ``score`` writes into its --out folder (nothing else is ever there)
-SCORE_OUTPUTS = ("cases.parquet", "functionalities.csv", "run.json")
-
-
-def _infer_task(suite: pd.DataFrame, given: str | None, suite_path: str, recorded: dict[str, str] | None = None) -> str:
-    """The task type: ``given`` (``--task``; refused in one line when the suite records another), else the
-    suite's own (a CheckList suite's, or a built suite's metadata ``beluga.task``), else the one the models
-    record (``recorded``: {model: task}; all must agree), else QA when the suite has answers and no labels."""
-    known = suite.attrs.get("task_type")
-    if given is not None:
-        if known is not None and known != given:
-            if "checklist_suite" in suite.attrs:
-                name = suite.attrs.get("checklist_suite", known)
-                raise BelugaError(f"--task {given}: the suite {suite_path} is the CheckList {name!r} suite "
-                                  f"(task {known!r})")
-            raise BelugaError(f"suite {suite_path}: field '--task': {given!r}, but the suite was built for task "
-                              f"{known!r} ({suite.attrs.get('task_source', 'its metadata')}); drop --task")
-        return given
-    if known is not None:
-        return known
-    tasks = sorted(set((recorded or {}).values()))
-    if len(tasks) > 1:
-        shown = ", ".join(f"{m}: {t}" for m, t in (recorded or {}).items())
-        raise BelugaError(f"suite {suite_path}: field 'task': the models record different tasks ({shown})")
-    if tasks:
-        return tasks[0]
-    has_answers = suite["answers"].notna().any()
-    has_labels = suite["labels"].notna().any()
-    if has_answers and not has_labels:
-        return "read"
-    raise BelugaError(f"suite {suite_path}: field 'task': cannot infer the task from a project-format suite; "
-                      f"pass --task ({', '.join(sorted(TASK_TYPES))}; CheckList suites: "
-                      f"{', '.join(f'{k}={v}' for k, v in SUITE_TASK_TYPES.items())})")
-
-
-def checklist_subset(suite: pd.DataFrame, suite_path: str) -> pd.DataFrame:
-    """``--checklist-subset``: only the cases CheckList's published runs scored (a test's ``run_idxs`` where it
-    sampled ``n`` cases, every case of the others), as the suite records them (a CheckList release suite, or
-    its JSONL export's ``in_run_subset``); a suite that records none is refused in one line."""
-    keep = suite.attrs.get("checklist_run_subset")
-    if keep is None:
-        raise BelugaError(f"suite {suite_path}: field '--checklist-subset': the suite records no CheckList run "
-                          "subset (only a CheckList release suite, or its JSONL export with in_run_subset, does)")
-    attrs = dict(suite.attrs)
-    out = suite[suite["case_id"].isin(set(keep))].reset_index(drop=True)
-    out.attrs.update(attrs)
-    return out
+SCORE_OUTPUTS = RESULT_FILES
 
 
 def _reorder(preds: pd.DataFrame, label_order: str | None, ttype, path: str) -> tuple[pd.DataFrame, dict]:
@@ -104,48 +59,21 @@ def _reorder(preds: pd.DataFrame, label_order: str | None, ttype, path: str) -> 
     return preds, {"beluga_labels": json.dumps({"predictions": lmap.record()})}
 
 
-def load_suite_for(suite_path: str, task_name: str | None, paper_fixes: bool = True,
-                   recorded: dict[str, str] | None = None, subset: bool = False):
-    """(suite, task type) of any suite the project reads, the task inferred when not given
-    (:func:`_infer_task`; ``recorded``: the tasks the models record); ``subset``: only the cases of
-    CheckList's published runs (:func:`checklist_subset`). The suite passes the pipeline's checks
-    (:func:`beluga.suites.build.check_suite_task_type`: one text or a pair, as the task reads them), so
-    ``test``, ``score`` and ``suite export`` refuse what a run refuses, in the same words."""
-    from beluga.suites.build import check_suite_task_type
-    from beluga.suites.checklist import read_any_suite
-    from beluga.suites.format import validate_suite
-
-    given = get_task_type(task_name) if task_name is not None else None
-    suite = read_any_suite(suite_path, paper_fixes=paper_fixes,
-                           label_set=(tuple(given.suite_labels) or None) if given else None,
-                           head=given.head if given else None)
-    ttype = get_task_type(_infer_task(suite, task_name, suite_path, recorded))
-    if given is None and "checklist_suite" not in suite.attrs:
-        # a task read from the suite's metadata, the models or the answers: re-check what it needs
-        attrs = dict(suite.attrs)
-        suite = validate_suite(suite, suite_path, tuple(ttype.suite_labels) or None, head=ttype.head)
-        suite.attrs.update(attrs)
-    check_suite_task_type(suite, ttype.name, suite_path)
-    if subset:
-        suite = checklist_subset(suite, suite_path)
-    return suite, ttype
-
-
 def checklist_export_command(suite_path: str, out: str, task_name: str | None = None,
                               paper_fixes: bool = True) -> str:
     """``suite export --format checklist``: CheckList's JSONL export (one record per test case), written
-    atomically. A release suite (read without executing it) or a CheckList JSONL export is copied record for
-    record; any other suite (a spec-built, perturbed or imported one: Parquet, the project's CSV / JSONL) is
-    written by :func:`beluga.suites.checklist_export.suite_records`, which the project reads back into an
-    equal suite (a regression suite is refused in one line)."""
+    atomically, of a suite that passes :func:`beluga.suites.build.read_suite`'s checks. A release suite (read
+    without executing it) or a CheckList JSONL export is copied record for record; any other suite (a
+    spec-built, perturbed or imported one: Parquet, the project's CSV / JSONL) is written by
+    :func:`beluga.suites.checklist_export.suite_records`, which the project reads back into an equal suite (a
+    regression suite is refused in one line)."""
 
     from beluga.suites.checklist import is_checklist_export
     from beluga.suites.checklist_export import suite_records
     from beluga.suites.tabular import open_text
 
+    suite, ttype = read_suite(suite_path, task_name, paper_fixes=paper_fixes)   # every check, whichever branch
     p = Path(suite_path)
-    if not p.exists():
-        raise BelugaError(f"suite file {suite_path}: field 'path': file does not exist")
     if p.name.lower().endswith(RELEASE_SUFFIXES):
         records = read_release_records(p)
     elif p.name.lower().endswith((".jsonl", ".jsonl.gz")) and is_checklist_export(p):
@@ -160,7 +88,6 @@ def checklist_export_command(suite_path: str, out: str, task_name: str | None = 
                                               f"JSON ({e})") from None
         records = lines()
     else:
-        suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
         records = suite_records(suite, ttype.name, suite.attrs.get("declared"))
     counts: dict[str, int] = {}
 
@@ -186,13 +113,13 @@ def export_command(suite_path: str, out: str, task_name: str | None = None, pape
                 raise BelugaError(f"suite export {out}: field '{field}': --format lm-eval needs --prompt and "
                                   "--label-words (the task's prompt and each class's word)")
         check_out_folder("suite export", out, LM_EVAL_FILES, [("suite", suite_path)])
-        suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
+        suite, ttype = read_suite(suite_path, task_name, paper_fixes=paper_fixes)
         return export_lm_eval(suite, ttype, out, prompt, label_words)
     if same_file(suite_path, out):
         raise BelugaError(f"suite export {out}: field '--out': is the input suite file itself; choose another name")
     if fmt == "checklist":
         return checklist_export_command(suite_path, out, task_name, paper_fixes)
-    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
+    suite, ttype = read_suite(suite_path, task_name, paper_fixes=paper_fixes)
     rows = export_rows(suite, ttype.head)
     fmt = write_export(rows, out)
     return f"exported {len(rows)} inputs of {len(suite)} cases ({ttype.name}) as {fmt.upper()} -> {out}"
@@ -200,26 +127,28 @@ def export_command(suite_path: str, out: str, task_name: str | None = None, pape
 
 def score_command(suite_path: str, predictions_path: str, out_dir: str, task_name: str | None = None,
                   paper_fixes: bool = True, fmt: str | None = None, label_order: str | None = None,
-                  subset: bool = False) -> dict:
-    """``score``: every suite case whose ``case_id`` the predictions name, scored (``DIR/cases.parquet``), and
-    the pass rates per functionality in suite order (``DIR/functionalities.csv``); ``DIR`` is written as a
-    whole or not at all. Returns what the command prints (task, counts, seconds).
+                  subset: bool = False, failures: int = 3) -> str:
+    """``score``: every suite case whose ``case_id`` the predictions name, scored and summarised as ``test``
+    does (:func:`beluga.cli.results.write_results`: ``DIR/cases.parquet``, the failure rates per functionality
+    in suite order in ``DIR/functionalities.csv``, the summary pages with ``failures`` failing cases per
+    functionality, ``run.json``), ``DIR`` written as a whole or not at all. Returns the summary the command
+    prints.
 
     A regression suite (SIMILARITY) is scored from predicted scores (:mod:`beluga.analyses.score_predictions`).
     A classifier's predictions' probability columns (label indices) are read in the task's order (``test``
     writes them so), or in ``label_order``'s (comma-separated class names,
     :func:`beluga.labels.order_from_option`), permuted into the task's before anything is scored and recorded
     in cases.parquet's metadata (``beluga_labels``).
-    ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs (:func:`checklist_subset`)."""
-    from beluga.io import write_csv, write_parquet  # looked up per call (tests replace them)
-    from beluga.metrics import filter_counts, filtered_note, pass_rates
+    ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs
+    (:func:`beluga.suites.build.checklist_subset`)."""
+    from beluga.metrics import filter_counts
     from beluga.scoring import score_cases
-    from beluga.suites.format import functionality_table
 
     t0 = time.time()
+    if failures < 0:
+        raise BelugaError(f"score: field '--failures': {failures} is below its minimum 0")
     check_out_folder("score", out_dir, SCORE_OUTPUTS, {"suite": suite_path, "predictions": predictions_path})
-    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes)
-    t_suite = time.time() - t0
+    suite, ttype = read_suite(suite_path, task_name, paper_fixes=paper_fixes)
 
     samples = fmt == SAMPLES_FORMAT   # lm-evaluation-harness's --log_samples (beluga/suites/lm_eval.py)
     fmt = fmt if samples else infer_format(predictions_path, fmt)
@@ -259,22 +188,19 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     with progress(len(sel), "scoring", "case") as shown:     # a tqdm bar on a terminal, else nothing
         cases = score_cases(sel, preds, ttype, source=f"predictions {predictions_path}", on_cases=shown,
                             reasons=True)
-    funcs = pass_rates(cases, functionality_table(sel))   # suite order
-
-    scored = cases[["case_id", "functionality", "status", "filter_reason"]]
     run = {"subcommand": "score", "arguments": {"suite": str(suite_path), "predictions": str(predictions_path),
                                              "task": ttype.name, "format": fmt, "label_order": label_order,
-                                             "paper_fixes": paper_fixes, "checklist_subset": subset},
+                                             "paper_fixes": paper_fixes, "checklist_subset": subset,
+                                             "failures": failures},
            "labels": json.loads(labels.get("beluga_labels", "{}")), "unknown_case_ids": len(unknown),
-           "filtered": filter_counts(cases["filter_reason"]),
+           "filtered": {str(predictions_path): filter_counts(cases["filter_reason"])},
            **provenance.record({"suite": suite_path, "predictions": predictions_path})}
-    write_out_folder(out_dir, {"cases.parquet": lambda p: write_parquet(scored, p, metadata=labels),
-                               "functionalities.csv": lambda p: write_csv(funcs, p),
-                               "run.json": lambda p: write_json(run, p)})
+    title = f"{predictions_path} on {Path(suite_path).name} ({ttype.name}, {len(sel)} cases)"
+    text = write_results(out_dir, sel, [cases], [preds], ttype, [str(predictions_path)], title, run, failures,
+                         cases_metadata=labels)
     if unknown:   # after scoring: an error stays the only line
         shown = ", ".join(repr(c) for c in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
         print(f"warning: predictions {predictions_path}: {len(unknown)} case id(s) are not in the suite "
               f"{suite_path} and were not scored: {shown}", file=sys.stderr)
-    return {"task": ttype.name, "n_cases": len(cases), "n_functionalities": len(funcs),
-            "filtered": filtered_note(filter_counts(cases["filter_reason"])),
-            "suite_s": round(t_suite, 2), "total_s": round(time.time() - t0, 2)}
+    took = time.time() - t0
+    return text + f"\n{len(mine)} inputs of {len(sel)} cases scored in {took:.1f} s; written to\n{out_dir}\n"

@@ -23,20 +23,20 @@ import pandas as pd
 import pyarrow as pa
 
 from beluga import provenance
-from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
 from beluga.causal_lm import check_prompt, check_task, load_causal_lm, parse_label_words, suite_label_word_predictions
-from beluga.cli.score import load_suite_for
+from beluga.cli.results import RESULT_FILES, write_results
 from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
 from beluga.errors import BelugaError
-from beluga.io import check_out_folder, write_json, write_out_folder
+from beluga.io import check_out_folder
 from beluga.labels import label_map, permute_outputs
 from beluga.metrics import filter_counts
 from beluga.model_config import read_model_config, recorded_task
 from beluga.progress import progress
+from beluga.suites.build import read_suite
 
-#: the files ``test`` writes into its --out folder (nothing else is ever there)
-TEST_OUTPUTS = ("predictions.parquet", "cases.parquet", "functionalities.csv", "summary.md", "summary.html",
-                "run.json")
+#: the files ``test`` writes into its --out folder (nothing else is ever there): the predictions and what
+#: ``score`` writes (:mod:`beluga.cli.results`)
+TEST_OUTPUTS = ("predictions.parquet", *RESULT_FILES)
 
 
 def test_command(models: str | list[str], suite_path: str, out_dir: str, task_name: str | None = None,
@@ -56,14 +56,14 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     branch, tag or commit (default ``main``), refused with a local model; each hub model's revision and commit
     are recorded (:func:`_hub_models`, ``beluga.hub_models``). The task: ``task_name`` (``--task``), else the
     suite's own (a CheckList suite's, a built suite's metadata), else the one the models record
-    (:func:`beluga.cli.score.load_suite_for`). A regression task (SIMILARITY) is predicted by its regression
+    (:func:`beluga.suites.build.read_suite`). A regression task (SIMILARITY) is predicted by its regression
     head (one score per input, predictions.parquet's ``score``) and scored by :mod:`beluga.regression`.
     ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs, before ``max_cases``.
     ``prompt`` / ``label_words`` (``--prompt`` / ``--label-words``): the models are causal LMs, tested by
     label-word likelihood (:mod:`beluga.causal_lm`: the class probabilities it computes are then scored and
     summarised as any classifier's)."""
     from beluga.fold import suite_outcomes
-    from beluga.io import write_csv, write_parquet, write_text  # looked up per call (tests replace them)
+    from beluga.io import write_parquet  # looked up per call (tests replace it)
     from beluga.modeling import check_max_length, resolve_model
     from beluga.predict import predictions_table
     from beluga.scoring import score_cases
@@ -91,7 +91,7 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     check_out_folder("test", out_dir, TEST_OUTPUTS,
                      [("suite", suite_path)] + [("model folder", path) for path in paths])
     recorded = _recorded_tasks(models, paths) if task_name is None else None
-    suite, ttype = load_suite_for(suite_path, task_name, paper_fixes, recorded, subset=subset)
+    suite, ttype = read_suite(suite_path, task_name, paper_fixes=paper_fixes, recorded=recorded, subset=subset)
     if ttype.head == "regression" and label_order is not None:
         raise BelugaError(f"test: field '--label-order': task {ttype.name!r} is a regression; its model predicts a "
                           "score, not classes: drop --label-order")
@@ -104,7 +104,7 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     chunk = max(1, 2000 // max(1, int(suite["inputs"].map(len).mean())))   # cases predicted at a time
     tty = sys.stderr.isatty()
     where = str(Path(out_dir) / "predictions.parquet")
-    all_preds, statuses, tables, cases, notes = [], [], [], [], []
+    all_preds, statuses, tables, notes = [], [], [], []
     for i, m in enumerate(models):
         net, tokenizer, lmap = nets[i]
         nets[i] = None                                   # each model freed once predicted
@@ -130,25 +130,16 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
         del net, tokenizer
         tables.append(_with_inputs(predictions_table(preds.assign(split="suite_test", label=None), ttype, where),
                                    suite, preds))
-        cases.append(suite[["case_id", "functionality", "capability", "test_type"]].merge(
-            status[["case_id", "status", "filter_reason"]], on="case_id"))
         all_preds.append(preds)
         statuses.append(status)
-    funcs, examples = failure_summary(suite, statuses, all_preds, ttype, models, k=failures)
     about = f"{Path(suite_path).name} ({ttype.name}, {len(suite)} cases)"
-    if len(models) == 1:
-        shown = models[0] + (f" @ {revision}" if revision else "")   # whole (the terminal wraps it)
-        title, table, scored, inputs = f"{shown} on {about}", tables[0], cases[0], f"{len(all_preds[0])} inputs"
-    else:   # each model's rows under a `model` column (the model as given)
-        title = f"{len(models)} models on {about}"
-        table = pa.concat_tables([t.add_column(0, pa.field("model", pa.string(), nullable=False),
-                                               pa.array([m] * t.num_rows, pa.string()))
-                                  for t, m in zip(tables, models)])
-        scored = pd.concat([c.assign(model=m)[["model", *c.columns]] for c, m in zip(cases, models)],
-                           ignore_index=True)
-        inputs = f"{len(all_preds[0])} inputs x {len(models)} models"
-    markdown = summary_markdown(funcs, examples, title, models)
-    html = summary_html(funcs, examples, title, models)
+    several = len(models) > 1
+    title = (f"{len(models)} models" if several else models[0] + (f" @ {revision}" if revision else "")) \
+        + f" on {about}"   # the model whole (the terminal wraps it)
+    if several:   # each model's rows under a `model` column (the model as given)
+        tables = [t.add_column(0, pa.field("model", pa.string(), nullable=False),
+                               pa.array([m] * t.num_rows, pa.string())) for t, m in zip(tables, models)]
+    table = pa.concat_tables(tables)
     labels = _labels_metadata(models, lmaps)
     if hub:   # which revision and commit of each hub model was tested
         labels["beluga.hub_models"] = json.dumps(hub, sort_keys=True)
@@ -163,17 +154,13 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
            **({"truncated_inputs": list(notes)} if notes else {}),
            "filtered": {m: filter_counts(st["filter_reason"]) for m, st in zip(models, statuses)},
            **provenance.record({"suite": suite_path, **{f"model {m}": p for m, p in zip(models, paths)}})}
-    write_out_folder(out_dir, {"predictions.parquet": lambda p: write_parquet(table, p, metadata=labels),
-                               "cases.parquet": lambda p: write_parquet(scored, p),
-                               "functionalities.csv": lambda p: write_csv(funcs, p),
-                               "summary.md": lambda p: write_text(markdown, p),
-                               "summary.html": lambda p: write_text(html, p),
-                               "run.json": lambda p: write_json(run, p)})
+    text = write_results(out_dir, suite, statuses, all_preds, ttype, models, title, run, failures,
+                         files={"predictions.parquet": lambda p: write_parquet(table, p, metadata=labels)})
     if causal:
         notes.insert(0, f"label words: {', '.join(f'{c}={w!r}' for c, w in causal[1].record().items())}; "
                         f"prompt {causal[0]!r}")
-    text = summary_text(funcs, examples, title, models) + _labels_note(models, lmaps)
-    text += "".join(f"\n{n}" for n in notes)
+    text += _labels_note(models, lmaps) + "".join(f"\n{n}" for n in notes)
+    inputs = f"{len(all_preds[0])} inputs" + (f" x {len(models)} models" if several else "")
     return text + f"\n{inputs} predicted and scored in {time.time() - t0:.1f} s; written to\n{out_dir}\n"
 
 

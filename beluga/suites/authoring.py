@@ -18,7 +18,8 @@ from beluga.progress import progress
 from beluga.suites import lexicons as lex
 from beluga.suites import perturb as perturbations
 from beluga.suites import spec as suite_spec
-from beluga.suites.format import EXPECTATIONS, functionality_table, save_suite, validate_suite
+from beluga.suites.build import checked_suite
+from beluga.suites.format import EXPECTATIONS, functionality_table, save_suite
 from beluga.suites.templates import BUILTIN_LEXICONS
 from beluga.tasks import get_task_type
 
@@ -102,7 +103,7 @@ def build_command(spec: str, out: str, source: str | None = None, seed: int | No
                                     functionalities=functionalities, on_functionality=shown)
     ttype = get_task_type(s.task)
     table = suite_spec.declared(s, functionalities)
-    df = validate_suite(df, f"suite spec {s.path}", tuple(ttype.suite_labels) or None, table)
+    df = checked_suite(df, ttype, f"suite spec {s.path}", table)
     save_suite(df, out, declared=table, task=ttype.name)
     funcs = functionality_table(df)
     head = (f"{s.name} ({s.task}): {len(df)} cases in {len(funcs)} functionalities, seed "
@@ -176,7 +177,7 @@ def perturb_command(input_path: str, perturbation: str, test_type: str, expect: 
                           f"sentences of {input_path} (of 3 to {max_words} words)") from None
     ttype = get_task_type(task)
     table = suite_spec.declared(s)
-    df = validate_suite(df, "suite perturb", tuple(ttype.suite_labels) or None, table)
+    df = checked_suite(df, ttype, "suite perturb", table)
     save_suite(df, out, declared=table, task=ttype.name)
     used = json.dumps(data["functionalities"][0]["perturb"])
     return f"{len(df)} of {n} sentences perturbed by {perturbation} ({used}) -> {out}\n" + summary(df, 3) + "\n"

@@ -1,6 +1,7 @@
 """A task's suite as its config describes it: generated offline, or read from
 a suite file (the project's formats or a CheckList export), checked against
-the task's type, subsampled as configured, validated."""
+the task's type, subsampled as configured, validated; and :func:`read_suite`,
+the one reader of a suite file, for the pipeline and every command."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from beluga.errors import ConfigError, SuiteError
 from beluga.folds import stable_int
 from beluga.heads import head_of
 from beluga.suites.format import TEST_TYPES, validate_suite
-from beluga.tasks import TaskType, get_task_type
+from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, TaskType, get_task_type
 
 
 def label_set(ttype: TaskType) -> tuple[int, ...] | None:
@@ -40,7 +41,7 @@ def select_functionalities(df: pd.DataFrame, suite_cfg: dict) -> pd.DataFrame:
 def suite_functionalities(suite_cfg: dict, task_type: str) -> pd.DataFrame:
     """Functionality table known before anything runs (fold enumeration at
     DAG-construction time): from the suite spec or the suite file
-    (checked against the task type: :func:`check_suite_task_type`), with the
+    (checked against the task type: :func:`read_suite`), with the
     number of cases each functionality will have (``n_cases``, after
     ``max_cases_per_functionality``)."""
     return select_functionalities(_all_functionalities(suite_cfg, task_type), suite_cfg)
@@ -71,7 +72,7 @@ def _all_functionalities(suite_cfg: dict, task_type: str) -> pd.DataFrame:
         cat = pd.DataFrame(catalogue(load_task_spec(suite_cfg, task_type)))
         df = cat[["functionality", "capability", "test_type"]].assign(n_cases=int(suite_cfg["cases_per_functionality"]))
         return with_fold_types(df, cat, suite_cfg["type_folds"], f"suite spec {suite_spec_name(suite_cfg)}")
-    df = read_suite_file(suite_cfg, task_type)
+    df, _ = read_suite(suite_cfg["path"], task_type, paper_fixes=suite_cfg["paper_fixes"], task_field="type")
     table = df[["functionality", "capability", "test_type"]].drop_duplicates("functionality").reset_index(drop=True)
     n = df.groupby("functionality", sort=False).size()
     cap = suite_cfg.get("max_cases_per_functionality")
@@ -118,17 +119,9 @@ def with_fold_types(functionalities: pd.DataFrame, cases: pd.DataFrame, type_fol
     return out
 
 
-def check_suite_task_type(df: pd.DataFrame, task_type: str, path) -> None:
-    """The suite must be one the task can be tested on: a CheckList export
-    of the task type's own suite, and inputs of the task type's arity (one
-    text for SENT; a pair of texts for PARA; context and question for READ)."""
-    ttype = get_task_type(task_type)
-    known = df.attrs.get("task_type")
-    if known is not None and known != ttype.name:
-        what = (f"CheckList's {df.attrs['checklist_suite']!r} suite, a {known} suite" if "checklist_suite" in df.attrs
-                else f"a suite built for task {known!r} ({df.attrs.get('task_source', 'its metadata')})")
-        raise SuiteError(f"suite file {path}: field 'type': the file is {what}, but the task it is configured for "
-                         f"has type {ttype.name!r}")
+def check_suite_inputs(df: pd.DataFrame, ttype: TaskType, path) -> None:
+    """The suite's inputs are of the task type's arity: one text for SENT; a pair of texts for PARA, NLI,
+    SIMILARITY; context and question for READ."""
     paired = df["inputs_b"].map(lambda v: v is not None and not (isinstance(v, float) and v != v))
     needs_b = head_of(ttype).two_texts(ttype)
     wrong = df[~paired] if needs_b else df[paired]
@@ -139,33 +132,104 @@ def check_suite_task_type(df: pd.DataFrame, task_type: str, path) -> None:
                          f"{what}; {len(wrong)} case(s) of this suite do not match")
 
 
-def read_suite_file(suite_cfg: dict, task_type: str) -> pd.DataFrame:
-    """A suite named by ``suite.path`` (project Parquet / CSV / JSONL, or a
-    CheckList JSONL export), validated against the task type; the paper's
-    fixes as configured. A process reads a file once while it is unchanged
-    (a dry run and ``plan`` read each task's suite more than once: CheckList's
-    release tarballs take seconds each); every call gets its own copy."""
-    path = suite_cfg["path"]
+def checked_suite(df: pd.DataFrame, ttype: TaskType, path, declared: list[dict] | None = None) -> pd.DataFrame:
+    """A suite checked against its task (``df.attrs`` kept): every case once (case ids unique), labels in the
+    task's label set (a regression task's: gold scores in its score range), the expectations the task's head
+    scores and their parameters (:func:`beluga.suites.format.validate_suite`), inputs of the task's arity
+    (:func:`check_suite_inputs`). ``path`` names the suite in errors."""
+    attrs = dict(df.attrs)
+    out = validate_suite(df, path, label_set(ttype), declared, head=ttype.head,
+                         score_range=getattr(ttype, "score_range", None))
+    out.attrs.update(attrs)
+    check_suite_inputs(out, ttype, path)
+    return out
+
+
+def read_suite(path, task: str | None = None, *, paper_fixes: bool = True, recorded: dict[str, str] | None = None,
+               subset: bool = False, task_field: str = "--task") -> tuple[pd.DataFrame, TaskType]:
+    """(suite, task type) of any suite file -- the project's Parquet / CSV / JSONL, a CheckList JSONL export or
+    release suite (:func:`beluga.suites.checklist.read_any_suite`) -- the one reader of the pipeline
+    (``suite.path``), ``test``, ``score`` and ``suite export``. The task: ``task`` (refused in one line when the
+    file records another), else the file's own, else the one the models record (``recorded``: {model: task}),
+    else READ for a suite of answers without labels (:func:`_infer_task`); the suite then passes
+    :func:`checked_suite` for it. ``task_field`` names where ``task`` came from in errors: a command-line
+    option (``--task``) or the configuration's field (``type``). ``paper_fixes``: the BELUGA paper's fixes of
+    CheckList's suites; ``subset``: only the cases of CheckList's published runs (:func:`checklist_subset`).
+    A process reads a file once while it is unchanged (a dry run and ``plan`` read each task's suite more than
+    once: CheckList's release tarballs take seconds each); every call gets its own copy."""
     try:
         st = os.stat(path)
     except OSError:
         raise SuiteError(f"suite file {path}: field 'path': file does not exist") from None
-    df = _read_suite_file(str(path), os.path.realpath(path), st.st_mtime_ns, st.st_size,
-                          bool(suite_cfg["paper_fixes"]), task_type)
-    return df.copy()
+    suite, name = _read_suite(str(path), os.path.realpath(path), st.st_mtime_ns, st.st_size, bool(paper_fixes),
+                              task, tuple((recorded or {}).items()), task_field)
+    suite = suite.copy()
+    if subset:
+        suite = checklist_subset(suite, path)
+    return suite, get_task_type(name)
 
 
 @functools.lru_cache(maxsize=4)
-def _read_suite_file(path: str, real: str, mtime_ns: int, size: int, paper_fixes: bool,
-                     task_type: str) -> pd.DataFrame:
-    """:func:`read_suite_file`'s read, keyed by the file's identity and modification (``real``, ``mtime_ns``,
-    ``size``: an edited file is read again)."""
+def _read_suite(path: str, real: str, mtime_ns: int, size: int, paper_fixes: bool, task: str | None,
+                recorded: tuple[tuple[str, str], ...], task_field: str) -> tuple[pd.DataFrame, str]:
+    """:func:`read_suite`'s read, keyed by the file's identity and modification (``real``, ``mtime_ns``,
+    ``size``: an edited file is read again) and the task as given."""
     from beluga.suites.checklist import read_any_suite
 
-    ttype = get_task_type(task_type)
-    df = read_any_suite(path, paper_fixes=paper_fixes, label_set=label_set(ttype), head=ttype.head)
-    check_suite_task_type(df, task_type, path)
-    return df
+    if task is not None:
+        get_task_type(task)   # an unknown name: refused before the file is read
+    suite = read_any_suite(path, paper_fixes=paper_fixes)   # a CheckList suite checked against its own task
+    ttype = get_task_type(_infer_task(suite, task, path, dict(recorded), task_field))
+    if "checklist_suite" in suite.attrs:   # validated as its own task's, which ttype is
+        check_suite_inputs(suite, ttype, path)
+        return suite, ttype.name
+    return checked_suite(suite, ttype, path, suite.attrs.get("declared")), ttype.name
+
+
+def _infer_task(suite: pd.DataFrame, given: str | None, path: str, recorded: dict[str, str],
+                task_field: str) -> str:
+    """The task type: ``given`` (refused in one line when the suite records another: a CheckList suite's task,
+    or a built suite's metadata ``beluga.task``), else the suite's own, else the one the models record
+    (``recorded``: {model: task}; all must agree), else READ when the suite has answers and no labels."""
+    known = suite.attrs.get("task_type")
+    if given is not None:
+        if known is not None and known != given:
+            what = (f"CheckList's {suite.attrs['checklist_suite']!r} suite, a {known} suite"
+                    if "checklist_suite" in suite.attrs
+                    else f"a suite built for task {known!r} ({suite.attrs.get('task_source', 'its metadata')})")
+            if task_field.startswith("--"):
+                raise SuiteError(f"suite file {path}: field '{task_field}': {given!r}, but the file is {what}; "
+                                 f"drop {task_field}")
+            raise SuiteError(f"suite file {path}: field '{task_field}': the file is {what}, but the task it is "
+                             f"configured for has type {given!r}")
+        return given
+    if known is not None:
+        return known
+    tasks = sorted(set(recorded.values()))
+    if len(tasks) > 1:
+        shown = ", ".join(f"{m}: {t}" for m, t in recorded.items())
+        raise SuiteError(f"suite file {path}: field 'task': the models record different tasks ({shown})")
+    if tasks:
+        return tasks[0]
+    if suite["answers"].notna().any() and not suite["labels"].notna().any():
+        return "read"
+    raise SuiteError(f"suite file {path}: field 'task': cannot infer the task from a project-format suite; "
+                     f"pass --task ({', '.join(sorted(TASK_TYPES))}; CheckList suites: "
+                     f"{', '.join(f'{k}={v}' for k, v in SUITE_TASK_TYPES.items())})")
+
+
+def checklist_subset(suite: pd.DataFrame, path) -> pd.DataFrame:
+    """``--checklist-subset``: only the cases CheckList's published runs scored (a test's ``run_idxs`` where it
+    sampled ``n`` cases, every case of the others), as the suite records them (a CheckList release suite, or
+    its JSONL export's ``in_run_subset``); a suite that records none is refused in one line."""
+    keep = suite.attrs.get("checklist_run_subset")
+    if keep is None:
+        raise SuiteError(f"suite file {path}: field '--checklist-subset': the suite records no CheckList run "
+                         "subset (only a CheckList release suite, or its JSONL export with in_run_subset, does)")
+    attrs = dict(suite.attrs)
+    out = suite[suite["case_id"].isin(set(keep))].reset_index(drop=True)
+    out.attrs.update(attrs)
+    return out
 
 
 def cap_inputs(df: pd.DataFrame, n: int | None, seed: int) -> pd.DataFrame:
@@ -227,12 +291,12 @@ def make_suite(suite_cfg: dict, task_type: str, pool: pd.DataFrame | None) -> tu
         keep = set(select_functionalities(pd.DataFrame(suite_spec.catalogue(spec)), suite_cfg)["functionality"])
         declared = suite_spec.declared(spec, keep)
     else:
-        df = read_suite_file(suite_cfg, task_type)
+        df, _ = read_suite(suite_cfg["path"], task_type, paper_fixes=suite_cfg["paper_fixes"], task_field="type")
         df = subsample_cases(df, suite_cfg["max_cases_per_functionality"], int(suite_cfg["seed"]))
         df = cap_inputs(df, suite_cfg["max_inputs_per_case"], int(suite_cfg["seed"]))
         declared = None
     df = select_functionalities(df, suite_cfg)
-    return validate_suite(df, suite_cfg.get("path", "generated suite"), label_set(ttype), declared), declared
+    return checked_suite(df, ttype, suite_cfg.get("path", "generated suite"), declared), declared
 
 
 def split_cases(suite_path: str, split_path: str, task_type: str, split: str,

@@ -148,11 +148,16 @@ def _class_param(path, i, cid, name: str, v, label_set) -> None:
         raise _fail(path, i, cid, "expect_params", f"{name!r} is {v}, outside the task's label set {sorted(label_set)}")
 
 
-def _check_params(path, i, cid, expect: str, params: dict, n_inputs: int, label_set=None) -> None:
+def _check_params(path, i, cid, expect: str, params: dict, n_inputs: int, label_set=None,
+                  score_range=None) -> None:
     if expect in SCORE_EXPECTATIONS:   # numbers, not classes (beluga.regression)
         err = score_params_error(expect, params)
         if err is not None:
             raise _fail(path, i, cid, "expect_params", err)
+        val = params.get("val")
+        if score_range is not None and val is not None and not score_range[0] <= val <= score_range[1]:
+            raise _fail(path, i, cid, "expect_params", f"'val' {val} is outside the task's score range "
+                                                       f"{score_range[0]:g}..{score_range[1]:g}")
         return
     sl = params.get("slice")
     if sl is not None:
@@ -211,12 +216,15 @@ def _check_same_answer_meta(path, i, cid, meta, n_inputs: int) -> None:
 
 
 def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[int, ...] | None,
-                   declared: list[dict] | None = None, head: str | None = None) -> pd.DataFrame:
+                   declared: list[dict] | None = None, head: str | None = None,
+                   score_range: tuple[float, float] | None = None) -> pd.DataFrame:
     """Check every row; raise SuiteError naming the file, the row and the field.
 
     ``head`` ("classification" or "qa") decides whether ``eq`` needs labels
     or answers; None accepts either. ``head="regression"`` admits the score
-    expectations (:mod:`beluga.regression`) only, the other heads none of them."""
+    expectations (:mod:`beluga.regression`) only, the other heads none of them.
+    ``score_range`` (a regression task's): every label (a gold score) and
+    ``score_near``'s ``val`` inside it."""
     path = str(path)
     missing = [c for c in COLUMNS if c not in df.columns and c not in OPTIONAL_COLUMNS]
     if missing:
@@ -285,7 +293,7 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
                 raise _fail(path, i, cid, "expect_params", f"not a JSON object: {e}") from None
             if not isinstance(params, dict):
                 raise _fail(path, i, cid, "expect_params", "must be a JSON object")
-            _check_params(path, i, cid, r.expect, params, n, label_set)
+            _check_params(path, i, cid, r.expect, params, n, label_set, score_range)
             if isinstance(raw, str):
                 param_cache[raw] = params
         if r.test_type in ("INV", "DIR") and n < 2 and params.get("unperturbed") is not True:
@@ -333,6 +341,9 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
                 if label_set is not None and int(lb) not in label_set:
                     raise _fail(path, i, cid, "labels",
                                 f"label {lb} is outside the task's label set {sorted(label_set)}")
+                if score_range is not None and not score_range[0] <= lb <= score_range[1]:
+                    raise _fail(path, i, cid, "labels", f"label {lb} is outside the task's score range "
+                                                        f"{score_range[0]:g}..{score_range[1]:g}")
         meta = None
         if r.meta is not None:
             try:

@@ -49,7 +49,8 @@ import pandas as pd
 from beluga.bounds import json_loads
 from beluga.errors import ConfigError, SuiteError
 from beluga.heads import head_of
-from beluga.suites.format import COLUMNS, save_suite, validate_suite
+from beluga.suites.build import checked_suite
+from beluga.suites.format import COLUMNS, save_suite
 from beluga.tasks import get_task_type
 
 TEXTATTACK_COLUMNS = ("original_text", "perturbed_text", "result_type")
@@ -206,7 +207,7 @@ def _suite(groups: dict, task: str, expect: str | None, expect_params: dict, sou
                           f"original ({unchanged} original(s) without one)")
     df = pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in cols.items()})
     try:
-        df = validate_suite(df, source, tuple(ttype.suite_labels) or None, declared, head=ttype.head)
+        df = checked_suite(df, ttype, source, declared)
     except SuiteError as e:
         raise ConfigError(f"{e} (--expect / --expect-param)") from None
     df.attrs.update(task_type=ttype.name, declared=declared)
