@@ -29,10 +29,10 @@ import pandas as pd
 from beluga import provenance
 from beluga.analyses.lm_eval_samples import SAMPLES_FORMAT, check_sample_texts, read_lm_eval_samples
 from beluga.analyses.predictions import ORDERED_FORMATS, export_rows, infer_format, read_predictions, write_export
-from beluga.analyses.score_predictions import read_score_predictions
 from beluga.bounds import json_loads
 from beluga.cli.results import RESULT_FILES, write_results
 from beluga.errors import BelugaError
+from beluga.heads import head_of
 from beluga.io import check_out_folder, same_file
 from beluga.labels import order_from_option
 from beluga.progress import progress
@@ -49,7 +49,7 @@ def _reorder(preds: pd.DataFrame, label_order: str | None, ttype, path: str) -> 
     classes), and cases.parquet's metadata saying how they were read."""
     if label_order is None:
         return preds, {}
-    widths = {len(p) for p in preds["probs"]} if ttype.head != "qa" and len(preds) else {0}
+    widths = {len(p) for p in preds["probs"]} if len(preds) else {0}
     if len(widths) != 1:
         raise BelugaError(f"predictions {path}: field 'probs': rows have {sorted(widths)} probability columns; "
                           "--label-order needs one width")
@@ -120,7 +120,7 @@ def export_command(suite_path: str, out: str, task_name: str | None = None, pape
     if fmt == "checklist":
         return checklist_export_command(suite_path, out, task_name, paper_fixes)
     suite, ttype = read_suite(suite_path, task_name, paper_fixes=paper_fixes)
-    rows = export_rows(suite, ttype.head)
+    rows = export_rows(suite, head_of(ttype))
     fmt = write_export(rows, out)
     return f"exported {len(rows)} inputs of {len(suite)} cases ({ttype.name}) as {fmt.upper()} -> {out}"
 
@@ -134,7 +134,7 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     functionality, ``run.json``), ``DIR`` written as a whole or not at all. Returns the summary the command
     prints.
 
-    A regression suite (SIMILARITY) is scored from predicted scores (:mod:`beluga.analyses.score_predictions`).
+    A regression suite (SIMILARITY) is scored from predicted scores (:mod:`beluga.analyses.predictions`).
     A classifier's predictions' probability columns (label indices) are read in the task's order (``test``
     writes them so), or in ``label_order``'s (comma-separated class names,
     :func:`beluga.labels.order_from_option`), permuted into the task's before anything is scored and recorded
@@ -152,23 +152,22 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
 
     samples = fmt == SAMPLES_FORMAT   # lm-evaluation-harness's --log_samples (beluga/suites/lm_eval.py)
     fmt = fmt if samples else infer_format(predictions_path, fmt)
-    order = export_rows(suite, ttype.head)[["case_id", "input_idx"]] if fmt in ORDERED_FORMATS else None
+    order = export_rows(suite, head_of(ttype))[["case_id", "input_idx"]] if fmt in ORDERED_FORMATS else None
     if subset:   # after the line files' order (the whole export's)
         suite = checklist_subset(suite, suite_path)
-    if samples and ttype.head != "classification":
+    head = head_of(ttype)
+    if label_order is not None and not head.has_classes:
+        raise BelugaError(f"predictions {predictions_path}: field '--label-order': task {ttype.name!r} predicts "
+                          f"{head.predicts}, not class columns: drop --label-order")
+    if samples and not head.has_classes:
         raise BelugaError(f"predictions {predictions_path}: field '--format': {SAMPLES_FORMAT} holds label-word "
                           f"log-likelihoods of a classification task; task {ttype.name!r} is not one")
     if samples:   # per-choice log-likelihoods -> probabilities in the choices' (the task's classes') order
         read = check_sample_texts(read_lm_eval_samples(predictions_path, ttype), suite, predictions_path, suite_path)
         preds, labels = _reorder(read, label_order, ttype, predictions_path)
-    elif ttype.head == "regression":   # predicted scores (beluga.analyses.score_predictions): no classes to order
-        if label_order is not None:
-            raise BelugaError(f"predictions {predictions_path}: field '--label-order': task {ttype.name!r} is a "
-                              "regression; its predictions are scores, not class columns: drop --label-order")
-        preds, labels = read_score_predictions(predictions_path, fmt, order, ttype.name), {}
-    else:
-        k = ttype.num_model_labels if ttype.head != "qa" else 0   # the model's classes (SENT: 2, mapped as CheckList)
-        preds = read_predictions(predictions_path, fmt, order, k, ttype.head == "qa")
+    else:   # the head's value column; a classifier's k classes (SENT: 2, mapped as CheckList)
+        k = ttype.num_model_labels if head.has_classes else 0
+        preds = read_predictions(predictions_path, fmt, order, k, head.value_column, ttype.name)
         preds, labels = _reorder(preds, label_order, ttype, predictions_path)
     wanted = set(preds["case_id"].tolist())
     sel = suite[suite["case_id"].isin(wanted)].reset_index(drop=True)

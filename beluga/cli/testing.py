@@ -27,6 +27,7 @@ from beluga.causal_lm import check_prompt, check_task, load_causal_lm, parse_lab
 from beluga.cli.results import RESULT_FILES, write_results
 from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
 from beluga.errors import BelugaError
+from beluga.heads import head_of
 from beluga.io import check_out_folder
 from beluga.labels import label_map, permute_outputs
 from beluga.metrics import filter_counts
@@ -92,9 +93,9 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
                      [("suite", suite_path)] + [("model folder", path) for path in paths])
     recorded = _recorded_tasks(models, paths) if task_name is None else None
     suite, ttype = read_suite(suite_path, task_name, paper_fixes=paper_fixes, recorded=recorded, subset=subset)
-    if ttype.head == "regression" and label_order is not None:
-        raise BelugaError(f"test: field '--label-order': task {ttype.name!r} is a regression; its model predicts a "
-                          "score, not classes: drop --label-order")
+    if label_order is not None and not head_of(ttype).has_classes:
+        raise BelugaError(f"test: field '--label-order': task {ttype.name!r} predicts {head_of(ttype).predicts}, "
+                          "not classes: drop --label-order")
     causal = _causal_setup(prompt, label_words, ttype, label_order)
     if max_cases is not None:
         suite = subsample_cases(suite, max_cases, 0).reset_index(drop=True)

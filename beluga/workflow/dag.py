@@ -18,6 +18,7 @@ from beluga.data.fetch import hub_cache_dir, hub_model_cached, hub_offline, is_h
 from beluga.errors import BelugaError, ConfigError
 from beluga.families import family_problem
 from beluga.folds import configuration, enumerate_folds
+from beluga.heads import head_of
 from beluga.methods import ALGORITHMS, LP, LPFT, LoRA
 from beluga.model_config import TINY_RANDOM, check_max_length, read_model_config
 from beluga.suites.build import suite_functionalities
@@ -300,7 +301,7 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
         if holds is not None and holds not in (ttype.name, getattr(ttype, "reads_type", None)):
             raise ConfigError(f"{where}: field 'tasks.{tid}.iid.source': {iid['source']!r} holds the inputs of a "
                               f"{holds} task; task {tid!r} is a {ttype.name} task")
-        if holds is None and ttype.head == "qa":
+        if holds is None and head_of(ttype).example_columns:   # READ's contexts and questions: SQuAD's JSON
             raise ConfigError(f"{where}: field 'tasks.{tid}.iid.source': a {ttype.name} task reads 'squad' (SQuAD "
                               f"v1.1 JSON in iid.path), not {iid['source']!r}")
         if iid.get("revision") is not None and not iid["source"].startswith("hf:"):
