@@ -23,6 +23,7 @@ from conftest import beluga_cli, case, make_tiny_suite
 
 from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
 from beluga.analyses.predictions import export_rows
+from beluga.heads import get_head
 from beluga.suites.format import save_suite
 from beluga.tasks import get_task_type
 
@@ -58,7 +59,7 @@ def sent(tmp_path_factory):
     folder = tmp_path_factory.mktemp("suite")
     suite = make_tiny_suite(2)
     save_suite(suite, folder / "suite.parquet")
-    return folder / "suite.parquet", export_rows(suite, "classification")[["case_id", "input_idx"]]
+    return folder / "suite.parquet", export_rows(suite, get_head("classification"))[["case_id", "input_idx"]]
 
 
 def line_file(path: Path, n: int, good: str, bad: str | None = None, at: int = 2) -> Path:

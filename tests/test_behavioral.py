@@ -17,6 +17,7 @@ from conftest import make_tiny_suite
 
 from beluga.analyses.predictions import export_rows
 from beluga.cli import main
+from beluga.heads import get_head
 from beluga.suites.format import save_suite
 
 
@@ -148,7 +149,7 @@ def test_export_external_file_score_round_trip(suite_file, tmp_path, fmt):
     exported = pd.read_csv(tmp_path / "inputs.tsv", sep="\t")
     assert list(exported.columns) == ["case_id", "input_idx", "text"]
     pd.testing.assert_frame_equal(exported.astype({"case_id": str}),
-                                  export_rows(suite, "classification").astype({"case_id": str}))
+                                  export_rows(suite, get_head("classification")).astype({"case_id": str}))
     # a model outside Python: probabilities per exported row (what the format can express)
     rng = np.random.default_rng(len(fmt))
     p1 = rng.random(len(exported))
