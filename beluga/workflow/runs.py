@@ -6,7 +6,8 @@ rules ask of a run, given the task or a job's wildcards (Snakemake's, or any
 mapping with the same keys): which runs a task has (:meth:`Runs.run_keys`) and
 their records for the aggregating rules (:meth:`Runs.records`), a training
 job's settings (:meth:`Runs.settings`: one :class:`beluga.settings.FoldRun`,
-as a dict), its hyper-parameters (:meth:`Runs.hparams`) and them in words (:meth:`Runs.hparams_summary`),
+as a dict), its hyper-parameters (:meth:`Runs.hparams`) and those in words
+(:meth:`Runs.hparams_summary`),
 where a fold's hyper-parameters are selected, what it starts from, and the
 resources of a job that trains or predicts (:meth:`Runs.job_resources`).
 Every path comes from :class:`beluga.workflow.paths.Paths`.
