@@ -5,6 +5,8 @@ A :class:`FoldRun` is built once per job while the DAG is built
 config: :func:`fold_run`), travels to the job as
 one parameter (a plain dict: :meth:`FoldRun.to_dict`), and is what the
 training loop reads (``beluga.training.train(model, tokenizer, streams, run)``).
+Its hyper-parameters are complete when it is built: :func:`job_hparams` is the
+one place a hyper-parameter is rewritten.
 
 Adding a training option touches three places: the schema (a key of the
 ``training`` block, with its default), a field here whose metadata says where
@@ -19,7 +21,10 @@ Light: no torch (built while the DAG is built).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from beluga.methods import get_algorithm
 
 
 def _from(source: str, key: str | None = None):
@@ -44,11 +49,11 @@ class FoldRun:
     start_label: str             # what training starts from, for the run record
     hparams: dict                # lr, batch_size, epochs and the method's hyper-parameters, complete
     checkpoint_dir: str | None   # epoch checkpoints (outside the job's outputs)
-    seed: int = field(metadata=_from("config"))   # the training seed (another seed of ``seeds``: that seed)
+    seed: int                    # the training seed: the job's seed of ``seeds`` (the base ``seed`` by default)
     # the seed of the samples drawn while training (the i.i.d. mix): the base seed for every training seed
     sample_seed: int = field(metadata=_from("config", "seed"))
     precision: str = field(metadata=_from("config"))
-    threads: int = field(metadata=_from("config", "job_threads"))
+    threads: int                 # torch threads: job_threads (the IID model: iid_job_threads when set)
     checkpoint_every_s: float = field(metadata=_from("config"))
     max_length: int = field(metadata=_from("training"))
     doc_stride: int = field(metadata=_from("training"))
@@ -93,14 +98,6 @@ class FoldRun:
             raise ValueError(f"FoldRun: unknown setting(s) {unknown}")
         return cls(**{**d, "held_out": tuple(d["held_out"]), "functionalities": tuple(d["functionalities"])})
 
-    def with_hparams(self, **changes) -> FoldRun:
-        """The same run with hyper-parameters changed (a grid point, the selected values)."""
-        return dataclasses.replace(self, hparams={**self.hparams, **changes})
-
-    def replace(self, **changes) -> FoldRun:
-        """The same run with other settings (the IID model's threads)."""
-        return dataclasses.replace(self, **changes)
-
     def fingerprint_settings(self) -> dict:
         """What determines the trained weights (the checkpoint fingerprint): every
         setting but where the job writes and how often it saves."""
@@ -127,5 +124,32 @@ def sourced_settings(config: dict, training: dict) -> dict:
 
 def fold_run(config: dict, training: dict, **job) -> FoldRun:
     """A FoldRun from the validated config, the task's merged training block
-    and the job's own settings (task, configuration, fold, hparams...)."""
+    and the job's own settings (task, configuration, fold, seed, threads, hparams
+    from :func:`job_hparams`...)."""
     return FoldRun(**job, **sourced_settings(config, training))
+
+
+def job_hparams(method: str, *layers: Mapping) -> dict:
+    """A job's complete hyper-parameters: ``layers`` merged in order, a later
+    layer's value replacing an earlier one's, then the epochs ``method`` fixes
+    (:meth:`beluga.methods.base.Algorithm.fixed_epochs`: LP-FT's ``ft_epochs``,
+    its LP stage's ``lp_epochs``).
+
+    The one place a hyper-parameter is rewritten; everywhere else reads them.
+    The layers, in order (``beluga.workflow.runs.Runs.hparams``): the stage's
+    ``lr`` / ``batch_size`` / ``epochs`` (``training.iid`` for the IID model,
+    ``training.suite`` otherwise, the task's overrides on top; the combinational
+    analysis' ``training``), the method's complete hyper-parameters
+    (:func:`beluga.methods.config_hparams`: its class's defaults under
+    ``training.method_hparams``; LP's and LoRA's own ``lr`` replace the stage's),
+    then the job's own: inoculation's ``lr`` / ``epochs`` / ``batch_size``, a
+    grid trial's point. A fold with model selection gets the choice at its start
+    (``beluga.steps.train.with_selection``: the run's hyper-parameters and the
+    choice, through here again)."""
+    hp: dict = {}
+    for layer in layers:
+        hp.update(layer)
+    epochs = get_algorithm(method).fixed_epochs(hp)
+    if epochs is not None:
+        hp["epochs"] = epochs
+    return hp

@@ -543,13 +543,12 @@ def train(model, tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, *
     and after every update and every ``on_epoch_end``; it replaces the
     method's linear decay. None (default): the method's schedule."""
     algo_cls = _checked_method(run, streams)
-    hparams = dict(run.hparams)
     loss_fn, tokenize_s = _pretokenized_loss(tokenizer, streams, run, precision, host_hygiene)
-    plan = _plan(algo_cls, streams, hparams, run.seed, run.batching)
+    plan = _plan(algo_cls, streams, run.hparams, run.seed, run.batching)
     ckpts = _Checkpoints(run, plan, on_epoch_end)
     ckpts.open(model, run, streams, reference_state, precision)
     model.train()
-    algo = algo_cls(model, hparams, loss_fn, plan.total, envs=plan.envs, reference_state=reference_state,
+    algo = algo_cls(model, run.hparams, loss_fn, plan.total, envs=plan.envs, reference_state=reference_state,
                     fused=precision.fused_optimizer, nonfinite=run.nonfinite, compile=run.compile)
     progress = ckpts.resume(model, algo, plan)
     if lr_factor is not None:

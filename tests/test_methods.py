@@ -29,6 +29,7 @@ from beluga.methods import (
 )
 from beluga.modeling import TINY_RANDOM, load_model, set_seed
 from beluga.qa import predict_qa
+from beluga.settings import job_hparams
 from beluga.streams import build_streams
 from beluga.tasks import READ, SENT
 from beluga.training import LossFn
@@ -503,7 +504,7 @@ def test_lp_ft_lp_stage_trains_lp_epochs_with_lps_hparams():
     assert hp["lr"] == 5e-4 and hp["lp_epochs"] == 1.5   # lp's entry, lp_ft's lp_epochs
     assert get_algorithm("lp_ft_lp").selection_method(hp) == "lp"
     selected = {"lr": 1e-3, "batch_size": 3, "epochs": 3}   # LP's selection
-    final = get_algorithm("lp_ft_lp").final_hparams({**hp, **selected})
+    final = job_hparams("lp_ft_lp", hp, selected)
     assert {k: final[k] for k in selected} == {"lr": 1e-3, "batch_size": 3, "epochs": 1.5}
     model, tok = tiny()
     names = head_parameter_names(model)
@@ -514,8 +515,8 @@ def test_lp_ft_lp_stage_trains_lp_epochs_with_lps_hparams():
     assert s["steps"] == math.ceil(1.5 * 5) == 8
     assert all(torch.equal(p, before[n]) != (n in names) for n, p in model.named_parameters())
     # lp_epochs: null (default) keeps the selected epochs; lp_ft's own epochs are ft_epochs', not lp_epochs'
-    assert get_algorithm("lp_ft_lp").final_hparams({**config_hparams("lp_ft_lp", {}), **selected})["epochs"] == 3
-    assert get_algorithm("lp_ft").final_hparams({**method_hparams("lp_ft", {"lp_epochs": 1.5}), **selected}) == \
+    assert job_hparams("lp_ft_lp", config_hparams("lp_ft_lp", {}), selected)["epochs"] == 3
+    assert job_hparams("lp_ft", method_hparams("lp_ft", {"lp_epochs": 1.5}), selected) == \
         {**method_hparams("lp_ft", {"lp_epochs": 1.5}), **selected}
     with pytest.raises(ConfigError, match="method_hparams.lp.bogus"):   # a bad key named where it is
         config_hparams("lp_ft_lp", {"lp": {"bogus": 1}})

@@ -109,20 +109,22 @@ def test_fold_spec_and_ood_sets():
 def test_settings_of_every_training_rule():
     """One builder for train_iid, finetune (finetune_keep, finetune_model), trial, inoculate and
     combinational_train: the FoldRun each rule had when it was built in rules/common.smk."""
-    cfg = config(iid_job_threads=2, inoculation=INOCULATION, combinational=COMBINATIONAL)
+    cfg = config(iid_job_threads=2, inoculation=INOCULATION, combinational=COMBINATIONAL,
+                 selection={"grid": {"lr": [1e-3, 1e-5]}})
     r = runs(cfg)
     tr = r.training("sent")
     suite_hp = {**tr["suite"], **method_hparams("vanilla")}
 
     def expected(**job):
-        return fold_run(cfg, tr, task="sent", task_type="sent", model="tiny-random", **job)
+        return fold_run(cfg, tr, task="sent", task_type="sent", model="tiny-random", seed=3,
+                        **{"threads": cfg["job_threads"], **job})
 
     iid = r.settings("train_iid", {"task": "sent"})
     assert iid == expected(configuration="iid", method="vanilla", partition="standard", fold="all", held_out=(),
                            functionalities=(), start_label="tiny-random",
                            hparams={**tr["iid"], **method_hparams("vanilla")},
                            checkpoint_dir="results/sent/checkpoints/train_iid/iid/vanilla/standard/all",
-                           ).replace(threads=2).to_dict()
+                           threads=2).to_dict()
     assert list(iid) == [f.name for f in dataclasses.fields(FoldRun)] and FoldRun.from_dict(iid).threads == 2
 
     ft = r.settings("finetune", fold())
@@ -133,8 +135,11 @@ def test_settings_of_every_training_rule():
     plus = r.settings("finetune", fold(conf="iid_plus_t", partition="seen", fold="all"))
     assert plus["start_label"] == "tiny-random" and plus["held_out"] == FUNCS
 
-    trial = r.settings("trial", fold(trial="lr0.001"))
-    assert trial == dict(ft, checkpoint_dir="results/sent/checkpoints/trial/iid_to_t/vanilla/func/typos/lr0.001")
+    trial = r.settings("trial", fold(trial="lr1e-05"))   # the grid point on the suite stage's
+    assert trial == dict(ft, checkpoint_dir="results/sent/checkpoints/trial/iid_to_t/vanilla/func/typos/lr1e-05",
+                         hparams={**suite_hp, "lr": 1e-5})
+    assert list(trial["hparams"]) == list(suite_hp)
+    assert r.settings("finetune", fold(seeddir="seeds/8/"))["seed"] == 8   # another training seed's job
 
     inoc = r.settings("inoculate", {"task": "sent", "unit": "class-negation", "dose": "1", "lr": "lr0.0001"})
     assert inoc == expected(configuration="iid_to_t", method="vanilla", partition="inoculation",
@@ -147,15 +152,16 @@ def test_settings_of_every_training_rule():
     assert comb == fold_run(cfg, {**cfg["training"], "max_length": 32}, task="combinational", task_type="sent",
                             model="tiny-random", configuration="iid", method="vanilla", partition="standard",
                             fold="default-k8", held_out=(), functionalities=(), start_label="tiny-random",
-                            hparams={**COMBINATIONAL["training"], **method_hparams("vanilla")},
-                            checkpoint_dir=None).replace(seed=13).to_dict()
+                            hparams={**COMBINATIONAL["training"], **method_hparams("vanilla")}, seed=13,
+                            threads=cfg["job_threads"], checkpoint_dir=None).to_dict()
     assert comb["seed"] == 13 != cfg["seed"]
     with pytest.raises(ValueError, match="not a training rule"):
         r.settings("predict", fold())
 
 
 def test_settings_carry_a_hub_models_marker_except_inoculation():
-    cfg = config(inoculation=INOCULATION, combinational={**COMBINATIONAL, "model": "org/some-model"})
+    cfg = config(inoculation=INOCULATION, combinational={**COMBINATIONAL, "model": "org/some-model"},
+                 selection={"grid": {"lr": [1e-3]}})
     cfg["tasks"]["sent"]["model"] = "org/task-model"
     cfg["tasks"]["sent"]["model_revision"] = "v1"
     r = runs(cfg)
@@ -163,7 +169,7 @@ def test_settings_carry_a_hub_models_marker_except_inoculation():
     assert r.model_marker("sent") == marker == "models/org--task-model@v1.json"
     assert r.settings("train_iid", {"task": "sent"})["model_lock"] == marker
     assert r.settings("finetune", fold())["model_lock"] == marker
-    assert r.settings("trial", fold(trial="x"))["model_lock"] == marker
+    assert r.settings("trial", fold(trial="lr0.001"))["model_lock"] == marker
     assert r.settings("inoculate", {"task": "sent", "unit": "suite", "dose": "all", "lr": "lr0.001"})["model_lock"] \
         is None
     assert r.settings("combinational_train", {"variant": "default", "k": "4"})["model_lock"] == \
@@ -212,7 +218,7 @@ def test_lp_ft_own_lp_stage_with_lp_epochs():
     stage = fold(method="lp_ft_lp", partition="seen", fold="all")
     assert r.start_model(stage) == ("results/sent/models/iid/vanilla/standard/all", "iid")
     hp = r.settings("finetune", stage)["hparams"]
-    assert (hp["lr"], hp["batch_size"], hp["epochs"], hp["lp_epochs"]) == (5e-4, 4, 1, 1.5)   # final: 1.5 epochs
+    assert (hp["lr"], hp["batch_size"], hp["epochs"], hp["lp_epochs"]) == (5e-4, 4, 1.5, 1.5)   # lp_epochs fixes
     assert r.hparams_summary("finetune", stage) == "lr 0.0005, batch_size 4, epochs 1.5; starts from iid"
     assert r.selection_method("sent", "lp_ft_lp") == "lp"
     sel = runs(config("tiny_methods.yaml", training=tr, selection={"method_grid": {"lp": {"lr": [1e-3, 1e-4]}}}))

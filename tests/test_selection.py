@@ -360,7 +360,8 @@ def test_trial_records_the_objective_and_checks_its_plan_before_training(tmp_pat
     save_suite(suite, tmp_path / "suite.parquet")
     write_parquet(pd.DataFrame({"case_id": suite["case_id"], "split": ["val"] * len(suite)}),
                   tmp_path / "split.parquet")
-    run = fold_run(max_length=32, functionalities=tuple(dict.fromkeys(suite["functionality"])))
+    run = fold_run(hparams={"lr": 1e-4}, max_length=32,   # the trial's run: its grid point on top (Runs.hparams)
+                   functionalities=tuple(dict.fromkeys(suite["functionality"])))
     model, tok = beluga.fold.load_start_model(run, cpu_job, num_labels=2)
     trained = []
 

@@ -76,8 +76,8 @@ def test_every_field_reaches_the_training_loop(step, tmp_path, monkeypatch):
     run = fold_run(cfg, cfg["training"], task="sent", task_type="sent", configuration="iid" if iid else "iid_to_t",
                    method="vanilla", partition="standard" if iid else "seen", fold="all", held_out=funcs,
                    functionalities=funcs, model="tiny-random", start_label="tiny-random",
-                   hparams={"lr": 1e-3, "batch_size": 4, "epochs": 1, **method_hparams("vanilla")},
-                   checkpoint_dir=str(tmp_path / "ckpt"))
+                   hparams={"lr": 1e-3, "batch_size": 4, "epochs": 1, **method_hparams("vanilla")}, seed=11,
+                   threads=1, checkpoint_dir=str(tmp_path / "ckpt"))
     seen = {}
 
     class Stop(Exception):
@@ -99,7 +99,7 @@ def test_every_field_reaches_the_training_loop(step, tmp_path, monkeypatch):
                            batch_size=8, scope="scored", out_predictions=str(tmp_path / "p.parquet"),
                            out_run=str(tmp_path / "p.json"), out_outcomes=str(tmp_path / "o.parquet"))
         else:
-            steps.trial(run=run.to_dict(), trial_id="t0", grid_point={}, **data, batch_size=8,
+            steps.trial(run=run.to_dict(), trial_id="t0", grid_point={"lr": 1e-3}, **data, batch_size=8,
                         out_score=str(tmp_path / "t.json"))
     got = seen["run"]
     for f in dataclasses.fields(FoldRun):

@@ -97,7 +97,7 @@ class Algorithm:
             raise ValueError(f"method {self.name}: hyper-parameters {missing} are missing (build them with "
                              "beluga.methods.method_hparams)")
         self.model = model
-        self.hparams = dict(hparams)
+        self.hparams = hparams   # read only (beluga.settings.job_hparams is where they are written)
         self.loss_fn = loss_fn
         self.total_steps = max(1, int(total_steps))
         self.envs = list(envs) if envs is not None else []
@@ -152,19 +152,9 @@ class Algorithm:
 
     @classmethod
     def fixed_epochs(cls, hparams: dict) -> float | None:
-        """Epochs the method fixes whatever model selection chose (None: the selected ones)."""
+        """Epochs the method fixes whatever model selection chose (None: the selected ones); applied
+        last, by :func:`beluga.settings.job_hparams`."""
         return None
-
-    @classmethod
-    def final_hparams(cls, hparams: dict) -> dict:
-        """The hyper-parameters training uses, once model selection's choice is
-        applied: the epochs a method fixes (:meth:`fixed_epochs`), nothing else
-        changed."""
-        out = dict(hparams)
-        epochs = cls.fixed_epochs(hparams)
-        if epochs is not None:
-            out["epochs"] = epochs
-        return out
 
     def setup(self) -> None:
         """Runs before the optimizer is built (freeze parameters, set dropout...)."""

@@ -10,6 +10,7 @@ line (:mod:`beluga.workflow.smk`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -18,9 +19,8 @@ from beluga.folds import predicted_iid, scored_functionalities
 from beluga.heads import head_of
 from beluga.io import read_parquet, write_json, write_parquet
 from beluga.job import RUN_FILE, Job, begin
-from beluga.methods import get_algorithm
 from beluga.selection import best_trial, check_objective
-from beluga.settings import FoldRun
+from beluga.settings import FoldRun, job_hparams
 from beluga.suites.build import split_cases
 from beluga.tasks import get_task_type
 
@@ -73,20 +73,16 @@ def _iid_source(data: str | None) -> str | None:
     return f"{what}: {data}" if what else data
 
 
-def final(run: FoldRun) -> FoldRun:
-    """The run with the hyper-parameters its method fixes after selection
-    (LP-FT's ``ft_epochs``)."""
-    return run.with_hparams(**get_algorithm(run.method).final_hparams(run.hparams))
-
-
 def with_selection(run: FoldRun, selected: str | None) -> tuple[FoldRun, dict | None]:
     """The run with the hyper-parameters model selection chose (``selected``:
     the select_hparams rule's JSON; another method's for LP-FT with
-    ``ft_hparams_from: vanilla``), then those its method fixes, and the choice."""
+    ``ft_hparams_from: vanilla``) on top of its own, then those its method fixes
+    (:func:`beluga.settings.job_hparams`), and the choice; without a selection,
+    the run as it is (its hyper-parameters complete) and None."""
     if selected is None:
-        return final(run), None
+        return run, None
     choice = json.loads(Path(selected).read_text())
-    return final(run.with_hparams(**choice["hparams"])), choice
+    return dataclasses.replace(run, hparams=job_hparams(run.method, run.hparams, choice["hparams"])), choice
 
 
 def _pretrained(run: FoldRun, start: str | None) -> dict:
@@ -179,8 +175,9 @@ def finetune_model(*, run: dict, suite: str, split: str, iid_train: str | None, 
 
 def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str, iid_train: str | None,
           start: str | None, batch_size: int, out_score: str, objective: str = "pass_rate") -> dict:
-    """One grid point of model selection: train the fold with ``grid_point``
-    on top of its hyper-parameters, score T_val of its training
+    """One grid point of model selection: train the fold (``run``: its
+    hyper-parameters have ``grid_point`` on top, ``beluga.workflow.runs.Runs.hparams``),
+    score T_val of its training
     functionalities (the held-out ones are never looked at) under
     ``objective`` (``selection.objective``: :mod:`beluga.selection`), write
     the score, its parts and the pass rates. The reference objective's plan
@@ -188,7 +185,10 @@ def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str,
     from beluga import checkpoint
     from beluga.fold import suite_objective, train_fold
 
-    run = final(FoldRun.from_dict(run).with_hparams(**grid_point))
+    run = FoldRun.from_dict(run)
+    if job_hparams(run.method, run.hparams, grid_point) != run.hparams:
+        raise ValueError(f"trial {trial_id}: the run's hyper-parameters {run.hparams} do not hold its grid point "
+                         f"{grid_point}")
     val = split_cases(suite, split, run.task_type, "val", run.training_functionalities)
     plan = None
     if check_objective(objective) == "reference":

@@ -140,7 +140,7 @@ def command_line_integers(config: dict) -> None:
     for key in COMMAND_LINE_INTEGER_LISTS:
         value = config.get(key)
         if isinstance(value, list):
-            config[key] = [int(v) if isinstance(v, str) and _ascii_decimal(v.strip()) else v for v in value]
+            value[:] = [int(v) if isinstance(v, str) and _ascii_decimal(v.strip()) else v for v in value]
 
 
 def _ascii_decimal(text: str) -> bool:

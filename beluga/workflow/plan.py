@@ -36,7 +36,7 @@ from beluga.analyses import combinational as comb_analysis
 from beluga.analyses.inoculation import plan as inoc_analysis
 from beluga.bounds import yaml_load
 from beluga.errors import ConfigError
-from beluga.methods import get_algorithm
+from beluga.settings import job_hparams
 from beluga.tasks import get_task_type
 from beluga.workflow import runs
 from beluga.workflow.config import CONFIG_SCHEMA, checked_runs, validate_config  # noqa: F401 (CONFIG_SCHEMA: the plan's schema)
@@ -329,7 +329,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
                 sel_grid = grids[selectors[method]]
                 epochs = _epochs_estimate(suite_stage, sel_grid if grid_points(sel_grid) else {})
                 fin_cost = cost(batches_estimate(suite_stage, sel_grid if grid_points(sel_grid) else {}))
-                epochs = float(get_algorithm(method).final_hparams({**hparams[method], "epochs": epochs})["epochs"])
+                epochs = float(job_hparams(method, hparams[method], {"epochs": epochs})["epochs"])
                 for f in folds:
                     train_f = folds_mod.training_functionalities(f, all_funcs)
                     items = sum(per[x]["seqs"] for x in train_f) + (mix_n if mix else 0)

@@ -6,7 +6,8 @@ rules ask of a run, given the task or a job's wildcards (Snakemake's, or any
 mapping with the same keys): which runs a task has (:meth:`Runs.run_keys`) and
 their records for the aggregating rules (:meth:`Runs.records`), a training
 job's settings (:meth:`Runs.settings`: one :class:`beluga.settings.FoldRun`,
-as a dict) and hyper-parameters in words (:meth:`Runs.hparams_summary`),
+as a dict), its hyper-parameters (:meth:`Runs.hparams`) and those in words
+(:meth:`Runs.hparams_summary`),
 where a fold's hyper-parameters are selected, what it starts from, and the
 resources of a job that trains or predicts (:meth:`Runs.job_resources`).
 Every path comes from :class:`beluga.workflow.paths.Paths`.
@@ -23,7 +24,7 @@ from beluga.analyses.inoculation import plan as inoculation
 from beluga.data import fetch
 from beluga.errors import ConfigError
 from beluga.methods import config_hparams, get_algorithm, method_hparams
-from beluga.settings import fold_run
+from beluga.settings import fold_run, job_hparams
 from beluga.suites.build import load_task_spec, suite_spec_name
 from beluga.workflow import dag
 from beluga.workflow.paths import IID_RUN, Paths, RunKey, seed_of, seeddir_of
@@ -77,10 +78,12 @@ def task_training(config: dict, task_cfg: dict) -> dict:
     return {**config["training"], **task_cfg.get("training", {})}
 
 
-def stage_hparams(config: dict, task_cfg: dict, stage: str, method: str) -> dict:
-    """A stage's (iid / suite) lr / batch_size / epochs with the method's complete hyper-parameters."""
+def stage_hparams(config: dict, task_cfg: dict, stage: str, method: str, *overrides) -> dict:
+    """The hyper-parameters of a job of ``method`` in a stage (``iid``: the IID model; ``suite``): the
+    stage's lr / batch_size / epochs, the method's complete hyper-parameters and the job's ``overrides``
+    (:func:`beluga.settings.job_hparams`)."""
     tr = task_training(config, task_cfg)
-    return {**tr[stage], **config_hparams(method, tr["method_hparams"])}
+    return job_hparams(method, tr[stage], config_hparams(method, tr["method_hparams"]), *overrides)
 
 
 def task_selection(config: dict, task_cfg: dict) -> dict:
@@ -133,9 +136,10 @@ class Runs:
         self.config, self.paths, self.data_dir = config, paths, data_dir
         self.tasks = config["tasks"]
         self.configurations = list(config["configurations"])
-        #: the base seed (its runs keep the one-seed paths) and the training seeds, in config order
+        #: the base seed (its runs keep the one-seed paths) and the training seeds, in config order (the
+        #: config's list: integers once validated)
         self.base_seed = int(config["seed"])
-        self.seeds = [int(s) for s in (config.get("seeds") or [self.base_seed])]
+        self.seeds = config["seeds"] or [self.base_seed]
         self.methods = list(config["methods"])
         self.predict = config["predict"]
         self.combinational = config["combinational"]
@@ -200,9 +204,6 @@ class Runs:
     # --- a task's blocks ---------------------------------------------------------------------------
     def training(self, task: str) -> dict:
         return task_training(self.config, self.tasks[task])
-
-    def stage_hparams(self, task: str, stage: str, method: str) -> dict:
-        return stage_hparams(self.config, self.tasks[task], stage, method)
 
     def selection(self, task: str) -> dict:
         return task_selection(self.config, self.tasks[task])
@@ -343,63 +344,75 @@ class Runs:
         return fetch.model_marker(self.data_dir, spec, block.get("model_revision"))
 
     # --- a training job's settings and message ---------------------------------------------------------
+    def hparams(self, rule: str, w: Mapping) -> dict:
+        """The complete hyper-parameters of a job of the training rule ``rule`` (:data:`TRAINING_RULES`) with the
+        wildcards ``w`` (:func:`beluga.settings.job_hparams`, the layers read here): the IID model's stage
+        (vanilla); a fold's suite stage and method, a trial's grid point on top; an inoculation dose's suite
+        stage (vanilla) with its lr, epochs and batch size; the combinational analysis' training (vanilla's
+        defaults)."""
+        if rule == "combinational_train":
+            return job_hparams("vanilla", self.comb_variant(w["variant"])["training"], method_hparams("vanilla"))
+        task = w["task"]
+        if rule == "train_iid":
+            return stage_hparams(self.config, self.tasks[task], "iid", "vanilla")
+        if rule == "inoculate":
+            inoc = self.inoculation
+            dose = {"lr": next(x for x in self.inoc_lrs[task] if inoculation.lr_id(x) == w["lr"]),
+                    "epochs": inoc["max_epochs"], **({"batch_size": inoc["batch_size"]} if inoc["batch_size"] else {})}
+            return stage_hparams(self.config, self.tasks[task], "suite", "vanilla", dose)
+        trial = [self.grid_points[(task, w["method"])][w["trial"]]] if rule == "trial" else []
+        return stage_hparams(self.config, self.tasks[task], "suite", w["method"], *trial)
+
     def settings(self, rule: str, w: Mapping) -> dict:
         """The settings of a job of the training rule ``rule`` (:data:`TRAINING_RULES`) with the
-        wildcards ``w``, as one FoldRun (beluga/settings.py) dict: the job's own fields here, every
-        other field from the config (the task's training block; the combinational analysis' own)."""
+        wildcards ``w``, as one FoldRun (beluga/settings.py) dict, built once: the job's own fields here
+        (its hyper-parameters: :meth:`hparams`), every other field from the config (the task's training
+        block; the combinational analysis' own)."""
         if rule not in TRAINING_RULES:
             raise ValueError(f"settings: {rule!r} is not a training rule ({', '.join(TRAINING_RULES)})")
         # the job's training seed: the base seed's jobs train as a one-seed run does (the combinational
         # analysis with its own seed), another seed's with that seed
         sd = _seeddir(w)
-        changes = {} if not sd else {"seed": self.seed_of(sd)}
+        seed, threads = self.seed_of(sd) if sd else self.base_seed, self.config["job_threads"]
         if rule == "combinational_train":
             comb = self.comb_variant(w["variant"])   # the variant's model, length limit and training
             task, task_type, model = "combinational", "sent", comb["model"]
             training = {**self.config["training"], "max_length": comb["max_length"]}
             key, held_out, funcs = RunKey("iid", "vanilla", "standard", f"{w['variant']}-k{w['k']}"), (), ()
-            start, hparams, checkpoint_dir = model, {**comb["training"], **method_hparams("vanilla")}, None
+            start, checkpoint_dir = model, None
             model_lock = self.model_marker(None, w["variant"])
-            changes.setdefault("seed", self.combinational["seed"])
+            seed = seed if sd else self.combinational["seed"]
         else:
             task = w["task"]
             task_type, model, training = self.tasks[task]["type"], self.tasks[task]["model"], self.training(task)
             funcs, model_lock = tuple(self.func_names[task]), self.model_marker(task)
             if rule == "train_iid":
                 key, held_out, funcs, start = IID_RUN, (), (), model
-                hparams = self.stage_hparams(task, "iid", "vanilla")
                 checkpoint_dir = self.paths.checkpoints(rule, task, key, seeddir=sd)
-                changes["threads"] = self.iid_threads
+                threads = self.iid_threads
             elif rule == "inoculate":  # IID→T on the unit's dose
-                inoc = self.inoculation
                 key = RunKey("iid_to_t", "vanilla", "inoculation", f"{w['unit']}-{w['dose']}-{w['lr']}")
                 unit_funcs = set(self.inoc_units[task][w["unit"]]["functionalities"])
                 held_out, start = tuple(f for f in funcs if f not in unit_funcs), "iid"
-                hparams = self.stage_hparams(task, "suite", "vanilla")
-                hparams.update(lr=next(x for x in self.inoc_lrs[task] if inoculation.lr_id(x) == w["lr"]),
-                               epochs=inoc["max_epochs"], batch_size=inoc["batch_size"] or hparams["batch_size"])
                 checkpoint_dir, model_lock = None, None
             else:  # finetune (finetune_keep, finetune_model) and trial
                 key = RunKey(w["conf"], w["method"], w["partition"], w["fold"])
                 held_out = tuple(self.fold_spec(task, key.partition, key.fold)["held_out"])
-                start, hparams = self.start_model(w)[1], self.stage_hparams(task, "suite", key.method)
+                start = self.start_model(w)[1]
                 trial = [w["trial"]] if rule == "trial" else []
                 checkpoint_dir = self.paths.checkpoints(rule, task, key, *trial, seeddir=sd)
         run = fold_run(self.config, training, task=task, task_type=task_type, model=model, configuration=key.conf,
                        method=key.method, partition=key.partition, fold=key.fold, held_out=held_out,
-                       functionalities=funcs, start_label=start, hparams=hparams, checkpoint_dir=checkpoint_dir,
-                       model_lock=model_lock)
-        return run.replace(**changes).to_dict()
+                       functionalities=funcs, start_label=start, hparams=self.hparams(rule, w), seed=seed,
+                       threads=threads, checkpoint_dir=checkpoint_dir, model_lock=model_lock)
+        return run.to_dict()
 
     def hparams_summary(self, rule: str, w: Mapping) -> str:
         """A training job's hyper-parameters in words, for its message (a dry run shows it): the
         values, or which method's selection on which fold chooses them."""
         task, method = w["task"], w["method"]
-        hp = get_algorithm(method).final_hparams(self.stage_hparams(task, "suite", method))
-        if rule == "trial":
-            hp = get_algorithm(method).final_hparams({**hp, **self.grid_points[(task, method)][w["trial"]]})
-            chosen = {}
-        else:
+        hp, chosen = self.hparams(rule, w), {}
+        if rule != "trial":
             sel = self.selection_method(task, method)
             where = "seen/all" if self.selection(task)["policy"] == "seen" else "this fold"
             grid = dag.method_grid(self.selection(task), sel) if self.grid_points[(task, sel)] else {}

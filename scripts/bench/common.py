@@ -91,8 +91,8 @@ def bench_run(method: str, precision: str):
     run = fold_run(cfg, cfg["training"], task="bench", task_type="sent", configuration="iid_to_iid_plus_t",
                    method=method, partition="seen", fold="all", held_out=(), functionalities=(), model=MODEL,
                    start_label=MODEL, hparams={"lr": 5e-5, "batch_size": BATCH, "epochs": 1, **method_hparams(method)},
-                   checkpoint_dir=None)
-    return dataclasses.replace(run, seed=1, precision=precision, threads=1, checkpoint_every_s=0.0,
+                   seed=1, threads=1, checkpoint_dir=None)
+    return dataclasses.replace(run, precision=precision, checkpoint_every_s=0.0,
                                max_length=MAX_LENGTH, iid_in_mix=None)
 
 

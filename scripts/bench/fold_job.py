@@ -38,7 +38,8 @@ def bench_fold_job(tmp: Path, cfg: dict, reps: int) -> dict:
     run = fold_run(cfg, training, task="sent", task_type="sent", configuration="iid_plus_t", method="vanilla",
                    partition="seen", fold="all", held_out=tuple(seen["held_out"]),
                    functionalities=tuple(funcs["functionality"]), model="default", start_label="default",
-                   hparams={**training["suite"], **method_hparams("vanilla")}, checkpoint_dir=None)
+                   hparams={**training["suite"], **method_hparams("vanilla")}, seed=cfg["seed"],
+                   threads=cfg["job_threads"], checkpoint_dir=None)
     args = {"run": run.to_dict(), "suite": str(tmp / "suite.parquet"), "split": str(tmp / "split.parquet"),
             "iid_train": str(tmp / "train.parquet"), "iid_test": str(tmp / "test.parquet"), "start": None,
             "selected": None, "batch_size": cfg["predict"]["batch_size"], "scope": cfg["predict"]["scope"],

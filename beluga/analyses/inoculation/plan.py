@@ -74,7 +74,7 @@ def task_lr_grids(lrs, tasks) -> dict[str, list[float]]:
     tasks = list(tasks)
     if not isinstance(lrs, dict):
         grid = lr_grid(lrs)
-        return {t: list(grid) for t in tasks}
+        return {t: grid for t in tasks}   # one list, read by every task's jobs
     unknown = [t for t in lrs if t not in tasks]
     if unknown:
         raise ConfigError(f"config: field 'inoculation.lrs.{unknown[0]}': not an analysed task "
