@@ -277,10 +277,12 @@ def test_table3_of_one_seed_has_the_columns_and_no_spread(tmp_path):
     assert long["sd"].isna().all() and set(long["n_seeds"]) == {1}
     md, tex = tables.table3_markdown(long, 0.05, "none"), tables.table3_latex(long, 0.05, "none")
     assert "±" not in md and r"\pm" not in tex and "Every cell: one training seed (no spread over seeds)." in md
-    task["scores"] = task["scores"].assign(n_seeds=2)
-    with pytest.raises(DataError, match=r"sent/scores.csv: field 'n_seeds': 2 for iid/vanilla, but "
-                                        r"sent/per_seed_scores.csv has 1 training seed"):
-        run_stats.table3_long({"sent": task}, 0.05, "none")
+    for key, name in (("scores", "scores.csv"), ("significance", "significance.csv")):
+        other = dict(task, paths={**task["paths"], key: f"sent/{name}"})
+        other[key] = task[key].assign(n_seeds=2)       # a file written for other seeds
+        with pytest.raises(DataError, match=rf"sent/{name}: field 'n_seeds': 2 for iid\S*/vanilla, but "
+                                            r"sent/per_seed_scores.csv has 1 training seed"):
+            run_stats.table3_long({"sent": other}, 0.05, "none")
 
 
 # ---------------------------------------------------------------- the seed dimension of the DAG

@@ -363,7 +363,8 @@ def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.
     the tasks' randomization draws by index. Every value is the mean over
     the training seeds (``seed_scores``: per_seed_scores.csv; ``paths``: the
     files' names for errors), with ``sd`` (over seeds; empty with one seed)
-    and ``n_seeds``, which must be scores.csv's ``n_seeds`` (DataError)."""
+    and ``n_seeds``, which must be the ``n_seeds`` of scores.csv,
+    significance.csv and intervals.csv (DataError otherwise)."""
     rows = []
     for task, d in per_task.items():
         scores, sig, ci = d["scores"], d["significance"], d["intervals"]
@@ -376,7 +377,7 @@ def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.
         for r in scores.to_dict("records"):
             conf, method = r["configuration"], r["method"]
             is_base = conf == BASELINE[0]
-            n_seeds = _checked_seeds(r, by_seed, task, d.get("paths", {}))
+            n_seeds = _checked_seeds(d, conf, method, by_seed, task)
             if len(metric_cols) > 1:  # PARA / READ: each canonical metric too (unmarked), before "iid"
                 rows += [{"task": task, "configuration": conf, "method": method, "column": m,
                           "value": float(r[m]), "ci_lo": np.nan, "ci_hi": np.nan, "p_value": np.nan,
@@ -404,19 +405,28 @@ def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.
     return long
 
 
-def _checked_seeds(row: dict, by_seed: dict, task: str, paths: dict) -> int:
-    """The training seeds behind a scores.csv row: its ``n_seeds``, checked against the pair's seeds in
-    per_seed_scores.csv (one line naming the file and field otherwise)."""
-    conf, method = row["configuration"], row["method"]
-    where = paths.get("scores", f"{task} scores.csv")
+#: the files a task's Table 3 rows are read from, each with an ``n_seeds`` column (per_task keys)
+SEEDED_FILES = {"scores": "scores.csv", "significance": "significance.csv", "intervals": "intervals.csv"}
+
+
+def _checked_seeds(d: dict, conf: str, method: str, by_seed: dict, task: str) -> int:
+    """The training seeds behind a pair's Table 3 rows: its seeds in per_seed_scores.csv, checked against the
+    ``n_seeds`` of its rows in scores.csv, significance.csv and intervals.csv (one line naming the file and
+    field otherwise: a file written for other seeds)."""
+    paths = d.get("paths", {})
     have = len(by_seed.get((conf, method), {}))
-    n = pd.to_numeric(pd.Series([row.get("n_seeds")]), errors="coerce").iloc[0]
-    if pd.isna(n):
-        raise DataError(f"{where}: field 'n_seeds': missing for {conf}/{method} (scores.csv of an older run? "
-                        "rerun rule aggregate)")
-    if int(n) != have:
-        raise DataError(f"{where}: field 'n_seeds': {int(n)} for {conf}/{method}, but "
-                        f"{paths.get('seed_scores', 'per_seed_scores.csv')} has {have} training seed(s) of it")
+    for key, name in SEEDED_FILES.items():
+        frame = d[key]
+        where = paths.get(key, f"{task} {name}")
+        if "n_seeds" not in frame.columns:
+            raise DataError(f"{where}: field 'n_seeds': missing (a file of an older run? rerun its rule)")
+        rows = frame[(frame["configuration"] == conf) & (frame["method"] == method)]
+        n = pd.to_numeric(rows["n_seeds"], errors="coerce")
+        bad = n[n != have]
+        if len(bad):
+            shown = "empty" if pd.isna(bad.iloc[0]) else int(bad.iloc[0])
+            raise DataError(f"{where}: field 'n_seeds': {shown} for {conf}/{method}, but "
+                            f"{paths.get('seed_scores', 'per_seed_scores.csv')} has {have} training seed(s) of it")
     return have
 
 

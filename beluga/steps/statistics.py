@@ -120,7 +120,7 @@ def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], signi
 
     per_task = {t: {"scores": pd.read_csv(s), "seed_scores": pd.read_csv(ss), "significance": pd.read_csv(g),
                     "intervals": pd.read_csv(i), "null": read_parquet(n, "null distribution"),
-                    "paths": {"scores": s, "seed_scores": ss}}
+                    "paths": {"scores": s, "seed_scores": ss, "significance": g, "intervals": i}}
                 for t, s, ss, g, i, n in zip(tasks, scores, seed_scores, significance, intervals, null, strict=True)}
     records = iid_data.read_source_records(tasks, sources) if sources else {}
     notes = iid_data.fallback_lines(records)

@@ -164,7 +164,7 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
 
     def ci(r, col) -> str:
         lo, hi = getattr(r, f"{col}_lo", None), getattr(r, f"{col}_hi", None)
-        value = pm(r, col, missing="nan")
+        value = pm(r, col, missing="nan")      # a score no case defines (no scored case of the unit)
         return f"{value} [{num(lo, '{:.0f}')}, {num(hi, '{:.0f}')}]" if lo is not None else value
 
     def lr(r) -> str:   # the seeds' learning rate where they agree, else each seed's
