@@ -318,3 +318,22 @@ def test_default_is_one_seed_at_the_one_seed_paths():
     assert Paths("results").run("outcomes", "sent", "iid", "vanilla", "standard", "all", seeddir="") == \
         "results/sent/outcomes/iid/vanilla/standard/all.parquet"
     assert isinstance(r, Runs) and r.settings("train_iid", {"task": "sent"})["seed"] == 3
+
+
+def test_figures_show_a_spread_only_where_it_is_defined():
+    """The heatmap over three seeds: a "±sd" line under each value and the seeds named; over one seed (N = 1,
+    the sd empty) the values alone and no word on seeds, as for the seed's own table."""
+    import matplotlib.pyplot as plt
+    from test_plot_layout import CONFS, METHODS, funcs_table, long_table
+
+    from beluga.report.plots import build_heatmap
+
+    funcs = funcs_table(3)
+    texts = {}
+    for name, long in (("three", {s: long_table(funcs, s) for s in (1, 2, 3)}), ("one", {5: long_table(funcs, 5)}),
+                       ("table", long_table(funcs, 5))):
+        fig = build_heatmap(long, funcs, "func", CONFS, METHODS, "T")
+        texts[name] = [t.get_text() for t in fig.axes[0].texts] + [fig._suptitle.get_text()]
+        plt.close(fig)
+    assert sum(t.startswith("±") for t in texts["three"]) > 0 and "3 training seeds (1, 2, 3)" in texts["three"][-1]
+    assert texts["one"] == texts["table"] and not any("±" in t or "seed" in t for t in texts["one"])
