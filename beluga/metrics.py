@@ -208,19 +208,20 @@ PASS_RATE_KEYS = ["scenario", "configuration", "method", "fold", "functionality"
 
 
 def scores_over_seeds(per_seed: pd.DataFrame) -> pd.DataFrame:
-    """scores.csv of a run with several training seeds from its per-seed rows (a ``seed`` column and the
+    """scores.csv of a run over N ≥ 1 training seeds from its per-seed rows (a ``seed`` column and the
     one-seed columns): per configuration-method pair the mean over seeds of every score under its own name
     (G_X is the mean of the seeds' G_X, not G of the mean s_X and s_iid), ``n_seeds`` and each score's
-    ``_sd`` / ``_min`` / ``_max`` (beluga.seeds.over_seeds); the counts are the first seed's."""
+    ``_sd`` / ``_min`` / ``_max`` (beluga.seeds.over_seeds; one seed: its scores, ``_sd`` empty); the counts
+    are the first seed's."""
     from beluga.seeds import over_seeds
 
     return over_seeds(per_seed, ["configuration", "method"], score_columns(per_seed.drop(columns="seed")))
 
 
 def pass_rates_over_seeds(per_seed: pd.DataFrame) -> pd.DataFrame:
-    """pass_rates.csv of a run with several training seeds: per scenario, pair, fold and functionality the
+    """pass_rates.csv of a run over N ≥ 1 training seeds: per scenario, pair, fold and functionality the
     mean pass rate over seeds with its ``_sd`` / ``_min`` / ``_max`` and ``n_seeds``; ``n_scored`` and
-    ``n_passed`` summed over the seeds (``n_cases`` is one seed's)."""
+    ``n_passed`` summed over the seeds (``n_cases`` is one seed's). One seed: its pass rates, ``_sd`` empty."""
     from beluga.seeds import over_seeds
 
     out = over_seeds(per_seed, PASS_RATE_KEYS, ["pass_rate"])
@@ -248,13 +249,14 @@ IID_SCORE_WORDS = {
 
 def scores_markdown(scores: pd.DataFrame, task: str, seeds: list[int] | None = None,
                     iid_note: str | None = None, task_type: str | None = None) -> str:
-    """scores.md: one row per pair (×100); with several training ``seeds`` every cell is the mean over seeds
-    ± the standard deviation (``scores`` from :func:`scores_over_seeds`). ``iid_note``: the sentence saying
-    the task's i.i.d. data are not the paper's (:func:`beluga.report.iid_data.fallback_line`), shown
-    under the title; ``task_type``: a type added by issue 40 has its i.i.d. score said in one more line."""
-    from beluga.seeds import plus_minus, seeds_note
+    """scores.md: one row per pair (×100), every cell the mean over the training ``seeds`` ± the standard
+    deviation (``scores`` from :func:`scores_over_seeds`; no spread where the sd is empty, as with one
+    seed), with a line naming the seeds (:func:`beluga.seeds.seeds_note`; none for one seed). ``iid_note``:
+    the sentence saying the task's i.i.d. data are not the paper's
+    (:func:`beluga.report.iid_data.fallback_line`), shown under the title; ``task_type``: a type added by
+    issue 40 has its i.i.d. score said in one more line."""
+    from beluga.seeds import plus_minus, seeds_legend, seeds_note
 
-    several = seeds is not None and len(seeds) > 1
     detail = [c for c in scores.columns if c.startswith("iid_") and c != "iid_score"
               and not c.endswith(("_sd", "_min", "_max"))]
     cols = ["iid_score"] + (detail if len(detail) > 1 else []) + [f"s_{s}" for s in SCENARIOS] + \
@@ -268,10 +270,7 @@ def scores_markdown(scores: pd.DataFrame, task: str, seeds: list[int] | None = N
     for r in scores.itertuples(index=False):
         d = r._asdict()
         cells = [CONFIG_LABELS.get(d["configuration"], d["configuration"]), d["method"]]
-        if several:
-            cells += [plus_minus(d[c], d.get(f"{c}_sd")) for c in cols]
-        else:
-            cells += ["" if pd.isna(d[c]) else f"{100 * d[c]:.1f}" for c in cols]
+        cells += [plus_minus(d[c], d.get(f"{c}_sd")) for c in cols]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "iid_score: s_iid of the seen model (the IID model for the baseline) on the i.i.d. test set "
               "(SENT accuracy; PARA / READ: the configured iid_metric, by default the mean of the two canonical "
@@ -281,6 +280,7 @@ def scores_markdown(scores: pd.DataFrame, task: str, seeds: list[int] | None = N
               "scored together)."]
     if task_type in IID_SCORE_WORDS:
         lines += ["", f"iid_score of this task: {IID_SCORE_WORDS[task_type]}."]
-    if several:
-        lines += ["", seeds_note(seeds) + " G_X is the mean of the seeds' G_X."]
+    seeds = list(seeds or [])
+    legend = seeds_legend(len(seeds), f"{seeds_note(seeds)} G_X is the mean of the seeds' G_X.")
+    lines += ["", legend] if legend else []
     return "\n".join(lines) + "\n"

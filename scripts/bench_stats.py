@@ -117,7 +117,7 @@ def main(argv=None) -> None:
         units = np.array([r["n_units"] for r in results])
         t0 = time.perf_counter()
         for o in [base, *systems]:
-            bootstrap_ci(o, fi, n_func, task_type, R=args.boot_R, seed=1)
+            bootstrap_ci([o], fi, n_func, task_type, R=args.boot_R, seeds=[1])
         t_boot = time.perf_counter() - t0
         t0 = time.perf_counter()
         naive_randomization(base, systems[0], fi, n_func, task_type, args.naive_draws)

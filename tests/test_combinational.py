@@ -341,7 +341,8 @@ def test_two_seeds_table_is_the_mean_and_sd_over_seeds(tmp_path):
     comp = pd.read_csv(out["comparison.csv"])
     assert list(comp["n_seeds"]) == [2, 2] and comp["COOD_sd"].tolist() == pytest.approx(table["COOD_sd"].tolist())
     cmd = open(out["comparison.md"]).read()
-    assert "| v | `tiny-random` | lr 5e-05, batch 16, 2 epochs | 4 | 2 | " in cmd and " ± " in cmd
+    assert "| v | `tiny-random` | lr 5e-05, batch 16, 2 epochs | 4 | " in cmd and " ± " in cmd
+    assert "mean ± standard deviation over 2 training seeds (42, 7)" in cmd
     for png in ("accuracy.png", "epochs.png"):
         assert open(out[png], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     # without per-epoch records: an empty epochs.csv with its seed column
@@ -350,7 +351,9 @@ def test_two_seeds_table_is_the_mean_and_sd_over_seeds(tmp_path):
     assert open(out["epochs.csv"]).read().strip() == "seed,K,epoch,ID,COOD,OOD"
 
 
-def test_one_seed_gives_the_old_outputs(tmp_path):
+def test_one_seed_gives_the_old_outputs_with_the_same_columns(tmp_path):
+    """One seed: table.csv is the seed's own table plus n_seeds 1 and the spread columns (every _sd empty);
+    the Markdown, figures and epochs are the one-seed run's, byte for byte."""
     paths = write_runs(tmp_path / "runs")
     old = {n: str(tmp_path / f"old_{n}") for n in ("table.csv", "table.md", "accuracy.png", "epochs.csv",
                                                    "epochs.png")}
@@ -358,13 +361,17 @@ def test_one_seed_gives_the_old_outputs(tmp_path):
                       out_markdown=old["table.md"], out_figure=old["accuracy.png"], out_epochs=old["epochs.csv"],
                       out_epochs_figure=old["epochs.png"])
     new = summarise(tmp_path, paths, ks=[8, 4], seeds=[42])
+    table, old_table = pd.read_csv(new["table.csv"]), pd.read_csv(old["table.csv"])
+    assert table[list(old_table.columns)].to_csv(index=False) == open(old["table.csv"]).read()
+    assert set(table["n_seeds"]) == {1} and table[[f"{c}_sd" for c in comb.GROUPS]].isna().all().all()
+    assert list(table.columns) == list(pd.read_csv(summarise(tmp_path / "two", write_runs(
+        tmp_path / "two", seeds=(42, 7)), ks=[8, 4], seeds=[42, 7])["table.csv"]).columns)
     for name, path in old.items():
-        assert open(path, "rb").read() == open(new[name], "rb").read(), name
-    frames = {"v": pd.read_csv(old["table.csv"])}
-    comp = report.comparison(frames, SETTINGS)
-    assert open(new["comparison.csv"]).read() == comp.to_csv(index=False)
+        if name != "table.csv":
+            assert open(path, "rb").read() == open(new[name], "rb").read(), name
+    comp = report.comparison({"v": old_table}, SETTINGS)
     assert open(new["comparison.md"]).read() == report.comparison_markdown(comp)
-    assert "±" not in open(new["table.md"]).read() and "n_seeds" not in open(new["table.csv"]).read()
+    assert "±" not in open(new["table.md"]).read() and "training seed" not in open(new["comparison.md"]).read()
 
 
 def test_mismatched_seeds_raise_one_line(tmp_path):

@@ -164,10 +164,10 @@ def summary_rows(base, last, level=0.05):
         rows.append({"challenge": 100 * cases["passed"].mean(), "original": 100 * hits.mean(),
                      "original_same": 100 * hits.mean(), "cases": cases, "feats": iid_features(iid, "sent"),
                      "hits": hits,
-                     "p_gap": paired.gap_test(int(cases["passed"].sum()), len(cases), int(hits.sum()), len(hits))})
+                     "p_gap": paired.gap_test([(int(cases["passed"].sum()), len(cases), int(hits.sum()), len(hits))])})
     first, lastr = rows
-    lastr.update(ino_summary.dose_tests(first["cases"], lastr["cases"], first["feats"], lastr["feats"], first["hits"],
-                                lastr["hits"], "sent", "mean"))
+    lastr.update(ino_summary.dose_tests([(first["cases"], lastr["cases"], first["feats"], lastr["feats"], first["hits"],
+                                          lastr["hits"])], "sent", "mean"))
     gap0 = first["original_same"] - first["challenge"]
     lastr["gap_closed"] = (lastr["challenge"] - first["challenge"]) / gap0 if gap0 > 0 else np.nan
     keep = ("challenge", "original", "original_same", "p_gap", "p_gain", "p_original", "gap_closed")
@@ -234,17 +234,17 @@ def test_paired_tests_match_on_binary_outcomes_and_intervals_cover():
     b = a.copy()
     b[:30] = True
     b[30:36] = False
-    r = paired.paired_randomization(a[:, None].astype(float), b[:, None].astype(float), "sent", "accuracy",
-                                 R=20_000, seed=1)
-    m = paired.mcnemar(a, b)
+    r = paired.paired_randomization([(a[:, None].astype(float), b[:, None].astype(float))], "sent", "accuracy",
+                                    R=20_000, seeds=[1])
+    m = paired.mcnemar([(a, b)])
     assert r["delta"] == pytest.approx(b.mean() - a.mean())
     assert r["p_value"] == pytest.approx(m["p_value"], abs=0.01)     # the randomization approaches McNemar
     assert paired.binary_iid_metric("sent", "mean") and paired.binary_iid_metric("read", "em")
     assert not paired.binary_iid_metric("para", "mean") and not paired.binary_iid_metric("read", "f1")
-    ci = paired.score_intervals(np.array([True] * 30 + [False] * 10), np.ones(40, bool), np.zeros(40, int), 1,
-                             b[:, None].astype(float), "sent", "accuracy", R=500)
+    ci = paired.score_intervals([(np.array([True] * 30 + [False] * 10), np.ones(40, bool), b[:, None].astype(float))],
+                                np.zeros(40, int), 1, "sent", "accuracy", R=500)
     assert ci["challenge"][0] < 75 < ci["challenge"][1] and ci["original"][0] < 100 * b.mean() < ci["original"][1]
-    assert paired.gap_test(30, 40, 0, 0) == 1.0
+    assert paired.gap_test([(30, 40, 0, 0)]) == 1.0
 
 
 def test_label_skew_of_a_unit():
@@ -417,22 +417,23 @@ def test_challenge_set_tests_in_the_tasks_metric():
     # accuracy: exact McNemar for the change, Fisher exact for the gap (a 0/1 metric)
     base = np.array([True] * 10 + [False] * 30)
     now = np.array([True] * 30 + [False] * 10)
-    p, name = paired.paired_metric_test(base[:, None].astype(float), now[:, None].astype(float), base, now, "sent",
-                                     "accuracy")
+    p, name = paired.paired_metric_test([base[:, None].astype(float)], [now[:, None].astype(float)], [base], [now],
+                                        "sent", "accuracy")
     assert name == "exact McNemar" and p == pytest.approx(2 * 0.5 ** 20)
     orig = np.array([True] * 36 + [False] * 4)
-    assert paired.set_gap_test(base[:, None], base, orig[:, None], orig, "sent", "accuracy") < 0.001
-    assert paired.set_gap_test(orig[:, None], orig, orig[:, None], orig, "sent", "accuracy") > 0.5
+    assert paired.set_gap_test([base[:, None]], [base], [orig[:, None]], [orig], "sent", "accuracy") < 0.001
+    assert paired.set_gap_test([orig[:, None]], [orig], [orig[:, None]], [orig], "sent", "accuracy") > 0.5
     # SQuAD F1 (not a 0/1 mean): paired randomization and a one-sided permutation test
     rng = np.random.default_rng(0)
     f_base = np.column_stack([rng.random(60) < 0.3, rng.random(60)]).astype(float)
     f_now = f_base.copy()
     f_now[:, 1] = np.minimum(1, f_now[:, 1] + 0.4)
-    p, name = paired.paired_metric_test(f_base, f_now, f_base[:, 0] > 0, f_now[:, 0] > 0, "read", "f1", R=2000)
+    p, name = paired.paired_metric_test([f_base], [f_now], [f_base[:, 0] > 0], [f_now[:, 0] > 0], "read", "f1",
+                                        R=2000)
     assert name.startswith("paired randomization") and p < 0.01
-    assert paired.unpaired_permutation(f_base, f_now, "read", "f1", R=2000) < 0.01     # challenge below original
-    assert paired.unpaired_permutation(f_now, f_base, "read", "f1", R=2000) > 0.9
-    lo, hi = paired.metric_interval(f_base, "read", "f1", R=500)
+    assert paired.unpaired_permutation([f_base], [f_now], "read", "f1", R=2000) < 0.01     # challenge below original
+    assert paired.unpaired_permutation([f_now], [f_base], "read", "f1", R=2000) > 0.9
+    lo, hi = paired.metric_interval([f_base], "read", "f1", R=500)
     assert lo < 100 * f_base[:, 1].mean() < hi
 
 
@@ -613,9 +614,16 @@ def one_seed_tables(fx, seed):
                                       **FIX_SETTINGS)
 
 
+#: the columns over training seeds that table.csv / outcomes.csv have whatever the number of seeds
+SPREAD_COLUMNS = {"table.csv": ["n_seeds", "lrs", *(f"{v}_{x}" for v in ino_summary.SEED_VALUES
+                                                   for x in ("sd", "min", "max"))],
+                  "outcomes.csv": ["challenge_last_sd", "original_last_sd", "n_seeds", "seeds"]}
+
+
 def without_selection_warning(path) -> bytes:
     """An output of select_on: test as it was before issue 34 (the step of ONE_SEED_SHA256): without the
-    lr_selected_on column (table.csv, outcomes.csv) or the optimistic p-values paragraph (inoculation.md)."""
+    lr_selected_on column (table.csv, outcomes.csv) or the optimistic p-values paragraph (inoculation.md), and
+    without the columns over training seeds (one seed: n_seeds 1, every sd empty)."""
     import io
 
     from beluga.analyses.inoculation.report import OPTIMISTIC
@@ -626,8 +634,10 @@ def without_selection_warning(path) -> bytes:
         return text.replace(OPTIMISTIC + "\n\n", "").encode()
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
     assert set(df["lr_selected_on"]) == {ino_summary.SELECTED_ON["test"]}
+    spread = SPREAD_COLUMNS[path.name]
+    assert set(df["n_seeds"]) == {"1"} and (df[[c for c in spread if c.endswith("_sd")]] == "").all().all()
     buf = io.StringIO()
-    df.drop(columns="lr_selected_on").to_csv(buf, index=False)
+    df.drop(columns=["lr_selected_on", *spread]).to_csv(buf, index=False)
     return buf.getvalue().encode()
 
 
@@ -636,12 +646,17 @@ def test_one_seed_summary_is_byte_identical_to_todays(seeds_fixture, tmp_path):
 
     new = run_summary(seeds_fixture, [7], tmp_path / "seeds7", base_seed=7)
     old_call = run_summary(seeds_fixture, None, tmp_path / "old", iid_outcomes=seeds_fixture["inputs"][7][2])
-    for name in OUTPUTS:          # the PNGs too (same matplotlib)
+    for name in OUTPUTS:          # the PNGs too (same matplotlib); the seeds column names the seed (unnamed: 0)
+        if name == "outcomes.csv":
+            pd.testing.assert_frame_equal(pd.read_csv(new / name).drop(columns="seeds"),
+                                          pd.read_csv(old_call / name).drop(columns="seeds"))
+            continue
         assert (new / name).read_bytes() == (old_call / name).read_bytes(), name
     for name, digest in ONE_SEED_SHA256.items():
         assert hashlib.sha256(without_selection_warning(new / name)).hexdigest() == digest, name
     table = pd.read_csv(new / "table.csv")
-    assert "n_seeds" not in table.columns and "lrs" not in table.columns
+    tail = [c for c in SPREAD_COLUMNS["table.csv"] if c != "lrs"]     # lrs beside lr
+    assert list(table.columns[-len(tail):]) == tail and table.columns.get_loc("lrs") == table.columns.get_loc("lr") + 1
     assert "training seed" not in (new / "inoculation.md").read_text()
 
 
@@ -763,7 +778,9 @@ def test_two_seeds_pooled_mcnemar_is_a_binomial_test_on_the_summed_counts(seeds_
     assert row.original_test == "exact McNemar, pairs summed over 2 seeds"
 
 
-def test_pooled_tests_are_todays_with_one_seed_and_combine_seeds_by_hand():
+def test_tests_over_seeds_combine_the_seeds_by_hand():
+    """The tests stratified by seed against their definitions (one seed against the one-seed tests:
+    tests/test_seed_lists.py)."""
     import math
 
     from scipy.stats import binomtest, fisher_exact
@@ -772,9 +789,8 @@ def test_pooled_tests_are_todays_with_one_seed_and_combine_seeds_by_hand():
     # hypergeometric laws with several (checked by enumerating every pair of tables)
     for counts in [(3, 20, 40, 50), (18, 20, 45, 50), (0, 5, 5, 5)]:
         k_c, n_c, k_o, n_o = counts
-        assert paired.stratified_gap_test([counts]) == pytest.approx(paired.gap_test(*counts), rel=1e-9)
-        assert paired.gap_test(*counts) == pytest.approx(
-            fisher_exact([[k_c, n_c - k_c], [k_o, n_o - k_o]], alternative="less").pvalue, rel=1e-12)
+        assert paired.gap_test([counts]) == \
+            fisher_exact([[k_c, n_c - k_c], [k_o, n_o - k_o]], alternative="less").pvalue
 
     def law(k_c, n_c, k_o, n_o):
         m, k = n_c + n_o, k_c + k_o
@@ -784,49 +800,45 @@ def test_pooled_tests_are_todays_with_one_seed_and_combine_seeds_by_hand():
     strata = [(6, 20, 40, 50), (9, 20, 38, 50)]
     l1, l2 = law(*strata[0]), law(*strata[1])
     hand = sum(p1 * p2 for a1, p1 in l1.items() for a2, p2 in l2.items() if a1 + a2 <= 6 + 9)
-    assert paired.stratified_gap_test(strata) == pytest.approx(hand, rel=1e-9)
-    assert paired.stratified_gap_test([(0, 0, 3, 5), (2, 4, 0, 0)]) == 1.0           # no seed with both sides
-    assert paired.stratified_gap_test([(0, 0, 3, 5), strata[0]]) == pytest.approx(paired.gap_test(*strata[0]))
+    assert paired.gap_test(strata) == pytest.approx(hand, rel=1e-9)
+    assert paired.gap_test([(0, 0, 3, 5), (2, 4, 0, 0)]) == 1.0           # no seed with both sides
+    assert paired.gap_test([(0, 0, 3, 5), strata[0]]) == paired.gap_test(strata[:1])
     # McNemar: discordant counts summed over seeds
     rng = np.random.default_rng(4)
     pairs = [(rng.random(50) < 0.3, rng.random(50) < 0.6) for _ in range(3)]
-    assert paired.pooled_mcnemar(pairs[:1])["p_value"] == paired.mcnemar(*pairs[0])["p_value"]
     lost = sum(int((a & ~b).sum()) for a, b in pairs)
     gained = sum(int((b & ~a).sum()) for a, b in pairs)
-    assert paired.pooled_mcnemar(pairs)["p_value"] == pytest.approx(binomtest(gained, gained + lost, 0.5).pvalue)
-    # paired randomization (a non-0/1 metric, SQuAD F1): one seed = today's test; several: the mean of the
-    # per-seed changes against the mean of the seeds' draws, draw by draw
+    assert paired.mcnemar(pairs)["p_value"] == pytest.approx(binomtest(gained, gained + lost, 0.5).pvalue)
+    # paired randomization (a non-0/1 metric, SQuAD F1): the mean of the per-seed changes against the mean of
+    # the seeds' draws, draw by draw
     feats = []
     for _ in range(2):
         base = np.column_stack([rng.random(80) < 0.4, rng.random(80)]).astype(float)
         now = base.copy()
         now[:30, 1] = np.minimum(1, now[:30, 1] + rng.random(30) * 0.3)
         feats.append((base, now))
-    one = paired.pooled_randomization(feats[:1], "read", "f1", R=300, seeds=[0])
-    assert one["p_value"] == paired.paired_randomization(*feats[0], "read", "f1", R=300, seed=0)["p_value"]
-    runs = [paired.paired_randomization(b, n, "read", "f1", R=300, seed=sd, return_null=True)
-            for (b, n), sd in zip(feats, [0, [0, 8]])]
-    delta, null = np.mean([r["delta"] for r in runs]), np.mean([r["null"] for r in runs], axis=0)
+    runs = [paired.paired_draws(b, n, "read", "f1", R=300, seed=sd) for (b, n), sd in zip(feats, [0, [0, 8]])]
+    delta, null = np.mean([r[0] for r in runs]), np.mean([r[1] for r in runs], axis=0)
     hand = (int((np.abs(null) >= abs(delta) - 1e-12).sum()) + 1) / 301
-    assert paired.pooled_randomization(feats, "read", "f1", R=300, seeds=[0, [0, 8]])["p_value"] == pytest.approx(hand)
-    p, name = paired.pooled_paired_metric_test([f[0] for f in feats], [f[1] for f in feats], [None] * 2, [None] * 2,
-                                            "read", "f1", R=300, seeds=[0, [0, 8]])
+    assert paired.paired_randomization(feats, "read", "f1", R=300, seeds=[0, [0, 8]])["p_value"] == pytest.approx(hand)
+    p, name = paired.paired_metric_test([f[0] for f in feats], [f[1] for f in feats], [None] * 2, [None] * 2,
+                                        "read", "f1", R=300, seeds=[0, [0, 8]])
     assert p == pytest.approx(hand) and name == "paired randomization (R = 300), stratified over 2 seeds"
     # a challenge set's gap in a non-0/1 metric: permutations within each seed, the draws averaged
     chal, orig = [f[0][:30] for f in feats], [f[1][30:] for f in feats]
-    assert paired.pooled_set_gap_test(chal[:1], [None], orig[:1], [None], "read", "f1", R=300, seeds=[0]) == \
-        paired.unpaired_permutation(chal[0], orig[0], "read", "f1", R=300, seed=0)
     draws = [paired.unpaired_permutation_draws(c, o, "read", "f1", R=300, seed=sd)
              for c, o, sd in zip(chal, orig, [0, [0, 8]])]
     delta, null = np.mean([d[0] for d in draws]), np.mean([d[1] for d in draws], axis=0)
-    assert paired.pooled_set_gap_test(chal, [None] * 2, orig, [None] * 2, "read", "f1", R=300, seeds=[0, [0, 8]]) == \
+    assert paired.set_gap_test(chal, [None] * 2, orig, [None] * 2, "read", "f1", R=300, seeds=[0, [0, 8]]) == \
         pytest.approx((int((null <= delta + 1e-12).sum()) + 1) / 301)
-    # intervals: one seed = today's bootstrap
-    passed, scored = rng.random(40) < 0.5, rng.random(40) < 0.9
-    fi, iid = np.zeros(40, dtype=np.int64), (rng.random((100, 1)) < 0.8).astype(float)
-    one = paired.seeds_score_intervals([(passed, scored, iid)], fi, 1, "sent", "mean", R=200, seeds=[0])
-    today = paired.score_intervals(passed, scored, fi, 1, iid, "sent", "mean", R=200)
-    assert np.array_equal(one["challenge"], today["challenge"]) and np.array_equal(one["original"], today["original"])
+    # an undefined statistic (a constant predictor's correlation) has no p-value, whatever the seeds
+    from beluga.report.stats import iid_features
+
+    gold = np.linspace(0, 5, 20)
+    flat = iid_features(pd.DataFrame({"pred_score": np.full(20, 2.5), "gold_score": gold}), "similarity")
+    good = iid_features(pd.DataFrame({"pred_score": gold + rng.random(20), "gold_score": gold}), "similarity")
+    r = paired.paired_randomization([(flat, good)], "similarity", "pearson", R=50)
+    assert np.isnan(r["delta"]) and np.isnan(r["p_value"])
 
 
 def test_training_seeds_that_do_not_line_up_are_refused(seeds_fixture, tmp_path):

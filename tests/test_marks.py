@@ -20,8 +20,10 @@ import pytest
 
 from beluga.analyses import ood_report
 from beluga.analyses.ood_scores import evaluate, ood_significance
+from beluga.metrics import scores_over_seeds
 from beluga.report import paired, run_stats, stats, tables
 from beluga.report.tables import DOWN, UP
+from beluga.seeds import per_seed_frame
 
 N, P = 20_000, 7_400
 BASE = (4_993, 393, 2_407)            # tp, fp, fn
@@ -76,7 +78,7 @@ def task_data(system=SYSTEM, seeds=1) -> list[run_stats.TaskData]:
 
 
 def table3(data: run_stats.TaskData, iid_metric: str, R: int = 1000) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    sig, null = run_stats.significance_table(data, iid_metric=iid_metric, R=R, seed=3)
+    sig, null = run_stats.significance_table([data], iid_metric=iid_metric, R=R, seeds=[3])
     rows = []
     for conf, method, o, scen in ((("iid", "vanilla", data.base, ["standard"])),
                                   ("iid_to_t", "vanilla", data.systems[("iid_to_t", "vanilla")], data.scenarios)):
@@ -87,8 +89,10 @@ def table3(data: run_stats.TaskData, iid_metric: str, R: int = 1000) -> tuple[pd
                      "iid_f1": float(stats.iid_statistic(f, "para", "f1")),
                      **{f"G_{s}": float(sc["G"][k]) for k, s in enumerate(scen)}})
     scores = pd.DataFrame(rows)
-    long = run_stats.table3_long({"para": {"scores": scores, "significance": sig, "null": null,
-                                           "intervals": run_stats.interval_table(data, iid_metric=iid_metric,
+    long = run_stats.table3_long({"para": {"scores": scores_over_seeds(per_seed_frame({0: scores})),
+                                           "seed_scores": per_seed_frame({0: scores}), "significance": sig,
+                                           "null": null,
+                                           "intervals": run_stats.interval_table([data], iid_metric=iid_metric,
                                                                                  R=100)}}, 0.05, "none")
     return sig.set_index("column"), long, tables.table3_markdown(long, 0.05, "none")
 
@@ -109,7 +113,7 @@ def test_table3_iid_cell_of_a_two_metric_mean_is_not_marked_by_the_accuracy_test
     hand = ((0.842 - 0.860) + (13_046 / 16_206 - 9_986 / 12_786)) / 2     # = 0.0030000
     assert row["test"] == "randomization" and row["delta"] == pytest.approx(hand, abs=1e-12)
     gold, b, v = predictions(system=VARIANT)
-    again = paired.paired_randomization(features(gold, b), features(gold, v), "para", "mean", R=1000, seed=3)
+    again = paired.paired_randomization([(features(gold, b), features(gold, v))], "para", "mean", R=1000, seeds=[3])
     assert row["p_value"] == again["p_value"] and row["p_value"] > 0.05    # the one code path, the same draws
     assert row["n_discordant"] == 3_420 and row["direction"] == 0
     assert iid_cell(md) == "82.4"
@@ -122,7 +126,7 @@ def test_table3_iid_cell_of_the_worked_example_is_tested_on_the_mean():
     sig, _, md = table3(data, "mean")
     row = sig.loc["iid"]
     gold, b, s = predictions()
-    again = paired.paired_randomization(features(gold, b), features(gold, s), "para", "mean", R=1000, seed=3)
+    again = paired.paired_randomization([(features(gold, b), features(gold, s))], "para", "mean", R=1000, seeds=[3])
     assert row["test"] == "randomization" and row["p_value"] == again["p_value"] >= 1 / 1001
     assert 0.002 < row["p_value"] < 0.02 and row["delta"] > 0 and row["direction"] == 1
     assert iid_cell(md) == f"83.2 {UP}"
@@ -139,11 +143,11 @@ def test_table3_iid_cell_showing_accuracy_keeps_the_binomial_test():
 
 def test_table3_iid_randomization_over_training_seeds_is_the_pooled_test():
     datas = task_data(VARIANT, seeds=2)
-    sig, _ = run_stats.significance_table(datas, iid_metric="mean", R=200, seed=[5, [5, 1]], training_seeds=[0, 1])
+    sig, _ = run_stats.significance_table(datas, iid_metric="mean", R=200, seeds=[5, [5, 1]], training_seeds=[0, 1])
     row = sig.set_index("column").loc["iid"]
     gold, b, v = predictions(system=VARIANT)
     pair = (features(gold, b), features(gold, v))
-    want = paired.pooled_randomization([pair, pair], "para", "mean", R=200, seeds=[5, [5, 1]])
+    want = paired.paired_randomization([pair, pair], "para", "mean", R=200, seeds=[5, [5, 1]])
     assert row["p_value"] == want["p_value"] and row["n_seeds"] == 2 and row["test"] == "randomization"
 
 
@@ -249,8 +253,8 @@ def test_significance_table_passes_swaps_to_the_g_test():
     base, system, fi = two_scenarios()
     data = run_stats.TaskData("sent", np.array(["c0", "c1"]), fi, ["f"], np.array(["e0", "e1"]), ["seen", "func"],
                               base, {("iid_to_t", "vanilla"): system})
-    shared, _ = run_stats.significance_table(data, R=300, seed=0)
-    indep, _ = run_stats.significance_table(data, R=300, seed=0, swaps="independent")
+    shared, _ = run_stats.significance_table([data], R=300, seeds=[0])
+    indep, _ = run_stats.significance_table([data], R=300, seeds=[0], swaps="independent")
     s, i = shared.set_index("column"), indep.set_index("column")
     assert s.at["iid", "p_value"] == i.at["iid", "p_value"] and s.at["G_avg", "delta"] == i.at["G_avg", "delta"]
     assert s.at["G_avg", "p_value"] != i.at["G_avg", "p_value"]

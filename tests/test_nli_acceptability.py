@@ -128,9 +128,9 @@ def test_paired_test_suits_the_metric():
     gold = rng.integers(0, 2, 40)
     a, b = rng.integers(0, 2, 40), gold.copy()
     fa, fb = (stats.iid_features(outcome_rows(x, gold), "acceptability") for x in (a, b))
-    _, name = paired.paired_metric_test(fa, fb, fa[:, 0], fb[:, 0], "acceptability", "mcc", R=200)
+    _, name = paired.paired_metric_test([fa], [fb], [fa[:, 0]], [fb[:, 0]], "acceptability", "mcc", R=200)
     assert name == "paired randomization (R = 200)"
-    _, name = paired.paired_metric_test(fa, fb, fa[:, 0], fb[:, 0], "acceptability", "accuracy")
+    _, name = paired.paired_metric_test([fa], [fb], [fa[:, 0]], [fb[:, 0]], "acceptability", "accuracy")
     assert name == "exact McNemar"
 
 
@@ -160,19 +160,20 @@ def test_mcc_paired_randomization_matches_the_exact_permutation_p():
     system[[3, 8, 12, 13, 14]] = 1 - system[[3, 8, 12, 13, 14]]   # system wrong on 5 others: 10 differ
     fb, fs = (stats.iid_features(outcome_rows(x, gold), "acceptability") for x in (base, system))
     exact = exact_paired_p(fb, fs, "acceptability", "mcc")
-    r = paired.paired_randomization(fb, fs, "acceptability", "mcc", R=20_000, seed=3)
+    r = paired.paired_randomization([(fb, fs)], "acceptability", "mcc", R=20_000, seeds=[3])
     assert r["n_discordant"] == 10
     assert r["delta"] == pytest.approx(mcc(system, gold) - mcc(base, gold))
     assert abs(r["p_value"] - exact) < 4 * np.sqrt(exact * (1 - exact) / 20_000) + 1e-4
-    assert paired.paired_randomization(fb, fs, "acceptability", "mcc", R=20_000, seed=3)["p_value"] == r["p_value"]
+    again = paired.paired_randomization([(fb, fs)], "acceptability", "mcc", R=20_000, seeds=[3])
+    assert again["p_value"] == r["p_value"]
     # a system much better on many examples: the exact p is small and the test finds it
     better = gold.copy()
     fg = stats.iid_features(outcome_rows(better, gold), "acceptability")
     worse = 1 - gold
     fw = stats.iid_features(outcome_rows(worse, gold), "acceptability")
-    assert paired.paired_randomization(fw, fg, "acceptability", "mcc", R=5000, seed=0)["p_value"] < 0.01
+    assert paired.paired_randomization([(fw, fg)], "acceptability", "mcc", R=5000, seeds=[0])["p_value"] < 0.01
     # identical systems: p = 1
-    assert paired.paired_randomization(fb, fb, "acceptability", "mcc", R=100)["p_value"] == 1.0
+    assert paired.paired_randomization([(fb, fb)], "acceptability", "mcc", R=100)["p_value"] == 1.0
 
 
 # ---------------------------------------------------------------- selection objective

@@ -6,8 +6,9 @@ import pandas as pd
 import pytest
 
 from beluga.errors import DataError
-from beluga.metrics import score_runs
+from beluga.metrics import score_runs, scores_over_seeds
 from beluga.report import run_stats, stats, tables
+from beluga.seeds import per_seed_frame
 
 FUNCS = pd.DataFrame({"functionality": ["f1", "f2", "f3"], "capability": ["c1", "c1", "c2"],
                       "test_type": ["MFT", "INV", "DIR"]})
@@ -87,7 +88,7 @@ def test_significance_identical_system_is_not_significant(tmp_path):
     clone = pd.concat([base.assign(configuration="iid_plus_t", method="vanilla", scenario=s)
                        for s in ("seen", "func")], ignore_index=True)
     data = run_stats.task_data(pd.concat([long, clone], ignore_index=True), FUNCS, "sent")
-    table, null = run_stats.significance_table(data, R=500, seed=1)
+    table, null = run_stats.significance_table([data], R=500, seeds=[1])
     same = table[table.configuration == "iid_plus_t"]
     assert (same["p_value"] == 1.0).all() and (same["direction"] == 0).all()
     assert set(same["column"]) == {"iid", "G_seen", "G_func", "G_avg"}
@@ -106,7 +107,7 @@ def test_tested_delta_g_is_the_displayed_delta_g(tmp_path, task_type, scenario_i
     loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
     _, scores = score_runs(loaded, FUNCS, task_type=task_type, scenario_iid=scenario_iid)
     data = run_stats.task_data(run_stats.outcomes_per_unit(runs, task_type, scenario_iid), FUNCS, task_type)
-    table, _ = run_stats.significance_table(data, R=200, seed=0)
+    table, _ = run_stats.significance_table([data], R=200, seeds=[0])
     base_g = scores.iloc[0].G_standard
     for conf in ("iid_to_t", "iid_plus_t"):
         row = scores[scores.configuration == conf].iloc[0]
@@ -158,7 +159,7 @@ def test_under_scenario_iid_seen_no_score_reads_the_fold_models_iid_rows(tmp_pat
         loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in rs]
         _, scores = score_runs(loaded, FUNCS, task_type=task_type, scenario_iid="seen")
         data = run_stats.task_data(run_stats.outcomes_per_unit(rs, task_type, "seen"), FUNCS, task_type)
-        table, _ = run_stats.significance_table(data, R=200, seed=0)
+        table, _ = run_stats.significance_table([data], R=200, seeds=[0])
         results.append((scores, table))
     pd.testing.assert_frame_equal(results[0][0], results[1][0])
     pd.testing.assert_frame_equal(results[0][1], results[1][1])
@@ -185,9 +186,10 @@ def test_table3_long_with_two_tasks_has_avg(tmp_path):
         loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
         _, scores = score_runs(loaded, FUNCS, task_type="sent")
         data = run_stats.task_data(run_stats.outcomes_per_unit(runs, "sent"), FUNCS, "sent")
-        sig, null = run_stats.significance_table(data, R=300, seed=k)
-        per_task[task] = {"scores": scores, "significance": sig, "null": null,
-                          "intervals": run_stats.interval_table(data, R=200, seed=k)}
+        sig, null = run_stats.significance_table([data], R=300, seeds=[k])
+        per_task[task] = {"scores": scores_over_seeds(per_seed_frame({0: scores})),
+                          "seed_scores": per_seed_frame({0: scores}), "significance": sig, "null": null,
+                          "intervals": run_stats.interval_table([data], R=200, seeds=[k])}
     long = run_stats.table3_long(per_task, 0.05, "none")
     avg = long[long.task == "all"]
     assert list(avg["column"].unique()) == ["Avg"] and len(avg) == 2
@@ -206,9 +208,11 @@ def test_table3_shows_each_metric_of_a_two_metric_task(tmp_path):
     loaded = [dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs]
     _, scores = score_runs(loaded, FUNCS, task_type="para")
     data = run_stats.task_data(run_stats.outcomes_per_unit(runs, "para"), FUNCS, "para")
-    sig, null = run_stats.significance_table(data, R=200, seed=0)
-    long = run_stats.table3_long({"para": {"scores": scores, "significance": sig, "null": null,
-                                          "intervals": run_stats.interval_table(data, R=100)}}, 0.05, "none")
+    sig, null = run_stats.significance_table([data], R=200, seeds=[0])
+    long = run_stats.table3_long({"para": {"scores": scores_over_seeds(per_seed_frame({0: scores})),
+                                          "seed_scores": per_seed_frame({0: scores}), "significance": sig,
+                                          "null": null, "intervals": run_stats.interval_table([data], R=100)}},
+                                 0.05, "none")
     f1 = long[(long.column == "iid_f1")]
     assert len(f1) == 2 and not f1["significant"].any()
     assert f1["value"].tolist() == pytest.approx(scores["iid_f1"].tolist())

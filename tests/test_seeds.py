@@ -14,7 +14,7 @@ from beluga.errors import DataError
 from beluga.metrics import pass_rates_over_seeds, score_runs, scores_markdown, scores_over_seeds
 from beluga.report import bootstrap, run_stats, stats, tables
 from beluga.report.stats import Outcomes
-from beluga.seeds import over_seeds, per_seed_frame, plus_minus, seeds_note
+from beluga.seeds import has_spread, over_seeds, per_seed_frame, plus_minus, seeds_legend, seeds_note, spread_text
 from beluga.workflow.paths import Paths
 from beluga.workflow.runs import Runs
 
@@ -37,10 +37,30 @@ def test_over_seeds_is_the_hand_computed_mean_sd_min_max():
         over_seeds(pd.concat([per_seed, per_seed.iloc[:1]]), ["cell"], ["score"])
 
 
-def test_plus_minus_and_note():
+def test_over_one_seed_is_the_seed_with_the_same_columns():
+    """N = 1: the same columns as N = 3, the seed's own values (a count stays a whole number), n_seeds 1 and
+    every sd empty."""
+    per_seed = pd.DataFrame({"seed": [4, 4], "cell": ["a", "b"], "score": [0.25, np.nan], "epochs": [3, 5]})
+    out = over_seeds(per_seed, ["cell"], ["score", "epochs"])
+    three = over_seeds(pd.concat([per_seed.assign(seed=s) for s in (4, 5, 6)]), ["cell"], ["score", "epochs"])
+    assert list(out.columns) == list(three.columns)
+    assert out["score"].iloc[0] == 0.25 and np.isnan(out["score"].iloc[1])
+    assert out["epochs"].tolist() == [3, 5] and out["epochs"].dtype == per_seed["epochs"].dtype
+    assert out["n_seeds"].tolist() == [1, 1] and out[["score_sd", "epochs_sd"]].isna().all().all()
+    assert out.to_csv(index=False).splitlines()[1].startswith("a,0.25,3,1,,")
+    mixed = over_seeds(pd.DataFrame({"seed": [1, 2], "cell": "a", "epochs": [2, 3]}), ["cell"], ["epochs"])
+    assert mixed["epochs"].tolist() == [2.5]
+
+
+def test_plus_minus_and_the_seeds_legend():
     assert plus_minus(0.8093, 0.0051) == "80.9 ± 0.5"
     assert plus_minus(0.8, float("nan")) == "80.0" and plus_minus(float("nan"), 0.1) == ""
-    assert seeds_note([5]) == "One training seed (5) per cell."
+    assert plus_minus(80.93, None, scale=1.0, missing="—") == "80.9" and plus_minus(None, 1, missing="—") == "—"
+    assert plus_minus(0.5, 0.01, sep=r"\,$\pm$\,", style=r"\textbf{{{}}}") == r"\textbf{50.0}\,$\pm$\,1.0"
+    assert spread_text(4.4, scale=1, digits=0, sep="±") == "±4" and spread_text(np.nan) == ""
+    assert has_spread([np.nan, 0.0]) and not has_spread(np.full((2, 3), np.nan)) and not has_spread(None)
+    assert seeds_legend(1, "over seeds") == "" and seeds_legend(2, "over seeds") == "over seeds"
+    assert seeds_note([5]) == ""
     assert "3 training seeds (1, 2, 3)" in seeds_note([1, 2, 3])
 
 
@@ -72,11 +92,19 @@ def test_scores_over_seeds_equal_the_per_seed_scores_by_hand(tmp_path):
     assert one["n_passed"].iloc[0] == sum(int(v["n_passed"].iloc[0]) for v in vals)
 
 
-def test_one_seed_scores_markdown_is_the_one_seed_table(tmp_path):
+def test_one_seed_scores_are_the_seed_s_with_empty_spread(tmp_path):
+    """scores.csv / pass_rates.csv of one seed: the seed's own table plus n_seeds 1 and empty _sd; scores.md the
+    one-seed Markdown: the scores alone, no line on seeds."""
     runs = write_runs(tmp_path, np.random.default_rng(0), {("iid_to_t", "vanilla"): 0.7})
-    _long, sc = score_runs([dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs], FUNCS)
-    assert scores_markdown(sc, "sent", [1]) == scores_markdown(sc, "sent")
-    assert "±" not in scores_markdown(sc, "sent", [1])
+    long, sc = score_runs([dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs], FUNCS)
+    table, rates = scores_over_seeds(per_seed_frame({1: sc})), pass_rates_over_seeds(per_seed_frame({1: long}))
+    assert table[list(sc.columns)].to_csv(index=False) == sc.to_csv(index=False)
+    assert rates[list(long.columns)].to_csv(index=False) == long.to_csv(index=False)
+    assert set(table["n_seeds"]) == {1} and table["G_seen_sd"].isna().all() and rates["pass_rate_sd"].isna().all()
+    md = scores_markdown(table, "sent", [1])
+    assert "±" not in md and "training seed" not in md
+    g = table.set_index("configuration").loc["iid_to_t", "G_seen"]
+    assert f"| {100 * g:.1f} |" in md
 
 
 # ---------------------------------------------------------------- tests stratified by seed
@@ -141,20 +169,20 @@ def test_pooled_binomial_is_binomtest_on_the_summed_counts():
 def test_hierarchical_bootstrap():
     rng = np.random.default_rng(6)
     fi, b, s = _pair(rng, n=60, m=40, flip_cases=10)
-    one = bootstrap.bootstrap_ci(s, fi, 3, "sent", R=300, seed=3)
-    same = bootstrap.hierarchical_bootstrap_ci([s], fi, 3, "sent", R=300, seeds=[3], outer_seed=[1, 0, 0])
-    for q in one:
+    one = bootstrap.bootstrap_ci([s], fi, 3, "sent", R=300, seeds=[3])
+    same = bootstrap.bootstrap_ci([s], fi, 3, "sent", R=300, seeds=[3], outer_seed=[1, 0, 0])
+    for q in one:   # one seed: every draw picks it, whatever the generator of the picks
         np.testing.assert_array_equal(one[q], same[q])
     # two seeds far apart: the interval of their mean covers it and is wider than that of two equal seeds
     # (the seed-to-seed spread counts, not only the units')
     worse = Outcomes(s.passed * (np.arange(60) % 2), s.scored, s.iid)
-    both = bootstrap.hierarchical_bootstrap_ci([s, worse], fi, 3, "sent", R=400, seeds=[3, 4], outer_seed=[1, 0, 0])
-    twins = bootstrap.hierarchical_bootstrap_ci([s, s], fi, 3, "sent", R=400, seeds=[3, 4], outer_seed=[1, 0, 0])
+    both = bootstrap.bootstrap_ci([s, worse], fi, 3, "sent", R=400, seeds=[3, 4], outer_seed=[1, 0, 0])
+    twins = bootstrap.bootstrap_ci([s, s], fi, 3, "sent", R=400, seeds=[3, 4], outer_seed=[1, 0, 0])
     g = np.mean([stats.scores(o, fi, 3, "sent")["G_avg"] for o in (s, worse)])
     assert both["G_avg"][0] <= g <= both["G_avg"][1]
     assert both["G_avg"][1] - both["G_avg"][0] > 1.5 * (twins["G_avg"][1] - twins["G_avg"][0])
     with pytest.raises(ValueError, match="2 draw seeds for 1"):
-        bootstrap.hierarchical_bootstrap_ci([s], fi, 3, "sent", seeds=[1, 2])
+        bootstrap.bootstrap_ci([s], fi, 3, "sent", seeds=[1, 2])
 
 
 # ---------------------------------------------------------------- the statistics of a run with several seeds
@@ -174,8 +202,8 @@ def test_significance_over_seeds(tmp_path):
     datas = _seed_data(tmp_path)
     seeds = [run_stats.draw_seed(0, "sent", s, 1) for s in (1, 2)]
     assert seeds[0] == run_stats.task_seed(0, "sent") and seeds[1] == [run_stats.task_seed(0, "sent"), 2]
-    table, null = run_stats.significance_table(datas, R=300, seed=seeds, training_seeds=[1, 2])
-    ones = [run_stats.significance_table(d, R=300, seed=sd)[0] for d, sd in zip(datas, seeds)]
+    table, null = run_stats.significance_table(datas, R=300, seeds=seeds, training_seeds=[1, 2])
+    ones = [run_stats.significance_table([d], R=300, seeds=[sd])[0] for d, sd in zip(datas, seeds)]
     rows = table.set_index("column")
     for col in ("G_seen", "G_func", "G_avg"):
         per = [o.set_index("column").loc[col, "delta"] for o in ones]
@@ -187,23 +215,23 @@ def test_significance_over_seeds(tmp_path):
     assert rows.loc["iid", "p_value"] == pytest.approx(
         binomtest(int(sum(x["system_only"] for x in b)), int(sum(x["n_discordant"] for x in b)), 0.5).pvalue)
     assert len(null) == 300
-    # one seed: the same table as the one-seed call
-    pd.testing.assert_frame_equal(run_stats.significance_table([datas[0]], R=300, seed=[seeds[0]])[0], ones[0])
+    # one seed: the same columns, n_seeds 1, no spread
+    assert list(ones[0].columns) == list(table.columns)
+    assert set(ones[0]["n_seeds"]) == {1} and ones[0]["delta_sd"].isna().all()
 
 
 def test_seeds_scored_on_other_units_are_refused(tmp_path):
     datas = _seed_data(tmp_path)
     datas[1].case_ids = datas[1].case_ids[::-1].copy()
     with pytest.raises(DataError, match="training seed 2 was scored on other"):
-        run_stats.significance_table(datas, R=10, seed=[0, 1], training_seeds=[1, 2])
+        run_stats.significance_table(datas, R=10, seeds=[0, 1], training_seeds=[1, 2])
 
 
 def test_intervals_over_seeds(tmp_path):
     datas = _seed_data(tmp_path)
-    one = run_stats.interval_table(datas[0], R=200, seed=5)
-    pd.testing.assert_frame_equal(run_stats.interval_table([datas[0]], R=200, seed=[5]), one)
-    both = run_stats.interval_table(datas, R=200, seed=[5, [5, 2]], outer_seed=[5, 0, 0])
-    single = [run_stats.interval_table(d, R=200, seed=5).set_index(["configuration", "quantity"]) for d in datas]
+    both = run_stats.interval_table(datas, R=200, seeds=[5, [5, 2]], outer_seed=[5, 0, 0])
+    single = [run_stats.interval_table([d], R=200, seeds=[5]).set_index(["configuration", "quantity"])
+              for d in datas]
     got = both.set_index(["configuration", "quantity"])
     key = ("iid_to_t", "G_avg")
     assert got.loc[key, "estimate"] == pytest.approx(np.mean([s.loc[key, "estimate"] for s in single]))
@@ -218,8 +246,8 @@ def test_table3_with_seeds_shows_mean_and_sd(tmp_path):
         runs = write_runs(tmp_path / f"seed{s}", np.random.default_rng(10 + s), {("iid_to_t", "vanilla"): 0.7})
         per_seed[s] = score_runs([dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs], FUNCS)[1]
     seed_scores = per_seed_frame(per_seed)
-    sig, null = run_stats.significance_table(datas, R=200, seed=[0, [0, 2]], training_seeds=[1, 2])
-    ci = run_stats.interval_table(datas, R=100, seed=[0, [0, 2]])
+    sig, null = run_stats.significance_table(datas, R=200, seeds=[0, [0, 2]], training_seeds=[1, 2])
+    ci = run_stats.interval_table(datas, R=100, seeds=[0, [0, 2]])
     long = run_stats.table3_long({"sent": {"scores": scores_over_seeds(seed_scores), "seed_scores": seed_scores,
                                            "significance": sig, "intervals": ci, "null": null}}, 0.05, "none")
     row = long[(long.configuration == "iid_to_t") & (long.column == "G_avg")].iloc[0]
@@ -232,6 +260,29 @@ def test_table3_with_seeds_shows_mean_and_sd(tmp_path):
     tex = tables.table3_latex(long, 0.05, "none").replace(r"\textbf{", "").replace("}\\,", "\\,")
     assert rf"{100 * row['value']:.1f}\,$\pm$\,{100 * row['sd']:.1f}" in tex
     assert {"sd", "n_seeds"} <= set(tables.table3_csv(long).columns)
+
+
+def test_table3_of_one_seed_has_the_columns_and_no_spread(tmp_path):
+    """One seed: table3.csv keeps sd (empty) and n_seeds (1); the Markdown and LaTeX show the scores alone and
+    say one seed. A scores.csv whose n_seeds is not its per-seed file's is refused, naming the file."""
+    datas = _seed_data(tmp_path, seeds=(1,), p=(0.7,))
+    runs = write_runs(tmp_path / "seed1", np.random.default_rng(11), {("iid_to_t", "vanilla"): 0.7})
+    seed_scores = per_seed_frame({1: score_runs([dict(r, outcomes=pd.read_parquet(r["path"])) for r in runs],
+                                                FUNCS)[1]})
+    sig, null = run_stats.significance_table(datas, R=100, seeds=[0])
+    task = {"scores": scores_over_seeds(seed_scores), "seed_scores": seed_scores, "significance": sig,
+            "intervals": run_stats.interval_table(datas, R=50, seeds=[0]), "null": null,
+            "paths": {"scores": "sent/scores.csv", "seed_scores": "sent/per_seed_scores.csv"}}
+    long = run_stats.table3_long({"sent": task}, 0.05, "none")
+    assert long["sd"].isna().all() and set(long["n_seeds"]) == {1}
+    md, tex = tables.table3_markdown(long, 0.05, "none"), tables.table3_latex(long, 0.05, "none")
+    assert "±" not in md and r"\pm" not in tex and "Every cell: one training seed (no spread over seeds)." in md
+    for key, name in (("scores", "scores.csv"), ("significance", "significance.csv")):
+        other = dict(task, paths={**task["paths"], key: f"sent/{name}"})
+        other[key] = task[key].assign(n_seeds=2)       # a file written for other seeds
+        with pytest.raises(DataError, match=rf"sent/{name}: field 'n_seeds': 2 for iid\S*/vanilla, but "
+                                            r"sent/per_seed_scores.csv has 1 training seed"):
+            run_stats.table3_long({"sent": other}, 0.05, "none")
 
 
 # ---------------------------------------------------------------- the seed dimension of the DAG
@@ -267,3 +318,22 @@ def test_default_is_one_seed_at_the_one_seed_paths():
     assert Paths("results").run("outcomes", "sent", "iid", "vanilla", "standard", "all", seeddir="") == \
         "results/sent/outcomes/iid/vanilla/standard/all.parquet"
     assert isinstance(r, Runs) and r.settings("train_iid", {"task": "sent"})["seed"] == 3
+
+
+def test_figures_show_a_spread_only_where_it_is_defined():
+    """The heatmap over three seeds: a "±sd" line under each value and the seeds named; over one seed (N = 1,
+    the sd empty) the values alone and no word on seeds, as for the seed's own table."""
+    import matplotlib.pyplot as plt
+    from test_plot_layout import CONFS, METHODS, funcs_table, long_table
+
+    from beluga.report.plots import build_heatmap
+
+    funcs = funcs_table(3)
+    texts = {}
+    for name, long in (("three", {s: long_table(funcs, s) for s in (1, 2, 3)}), ("one", {5: long_table(funcs, 5)}),
+                       ("table", long_table(funcs, 5))):
+        fig = build_heatmap(long, funcs, "func", CONFS, METHODS, "T")
+        texts[name] = [t.get_text() for t in fig.axes[0].texts] + [fig._suptitle.get_text()]
+        plt.close(fig)
+    assert sum(t.startswith("±") for t in texts["three"]) > 0 and "3 training seeds (1, 2, 3)" in texts["three"][-1]
+    assert texts["one"] == texts["table"] and not any("±" in t or "seed" in t for t in texts["one"])

@@ -78,14 +78,14 @@ def test_paired_test_of_a_correlation_is_the_randomization_test():
     worse = gold + np.random.default_rng(3).normal(0, 2.0, 60)
     good = stats.iid_features(_rows(pred, gold), "similarity")
     bad = stats.iid_features(_rows(worse, gold), "similarity")
-    res = paired.paired_randomization(bad, good, "similarity", "pearson", R=999, seed=0)
+    res = paired.paired_randomization([(bad, good)], "similarity", "pearson", R=999, seeds=[0])
     assert res["delta"] == pytest.approx(pearsonr(pred, gold)[0] - pearsonr(worse, gold)[0])
     assert res["p_value"] < 0.01
-    same = paired.paired_randomization(good, good, "similarity", "pearson", R=99, seed=0)
+    same = paired.paired_randomization([(good, good)], "similarity", "pearson", R=99, seeds=[0])
     assert same["p_value"] == 1.0 and same["delta"] == 0.0
     # a near-equal pair is not called significant
     jitter = stats.iid_features(_rows(pred + np.random.default_rng(4).normal(0, 1e-3, 60), gold), "similarity")
-    assert paired.paired_randomization(good, jitter, "similarity", "mean", R=999, seed=0)["p_value"] > 0.05
+    assert paired.paired_randomization([(good, jitter)], "similarity", "mean", R=999, seeds=[0])["p_value"] > 0.05
 
 
 def test_schema_admits_similarity_and_its_metrics():

@@ -366,7 +366,7 @@ def test_bootstrap_coverage():
         passed = (rng.random(200) < 0.7).astype(float)
         em = rng.random(100) < 0.6
         iid = np.stack([em.astype(float), np.where(em, 1.0, rng.random(100) * 0.8)], axis=-1)
-        ci = bootstrap_ci(Outcomes(passed, np.ones(200), iid), fi, 4, "read", R=300, seed=rep)
+        ci = bootstrap_ci([Outcomes(passed, np.ones(200), iid)], fi, 4, "read", R=300, seeds=[rep])
         cover_t += ci["s_T"][0, 0] <= 0.7 <= ci["s_T"][0, 1]
         cover_iid += ci["s_iid"][0, 0] <= 0.68 <= ci["s_iid"][0, 1]
     assert 0.88 <= cover_t / 200 <= 0.99
@@ -377,7 +377,7 @@ def test_bootstrap_is_stratified_by_functionality():
     # functionality 0 always passes, 1 never: every within-functionality resample has s_T = 0.5 exactly
     fi = np.repeat([0, 1], 30)
     o = Outcomes(np.repeat([1.0, 0.0], 30), np.ones(60), (np.arange(20) % 2).astype(float)[:, None])
-    ci = bootstrap_ci(o, fi, 2, "sent", R=200, seed=0)
+    ci = bootstrap_ci([o], fi, 2, "sent", R=200, seeds=[0])
     np.testing.assert_array_equal(ci["s_T"], [[0.5, 0.5]])
     assert ci["s_iid"][0, 0] < 0.5 < ci["s_iid"][0, 1]
 
@@ -388,13 +388,13 @@ def test_bootstrap_interval_contains_point_estimate(kind):
     fi, base, system = make_pair(rng, kind, n=300, m=200, n_diff_case=100, n_diff_iid=60)
     tt = task_of(kind)
     point = scores(system, fi, 5, tt)
-    ci = bootstrap_ci(system, fi, 5, tt, R=400, seed=1, level=0.9)
+    ci = bootstrap_ci([system], fi, 5, tt, R=400, seeds=[1], level=0.9)
     for key in ("s_T", "s_iid", "G"):
         assert ci[key].shape == (4, 2)
         assert np.all(ci[key][:, 0] <= point[key]) and np.all(point[key] <= ci[key][:, 1])
         assert np.all(ci[key][:, 0] < ci[key][:, 1])
     assert ci["G_avg"].shape == (2,)
     assert ci["G_avg"][0] <= point["G_avg"] <= ci["G_avg"][1]
-    again = bootstrap_ci(system, fi, 5, tt, R=400, seed=1, level=0.9)
+    again = bootstrap_ci([system], fi, 5, tt, R=400, seeds=[1], level=0.9)
     np.testing.assert_array_equal(again["G"], ci["G"])
 

@@ -86,11 +86,12 @@ def test_tables_show_the_mean_and_sd_of_the_seeds_by_hand(runs):
             assert table.loc[(conf, method), col] == pytest.approx(vals.mean())
             assert table.loc[(conf, method), f"{col}_sd"] == pytest.approx(vals.std(ddof=1), abs=1e-12)
             assert table.loc[(conf, method), f"{col}_min"] == pytest.approx(vals.min())
-    # seed 4's scores are its one-seed run's scores.csv; the base seed's are the tiny run's on the same
-    # configuration and scenarios (its averages span more scenarios)
+    # seed 4's scores are its one-seed run's scores.csv (which adds n_seeds 1 and empty spreads); the base
+    # seed's are the tiny run's on the same configuration and scenarios (its averages span more scenarios)
     one = pd.read_csv(runs[ONE] / "results/sent/scores/scores.csv")
     mine = per_seed[per_seed["seed"] == ONE].drop(columns="seed").reset_index(drop=True)
-    pd.testing.assert_frame_equal(mine, one)
+    pd.testing.assert_frame_equal(mine, one[list(mine.columns)])
+    assert set(one["n_seeds"]) == {1} and one["G_seen_sd"].isna().all()
     tiny = pd.read_csv(runs[3] / "results/sent/scores/scores.csv")
     tiny = tiny[tiny.configuration == "iid_to_iid_plus_t"].reset_index(drop=True)
     base = per_seed[(per_seed["seed"] == 3) & (per_seed.configuration == "iid_to_iid_plus_t")].reset_index(drop=True)

@@ -4,9 +4,9 @@ variants (the seed's Tables 2 and 3).
 
 Every training seed's runs are summarised by one path: per K the mean over the seeds of every cell
 and group with ``n_seeds`` and ``_sd`` / ``_min`` / ``_max`` (:func:`seeds_table`), each seed's
-epochs under a ``seed`` column (:func:`seeds_epochs`). One training seed is N = 1: its table and
-epochs are written without those columns (:func:`variant_tables`), and the Markdown without ± and
-without the line on seeds, so that they are that seed's own run's.
+epochs under a ``seed`` column (:func:`seeds_epochs`). One training seed is N = 1: its table has
+``n_seeds`` 1 and every ``_sd`` empty, its epochs no ``seed`` column (:func:`variant_tables`), and
+the Markdown shows no spread (an empty sd prints none) and no line on seeds.
 """
 
 from __future__ import annotations
@@ -17,7 +17,15 @@ import pandas as pd
 
 from beluga.analyses.combinational import CELLS, COMB_ROLES, GROUPS, cell_name
 from beluga.errors import DataError
-from beluga.seeds import N_SEEDS_COLUMN, SEED_COLUMN, SPREAD_SUFFIXES, over_seeds, per_seed_frame, plus_minus
+from beluga.seeds import (
+    N_SEEDS_COLUMN,
+    SEED_COLUMN,
+    has_spread,
+    over_seeds,
+    per_seed_frame,
+    plus_minus,
+    seeds_legend,
+)
 
 # ---------------------------------------------------------------- runs and training seeds
 
@@ -133,36 +141,28 @@ def epochs_over_seeds(epochs: pd.DataFrame) -> pd.DataFrame:
     return over_seeds(epochs, ["K", "epoch"], [c for c in epochs.columns if c not in (SEED_COLUMN, "K", "epoch")])
 
 
-def _without_spread(table: pd.DataFrame) -> pd.DataFrame:
-    """A table over one training seed as that seed's own: without ``n_seeds`` and the ``_sd`` /
-    ``_min`` / ``_max`` columns of its scores."""
-    scores = [c for c in table.columns if all(f"{c}_{s}" in table.columns for s in SPREAD_SUFFIXES)]
-    return table.drop(columns=[N_SEEDS_COLUMN, *(f"{c}_{s}" for c in scores for s in SPREAD_SUFFIXES)])
-
-
 def variant_tables(recs: list[dict], run_seed: list[int] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(table, epochs) of a variant's runs over their training seeds (``run_seed``: each run's seed,
-    :func:`check_runs`; none: the runs of one seed): the mean over seeds (:func:`seeds_table`) and
-    every seed's epochs (:func:`seeds_epochs`). One seed: the same without the spread and ``seed``
-    columns, which is that seed's :func:`run_table` and :func:`epochs_table`."""
+    :func:`check_runs`; none: the runs of one seed): the mean over seeds (:func:`seeds_table`; one seed:
+    its :func:`run_table` with ``n_seeds`` 1 and every ``_sd`` empty) and every seed's epochs
+    (:func:`seeds_epochs`; one seed: its :func:`epochs_table`, without the ``seed`` column)."""
     runs = by_seed(recs, [0] * len(recs) if run_seed is None else run_seed)
-    table, epochs = seeds_table(runs), seeds_epochs(runs)
-    if len(runs) > 1:
-        return table, epochs
-    return _without_spread(table), epochs.drop(columns=SEED_COLUMN)
+    epochs = seeds_epochs(runs)
+    return seeds_table(runs), epochs if len(runs) > 1 else epochs.drop(columns=SEED_COLUMN)
 
 
 def check_table_seeds(table: pd.DataFrame, path: str, seeds: list[int]) -> None:
-    """A variant's table.csv was written for the run's training seeds (``n_seeds`` with several, none with one)."""
-    if len(seeds) > 1:
-        n = table["n_seeds"] if "n_seeds" in table.columns else pd.Series([1] * len(table), dtype=int)
-        bad = n[n != len(seeds)]
-        if len(bad):
-            raise DataError(f"combinational table {path}: field 'n_seeds': {int(bad.iloc[0])}, not the run's "
-                            f"{len(seeds)} training seeds")
-    elif "n_seeds" in table.columns:
-        raise DataError(f"combinational table {path}: field 'n_seeds': a table of several training seeds, the run "
-                        "has one")
+    """A variant's table.csv was written for the run's training seeds: every row's ``n_seeds`` is their
+    number (one line naming the file and the field otherwise)."""
+    if N_SEEDS_COLUMN not in table.columns:
+        raise DataError(f"combinational table {path}: field 'n_seeds': missing (a table of an older run? rerun "
+                        "rule combinational)")
+    n = pd.to_numeric(table[N_SEEDS_COLUMN], errors="coerce")
+    bad = n[n != len(seeds)]
+    if len(bad):
+        shown = "empty" if pd.isna(bad.iloc[0]) else int(bad.iloc[0])
+        raise DataError(f"combinational table {path}: field 'n_seeds': {shown}, not the run's {len(seeds)} "
+                        f"training seed{'s' if len(seeds) > 1 else ''}")
 
 
 STYLES = {"ID": ("o-", "tab:blue"), "COOD": ("s-", "tab:orange"), "OOD": ("^-", "tab:grey")}
@@ -180,17 +180,18 @@ def _save(fig, out_png: str) -> None:
 
 
 def curve_figure(table: pd.DataFrame, out_png: str, title: str = "") -> None:
-    """ID / COOD / OOD accuracy against K (the seed's Figure 3); a table of several training seeds
-    (:func:`seeds_table`): the mean with error bars of ± one standard deviation over the seeds."""
+    """ID / COOD / OOD accuracy against K (the seed's Figure 3) from a :func:`seeds_table`: the mean over
+    the training seeds, with error bars of ± one standard deviation where the sd is defined (never with
+    one seed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.2, 3.8))
-    n_seeds = int(table["n_seeds"].max()) if "n_seeds" in table.columns and len(table) else 1
+    n_seeds = int(table[N_SEEDS_COLUMN].max()) if N_SEEDS_COLUMN in table.columns and len(table) else 1
     for g, (st, col) in STYLES.items():
-        if n_seeds > 1:
+        if f"{g}_sd" in table.columns and has_spread(table[f"{g}_sd"]):
             ax.errorbar(table["K"], 100 * table[g], yerr=100 * table[f"{g}_sd"].fillna(0), fmt=st, color=col,
                         capsize=3, label=g)
         else:
@@ -204,42 +205,42 @@ def curve_figure(table: pd.DataFrame, out_png: str, title: str = "") -> None:
     ax.set_ylim(-3, 103)
     ax.axhline(50, color="black", linewidth=0.6, linestyle=":")
     ax.set_title(f"{title}: accuracy vs training size" if title else "accuracy vs training size")
-    if n_seeds > 1:
-        ax.set_title(f"{ax.get_title()}\n(mean ± sd over {n_seeds} training seeds)", fontsize=10)
+    note = seeds_legend(n_seeds, f"\n(mean ± sd over {n_seeds} training seeds)")
+    if note:
+        ax.set_title(ax.get_title() + note, fontsize=10)
     ax.legend(fontsize=8)
     _save(fig, out_png)
 
 
 def epochs_figure(epochs: pd.DataFrame, ks: list[int], out_png: str, title: str = "") -> None:
     """ID / COOD / OOD accuracy after every epoch, one panel per K (the seed's Figure 2); a panel
-    says so when the epochs were not recorded (per_epoch: false). Epochs of several training seeds
-    (a ``seed`` column, :func:`seeds_epochs`): the mean over seeds in a band of ± one standard
-    deviation, each seed a thin line."""
+    says so when the epochs were not recorded (per_epoch: false). The epochs of the training seeds (a
+    ``seed`` column, :func:`seeds_epochs`; none: one seed): the mean over seeds, in a band of ± one
+    standard deviation with each seed a thin line where the sd is defined (never with one seed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(ks), figsize=(4.2 * len(ks), 3.6), squeeze=False, sharey=True)
-    seeds = "seed" in epochs.columns
-    mean = epochs_over_seeds(epochs) if seeds and len(epochs) else None
+    per = epochs if SEED_COLUMN in epochs.columns else epochs.assign(**{SEED_COLUMN: 0})
+    mean = epochs_over_seeds(per) if len(per) else None
     for ax, k in zip(axes[0], ks):
-        e = epochs[epochs["K"] == k] if len(epochs) else epochs
-        if seeds and len(e):
+        e = per[per["K"] == k] if len(per) else per
+        if len(e):
             m = mean[mean["K"] == k]
             for g, (st, col) in STYLES.items():
-                for _, one in e.groupby("seed", sort=False):
-                    ax.plot(one["epoch"], 100 * one[g], "-", color=col, linewidth=0.6, alpha=0.45)
-                sd = 100 * m[f"{g}_sd"].fillna(0)
-                ax.fill_between(m["epoch"], 100 * m[g] - sd, 100 * m[g] + sd, color=col, alpha=0.2, linewidth=0)
+                if has_spread(m[f"{g}_sd"]):
+                    for _, one in e.groupby(SEED_COLUMN, sort=False):
+                        ax.plot(one["epoch"], 100 * one[g], "-", color=col, linewidth=0.6, alpha=0.45)
+                    sd = 100 * m[f"{g}_sd"].fillna(0)
+                    ax.fill_between(m["epoch"], 100 * m[g] - sd, 100 * m[g] + sd, color=col, alpha=0.2,
+                                    linewidth=0)
                 ax.plot(m["epoch"], 100 * m[g], st, color=col, label=g)
             ax.set_xticks(list(m["epoch"]))
-            ax.legend(fontsize=8, title=f"mean ± sd, {e['seed'].nunique()} seeds", title_fontsize=7)
-        elif len(e):
-            for g, (st, col) in STYLES.items():
-                ax.plot(e["epoch"], 100 * e[g], st, color=col, label=g)
-            ax.set_xticks(list(e["epoch"]))
-            ax.legend(fontsize=8)
+            n = e[SEED_COLUMN].nunique()
+            legend = seeds_legend(n, f"mean ± sd, {n} seeds")
+            ax.legend(fontsize=8, **({"title": legend, "title_fontsize": 7} if legend else {}))
         else:
             ax.text(0.5, 0.5, "not recorded (per_epoch: false)", ha="center", va="center", transform=ax.transAxes)
         ax.set_xlabel("epoch")
@@ -257,35 +258,38 @@ def _length_note(rule: str) -> str:
              "their sentence cut by whole words (template and label word intact; dropped if nothing remains)"))
 
 
-def _pm(r: dict, c: str, several: bool) -> str:
-    """An accuracy cell (%): ``80.9``, over several training seeds ``80.9 ± 0.5`` (``–`` when no seed has it)."""
-    return "–" if pd.isna(r[c]) else plus_minus(r[c], r.get(f"{c}_sd") if several else None)
+def _pm(r: dict, c: str) -> str:
+    """An accuracy cell (%): the mean over training seeds ± the standard deviation (``80.9 ± 0.5``; ``80.9``
+    where the sd is empty, as with one seed; ``–`` when no seed has it)."""
+    return plus_minus(r[c], r.get(f"{c}_sd"), missing="–")
 
 
 def _seeds_line(seeds: list[int], csv: str) -> str:
-    return (f"Every accuracy: mean ± standard deviation over {len(seeds)} training seeds "
-            f"({', '.join(map(str, seeds))}); `_sd`, `_min`, `_max` and `n_seeds` in {csv}. The counts are the "
-            "same for every seed (one pool of inputs); each seed's runs: runs/ (the base seed) and seeds/<s>/runs/.")
+    """The Markdown's line on the training seeds (:func:`beluga.seeds.seeds_legend`: none for one seed)."""
+    return seeds_legend(len(seeds), f"Every accuracy: mean ± standard deviation over {len(seeds)} training seeds "
+                                    f"({', '.join(map(str, seeds))}); `_sd`, `_min`, `_max` and `n_seeds` in {csv}. "
+                                    "The counts are the same for every seed (one pool of inputs); each seed's runs: "
+                                    "runs/ (the base seed) and seeds/<s>/runs/.")
 
 
 def accuracy_markdown(table: pd.DataFrame, title: str = "", rule: str = "drop", seeds: list[int] | None = None
                       ) -> str:
-    """The table as Markdown; with several training ``seeds`` (a :func:`seeds_table`) each accuracy
-    is the mean ± sd over them and a last line names the seeds."""
-    several = seeds is not None and len(seeds) > 1
+    """The table (a :func:`seeds_table`) as Markdown: each accuracy the mean ± sd over the training ``seeds``
+    (no spread where the sd is empty, as with one seed), a last line naming the seeds (none for one)."""
+    seeds = list(seeds or [])
     cells = [cell_name(x, t) for x, t, _, _ in CELLS]
     head = ["K"] + cells + list(GROUPS) + ["too long (train / test)"]
-    spread = f", mean ± sd over {len(seeds)} training seeds" if several else ""
+    spread = seeds_legend(len(seeds), f", mean ± sd over {len(seeds)} training seeds")
     lines = [f"# Combinational OOD{f' ({title})' if title else ''}: accuracy (%) per cell and group{spread}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in table.to_dict("records"):
-        lines.append("| " + " | ".join([str(int(r["K"]))] + [_pm(r, c, several) for c in cells + list(GROUPS)]
+        lines.append("| " + " | ".join([str(int(r["K"]))] + [_pm(r, c) for c in cells + list(GROUPS)]
                                        + [f"{int(r['too_long_train'])} / {int(r['too_long_test'])}"]) + " |")
     lines += ["", "x/t: an input of label x with a template naming label t (fst: first label, sec: second, neu: "
               "third). ID cells are the training combinations on held-out inputs; COOD: unseen combinations of "
               "seen parts; OOD: the third label's word, never seen in a template.", "", _length_note(rule) + "."]
-    if several:
-        lines += ["", _seeds_line(seeds, "table.csv")]
+    legend = _seeds_line(seeds, "table.csv")
+    lines += ["", legend] if legend else []
     return "\n".join(lines) + "\n"
 
 
@@ -331,40 +335,36 @@ def comparison(tables: dict[str, pd.DataFrame], settings: dict[str, dict],
 
 def comparison_markdown(comp: pd.DataFrame, seeds: list[int] | None = None) -> str:
     """The seed's Table 2 (the nine cells per variant) and Table 3 (template and label words: ID,
-    COOD, OOD), one row per variant and K; from the tables of several training seeds (an ``n_seeds``
-    column) each accuracy is the mean ± sd over the seeds (``seeds``), with their number."""
-    several = N_SEEDS_COLUMN in comp.columns
+    COOD, OOD), one row per variant and K, from the variants' tables (:func:`seeds_table`, checked to hold
+    the run's ``seeds``: :func:`check_table_seeds`): each accuracy the mean ± sd over the seeds (no spread
+    where the sd is empty, as with one seed), a last line naming the seeds (none for one)."""
+    seeds = list(seeds or [])
     cells = [cell_name(x, t) for x, t, _, _ in CELLS]
-    n_col = ["seeds"] if several else []
     d_col = ["data"] if "data" in comp.columns else []   # several data sources (comparison's data)
-    t2 = [*d_col, "variant", "model", "training", "K", *n_col] + cells
-    t3 = [*d_col, "variant", "template", "label words (fst/sec/neu)", "K", *n_col, "ID", "COOD", "OOD", "max_length",
+    t2 = [*d_col, "variant", "model", "training", "K"] + cells
+    t3 = [*d_col, "variant", "template", "label words (fst/sec/neu)", "K", "ID", "COOD", "OOD", "max_length",
           "too long (train / test)", "rule"]
-    spread = ", mean ± sd over training seeds" if several else ""
+    spread = seeds_legend(len(seeds), ", mean ± sd over training seeds")
     lines = ["# Combinational OOD: comparison of the variants", "",
              f"## Accuracy (%) per cell (as the seed's Table 2){spread}", "",
              "| " + " | ".join(t2) + " |", "|" + "---|" * len(t2)]
     recs = comp.to_dict("records")
     for r in recs:
-        n = [str(int(r[N_SEEDS_COLUMN]))] if several else []
         d = [str(r["data"])] if d_col else []
-        lines.append("| " + " | ".join([*d, r["variant"], f"`{r['model']}`", r["training"], str(int(r["K"])), *n]
-                                       + [_pm(r, c, several) for c in cells]) + " |")
+        lines.append("| " + " | ".join([*d, r["variant"], f"`{r['model']}`", r["training"], str(int(r["K"]))]
+                                       + [_pm(r, c) for c in cells]) + " |")
     lines += ["", f"## Accuracy (%) per group, template and label words (as the seed's Table 3){spread}", "",
               "| " + " | ".join(t3) + " |", "|" + "---|" * len(t3)]
     for r in recs:
-        n = [str(int(r[N_SEEDS_COLUMN]))] if several else []
         d = [str(r["data"])] if d_col else []
-        lines.append("| " + " | ".join([*d, r["variant"], f"`{r['template']}`", r["label_words"], str(int(r["K"])), *n]
-                                       + [_pm(r, g, several) for g in GROUPS]
+        lines.append("| " + " | ".join([*d, r["variant"], f"`{r['template']}`", r["label_words"], str(int(r["K"]))]
+                                       + [_pm(r, g) for g in GROUPS]
                                        + [str(int(r["max_length"])),
                                           f"{int(r['too_long_train'])} / {int(r['too_long_test'])}",
                                           r["too_long_rule"]]) + " |")
     lines += ["", "fst / sec / neu: the first, second and third label; x/t: an input of label x with a template "
               "naming label t. " + _length_note("drop").split(", dropped")[0] + "; rule: drop (the seed's) or "
               "truncate_sentence."]
-    if several:
-        lines += ["", _seeds_line(seeds, "comparison.csv") if seeds else
-                  "Every accuracy: mean ± standard deviation over the training seeds (seeds: how many); `_sd`, "
-                  "`_min`, `_max` and `n_seeds` in comparison.csv. The counts are the same for every seed."]
+    legend = _seeds_line(seeds, "comparison.csv")
+    lines += ["", legend] if legend else []
     return "\n".join(lines) + "\n"

@@ -84,9 +84,10 @@ TABLE_TAIL = ("ood_avg", "decrease_ratio", "rank_decrease_ratio", "friedman_rank
 MODEL_COLUMNS = ("configuration", "method", "partition", "fold")
 #: the ``split`` values of predictions and outcomes other than an OOD set's (``ood:<name>``)
 SPLIT_NAMES = (*IID_SPLITS, "pool", "suite_test", "suite_val", ID_DATASET)
-#: several training seeds (config ``seeds``; docs/OOD.md, "Training seeds"): scores.csv adds these after
-#: LONG_EXTRA_COLUMNS; ood_table.csv adds, after TABLE_TAIL, ``n_seeds``, ``id_sd``, each OOD set's name with
-#: each of SEED_SET_SUFFIXES, then ``ood_avg_sd`` and ``decrease_ratio_sd``; models.csv a leading SEED_COLUMN
+#: the training seeds (config ``seeds``; docs/OOD.md, "Training seeds"; one seed: ``n_seeds`` 1, every ``_sd``
+#: empty): scores.csv has these after LONG_EXTRA_COLUMNS; ood_table.csv, after TABLE_TAIL, ``n_seeds``, ``id_sd``,
+#: each OOD set's name with each of SEED_SET_SUFFIXES, then ``ood_avg_sd`` and ``decrease_ratio_sd``; models.csv
+#: with several seeds a leading SEED_COLUMN
 LONG_SEED_COLUMNS = (N_SEEDS_COLUMN, "value_sd", "value_min", "value_max")
 SEED_SET_SUFFIXES = ("_sd", "_delta_sd")
 TABLE_SEED_COLUMNS = (N_SEEDS_COLUMN, "id_sd", "ood_avg_sd", "decrease_ratio_sd")

@@ -3,9 +3,9 @@ figure (GLUE-X's ID–OOD view), the rankings' Markdown and the ``python -m belu
 command. The scores, tests and tables they show are beluga/analyses/ood_scores.py (a task's runs)
 and beluga/analyses/ood_eval.py (the GLUE-X summary).
 
-A table over several training seeds (its ``n_seeds`` and ``_sd`` columns) is shown as the mean ±
-the standard deviation over seeds, with a line naming the seeds; a one-seed table, by the same
-code, as its scores alone.
+A table over the training seeds (its ``n_seeds`` and ``_sd`` columns) is shown as the mean ± the
+standard deviation over seeds, with a line naming the seeds (:func:`table_seeds_line`); a one-seed table,
+by the same code, as its scores alone (an empty sd prints no spread, the legend is empty).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from beluga.analyses.ood_scores import OOD_METRIC
 from beluga.io import atomic_path, check_out_folder, write_csv, write_out_folder, write_text
 from beluga.metrics import IID_METRICS
 from beluga.report.tables import DOWN, UP, latex_escape
-from beluga.seeds import N_SEEDS_COLUMN, plus_minus, seeds_note
+from beluga.seeds import N_SEEDS_COLUMN, has_spread, plus_minus, seeds_legend, seeds_note
 
-#: the separator of a LaTeX cell over several training seeds: ``80.9\,$\pm$\,0.5``
+#: the separator of a LaTeX cell over training seeds: ``80.9\,$\pm$\,0.5``
 TEX_PLUS_MINUS = r"\,$\pm$\,"
 
 
@@ -70,19 +70,17 @@ def ranking_markdown(ranking: pd.DataFrame, title: str = "OOD ranking (GLUE-X)",
 
 
 def long_seeds_note(long: pd.DataFrame) -> str:
-    """A line for rankings read from scores.csv files of several training seeds (their ``n_seeds``
-    column, ``ood_scores.long_over_seeds``): the ranked scores are means over seeds; ``""`` otherwise."""
-    if N_SEEDS_COLUMN not in long.columns:
-        return ""
-    n = pd.to_numeric(long[N_SEEDS_COLUMN], errors="coerce")
-    counts = sorted({int(v) for v in n.dropna()})
-    if not counts or counts == [1]:
-        return ""
+    """A line for rankings read from scores.csv files of training seeds (their ``n_seeds`` column,
+    ``ood_scores.long_over_seeds``): the ranked scores are means over seeds; ``""`` when every score is
+    one seed's (:func:`beluga.seeds.seeds_legend`)."""
+    n = pd.to_numeric(long[N_SEEDS_COLUMN], errors="coerce") if N_SEEDS_COLUMN in long.columns else \
+        pd.Series(np.nan, index=long.index)
+    counts = sorted({int(v) for v in n.dropna()} or {1})
     many = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
     some = " (rows without n_seeds: one seed)" if n.isna().any() else ""
-    return (f"Training seeds: every score is the mean over {many} training seeds{some}; the rankings, Friedman "
-            "ranks and ID–OOD correlations are computed on these means (the spread over seeds: value_sd, "
-            "value_min, value_max in the scores).")
+    return seeds_legend(counts[-1], f"Training seeds: every score is the mean over {many} training seeds{some}; the "
+                                  "rankings, Friedman ranks and ID–OOD correlations are computed on these means (the "
+                                  "spread over seeds: value_sd, value_min, value_max in the scores).")
 
 
 #: what ``ood-rank`` writes in its ``--out`` folder (written as a whole, :func:`beluga.io.write_out_folder`)
@@ -119,60 +117,54 @@ def _binary(task_type: str, metric: str = OOD_METRIC) -> bool:
     return binary_iid_metric(task_type, metric)
 
 
-def seeds_legend(seeds: list, task_type: str = "sent", metric: str = OOD_METRIC) -> str:
-    """The OOD table's line on training seeds (several seeds)."""
+def table_seeds_line(seeds: list, task_type: str = "sent", metric: str = OOD_METRIC) -> str:
+    """The OOD table's line on training seeds (:func:`beluga.seeds.seeds_legend`: ``""`` for one seed)."""
     n = len(seeds)
     test = (f"one exact binomial test per pair and set on the discordant examples of the {n} seeds together ("
             if _binary(task_type, metric) else
             f"one paired randomization test per pair and set over the {n} seeds together (the statistic the mean "
             "of the seeds' differences, each seed's examples swapped by its own draws; ")
-    return (f"{seeds_note(seeds)} ID and each OOD set: the mean over seeds of each seed's score; OOD avg and "
-            "decrease ratio: the mean over seeds of each seed's own OOD average and decrease ratio; Friedman rank, "
-            f"ranking.csv and the ID–OOD correlation: on the systems' mean scores. ▲ / ▼: {test}each seed's model "
-            "paired with the same seed's IID model; a test stratified by seed).")
+    return seeds_legend(n, f"{seeds_note(seeds)} ID and each OOD set: the mean over seeds of each seed's score; OOD "
+                         "avg and decrease ratio: the mean over seeds of each seed's own OOD average and decrease "
+                         "ratio; Friedman rank, ranking.csv and the ID–OOD correlation: on the systems' mean scores. "
+                         f"▲ / ▼: {test}each seed's model paired with the same seed's IID model; a test stratified "
+                         "by seed).")
 
 
 def _mark(direction: int) -> str:
     return UP if direction > 0 else (DOWN if direction < 0 else "")
 
 
-def _several(table: pd.DataFrame, seeds) -> bool:
-    """Whether the table is one of several training seeds (its cells means with ``_sd`` columns)."""
-    return seeds is not None and len(seeds) > 1 and N_SEEDS_COLUMN in table.columns
-
-
-def _score(row: dict, column: str, several: bool, sep: str = " ± ") -> str:
-    """A score cell (×100 already): ``80.9``; over several training seeds the mean ± the standard deviation
-    (``80.9 ± 0.5``; ``sep`` between them)."""
-    if row[column] != row[column]:   # not defined: the decrease ratio of an ID score at or below 0
-        return "—"
-    return plus_minus(row[column], row[f"{column}_sd"], scale=1.0, sep=sep) if several else f"{row[column]:.1f}"
+def _score(row: dict, column: str, sep: str = " ± ") -> str:
+    """A score cell (×100 already): the mean over training seeds ± the standard deviation (``80.9 ± 0.5``;
+    ``sep`` between them; ``80.9`` where the sd is empty, as with one seed); ``—`` where not defined (the
+    decrease ratio of an ID score at or below 0)."""
+    return plus_minus(row[column], row.get(f"{column}_sd"), scale=1.0, sep=sep, missing="—")
 
 
 def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
                        correlation: dict | None = None, credits: dict[str, str] | None = None,
                        seeds: list | None = None, task_type: str = "sent",
                        metric: str = OOD_METRIC) -> str:
-    """ood_table.md (``metric``: the cells' score, ``tasks.<id>.ood_metric``); with several training ``seeds``
-    (``table`` from ``ood_scores.ood_table_over_seeds``)
-    each score cell is the mean ± the standard deviation over seeds, and a line says how many seeds."""
-    several = _several(table, seeds)
+    """ood_table.md (``metric``: the cells' score, ``tasks.<id>.ood_metric``; ``table`` from
+    ``ood_scores.ood_table_over_seeds``): each score cell is the mean ± the standard deviation over the training
+    ``seeds``, and a line says how many seeds (:func:`table_seeds_line`; none for one seed)."""
     test = _test_words(task_type, metric=metric)
     head = ["", "ID"] + names + ["OOD avg", "decrease ratio", "Friedman rank"]
     lines = [f"# {task.upper()}: OOD evaluation (×100)", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
     for r in table.to_dict("records"):
-        cells = [r["label"], _score(r, "id", several)]
-        cells += [f"{_score(r, n, several)}{_mark(r[f'{n}_direction'])}" for n in names]
-        cells += [_score(r, "ood_avg", several), _score(r, "decrease_ratio", several), f"{r['friedman_rank_ood']:.2f}"]
+        cells = [r["label"], _score(r, "id")]
+        cells += [f"{_score(r, n)}{_mark(r[f'{n}_direction'])}" for n in names]
+        cells += [_score(r, "ood_avg"), _score(r, "decrease_ratio"), f"{r['friedman_rank_ood']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     corr = "Holm-adjusted " if correction == "holm" else ""
     lines += ["", f"ID: the i.i.d. test score; OOD sets: {', '.join(names)} (score = {_score_words(metric)}). "
               f"▲ / ▼: significantly better / worse than the IID model on that set ({test}, "
               f"{corr}p < {alpha}). Decrease ratio = 100 × (ID − OOD avg) / ID; "
               "Friedman rank: mean rank over the OOD sets (1 = best)."]
-    if several:
-        lines += ["", seeds_legend(seeds, task_type, metric)]
+    legend = table_seeds_line(seeds or [], task_type, metric)
+    lines += ["", legend] if legend else []
     if "backbone" in table.columns and len(table):
         lines += ["", f"Backbone: {table['backbone'].iloc[0]} (the systems are its configurations and methods)."]
     if len(table) and table["decrease_ratio"].isna().any():
@@ -208,23 +200,22 @@ def _test_words(task_type: str, short: bool = False, metric: str = OOD_METRIC) -
 
 def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
                 seeds: list | None = None, task_type: str = "sent", metric: str = OOD_METRIC) -> str:
-    """ood_table.tex (``metric``: as :func:`ood_table_markdown`); with several training ``seeds`` each score
-    cell is the mean $\\pm$ the standard deviation over seeds and the caption says how many seeds."""
-    several = _several(table, seeds)
+    """ood_table.tex (``metric``: as :func:`ood_table_markdown`): each score cell is the mean $\\pm$ the standard
+    deviation over the training ``seeds`` and the caption says how many seeds (none for one seed)."""
     cols = "l" + "r" * (len(names) + 4)
     head = " & ".join(["", "ID", *map(latex_escape, names), "OOD avg", r"$\Delta\downarrow$", "F-rank"])
     lines = [r"\begin{table}[t]", r"\centering", rf"\begin{{tabular}}{{{cols}}}", r"\toprule", head + r" \\",
              r"\midrule"]
     sym = {1: r"$^{\blacktriangle}$", -1: r"$^{\blacktriangledown}$", 0: ""}
     for r in table.to_dict("records"):
-        cells = [latex_escape(r["label"]), _score(r, "id", several, TEX_PLUS_MINUS)]
-        cells += [f"{_score(r, n, several, TEX_PLUS_MINUS)}{sym[int(r[f'{n}_direction'])]}" for n in names]
-        cells += [_score(r, "ood_avg", several, TEX_PLUS_MINUS), _score(r, "decrease_ratio", several, TEX_PLUS_MINUS),
+        cells = [latex_escape(r["label"]), _score(r, "id", TEX_PLUS_MINUS)]
+        cells += [f"{_score(r, n, TEX_PLUS_MINUS)}{sym[int(r[f'{n}_direction'])]}" for n in names]
+        cells += [_score(r, "ood_avg", TEX_PLUS_MINUS), _score(r, "decrease_ratio", TEX_PLUS_MINUS),
                   f"{r['friedman_rank_ood']:.2f}"]
         lines.append(" & ".join(cells) + r" \\")
     corr = "Holm-adjusted " if correction == "holm" else ""
-    legend = latex_escape(seeds_legend(seeds, task_type, metric)) if several else ""
-    note = " " + legend.replace("±", r"$\pm$").replace("▲ / ▼", "Markers") if several else ""
+    legend = latex_escape(table_seeds_line(seeds or [], task_type, metric))
+    note = " " + legend.replace("±", r"$\pm$").replace("▲ / ▼", "Markers") if legend else ""
     test = _test_words(task_type, short=True, metric=metric)
     lines += [r"\bottomrule", r"\end{tabular}",
               rf"\caption{{{latex_escape(task.upper())}: OOD evaluation (×100). Markers: significantly better / worse "
@@ -238,8 +229,9 @@ def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str, corr: d
     its i.i.d. score (stars) with the least-squares line through them and
     Pearson r / Spearman ρ when ``corr`` was computed, each OOD set's score
     (one marker per set), the y = x reference (no drop), and the decrease
-    ratios. A table of several training seeds (its ``n_seeds`` and ``_sd``
-    columns): the means with error bars of one standard deviation over seeds."""
+    ratios. A table over training seeds (its ``n_seeds`` and ``_sd`` columns):
+    the means with error bars of one standard deviation over seeds where the
+    sd is defined (never with one seed)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -250,15 +242,17 @@ def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str, corr: d
     colors = plt.get_cmap("tab10")
     lo = min(table["id"].min(), min(table[n].min() for n in names))
     hi = max(table["id"].max(), max(table[n].max() for n in names))
-    several = N_SEEDS_COLUMN in table.columns and "id_sd" in table.columns
-    if several:   # the error bars inside the axes
+    sd_cols = ["id_sd", *[f"{n}_sd" for n in names], "ood_avg_sd", "decrease_ratio_sd"]
+    spread = all(c in table.columns for c in sd_cols) and has_spread(table[sd_cols])
+    n_seeds = int(table[N_SEEDS_COLUMN].max()) if N_SEEDS_COLUMN in table.columns and len(table) else 1
+    if spread:   # the error bars inside the axes
         sds = table[["id_sd", *[f"{n}_sd" for n in names]]].fillna(0.0)
         lo = min(lo, (table["id"] - sds["id_sd"]).min(), min((table[n] - sds[f"{n}_sd"]).min() for n in names))
         hi = max(hi, (table["id"] + sds["id_sd"]).max(), max((table[n] + sds[f"{n}_sd"]).max() for n in names))
     pad = max(2.0, 0.05 * (hi - lo))
     for k, r in enumerate(table.to_dict("records")):
         for j, n in enumerate(names):
-            if several:
+            if spread:
                 ax.errorbar(r["id"], r[n], xerr=np.nan_to_num(r["id_sd"]), yerr=np.nan_to_num(r[f"{n}_sd"]),
                             fmt="none", ecolor=colors(k % 10), elinewidth=0.8, capsize=2, alpha=0.8, zorder=1)
             ax.scatter(r["id"], r[n], marker=markers[j % len(markers)], color=colors(k % 10), s=46,
@@ -268,7 +262,7 @@ def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str, corr: d
     for j, n in enumerate(names):   # legend: one grey marker per OOD set (colours are systems)
         ax.scatter([], [], marker=markers[j % len(markers)], color="lightgrey", edgecolor="black", linewidth=0.4,
                    s=46, label=n)
-    if several:
+    if spread:
         ax.errorbar(table["id"], table["ood_avg"], xerr=table["id_sd"].fillna(0.0),
                     yerr=table["ood_avg_sd"].fillna(0.0), fmt="none", ecolor="black", elinewidth=0.8, capsize=2,
                     zorder=2)
@@ -286,21 +280,16 @@ def plot(table: pd.DataFrame, names: list[str], task: str, out_png: str, corr: d
     ax.set_ylim(lo - pad, hi + pad)
     ax.set_xlabel("i.i.d. test score")
     ax.set_ylabel("OOD score")
-    if several:
-        n_seeds = int(table[N_SEEDS_COLUMN].max())
-        ax.set_title(f"{task.upper()}: OOD vs i.i.d. score\n(mean ± sd over {n_seeds} training seeds)", fontsize=10)
-    else:
-        ax.set_title(f"{task.upper()}: OOD vs i.i.d. score")
+    note = seeds_legend(n_seeds, f"\n(mean ± sd over {n_seeds} training seeds)")
+    small = {"fontsize": 10} if note else {}     # a title of two lines
+    ax.set_title(f"{task.upper()}: OOD vs i.i.d. score{note}", **small)
     ax.legend(fontsize=7, loc="upper left")
-    spread = {"xerr": table["decrease_ratio_sd"].fillna(0.0)[::-1].to_numpy(), "capsize": 3} if several else {}
+    bars = {"xerr": table["decrease_ratio_sd"].fillna(0.0)[::-1].to_numpy(), "capsize": 3} if spread else {}
     bx.barh(table["label"][::-1], table["decrease_ratio"][::-1], color=[colors(k % 10) for k in
-                                                                         range(len(table))][::-1], **spread)
+                                                                         range(len(table))][::-1], **bars)
     bx.axvline(0, color="black", linewidth=0.8)
     bx.set_xlabel("decrease ratio, % (100 × (ID − OOD avg) / ID)")
-    if several:
-        bx.set_title("relative drop out of distribution\n(mean ± sd over seeds)", fontsize=10)
-    else:
-        bx.set_title("relative drop out of distribution")
+    bx.set_title("relative drop out of distribution" + seeds_legend(n_seeds, "\n(mean ± sd over seeds)"), **small)
     bx.tick_params(axis="y", labelsize=8)
     fig.tight_layout()
     with atomic_path(out_png) as tmp:

@@ -10,8 +10,8 @@ seeds. Each seed is evaluated as a one-seed run; the long table holds the mean o
 its spread), the ranking and correlation use those means, the OOD table's cells are the means
 of the seeds' own cells (with their standard deviations), and the test against the IID model
 is stratified by seed (the discordant examples pooled, or each seed's randomization draws combined).
-One seed is N = 1: the means are its own scores, the test is its own, and the spread columns are
-left out, so that every output is a one-seed run's.
+One seed is N = 1: the means are its own scores, the test is its own, ``n_seeds`` is 1 and every
+``_sd`` is empty.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import pandas as pd
 
 from beluga.analyses.ood_eval import (
     ID_DATASET,
-    LONG_SEED_COLUMNS,
     MODEL_COLUMNS,
     TABLE_TAIL,
     id_ood_correlation,
@@ -35,7 +34,7 @@ from beluga.analyses.ood_eval import (
 from beluga.data.ood_sets import ADDITION, split_name
 from beluga.errors import DataError
 from beluga.metrics import BASELINE, iid_metrics
-from beluga.seeds import N_SEEDS_COLUMN, SEED_COLUMN, over_seeds, per_seed_frame
+from beluga.seeds import N_SEEDS_COLUMN, SEED_COLUMN, over_seeds, per_seed_frame, seeds_legend, seeds_sd
 
 
 def long_scores(runs: list[dict], names: list[str], task: str, task_type: str, backbone: str = "",
@@ -112,7 +111,7 @@ def _significance_rows(runs: list[dict], names: list[str], task_type: str = "sen
     return rows
 
 
-#: the columns a test over several training seeds adds (:func:`_pooled_rows`)
+#: the columns of a test over the training seeds (:func:`_pooled_rows`)
 POOLED_COLUMNS = (N_SEEDS_COLUMN, "seeds_better", "seeds_worse", "delta_sd")
 
 
@@ -121,11 +120,12 @@ def _pooled_rows(per_seed: Mapping, task_type: str = "sent", R: int = 10_000, dr
     """The tests of the training seeds as one test per pair and set, stratified by seed: the exact
     binomial test on the discordant examples summed over seeds (``stats.binomial_counts_test``; a 0/1
     score), or the paired randomization of the two-metric mean, each seed's examples swapped by its own
-    draws (``paired.pooled_randomization``, R draws, ``draw_seeds``: training seed -> (set -> draw
+    draws (``paired.paired_randomization``, R draws, ``draw_seeds``: training seed -> (set -> draw
     seed)); ``delta`` the mean over seeds of each seed's difference, with :data:`POOLED_COLUMNS`:
     ``n_seeds``, ``seeds_better`` / ``seeds_worse`` (seeds whose own difference is positive / negative)
-    and ``delta_sd``. One seed: its own test (the same counts, p-value and difference)."""
-    from beluga.report.paired import pooled_randomization
+    and ``delta_sd``. One seed: its own test (the same counts, p-value and difference; ``delta_sd``
+    empty)."""
+    from beluga.report.paired import paired_randomization
     from beluga.report.stats import binomial_counts_test
 
     by_key: dict[tuple, list[tuple]] = {}
@@ -139,7 +139,7 @@ def _pooled_rows(per_seed: Mapping, task_type: str = "sent", R: int = 10_000, dr
         row = {"configuration": conf, "method": method, "column": column}
         if "_pair" in rows[0]:
             seeds = None if draw_seeds is None else [draw_seeds(sd, column) for sd, _ in seeded]
-            t = pooled_randomization([r["_pair"] for r in rows], task_type, metric, R=R, seeds=seeds)
+            t = paired_randomization([r["_pair"] for r in rows], task_type, metric, R=R, seeds=seeds)
             row.update(test="randomization", p_value=t["p_value"], n_discordant=t["n_discordant"],
                        baseline_only=np.nan, system_only=np.nan)
         else:
@@ -148,7 +148,7 @@ def _pooled_rows(per_seed: Mapping, task_type: str = "sent", R: int = 10_000, dr
                        baseline_only=t["a_only"], system_only=t["b_only"])
         out.append({**row, "delta": float(deltas.mean()), N_SEEDS_COLUMN: len(rows),
                     "seeds_better": int(np.sum(deltas > 0)), "seeds_worse": int(np.sum(deltas < 0)),
-                    "delta_sd": float(np.std(deltas, ddof=1)) if len(deltas) > 1 else np.nan})
+                    "delta_sd": seeds_sd(deltas)})
     return out
 
 
@@ -164,8 +164,8 @@ def ood_significance(runs: list[dict], names: list[str], alpha: float, correctio
 
     Each training seed's system is paired with the same seed's IID model (the
     records' ``seed``; :func:`runs_by_seed`), and the test is stratified by seed
-    (:func:`_pooled_rows`); with one seed, that is the seed's own test, without
-    :data:`POOLED_COLUMNS`."""
+    (:func:`_pooled_rows`, with :data:`POOLED_COLUMNS`); with one seed, that is
+    the seed's own test."""
     from beluga.report.run_stats import draw_seed, mark
 
     groups = runs_by_seed(runs)
@@ -177,8 +177,6 @@ def ood_significance(runs: list[dict], names: list[str], alpha: float, correctio
 
     rows = _pooled_rows({s: _significance_rows(g, names, task_type, metric) for s, g in groups.items()}, task_type,
                         R, draws, metric)
-    if len(groups) == 1:
-        rows = [{k: v for k, v in r.items() if k not in POOLED_COLUMNS} for r in rows]
     if not rows:
         return pd.DataFrame(columns=SIGNIFICANCE_COLUMNS)
     return mark(pd.DataFrame(rows), alpha, correction)
@@ -294,9 +292,8 @@ def long_over_seeds(longs: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
     mean over seeds (``value``, what ``rank_systems`` / ``ood-rank`` read), then
     ``ood_eval.LONG_SEED_COLUMNS``: ``n_seeds`` and ``value_sd`` / ``value_min`` / ``value_max``
     (beluga.seeds.over_seeds); ``n`` and the labels are the first seed's. One seed: its own scores,
-    without those columns."""
-    long = over_seeds(_stacked(longs), LONG_KEYS, ["value"])
-    return long if len(longs) > 1 else long.drop(columns=list(LONG_SEED_COLUMNS))
+    ``n_seeds`` 1 and ``value_sd`` empty."""
+    return over_seeds(_stacked(longs), LONG_KEYS, ["value"])
 
 
 def ood_table_over_seeds(longs: Mapping[int, pd.DataFrame], rankings: Mapping[int, pd.DataFrame],
@@ -307,7 +304,8 @@ def ood_table_over_seeds(longs: Mapping[int, pd.DataFrame], rankings: Mapping[in
     average and decrease ratio cells are then the mean over seeds of each seed's own :func:`ood_table` cell
     (``longs`` and ``rankings``: each seed's scores and ranking; the OOD average and the decrease ratio of
     each seed, averaged), followed by ``ood_eval.TABLE_SEED_COLUMNS`` and each set's ``_sd`` / ``_delta_sd``
-    (sample standard deviations over seeds). One seed: its own table, without those columns."""
+    (sample standard deviations over seeds). One seed: its own table, ``n_seeds`` 1 and every ``_sd``
+    empty."""
     table = ood_table(long, ranking, sig, names)
     values = ["id", *names, *[f"{n}_delta" for n in names], "ood_avg", "decrease_ratio"]
     per_seed = _stacked({s: ood_table(one, rankings[s], pd.DataFrame(), names)[["system", *values]]
@@ -315,8 +313,6 @@ def ood_table_over_seeds(longs: Mapping[int, pd.DataFrame], rankings: Mapping[in
     over = over_seeds(per_seed, ["system"], values).set_index("system").reindex(table["system"])
     for v in values:
         table[v] = over[v].to_numpy(dtype=float)
-    if len(longs) == 1:
-        return table
     table[N_SEEDS_COLUMN] = over[N_SEEDS_COLUMN].to_numpy(dtype=int)
     table["id_sd"] = over["id_sd"].to_numpy(dtype=float)
     for n in names:
@@ -349,17 +345,17 @@ def evaluate(runs: list[dict], names: list[str], task: str, task_type: str, back
     correlation over the systems' means; the tests pooled over seeds (:func:`ood_significance`; ``R``,
     ``seed``, ``base_seed``: its randomization draws); the
     table's cells means over seeds with their standard deviations (:func:`ood_table_over_seeds`).
-    One seed: the one-seed tables (its own scores, without the spread columns). ``metric``: the cells'
-    score (:func:`long_scores`), tested as such."""
+    One seed: the one-seed tables (its own scores, ``n_seeds`` 1, every ``_sd`` empty). ``metric``: the
+    cells' score (:func:`long_scores`), tested as such."""
     groups = runs_by_seed(runs)
     seeds = [s for s in groups if s is not None]
-    several = len(groups) > 1
     check_seed_examples(groups, names)
     longs = {s: long_scores(g, names, task, task_type, backbone, credits, metric) for s, g in groups.items()}
-    rankings = {s: rank_systems(one, source=f"{task} OOD scores" + (f", training seed {s}" if several else ""))
+    rankings = {s: rank_systems(one, source=f"{task} OOD scores" + seeds_legend(len(groups), f", training seed {s}"))
                 for s, one in longs.items()}
     long = long_over_seeds(longs)
-    ranking = rank_systems(long, source=f"{task} OOD scores" + (" (means over training seeds)" if several else ""))
+    ranking = rank_systems(long, source=f"{task} OOD scores" + seeds_legend(len(groups),
+                                                                            " (means over training seeds)"))
     corr = id_ood_correlation(ranking)
     sig = ood_significance(runs, names, alpha, correction, task_type, R, seed, task, base_seed, metric)
     table = ood_table_over_seeds(longs, rankings, long, ranking, sig, names)

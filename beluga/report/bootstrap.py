@@ -1,10 +1,9 @@
 """Percentile bootstrap intervals of the Table 3 scores (docs/PROCEDURE.md, §6; the statistics of
 :mod:`beluga.report.stats`, on its aligned per-unit :class:`~beluga.report.stats.Outcomes`).
 
-- :func:`bootstrap_ci`: cases resampled within functionality, i.i.d. examples resampled; intervals of s_T, s_iid
-  and G.
-- :func:`hierarchical_bootstrap_ci`: several training seeds (a seed drawn, then its units).
-- :func:`bootstrap_draws`: the draws themselves.
+- :func:`bootstrap_ci`: intervals of s_T, s_iid and G of the mean over N ≥ 1 training seeds: seeds resampled,
+  then each picked seed's units (cases within functionality, i.i.d. examples); one seed: its units resampled.
+- :func:`bootstrap_draws`: one training seed's draws.
 
 Resampling count weights are drawn as multinomials over the distinct outcome rows of each functionality (and of
 the i.i.d. examples), in chunks of draws of bounded size.
@@ -76,35 +75,25 @@ def _percentile_intervals(s_t: np.ndarray, s_iid: np.ndarray, g: np.ndarray, lev
     return {"s_T": interval(s_t), "s_iid": interval(s_iid), "G": interval(g), "G_avg": interval(g.mean(axis=1))}
 
 
-def bootstrap_ci(o: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str = "mean",
-                 R: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
-    """Percentile bootstrap intervals {"s_T": (S, 2), "s_iid": (S, 2), "G": (S, 2), "G_avg": (2,)} (lower, upper).
-
-    A draw resamples the cases with replacement within each functionality and the i.i.d. examples with replacement;
-    the same resample serves every scenario. Draws with an undefined score (NaN) are left out of its quantiles."""
-    _check_level(level)
-    s_t, s_iid = bootstrap_draws(o, func_index, n_func, task_type, iid_metric, R=R, seed=seed)
-    return _percentile_intervals(s_t, s_iid, harmonic_mean(s_t, s_iid), level)
-
-
-def hierarchical_bootstrap_ci(outcomes: list[Outcomes], func_index, n_func: int, task_type: str,
-                              iid_metric: str = "mean", R: int = 1000, seeds=None, outer_seed=0,
-                              level: float = 0.95) -> dict:
-    """Percentile intervals of the mean over training seeds, resampling seeds, then units (docs/STATISTICS.md).
+def bootstrap_ci(outcomes: list[Outcomes], func_index, n_func: int, task_type: str, iid_metric: str = "mean",
+                 R: int = 1000, seeds=None, outer_seed=0, level: float = 0.95) -> dict:
+    """Percentile bootstrap intervals {"s_T": (S, 2), "s_iid": (S, 2), "G": (S, 2), "G_avg": (2,)} (lower,
+    upper) of the mean over training seeds, resampling seeds, then units (docs/STATISTICS.md).
 
     ``outcomes``: one :class:`Outcomes` per training seed (the same units). A draw picks n seeds with
     replacement out of the n (``outer_seed`` seeds that generator) and, for each pick, an independent
-    resample of that seed's units as :func:`bootstrap_ci` draws them (``seeds[i]`` seeds seed i's
-    resamples); its s_T, s_iid and G are the means over the n picks of the picks' values (G per pick, then
-    averaged, as the tables average G over seeds). With one training seed this is :func:`bootstrap_ci`."""
+    resample of that seed's units (:func:`bootstrap_draws`: the cases with replacement within each
+    functionality, the i.i.d. examples with replacement, the same resample for every scenario; ``seeds[i]``
+    seeds seed i's resamples, 0 by default); its s_T, s_iid and G are the means over the n picks of the
+    picks' values (G per pick, then averaged, as the tables average G over seeds). One seed: every draw
+    picks it, so the intervals are those of its units' resamples. Draws with an undefined score (NaN) are
+    left out of its quantiles."""
     n = len(outcomes)
     if n == 0:
-        raise ValueError("hierarchical_bootstrap_ci: no training seed")
+        raise ValueError("bootstrap_ci: no training seed")
     seeds = [0] * n if seeds is None else list(seeds)
     if len(seeds) != n:
-        raise ValueError(f"hierarchical_bootstrap_ci: {len(seeds)} draw seeds for {n} training seeds")
-    if n == 1:
-        return bootstrap_ci(outcomes[0], func_index, n_func, task_type, iid_metric, R=R, seed=seeds[0], level=level)
+        raise ValueError(f"bootstrap_ci: {len(seeds)} draw seeds for {n} training seeds")
     _check_level(level)
     R = n_draws(R)
     draws = [bootstrap_draws(o, func_index, n_func, task_type, iid_metric, R=R * n, seed=sd)
@@ -120,8 +109,9 @@ def hierarchical_bootstrap_ci(outcomes: list[Outcomes], func_index, n_func: int,
 
 def bootstrap_draws(o: Outcomes, func_index, n_func: int, task_type: str, iid_metric: str = "mean",
                     R: int = 1000, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """R bootstrap draws (R, S) of s_T and s_iid: each resamples the cases with replacement within each
-    functionality and the i.i.d. examples with replacement, the same resample for every scenario."""
+    """One training seed's R bootstrap draws (R, S) of s_T and s_iid: each resamples the cases with
+    replacement within each functionality and the i.i.d. examples with replacement, the same resample for
+    every scenario."""
     check_task_type(task_type, iid_metric)
     R = n_draws(R)
     s, n = o.passed.shape

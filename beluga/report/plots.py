@@ -14,6 +14,7 @@ import pandas as pd  # noqa: E402
 
 from beluga.io import atomic_path  # noqa: E402
 from beluga.metrics import BASELINE, CONFIG_LABELS, SCENARIOS  # noqa: E402
+from beluga.seeds import has_spread, seeds_legend, spread_text  # noqa: E402
 
 TYPE_COLORS = {"MFT": "tab:blue", "INV": "tab:red", "DIR": "tab:green"}
 
@@ -35,23 +36,28 @@ def heatmap_matrix(long: pd.DataFrame, functionalities: pd.DataFrame, scenario: 
 
 
 def seed_matrices(longs: dict, functionalities: pd.DataFrame, scenario: str, configurations: list[str],
-                  methods: list[str]) -> tuple[np.ndarray, np.ndarray | None, list[str], list[str]]:
-    """:func:`heatmap_matrix` over training seeds: ``longs`` maps each seed to its pass-rate table. Returns
-    (mean over seeds, standard deviation over seeds (ddof=1; None with one seed), row labels, column labels);
-    the average column's spread is that of the seeds' own averages."""
+                  methods: list[str]) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+    """:func:`heatmap_matrix` over N ≥ 1 training seeds: ``longs`` maps each seed to its pass-rate table.
+    Returns (mean over seeds, standard deviation over seeds (ddof=1; NaN where fewer than two seeds have a
+    value, so everywhere with one seed), row labels, column labels); the average column's spread is that of
+    the seeds' own averages."""
     mats = [heatmap_matrix(lg, functionalities, scenario, configurations, methods) for lg in longs.values()]
-    if len(mats) == 1:
-        return mats[0][0], None, mats[0][1], mats[0][2]
     stack = np.stack([m[0] for m in mats])
-    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)   # a cell no seed scored stays NaN
         mean, sd = np.nanmean(stack, axis=0), np.nanstd(stack, axis=0, ddof=1)
     return mean, sd, mats[0][1], mats[0][2]
 
 
-def _spread_text(sd: np.ndarray | None, i: int, j: int) -> str:
-    """The second line of a cell with several seeds: "±sd" (empty without a spread)."""
-    return "" if sd is None or not np.isfinite(sd[i, j]) else f"±{sd[i, j]:.0f}"
+def _seeds(long: pd.DataFrame | dict) -> dict:
+    """A pass-rate table, or a mapping training seed -> its table, as the mapping (a table: one seed)."""
+    return long if isinstance(long, dict) else {0: long}
+
+
+def _seeds_line(longs: dict) -> str:
+    """The figures' line on the training seeds (:func:`beluga.seeds.seeds_legend`; none for one seed)."""
+    return seeds_legend(len(longs), f"each cell: mean ± sd over {len(longs)} training seeds "
+                                    f"({', '.join(map(str, longs))})")
 
 
 def class_sorted(functionalities: pd.DataFrame) -> pd.DataFrame:
@@ -87,14 +93,15 @@ def _type_handles() -> list:
 def build_heatmap(long: pd.DataFrame | dict, functionalities: pd.DataFrame, scenario: str,
                   configurations: list[str], methods: list[str], title: str) -> plt.Figure:
     """The pass-rate heatmap of a scenario. ``long``: the pass-rate table, or a mapping training seed -> its
-    table (several seeds: each cell is the mean over seeds with "±sd" below it). Constrained layout: the title
-    on top, the test-type legend under the functionality names, the colour bar at the right; none overlaps
-    another at any number of functionalities."""
+    table (each cell is the mean over seeds with "±sd" below it where the sd is defined: never with one
+    seed). Constrained layout: the title on top, the test-type legend under the functionality names, the
+    colour bar at the right; none overlaps another at any number of functionalities."""
     functionalities = class_sorted(functionalities)
-    longs = long if isinstance(long, dict) else {0: long}
+    longs = _seeds(long)
     mat, sd, row_labels, col_labels = seed_matrices(longs, functionalities, scenario, configurations, methods)
     n_rows, n_cols = mat.shape
-    tall = 1.0 if sd is None else 1.5
+    spread = has_spread(sd)     # a second line per cell
+    tall = 1.5 if spread else 1.0
     label_w = max(len(s) for s in row_labels) * 0.07 + 0.4     # inches of the row labels at 8 pt
     name_h = max(len(s) for s in col_labels) * 0.06 * 0.87     # the names at 7 pt, rotated 60°
     fig = plt.figure(figsize=(max(8.0, 0.42 * n_cols + label_w + 1.2), max(3.0, 0.45 * tall * n_rows + name_h + 1.6)),
@@ -104,22 +111,21 @@ def build_heatmap(long: pd.DataFrame | dict, functionalities: pd.DataFrame, scen
     im = ax.imshow(np.ma.masked_invalid(mat), cmap=cmap, vmin=0, vmax=100, aspect="auto")
     for i in range(n_rows):
         for j in range(n_cols):
-            if np.isfinite(mat[i, j]) and sd is None:
-                ax.text(j, i, f"{mat[i, j]:.0f}", ha="center", va="center", fontsize=7)
-            elif np.isfinite(mat[i, j]):
-                ax.text(j, i - 0.12, f"{mat[i, j]:.0f}", ha="center", va="center", fontsize=7)
-                ax.text(j, i + 0.25, _spread_text(sd, i, j), ha="center", va="center", fontsize=6)
+            if np.isfinite(mat[i, j]):
+                ax.text(j, i - 0.12 * spread, f"{mat[i, j]:.0f}", ha="center", va="center", fontsize=7)
+            if np.isfinite(mat[i, j]) and spread:
+                ax.text(j, i + 0.25, spread_text(sd[i, j], scale=1, digits=0, sep="±"), ha="center", va="center",
+                        fontsize=6)
     ax.set_yticks(range(n_rows), row_labels, fontsize=8)
     ax.set_xticks(range(n_cols), col_labels, rotation=60, ha="right", rotation_mode="anchor", fontsize=7)
     types = ["avg"] + list(functionalities["test_type"])
     for tick, t in zip(ax.get_xticklabels(), types):
         tick.set_color(TYPE_COLORS.get(t, "black"))
     _draw_separators(ax, list(functionalities["capability"]), len(configurations), len(methods), lw=1.5)
-    if sd is not None:
-        title += f"\neach cell: mean ± sd over {len(longs)} training seeds ({', '.join(map(str, longs))})"
-    fig.suptitle(title, fontsize=10)
+    line = _seeds_line(longs)
+    fig.suptitle(title + ("\n" + line if line else ""), fontsize=10)
     cbar = fig.colorbar(im, ax=ax, fraction=0.025, pad=0.01)
-    cbar.set_label("pass rate (%)" if sd is None else "pass rate (%), mean over seeds")
+    cbar.set_label("pass rate (%)" + seeds_legend(len(longs), ", mean over seeds"))
     fig.legend(handles=_type_handles(), loc="outside lower center", ncol=3, fontsize=7,
                title="tick colour = test type", title_fontsize=7, frameon=False)
     return fig
@@ -156,9 +162,9 @@ def figure1_matrices(long: pd.DataFrame, functionalities: pd.DataFrame, configur
 
 
 def figure1_seed_matrices(longs: dict, functionalities: pd.DataFrame, configurations: list[str],
-                          methods: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray | None, list[str], list[str]]]:
+                          methods: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray, list[str], list[str]]]:
     """:func:`figure1_matrices` over training seeds (``longs``: seed -> pass-rate table): per panel the mean,
-    the standard deviation over seeds (None with one seed) and the labels (:func:`seed_matrices`)."""
+    the standard deviation over seeds (NaN with one seed) and the labels (:func:`seed_matrices`)."""
     funcs = class_sorted(functionalities)
     return {sc: seed_matrices(longs, funcs, sc, configurations, methods) for sc in FIGURE1_SCENARIOS}
 
@@ -185,25 +191,26 @@ def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, conf
     """Build Figure 1 for one task: four heatmap panels (seen, func, class, type)
     side by side (``layout`` "row") or 2 x 2 ("grid"), one colour scale, functionalities
     numbered with a key below; the title, the seed note and the legend above the panels, each on
-    its own line. ``long``: the pass-rate table, or a mapping training seed -> its table (several
-    seeds: each cell the mean over seeds with "±sd" below it)."""
+    its own line. ``long``: the pass-rate table, or a mapping training seed -> its table (each cell the mean
+    over seeds with "±sd" below it where the sd is defined: never with one seed)."""
     if layout not in FIGURE1_LAYOUTS:
         raise ValueError(f"figure1: field 'layout': {layout!r} is not one of {', '.join(FIGURE1_LAYOUTS)}")
     grid_rows, grid_cols = FIGURE1_LAYOUTS[layout]
     funcs = class_sorted(functionalities)
-    longs = long if isinstance(long, dict) else {0: long}
+    longs = _seeds(long)
     seed_mats = figure1_seed_matrices(longs, funcs, configurations, methods)
     mats = {sc: (m[0], m[2], m[3]) for sc, m in seed_mats.items()}
     spreads = {sc: m[1] for sc, m in seed_mats.items()}
-    several = spreads["seen"] is not None
+    spread = has_spread(list(spreads.values()))     # a second line per cell
+    seeds_line = _seeds_line(longs)
     n_rows, n_cols = mats["seen"][0].shape
     row_labels = mats["seen"][1]
     names, caps, types = list(funcs["functionality"]), list(funcs["capability"]), list(funcs["test_type"])
 
     # sizes in inches, from the number of cells
     cw = float(np.clip(6.0 / n_cols, 0.12, 0.28))
-    ch = (0.26 if n_rows <= 12 else 0.22) * (1.6 if several else 1.0)
-    cell_fs = min(7.5, cw * 72 / 2.2, ch * 72 * (0.34 if several else 0.55))  # "100" fits the cell width
+    ch = (0.26 if n_rows <= 12 else 0.22) * (1.6 if spread else 1.0)
+    cell_fs = min(7.5, cw * 72 / 2.2, ch * 72 * (0.34 if spread else 0.55))  # "100" fits the cell width
     show_values = n_cols <= 60 and cell_fs >= 4.5
     digits = len(str(n_cols - 1))
     tick_fs = min(7.5, (cw * 72 - 1.5) / (0.64 * digits))  # numbers side by side if they fit at >= 6 pt
@@ -216,7 +223,7 @@ def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, conf
     cbar_x = label_w + grid_cols * panel_w + (grid_cols - 1) * gap + max(0.2, (1.5 - panel_w) / 2)
     width = max(10.0 if layout == "row" else 7.0, cbar_x + 0.15 + 0.75)
     # from the top: the title (0.35), the seed note (0.25), the legend (0.45), the panels' two-line titles (0.45)
-    title_h, note_h, legend_h, panel_title_h = 0.35, (0.25 if several else 0.0), 0.45, 0.45
+    title_h, note_h, legend_h, panel_title_h = 0.35, (0.25 if seeds_line else 0.0), 0.45, 0.45
     top_h, tick_h = title_h + note_h + legend_h + panel_title_h, 0.4
     tick_h += 0.25 * rotate_ticks * (digits - 1)   # rotated numbers: their length
     row_step = panel_h + tick_h + panel_title_h    # a grid row: its panels, their ticks, the next row's titles
@@ -256,11 +263,11 @@ def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, conf
                         r, g, b, _a = cmap(v / 100)
                         dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.45
                         color = "white" if dark else "black"
-                        ax.text(j, i - (0.15 if several else 0.0), f"{v:.0f}", ha="center", va="center",
+                        ax.text(j, i - (0.15 if spread else 0.0), f"{v:.0f}", ha="center", va="center",
                                 fontsize=cell_fs, color=color, fontweight="bold" if j == 0 else "normal")
-                        if several:
-                            ax.text(j, i + 0.25, _spread_text(spreads[sc], i, j), ha="center", va="center",
-                                    fontsize=cell_fs * 0.8, color=color)
+                        if spread:
+                            ax.text(j, i + 0.25, spread_text(spreads[sc][i, j], scale=1, digits=0, sep="±"),
+                                    ha="center", va="center", fontsize=cell_fs * 0.8, color=color)
         ticks = ["avg"] + [str(k) for k in range(1, n_cols)]
         ax.set_xticks(range(n_cols), ticks, fontsize=tick_fs)
         ax.tick_params(axis="x", length=2, pad=1.5)
@@ -282,9 +289,9 @@ def build_figure1(long: pd.DataFrame | dict, functionalities: pd.DataFrame, conf
     cbar.ax.tick_params(labelsize=7)
 
     fig.text(0.15 / width, 1 - 0.12 / height, title, ha="left", va="top", fontsize=11, fontweight="bold")
-    if several:
-        fig.text(0.15 / width, 1 - (title_h + 0.02) / height, f"each cell: mean ± sd over {len(longs)} training "
-                 f"seeds ({', '.join(map(str, longs))})", ha="left", va="top", fontsize=8, style="italic")
+    if seeds_line:
+        fig.text(0.15 / width, 1 - (title_h + 0.02) / height, seeds_line, ha="left", va="top", fontsize=8,
+                 style="italic")
     handles = _type_handles() + [plt.Line2D([], [], color=NAN_COLOR, marker="s", ls="", label="no score")]
     fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.1 / width, 1 - (title_h + note_h) / height),
                ncol=len(handles), fontsize=7, frameon=False, title="tick / key colour = test type",

@@ -27,9 +27,9 @@ from beluga.errors import DataError
 from beluga.io import read_parquet
 from beluga.metrics import BASELINE, SCENARIO_IID
 from beluga.report import bootstrap, stats
-from beluga.report.paired import binary_iid_metric, pooled_randomization
+from beluga.report.paired import binary_iid_metric, mcnemar, paired_randomization
 from beluga.scoring import FILTERED, PASS
-from beluga.seeds import sample_sd
+from beluga.seeds import sample_sd, seeds_sd
 
 BASE_SCENARIO = "standard"
 
@@ -174,8 +174,19 @@ def check_seeds_aligned(datas: list[TaskData], training_seeds=None) -> TaskData:
     return first
 
 
+def _per_seed(datas: list[TaskData], seeds, what: str) -> tuple[list[TaskData], list]:
+    """(the training seeds' TaskData, their draw seeds: 0 each by default), checked to match."""
+    datas = list(datas)
+    if not datas:
+        raise ValueError(f"{what}: no training seed")
+    draw_seeds = [0] * len(datas) if seeds is None else list(seeds)
+    if len(draw_seeds) != len(datas):
+        raise ValueError(f"{what}: {len(draw_seeds)} draw seeds for {len(datas)} training seeds")
+    return datas, draw_seeds
+
+
 # ---------------------------------------------------------------- significance
-def significance_table(data: TaskData | list[TaskData], *, iid_metric: str = "mean", R: int = 10_000, seed=0,
+def significance_table(datas: list[TaskData], *, iid_metric: str = "mean", R: int = 10_000, seeds=None,
                        alpha: float = 0.05, correction: str = "none", training_seeds=None, swaps: str = "shared"
                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Tests of every pair against the IID baseline: the i.i.d. score of the seen model vs the IID model,
@@ -185,19 +196,14 @@ def significance_table(data: TaskData | list[TaskData], *, iid_metric: str = "me
     draws; ``swaps``: stats.randomization_test). Returns (table, null distribution of the average-G
     difference per pair, for the cross-task Avg).
 
-    ``data``: one TaskData (``seed``: its draw seed), or a list with one per training seed (``seed``:
-    a list of as many draw seeds, :func:`draw_seed`; ``training_seeds`` names the seeds in errors).
-    With several seeds the tests are stratified by seed (docs/STATISTICS.md): the statistic is the
-    mean over seeds of the per-seed difference, each seed's units swapped by its own draws (the null is
-    the mean of the seeds' nulls, draw by draw; the i.i.d. randomization alike); the binomial
-    test pools the discordant examples of every seed. The table then also has n_seeds, seeds_better /
-    seeds_worse (seeds whose own difference is positive / negative) and delta_sd (over seeds). With one
-    seed: the one-seed test, the same p-values."""
-    several_given = isinstance(data, (list, tuple))
-    datas, draw_seeds = (list(data), list(seed)) if several_given else ([data], [seed])
-    if len(draw_seeds) != len(datas):
-        raise ValueError(f"significance: {len(draw_seeds)} draw seeds for {len(datas)} training seeds")
-    several = len(datas) > 1
+    ``datas``: one TaskData per training seed, N ≥ 1 (``seeds``: as many draw seeds, :func:`draw_seed`;
+    default 0 each; ``training_seeds`` names the seeds in errors). The tests are stratified by seed
+    (docs/STATISTICS.md): the statistic is the mean over seeds of the per-seed difference, each seed's
+    units swapped by its own draws (the null is the mean of the seeds' nulls, draw by draw; the i.i.d.
+    randomization alike); the binomial test pools the discordant examples of every seed. The table also
+    has n_seeds, seeds_better / seeds_worse (seeds whose own difference is positive / negative) and
+    delta_sd (over seeds; empty with one seed). One seed: the one-seed test, the same p-values."""
+    datas, draw_seeds = _per_seed(datas, seeds, "significance")
     first = check_seeds_aligned(datas, training_seeds)
     n_func = len(first.functionalities)
 
@@ -211,11 +217,8 @@ def significance_table(data: TaskData | list[TaskData], *, iid_metric: str = "me
 
         def spread(deltas) -> dict:
             deltas = np.asarray(deltas, dtype=float)
-            if not several:
-                return {}
             return {"n_seeds": len(deltas), "seeds_better": int(np.sum(deltas > 0)),
-                    "seeds_worse": int(np.sum(deltas < 0)),
-                    "delta_sd": float(np.std(deltas, ddof=1)) if np.isfinite(deltas).all() else np.nan}
+                    "seeds_worse": int(np.sum(deltas < 0)), "delta_sd": seeds_sd(deltas)}
 
         if "seen" in first.scenarios:
             k = first.scenarios.index("seen")
@@ -223,15 +226,13 @@ def significance_table(data: TaskData | list[TaskData], *, iid_metric: str = "me
             sys_v = float(np.mean([float(ss["s_iid"][k]) for ss in sys_scores]))
             row = {"configuration": conf, "method": method, "column": "iid", "test": "", "baseline_value": base_v,
                    "value": sys_v, "delta": sys_v - base_v}
-            if binary_iid_metric(first.task_type, iid_metric):
-                tests = [stats.binomial_test(d.base.iid[0, :, 0] > 0.5, d.systems[(conf, method)].iid[k, :, 0] > 0.5)
-                         for d in datas]
-                a_only, b_only = sum(t["a_only"] for t in tests), sum(t["b_only"] for t in tests)
-                b = tests[0] if not several else stats.binomial_counts_test(a_only, b_only)
+            if binary_iid_metric(first.task_type, iid_metric):   # the discordant examples summed over seeds
+                b = mcnemar([(d.base.iid[0, :, 0] > 0.5, d.systems[(conf, method)].iid[k, :, 0] > 0.5)
+                             for d in datas])
                 row.update(test="binomial", p_value=b["p_value"], n_discordant=b["n_discordant"],
-                           baseline_only=b["a_only"], system_only=b["b_only"], R=np.nan)
+                           baseline_only=b["lost"], system_only=b["gained"], R=np.nan)
             else:   # F1 or a mean of two metrics: the shown score itself, paired randomization
-                r = pooled_randomization([(d.base.iid[0], d.systems[(conf, method)].iid[k]) for d in datas],
+                r = paired_randomization([(d.base.iid[0], d.systems[(conf, method)].iid[k]) for d in datas],
                                          first.task_type, iid_metric, R=R, seeds=draw_seeds)
                 row.update(test="randomization", p_value=r["p_value"], n_discordant=r["n_discordant"],
                            baseline_only=np.nan, system_only=np.nan, R=R)
@@ -240,7 +241,7 @@ def significance_table(data: TaskData | list[TaskData], *, iid_metric: str = "me
         rts = [stats.randomization_test(d.base, d.systems[(conf, method)], d.func_index, n_func, d.task_type,
                                         iid_metric, R=R, seed=ds, return_null=True, swaps=swaps)
                for d, ds in zip(datas, draw_seeds)]
-        rt = rts[0] if not several else stats.combine_randomization(rts)
+        rt = stats.combine_randomization(rts)
         base_g = float(np.mean([float(bs["G"][0]) for bs in base_scores]))
         for k, sc in enumerate(first.scenarios):
             rows.append({"configuration": conf, "method": method, "column": f"G_{sc}", "test": "randomization",
@@ -298,19 +299,16 @@ def seed_resampling_seed(seed: int, task: str) -> list[int]:
 
 
 # ---------------------------------------------------------------- intervals
-def interval_table(data: TaskData | list[TaskData], *, iid_metric: str = "mean", R: int = 1000, seed=0,
+def interval_table(datas: list[TaskData], *, iid_metric: str = "mean", R: int = 1000, seeds=None,
                    level: float = 0.95, outer_seed=0, training_seeds=None) -> pd.DataFrame:
     """Percentile bootstrap intervals of s_iid, s_T and G per scenario and of
     the average G, for the baseline (scenario standard) and every pair.
 
-    ``data``: one TaskData (``seed``: its draw seed), or a list with one per training seed (``seed``:
-    a list of as many draw seeds; ``outer_seed``: the seed of the draws of seeds): the estimate is then
-    the mean over seeds and the interval a hierarchical bootstrap, seeds then units
-    (bootstrap.hierarchical_bootstrap_ci), with an ``n_seeds`` column. With one seed: the one-seed intervals."""
-    several_given = isinstance(data, (list, tuple))
-    datas, draw_seeds = (list(data), list(seed)) if several_given else ([data], [seed])
-    if len(draw_seeds) != len(datas):
-        raise ValueError(f"intervals: {len(draw_seeds)} draw seeds for {len(datas)} training seeds")
+    ``datas``: one TaskData per training seed, N ≥ 1 (``seeds``: as many draw seeds, default 0 each;
+    ``outer_seed``: the seed of the draws of seeds): the estimate is the mean over seeds and the interval
+    a hierarchical bootstrap, seeds then units (bootstrap.bootstrap_ci), with an ``n_seeds`` column. One
+    seed: the one-seed intervals."""
+    datas, draw_seeds = _per_seed(datas, seeds, "intervals")
     first = check_seeds_aligned(datas, training_seeds)
     n_func = len(first.functionalities)
     rows = []
@@ -319,8 +317,8 @@ def interval_table(data: TaskData | list[TaskData], *, iid_metric: str = "mean",
     for (conf, method), os_, scen in plan:
         ests = [stats.scores(o, first.func_index, n_func, first.task_type, iid_metric) for o in os_]
         est = {q: np.mean([e[q] for e in ests], axis=0) for q in ("s_T", "s_iid", "G", "G_avg")}
-        ci = bootstrap.hierarchical_bootstrap_ci(os_, first.func_index, n_func, first.task_type, iid_metric, R=R,
-                                             seeds=draw_seeds, outer_seed=outer_seed, level=level)
+        ci = bootstrap.bootstrap_ci(os_, first.func_index, n_func, first.task_type, iid_metric, R=R,
+                                    seeds=draw_seeds, outer_seed=outer_seed, level=level)
         for k, sc in enumerate(scen):
             for q, name in (("s_iid", f"s_iid_{sc}"), ("s_T", f"s_{sc}"), ("G", f"G_{sc}")):
                 rows.append({"configuration": conf, "method": method, "quantity": name,
@@ -331,8 +329,7 @@ def interval_table(data: TaskData | list[TaskData], *, iid_metric: str = "mean",
     out = pd.DataFrame(rows)
     out["level"] = level
     out["R"] = R
-    if len(datas) > 1:
-        out["n_seeds"] = len(datas)
+    out["n_seeds"] = len(datas)
     return out
 
 
@@ -349,10 +346,8 @@ def _table_values(r: dict, scen: list[str], is_base: bool) -> dict[str, float]:
     return values
 
 
-def _seed_values(seed_scores: pd.DataFrame | None, scen: list[str]) -> dict[tuple[str, str], dict[int, dict]]:
-    """(configuration, method) -> training seed -> its Table 3 values (several seeds only; else empty)."""
-    if seed_scores is None or seed_scores["seed"].nunique() < 2:
-        return {}
+def _seed_values(seed_scores: pd.DataFrame, scen: list[str]) -> dict[tuple[str, str], dict[int, dict]]:
+    """(configuration, method) -> training seed -> its Table 3 values."""
     out: dict[tuple[str, str], dict[int, dict]] = {}
     for r in seed_scores.to_dict("records"):
         key = (r["configuration"], r["method"])
@@ -365,9 +360,11 @@ def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.
     significance.csv, intervals.csv and null_avg.parquet (DataFrames in
     per_task[task] under those keys), plus the cross-task Avg (task "all")
     when several tasks ran: mean G over tasks and scenarios, tested by pairing
-    the tasks' randomization draws by index. With several training seeds
-    (``seed_scores``: per_seed_scores.csv) every value is the mean over seeds
-    and the frame has ``sd`` (over seeds) and ``n_seeds`` columns."""
+    the tasks' randomization draws by index. Every value is the mean over
+    the training seeds (``seed_scores``: per_seed_scores.csv; ``paths``: the
+    files' names for errors), with ``sd`` (over seeds; empty with one seed)
+    and ``n_seeds``, which must be the ``n_seeds`` of scores.csv,
+    significance.csv and intervals.csv (DataError otherwise)."""
     rows = []
     for task, d in per_task.items():
         scores, sig, ci = d["scores"], d["significance"], d["intervals"]
@@ -376,16 +373,16 @@ def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.
         sig_idx = sig.set_index(["configuration", "method", "column"])
         metric_cols = [c for c in scores.columns if c.startswith("iid_") and c != "iid_score"
                        and not c.endswith(("_sd", "_min", "_max"))]
-        by_seed = _seed_values(d.get("seed_scores"), scen)
+        by_seed = _seed_values(d["seed_scores"], scen)
         for r in scores.to_dict("records"):
             conf, method = r["configuration"], r["method"]
             is_base = conf == BASELINE[0]
-            seeds = {} if not by_seed else {"n_seeds": len(by_seed[(conf, method)])}
+            n_seeds = _checked_seeds(d, conf, method, by_seed, task)
             if len(metric_cols) > 1:  # PARA / READ: each canonical metric too (unmarked), before "iid"
                 rows += [{"task": task, "configuration": conf, "method": method, "column": m,
                           "value": float(r[m]), "ci_lo": np.nan, "ci_hi": np.nan, "p_value": np.nan,
                           "p_adjusted": np.nan, "significant": False, "direction": 0,
-                          **({"sd": float(r[f"{m}_sd"]), **seeds} if seeds else {})} for m in metric_cols]
+                          "sd": float(r[f"{m}_sd"]), "n_seeds": n_seeds} for m in metric_cols]
             values = _table_values(r, scen, is_base)
             for col, v in values.items():
                 q = {"iid": "s_iid_seen", "G_avg": "G_avg"}.get(col, col)
@@ -395,9 +392,8 @@ def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.
                           if (conf, method, q) in ci_idx.index else (np.nan, np.nan))
                 row = {"task": task, "configuration": conf, "method": method, "column": col, "value": float(v),
                        "ci_lo": lo, "ci_hi": hi, "p_value": np.nan, "p_adjusted": np.nan, "significant": False,
-                       "direction": 0}
-                if seeds:
-                    row.update(sd=sample_sd(sv[col] for sv in by_seed[(conf, method)].values()), **seeds)
+                       "direction": 0, "sd": sample_sd(sv[col] for sv in by_seed[(conf, method)].values()),
+                       "n_seeds": n_seeds}
                 if not is_base and (conf, method, col) in sig_idx.index:
                     s = sig_idx.loc[(conf, method, col)]
                     row.update(p_value=float(s["p_value"]), p_adjusted=float(s["p_adjusted"]),
@@ -409,13 +405,38 @@ def table3_long(per_task: dict[str, dict], alpha: float, correction: str) -> pd.
     return long
 
 
+#: the files a task's Table 3 rows are read from, each with an ``n_seeds`` column (per_task keys)
+SEEDED_FILES = {"scores": "scores.csv", "significance": "significance.csv", "intervals": "intervals.csv"}
+
+
+def _checked_seeds(d: dict, conf: str, method: str, by_seed: dict, task: str) -> int:
+    """The training seeds behind a pair's Table 3 rows: its seeds in per_seed_scores.csv, checked against the
+    ``n_seeds`` of its rows in scores.csv, significance.csv and intervals.csv (one line naming the file and
+    field otherwise: a file written for other seeds)."""
+    paths = d.get("paths", {})
+    have = len(by_seed.get((conf, method), {}))
+    for key, name in SEEDED_FILES.items():
+        frame = d[key]
+        where = paths.get(key, f"{task} {name}")
+        if "n_seeds" not in frame.columns:
+            raise DataError(f"{where}: field 'n_seeds': missing (a file of an older run? rerun its rule)")
+        rows = frame[(frame["configuration"] == conf) & (frame["method"] == method)]
+        n = pd.to_numeric(rows["n_seeds"], errors="coerce")
+        bad = n[n != have]
+        if len(bad):
+            shown = "empty" if pd.isna(bad.iloc[0]) else int(bad.iloc[0])
+            raise DataError(f"{where}: field 'n_seeds': {shown} for {conf}/{method}, but "
+                            f"{paths.get('seed_scores', 'per_seed_scores.csv')} has {have} training seed(s) of it")
+    return have
+
+
 def _cross_task_sd(per_task: dict[str, dict], conf: str, method: str) -> float:
     """The standard deviation over training seeds of a pair's cross-task Avg (each seed's mean over tasks of
     its G_avg; the seeds every task has)."""
     per_seed: dict[int, list[float]] = {}
     for d in per_task.values():
         scen = [c[2:] for c in TABLE_COLUMNS[1:-1] if c in set(d["significance"]["column"])]
-        for s, v in _seed_values(d.get("seed_scores"), scen).get((conf, method), {}).items():
+        for s, v in _seed_values(d["seed_scores"], scen).get((conf, method), {}).items():
             per_seed.setdefault(s, []).append(v["G_avg"])
     return sample_sd(np.mean(v) for v in per_seed.values() if len(v) == len(per_task))
 
@@ -430,7 +451,7 @@ def _cross_task_avg(long: pd.DataFrame, per_task: dict[str, dict], alpha: float,
         value = float(sel["value"].mean()) if len(sel) == len(tasks) else np.nan
         row = {"task": "all", "configuration": conf, "method": method, "column": "Avg", "value": value,
                "ci_lo": np.nan, "ci_hi": np.nan, "p_value": np.nan, "delta": np.nan}
-        if "sd" in long.columns and len(sel) == len(tasks):
+        if len(sel) == len(tasks):
             row.update(sd=_cross_task_sd(per_task, conf, method), n_seeds=int(sel["n_seeds"].min()))
         if conf != BASELINE[0] and len(sel) == len(tasks):
             deltas, nulls = [], []

@@ -14,7 +14,7 @@ A mean is over the cells that have a value: a method with no score in a column (
 pair another task has) is left out and counted (``n_missing``; ``n``: the cells averaged). With several
 training seeds every Table 3 cell is already the mean over seeds, and the summary is the mean of those
 means — equal to the mean over seeds of each seed's summary when every cell has every seed (means are
-linear); the Markdown names the seeds' count.
+linear); the Markdown names the seeds' count (with two or more).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import pandas as pd
 
 from beluga.metrics import BASELINE, CONFIG_LABELS
 from beluga.report.tables import ALL_TASK, COLUMN_ORDER, table3_csv
+from beluga.seeds import seeds_legend
 
 #: summary.csv's columns
 SUMMARY_COLUMNS = ("summary", "task", "configuration", "column", "value", "n", "n_missing")
@@ -115,12 +116,12 @@ def table3_summary_markdown(summary: pd.DataFrame, long: pd.DataFrame | None = N
     for task, g in scen.groupby("task", sort=False):
         by = {r.column: r for r in g.itertuples(index=False)}
         md.append(f"| {_task_label(task)} | " + " | ".join(_cell(by[k]) if k in by else "" for k in gcols) + " |")
-    seeds = ""
-    if long is not None and "n_seeds" in long.columns and long["n_seeds"].notna().any():
-        counts = sorted({int(n) for n in pd.to_numeric(long["n_seeds"], errors="coerce").dropna()})
-        many = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
-        seeds = (f" Every Table 3 cell is the mean over {many} training seeds; these are the means of those means "
-                 "(the mean over seeds of each seed's summary when every cell has every seed).")
+    n = pd.to_numeric(long["n_seeds"], errors="coerce").dropna() if long is not None and "n_seeds" in long else []
+    counts = sorted({int(x) for x in n} or {1})
+    many = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+    seeds = seeds_legend(counts[-1], f" Every Table 3 cell is the mean over {many} training seeds; these are the "
+                                     "means of those means (the mean over seeds of each seed's summary when every "
+                                     "cell has every seed).")
     md += ["", "Scores ×100, from table3.csv (summary.csv: unscaled, with `n` cells averaged and `n_missing` left "
            "out). Per configuration: the mean over its methods of each column, per task; all tasks: over every "
            "(task, method) cell of the columns every task has (§5.2's \"average over methods and i.i.d. test "

@@ -28,6 +28,7 @@ import pandas as pd
 
 from beluga.metrics import BASELINE, CONFIG_LABELS
 from beluga.report.iid_data import DAGGER, SEE, footnote_markdown
+from beluga.seeds import plus_minus, seeds_legend
 
 REQUIRED_COLUMNS = ("task", "configuration", "method", "column", "value", "ci_lo", "ci_hi", "p_value",
                     "p_adjusted", "significant", "direction")
@@ -153,19 +154,20 @@ def wide_table(long: pd.DataFrame, field: str = "value") -> pd.DataFrame:
     return _pivot(df, rows, cols, field)
 
 
-def _spread(long: pd.DataFrame) -> tuple[np.ndarray | None, str]:
-    """(standard deviations over training seeds aligned with :func:`_grid`'s values, or None for a one-seed
-    table; a sentence saying how many seeds each cell has)."""
-    if "sd" not in long.columns or not long["sd"].notna().any():
-        return None, "Every cell: one training seed (no spread over seeds)."
+def _spread(long: pd.DataFrame) -> tuple[np.ndarray, str]:
+    """(standard deviations over training seeds aligned with :func:`_grid`'s values, empty with one seed; a
+    sentence saying how many seeds each cell has). A frame without ``sd`` / ``n_seeds`` is one seed's."""
     df = _validate(long)
     rows, cols = _layout(df)
     names = [c[2] for c in cols]
-    sd = _pivot(df, rows, cols, "sd")[names].to_numpy(dtype=float)
-    counts = sorted({int(n) for n in pd.to_numeric(df.get("n_seeds"), errors="coerce").dropna()})
+    sd = _pivot(df.assign(sd=df["sd"] if "sd" in df.columns else np.nan), rows, cols, "sd")[names]
+    counts = sorted({int(n) for n in pd.to_numeric(df.get("n_seeds", pd.Series(dtype=float)),
+                                                    errors="coerce").dropna()} or {1})
     many = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
-    return sd, (f"Every cell: mean ± standard deviation over {many} training seeds; marks from tests stratified "
-                "by seed (docs/STATISTICS.md).")
+    return sd.to_numpy(dtype=float), (
+        seeds_legend(counts[-1], f"Every cell: mean ± standard deviation over {many} training seeds; marks from "
+                                 "tests stratified by seed (docs/STATISTICS.md).")
+        or "Every cell: one training seed (no spread over seeds).")
 
 
 def _intervals_text(intervals: list[str] | tuple[str, ...] | None) -> str:
@@ -237,11 +239,11 @@ def _non_sum_metrics(cols) -> str:
 
 def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm",
                     iid_notes: dict[str, str] | None = None, intervals: list[str] | None = None) -> str:
-    """Table 3 as a Markdown table (×100, one decimal) with a legend paragraph; with several training
-    seeds every cell is the mean ± the standard deviation over seeds. ``iid_notes``: task -> the sentence
-    saying its i.i.d. data are not the paper's (its headers marked †, the sentences in a footnote). The legend
-    says how many training seeds each cell has and where the intervals are (``intervals``: the tasks'
-    intervals.csv paths)."""
+    """Table 3 as a Markdown table (×100, one decimal) with a legend paragraph; every cell is the mean ± the
+    standard deviation over the training seeds (no spread where the sd is empty, as with one seed).
+    ``iid_notes``: task -> the sentence saying its i.i.d. data are not the paper's (its headers marked †, the
+    sentences in a footnote). The legend says how many training seeds each cell has and where the intervals
+    are (``intervals``: the tasks' intervals.csv paths)."""
     rows, cols, values, marks, bold = _grid(long)
     notes = _shown_notes(iid_notes, cols)
     sd, seeds_text = _spread(long)
@@ -258,11 +260,7 @@ def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | N
             if not math.isfinite(v):
                 cells.append(DASH)
                 continue
-            s = f"{100 * v:.1f}"
-            if bold[i, j]:
-                s = f"**{s}**"
-            if sd is not None and math.isfinite(sd[i, j]):
-                s += f" ± {100 * sd[i, j]:.1f}"
+            s = plus_minus(v, sd[i, j], style="**{}**" if bold[i, j] else "{}")
             if marks[i, j] > 0:
                 s += f" {UP}"
             elif marks[i, j] < 0:
@@ -300,11 +298,11 @@ def _latex_col(col: str) -> str:
 def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm",
                  caption: str | None = None, label: str = "tab:table3",
                  iid_notes: dict[str, str] | None = None, intervals: list[str] | None = None) -> str:
-    """Table 3 as a complete LaTeX ``table`` (booktabs; needs ``\\usepackage[table]{xcolor}``); with several
-    training seeds every cell is the mean $\\pm$ the standard deviation over seeds. ``iid_notes``: as
-    :func:`table3_markdown` (the task's header marked $^\\dagger$, the sentences at the caption's end); the
-    caption says how many training seeds each cell has and where the intervals are (``intervals``: as
-    :func:`table3_markdown`)."""
+    """Table 3 as a complete LaTeX ``table`` (booktabs; needs ``\\usepackage[table]{xcolor}``); every cell is
+    the mean $\\pm$ the standard deviation over the training seeds (no spread where the sd is empty).
+    ``iid_notes``: as :func:`table3_markdown` (the task's header marked $^\\dagger$, the sentences at the
+    caption's end); the caption says how many training seeds each cell has and where the intervals are
+    (``intervals``: as :func:`table3_markdown`)."""
     rows, cols, values, marks, bold = _grid(long)
     notes = _shown_notes(iid_notes, cols)
     sd, seeds_text = _spread(long)
@@ -344,11 +342,7 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
             if not math.isfinite(v):
                 cells.append("--")
                 continue
-            s = f"{100 * v:.1f}"
-            if bold[i, j]:
-                s = rf"\textbf{{{s}}}"
-            if sd is not None and math.isfinite(sd[i, j]):
-                s += rf"\,$\pm$\,{100 * sd[i, j]:.1f}"
+            s = plus_minus(v, sd[i, j], sep=r"\,$\pm$\,", style=r"\textbf{{{}}}" if bold[i, j] else "{}")
             if marks[i, j] > 0:
                 s = r"\cellcolor{green!25}" + s
             elif marks[i, j] < 0:

@@ -1,5 +1,5 @@
 """rules/aggregate.smk: pass rates, s_T and G per configuration–method (and the IID baseline), per
-training seed and, with several seeds, their mean and spread over seeds (beluga.seeds)."""
+training seed and their mean and spread over seeds (beluga.seeds)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ def aggregate(*, task: str, task_type: str, suite: str, runs: list[dict], iid_me
               out_seed_scores: str, source: str | None = None) -> None:
     """``runs``: every run (training seed, configuration, method, partition, fold) with its outcomes file
     (``path``). Each seed is scored on its own (metrics.score_runs); ``out_seed_*`` hold the per-seed rows,
-    the other outputs are a one-seed run's tables with one seed and the mean over seeds (with ``_sd`` /
-    ``_min`` / ``_max`` / ``n_seeds``) with several. ``source``: the task's iid/source.json (scores.md
+    the other outputs the mean over seeds (with ``_sd`` / ``_min`` / ``_max`` / ``n_seeds``; one seed: its
+    own scores, ``_sd`` empty). ``source``: the task's iid/source.json (scores.md
     says when its i.i.d. data are not the paper's)."""
     funcs = functionality_table(load_suite(suite))
     seeds = seed_order(r["seed"] for r in runs)
@@ -26,10 +26,7 @@ def aggregate(*, task: str, task_type: str, suite: str, runs: list[dict], iid_me
         longs[s], scores[s] = score_runs(loaded, funcs, task_type=task_type, iid_metric=iid_metric,
                                          scenario_iid=scenario_iid)
     seed_long, seed_scores = per_seed_frame(longs), per_seed_frame(scores)
-    if len(seeds) == 1:
-        long, table = longs[seeds[0]], scores[seeds[0]]
-    else:
-        long, table = pass_rates_over_seeds(seed_long), scores_over_seeds(seed_scores)
+    long, table = pass_rates_over_seeds(seed_long), scores_over_seeds(seed_scores)
     write_csv(seed_long, out_seed_pass_rates)
     write_csv(seed_scores, out_seed_scores)
     write_csv(long, out_pass_rates)

@@ -24,7 +24,7 @@ def ood(*, task: str, task_type: str, backbone: str, credits: dict[str, str], ru
     ``credits``: each OOD set's pairing credit. The records carry every
     training seed (``seed``): the outputs are the means over seeds with their
     spread and the tests pool the seeds; with one seed, its own scores and
-    tests without the spread (ood_scores.evaluate; docs/OOD.md, "Training
+    tests, every ``_sd`` empty (ood_scores.evaluate; docs/OOD.md, "Training
     seeds"). ``R``, ``seed``: statistics.randomization_R and statistics.seed, the draws of the paired
     randomization that tests a two-metric score (PARA, READ); ``base_seed``: the config's seed; ``metric``:
     ``tasks.<id>.ood_metric``, the cells' score (``mean``: the mean of the task's metrics)."""
@@ -71,7 +71,7 @@ def ood_ranking(*, scores: list[str], benchmarks: dict[str, str], out_ranking: s
         skipped = ("No ranking over all tasks: the benchmark tasks do not have the same backbones and systems "
                    "(GLUE-X averages a backbone over tasks only where it has every task).")
         md.append(skipped + "\n")
-    note = ood_report.long_seeds_note(long)   # several training seeds: the ranked scores are means over seeds
+    note = ood_report.long_seeds_note(long)   # the ranked scores are means over seeds (none for one seed)
     if note:
         md.append(note + "\n")
     ranking = pd.concat(rankings, ignore_index=True)

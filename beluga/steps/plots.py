@@ -1,5 +1,5 @@
 """rules/plots.smk: the pass-rate heatmaps (one per scenario) and Figure 1, from each training seed's pass
-rates (several seeds: the mean over seeds with its spread)."""
+rates (the mean over seeds with its spread)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,7 @@ def heatmap(*, task: str, suite: str, pass_rates: str, scenario: str, configurat
     from beluga.report.plots import plot_heatmap
 
     funcs = functionality_table(load_suite(suite))
-    by_seed = _by_seed(pass_rates)
-    plot_heatmap(by_seed if len(by_seed) > 1 else next(iter(by_seed.values())), funcs, scenario, configurations,
-                 methods, out_png,
+    plot_heatmap(_by_seed(pass_rates), funcs, scenario, configurations, methods, out_png,
                  title=f"{task.upper()} — pass rates (%), scenario: {scenario} (first row: IID model, standard)")
 
 
@@ -34,7 +32,5 @@ def figure1(*, task: str, suite: str, pass_rates: str, configurations: list[str]
     from beluga.report.plots import plot_figure1
 
     funcs = functionality_table(load_suite(suite))
-    by_seed = _by_seed(pass_rates)
-    plot_figure1(by_seed if len(by_seed) > 1 else next(iter(by_seed.values())), funcs, configurations, methods,
-                 out_png, out_pdf, title=f"{task.upper()}: pass rates (%) per scenario (first row: IID model)",
-                 layout=layout)
+    plot_figure1(_by_seed(pass_rates), funcs, configurations, methods, out_png, out_pdf,
+                 title=f"{task.upper()}: pass rates (%) per scenario (first row: IID model)", layout=layout)

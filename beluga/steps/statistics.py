@@ -13,6 +13,7 @@ from beluga import provenance
 from beluga.folds import predicted_iid
 from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
 from beluga.report import run_stats
+from beluga.seeds import seeds_legend
 from beluga.suites.build import split_cases
 from beluga.suites.format import functionality_table, load_suite
 from beluga.tasks import get_task_type
@@ -26,7 +27,7 @@ def _task_data(units: str, suite: str, task_type: str) -> run_stats.TaskData:
 def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: str, k: int, out_table: str,
              out_markdown: str, out_html: str, seeds: list[int] | None = None) -> None:
     """Failing T_test cases per functionality of every model (beluga.analyses.behavioral.pipeline_failures);
-    with several training ``seeds``, ``runs`` are the first seed's models (the Markdown says so)."""
+    ``runs`` are the first training seed's models (with several ``seeds`` the Markdown says so)."""
     from beluga.analyses.behavioral import failures_html, failures_markdown, pipeline_failures
     from beluga.metrics import CONFIG_LABELS
 
@@ -37,9 +38,10 @@ def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: 
     df = pipeline_failures(suite_test, loaded, ttype, k=k)
     funcs = functionality_table(load_suite(suite))
     write_csv(df, out_table)
-    note = "" if not seeds or len(seeds) < 2 else (
-        f"\nThe models shown are those of training seed {seeds[0]}, the first of {len(seeds)} "
-        f"({', '.join(map(str, seeds))}); every seed's scores are in scores/per_seed_scores.csv.\n")
+    seeds = list(seeds or [None])     # none named: one seed
+    note = seeds_legend(len(seeds), f"\nThe models shown are those of training seed {seeds[0]}, the first of "
+                        f"{len(seeds)} ({', '.join(map(str, seeds))}); every seed's scores are in "
+                        "scores/per_seed_scores.csv.\n")
     write_text(failures_markdown(df, task) + note, out_markdown)
     write_text(failures_html(df, funcs, task, CONFIG_LABELS), out_html)
 
@@ -59,17 +61,17 @@ def significance(*, task: str, units: list[str], seeds: list[int], base_seed: in
     ``swaps``: statistics.swaps."""
     table, null = run_stats.significance_table(
         _seed_data(units, suite, task_type), iid_metric=iid_metric, R=R, alpha=alpha, correction=correction,
-        swaps=swaps, seed=[run_stats.draw_seed(seed, task, s, base_seed) for s in seeds], training_seeds=seeds)
+        swaps=swaps, seeds=[run_stats.draw_seed(seed, task, s, base_seed) for s in seeds], training_seeds=seeds)
     write_csv(table, out_table)
     write_parquet(null, out_null)
 
 
 def intervals(*, task: str, units: list[str], seeds: list[int], base_seed: int, suite: str, task_type: str,
               iid_metric: str, R: int, seed: int, out_table: str) -> None:
-    """``units``: each training seed's unit outcomes, in ``seeds`` order (several: seeds then units resampled)."""
+    """``units``: each training seed's unit outcomes, in ``seeds`` order (seeds then units resampled)."""
     write_csv(run_stats.interval_table(
         _seed_data(units, suite, task_type), iid_metric=iid_metric, R=R,
-        seed=[run_stats.draw_seed(seed, task, s, base_seed) for s in seeds],
+        seeds=[run_stats.draw_seed(seed, task, s, base_seed) for s in seeds],
         outer_seed=run_stats.seed_resampling_seed(seed, task), training_seeds=seeds), out_table)
 
 
@@ -117,7 +119,8 @@ def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], signi
     from beluga.report import iid_data, table3_summary, tables
 
     per_task = {t: {"scores": pd.read_csv(s), "seed_scores": pd.read_csv(ss), "significance": pd.read_csv(g),
-                    "intervals": pd.read_csv(i), "null": read_parquet(n, "null distribution")}
+                    "intervals": pd.read_csv(i), "null": read_parquet(n, "null distribution"),
+                    "paths": {"scores": s, "seed_scores": ss, "significance": g, "intervals": i}}
                 for t, s, ss, g, i, n in zip(tasks, scores, seed_scores, significance, intervals, null, strict=True)}
     records = iid_data.read_source_records(tasks, sources) if sources else {}
     notes = iid_data.fallback_lines(records)

@@ -16,11 +16,11 @@ and the original score.
   appendix A) or decays linearly (``linear``). Per dose the reported learning rate is the one with the
   best challenge score.
 - The outcome of a unit compares the last dose with dose 0 by tests at a stated level, with intervals
-  of every score and a label-skew flag; several training seeds are pooled, stratified by seed.
+  of every score and a label-skew flag; the training seeds are pooled, stratified by seed.
 
 Modules: :mod:`.plan` (what the DAG needs: units, learning rates, doses and their samples, challenge
 splits, config checks; light), :mod:`.train` (one dose's training job), :mod:`.summary` (the tables, the
-tests against dose 0 and the outcomes, over one or several training seeds) and :mod:`.report`
+tests against dose 0 and the outcomes, over N ≥ 1 training seeds) and :mod:`.report`
 (inoculation.md, the curves and transfer figures). The generic paired tests are in
 :mod:`beluga.report.paired`.
 """

@@ -1,7 +1,8 @@
 """Inoculation's report (docs/ANALYSES.md): inoculation.md (the outcome of every unit, then per unit and
 dose its scores, tests and epochs), the learning curves (challenge and original score against the dose)
-and the transfer heatmaps (per dose, unit trained on × unit evaluated). Over several training seeds:
-the means ± sd over seeds, the seeds named and the pooling explained; one seed: the seed's values.
+and the transfer heatmaps (per dose, unit trained on × unit evaluated). Over the training seeds: the
+means ± sd over seeds (no spread where the sd is empty, as with one seed), and the seeds named and the
+pooling explained by :func:`beluga.seeds.seeds_legend` (nothing for one seed).
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ import numpy as np
 import pandas as pd
 
 from beluga.analyses.inoculation.plan import selection
+from beluga.seeds import has_spread, plus_minus, seeds_legend
 
 
 def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_png: str, level: float = 0.05) -> None:
     """Challenge and original score against the dose (symmetric log axis, dose 0
-    = the IID model), one panel per unit, the outcome in the panel title. A table over
-    several training seeds (``n_seeds`` > 1): the means with the seeds' sd as error bars."""
+    = the IID model), one panel per unit, the outcome in the panel title. The means over the training
+    seeds, with the seeds' sd as error bars where it is defined (never with one seed)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -30,18 +32,16 @@ def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_pn
     fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.9 * rows), squeeze=False, sharey=True)
     out = outcomes.set_index("unit")
     n_seeds = int(table["n_seeds"].max()) if "n_seeds" in table.columns and len(table) else 1
-    several = n_seeds > 1
     for k, unit in enumerate(unit_ids):
         ax = axes[k // cols][k % cols]
         g = table[table["unit"] == unit].sort_values("n_cases")
-        if several:   # the mean over training seeds with the seeds' standard deviation
-            ax.errorbar(g["n_cases"], g["challenge"], yerr=g["challenge_sd"].fillna(0), fmt="o-", color="tab:red",
-                        capsize=2, label="challenge (unit's test part)")
-            ax.errorbar(g["n_cases"], g["original"], yerr=g["original_sd"].fillna(0), fmt="s--", color="tab:blue",
-                        capsize=2, label="original (D_test)")
-        else:
-            ax.plot(g["n_cases"], g["challenge"], "o-", color="tab:red", label="challenge (unit's test part)")
-            ax.plot(g["n_cases"], g["original"], "s--", color="tab:blue", label="original (D_test)")
+        for col, fmt, color, label in (("challenge", "o-", "tab:red", "challenge (unit's test part)"),
+                                       ("original", "s--", "tab:blue", "original (D_test)")):
+            sd = g[f"{col}_sd"] if f"{col}_sd" in g else None
+            if has_spread(sd):   # the mean over training seeds with the seeds' standard deviation
+                ax.errorbar(g["n_cases"], g[col], yerr=sd.fillna(0), fmt=fmt, color=color, capsize=2, label=label)
+            else:
+                ax.plot(g["n_cases"], g[col], fmt, color=color, label=label)
         for col, color in (("challenge", "tab:red"), ("original", "tab:blue")):
             if f"{col}_lo" in g:   # the score's interval
                 ax.fill_between(g["n_cases"], g[f"{col}_lo"], g[f"{col}_hi"], color=color, alpha=0.15, lw=0)
@@ -64,13 +64,10 @@ def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_pn
         axes[k // cols][k % cols].axis("off")
     handles, names = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, names, fontsize=7, loc="upper left", ncol=2)
-    if several:
-        fig.suptitle(f"{task.upper()}: inoculation by fine-tuning, mean ± sd over {n_seeds} training seeds\n(bands: "
-                     f"{100 * (1 - level):g}% hierarchical bootstrap intervals; outcome in the corner; * uninformative "
-                     "for outcome 3)", fontsize=9)
-    else:
-        fig.suptitle(f"{task.upper()}: inoculation by fine-tuning (bands: {100 * (1 - level):g}% bootstrap intervals; "
-                     "outcome in the corner; * uninformative for outcome 3)", fontsize=9)
+    over = seeds_legend(n_seeds, f", mean ± sd over {n_seeds} training seeds\n")
+    fig.suptitle(f"{task.upper()}: inoculation by fine-tuning{over or ' '}(bands: {100 * (1 - level):g}% "
+                 f"{seeds_legend(n_seeds, 'hierarchical ')}bootstrap intervals; outcome in the corner; * uninformative "
+                 "for outcome 3)", fontsize=9)
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     with atomic_path(out_png) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
@@ -107,8 +104,8 @@ def transfer_matrices(chosen: pd.DataFrame, base_rates: dict, unit_map: dict) ->
 
 
 def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, out_png: str, n_seeds: int = 1) -> None:
-    """Per dose, unit trained on × unit evaluated: the pass-rate change against the IID model
-    (``n_seeds`` > 1: the mean over training seeds, :func:`transfer_matrices`)."""
+    """Per dose, unit trained on × unit evaluated: the pass-rate change against the IID model (the mean over
+    the ``n_seeds`` training seeds, :func:`transfer_matrices`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -140,13 +137,10 @@ def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, ou
         ax.set_xlabel("evaluated unit", fontsize=7)
         if k == 0:
             ax.set_ylabel("unit trained on", fontsize=7)
-    if n_seeds > 1:
-        fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="mean pass-rate change vs IID model (pp)")
-        fig.suptitle(f"{task.upper()}: transfer of inoculation to other units (mean over {n_seeds} training seeds)",
-                     fontsize=10)
-    else:
-        fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="pass-rate change vs IID model (pp)")
-        fig.suptitle(f"{task.upper()}: transfer of inoculation to other units", fontsize=10)
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8,
+                 label=seeds_legend(n_seeds, "mean ") + "pass-rate change vs IID model (pp)")
+    fig.suptitle(f"{task.upper()}: transfer of inoculation to other units"
+                 + seeds_legend(n_seeds, f" (mean over {n_seeds} training seeds)"), fontsize=10)
     with atomic_path(out_png) as tmp:
         fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -155,43 +149,34 @@ def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, ou
 def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame, select_on: str, decide_by: str,
                          level: float, seeds=None) -> str:
     """inoculation.md: the outcome of every unit, then per unit and dose its scores, tests and epochs
-    (``table`` / ``outcomes``: :func:`beluga.analyses.inoculation.summary.summary_tables`). With several
-    training ``seeds`` every score is the mean ± sd over the seeds, the seeds are named and the pooling
-    explained. ``select_on: test`` (the rate chosen on the tested cases): :data:`OPTIMISTIC` under the title."""
-    from beluga.seeds import plus_minus
-
-    several = seeds is not None and len(seeds) > 1
+    (``table`` / ``outcomes``: :func:`beluga.analyses.inoculation.summary.summary_tables`). Every score is the
+    mean ± sd over the training ``seeds`` (no spread where the sd is empty, as with one seed); with two or
+    more the seeds are named and the pooling explained. ``select_on: test`` (the rate chosen on the tested
+    cases): :data:`OPTIMISTIC` under the title."""
+    seeds = list(seeds or [])
 
     def num(x, fmt="{:.1f}") -> str:
         return "" if x is None or pd.isna(x) else fmt.format(x)
 
-    def pm(r, col: str, scale: float = 1.0, digits: int = 1) -> str:
-        return plus_minus(getattr(r, col, None), getattr(r, f"{col}_sd", None), scale=scale, digits=digits)
-
-    def value(r, col: str) -> str:
-        return pm(r, col) if several else f"{getattr(r, col):.1f}"
+    def pm(r, col: str, scale: float = 1.0, digits: int = 1, missing: str = "") -> str:
+        return plus_minus(getattr(r, col, None), getattr(r, f"{col}_sd", None), scale=scale, digits=digits,
+                          missing=missing)
 
     def ci(r, col) -> str:
         lo, hi = getattr(r, f"{col}_lo", None), getattr(r, f"{col}_hi", None)
-        return f"{value(r, col)} [{num(lo, '{:.0f}')}, {num(hi, '{:.0f}')}]" if lo is not None else value(r, col)
+        value = pm(r, col, missing="nan")      # a score no case defines (no scored case of the unit)
+        return f"{value} [{num(lo, '{:.0f}')}, {num(hi, '{:.0f}')}]" if lo is not None else value
 
-    def lr(r) -> str:
-        return r.lrs if several and pd.isna(r.lr) else num(r.lr, "{:g}")
+    def lr(r) -> str:   # the seeds' learning rate where they agree, else each seed's
+        return r.lrs if pd.isna(r.lr) else num(r.lr, "{:g}")
 
     def gap(r) -> str:
-        if not several:
-            return num(getattr(r, "gap_closed", None), "{:.0%}")
         text = pm(r, "gap_closed", scale=100, digits=0)
         return text.replace(" ± ", "% ± ") + "%" if text else ""
 
-    def epochs(r) -> str:
-        if not several:
-            return f"{r.epochs_trained} ({r.best_epoch})"
-        return f"{num(r.epochs_trained, '{:g}')} ({num(r.best_epoch, '{:g}')})"
-
     conf = f"{100 * (1 - level):g}%"
-    md = [f"# {task.upper()}: inoculation by fine-tuning", ""] + ([inoculation_seeds_note(seeds), ""] if several
-                                                                 else [])
+    head = inoculation_seeds_note(seeds)
+    md = [f"# {task.upper()}: inoculation by fine-tuning", ""] + ([head, ""] if head else [])
     if selection(select_on) == "test":
         md += [OPTIMISTIC, ""]
     md += ["| unit | outcome | label skew | why |", "|---|---|---|---|"]
@@ -201,12 +186,13 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
            "original in the measure | gap closed | p gain | p original | p gap left | epochs (best) |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     md += [f"| {r.label} | {r.measure} | {r.dose} | {r.n_cases} | {lr(r)} | {ci(r, 'challenge')} | "
-           f"{ci(r, 'original')} | "
-           f"{pm(r, 'original_same') if several else num(getattr(r, 'original_same', None))} | {gap(r)} | "
+           f"{ci(r, 'original')} | {pm(r, 'original_same')} | {gap(r)} | "
            f"{num(getattr(r, 'p_gain', None), '{:.3g}')} | {num(getattr(r, 'p_original', None), '{:.3g}')} | "
-           f"{num(getattr(r, 'p_gap', None), '{:.3g}')} | {epochs(r)} |"
+           f"{num(getattr(r, 'p_gap', None), '{:.3g}')} | "
+           f"{num(r.epochs_trained, '{:g}')} ({num(r.best_epoch, '{:g}')}) |"
            for r in table.itertuples(index=False)]
-    md += ["", markdown_note(select_on, decide_by, level)] + (["", seeds_markdown_note(level)] if several else [])
+    pooling = seeds_markdown_note(level, len(seeds))
+    md += ["", markdown_note(select_on, decide_by, level)] + (["", pooling] if pooling else [])
     return "\n".join(md) + "\n"
 
 
@@ -244,23 +230,25 @@ def markdown_note(select_on: str, decide_by: str, level: float) -> str:
 
 
 def inoculation_seeds_note(seeds) -> str:
-    """The line of inoculation.md that states the training seeds behind every cell."""
+    """The line of inoculation.md that states the training seeds behind every cell (none for one seed)."""
     seeds = [int(s) for s in seeds]
-    return (f"{len(seeds)} training seeds ({', '.join(map(str, seeds))}): every score, gap closed and epoch count is "
-            "the mean ± the standard deviation over the seeds (min–max and n_seeds in table.csv); each seed's "
-            "learning rate is chosen per unit and dose as in a one-seed run (lr: each seed's, in seed order, where "
-            "they differ).")
+    return seeds_legend(len(seeds), (
+        f"{len(seeds)} training seeds ({', '.join(map(str, seeds))}): every score, gap closed and epoch count is "
+        "the mean ± the standard deviation over the seeds (min–max and n_seeds in table.csv); each seed's "
+        "learning rate is chosen per unit and dose as in a one-seed run (lr: each seed's, in seed order, where "
+        "they differ)."))
 
 
-def seeds_markdown_note(level: float) -> str:
-    """inoculation.md's paragraph on how the tests and intervals pool the training seeds."""
+def seeds_markdown_note(level: float, n_seeds: int) -> str:
+    """inoculation.md's paragraph on how the tests and intervals pool the training seeds (none for one seed)."""
     conf = f"{100 * (1 - level):g}%"
-    return ("Training seeds: the tests pool the seeds, stratified by seed — exact McNemar on the discordant cases "
-            "(examples) summed over the seeds; paired randomization with each seed's examples swapped by that "
-            "seed's own draws, the statistic the mean over seeds of the per-seed change and its null the mean of "
-            "the seeds' draws, draw by draw; the gap by the one-sided exact conditional test of a common odds ratio "
-            "over the seeds' 2×2 tables (exact Cochran–Mantel–Haenszel: each seed's margins fixed, the challenge "
-            "passes summed over seeds; with one seed, Fisher's exact test), or for a non-0/1 metric a permutation "
-            "test within each seed with the seeds' draws averaged. The outcomes are decided from the means and "
-            f"these pooled p-values. Intervals: {conf} hierarchical percentile bootstrap (seeds resampled, then "
-            "cases within functionality and examples within each picked seed).")
+    return seeds_legend(n_seeds, (
+        "Training seeds: the tests pool the seeds, stratified by seed — exact McNemar on the discordant cases "
+        "(examples) summed over the seeds; paired randomization with each seed's examples swapped by that "
+        "seed's own draws, the statistic the mean over seeds of the per-seed change and its null the mean of "
+        "the seeds' draws, draw by draw; the gap by the one-sided exact conditional test of a common odds ratio "
+        "over the seeds' 2×2 tables (exact Cochran–Mantel–Haenszel: each seed's margins fixed, the challenge "
+        "passes summed over seeds; with one seed, Fisher's exact test), or for a non-0/1 metric a permutation "
+        "test within each seed with the seeds' draws averaged. The outcomes are decided from the means and "
+        f"these pooled p-values. Intervals: {conf} hierarchical percentile bootstrap (seeds resampled, then "
+        "cases within functionality and examples within each picked seed)."))

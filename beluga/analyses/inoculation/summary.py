@@ -8,16 +8,16 @@ dose-0 gap closed and the tests against dose 0 (the IID model), and each unit's 
 - The outcome of a unit compares the last dose with dose 0 by tests at a stated level (:func:`decide`;
   :func:`classify`: the fixed point thresholds), with 95 % intervals of every score and a label-skew
   flag (:func:`label_skew`; the seed's §3.3 limitation).
-- Training seeds (config ``seeds``; :func:`summary_tables` takes one or several): each seed's IID model
-  is inoculated by its own jobs; per seed, unit and dose the learning rate is chosen and the scores are
+- Training seeds (config ``seeds``; :func:`summary_tables` takes N ≥ 1): each seed's IID model is
+  inoculated by its own jobs; per seed, unit and dose the learning rate is chosen and the scores are
   read as in a one-seed run. The tests pool the seeds, stratified by seed (:mod:`beluga.report.paired`:
   exact McNemar on the discordant pairs summed over seeds, paired randomization with each seed's own
   draws, the gap by the exact conditional test of a common odds ratio over the seeds' 2×2 tables — exact
   Cochran–Mantel–Haenszel, chosen over summing the 2×2 counts, which would read the seeds' models as one
   model on more items — or a within-seed permutation test for a non-0/1 metric); intervals: hierarchical
-  bootstrap, seeds then cases / examples. With several seeds the table reports the mean ± sd over seeds
-  (``n_seeds``, ``_sd`` / ``_min`` / ``_max``); with one seed every pooled test and interval is the
-  one-seed one (the same draws) and the table is the seed's own, without the spread columns.
+  bootstrap, seeds then cases / examples. The table reports the mean ± sd over seeds (``n_seeds``,
+  ``_sd`` / ``_min`` / ``_max``); with one seed every test and interval is the one-seed one (the same
+  draws), the means are the seed's values and every ``_sd`` is empty.
 """
 
 from __future__ import annotations
@@ -31,17 +31,7 @@ import pandas as pd
 from beluga.analyses.inoculation.plan import lr_id, selection
 from beluga.errors import DataError
 from beluga.heads import get_head
-from beluga.report.paired import (
-    gap_test,
-    mcnemar,
-    paired_metric_test,
-    pooled_mcnemar,
-    pooled_paired_metric_test,
-    pooled_set_gap_test,
-    seeds_metric_interval,
-    seeds_score_intervals,
-    stratified_gap_test,
-)
+from beluga.report.paired import gap_test, mcnemar, metric_interval, paired_metric_test, score_intervals, set_gap_test
 from beluga.tasks import get_task_type
 
 #: the ``lr_selected_on`` column of table.csv and outcomes.csv, by ``select_on``
@@ -161,47 +151,30 @@ def original_hits(rows: pd.DataFrame, task_type: str) -> np.ndarray:
     return rows[col].astype(float).fillna(0).to_numpy() > 0.5
 
 
-def dose_tests(base_cases: pd.DataFrame, cases: pd.DataFrame, base_iid: np.ndarray, iid: np.ndarray,
-               base_hits: np.ndarray, hits: np.ndarray, task_type: str, iid_metric: str, R: int = 10_000,
-               seed: int = 0) -> dict:
-    """A dose's model against the IID model (dose 0), on the same items: the
-    challenge gain (exact McNemar on the unit's scored T_test cases, pooled
-    over its functionalities), the original change (exact McNemar on the
-    0/1 i.i.d. outcome when the i.i.d. score is its mean, else a paired
-    randomization test of the score), and the gap left between the challenge
-    pass rate and the original pass rate (:func:`original_hits`; one-sided
-    Fisher exact test, cases pooled). Cases and examples are aligned by id."""
-    merged = base_cases.merge(cases, on="case_id", suffixes=("_0", ""), validate="one_to_one")
-    both = (merged["scored_0"] & merged["scored"]).to_numpy()
-    chal = mcnemar(merged["passed_0"].to_numpy()[both], merged["passed"].to_numpy()[both])
-    p_orig, orig_test = paired_metric_test(base_iid, iid, base_hits, hits, task_type, iid_metric, R=R, seed=seed)
-    n_c, k_c = int(cases["scored"].sum()), int((cases["passed"] & cases["scored"]).sum())
-    return {"p_gain": chal["p_value"], "discordant_cases": chal["n_discordant"], "p_original": p_orig,
-            "original_test": orig_test, "p_gap": gap_test(k_c, n_c, int(hits.sum()), len(hits))}
-
-
-def pooled_dose_tests(pairs, task_type: str, iid_metric: str, R: int = 10_000, seeds=None) -> dict:
-    """:func:`dose_tests` stratified by training seed: ``pairs`` = per seed (base cases, cases, base i.i.d.
-    features, i.i.d. features, base hits, hits) as :func:`dose_tests` takes them. The challenge gain by
-    exact McNemar on the discordant cases summed over seeds, the original change by
-    :func:`~beluga.report.paired.pooled_paired_metric_test`, the gap left by
-    :func:`~beluga.report.paired.stratified_gap_test`. One seed: :func:`dose_tests`."""
-    pairs = list(pairs)
-    if len(pairs) == 1:
-        return dose_tests(*pairs[0], task_type, iid_metric, R=R, seed=0 if seeds is None else seeds[0])
+def dose_tests(pairs, task_type: str, iid_metric: str, R: int = 10_000, seeds=None) -> dict:
+    """A dose's models against the IID models (dose 0) on the same items, stratified by training seed:
+    ``pairs`` = per seed (the IID model's cases, the dose's cases, their i.i.d. features, their 0/1 i.i.d.
+    hits: base cases, cases, base features, features, base hits, hits). The challenge gain (exact McNemar
+    on the unit's scored T_test cases, pooled over its functionalities, the discordant cases summed over
+    seeds: :func:`~beluga.report.paired.mcnemar`), the original change
+    (:func:`~beluga.report.paired.paired_metric_test`: exact McNemar on the 0/1 i.i.d. outcome when the
+    i.i.d. score is its mean, else paired randomization of the score; ``seeds``: each seed's draws), and the
+    gap left between the challenge pass rate and the original pass rate (:func:`original_hits`; one-sided,
+    :func:`~beluga.report.paired.gap_test`: Fisher's exact test for one seed, the exact conditional test
+    over the seeds' 2×2 tables for several). Cases and examples are aligned by id."""
     chal_pairs, gap = [], []
+    pairs = list(pairs)
     for base_cases, cases, _, _, _, hits in pairs:
         merged = base_cases.merge(cases, on="case_id", suffixes=("_0", ""), validate="one_to_one")
         both = (merged["scored_0"] & merged["scored"]).to_numpy()
         chal_pairs.append((merged["passed_0"].to_numpy()[both], merged["passed"].to_numpy()[both]))
         gap.append((int((cases["passed"] & cases["scored"]).sum()), int(cases["scored"].sum()), int(hits.sum()),
                     len(hits)))
-    chal = pooled_mcnemar(chal_pairs)
-    p_orig, orig_test = pooled_paired_metric_test([p[2] for p in pairs], [p[3] for p in pairs],
-                                                  [p[4] for p in pairs], [p[5] for p in pairs], task_type,
-                                                  iid_metric, R=R, seeds=seeds)
+    chal = mcnemar(chal_pairs)
+    p_orig, orig_test = paired_metric_test([p[2] for p in pairs], [p[3] for p in pairs], [p[4] for p in pairs],
+                                           [p[5] for p in pairs], task_type, iid_metric, R=R, seeds=seeds)
     return {"p_gain": chal["p_value"], "discordant_cases": chal["n_discordant"], "p_original": p_orig,
-            "original_test": orig_test, "p_gap": stratified_gap_test(gap)}
+            "original_test": orig_test, "p_gap": gap_test(gap)}
 
 
 def decide(first: pd.Series, last: pd.Series, level: float = 0.05, informative_3: bool = True) -> tuple[str, str]:
@@ -280,10 +253,10 @@ SEED_VALUES = ["challenge", "original", "original_same", "gap_closed", "challeng
                "best_epoch"]
 
 
-def seed_draw_seed(training_seed: int, base_seed: int | None = None):
-    """The seed of one training seed's bootstrap / randomization draws in a summary over several seeds: a
-    one-seed run's (0) for the base seed, [0, training seed] for another (independent draws)."""
-    return 0 if base_seed is not None and int(training_seed) == int(base_seed) else [0, int(training_seed)]
+def seed_draw_seed(training_seed: int, base_seed: int):
+    """The seed of one training seed's bootstrap / randomization draws: a one-seed run's (0) for the base
+    seed, [0, training seed] for another (independent draws, unchanged when seeds are added)."""
+    return 0 if int(training_seed) == int(base_seed) else [0, int(training_seed)]
 
 
 def split_by_seed(recs: list[dict], results: list[str], case_outcomes: list[str], iid_outcomes: list[str],
@@ -339,23 +312,23 @@ def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame
                    iid_metric: str, units: dict, cases_all: pd.DataFrame, lrs: list[float], select_on: str,
                    thresholds: dict, decide_by: str, level: float, bootstrap: int, randomization: int,
                    base_seed: int | None = None):
-    """The analysis' tables from its jobs over one or several training seeds: ``per_seed`` = [(training
+    """The analysis' tables from its jobs over N ≥ 1 training seeds: ``per_seed`` = [(training
     seed, records, per-case outcome files, the seed's IID model outcomes)] (:func:`split_by_seed`). Per
     seed, unit and dose the learning rate with the best challenge score is chosen (:func:`choose`) and its
     challenge and original scores are read; per unit and dose the intervals at 1 - ``level`` (a
     hierarchical bootstrap, seeds then cases / examples), the share of the dose-0 gap closed and the tests
-    against dose 0 stratified by seed (:func:`pooled_dose_tests`,
-    :func:`~beluga.report.paired.stratified_gap_test`, :func:`~beluga.report.paired.pooled_set_gap_test`);
+    against dose 0 stratified by seed (:func:`dose_tests`, :func:`~beluga.report.paired.gap_test`,
+    :func:`~beluga.report.paired.set_gap_test`);
     the outcome of every unit decided by those tests at ``level`` (``decide_by: thresholds``: by the fixed
     point thresholds) with its label-skew flag (:func:`outcome_rows`).
 
-    Several seeds: the table has per unit × dose the mean over seeds of each value of :data:`SEED_VALUES`
-    (with ``n_seeds`` and ``_sd`` / ``_min`` / ``_max``), ``lr`` (the seeds' learning rate where they
-    agree, else empty) and ``lrs`` (each seed's, in seed order); each seed's draws are seeded by
-    :func:`seed_draw_seed`; the outcomes add the last dose's ``_sd``, ``n_seeds`` and ``seeds``. One seed:
-    the seed's own values (the mean of one), the one-seed tests and intervals (draw seed 0), no spread
-    column. Returns (every seed's chosen runs with a ``seed`` column, table, outcomes, {seed: the IID
-    model's pass rates})."""
+    The table has per unit × dose the mean over seeds of each value of :data:`SEED_VALUES` (with ``n_seeds``
+    and ``_sd`` / ``_min`` / ``_max``), ``lr`` (the seeds' learning rate where they agree, else empty) and
+    ``lrs`` (each seed's, in seed order); each seed's draws are seeded by :func:`seed_draw_seed`
+    (``base_seed``: the seed whose draws are a one-seed run's; None: the first); the outcomes add the last
+    dose's ``_sd``, ``n_seeds`` and ``seeds``. One seed: the seed's own values (the mean of one), the
+    one-seed tests and intervals (draw seed 0), every ``_sd`` empty. Returns (every seed's chosen runs
+    with a ``seed`` column, table, outcomes, {seed: the IID model's pass rates})."""
     from beluga.seeds import over_seeds
     from beluga.suites.format import functionality_table
 
@@ -363,10 +336,10 @@ def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame
     states = [_seed_state(s, recs, co, base_out, task_type=task_type, iid_metric=iid_metric, funcs=funcs, lrs=lrs,
                           select_on=select_on) for s, recs, co, base_out in per_seed]
     seeds = [st.seed for st in states]
-    several = len(seeds) > 1
+    base = seeds[0] if base_seed is None else base_seed
     _same_ids([st.base_iid["case_id"] for st in states], seeds, "IID model outcomes", "i.i.d. test examples")
     ctx = {"task_type": task_type, "iid_metric": iid_metric, "R": randomization, "bootstrap": bootstrap,
-           "conf": 1 - float(level), "draws": [seed_draw_seed(s, base_seed) for s in seeds] if several else [0]}
+           "conf": 1 - float(level), "draws": [seed_draw_seed(s, base) for s in seeds]}
     rows, pooled, skew = [], {}, {}
     for uid, spec in units.items():
         unit = _set_unit if spec.get("challenge") is not None else _suite_unit
@@ -374,14 +347,11 @@ def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame
         rows += unit_rows
         pooled.update(unit_pooled)
     per = pd.DataFrame(rows)
-    if several:
-        table = over_seeds(per, ["unit", "dose"], SEED_VALUES)
-        lr_lists = [list(g) for _, g in per.groupby(["unit", "dose"], sort=False)["lr"]]
-        table["lr"] = [lst[0] if len({f"{x:g}" for x in lst}) == 1 else np.nan for lst in lr_lists]
-        table["lrs"] = [" / ".join("" if pd.isna(x) else f"{x:g}" for x in lst) if not pd.isna(lst).all() else ""
-                        for lst in lr_lists]
-    else:       # the seed's own rows: the mean over one seed, without spread
-        table = per.drop(columns="seed")
+    table = over_seeds(per, ["unit", "dose"], SEED_VALUES)
+    lr_lists = [list(g) for _, g in per.groupby(["unit", "dose"], sort=False)["lr"]]
+    table["lr"] = [lst[0] if len({f"{x:g}" for x in lst}) == 1 else np.nan for lst in lr_lists]
+    table["lrs"] = [" / ".join("" if pd.isna(x) else f"{x:g}" for x in lst) if not pd.isna(lst).all() else ""
+                    for lst in lr_lists]
     evidence = pd.DataFrame([pooled.get((u, d), {}) for u, d in zip(table["unit"], table["dose"])],
                             index=table.index)
     for col in evidence.columns:
@@ -392,16 +362,15 @@ def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame
     cols = ["unit", "level", "label", "measure", "dose", "n_cases", "lr", "lrs", "lr_selected_on", "challenge",
             "challenge_lo", "challenge_hi", "original", "original_lo", "original_hi", "original_same", "gap_closed",
             "p_gain", "p_original", "original_test", "p_gap", "challenge_val", "epochs_trained", "best_epoch"]
-    spread = ["n_seeds"] + [f"{v}_{s}" for v in SEED_VALUES for s in ("sd", "min", "max")] if several else []
+    spread = ["n_seeds"] + [f"{v}_{s}" for v in SEED_VALUES for s in ("sd", "min", "max")]
     table = table[[c for c in cols if c in table.columns] + spread]
     outcomes = outcome_rows(table, skew, decide_by, level, thresholds)
     outcomes["lr_selected_on"] = SELECTED_ON[selection(select_on)]
-    if several:
-        last = table.groupby("unit", sort=False).tail(1).set_index("unit")
-        for col in ("challenge", "original"):
-            outcomes[f"{col}_last_sd"] = outcomes["unit"].map(last[f"{col}_sd"])
-        outcomes["n_seeds"] = len(seeds)
-        outcomes["seeds"] = " ".join(map(str, seeds))
+    last = table.groupby("unit", sort=False).tail(1).set_index("unit")
+    for col in ("challenge", "original"):
+        outcomes[f"{col}_last_sd"] = outcomes["unit"].map(last[f"{col}_sd"])
+    outcomes["n_seeds"] = len(seeds)
+    outcomes["seeds"] = " ".join(map(str, seeds))
     chosen = pd.concat([st.chosen.assign(seed=st.seed) for st in states], ignore_index=True)
     return chosen, table, outcomes, {st.seed: st.base_rates for st in states}
 
@@ -449,12 +418,12 @@ def _suite_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, 
     _same_ids([c["case_id"] for c, _ in base], seeds, "IID model outcomes", f"T_test cases of unit {uid}")
 
     def evidence(items, fi) -> dict:    # items: per seed (cases, i.i.d. features, hits)
-        ci = seeds_score_intervals([(c["passed"].to_numpy(), c["scored"].to_numpy(), f) for c, f, _ in items], fi,
-                                   len(ufuncs), task_type, iid_metric, R=bootstrap, seeds=draws, level=conf)
+        ci = score_intervals([(c["passed"].to_numpy(), c["scored"].to_numpy(), f) for c, f, _ in items], fi,
+                             len(ufuncs), task_type, iid_metric, R=bootstrap, seeds=draws, level=conf)
         return {"challenge_lo": ci["challenge"][0], "challenge_hi": ci["challenge"][1],
                 "original_lo": ci["original"][0], "original_hi": ci["original"][1],
-                "p_gap": stratified_gap_test([(int((c["passed"] & c["scored"]).sum()), int(c["scored"].sum()),
-                                               int(h.sum()), len(h)) for c, _, h in items])}
+                "p_gap": gap_test([(int((c["passed"] & c["scored"]).sum()), int(c["scored"].sum()), int(h.sum()),
+                                    len(h)) for c, _, h in items])}
 
     rows, first = [], []
     for st in states:
@@ -491,7 +460,7 @@ def _suite_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, 
         if len(items) == len(states):     # every seed kept its per-case outcomes: the pooled evidence
             _same_ids([c["case_id"] for c, _, _ in items], seeds, f"inoculation outcomes of {uid}, dose {dose}",
                       "T_test cases")
-            ev = {**evidence(items, fis[0]), **pooled_dose_tests(pairs, task_type, iid_metric, R=R, seeds=draws)}
+            ev = {**evidence(items, fis[0]), **dose_tests(pairs, task_type, iid_metric, R=R, seeds=draws)}
         pooled[(uid, dose)] = ev
     return rows, pooled, skew
 
@@ -562,14 +531,13 @@ def _set_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, ta
                 "original": original, "original_same": original}
 
     def evidence(parts) -> dict:
-        c_lo, c_hi = seeds_metric_interval([p.ch_f for p in parts], task_type, iid_metric, R=bootstrap,
-                                           seeds=draws, level=conf)
-        o_lo, o_hi = seeds_metric_interval([p.orig_f for p in parts], task_type, iid_metric, R=bootstrap,
-                                           seeds=draws, level=conf)
+        c_lo, c_hi = metric_interval([p.ch_f for p in parts], task_type, iid_metric, R=bootstrap, seeds=draws,
+                                     level=conf)
+        o_lo, o_hi = metric_interval([p.orig_f for p in parts], task_type, iid_metric, R=bootstrap, seeds=draws,
+                                     level=conf)
         return {"challenge_lo": c_lo, "challenge_hi": c_hi, "original_lo": o_lo, "original_hi": o_hi,
-                "p_gap": pooled_set_gap_test([p.ch_f for p in parts], [p.ch_h for p in parts],
-                                             [p.orig_f for p in parts], [p.orig_h for p in parts], task_type,
-                                             iid_metric, R=R, seeds=draws)}
+                "p_gap": set_gap_test([p.ch_f for p in parts], [p.ch_h for p in parts], [p.orig_f for p in parts],
+                                      [p.orig_h for p in parts], task_type, iid_metric, R=R, seeds=draws)}
 
     firsts = {c.iloc[0].case_outcomes: read_parquet(c.iloc[0].case_outcomes, "inoculation outcomes")
               for c in chosen}      # each seed's first dose, read once (used again in the dose loop)
@@ -608,10 +576,9 @@ def _set_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, ta
             rows.append(row)
             now.append(p)
         ev = evidence(now)
-        ev["p_gain"], _ = pooled_paired_metric_test([b.ch_f for b in base], [p.ch_f for p in now],
-                                                    [b.ch_h for b in base], [p.ch_h for p in now], task_type,
-                                                    iid_metric, R=R, seeds=draws)
-        ev["p_original"], ev["original_test"] = pooled_paired_metric_test(
+        ev["p_gain"], _ = paired_metric_test([b.ch_f for b in base], [p.ch_f for p in now], [b.ch_h for b in base],
+                                             [p.ch_h for p in now], task_type, iid_metric, R=R, seeds=draws)
+        ev["p_original"], ev["original_test"] = paired_metric_test(
             [b.orig_f for b in base], [p.orig_f for p in now], [b.orig_h for b in base], [p.orig_h for p in now],
             task_type, iid_metric, R=R, seeds=draws)
         pooled[(uid, dose)] = ev
