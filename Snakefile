@@ -24,7 +24,7 @@ include: "rules/combinational.smk"
 
 
 # A real run (not -n) into a read-only / inaccessible results folder fails before any job;
-# a results folder another working directory's run is writing to is refused (beluga/io.py).
+# a results folder another working directory's run is writing to is refused (beluga/core/io.py).
 # A local run's jobs start warm: forked from one process that imported torch and transformers once
 # (beluga/workflow/warm.py; BELUGA_WARM_JOBS=0 turns it off).
 onstart:

@@ -11,20 +11,20 @@ from snakemake.exceptions import WorkflowError
 
 sys.path.insert(0, workflow.basedir)
 
-from beluga import folds as beluga_folds  # noqa: E402
+from beluga.suites import folds as beluga_folds  # noqa: E402
 from beluga.workflow import dag as beluga_dag  # noqa: E402
 from beluga.workflow import config as beluga_config  # noqa: E402
 from beluga.workflow.paths import SEEDDIR_REGEX, fold_log  # noqa: E402
 from beluga.workflow import resources as beluga_resources  # noqa: E402
 from beluga.workflow.resources import job_benchmark  # noqa: E402
-from beluga import io as beluga_io  # noqa: E402
+from beluga.core import io as beluga_io  # noqa: E402
 from beluga.data import fetch as beluga_fetch  # noqa: E402
 from beluga.data import iid as beluga_iid  # noqa: E402
 from beluga.data import ood_sets as beluga_ood  # noqa: E402
 from beluga.analyses import combinational_data as beluga_comb_data  # noqa: E402
 from beluga.analyses import gluex_tables as beluga_gluex  # noqa: E402
 from beluga.report import iid_data as beluga_iid_data  # noqa: E402
-from beluga.errors import BelugaError  # noqa: E402
+from beluga.core.errors import BelugaError  # noqa: E402
 from beluga.suites import spec as beluga_spec  # noqa: E402
 from beluga.workflow import warm as beluga_warm  # noqa: E402
 
@@ -46,7 +46,7 @@ WARM_SERVER = []
 
 def beluga_precision_line(setting, gpus):
     """The precision line a real run prints when it starts (imports torch: not at parse time)."""
-    from beluga.precision import start_line
+    from beluga.model.precision import start_line
 
     return start_line(setting, gpus)
 
@@ -202,7 +202,7 @@ def trial_files(w):
 
 # --- params functions -----------------------------------------------------------------------
 def run_settings(rule_name):
-    """A training job's settings as one object (beluga/settings.py FoldRun, as a dict)."""
+    """A training job's settings as one object (beluga/core/settings.py FoldRun, as a dict)."""
     return lambda w: RUNS.settings(rule_name, w)
 
 

@@ -10,11 +10,11 @@ median over ``--reps`` repetitions measured in this run, on one torch
 thread (as the pipeline's jobs), with the default model (all-MiniLM-L6-v2),
 sequences of at most 48 tokens and batches of 16:
 
-- training loop: ``beluga.training.train`` vs a raw PyTorch loop over the same
+- training loop: ``beluga.train.loop.train`` vs a raw PyTorch loop over the same
   minibatches (same losses, optimizer, clipping, schedule): target >= 0.95;
 - precision: fp32 vs bf16 autocast vs bf16 + fused AdamW (training), and
   prediction in fp32 / bf16;
-- prediction: ``beluga.modeling.predict_probs`` vs a raw ``inference_mode``
+- prediction: ``beluga.model.modeling.predict_probs`` vs a raw ``inference_mode``
   loop over the same batches: target >= 0.95;
 - methods: each method's cost per epoch relative to vanilla on a real fold
   (the default suite's seen fold of IID→(IID+T)): target <= 1.5;

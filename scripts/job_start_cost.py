@@ -13,7 +13,7 @@ script again ``--reps`` times as its own process, in three ways:
 - ``cold`` of every ``--checkout DIR`` given (another checkout of this project, say the commit before a change:
   its package, its python if it has a .venv), for a before / after on the same machine.
 
-CPU at the first training step: when ``beluga.training.train`` is called (an import hook wraps it before the
+CPU at the first training step: when ``beluga.train.loop.train`` is called (an import hook wraps it before the
 job imports it); at exit: when the job calls ``os._exit`` (its fast exit). Prints the median, minimum and
 maximum of each and writes them as JSON (``--out``).
 """
@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET = "results/sent/predictions/iid_to_t/vanilla/type/inv.parquet"
 
 #: run before the job's own code (``python -c HOOK SCRIPT``, or in the server before its imports): the CPU of
-#: this process when beluga.training.train is first called and when os._exit is called, appended to a file
+#: this process when beluga.train.loop.train is first called and when os._exit is called, appended to a file
 HOOK = r'''
 import importlib.abc, importlib.machinery, json, os, resource, sys
 def _cpu():
@@ -44,7 +44,7 @@ def _cpu():
 _marks = {}
 class _Hook(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name != "beluga.training":
+        if name != "beluga.train.loop":
             return None
         sys.meta_path.remove(self)
         spec = importlib.machinery.PathFinder.find_spec(name, path)

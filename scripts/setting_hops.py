@@ -318,7 +318,7 @@ def hops(path: list[Carrier]) -> int:
 
 # ---------------------------------------------------------------- who writes the hyper-parameters
 #: the one function that rewrites a job's hyper-parameters (file, function)
-REWRITER = ("beluga/settings.py", "job_hparams")
+REWRITER = ("beluga/core/settings.py", "job_hparams")
 #: dict methods that change a dict in place
 _MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
 
@@ -452,7 +452,7 @@ def _data(tmp: Path, cfg: dict) -> dict:
     split), a tiny i.i.d. table and a selection's choice. Training starts from the pre-trained model."""
     import pandas as pd
 
-    from beluga.io import write_parquet
+    from beluga.core.io import write_parquet
     from beluga.steps.data import build_suite, split_suite
 
     task = cfg["tasks"]["sent"]
@@ -523,13 +523,13 @@ def trace_all(scenarios=None) -> dict[str, Tracer]:
     """Each scenario (default :data:`SCENARIOS`) traced in a temporary folder: per setting, the config
     loaded and its runs built once (``load_workflow``); per scenario, the job's settings (``Runs.settings``) and
     its step, up to the training loop's first epoch."""
-    import beluga.training
+    import beluga.train.loop
     from beluga.workflow.config import load_workflow, validate_config
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     scenarios = SCENARIOS if scenarios is None else scenarios
     out: dict[str, Tracer] = {}
-    cwd, first_epoch = os.getcwd(), beluga.training._run_epoch
+    cwd, first_epoch = os.getcwd(), beluga.train.loop._run_epoch
 
     def stop(*args, **kwargs):
         raise Stop
@@ -539,7 +539,7 @@ def trace_all(scenarios=None) -> dict[str, Tracer]:
         (tmp / "data").mkdir()
         files = _data(tmp, validate_config(traced_config(str(tmp / "data"))))
         os.chdir(tmp)
-        beluga.training._run_epoch = stop
+        beluga.train.loop._run_epoch = stop
         try:
             for setting in dict.fromkeys(s[1] for s in scenarios):
                 base = Tracer(setting, LR.values() if setting == "lr" else [SEED])
@@ -559,7 +559,7 @@ def trace_all(scenarios=None) -> dict[str, Tracer]:
                     out[name] = tracer
         finally:
             os.chdir(cwd)
-            beluga.training._run_epoch = first_epoch
+            beluga.train.loop._run_epoch = first_epoch
     return out
 
 

@@ -61,7 +61,7 @@ def score_argv(suite_file, tmp_path: Path, out: Path) -> list[str]:
 def _no_process_in_the_fast_loop(request, monkeypatch):
     """``pytest -m "not slow"`` is the inner loop: a test that starts a process (snakemake, the command
     line, a worker) is marked slow, or fails here saying so. Let through: ``git`` (the provenance record,
-    beluga/provenance.py, asks it for the commit once per process, in milliseconds) and what Snakemake's
+    beluga/core/provenance.py, asks it for the commit once per process, in milliseconds) and what Snakemake's
     plugins ask the machine when they are first imported in a process (tests/inproc.py: the Slurm plugin's
     ``which sacct``)."""
     if request.node.get_closest_marker("slow") is not None:
@@ -90,7 +90,7 @@ def schema_settings() -> tuple:
     schema's defaults filled (the schema is their only source)."""
     from snakemake.utils import validate
 
-    from beluga.settings import sourced_settings
+    from beluga.core.settings import sourced_settings
 
     cfg = {"tasks": {"t": {"type": "sent", "model": "default", "suite": {"generate": "sent_default"},
                            "iid": {"source": "rotten_tomatoes"}}},
@@ -100,11 +100,11 @@ def schema_settings() -> tuple:
 
 
 def fold_run(method: str = "vanilla", hparams: dict | None = None, seed: int = 0, **settings):
-    """A FoldRun (beluga/settings.py) for a unit test: the schema's defaults,
+    """A FoldRun (beluga/core/settings.py) for a unit test: the schema's defaults,
     the method's complete hyper-parameters with ``hparams`` on top, plain
     fp32, one thread, no checkpoints; ``settings`` replace any other field."""
+    from beluga.core.settings import FoldRun
     from beluga.methods import get_algorithm
-    from beluga.settings import FoldRun
 
     run = dict(schema_settings())
     run.update(task="test", task_type="sent", configuration="iid_to_t", method=method, partition="seen", fold="all",
@@ -117,10 +117,10 @@ def fold_run(method: str = "vanilla", hparams: dict | None = None, seed: int = 0
 
 def train_run(model, tokenizer, streams, method: str, hparams: dict, seed: int = 0, reference_state=None,
               **settings) -> dict:
-    """beluga.training.train with the run built by :func:`fold_run`, its
+    """beluga.train.loop.train with the run built by :func:`fold_run`, its
     precision resolved on the model's device (as a job resolves it)."""
-    from beluga.precision import resolve
-    from beluga.training import train
+    from beluga.model.precision import resolve
+    from beluga.train.loop import train
 
     run = fold_run(method, hparams, seed, **settings)
     return train(model, tokenizer, streams, run, precision=resolve(run.precision, next(model.parameters()).device),
@@ -339,7 +339,7 @@ def dry_load(workdir: Path, cfg: dict):
     ``workdir`` as its config file, then :func:`beluga.workflow.config.load_workflow` (the function
     rules/common.smk calls) with relative paths read from ``workdir``, as ``snakemake -d``'s.
     Returns (the Loaded config or the BelugaError it raised, the config file)."""
-    from beluga.errors import BelugaError
+    from beluga.core.errors import BelugaError
     from beluga.workflow.config import load_workflow
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -358,7 +358,7 @@ def dry_load(workdir: Path, cfg: dict):
 def load_error(workdir: Path, cfg: dict, *needles: str) -> tuple[str, Path]:
     """The one line a dry run of ``cfg`` stops with (:func:`dry_load`): an error, one line, holding
     every needle, no schema dump; nothing written under ``workdir``. Returns (line, config file)."""
-    from beluga.errors import BelugaError
+    from beluga.core.errors import BelugaError
 
     err, cfg_file = dry_load(workdir, cfg)
     assert isinstance(err, BelugaError), f"the config loaded without an error: {err}"
@@ -453,7 +453,7 @@ def refused(tmp_path, setup: str, call: str, error: str = "BelugaError", seconds
     os.chdir(tmp_path)
     ns: dict = {}
     try:
-        exec("from beluga.errors import BelugaError\nfrom beluga.suites.release_pickle import MalformedPickle\n"
+        exec("from beluga.core.errors import BelugaError\nfrom beluga.suites.release_pickle import MalformedPickle\n"
              + textwrap.dedent(setup), ns)
         with limited():
             t = time.time()
@@ -511,12 +511,12 @@ def family_model(tmp_path_factory):
 
 
 def one_torch_thread():
-    """As the pipeline's jobs (beluga.modeling.configure_torch): one intra-op thread (bit-for-bit results
+    """As the pipeline's jobs (beluga.model.modeling.configure_torch): one intra-op thread (bit-for-bit results
     depend on the number) and deterministic algorithms, restored afterwards. A generator for a module's
     autouse fixture: ``yield from one_torch_thread()``."""
     import torch
 
-    from beluga.modeling import configure_torch
+    from beluga.model.modeling import configure_torch
 
     threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
@@ -531,9 +531,9 @@ class Crash(Exception):
 
 
 def crash_after_checkpoint(monkeypatch, epoch: int):
-    """Make ``beluga.checkpoint.save`` raise :class:`Crash` right after writing the checkpoint of ``epoch``;
+    """Make ``beluga.model.checkpoint.save`` raise :class:`Crash` right after writing the checkpoint of ``epoch``;
     returns the real ``save`` (to put back)."""
-    from beluga import checkpoint
+    from beluga.model import checkpoint
 
     real = checkpoint.save
 

@@ -34,8 +34,8 @@ import pandas as pd
 import pytest
 from conftest import REPO, RUN, beluga_cli, config_with, fold_run, load_error, make_tiny_suite, output, smk_config
 
-from beluga.errors import BelugaError, DataError, ModelError, OutputError, SuiteError
-from beluga.io import write_parquet
+from beluga.core.errors import BelugaError, DataError, ModelError, OutputError, SuiteError
+from beluga.core.io import write_parquet
 from beluga.steps import data as data_steps
 from beluga.steps import evaluate as evaluate_steps
 from beluga.steps import train as train_steps
@@ -818,7 +818,7 @@ def test_score_input_idx_not_integer_and_unknown_case_ids(tmp_path):
 def test_pickle_named_safetensors_is_refused(tmp_path, iid_train):
     import pickle  # noqa: S403 - writes the hostile file this test feeds the loader
 
-    from beluga.modeling import TINY_RANDOM, load_model, save_model
+    from beluga.model.modeling import TINY_RANDOM, load_model, save_model
 
     model, tok = load_model(TINY_RANDOM, 2)
     folder = tmp_path / "my-model"

@@ -28,7 +28,7 @@ from conftest import REPO, config_with, load_error, output, planned_jobs, smk_co
 from beluga.analyses import combinational as comb
 from beluga.analyses.inoculation import plan as ino
 from beluga.cli import main as cli_main
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
 from beluga.workflow.cost import REFERENCE
 from beluga.workflow.paths import Paths
 from beluga.workflow.plan import load_config, plan
@@ -197,7 +197,7 @@ def test_words_the_tokenizer_makes_identical_are_refused_before_training():
     them when it measures the inputs (fit_inputs), before any training."""
     from transformers import AutoTokenizer
 
-    from beluga.modeling import default_model_path
+    from beluga.model.modeling import default_model_path
 
     tok = AutoTokenizer.from_pretrained(default_model_path())
     words = {"fst": "\N{THUMBS UP SIGN}", "sec": "\N{THUMBS DOWN SIGN}", "neu": "okay"}

@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 from conftest import make_tiny_suite, score_argv
 
-from beluga import io
 from beluga.cli import main
 from beluga.cli.score import SCORE_OUTPUTS
-from beluga.errors import OutputError
+from beluga.core import io
+from beluga.core.errors import OutputError
 from beluga.suites.format import save_suite
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,7 +149,7 @@ def earlier_run(out: Path) -> dict[str, str]:
 KILLED_SWAP = """
 import os, signal, sys
 from pathlib import Path
-from beluga import io
+from beluga.core import io
 real, calls = os.rename, []
 def rename(a, b):   # the second rename of the swap (the new folder in) never happens: killed before it
     calls.append(a)

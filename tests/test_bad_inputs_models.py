@@ -27,8 +27,8 @@ import pytest
 from conftest import case, fold_run, make_tiny_suite, score_argv
 
 from beluga.cli import main
-from beluga.errors import BelugaError, ModelError, OutputError
-from beluga.io import write_parquet
+from beluga.core.errors import BelugaError, ModelError, OutputError
+from beluga.core.io import write_parquet
 from beluga.suites.format import save_suite
 
 # ---------------------------------------------------------------- helpers (as tests/test_bad_inputs.py)
@@ -111,7 +111,7 @@ def qa_suite() -> pd.DataFrame:
 def models(tmp_path_factory):
     """Tiny model folders: a SENT classifier without a task record (its classes named in config.json, as a hub
     model's), the same without tokenizer files, a QA model, a three-class classifier (named too)."""
-    from beluga.modeling import TINY_RANDOM, load_model, save_model, set_seed
+    from beluga.model.modeling import TINY_RANDOM, load_model, save_model, set_seed
 
     root = tmp_path_factory.mktemp("models")
     set_seed(0)
@@ -223,10 +223,10 @@ def test_test_max_length_beyond_positions(models, suites, tmp_path, capsys):
 
 
 def test_check_max_length_reads_config_only(tmp_path):
-    """The reusable check (beluga.model_config.check_max_length, also beluga.modeling's): RoBERTa's offset, DeBERTa's
-    relative positions, a folder without config.json (not checked), tiny-random."""
-    from beluga import modeling
-    from beluga.model_config import check_max_length
+    """The reusable check (beluga.model.config.check_max_length, also beluga.model.modeling's): RoBERTa's offset,
+    DeBERTa's relative positions, a folder without config.json (not checked), tiny-random."""
+    from beluga.model import modeling
+    from beluga.model.config import check_max_length
 
     assert modeling.check_max_length is check_max_length
     rob = tmp_path / "roberta"
@@ -285,8 +285,8 @@ def test_pipeline_max_length_beyond_positions(iid_train, tmp_path):
 def test_pipeline_saved_model_records_its_task_and_start_model_checks_it(iid_train, tmp_path):
     """The IID model records task type and head in config.json; a job of another task type starting from it (or
     using it as its model) stops in one line; a backbone without a record still trains."""
-    from beluga.fold import load_start_model
-    from beluga.job import start_job
+    from beluga.core.job import start_job
+    from beluga.train.fold import load_start_model
 
     iid = tmp_path / "results" / "iid"
     _train_iid("tiny-random", iid_train, iid)
@@ -306,8 +306,8 @@ def test_pipeline_saved_model_records_its_task_and_start_model_checks_it(iid_tra
 def test_pipeline_start_model_without_its_head(models, tmp_path):
     """A trained start model (the IID model) whose head weights are not in the folder is refused: training would
     start from a random head; a pre-trained backbone (no head) as the task's model still loads."""
-    from beluga.fold import load_start_model
-    from beluga.job import start_job
+    from beluga.core.job import start_job
+    from beluga.train.fold import load_start_model
 
     job = start_job(1, "fp32")
     with pytest.raises(ModelError) as excinfo:
@@ -344,7 +344,7 @@ def test_test_failing_midway_leaves_the_earlier_run_whole(models, suites, tmp_pa
     the first run's five files exactly as they were, not three new files beside two old ones."""
     import errno
 
-    from beluga import io
+    from beluga.core import io
 
     out = tmp_path / "out"
     assert run_test(out, models / "clf", suites / "sent.parquet", "sent", "--max-cases-per-functionality", 1) == 0
@@ -411,7 +411,7 @@ def test_test_never_overwrites_its_suite_or_model(models, suites, tmp_path, caps
 def test_score_failing_midway_leaves_the_earlier_run_whole(suites, tmp_path, capsys, monkeypatch):
     import errno
 
-    from beluga import io
+    from beluga.core import io
 
     out = tmp_path / "scored"
     argv = score_argv(suites / "sent.parquet", tmp_path, out)
@@ -451,7 +451,7 @@ def test_score_never_writes_beside_its_inputs(suites, tmp_path, capsys):
 
 def test_check_out_folder_unit(tmp_path):
     from beluga.cli.testing import TEST_OUTPUTS
-    from beluga.io import check_out_folder
+    from beluga.core.io import check_out_folder
 
     f = tmp_path / "file"
     f.write_text("x")
@@ -499,7 +499,7 @@ def test_max_length_beyond_positions_stops_the_dry_run(tmp_path):
     import yaml
     from conftest import REPO, load_error
 
-    from beluga.errors import ConfigError
+    from beluga.core.errors import ConfigError
     from beluga.workflow.dag import check_models
 
     base = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -532,7 +532,7 @@ def test_local_model_without_tokenizer_stops_the_dry_run(models, tmp_path):
     import yaml
     from conftest import REPO
 
-    from beluga.errors import ConfigError
+    from beluga.core.errors import ConfigError
     from beluga.workflow.dag import check_models
     from beluga.workflow.plan import plan_command
 

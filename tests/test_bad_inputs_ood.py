@@ -34,10 +34,10 @@ from conftest import ENV, REPO, SNAKEMAKE, config_with, hf_flags, load_error, ou
 
 from beluga.analyses import ood_eval, ood_report
 from beluga.cli import main
+from beluga.core.errors import BelugaError, ConfigError, DataError
+from beluga.core.io import write_parquet
 from beluga.data import ood_sets
 from beluga.data.iid import load_splits
-from beluga.errors import BelugaError, ConfigError, DataError
-from beluga.io import write_parquet
 from beluga.steps import ood as ood_steps
 from beluga.workflow import dag
 

@@ -23,9 +23,9 @@ from conftest import beluga_cli, case, make_tiny_suite
 
 from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
 from beluga.analyses.predictions import export_rows
+from beluga.core.tasks import get_task_type
 from beluga.heads import get_head
 from beluga.suites.format import save_suite
-from beluga.tasks import get_task_type
 
 # ---------------------------------------------------------------- helpers (as in tests/test_bad_inputs.py)
 

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from conftest import case, config_with, load_error
 
-from beluga.errors import ConfigError, SuiteError
-from beluga.folds import assign_splits, copies_across_splits, enumerate_folds, fold_ids, split_sizes
+from beluga.core.errors import ConfigError, SuiteError
+from beluga.suites.folds import assign_splits, copies_across_splits, enumerate_folds, fold_ids, split_sizes
 
 PADDED_SPEC = """spec_version: 1
 name: padded

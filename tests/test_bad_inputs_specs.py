@@ -200,7 +200,7 @@ def test_spec_seed_beyond_numpy_and_torch_refused(tmp_path):
 
 
 def test_superscript_digits_are_not_numbers(tmp_path):
-    from beluga.checkpoint import epoch_dirs
+    from beluga.model.checkpoint import epoch_dirs
     from beluga.suites.templates import article
     assert article("²nd") == "a" and article("8-minute") == "an"
     (tmp_path / "epoch-²").mkdir()

@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 from conftest import train_run
 
-from beluga.batches import LABEL_DIR, EnvSampler, cases_per_batch, env_groups, epoch_batches, n_batches
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
+from beluga.core.tasks import PARA, SENT
 from beluga.methods import get_algorithm, method_hparams
-from beluga.modeling import TINY_RANDOM, load_model, set_seed
-from beluga.streams import build_streams
-from beluga.tasks import PARA, SENT
-from beluga.training import _plan
+from beluga.model.modeling import TINY_RANDOM, load_model, set_seed
+from beluga.train.batches import LABEL_DIR, EnvSampler, cases_per_batch, env_groups, epoch_batches, n_batches
+from beluga.train.loop import _plan
+from beluga.train.streams import build_streams
 
 
 def _case(cid, func, ttype, inputs, inputs_b=None, labels=None, expect="eq", params=None, agg="all"):
@@ -189,17 +189,17 @@ def test_reference_training_run_and_small_batch_error():
 
 
 def test_train_fold_builds_the_runs_composition(tmp_path, monkeypatch):
-    """beluga.fold.train_fold hands build_streams the run's training.batching."""
+    """beluga.train.fold.train_fold hands build_streams the run's training.batching."""
     import torch
     from conftest import fold_run
 
-    import beluga.training
-    from beluga import fold
-    from beluga.clock import Clock
-    from beluga.io import write_parquet
-    from beluga.job import Job
-    from beluga.precision import resolve
+    import beluga.train.loop
+    from beluga.core.clock import Clock
+    from beluga.core.io import write_parquet
+    from beluga.core.job import Job
+    from beluga.model.precision import resolve
     from beluga.suites.format import save_suite
+    from beluga.train import fold
 
     suite = para_suite()
     save_suite(suite, tmp_path / "suite.parquet")
@@ -211,7 +211,7 @@ def test_train_fold_builds_the_runs_composition(tmp_path, monkeypatch):
         seen[run.batching] = {k: len(v) for k, v in streams.items()}
         return {"checkpoint_s": 0.0}
 
-    monkeypatch.setattr(beluga.training, "train", capture)
+    monkeypatch.setattr(beluga.train.loop, "train", capture)
     cpu = torch.device("cpu")
     for batching in ("project", "reference"):
         run = fold_run(hparams={"lr": 1e-3, "batch_size": 8, "epochs": 1}, task_type="para", functionalities=funcs,

@@ -23,7 +23,7 @@ from beluga.suites.format import save_suite
 
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
-    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.model.modeling import load_model, save_model, set_seed
 
     set_seed(0)
     model, tok = load_model("tiny-random", 2)
@@ -263,7 +263,7 @@ def test_pages_in_headless_chromium(tested, tmp_path):
 def _all_filtered_summary():
     """A failure summary whose one functionality had every case filtered (the original predicted neutral)."""
     from beluga.analyses.behavioral import failure_summary
-    from beluga.tasks import get_task_type
+    from beluga.core.tasks import get_task_type
 
     suite = pd.DataFrame([{"case_id": f"r{i}", "functionality": "reducers", "capability": "Intensifiers",
                            "test_type": "DIR", "inputs": [f"it was good {i}", f"it was somewhat good {i}"],
@@ -331,7 +331,7 @@ def test_predictions_have_input_text_and_task_comes_from_the_model(tiny_model, s
 def test_task_from_a_built_suite_and_a_conflicting_task(tmp_path, capsys):
     """A suite `suite perturb` / `suite build` writes records its task (metadata beluga.task): `score` and `test`
     need no --task; a --task that differs is one line naming the file and the recorded task."""
-    from beluga.errors import BelugaError
+    from beluga.core.errors import BelugaError
     from beluga.suites.build import read_suite
     from beluga.suites.format import TASK_KEY
 

@@ -1,4 +1,4 @@
-"""``test --prompt --label-words`` on causal LMs (issue 41, scope 3; beluga/causal_lm.py): tiny random decoders
+"""``test --prompt --label-words`` on causal LMs (issue 41, scope 3; beluga/model/causal_lm.py): tiny random decoders
 built offline (tests/tiny_decoder.py: GPT-2 with right padding and no pad token, Llama with left padding),
 their class probabilities checked against log-likelihoods computed by hand, one sequence at a time; the labels
 read by name whatever the order the words are given in or the config's id2label; ``test``'s outputs equal
@@ -15,7 +15,10 @@ from conftest import case, make_tiny_suite
 from tiny_decoder import build_decoder
 
 from beluga.analyses.behavioral import failure_summary, summary_html
-from beluga.causal_lm import (
+from beluga.cli import main
+from beluga.core.errors import BelugaError
+from beluga.core.tasks import PARA, READ, SENT, SIMILARITY
+from beluga.model.causal_lm import (
     LabelWords,
     check_prompt,
     encode_pair,
@@ -23,11 +26,8 @@ from beluga.causal_lm import (
     parse_label_words,
     suite_label_word_predictions,
 )
-from beluga.cli import main
-from beluga.errors import BelugaError
-from beluga.scoring import score_cases
+from beluga.score.outcomes import score_cases
 from beluga.suites.format import save_suite
-from beluga.tasks import PARA, READ, SENT, SIMILARITY
 
 PROMPT = "Review: {text} Sentiment:"
 #: "terrific" / "dreadful" are several tokens of the tiny BPE (checked below)
@@ -201,7 +201,7 @@ def test_trailing_space_and_pairs(decoder):
     tmpl = check_prompt("Q1: {text} Q2: {text_b} Same?", PARA)
     words = parse_label_words(["duplicate=terrific", "not_duplicate=dreadful"], PARA)
     assert words.classes == ("not duplicate", "duplicate")
-    from beluga.precision import FP32
+    from beluga.model.precision import FP32
 
     got = suite_label_word_predictions(model, tok, cases, tmpl, words, "suite_test", 2, 64, FP32)
     want = [_hand_probs(model, tok, f"Q1: {a} Q2: {b} Same?", ["dreadful", "terrific"])
@@ -227,7 +227,7 @@ def test_blank_prompt_refused_and_right_padding_whatever_the_side(decoder):
 def test_bf16_checkpoint_runs_in_float32(decoder, tmp_path):
     """A checkpoint saved in bf16 (as most hub LLMs are) is loaded as float32 weights: --precision fp32 is
     float32, as run.json says, and equals the float32 model's probabilities."""
-    from beluga.modeling import load_trained
+    from beluga.model.modeling import load_trained
 
     model, tok = _load(decoder)
     reference, _ = _load(decoder)
@@ -284,7 +284,7 @@ def test_read_and_similarity_refused(task):
 
 
 def test_cli_refusals_one_line(decoder, suite_file, tmp_path, capsys):
-    from beluga.modeling import load_model, save_model
+    from beluga.model.modeling import load_model, save_model
 
     cases = [
         (["--prompt", PROMPT], "field '--label-words'"),

@@ -12,11 +12,11 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from beluga.core.errors import ConfigError, DataError
+from beluga.core.tasks import NLI
 from beluga.data import challenge, fetch, remotes
 from beluga.data.ood_sets import load_ood, ood_source_files
-from beluga.errors import ConfigError, DataError
 from beluga.steps import data as data_steps
-from beluga.tasks import NLI
 from beluga.workflow.plan import ood_entry_count
 
 NLI3 = NLI.iid_labels                                   # {0: entailment, 1: neutral, 2: contradiction}

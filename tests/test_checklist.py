@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 from conftest import make_tiny_suite
 
-from beluga.errors import SuiteError
-from beluga.scoring import FAIL, FILTERED, PASS, score_cases
+from beluga.core.errors import SuiteError
+from beluga.core.tasks import SUITE_TASK_TYPES, get_task_type
+from beluga.score.outcomes import FAIL, FILTERED, PASS, score_cases
 from beluga.suites.checklist import import_checklist, is_checklist_export, read_any_suite
 from beluga.suites.format import COLUMNS, functionality_table, save_suite
 from beluga.suites.tabular import read_suite_table
-from beluga.tasks import SUITE_TASK_TYPES, get_task_type
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "checklist"
 SUITES = ("sentiment", "qqp", "squad")
@@ -315,7 +315,7 @@ def test_jsonl_errors(tmp_path):
 def test_checklist_subset_keeps_the_published_runs_cases(tmp_path):
     """``--checklist-subset``: the cases whose export record says ``in_run_subset`` (a test's sampled
     ``run_idxs``), in suite order; a suite that records none is refused in one line naming the option."""
-    from beluga.errors import BelugaError
+    from beluga.core.errors import BelugaError
     from beluga.suites.build import checklist_subset, read_suite
 
     lines = [_export_line(case_id=f"qqp-00-0000{i}", in_run_subset=i in (1, 3), run_position=None)

@@ -12,12 +12,12 @@ import pytest
 import torch
 from conftest import Crash, crash_after_checkpoint, make_tiny_suite, one_torch_thread, train_run
 
-from beluga import checkpoint
-from beluga.errors import ModelError
+from beluga.core.errors import ModelError
+from beluga.core.tasks import SENT
 from beluga.methods import ALGORITHMS, get_algorithm, method_hparams
-from beluga.modeling import TINY_RANDOM, load_model, load_trained, save_model, set_seed
-from beluga.streams import build_streams
-from beluga.tasks import SENT
+from beluga.model import checkpoint
+from beluga.model.modeling import TINY_RANDOM, load_model, load_trained, save_model, set_seed
+from beluga.train.streams import build_streams
 
 METHODS = sorted(ALGORITHMS)
 HP = {"lr": 1e-3, "batch_size": 4, "epochs": 3}
@@ -92,7 +92,7 @@ def test_resume_after_a_crash_is_bit_identical(method, tmp_path, monkeypatch, ca
 def test_fractional_epochs_stop_after_the_right_updates_and_resume_bit_for_bit(method, tmp_path, monkeypatch):
     """1.5 and 2.5 epochs (LP-FT's second stage in the reference code): ceil(epochs x updates per epoch)
     updates (the linear schedule spans them); a run killed after the first epoch resumes to the same weights."""
-    from beluga.training import epoch_steps_total
+    from beluga.train.loop import epoch_steps_total
 
     _, one = fit(method, epochs=1)
     per_epoch = one["steps"]

@@ -226,7 +226,7 @@ def seed_models(suite_file, tmp_path_factory):  # noqa: F811
     cases (a spread over the models)."""
     import torch
 
-    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.model.modeling import load_model, save_model, set_seed
     from beluga.suites.format import load_suite
 
     texts = [t for inputs in load_suite(suite_file)["inputs"] for t in inputs]
@@ -247,7 +247,7 @@ def seed_models(suite_file, tmp_path_factory):  # noqa: F811
 
 def _without_labels(path: Path):
     """A predictions.parquet's table with its metadata but the record of how the classes were read
-    (``beluga_labels``, beluga/labels.py)."""
+    (``beluga_labels``, beluga/model/labels.py)."""
     import pyarrow.parquet as pq
 
     table = pq.read_table(path)
@@ -358,10 +358,10 @@ def test_test_several_models_checked_before_predicting(seed_models, suite_file, 
                                                        monkeypatch):
     """Every model is checked before any is predicted (each refusal one line naming the model); the same model
     twice is refused."""
-    import beluga.fold
+    import beluga.train.fold
 
     predicted = []
-    monkeypatch.setattr(beluga.fold, "suite_outcomes", lambda *a, **k: predicted.append(a) or 1 / 0)
+    monkeypatch.setattr(beluga.train.fold, "suite_outcomes", lambda *a, **k: predicted.append(a) or 1 / 0)
     a, b = map(str, seed_models)
     no_tokenizer = tmp_path / "no_tokenizer"
     no_tokenizer.mkdir()
@@ -389,7 +389,7 @@ def test_test_several_models_checked_before_predicting(seed_models, suite_file, 
 
 def test_summary_over_models_keeps_suite_text_and_model_names_literal():
     from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
-    from beluga.tasks import get_task_type
+    from beluga.core.tasks import get_task_type
 
     evil = ["\x1b]0;pwned\x07 hi", "<img src=x onerror=alert(1)> \u202egnp", "**bold** | pipe"]
     suite = pd.DataFrame([case("c<b>", "red \x1b[31mALERT <script>x()</script>", "Cap <i>x</i>", "MFT", evil,

@@ -15,8 +15,8 @@ from snakemake.utils import validate
 
 from beluga.analyses import combinational as comb
 from beluga.analyses import combinational_report as report
+from beluga.core.errors import ConfigError, DataError
 from beluga.data.fetch import resolve_data_paths
-from beluga.errors import ConfigError, DataError
 from beluga.methods import method_hparams
 from beluga.workflow.paths import Paths
 from beluga.workflow.resources import BASE_MEM_MB
@@ -46,7 +46,7 @@ def pool(n=30, long_every=0, long_words=80, pair=False):
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from beluga.modeling import default_model_path
+    from beluga.model.modeling import default_model_path
 
     return AutoTokenizer.from_pretrained(default_model_path())
 
@@ -298,7 +298,7 @@ def old_combinational(*, results, variant, too_long, out_table, out_markdown, ou
     """beluga.steps.combinational.combinational before training seeds (commit a54fbd4), verbatim."""
     from pathlib import Path
 
-    from beluga.io import write_csv, write_text
+    from beluga.core.io import write_csv, write_text
 
     recs = sorted((json.loads(Path(p).read_text()) for p in results), key=lambda r: r["K"])
     table = pd.DataFrame([{"K": r["K"], "n_train": r["n_train"], "n_test": r["n_test"], **r["accuracy"],

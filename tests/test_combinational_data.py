@@ -22,8 +22,8 @@ from test_glue_data import glue_zip, one_line
 from beluga.analyses import combinational as comb
 from beluga.analyses import combinational_data as cdata
 from beluga.analyses import combinational_report as report
+from beluga.core.errors import ConfigError, DataError
 from beluga.data import fetch, remotes
-from beluga.errors import ConfigError, DataError
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 PAPER = REPO / "configs" / "combinational_paper.yaml"

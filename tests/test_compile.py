@@ -1,4 +1,4 @@
-"""training.compile (beluga/compiling.py): ``off`` is today's code path bit
+"""training.compile (beluga/model/compiling.py): ``off`` is today's code path bit
 for bit; ``default`` (torch.compile, dynamic shapes) changes numerics within
 a stated tolerance; ``graphs`` (CUDA graphs on length buckets) stops on a
 machine without CUDA.
@@ -33,13 +33,13 @@ import pytest
 import torch
 from conftest import REPO, config_with, fold_run, make_tiny_suite, output, pipeline_config
 
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
+from beluga.core.tasks import SENT
 from beluga.methods import get_algorithm
-from beluga.modeling import TINY_RANDOM, load_model, set_seed
-from beluga.precision import resolve
-from beluga.streams import build_streams
-from beluga.tasks import SENT
-from beluga.training import train
+from beluga.model.modeling import TINY_RANDOM, load_model, set_seed
+from beluga.model.precision import resolve
+from beluga.train.loop import train
+from beluga.train.streams import build_streams
 
 PROB_TOL, WEIGHT_TOL = 1e-4, 1e-5
 
@@ -109,7 +109,7 @@ def test_default_trains_within_tolerance_of_off(method, tmp_path):
     predictions within the module's fp32 tolerance; the compile time is reported apart."""
     from safetensors import safe_open
 
-    from beluga.modeling import save_model
+    from beluga.model.modeling import save_model
 
     off, s0, p0 = _train(method, reference=True)
     comp, s1, p1 = _train(method, reference=True, compile="default")
@@ -133,7 +133,7 @@ class _Crash(Exception):
 
 def _stopped_at_first_checkpoint(monkeypatch, train, ckpt: Path) -> None:
     """``train(str(ckpt))`` stopped right after it saved its first checkpoint (as a killed job would be)."""
-    from beluga import checkpoint
+    from beluga.model import checkpoint
 
     real = checkpoint.save
 
@@ -175,7 +175,7 @@ def test_graphs_without_cuda_stops_at_job_start_with_one_line():
 
 
 def test_unknown_mode_is_one_line():
-    from beluga.compiling import check
+    from beluga.model.compiling import check
 
     with pytest.raises(ConfigError, match="field 'training.compile': 'fast' is not one of off, default, graphs"):
         check("fast", "cpu")
@@ -238,7 +238,7 @@ def test_tensor_lr_trains_the_float_paths_bytes(method, hparams, factor, monkeyp
     """graphs' learning rate, a tensor the schedule fills in place (emulated on the CPU: float64, AdamW
     neither capturable nor foreach, as capturable needs CUDA): the same rate at every update and the same
     weights, bit for bit, as the float learning rate."""
-    import beluga.compiling as compiling
+    import beluga.model.compiling as compiling
 
     def halving():
         halving.calls += 1
@@ -264,9 +264,9 @@ def test_tensor_lr_survives_a_checkpoint_and_a_state_dict_round_trip(tmp_path, m
     """A tensor learning rate is saved as its float (checkpoint JSON) and restored into the same tensor;
     torch's own optimizer state_dict round trip keeps it a tensor of the same value; a run stopped after
     its first epoch and resumed ends with the weights of one that never stopped."""
-    import beluga.compiling as compiling
-    from beluga import checkpoint
-    from beluga.training import LossFn
+    import beluga.model.compiling as compiling
+    from beluga.model import checkpoint
+    from beluga.train.loop import LossFn
 
     monkeypatch.setattr(compiling, "tensor_lr", lambda mode, device_type: True)
     set_seed(0)
@@ -301,7 +301,7 @@ def test_tensor_lr_survives_a_checkpoint_and_a_state_dict_round_trip(tmp_path, m
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is present")
 def test_capturable_optimizer_is_refused_on_the_cpu_in_one_line():
     """An Algorithm built for graphs on the CPU (capturable AdamW needs CUDA) stops with one line."""
-    from beluga.training import LossFn
+    from beluga.train.loop import LossFn
 
     set_seed(0)
     model, tok = load_model(TINY_RANDOM, 2)
@@ -312,7 +312,7 @@ def test_capturable_optimizer_is_refused_on_the_cpu_in_one_line():
 
 
 def test_optimizer_options_only_under_graphs_on_cuda():
-    from beluga.compiling import optimizer_options, tensor_lr
+    from beluga.model.compiling import optimizer_options, tensor_lr
 
     assert optimizer_options("graphs", "cuda") == {"capturable": True} and tensor_lr("graphs", "cuda")
     for mode, dev in (("off", "cuda"), ("default", "cuda"), ("off", "cpu"), ("default", "cpu"), ("graphs", "cpu")):
@@ -320,7 +320,7 @@ def test_optimizer_options_only_under_graphs_on_cuda():
 
 
 def test_graphs_buckets():
-    from beluga.compiling import bucket_length, bucket_rows
+    from beluga.model.compiling import bucket_length, bucket_rows
 
     assert [bucket_length(n, 48) for n in (3, 16, 17, 33, 48)] == [16, 16, 32, 48, 48]
     assert bucket_length(40, 40) == 40 and bucket_length(33, 40) == 40   # capped at max_length
@@ -335,7 +335,7 @@ def test_graphs_buckets():
 def test_graphs_padding_changes_no_row(tmp_path):
     """graphs' bucket padding (emulated on the CPU: reduce-overhead compiles without CUDA graphs there):
     the logits of the batch's rows and the gradients equal those of the unpadded eager pass."""
-    from beluga.compiling import CompiledForward
+    from beluga.model.compiling import CompiledForward
 
     set_seed(0)
     model, tok = load_model(TINY_RANDOM, 2)

@@ -74,7 +74,7 @@ def test_editing_a_dataset_folder_file_reruns_prepare_iid(tmp_path):
 
 
 def test_replacing_a_local_models_weights_reruns_training(tmp_path):
-    from beluga.modeling import TINY_RANDOM, load_model, save_model
+    from beluga.model.modeling import TINY_RANDOM, load_model, save_model
 
     model, tok = load_model(TINY_RANDOM, 2)
     folder = tmp_path / "my-model"

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from beluga.errors import DataError
+from beluga.core.errors import DataError
 from beluga.report.diagnostics import (
     diagnostics_markdown,
     diagnostics_summary,
@@ -331,9 +331,9 @@ def test_markdown_flags_the_degenerate_pair():
 
 def test_a_fold_model_is_described_on_the_iid_sample_it_predicted():
     """predict.fold_iid_examples: a fold model predicted a sample of the i.i.d. test set
-    (beluga.folds.predicted_iid); the diagnostics step describes it on that sample (and flags it degenerate
+    (beluga.suites.folds.predicted_iid); the diagnostics step describes it on that sample (and flags it degenerate
     there), and a model that predicted only a sample is refused against the whole set."""
-    from beluga.folds import predicted_iid
+    from beluga.suites.folds import predicted_iid
 
     suite, iid = sent_suite(), iid_frame(100)
     sample = predicted_iid(iid, 30)

@@ -17,9 +17,9 @@ from test_tables import make_long
 
 from beluga.data.iid import describe_source, fallback_note
 from beluga.data.paper_data import PAPER_FILES, paper_data_name, paper_sizes
-from beluga.metrics import SCENARIOS, scores_markdown
 from beluga.report import iid_data
 from beluga.report.tables import table3_latex, table3_markdown
+from beluga.score.metrics import SCENARIOS, scores_markdown
 
 SHARED = REPO.parent / "shared" / "data"
 needs_shared = pytest.mark.skipif(not (SHARED / "iid").is_dir(), reason=f"real data folder {SHARED} is absent")

@@ -15,17 +15,17 @@ import torch
 from conftest import case, config_with, dry_load, make_tiny_suite, one_torch_thread, train_run
 from tiny_families import DECODERS, FAMILIES
 
-from beluga import checkpoint
+from beluga.core.tasks import READ, SENT
 from beluga.heads import get_head
+from beluga.heads.span.qa import encode_qa, predict_qa, span_targets
 from beluga.methods import get_algorithm, head_parameter_names, method_hparams, set_dropout
-from beluga.modeling import load_model, load_trained, save_model, set_seed
-from beluga.qa import encode_qa, predict_qa, span_targets
+from beluga.model import checkpoint
+from beluga.model.modeling import load_model, load_trained, save_model, set_seed
 from beluga.steps import data as data_steps
 from beluga.steps import evaluate as eval_steps
 from beluga.steps import train as train_steps
-from beluga.streams import build_streams
 from beluga.suites import spec as beluga_spec
-from beluga.tasks import READ, SENT
+from beluga.train.streams import build_streams
 
 HP = {"lr": 1e-3, "batch_size": 4, "epochs": 1}
 CTX = "Paul traveled from Chicago to New York last year."
@@ -404,7 +404,7 @@ def test_unhandled_family_is_refused_at_dag_time_in_one_line(family_model, tmp_p
     hf_flags(monkeypatch, offline=True, hub_cache=tmp_path / "hub")
     load_error(tmp_path / "f", family_config("org/clip"), "model org/clip", "field 'tasks.sent.model'", "'clip'")
     # READ: a family without an extractive QA class (CLIP has no classifier either)
-    from beluga.errors import ConfigError
+    from beluga.core.errors import ConfigError
     from beluga.workflow.dag import check_models
 
     read = {"tasks": {"read": {"type": "read", "model": str(clip)}}, "training": {"max_length": 64},
@@ -418,7 +418,7 @@ def test_family_tables_are_read_from_transformers_source():
     imported tables."""
     from transformers.models.auto import modeling_auto
 
-    from beluga.families import auto_table
+    from beluga.model.families import auto_table
 
     sequence, qa = get_head("classification").family_table, get_head("qa").family_table
     assert auto_table(*sequence) == dict(modeling_auto.MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES)
@@ -451,8 +451,8 @@ def test_longest_input_fits_the_positions(family, family_model):
     """At the max_length the position check allows (RoBERTa: max_position_embeddings - 2, the positions its
     padding offset reserves; none for relative positions), a text that long is predicted; one token more
     is refused before loading."""
-    from beluga.errors import ModelError
-    from beluga.model_config import check_max_length
+    from beluga.core.errors import ModelError
+    from beluga.model.config import check_max_length
 
     folder = family_model(family)
     limit = check_max_length(folder, 64)
@@ -471,8 +471,8 @@ def test_a_tokenizer_with_neither_pad_nor_eos_is_refused(family_model):
     """ensure_pad_token: nothing to pad with is one line naming the model and the field."""
     from transformers import AutoTokenizer
 
-    from beluga.errors import ModelError
-    from beluga.modeling import ensure_pad_token
+    from beluga.core.errors import ModelError
+    from beluga.model.modeling import ensure_pad_token
 
     tok = AutoTokenizer.from_pretrained(family_model("gpt2"))
     tok.eos_token = None

@@ -114,7 +114,7 @@ def build_downloads(root: Path) -> None:
 def build_hub_cache(cache: Path, commits=(COMMIT_A,)) -> Path:
     """``models--<org>--<name>/{blobs,snapshots/<commit>,refs/main}`` from the
     offline MiniLM model, as huggingface_hub lays out a download."""
-    from beluga.modeling import default_model_path
+    from beluga.model.modeling import default_model_path
 
     src = Path(default_model_path())
     repo = cache / ("models--" + HUB_NAME.replace("/", "--"))
@@ -353,7 +353,7 @@ def test_hub_name_loads_from_a_hub_layout_cache_offline(tmp_path):
     """A hub-style name resolves from the local cache with HF_HUB_OFFLINE=1,
     without any socket to the hub (the process has no network here anyway)."""
     cache = build_hub_cache(tmp_path / "hub")
-    code = ("from beluga.modeling import load_model, resolve_model; "
+    code = ("from beluga.model.modeling import load_model, resolve_model; "
             f"p = resolve_model({HUB_NAME!r}); m, t = load_model({HUB_NAME!r}, 2); "
             "print(p); print(type(m).__name__, t('a test')['input_ids'][:3])")
     out = subprocess.run([str(Path(SNAKEMAKE).with_name("python")), "-c", code], capture_output=True, text=True,
@@ -361,7 +361,7 @@ def test_hub_name_loads_from_a_hub_layout_cache_offline(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     assert f"snapshots/{COMMIT_A}" in out.stdout and "BertForSequenceClassification" in out.stdout
     out = subprocess.run([str(Path(SNAKEMAKE).with_name("python")), "-c",
-                          "from beluga.modeling import resolve_model; resolve_model('org/not-cached')"],
+                          "from beluga.model.modeling import resolve_model; resolve_model('org/not-cached')"],
                          capture_output=True, text=True, env=hub_env(cache), timeout=300)
     assert out.returncode != 0 and "not in the Hugging Face cache" in out.stderr
 
@@ -394,8 +394,8 @@ def test_unfetched_inputs_stop_the_run_but_not_the_fetch(served, tmp_path):
 
 
 def test_gpu_job_without_a_gpu_stops_in_one_line():
-    from beluga.errors import ModelError
-    from beluga.job import start_job
+    from beluga.core.errors import ModelError
+    from beluga.core.job import start_job
 
     with pytest.raises(ModelError, match="configured for 1 GPU"):
         start_job(1, "fp32", gpus=1)

@@ -1,4 +1,4 @@
-"""The public fold API (beluga/fold.py) on the tiny random model: the training
+"""The public fold API (beluga/train/fold.py) on the tiny random model: the training
 data a fold sees, the same run giving the same weights, and the scoring helpers
 agreeing with scoring done by hand."""
 
@@ -7,18 +7,18 @@ import pytest
 import torch
 from conftest import fold_run, make_tiny_suite
 
-from beluga import fold
-from beluga.clock import Clock
-from beluga.errors import ConfigError
-from beluga.io import write_parquet
-from beluga.job import Job
-from beluga.metrics import pass_rates
-from beluga.precision import resolve
-from beluga.predict import suite_predictions
-from beluga.scoring import score_cases
+from beluga.core.clock import Clock
+from beluga.core.errors import ConfigError
+from beluga.core.io import write_parquet
+from beluga.core.job import Job
+from beluga.core.tasks import get_task_type
+from beluga.model.precision import resolve
+from beluga.score.metrics import pass_rates
+from beluga.score.outcomes import score_cases
+from beluga.score.predict import suite_predictions
 from beluga.suites.build import split_cases
 from beluga.suites.format import functionality_table, save_suite
-from beluga.tasks import get_task_type
+from beluga.train import fold
 
 SENT = get_task_type("sent")
 SPLITS = ("train", "train", "val", "test")   # case i of each functionality goes to SPLITS[i % 4]

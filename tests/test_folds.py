@@ -2,8 +2,8 @@ import pandas as pd
 import pytest
 from conftest import make_tiny_suite
 
-from beluga.errors import ConfigError, SuiteError
-from beluga.folds import (
+from beluga.core.errors import ConfigError, SuiteError
+from beluga.suites.folds import (
     assign_splits,
     enumerate_folds,
     fold_iid_examples,
@@ -109,7 +109,7 @@ def test_type_folds_trained_groups_the_qqp_synonym_test_with_the_mfts(tmp_path):
 
 
 def test_with_fold_types_checks_the_hints():
-    from beluga.errors import ConfigError
+    from beluga.core.errors import ConfigError
     from beluga.suites.build import with_fold_types
 
     table = pd.DataFrame({"functionality": ["a", "b"], "capability": ["C", "C"], "test_type": ["INV", "DIR"]})

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import case, make_tiny_suite
 
-from beluga.errors import SuiteError
+from beluga.core.errors import SuiteError
 from beluga.suites.format import COLUMNS, functionality_table, load_suite, save_suite, validate_suite
 
 LABELS = (0, 1, 2)

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from beluga.core.errors import DataError
+from beluga.core.tasks import TASK_TYPES
 from beluga.data import fetch, remotes
 from beluga.data.glue import GLUE_SPECS, TASK_LABELS
 from beluga.data.glue import load_glue as load_located
 from beluga.data.iid import SOURCE_TASK_TYPES, describe_source, load_splits, source_files
 from beluga.data.paper_data import DATASET_SOURCES, locate, located, paper_sizes
-from beluga.errors import DataError
-from beluga.tasks import TASK_TYPES
 
 
 def load_glue(folder, source: str, seed: int):

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from beluga.analyses.gluex_tables import tables_3_and_4, tables_markdown, task_label
-from beluga.errors import DataError
+from beluga.core.errors import DataError
 
 BENCHMARKS = {"sst2_bert": "sst2_bert", "sst2_roberta": "sst2_bert", "mnli_bert": "mnli_bert",
               "mnli_roberta": "mnli_bert"}

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from beluga.errors import DataError
+from beluga.core.errors import DataError
+from beluga.core.tasks import TASK_TYPES
 from beluga.heads import HEADS, Head, get_head, head_of
-from beluga.scoring import iid_outcomes
-from beluga.tasks import TASK_TYPES
+from beluga.score.outcomes import iid_outcomes
 
 REPO = Path(__file__).resolve().parents[1]
 #: a branch on a head's name (the issue's count): ``head == "qa"``, ``ttype.head != "regression"``, ``head in (...)``

@@ -9,12 +9,12 @@ import pytest
 import torch
 from conftest import fold_run, make_tiny_suite
 
+from beluga.core.tasks import PARA, SENT
 from beluga.methods import get_algorithm
-from beluga.modeling import TINY_RANDOM, load_model, set_seed
-from beluga.precision import resolve
-from beluga.streams import build_streams
-from beluga.tasks import PARA, SENT
-from beluga.training import Encoder, train
+from beluga.model.modeling import TINY_RANDOM, load_model, set_seed
+from beluga.model.precision import resolve
+from beluga.train.loop import Encoder, train
+from beluga.train.streams import build_streams
 
 
 def _tok():

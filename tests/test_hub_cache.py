@@ -17,8 +17,8 @@ import pytest
 from conftest import ENV, REPO, config_with, hf_flags, make_tiny_suite
 
 from beluga.cli import main
+from beluga.core.errors import BelugaError
 from beluga.data import fetch
-from beluga.errors import BelugaError
 from beluga.suites.format import save_suite
 
 NAME = "org/tiny"
@@ -49,14 +49,14 @@ def add_snapshot(cache: Path, name: str, commit: str, src: Path | None, refs=())
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory):
     """Two tiny trained models (seeds 0 and 1: different weights)."""
-    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.model.modeling import load_model, save_model, set_seed
 
     out = []
     for seed in (0, 1):
         set_seed(seed)
         model, tok = load_model("tiny-random", 2)
         folder = tmp_path_factory.mktemp("model") / f"tiny{seed}"
-        save_model(model, tok, folder, task_type="sent")   # classes named (beluga/labels.py)
+        save_model(model, tok, folder, task_type="sent")   # classes named (beluga/model/labels.py)
         out.append(folder)
     return out
 
@@ -114,7 +114,7 @@ def test_hub_model_cached_asks_huggingface_hub(hub_cache, tmp_path, monkeypatch)
 
 
 def test_snapshot_commit_from_scan_cache_dir(hub_cache, tmp_path):
-    from beluga.modeling import resolve_model
+    from beluga.model.modeling import resolve_model
 
     path = resolve_model(NAME, revision="v1")
     assert fetch.snapshot_commit(NAME, path) == COMMIT_B
@@ -191,7 +191,7 @@ def test_prepare_ood_records_the_hub_source(tmp_path, monkeypatch):
 
 
 def test_revision_of_a_source_that_has_none_is_refused():
-    from beluga.errors import ConfigError
+    from beluga.core.errors import ConfigError
     from beluga.workflow import dag
 
     task = json.loads(json.dumps(config_with()["tasks"]["sent"]))
@@ -208,7 +208,7 @@ def test_revision_of_a_source_that_has_none_is_refused():
 def test_schema_takes_revision_keys_and_keeps_configs_valid():
     import yaml
 
-    from beluga.errors import ConfigError
+    from beluga.core.errors import ConfigError
     from beluga.workflow.config import validate_config
 
     for configfile in sorted((REPO / "configs").glob("*.yaml")):   # every shipped configuration still validates

@@ -47,7 +47,7 @@ class MockRepo:
     pickled-weights file that must never be downloaded."""
 
     def __init__(self):
-        from beluga.modeling import default_model_path
+        from beluga.model.modeling import default_model_path
 
         root = Path(default_model_path())
         self.files: dict[str, Path | bytes] = {p.relative_to(root).as_posix(): p
@@ -203,7 +203,7 @@ def hub_env(hub: MockHub, base: Path, offline: bool) -> dict:
 
 SNIPPET = """
 import sys
-from beluga.errors import BelugaError
+from beluga.core.errors import BelugaError
 try:
 {body}
 except BelugaError as e:
@@ -262,7 +262,7 @@ def test_fetch_resolves_the_branch_and_downloads_safetensors_only(hub, fetched):
 def test_offline_job_loads_the_fetched_commit_without_a_request(hub, fetched):
     before = len(hub.seen())
     out = run_snippet(f"""
-from beluga.modeling import load_model
+from beluga.model.modeling import load_model
 model, tokenizer = load_model({REPO_ID!r}, 2, model_lock={str(fetched["marker"])!r})
 print(type(model).__name__, model.config.num_labels, model.name_or_path)
 """, hub_env(hub, fetched["base"], offline=True))
@@ -290,7 +290,7 @@ def test_a_commit_missing_from_the_cache_is_downloaded_online_and_refused_offlin
     HF_HOME) is downloaded by commit when online, and stops the job with one
     line naming the cache when HF_HUB_OFFLINE is set."""
     body = f"""
-from beluga.modeling import resolve_model
+from beluga.model.modeling import resolve_model
 print(resolve_model({REPO_ID!r}, model_lock={str(fetched["marker"])!r}))
 """
     out = run_snippet(body, hub_env(hub, tmp_path / "offline", offline=True))

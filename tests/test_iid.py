@@ -3,10 +3,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from beluga.core.errors import DataError
 from beluga.data.iid import load_splits, split_iid
 from beluga.data.paper_data import qqp_bucket
 from beluga.data.tables import load_rotten_tomatoes, load_source, load_table
-from beluga.errors import DataError
 
 
 def test_rotten_tomatoes():

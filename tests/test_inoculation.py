@@ -12,7 +12,7 @@ from conftest import fold_run, make_tiny_suite
 from beluga.analyses.inoculation import plan as ino_plan
 from beluga.analyses.inoculation import summary as ino_summary
 from beluga.analyses.inoculation import train as ino_train
-from beluga.errors import ConfigError, DataError
+from beluga.core.errors import ConfigError, DataError
 from beluga.report import paired
 
 # ---------------------------------------------------------------- units and doses
@@ -42,7 +42,7 @@ def test_units_per_level():
     assert units["class-negation"]["functionalities"] == ["a", "b"]
     assert units["func-c"] == {"level": "functionality", "label": "c", "functionalities": ["c"]}
     # T_train sizes before the split (fractions 0.5 / 0.25 / 0.25: 10 -> 6 / 2 / 2 ... as folds.assign_splits)
-    from beluga.folds import split_sizes
+    from beluga.suites.folds import split_sizes
     assert ino_plan.train_cases_per_unit(funcs, ["a", "b"], (0.5, 0.25, 0.25)) == \
         2 * split_sizes(10, (0.5, .25, .25))[0]
     with pytest.raises(ConfigError, match="inoculation.units"):
@@ -100,11 +100,11 @@ def test_halve_on_plateau_and_patience():
 def test_training_loop_follows_the_callers_lr_factor():
     """training.train(lr_factor=...) sets the optimizer's rate from the factor at the start and after
     every epoch's hook (the hook halves it); without it, the method's linear decay, unchanged."""
-    from beluga.modeling import TINY_RANDOM, load_model, set_seed
-    from beluga.precision import resolve
-    from beluga.streams import build_streams
-    from beluga.tasks import SENT
-    from beluga.training import train
+    from beluga.core.tasks import SENT
+    from beluga.model.modeling import TINY_RANDOM, load_model, set_seed
+    from beluga.model.precision import resolve
+    from beluga.train.loop import train
+    from beluga.train.streams import build_streams
 
     seen = []
     orig_step = torch.optim.AdamW.step
@@ -845,7 +845,7 @@ def test_training_seeds_that_do_not_line_up_are_refused(seeds_fixture, tmp_path)
     import json
     from pathlib import Path
 
-    from beluga.errors import DataError
+    from beluga.core.errors import DataError
 
     fx = seeds_fixture
     res = {s: fx["inputs"][s][0] for s in (7, 8)}

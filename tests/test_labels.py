@@ -1,4 +1,4 @@
-"""A model's classes read by name (beluga/labels.py, issue 37 item 2): saved
+"""A model's classes read by name (beluga/model/labels.py, issue 37 item 2): saved
 models name their classes (config.json id2label / label2id) and carry a model
 card (README.md); `test` maps a model's classes to the task's by name, by
 position only for the project's own models with transformers' default names,
@@ -15,10 +15,10 @@ import pytest
 from conftest import fold_run, make_tiny_suite
 
 from beluga.cli import main
-from beluga.errors import BelugaError, ModelError
-from beluga.labels import VARIANTS, label_map, named_config, norm_label, order_from_option, task_classes
+from beluga.core.errors import BelugaError, ModelError
+from beluga.core.tasks import PARA, READ, SENT
+from beluga.model.labels import VARIANTS, label_map, named_config, norm_label, order_from_option, task_classes
 from beluga.suites.format import save_suite
-from beluga.tasks import PARA, READ, SENT
 
 
 # ---------------------------------------------------------------- reading names (no model)
@@ -100,7 +100,7 @@ def test_score_label_order_option():
 def test_saved_model_names_its_classes_and_has_a_card(tmp_path):
     from transformers import AutoConfig
 
-    from beluga.modeling import load_model, load_trained, save_model, set_seed
+    from beluga.model.modeling import load_model, load_trained, save_model, set_seed
     from beluga.steps.train import model_card_facts
 
     set_seed(0)
@@ -165,7 +165,7 @@ def two_orders(tmp_path_factory):
     whatever the CPU computes in (bf16 or fp32), and read by position the other way round they would not."""
     import torch
 
-    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.model.modeling import load_model, save_model, set_seed
 
     root = tmp_path_factory.mktemp("orders")
     suite = root / "suite.parquet"

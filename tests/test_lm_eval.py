@@ -180,7 +180,7 @@ def test_lm_eval_round_trip(decoder, task_dir, tested, suite_file, tmp_path, mon
                  "--out", str(tmp_path / "scored"), "--task", "sent"]) == 0
     _same_scores(tested, tmp_path / "scored")
     from beluga.analyses.lm_eval_samples import read_lm_eval_samples
-    from beluga.tasks import SENT
+    from beluga.core.tasks import SENT
 
     theirs = read_lm_eval_samples(str(samples), SENT).set_index(["case_id", "input_idx"]).sort_index()
     ours = pd.read_parquet(tested / "predictions.parquet").set_index(["case_id", "input_idx"]).sort_index()
@@ -192,9 +192,9 @@ def test_pair_task_documents_and_prompt(tmp_path):
     label is its class's choice index."""
     from jinja2 import Environment
 
-    from beluga.causal_lm import fill_prompt
+    from beluga.core.tasks import PARA
+    from beluga.model.causal_lm import fill_prompt
     from beluga.suites.lm_eval import export_lm_eval
-    from beluga.tasks import PARA
 
     rows = [case("p-0", "pairs", "Vocabulary", "MFT", ["how old are you", "what is it"], [1, 0]),
             case("p-1", "order", "Robustness", "INV", ["is a b", "is b a"], expect="inv")]

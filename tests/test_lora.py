@@ -25,15 +25,15 @@ from conftest import (
 )
 from safetensors import safe_open
 
-from beluga.batches import epoch_batches
-from beluga.errors import ConfigError, ModelError
+from beluga.core.errors import ConfigError, ModelError
+from beluga.core.tasks import SENT
 from beluga.heads import get_head
 from beluga.methods import DEFAULT_HPARAMS, PUBLIC_METHODS, LoRA, get_algorithm, method_hparams
 from beluga.methods.lora import head_modules, target_modules
-from beluga.modeling import TINY_RANDOM, load_model, save_model, set_seed
-from beluga.streams import build_streams
-from beluga.tasks import SENT
-from beluga.training import LossFn
+from beluga.model.modeling import TINY_RANDOM, load_model, save_model, set_seed
+from beluga.train.batches import epoch_batches
+from beluga.train.loop import LossFn
+from beluga.train.streams import build_streams
 from beluga.workflow.cost import ESTIMATED_METHOD_COST
 from beluga.workflow.plan import load_config, plan, plan_command
 

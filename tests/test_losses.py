@@ -2,7 +2,7 @@ import math
 
 import torch
 
-from beluga.losses import DIR_FN_INDEX, dir_loss, inv_loss, mft_loss
+from beluga.train.losses import DIR_FN_INDEX, dir_loss, inv_loss, mft_loss
 
 
 def lg(*probs):

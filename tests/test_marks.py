@@ -20,10 +20,10 @@ import pytest
 
 from beluga.analyses import ood_report
 from beluga.analyses.ood_scores import evaluate, ood_significance
-from beluga.metrics import scores_over_seeds
+from beluga.core.seeds import per_seed_frame
 from beluga.report import paired, run_stats, stats, tables
 from beluga.report.tables import DOWN, UP
-from beluga.seeds import per_seed_frame
+from beluga.score.metrics import scores_over_seeds
 
 N, P = 20_000, 7_400
 BASE = (4_993, 393, 2_407)            # tp, fp, fn

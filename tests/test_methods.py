@@ -11,10 +11,11 @@ import pytest
 import torch
 from conftest import case, make_tiny_suite, train_run
 
-from beluga.batches import Batch, EnvSampler, env_groups
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
+from beluga.core.settings import job_hparams
+from beluga.core.tasks import READ, SENT
 from beluga.heads import get_head
-from beluga.losses import DummyClassifier, mft_loss
+from beluga.heads.span.qa import predict_qa
 from beluga.methods import (
     ALGORITHMS,
     DEFAULT_HPARAMS,
@@ -27,12 +28,11 @@ from beluga.methods import (
     irm_penalty,
     method_hparams,
 )
-from beluga.modeling import TINY_RANDOM, load_model, set_seed
-from beluga.qa import predict_qa
-from beluga.settings import job_hparams
-from beluga.streams import build_streams
-from beluga.tasks import READ, SENT
-from beluga.training import LossFn
+from beluga.model.modeling import TINY_RANDOM, load_model, set_seed
+from beluga.train.batches import Batch, EnvSampler, env_groups
+from beluga.train.loop import LossFn
+from beluga.train.losses import DummyClassifier, mft_loss
+from beluga.train.streams import build_streams
 
 METHODS = sorted(ALGORITHMS)
 CTX = "Paul traveled from Chicago to New York last year."

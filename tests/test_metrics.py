@@ -3,7 +3,7 @@ import math
 import pandas as pd
 import pytest
 
-from beluga.metrics import g_score, score_runs
+from beluga.score.metrics import g_score, score_runs
 
 
 def test_g_formula():
@@ -51,8 +51,8 @@ def test_aggregate_scores():
 
 def test_positive_f1_and_para_metrics():
     from beluga.heads.classification import positive_f1
-    from beluga.metrics import iid_metrics, iid_score
-    from beluga.scoring import iid_outcomes
+    from beluga.score.metrics import iid_metrics, iid_score
+    from beluga.score.outcomes import iid_outcomes
 
     # tp=2, fp=1, fn=1 -> F1 = 4 / 6
     assert positive_f1([1, 1, 1, 0, 0], [1, 1, 0, 1, 0]) == pytest.approx(4 / 6)
@@ -70,8 +70,8 @@ def test_positive_f1_and_para_metrics():
 
 
 def test_iid_outcomes_reject_unknown_or_missing_ids():
-    from beluga.errors import DataError
-    from beluga.scoring import iid_outcomes
+    from beluga.core.errors import DataError
+    from beluga.score.outcomes import iid_outcomes
 
     gold = pd.DataFrame({"example_id": ["a", "b"], "label": [0, 1]})
     with pytest.raises(DataError, match="unknown example 'z'"):

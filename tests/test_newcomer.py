@@ -152,13 +152,13 @@ def _section(page: Path, heading: str) -> str:
 
 def test_the_task_type_lists_are_whole():
     """The pages that list task types list them all: RUNNING.md every type the pipeline implements
-    (beluga.tasks.TASK_TYPES), SUITE_FORMAT.md every type a spec may be written for (the spec schema's)."""
+    (beluga.core.tasks.TASK_TYPES), SUITE_FORMAT.md every type a spec may be written for (the spec schema's)."""
     import re
 
     import yaml
 
+    from beluga.core.tasks import TASK_TYPES
     from beluga.suites.spec import SPEC_SCHEMA
-    from beluga.tasks import TASK_TYPES
 
     listed = set(re.findall(r"`(\w+)`", _section(REPO / "docs" / "RUNNING.md",
                                                   "## Task types and the related papers' experiments")))

@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from beluga import metrics
-from beluga.errors import BelugaError, ConfigError, DataError
+from beluga.core.errors import BelugaError, ConfigError, DataError
+from beluga.core.tasks import ACCEPTABILITY, NLI, NLI_BINARY, PARA, READ, SENT, TASK_TYPES, get_task_type
 from beluga.heads.classification import mcc, mcc_from_counts
 from beluga.report import paired, stats
-from beluga.tasks import ACCEPTABILITY, NLI, NLI_BINARY, PARA, READ, SENT, TASK_TYPES, get_task_type
+from beluga.score import metrics
 
 
 def outcome_rows(pred, gold, split="iid_test") -> pd.DataFrame:
@@ -188,7 +188,7 @@ def _case(cid, ttype, inputs, expect, labels=None, params=None, inputs_b=None):
 
 def test_nli_reference_objective_by_hand():
     from beluga.heads.classification import classification_parts, classification_plan
-    from beluga.selection import REFERENCE_TERMS, reference_objective
+    from beluga.train.selection import REFERENCE_TERMS, reference_objective
 
     cases = pd.DataFrame([
         _case("m1", "MFT", ["p1"], "eq", [0], inputs_b=["h1"]), _case("m2", "MFT", ["p2"], "eq", [2], inputs_b=["h2"]),
@@ -218,7 +218,7 @@ def test_nli_reference_objective_by_hand():
 
 
 def test_sentiment_directions_are_refused_for_nli():
-    from beluga.scoring import score_cases
+    from beluga.score.outcomes import score_cases
 
     suite = pd.DataFrame([_case("d", "DIR", ["p", "p2"], "diff_up", params={"tolerance": 0.1},
                                 inputs_b=["h", "h"])])
@@ -231,7 +231,7 @@ def test_sentiment_directions_are_refused_for_nli():
 
 
 def test_label_names_and_variants():
-    from beluga.labels import label_map, read_name
+    from beluga.model.labels import label_map, read_name
 
     assert read_name("not_entailment", ("entailment", "not entailment")) == "not entailment"
     assert read_name("Non-Entailment", ("entailment", "not entailment")) == "not entailment"
@@ -246,7 +246,7 @@ def test_label_names_and_variants():
 
 
 def test_model_card_words():
-    from beluga.model_card import TASK_WORDS, model_card
+    from beluga.model.card import TASK_WORDS, model_card
 
     assert TASK_WORDS["sent"] == "sentiment classification"      # as before
     text = model_card(NLI, {0: "entailment", 1: "neutral", 2: "contradiction"}, {"task": "mnli"})
@@ -288,10 +288,10 @@ def hans_tsv(path, labels=None):
 
 
 def test_collapsed_set_loads_by_name_and_scores_the_collapsed_prediction(tmp_path):
+    from beluga.core.io import write_parquet
     from beluga.data.ood_collapse import metadata
     from beluga.data.ood_sets import load_ood, read_prepared
-    from beluga.io import write_parquet
-    from beluga.scoring import run_outcomes
+    from beluga.score.outcomes import run_outcomes
 
     entry = {"name": "hans", "source": "local", "path": str(hans_tsv(tmp_path / "hans.tsv")),
              "collapse": HANS_COLLAPSE}

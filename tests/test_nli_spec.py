@@ -13,14 +13,14 @@ import pytest
 import yaml
 from conftest import REPO
 
-from beluga.errors import ConfigError, SuiteError
-from beluga.expectations import case_status
-from beluga.scoring import FAIL, PASS
+from beluga.core.errors import ConfigError, SuiteError
+from beluga.core.tasks import get_task_type
+from beluga.score.expectations import case_status
+from beluga.score.outcomes import FAIL, PASS
 from beluga.suites.authoring import build_command
 from beluga.suites.build import make_suite
 from beluga.suites.format import load_suite, validate_suite
 from beluga.suites.spec import PACKAGED, catalogue, load_sources, load_spec, render_spec, spec_from_data
-from beluga.tasks import get_task_type
 
 NLI = get_task_type("nli")
 LABEL = {name: k for k, name in NLI.suite_labels.items()}   # labels by name
@@ -255,7 +255,7 @@ def test_the_pipeline_renders_nli_default_for_an_nli_task():
 def test_training_streams_of_the_nli_suite(suite):
     """MFTs train their one-hot label, not_eq entailment its rest evenly ([0, 1/2, 1/2]), INVs and the DIR
     their pairs."""
-    from beluga.streams import build_streams
+    from beluga.train.streams import build_streams
 
     streams = build_streams(NLI, None, suite)
     assert set(streams) == {"MFT", "INV", "DIR"}
@@ -269,7 +269,7 @@ def test_training_streams_of_the_nli_suite(suite):
     assert {it.dir_class for it in streams["DIR"]} == {ENT}
     import numpy as np
 
-    from beluga.batches import _make_batch
+    from beluga.train.batches import _make_batch
 
     batch = _make_batch("DIR", streams["DIR"][:3], np.random.default_rng(0))
     assert batch.kind == "dir" and batch.dir_class.tolist() == [ENT] * 3

@@ -6,8 +6,8 @@ model's parameters, the optimizer's state, inputs copied by ``to_device`` or
 tensors made with an explicit ``device``); with CUDA the step also runs
 under ``torch.cuda.set_sync_debug_mode("error")``. The inputs that make it so
 give the same bytes on the CPU as before: the model's logits with the ready
-4D attention mask (:func:`beluga.transfer.model_inputs`) and READ training
-from the cached QA inputs (:class:`beluga.qa_batches.QAEncoder`)."""
+4D attention mask (:func:`beluga.model.transfer.model_inputs`) and READ training
+from the cached QA inputs (:class:`beluga.heads.span.batches.QAEncoder`)."""
 
 from __future__ import annotations
 
@@ -22,17 +22,17 @@ from conftest import fold_run, make_tiny_suite
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-import beluga.qa
-import beluga.qa_batches
-import beluga.training
-import beluga.transfer
+import beluga.heads.span.batches
+import beluga.heads.span.qa
+import beluga.model.transfer
+import beluga.train.loop
+from beluga.core.tasks import PARA, READ, SENT
 from beluga.methods import get_algorithm
-from beluga.modeling import TINY_RANDOM, load_model, set_seed
-from beluga.precision import resolve
-from beluga.streams import build_streams
-from beluga.tasks import PARA, READ, SENT
-from beluga.training import Encoder, LossFn, _plan, _pretokenized_loss, train
-from beluga.transfer import bidirectional_mask_builder, model_inputs
+from beluga.model.modeling import TINY_RANDOM, load_model, set_seed
+from beluga.model.precision import resolve
+from beluga.model.transfer import bidirectional_mask_builder, model_inputs
+from beluga.train.loop import Encoder, LossFn, _plan, _pretokenized_loss, train
+from beluga.train.streams import build_streams
 
 # ----------------------------------------------------------------------------- the guard
 
@@ -112,7 +112,7 @@ def no_sync(algo, monkeypatch):
             guard.track(t)
     for v in vars(algo).values():
         guard.track(v)
-    real = beluga.transfer.to_device
+    real = beluga.model.transfer.to_device
 
     def to_device(t, dev):
         out = real(t, dev)
@@ -120,7 +120,7 @@ def no_sync(algo, monkeypatch):
         guard.track(out)
         return out
 
-    for mod in (beluga.transfer, beluga.training, beluga.qa, beluga.qa_batches):
+    for mod in (beluga.model.transfer, beluga.train.loop, beluga.heads.span.qa, beluga.heads.span.batches):
         monkeypatch.setattr(mod, "to_device", to_device)
     debug = torch.cuda.is_available()
     with guard:
@@ -131,7 +131,7 @@ def no_sync(algo, monkeypatch):
         finally:
             if debug:
                 torch.cuda.set_sync_debug_mode(0)
-    for mod in (beluga.transfer, beluga.training, beluga.qa, beluga.qa_batches):
+    for mod in (beluga.model.transfer, beluga.train.loop, beluga.heads.span.qa, beluga.heads.span.batches):
         monkeypatch.setattr(mod, "to_device", real)
 
 
@@ -300,7 +300,7 @@ def test_read_second_epoch_tokenizes_and_aligns_nothing(monkeypatch):
 
     def after_first(epochs_done, model, tokenizer):
         monkeypatch.setattr(type(tokenizer), "__call__", refuse)
-        monkeypatch.setattr(beluga.qa.difflib, "SequenceMatcher", refuse)
+        monkeypatch.setattr(beluga.heads.span.qa.difflib, "SequenceMatcher", refuse)
         return False
 
     _read_weights("vanilla", True, epochs=3, on_epoch_end=after_first)
@@ -309,8 +309,8 @@ def test_read_second_epoch_tokenizes_and_aligns_nothing(monkeypatch):
 
 
 def test_qa_encoder_batches_equal_encode_qa():
-    from beluga.qa import aligned_positions, encode_qa, span_targets
-    from beluga.qa_batches import QAEncoder
+    from beluga.heads.span.batches import QAEncoder
+    from beluga.heads.span.qa import aligned_positions, encode_qa, span_targets
 
     tok = load_model(TINY_RANDOM, 0, head="qa")[1]
     qs, cs = ["Who traveled?", " Where to?", "Who?"], [CTX, CTX, "Anna lives in Rome."]

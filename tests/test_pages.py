@@ -1,5 +1,5 @@
-"""The project's HTML pages (beluga/pages.py: one jinja2 template folder, autoescaped, one stylesheet) and the
-progress bars of ``test``, ``score`` and ``suite build`` (beluga/progress.py: tqdm on a terminal, nothing
+"""The project's HTML pages (beluga/core/pages.py: one jinja2 template folder, autoescaped, one stylesheet) and the
+progress bars of ``test``, ``score`` and ``suite build`` (beluga/core/progress.py: tqdm on a terminal, nothing
 otherwise)."""
 
 import fnmatch
@@ -16,11 +16,11 @@ from conftest import REPO, case, make_tiny_suite, score_argv
 
 from beluga.analyses.behavioral import failure_summary, failures_html, summary_html
 from beluga.cli import main
-from beluga.pages import STYLESHEET, TEMPLATES, render_page
-from beluga.progress import progress
+from beluga.core.pages import STYLESHEET, TEMPLATES, render_page
+from beluga.core.progress import progress
+from beluga.core.tasks import get_task_type
 from beluga.report.iid_data import iid_data_html
 from beluga.suites.format import save_suite
-from beluga.tasks import get_task_type
 
 SCRIPT = "<script>alert(1)</script>"
 SCRIPT_SHOWN = "&lt;script&gt;alert(1)&lt;/script&gt;"
@@ -191,11 +191,11 @@ def test_score_and_suite_build_show_progress_on_a_terminal_only(tmp_path, monkey
 
 
 def test_test_command_shows_progress_on_a_terminal_only(tmp_path, monkeypatch, capsys):
-    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.model.modeling import load_model, save_model, set_seed
 
     set_seed(0)
     model, tok = load_model("tiny-random", 2)
-    save_model(model, tok, tmp_path / "tiny", task_type="sent")   # its classes named (beluga/labels.py)
+    save_model(model, tok, tmp_path / "tiny", task_type="sent")   # its classes named (beluga/model/labels.py)
     save_suite(make_tiny_suite(2), tmp_path / "suite.parquet")
     capsys.readouterr()                                    # (what saving the model printed)
     for terminal in (False, True):

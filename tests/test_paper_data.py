@@ -19,10 +19,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from beluga.core.errors import DataError
 from beluga.data.iid import describe_source, load_splits, source_files, source_record
 from beluga.data.paper_data import FETCH_HINT, locate, qqp_bucket, read_glue_tsv, read_quora_release
 from beluga.data.squad import load_squad
-from beluga.errors import DataError
 from beluga.steps import data as data_steps
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from beluga.errors import ConfigError  # noqa: E402
+from beluga.core.errors import ConfigError  # noqa: E402
 from beluga.suites import lexicons as lex  # noqa: E402
 from beluga.suites import perturb as P  # noqa: E402
 
@@ -634,10 +634,10 @@ def test_negation_recipe_can_fail_and_the_old_one_warns(tmp_path):
     monotonic DIR the docs used before says, when built, which cases it filters."""
     import pandas as pd
 
-    from beluga.scoring import FAIL, score_cases
+    from beluga.core.tasks import SENT
+    from beluga.score.outcomes import FAIL, score_cases
     from beluga.suites.authoring import perturb_command
     from beluga.suites.format import load_suite
-    from beluga.tasks import SENT
 
     src = tmp_path / "negative.txt"
     src.write_text("The plot was extremely predictable.\nI hated the ending.\n")

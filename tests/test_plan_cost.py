@@ -10,7 +10,7 @@ import json
 import pytest
 from conftest import REPO, TINY
 
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
 from beluga.workflow.cost import (
     READ_ROW,
     REFERENCE,

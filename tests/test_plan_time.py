@@ -12,7 +12,7 @@ from conftest import REPO, TINY
 from test_resources import rule_blocks
 
 from beluga.cli import main
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
 from beluga.workflow.cost import REFERENCE
 from beluga.workflow.plan import load_config, plan, plan_command
 from beluga.workflow.runs import BASE_RESOURCES, model_scale

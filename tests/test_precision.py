@@ -1,4 +1,4 @@
-"""Precision settings (beluga/precision.py): resolution, bf16 autocast of the
+"""Precision settings (beluga/model/precision.py): resolution, bf16 autocast of the
 forward passes with float32 losses, fused AdamW, determinism."""
 
 import numpy as np
@@ -7,15 +7,15 @@ import pytest
 import torch
 from conftest import make_tiny_suite, train_run
 
-from beluga.batches import epoch_batches
+from beluga.core.tasks import SENT
 from beluga.heads import get_head
+from beluga.heads.span.qa import predict_qa
 from beluga.methods import get_algorithm, method_hparams
-from beluga.modeling import TINY_RANDOM, load_model, set_seed
-from beluga.precision import FP32, Precision, full, native_bf16, resolve, start_line
-from beluga.qa import predict_qa
-from beluga.streams import build_streams
-from beluga.tasks import SENT
-from beluga.training import LossFn
+from beluga.model.modeling import TINY_RANDOM, load_model, set_seed
+from beluga.model.precision import FP32, Precision, full, native_bf16, resolve, start_line
+from beluga.train.batches import epoch_batches
+from beluga.train.loop import LossFn
+from beluga.train.streams import build_streams
 
 BF16 = Precision("bf16", "cpu", True, False)
 CTX = "Paul traveled from Chicago to New York last year."
@@ -104,7 +104,7 @@ def test_fused_adamw_and_deterministic_bf16_training():
 
 def test_start_line_names_the_resolved_precision(monkeypatch):
     """The line a run prints at its start: auto resolved on this CPU, and why."""
-    import beluga.precision as p
+    import beluga.model.precision as p
 
     monkeypatch.setattr(p, "native_bf16", lambda device: False)
     line = start_line("auto")

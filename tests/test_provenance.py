@@ -1,6 +1,6 @@
 """Provenance (issue 37 item 4): the record every run record, the run's run.json and every ``test`` / ``score``
 output folder hold — versions of the packages that shape results, the git commit and dirty flag, what ran it,
-the user-given inputs' SHA-256 (beluga/provenance.py)."""
+the user-given inputs' SHA-256 (beluga/core/provenance.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, beluga_cli, make_tiny_suite, score_argv
 
-from beluga import provenance
+from beluga.core import provenance
 from beluga.suites.format import save_suite
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -90,7 +90,7 @@ def test_command_is_the_job_inside_a_job_else_the_command_line(monkeypatch):
 @pytest.fixture(scope="module")
 def tested(tmp_path_factory):
     """``test`` and ``score`` run in-process on the tiny suite (a tiny model saved with its task)."""
-    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.model.modeling import load_model, save_model, set_seed
 
     tmp = tmp_path_factory.mktemp("prov")
     assert provenance._JOB == {}, provenance._JOB   # no job left behind by an earlier test's job wrapper

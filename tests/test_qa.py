@@ -4,8 +4,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from beluga.errors import ConfigError, DataError
-from beluga.qa import (
+from beluga.core.errors import ConfigError, DataError
+from beluga.heads.span.batches import qa_inv_batch_loss, qa_mft_batch_loss
+from beluga.heads.span.qa import (
     aligned_positions,
     decode_answers,
     encode_qa,
@@ -19,7 +20,6 @@ from beluga.qa import (
     squad_metrics,
     squad_normalize,
 )
-from beluga.qa_batches import qa_inv_batch_loss, qa_mft_batch_loss
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +103,8 @@ def test_span_target_is_the_whole_token_answer_daniel_not_danielle(tok):
 
     import pandas as pd
 
-    from beluga.streams import build_streams
-    from beluga.tasks import READ
+    from beluga.core.tasks import READ
+    from beluga.train.streams import build_streams
 
     ctx = "Danielle is wiser than Daniel."
     assert locate_answer(ctx, "Daniel") == ctx.rindex("Daniel") == 23

@@ -21,8 +21,9 @@ import pytest
 from conftest import REPO
 
 from beluga.cli import main
-from beluga.errors import SuiteError
-from beluga.scoring import score_cases
+from beluga.core.errors import SuiteError
+from beluga.core.tasks import SUITE_TASK_TYPES, get_task_type
+from beluga.score.outcomes import score_cases
 from beluga.suites.checklist import import_checklist, import_checklist_records, read_any_suite
 from beluga.suites.release import (
     RECORD_FIELDS,
@@ -33,7 +34,6 @@ from beluga.suites.release import (
     write_checklist_jsonl,
 )
 from beluga.suites.release_pickle import ALLOWED_GLOBALS
-from beluga.tasks import SUITE_TASK_TYPES, get_task_type
 
 SHARED = REPO.parent / "shared" / "data"  # ../shared/data beside the checkout (as tests/test_bad_inputs.py)
 CHECKLIST = SHARED / "checklist"

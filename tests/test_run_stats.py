@@ -5,10 +5,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from beluga.errors import DataError
-from beluga.metrics import score_runs, scores_over_seeds
+from beluga.core.errors import DataError
+from beluga.core.seeds import per_seed_frame
 from beluga.report import run_stats, stats, tables
-from beluga.seeds import per_seed_frame
+from beluga.score.metrics import score_runs, scores_over_seeds
 
 FUNCS = pd.DataFrame({"functionality": ["f1", "f2", "f3"], "capability": ["c1", "c1", "c2"],
                       "test_type": ["MFT", "INV", "DIR"]})
@@ -124,7 +124,7 @@ def test_tested_delta_g_is_the_displayed_delta_g(tmp_path, task_type, scenario_i
         with pytest.raises(DataError, match="scenario_iid.*no seen run"):
             run_stats.outcomes_per_unit([r for r in runs if r["partition"] != "seen"], task_type, "seen")
     elif task_type == "para":   # the data tells the two definitions apart: pooled counts, not the mean of F1s
-        from beluga.metrics import iid_metrics
+        from beluga.score.metrics import iid_metrics
 
         folds = [r["outcomes"] for r in loaded if (r["configuration"], r["partition"]) == ("iid_to_t", "func")]
         mean_of_f1s = np.mean([iid_metrics(o, "para")["f1"] for o in folds])
@@ -137,9 +137,9 @@ def test_tested_delta_g_is_the_displayed_delta_g(tmp_path, task_type, scenario_i
 @pytest.mark.parametrize("task_type", ["sent", "para"])
 def test_under_scenario_iid_seen_no_score_reads_the_fold_models_iid_rows(tmp_path, task_type):
     """predict.fold_iid_examples: under scenario_iid seen the func / class / type fold models predict only a
-    sample of the i.i.d. test set (beluga.folds.predicted_iid); scores and the randomization test read the
+    sample of the i.i.d. test set (beluga.suites.folds.predicted_iid); scores and the randomization test read the
     seen model's rows, so they are the same as with every example predicted."""
-    from beluga.folds import predicted_iid
+    from beluga.suites.folds import predicted_iid
 
     rng = np.random.default_rng(11)
     runs = write_runs(tmp_path, rng, {("iid_to_t", "vanilla"): 0.7, ("iid_plus_t", "vanilla"): 0.4})

@@ -11,10 +11,10 @@ import yaml
 from conftest import CONFIGS, REPO
 from snakemake.utils import validate
 
+from beluga.core.errors import ConfigError
+from beluga.core.settings import FoldRun, fold_run
 from beluga.data.fetch import model_marker, resolve_data_paths
-from beluga.errors import ConfigError
 from beluga.methods import method_hparams
-from beluga.settings import FoldRun, fold_run
 from beluga.workflow.paths import IID_RUN, Paths, RunKey
 from beluga.workflow.resources import BASE_MEM_MB
 from beluga.workflow.runs import Runs, gpu_resources, model_scale

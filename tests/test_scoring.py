@@ -3,10 +3,10 @@ import pandas as pd
 import pytest
 from conftest import case
 
-from beluga.expectations import case_status
-from beluga.metrics import pass_rates
-from beluga.scoring import FAIL, FILTERED, PASS, score_cases
-from beluga.tasks import SENT, binary_to_three_class
+from beluga.core.tasks import SENT, binary_to_three_class
+from beluga.score.expectations import case_status
+from beluga.score.metrics import pass_rates
+from beluga.score.outcomes import FAIL, FILTERED, PASS, score_cases
 
 
 def status(expect, params, agg, probs3, labels=None):
@@ -140,7 +140,7 @@ def test_all_except_first_with_one_input_passes():
     for probs in (DUP, NOT):
         assert pstatus("inv", {"tolerance": 0.1, "unperturbed": True}, "all_except_first", [probs]) == PASS
     # the first *remaining* result is dropped after Nones are removed
-    from beluga.expectations import combine_inputs
+    from beluga.score.expectations import combine_inputs
     assert combine_inputs([None, True, False], "all_except_first") == FAIL
     assert combine_inputs([None, False, True], "all_except_first") == PASS
     assert combine_inputs([None, None], "all_except_first") == FILTERED
@@ -164,7 +164,7 @@ def test_qa_eq_exact_and_inv_exact():
 
 
 def test_squad_cleaning():
-    from beluga.expectations import clean_squad
+    from beluga.score.expectations import clean_squad
     assert clean_squad("the Anna.") == "Anna"
     assert clean_squad("in Paris..") == "Paris"
     # a character-set strip, not an article strip: 'then' and 'ethan' vanish, 'the nation' -> 'on'
@@ -193,7 +193,7 @@ def test_same_answer_with_meta():
 
 
 def test_score_cases_qa_and_three_class_sent():
-    from beluga.tasks import PARA, READ
+    from beluga.core.tasks import PARA, READ
     suite = pd.DataFrame([
         dict(case("q1", "who", "C", "MFT", ["ctx", "ctx"], expect="squad"), answers=["Anna", "Bob"]),
         dict(case("q2", "who", "C", "MFT", ["ctx"], expect="eq"), answers=["Anna"]),
@@ -233,7 +233,7 @@ def test_tolerances_include_their_boundary():
 def test_a_functionality_without_a_scored_case_has_no_failure_rate():
     """Every case filtered: no failure rate (NaN, shown as such), not 0% — nothing was scored."""
     from beluga.analyses.behavioral import failure_summary
-    from beluga.tasks import get_task_type
+    from beluga.core.tasks import get_task_type
 
     suite = pd.DataFrame([case("a", "all filtered", "Vocabulary", "DIR", ["x", "x y"], expect="diff_up"),
                           case("b", "scored", "Vocabulary", "MFT", ["z"], [0])])
@@ -246,7 +246,7 @@ def test_a_functionality_without_a_scored_case_has_no_failure_rate():
 
 
 def outcome(expect, params, agg, probs3, labels=None):
-    from beluga.expectations import case_outcome
+    from beluga.score.expectations import case_outcome
 
     probs3 = np.asarray(probs3, dtype=float)
     return case_outcome(expect, params, agg, probs3.argmax(-1).tolist(), probs3.tolist(), labels,
@@ -286,7 +286,7 @@ def test_score_cases_reasons_column_and_pass_rates():
 
 
 def test_status_words_and_filtered_note():
-    from beluga.metrics import filter_counts, filtered_note, status_word
+    from beluga.score.metrics import filter_counts, filtered_note, status_word
 
     assert [status_word(0, 0), status_word(4, 0), status_word(4, 1)] == ["no scored cases", "pass", "fail"]
     counts = filter_counts(["no input scored", None, "original predicted neutral", "original predicted neutral"])

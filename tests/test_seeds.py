@@ -10,11 +10,11 @@ import pytest
 from scipy.stats import binomtest
 from test_run_stats import FUNCS, write_runs
 
-from beluga.errors import DataError
-from beluga.metrics import pass_rates_over_seeds, score_runs, scores_markdown, scores_over_seeds
+from beluga.core.errors import DataError
+from beluga.core.seeds import has_spread, over_seeds, per_seed_frame, plus_minus, seeds_legend, seeds_note, spread_text
 from beluga.report import bootstrap, run_stats, stats, tables
 from beluga.report.stats import Outcomes
-from beluga.seeds import has_spread, over_seeds, per_seed_frame, plus_minus, seeds_legend, seeds_note, spread_text
+from beluga.score.metrics import pass_rates_over_seeds, score_runs, scores_markdown, scores_over_seeds
 from beluga.workflow.paths import Paths
 from beluga.workflow.runs import Runs
 

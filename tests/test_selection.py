@@ -3,7 +3,7 @@ import json
 import pytest
 from conftest import fold_run
 
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
 from beluga.steps.train import select_hparams, with_selection
 from beluga.workflow.dag import grid_points
 
@@ -85,9 +85,9 @@ def _preds(probs: dict):
 def test_sent_reference_objective_by_hand():
     import pandas as pd
 
+    from beluga.core.tasks import get_task_type
     from beluga.heads.classification import classification_parts, classification_plan
-    from beluga.selection import reference_objective
-    from beluga.tasks import get_task_type
+    from beluga.train.selection import reference_objective
 
     sent = get_task_type("sent")
     cases = pd.DataFrame([
@@ -132,9 +132,9 @@ def test_sent_reference_objective_by_hand():
 def test_para_reference_objective_by_hand():
     import pandas as pd
 
+    from beluga.core.tasks import get_task_type
     from beluga.heads.classification import classification_parts, classification_plan
-    from beluga.selection import reference_objective
-    from beluga.tasks import get_task_type
+    from beluga.train.selection import reference_objective
 
     para = get_task_type("para")
     b = ["x"] * 3
@@ -168,10 +168,10 @@ def test_para_reference_objective_by_hand():
 def test_reference_objective_leaves_out_a_missing_test_type_and_refuses_unknown_cases():
     import pandas as pd
 
-    from beluga.errors import BelugaError
+    from beluga.core.errors import BelugaError
+    from beluga.core.tasks import get_task_type
     from beluga.heads.classification import binary_f1, classification_parts, classification_plan
-    from beluga.selection import reference_objective
-    from beluga.tasks import get_task_type
+    from beluga.train.selection import reference_objective
 
     sent = get_task_type("sent")
     cases = pd.DataFrame([_case("m1", "MFT", ["a"], "eq", [2])])
@@ -192,7 +192,7 @@ def test_reference_objective_leaves_out_a_missing_test_type_and_refuses_unknown_
 
 def test_read_parts_and_terms_by_hand():
     from beluga.heads.span import read_parts
-    from beluga.selection import reference_objective
+    from beluga.train.selection import reference_objective
 
     parts = read_parts([True, False, True, True], [True, False, False, True], [True, True], [False, True])
     # start 3/4, end 2/4 -> 0.625; INV start 2/2, end 1/2 -> 0.75
@@ -202,7 +202,7 @@ def test_read_parts_and_terms_by_hand():
 
 
 def test_reference_alignment_is_the_reference_codes():
-    from beluga.qa import aligned_argmax_same, reference_alignment
+    from beluga.heads.span.qa import aligned_argmax_same, reference_alignment
 
     # perturbation inserts two tokens: blocks (pert 0, orig 0, 1) and (pert 3, orig 1, 3)
     orig, pert = [1, 2, 3, 4], [1, 9, 9, 2, 3, 4]
@@ -221,7 +221,7 @@ def test_reference_alignment_is_the_reference_codes():
 
 
 def test_best_trial_refuses_mixed_objectives(tmp_path):
-    from beluga.selection import best_trial, check_objective
+    from beluga.train.selection import best_trial, check_objective
 
     a = {"trial": "a", "score": 0.4, "objective": "pass_rate"}
     b = {"trial": "b", "score": 1.9, "objective": "reference"}
@@ -235,7 +235,7 @@ def test_best_trial_refuses_mixed_objectives(tmp_path):
 def test_pass_rate_objective_by_hand():
     import pandas as pd
 
-    from beluga.selection import pass_rate_objective
+    from beluga.train.selection import pass_rate_objective
 
     assert pass_rate_objective(pd.Series([0.5, float("nan"), 1.0]))["score"] == 0.75   # (0.5 + 1.0) / 2
     nothing = pass_rate_objective(pd.Series([float("nan")]))["score"]
@@ -246,8 +246,8 @@ def test_pass_rate_objective_by_hand():
 def cpu_job():
     import torch
 
-    from beluga.job import Job
-    from beluga.precision import resolve
+    from beluga.core.job import Job
+    from beluga.model.precision import resolve
 
     cpu = torch.device("cpu")
     return Job(cpu, resolve("fp32", cpu), 1)
@@ -257,10 +257,10 @@ def test_suite_objective_sent_on_a_tiny_model(cpu_job):
     import numpy as np
     from conftest import make_tiny_suite
 
-    from beluga import fold
-    from beluga.clock import Clock
-    from beluga.predict import suite_predictions
-    from beluga.tasks import binary_to_three_class, get_task_type
+    from beluga.core.clock import Clock
+    from beluga.core.tasks import binary_to_three_class, get_task_type
+    from beluga.score.predict import suite_predictions
+    from beluga.train import fold
 
     sent = get_task_type("sent")
     run = fold_run(max_length=32)
@@ -308,10 +308,10 @@ class _PeakQA:
 def test_suite_objective_read_by_hand(cpu_job):
     import pandas as pd
 
-    from beluga import fold
-    from beluga.clock import Clock
-    from beluga.modeling import load_model
-    from beluga.qa import encode_qa, span_targets
+    from beluga.core.clock import Clock
+    from beluga.heads.span.qa import encode_qa, span_targets
+    from beluga.model.modeling import load_model
+    from beluga.train import fold
 
     run = fold_run(task_type="read", max_length=48, doc_stride=8)
     _, tok = load_model("tiny-random", 0, head="qa")
@@ -350,9 +350,9 @@ def test_trial_records_the_objective_and_checks_its_plan_before_training(tmp_pat
     import pandas as pd
     from conftest import make_tiny_suite
 
-    import beluga.fold
-    from beluga.errors import BelugaError
-    from beluga.io import write_parquet
+    import beluga.train.fold
+    from beluga.core.errors import BelugaError
+    from beluga.core.io import write_parquet
     from beluga.steps.train import trial
     from beluga.suites.format import save_suite
 
@@ -362,14 +362,14 @@ def test_trial_records_the_objective_and_checks_its_plan_before_training(tmp_pat
                   tmp_path / "split.parquet")
     run = fold_run(hparams={"lr": 1e-4}, max_length=32,   # the trial's run: its grid point on top (Runs.hparams)
                    functionalities=tuple(dict.fromkeys(suite["functionality"])))
-    model, tok = beluga.fold.load_start_model(run, cpu_job, num_labels=2)
+    model, tok = beluga.train.fold.load_start_model(run, cpu_job, num_labels=2)
     trained = []
 
     def fake_train_fold(run, job, clock, **kw):
         trained.append(run.hparams["lr"])
         return model, tok, {"steps": 0, "wall_time_s": 0.0}
 
-    monkeypatch.setattr(beluga.fold, "train_fold", fake_train_fold)
+    monkeypatch.setattr(beluga.train.fold, "train_fold", fake_train_fold)
     where = dict(run=run.to_dict(), grid_point={"lr": 1e-4}, suite=str(tmp_path / "suite.parquet"),
                  split=str(tmp_path / "split.parquet"), iid_train=None, start=None, batch_size=8)
     for objective in ("pass_rate", "reference"):

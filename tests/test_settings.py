@@ -10,9 +10,9 @@ import yaml
 from conftest import REPO, make_tiny_suite
 from snakemake.utils import validate
 
-from beluga.folds import CONFIGURATIONS
+from beluga.core.settings import FoldRun, fold_run, sourced_settings
 from beluga.methods import ALGORITHMS, DEFAULT_HPARAMS, PUBLIC_METHODS, method_hparams
-from beluga.settings import FoldRun, fold_run, sourced_settings
+from beluga.suites.folds import CONFIGURATIONS
 from beluga.suites.format import save_suite
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
@@ -61,10 +61,10 @@ def test_every_field_reaches_the_training_loop(step, tmp_path, monkeypatch):
     """Each training job's step hands the run it is given to training.train, every field intact."""
     import pandas as pd
 
-    import beluga.training
-    from beluga.folds import assign_splits
-    from beluga.io import write_parquet
+    import beluga.train.loop
+    from beluga.core.io import write_parquet
     from beluga.steps import train as steps
+    from beluga.suites.folds import assign_splits
 
     cfg = distinctive_config()
     suite = make_tiny_suite(4)
@@ -88,7 +88,7 @@ def test_every_field_reaches_the_training_loop(step, tmp_path, monkeypatch):
         seen["run"] = given
         raise Stop
 
-    monkeypatch.setattr(beluga.training, "train", capture)
+    monkeypatch.setattr(beluga.train.loop, "train", capture)
     data = dict(suite=str(tmp_path / "suite.parquet"), split=str(tmp_path / "split.parquet"), iid_train=None,
                 start=None)
     with pytest.raises(Stop):
@@ -124,8 +124,8 @@ def test_method_defaults_are_owned_by_the_classes_and_merged_once():
     # a method given incomplete hyper-parameters refuses them (no second merge hides a missing key)
     from conftest import fold_run as test_run
 
-    from beluga.modeling import TINY_RANDOM, load_model
-    from beluga.training import LossFn
+    from beluga.model.modeling import TINY_RANDOM, load_model
+    from beluga.train.loop import LossFn
 
     model, tok = load_model(TINY_RANDOM, 2)
     with pytest.raises(ValueError, match="missing"):

@@ -14,15 +14,15 @@ import scipy.stats
 import torch
 from conftest import train_run
 
-from beluga.batches import TrainItem, epoch_batches
-from beluga.errors import BelugaError, ConfigError, DataError, ModelError, SuiteError
+from beluga.core.errors import BelugaError, ConfigError, DataError, ModelError, SuiteError
+from beluga.core.tasks import SENT, SIMILARITY, TASK_TYPES, get_task_type
 from beluga.heads import get_head
-from beluga.losses import interval_loss, mse_loss, score_dir_loss, score_inv_loss
-from beluga.regression_metrics import paired_bootstrap, pearson, spearman
-from beluga.scoring import iid_outcomes, score_cases
-from beluga.streams import build_streams
+from beluga.heads.score.correlation import paired_bootstrap, pearson, spearman
+from beluga.score.outcomes import iid_outcomes, score_cases
 from beluga.suites.format import validate_suite
-from beluga.tasks import SENT, SIMILARITY, TASK_TYPES, get_task_type
+from beluga.train.batches import TrainItem, epoch_batches
+from beluga.train.losses import interval_loss, mse_loss, score_dir_loss, score_inv_loss
+from beluga.train.streams import build_streams
 
 
 def _case(cid, func, test_type, inputs, expect, params=None, labels=None, agg=None, inputs_b=None):
@@ -104,7 +104,7 @@ def test_score_dir_direction_margin_and_bound():
 
 
 def test_filter_conditions_of_score_expectations():
-    from beluga.expectations import filter_condition
+    from beluga.score.expectations import filter_condition
 
     assert "at the top of the score range" in filter_condition("score_up", {})
     assert "at the bottom of the score range" in filter_condition("score_down", {"margin": 1})
@@ -292,7 +292,7 @@ def test_classification_items_are_unchanged():
         "env", "inputs", "inputs_b", "target", "dir_fn", "dir_slice", "answer", "answer_start", "qa", "targets",
         "anchor", "dir_class"]
     # a field added later is hashed only when set: the item's fingerprint record is the one before it
-    from beluga.checkpoint import item_record
+    from beluga.model.checkpoint import item_record
 
     assert list(item_record(item)) == [f.name for f in dataclasses.fields(item)][:-1]
     assert item_record(dataclasses.replace(item, dir_class=0))["dir_class"] == 0
@@ -356,10 +356,10 @@ def _toy_iid(n=24):
 
 
 def test_tiny_model_trains_saves_loads_and_predicts(tmp_path):
-    from beluga.modeling import TINY_RANDOM, load_model, load_trained, save_model, set_seed
-    from beluga.precision import FP32
-    from beluga.predict import predictions, predictions_table
-    from beluga.scoring import run_outcomes
+    from beluga.model.modeling import TINY_RANDOM, load_model, load_trained, save_model, set_seed
+    from beluga.model.precision import FP32
+    from beluga.score.outcomes import run_outcomes
+    from beluga.score.predict import predictions, predictions_table
 
     iid, suite = _toy_iid(), _toy_suite().iloc[:4]
     streams = build_streams(SIMILARITY, iid, suite)
@@ -403,7 +403,7 @@ def suite_rows_null(preds: pd.DataFrame) -> bool:
 
 
 def test_a_classifier_is_not_loaded_as_a_regression_head(tmp_path):
-    from beluga.modeling import TINY_RANDOM, load_model, load_trained, save_model
+    from beluga.model.modeling import TINY_RANDOM, load_model, load_trained, save_model
 
     model, tok = load_model(TINY_RANDOM, 2)
     save_model(model, tok, tmp_path / "c")
@@ -417,7 +417,7 @@ def test_a_classifier_is_not_loaded_as_a_regression_head(tmp_path):
 def test_regression_streams_train_with_every_sampling_and_penalty(method, hparams):
     """The per-environment methods (one minibatch per environment, IRM's dummy scale on the scores) and a
     regulariser train a regression head through the same loop: finite losses, the planned steps."""
-    from beluga.modeling import TINY_RANDOM, load_model, set_seed
+    from beluga.model.modeling import TINY_RANDOM, load_model, set_seed
 
     streams = build_streams(SIMILARITY, _toy_iid(8), _toy_suite().iloc[:4])
     set_seed(0)
@@ -432,7 +432,7 @@ def test_regression_streams_train_with_every_sampling_and_penalty(method, hparam
 def test_reference_batching_and_a_resumed_run(tmp_path):
     """Reference batching halves the INV / DIR minibatches of a regression head too; a run resumed from its
     epoch checkpoint (score items, infinite interval bounds included, fingerprinted) ends with the same scores."""
-    from beluga.modeling import TINY_RANDOM, load_model, set_seed
+    from beluga.model.modeling import TINY_RANDOM, load_model, set_seed
 
     streams = build_streams(SIMILARITY, _toy_iid(8), _toy_suite().iloc[:4])
     hp = {"lr": 1e-3, "batch_size": 4, "epochs": 2}
@@ -456,8 +456,8 @@ def test_all_except_first_ignores_the_original_before_unscored_inputs_are_droppe
     """A label-checked INV / DIR whose original has no label: the first perturbation's result counts (it was
     dropped with the original when the unscored inputs went first), and a case whose only labelled input is
     the original has nothing scored, never a pass of nothing."""
-    from beluga.case_rows import FILTERED
-    from beluga.regression import score_case_outcome
+    from beluga.heads.score.cases import score_case_outcome
+    from beluga.score.case_rows import FILTERED
 
     assert score_case_outcome("score_near", {}, "all_except_first", [3.0, 4.0, 4.0], [None, 1.0, 4.0]) == \
         ("fail", None)

@@ -1,4 +1,4 @@
-"""GLUE-X's five-class STS-B (issue 40): the ``similarity_classes`` task type (beluga.tasks.ScoreClassesType), the
+"""GLUE-X's five-class STS-B (issue 40): the ``similarity_classes`` task type (beluga.core.tasks.ScoreClassesType), the
 rounding of a score in [0, 5] to the classes 0..4 (round half up, then 5 -> 4; docs/DEVIATIONS.md), STS-B's GLUE
 archive and SICK's relatedness read as classes through the data steps (tiny files in the official shapes), and a
 STS-B source accepted for the type by the config check."""
@@ -9,8 +9,8 @@ import pytest
 from test_challenge_data import sick_zip
 from test_glue_data import glue_zip
 
+from beluga.core.tasks import SIMILARITY_CLASSES, TASK_TYPES, get_task_type
 from beluga.steps import data as data_steps
-from beluga.tasks import SIMILARITY_CLASSES, TASK_TYPES, get_task_type
 
 
 def test_the_type_is_a_five_class_pair_classification():

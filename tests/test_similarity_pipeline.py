@@ -7,14 +7,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from beluga.core.errors import BelugaError, DataError
+from beluga.core.tasks import SIMILARITY
 from beluga.data.ood_sets import load_local
 from beluga.data.tables import load_table
-from beluga.errors import BelugaError, DataError
+from beluga.heads.score.diagnostics import CONSTANT_STD, constant_predictor
+from beluga.heads.score.objective import regression_parts, regression_plan
 from beluga.report.diagnostics import run_diagnostics
-from beluga.score_diagnostics import CONSTANT_STD, constant_predictor
-from beluga.score_objective import regression_parts, regression_plan
-from beluga.selection import reference_objective
-from beluga.tasks import SIMILARITY
+from beluga.train.selection import reference_objective
 
 
 def _case(cid, func, ttype, n, expect, params=None, labels=None):

@@ -15,12 +15,12 @@ import yaml
 from conftest import REPO
 
 from beluga.cli import main
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
+from beluga.core.tasks import get_task_type
 from beluga.suites.authoring import build_command, perturb_command
 from beluga.suites.build import make_suite
 from beluga.suites.format import load_suite, validate_suite
 from beluga.suites.spec import PACKAGED, catalogue, load_sources, load_spec, render_spec, spec_from_data
-from beluga.tasks import get_task_type
 
 SIM = get_task_type("similarity")
 ACC = get_task_type("acceptability")
@@ -305,7 +305,7 @@ def test_the_other_packaged_specs_render_as_before(name):
 def test_training_streams_of_the_rendered_suites():
     """similarity_default trains its MFTs on their values / bounds, its DIRs in their direction with the margin,
     its INVs as pairs; acceptability_default's MFTs train the one-hot class by name."""
-    from beluga.streams import build_streams
+    from beluga.train.streams import build_streams
 
     s = load_spec("similarity_default")
     streams = build_streams(SIM, None, render_spec(s, load_sources(s), cases_per_functionality=3))

@@ -1,5 +1,5 @@
 """SIMILARITY (issue 40) wired into the i.i.d. metrics, the statistics' features and the config schema:
-Pearson / Spearman from outcome rows (beluga.metrics), from mean moment features (beluga.report.stats),
+Pearson / Spearman from outcome rows (beluga.score.metrics), from mean moment features (beluga.report.stats),
 the paired randomization test and G at or below 0."""
 
 from pathlib import Path
@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from scipy.stats import pearsonr, spearmanr
 
-from beluga import metrics
+from beluga.core.tasks import SIMILARITY_FEATURES, TASK_TYPES
 from beluga.report import paired, stats
-from beluga.tasks import SIMILARITY_FEATURES, TASK_TYPES
+from beluga.score import metrics
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from beluga.core.errors import DataError
 from beluga.data.squad import _article_key, halve_squad_by_article, load_squad, split_squad_by_article
-from beluga.errors import DataError
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SQUAD_DEV = SHARED_DATA / "iid" / "squad" / "dev-v1.1.reconstructed.json.gz"

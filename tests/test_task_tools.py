@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from beluga.cli import main
-from beluga.modeling import TINY_RANDOM, load_model, save_model, set_seed
+from beluga.core.tasks import get_task_type
+from beluga.model.modeling import TINY_RANDOM, load_model, save_model, set_seed
 from beluga.suites.format import save_suite
-from beluga.tasks import get_task_type
 
 
 def _case(cid, func, test_type, inputs, expect, params=None, labels=None, pair=True):
@@ -35,7 +35,7 @@ def similarity_suite() -> pd.DataFrame:
     ])
 
 
-#: a score per (case, input) and the status each case gets from it, by the table of beluga.regression
+#: a score per (case, input) and the status each case gets from it, by the table of beluga.heads.score.cases
 SCORES = {("near-0", 0): 4.2, ("near-1", 0): 3.9, ("low-0", 0): 0.5, ("inv-0", 0): 3.0, ("inv-0", 1): 3.5,
           ("inv-0", 2): 3.6, ("dir-0", 0): 4.0, ("dir-0", 1): 2.5, ("dir-1", 0): 0.0, ("dir-1", 1): 0.0}
 STATUS = {"near-0": "pass", "near-1": "fail", "low-0": "pass", "inv-0": "fail", "dir-0": "pass",
@@ -189,7 +189,7 @@ def test_bad_score_files_are_refused_in_one_line(tmp_path, sim_suite, capsys):
 
 
 def nli_suite() -> pd.DataFrame:
-    ent, con = 0, 2     # MNLI's numbering (beluga.tasks.NLI)
+    ent, con = 0, 2     # MNLI's numbering (beluga.core.tasks.NLI)
     return pd.DataFrame([
         _case("e-0", "entailed", "MFT", ["a man sleeps"], "eq", labels=[ent]),
         _case("c-0", "contradicted", "MFT", ["a man is awake"], "eq", labels=[con]),
@@ -351,7 +351,7 @@ def test_an_nli_model_with_its_classes_in_another_order_is_read_by_name(tmp_path
 def test_a_case_input_given_twice_names_both_lines(tmp_path, fmt):
     """Scores and probabilities share one reader of a case input's key: a repeat stops naming both lines."""
     from beluga.analyses.predictions import read_score_predictions
-    from beluga.errors import DataError
+    from beluga.core.errors import DataError
 
     path = tmp_path / f"p.{fmt}"
     rows = [{"case_id": "c1", "input_idx": 0, "score": 1.0}, {"case_id": "c2", "input_idx": 0, "score": 2.0},

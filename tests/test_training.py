@@ -7,14 +7,14 @@ import pytest
 import torch
 from conftest import make_tiny_suite, train_run
 
-from beluga.batches import epoch_batches
-from beluga.errors import ConfigError, ModelError
+from beluga.core.errors import ConfigError, ModelError
+from beluga.core.tasks import SENT
 from beluga.heads import get_head
 from beluga.methods import check_method_hparams, get_algorithm, method_hparams
-from beluga.modeling import TINY_RANDOM, load_model, resolve_model, set_seed
-from beluga.streams import build_streams
-from beluga.tasks import SENT
-from beluga.training import LossFn
+from beluga.model.modeling import TINY_RANDOM, load_model, resolve_model, set_seed
+from beluga.train.batches import epoch_batches
+from beluga.train.loop import LossFn
+from beluga.train.streams import build_streams
 
 
 def tiny():
@@ -95,7 +95,7 @@ def _case(cid, func, ttype, inputs, inputs_b=None, labels=None, expect="eq", par
 
 
 def test_para_streams_train_label_checks_as_mfts():
-    from beluga.tasks import PARA
+    from beluga.core.tasks import PARA
 
     suite = pd.DataFrame([
         _case("m", "mft", "MFT", ["q1"], ["q2"], labels=[0]),
@@ -155,7 +155,7 @@ def test_sent_q_and_a_no_label_1_target():
 
 
 def test_read_streams_and_training_step():
-    from beluga.tasks import READ
+    from beluga.core.tasks import READ
 
     ctx = "Paul traveled from Chicago to New York last year."
     suite = pd.DataFrame([
@@ -184,7 +184,7 @@ def test_read_streams_and_training_step():
 def test_diverged_training_stops_with_the_step_or_skips():
     """A non-finite loss stops training with one line naming the job and the step; nonfinite: skip goes on,
     counting the skipped steps; a model with non-finite weights is never returned."""
-    from beluga.health import DivergedError
+    from beluga.score.health import DivergedError
 
     suite = make_tiny_suite(6)
     model, tok = tiny()

@@ -14,7 +14,7 @@ import yaml
 from conftest import pipeline
 from scipy.stats import pearsonr, spearmanr
 
-from beluga.score_diagnostics import CONSTANT_STD
+from beluga.heads.score.diagnostics import CONSTANT_STD
 from beluga.suites.format import save_suite
 
 N = 8   # cases per functionality

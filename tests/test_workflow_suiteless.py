@@ -12,7 +12,7 @@ from test_challenge_data import sick_zip
 from test_glue_data import glue_zip
 from test_workflow_nli import nli_table
 
-from beluga.tasks import SIMILARITY_CLASSES
+from beluga.core.tasks import SIMILARITY_CLASSES
 
 HANS_COLLAPSE = {"entailment": "entailment", "neutral": "non-entailment", "contradiction": "non-entailment"}
 

@@ -14,11 +14,11 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from beluga.bounds import json_loads
+from beluga.core.bounds import json_loads
+from beluga.core.pages import render_page
 from beluga.heads import head_of
 from beluga.heads.base import shorten
-from beluga.metrics import STATUS_WORDS, filter_counts, filtered_note, status_word
-from beluga.pages import render_page
+from beluga.score.metrics import STATUS_WORDS, filter_counts, filtered_note, status_word
 
 # ---------------------------------------------------------------- the failure summary
 
@@ -53,7 +53,7 @@ def _functionality_rates(suite: pd.DataFrame, status: pd.DataFrame) -> pd.DataFr
     """One model's failures per functionality (suite order): class, functionality, type, n cases, n scored,
     n failed, failure rate, and the filtered cases' reasons counted (``reasons``: {reason: n}; from the
     status's ``filter_reason`` where it has one, else "not recorded")."""
-    from beluga.scoring import FAIL, FILTERED
+    from beluga.score.outcomes import FAIL, FILTERED
 
     st = status.set_index("case_id")["status"]
     why = status.set_index("case_id")["filter_reason"] if "filter_reason" in status.columns else None
@@ -89,7 +89,8 @@ def failure_summary(suite: pd.DataFrame, statuses: list[pd.DataFrame], preds: li
 
     Per functionality (suite order): class, functionality, type, cases; ``n_scored`` / ``n_failed`` /
     ``n_filtered`` summed over the models, ``filtered`` (their reasons counted,
-    :func:`beluga.metrics.filtered_note`) and ``status`` (:func:`beluga.metrics.status_word`: ``fail``, ``pass``
+    :func:`beluga.score.metrics.filtered_note`) and ``status`` (:func:`beluga.score.metrics.status_word`:
+    ``fail``, ``pass``
     or ``no scored cases``); ``failure_rate``, the mean over the models of each model's own failure rate (a
     model that scored no case of the functionality left out). With two or more models also ``n_models`` (the
     models in that mean), ``failure_rate_sd`` (sample standard deviation, ``ddof=1``; NaN where one model scored
@@ -97,7 +98,7 @@ def failure_summary(suite: pd.DataFrame, statuses: list[pd.DataFrame], preds: li
     functionality, those failing for the most models first (suite order among equals), each with its inputs,
     expectation, ``n_failing``, ``failing`` (indices of the models that fail it) and per input the
     ``predictions`` of every model."""
-    from beluga.scoring import FAIL
+    from beluga.score.outcomes import FAIL
 
     if not (len(models) == len(statuses) == len(preds)) or not models:
         raise ValueError("failure_summary: one status and one predictions frame per model, one or more")
@@ -225,7 +226,7 @@ def _percent(x) -> str:
 
 def _mean_sd(r: dict) -> str:
     """``"66.7 ± 57.7%"`` (the mean alone with one model scored; ``–`` with none)."""
-    from beluga.seeds import plus_minus
+    from beluga.core.seeds import plus_minus
 
     return "–" if pd.isna(r["failure_rate"]) else plus_minus(r["failure_rate"], r["failure_rate_sd"]) + "%"
 
@@ -344,7 +345,7 @@ def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str, models: li
 
 def summary_html(funcs: pd.DataFrame, examples: dict, title: str, models: list[str]) -> str:
     """The summary of :func:`failure_summary` over ``models`` as a standalone page (beluga/templates/summary.html.j2,
-    :func:`beluga.pages.render_page`: every value escaped): the failure-rate table and, per functionality, a
+    :func:`beluga.core.pages.render_page`: every value escaped): the failure-rate table and, per functionality, a
     collapsible list of failing cases (no scripts, no external resources)."""
     n, labels = len(models), model_labels(len(models))
     rows = []

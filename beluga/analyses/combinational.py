@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from beluga.errors import ConfigError, DataError
+from beluga.core.errors import ConfigError, DataError
 
 COMB_ROLES = ("fst", "sec", "neu")
 #: (x role, template role, ŷ) of every cell, in the seed's Table 2 order

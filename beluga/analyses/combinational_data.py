@@ -26,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from beluga.analyses.combinational import hutto_three_way, load_labelled, variant_data
-from beluga.errors import ConfigError, DataError
+from beluga.core.errors import ConfigError, DataError
 
 #: Yelp Review Full's stars -> the three labels (a project choice: the seed does not say)
 YELP_THREE_WAY = {"1": "negative", "2": "negative", "3": "neutral", "4": "positive", "5": "positive"}

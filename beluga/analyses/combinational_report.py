@@ -16,8 +16,8 @@ import re
 import pandas as pd
 
 from beluga.analyses.combinational import CELLS, COMB_ROLES, GROUPS, cell_name
-from beluga.errors import DataError
-from beluga.seeds import (
+from beluga.core.errors import DataError
+from beluga.core.seeds import (
     N_SEEDS_COLUMN,
     SEED_COLUMN,
     has_spread,
@@ -171,7 +171,7 @@ STYLES = {"ID": ("o-", "tab:blue"), "COOD": ("s-", "tab:orange"), "OOD": ("^-", 
 def _save(fig, out_png: str) -> None:
     import matplotlib.pyplot as plt
 
-    from beluga.io import atomic_path
+    from beluga.core.io import atomic_path
 
     fig.tight_layout()
     with atomic_path(out_png) as tmp:
@@ -265,7 +265,7 @@ def _pm(r: dict, c: str) -> str:
 
 
 def _seeds_line(seeds: list[int], csv: str) -> str:
-    """The Markdown's line on the training seeds (:func:`beluga.seeds.seeds_legend`: none for one seed)."""
+    """The Markdown's line on the training seeds (:func:`beluga.core.seeds.seeds_legend`: none for one seed)."""
     return seeds_legend(len(seeds), f"Every accuracy: mean ± standard deviation over {len(seeds)} training seeds "
                                     f"({', '.join(map(str, seeds))}); `_sd`, `_min`, `_max` and `n_seeds` in {csv}. "
                                     "The counts are the same for every seed (one pool of inputs); each seed's runs: "

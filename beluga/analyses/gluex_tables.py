@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import pandas as pd
 
 from beluga.analyses.ood_eval import ALL_TYPES, backbone_label, ood_benchmarks
-from beluga.errors import DataError
+from beluga.core.errors import DataError
 
 TABLE3_COLUMNS = ("model", "ood_avg", "id_avg", "decrease_ratio", "friedman_rank_ood", "friedman_rank_id",
                   "rank_decrease_ratio")

@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 
 from beluga.analyses.predictions import predictions_text, text_lines, unique_case_records
-from beluga.bounds import json_loads
-from beluga.causal_lm import class_sets, softmax_rows
-from beluga.errors import DataError
-from beluga.tasks import TaskType
+from beluga.core.bounds import json_loads
+from beluga.core.errors import DataError
+from beluga.core.tasks import TaskType
+from beluga.model.causal_lm import class_sets, softmax_rows
 
 #: the ``score --format`` of lm-eval's per-sample output (its --log_samples files: samples_<task>_<date>.jsonl)
 SAMPLES_FORMAT = "lm-eval-samples"
@@ -44,7 +44,7 @@ def _loglik(value, path: str, line: int, field: str, i: int) -> float:
 
 def read_lm_eval_samples(path: str, ttype: TaskType) -> pd.DataFrame:
     """lm-eval's ``--log_samples`` JSONL -> DataFrame(case_id, input_idx, probs) (see the module docstring), the
-    number of choices that of the task's classes (:func:`beluga.causal_lm.class_sets`: SENT two or three)."""
+    number of choices that of the task's classes (:func:`beluga.model.causal_lm.class_sets`: SENT two or three)."""
     sets = {len(s): s for s in class_sets(ttype)}
     text = predictions_text(path, SAMPLES_FORMAT)
     records = []

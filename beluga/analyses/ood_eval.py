@@ -56,11 +56,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from beluga.core.errors import ConfigError, DataError
+from beluga.core.seeds import N_SEEDS_COLUMN, SEED_COLUMN
 from beluga.data.iid import IID_SPLITS
-from beluga.errors import ConfigError, DataError
 from beluga.heads import HEADS
-from beluga.metrics import BASELINE, CONFIG_LABELS
-from beluga.seeds import N_SEEDS_COLUMN, SEED_COLUMN
+from beluga.score.metrics import BASELINE, CONFIG_LABELS
 
 LONG_COLUMNS = ("system", "task", "dataset", "domain", "metric", "value")
 RANKING_COLUMNS = ("system", "id_avg", "ood_avg", "decrease_ratio", "rank_decrease_ratio", "friedman_rank_ood",

@@ -23,10 +23,10 @@ from beluga.analyses.ood_eval import (
     read_long,
 )
 from beluga.analyses.ood_scores import OOD_METRIC
-from beluga.io import atomic_path, check_out_folder, write_csv, write_out_folder, write_text
-from beluga.metrics import IID_METRICS
+from beluga.core.io import atomic_path, check_out_folder, write_csv, write_out_folder, write_text
+from beluga.core.seeds import N_SEEDS_COLUMN, has_spread, plus_minus, seeds_legend, seeds_note
 from beluga.report.tables import DOWN, UP, latex_escape
-from beluga.seeds import N_SEEDS_COLUMN, has_spread, plus_minus, seeds_legend, seeds_note
+from beluga.score.metrics import IID_METRICS
 
 #: the separator of a LaTeX cell over training seeds: ``80.9\,$\pm$\,0.5``
 TEX_PLUS_MINUS = r"\,$\pm$\,"
@@ -72,7 +72,7 @@ def ranking_markdown(ranking: pd.DataFrame, title: str = "OOD ranking (GLUE-X)",
 def long_seeds_note(long: pd.DataFrame) -> str:
     """A line for rankings read from scores.csv files of training seeds (their ``n_seeds`` column,
     ``ood_scores.long_over_seeds``): the ranked scores are means over seeds; ``""`` when every score is
-    one seed's (:func:`beluga.seeds.seeds_legend`)."""
+    one seed's (:func:`beluga.core.seeds.seeds_legend`)."""
     n = pd.to_numeric(long[N_SEEDS_COLUMN], errors="coerce") if N_SEEDS_COLUMN in long.columns else \
         pd.Series(np.nan, index=long.index)
     counts = sorted({int(v) for v in n.dropna()} or {1})
@@ -83,7 +83,7 @@ def long_seeds_note(long: pd.DataFrame) -> str:
                                   "spread over seeds: value_sd, value_min, value_max in the scores).")
 
 
-#: what ``ood-rank`` writes in its ``--out`` folder (written as a whole, :func:`beluga.io.write_out_folder`)
+#: what ``ood-rank`` writes in its ``--out`` folder (written as a whole, :func:`beluga.core.io.write_out_folder`)
 RANK_OUTPUTS = ("ranking.csv", "correlation.csv", "ranking.md")
 
 
@@ -92,7 +92,7 @@ def ood_rank_command(scores: str, out: str, mixed_metrics: bool = False) -> str:
     correlation over the systems) and ranking.md in ``out``, written as a
     whole or not at all; ``out`` is checked first: never the scores file's
     folder nor one holding files ood-rank does not write
-    (:func:`beluga.io.check_out_folder`). ``mixed_metrics``: rank systems with
+    (:func:`beluga.core.io.check_out_folder`). ``mixed_metrics``: rank systems with
     different metric sets on a dataset (else one line stops it)."""
     check_out_folder("ood-rank", out, RANK_OUTPUTS, {"scores file": scores})
     long = read_long(scores)
@@ -118,7 +118,7 @@ def _binary(task_type: str, metric: str = OOD_METRIC) -> bool:
 
 
 def table_seeds_line(seeds: list, task_type: str = "sent", metric: str = OOD_METRIC) -> str:
-    """The OOD table's line on training seeds (:func:`beluga.seeds.seeds_legend`: ``""`` for one seed)."""
+    """The OOD table's line on training seeds (:func:`beluga.core.seeds.seeds_legend`: ``""`` for one seed)."""
     n = len(seeds)
     test = (f"one exact binomial test per pair and set on the discordant examples of the {n} seeds together ("
             if _binary(task_type, metric) else

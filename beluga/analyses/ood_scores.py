@@ -31,10 +31,10 @@ from beluga.analyses.ood_eval import (
     system_label,
     system_name,
 )
+from beluga.core.errors import DataError
+from beluga.core.seeds import N_SEEDS_COLUMN, SEED_COLUMN, over_seeds, per_seed_frame, seeds_legend, seeds_sd
 from beluga.data.ood_sets import ADDITION, split_name
-from beluga.errors import DataError
-from beluga.metrics import BASELINE, iid_metrics
-from beluga.seeds import N_SEEDS_COLUMN, SEED_COLUMN, over_seeds, per_seed_frame, seeds_legend, seeds_sd
+from beluga.score.metrics import BASELINE, iid_metrics
 
 
 def long_scores(runs: list[dict], names: list[str], task: str, task_type: str, backbone: str = "",
@@ -71,7 +71,7 @@ def long_scores(runs: list[dict], names: list[str], task: str, task_type: str, b
 SIGNIFICANCE_COLUMNS = ["configuration", "method", "column", "test", "p_value", "n_discordant", "baseline_only",
                         "system_only", "delta", "p_adjusted", "significant", "direction"]
 
-#: the score an OOD cell shows: the mean of the task's metrics (beluga.metrics.IID_METRICS)
+#: the score an OOD cell shows: the mean of the task's metrics (beluga.score.metrics.IID_METRICS)
 OOD_METRIC = "mean"
 
 
@@ -291,7 +291,7 @@ def long_over_seeds(longs: Mapping[int, pd.DataFrame]) -> pd.DataFrame:
     """scores.csv from each training seed's :func:`long_scores`: per system, dataset and metric the
     mean over seeds (``value``, what ``rank_systems`` / ``ood-rank`` read), then
     ``ood_eval.LONG_SEED_COLUMNS``: ``n_seeds`` and ``value_sd`` / ``value_min`` / ``value_max``
-    (beluga.seeds.over_seeds); ``n`` and the labels are the first seed's. One seed: its own scores,
+    (beluga.core.seeds.over_seeds); ``n`` and the labels are the first seed's. One seed: its own scores,
     ``n_seeds`` 1 and ``value_sd`` empty."""
     return over_seeds(_stacked(longs), LONG_KEYS, ["value"])
 

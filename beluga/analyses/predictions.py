@@ -57,9 +57,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from beluga.analyses.behavioral import one_line
-from beluga.bounds import json_loads
-from beluga.errors import DataError
-from beluga.health import SUM_TOLERANCE, bad_probability_rows
+from beluga.core.bounds import json_loads
+from beluga.core.errors import DataError
+from beluga.score.health import SUM_TOLERANCE, bad_probability_rows
 
 KEYED_FORMATS = ("parquet", "csv", "tsv", "jsonl")
 LINE_FORMATS = ("pred_only", "binary_conf", "softmax", "pred_and_conf", "pred_and_softmax")
@@ -99,7 +99,7 @@ def export_rows(suite: pd.DataFrame, head) -> pd.DataFrame:
 
 def write_export(rows: pd.DataFrame, path: str) -> str:
     """TSV by default, JSONL for ``.jsonl``; written atomically. Returns the format."""
-    from beluga.io import atomic_path
+    from beluga.core.io import atomic_path
 
     p = Path(path)
     if p.is_dir():

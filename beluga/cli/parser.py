@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 import beluga
-from beluga.tasks import TASK_TYPES
+from beluga.core.tasks import TASK_TYPES
 
 #: numpy's and torch's common seed range: 0 <= seed < 2**32 (the config schema's bound too)
 SEED_LIMIT = 2 ** 32

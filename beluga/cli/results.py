@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
-from beluga.io import write_json, write_out_folder
+from beluga.core.io import write_json, write_out_folder
 
 #: the files ``score`` writes into its --out folder (``test``: these and predictions.parquet; nothing else is
 #: ever there)
@@ -34,14 +34,14 @@ def write_results(out_dir: str, suite: pd.DataFrame, statuses: list[pd.DataFrame
                   ttype, models: list[str], title: str, run: dict, failures: int = 3,
                   files: dict[str, Callable[[str], None]] | None = None,
                   cases_metadata: dict[str, str] | None = None) -> str:
-    """Write ``out_dir`` as a whole or not at all (:func:`beluga.io.write_out_folder`) and return the terminal
+    """Write ``out_dir`` as a whole or not at all (:func:`beluga.core.io.write_out_folder`) and return the terminal
     summary: ``statuses[i]`` / ``preds[i]`` are model ``models[i]``'s outcomes (``case_id``, ``status``,
     ``filter_reason``) and predictions on the cases of ``suite``. ``cases.parquet``: :data:`CASE_COLUMNS` per
     case (and model), ``cases_metadata`` in its schema metadata; ``functionalities.csv``, ``summary.md``,
     ``summary.html`` and the printed text: :func:`beluga.analyses.behavioral.failure_summary` (``failures``
     failing cases per functionality) titled ``title``; ``run.json``: ``run``; ``files``: more files (name:
     writer), written first."""
-    from beluga.io import write_csv, write_parquet, write_text  # looked up per call (tests replace them)
+    from beluga.core.io import write_csv, write_parquet, write_text  # looked up per call (tests replace them)
 
     funcs, examples = failure_summary(suite, statuses, preds, ttype, models, k=failures)
     meta = suite[["case_id", "functionality", "capability", "test_type"]]

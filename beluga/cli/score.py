@@ -8,7 +8,7 @@ read the suite with :func:`beluga.suites.build.read_suite`, the pipeline's reade
 scores every suite case whose ``case_id`` appears in the predictions and writes what ``test`` writes but the
 predictions (:mod:`beluga.cli.results`: ``cases.parquet``, ``functionalities.csv`` with the failure rate per
 functionality, ``summary.md``, ``summary.html``, ``run.json``) and prints the same summary; ``DIR`` as a whole
-or not at all (:func:`beluga.io.write_out_folder`).
+or not at all (:func:`beluga.core.io.write_out_folder`).
 
     python -m beluga suite export --suite PATH --out FILE [--format inputs|checklist]
 
@@ -26,16 +26,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from beluga import provenance
 from beluga.analyses.lm_eval_samples import SAMPLES_FORMAT, check_sample_texts, read_lm_eval_samples
 from beluga.analyses.predictions import ORDERED_FORMATS, export_rows, infer_format, read_predictions, write_export
-from beluga.bounds import json_loads
 from beluga.cli.results import RESULT_FILES, write_results
-from beluga.errors import BelugaError
+from beluga.core import provenance
+from beluga.core.bounds import json_loads
+from beluga.core.errors import BelugaError
+from beluga.core.io import check_out_folder, same_file
+from beluga.core.progress import progress
 from beluga.heads import head_of
-from beluga.io import check_out_folder, same_file
-from beluga.labels import order_from_option
-from beluga.progress import progress
+from beluga.model.labels import order_from_option
 from beluga.suites.build import checklist_subset, read_suite
 from beluga.suites.lm_eval import LM_EVAL_FILES, export_lm_eval
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records, write_checklist_jsonl
@@ -137,12 +137,12 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     A regression suite (SIMILARITY) is scored from predicted scores (:mod:`beluga.analyses.predictions`).
     A classifier's predictions' probability columns (label indices) are read in the task's order (``test``
     writes them so), or in ``label_order``'s (comma-separated class names,
-    :func:`beluga.labels.order_from_option`), permuted into the task's before anything is scored and recorded
+    :func:`beluga.model.labels.order_from_option`), permuted into the task's before anything is scored and recorded
     in cases.parquet's metadata (``beluga_labels``).
     ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs
     (:func:`beluga.suites.build.checklist_subset`)."""
-    from beluga.metrics import filter_counts
-    from beluga.scoring import score_cases
+    from beluga.score.metrics import filter_counts
+    from beluga.score.outcomes import score_cases
 
     t0 = time.time()
     if failures < 0:

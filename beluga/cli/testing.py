@@ -7,8 +7,8 @@ One model is the case N = 1 of several: every model checked before any is predic
 same cases and scored alike; ``DIR`` gets predictions.parquet and cases.parquet (over several models with a
 ``model`` column), functionalities.csv and the summaries (:func:`beluga.analyses.behavioral.failure_summary`:
 over several models the failure rate's mean ± sd and the cases failing for the most of them), as a whole or not
-at all (:func:`beluga.io.write_out_folder`): a folder of its own, never one holding other files or the
-command's inputs (:func:`beluga.io.check_out_folder`).
+at all (:func:`beluga.core.io.write_out_folder`): a folder of its own, never one holding other files or the
+command's inputs (:func:`beluga.core.io.check_out_folder`).
 """
 
 from __future__ import annotations
@@ -22,17 +22,23 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from beluga import provenance
-from beluga.causal_lm import check_prompt, check_task, load_causal_lm, parse_label_words, suite_label_word_predictions
 from beluga.cli.results import RESULT_FILES, write_results
+from beluga.core import provenance
+from beluga.core.errors import BelugaError
+from beluga.core.io import check_out_folder
+from beluga.core.progress import progress
 from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
-from beluga.errors import BelugaError
 from beluga.heads import head_of
-from beluga.io import check_out_folder
-from beluga.labels import label_map, permute_outputs
-from beluga.metrics import filter_counts
-from beluga.model_config import read_model_config, recorded_task
-from beluga.progress import progress
+from beluga.model.causal_lm import (
+    check_prompt,
+    check_task,
+    load_causal_lm,
+    parse_label_words,
+    suite_label_word_predictions,
+)
+from beluga.model.config import read_model_config, recorded_task
+from beluga.model.labels import label_map, permute_outputs
+from beluga.score.metrics import filter_counts
 from beluga.suites.build import read_suite
 
 #: the files ``test`` writes into its --out folder (nothing else is ever there): the predictions and what
@@ -48,27 +54,27 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     """``python -m beluga test``: predict, score and summarise (returns the terminal summary). Checked
     before anything is predicted, each refusal one line (naming the model where it is about one): the
     arguments, each model given once, each model's positions for ``--max-length``, the ``--out`` folder
-    (:func:`beluga.io.check_out_folder`: never an input's folder, never files of others), the task each model
-    records, its tokenizer and head (:func:`beluga.modeling.load_trained`), which of its classes is which
-    (:func:`beluga.labels.label_map`: by config.json's ``id2label`` names, else ``label_order``, the model's
+    (:func:`beluga.core.io.check_out_folder`: never an input's folder, never files of others), the task each model
+    records, its tokenizer and head (:func:`beluga.model.modeling.load_trained`), which of its classes is which
+    (:func:`beluga.model.labels.label_map`: by config.json's ``id2label`` names, else ``label_order``, the model's
     classes in order); every model is loaded before any is predicted, its probability columns permuted into the
     task's order (recorded in predictions.parquet's metadata, ``beluga_labels``). ``--out`` is written as a
-    whole or not at all (:func:`beluga.io.write_out_folder`). ``revision`` (``--revision``): the hub models'
+    whole or not at all (:func:`beluga.core.io.write_out_folder`). ``revision`` (``--revision``): the hub models'
     branch, tag or commit (default ``main``), refused with a local model; each hub model's revision and commit
     are recorded (:func:`_hub_models`, ``beluga.hub_models``). The task: ``task_name`` (``--task``), else the
     suite's own (a CheckList suite's, a built suite's metadata), else the one the models record
     (:func:`beluga.suites.build.read_suite`). A regression task (SIMILARITY) is predicted by its regression
-    head (one score per input, predictions.parquet's ``score``) and scored by :mod:`beluga.regression`.
+    head (one score per input, predictions.parquet's ``score``) and scored by :mod:`beluga.heads.score.cases`.
     ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs, before ``max_cases``.
     ``prompt`` / ``label_words`` (``--prompt`` / ``--label-words``): the models are causal LMs, tested by
-    label-word likelihood (:mod:`beluga.causal_lm`: the class probabilities it computes are then scored and
+    label-word likelihood (:mod:`beluga.model.causal_lm`: the class probabilities it computes are then scored and
     summarised as any classifier's)."""
-    from beluga.fold import suite_outcomes
-    from beluga.io import write_parquet  # looked up per call (tests replace it)
-    from beluga.modeling import check_max_length, resolve_model
-    from beluga.predict import predictions_table
-    from beluga.scoring import score_cases
+    from beluga.core.io import write_parquet  # looked up per call (tests replace it)
+    from beluga.model.modeling import check_max_length, resolve_model
+    from beluga.score.outcomes import score_cases
+    from beluga.score.predict import predictions_table
     from beluga.suites.build import subsample_cases
+    from beluga.train.fold import suite_outcomes
 
     t0 = time.time()
     for field, value, least in (("--batch-size", batch_size, 1), ("--max-length", max_length, 8),
@@ -226,7 +232,7 @@ def _distinct_models(models: list[str], paths: list[str]) -> None:
 
 def _causal_setup(prompt: str | None, label_words: list[str] | None, ttype, label_order: str | None):
     """(template, label words) of ``--prompt`` / ``--label-words`` (both or neither; no ``--label-order``: the
-    words name the classes), checked against the task (:mod:`beluga.causal_lm`); None without them."""
+    words name the classes), checked against the task (:mod:`beluga.model.causal_lm`); None without them."""
     if prompt is None and not label_words:
         return None
     if prompt is None or not label_words:
@@ -244,10 +250,10 @@ def _load_test_model(spec: str, path: str, ttype, max_length: int, label_order: 
     """(model, tokenizer, label map) of a trained model for ``ttype``'s suite: a local folder (safetensors
     only) or a hub name (``path``: the cached main snapshot, else a download),
     refused in one line when it records another task, lacks its head's
-    weights or its tokenizer (:func:`beluga.modeling.load_trained`), or its
-    classes cannot be told apart (:func:`beluga.labels.label_map`). With ``causal`` (template, label words):
-    a causal LM (:func:`beluga.causal_lm.load_causal_lm`), its classes the label words'."""
-    from beluga.modeling import load_trained
+    weights or its tokenizer (:func:`beluga.model.modeling.load_trained`), or its
+    classes cannot be told apart (:func:`beluga.model.labels.label_map`). With ``causal`` (template, label words):
+    a causal LM (:func:`beluga.model.causal_lm.load_causal_lm`), its classes the label words'."""
+    from beluga.model.modeling import load_trained
 
     if causal is not None:
         model, tokenizer = load_causal_lm(path, spec, max_length)
@@ -278,10 +284,10 @@ def _labels_note(models: list[str], lmaps: list) -> str:
 def _to_device(model, precision: str):
     """The test command's job: the model on the GPU if there is one, else the
     CPU, in eval mode; ``precision`` resolved there, once (it runs no
-    :func:`beluga.job.start_job`: torch keeps its own threads)."""
+    :func:`beluga.core.job.start_job`: torch keeps its own threads)."""
     import torch
 
-    from beluga.precision import resolve
+    from beluga.model.precision import resolve
 
     dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(dev).eval()

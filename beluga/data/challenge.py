@@ -61,8 +61,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from beluga.core.errors import ConfigError, DataError
 from beluga.data.remotes import NAIK_SETS, OOD_DIRS, OOD_SPLITS, ood_paths
-from beluga.errors import ConfigError, DataError
 from beluga.heads import get_head
 
 _log = logging.getLogger(__name__)

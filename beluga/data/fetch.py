@@ -31,10 +31,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from beluga.bounds import json_loads
+from beluga.core.bounds import json_loads
+from beluga.core.errors import ConfigError, DataError, ModelError
 from beluga.data import remotes
 from beluga.data.glue import GLUE_SPECS
-from beluga.errors import ConfigError, DataError, ModelError
 
 #: CheckList's repository commit the release suites are pinned to
 CHECKLIST_COMMIT = "4e6e5e33a26f30c20ed602b2050f6c73e123cc23"
@@ -324,7 +324,7 @@ def install(downloaded: str, out: str, rel: str, expected: str | None) -> str:
         raise FetchError(f"fetched file {rel}: field 'sha256': the download has SHA-256 {got}, expected {expected} "
                          "(corrupted or truncated download, or the file changed at its source); removed, nothing "
                          "installed")
-    from beluga.io import atomic_path
+    from beluga.core.io import atomic_path
 
     with atomic_path(out) as tmp:
         shutil.copyfile(downloaded, tmp)
@@ -335,7 +335,7 @@ def write_lock(data_dir: str, files: dict[str, dict], models: dict[str, dict]) -
     """Check every file of the data folder the configuration uses against the
     lock (and the published checksums: ``files[rel]['published']``) and write
     the lock: entries of other configurations are kept."""
-    from beluga.io import write_json
+    from beluga.core.io import write_json
 
     lock = read_lock(data_dir)
     for rel, entry in sorted(files.items()):
@@ -464,7 +464,7 @@ def download_model(name: str, revision: str, out_marker: str) -> dict:
     used) and write its marker: the commit the revision resolved to."""
     from huggingface_hub import snapshot_download
 
-    from beluga.io import write_json
+    from beluga.core.io import write_json
 
     try:
         path = Path(snapshot_download(repo_id=name, revision=revision, allow_patterns=list(MODEL_PATTERNS)))
@@ -569,7 +569,7 @@ def stage(source: str | os.PathLike, data_dir: str | os.PathLike, copy: bool = F
             dest.symlink_to(src)
         lock["files"][rel] = {"origin": f"staged from {source}", "sha256": got, "size": src.stat().st_size}
         done.append(rel)
-    from beluga.io import write_json
+    from beluga.core.io import write_json
 
     lock["checklist_commit"] = CHECKLIST_COMMIT
     write_json(lock, lock_path(str(data_dir)))

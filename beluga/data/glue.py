@@ -21,7 +21,7 @@ judgement (0 = unacceptable, 1 = acceptable), the author's original mark and the
 (:func:`read_cola_tsv`).
 
 Labels are read as names and mapped to the task type's integers at the end, by one small table
-(:data:`TASK_LABELS`): NLI entailment 0 / neutral 1 / contradiction 2 (:data:`beluga.tasks.NLI`),
+(:data:`TASK_LABELS`): NLI entailment 0 / neutral 1 / contradiction 2 (:data:`beluga.core.tasks.NLI`),
 the two-class NLI of RTE / QNLI (``nli_binary``) entailment 0 / not entailment 1 (the files'
 not_entailment), ACCEPTABILITY unacceptable 0 / acceptable 1; STS-B's score stays a number in [0, 5]. A label
 that is not one of the file's documented names stops with one line naming the file, the row and the field.
@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from beluga.core.errors import DataError
 from beluga.data.located import Located, first_file, halve, read_bytes, read_glue_tsv, tsv_names
-from beluga.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ GLUE_SPECS: dict[str, GlueSpec] = {
 }
 GLUE_SOURCES = tuple(GLUE_SPECS)
 
-#: label name -> the task type's integer label (beluga.tasks: NLI and ACCEPTABILITY's iid_labels, by name;
+#: label name -> the task type's integer label (beluga.core.tasks: NLI and ACCEPTABILITY's iid_labels, by name;
 #: nli_binary: the two-class NLI type of RTE / QNLI / SciTail / HANS). The one place names become numbers.
 TASK_LABELS: dict[str, dict[str, int]] = {
     "nli": {"entailment": 0, "neutral": 1, "contradiction": 2},

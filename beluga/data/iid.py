@@ -44,6 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from beluga.core.errors import DataError
 from beluga.data.fetch import sha256_of
 from beluga.data.glue import GLUE_SPECS, load_glue
 from beluga.data.paper_data import (
@@ -62,7 +63,6 @@ from beluga.data.paper_data import (
     split_rule,
 )
 from beluga.data.tables import RT_SOURCE, load_source
-from beluga.errors import DataError
 from beluga.heads import get_head
 
 IID_SPLITS = ("train", "val", "test")

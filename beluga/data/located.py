@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from beluga.errors import DataError
+from beluga.core.errors import DataError
 
 _log = logging.getLogger(__name__)
 

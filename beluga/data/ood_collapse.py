@@ -1,5 +1,5 @@
 """OOD sets with fewer classes than the task's model, scored through a *collapse* of the model's classes
-(``tasks.<id>.ood[].collapse``; beluga/tasks.py, "NLI and its two-class variants"; docs/OOD.md).
+(``tasks.<id>.ood[].collapse``; beluga/core/tasks.py, "NLI and its two-class variants"; docs/OOD.md).
 
 The standard evaluation of a three-class MNLI model on a two-class NLI set (HANS, McCoy et al. 2019:
 "neutral" and "contradiction" both count as "non-entailment"; likewise SciTail and RTE): the entry names,
@@ -10,7 +10,7 @@ for every class of the model, the set's class it counts as::
 - the set's classes are the collapse's values in the order of the model's classes (here 0 entailment,
   1 non-entailment: HANS's, RTE's and QNLI's own order);
 - the set's gold labels are read by name (case-insensitive, ``_`` / ``-`` as spaces:
-  :func:`beluga.labels.norm_label`), each one of the set's classes, or first mapped by ``label_map``
+  :func:`beluga.model.labels.norm_label`), each one of the set's classes, or first mapped by ``label_map``
   (the label as the file writes it -> the set's class, e.g. ``{"0": entailment, "1": non-entailment}``);
 - the model predicts its own classes; its argmax class is mapped onto the set's (the prediction, not the
   probabilities, is collapsed, as HANS's evaluation script does) and the outcome row's ``pred_label`` /
@@ -28,8 +28,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from beluga.errors import ConfigError, DataError
-from beluga.labels import norm_label
+from beluga.core.errors import ConfigError, DataError
+from beluga.model.labels import norm_label
 
 #: the prepared OOD table's metadata key holding {"classes": the set's class names, "model_to_set": indices}
 METADATA_KEY = "beluga.ood_collapse"

@@ -67,8 +67,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from beluga.bounds import json_loads
-from beluga.errors import ConfigError, DataError
+from beluga.core.bounds import json_loads
+from beluga.core.errors import ConfigError, DataError
 from beluga.heads import get_head
 
 HUTTO_DIR = ("data", "hutto_ICWSM_2014")
@@ -373,8 +373,8 @@ def load_ood(entry: dict, head: str, label_set: set[int], pair: bool | None = No
 def read_prepared(paths) -> dict[str, pd.DataFrame]:
     """Prepared OOD sets (rule prepare_ood's files), by name (the file stem); a collapsed set's mapping of
     the model's classes onto its own in ``attrs["collapse"]`` (:mod:`beluga.data.ood_collapse`)."""
+    from beluga.core.io import read_parquet
     from beluga.data.ood_collapse import read_collapse
-    from beluga.io import read_parquet
 
     out = {}
     for p in paths:

@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from beluga.core.errors import DataError
 from beluga.data.glue import GLUE_SOURCES, GLUE_SPECS, expected_files, glue_split_rule, locate_glue
 from beluga.data.located import FETCH_HINT, Located, first_file, halve, read_glue_tsv, tsv_names
 from beluga.data.tables import checked_labels
-from beluga.errors import DataError
 
 _log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from beluga.errors import DataError
+from beluga.core.errors import DataError
 
 SQUAD_SPLITS = ("train", "val", "test")
 SQUAD_COLUMNS = ("example_id", "title", "context", "question", "answers", "answer_starts")

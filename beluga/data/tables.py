@@ -25,8 +25,8 @@ from urllib.parse import urlparse
 import numpy as np
 import pandas as pd
 
+from beluga.core.errors import DataError
 from beluga.data.fetch import dataset_cache_folder, datasets_offline, hub_dataset_cached
-from beluga.errors import DataError
 from beluga.heads import get_head
 
 RT_FILE = "rotten_tomatoes_corpus_full.csv.bz2"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from beluga.errors import DataError
+from beluga.core.errors import DataError
 
 YELP_FILE = "yelp_review_full_csv.tar.gz"
 YELP_SPLITS = ("train", "test")

@@ -1,6 +1,6 @@
 """The head a task type trains and tests: one object that the rest of the package asks.
 
-A task type (:mod:`beluga.tasks`) names its head (``TaskType.head``: ``classification``, ``qa`` or
+A task type (:mod:`beluga.core.tasks`) names its head (``TaskType.head``: ``classification``, ``qa`` or
 ``regression``, the name config.json's task record keeps); :func:`head_of` gives the object, chosen once
 here. A head owns everything that depends on what the model's output layer is:
 
@@ -9,7 +9,7 @@ here. A head owns everything that depends on what the model's output layer is:
 - its prediction: what a forward pass returns and how it is stored (:meth:`Head.outputs`, the predictions
   schema, :meth:`Head.check_predictions`, the gold column of an example table);
 - its training: the items of an i.i.d. example and of a suite case (:meth:`Head.iid_items`,
-  :meth:`Head.case_items`; the one stream builder :func:`beluga.streams.build_streams` asks for them);
+  :meth:`Head.case_items`; the one stream builder :func:`beluga.train.streams.build_streams` asks for them);
 - its case scoring: pass / fail per expectation (:meth:`Head.score_cases`), its per-example outcomes
   (:meth:`Head.example_outcomes`) and metrics (:meth:`Head.metric`);
 - its terms of the reference selection objective (:meth:`Head.objective_plan`, :meth:`Head.objective_parts`);
@@ -41,7 +41,7 @@ def get_head(name: str) -> Head:
 
 
 def head_of(ttype) -> Head:
-    """The head a task type (a :class:`beluga.tasks.TaskType`) trains and tests."""
+    """The head a task type (a :class:`beluga.core.tasks.TaskType`) trains and tests."""
     return get_head(ttype.head)
 
 

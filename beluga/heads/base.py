@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from beluga.errors import DataError
+from beluga.core.errors import DataError
 
 
 class Head(ABC):
@@ -111,13 +111,13 @@ class Head(ABC):
 
     @abstractmethod
     def case_items(self, ttype, r, options) -> tuple[str, list]:
-        """(stream, training items) of one suite case (``options``: :class:`beluga.streams.StreamOptions`)."""
+        """(stream, training items) of one suite case (``options``: :class:`beluga.train.streams.StreamOptions`)."""
 
     # ------------------------------------------------------------------ scoring
     @abstractmethod
     def score_cases(self, suite, predictions, ttype, source: str, on_cases, reasons: bool):
         """DataFrame(case_id, functionality, status[, filter_reason]) of the suite's cases from predictions
-        covering every input of those cases (:func:`beluga.scoring.score_cases`)."""
+        covering every input of those cases (:func:`beluga.score.outcomes.score_cases`)."""
 
     @abstractmethod
     def example_outcomes(self, preds, gold, ids, source: str, collapse) -> dict:
@@ -126,7 +126,7 @@ class Head(ABC):
 
     @abstractmethod
     def metric(self, name: str, rows) -> float:
-        """One i.i.d. metric (:data:`beluga.tasks.TaskType.iid_metrics`) of per-example outcome rows."""
+        """One i.i.d. metric (:data:`beluga.core.tasks.TaskType.iid_metrics`) of per-example outcome rows."""
 
     # ------------------------------------------------------------------ model selection
     @abstractmethod

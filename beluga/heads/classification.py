@@ -9,12 +9,12 @@ from collections import Counter
 
 import numpy as np
 
-from beluga.bounds import json_loads
-from beluga.errors import BelugaError, DataError, ModelError
+from beluga.core.bounds import json_loads
+from beluga.core.errors import BelugaError, DataError, ModelError
+from beluga.core.tasks import TaskType, binary_to_three_class
 from beluga.heads.base import Head, sequence_forward
-from beluga.health import check_probabilities
-from beluga.selection import NOT_NEGATIVE, REFERENCE_TOL, mean_or_none
-from beluga.tasks import TaskType, binary_to_three_class
+from beluga.score.health import check_probabilities
+from beluga.train.selection import NOT_NEGATIVE, REFERENCE_TOL, mean_or_none
 
 
 def positive_f1(pred, gold, positive: int = 1) -> float:
@@ -137,7 +137,7 @@ def classification_parts(ttype: TaskType, plan: dict[str, list[tuple]], preds, s
     probabilities (``preds``: case_id, input_idx, probs), with their counts."""
     import torch
 
-    from beluga.losses import dir_error
+    from beluga.train.losses import dir_error
 
     if ttype.name not in ("sent", "para"):
         return _labelled_parts(plan, _probs_of(preds, source, ttype.num_model_labels), ttype.num_model_labels)
@@ -185,12 +185,12 @@ def classification_plan(ttype, cases, eq_or_not_negative_target: str = "not_nega
     / ``not_0``, PARA 0 / 1), ``inv`` (case_id, the perturbation's
     input_idx; the original is input 0), ``dir`` (SENT: case_id, input_idx,
     DIR function index; PARA: case_id, input_idx, label). Cases are assigned as training assigns them
-    (``beluga.batches``), SENT's "Q & A: no" label 1 scored as it is trained
+    (``beluga.train.batches``), SENT's "Q & A: no" label 1 scored as it is trained
     (``eq_or_not_negative_target``: ``label``, the reference's, is neutral:
     only a neutral prediction is a hit); a case no reference metric covers
     stops here with its id, before anything is trained."""
-    from beluga.batches import mft_inputs, trained_as_mft
-    from beluga.losses import DIR_FN_INDEX, dir_function_for
+    from beluga.train.batches import mft_inputs, trained_as_mft
+    from beluga.train.losses import DIR_FN_INDEX, dir_function_for
 
     plan: dict[str, list[tuple]] = {"mft": [], "inv": [], "dir": []}
     for r in cases.itertuples(index=False):
@@ -198,7 +198,7 @@ def classification_plan(ttype, cases, eq_or_not_negative_target: str = "not_nega
         n = len(r.inputs)
         where = f"objective 'reference': T_val case {r.case_id!r}"
         if trained_as_mft(r, params):
-            expect, labelled = mft_inputs(r, params, eq_or_not_negative_target)   # as beluga.batches trains it
+            expect, labelled = mft_inputs(r, params, eq_or_not_negative_target)   # as beluga.train.batches trains it
             is_mft = r.test_type == "MFT" or (params.get("train") or {}).get("as") == "MFT"
             if ttype.name == "sent":
                 if not is_mft:
@@ -235,7 +235,7 @@ class Classification(Head):
     has_classes = True
 
     def expectations(self) -> tuple[str, ...]:
-        from beluga.expectations import EXPECT_FNS
+        from beluga.score.expectations import EXPECT_FNS
 
         return tuple(EXPECT_FNS)
 
@@ -288,7 +288,7 @@ class Classification(Head):
         """Softmax probabilities (n, classes), in input order (softmax in float32)."""
         import torch
 
-        from beluga.precision import FP32
+        from beluga.model.precision import FP32
 
         return sequence_forward(model, tokenizer, texts, texts_b, batch_size, max_length, precision or FP32,
                                 int(model.config.num_labels), lambda logits: torch.softmax(logits, dim=-1))
@@ -314,7 +314,7 @@ class Classification(Head):
 
     # -------------------------------------------------------------- training
     def iid_items(self, ttype, iid_train) -> list:
-        from beluga.train_items import TrainItem
+        from beluga.train.items import TrainItem
 
         n = ttype.num_model_labels
         texts_b = iid_train["text_b"] if "text_b" in iid_train.columns else [None] * len(iid_train)
@@ -322,14 +322,14 @@ class Classification(Head):
                 for t, b, y in zip(iid_train["text"], texts_b, iid_train["label"])]
 
     def case_items(self, ttype, r, options) -> tuple[str, list]:
-        from beluga.batches import class_case_items
+        from beluga.train.batches import class_case_items
 
         return class_case_items(ttype, r, options.dir_train_slice, options.eq_or_not_negative_target,
                                 options.batching)
 
     # -------------------------------------------------------------- scoring
     def score_cases(self, suite, predictions, ttype, source, on_cases, reasons):
-        from beluga.expectations import score_checklist_cases
+        from beluga.score.expectations import score_checklist_cases
 
         def values_of(values, keys):
             try:

@@ -15,7 +15,7 @@ registered too but ``internal``: no config lists it (:data:`PUBLIC_METHODS`).
 
 from __future__ import annotations
 
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
 from beluga.methods.base import ALGORITHMS, Algorithm, Vanilla
 
 # the method modules register their classes on import
@@ -97,7 +97,7 @@ def check_method_hparams(name: str, hp: dict) -> None:
     own and the shared ``lr`` (> 0), ``batch_size`` (a positive integer) and
     ``epochs`` (> 0). Called on the method's keys when the job's settings are
     built (:func:`method_hparams`) and once more, on the run's complete dict,
-    when training starts (``beluga.training.train``): the one run-time check
+    when training starts (``beluga.train.loop.train``): the one run-time check
     of the hyper-parameters. Keys the method does not own (lr, batch_size and
     epochs of the training stage, or a grid point) are named as hyper-parameters."""
     own = get_algorithm(name).hparam_defaults()

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
-from beluga import compiling
-from beluga.lazy import torch
+from beluga.core.lazy import torch
+from beluga.model import compiling
 
 ALGORITHMS: dict[str, type[Algorithm]] = {}
 
@@ -56,8 +56,8 @@ class Algorithm:
     ``envs`` (optional) lists every training environment (functionalities, and
     ``iid``), known before training starts; ``reference_state`` (optional) is a
     name -> tensor dict of reference weights (L2-SP; other methods ignore it);
-    ``fused``: AdamW's fused implementation (``beluga.precision``).
-    ``compile``: ``training.compile`` (:mod:`beluga.compiling`); under
+    ``fused``: AdamW's fused implementation (``beluga.model.precision``).
+    ``compile``: ``training.compile`` (:mod:`beluga.model.compiling`); under
     ``graphs`` (CUDA only) AdamW is capturable, its learning rate a device
     tensor the schedule updates in place (:meth:`set_lrs`), and the clipping
     and optimizer step of an update run as one compiled function
@@ -97,7 +97,7 @@ class Algorithm:
             raise ValueError(f"method {self.name}: hyper-parameters {missing} are missing (build them with "
                              "beluga.methods.method_hparams)")
         self.model = model
-        self.hparams = hparams   # read only (beluga.settings.job_hparams is where they are written)
+        self.hparams = hparams   # read only (beluga.core.settings.job_hparams is where they are written)
         self.loss_fn = loss_fn
         self.total_steps = max(1, int(total_steps))
         self.envs = list(envs) if envs is not None else []
@@ -153,7 +153,7 @@ class Algorithm:
     @classmethod
     def fixed_epochs(cls, hparams: dict) -> float | None:
         """Epochs the method fixes whatever model selection chose (None: the selected ones); applied
-        last, by :func:`beluga.settings.job_hparams`."""
+        last, by :func:`beluga.core.settings.job_hparams`."""
         return None
 
     def setup(self) -> None:
@@ -164,7 +164,7 @@ class Algorithm:
         return {}
 
     def finish(self) -> None:
-        """Runs once training ends (``beluga.training.train``), before the
+        """Runs once training ends (``beluga.train.loop.train``), before the
         weights are checked and the model is used or saved: a method that
         changed the model's structure puts a plain model back (LoRA merges its
         adapters). Nothing by default."""
@@ -239,7 +239,7 @@ class Algorithm:
         """After the backward pass: clip the gradients of ``params`` and take one
         optimizer step: eagerly (:meth:`clip`, then ``optimizer.step()``), or
         under ``graphs`` as one compiled function with no host sync
-        (:func:`beluga.compiling.compiled_step`)."""
+        (:func:`beluga.model.compiling.compiled_step`)."""
         if not self._compile_step:
             self.clip(params)
             self.optimizer.step()

@@ -4,7 +4,7 @@ Environments are the functionalities of the training fold, plus ``iid`` for
 the i.i.d. data in IID+T and IID→(IID+T). These methods use the training
 loop's ``per_env`` sampling: every ``update`` receives a list of minibatches,
 one per (sampled) environment, each homogeneous in environment and batch kind
-(see ``beluga.training.train``). The loss code path is the shared
+(see ``beluga.train.loop.train``). The loss code path is the shared
 ``loss_fn(model, batch, scale=None)`` (MFT / INV / DIR / QA).
 
 Their sampling hyper-parameters: ``envs_per_step`` (environments per update;
@@ -27,8 +27,8 @@ from __future__ import annotations
 import copy
 import math
 
-from beluga.errors import ConfigError
-from beluga.lazy import torch
+from beluga.core.errors import ConfigError
+from beluga.core.lazy import torch
 from beluga.methods.base import Algorithm, register
 
 
@@ -62,7 +62,7 @@ def irm_penalty(losses: torch.Tensor, scale: torch.Tensor, estimate: str = "full
     one example falls back to "full".
 
     ``scale`` may also be a vector of dummy weights (one per class:
-    :class:`beluga.losses.DummyClassifier`, the reference code's): the penalty
+    :class:`beluga.train.losses.DummyClassifier`, the reference code's): the penalty
     is then the sum over the weights, Σ_c (∂R_e/∂w_c)² (the reference code's;
     "split": Σ_c of the halves' products). It is not the scalar one, (Σ_c
     ∂R_e/∂w_c)², the derivative along w = (s, ..., s)."""
@@ -95,7 +95,7 @@ class IRM(Algorithm):
     every logit, an INV loss's soft target included) or ``per_class`` (the
     reference code: one weight per class, READ: per sequence position of the
     minibatch, the penalty Σ_c (∂R_e/∂w_c)², an INV loss's soft target left
-    unmultiplied: :class:`beluga.losses.DummyClassifier`)."""
+    unmultiplied: :class:`beluga.train.losses.DummyClassifier`)."""
 
     name = "irm"
     sampling = "per_env"
@@ -116,7 +116,7 @@ class IRM(Algorithm):
         return float(self.hparams["irm_lambda"]) if self.steps_done >= self.anneal_iters else 1.0
 
     def update(self, minibatches: list) -> dict:
-        from beluga.losses import DummyClassifier  # imports torch: not at DAG time
+        from beluga.train.losses import DummyClassifier  # imports torch: not at DAG time
 
         if self.steps_done == self.anneal_iters and self.anneal_iters > 0:
             if self.hparams["irm_reset_optimizer"]:

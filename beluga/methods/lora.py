@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import warnings
 
-from beluga.errors import ConfigError
-from beluga.lazy import peft, torch
+from beluga.core.errors import ConfigError
+from beluga.core.lazy import peft, torch
 from beluga.methods.base import Vanilla, register
 from beluga.methods.regularization import HEAD_PREFIXES, head_parameter_names
 

@@ -6,7 +6,7 @@ starts from an LP model: the ``lp`` method's, or its own LP stage
 
 from __future__ import annotations
 
-from beluga.lazy import torch
+from beluga.core.lazy import torch
 from beluga.methods.base import Vanilla, register
 
 # --------------------------------------------------------------------------- heads

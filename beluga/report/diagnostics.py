@@ -40,13 +40,13 @@ import re
 import numpy as np
 import pandas as pd
 
-from beluga.bounds import json_loads
-from beluga.errors import DataError
+from beluga.core.bounds import json_loads
+from beluga.core.errors import DataError
+from beluga.core.tasks import get_task_type
 from beluga.heads import head_of
 from beluga.heads.classification import as_int
-from beluga.metrics import CONFIG_LABELS
 from beluga.report.tables import CONFIG_ORDER
-from beluga.tasks import get_task_type
+from beluga.score.metrics import CONFIG_LABELS
 
 SUITE_SPLIT, IID_SPLIT = "suite_test", "iid_test"
 ID_COLUMNS = ["configuration", "method", "partition", "fold"]

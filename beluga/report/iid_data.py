@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from beluga.core.errors import DataError
+from beluga.core.pages import render_page
 from beluga.data.iid import IID_SPLITS, fallback_note
-from beluga.errors import DataError
-from beluga.pages import render_page
 
 #: the mark of a task whose i.i.d. data are not the paper's (Table 3's headers and footnote)
 DAGGER = "†"

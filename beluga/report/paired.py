@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from beluga.metrics import IID_METRICS
+from beluga.core.seeds import seeds_legend
 from beluga.report.bootstrap import bootstrap_ci
 from beluga.report.stats import (
     TIE_TOL,
@@ -30,7 +30,7 @@ from beluga.report.stats import (
     binomial_counts_test,
     iid_statistic,
 )
-from beluga.seeds import seeds_legend
+from beluga.score.metrics import IID_METRICS
 
 #: the seed of the hierarchical bootstrap's draws of strata (training seeds): a three-word key no
 #: stratum's own draw seed (0, or [0, training seed]) uses

@@ -12,9 +12,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from beluga.io import atomic_path  # noqa: E402
-from beluga.metrics import BASELINE, CONFIG_LABELS, SCENARIOS  # noqa: E402
-from beluga.seeds import has_spread, seeds_legend, spread_text  # noqa: E402
+from beluga.core.io import atomic_path  # noqa: E402
+from beluga.core.seeds import has_spread, seeds_legend, spread_text  # noqa: E402
+from beluga.score.metrics import BASELINE, CONFIG_LABELS, SCENARIOS  # noqa: E402
 
 TYPE_COLORS = {"MFT": "tab:blue", "INV": "tab:red", "DIR": "tab:green"}
 
@@ -55,7 +55,7 @@ def _seeds(long: pd.DataFrame | dict) -> dict:
 
 
 def _seeds_line(longs: dict) -> str:
-    """The figures' line on the training seeds (:func:`beluga.seeds.seeds_legend`; none for one seed)."""
+    """The figures' line on the training seeds (:func:`beluga.core.seeds.seeds_legend`; none for one seed)."""
     return seeds_legend(len(longs), f"each cell: mean ± sd over {len(longs)} training seeds "
                                     f"({', '.join(map(str, longs))})")
 

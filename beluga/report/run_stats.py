@@ -23,13 +23,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from beluga.errors import DataError
-from beluga.io import read_parquet
-from beluga.metrics import BASELINE, SCENARIO_IID
+from beluga.core.errors import DataError
+from beluga.core.io import read_parquet
+from beluga.core.seeds import sample_sd, seeds_sd
 from beluga.report import bootstrap, stats
 from beluga.report.paired import binary_iid_metric, mcnemar, paired_randomization
-from beluga.scoring import FILTERED, PASS
-from beluga.seeds import sample_sd, seeds_sd
+from beluga.score.metrics import BASELINE, SCENARIO_IID
+from beluga.score.outcomes import FILTERED, PASS
 
 BASE_SCENARIO = "standard"
 

@@ -2,7 +2,7 @@
 
 Everything here works on *aligned per-unit outcomes* (:class:`Outcomes`): for one system, the pass / scored
 indicator of every suite test case in every scenario, and the per-example i.i.d. features from which s_iid is
-computed. The statistics are the ones of :mod:`beluga.metrics`: s_T = mean over scored functionalities of the pass
+computed. The statistics are the ones of :mod:`beluga.score.metrics`: s_T = mean over scored functionalities of the pass
 rate, s_iid = the task's i.i.d. metric(s), G = harmonic mean of s_T and s_iid.
 
 - :func:`binomial_test`: two-sided exact sign test on the discordant i.i.d. examples (i.i.d. score vs the baseline).
@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest, rankdata
 
-from beluga import metrics
+from beluga.core.tasks import TASK_TYPES
 from beluga.heads.classification import mcc_from_counts
-from beluga.tasks import TASK_TYPES
+from beluga.score import metrics
 
 #: the scenarios of a configuration-method pair (metrics.SCENARIOS without the baseline's "standard")
 SUITE_SCENARIOS = metrics.SCENARIOS[1:]
@@ -226,7 +226,7 @@ def suite_score(p: np.ndarray, c: np.ndarray) -> np.ndarray:
 
 def harmonic_mean(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """G = 2ab / (a + b); 0 when either is 0 or below 0 (an MCC s_iid below chance:
-    :func:`beluga.metrics.g_score`); NaN when either is NaN."""
+    :func:`beluga.score.metrics.g_score`); NaN when either is NaN."""
     den = a + b
     pos = (a > 0) & (b > 0)
     with np.errstate(invalid="ignore", divide="ignore"):

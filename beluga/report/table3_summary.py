@@ -24,9 +24,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from beluga.metrics import BASELINE, CONFIG_LABELS
+from beluga.core.seeds import seeds_legend
 from beluga.report.tables import ALL_TASK, COLUMN_ORDER, table3_csv
-from beluga.seeds import seeds_legend
+from beluga.score.metrics import BASELINE, CONFIG_LABELS
 
 #: summary.csv's columns
 SUMMARY_COLUMNS = ("summary", "task", "configuration", "column", "value", "n", "n_missing")

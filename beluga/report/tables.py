@@ -26,9 +26,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from beluga.metrics import BASELINE, CONFIG_LABELS
+from beluga.core.seeds import plus_minus, seeds_legend
 from beluga.report.iid_data import DAGGER, SEE, footnote_markdown
-from beluga.seeds import plus_minus, seeds_legend
+from beluga.score.metrics import BASELINE, CONFIG_LABELS
 
 REQUIRED_COLUMNS = ("task", "configuration", "method", "column", "value", "ci_lo", "ci_hi", "p_value",
                     "p_adjusted", "significant", "direction")

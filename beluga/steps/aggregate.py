@@ -1,12 +1,12 @@
 """rules/aggregate.smk: pass rates, s_T and G per configuration–method (and the IID baseline), per
-training seed and their mean and spread over seeds (beluga.seeds)."""
+training seed and their mean and spread over seeds (beluga.core.seeds)."""
 
 from __future__ import annotations
 
-from beluga.io import read_parquet, write_csv, write_text
-from beluga.metrics import pass_rates_over_seeds, score_runs, scores_markdown, scores_over_seeds
+from beluga.core.io import read_parquet, write_csv, write_text
+from beluga.core.seeds import per_seed_frame, seed_order
 from beluga.report.iid_data import fallback_line, read_source_record
-from beluga.seeds import per_seed_frame, seed_order
+from beluga.score.metrics import pass_rates_over_seeds, score_runs, scores_markdown, scores_over_seeds
 from beluga.suites.format import functionality_table, load_suite
 
 

@@ -1,7 +1,7 @@
 """rules/combinational.smk: combinational OOD generalization (beluga/analyses/combinational.py, the data
 and cells; beluga/analyses/combinational_report.py, the tables, figures and Markdown).
-Its training jobs train through beluga/fold.py, as the fold jobs do (the project's one training
-loop, beluga.training.train)."""
+Its training jobs train through beluga/train/fold.py, as the fold jobs do (the project's one training
+loop, beluga.train.loop.train)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from beluga.core.io import read_parquet, write_csv, write_json, write_parquet, write_text
+from beluga.core.job import begin
+from beluga.core.settings import FoldRun
+from beluga.core.tasks import SENT
 from beluga.heads import head_of
-from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
-from beluga.job import begin
-from beluga.settings import FoldRun
-from beluga.tasks import SENT
 
 # ---------------------------------------------------------------- combinational OOD
 
@@ -39,8 +39,8 @@ def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: di
     Inputs over ``run.max_length`` tokens are dropped or have their sentence cut
     (``too_long``), never the template; the counts go into the record."""
     from beluga.analyses import combinational as comb
-    from beluga.fold import load_start_model, train_model
-    from beluga.streams import build_streams
+    from beluga.train.fold import load_start_model, train_model
+    from beluga.train.streams import build_streams
 
     run = FoldRun.from_dict(run)
     job, clock = begin(run.threads, run.precision, run.gpus)

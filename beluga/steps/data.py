@@ -7,12 +7,12 @@ import logging
 
 import pandas as pd
 
-from beluga import folds
+from beluga.core.io import read_parquet, write_json, write_parquet, write_text
+from beluga.core.tasks import get_task_type
 from beluga.data.iid import load_splits, source_record
-from beluga.io import read_parquet, write_json, write_parquet, write_text
+from beluga.suites import folds
 from beluga.suites.build import label_set, make_suite
 from beluga.suites.format import functionality_table, load_suite, save_suite
-from beluga.tasks import get_task_type
 
 _log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def prepare_ood(*, entry: dict, task_type: str, out_data: str) -> None:
 def score_class_labels(df: pd.DataFrame, ttype) -> pd.DataFrame:
     """A table of a five-class similarity task (``similarity_classes``, GLUE-X's STS-B) whose labels are scores
     (STS-B's GLUE files, SICK's relatedness: floats in [0, 5]) with the scores' classes as its labels
-    (:meth:`beluga.tasks.ScoreClassesType.score_classes`) and the score kept as ``score``; any other table as it
+    (:meth:`beluga.core.tasks.ScoreClassesType.score_classes`) and the score kept as ``score``; any other table as it
     is (a local table of such a task holds the classes already, checked as labels when it is read)."""
     if not hasattr(ttype, "score_classes") or df.empty or df["label"].dtype.kind != "f":
         return df

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from beluga.core.io import read_parquet, write_json, write_parquet
+from beluga.core.job import RUN_FILE, begin
+from beluga.core.tasks import get_task_type
 from beluga.data.ood_sets import read_prepared
-from beluga.folds import predicted_iid
-from beluga.io import read_parquet, write_json, write_parquet
-from beluga.job import RUN_FILE, begin
 from beluga.suites.build import split_cases
+from beluga.suites.folds import predicted_iid
 from beluga.suites.format import COLUMNS
-from beluga.tasks import get_task_type
 
 
 def test_cases(suite: str | None, split: str | None, task_type: str, functionalities) -> pd.DataFrame:
@@ -31,11 +31,11 @@ def predict(*, task_type: str, model: str, suite: str | None, split: str | None,
             iid_examples: int | None = None) -> dict:
     """Predictions of a model on disk for every input of the T_test cases of
     ``functionalities`` (None: all) and the i.i.d. test examples it predicts
-    (``iid_examples``: :func:`beluga.folds.predicted_iid`; None: all)
-    (:func:`beluga.predict.predictions`); the run record is the model's,
+    (``iid_examples``: :func:`beluga.suites.folds.predicted_iid`; None: all)
+    (:func:`beluga.score.predict.predictions`); the run record is the model's,
     with the prediction's settings and timing added."""
-    from beluga.modeling import load_trained
-    from beluga.predict import predictions, predictions_table
+    from beluga.model.modeling import load_trained
+    from beluga.score.predict import predictions, predictions_table
 
     job, clock = begin(threads, precision, gpus)
     ttype = get_task_type(task_type)
@@ -61,10 +61,10 @@ def predict(*, task_type: str, model: str, suite: str | None, split: str | None,
 def outcomes(*, task_type: str, suite: str | None, split: str | None, predictions: str, iid_test: str,
              held_out: list[str], functionalities: list[str] | None, out_outcomes: str, ood: list[str] = (),
              iid_examples: int | None = None) -> None:
-    """Outcomes of a predictions file (:func:`beluga.scoring.run_outcomes`):
+    """Outcomes of a predictions file (:func:`beluga.score.outcomes.run_outcomes`):
     the T_test cases of ``functionalities`` (None: all; what was predicted), the i.i.d. test examples of
-    ``iid_examples`` (:func:`beluga.folds.predicted_iid`)."""
-    from beluga.scoring import run_outcomes
+    ``iid_examples`` (:func:`beluga.suites.folds.predicted_iid`)."""
+    from beluga.score.outcomes import run_outcomes
 
     ttype = get_task_type(task_type)
     suite_test = test_cases(suite, split, task_type, functionalities)

@@ -20,7 +20,7 @@ def fetch_model(*, model: list, out_marker: str) -> None:
 def fetch_lock(*, data_dir: str, files: dict, markers: list[str], out_stamp: str) -> None:
     """Every fetched file checked against the lock and the published checksums;
     the lock updated in place (earlier entries kept); the stamp written."""
-    from beluga.io import write_text
+    from beluga.core.io import write_text
 
     recorded = {}
     for path in markers:

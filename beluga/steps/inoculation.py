@@ -1,15 +1,15 @@
 """rules/inoculation.smk: inoculation by fine-tuning (beluga/analyses/inoculation/). Its training
-jobs train and score through beluga/fold.py, as the fold jobs do (the project's one training loop,
-beluga.training.train)."""
+jobs train and score through beluga/train/fold.py, as the fold jobs do (the project's one training loop,
+beluga.train.loop.train)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
-from beluga.job import begin
-from beluga.settings import FoldRun
+from beluga.core.io import read_parquet, write_csv, write_json, write_parquet, write_text
+from beluga.core.job import begin
+from beluga.core.settings import FoldRun
 
 # ---------------------------------------------------------------- inoculation
 

@@ -10,7 +10,7 @@ import pandas as pd
 from beluga.analyses import gluex_tables as gluex
 from beluga.analyses import ood_eval as ood_eval
 from beluga.analyses import ood_report, ood_scores
-from beluga.io import read_parquet, write_csv, write_text
+from beluga.core.io import read_parquet, write_csv, write_text
 
 
 def ood(*, task: str, task_type: str, backbone: str, credits: dict[str, str], runs: list[dict], models: list[dict],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from beluga.seeds import SEED_COLUMN, seed_order
+from beluga.core.seeds import SEED_COLUMN, seed_order
 from beluga.suites.format import functionality_table, load_suite
 
 

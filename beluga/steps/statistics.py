@@ -9,14 +9,14 @@ from __future__ import annotations
 import pandas as pd
 import yaml
 
-from beluga import provenance
-from beluga.folds import predicted_iid
-from beluga.io import read_parquet, write_csv, write_json, write_parquet, write_text
+from beluga.core import provenance
+from beluga.core.io import read_parquet, write_csv, write_json, write_parquet, write_text
+from beluga.core.seeds import seeds_legend
+from beluga.core.tasks import get_task_type
 from beluga.report import run_stats
-from beluga.seeds import seeds_legend
 from beluga.suites.build import split_cases
+from beluga.suites.folds import predicted_iid
 from beluga.suites.format import functionality_table, load_suite
-from beluga.tasks import get_task_type
 
 
 def _task_data(units: str, suite: str, task_type: str) -> run_stats.TaskData:
@@ -29,7 +29,7 @@ def failures(*, task: str, task_type: str, runs: list[dict], suite: str, split: 
     """Failing T_test cases per functionality of every model (beluga.analyses.behavioral.pipeline_failures);
     ``runs`` are the first training seed's models (with several ``seeds`` the Markdown says so)."""
     from beluga.analyses.behavioral import failures_html, failures_markdown, pipeline_failures
-    from beluga.metrics import CONFIG_LABELS
+    from beluga.score.metrics import CONFIG_LABELS
 
     ttype = get_task_type(task_type)
     suite_test = split_cases(suite, split, task_type, "test")
@@ -82,7 +82,7 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
     describe what it predicted (every case of those functionalities must be
     there); only a model that predicted every functionality can be flagged
     degenerate on the suite; a fold model that predicted a sample of the i.i.d.
-    test set (``iid_examples``: :func:`beluga.folds.predicted_iid`) is
+    test set (``iid_examples``: :func:`beluga.suites.folds.predicted_iid`) is
     described on that sample. Several training seeds: every seed's models, with
     a ``seed`` column; the summary per pair counts the models of every seed."""
     from beluga.report import diagnostics as diag
@@ -141,7 +141,7 @@ def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], signi
 def run_config(*, config: dict, out_config: str, out_provenance: str | None = None) -> None:
     """The configuration of this run, as YAML (the report's last section), headed by what made the run
     (versions, the git commit and whether the checkout had uncommitted changes, the config files' SHA-256); and
-    that provenance as JSON (``run.json``, :func:`beluga.provenance.record`)."""
+    that provenance as JSON (``run.json``, :func:`beluga.core.provenance.record`)."""
     prov = provenance.record()
     git = prov["git"]
     head = ["# The configuration of this run (config.yaml or --configfile, with --config overrides)",

@@ -2,8 +2,8 @@
 one job trains the fold, predicts what it is scored on and scores it, with the
 model in memory), grid trials and their selection.
 
-Every training job gets its settings as one :class:`beluga.settings.FoldRun`
-(``run``, a dict), trains and scores through :mod:`beluga.fold` and returns its
+Every training job gets its settings as one :class:`beluga.core.settings.FoldRun`
+(``run``, a dict), trains and scores through :mod:`beluga.train.fold` and returns its
 timing parts (training / prediction / scoring seconds) for the job's timing
 line (:mod:`beluga.workflow.smk`).
 """
@@ -14,23 +14,23 @@ import dataclasses
 import json
 from pathlib import Path
 
+from beluga.core.io import read_parquet, write_json, write_parquet
+from beluga.core.job import RUN_FILE, Job, begin
+from beluga.core.settings import FoldRun, job_hparams
+from beluga.core.tasks import get_task_type
 from beluga.data.ood_sets import read_prepared
-from beluga.folds import predicted_iid, scored_functionalities
 from beluga.heads import head_of
-from beluga.io import read_parquet, write_json, write_parquet
-from beluga.job import RUN_FILE, Job, begin
-from beluga.selection import best_trial, check_objective
-from beluga.settings import FoldRun, job_hparams
 from beluga.suites.build import split_cases
-from beluga.tasks import get_task_type
+from beluga.suites.folds import predicted_iid, scored_functionalities
+from beluga.train.selection import best_trial, check_objective
 
 
 def train_iid(*, run: dict, train: str, out_model: str) -> dict:
     """The IID model: the pre-trained model trained on D_train."""
-    from beluga import checkpoint
-    from beluga.fold import load_start_model, train_model
-    from beluga.modeling import model_provenance, save_model
-    from beluga.streams import build_streams
+    from beluga.model import checkpoint
+    from beluga.model.modeling import model_provenance, save_model
+    from beluga.train.fold import load_start_model, train_model
+    from beluga.train.streams import build_streams
 
     run = FoldRun.from_dict(run)
     job, clock = begin(run.threads, run.precision, run.gpus)
@@ -48,7 +48,7 @@ def train_iid(*, run: dict, train: str, out_model: str) -> dict:
 
 
 def model_card_facts(run: FoldRun, record: dict, data: str | None, suite: str | None = None) -> dict:
-    """What a saved model's card (README.md, :mod:`beluga.model_card`) says: the base model (and the commit a hub
+    """What a saved model's card (README.md, :mod:`beluga.model.card`) says: the base model (and the commit a hub
     model resolved to), the task, the i.i.d. training data and suite files, configuration, method, fold, seed and
     hyper-parameters."""
     pre = record.get("pretrained") or {k: record[k] for k in ("model", "model_revision", "model_commit") if k in record}
@@ -77,7 +77,7 @@ def with_selection(run: FoldRun, selected: str | None) -> tuple[FoldRun, dict | 
     """The run with the hyper-parameters model selection chose (``selected``:
     the select_hparams rule's JSON; another method's for LP-FT with
     ``ft_hparams_from: vanilla``) on top of its own, then those its method fixes
-    (:func:`beluga.settings.job_hparams`), and the choice; without a selection,
+    (:func:`beluga.core.settings.job_hparams`), and the choice; without a selection,
     the run as it is (its hyper-parameters complete) and None."""
     if selected is None:
         return run, None
@@ -97,7 +97,7 @@ def _pretrained(run: FoldRun, start: str | None) -> dict:
         pre = rec.get("pretrained") or {k: rec[k] for k in ("model", "model_revision", "model_commit") if k in rec}
         if pre.get("model_commit"):
             return {"pretrained": pre}
-    from beluga.modeling import model_provenance
+    from beluga.model.modeling import model_provenance
 
     return {"pretrained": model_provenance(run.model, run.model_lock)}
 
@@ -120,14 +120,14 @@ def finetune(*, run: dict, suite: str, split: str, iid_train: str | None, iid_te
     """One fold in one process with the model in memory: behavioral
     fine-tuning, predictions for the T_test cases the fold is scored on
     (``scope``), the i.i.d. test set (a sample of ``iid_examples``:
-    :func:`beluga.folds.predicted_iid`) and the OOD sets (``ood``: prepared
+    :func:`beluga.suites.folds.predicted_iid`) and the OOD sets (``ood``: prepared
     files, empty for most folds), and their outcomes. The model is
     written only to ``out_model`` (finetune_keep: an LP model that LP-FT
     starts from). Rule ``finetune_keep`` (``use rule finetune``) runs this step too."""
-    from beluga import checkpoint
-    from beluga.fold import evaluate_fold, train_fold
-    from beluga.modeling import save_model
-    from beluga.predict import predictions_table
+    from beluga.model import checkpoint
+    from beluga.model.modeling import save_model
+    from beluga.score.predict import predictions_table
+    from beluga.train.fold import evaluate_fold, train_fold
 
     run, choice = with_selection(FoldRun.from_dict(run), selected)
     job, clock = begin(run.threads, run.precision, run.gpus)
@@ -158,9 +158,9 @@ def finetune_model(*, run: dict, suite: str, split: str, iid_train: str | None, 
                    selected: str | None, out_model: str) -> dict:
     """Behavioral fine-tuning of one fold whose model is kept on disk
     (``keep_models: true``); the predict and outcomes rules take it from there."""
-    from beluga import checkpoint
-    from beluga.fold import train_fold
-    from beluga.modeling import save_model
+    from beluga.model import checkpoint
+    from beluga.model.modeling import save_model
+    from beluga.train.fold import train_fold
 
     run, choice = with_selection(FoldRun.from_dict(run), selected)
     job, clock = begin(run.threads, run.precision, run.gpus)
@@ -179,11 +179,11 @@ def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str,
     hyper-parameters have ``grid_point`` on top, ``beluga.workflow.runs.Runs.hparams``),
     score T_val of its training
     functionalities (the held-out ones are never looked at) under
-    ``objective`` (``selection.objective``: :mod:`beluga.selection`), write
+    ``objective`` (``selection.objective``: :mod:`beluga.train.selection`), write
     the score, its parts and the pass rates. The reference objective's plan
     of T_val is checked before training."""
-    from beluga import checkpoint
-    from beluga.fold import suite_objective, train_fold
+    from beluga.model import checkpoint
+    from beluga.train.fold import suite_objective, train_fold
 
     run = FoldRun.from_dict(run)
     if job_hparams(run.method, run.hparams, grid_point) != run.hparams:
@@ -207,7 +207,7 @@ def trial(*, run: dict, trial_id: str, grid_point: dict, suite: str, split: str,
 
 
 def select_hparams(*, trials: list[str], policy: str, out_selected: str) -> None:
-    """The grid point with the best T_val score (:func:`beluga.selection.best_trial`:
+    """The grid point with the best T_val score (:func:`beluga.train.selection.best_trial`:
     ties go to the first in grid order, NaN scores never win)."""
     results = [json.loads(Path(t).read_text()) for t in trials]
     best = best_trial(results)

@@ -11,17 +11,17 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from beluga.bounds import yaml_load
-from beluga.errors import ConfigError
-from beluga.expectations import filter_condition
-from beluga.progress import progress
+from beluga.core.bounds import yaml_load
+from beluga.core.errors import ConfigError
+from beluga.core.progress import progress
+from beluga.core.tasks import get_task_type
+from beluga.score.expectations import filter_condition
 from beluga.suites import lexicons as lex
 from beluga.suites import perturb as perturbations
 from beluga.suites import spec as suite_spec
 from beluga.suites.build import checked_suite
 from beluga.suites.format import EXPECTATIONS, functionality_table, save_suite
 from beluga.suites.templates import BUILTIN_LEXICONS
-from beluga.tasks import get_task_type
 
 
 def check_suite_out(out: str, inputs: dict[str, str | None], command: str) -> None:

@@ -12,12 +12,12 @@ import os
 import numpy as np
 import pandas as pd
 
-from beluga.bounds import json_loads
-from beluga.errors import ConfigError, SuiteError
-from beluga.folds import stable_int
+from beluga.core.bounds import json_loads
+from beluga.core.errors import ConfigError, SuiteError
+from beluga.core.tasks import SUITE_TASK_TYPES, TASK_TYPES, TaskType, get_task_type
 from beluga.heads import head_of
+from beluga.suites.folds import stable_int
 from beluga.suites.format import TEST_TYPES, validate_suite
-from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, TaskType, get_task_type
 
 
 def label_set(ttype: TaskType) -> tuple[int, ...] | None:
@@ -86,7 +86,7 @@ TYPE_FOLDS = ("declared", "trained")
 
 def with_fold_types(functionalities: pd.DataFrame, cases: pd.DataFrame, type_folds: str, where: str) -> pd.DataFrame:
     """The functionality table with ``fold_type``, the test type the ``type``
-    partition groups each functionality under (:func:`beluga.folds.enumerate_folds`):
+    partition groups each functionality under (:func:`beluga.suites.folds.enumerate_folds`):
     its declared ``test_type`` (``declared``), or, under ``trained``, the type
     a training hint of its cases (``expect_params`` ``"train": {"as": ...}``)
     trains it as, where it has one: PARA's one-pair synonym "INV", trained as
@@ -303,7 +303,7 @@ def split_cases(suite_path: str, split_path: str, task_type: str, split: str,
                 functionalities=None) -> pd.DataFrame:
     """The cases of one split (``train`` / ``val`` / ``test``) of a built
     suite, optionally only those of ``functionalities`` (None: all)."""
-    from beluga.io import read_parquet
+    from beluga.core.io import read_parquet
     from beluga.suites.format import load_suite
 
     suite = load_suite(suite_path, label_set(get_task_type(task_type)))

@@ -26,14 +26,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from beluga.bounds import json_loads
-from beluga.errors import SuiteError
+from beluga.core.bounds import json_loads
+from beluga.core.errors import SuiteError
+from beluga.core.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
 from beluga.heads import get_head
 from beluga.suites.checklist_export import SIDE_FIELD, checklist_expect, checklist_suite_name
 from beluga.suites.format import AGG_FNS, COLUMNS, TEST_TYPES, load_suite, validate_suite
 from beluga.suites.release import RELEASE_SUFFIXES, read_release_records
 from beluga.suites.tabular import open_text, read_suite_table
-from beluga.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
 
 # BELUGA paper label fixes (../shared/data/README.md, "Known label fixes")
 RELABEL = {("qqp", "Order does matter for asymmetric relations"): 0}

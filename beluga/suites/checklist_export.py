@@ -30,11 +30,11 @@ from collections.abc import Iterator
 
 import pandas as pd
 
-from beluga.bounds import json_loads
-from beluga.errors import SuiteError
+from beluga.core.bounds import json_loads
+from beluga.core.errors import SuiteError
+from beluga.core.tasks import SUITE_TASK_TYPES, get_task_type
 from beluga.heads import head_of
 from beluga.suites.format import EXPECTATIONS
-from beluga.tasks import SUITE_TASK_TYPES, get_task_type
 
 #: the record field holding what CheckList's fields cannot carry (see the module's docs)
 SIDE_FIELD = "beluga"
@@ -64,7 +64,7 @@ def checklist_expect(expect: str, params: dict) -> dict:
     slice}``, as the released suites' export writes it (``Expect.eq(val=None)``, ``Expect.inv(tolerance=0.1)``,
     ``Expect.slice_pairwise(Expect.monotonic(...), <lambda>, agg_fn='all_except_first')``,
     ``Expect.pairwise(diff_up)``, ...). The tolerances are the ones the project's scorer applies
-    (:mod:`beluga.scoring`: 0 when absent for inv / monotonic)."""
+    (:mod:`beluga.score.outcomes`: 0 when absent for inv / monotonic)."""
     if expect not in EXPECTATIONS or expect not in ("eq", "inv", "monotonic", *_WRAPPED):
         raise SuiteError(f"field 'expect': the expectation {expect!r} has no CheckList counterpart")
     if expect == "eq":

@@ -41,11 +41,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from beluga.bounds import json_loads
-from beluga.errors import SuiteError
+from beluga.core.bounds import json_loads
+from beluga.core.errors import SuiteError
+from beluga.core.io import write_parquet
 from beluga.heads import get_head
-from beluga.io import write_parquet
-from beluga.regression import SCORE_EXPECTATIONS, score_params_error
+from beluga.heads.score.cases import SCORE_EXPECTATIONS, score_params_error
 
 TEST_TYPES = ("MFT", "INV", "DIR")
 AGG_FNS = ("all", "all_except_first")
@@ -74,7 +74,7 @@ EXPECTATIONS: dict[str, dict] = {
     "squad": {"needs": "answer", "val_ok": False, "types": ("MFT", "INV", "DIR")},
     "same_answer": {"needs": None, "val_ok": False, "types": ("INV", "DIR")},
 }
-# a regression head's expectations on scores (beluga.regression): score_near's value is ``val`` or the label
+# a regression head's expectations on scores (beluga.heads.score.cases): score_near's value is ``val`` or the label
 for _name, _types in SCORE_EXPECTATIONS.items():
     EXPECTATIONS[_name] = {"needs": "label" if _name == "score_near" else None, "val_ok": _name == "score_near",
                            "types": _types}
@@ -150,7 +150,7 @@ def _class_param(path, i, cid, name: str, v, label_set) -> None:
 
 def _check_params(path, i, cid, expect: str, params: dict, n_inputs: int, label_set=None,
                   score_range=None) -> None:
-    if expect in SCORE_EXPECTATIONS:   # numbers, not classes (beluga.regression)
+    if expect in SCORE_EXPECTATIONS:   # numbers, not classes (beluga.heads.score.cases)
         err = score_params_error(expect, params)
         if err is not None:
             raise _fail(path, i, cid, "expect_params", err)
@@ -222,7 +222,7 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
 
     ``head`` ("classification" or "qa") decides whether ``eq`` needs labels
     or answers; None accepts either. ``head="regression"`` admits the score
-    expectations (:mod:`beluga.regression`) only, the other heads none of them.
+    expectations (:mod:`beluga.heads.score.cases`) only, the other heads none of them.
     ``score_range`` (a regression task's): every label (a gold score) and
     ``score_near``'s ``val`` inside it."""
     path = str(path)

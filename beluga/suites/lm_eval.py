@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from beluga.bounds import json_loads
-from beluga.causal_lm import TARGET_DELIMITER, LabelWords, check_prompt, parse_label_words
-from beluga.tasks import TaskType
+from beluga.core.bounds import json_loads
+from beluga.core.tasks import TaskType
+from beluga.model.causal_lm import TARGET_DELIMITER, LabelWords, check_prompt, parse_label_words
 
 #: the files of an exported task folder
 LM_EVAL_FILES = ("task.yaml", "data.jsonl")
@@ -116,8 +116,8 @@ def task_yaml(name: str, data_file: Path, template: str, words: LabelWords) -> s
 def export_lm_eval(suite: pd.DataFrame, ttype: TaskType, out_dir: str, prompt: str, label_words: list[str]) -> str:
     """``suite export --format lm-eval``: the task folder of a suite read for ``ttype`` (see the module
     docstring; the caller, :func:`beluga.cli.score.export_command`, checked the ``--out`` folder first), written
-    as a whole or not at all (:func:`beluga.io.write_out_folder`). Returns the line the command prints."""
-    from beluga.io import write_out_folder, write_text
+    as a whole or not at all (:func:`beluga.core.io.write_out_folder`). Returns the line the command prints."""
+    from beluga.core.io import write_out_folder, write_text
 
     where = "suite export"
     template = check_prompt(prompt, ttype, where)

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
 from beluga.suites import lexicons as lex
 from beluga.suites.negation import add_negation, case_like, remove_negation
 

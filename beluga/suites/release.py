@@ -541,7 +541,7 @@ def write_checklist_jsonl(records: Iterable[dict], out_path: str | os.PathLike) 
     ``ensure_ascii=False``, as the export; one object per line), gzip-compressed when the name ends in ``.gz``
     (reproducible: no time stamp), atomically (a temporary file in the same
     folder, then ``os.replace``). Returns the number of lines."""
-    from beluga.io import atomic_path
+    from beluga.core.io import atomic_path
 
     out = Path(out_path)
     n = 0

@@ -63,7 +63,7 @@ from pathlib import Path
 
 import numpy as np
 
-from beluga.errors import SuiteError
+from beluga.core.errors import SuiteError
 
 
 class _Refused(Exception):

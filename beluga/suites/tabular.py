@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from beluga.bounds import json_loads
-from beluga.errors import SuiteError
+from beluga.core.bounds import json_loads
+from beluga.core.errors import SuiteError
 from beluga.suites.format import COLUMNS, validate_suite
 
 LIST_COLUMNS = ("inputs", "inputs_b", "labels", "answers")

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
 from beluga.suites import lexicons as lex
 
 

@@ -46,12 +46,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from beluga.bounds import json_loads
-from beluga.errors import ConfigError, SuiteError
+from beluga.core.bounds import json_loads
+from beluga.core.errors import ConfigError, SuiteError
+from beluga.core.tasks import get_task_type
 from beluga.heads import head_of
 from beluga.suites.build import checked_suite
 from beluga.suites.format import COLUMNS, save_suite
-from beluga.tasks import get_task_type
 
 TEXTATTACK_COLUMNS = ("original_text", "perturbed_text", "result_type")
 #: TextAttack's result types (``AttackResult`` subclasses, the class name less ``AttackResult``) -> a case?

@@ -2,7 +2,7 @@
 ``rules/common.smk`` does with the config before any rule is defined (and what
 the tests call in-process to check a config without starting snakemake);
 :func:`validate_config` its first half, which ``python -m beluga plan`` shares.
-Every failure is a :class:`~beluga.errors.BelugaError` whose message is the one
+Every failure is a :class:`~beluga.core.errors.BelugaError` whose message is the one
 line the dry run prints (naming the config file(s) and the field). Light: no
 torch, no transformers."""
 
@@ -12,9 +12,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from beluga.bounds import MAX_CONFIG_VALUES, tree_problem
+from beluga.core.bounds import MAX_CONFIG_VALUES, tree_problem
+from beluga.core.errors import BelugaError, ConfigError, config_error_line
 from beluga.data.fetch import config_files, resolve_data_paths
-from beluga.errors import BelugaError, ConfigError, config_error_line
 from beluga.workflow import dag
 from beluga.workflow.paths import Paths
 from beluga.workflow.runs import Runs

@@ -46,7 +46,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
 
 #: where scripts/benchmark.py writes its throughput tables (``benchmark-<device>.json``)
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"

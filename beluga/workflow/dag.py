@@ -14,15 +14,15 @@ from pathlib import Path
 
 import yaml
 
+from beluga.core.errors import BelugaError, ConfigError
+from beluga.core.tasks import get_task_type
 from beluga.data.fetch import hub_cache_dir, hub_model_cached, hub_offline, is_hub_name, model_marker, read_marker
-from beluga.errors import BelugaError, ConfigError
-from beluga.families import family_problem
-from beluga.folds import configuration, enumerate_folds
 from beluga.heads import head_of
 from beluga.methods import ALGORITHMS, LP, LPFT, LoRA
-from beluga.model_config import TINY_RANDOM, check_max_length, read_model_config
+from beluga.model.config import TINY_RANDOM, check_max_length, read_model_config
+from beluga.model.families import family_problem
 from beluga.suites.build import suite_functionalities
-from beluga.tasks import get_task_type
+from beluga.suites.folds import configuration, enumerate_folds
 
 GRID_KEYS = {"lr": "lr", "batch_size": "bs", "epochs": "ep"}
 
@@ -198,7 +198,7 @@ def check_folds(task: str, folds: list[dict], funcs, configurations, configfiles
     suite stage (IID→T) would have nothing to train on, the others would train on i.i.d. data alone and report
     it as a held-out score (a partition of one group: a suite of one class, one test type, one
     functionality)."""
-    from beluga.folds import training_functionalities
+    from beluga.suites.folds import training_functionalities
 
     names = list(funcs["functionality"])
     no_mix = [c for c in configurations if not configuration(c).mixes_iid]
@@ -432,7 +432,7 @@ def _cached_hub_config(spec: str, revision: str | None, data_dir: str | None) ->
 
 
 def _check_family(where: str, spec: str, model_field: str, config_json: str | Path, head: str, lp: bool) -> None:
-    """Refuse a model whose family the project cannot train (:func:`beluga.families.family_problem`)."""
+    """Refuse a model whose family the project cannot train (:func:`beluga.model.families.family_problem`)."""
     try:
         why = family_problem(read_model_config(Path(config_json).parent), head, lp)
     except BelugaError as e:
@@ -448,7 +448,7 @@ def check_models(config: dict, comb_variants: dict, configfiles=()) -> None:
     (tasks.<id>.training.max_length or training.max_length; the variant's). A local folder, or a hub
     model whose config.json is in the Hugging Face cache, of a family the project cannot train (an unknown
     model_type, no transformers class for the task's head, no known head for LP / LP-FT:
-    :func:`beluga.families.family_problem`) is refused too. Other hub models are checked in their jobs,
+    :func:`beluga.model.families.family_problem`) is refused too. Other hub models are checked in their jobs,
     once fetched. One line naming the config file, the field and the model."""
     where = _where(configfiles)
     lp = _linear_probe(config.get("methods") or [])

@@ -34,10 +34,10 @@ import yaml
 
 from beluga.analyses import combinational as comb_analysis
 from beluga.analyses.inoculation import plan as inoc_analysis
-from beluga.bounds import yaml_load
-from beluga.errors import ConfigError
-from beluga.settings import job_hparams
-from beluga.tasks import get_task_type
+from beluga.core.bounds import yaml_load
+from beluga.core.errors import ConfigError
+from beluga.core.settings import job_hparams
+from beluga.core.tasks import get_task_type
 from beluga.workflow import runs
 from beluga.workflow.config import CONFIG_SCHEMA, checked_runs, validate_config  # noqa: F401 (CONFIG_SCHEMA: the plan's schema)
 from beluga.workflow.cost import (
@@ -137,12 +137,12 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
     T_test inputs; the i.i.d. split sizes (:func:`iid_sizes`) and ``iid_used``,
     where they come from. Builds the suite and the split in memory exactly as
     the pipeline does."""
-    from beluga import folds as folds_mod
-    from beluga.batches import LABEL_DIR, LABEL_DIR_DRAW
     from beluga.data import iid as iid_mod
-    from beluga.streams import build_streams
+    from beluga.suites import folds as folds_mod
     from beluga.suites.build import make_suite, suite_spec_name, with_fold_types
     from beluga.suites.format import functionality_table
+    from beluga.train.batches import LABEL_DIR, LABEL_DIR_DRAW
+    from beluga.train.streams import build_streams
 
     ttype = get_task_type(task_cfg["type"])
     paper = paper_iid_sizes(task_cfg) if assume_paper_data else None
@@ -245,8 +245,8 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     :func:`~beluga.workflow.cost.relative_cost`. GPU-hours: the seconds of every job x ``gpus`` /
     :func:`gpu_speedup` (``gpu_jobs`` jobs sharing a GPU: the GPU's aggregate rate); core-hours: x
     ``job_threads``."""
-    from beluga import folds as folds_mod
-    from beluga.folds import configuration
+    from beluga.suites import folds as folds_mod
+    from beluga.suites.folds import configuration
     from beluga.workflow.dag import grid_points, method_grid
 
     the_runs = checked_runs(config, configfiles)   # its errors: the dry run's one line
@@ -559,7 +559,7 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     text = render(lines, device, source, configfile or "config.yaml", config.get("seeds"), iid_used, notes,
                   tail) + render_disk(disk)
     if as_json:
-        from beluga.io import write_json
+        from beluga.core.io import write_json
 
         write_json({"device": device, "source": source, "rates": rates, "disk": disk, "iid_sizes": iid_used,
                     "task_rates": rates_used, "notes": notes, "sizes": details["sizes"], "job_kinds": rows,

@@ -5,7 +5,7 @@ selection grid's trial ids, the inoculation units. Its methods answer what the
 rules ask of a run, given the task or a job's wildcards (Snakemake's, or any
 mapping with the same keys): which runs a task has (:meth:`Runs.run_keys`) and
 their records for the aggregating rules (:meth:`Runs.records`), a training
-job's settings (:meth:`Runs.settings`: one :class:`beluga.settings.FoldRun`,
+job's settings (:meth:`Runs.settings`: one :class:`beluga.core.settings.FoldRun`,
 as a dict), its hyper-parameters (:meth:`Runs.hparams`) and those in words
 (:meth:`Runs.hparams_summary`),
 where a fold's hyper-parameters are selected, what it starts from, and the
@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from beluga import folds as beluga_folds
 from beluga.analyses import combinational as comb_analysis
 from beluga.analyses import combinational_data as comb_data
 from beluga.analyses.inoculation import plan as inoculation
+from beluga.core.errors import ConfigError
+from beluga.core.settings import fold_run, job_hparams
 from beluga.data import fetch
-from beluga.errors import ConfigError
 from beluga.methods import config_hparams, get_algorithm, method_hparams
-from beluga.settings import fold_run, job_hparams
+from beluga.suites import folds as beluga_folds
 from beluga.suites.build import load_task_spec, suite_spec_name
 from beluga.workflow import dag
 from beluga.workflow.paths import IID_RUN, Paths, RunKey, seed_of, seeddir_of
@@ -81,7 +81,7 @@ def task_training(config: dict, task_cfg: dict) -> dict:
 def stage_hparams(config: dict, task_cfg: dict, stage: str, method: str, *overrides) -> dict:
     """The hyper-parameters of a job of ``method`` in a stage (``iid``: the IID model; ``suite``): the
     stage's lr / batch_size / epochs, the method's complete hyper-parameters and the job's ``overrides``
-    (:func:`beluga.settings.job_hparams`)."""
+    (:func:`beluga.core.settings.job_hparams`)."""
     tr = task_training(config, task_cfg)
     return job_hparams(method, tr[stage], config_hparams(method, tr["method_hparams"]), *overrides)
 
@@ -129,7 +129,7 @@ def check_suiteless(config: dict, suiteless: list[str]) -> None:
 class Runs:
     """The runs of a validated config (``data_dir``: its data folder; ``not_fetched``: inputs the
     fetch target provides that are not there yet, whose tasks get no folds). Building it checks
-    the folds, the selection grids and the inoculation units: a :class:`beluga.errors.BelugaError`
+    the folds, the selection grids and the inoculation units: a :class:`beluga.core.errors.BelugaError`
     names the config file(s) ``configfiles`` and the field."""
 
     def __init__(self, config: dict, paths: Paths, data_dir: str, not_fetched=(), configfiles=()):
@@ -255,7 +255,8 @@ class Runs:
         return beluga_folds.scored_functionalities(self.fold_spec(task, partition, fold), self.predict["scope"])
 
     def iid_examples(self, task: str, partition: str) -> int | None:
-        """The i.i.d. test examples a run's model predicts (None: all; :func:`beluga.folds.fold_iid_examples`)."""
+        """The i.i.d. test examples a run's model predicts (None: all;
+        :func:`beluga.suites.folds.fold_iid_examples`)."""
         return beluga_folds.fold_iid_examples(partition, self.tasks[task].get("scenario_iid", "folds"),
                                               self.predict.get("fold_iid_examples"))
 
@@ -346,7 +347,7 @@ class Runs:
     # --- a training job's settings and message ---------------------------------------------------------
     def hparams(self, rule: str, w: Mapping) -> dict:
         """The complete hyper-parameters of a job of the training rule ``rule`` (:data:`TRAINING_RULES`) with the
-        wildcards ``w`` (:func:`beluga.settings.job_hparams`, the layers read here): the IID model's stage
+        wildcards ``w`` (:func:`beluga.core.settings.job_hparams`, the layers read here): the IID model's stage
         (vanilla); a fold's suite stage and method, a trial's grid point on top; an inoculation dose's suite
         stage (vanilla) with its lr, epochs and batch size; the combinational analysis' training (vanilla's
         defaults)."""
@@ -365,7 +366,7 @@ class Runs:
 
     def settings(self, rule: str, w: Mapping) -> dict:
         """The settings of a job of the training rule ``rule`` (:data:`TRAINING_RULES`) with the
-        wildcards ``w``, as one FoldRun (beluga/settings.py) dict, built once: the job's own fields here
+        wildcards ``w``, as one FoldRun (beluga/core/settings.py) dict, built once: the job's own fields here
         (its hyper-parameters: :meth:`hparams`), every other field from the config (the task's training
         block; the combinational analysis' own)."""
         if rule not in TRAINING_RULES:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
 
 #: the Slurm profile whose retries, jobs and set-resources the plan reads
 SLURM_PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "slurm" / "config.yaml"
@@ -77,7 +77,7 @@ def dependencies(config: dict, jobs: list[PlannedJob]) -> list[tuple[tuple, tupl
     """Per job: (its group, the groups it waits for), groups named within a task: ``("iid",)`` the IID
     model, ``("trial", conf, method)``, ``("fold", conf, method)`` a configuration's fold models of a
     method, ``("other",)`` the rest."""
-    from beluga.folds import configuration
+    from beluga.suites.folds import configuration
     from beluga.workflow import runs
 
     trials = {(j.task, j.configuration, j.method) for j in jobs if j.rule == "trial"}

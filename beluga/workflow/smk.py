@@ -23,9 +23,9 @@ import sys
 import time
 import traceback
 
-from beluga import provenance
-from beluga.clock import process_start_time
-from beluga.errors import BelugaError, unexpected_error_line, write_traceback
+from beluga.core import provenance
+from beluga.core.clock import process_start_time
+from beluga.core.errors import BelugaError, unexpected_error_line, write_traceback
 from beluga.workflow import warm
 
 TIMING_TAG = "BELUGA_TIMING"
@@ -43,7 +43,7 @@ def timing_line(rule: str, wildcards: dict, started: float, called: float, retur
 
 def user_inputs(snakemake) -> list[str]:
     """The job's input files and folders that are not the run's own outputs (not under its results folder): the
-    config's files, suites, local data and models; a run record hashes them (:func:`beluga.provenance.record`)."""
+    config's files, suites, local data and models; a run record hashes them (:func:`beluga.core.provenance.record`)."""
     results = os.path.realpath(str((getattr(snakemake, "config", None) or {}).get("results", "results")))
     return [str(f) for f in snakemake.input
             if not (os.path.realpath(str(f)) + os.sep).startswith(results + os.sep)]

@@ -66,7 +66,8 @@ PRELOAD = ("numpy", "pandas", "pyarrow.parquet", "torch", "transformers", "trans
            "transformers.models.auto.modeling_auto", "transformers.models.auto.tokenization_auto",
            "beluga.steps.data", "beluga.steps.train", "beluga.steps.evaluate", "beluga.steps.aggregate",
            "beluga.steps.statistics", "beluga.steps.plots", "beluga.steps.ood", "beluga.steps.inoculation",
-           "beluga.steps.combinational", "beluga.fold", "beluga.training", "beluga.modeling", "beluga.predict")
+           "beluga.steps.combinational", "beluga.train.fold", "beluga.train.loop", "beluga.model.modeling",
+           "beluga.score.predict")
 
 _IN_COPY = False   # True in a forked copy: hand_off returns at once
 

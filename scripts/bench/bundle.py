@@ -14,7 +14,7 @@ A bundle is a folder (about 3 MB):
 - ``tokenizer/``: the default model's tokenizer files (BERT's uncased vocabulary), which the BERT-sized models
   built from their configs (random weights) and the tiny model use.
 
-Reading it imports only the standard library (the training items become ``beluga.batches.TrainItem`` in
+Reading it imports only the standard library (the training items become ``beluga.train.batches.TrainItem`` in
 :func:`bench.workloads.Workload`)."""
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def make_bundle(out: Path, long_length: int, squad: str | None) -> Path:
     import pandas as pd
     from transformers import AutoTokenizer
 
-    from beluga.modeling import default_model_path
-    from beluga.streams import build_streams
+    from beluga.model.modeling import default_model_path
+    from beluga.train.streams import build_streams
     from bench.common import bench_run
     from bench.workloads import HELDOUT, default_fold, long_items, qa_data
 

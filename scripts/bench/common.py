@@ -30,7 +30,7 @@ def save() -> None:
     keeps every block that ended (and the variants measured so far, ``partial``)."""
     if OUT_PATH is None:
         return
-    from beluga.io import write_json
+    from beluga.core.io import write_json
 
     write_json({**RESULTS, "rows": ROWS}, OUT_PATH)
 
@@ -43,7 +43,7 @@ def partial(key: str, value) -> None:
 
 def prec(name: str, fused: bool):
     """A Precision on the benchmark's device (TF32 with bf16 on CUDA, as the pipeline's jobs)."""
-    from beluga.precision import Precision
+    from beluga.model.precision import Precision
 
     return Precision(name, DEVICE.type, fused, DEVICE.type == "cuda" and name != "fp32")
 
@@ -71,20 +71,20 @@ def median(xs):
 
 
 def bench_run(method: str, precision: str):
-    """The FoldRun (beluga/settings.py) of a timed epoch: the default config's
+    """The FoldRun (beluga/core/settings.py) of a timed epoch: the default config's
     settings, the method's defaults, lr 5e-5, one epoch, no checkpoints."""
     import dataclasses
 
     if BUNDLE is not None:   # the settings the bundle was made with (no config read, no snakemake)
-        from beluga.settings import FoldRun
+        from beluga.core.settings import FoldRun
 
         run = FoldRun.from_dict(BUNDLE["run"])
         if run.method != method:
             raise SystemExit(f"benchmark --bundle: the bundle's run is {run.method}, not {method}")
         return dataclasses.replace(run, precision=precision, max_length=MAX_LENGTH, model=MODEL, start_label=MODEL,
                                    hparams={**run.hparams, "batch_size": BATCH})
+    from beluga.core.settings import fold_run
     from beluga.methods import method_hparams
-    from beluga.settings import fold_run
     from beluga.workflow.plan import load_config
 
     cfg = load_config(str(REPO / "config.yaml"))
@@ -112,7 +112,7 @@ def tokenizer_source() -> str:
     """The tokenizer of the models built from a config: the bundle's, else the default model's."""
     if BUNDLE is not None:
         return BUNDLE["tokenizer"]
-    from beluga.modeling import default_model_path
+    from beluga.model.modeling import default_model_path
 
     return default_model_path()
 
@@ -121,19 +121,19 @@ def load_bench_model(spec: str, overrides: dict | None = None, head: str = "clas
     """(model, tokenizer) of a model spec (see :data:`SIZED`), with a classification head (two labels) or a
     span (``qa``) head: loaded on the CPU, or built from its config on the benchmark's device (random
     weights). With a bundle only the sizes of :data:`SIZED`."""
-    from beluga.errors import ModelError
+    from beluga.core.errors import ModelError
 
     if spec not in SIZED:
         if BUNDLE is not None:
             raise SystemExit(f"benchmark --bundle: model {spec!r}: a bundle runs the sizes {', '.join(SIZED)} "
                              "(random weights, the bundle's tokenizer)")
-        from beluga.modeling import load_model
+        from beluga.model.modeling import load_model
 
         MODEL_SOURCE.setdefault(spec, spec)
         return load_model(spec, 2, config_overrides=overrides or None, head=head)
     hub, size = SIZED[spec]
     if hub is not None and BUNDLE is None:
-        from beluga.modeling import load_model
+        from beluga.model.modeling import load_model
 
         try:
             out = load_model(hub, 2, config_overrides=overrides or None, head=head)
@@ -161,7 +161,7 @@ def load_bench_model(spec: str, overrides: dict | None = None, head: str = "clas
 
 def fresh_model(spec: str | None = None, head: str = "classification", **overrides):
     """The model ``spec`` (default ``--model``) on the benchmark's device, from the same start every time."""
-    from beluga.modeling import set_seed
+    from beluga.model.modeling import set_seed
 
     set_seed(1)
     model, tok = load_bench_model(spec or MODEL, overrides, head)
@@ -200,7 +200,7 @@ WORKER_TAG = "BENCH_WORKER "   # starts the one line of results a worker process
 
 
 def setup_torch(device: str) -> None:
-    """As the pipeline's jobs (beluga.modeling.configure_torch): one intra-op thread, deterministic
+    """As the pipeline's jobs (beluga.model.modeling.configure_torch): one intra-op thread, deterministic
     algorithms on the CPU only."""
     import torch
 

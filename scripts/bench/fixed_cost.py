@@ -25,8 +25,8 @@ def fixed_cost_worker(spec_path: str, t_script: float) -> int:
     t["torch"] = time.time()
     import transformers  # noqa: F401
 
-    import beluga.modeling  # noqa: F401
-    import beluga.training  # noqa: F401
+    import beluga.model.modeling  # noqa: F401
+    import beluga.train.loop  # noqa: F401
 
     t["libraries"] = time.time()
     spec = json.loads(Path(spec_path).read_text())

@@ -1,4 +1,4 @@
-"""The training loop as the pipeline runs it, timed: ``beluga.training.train`` from the benchmark's base run
+"""The training loop as the pipeline runs it, timed: ``beluga.train.loop.train`` from the benchmark's base run
 for a set number of updates (:func:`timed_train`, timing the updates after a warm-up with :class:`StepTimer`),
 and what the variants compare after it (the batches' token counts, the weights, the held-out loss)."""
 
@@ -17,7 +17,7 @@ def compile_field() -> bool:
     """Whether this checkout's FoldRun has the ``compile`` setting (off / default / graphs)."""
     import dataclasses
 
-    from beluga.settings import FoldRun
+    from beluga.core.settings import FoldRun
 
     return "compile" in {f.name for f in dataclasses.fields(FoldRun)}
 
@@ -26,7 +26,7 @@ _BASE_RUN = []   # the FoldRun the variants start from (workers get it from thei
 
 
 def base_run(given: dict | None = None):
-    from beluga.settings import FoldRun
+    from beluga.core.settings import FoldRun
 
     if not _BASE_RUN:
         _BASE_RUN.append(FoldRun.from_dict(given) if given else bench_run("vanilla", "auto"))
@@ -38,7 +38,7 @@ def variant_run(wl: Workload, total: int, compile_mode: str):
     the pipeline's jobs: bf16 + fused AdamW + TF32 on an H100)."""
     import dataclasses
 
-    from beluga.batches import n_batches
+    from beluga.train.batches import n_batches
 
     run = base_run()
     spe = n_batches(wl.streams, wl.batch)
@@ -92,7 +92,7 @@ class StepTimer:
 
     @contextlib.contextmanager
     def installed(self):
-        import beluga.training as training
+        import beluga.train.loop as training
 
         real, timer = training.get_algorithm, self
 
@@ -118,13 +118,13 @@ class StepTimer:
 
 def timed_train(wl: Workload, model, tok, hygiene: bool, compile_mode: str, warmup: int, steps: int,
                 barrier=None, profiler=None) -> dict:
-    """``beluga.training.train`` for ``warmup + steps`` updates of ``wl`` (the loop as the pipeline runs it),
+    """``beluga.train.loop.train`` for ``warmup + steps`` updates of ``wl`` (the loop as the pipeline runs it),
     timing the last ``steps``."""
     import torch
 
-    from beluga.modeling import set_seed
-    from beluga.precision import resolve
-    from beluga.training import train
+    from beluga.model.modeling import set_seed
+    from beluga.model.precision import resolve
+    from beluga.train.loop import train
 
     frames = None
     if compile_mode != "off":
@@ -153,7 +153,7 @@ def window_counts(wl: Workload, tok, first: int, n: int) -> tuple[int, int, int]
     draws (pooled sampling), tokenized as the loop does."""
     import numpy as np
 
-    from beluga.batches import epoch_batches, n_batches
+    from beluga.train.batches import epoch_batches, n_batches
 
     spe = n_batches(wl.streams, wl.batch)
     epochs: dict[int, list] = {}
@@ -164,7 +164,7 @@ def window_counts(wl: Workload, tok, first: int, n: int) -> tuple[int, int, int]
             epochs[e] = epoch_batches(wl.streams, wl.batch, np.random.default_rng([wl.seed, e]))
         b = epochs[e][i]
         if wl.task == "read":   # span batches: every window of every question, as the QA loss encodes them
-            from beluga.qa import encode_qa
+            from beluga.heads.span.qa import encode_qa
 
             feats = encode_qa(tok, b.texts_b, b.texts, max_length=wl.max_length, stride=base_run().doc_stride)
             lens = feats.attention_mask.sum(dim=1).tolist()
@@ -187,9 +187,9 @@ def heldout_loss(model, tok, wl: Workload) -> float:
     import numpy as np
     import torch
 
-    from beluga.batches import epoch_batches
-    from beluga.precision import resolve
-    from beluga.training import LossFn
+    from beluga.model.precision import resolve
+    from beluga.train.batches import epoch_batches
+    from beluga.train.loop import LossFn
 
     batch = epoch_batches({"iid": wl.heldout}, len(wl.heldout), np.random.default_rng(0))[0]
     loss_fn = LossFn(tok, wl.max_length, precision=resolve("auto", common.DEVICE), host_hygiene=False,

@@ -8,8 +8,8 @@ from bench.common import bench_run, fresh_model, median, prec, row, subset
 
 def bench_methods(streams, reps: int, n_items: int) -> dict:
     from beluga.methods import PUBLIC_METHODS, get_algorithm, method_hparams
-    from beluga.precision import resolve
-    from beluga.training import train
+    from beluga.model.precision import resolve
+    from beluga.train.loop import train
 
     small = subset(streams, n_items)
     p = prec("bf16", True)

@@ -1,4 +1,4 @@
-"""The prediction figures: ``beluga.modeling.predict_probs`` against a raw ``inference_mode`` loop over the
+"""The prediction figures: ``beluga.model.modeling.predict_probs`` against a raw ``inference_mode`` loop over the
 same batches, in fp32 and bf16, and how often bf16 predicts fp32's class."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The training figures: ``beluga.training.train`` against a raw PyTorch loop over the same minibatches, in
+"""The training figures: ``beluga.train.loop.train`` against a raw PyTorch loop over the same minibatches, in
 fp32, bf16 autocast and bf16 + fused AdamW (and the model FLOP utilisation on CUDA)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ def raw_loop(model, tokenizer, batches, precision, lr=5e-5):
     code, AdamW, clipping at 1.0, linear decay), nothing else."""
     import torch
 
-    from beluga.training import LossFn
+    from beluga.train.loop import LossFn
 
     loss_fn = LossFn(tokenizer, common.MAX_LENGTH, precision=precision)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -38,9 +38,9 @@ def raw_loop(model, tokenizer, batches, precision, lr=5e-5):
 def bench_training(streams, reps: int, n_items: int) -> dict:
     import numpy as np
 
-    from beluga.batches import epoch_batches
-    from beluga.precision import resolve
-    from beluga.training import train
+    from beluga.model.precision import resolve
+    from beluga.train.batches import epoch_batches
+    from beluga.train.loop import train
 
     small = subset(streams, n_items)
     items = sum(len(v) for v in small.values())
@@ -60,7 +60,7 @@ def bench_training(streams, reps: int, n_items: int) -> dict:
     rate = {k: items / median(v) for k, v in times.items()}
     ratio = [r / lp for r, lp in zip(times["raw bf16+fused"], times["loop bf16+fused"])]
     row("training loop / raw PyTorch loop (bf16+fused)", median(ratio), "x", target=">= 0.95",
-        ok=median(ratio) >= 0.95, note="speed of beluga.training.train relative to the raw loop")
+        ok=median(ratio) >= 0.95, note="speed of beluga.train.loop.train relative to the raw loop")
     ratio32 = [r / lp for r, lp in zip(times["raw fp32"], times["loop fp32"])]
     row("training loop / raw PyTorch loop (fp32)", median(ratio32), "x", target=">= 0.95",
         ok=median(ratio32) >= 0.95)

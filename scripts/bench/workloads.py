@@ -21,10 +21,10 @@ def default_fold(tmp: Path):
     training streams of the seen fold of IID→(IID+T) with the default's mix."""
     import pandas as pd
 
+    from beluga.core.tasks import get_task_type
     from beluga.steps import data
-    from beluga.streams import build_streams
     from beluga.suites.build import split_cases
-    from beluga.tasks import get_task_type
+    from beluga.train.streams import build_streams
     from beluga.workflow.plan import load_config
 
     cfg = load_config(str(REPO / "config.yaml"))   # validated, the schema's defaults filled
@@ -47,7 +47,7 @@ def default_fold(tmp: Path):
 @dataclass
 class Workload:
     """What a block of variants trains: the model, its length and batch size, the streams (all variants draw
-    the same seeded batches from them: ``beluga.batches.epoch_batches`` with the generator (seed, epoch)) and
+    the same seeded batches from them: ``beluga.train.batches.epoch_batches`` with the generator (seed, epoch)) and
     the held-out i.i.d. batch the drift's loss is measured on."""
 
     name: str            # base / large
@@ -77,7 +77,7 @@ class Workload:
 
     @classmethod
     def load(cls, path: str) -> Workload:
-        from beluga.batches import TrainItem
+        from beluga.train.batches import TrainItem
 
         d = json.loads(Path(path).read_text())
         d["streams"] = {k: [TrainItem(**it) for it in v] for k, v in d["streams"].items()}
@@ -90,7 +90,7 @@ def long_items(ttype, df, length: int) -> list:
     window of ``length`` tokens and is truncated there), with the first sentence's label: full windows."""
     import numpy as np
 
-    from beluga.batches import TrainItem
+    from beluga.train.batches import TrainItem
 
     items, parts, size, label = [], [], 0, 0
     eye = np.eye(ttype.num_model_labels)
@@ -107,7 +107,7 @@ def long_items(ttype, df, length: int) -> list:
 
 def bundle_workload(name: str, model: str, length: int, batch: int, data: str) -> Workload:
     """A workload from the bundle's data (:mod:`bench.bundle`)."""
-    from beluga.batches import TrainItem
+    from beluga.train.batches import TrainItem
 
     d = common.BUNDLE["workloads"][data]
     if data == "long" and length > d["length"]:
@@ -125,7 +125,7 @@ def make_workload(name: str, model: str, length: int, batch: int, data: str, tty
     ``tmp``)."""
     import pandas as pd
 
-    from beluga.streams import build_streams
+    from beluga.train.streams import build_streams
 
     if common.BUNDLE is not None:
         return bundle_workload(name, model, length, batch, data)
@@ -147,9 +147,9 @@ def qa_data(tmp: Path, squad: str | None) -> tuple:
     the pipeline stages them."""
     import pandas as pd
 
+    from beluga.core.tasks import get_task_type
     from beluga.steps import data
-    from beluga.streams import build_streams
-    from beluga.tasks import get_task_type
+    from beluga.train.streams import build_streams
 
     path = Path(squad) if squad else REPO.parent / "shared" / "data" / "iid" / "squad"
     if not path.is_dir():

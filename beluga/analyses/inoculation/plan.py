@@ -31,8 +31,8 @@ import re
 
 import numpy as np
 
-from beluga.errors import ConfigError, DataError
-from beluga.folds import fold_ids, split_sizes, stable_int
+from beluga.core.errors import ConfigError, DataError
+from beluga.suites.folds import fold_ids, split_sizes, stable_int
 
 LEVELS = ("suite", "class", "functionality")
 LEVEL_PREFIX = {"suite": "suite", "class": "class", "functionality": "func"}

@@ -2,7 +2,7 @@
 dose its scores, tests and epochs), the learning curves (challenge and original score against the dose)
 and the transfer heatmaps (per dose, unit trained on × unit evaluated). Over the training seeds: the
 means ± sd over seeds (no spread where the sd is empty, as with one seed), and the seeds named and the
-pooling explained by :func:`beluga.seeds.seeds_legend` (nothing for one seed).
+pooling explained by :func:`beluga.core.seeds.seeds_legend` (nothing for one seed).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.analyses.inoculation.plan import selection
-from beluga.seeds import has_spread, plus_minus, seeds_legend
+from beluga.core.seeds import has_spread, plus_minus, seeds_legend
 
 
 def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_png: str, level: float = 0.05) -> None:
@@ -23,7 +23,7 @@ def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_pn
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from beluga.io import atomic_path
+    from beluga.core.io import atomic_path
 
     unit_ids = list(dict.fromkeys(table["unit"]))
     n = len(unit_ids)
@@ -111,7 +111,7 @@ def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, ou
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from beluga.io import atomic_path
+    from beluga.core.io import atomic_path
 
     if not any(spec["functionalities"] for spec in unit_map.values()):   # every unit an external challenge set
         fig, ax = plt.subplots(figsize=(5, 1.6))

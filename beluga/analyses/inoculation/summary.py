@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 
 from beluga.analyses.inoculation.plan import lr_id, selection
-from beluga.errors import DataError
+from beluga.core.errors import DataError
+from beluga.core.tasks import get_task_type
 from beluga.heads import get_head
 from beluga.report.paired import gap_test, mcnemar, metric_interval, paired_metric_test, score_intervals, set_gap_test
-from beluga.tasks import get_task_type
 
 #: the ``lr_selected_on`` column of table.csv and outcomes.csv, by ``select_on``
 SELECTED_ON = {"dev": "dev (held out)", "test": "test (p-values optimistic: lr chosen on the tested cases)"}
@@ -126,7 +126,7 @@ def set_label_skew(examples: pd.DataFrame, head: str = "classification", names: 
 def unit_case_arrays(outcomes: pd.DataFrame, unit_funcs: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
     """The unit's T_test cases of a model's outcomes, sorted by case id:
     (rows with case_id / functionality / passed / scored, functionality index)."""
-    from beluga.scoring import FILTERED, PASS
+    from beluga.score.outcomes import FILTERED, PASS
 
     rows = outcomes[(outcomes["split"] == "suite_test") & outcomes["functionality"].isin(set(unit_funcs))]
     rows = rows.sort_values("case_id", kind="stable").reset_index(drop=True)
@@ -329,7 +329,7 @@ def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame
     dose's ``_sd``, ``n_seeds`` and ``seeds``. One seed: the seed's own values (the mean of one), the
     one-seed tests and intervals (draw seed 0), every ``_sd`` empty. Returns (every seed's chosen runs
     with a ``seed`` column, table, outcomes, {seed: the IID model's pass rates})."""
-    from beluga.seeds import over_seeds
+    from beluga.core.seeds import over_seeds
     from beluga.suites.format import functionality_table
 
     funcs = functionality_table(cases_all)
@@ -386,8 +386,8 @@ def _same_ids(ids_per_seed: list, seeds: list[int], source: str, what: str) -> N
 def _seed_state(seed: int, recs: list[dict], case_outcomes: list[str], base_out: pd.DataFrame, *, task_type: str,
                 iid_metric: str, funcs: pd.DataFrame, lrs, select_on: str):
     """One training seed's chosen runs and its IID model (dose 0), as :func:`summary_tables` reads them."""
-    from beluga.metrics import fold_pass_rates, iid_metrics, iid_score
     from beluga.report.stats import iid_features
+    from beluga.score.metrics import fold_pass_rates, iid_metrics, iid_score
 
     order = {float(lr): i for i, lr in enumerate(lrs)}
     df = pd.DataFrame(recs)
@@ -469,7 +469,7 @@ def _dose_outcomes(path: str, ufuncs: list, base_iid: pd.DataFrame, task_type: s
     """A suite unit's dose from its per-case outcomes file: (the unit's T_test cases, their functionality
     indices, the i.i.d. test examples' features, their 0/1 hits), the i.i.d. examples checked against the
     IID model's (``base_iid``)."""
-    from beluga.io import read_parquet
+    from beluga.core.io import read_parquet
     from beluga.report.stats import iid_features
 
     out = read_parquet(path, "inoculation outcomes")
@@ -484,7 +484,7 @@ def _set_head(spec: dict, base_out: pd.DataFrame, task_type: str, iid_metric: st
     """An external challenge set's split name, its label skew (from the IID model's outcomes) and the name of
     the measure it is scored with."""
     from beluga.data.ood_sets import split_name
-    from beluga.metrics import IID_METRICS
+    from beluga.score.metrics import IID_METRICS
 
     name = split_name(spec["challenge"])
     head = get_task_type(task_type).head
@@ -515,8 +515,8 @@ def _set_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, ta
     i.i.d. metric, the gap against the original score in that measure, the tests on the same examples
     against the IID model (dose 0), pooled over the seeds: (per-seed rows, pooled evidence per (unit,
     dose), label skew)."""
-    from beluga.io import read_parquet
-    from beluga.metrics import iid_metrics, iid_score
+    from beluga.core.io import read_parquet
+    from beluga.score.metrics import iid_metrics, iid_score
 
     seeds = [st.seed for st in states]
     name, skew, measure = _set_head(spec, states[0].base_out, task_type, iid_metric)

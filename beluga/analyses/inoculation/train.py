@@ -1,5 +1,5 @@
 """Inoculation's training jobs (docs/ANALYSES.md): one (unit, dose, learning rate) fine-tunes the IID
-model on the dose's challenge data through the project's one training loop (beluga/fold.py), with the
+model on the dose's challenge data through the project's one training loop (beluga/train/fold.py), with the
 seed's schedule and early stopping on the original dev score (:class:`HalveOnPlateau`), then scores
 the challenge, every functionality of T_test and the original test set (:func:`inoculate_dose`).
 """
@@ -10,19 +10,19 @@ import numpy as np
 import pandas as pd
 
 from beluga.analyses.inoculation.plan import SCHEDULES, challenge_dev_split, challenge_split, dose_sample
-from beluga.clock import Clock
+from beluga.core.clock import Clock
+from beluga.core.errors import DataError
+from beluga.core.job import Job
+from beluga.core.settings import FoldRun
+from beluga.core.tasks import get_task_type
 from beluga.data.ood_sets import split_name
-from beluga.errors import DataError
-from beluga.fold import evaluate_fold, load_start_model, suite_pass_rates, train_fold, train_model
-from beluga.job import Job
-from beluga.metrics import iid_metrics, iid_score, pass_rates
-from beluga.predict import example_predictions
-from beluga.scoring import iid_outcomes
-from beluga.settings import FoldRun
-from beluga.streams import build_streams
+from beluga.score.metrics import iid_metrics, iid_score, pass_rates
+from beluga.score.outcomes import iid_outcomes
+from beluga.score.predict import example_predictions
 from beluga.suites.build import split_cases
 from beluga.suites.format import functionality_table
-from beluga.tasks import get_task_type
+from beluga.train.fold import evaluate_fold, load_start_model, suite_pass_rates, train_fold, train_model
+from beluga.train.streams import build_streams
 
 
 class HalveOnPlateau:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from beluga.regression import SCORE_EXPECTATIONS, score_params_error
+from beluga.heads.score.cases import SCORE_EXPECTATIONS, score_params_error
 from beluga.suites.format import EXPECTATIONS, SLICES, TEST_TYPES
 from beluga.suites.spec.core import (
     Spec,
@@ -45,14 +45,14 @@ EXPECT_PARAMS = {"eq": {"val"}, "not_eq": {"val"}, "not_negative": set(), "eq_or
                  "inv": {"tolerance"}, "monotonic": {"increasing", "tolerance", "label"}, "diff_up": {"tolerance"},
                  "diff_down": {"tolerance"}, "triplet": set(), "squad": set(), "same_answer": set()}
 COMMON_EXPECT_PARAMS = {"slice", "slice_value", "train", "unperturbed"}
-#: the parameters each score expectation of a regression spec (similarity) reads (beluga.regression)
+#: the parameters each score expectation of a regression spec (similarity) reads (beluga.heads.score.cases)
 SCORE_EXPECT_PARAMS = {"score_near": {"val", "tolerance"}, "score_between": {"min", "max"},
                        "score_inv": {"tolerance"}, "score_up": {"margin"}, "score_down": {"margin"}}
 
 
 def _check_score_expectation(spec: Spec, expect: str, params: dict, loc) -> None:
     """A regression spec's expectation: a score expectation, its parameters known ones and numbers
-    (:func:`beluga.regression.score_params_error`)."""
+    (:func:`beluga.heads.score.cases.score_params_error`)."""
     if expect not in SCORE_EXPECTATIONS:
         raise spec_error(spec, loc, f"{expect!r} does not apply to a {spec.task} spec, a regression scored on "
                                     f"scores ({', '.join(SCORE_EXPECTATIONS)})")

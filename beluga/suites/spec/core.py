@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
+from beluga.core.tasks import get_task_type
 from beluga.heads import head_of
 from beluga.suites import templates as tpl
-from beluga.tasks import get_task_type
 
 SPECS_DIR = Path(__file__).resolve().parents[1] / "packaged_specs"
 SPEC_SCHEMA = SPECS_DIR / "spec.schema.yaml"
@@ -121,7 +121,7 @@ def is_pair_task(task: str) -> bool:
 
 def is_score_task(task: str) -> bool:
     """Whether a spec task's labels are gold scores and its expectations the score expectations
-    (:mod:`beluga.regression`): its head says so."""
+    (:mod:`beluga.heads.score.cases`): its head says so."""
     return head_of(get_task_type(task)).gold_is_score
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import string
 
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
 from beluga.suites import perturb as perturbations
 from beluga.suites import templates as tpl
 from beluga.suites.spec.core import (

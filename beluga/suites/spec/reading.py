@@ -12,8 +12,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-from beluga.bounds import yaml_load, yaml_load_text
-from beluga.errors import ConfigError
+from beluga.core.bounds import yaml_load, yaml_load_text
+from beluga.core.errors import ConfigError
 from beluga.suites import templates as tpl
 from beluga.suites.spec.core import (
     SPEC_SCHEMA,

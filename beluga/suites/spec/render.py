@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from beluga.errors import ConfigError
+from beluga.core.errors import ConfigError
+from beluga.core.tasks import get_task_type
 from beluga.heads import head_of
 from beluga.suites import perturb as perturbations
 from beluga.suites import templates as tpl
@@ -33,7 +34,6 @@ from beluga.suites.spec.core import (
     spec_location,
     template_segments,
 )
-from beluga.tasks import get_task_type
 
 _PAIR_SEP = " \n "   # joins the two segments a perturbation with apply_to: both sees as one text
 
@@ -154,7 +154,7 @@ def read_text_source(path: str, column: str | None, where: str) -> list[str]:
 def read_sentence_table(path: str, where: str) -> pd.DataFrame:
     """A table file: Parquet, JSON lines (values as written), TSV, otherwise CSV (text cells as strings);
     unreadable or non-UTF-8 files as one line naming ``where``."""
-    from beluga.io import read_parquet
+    from beluga.core.io import read_parquet
 
     name = path.lower()
     try:

@@ -1,0 +1,1 @@
+"""What every part of the package uses: errors, bounds, I/O, settings, seeds, provenance, clocks, task types."""

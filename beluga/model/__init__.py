@@ -1,0 +1,1 @@
+"""The model: loading and saving, families, class labels, cards, config records, checkpoints, precision, compiling."""

@@ -1,0 +1,283 @@
+"""Behavioral tests of causal language models by label-word likelihood (``test --prompt --label-words``).
+
+A decoder LM has no classification head: each input is written into a prompt (``--prompt``, a template with
+``{text}`` and, for pair tasks, ``{text_b}``), and each class of the task is a label word (``--label-words
+negative=bad positive=good``: per class BY NAME, every class once; a word may be several tokens). The class
+probabilities of an input are the softmax over the classes of each label word's summed token log-likelihood as
+the continuation of the filled prompt -- lm-evaluation-harness's ``multiple_choice`` (context: the filled prompt,
+continuation: ``" " + word``, its ``target_delimiter``), tokenised as its HFLM does (:func:`encode_pair`: the
+context and context + continuation encoded, the continuation's tokens the tail; trailing spaces of the context
+moved to the continuation), so that the project's numbers and lm-eval's agree (tests/test_lm_eval.py). From the
+probabilities on, ``test`` is what it is for any classifier: one code path (:mod:`beluga.cli.testing`).
+
+Only classification task types are tested so (READ answers and SIMILARITY scores are refused in one line).
+SENT's label words name its model's two classes (negative, positive: read as CheckList's three-class mapping)
+or the suite's three (with neutral).
+"""
+
+from __future__ import annotations
+
+import inspect
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from beluga.core.errors import BelugaError
+from beluga.core.tasks import TaskType
+from beluga.heads import head_of
+from beluga.model.labels import LabelMap, read_name, task_classes
+
+#: lm-evaluation-harness's ``target_delimiter`` (the default of its task configs): what joins prompt and word
+TARGET_DELIMITER = " "
+#: the fields a prompt template may name
+PROMPT_FIELDS = ("text", "text_b")
+
+
+@dataclass(frozen=True)
+class LabelWords:
+    """The classes (the task's names, in the task's order) and each one's label word."""
+
+    classes: tuple[str, ...]
+    words: tuple[str, ...]
+
+    def label_map(self) -> LabelMap:
+        """The classes as ``test`` records them: the columns are in the task's order, read by the words."""
+        return LabelMap(self.classes, self.classes, "--label-words")
+
+    def record(self) -> dict[str, str]:
+        return dict(zip(self.classes, self.words))
+
+
+def check_task(ttype: TaskType, where: str = "test") -> None:
+    """Only classification task types are tested by label words; READ / SIMILARITY refused in one line."""
+    if not head_of(ttype).has_classes:
+        raise BelugaError(f"{where}: field '--prompt': task {ttype.name!r} predicts {head_of(ttype).predicts}, not "
+                          "classes; a causal LM is tested by label words only on classification tasks (sent, para, "
+                          "nli, nli_binary, acceptability, similarity_classes)")
+
+
+def class_sets(ttype: TaskType) -> list[tuple[str, ...]]:
+    """The class sets label words may name: the model's classes (and SENT's three suite classes)."""
+    out = []
+    for k in (ttype.num_model_labels, len(ttype.suite_labels)):
+        classes = task_classes(ttype, k)
+        if classes and classes not in out:
+            out.append(classes)
+    return out
+
+
+def parse_label_words(items: list[str], ttype: TaskType, where: str = "test") -> LabelWords:
+    """``--label-words CLASS=WORD ...`` -> :class:`LabelWords` in the task's class order. Classes are read by
+    name (:func:`beluga.model.labels.read_name`: ``not_duplicate`` is ``not duplicate``), each exactly once, never by
+    position; the words non-empty and distinct. Anything else: one line naming ``where`` and the field."""
+    check_task(ttype, where)
+    sets = class_sets(ttype)
+    every = tuple(dict.fromkeys(c for s in sets for c in s))
+    shown = " or ".join(" ".join(f"{c.replace(' ', '_')}=WORD" for c in s) for s in sets)
+    field = f"{where}: field '--label-words'"
+    given: dict[str, str] = {}
+    for item in items:
+        name, eq, word = str(item).partition("=")
+        if not eq:
+            raise BelugaError(f"{field}: {item!r} is not CLASS=WORD; give {shown}")
+        cls = read_name(name, every)
+        if cls is None:
+            raise BelugaError(f"{field}: {name!r} is not a class of task {ttype.name!r}; give {shown}")
+        if cls in given:
+            raise BelugaError(f"{field}: class {cls!r} is given twice; give each class once: {shown}")
+        if not word.strip():
+            raise BelugaError(f"{field}: class {cls!r} has an empty word")
+        given[cls] = word
+    match = next((s for s in sets if set(s) == set(given)), None)
+    if match is None:
+        missing = [c for c in min(sets, key=len) if c not in given] or [c for c in every if c not in given]
+        raise BelugaError(f"{field}: no word for {', '.join(repr(c) for c in missing)}; give {shown}")
+    words = tuple(given[c] for c in match)
+    twice = next((w for w in words if words.count(w) > 1), None)
+    if twice is not None:
+        raise BelugaError(f"{field}: {twice!r} is the word of two classes; the classes could not be told apart")
+    return LabelWords(match, words)
+
+
+def check_prompt(template: str, ttype: TaskType, where: str = "test") -> str:
+    """A prompt template (``str.format`` fields; literal braces doubled): ``{text}``, and ``{text_b}`` exactly
+    when the task's inputs are pairs; no other field. Returns it, or stops with one line."""
+    field = f"{where}: field '--prompt'"
+    try:
+        specs = [(f, spec, conv) for _, f, spec, conv in string.Formatter().parse(template) if f is not None]
+    except ValueError as e:
+        raise BelugaError(f"{field}: {template!r} is not a template ({e}); write literal braces as {{{{ }}}}") from None
+    for f, spec, conv in specs:
+        if f not in PROMPT_FIELDS or spec or conv:
+            raise BelugaError(f"{field}: {{{f}{'!' + conv if conv else ''}{':' + spec if spec else ''}}} is not a "
+                              f"field; a template names {{text}} (and {{text_b}} for pair tasks) only")
+    names = [f for f, _, _ in specs]
+    needs = ["text", "text_b"] if ttype.pair else ["text"]
+    missing = [n for n in needs if n not in names]
+    if missing:
+        raise BelugaError(f"{field}: the template has no {{{missing[0]}}}; task {ttype.name!r} needs "
+                          f"{' and '.join('{' + n + '}' for n in needs)}")
+    if not ttype.pair and "text_b" in names:
+        raise BelugaError(f"{field}: {{text_b}} names a second text, but task {ttype.name!r} has one text per "
+                          "input; drop it")
+    return template
+
+
+def fill_prompt(template: str, text: str, text_b: str | None = None) -> str:
+    return template.format(text=text, text_b="" if text_b is None else text_b)
+
+
+def _encode(tokenizer, text: str) -> list[int]:
+    """lm-eval HFLM's ``tok_encode``: the tokenizer's own special tokens, none when the text already starts
+    with the prefix token's text (BOS, else EOS)."""
+    tid = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    prefix = tokenizer.decode([tid]) if tid is not None else ""
+    if prefix and text.startswith(prefix):
+        return list(tokenizer.encode(text, add_special_tokens=False))
+    return list(tokenizer.encode(text))
+
+
+def encode_pair(tokenizer, context: str, continuation: str) -> tuple[list[int], list[int]]:
+    """(context tokens, continuation tokens) as lm-evaluation-harness encodes a causal LM's request: trailing
+    spaces of the context moved to the front of the continuation, context + continuation encoded whole and the
+    continuation's tokens the part after the context's; an empty or blank context is refused."""
+    if not context.strip():
+        # lm-eval conditions an empty context on its prefix token and chokes on a blank one: refused instead
+        raise BelugaError("field '--prompt': a filled prompt is empty or blank (an empty input in a prompt of "
+                          "only its fields?); the label words need a context to follow")
+    n = len(context) - len(context.rstrip())
+    if n:
+        context, continuation = context[:-n], context[-n:] + continuation
+    whole = _encode(tokenizer, context + continuation)
+    ctx = _encode(tokenizer, context)
+    return ctx, whole[len(ctx):]
+
+
+def pad_id(tokenizer) -> int:
+    """The id padded positions hold (masked out, never read): the pad token, else EOS (as transformers users
+    set pad := eos for GPT-2-style tokenizers), else 0."""
+    for tid in (tokenizer.pad_token_id, tokenizer.eos_token_id):
+        if tid is not None:
+            return int(tid)
+    return 0
+
+
+def continuation_logliks(model, tokenizer, pairs: list[tuple[list[int], list[int]]], batch_size: int,
+                         max_length: int, precision, on_batch: Callable[[int], None] | None = None,
+                         truncated: list | None = None, source: str = "test") -> np.ndarray:
+    """The summed log-likelihood of each pair's continuation tokens given its context tokens (float64, in
+    order). The model reads ``(context + continuation)[:-1]`` left-truncated to ``max_length`` tokens (as
+    lm-eval does with its maximum length); batched by length, padded on the right whatever the tokenizer's
+    padding side (as lm-eval pads causal LMs: a model without ``position_ids`` would otherwise see its
+    positions shifted by the batch's padding), with an attention mask and position ids; forward passes under
+    ``precision``'s autocast, log-softmax in float32, the continuation's log-probabilities picked on the
+    device. ``on_batch``: called with the pairs done. ``truncated`` (a list, if
+    given): gets the indices of the pairs whose tokens were left-truncated."""
+    import torch
+
+    out = np.zeros(len(pairs), dtype=np.float64)
+    seqs = []
+    for i, (ctx, cont) in enumerate(pairs):
+        if not cont:
+            raise BelugaError(f"{source}: field '--label-words': a label word encodes to no token after the prompt")
+        if len(cont) > max_length:
+            raise BelugaError(f"{source}: field '--max-length': a label word is {len(cont)} tokens after the prompt, "
+                              f"more than --max-length {max_length}")
+        seqs.append((ctx + cont)[-(max_length + 1):][:-1])
+        if truncated is not None and len(ctx) + len(cont) > max_length + 1:
+            truncated.append(i)
+    takes_positions = "position_ids" in inspect.signature(model.forward).parameters
+    filler = pad_id(tokenizer)
+    device = next(model.parameters()).device
+    order = sorted(range(len(pairs)), key=lambda i: len(seqs[i]))
+    model.eval()
+    with torch.inference_mode():
+        for s in range(0, len(order), batch_size):
+            idx = order[s:s + batch_size]
+            width = max(len(seqs[i]) for i in idx)
+            ids = torch.full((len(idx), width), filler, dtype=torch.long)
+            mask = torch.zeros((len(idx), width), dtype=torch.long)
+            for r, i in enumerate(idx):
+                n = len(seqs[i])
+                ids[r, :n] = torch.tensor(seqs[i], dtype=torch.long)
+                mask[r, :n] = 1
+            kwargs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
+            if takes_positions:
+                kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0).to(device)
+            with precision.autocast():
+                logits = model(**kwargs).logits
+            logp = torch.log_softmax(logits.float(), dim=-1)
+            for r, i in enumerate(idx):
+                cont = pairs[i][1]
+                n, k = len(seqs[i]), len(cont)
+                rows = logp[r, n - k:n]                         # position j predicts token j + 1
+                out[i] = float(rows.gather(-1, torch.tensor(cont, device=rows.device).unsqueeze(-1)).sum())
+            if on_batch is not None:
+                on_batch(min(len(order), s + batch_size))
+    return out
+
+
+def softmax_rows(logliks: np.ndarray) -> np.ndarray:
+    """The softmax of each row of summed log-likelihoods (float64)."""
+    x = np.asarray(logliks, dtype=np.float64)
+    x = x - x.max(axis=1, keepdims=True)
+    e = np.exp(x)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def label_word_probs(model, tokenizer, prompts: list[str], words: LabelWords, batch_size: int = 16,
+                     max_length: int = 256, precision=None, truncated: list | None = None,
+                     source: str = "test") -> np.ndarray:
+    """(n, classes) probabilities of the filled ``prompts``: the softmax over the classes of each label word's
+    summed log-likelihood as the continuation ``TARGET_DELIMITER + word`` (``truncated``: gets the pairs
+    left-truncated to ``max_length``, :func:`continuation_logliks`)."""
+    from beluga.model.precision import FP32
+
+    pairs = [encode_pair(tokenizer, p, TARGET_DELIMITER + w) for p in prompts for w in words.words]
+    ll = continuation_logliks(model, tokenizer, pairs, batch_size, max_length, precision or FP32,
+                              truncated=truncated, source=source)
+    return softmax_rows(ll.reshape(len(prompts), len(words.words)))
+
+
+def suite_label_word_predictions(model, tokenizer, cases: pd.DataFrame, template: str, words: LabelWords, split: str,
+                                 batch_size: int, max_length: int, precision, *, chunk_cases: int | None = None,
+                                 on_chunk: Callable[[int], None] | None = None, source: str = "test") -> pd.DataFrame:
+    """Predictions for every input of ``cases`` (as :func:`beluga.score.predict.suite_predictions` writes them:
+    split, case_id, input_idx, probs in the task's class order; ``source`` names the model in messages),
+    ``chunk_cases`` cases at a time with
+    ``on_chunk`` called with the cases done (a progress bar). ``attrs["truncated_inputs"]``: the inputs whose
+    prompt and a label word were more than ``max_length`` tokens (their first tokens dropped, as lm-eval does).
+    """
+    step = chunk_cases or max(1, len(cases))
+    parts, cut = [], 0
+    for start in range(0, len(cases), step):
+        part = cases.iloc[start:start + step]
+        keys, prompts = [], []
+        for r in part.itertuples(index=False):
+            for j, t in enumerate(r.inputs):
+                keys.append((r.case_id, j))
+                b = r.inputs_b[j] if r.inputs_b is not None and not isinstance(r.inputs_b, float) else None
+                prompts.append(fill_prompt(template, t, b))
+        truncated: list[int] = []
+        probs = label_word_probs(model, tokenizer, prompts, words, batch_size, max_length, precision, truncated,
+                                 source)
+        cut += len({i // len(words.words) for i in truncated})
+        parts.append(pd.DataFrame({"split": split, "case_id": [k[0] for k in keys],
+                                   "input_idx": [k[1] for k in keys], "probs": [row.tolist() for row in probs]}))
+        if on_chunk is not None:
+            on_chunk(min(len(cases), start + step))
+    out = (pd.concat(parts, ignore_index=True) if parts
+           else pd.DataFrame({"split": [], "case_id": [], "input_idx": [], "probs": []}))
+    out.attrs["truncated_inputs"] = cut
+    return out
+
+
+def load_causal_lm(path: str, name: str, max_length: int | None = None):
+    """(model, tokenizer) of a causal LM folder (safetensors only), refused in one line as
+    :func:`beluga.model.modeling.load_trained` refuses any model (no weights, no tokenizer, a missing LM head)."""
+    from beluga.model.modeling import load_trained
+
+    return load_trained(path, "causal_lm", max_length=max_length, max_length_field="--max-length", name=name)

@@ -1,0 +1,1 @@
+"""Scoring: predictions, case outcomes under the expectations, metrics and pass rates."""
