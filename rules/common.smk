@@ -202,7 +202,7 @@ def trial_files(w):
 
 # --- params functions -----------------------------------------------------------------------
 def run_settings(rule_name):
-    """A training job's settings as one object (beluga/core/settings.py FoldRun, as a dict)."""
+    """A training job's settings as one object (beluga/train/settings.py FoldRun, as a dict)."""
     return lambda w: RUNS.settings(rule_name, w)
 
 

@@ -2,7 +2,7 @@
 # for every configuration and method; beluga/steps/train.py). By default a fold
 # is one job: it trains, predicts what it is scored on and scores it with the
 # model in memory. Every training job gets its settings as one object, `run`
-# (beluga/core/settings.py FoldRun, built by Runs.settings in beluga/workflow/runs.py).
+# (beluga/train/settings.py FoldRun, built by Runs.settings in beluga/workflow/runs.py).
 
 
 rule train_iid:

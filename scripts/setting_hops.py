@@ -318,7 +318,7 @@ def hops(path: list[Carrier]) -> int:
 
 # ---------------------------------------------------------------- who writes the hyper-parameters
 #: the one function that rewrites a job's hyper-parameters (file, function)
-REWRITER = ("beluga/core/settings.py", "job_hparams")
+REWRITER = ("beluga/train/settings.py", "job_hparams")
 #: dict methods that change a dict in place
 _MUTATORS = {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__"}
 

@@ -90,7 +90,7 @@ def schema_settings() -> tuple:
     schema's defaults filled (the schema is their only source)."""
     from snakemake.utils import validate
 
-    from beluga.core.settings import sourced_settings
+    from beluga.train.settings import sourced_settings
 
     cfg = {"tasks": {"t": {"type": "sent", "model": "default", "suite": {"generate": "sent_default"},
                            "iid": {"source": "rotten_tomatoes"}}},
@@ -100,11 +100,11 @@ def schema_settings() -> tuple:
 
 
 def fold_run(method: str = "vanilla", hparams: dict | None = None, seed: int = 0, **settings):
-    """A FoldRun (beluga/core/settings.py) for a unit test: the schema's defaults,
+    """A FoldRun (beluga/train/settings.py) for a unit test: the schema's defaults,
     the method's complete hyper-parameters with ``hparams`` on top, plain
     fp32, one thread, no checkpoints; ``settings`` replace any other field."""
-    from beluga.core.settings import FoldRun
     from beluga.methods import get_algorithm
+    from beluga.train.settings import FoldRun
 
     run = dict(schema_settings())
     run.update(task="test", task_type="sent", configuration="iid_to_t", method=method, partition="seen", fold="all",

@@ -285,7 +285,7 @@ def test_pipeline_max_length_beyond_positions(iid_train, tmp_path):
 def test_pipeline_saved_model_records_its_task_and_start_model_checks_it(iid_train, tmp_path):
     """The IID model records task type and head in config.json; a job of another task type starting from it (or
     using it as its model) stops in one line; a backbone without a record still trains."""
-    from beluga.core.job import start_job
+    from beluga.model.job import start_job
     from beluga.train.fold import load_start_model
 
     iid = tmp_path / "results" / "iid"
@@ -306,7 +306,7 @@ def test_pipeline_saved_model_records_its_task_and_start_model_checks_it(iid_tra
 def test_pipeline_start_model_without_its_head(models, tmp_path):
     """A trained start model (the IID model) whose head weights are not in the folder is refused: training would
     start from a random head; a pre-trained backbone (no head) as the task's model still loads."""
-    from beluga.core.job import start_job
+    from beluga.model.job import start_job
     from beluga.train.fold import load_start_model
 
     job = start_job(1, "fp32")

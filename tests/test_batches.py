@@ -196,7 +196,7 @@ def test_train_fold_builds_the_runs_composition(tmp_path, monkeypatch):
     import beluga.train.loop
     from beluga.core.clock import Clock
     from beluga.core.io import write_parquet
-    from beluga.core.job import Job
+    from beluga.model.job import Job
     from beluga.model.precision import resolve
     from beluga.suites.format import save_suite
     from beluga.train import fold

@@ -395,7 +395,7 @@ def test_unfetched_inputs_stop_the_run_but_not_the_fetch(served, tmp_path):
 
 def test_gpu_job_without_a_gpu_stops_in_one_line():
     from beluga.core.errors import ModelError
-    from beluga.core.job import start_job
+    from beluga.model.job import start_job
 
     with pytest.raises(ModelError, match="configured for 1 GPU"):
         start_job(1, "fp32", gpus=1)

@@ -10,8 +10,8 @@ from conftest import fold_run, make_tiny_suite
 from beluga.core.clock import Clock
 from beluga.core.errors import ConfigError
 from beluga.core.io import write_parquet
-from beluga.core.job import Job
 from beluga.core.tasks import get_task_type
+from beluga.model.job import Job
 from beluga.model.precision import resolve
 from beluga.score.metrics import pass_rates
 from beluga.score.outcomes import score_cases

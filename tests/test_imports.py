@@ -204,3 +204,34 @@ def test_groups_import_downwards():
             if d.startswith("beluga.steps.") and not m.startswith("beluga.steps"):
                 bad.append(f"{m} imports the step module {d}")
     assert not bad, "\n".join(bad)
+
+
+def test_no_module_stands_flat_in_the_package():
+    """The package's rooms show its architecture: every module lives in a package by concern (core, model,
+    heads, train, score, suites, data, methods, report, analyses, steps, workflow, cli); only the package face
+    and the entry point stand in beluga/ itself."""
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == ["__init__.py", "__main__.py"]
+
+
+def test_the_ground_floor_imports_nothing_above_it():
+    """beluga/core (errors, bounds, I/O, seeds, provenance, clocks, task types, probability checks) is the
+    ground floor: its modules import no other part of the package."""
+    bad = [f"{m} -> {d}" for m, deps in graph().items() if m.startswith("beluga.core")
+           for d in sorted(deps) if not d.startswith("beluga.core")]
+    assert not bad, "\n".join(bad)
+
+
+def test_a_head_is_built_from_below_and_asked_from_above():
+    """The head registry (beluga.heads) is asked by the modules above it; nothing a head is built from (the
+    head modules and whatever they import, locally or not) imports the registry or any module that asks it,
+    so choosing a head can never loop back into a head."""
+    g = graph()
+    askers = {m for m, deps in g.items() if "beluga.heads" in deps}
+    seen, todo = set(), [m for m in MODULES if m.startswith("beluga.heads.")]
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(g[m])
+    assert "beluga.score.outcomes" in askers and "beluga.heads.classification" in seen   # the check sees them
+    assert not seen & askers, "a head is built from a module that asks for a head: " + ", ".join(sorted(seen & askers))

@@ -12,7 +12,6 @@ import torch
 from conftest import case, make_tiny_suite, train_run
 
 from beluga.core.errors import ConfigError
-from beluga.core.settings import job_hparams
 from beluga.core.tasks import READ, SENT
 from beluga.heads import get_head
 from beluga.heads.span.qa import predict_qa
@@ -32,6 +31,7 @@ from beluga.model.modeling import TINY_RANDOM, load_model, set_seed
 from beluga.train.batches import Batch, EnvSampler, env_groups
 from beluga.train.loop import LossFn
 from beluga.train.losses import DummyClassifier, mft_loss
+from beluga.train.settings import job_hparams
 from beluga.train.streams import build_streams
 
 METHODS = sorted(ALGORITHMS)

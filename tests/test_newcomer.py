@@ -4,6 +4,7 @@ without --task (the suite records its task), and `plan` on a tiny config printin
 meets: no history, no development paths, a README of at most 200 lines that starts with the two commands, links
 that lead somewhere, task-type lists that are whole."""
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -166,3 +167,34 @@ def test_the_task_type_lists_are_whole():
     spec_tasks = yaml.safe_load(SPEC_SCHEMA.read_text())["properties"]["task"]["enum"]
     top = _section(REPO / "docs" / "SUITE_FORMAT.md", "### The format").split("`functionalities`", 1)[0]
     assert set(spec_tasks) <= set(re.findall(r"`(\w+)`", top)), top
+
+
+def test_the_contributing_map_names_every_module():
+    """docs/CONTRIBUTING.md's map lists every module of the package under its package's line ("  model/",
+    a subpackage indented under its package: "    span/" under "  heads/"; a package's __init__ by the line)."""
+    text = (REPO / "docs" / "CONTRIBUTING.md").read_text()
+    block = text[text.index("## The map"):]
+    block = block[:block.index("\n```\n", block.index("```") + 3)]
+    sections: dict[str, str] = {}
+    top = current = None
+    for line in block.splitlines():
+        name = line[:23].strip()
+        if line.startswith("  ") and not line.startswith(" " * 23) and name.endswith("/"):
+            nested = line.startswith("    ")
+            current = (top + name) if nested and top else name
+            top = top if nested else name
+            sections[current] = line[23:]
+        elif current is not None and line.startswith(" " * 23):
+            sections[current] += " " + line.strip()
+        else:
+            current = None
+    missing = []
+    for p in sorted((REPO / "beluga").rglob("*.py")):
+        rel = p.relative_to(REPO / "beluga")
+        if len(rel.parts) == 1:
+            continue   # __init__ / __main__: the beluga/ line
+        package = "/".join(rel.parts[:-1]) + "/"
+        words = set(re.findall(r"[A-Za-z_0-9]+", sections.get(package, "")))
+        if package not in sections or (p.stem != "__init__" and p.stem not in words):
+            missing.append(str(rel))
+    assert sections and not missing, "modules the map does not name: " + ", ".join(missing)

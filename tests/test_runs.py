@@ -12,9 +12,9 @@ from conftest import CONFIGS, REPO
 from snakemake.utils import validate
 
 from beluga.core.errors import ConfigError
-from beluga.core.settings import FoldRun, fold_run
 from beluga.data.fetch import model_marker, resolve_data_paths
 from beluga.methods import method_hparams
+from beluga.train.settings import FoldRun, fold_run
 from beluga.workflow.paths import IID_RUN, Paths, RunKey
 from beluga.workflow.resources import BASE_MEM_MB
 from beluga.workflow.runs import Runs, gpu_resources, model_scale

@@ -246,7 +246,7 @@ def test_pass_rate_objective_by_hand():
 def cpu_job():
     import torch
 
-    from beluga.core.job import Job
+    from beluga.model.job import Job
     from beluga.model.precision import resolve
 
     cpu = torch.device("cpu")

@@ -10,10 +10,10 @@ import yaml
 from conftest import REPO, make_tiny_suite
 from snakemake.utils import validate
 
-from beluga.core.settings import FoldRun, fold_run, sourced_settings
 from beluga.methods import ALGORITHMS, DEFAULT_HPARAMS, PUBLIC_METHODS, method_hparams
 from beluga.suites.folds import CONFIGURATIONS
 from beluga.suites.format import save_suite
+from beluga.train.settings import FoldRun, fold_run, sourced_settings
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 

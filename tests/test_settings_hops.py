@@ -1,13 +1,13 @@
 """How far a setting travels: ``lr`` and the training seed reach their use in at most five hops from the
 config (scripts/setting_hops.py traces them in a tiny run of the pipeline's code), and one function,
-beluga.core.settings.job_hparams, rewrites a job's hyper-parameters (every other place reads them)."""
+beluga.train.settings.job_hparams, rewrites a job's hyper-parameters (every other place reads them)."""
 
 import sys
 
 import pytest
 from conftest import REPO
 
-from beluga.core.settings import job_hparams
+from beluga.train.settings import job_hparams
 
 sys.path.insert(0, str(REPO / "scripts"))
 import setting_hops  # noqa: E402
@@ -46,9 +46,9 @@ def test_lr_and_the_seed_reach_their_use_in_at_most_five_hops():
             assert path[0].builder == source and path[0].parent is None, report
             if t.setting == "lr":   # the job's hyper-parameters: built in the one place
                 where = path[-1 if name == "combinational_train" else -2].builder
-                assert where == "beluga.core.settings.job_hparams", report
+                assert where == "beluga.train.settings.job_hparams", report
             else:   # the seed: into the job's settings, built once
-                assert [c.builder for c in path[1:-1]] == ["beluga.core.settings.fold_run"], report
+                assert [c.builder for c in path[1:-1]] == ["beluga.train.settings.fold_run"], report
 
 
 def test_one_place_rewrites_a_jobs_hyper_parameters():
@@ -75,7 +75,7 @@ def test_the_rewrite_scan_leaves_reads_and_the_one_place_alone():
              " choice))\n")
     one_place = ("def job_hparams(method, *layers):\n    hparams = {}\n    for layer in layers:\n"
                  "        hparams.update(layer)\n")
-    assert setting_hops.rewrite_sites(sources={"beluga/x.py": reads, "beluga/core/settings.py": one_place}) == []
+    assert setting_hops.rewrite_sites(sources={"beluga/x.py": reads, "beluga/train/settings.py": one_place}) == []
     assert len(setting_hops.rewrite_sites(sources={"beluga/y.py": one_place})) == 1   # elsewhere: a write
 
 

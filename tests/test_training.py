@@ -184,7 +184,7 @@ def test_read_streams_and_training_step():
 def test_diverged_training_stops_with_the_step_or_skips():
     """A non-finite loss stops training with one line naming the job and the step; nonfinite: skip goes on,
     counting the skipped steps; a model with non-finite weights is never returned."""
-    from beluga.score.health import DivergedError
+    from beluga.core.health import DivergedError
 
     suite = make_tiny_suite(6)
     model, tok = tiny()

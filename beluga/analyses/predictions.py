@@ -59,7 +59,7 @@ import pyarrow.parquet as pq
 from beluga.analyses.behavioral import one_line
 from beluga.core.bounds import json_loads
 from beluga.core.errors import DataError
-from beluga.score.health import SUM_TOLERANCE, bad_probability_rows
+from beluga.core.health import SUM_TOLERANCE, bad_probability_rows
 
 KEYED_FORMATS = ("parquet", "csv", "tsv", "jsonl")
 LINE_FORMATS = ("pred_only", "binary_conf", "softmax", "pred_and_conf", "pred_and_softmax")

@@ -284,7 +284,7 @@ def _labels_note(models: list[str], lmaps: list) -> str:
 def _to_device(model, precision: str):
     """The test command's job: the model on the GPU if there is one, else the
     CPU, in eval mode; ``precision`` resolved there, once (it runs no
-    :func:`beluga.core.job.start_job`: torch keeps its own threads)."""
+    :func:`beluga.model.job.start_job`: torch keeps its own threads)."""
     import torch
 
     from beluga.model.precision import resolve

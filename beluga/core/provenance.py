@@ -2,7 +2,7 @@
 the checkout had uncommitted changes) of the code that ran, what ran it (the command line, or the Snakemake rule
 and wildcards) and the SHA-256 of the files the user gave it.
 
-Every run record the pipeline writes (``beluga.core.job.Job.record``: beside each model, in each prediction,
+Every run record the pipeline writes (``beluga.model.job.Job.record``: beside each model, in each prediction,
 inoculation and combinational result), the run's ``run.json`` beside ``run_config.yaml`` and the ``run.json`` of
 every ``test`` / ``score`` output folder hold it (docs/PIPELINE.md, "Run records"). Versions are read from the
 installed distributions' metadata, never by importing a package; git is asked once per process, with a timeout.

@@ -11,9 +11,9 @@ import numpy as np
 
 from beluga.core.bounds import json_loads
 from beluga.core.errors import BelugaError, DataError, ModelError
+from beluga.core.health import check_probabilities
 from beluga.core.tasks import TaskType, binary_to_three_class
 from beluga.heads.base import Head, sequence_forward
-from beluga.score.health import check_probabilities
 from beluga.train.selection import NOT_NEGATIVE, REFERENCE_TOL, mean_or_none
 
 

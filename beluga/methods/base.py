@@ -97,7 +97,7 @@ class Algorithm:
             raise ValueError(f"method {self.name}: hyper-parameters {missing} are missing (build them with "
                              "beluga.methods.method_hparams)")
         self.model = model
-        self.hparams = hparams   # read only (beluga.core.settings.job_hparams is where they are written)
+        self.hparams = hparams   # read only (beluga.train.settings.job_hparams is where they are written)
         self.loss_fn = loss_fn
         self.total_steps = max(1, int(total_steps))
         self.envs = list(envs) if envs is not None else []
@@ -153,7 +153,7 @@ class Algorithm:
     @classmethod
     def fixed_epochs(cls, hparams: dict) -> float | None:
         """Epochs the method fixes whatever model selection chose (None: the selected ones); applied
-        last, by :func:`beluga.core.settings.job_hparams`."""
+        last, by :func:`beluga.train.settings.job_hparams`."""
         return None
 
     def setup(self) -> None:

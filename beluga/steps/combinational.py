@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 
 from beluga.core.io import read_parquet, write_csv, write_json, write_parquet, write_text
-from beluga.core.job import begin
-from beluga.core.settings import FoldRun
 from beluga.core.tasks import SENT
 from beluga.heads import head_of
+from beluga.model.job import begin
+from beluga.train.settings import FoldRun
 
 # ---------------------------------------------------------------- combinational OOD
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 
 from beluga.core.io import read_parquet, write_json, write_parquet
-from beluga.core.job import RUN_FILE, begin
 from beluga.core.tasks import get_task_type
 from beluga.data.ood_sets import read_prepared
+from beluga.model.job import RUN_FILE, begin
 from beluga.suites.build import split_cases
 from beluga.suites.folds import predicted_iid
 from beluga.suites.format import COLUMNS

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 from beluga.core.io import read_parquet, write_csv, write_json, write_parquet, write_text
-from beluga.core.job import begin
-from beluga.core.settings import FoldRun
+from beluga.model.job import begin
+from beluga.train.settings import FoldRun
 
 # ---------------------------------------------------------------- inoculation
 

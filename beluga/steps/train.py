@@ -2,7 +2,7 @@
 one job trains the fold, predicts what it is scored on and scores it, with the
 model in memory), grid trials and their selection.
 
-Every training job gets its settings as one :class:`beluga.core.settings.FoldRun`
+Every training job gets its settings as one :class:`beluga.train.settings.FoldRun`
 (``run``, a dict), trains and scores through :mod:`beluga.train.fold` and returns its
 timing parts (training / prediction / scoring seconds) for the job's timing
 line (:mod:`beluga.workflow.smk`).
@@ -15,14 +15,14 @@ import json
 from pathlib import Path
 
 from beluga.core.io import read_parquet, write_json, write_parquet
-from beluga.core.job import RUN_FILE, Job, begin
-from beluga.core.settings import FoldRun, job_hparams
 from beluga.core.tasks import get_task_type
 from beluga.data.ood_sets import read_prepared
 from beluga.heads import head_of
+from beluga.model.job import RUN_FILE, Job, begin
 from beluga.suites.build import split_cases
 from beluga.suites.folds import predicted_iid, scored_functionalities
 from beluga.train.selection import best_trial, check_objective
+from beluga.train.settings import FoldRun, job_hparams
 
 
 def train_iid(*, run: dict, train: str, out_model: str) -> dict:
@@ -77,7 +77,7 @@ def with_selection(run: FoldRun, selected: str | None) -> tuple[FoldRun, dict | 
     """The run with the hyper-parameters model selection chose (``selected``:
     the select_hparams rule's JSON; another method's for LP-FT with
     ``ft_hparams_from: vanilla``) on top of its own, then those its method fixes
-    (:func:`beluga.core.settings.job_hparams`), and the choice; without a selection,
+    (:func:`beluga.train.settings.job_hparams`), and the choice; without a selection,
     the run as it is (its hyper-parameters complete) and None."""
     if selected is None:
         return run, None

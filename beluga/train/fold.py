@@ -1,7 +1,7 @@
 """One fold: the one public way to train a model on a fold and to score what
 it is scored on. Every step that trains (beluga/steps/train.py,
 beluga/steps/inoculation.py, beluga/steps/combinational.py) goes through here, after
-:func:`beluga.core.job.begin` started its job and clock:
+:func:`beluga.model.job.begin` started its job and clock:
 
 - :func:`train_fold`: a fold's behavioral fine-tuning, end to end:
   :func:`training_data` (its T_train cases, optionally a subset of them, and
@@ -41,11 +41,10 @@ import pandas as pd
 from beluga.core.clock import Clock
 from beluga.core.errors import ConfigError
 from beluga.core.io import read_parquet
-from beluga.core.job import Job
-from beluga.core.settings import FoldRun
 from beluga.core.tasks import TaskType, get_task_type
 from beluga.heads import head_of
 from beluga.methods import get_algorithm
+from beluga.model.job import Job
 from beluga.model.modeling import load_model, set_seed
 from beluga.model.precision import Precision
 from beluga.score.metrics import pass_rates
@@ -56,6 +55,7 @@ from beluga.suites.folds import configuration
 from beluga.suites.format import functionality_table
 from beluga.train import loop as training
 from beluga.train import selection
+from beluga.train.settings import FoldRun
 from beluga.train.streams import build_streams
 
 

@@ -55,16 +55,16 @@ import numpy as np
 import torch
 
 from beluga.core.errors import ConfigError
-from beluga.core.settings import FoldRun
+from beluga.core.health import DivergedError, check_finite_weights
 from beluga.heads.score.batches import SCORE_KINDS, score_batch_loss
 from beluga.methods import Algorithm, check_method_hparams, get_algorithm
 from beluga.model import checkpoint
 from beluga.model.compiling import CompiledForward
 from beluga.model.precision import FP32, Precision, full
 from beluga.model.transfer import model_inputs, to_device
-from beluga.score.health import DivergedError, check_finite_weights
 from beluga.train.batches import Batch, EnvSampler, TrainItem, cases_per_batch, env_groups, epoch_batches, n_batches
 from beluga.train.losses import DummyClassifier, dir_loss, dummy_scaled, inv_loss, mft_loss, neutral_mask
+from beluga.train.settings import FoldRun
 
 log = logging.getLogger(__name__)
 
@@ -430,7 +430,7 @@ class _Checkpoints:
 
 
 def _check_finite(algo: Algorithm, job: str, total: int) -> None:
-    """``nonfinite: stop``: a :class:`beluga.score.health.DivergedError` naming the
+    """``nonfinite: stop``: a :class:`beluga.core.health.DivergedError` naming the
     job and the first update whose loss was not finite (one host sync)."""
     bad = algo.first_nonfinite_step()
     if bad is not None:
@@ -502,7 +502,7 @@ def _use_lr_factor(algo: Algorithm, lr_factor: Callable[[], float]) -> None:
 def train(model, tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, *, precision: Precision,
           reference_state: dict | None = None, log_every: int = 50, on_epoch_end=None,
           host_hygiene: bool = True, lr_factor: Callable[[], float] | None = None) -> dict:
-    """Train ``model`` in place as ``run`` says (:class:`beluga.core.settings.FoldRun`:
+    """Train ``model`` in place as ``run`` says (:class:`beluga.train.settings.FoldRun`:
     the method, its complete hyper-parameters (lr, batch_size, epochs and the
     method's own), seed, sequence length, checkpointing...), drawing
     minibatches as the method's sampling mode says (:func:`_plan`).
@@ -510,10 +510,10 @@ def train(model, tokenizer, streams: dict[str, list[TrainItem]], run: FoldRun, *
     L2-SP (default: the model's weights at the start).
 
     ``precision``: the job's :class:`beluga.model.precision.Precision`, resolved
-    once per job on the model's device (``beluga.core.job.start_job``): autocast of
+    once per job on the model's device (``beluga.model.job.start_job``): autocast of
     the forward passes and fused AdamW.
     ``run.nonfinite``: a non-finite loss stops training with a
-    :class:`beluga.score.health.DivergedError` naming the job and the step
+    :class:`beluga.core.health.DivergedError` naming the job and the step
     (``stop``, checked every ``log_every`` updates and at every epoch end, so
     the loss stays on the device), or the update is skipped and counted
     (``skip``); the trained weights are checked finite at the end either way.

@@ -36,8 +36,8 @@ from beluga.analyses import combinational as comb_analysis
 from beluga.analyses.inoculation import plan as inoc_analysis
 from beluga.core.bounds import yaml_load
 from beluga.core.errors import ConfigError
-from beluga.core.settings import job_hparams
 from beluga.core.tasks import get_task_type
+from beluga.train.settings import job_hparams
 from beluga.workflow import runs
 from beluga.workflow.config import CONFIG_SCHEMA, checked_runs, validate_config  # noqa: F401 (CONFIG_SCHEMA: the plan's schema)
 from beluga.workflow.cost import (

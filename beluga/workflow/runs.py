@@ -5,7 +5,7 @@ selection grid's trial ids, the inoculation units. Its methods answer what the
 rules ask of a run, given the task or a job's wildcards (Snakemake's, or any
 mapping with the same keys): which runs a task has (:meth:`Runs.run_keys`) and
 their records for the aggregating rules (:meth:`Runs.records`), a training
-job's settings (:meth:`Runs.settings`: one :class:`beluga.core.settings.FoldRun`,
+job's settings (:meth:`Runs.settings`: one :class:`beluga.train.settings.FoldRun`,
 as a dict), its hyper-parameters (:meth:`Runs.hparams`) and those in words
 (:meth:`Runs.hparams_summary`),
 where a fold's hyper-parameters are selected, what it starts from, and the
@@ -21,11 +21,11 @@ from beluga.analyses import combinational as comb_analysis
 from beluga.analyses import combinational_data as comb_data
 from beluga.analyses.inoculation import plan as inoculation
 from beluga.core.errors import ConfigError
-from beluga.core.settings import fold_run, job_hparams
 from beluga.data import fetch
 from beluga.methods import config_hparams, get_algorithm, method_hparams
 from beluga.suites import folds as beluga_folds
 from beluga.suites.build import load_task_spec, suite_spec_name
+from beluga.train.settings import fold_run, job_hparams
 from beluga.workflow import dag
 from beluga.workflow.paths import IID_RUN, Paths, RunKey, seed_of, seeddir_of
 from beluga.workflow.resources import BASE_MEM_MB, CUDA_HOST_MB
@@ -81,7 +81,7 @@ def task_training(config: dict, task_cfg: dict) -> dict:
 def stage_hparams(config: dict, task_cfg: dict, stage: str, method: str, *overrides) -> dict:
     """The hyper-parameters of a job of ``method`` in a stage (``iid``: the IID model; ``suite``): the
     stage's lr / batch_size / epochs, the method's complete hyper-parameters and the job's ``overrides``
-    (:func:`beluga.core.settings.job_hparams`)."""
+    (:func:`beluga.train.settings.job_hparams`)."""
     tr = task_training(config, task_cfg)
     return job_hparams(method, tr[stage], config_hparams(method, tr["method_hparams"]), *overrides)
 
@@ -347,7 +347,7 @@ class Runs:
     # --- a training job's settings and message ---------------------------------------------------------
     def hparams(self, rule: str, w: Mapping) -> dict:
         """The complete hyper-parameters of a job of the training rule ``rule`` (:data:`TRAINING_RULES`) with the
-        wildcards ``w`` (:func:`beluga.core.settings.job_hparams`, the layers read here): the IID model's stage
+        wildcards ``w`` (:func:`beluga.train.settings.job_hparams`, the layers read here): the IID model's stage
         (vanilla); a fold's suite stage and method, a trial's grid point on top; an inoculation dose's suite
         stage (vanilla) with its lr, epochs and batch size; the combinational analysis' training (vanilla's
         defaults)."""
@@ -366,7 +366,7 @@ class Runs:
 
     def settings(self, rule: str, w: Mapping) -> dict:
         """The settings of a job of the training rule ``rule`` (:data:`TRAINING_RULES`) with the
-        wildcards ``w``, as one FoldRun (beluga/core/settings.py) dict, built once: the job's own fields here
+        wildcards ``w``, as one FoldRun (beluga/train/settings.py) dict, built once: the job's own fields here
         (its hyper-parameters: :meth:`hparams`), every other field from the config (the task's training
         block; the combinational analysis' own)."""
         if rule not in TRAINING_RULES:

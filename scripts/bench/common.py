@@ -71,20 +71,20 @@ def median(xs):
 
 
 def bench_run(method: str, precision: str):
-    """The FoldRun (beluga/core/settings.py) of a timed epoch: the default config's
+    """The FoldRun (beluga/train/settings.py) of a timed epoch: the default config's
     settings, the method's defaults, lr 5e-5, one epoch, no checkpoints."""
     import dataclasses
 
     if BUNDLE is not None:   # the settings the bundle was made with (no config read, no snakemake)
-        from beluga.core.settings import FoldRun
+        from beluga.train.settings import FoldRun
 
         run = FoldRun.from_dict(BUNDLE["run"])
         if run.method != method:
             raise SystemExit(f"benchmark --bundle: the bundle's run is {run.method}, not {method}")
         return dataclasses.replace(run, precision=precision, max_length=MAX_LENGTH, model=MODEL, start_label=MODEL,
                                    hparams={**run.hparams, "batch_size": BATCH})
-    from beluga.core.settings import fold_run
     from beluga.methods import method_hparams
+    from beluga.train.settings import fold_run
     from beluga.workflow.plan import load_config
 
     cfg = load_config(str(REPO / "config.yaml"))

@@ -28,8 +28,8 @@ if os.environ.get("BELUGA_FULL_EXIT") != "1":
 
 def bench_fold_job(tmp: Path, cfg: dict, reps: int) -> dict:
     """A seen fold of IID+T (no IID model needed) of the default, as one process."""
-    from beluga.core.settings import fold_run
     from beluga.methods import method_hparams
+    from beluga.train.settings import fold_run
     from beluga.workflow.dag import task_folds
 
     task_cfg = cfg["tasks"]["sent"]

@@ -17,7 +17,7 @@ def compile_field() -> bool:
     """Whether this checkout's FoldRun has the ``compile`` setting (off / default / graphs)."""
     import dataclasses
 
-    from beluga.core.settings import FoldRun
+    from beluga.train.settings import FoldRun
 
     return "compile" in {f.name for f in dataclasses.fields(FoldRun)}
 
@@ -26,7 +26,7 @@ _BASE_RUN = []   # the FoldRun the variants start from (workers get it from thei
 
 
 def base_run(given: dict | None = None):
-    from beluga.core.settings import FoldRun
+    from beluga.train.settings import FoldRun
 
     if not _BASE_RUN:
         _BASE_RUN.append(FoldRun.from_dict(given) if given else bench_run("vanilla", "auto"))

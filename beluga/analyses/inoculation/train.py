@@ -12,16 +12,16 @@ import pandas as pd
 from beluga.analyses.inoculation.plan import SCHEDULES, challenge_dev_split, challenge_split, dose_sample
 from beluga.core.clock import Clock
 from beluga.core.errors import DataError
-from beluga.core.job import Job
-from beluga.core.settings import FoldRun
 from beluga.core.tasks import get_task_type
 from beluga.data.ood_sets import split_name
+from beluga.model.job import Job
 from beluga.score.metrics import iid_metrics, iid_score, pass_rates
 from beluga.score.outcomes import iid_outcomes
 from beluga.score.predict import example_predictions
 from beluga.suites.build import split_cases
 from beluga.suites.format import functionality_table
 from beluga.train.fold import evaluate_fold, load_start_model, suite_pass_rates, train_fold, train_model
+from beluga.train.settings import FoldRun
 from beluga.train.streams import build_streams
 
 
