@@ -198,6 +198,27 @@ def test_plan_finds_the_repository_files():
 
 #: the last commit whose `test` command took one model: its outputs are "today's bytes"
 BEFORE = "a54fbd4"
+#: where the modules :data:`BEFORE` imports live now (flat modules moved into packages by concern)
+MOVED = {"errors": "core.errors", "bounds": "core.bounds", "io": "core.io", "seeds": "core.seeds",
+         "provenance": "core.provenance", "clock": "core.clock", "lazy": "core.lazy", "progress": "core.progress",
+         "pages": "core.pages", "tasks": "core.tasks", "health": "core.health", "job": "model.job",
+         "modeling": "model.modeling", "families": "model.families", "labels": "model.labels",
+         "model_card": "model.card", "model_config": "model.config", "checkpoint": "model.checkpoint",
+         "precision": "model.precision", "compiling": "model.compiling", "transfer": "model.transfer",
+         "causal_lm": "model.causal_lm", "settings": "train.settings", "batches": "train.batches",
+         "losses": "train.losses", "training": "train.loop", "selection": "train.selection", "fold": "train.fold",
+         "predict": "score.predict", "scoring": "score.outcomes", "case_rows": "score.case_rows",
+         "metrics": "score.metrics", "folds": "suites.folds", "qa": "heads.span.qa",
+         "regression": "heads.score.cases"}
+
+
+def _moved(source: str) -> str:
+    """Old source with its imports of moved modules pointed at their packages."""
+    names = "|".join(sorted(MOVED, key=len, reverse=True))
+    source = re.sub(rf"\bbeluga\.({names})\b", lambda m: "beluga." + MOVED[m.group(1)], source)
+    return re.sub(rf"^(\s*)from beluga import ({names})$",
+                  lambda m: f"{m.group(1)}from beluga.{MOVED[m.group(2)].rsplit('.', 1)[0]} import "
+                            f"{MOVED[m.group(2)].rsplit('.', 1)[1]} as {m.group(2)}", source, flags=re.M)
 
 
 def _before_test_command(monkeypatch):
@@ -207,7 +228,7 @@ def _before_test_command(monkeypatch):
         res = subprocess.run(["git", "show", f"{BEFORE}:{path}"], cwd=REPO, capture_output=True, text=True)
         if res.returncode:
             pytest.skip(f"git show {BEFORE}:{path} failed (not a git checkout with that commit)")
-        return res.stdout
+        return _moved(res.stdout)
     behavioral = types.ModuleType("beluga_before_behavioral")
     exec(compile(show("beluga/analyses/behavioral.py"), "before/behavioral.py", "exec"), behavioral.__dict__)
     monkeypatch.setitem(sys.modules, behavioral.__name__, behavioral)
