@@ -13,17 +13,22 @@ is refused while the DAG is built (``snakemake -n``, ``python -m beluga plan``).
 - Inoculation: ``tasks: []`` (refused: null is every task), an unknown task, two
   learning rates with one job id (``lr<6 significant digits>``) or the same rate
   twice, two challenge sets with one unit id.
+- A config file that turns on Snakemake's YTE templating (``__use_yte__: true``: its ``?`` expressions are
+  Python, which snakemake runs when it loads the file) is refused by the dry run and the plan, naming the file
+  and the field, unless ``BELUGA_ALLOW_YTE=1``; snakemake has run the expressions by then (and removed the
+  field: the file's own text is read).
 - The cost plan counts every training / prediction job of the dry run, inoculation
   and combinational ones included; a config file that is a YAML list or not YAML, a
   throughput table that is not JSON (or not the benchmark's shape) are one line.
 """
 
+import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from conftest import REPO, config_with, load_error, output, planned_jobs, smk_config
+from conftest import ENV, REPO, SNAKEMAKE, config_with, load_error, output, planned_jobs, smk_config
 
 from beluga.analyses import combinational as comb
 from beluga.analyses.inoculation import plan as ino
@@ -168,6 +173,79 @@ def test_local_data_without_roles_is_refused_in_a_dry_run(tmp_path):
     line, cfg_file = load_error(tmp_path / "wd", config_with(**_comb(data={"source": "local", "path": str(data)})),
                                 "field 'combinational.roles'")
     assert line.startswith(f"config file {cfg_file}: ") and "a local data set needs the label values" in line, line
+
+
+# ---------------------------------------------------------------- a config that is code (YTE templating)
+YTE_NEEDLES = ("field '__use_yte__'", "turns on Snakemake's YTE templating", "BELUGA_ALLOW_YTE=1")
+
+
+def _yte_config(path: Path, use_yte="true") -> Path:
+    """conftest's BASE config with YTE turned on and ``seed: ?40 + 2`` (42 once templated)."""
+    cfg = config_with(seed=...)
+    path.write_text(f"__use_yte__: {use_yte}\n" + yaml.safe_dump(cfg, sort_keys=False) + "seed: ?40 + 2\n")
+    return path
+
+
+def _snakemake_loads(path: Path) -> dict:
+    """The config as snakemake hands it to the Snakefile (--configfile): YTE's expressions run, the field gone."""
+    from snakemake.common.configfile import load_configfile
+
+    return dict(load_configfile(str(path)))
+
+
+def test_a_yte_config_is_refused_by_the_dry_run(tmp_path, monkeypatch):
+    """In-process: load_workflow with the config snakemake made of the file (rules/common.smk's call)."""
+    from beluga.workflow.config import load_workflow
+
+    monkeypatch.delenv("BELUGA_ALLOW_YTE", raising=False)
+    cfg_file = _yte_config(tmp_path / "yte.yaml")
+    config = _snakemake_loads(cfg_file)
+    assert config["seed"] == 42 and "__use_yte__" not in config   # what snakemake did before the project runs
+    (tmp_path / "wd").mkdir()
+    monkeypatch.chdir(tmp_path / "wd")
+    with pytest.raises(ConfigError) as e:
+        load_workflow(config, [str(cfg_file)])
+    line = check_exc(e, f"config file {cfg_file}: ", *YTE_NEEDLES)
+    assert line.startswith(f"config file {cfg_file}: field '__use_yte__'"), line
+    assert not any((tmp_path / "wd").iterdir())
+
+
+def test_a_yte_config_is_loaded_when_allowed_and_yte_off_is_data(tmp_path, monkeypatch):
+    from beluga.workflow.config import load_workflow
+
+    (tmp_path / "wd").mkdir()
+    monkeypatch.chdir(tmp_path / "wd")
+    cfg_file = _yte_config(tmp_path / "yte.yaml")
+    monkeypatch.setenv("BELUGA_ALLOW_YTE", "1")
+    assert load_workflow(_snakemake_loads(cfg_file), [str(cfg_file)]).config["seed"] == 42
+    monkeypatch.setenv("BELUGA_ALLOW_YTE", "0")   # only 1 allows it
+    with pytest.raises(ConfigError) as e:
+        load_workflow(_snakemake_loads(cfg_file), [str(cfg_file)])
+    check_exc(e, *YTE_NEEDLES)
+    off = _yte_config(tmp_path / "off.yaml", use_yte="false")   # nothing templated: '?40 + 2' is a string
+    with pytest.raises(ConfigError) as e:
+        load_workflow(_snakemake_loads(off), [str(off)])
+    check_exc(e, f"config file {off}: field 'seed'")
+
+
+def test_a_yte_config_is_refused_by_the_plan(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("BELUGA_ALLOW_YTE", raising=False)
+    cfg_file = _yte_config(tmp_path / "yte.yaml")
+    line = check_plan_error(capsys, ["--configfile", cfg_file], [f"config file {cfg_file}: ", *YTE_NEEDLES])
+    assert line.startswith(f"error: config file {cfg_file}: field '__use_yte__'"), line
+
+
+@pytest.mark.slow
+def test_a_yte_config_stops_snakemake_in_one_line(tmp_path):
+    """The wiring: snakemake -n prints the line after its WorkflowError header; nothing written."""
+    cfg_file = _yte_config(tmp_path / "yte.yaml")
+    wd = tmp_path / "wd"
+    wd.mkdir()
+    env = {k: v for k, v in ENV.items() if k != "BELUGA_ALLOW_YTE"}
+    out = subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(wd), "--configfile", str(cfg_file),
+                          "-n"], capture_output=True, text=True, env=env, timeout=300)
+    check_workflow_error(out, f"config file {cfg_file}: field '__use_yte__'", *YTE_NEEDLES[1:])
+    assert not (wd / "results").exists()
 
 
 # ---------------------------------------------------------------- the package functions the DAG calls

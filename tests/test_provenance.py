@@ -44,6 +44,49 @@ def test_versions_come_from_the_installed_metadata():
     assert set(provenance.PACKAGES) | {"python"} == set(v)
 
 
+#: declared dependencies whose version cannot change a result (their reason): the rest must be recorded
+NOT_RECORDED = {
+    "snakemake-executor-plugin-slurm": "where a job runs (a Slurm cluster), not what it computes",
+    "snakemake-storage-plugin-http": "downloads the data files, which are checked against SHA256SUMS when staged",
+    "tqdm": "the commands' progress bars",
+    "lm-eval": "never imported: `suite export` writes tasks for it, `score` reads its samples (their digests)",
+}
+#: recorded but not declared (brought by a declared one)
+RECORDED_UNDECLARED = {"tokenizers": "transformers'", "accelerate": "peft's: a LoRA model's adapters"}
+#: the optional dependency groups of tools (tests, lint, packaging), none of them run by the pipeline
+TOOL_GROUPS = {"dev"}
+
+
+def _normalised(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _declared() -> set[str]:
+    """The distributions pyproject.toml's dependencies and optional dependencies (but the tools') name."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    reqs = list(project["dependencies"])
+    for group, items in project.get("optional-dependencies", {}).items():
+        if group not in TOOL_GROUPS:
+            reqs += items
+    return {_normalised(re.match(r"[A-Za-z0-9._-]+", r).group()) for r in reqs}
+
+
+def test_versions_name_every_declared_package_that_shapes_a_result():
+    """pyproject.toml is the list: a dependency added there and not to provenance.PACKAGES (or to
+    NOT_RECORDED, with its reason) fails here (peft and accelerate were once missing: a LoRA model's record
+    did not say which peft made its adapters)."""
+    declared = _declared()
+    assert set(NOT_RECORDED) <= declared, set(NOT_RECORDED) - declared   # an exclusion of a package still declared
+    expected = (declared - set(NOT_RECORDED)) | set(RECORDED_UNDECLARED) | {"beluga"}
+    recorded = {_normalised(p) for p in provenance.PACKAGES}
+    assert recorded == expected, {"not recorded": sorted(expected - recorded),
+                                  "recorded, not declared": sorted(recorded - expected)}
+    v = provenance.versions()
+    assert v["peft"] == metadata.version("peft") and v["accelerate"] == metadata.version("accelerate")
+
+
 def test_git_state_of_a_checkout_and_of_a_folder_that_is_not_one(tmp_path):
     here = provenance.git_state()
     assert HEX40.match(here["commit"]) and isinstance(here["dirty"], bool)

@@ -19,9 +19,12 @@ from functools import cache
 from importlib import metadata
 from pathlib import Path
 
-#: the distributions whose versions shape results (their import names differ for some)
+#: the distributions whose versions shape results (their import names differ for some): every dependency
+#: pyproject.toml declares but those that cannot (tests/test_provenance.py derives the list from it and names
+#: each exclusion's reason), and tokenizers (transformers') and accelerate (peft's: a LoRA model's adapters)
 PACKAGES = ("beluga", "torch", "transformers", "tokenizers", "safetensors", "numpy", "pandas", "pyarrow", "scipy",
-            "huggingface_hub", "datasets", "snakemake", "pyyaml", "jsonschema")
+            "huggingface_hub", "datasets", "snakemake", "pyyaml", "jsonschema", "matplotlib", "jinja2", "peft",
+            "accelerate")
 #: files larger than this are recorded by size only: ``test`` / ``score`` (hashing them would cost more than the
 #: command), and a pipeline job (which would hash the same model weights or data in each of thousands of jobs; the
 #: paper's data are verified against SHA256SUMS when staged)

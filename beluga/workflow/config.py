@@ -12,7 +12,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from beluga.core.bounds import MAX_CONFIG_VALUES, tree_problem
+import yaml
+
+from beluga.core.bounds import MAX_CONFIG_VALUES, tree_problem, yaml_load
 from beluga.core.errors import BelugaError, ConfigError, config_error_line
 from beluga.data.fetch import config_files, resolve_data_paths
 from beluga.workflow import dag
@@ -21,6 +23,10 @@ from beluga.workflow.runs import Runs
 
 #: the config schema (defaults and types; rules/common.smk validates against it)
 CONFIG_SCHEMA = Path(__file__).resolve().parents[2] / "schemas" / "config.schema.yaml"
+#: the top-level field of a config file that turns on Snakemake's YTE templating
+YTE_FIELD = "__use_yte__"
+#: set to 1, the environment lets a config file turn on YTE templating (docs/RUNNING.md)
+ALLOW_YTE = "BELUGA_ALLOW_YTE"
 
 
 @dataclass(frozen=True)
@@ -37,11 +43,13 @@ class Loaded:
 
 
 def validate_config(config: dict, configfiles=()) -> dict:
-    """In place: list items given on the command line as integers, the schema (its defaults filled),
+    """In place: a config file that turns on YTE templating refused (:func:`refuse_yte`), list items given on
+    the command line as integers, the schema (its defaults filled),
     what the schema cannot say (:func:`beluga.workflow.dag.check_config`), relative data paths
     resolved under ``data_dir``. Returns ``config``."""
     from snakemake.utils import validate  # (snakemake: heavy; rules/common.smk has it loaded already)
 
+    refuse_yte(configfiles)
     problem = tree_problem(config, MAX_CONFIG_VALUES)
     if problem:
         files = [str(f) for f in configfiles]
@@ -56,6 +64,37 @@ def validate_config(config: dict, configfiles=()) -> dict:
     resolve_data_paths(config)
     _checked(configfiles, dag.check_config, config, dag.load_schema(CONFIG_SCHEMA), configfiles)
     return config
+
+
+def refuse_yte(configfiles=()) -> None:
+    """A config file whose top-level ``__use_yte__`` is true turns on Snakemake's YTE templating: its ``?``
+    expressions are Python, which snakemake runs when it loads the file. Refused (a ConfigError of one line
+    naming the file and the field) unless the environment sets ``BELUGA_ALLOW_YTE=1``. Snakemake removes the
+    field from the config it hands on, so each file's own text is read (a field whose value cannot be read
+    counts as true). ``--config __use_yte__=...`` turns nothing on (the schema refuses the key)."""
+    if os.environ.get(ALLOW_YTE) == "1":
+        return
+    for f in map(str, configfiles):
+        if _turns_on_yte(f):
+            raise ConfigError(f"config file {f}: field '{YTE_FIELD}': turns on Snakemake's YTE templating, whose "
+                              "'?' expressions are Python code that snakemake runs when it loads the file; a "
+                              f"BELUGA config is data (set {ALLOW_YTE}=1 to allow a templated config, "
+                              "docs/RUNNING.md)")
+
+
+def _turns_on_yte(path: str) -> bool:
+    """Whether the file at ``path`` sets a true top-level ``__use_yte__`` (as YTE decides: its truth value)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:   # not there (snakemake read it from elsewhere, or a test's name): its config dict is checked
+        return False
+    if YTE_FIELD not in text:
+        return False
+    try:
+        doc = yaml_load(text)
+    except yaml.YAMLError:   # YTE reads more than safe YAML (python tags): the field is there, its value unknown
+        return True
+    return isinstance(doc, dict) and bool(doc.get(YTE_FIELD))
 
 
 def load_workflow(config: dict, configfiles=()) -> Loaded:
