@@ -289,6 +289,33 @@ def test_suite_file_not_parquet(tmp_path):
     assert "not a readable Parquet file" in line
 
 
+@pytest.mark.parametrize("where,field", [("inputs", "inputs[1][1]"), ("meta", "meta.name")])
+def test_checklist_string_not_unicode_text_is_one_line(tmp_path, where, field):
+    """A lone surrogate (JSON's "\\ud800") in a CheckList JSONL record cannot be written as UTF-8: both exports
+    (`suite export --format checklist` / `--format lm-eval`) and score stop where the file is read, in one line
+    naming the file, the line and the field, and write nothing (before, the exports ended in the last resort's
+    'unexpected UnicodeEncodeError' line)."""
+    record = {"suite": "qqp", "case_id": "qqp-00-00000", "functionality": "f", "capability": "C",
+              "test_type": "MFT", "inputs": [["a?", "b?"], ["c?", "d?"]], "labels": [1, 1], "meta": None,
+              "agg_fn": "all", "expect": {"expression": "Expect.eq(val=None)", "name": "Expect.eq",
+                                          "params": {"val": None}, "slice": None}}
+    bad = dict(record, case_id="qqp-00-00001", **({"inputs": [["a?", "b?"], ["c?", "d\ud800?"]]} if where == "inputs"
+                                                  else {"meta": {"name": "x\udfff"}}))
+    (tmp_path / "in").mkdir()
+    suite, o = tmp_path / "in" / "suite.jsonl", tmp_path / "o"
+    suite.write_text(json.dumps(record) + "\n" + json.dumps(bad) + "\n")
+    assert "\\ud" in suite.read_text()   # the escape, as json.dumps writes it
+    words = ["--label-words", "not_duplicate=no", "duplicate=yes"]
+    for args, target in ((["suite", "export", "--format", "checklist", "--out", o / "x.jsonl"], "x.jsonl"),
+                         (["suite", "export", "--format", "lm-eval", "--out", o / "lm", "--prompt",
+                           "{text} {text_b}", *words], "lm"),
+                         (["score", "--predictions", tmp_path / "in" / "p.parquet", "--out", o / "out"], "out")):
+        res = run_cli(*args, "--suite", suite)
+        line = check_cli_error(res, f"CheckList suite {suite}: line 2", f"field '{field}'", "lone surrogate")
+        assert res.returncode == 2 and "unexpected" not in line
+        assert_no_output(o, o / target)
+
+
 # ---------------------------------------------------------------- suite contents (build_suite / score)
 def build(tmp_path, suite_file: Path):
     """The build_suite rule's call on a suite file; returns (excinfo, target)."""
