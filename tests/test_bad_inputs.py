@@ -625,6 +625,48 @@ def test_unexpected_error_is_one_line_with_the_traceback_in_a_log(tmp_path, monk
         assert "Traceback" in job_log.read_text()
 
 
+def test_ctrl_c_is_one_line_exit_130_and_nothing_written(tmp_path, monkeypatch):
+    """Ctrl-C (a KeyboardInterrupt) during a command: one line on stderr, no traceback, exit status 130; the
+    --out folder is written whole or not at all, so an interrupt while its files are being written leaves none
+    of them (and an earlier run's folder as it was). Before, the interrupt ended in Python's traceback."""
+    import beluga.cli
+    import beluga.core.io
+
+    def interrupt(*_, **__):
+        raise KeyboardInterrupt
+
+    def cli(*args):   # an interrupt escaping main fails this test (it would stop pytest)
+        try:
+            return run_cli(*args)
+        except KeyboardInterrupt:
+            pytest.fail("the KeyboardInterrupt escaped beluga.cli.main")
+
+    def score(suite, preds, out):
+        return cli("score", "--suite", suite, "--predictions", preds, "--out", out, "--task", "sent")
+
+    (tmp_path / "in").mkdir()
+    suite, preds = scoring_inputs(tmp_path / "in")
+    out = tmp_path / "o" / "out"
+    monkeypatch.setattr(beluga.core.io, "write_text", interrupt)   # summary.md: after cases.parquet, functionalities
+    res = score(suite, preds, out)
+    assert (res.returncode, res.stderr) == (130, f"interrupted; nothing written to {out}\n"), res
+    assert_no_output(tmp_path / "o", out)
+    monkeypatch.undo()
+    assert score(suite, preds, out).returncode == 0
+    written = {f.name: f.read_bytes() for f in out.iterdir()}
+    monkeypatch.setattr(beluga.core.io, "write_text", interrupt)
+    res = score(suite, preds, out)
+    assert (res.returncode, res.stderr) == (130, f"interrupted; nothing written to {out}\n"), res
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == written   # the earlier run's folder, as it was
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]        # and no staging folder left
+
+    monkeypatch.setattr(beluga.cli, "plan_command", interrupt)           # a command that writes nothing
+    res = cli("plan")
+    assert (res.returncode, res.stdout, res.stderr) == (130, "", "interrupted\n"), res
+    res = cli("plan", "--json", tmp_path / "o" / "plan.json")
+    assert res.stderr == f"interrupted; nothing written to {tmp_path / 'o' / 'plan.json'}\n", res
+
+
 # ---------------------------------------------------------------- where outputs go
 def scoring_inputs(tmp_path) -> tuple[Path, Path]:
     suite = make_tiny_suite(3)
