@@ -289,6 +289,33 @@ def test_suite_file_not_parquet(tmp_path):
     assert "not a readable Parquet file" in line
 
 
+@pytest.mark.parametrize("where,field", [("inputs", "inputs[1][1]"), ("meta", "meta.name")])
+def test_checklist_string_not_unicode_text_is_one_line(tmp_path, where, field):
+    """A lone surrogate (JSON's "\\ud800") in a CheckList JSONL record cannot be written as UTF-8: both exports
+    (`suite export --format checklist` / `--format lm-eval`) and score stop where the file is read, in one line
+    naming the file, the line and the field, and write nothing (before, the exports ended in the last resort's
+    'unexpected UnicodeEncodeError' line)."""
+    record = {"suite": "qqp", "case_id": "qqp-00-00000", "functionality": "f", "capability": "C",
+              "test_type": "MFT", "inputs": [["a?", "b?"], ["c?", "d?"]], "labels": [1, 1], "meta": None,
+              "agg_fn": "all", "expect": {"expression": "Expect.eq(val=None)", "name": "Expect.eq",
+                                          "params": {"val": None}, "slice": None}}
+    bad = dict(record, case_id="qqp-00-00001", **({"inputs": [["a?", "b?"], ["c?", "d\ud800?"]]} if where == "inputs"
+                                                  else {"meta": {"name": "x\udfff"}}))
+    (tmp_path / "in").mkdir()
+    suite, o = tmp_path / "in" / "suite.jsonl", tmp_path / "o"
+    suite.write_text(json.dumps(record) + "\n" + json.dumps(bad) + "\n")
+    assert "\\ud" in suite.read_text()   # the escape, as json.dumps writes it
+    words = ["--label-words", "not_duplicate=no", "duplicate=yes"]
+    for args, target in ((["suite", "export", "--format", "checklist", "--out", o / "x.jsonl"], "x.jsonl"),
+                         (["suite", "export", "--format", "lm-eval", "--out", o / "lm", "--prompt",
+                           "{text} {text_b}", *words], "lm"),
+                         (["score", "--predictions", tmp_path / "in" / "p.parquet", "--out", o / "out"], "out")):
+        res = run_cli(*args, "--suite", suite)
+        line = check_cli_error(res, f"CheckList suite {suite}: line 2", f"field '{field}'", "lone surrogate")
+        assert res.returncode == 2 and "unexpected" not in line
+        assert_no_output(o, o / target)
+
+
 # ---------------------------------------------------------------- suite contents (build_suite / score)
 def build(tmp_path, suite_file: Path):
     """The build_suite rule's call on a suite file; returns (excinfo, target)."""
@@ -596,6 +623,48 @@ def test_unexpected_error_is_one_line_with_the_traceback_in_a_log(tmp_path, monk
         res = subprocess.CompletedProcess([], 1, "", err.getvalue())
         check_cli_error(res, *needles)
         assert "Traceback" in job_log.read_text()
+
+
+def test_ctrl_c_is_one_line_exit_130_and_nothing_written(tmp_path, monkeypatch):
+    """Ctrl-C (a KeyboardInterrupt) during a command: one line on stderr, no traceback, exit status 130; the
+    --out folder is written whole or not at all, so an interrupt while its files are being written leaves none
+    of them (and an earlier run's folder as it was). Before, the interrupt ended in Python's traceback."""
+    import beluga.cli
+    import beluga.core.io
+
+    def interrupt(*_, **__):
+        raise KeyboardInterrupt
+
+    def cli(*args):   # an interrupt escaping main fails this test (it would stop pytest)
+        try:
+            return run_cli(*args)
+        except KeyboardInterrupt:
+            pytest.fail("the KeyboardInterrupt escaped beluga.cli.main")
+
+    def score(suite, preds, out):
+        return cli("score", "--suite", suite, "--predictions", preds, "--out", out, "--task", "sent")
+
+    (tmp_path / "in").mkdir()
+    suite, preds = scoring_inputs(tmp_path / "in")
+    out = tmp_path / "o" / "out"
+    monkeypatch.setattr(beluga.core.io, "write_text", interrupt)   # summary.md: after cases.parquet, functionalities
+    res = score(suite, preds, out)
+    assert (res.returncode, res.stderr) == (130, f"interrupted; nothing written to {out}\n"), res
+    assert_no_output(tmp_path / "o", out)
+    monkeypatch.undo()
+    assert score(suite, preds, out).returncode == 0
+    written = {f.name: f.read_bytes() for f in out.iterdir()}
+    monkeypatch.setattr(beluga.core.io, "write_text", interrupt)
+    res = score(suite, preds, out)
+    assert (res.returncode, res.stderr) == (130, f"interrupted; nothing written to {out}\n"), res
+    assert {f.name: f.read_bytes() for f in out.iterdir()} == written   # the earlier run's folder, as it was
+    assert sorted(p.name for p in out.parent.iterdir()) == ["out"]        # and no staging folder left
+
+    monkeypatch.setattr(beluga.cli, "plan_command", interrupt)           # a command that writes nothing
+    res = cli("plan")
+    assert (res.returncode, res.stdout, res.stderr) == (130, "", "interrupted\n"), res
+    res = cli("plan", "--json", tmp_path / "o" / "plan.json")
+    assert res.stderr == f"interrupted; nothing written to {tmp_path / 'o' / 'plan.json'}\n", res
 
 
 # ---------------------------------------------------------------- where outputs go

@@ -458,6 +458,63 @@ def test_seed_option_outside_the_range_is_one_line(capsys, seed):
     assert excinfo.value.code == 2 and "argument --seed" in err[-1] and "0 <= seed < 2**32" in err[-1], err
 
 
+def numeric_options(parser=None, prefix=()) -> list[tuple[tuple[str, ...], str, object]]:
+    """(the command, e.g. ("suite", "build"); the option; its argparse type) of every option with a type."""
+    import argparse
+
+    from beluga.cli.parser import build_parser
+
+    found = []
+    for action in (parser or build_parser())._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += numeric_options(sub, (*prefix, name))
+        elif action.type is not None:
+            found.append((prefix, action.option_strings[-1], action.type))
+    return found
+
+
+def test_every_numeric_option_is_finite_and_in_range():
+    """Every number the command line takes (each option with a type) refuses inf, nan, a negative number and
+    1e400 (inf as a float) in argparse's one line; before, plan --train-rate inf divided by zero and
+    --fixed-s inf printed 'inf core-h, nan%' with exit status 0."""
+    import argparse
+
+    options = numeric_options()
+    names = {o for _, o, _ in options}
+    assert {"--train-rate", "--predict-rate", "--fixed-s", "--gpus", "--cores", "--concurrent-jobs", "--batch-size",
+            "--max-length", "--doc-stride", "--failures", "--cases", "--samples", "--max-words", "--seed"} <= names
+    for command, option, kind in options:
+        assert kind("10") == 10, (command, option)
+        for bad in ("inf", "-inf", "nan", "-1", "1e400", "x"):
+            try:
+                kind(bad)
+            except argparse.ArgumentTypeError:
+                continue
+            pytest.fail(f"{' '.join(command)} {option} took {bad!r}")
+
+
+@pytest.mark.parametrize("option,value,words", [
+    ("--train-rate", "inf", "a finite number > 0"), ("--predict-rate", "0", "a finite number > 0"),
+    ("--fixed-s", "inf", "a finite number >= 0"), ("--fixed-s", "nan", "a finite number >= 0"),
+    ("--cores", "0", "a whole number >= 1"), ("--gpus", "0", "a whole number >= 1")])
+def test_plan_numbers_out_of_range_are_one_line(capsys, option, value, words):
+    """``plan --train-rate inf`` / ``--fixed-s inf``: argparse's one line naming the option, exit 2, nothing
+    printed on stdout; the package function refuses them too (called from Python)."""
+    from beluga.workflow.plan import plan_command
+
+    with pytest.raises(SystemExit) as excinfo:
+        cli_main(["plan", option, value])
+    out, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert excinfo.value.code == 2 and out == "" and f"argument {option}: '{value}' is not {words}" in lines[-1], err
+    assert "Traceback" not in err
+    for field, kwargs in (("train_seq_per_s", {"train_rate": float("inf")}), ("fixed_s_per_job", {"fixed_s": 1e400}),
+                          ("predict_seq_per_s", {"predict_rate": float("nan")})):
+        with pytest.raises(ConfigError, match=f"--{field}: must be a finite positive number"):
+            plan_command(None, **kwargs)
+
+
 def test_label_words_partly_set_take_the_other_defaults():
     """``combinational: {label_words: {sec: awful}}`` keeps great / okay for fst / neu (before, fst and
     neu were missing and the job stopped on a KeyError)."""

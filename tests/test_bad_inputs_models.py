@@ -578,9 +578,18 @@ def test_malformed_task_record_is_refused(models, suites, tmp_path, capsys):
 
 
 def test_test_option_minimum_names_the_option(models, suites, tmp_path, capsys):
-    cli_error(capsys, ["test", "--model", models / "clf", "--suite", suites / "sent.parquet", "--out",
-                       tmp_path / "out", "--task", "sent", "--max-length", 4],
-              "field '--max-length'", "4 is below its minimum 8")
+    """The command line's number: argparse's one line naming the option; the package's own check (test_command
+    called from Python) names it too."""
+    from beluga.cli.testing import test_command
+
+    with pytest.raises(SystemExit) as excinfo:
+        main(["test", "--model", str(models / "clf"), "--suite", str(suites / "sent.parquet"), "--out",
+              str(tmp_path / "out"), "--task", "sent", "--max-length", "4"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert excinfo.value.code == 2 and "argument --max-length: '4' is not a whole number >= 8" in err[-1], err
+    with pytest.raises(BelugaError, match="field '--max-length': 4 is below its minimum 8"):
+        test_command(str(models / "clf"), str(suites / "sent.parquet"), str(tmp_path / "out"), "sent", max_length=4)
+    assert not (tmp_path / "out").exists()
 
 
 def test_suite_export_onto_a_folder(tmp_path, capsys, monkeypatch):

@@ -13,9 +13,10 @@ import pandas as pd
 import pytest
 
 from beluga.cli import main
+from beluga.core.errors import BelugaError
 from beluga.suites.build import read_suite
 from beluga.suites.format import COLUMNS
-from beluga.suites.tool_import import strip_textattack_markup
+from beluga.suites.tool_import import import_command, strip_textattack_markup
 
 SENTENCES = [f"The movie number {i} was great and fun to watch with Mary in Paris." for i in range(8)]
 
@@ -441,7 +442,16 @@ def test_from_langtest_bad_input(tmp_path, capsys, case):
         extra, want = ["--task", "para"], "field '--task'"
     elif case == "max_zero":
         pd.DataFrame(LANGTEST_ROWS[:1]).to_csv(path, index=False)
-        extra, want = ["--max-perturbations", "0"], "field 'max_perturbations': 0 is below its minimum 1"
+        with pytest.raises(SystemExit) as excinfo:   # the command line's number: argparse's one line
+            main(["suite", "perturb", "--from-langtest", str(path), "--out", str(tmp_path / "s.parquet"),
+                  "--max-perturbations", "0"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert excinfo.value.code == 2 and "argument --max-perturbations: '0' is not a whole number >= 1" in err[-1]
+        # and the package's own check
+        with pytest.raises(BelugaError, match="field 'max_perturbations': 0 is below its minimum 1"):
+            import_command("langtest", path, tmp_path / "s.parquet", "sent", None, None, None, {}, 0)
+        assert not (tmp_path / "s.parquet").exists()
+        return
     else:
         pd.DataFrame({"category": ["robustness"], "test_type": ["uppercase"], "original_context": ["c"],
                       "original_question": ["q"], "perturbed_context": ["C"],

