@@ -537,6 +537,32 @@ def test_staging_bad_sums_lock_and_user_files_are_one_line(staging):
     assert sorted(fetch.read_lock(str(data))["files"]) == ["iid/a.tsv", "iid/b.tsv"]
 
 
+@pytest.mark.parametrize("how", ["same folder", "symbolic link", "inside the source", "folder linking into it"])
+def test_staging_never_writes_over_its_source(staging, how):
+    """``data stage --from X --data-dir X`` (or a link to X, a folder inside X, a data folder whose iid/ is a link
+    into X) would unlink the reference files and leave links to themselves: refused before anything is
+    written, naming --data-dir and the source, every source file unchanged and no lock written into it."""
+    from beluga.data import fetch
+
+    source, data = staging
+    before = {p: p.read_bytes() for p in source.rglob("*") if p.is_file()}
+    if how == "same folder":
+        data, needle = source, f"is the source itself ({source}"
+    elif how == "symbolic link":
+        data.symlink_to(source, target_is_directory=True)
+        needle = f"is the source itself ({source}"
+    elif how == "inside the source":
+        data, needle = source / "data", f"lies inside the source {source}"
+    else:
+        (data / "iid").parent.mkdir()
+        (data / "iid").symlink_to(source / "iid", target_is_directory=True)
+        needle = f"is the source file itself ({source / fetch.STAGED[0]}"
+    check_cli_error(run_cli("data", "stage", "--from", source, "--data-dir", data), "field '--data-dir'", needle)
+    after = {p: p.read_bytes() for p in source.rglob("*") if p.is_file()}
+    assert after == before
+    assert not any(p.is_symlink() for p in source.rglob("*"))
+
+
 # ---------------------------------------------------------------- models
 @pytest.fixture
 def iid_train(tmp_path):

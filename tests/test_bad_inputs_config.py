@@ -22,6 +22,7 @@ is refused while the DAG is built (``snakemake -n``, ``python -m beluga plan``).
   throughput table that is not JSON (or not the benchmark's shape) are one line.
 """
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -343,6 +344,25 @@ def _default_with(tmp_path: Path, name: str, **blocks) -> Path:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     return path
+
+
+@pytest.mark.parametrize("how", ["same path", "symbolic link", "hard link", "throughput table"])
+def test_plan_json_never_writes_over_its_inputs(tmp_path, capsys, how):
+    """``plan --configfile my.yaml --json my.yaml`` (or a symbolic / hard link to it, or the throughput table)
+    would replace an input by the plan: refused before planning, naming --json and the file, inputs unchanged."""
+    path = _default_with(tmp_path, "my")
+    table = tmp_path / "bench.json"
+    table.write_text('{"throughput": {"cpu": {"train_seq_per_s": 5.0, "predict_seq_per_s": 50.0}}}')
+    target, label, extra = path, "config file", []
+    if how in ("symbolic link", "hard link"):
+        target = tmp_path / "link.yaml"
+        target.symlink_to(path) if how == "symbolic link" else os.link(path, target)
+    elif how == "throughput table":
+        target, label, extra = table, "throughput table", ["--throughput", table]
+    before = {p: p.read_bytes() for p in (path, table)}
+    check_plan_error(capsys, [*extra, "--configfile", path, "--json", target],
+                     ["field '--json'", f"is the {label} itself", str(path if label == "config file" else table)])
+    assert {p: p.read_bytes() for p in (path, table)} == before
 
 
 @pytest.mark.slow

@@ -490,6 +490,19 @@ def test_suite_export_never_overwrites_its_input(tmp_path, capsys, monkeypatch, 
     assert digest(tmp_path) == before
 
 
+def test_suite_perturb_never_writes_over_its_input(tmp_path, capsys):
+    """``suite perturb --out`` a hard link to its --input (another name, the same file): refused, the input kept."""
+    src = tmp_path / "s.txt"
+    src.write_text("The plot was extremely predictable.\nI hated the ending.\n")
+    out = tmp_path / "s.parquet"
+    os.link(src, out)
+    before = digest(tmp_path)
+    cli_error(capsys, ["suite", "perturb", "--input", src, "--perturbation", "add_negation", "--type", "DIR",
+                       "--expect", "not_negative", "--out", out], f"output {out}", "field '--out'",
+              f"is the input itself ({src}, the same file)")
+    assert digest(tmp_path) == before
+
+
 # ---------------------------------------------------------------- max_length at DAG time
 
 

@@ -32,7 +32,7 @@ from beluga.cli.results import RESULT_FILES, write_results
 from beluga.core import provenance
 from beluga.core.bounds import json_loads
 from beluga.core.errors import BelugaError
-from beluga.core.io import check_out_folder, same_file
+from beluga.core.io import check_not_input, check_out_folder
 from beluga.core.progress import progress
 from beluga.heads import head_of
 from beluga.model.labels import order_from_option
@@ -115,8 +115,7 @@ def export_command(suite_path: str, out: str, task_name: str | None = None, pape
         check_out_folder("suite export", out, LM_EVAL_FILES, [("suite", suite_path)])
         suite, ttype = read_suite(suite_path, task_name, paper_fixes=paper_fixes)
         return export_lm_eval(suite, ttype, out, prompt, label_words)
-    if same_file(suite_path, out):
-        raise BelugaError(f"suite export {out}: field '--out': is the input suite file itself; choose another name")
+    check_not_input("suite export", "--out", out, [("input suite file", suite_path)])
     if fmt == "checklist":
         return checklist_export_command(suite_path, out, task_name, paper_fixes)
     suite, ttype = read_suite(suite_path, task_name, paper_fixes=paper_fixes)

@@ -318,6 +318,43 @@ def same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
     return x.resolve() == y.resolve()
 
 
+def _identity(path: Path, follow: bool = True) -> tuple[int, int] | None:
+    try:
+        st = path.stat() if follow else path.lstat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def check_not_input(command: str, option: str, out: str | os.PathLike,
+                    inputs: dict[str, str | os.PathLike | None] | list[tuple[str, str | os.PathLike | None]],
+                    nested: bool = False, link: bool = False) -> None:
+    """Before any work: the output ``out`` of ``command`` (given as ``option``) is none of its ``inputs``
+    (label -> path, or (label, path) pairs) -- not the same resolved path, not the same file (``st_dev`` and
+    ``st_ino``: a symbolic or a hard link to it); with ``nested`` (an output folder) neither holds an input
+    nor lies inside an input folder; with ``link`` (an output that is a symbolic link to an input, what
+    ``data stage`` makes) the link itself is compared, not the file it names. Otherwise one line naming the
+    option and both files."""
+    o = Path(out).expanduser()
+    real = o.parent.resolve() / o.name if link else o.resolve()
+    ident = _identity(o, follow=not link)
+    for label, path in (inputs.items() if isinstance(inputs, dict) else inputs):
+        if not path:
+            continue
+        p = Path(path).expanduser()
+        rp = p.resolve()
+        how = None
+        if rp == real or (ident is not None and ident == _identity(p)):
+            how = f"is the {label} itself ({path}, the same file)"
+        elif nested and real in rp.parents:
+            how = f"holds the {label} {path}"
+        elif nested and rp in real.parents:
+            how = f"lies inside the {label} {path}"
+        if how:
+            raise BelugaError(f"output {out}: field '{option}': {how} that {command} reads; {command} never "
+                              f"writes over its inputs: choose another {option}")
+
+
 def _is_leftover(name: str) -> bool:
     """A temporary file of an interrupted atomic write (``.<name>.*.tmp``)."""
     return name.startswith(".") and name.endswith(".tmp")

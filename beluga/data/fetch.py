@@ -536,6 +536,9 @@ def stage(source: str | os.PathLike, data_dir: str | os.PathLike, copy: bool = F
     layout, each checked against the copy's ``SHA256SUMS`` and the published
     CheckList checksums, recorded in the lock as staged. The i.i.d. loaders
     then fall back to these files (docs/DEVIATIONS.md)."""
+    from beluga.core.io import check_not_input, write_json
+
+    check_not_input("data stage", "--data-dir", data_dir, [("source", source)], nested=True)
     source, data_dir = Path(source).resolve(), Path(data_dir)
     sums = read_sha256sums(source / "SHA256SUMS")
     lock = read_lock(str(data_dir))
@@ -553,6 +556,7 @@ def stage(source: str | os.PathLike, data_dir: str | os.PathLike, copy: bool = F
         if got != want:
             raise FetchError(f"staging source {src}: field 'sha256': SHA-256 {got}, expected {want}")
         dest = data_dir / rel
+        check_not_input("data stage", "--data-dir", dest, [("source file", src)], link=True)   # never unlinked
         foreign = _foreign_file(dest, lock["files"].get(rel), got)
         if foreign:
             raise FetchError(f"data folder file {dest}: field 'path': {foreign}; data stage does not replace a "
@@ -569,8 +573,6 @@ def stage(source: str | os.PathLike, data_dir: str | os.PathLike, copy: bool = F
             dest.symlink_to(src)
         lock["files"][rel] = {"origin": f"staged from {source}", "sha256": got, "size": src.stat().st_size}
         done.append(rel)
-    from beluga.core.io import write_json
-
     lock["checklist_commit"] = CHECKLIST_COMMIT
     write_json(lock, lock_path(str(data_dir)))
     return done

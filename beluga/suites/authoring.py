@@ -5,7 +5,6 @@ sentences perturbed into an INV / DIR suite). Both go through the spec engine (b
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -13,6 +12,7 @@ import yaml
 
 from beluga.core.bounds import yaml_load
 from beluga.core.errors import ConfigError
+from beluga.core.io import check_not_input
 from beluga.core.progress import progress
 from beluga.core.tasks import get_task_type
 from beluga.score.expectations import filter_condition
@@ -29,10 +29,7 @@ def check_suite_out(out: str, inputs: dict[str, str | None], command: str) -> No
     source)."""
     if not str(out).endswith(".parquet"):
         raise ConfigError(f"suite {command}: field '--out': {out} must be a .parquet suite file")
-    target = os.path.realpath(out)
-    for what, path in inputs.items():
-        if path and os.path.exists(path) and os.path.realpath(path) == target:
-            raise ConfigError(f"suite {command}: field '--out': {out} is the {what} itself; choose another name")
+    check_not_input(f"suite {command}", "--out", out, inputs)
 
 
 def read_source_table(path: str, where: str) -> pd.DataFrame:

@@ -512,6 +512,10 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     fill); ``cores``: the cores of a CPU plan's wall-clock (default: this machine's)."""
 
     path = config_path(configfile)
+    if as_json:
+        from beluga.core.io import check_not_input
+
+        check_not_input("plan", "--json", as_json, [("config file", path), ("throughput table", throughput)])
     config = load_config(configfile, overrides)
     device = "cuda" if int(config.get("gpus", 0)) > 0 else "cpu"
     if concurrent_jobs is None:
