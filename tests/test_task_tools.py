@@ -350,7 +350,7 @@ def test_an_nli_model_with_its_classes_in_another_order_is_read_by_name(tmp_path
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
 def test_a_case_input_given_twice_names_both_lines(tmp_path, fmt):
     """Scores and probabilities share one reader of a case input's key: a repeat stops naming both lines."""
-    from beluga.analyses.predictions import read_score_predictions
+    from beluga.analyses.score_predictions import read_score_predictions
     from beluga.core.errors import DataError
 
     path = tmp_path / f"p.{fmt}"

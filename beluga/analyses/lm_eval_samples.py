@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from beluga.analyses.predictions import predictions_text, text_lines, unique_case_records
+from beluga.analyses.prediction_files import predictions_text, text_lines, unique_case_records
 from beluga.core.bounds import json_loads
 from beluga.core.errors import DataError
 from beluga.core.tasks import TaskType

@@ -19,7 +19,7 @@ Prediction formats (``score --format``; default from the file's extension):
 
 A regression suite (SIMILARITY) is scored from predicted scores instead: a
 keyed table with a ``score`` column, or ``--format score`` (one number per
-line), read by the score readers below; a file of scores
+line), read by :mod:`beluga.analyses.score_predictions`; a file of scores
 for a classifier's suite, or of probabilities for a regression suite, is
 refused in one line saying which it is.
 
@@ -43,12 +43,8 @@ Every malformed value is refused with one line naming the file, the line (from
 
 from __future__ import annotations
 
-import codecs
-import csv
-import io
 import json
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -56,15 +52,25 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from beluga.analyses.behavioral import one_line
+from beluga.analyses.prediction_files import (
+    KEYED_FORMATS,
+    LINE_FORMATS,
+    SCORE_LINE_FORMAT,
+    at_line,
+    clip,
+    keyed_records,
+    looks_keyed,
+    predictions_text,
+    text_lines,
+    typed_keys,
+    unique_case_records,
+    utf8_text,
+)
+from beluga.analyses.score_predictions import read_score_predictions
 from beluga.core.bounds import json_loads
 from beluga.core.errors import DataError
 from beluga.core.health import SUM_TOLERANCE, bad_probability_rows
 
-KEYED_FORMATS = ("parquet", "csv", "tsv", "jsonl")
-LINE_FORMATS = ("pred_only", "binary_conf", "softmax", "pred_and_conf", "pred_and_softmax")
-#: a regression model's line format (the score readers below): one score per line, in export order
-SCORE_LINE_FORMAT = "score"
 #: the formats whose lines follow the export's order (no case_id / input_idx)
 ORDERED_FORMATS = LINE_FORMATS + (SCORE_LINE_FORMAT,)
 FORMATS = KEYED_FORMATS + ORDERED_FORMATS
@@ -142,70 +148,6 @@ def infer_format(path: str, given: str | None) -> str:
 #: the field a line of each CheckList line format holds (for the messages)
 LINE_FIELDS = {"pred_only": "pred", "binary_conf": "conf", "softmax": "softmax", "pred_and_conf": "pred",
                "pred_and_softmax": "pred"}
-_NOT_UTF8 = re.compile("[\udc80-\udcff]")     # bytes that are not UTF-8, as decoded with surrogateescape
-
-
-def clip(value, n: int = 60) -> str:
-    """repr of a value from the file, at most about ``n`` characters (control characters escaped)."""
-    r = repr(value)
-    return r if len(r) <= n else r[:n - 1] + "…"
-
-
-def at_line(path: str, line: int) -> str:
-    return f"predictions {path}: line {line}"
-
-
-def _utf8(text: str, path: str, line: int, field: str) -> str:
-    """``text`` (decoded with surrogateescape) if it was UTF-8; otherwise the one-line error."""
-    m = _NOT_UTF8.search(text)
-    if m:
-        byte = ord(m.group()) - 0xdc00
-        raise DataError(f"{at_line(path, line)}: field '{one_line(field)}': not UTF-8 text (byte 0x{byte:02x} "
-                        f"at character {m.start() + 1}); save the file as UTF-8")
-    return text
-
-
-def predictions_text(path: str, fmt: str) -> str:
-    """The file's text (a UTF-8 byte-order mark dropped; bytes that are not UTF-8 kept as surrogates for
-    :func:`_utf8` to name their line and field); files that are not text at all are refused here."""
-    data = Path(path).read_bytes()
-    what = None
-    if data.startswith(b"PAR1"):
-        what = "a Parquet file: give --format parquet (or a .parquet name and no --format)"
-    elif data.startswith(b"\x1f\x8b"):
-        what = "gzip-compressed: decompress it first"
-    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        what = "UTF-16 text: save it as UTF-8"
-    if what:
-        raise DataError(f"predictions {path}: field '--format': {fmt} predictions are UTF-8 text; the file is {what}")
-    text = data.decode("utf-8", "surrogateescape")
-    return text[1:] if text.startswith("\ufeff") else text
-
-
-def text_lines(text: str) -> list[str]:
-    """Lines split on "\\n" (a "\\r" before it dropped) and nothing else: other Unicode line separators
-    (U+0085, U+2028, \\x0b, \\x0c, \\x1c-\\x1e) are part of the line, as in an answer string."""
-    lines = [t[:-1] if t.endswith("\r") else t for t in text.split("\n")]
-    if lines and lines[-1] == "":
-        lines.pop()                     # the final newline
-    return lines
-
-
-def looks_keyed(text: str) -> str | None:
-    """``jsonl``, ``csv`` or ``tsv`` when the first non-blank line is a keyed table's record or header."""
-    first = text.lstrip().split("\n", 1)[0].strip()
-    if first.startswith("{"):
-        try:
-            if "case_id" in json_loads(first):
-                return "jsonl"
-        except (json.JSONDecodeError, TypeError):
-            return None
-        return None
-    for sep, name in (("\t", "tsv"), (",", "csv")):
-        cells = [c.strip().strip('"') for c in first.split(sep)]
-        if "case_id" in cells and "input_idx" in cells:
-            return name
-    return None
 
 
 def _label(value, path: str, line: int, field: str, k: int | None) -> int:
@@ -308,8 +250,8 @@ def parse_line(text: str, fmt: str, k: int, path: str, line: int, qa: bool):
     if qa:
         if fmt != "pred_only":
             raise DataError(f"predictions {path}: field '--format': READ predictions are answers (pred_only)")
-        return _utf8(text, path, line, "answer")
-    text = _utf8(text, path, line, LINE_FIELDS[fmt]).strip()
+        return utf8_text(text, path, line, "answer")
+    text = utf8_text(text, path, line, LINE_FIELDS[fmt]).strip()
     if fmt == "pred_only":
         if len(text.split()) != 1:
             raise DataError(f"{at_line(path, line)}: field 'pred': {clip(text)} is not one label index")
@@ -369,99 +311,6 @@ def _read_lines(path: str, text: str, fmt: str, order: pd.DataFrame | None, k: i
                          col: values})
 
 
-def keyed_records(path: str, text: str, fmt: str) -> tuple[list[str], list[tuple[int, dict]]]:
-    """(columns, [(line, record)]) of a CSV / TSV with a header line, or of JSONL (one object per line)."""
-    records: list[tuple[int, dict]] = []
-    if fmt == "jsonl":
-        cols: dict = {}
-        for i, t in enumerate(text_lines(text), 1):
-            if not t.strip():
-                continue
-            try:
-                d = json_loads(t)
-            except json.JSONDecodeError as e:
-                _utf8(t, path, i, "json")
-                hint = looks_keyed(text)
-                hint = f"; the file looks like {hint.upper()}: give --format {hint}" if hint and hint != fmt else ""
-                raise DataError(f"{at_line(path, i)}: field 'json': not valid JSON ({e.msg} at character "
-                                f"{e.colno}){hint}") from None
-            if not isinstance(d, dict):
-                raise DataError(f"{at_line(path, i)}: field 'json': {clip(t)} is not a JSON object (one prediction "
-                                "per line, with case_id, input_idx and probs, pred or answer)")
-            for key, v in d.items():
-                _utf8(key, path, i, "json")
-                if isinstance(v, str):
-                    _utf8(v, path, i, key)
-            records.append((i, d))
-            cols.update(dict.fromkeys(d))
-        if not records:
-            raise DataError(f"predictions {path}: field 'path': the file has no predictions (no JSON line)")
-        return list(cols), records
-    sep = "\t" if fmt == "tsv" else ","
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
-    header: list[str] | None = None
-    end = 0
-    try:
-        for row in reader:
-            start, end = end + 1, reader.line_num
-            if not row:
-                continue
-            if header is None:
-                header = [_utf8(c, path, start, "header").strip() for c in row]
-                continue
-            if len(row) != len(header):
-                name = header[len(row)] if len(row) < len(header) else f"(column {len(header) + 1})"
-                raise DataError(f"{at_line(path, start)}: field '{one_line(name)}': {len(row)} field(s) where the "
-                                f"header has {len(header)} ({sep!r}-separated)")
-            records.append((start, {c: _utf8(v, path, start, c) for c, v in zip(header, row)}))
-    except csv.Error as e:
-        raise DataError(f"{at_line(path, end + 1)}: field 'path': not a readable {fmt.upper()} file ({e})") from None
-    if header is None:
-        raise DataError(f"predictions {path}: field 'path': the file is empty (a {fmt.upper()} file needs a header "
-                        "line: case_id, input_idx and probs, pred or answer)")
-    if not records:
-        raise DataError(f"predictions {path}: field 'case_id': no prediction rows (only the header line)")
-    return header, records
-
-
-def case_key(d: dict, path: str, line: int) -> tuple[str, int]:
-    cid = d.get("case_id")
-    if isinstance(cid, bool) or not isinstance(cid, (str, int)) or str(cid).strip() == "":
-        raise DataError(f"{at_line(path, line)}: field 'case_id': "
-                        f"{'missing' if cid in (None, '') else f'{clip(cid)} is not a case id (a string)'}")
-    idx = d.get("input_idx")
-    if idx is None or (isinstance(idx, str) and not idx.strip()):
-        raise DataError(f"{at_line(path, line)}: field 'input_idx': missing")
-    x = None
-    if isinstance(idx, int) and not isinstance(idx, bool):
-        x = idx
-    elif isinstance(idx, float) and idx.is_integer():
-        x = int(idx)
-    elif isinstance(idx, str):
-        try:
-            f = float(idx.strip())
-        except ValueError:
-            f = math.nan
-        if math.isfinite(f) and f.is_integer():
-            x = int(f)
-    if x is None:
-        raise DataError(f"{at_line(path, line)}: field 'input_idx': {clip(idx)} is not an integer")
-    return str(cid), x
-
-
-def unique_case_records(records, path: str):
-    """(case key, line, record) per record (:func:`case_key`); a case input given twice stops with one line
-    naming both lines."""
-    seen: dict[tuple[str, int], int] = {}
-    for ln, d in records:
-        key = case_key(d, path, ln)
-        if key in seen:
-            raise DataError(f"{at_line(path, ln)}: field 'case_id'/'input_idx': case {key[0]!r}, input {key[1]} "
-                            f"again (first on line {seen[key]})")
-        seen[key] = ln
-        yield key, ln, d
-
-
 def _read_keyed(path: str, text: str, fmt: str, k: int, qa: bool) -> pd.DataFrame:
     cols, records = keyed_records(path, text, fmt)
     missing = [c for c in ("case_id", "input_idx") if c not in cols]
@@ -519,27 +368,10 @@ def _read_parquet(path: str, column: str) -> pd.DataFrame:
         raise DataError(f"predictions {path}: field 'path': not a readable Parquet file ({e})") from None
 
 
-def typed_keys(preds: pd.DataFrame, path: str) -> pd.DataFrame:
-    """case_id as strings, input_idx as integers (one line naming the row otherwise)."""
-    preds = preds.copy()
-    if preds["case_id"].isna().any():
-        i = int(preds.index[preds["case_id"].isna()][0])
-        raise DataError(f"predictions {path}: row {i}: field 'case_id': missing")
-    preds["case_id"] = preds["case_id"].astype(str)
-    idx = pd.to_numeric(preds["input_idx"], errors="coerce")
-    bad = idx.isna() | (idx != idx.round())
-    if bad.any():
-        i = int(preds.index[bad][0])
-        raise DataError(f"predictions {path}: row {i}: field 'input_idx': {preds['input_idx'].iloc[i]!r} is not "
-                        f"an integer ({int(bad.sum())} such row(s))")
-    preds["input_idx"] = idx.astype("int64")
-    return preds
-
-
 def read_predictions(path: str, fmt: str, order: pd.DataFrame | None, k: int, column: str,
                      task: str) -> pd.DataFrame:
     """A predictions file -> DataFrame(case_id (strings), input_idx (integers), ``column``: the task head's
-    value column, ``probs``, ``answer`` or ``score`` (the score readers below)).
+    value column, ``probs``, ``answer`` or ``score`` (:mod:`beluga.analyses.score_predictions`)).
     ``order``: the export rows (case_id, input_idx) that line formats follow (the other formats are keyed);
     ``k``: the model's classes (a label index becomes a one-hot distribution of length k); ``task``: the
     suite's task type, for the messages."""
@@ -562,125 +394,3 @@ def read_predictions(path: str, fmt: str, order: pd.DataFrame | None, k: int, co
     return typed_keys(preds, path)
 
 
-# ---------------------------------------------------------------- a regression's predicted scores
-# Predicted scores of a regression model (SIMILARITY, issue 40) for a suite, read for ``python -m beluga
-# score``: the score analogue of :mod:`beluga.analyses.predictions`, in the same layouts.
-#
-# Formats (``score --format``; default from the file's extension):
-#
-# - ``parquet`` (``.parquet``), or a keyed table ``csv`` / ``tsv`` / ``jsonl``
-#   with ``case_id``, ``input_idx`` and ``score`` (a finite number; text that
-#   is one is read as one);
-# - ``score`` (``.txt`` and others: give ``--format score``): one number per
-#   line, one line per exported input, in the export's order (``suite export``),
-#   as CheckList's line formats are for a classifier's probabilities.
-#
-# A regression suite is scored from scores, so a file of class probabilities or
-# labels (a ``probs`` / ``pred`` column, or one of CheckList's line formats) is
-# refused in one line saying so, as the classifier's reader refuses a file of
-# scores. Text files are read as that reader reads them (UTF-8, a byte-order
-# mark dropped, lines split on ``\\n`` and ``\\r\\n`` only); every malformed
-# value is refused with one line naming the file, the line (from 1) or row, and
-# the field.
-
-
-def probabilities_for_a_regression(task: str) -> str:
-    """What a refusal adds when a file holds class predictions where scores are needed."""
-    return (f"; the file holds class predictions (probabilities or labels), but this suite's task {task!r} is a "
-            "regression scored from predicted scores (a score column, or --format score: one number per line)")
-
-
-def score_value(value, path: str, where: str) -> float:
-    """A predicted score: a finite number, or text that is one (``where``: the file's line or row)."""
-    x = None
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        x = float(value)
-    elif isinstance(value, str):
-        try:
-            x = float(value.strip())
-        except ValueError:
-            x = None
-    if x is None:
-        raise DataError(f"predictions {path}: {where}: field 'score': {clip(value)} is not a number (one predicted "
-                        "score per input)")
-    if not math.isfinite(x):
-        raise DataError(f"predictions {path}: {where}: field 'score': {clip(value)} is not finite (the model "
-                        "diverged or the file is damaged)")
-    return x
-
-
-def _read_score_lines(path: str, text: str, order: pd.DataFrame | None) -> pd.DataFrame:
-    keyed = looks_keyed(text)
-    if keyed:
-        raise DataError(f"predictions {path}: field '--format': the file looks like a keyed {keyed.upper()} table "
-                        f"(case_id, input_idx), not {SCORE_LINE_FORMAT} lines: give --format {keyed}")
-    lines = text_lines(text)
-    while lines and not lines[-1].strip():
-        lines.pop()                     # blank lines at the end
-    if order is None or len(lines) != len(order):
-        raise DataError(f"predictions {path}: field 'path': {len(lines)} line(s) for the "
-                        f"{0 if order is None else len(order)} inputs of the export (one score per line, in the "
-                        "export's order)")
-    scores = []
-    for i, t in enumerate(lines, 1):
-        parts = t.split()
-        if len(parts) != 1:
-            raise DataError(f"{at_line(path, i)}: field 'score': {clip(t.strip())} is not one number (one predicted "
-                            f"score per line{'' if len(parts) < 2 else '; several numbers are class probabilities'})")
-        scores.append(score_value(parts[0], path, f"line {i}"))
-    return pd.DataFrame({"case_id": order["case_id"].to_numpy(), "input_idx": order["input_idx"].to_numpy(),
-                         "score": scores})
-
-
-def _read_score_keyed(path: str, text: str, fmt: str, task: str) -> pd.DataFrame:
-    cols, records = keyed_records(path, text, fmt)
-    missing = [c for c in ("case_id", "input_idx", "score") if c not in cols]
-    if missing:
-        hint = probabilities_for_a_regression(task) if missing == ["score"] and ({"probs", "pred"} & set(cols)) \
-            else ""
-        if not hint:
-            shape = looks_keyed(text)
-            hint = f"; the file looks like {shape.upper()}: give --format {shape}" if shape and shape != fmt else ""
-        raise DataError(f"predictions {path}: field '{missing[0]}': column missing (columns: {cols}){hint}")
-    cids, idxs, scores = [], [], []
-    for key, ln, d in unique_case_records(records, path):
-        cids.append(key[0])
-        idxs.append(key[1])
-        scores.append(score_value(d.get("score"), path, f"line {ln}"))
-    return pd.DataFrame({"case_id": cids, "input_idx": idxs, "score": scores})
-
-
-def _read_score_parquet(path: str, task: str) -> pd.DataFrame:
-    try:
-        names = pq.read_schema(path).names
-        missing = [c for c in ("case_id", "input_idx", "score") if c not in names]
-        if missing:
-            hint = probabilities_for_a_regression(task) if missing == ["score"] and {"probs", "pred"} & set(names) \
-                else ""
-            raise DataError(f"predictions {path}: field '{missing[0]}': missing column (need case_id, input_idx "
-                            f"and score; found {', '.join(names)}){hint}")
-        preds = pq.read_table(path, columns=["case_id", "input_idx", "score"]).to_pandas()
-    except (pa.ArrowInvalid, OSError) as e:
-        raise DataError(f"predictions {path}: field 'path': not a readable Parquet file ({e})") from None
-    preds["score"] = [score_value(v, path, f"row {i}") for i, v in enumerate(preds["score"].tolist())]
-    return preds
-
-
-def read_score_predictions(path: str, fmt: str, order: pd.DataFrame | None, task: str) -> pd.DataFrame:
-    """A regression model's predictions file -> DataFrame(case_id (strings), input_idx (integers), score
-    (floats)). ``order``: the export rows (case_id, input_idx) that ``--format score`` lines follow (the other
-    formats are keyed); ``task``: the suite's task type, for the messages."""
-    if not Path(path).exists():
-        raise DataError(f"predictions {path}: field 'path': file does not exist")
-    if fmt in LINE_FORMATS:
-        raise DataError(f"predictions {path}: field '--format': {fmt} is one of CheckList's class-prediction line "
-                        f"formats, but this suite's task {task!r} is a regression scored from predicted scores: give "
-                        f"--format {SCORE_LINE_FORMAT} (one number per line) or a keyed table with a score column "
-                        f"({', '.join(KEYED_FORMATS)})")
-    if fmt == "parquet":
-        preds = _read_score_parquet(path, task)
-    else:
-        text = predictions_text(path, fmt)
-        preds = (_read_score_lines(path, text, order) if fmt == SCORE_LINE_FORMAT
-                 else _read_score_keyed(path, text, fmt, task))
-    return typed_keys(preds, path)
