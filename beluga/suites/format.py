@@ -242,6 +242,8 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
     seen_ids: dict[str, int] = {}
     func_info: dict[str, tuple[str, str]] = {}
     param_cache: dict[str, dict] = {}
+    scored = get_head(head).expectations() if head is not None else None   # what the head scores, asked once
+    needs_gold = get_head(head).needs_gold if head is not None else None
     for i, r in enumerate(df.itertuples(index=False)):
         cid = r.case_id
         if not isinstance(cid, str) or not cid:
@@ -274,8 +276,8 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
         if r.expect not in EXPECTATIONS:
             raise _fail(path, i, cid, "expect",
                         f"unknown expectation {r.expect!r} (known: {', '.join(EXPECTATIONS)})")
-        if head is not None and r.expect not in get_head(head).expectations():
-            known = [e for e in EXPECTATIONS if e in get_head(head).expectations()]
+        if scored is not None and r.expect not in scored:
+            known = [e for e in EXPECTATIONS if e in scored]
             raise _fail(path, i, cid, "expect", f"expectation {r.expect!r} does not apply to a {head} head "
                                                 f"(known: {', '.join(known)})")
         spec = EXPECTATIONS[r.expect]
@@ -324,7 +326,7 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
         needs = spec["needs"]
         if needs is not None and not (spec["val_ok"] and params.get("val") is not None):
             if needs == "label_or_answer":
-                needs = get_head(head).needs_gold if head is not None else needs
+                needs = needs_gold or needs
             if needs == "label" and not labels_ok:
                 raise _fail(path, i, cid, "labels", f"expectation {r.expect!r} needs a label for every input")
             if needs == "answer" and not answers_ok:
