@@ -14,6 +14,8 @@ overwritten.
 - ``max_length`` beyond the model's positions: ``test`` and the jobs;
 - ``test`` / ``score`` into an existing --out: whole or nothing, never beside
   files of others, never over an input; ``suite export`` over its input.
+- a causal LM's label words that its tokenizer makes one (``Good`` / ``good``
+  to a tokenizer that lower-cases: every input would get [0.5, 0.5]).
 """
 
 import hashlib
@@ -633,3 +635,27 @@ def test_combinational_job_messages_name_the_variant_field():
         comb.fit_inputs(pool, {"fst": "😀", "sec": "😡", "neu": "😐"}, "{S} It is {LABEL}.", OneToken(), 64,
                         fields=comb.variant_fields(block, "b"))
     check_exc(e, "field 'combinational.variants[1].label_words'", "give the same tokens")
+
+
+# ---------------------------------------------------------------- a causal LM's label words, as its tokenizer reads
+def test_test_label_words_the_tokenizer_makes_one(suites, tmp_path, capsys):
+    """``test --label-words negative=Good positive=good`` with a causal LM whose tokenizer lower-cases: the two
+    words are the same continuation tokens, every input would get [0.5, 0.5] and every case fail with exit 0;
+    refused in one line naming the model, the option and both words, nothing written. The same model with
+    words its tokenizer tells apart (sharing their first tokens) runs."""
+    from tiny_decoder import build_decoder
+
+    texts = [x for xs in make_tiny_suite(2)["inputs"] for x in xs] + ["Review: Sentiment:"]
+    model = build_decoder(tmp_path / "lower_lm", texts, lowercase=True)
+    argv = ["test", "--model", model, "--suite", suites / "sent.parquet", "--out", tmp_path / "out", "--task", "sent",
+            "--prompt", "Review: {text} Sentiment:", "--precision", "fp32", "--label-words"]
+    cli_error(capsys, [*argv, "negative=Good", "positive=good"], f"model {model}", "field '--label-words'",
+              "negative='Good' and positive='good' are the same tokens", "could not be told apart")
+    assert not (tmp_path / "out").exists()
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model)
+    a, b = tok.encode(" terrible"), tok.encode(" terrific")
+    assert a != b and a[0] == b[0]                          # the first token shared, the whole words not
+    assert main([str(a) for a in [*argv, "negative=terrible", "positive=terrific"]]) == 0
+    assert (tmp_path / "out" / "predictions.parquet").is_file()

@@ -12,16 +12,18 @@ import pandas as pd
 import pytest
 import torch
 from conftest import case, make_tiny_suite
-from tiny_decoder import build_decoder
+from tiny_decoder import build_decoder, build_tokenizer
 
 from beluga.analyses.behavioral import failure_summary, summary_html
 from beluga.cli import main
-from beluga.core.errors import BelugaError
+from beluga.core.errors import BelugaError, ConfigError
 from beluga.core.tasks import PARA, READ, SENT, SIMILARITY
 from beluga.model.causal_lm import (
     LabelWords,
+    check_distinct_continuations,
     check_prompt,
     encode_pair,
+    label_word_pairs,
     label_word_probs,
     parse_label_words,
     suite_label_word_predictions,
@@ -321,3 +323,69 @@ def test_three_sent_words_and_truncation_said(decoder, suite_file, tmp_path, cap
     assert np.abs(np.log(probs[0]) - np.log(full)).max() > 1e-3
     (note,) = json.loads((out / "run.json").read_text())["truncated_inputs"]
     assert "21 inputs were longer than --max-length 12" in note and note in printed
+
+
+@pytest.fixture(scope="module")
+def lower_tok():
+    """The tiny BPE with a normaliser that lower-cases (as an uncased model's tokenizer)."""
+    return build_tokenizer(_texts(make_tiny_suite(3)), lowercase=True)
+
+
+@pytest.mark.parametrize("items,alike", [
+    (["negative=Good", "positive=good"], ("negative='Good'", "positive='good'")),
+    (["negative=bad", "neutral=OK", "positive=ok"], ("neutral='OK'", "positive='ok'")),
+    (["negative=GOOD", "neutral=meh", "positive=good"], ("negative='GOOD'", "positive='good'")),
+])
+def test_words_the_tokenizer_makes_one_are_refused(lower_tok, items, alike):
+    """Words that differ as strings but are the same continuation tokens after the prompt (the tokenizer
+    lower-cases): every input would get equal probabilities, so they are refused in one line naming both."""
+    words = parse_label_words(items, SENT)                   # different strings: the parser keeps them
+    cases = make_tiny_suite(1)
+    with pytest.raises(ConfigError) as e:
+        check_distinct_continuations(lower_tok, words, PROMPT, cases, source="model m")
+    msg = str(e.value)
+    assert msg.startswith("model m: field '--label-words': ") and "\n" not in msg, msg
+    assert all(a in msg for a in alike) and "could not be told apart" in msg, msg
+    same = lower_tok.encode(" " + items[-1].split("=")[1])
+    assert str(same) in msg                                  # the tokens both words are
+
+
+def test_words_sharing_first_tokens_or_distinct_are_kept(lower_tok):
+    """Only identical full continuations are refused: words sharing their first tokens (" terrific" and
+    " terrible" share six) and plainly distinct words pass, with each word's own continuation."""
+    assert lower_tok.encode(" terrific")[:6] == lower_tok.encode(" terrible")[:6]
+    assert lower_tok.encode(" terrific") != lower_tok.encode(" terrible")
+    cases = make_tiny_suite(1)
+    prompts = [PROMPT.format(text=t) for xs in cases["inputs"] for t in xs]
+    for items in (["negative=terrible", "positive=terrific"], ["negative=bad", "positive=Good"],
+                  ["negative=Good", "neutral=good good", "positive=goodness"]):
+        words = parse_label_words(items, SENT)
+        check_distinct_continuations(lower_tok, words, PROMPT, cases)
+        pairs = label_word_pairs(lower_tok, prompts, words)
+        assert len(pairs) == len(prompts) * len(words.words)
+        for i, p in enumerate(prompts):
+            for j, w in enumerate(words.words):
+                assert pairs[i * len(words.words) + j] == encode_pair(lower_tok, p, " " + w)
+
+
+def test_cased_tokenizer_keeps_words_that_differ_in_case():
+    """A cased tokenizer reads ``Good`` and ``good`` as different tokens: both kept."""
+    tok = build_tokenizer(_texts(make_tiny_suite(3)))
+    assert tok.encode(" Good") != tok.encode(" good")
+    check_distinct_continuations(tok, parse_label_words(["negative=Good", "positive=good"], SENT), PROMPT,
+                                 make_tiny_suite(1))
+
+
+def test_label_word_probs_refuses_alike_words_before_any_forward_pass(tmp_path, lower_tok):
+    """The scoring itself refuses them too (every prompt checked, before the model runs)."""
+    path = build_decoder(tmp_path / "lower", _texts(make_tiny_suite(3)), lowercase=True)
+    model, tok = _load(path)
+    words = parse_label_words(["negative=Good", "positive=good"], SENT)
+    calls = []
+    model.register_forward_hook(lambda *a: calls.append(1))
+    with pytest.raises(ConfigError, match="field '--label-words': negative='Good' and positive='good' are the same"):
+        label_word_probs(model, tok, [PROMPT.format(text="a fine film")], words, source="model m")
+    assert not calls
+    ok = parse_label_words(["negative=Good", "positive=terrific"], SENT)
+    assert label_word_probs(model, tok, [PROMPT.format(text="a fine film")], ok).shape == (1, 2)
+    assert calls

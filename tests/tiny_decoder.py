@@ -9,13 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def build_tokenizer(texts: list[str], vocab_size: int = 320, padding_side: str = "right", pad: bool = False):
+def build_tokenizer(texts: list[str], vocab_size: int = 320, padding_side: str = "right", pad: bool = False,
+                    lowercase: bool = False):
     """A byte-level BPE tokenizer (GPT-2 style: no BOS added, ``<|endoftext|>`` as EOS) trained on ``texts``;
-    ``pad``: with a pad token of its own (default: none, as GPT-2's)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    ``pad``: with a pad token of its own (default: none, as GPT-2's); ``lowercase``: a normaliser that
+    lower-cases every text first (as an uncased model's tokenizer: ``Good`` and ``good`` are one)."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
+    if lowercase:
+        tok.normalizer = normalizers.Lowercase()
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     specials = ["<|endoftext|>"] + (["<pad>"] if pad else [])
@@ -28,14 +32,14 @@ def build_tokenizer(texts: list[str], vocab_size: int = 320, padding_side: str =
 
 
 def build_decoder(out: Path, texts: list[str], family: str = "gpt2", seed: int = 0, padding_side: str = "right",
-                  pad: bool = False, id2label: dict[int, str] | None = None) -> Path:
+                  pad: bool = False, id2label: dict[int, str] | None = None, lowercase: bool = False) -> Path:
     """A random ``family`` (``gpt2`` or ``llama``) causal LM, 2 layers x 32, with the tokenizer of
-    :func:`build_tokenizer`, saved to ``out`` (safetensors); ``id2label``: names written into its config (a
-    causal LM's classes come from the label words, never from these)."""
+    :func:`build_tokenizer` (``lowercase``: one that lower-cases), saved to ``out`` (safetensors); ``id2label``:
+    names written into its config (a causal LM's classes come from the label words, never from these)."""
     import torch
     from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
 
-    tok = build_tokenizer(texts, padding_side=padding_side, pad=pad)
+    tok = build_tokenizer(texts, padding_side=padding_side, pad=pad, lowercase=lowercase)
     common = {"vocab_size": len(tok), "eos_token_id": tok.eos_token_id, "bos_token_id": tok.bos_token_id,
               "pad_token_id": tok.pad_token_id}
     if id2label:

@@ -30,6 +30,7 @@ from beluga.core.progress import progress
 from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
 from beluga.heads import head_of
 from beluga.model.causal_lm import (
+    check_distinct_continuations,
     check_prompt,
     check_task,
     load_causal_lm,
@@ -105,7 +106,7 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     causal = _causal_setup(prompt, label_words, ttype, label_order)
     if max_cases is not None:
         suite = subsample_cases(suite, max_cases, 0).reset_index(drop=True)
-    nets = [_load_test_model(m, path, ttype, max_length, label_order, causal)
+    nets = [_load_test_model(m, path, ttype, suite, max_length, label_order, causal)
             for m, path in zip(models, paths)]   # all checked first
     lmaps = [lmap for _, _, lmap in nets]
     chunk = max(1, 2000 // max(1, int(suite["inputs"].map(len).mean())))   # cases predicted at a time
@@ -246,17 +247,21 @@ def _causal_setup(prompt: str | None, label_words: list[str] | None, ttype, labe
     return check_prompt(prompt, ttype), parse_label_words(label_words, ttype)
 
 
-def _load_test_model(spec: str, path: str, ttype, max_length: int, label_order: str | None = None, causal=None):
+def _load_test_model(spec: str, path: str, ttype, suite: pd.DataFrame, max_length: int, label_order: str | None = None,
+                     causal=None):
     """(model, tokenizer, label map) of a trained model for ``ttype``'s suite: a local folder (safetensors
     only) or a hub name (``path``: the cached main snapshot, else a download),
     refused in one line when it records another task, lacks its head's
     weights or its tokenizer (:func:`beluga.model.modeling.load_trained`), or its
     classes cannot be told apart (:func:`beluga.model.labels.label_map`). With ``causal`` (template, label words):
-    a causal LM (:func:`beluga.model.causal_lm.load_causal_lm`), its classes the label words'."""
+    a causal LM (:func:`beluga.model.causal_lm.load_causal_lm`), its classes the label words', which its tokenizer
+    must tell apart after the prompt of the ``suite``'s first input
+    (:func:`beluga.model.causal_lm.check_distinct_continuations`)."""
     from beluga.model.modeling import load_trained
 
     if causal is not None:
         model, tokenizer = load_causal_lm(path, spec, max_length)
+        check_distinct_continuations(tokenizer, causal[1], causal[0], suite, source=f"model {spec}")
         return model, tokenizer, causal[1].label_map()
 
     model, tokenizer = load_trained(path, ttype.head, task_type=ttype.name, max_length=max_length,

@@ -9,6 +9,9 @@ continuation: ``" " + word``, its ``target_delimiter``), tokenised as its HFLM d
 context and context + continuation encoded, the continuation's tokens the tail; trailing spaces of the context
 moved to the continuation), so that the project's numbers and lm-eval's agree (tests/test_lm_eval.py). From the
 probabilities on, ``test`` is what it is for any classifier: one code path (:mod:`beluga.cli.testing`).
+Two classes' words must differ as the model reads them: words that are the same continuation tokens (``Good``
+and ``good`` to a tokenizer that lower-cases) are refused (:func:`label_word_pairs`), before any model is
+predicted and again for every prompt scored.
 
 Only classification task types are tested so (READ answers and SIMILARITY scores are refused in one line).
 SENT's label words name its model's two classes (negative, positive: read as CheckList's three-class mapping)
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from beluga.core.errors import BelugaError
+from beluga.core.errors import BelugaError, ConfigError
 from beluga.core.tasks import TaskType
 from beluga.heads import head_of
 from beluga.model.labels import LabelMap, read_name, task_classes
@@ -156,6 +159,49 @@ def encode_pair(tokenizer, context: str, continuation: str) -> tuple[list[int], 
     return ctx, whole[len(ctx):]
 
 
+def label_word_pairs(tokenizer, prompts: list[str], words: LabelWords,
+                     source: str = "test") -> list[tuple[list[int], list[int]]]:
+    """(context tokens, continuation tokens) of each prompt with each label word (:func:`encode_pair`, the
+    continuation ``TARGET_DELIMITER + word``; prompt-major: the words of a prompt in the classes' order).
+    Two classes whose words are the same continuation tokens after a prompt (the tokenizer's normalisation
+    makes ``Good`` and ``good`` one for an uncased model) would get the same log-likelihood for every input:
+    refused in one line naming ``source``, ``--label-words`` and both words. Words that share their first
+    tokens only differ in the rest and are kept; a word of no tokens is left to :func:`continuation_logliks`."""
+    k = len(words.words)
+    pairs = [encode_pair(tokenizer, p, TARGET_DELIMITER + w) for p in prompts for w in words.words]
+    for s in range(0, len(pairs), k):
+        conts = [pairs[s + j][1] for j in range(k)]
+        for j in range(1, k):
+            i = next((i for i in range(j) if conts[j] and conts[i] == conts[j]), None)
+            if i is not None:
+                raise ConfigError(
+                    f"{source}: field '--label-words': {words.classes[i]}={words.words[i]!r} and "
+                    f"{words.classes[j]}={words.words[j]!r} are the same tokens {conts[j]} after the prompt with "
+                    "this model's tokenizer; the classes could not be told apart (every input would get equal "
+                    "probabilities): give words the tokenizer tells apart")
+    return pairs
+
+
+def check_distinct_continuations(tokenizer, words: LabelWords, template: str, cases: pd.DataFrame,
+                                 source: str = "test") -> None:
+    """Before anything is predicted: the label words are distinct continuations (:func:`label_word_pairs`)
+    after the prompt of the first input of ``cases`` (``template`` filled); :func:`label_word_probs` checks
+    every prompt again as it scores it (a continuation's tokens may depend on the context before it)."""
+    prompts = case_prompts(cases.iloc[:1], template)[1][:1]
+    label_word_pairs(tokenizer, prompts, words, source)
+
+
+def case_prompts(cases: pd.DataFrame, template: str) -> tuple[list[tuple], list[str]]:
+    """((case_id, input_idx) of every input of ``cases``, its filled prompt), in order."""
+    keys, prompts = [], []
+    for r in cases.itertuples(index=False):
+        for j, t in enumerate(r.inputs):
+            keys.append((r.case_id, j))
+            b = r.inputs_b[j] if r.inputs_b is not None and not isinstance(r.inputs_b, float) else None
+            prompts.append(fill_prompt(template, t, b))
+    return keys, prompts
+
+
 def pad_id(tokenizer) -> int:
     """The id padded positions hold (masked out, never read): the pad token, else EOS (as transformers users
     set pad := eos for GPT-2-style tokenizers), else 0."""
@@ -233,10 +279,11 @@ def label_word_probs(model, tokenizer, prompts: list[str], words: LabelWords, ba
                      source: str = "test") -> np.ndarray:
     """(n, classes) probabilities of the filled ``prompts``: the softmax over the classes of each label word's
     summed log-likelihood as the continuation ``TARGET_DELIMITER + word`` (``truncated``: gets the pairs
-    left-truncated to ``max_length``, :func:`continuation_logliks`)."""
+    left-truncated to ``max_length``, :func:`continuation_logliks`). Two words that are the same tokens after a
+    prompt are refused before any forward pass (:func:`label_word_pairs`)."""
     from beluga.model.precision import FP32
 
-    pairs = [encode_pair(tokenizer, p, TARGET_DELIMITER + w) for p in prompts for w in words.words]
+    pairs = label_word_pairs(tokenizer, prompts, words, source)
     ll = continuation_logliks(model, tokenizer, pairs, batch_size, max_length, precision or FP32,
                               truncated=truncated, source=source)
     return softmax_rows(ll.reshape(len(prompts), len(words.words)))
@@ -255,12 +302,7 @@ def suite_label_word_predictions(model, tokenizer, cases: pd.DataFrame, template
     parts, cut = [], 0
     for start in range(0, len(cases), step):
         part = cases.iloc[start:start + step]
-        keys, prompts = [], []
-        for r in part.itertuples(index=False):
-            for j, t in enumerate(r.inputs):
-                keys.append((r.case_id, j))
-                b = r.inputs_b[j] if r.inputs_b is not None and not isinstance(r.inputs_b, float) else None
-                prompts.append(fill_prompt(template, t, b))
+        keys, prompts = case_prompts(part, template)
         truncated: list[int] = []
         probs = label_word_probs(model, tokenizer, prompts, words, batch_size, max_length, precision, truncated,
                                  source)
