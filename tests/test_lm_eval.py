@@ -56,12 +56,14 @@ def test_export_task_folder(task_dir):
     assert cfg["dataset_path"] == "json" and cfg["dataset_kwargs"]["data_files"]["test"] == str(task_dir /
                                                                                                  "data.jsonl")
     assert cfg["doc_to_text"] == "Review: {{text}} Sentiment:"
-    assert cfg["doc_to_choice"] == ["dreadful", "terrific"]          # the task's class order
+    assert cfg["doc_to_choice"] == "choices"                          # each document's words
     assert cfg["doc_to_target"] == "target" and cfg["target_delimiter"] == " "
     docs = [json.loads(x) for x in (task_dir / "data.jsonl").read_text().splitlines()]
     suite = make_tiny_suite(2)
     assert [(d["case_id"], d["input_idx"], d["text"]) for d in docs] == [
         (r.case_id, j, t) for r in suite.itertuples(index=False) for j, t in enumerate(r.inputs)]
+    assert all(d["classes"] == ["negative", "positive"] and d["choices"] == ["dreadful", "terrific"]
+               for d in docs)                                        # the task's class order, each class's word
     by_case = {d["case_id"]: d for d in docs if d["input_idx"] == 0}
     assert by_case["mft-0"]["label"] == 0 and by_case["mft-0"]["target"] == 0       # eq, negative
     assert by_case["inv-0"]["label"] is None and by_case["inv-0"]["target"] == 0    # the documented placeholder
@@ -78,14 +80,18 @@ def test_jinja_literals_kept():
 
 
 def _samples_like_lm_eval(path, tested, classes=2, drop=None):
-    """A samples file as lm-eval's EvaluationTracker writes it (every value a string), from ``test``'s
-    probabilities as log-likelihoods (log p: their softmax is p)."""
+    """A samples file as lm-eval's EvaluationTracker writes it (every value a string; per choice the request
+    ``(prompt, " " + word)``), from ``test``'s probabilities as log-likelihoods (log p: their softmax is p)."""
     preds = pd.read_parquet(tested / "predictions.parquet")
+    words = ["dreadful", "terrific"]
     with open(path, "w") as f:
         for i, r in enumerate(preds.itertuples(index=False)):
             lls = [str(float(np.log(p))) for p in r.probs][:classes]
-            rec = {"doc_id": i, "doc": {"case_id": r.case_id, "input_idx": int(r.input_idx), "text": r.input},
-                   "target": "0", "arguments": {"gen_args_0": {"arg_0": "x", "arg_1": " w"}},
+            doc = {"case_id": r.case_id, "input_idx": int(r.input_idx), "text": r.input,
+                   "classes": ["negative", "positive"], "choices": words}
+            args = {f"gen_args_{k}": {"arg_0": PROMPT.format(text=r.input), "arg_1": " " + w}
+                    for k, w in enumerate(words[:classes])}
+            rec = {"doc_id": i, "doc": doc, "target": "0", "arguments": args,
                    "resps": [[[x, "False"]] for x in lls], "filtered_resps": [[x, "False"] for x in lls],
                    "filter": "none", "metrics": ["acc"], "acc": 1.0}
             if drop:
@@ -204,8 +210,9 @@ def test_pair_task_documents_and_prompt(tmp_path):
     tmpl = "Q1: {text}\nQ2: {text_b}\n{{same}}?"
     export_lm_eval(suite, PARA, str(out), tmpl, ["duplicate=yes", "not_duplicate=no"])
     cfg = yaml.safe_load((out / "task.yaml").read_text())
-    assert cfg["task"] == "para_task" and cfg["doc_to_choice"] == ["no", "yes"]
+    assert cfg["task"] == "para_task" and cfg["doc_to_choice"] == "choices"
     docs = [json.loads(x) for x in (out / "data.jsonl").read_text().splitlines()]
+    assert all(d["classes"] == ["not duplicate", "duplicate"] and d["choices"] == ["no", "yes"] for d in docs)
     assert [(d["text_b"], d["label"]) for d in docs] == [("what is your age", 1), ("where is it", 0),
                                                         ("is b a", None), ("is a b", None)]
     render = Environment(keep_trailing_newline=True).from_string(cfg["doc_to_text"]).render

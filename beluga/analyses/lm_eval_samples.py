@@ -1,11 +1,19 @@
 """lm-evaluation-harness's per-sample output read back (``score --format lm-eval-samples --predictions
 SAMPLES.jsonl``): the ``--log_samples`` JSONL of a task ``suite export --format lm-eval`` wrote
 (beluga/suites/lm_eval.py) -> class probabilities for the project's scorer, so INV / DIR tolerances work
-unchanged. One record per document: ``doc`` (with the exported ``case_id`` / ``input_idx``) and per choice
-``[log-likelihood, is-greedy]`` in ``filtered_resps`` (else ``resps``: ``[[log-likelihood, is-greedy]]``); the
-probabilities are the softmax over the choices' log-likelihoods, in the choices' order (the task's classes, as
-exported; ``--label-order`` reads another). A record without them, or with another number of choices than the
-task's classes, is one line naming the file, the line and the field."""
+unchanged. One record per document: ``doc`` (with the exported ``case_id`` / ``input_idx``, ``classes`` and
+``choices``), per choice ``[log-likelihood, is-greedy]`` in ``filtered_resps`` (else ``resps``: ``[[log-likelihood,
+is-greedy]]``) and its ``(context, continuation)`` request in ``arguments`` (``{"gen_args_0": {"arg_0": context,
+"arg_1": continuation}, ...}``; older lm-eval: ``[[context, continuation], ...]``), in the same order.
+
+Each log-likelihood is the class whose word its continuation is -- the continuation less lm-eval's target
+delimiter (``" "``), one of the document's ``choices``, the class at the same place in its ``classes`` --
+never the class at its position: a task that lists its choices in another order is read right. The
+probabilities are the softmax over the log-likelihoods in the task's class order. A document without
+``classes`` / ``choices`` (a folder exported before they were recorded) is read with each class's own name as
+its word, when the continuations are those. A continuation that is no class's word, a class twice or none, a
+record without ``doc`` or its log-likelihoods, or another number of choices than the task's classes, is one
+line naming the file, the line and the field."""
 
 from __future__ import annotations
 
@@ -19,7 +27,7 @@ from beluga.analyses.prediction_files import predictions_text, text_lines, uniqu
 from beluga.core.bounds import json_loads
 from beluga.core.errors import DataError
 from beluga.core.tasks import TaskType
-from beluga.model.causal_lm import class_sets, softmax_rows
+from beluga.model.causal_lm import TARGET_DELIMITER, class_sets, softmax_rows
 
 #: the ``score --format`` of lm-eval's per-sample output (its --log_samples files: samples_<task>_<date>.jsonl)
 SAMPLES_FORMAT = "lm-eval-samples"
@@ -42,9 +50,81 @@ def _loglik(value, path: str, line: int, field: str, i: int) -> float:
     return ll
 
 
+def _continuations(rec: dict, n: int, path: str, line: int) -> list[str]:
+    """The continuations of a record's ``n`` requests, in order (``arguments``: see the module docstring)."""
+    where = f"predictions {path}: line {line}: field 'arguments'"
+    args = rec.get("arguments")
+    if isinstance(args, dict):   # lm-eval's EvaluationTracker: {"gen_args_<i>": {"arg_0": context, "arg_1": ...}}
+        keys = [f"gen_args_{i}" for i in range(len(args))]
+        if list(args) != keys:
+            raise DataError(f"{where}: keys {list(args)[:4]} are not gen_args_0, gen_args_1, ... in order")
+        pairs = [args[k].get("arg_1") if isinstance(args[k], dict) else None for k in keys]
+    elif isinstance(args, list):
+        pairs = [a[1] if isinstance(a, (list, tuple)) and len(a) == 2 else None for a in args]
+    else:
+        raise DataError(f"{where}: no (context, continuation) requests: the label word of each log-likelihood "
+                        "is read from them")
+    if len(pairs) != n:
+        raise DataError(f"{where}: {len(pairs)} requests for {n} log-likelihoods")
+    bad = next((i for i, c in enumerate(pairs) if not isinstance(c, str)), None)
+    if bad is not None:
+        raise DataError(f"{where}: request {bad} has no continuation string")
+    return pairs
+
+
+def _doc_words(doc: dict, sets: dict, n: int, path: str, line: int) -> tuple[tuple[str, ...], tuple[str, ...], bool]:
+    """(classes, their words, recorded) of a document: its ``classes`` / ``choices`` as the export writes them,
+    else (a document without them) the task's ``n`` classes, each one's name its word."""
+    if "classes" not in doc and "choices" not in doc:
+        return sets[n], sets[n], False
+    at = f"predictions {path}: line {line}: field"
+    vals = {}
+    for f in ("classes", "choices"):
+        v = doc.get(f)
+        if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+            what = "missing" if v is None else f"{repr(v)[:60]} is not a list of strings"
+            raise DataError(f"{at} 'doc.{f}': {what} (the export writes the classes and their words together)")
+        vals[f] = tuple(v)
+    classes, words = vals["classes"], vals["choices"]
+    if not any(set(s) == set(classes) and len(s) == len(classes) for s in sets.values()):
+        shown = " or ".join(f"({', '.join(s)})" for s in sets.values())
+        raise DataError(f"{at} 'doc.classes': {list(classes)} are not the task's classes {shown}")
+    if len(words) != len(classes) or len(set(words)) != len(words):
+        raise DataError(f"{at} 'doc.choices': {list(words)} is not one distinct word for each of the "
+                        f"{len(classes)} classes {list(classes)}")
+    return classes, words, True
+
+
+def _by_class(lls: list[float], conts: list[str], doc: dict, sets: dict, path: str, line: int) -> list[float]:
+    """The log-likelihoods in the task's class order, each placed by its continuation's word (see the module
+    docstring)."""
+    classes, words, recorded = _doc_words(doc, sets, len(lls), path, line)
+    order = next(s for s in sets.values() if set(s) == set(classes))
+    where = f"predictions {path}: line {line}: field 'arguments'"
+    out: list[float | None] = [None] * len(order)
+    for i, cont in enumerate(conts):
+        word = cont[len(TARGET_DELIMITER):] if cont.startswith(TARGET_DELIMITER) else cont
+        if word not in words:
+            known = ", ".join(f"{c}={w!r}" for c, w in zip(classes, words))
+            why = ("the document's words" if recorded else "the class names (the document records no classes / "
+                   "choices: export the task again and run lm-eval on it)")
+            raise DataError(f"{where}: continuation {i} {cont!r} is not {TARGET_DELIMITER!r} + one of {why}: {known}")
+        k = order.index(classes[words.index(word)])
+        if out[k] is not None:
+            raise DataError(f"{where}: continuation {i} {cont!r} is again the word of class {order[k]!r}; each "
+                            "class once")
+        out[k] = lls[i]
+    missing = [c for c, v in zip(order, out) if v is None]
+    if missing:
+        raise DataError(f"{where}: no continuation for class(es) {', '.join(repr(c) for c in missing)} "
+                        f"(word(s) {', '.join(repr(words[classes.index(c)]) for c in missing)})")
+    return out
+
+
 def read_lm_eval_samples(path: str, ttype: TaskType) -> pd.DataFrame:
     """lm-eval's ``--log_samples`` JSONL -> DataFrame(case_id, input_idx, probs) (see the module docstring), the
-    number of choices that of the task's classes (:func:`beluga.model.causal_lm.class_sets`: SENT two or three)."""
+    number of choices that of the task's classes (:func:`beluga.model.causal_lm.class_sets`: SENT two or three),
+    the probabilities in the task's class order."""
     sets = {len(s): s for s in class_sets(ttype)}
     text = predictions_text(path, SAMPLES_FORMAT)
     records = []
@@ -70,6 +150,7 @@ def read_lm_eval_samples(path: str, ttype: TaskType) -> pd.DataFrame:
             raise DataError(f"predictions {path}: line {line_no}: field '{field}': {len(resps)} choices, task "
                             f"{ttype.name!r} has {shown} classes; export the task with a word for each class")
         lls = [_loglik(v, path, line_no, field, i) for i, v in enumerate(resps)]
+        lls = _by_class(lls, _continuations(rec, len(lls), path, line_no), doc, sets, path, line_no)
         records.append((line_no, {"case_id": doc["case_id"], "input_idx": doc["input_idx"], "ll": lls,
                                   "text": doc.get("text"), "text_b": doc.get("text_b"), "line": line_no}))
     if not records:

@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="parquet, csv, tsv, jsonl, or CheckList's pred_only, binary_conf, softmax, pred_and_conf, "
                         "pred_and_softmax, or score (similarity: one predicted score per line), or lm-eval-samples "
                         "(lm-evaluation-harness's --log_samples JSONL of a task `suite export --format lm-eval` "
-                        "wrote: per-choice log-likelihoods, softmaxed) (default: from the extension)")
+                        "wrote: per-choice log-likelihoods, each the class whose word its continuation is, "
+                        "softmaxed) (default: from the extension)")
     s.add_argument("--out", required=True,
                    help="output directory, written as a whole (new, or holding only an earlier score's files)")
     s.add_argument("--task", choices=sorted(TASK_TYPES), default=None,
@@ -87,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--label-order", default=None, metavar="CLASSES",
                    help="the classes of the predictions' probability columns (or label indices) in order, "
                         "comma-separated, e.g. positive,negative (default: the task's order, as `test` writes "
-                        "them: sent negative,positive or negative,neutral,positive; para not_duplicate,duplicate)")
+                        "them: sent negative,positive or negative,neutral,positive; para not_duplicate,duplicate; "
+                        "not with --format lm-eval-samples, read by their words)")
     p_plan = sub.add_parser("plan", help="cost plan of a configuration before running it",
                             description="Jobs, sequences trained on and predicted per job, and estimated core- or "
                                         "GPU-time per rule and configuration-method pair; the data sizes counted; "

@@ -137,7 +137,9 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     A classifier's predictions' probability columns (label indices) are read in the task's order (``test``
     writes them so), or in ``label_order``'s (comma-separated class names,
     :func:`beluga.model.labels.order_from_option`), permuted into the task's before anything is scored and recorded
-    in cases.parquet's metadata (``beluga_labels``).
+    in cases.parquet's metadata (``beluga_labels``). lm-eval's samples (``fmt="lm-eval-samples"``) name each
+    log-likelihood's class by its continuation's word (:mod:`beluga.analyses.lm_eval_samples`): ``label_order``
+    is refused with them.
     ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs
     (:func:`beluga.suites.build.checklist_subset`)."""
     from beluga.score.metrics import filter_counts
@@ -161,9 +163,13 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
     if samples and not head.has_classes:
         raise BelugaError(f"predictions {predictions_path}: field '--format': {SAMPLES_FORMAT} holds label-word "
                           f"log-likelihoods of a classification task; task {ttype.name!r} is not one")
-    if samples:   # per-choice log-likelihoods -> probabilities in the choices' (the task's classes') order
-        read = check_sample_texts(read_lm_eval_samples(predictions_path, ttype), suite, predictions_path, suite_path)
-        preds, labels = _reorder(read, label_order, ttype, predictions_path)
+    if samples and label_order is not None:
+        raise BelugaError(f"predictions {predictions_path}: field '--label-order': {SAMPLES_FORMAT} names each "
+                          "log-likelihood's class by its continuation's word, so the classes are read by name; "
+                          "drop --label-order")
+    if samples:   # per-choice log-likelihoods -> probabilities in the task's class order, read by their words
+        preds = check_sample_texts(read_lm_eval_samples(predictions_path, ttype), suite, predictions_path, suite_path)
+        labels = {}
     else:   # the head's value column; a classifier's k classes (SENT: 2, mapped as CheckList)
         k = ttype.num_model_labels if head.has_classes else 0
         preds = read_predictions(predictions_path, fmt, order, k, head.value_column, ttype.name)

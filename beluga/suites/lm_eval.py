@@ -4,15 +4,18 @@
   lm-eval runs as it is (``lm_eval --model hf --model_args pretrained=M --include_path DIR --tasks NAME
   --log_samples --output_path OUT``): ``DIR/task.yaml`` (``output_type: multiple_choice``; ``dataset_path: json``
   with ``data_files`` the folder's own ``data.jsonl``, by absolute path: lm-eval reads it from wherever it runs,
-  so export again after moving the folder; ``doc_to_text`` the prompt as a Jinja template; ``doc_to_choice`` the
-  label words in the task's class order; ``doc_to_target: target``) and ``DIR/data.jsonl``, ONE document per
-  case input: ``case_id``, ``input_idx``, ``text`` [, ``text_b``], ``label`` (the class an MFT ``eq`` input is
+  so export again after moving the folder; ``doc_to_text`` the prompt as a Jinja template; ``doc_to_choice:
+  choices``, the document's field; ``doc_to_target: target``) and ``DIR/data.jsonl``, ONE document per case
+  input: ``case_id``, ``input_idx``, ``text`` [, ``text_b``], ``classes`` (the task's class names, in its class
+  order) and ``choices`` (each class's label word, in the same order: lm-eval's choices, so the samples it
+  writes carry each log-likelihood's word in their ``arguments``), ``label`` (the class an MFT ``eq`` input is
   labelled with, as an index of the choices; null when the input has none: INV / DIR inputs, expectations
   without a class, SENT's neutral with two label words) and ``target`` (``label``, or the placeholder 0 where
   it is null: lm-eval needs a target for every document, so the accuracy it prints is not a BELUGA result --
   ``score`` is);
 - ``score --format lm-eval-samples --predictions SAMPLES.jsonl`` reads lm-eval's ``--log_samples`` output of
-  such a task back into the project's scorer (:mod:`beluga.analyses.lm_eval_samples`).
+  such a task back into the project's scorer (:mod:`beluga.analyses.lm_eval_samples`), each log-likelihood
+  the class whose word its continuation is.
 """
 
 from __future__ import annotations
@@ -76,7 +79,8 @@ def lm_eval_documents(suite: pd.DataFrame, ttype: TaskType, words: LabelWords) -
             doc = {"case_id": str(r.case_id), "input_idx": j, "text": str(text)}
             if ttype.pair:
                 doc["text_b"] = str(r.inputs_b[j]) if has_b else ""
-            doc.update(label=label, target=0 if label is None else label)
+            doc.update(classes=list(words.classes), choices=list(words.words), label=label,
+                       target=0 if label is None else label)
             docs.append(doc)
     return docs
 
@@ -101,7 +105,7 @@ def task_yaml(name: str, data_file: Path, template: str, words: LabelWords) -> s
         "test_split: test",
         "output_type: multiple_choice",
         f"doc_to_text: {q(jinja_template(template))}",
-        f"doc_to_choice: {q(list(words.words))}",
+        "doc_to_choice: choices",   # each document's field: its classes' words, in the order of its `classes`
         "doc_to_target: target",
         f"target_delimiter: {q(TARGET_DELIMITER)}",
         "metric_list:",
