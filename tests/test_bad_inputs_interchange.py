@@ -88,6 +88,7 @@ def scores_csv(path: Path, systems: dict[str, tuple[float, float, float]]) -> Pa
 def test_ranking_md_keeps_its_columns_and_no_raw_html(tmp_path, capsys):
     systems = dict(zip((*HOSTILE, "lp_ft"), [(90, 80, 70), (85, 75, 65), (80, 70, 60), (70, 65, 60)]))
     scores = scores_csv(tmp_path / "scores.csv", systems)
+    scores.write_text(scores.read_text().replace(",d2,", ",<i>d2</i>,"))      # a block named in the prose
     capsys.readouterr()
     assert main(["ood-rank", "--scores", str(scores), "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
@@ -98,7 +99,8 @@ def test_ranking_md_keeps_its_columns_and_no_raw_html(tmp_path, capsys):
     assert {len(r) for r in rows} == {len(ood_report.RANKING_COLUMNS)}
     shown = [r[0].strip() for r in rows[2:]]
     assert shown == [r"bert\|lora", "two lines", "&lt;img src=x onerror=alert(1)&gt;", "lp_ft"]
-    assert "<img" not in md
+    assert "<img" not in md and "<i>" not in md
+    assert "OOD over 2 datasets of task t (d1, &lt;i&gt;d2&lt;/i&gt;)" in md
     # the numbers stay in their columns: the first system's id_avg and ood_avg
     assert [c.strip() for c in rows[2][1:3]] == ["90.00", "75.00"]
     # the CSV keeps the names as given (data, not Markdown)

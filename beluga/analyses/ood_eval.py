@@ -280,21 +280,20 @@ def rank_systems(long: pd.DataFrame, source: str = "scores", mixed_metrics: bool
 def blocks_line(ranking: pd.DataFrame) -> str:
     """One sentence of ranking.md naming the blocks each Friedman rank (and average) was taken over (the names
     as Markdown text: :func:`beluga.core.text.md_cell`); ``""`` without them."""
-    name = md_cell
     used = ranking.attrs.get("blocks")
     if not used:
         return ""
 
     def what(b: dict) -> str:
         n = len(b["names"])
-        names = ", ".join(map(name, b["names"][:12])) + (f", ... ({n} in all)" if n > 12 else "")
+        names = ", ".join(map(md_cell, b["names"][:12])) + (f", ... ({n} in all)" if n > 12 else "")
         if b["level"] == "task":
             return f"{n} task{'s' if n > 1 else ''} ({names})"
-        return f"{n} dataset{'s' if n > 1 else ''} of task {name(b['task'])} ({names})"
+        return f"{n} dataset{'s' if n > 1 else ''} of task {md_cell(b['task'])} ({names})"
     line = f"Blocks (the Friedman ranks and the averages): OOD over {what(used['ood'])}; ID over {what(used['id'])}."
     mixed = ranking.attrs.get("mixed_metrics")
     if mixed:
-        line += (f" Mixed metric sets allowed (--mixed-metrics) on {', '.join(map(name, mixed))}: there a system's "
+        line += (f" Mixed metric sets allowed (--mixed-metrics) on {', '.join(map(md_cell, mixed))}: there a system's "
                  "score is the mean of its own metrics.")
     return line
 
