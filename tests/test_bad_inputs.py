@@ -1,7 +1,10 @@
 """The bad-input catalogue (this file, and by area tests/test_bad_inputs_models.py: model folders, the
 test / score output folders; tests/test_bad_inputs_readers.py: prediction files and summaries;
 tests/test_bad_inputs_ood.py: OOD sets and offline sources; tests/test_bad_inputs_config.py: the
-analyses' settings, the plan, job ids): every malformed input ends with
+analyses' settings, the plan, job ids; tests/test_bad_inputs_interchange.py: names and values between tools,
+into the program and out to Markdown and the terminal; tests/test_bad_inputs_lm_eval.py: suites to
+lm-evaluation-harness and its samples back; tests/test_bad_inputs_surfaces.py: a suite of the other shape
+through the commands): every malformed input ends with
 
 1. one user-facing line naming the file and the field (the WorkflowError line
    snakemake prints, the ``error: ...`` line of a workflow script or of

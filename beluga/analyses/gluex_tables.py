@@ -23,6 +23,7 @@ import pandas as pd
 
 from beluga.analyses.ood_eval import ALL_TYPES, backbone_label, ood_benchmarks
 from beluga.core.errors import DataError
+from beluga.core.text import md_cell
 
 TABLE3_COLUMNS = ("model", "ood_avg", "id_avg", "decrease_ratio", "friedman_rank_ood", "friedman_rank_id",
                   "rank_decrease_ratio")
@@ -107,16 +108,16 @@ def tables_markdown(table3: pd.DataFrame, table4: pd.DataFrame) -> str:
     lines = ["# GLUE-X Table 3: overall performance (OOD and ID averages over the tasks)", "",
              "| " + " | ".join(TABLE3_HEADERS) + " |", "|" + "---|" * len(TABLE3_HEADERS)]
     for r in table3.to_dict("records"):
-        lines.append("| " + " | ".join([str(r["model"])] + [_cell(r[c]) for c in TABLE3_COLUMNS[1:]]) + " |")
+        lines.append("| " + " | ".join([md_cell(r["model"])] + [_cell(r[c]) for c in TABLE3_COLUMNS[1:]]) + " |")
     lines += ["", "Avg ↓: the decrease ratio 100 × (ID − OOD) / ID; F-Rank: the Friedman rank over the tasks "
               "(1 = best); Rank ↓: the rank of the decrease ratio (1 = the smallest drop). Sorted by Avg OOD. The "
               "paper's PARAM column is not computed.", ""]
     tasks = [c for c in table4.columns if c not in ("model", "ood_avg", "decrease_ratio")]
-    heads = ["Model", *tasks, "Avg", "Avg ↓"]
+    heads = ["Model", *map(md_cell, tasks), "Avg", "Avg ↓"]
     lines += ["# GLUE-X Table 4: OOD performance per task", "", "| " + " | ".join(heads) + " |",
               "|" + "---|" * len(heads)]
     for r in table4.to_dict("records"):
-        cells = [str(r["model"]), *[_cell(r[t]) for t in tasks], _cell(r["ood_avg"]), _cell(r["decrease_ratio"])]
+        cells = [md_cell(r["model"]), *[_cell(r[t]) for t in tasks], _cell(r["ood_avg"]), _cell(r["decrease_ratio"])]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Each task's OOD score: the mean over its OOD sets of the task's score on each (×100; the mean "
               "of its metrics, or the one its ood_metric names)."]

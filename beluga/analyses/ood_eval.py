@@ -58,6 +58,7 @@ import pandas as pd
 
 from beluga.core.errors import ConfigError, DataError
 from beluga.core.seeds import N_SEEDS_COLUMN, SEED_COLUMN
+from beluga.core.text import md_cell
 from beluga.data.iid import IID_SPLITS
 from beluga.heads import HEADS
 from beluga.score.metrics import BASELINE, CONFIG_LABELS
@@ -162,6 +163,23 @@ def check_long(df: pd.DataFrame, source: str) -> pd.DataFrame:
     return df
 
 
+def check_one_scale(long: pd.DataFrame, source: str) -> None:
+    """Stops with one line when the systems of a long table (:func:`check_long`'s) give their scores on
+    different scales: some every score within [-1, 1] (fractions: 0.875), others beyond 1 (percent: 87.5).
+    Ranked together, a fraction system would sit at the bottom of every block and its decrease ratio would be
+    compared with percent ones, without a word. A system whose scores are all 0 fits either scale."""
+    peak = long["value"].abs().groupby(long["system"], sort=False).max()
+    fractions = [s for s, m in peak.items() if 0 < m <= 1]
+    percent = [s for s, m in peak.items() if m > 1]
+    if fractions and percent:
+        def shown(systems: list[str]) -> str:
+            more = f" and {len(systems) - 3} more" if len(systems) > 3 else ""
+            return ", ".join(f"{s!r} (largest |value| {peak[s]:g})" for s in systems[:3]) + more
+        raise DataError(f"{source}: field 'value': the systems' scores are on different scales: {shown(fractions)} "
+                        f"within [-1, 1] (fractions, as 0.875), {shown(percent)} beyond 1 (percent, as 87.5); give "
+                        "every system's scores on one scale (fractions or percent)")
+
+
 def _ranks(scores: pd.DataFrame, source: str, what: str) -> pd.Series:
     """scores: rows = systems, columns = blocks. Mean over blocks of the rank within each block (1 = best,
     average ranks for ties). Every system needs a score in every block (Friedman's complete blocks)."""
@@ -260,22 +278,23 @@ def rank_systems(long: pd.DataFrame, source: str = "scores", mixed_metrics: bool
 
 
 def blocks_line(ranking: pd.DataFrame) -> str:
-    """One sentence naming the blocks each Friedman rank (and average) was taken over; ``""`` without them."""
+    """One sentence of ranking.md naming the blocks each Friedman rank (and average) was taken over (the names
+    as Markdown text: :func:`beluga.core.text.md_cell`); ``""`` without them."""
     used = ranking.attrs.get("blocks")
     if not used:
         return ""
 
     def what(b: dict) -> str:
         n = len(b["names"])
-        names = ", ".join(b["names"][:12]) + (f", ... ({n} in all)" if n > 12 else "")
+        names = ", ".join(map(md_cell, b["names"][:12])) + (f", ... ({n} in all)" if n > 12 else "")
         if b["level"] == "task":
             return f"{n} task{'s' if n > 1 else ''} ({names})"
-        return f"{n} dataset{'s' if n > 1 else ''} of task {b['task']} ({names})"
+        return f"{n} dataset{'s' if n > 1 else ''} of task {md_cell(b['task'])} ({names})"
     line = f"Blocks (the Friedman ranks and the averages): OOD over {what(used['ood'])}; ID over {what(used['id'])}."
     mixed = ranking.attrs.get("mixed_metrics")
     if mixed:
-        line += (f" Mixed metric sets allowed (--mixed-metrics) on {', '.join(mixed)}: there a system's score is the "
-                 "mean of its own metrics.")
+        line += (f" Mixed metric sets allowed (--mixed-metrics) on {', '.join(map(md_cell, mixed))}: there a system's "
+                 "score is the mean of its own metrics.")
     return line
 
 

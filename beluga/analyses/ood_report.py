@@ -17,6 +17,8 @@ from beluga.analyses.ood_eval import (
     ALL_TYPES,
     RANKING_COLUMNS,
     blocks_line,
+    check_long,
+    check_one_scale,
     correlation_frame,
     id_ood_correlation,
     rank_systems,
@@ -25,6 +27,7 @@ from beluga.analyses.ood_eval import (
 from beluga.analyses.ood_scores import OOD_METRIC
 from beluga.core.io import atomic_path, check_out_folder, write_csv, write_out_folder, write_text
 from beluga.core.seeds import N_SEEDS_COLUMN, has_spread, plus_minus, seeds_legend, seeds_note
+from beluga.core.text import md_cell
 from beluga.report.tables import DOWN, UP, latex_escape
 from beluga.score.metrics import IID_METRICS
 
@@ -56,7 +59,7 @@ def ranking_markdown(ranking: pd.DataFrame, title: str = "OOD ranking (GLUE-X)",
     lines = [f"# {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in ranking.itertuples(index=False):
         d = r._asdict()
-        cells = [str(d["system"])] + [f"{d[c]:.2f}" for c in head[1:]]
+        cells = [md_cell(d["system"])] + [f"{d[c]:.2f}" for c in head[1:]]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "id_avg / ood_avg: mean over tasks of the mean over datasets of the mean over metrics; "
               "decrease_ratio = 100 × (id_avg − ood_avg) / id_avg (rank 1 = smallest drop); Friedman ranks: mean "
@@ -93,10 +96,14 @@ def ood_rank_command(scores: str, out: str, mixed_metrics: bool = False) -> str:
     whole or not at all; ``out`` is checked first: never the scores file's
     folder nor one holding files ood-rank does not write
     (:func:`beluga.core.io.check_out_folder`). ``mixed_metrics``: rank systems with
-    different metric sets on a dataset (else one line stops it)."""
+    different metric sets on a dataset (else one line stops it). Systems scored on
+    different scales (fractions beside percent) stop with one line
+    (:func:`beluga.analyses.ood_eval.check_one_scale`)."""
     check_out_folder("ood-rank", out, RANK_OUTPUTS, {"scores file": scores})
+    source = f"scores file {scores}"
     long = read_long(scores)
-    ranking = rank_systems(long, source=f"scores file {scores}", mixed_metrics=mixed_metrics)
+    check_one_scale(check_long(long, source), source)
+    ranking = rank_systems(long, source=source, mixed_metrics=mixed_metrics)
     corr = id_ood_correlation(ranking)
     md = ranking_markdown(ranking, corr=corr)
     note = long_seeds_note(long)
@@ -150,30 +157,33 @@ def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: 
     ``ood_scores.ood_table_over_seeds``): each score cell is the mean ± the standard deviation over the training
     ``seeds``, and a line says how many seeds (:func:`table_seeds_line`; none for one seed)."""
     test = _test_words(task_type, metric=metric)
-    head = ["", "ID"] + names + ["OOD avg", "decrease ratio", "Friedman rank"]
+    head = ["", "ID"] + [md_cell(n) for n in names] + ["OOD avg", "decrease ratio", "Friedman rank"]
     lines = [f"# {task.upper()}: OOD evaluation (×100)", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
     for r in table.to_dict("records"):
-        cells = [r["label"], _score(r, "id")]
+        cells = [md_cell(r["label"]), _score(r, "id")]
         cells += [f"{_score(r, n)}{_mark(r[f'{n}_direction'])}" for n in names]
         cells += [_score(r, "ood_avg"), _score(r, "decrease_ratio"), f"{r['friedman_rank_ood']:.2f}"]
         lines.append("| " + " | ".join(cells) + " |")
     corr = "Holm-adjusted " if correction == "holm" else ""
-    lines += ["", f"ID: the i.i.d. test score; OOD sets: {', '.join(names)} (score = {_score_words(metric)}). "
+    lines += ["", f"ID: the i.i.d. test score; OOD sets: {', '.join(map(md_cell, names))} "
+              f"(score = {_score_words(metric)}). "
               f"▲ / ▼: significantly better / worse than the IID model on that set ({test}, "
               f"{corr}p < {alpha}). Decrease ratio = 100 × (ID − OOD avg) / ID; "
               "Friedman rank: mean rank over the OOD sets (1 = best)."]
     legend = table_seeds_line(seeds or [], task_type, metric)
     lines += ["", legend] if legend else []
     if "backbone" in table.columns and len(table):
-        lines += ["", f"Backbone: {table['backbone'].iloc[0]} (the systems are its configurations and methods)."]
+        lines += ["", f"Backbone: {md_cell(table['backbone'].iloc[0])} (the systems are its configurations and "
+                  "methods)."]
     if len(table) and table["decrease_ratio"].isna().any():
         lines += ["", "—: not defined (the decrease ratio of an ID score at or below 0: a correlation no better "
                   "than chance)."]
     if correlation is not None:
         lines += ["", correlation_line(correlation)]
     if credits:
-        lines += ["", "Pairings (task → OOD set): " + "; ".join(f"{n}: {credits[n]}" for n in names if n in credits)
+        lines += ["", "Pairings (task → OOD set): " + "; ".join(f"{md_cell(n)}: {md_cell(credits[n])}" for n in names
+                                                                if n in credits)
                   + "."]
     return "\n".join(lines) + "\n"
 
@@ -305,12 +315,13 @@ def backbone_table_markdown(tables: dict[str, pd.DataFrame], corrs: dict[str, di
     for bench, table in tables.items():
         blocks = [c for c in table.columns if c.startswith("ood:")]
         what = "tasks" if bench == ALL_TYPES else "OOD sets"
-        lines += [f"## {'all tasks' if bench == ALL_TYPES else 'task ' + bench}", ""]
-        head = ["backbone", "system", *[b[4:] for b in blocks], "OOD avg", "ID avg", "decrease ratio ↓",
+        lines += [f"## {'all tasks' if bench == ALL_TYPES else 'task ' + md_cell(bench)}", ""]
+        head = ["backbone", "system", *[md_cell(b[4:]) for b in blocks], "OOD avg", "ID avg", "decrease ratio ↓",
                 "F-rank OOD", "F-rank ID"]
         lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in table.to_dict("records"):
-            cells = [str(r["backbone"]), f"{r['configuration']}/{r['method']}", *[f"{r[b]:.2f}" for b in blocks],
+            cells = [md_cell(r["backbone"]), md_cell(f"{r['configuration']}/{r['method']}"),
+                     *[f"{r[b]:.2f}" for b in blocks],
                      f"{r['ood_avg']:.2f}", f"{r['id_avg']:.2f}", f"{r['decrease_ratio']:.2f}",
                      f"{r['friedman_rank_ood']:.2f}", f"{r['friedman_rank_id']:.2f}"]
             lines.append("| " + " | ".join(cells) + " |")

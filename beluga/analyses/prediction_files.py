@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from beluga.analyses.behavioral import one_line
 from beluga.core.bounds import json_loads
 from beluga.core.errors import DataError
+from beluga.core.text import clip, one_line
 
 KEYED_FORMATS = ("parquet", "csv", "tsv", "jsonl")
 
@@ -30,12 +30,6 @@ SCORE_LINE_FORMAT = "score"
 
 
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")     # bytes that are not UTF-8, as decoded with surrogateescape
-
-
-def clip(value, n: int = 60) -> str:
-    """repr of a value from the file, at most about ``n`` characters (control characters escaped)."""
-    r = repr(value)
-    return r if len(r) <= n else r[:n - 1] + "…"
 
 
 def at_line(path: str, line: int) -> str:

@@ -18,6 +18,7 @@
 The options: :mod:`beluga.cli.parser` (``python -m beluga COMMAND --help``). ``score``, ``test`` and
 ``ood-rank`` write their ``--out`` folder as a whole or not at all (:func:`beluga.core.io.write_out_folder`): a
 folder of their own, never one holding other files or their inputs (:func:`beluga.core.io.check_out_folder`).
+Everything a command prints (:func:`say`) is terminal-safe: a name or text from a file cannot act on the terminal.
 Errors: one line ``error: ...`` on stderr and exit status 2; an exception the project does not anticipate is
 one line too, naming the command and its input, with the traceback written to a log file (in the temporary
 folder) whose path the line prints. Ctrl-C is one line too, ``interrupted`` (``interrupted; nothing written to
@@ -33,6 +34,7 @@ from beluga.cli.parser import build_parser
 from beluga.cli.score import export_command, score_command
 from beluga.cli.testing import test_command
 from beluga.core.errors import BelugaError, unexpected_error_line, write_traceback
+from beluga.core.text import terminal_text
 from beluga.data.fetch import stage
 from beluga.workflow.plan import plan_command
 
@@ -47,6 +49,13 @@ EXIT_INTERRUPTED = 130
 OUTPUT_OPTIONS = ("out", "json")
 
 
+def say(text: str, end: str = "\n", file=None) -> None:
+    """Print what a command says (its output, an error line) on stdout (``file``: stderr), every line
+    terminal-safe (:func:`beluga.core.text.terminal_text`): a name or a text from a file cannot act on the
+    terminal (an escape sequence, a control character, a bidirectional override is shown as its escape)."""
+    print(terminal_text(text), end=end, file=file or sys.stdout)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command (``argv``: the arguments after ``beluga``; default: the process's); 0 on success, and on
     an error the project detects one line ``error: ...`` on stderr and :data:`EXIT_ERROR`. Ctrl-C is one line
@@ -57,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         before = {o: output_state(o) for o in outputs(args)}
         return run_command(args)
     except KeyboardInterrupt:
-        print(interrupted_line(before), file=sys.stderr)
+        say(interrupted_line(before), file=sys.stderr)
         return EXIT_INTERRUPTED
 
 
@@ -88,65 +97,65 @@ def run_command(args) -> int:
     """One parsed command (:func:`main`)."""
     try:
         if args.command == "score":
-            print(score_command(args.suite, args.predictions, args.out, args.task,
-                                paper_fixes=not args.no_paper_fixes, fmt=args.format, label_order=args.label_order,
-                                subset=args.checklist_subset, failures=args.failures), end="")
+            say(score_command(args.suite, args.predictions, args.out, args.task,
+                              paper_fixes=not args.no_paper_fixes, fmt=args.format, label_order=args.label_order,
+                              subset=args.checklist_subset, failures=args.failures), end="")
         elif args.command == "plan":
-            print(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
-                               args.json, args.concurrent_jobs, overrides=args.config,
-                               assume_paper_data=args.assume_paper_data, gpus=args.gpus,
-                               cores=args.cores), end="")
+            say(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
+                             args.json, args.concurrent_jobs, overrides=args.config,
+                             assume_paper_data=args.assume_paper_data, gpus=args.gpus,
+                             cores=args.cores), end="")
         elif args.command == "data" and args.data_command == "stage":
             done = stage(args.source, args.data_dir, copy=args.copy)
-            print(f"staged {len(done)} files from {args.source} into {args.data_dir} "
-                  f"({'copied' if args.copy else 'linked'}; checksums recorded in "
-                  f"{Path(args.data_dir) / 'fetch.lock.json'})")
+            say(f"staged {len(done)} files from {args.source} into {args.data_dir} "
+                f"({'copied' if args.copy else 'linked'}; checksums recorded in "
+                f"{Path(args.data_dir) / 'fetch.lock.json'})")
         elif args.command == "test":
-            print(test_command(args.model, args.suite, args.out, args.task, args.batch_size, args.max_length,
-                               args.max_cases_per_functionality, args.failures, args.precision,
-                               paper_fixes=not args.no_paper_fixes, doc_stride=args.doc_stride,
-                               label_order=args.label_order, revision=args.revision,
-                               subset=args.checklist_subset, prompt=args.prompt,
-                               label_words=args.label_words), end="")
+            say(test_command(args.model, args.suite, args.out, args.task, args.batch_size, args.max_length,
+                             args.max_cases_per_functionality, args.failures, args.precision,
+                             paper_fixes=not args.no_paper_fixes, doc_stride=args.doc_stride,
+                             label_order=args.label_order, revision=args.revision,
+                             subset=args.checklist_subset, prompt=args.prompt,
+                             label_words=args.label_words), end="")
         elif args.command == "suite" and args.suite_command == "export":
-            print(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes,
-                                 fmt=args.format, prompt=args.prompt, label_words=args.label_words))
+            say(export_command(args.suite, args.out, args.task, paper_fixes=not args.no_paper_fixes,
+                               fmt=args.format, prompt=args.prompt, label_words=args.label_words))
         elif args.command == "suite" and args.suite_command == "build":
             from beluga.suites.authoring import build_command
 
-            print(build_command(args.spec, args.out, args.source, args.seed, args.cases, args.max_perturbations,
-                                args.max_words, args.functionalities, args.samples), end="")
+            say(build_command(args.spec, args.out, args.source, args.seed, args.cases, args.max_perturbations,
+                              args.max_words, args.functionalities, args.samples), end="")
         elif args.command == "suite" and args.suite_command == "lexicons":
             from beluga.suites.authoring import lexicon_list
 
-            print(lexicon_list(args.name), end="")
+            say(lexicon_list(args.name), end="")
         elif args.command == "suite" and args.suite_command == "perturb":
             from beluga.suites.authoring import perturb_command, perturbation_list
 
             if args.list:
-                print(perturbation_list(), end="")
+                say(perturbation_list(), end="")
             elif args.from_textattack or args.from_langtest:
-                print(tool_import_command(args), end="")
+                say(tool_import_command(args), end="")
             else:
                 missing = [f"--{k.replace('_', '-')}" for k, v in (("input", args.input), ("perturbation",
                            args.perturbation), ("type", args.test_type), ("expect", args.expect), ("out", args.out))
                            if not v]
                 if missing:
                     raise BelugaError(f"suite perturb: field '{missing[0]}': required (or --list)")
-                print(perturb_command(args.input, args.perturbation, args.test_type, args.expect, args.out,
-                                      args.param, args.expect_param, args.task, args.column, args.apply_to,
-                                      args.functionality, args.capability or "Custom", args.seed,
-                                      3 if args.max_perturbations is None else args.max_perturbations,
-                                      args.max_words), end="")
+                say(perturb_command(args.input, args.perturbation, args.test_type, args.expect, args.out,
+                                    args.param, args.expect_param, args.task, args.column, args.apply_to,
+                                    args.functionality, args.capability or "Custom", args.seed,
+                                    3 if args.max_perturbations is None else args.max_perturbations,
+                                    args.max_words), end="")
         elif args.command == "ood-rank":
             from beluga.analyses.ood_report import ood_rank_command
 
-            print(ood_rank_command(args.scores, args.out, args.mixed_metrics), end="")
+            say(ood_rank_command(args.scores, args.out, args.mixed_metrics), end="")
     except BelugaError as e:
-        print("error: " + " ".join(str(e).splitlines()), file=sys.stderr)
+        say("error: " + " ".join(str(e).splitlines()), file=sys.stderr)
         return EXIT_ERROR
     except OSError as e:  # e.g. an input that cannot be read
-        print(f"error: {e.filename or ''}: field 'path': {' '.join(str(e.strerror or e).split())}", file=sys.stderr)
+        say(f"error: {e.filename or ''}: field 'path': {' '.join(str(e.strerror or e).split())}", file=sys.stderr)
         return EXIT_ERROR
     except Exception as e:  # the last resort: one line naming the command and its input, the traceback in a log
         name = " ".join(str(getattr(args, k)) for k in ("command", "data_command", "suite_command")
@@ -154,7 +163,7 @@ def run_command(args) -> int:
         values = [getattr(args, k, None) for k in INPUT_OPTIONS]
         inputs = [x for v in values for x in (v if isinstance(v, list) else [v])]
         log = write_traceback(prefix=f"beluga-{name.replace(' ', '-')}-")
-        print("error: " + unexpected_error_line(f"beluga {name}", inputs, e, log), file=sys.stderr)
+        say("error: " + unexpected_error_line(f"beluga {name}", inputs, e, log), file=sys.stderr)
         return EXIT_ERROR
     return 0
 

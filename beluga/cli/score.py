@@ -34,6 +34,7 @@ from beluga.core.bounds import json_loads
 from beluga.core.errors import BelugaError
 from beluga.core.io import check_not_input, check_out_folder
 from beluga.core.progress import progress
+from beluga.core.text import terminal_safe
 from beluga.heads import head_of
 from beluga.model.labels import order_from_option
 from beluga.suites.build import checklist_subset, read_suite
@@ -204,7 +205,7 @@ def score_command(suite_path: str, predictions_path: str, out_dir: str, task_nam
                          cases_metadata=labels)
     if unknown:   # after scoring: an error stays the only line
         shown = ", ".join(repr(c) for c in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
-        print(f"warning: predictions {predictions_path}: {len(unknown)} case id(s) are not in the suite "
-              f"{suite_path} and were not scored: {shown}", file=sys.stderr)
+        print(terminal_safe(f"warning: predictions {predictions_path}: {len(unknown)} case id(s) are not in the "
+                            f"suite {suite_path} and were not scored: {shown}"), file=sys.stderr)
     took = time.time() - t0
     return text + f"\n{len(mine)} inputs of {len(sel)} cases scored in {took:.1f} s; written to\n{out_dir}\n"

@@ -27,6 +27,7 @@ from beluga.core import provenance
 from beluga.core.errors import BelugaError
 from beluga.core.io import check_out_folder
 from beluga.core.progress import progress
+from beluga.core.text import terminal_safe
 from beluga.data.fetch import DEFAULT_REVISION, is_hub_name, snapshot_commit
 from beluga.heads import head_of
 from beluga.model.causal_lm import (
@@ -119,7 +120,7 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
         prec = _to_device(net, precision)
         permute_outputs(net, lmap)                       # columns in the task's order before anything is scored
         if tty and len(models) > 1:
-            print(f"model {i + 1}/{len(models)}: {m}", file=sys.stderr)
+            print(f"model {i + 1}/{len(models)}: {terminal_safe(m)}", file=sys.stderr)
         with progress(len(suite), "predicting", "case") as shown:    # a tqdm bar on a terminal, else nothing
             if causal is None:
                 preds, status = suite_outcomes(net, tokenizer, ttype, suite, split="suite_test",

@@ -5,7 +5,9 @@ hub name, tags), then what the model is (task and its classes by index, base
 model and the commit it resolved to, i.i.d. training data, suite,
 configuration, method, fold, seed, hyper-parameters, as far as the caller
 knows them: ``card``), where its scores are, the licence and how to cite the
-project. Plain text, no template engine; values are shown as given.
+project. Plain text, no template engine; values are shown as given, each as Markdown text
+(:func:`beluga.core.text.md_cell`: a line break or control character a space, ``|`` escaped, raw HTML as
+entities), so a name cannot add rows, columns or markup.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 
 from beluga.core.tasks import TASK_TYPES, TaskType
+from beluga.core.text import md_cell
 from beluga.heads import head_of
 
 #: what a task type is, in words (the card's Task row; ``TaskType.words``)
@@ -25,11 +28,13 @@ ROWS = (("data", "Training data (i.i.d.)"), ("suite", "Behavioral suite"), ("con
 
 
 def _cell(value) -> str:
+    """A row's value as one table cell (:func:`beluga.core.text.md_cell`: no line break, ``|`` escaped, raw HTML
+    as text); a dict as ``k=v`` pairs, a list joined by commas."""
     if isinstance(value, dict):
         value = ", ".join(f"{k}={v}" for k, v in value.items())
     elif isinstance(value, (list, tuple)):
         value = ", ".join(str(v) for v in value) or "none"
-    return str(value).replace("|", "\\|").replace("\n", " ")
+    return md_cell(value)
 
 
 def _is_hub_name(model: str | None) -> bool:
@@ -61,7 +66,7 @@ def model_card(ttype: TaskType | None, id2label: dict | None, card: dict | None 
 
     title = f"BELUGA {ttype.name.upper()} model" if ttype is not None else "BELUGA model"
     what = [card[k] for k in ("task", "configuration", "method") if card.get(k)]
-    lines = [f"# {title}" + (f": {' / '.join(map(str, what))}" if what else ""), "",
+    lines = [f"# {title}" + (f": {' / '.join(map(md_cell, what))}" if what else ""), "",
              "A model saved by the BELUGA pipeline (behavioral fine-tuning and testing of NLP models). What is "
              "known about it when it was saved:", "", "| | |", "|---|---|"]
     if ttype is not None:

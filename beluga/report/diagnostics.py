@@ -43,6 +43,7 @@ import pandas as pd
 from beluga.core.bounds import json_loads
 from beluga.core.errors import DataError
 from beluga.core.tasks import get_task_type
+from beluga.core.text import md_cell
 from beluga.heads import head_of
 from beluga.heads.classification import as_int
 from beluga.report.tables import CONFIG_ORDER
@@ -311,7 +312,7 @@ def _num(v) -> str:
 
 
 def _row(cells) -> str:
-    return "| " + " | ".join(str(c) for c in cells) + " |"
+    return "| " + " | ".join(md_cell(c) for c in cells) + " |"
 
 
 def _pair_name(conf, method) -> str:
@@ -358,7 +359,7 @@ def diagnostics_markdown(summary: pd.DataFrame, task: str, degenerate_share: flo
         label_slugs = list(dict.fromkeys(c[len(p):] for p in prefixes for c in cols if c.startswith(p)))
         for d in records:
             flag = f" {WARN}" if d.get("n_degenerate") else ""
-            lines += ["", f"### {_pair_name(d['configuration'], d['method'])}{flag}", "",
+            lines += ["", f"### {md_cell(_pair_name(d['configuration'], d['method']))}{flag}", "",
                       f"models: {int(d.get('n_models', 0))}, degenerate: {_deg_cell(d)}; mean confidence: "
                       f"suite {_num(d.get('confidence_suite'))}, DIR {_num(d.get('confidence_dir'))}, "
                       f"i.i.d. {_num(d.get('confidence_iid'))}", "",

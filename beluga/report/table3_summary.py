@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.core.seeds import seeds_legend
+from beluga.core.text import md_cell
 from beluga.report.tables import ALL_TASK, COLUMN_ORDER, table3_csv
 from beluga.score.metrics import BASELINE, CONFIG_LABELS
 
@@ -107,15 +108,16 @@ def table3_summary_markdown(summary: pd.DataFrame, long: pd.DataFrame | None = N
     for (task, c), g in conf.groupby(["task", "configuration"], sort=False):
         by = {r.column: r for r in g.itertuples(index=False)}
         label = "IID (baseline)" if c == BASELINE[0] else CONFIG_LABELS.get(c, c)
-        md.append(f"| {_task_label(task)} | {label} | " + " | ".join(_cell(by[k]) if k in by else "" for k in cols)
-                  + " |")
+        md.append(f"| {md_cell(_task_label(task))} | {md_cell(label)} | "
+                  + " | ".join(_cell(by[k]) if k in by else "" for k in cols) + " |")
     scen = summary[summary["summary"] == "scenario"]
     gcols = list(dict.fromkeys(scen["column"]))
     md += ["", "## Per scenario: mean G over the configuration–method pairs (the paper's footnote 10)", "",
            "| task | " + " | ".join(gcols) + " |", "|---|" + "---:|" * len(gcols)]
     for task, g in scen.groupby("task", sort=False):
         by = {r.column: r for r in g.itertuples(index=False)}
-        md.append(f"| {_task_label(task)} | " + " | ".join(_cell(by[k]) if k in by else "" for k in gcols) + " |")
+        md.append(f"| {md_cell(_task_label(task))} | "
+                  + " | ".join(_cell(by[k]) if k in by else "" for k in gcols) + " |")
     n = pd.to_numeric(long["n_seeds"], errors="coerce").dropna() if long is not None and "n_seeds" in long else []
     counts = sorted({int(x) for x in n} or {1})
     many = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"

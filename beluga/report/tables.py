@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.core.seeds import plus_minus, seeds_legend
+from beluga.core.text import md_cell
 from beluga.report.iid_data import DAGGER, SEE, footnote_markdown
 from beluga.score.metrics import BASELINE, CONFIG_LABELS
 
@@ -218,10 +219,6 @@ def _row_label(conf: str, labels: dict[str, str] = CONFIG_LABELS, escape=str) ->
 
 # ----------------------------------------------------------------- Markdown --
 
-def _md_escape(text: str) -> str:
-    return str(text).replace("|", r"\|")
-
-
 def _shown_notes(iid_notes: dict[str, str] | None, cols) -> dict[str, str]:
     """The i.i.d.-data notes of the tasks the table shows (``cols``: (task, column, name))."""
     shown = {c[0] for c in cols}
@@ -251,10 +248,10 @@ def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | N
     for task, col, name in cols:
         label = _task_label(task) + (DAGGER if task in notes else "")
         head.append("Avg" if name == AVG_COLUMN else f"{label} · {'i.i.d.' if col == 'iid' else col}")
-    lines = ["| " + " | ".join(_md_escape(h) for h in head) + " |",
+    lines = ["| " + " | ".join(md_cell(h) for h in head) + " |",
              "|---|---|" + "---:|" * len(cols)]
     for i, (conf, meth) in enumerate(rows):
-        cells = [_md_escape(_row_label(conf)), _md_escape(meth)]
+        cells = [md_cell(_row_label(conf)), md_cell(meth)]
         for j in range(len(cols)):
             v = values[i, j]
             if not math.isfinite(v):

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.core.tasks import TASK_TYPES
+from beluga.core.text import md_cell
 from beluga.heads import get_head
 from beluga.score.outcomes import FILTERED, PASS
 
@@ -269,7 +270,7 @@ def scores_markdown(scores: pd.DataFrame, task: str, seeds: list[int] | None = N
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in scores.itertuples(index=False):
         d = r._asdict()
-        cells = [CONFIG_LABELS.get(d["configuration"], d["configuration"]), d["method"]]
+        cells = [md_cell(CONFIG_LABELS.get(d["configuration"], d["configuration"])), md_cell(d["method"])]
         cells += [plus_minus(d[c], d.get(f"{c}_sd")) for c in cols]
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "iid_score: s_iid of the seen model (the IID model for the baseline) on the i.i.d. test set "

