@@ -151,13 +151,9 @@ def _class_param(path, i, cid, name: str, v, label_set) -> None:
 def _check_params(path, i, cid, expect: str, params: dict, n_inputs: int, label_set=None,
                   score_range=None) -> None:
     if expect in SCORE_EXPECTATIONS:   # numbers, not classes (beluga.heads.score.cases)
-        err = score_params_error(expect, params)
+        err = score_params_error(expect, params, score_range)
         if err is not None:
             raise _fail(path, i, cid, "expect_params", err)
-        val = params.get("val")
-        if score_range is not None and val is not None and not score_range[0] <= val <= score_range[1]:
-            raise _fail(path, i, cid, "expect_params", f"'val' {val} is outside the task's score range "
-                                                       f"{score_range[0]:g}..{score_range[1]:g}")
         return
     sl = params.get("slice")
     if sl is not None:
