@@ -11,7 +11,6 @@ prediction files refuse it where they read it, in one line naming the file, the 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -64,28 +63,28 @@ def not_text(value, field: str = "") -> str | None:
     return None
 
 
-def _strings(values: Iterable) -> Iterator[str]:
-    """Every string in ``values`` and in the lists / dicts (keys included) they hold."""
-    for v in values:
-        if isinstance(v, str):
-            yield v
-        elif isinstance(v, dict):
-            yield from _strings(k for k in v if isinstance(k, str))
-            yield from _strings(v.values())
-        elif isinstance(v, (list, tuple, np.ndarray)):
-            yield from _strings(v)
-
-
 def column_not_text(values) -> tuple[int, str] | None:
     """(row, field within the cell: ``""``, ``[1]``, ``.name``) of the first cell of a table column (strings, or
     lists / dicts of them; anything else ignored) holding a string that is not Unicode text; None when there is
-    none. The column is checked in one encoding pass; only a column that fails it is searched row by row."""
-    values = list(values)
+    none. The column's strings are checked in one encoding pass (none for ASCII text); only a column that fails
+    it is searched row by row."""
+    values = values.tolist() if hasattr(values, "tolist") else list(values)
+    strings: list = []
+    nested = False
+    for v in values:
+        if isinstance(v, str):
+            strings.append(v)
+        elif isinstance(v, (list, tuple, np.ndarray)):
+            strings.extend(v)
+        elif isinstance(v, dict):
+            nested = True
     try:
-        "\n".join(_strings(values)).encode("utf-8")
+        joined = "\n".join(strings)
+    except TypeError:   # lists holding other values (or lists): every cell walked
+        nested = True
+        joined = "\n".join(x for x in strings if isinstance(x, str))
+    if not nested and is_text(joined):
         return None
-    except UnicodeEncodeError:
-        pass
     for i, v in enumerate(values):
         bad = not_text(v, "")
         if bad is not None:
