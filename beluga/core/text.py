@@ -88,7 +88,7 @@ def column_not_text(values) -> tuple[int, str] | None:
     for i, v in enumerate(values):
         bad = not_text(v, "")
         if bad is not None:
-            return i, "" if bad == "value" else bad
+            return i, "" if isinstance(v, str) else f".{bad}" if isinstance(v, dict) else bad
     return None
 
 

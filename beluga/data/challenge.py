@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.core.errors import ConfigError, DataError
+from beluga.core.tasks import TASK_TYPES
 from beluga.data.remotes import NAIK_SETS, OOD_DIRS, OOD_SPLITS, ood_paths
 from beluga.heads import get_head
 
@@ -425,8 +426,6 @@ def _reads_scores(head: str, task_labels: dict | None) -> bool:
     """Whether a task's gold labels are similarity scores -- a regression head's (SIMILARITY) -- or their classes:
     a task type that reads a similarity task's data (SIMILARITY_CLASSES: the prepared table turns each score into
     its class, beluga/steps/data.py score_class_labels), known by its head and labels."""
-    from beluga.core.tasks import TASK_TYPES
-
     if get_head(head).gold_is_score:
         return True
     names = {int(k): str(v) for k, v in (task_labels or {}).items()}

@@ -93,7 +93,7 @@ COLUMNS = ["case_id", "functionality", "capability", "test_type", "inputs", "inp
            "labels", "answers", "expect", "expect_params", "agg_fn", "meta"]
 OPTIONAL_COLUMNS = ("inputs_b", "answers", "meta")
 #: the columns that hold text (strings or lists of strings; JSON text for expect_params and meta)
-TEXT_COLUMNS = ("case_id", "functionality", "capability", "test_type", "inputs", "inputs_b", "answers", "expect",
+SUITE_TEXT_COLUMNS = ("case_id", "functionality", "capability", "test_type", "inputs", "inputs_b", "answers", "expect",
                 "expect_params", "agg_fn", "meta")
 
 SCHEMA = pa.schema([
@@ -243,7 +243,7 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
                             dtype=object)
     if len(df) == 0:
         raise SuiteError(f"suite file {path}: field 'case_id': the suite has no test cases")
-    for col in TEXT_COLUMNS:   # a lone surrogate (a JSON escape read) would stop the first write, far from here
+    for col in SUITE_TEXT_COLUMNS:   # a lone surrogate (a JSON escape read) would stop the first write, far from here
         found = column_not_text(df[col])
         if found is not None:
             row, sub = found
