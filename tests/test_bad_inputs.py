@@ -319,6 +319,57 @@ def test_checklist_string_not_unicode_text_is_one_line(tmp_path, where, field):
         assert_no_output(o, o / target)
 
 
+SUITE_ROW = {"case_id": "c1", "functionality": "f", "capability": "C", "test_type": "MFT", "inputs": ["a fine film"],
+             "labels": [2], "expect": "eq", "expect_params": "{}", "agg_fn": "all", "meta": None}
+
+
+def invalid_utf8_parquet(path: Path) -> Path:
+    """A project-format suite whose second case's input holds a lone surrogate as Parquet can: its UTF-8-style
+    bytes (ED A0 80, not UTF-8), written without Arrow's check."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from beluga.suites.format import SCHEMA
+    raw = pa.array([b"a fine film", b"a \xed\xa0\x80 film"], type=pa.binary())
+    inputs = pa.ListArray.from_arrays(pa.array([0, 1, 2], pa.int32()), pa.Array.from_buffers(pa.string(), 2,
+                                                                                              raw.buffers()))
+    cols = {f.name: pa.array([SUITE_ROW.get(f.name)] * 2, f.type) for f in SCHEMA}
+    cols.update(case_id=pa.array(["c1", "c2"]), inputs=inputs)
+    pq.write_table(pa.table(cols, schema=SCHEMA), path)
+    return path
+
+
+@pytest.mark.parametrize("fmt,field", [("jsonl", "inputs[0]"), ("csv", "inputs[0]"), ("jsonl_meta", "meta.name"),
+                                       ("csv_params", "expect_params.val"), ("parquet", "inputs[0]")])
+def test_suite_file_string_not_unicode_text_is_one_line(tmp_path, fmt, field):
+    """A lone surrogate in a project-format suite (JSON's "\\ud800" in a JSONL record or a CSV cell's JSON;
+    the bytes ED A0 80 in a Parquet string) stops where the file is read, in one line naming the file, the row
+    and the field, and the export writes nothing (before: the CheckList export ended in the last resort's
+    'unexpected UnicodeEncodeError' line, a Parquet suite in Arrow's 'unexpected ArrowException')."""
+    bad = dict(SUITE_ROW, case_id="c2", inputs=["a \ud800 film"])
+    (tmp_path / "in").mkdir()
+    if fmt == "parquet":
+        suite = invalid_utf8_parquet(tmp_path / "in" / "suite.parquet")
+    elif fmt.startswith("jsonl"):
+        if fmt == "jsonl_meta":
+            bad = dict(SUITE_ROW, case_id="c2", meta={"name": "x\udfff"})
+        suite = tmp_path / "in" / "suite.jsonl"
+        suite.write_text(json.dumps(SUITE_ROW) + "\n" + json.dumps(bad) + "\n")
+    else:
+        header = "case_id,functionality,capability,test_type,inputs,labels,expect,expect_params,agg_fn\n"
+        cell = '"[""a \\ud800 film""]",[2],eq,{}' if fmt == "csv" else '"[""a film""]",[2],eq,"{""val"": ""\\udc00""}"'
+        suite = tmp_path / "in" / "suite.csv"
+        suite.write_text(header + 'c1,f,C,MFT,"[""a fine film""]",[2],eq,{},all\n' + f"c2,f,C,MFT,{cell},all\n")
+    assert "\\ud" in suite.read_text(errors="replace") or fmt == "parquet"
+    o = tmp_path / "o"
+    res = run_cli("suite", "export", "--format", "checklist", "--out", o / "x.jsonl", "--suite", suite,
+                  "--task", "sent")
+    where = "row 1: " if fmt == "parquet" else "row 1 (case_id='c2'): "
+    line = check_cli_error(res, f"suite file {suite}: {where}", f"field '{field}'", "lone surrogate")
+    assert "unexpected" not in line
+    assert_no_output(o, o / "x.jsonl")
+
+
 # ---------------------------------------------------------------- suite contents (build_suite / score)
 def build(tmp_path, suite_file: Path):
     """The build_suite rule's call on a suite file; returns (excinfo, target)."""
@@ -423,9 +474,9 @@ def test_duplicate_case_ids(tmp_path):
     ([1, 1], "run_idxs[1]: case 1 is listed twice"),
     (3, "run_idxs (int) is not a list of case indices"),
 ])
-def test_release_suite_with_malformed_run_idxs_is_one_line(tmp_path, monkeypatch, run_idxs, words):
-    """A release pickle whose ``run_idxs`` are not distinct case indices of the test (before: a ValueError /
-    TypeError, or indices past the cases silently ignored): one line naming the file, the test and the item."""
+def release_tarball(tmp_path: Path, monkeypatch, **state) -> Path:
+    """A CheckList release tarball (``sentiment_suite.tar.gz``) of one MFT ``a test`` with the attributes
+    ``state``, pickled from stand-in classes named as CheckList's."""
     import io
     import pickle
     import sys
@@ -440,20 +491,63 @@ def test_release_suite_with_malformed_run_idxs_is_one_line(tmp_path, monkeypatch
     for name, mod in modules.items():
         monkeypatch.setitem(sys.modules, name, mod)
     test = MFT()
-    test.__dict__.update(data=["good", "fine"], labels=1, agg_fn="all", expect=None, run_idxs=run_idxs)
+    test.__dict__.update(state)
     suite = TestSuite()
     suite.tests = {"a test": test}
     data = pickle.dumps(suite, protocol=3)
+    tmp_path.mkdir(parents=True, exist_ok=True)
     path = tmp_path / "sentiment_suite.tar.gz"
     with tarfile.open(path, "w:gz") as tf:
         info = tarfile.TarInfo("sentiment_suite.pkl")
         info.size = len(data)
         tf.addfile(info, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize("run_idxs,words", [
+    (["0", 1], "run_idxs[0]: '0' is not a case index"),
+    ([0, 5], "run_idxs[1]: 5 is outside the test's 2 cases"),
+    ([1, 1], "run_idxs[1]: case 1 is listed twice"),
+    (3, "run_idxs (int) is not a list of case indices"),
+])
+def test_release_suite_with_malformed_run_idxs_is_one_line(tmp_path, monkeypatch, run_idxs, words):
+    """A release pickle whose ``run_idxs`` are not distinct case indices of the test (before: a ValueError /
+    TypeError, or indices past the cases silently ignored): one line naming the file, the test and the item."""
+    path = release_tarball(tmp_path, monkeypatch, data=["good", "fine"], labels=1, agg_fn="all", expect=None,
+                           run_idxs=run_idxs)
     from beluga.suites.release import load_release_suite
 
     with pytest.raises(SuiteError) as excinfo:
         load_release_suite(path)
     check_exc(excinfo, str(path), "a test", words)
+
+
+@pytest.mark.parametrize("where,field", [("data", "inputs[1]"), ("meta", "meta.who")])
+def test_release_suite_string_not_unicode_text_is_one_line(tmp_path, monkeypatch, where, field):
+    """A lone surrogate in a release pickle (pickle keeps one; its restricted reader built it into a record):
+    the CheckList export of the tarball and score stop where the records are read, in one line naming the file,
+    the test, the case and the field, and write nothing (before: the export ended in the last resort's
+    'unexpected UnicodeEncodeError' line)."""
+    import beluga.suites.release as release
+
+    data = [["good", "fine"], ["nice", "bad \ud800 film"] if where == "data" else ["nice", "bad"]]
+    meta = [None, {"who": "x\udfff"}] if where == "meta" else None
+    path = release_tarball(tmp_path, monkeypatch, data=data, labels=2, meta=meta, agg_fn="all", expect=None,
+                           capability="Vocabulary")
+    eq = {"expression": "Expect.eq(val=None)", "name": "Expect.eq", "params": {"val": None}, "slice": None}
+    monkeypatch.setattr(release, "describe_expectation", lambda expect: dict(eq))   # (its closures: not pickled here)
+    good = release_tarball(tmp_path / "good", monkeypatch, data=[["good", "fine"]], labels=2, agg_fn="all",
+                           expect=None, capability="Vocabulary")
+    ok = run_cli("suite", "export", "--format", "checklist", "--suite", good, "--out", tmp_path / "g.jsonl")
+    assert ok.returncode == 0, ok.stderr
+    o = tmp_path / "o"
+    for args, target in ((["suite", "export", "--format", "checklist", "--out", o / "x.jsonl"], "x.jsonl"),
+                         (["score", "--predictions", tmp_path / "p.parquet", "--out", o / "out"], "out")):
+        res = run_cli(*args, "--suite", path)
+        line = check_cli_error(res, f"CheckList release suite {path} (test 'a test'): case_id='sentiment-00-00001'",
+                               f"field '{field}'", "lone surrogate")
+        assert "unexpected" not in line
+        assert_no_output(o, o / target)
 
 
 # ---------------------------------------------------------------- i.i.d. data

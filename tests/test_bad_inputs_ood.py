@@ -9,6 +9,11 @@ when the config and a file's header say enough.
 - OOD files (and local i.i.d. tables) whose columns do not match the task's
   input shape: a PARA set without a second text, a SENT set with one, a READ
   set without context / question / answers; a source made for another task;
+- the related papers' sets and the task's labels: ``source: sick`` on a
+  similarity task (docs/OOD.md) passes the dry run and is read as its
+  relatedness score, scored by correlation; another NLI set on a similarity
+  task (``snli``: no score), or SICK on a PARA task, stops the dry run with the
+  line rule ``prepare_ood`` would stop with;
 - with the hub offline (``HF_HUB_OFFLINE``), an ``hf:`` i.i.d. source, an OOD
   ``hub`` set or a hub model that is not in the local cache; a cached one is
   used (no network probe at DAG time).
@@ -30,14 +35,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import ENV, REPO, SNAKEMAKE, config_with, hf_flags, load_error, output
+from conftest import ENV, REPO, SNAKEMAKE, config_with, dry_load, hf_flags, load_error, output
 
 from beluga.analyses import ood_eval, ood_report
 from beluga.cli import main
 from beluga.core.errors import BelugaError, ConfigError, DataError
 from beluga.core.io import write_parquet
+from beluga.core.tasks import get_task_type
 from beluga.data import ood_sets
 from beluga.data.iid import load_splits
+from beluga.heads import get_head
 from beluga.steps import ood as ood_steps
 from beluga.workflow import dag
 
@@ -274,6 +281,63 @@ def test_iid_table_and_source_of_another_task_stop_at_dag_time(tmp_path):
     with pytest.raises(ConfigError) as excinfo:
         dag.check_sources(sent_task(iid={"source": "qqp", "path": str(folder)}), ["c.yaml"])
     check_exc(excinfo, "config file c.yaml", "field 'tasks.sent.iid.source'", "'qqp' holds the inputs of a para task")
+
+
+def similarity_task(tmp_path: Path, ood: list[dict]) -> dict:
+    """A SIMILARITY task (i.i.d. scored pairs in a local table, the packaged spec) with the OOD sets ``ood``."""
+    iid = write_tsv(tmp_path / "sts.tsv", {"text": [f"A man plays {i}." for i in range(8)],
+                                           "text_b": [f"A man sings {i}." for i in range(8)],
+                                           "label": [i * 0.6 for i in range(8)]})
+    return {"sts": {"type": "similarity", "model": "tiny-random",
+                    "suite": {"generate": "similarity_default", "cases_per_functionality": 3},
+                    "iid": {"source": str(iid), "n_train": 4, "n_val": 2, "n_test": 2}, "ood": ood}}
+
+
+def test_sick_on_a_similarity_task_is_its_relatedness_score(tmp_path):
+    """``source: sick`` on a similarity task, as docs/OOD.md configures it: the dry run passes, rule prepare_ood
+    reads SICK's relatedness score (1..5) as the gold score (before: refused at job time, "an nli, nli_binary
+    or, for sick, similarity task"), and the OOD outcomes are the i.i.d. test set's (gold scores, correlation)."""
+    from test_challenge_data import sick_zip
+
+    from beluga.core.tasks import SIMILARITY
+    from beluga.score.outcomes import iid_outcomes
+    from beluga.steps.data import prepare_ood
+
+    sick_zip(tmp_path / "sick", [(1, "NEUTRAL", "4.5", "TEST"), (2, "ENTAILMENT", "3.6", "TEST"),
+                                 (3, "CONTRADICTION", "1", "TEST"), (4, "NEUTRAL", "5", "TRAIN")])
+    entry = {"name": "sick", "source": "sick", "path": str(tmp_path / "sick")}
+    cfg = config_with(tasks=similarity_task(tmp_path, [entry]))
+    loaded, _ = dry_load(tmp_path / "wd", cfg)
+    assert not isinstance(loaded, BelugaError), loaded
+    prepare_ood(entry=entry, task_type="similarity", out_data=str(tmp_path / "sick.parquet"))
+    gold = pd.read_parquet(tmp_path / "sick.parquet")
+    assert gold["example_id"].tolist() == ["sick-1", "sick-2", "sick-3"]
+    assert gold["label"].tolist() == [4.5, 3.6, 1.0] and gold["label"].between(1, 5).all()
+    preds = pd.DataFrame({"case_id": ["sick-3", "sick-1", "sick-2"], "input_idx": 0, "score": [0.5, 4.0, 3.0]})
+    out = iid_outcomes(preds, gold.set_index("example_id", drop=False), SIMILARITY.head, split="ood:sick")
+    assert out["gold_score"].tolist() == [1.0, 4.5, 3.6]
+    assert get_head(SIMILARITY.head).metric("spearman", out) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("task,source,words", [
+    ("similarity", "snli", "'snli' has NLI labels (an nli or nli_binary task); the task's labels are scores"),
+    ("para", "sick", "'sick' has NLI labels and a relatedness score"),
+])
+def test_nli_set_a_task_cannot_score_stops_the_dry_run(tmp_path, task, source, words):
+    """An NLI set on a task its labels do not suit stops while the DAG is built, in the line rule prepare_ood
+    stops with (before: the dry run passed; snli on a similarity task stopped at job time, SICK on a PARA task
+    was prepared with relatedness scores as its labels)."""
+    from beluga.data.challenge import load_challenge
+
+    entry = {"name": "nli", "source": source, "path": str(tmp_path / source)}
+    tasks = similarity_task(tmp_path, [entry]) if task == "similarity" else para_task(tmp_path, [entry])
+    tid = next(iter(tasks))
+    line, _ = load_error(tmp_path / "wd", config_with(tasks=tasks), f"field 'tasks.{tid}.ood[0].source'", words)
+    assert "OOD set 'nli'" in line, line
+    ttype = get_task_type(task)
+    with pytest.raises(ConfigError) as excinfo:   # the job's own check, before any file is read
+        load_challenge(entry, ttype.head, ttype.pair, ttype.iid_labels)
+    assert line.endswith(check_exc(excinfo, "ood set 'nli': field 'source'").split("field 'source': ", 1)[1])
 
 
 # ---------------------------------------------------------------- 3. offline hub sources and models

@@ -7,7 +7,8 @@ one line ``error: ...`` on stderr naming the file, the line and the field,
 exit status 2, no traceback and no output folder left looking complete. A
 CheckList line whose stated label contradicts its probabilities is refused
 (the scorer takes the class from the probabilities, CheckList from the label).
-READ answers are split into lines on ``\\n`` / ``\\r\\n`` only. Suite text
+READ answers are split into lines on ``\\n`` / ``\\r\\n`` only. A string that is not Unicode text (a lone
+surrogate: JSON's ``\\ud800``, Parquet's bytes ED A0 80) is refused where the file is read. Suite text
 reaches the terminal with its control characters escaped and summary.md as
 literal text (no raw HTML, no Markdown syntax).
 """
@@ -289,6 +290,40 @@ def test_read_answer_files_bad_values(tmp_path):
                     + json.dumps({"case_id": "q1", "input_idx": 0, "answer": 1990}) + "\n")
     check_one_line_error(score(tmp_path / "qa.parquet", rows, tmp_path / "o2", task="read"), tmp_path / "o2",
                          "line 2", "field 'answer'", "not a string")
+
+
+@pytest.mark.parametrize("fmt,field", [("answer", "answer"), ("case_id", "case_id"), ("low", "answer"),
+                                       ("parquet", "answer"), ("parquet_case_id", "case_id")])
+def test_prediction_string_not_unicode_text_is_one_line(tmp_path, fmt, field):
+    """A lone surrogate in a predictions file -- JSON's "\\ud800" escape in a JSONL record, the bytes ED A0 80 in
+    a Parquet string -- stops where the file is read, in one line naming the file, the line (row) and the field
+    (before: a JSONL answer was scored and the summary's write ended in 'unexpected UnicodeEncodeError', an escaped
+    low surrogate "\\udc80" was called a byte that is not UTF-8, a Parquet file stopped in Arrow's 'unexpected
+    ArrowException')."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    save_suite(qa_suite(["Anne", "Bob"]), tmp_path / "qa.parquet")
+    rows = [{"case_id": "q0", "input_idx": 0, "answer": "Anne"}, {"case_id": "q1", "input_idx": 0, "answer": "Bob"}]
+    if fmt.startswith("parquet"):
+        preds = tmp_path / "p.parquet"
+        col = "case_id" if fmt == "parquet_case_id" else "answer"
+        values = [r[col].encode() for r in rows]
+        values[1] = values[1][:1] + b"\xed\xa0\x80" + values[1][1:]
+        raw = pa.array(values, type=pa.binary())
+        table = {k: [r[k] for r in rows] for k in rows[0]}
+        table[col] = pa.Array.from_buffers(pa.string(), 2, raw.buffers())
+        pq.write_table(pa.table(table), preds)
+        where = "row 1"
+    else:
+        rows[1][field] = rows[1][field][:1] + ("\udc80" if fmt == "low" else "\ud800") + rows[1][field][1:]
+        preds = tmp_path / "p.jsonl"
+        preds.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        assert "\\ud" in preds.read_text()
+        where = "line 2"
+    line = check_one_line_error(score(tmp_path / "qa.parquet", preds, tmp_path / "o", task="read"), tmp_path / "o",
+                                f"predictions {preds}: {where}: field '{field}'", "lone surrogate")
+    assert "not UTF-8 text (byte" not in line and "unexpected" not in line, line
 
 
 # ---------------------------------------------------------------- what a person reads

@@ -1,7 +1,8 @@
 """The bad-input catalogue, issue 36 item 1 (values checked where they enter), for suite specs and suite files:
 a lexicon or slot named like a placeholder the engine fills itself, attribute and item access in templates,
 YAML 1.1 numbers, booleans and dates in word lists, control characters in templates and words, expectation
-parameters of the wrong type or outside the task's label set (NaN and infinities included). Each refusal is one
+parameters of the wrong type or outside the task's label set (NaN and infinities included), a regression's score
+expectations outside its score range or covering it (every score passes) or beyond it (none can). Each refusal is one
 line (a BelugaError) under the catalogue's time and memory limits (conftest.refused); what is accepted renders
 what the spec says."""
 
@@ -191,6 +192,91 @@ def test_suite_file_expectation_parameters_checked(tmp_path, name):
     line = refused(tmp_path, "from beluga.suites.tabular import read_suite_table",
                    "read_suite_table('s.jsonl', (0, 1, 2))")
     assert "s.jsonl" in line and "field 'expect_params'" in line and words in line, line
+
+
+# ---------------------------------------------------------------- score expectations against the score range
+SCORE_PARAMS = {   # a similarity task: scores in 0..5
+    "between above the range": ("MFT", "score_between", {"min": 6, "max": 7}, "'min' 6 is outside the task's score "
+                                "range 0..5"),
+    "between max above": ("MFT", "score_between", {"min": 1, "max": 5.5}, "'max' 5.5 is outside"),
+    "between wider than the range": ("MFT", "score_between", {"min": -100, "max": 100},
+                                     "'score_between' [-100, 100] covers the whole score range 0..5"),
+    "between the range itself": ("MFT", "score_between", {"min": 0, "max": 5}, "[0, 5] covers the whole score range"),
+    "between min at the bottom, no max": ("DIR", "score_between", {"min": 0}, "[0, inf] covers the whole score range"),
+    "between no min, max at the top": ("MFT", "score_between", {"max": 5}, "[-inf, 5] covers the whole score range"),
+    "near tolerance the range's width": ("MFT", "score_near", {"tolerance": 5}, "'tolerance' 5 covers the whole "
+                                         "score range"),
+    "near tolerance around val": ("MFT", "score_near", {"val": 2.5, "tolerance": 2.5},
+                                  "'tolerance' 2.5 around 'val' 2.5 covers the whole score range"),
+    "inv tolerance the range's width": ("INV", "score_inv", {"tolerance": 6}, "'tolerance' 6 covers the whole"),
+    "up margin beyond the range": ("DIR", "score_up", {"margin": 5.5}, "'margin' 5.5 is more than the score range "
+                                   "0..5 spans (5): no score can move that far"),
+    "down margin of minus the range": ("DIR", "score_down", {"margin": -5}, "every score passes"),
+}
+
+
+def score_row(kind: str, expect: str, params: dict, labels=None) -> dict:
+    n = 1 if kind == "MFT" else 2
+    return {"case_id": "c1", "functionality": "f", "capability": "c", "test_type": kind,
+            "inputs": ["A man plays."] * n, "inputs_b": ["A man sings."] * n,
+            "labels": [3] * n if labels is None and expect == "score_near" else labels,
+            "expect": expect, "expect_params": json.dumps(params), "agg_fn": "all", "meta": None}
+
+
+@pytest.mark.parametrize("name", list(SCORE_PARAMS))
+def test_score_expectation_outside_or_covering_the_score_range_refused(tmp_path, name):
+    """A score expectation is checked against the task's score range wherever a suite is read (read_suite, the
+    one reader): its bounds inside it, and none every score passes or none can (before: score_between [6, 7]
+    always failed, [-100, 100] always passed, scored as if they meant something)."""
+    kind, expect, params, words = SCORE_PARAMS[name]
+    (tmp_path / "s.jsonl").write_text(json.dumps(score_row(kind, expect, params)) + "\n")
+    line = refused(tmp_path, "from beluga.suites.build import read_suite", "read_suite('s.jsonl', 'similarity')")
+    assert "suite file s.jsonl: row 0 (case_id='c1'): field 'expect_params'" in line and words in line, line
+
+
+def test_score_expectations_inside_the_range_are_read(tmp_path):
+    rows = [dict(score_row(kind, expect, params), case_id=f"c{i}", functionality=f"f{i}")
+            for i, (kind, expect, params) in enumerate([
+                ("MFT", "score_between", {"min": 0, "max": 4.9}), ("MFT", "score_between", {"min": 4}),
+                ("MFT", "score_near", {"val": 5, "tolerance": 4.9}), ("INV", "score_inv", {"tolerance": 4.9}),
+                ("DIR", "score_up", {"margin": 5}), ("DIR", "score_down", {"margin": -4.9})])]
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    from beluga.suites.build import read_suite
+    assert len(read_suite(str(tmp_path / "s.jsonl"), "similarity")[0]) == 6
+
+
+@pytest.mark.parametrize("label", [9, -3])
+def test_gold_score_outside_the_range_refused(tmp_path, label):
+    (tmp_path / "s.jsonl").write_text(json.dumps(score_row("MFT", "score_near", {}, labels=[label])) + "\n")
+    line = refused(tmp_path, "from beluga.suites.build import read_suite", "read_suite('s.jsonl', 'similarity')")
+    assert f"field 'labels': label {label} is outside the task's score range 0..5" in line, line
+
+
+SIMILARITY_SPEC = """spec_version: 1
+name: s
+task: similarity
+functionalities:
+- name: f
+  class: c
+  type: MFT
+  expect: {expect}
+  templates:
+  - templates: [['{{first_name}} is here.', '{{first_name}} is not here.']]
+    label: 1
+"""
+
+
+@pytest.mark.parametrize("expect,words", [
+    ("{name: score_between, min: -100, max: 100}", "'score_between' [-100, 100] covers the whole score range 0..5"),
+    ("{name: score_between, min: 6, max: 7}", "'min' 6 is outside the task's score range 0..5"),
+    ("{name: score_near, tolerance: 5}", "'tolerance' 5 covers the whole score range 0..5"),
+])
+def test_spec_score_expectation_checked_against_the_range(tmp_path, expect, words):
+    (tmp_path / "s.yaml").write_text(SIMILARITY_SPEC.format(expect=expect))
+    line = refused(tmp_path, "from beluga.suites.spec import load_spec", "load_spec('s.yaml')")
+    assert "s.yaml" in line and "field 'expect'" in line and words in line, line
+    from beluga.suites.spec import load_spec
+    assert load_spec("similarity_default").task == "similarity"   # the packaged spec's expectations pass
 
 
 # ---------------------------------------------------------------- numbers that look like digits, seeds in range

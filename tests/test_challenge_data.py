@@ -118,7 +118,7 @@ def test_sick_nli_labels_or_relatedness_and_semeval_sets(tmp_path):
                         (3, "CONTRADICTION", "1", "TEST"), (4, "NEUTRAL", "2.9", "TRIAL")])
     test = ood(entry("sick", tmp_path))
     assert list(test["example_id"]) == ["sick-2", "sick-3"] and list(test["label"]) == [0, 2]
-    scores = load_ood(entry("sick", tmp_path, split="all"), CLS, set(), pair=True, task_labels={})
+    scores = load_ood(entry("sick", tmp_path, split="all"), "regression", set(), pair=True, task_labels={})
     assert scores["label"].dtype.kind == "f" and list(scores["label"]) == [4.5, 3.6, 1.0, 2.9]
     assert list(scores["part"]) == ["train", "test", "test", "dev"]
 
@@ -131,7 +131,7 @@ def test_sick_bad_label_and_missing_column_are_one_line(tmp_path):
     assert "SICK.zip (member SICK.txt): line 2: field 'entailment_label': value 'ENTAILS'" in msg
     sick_zip(tmp_path, [(1, "NEUTRAL", "7", "TEST")])
     with pytest.raises(DataError) as e:
-        load_ood(entry("sick", tmp_path), CLS, set(), pair=True, task_labels={})
+        load_ood(entry("sick", tmp_path), "regression", set(), pair=True, task_labels={})
     assert "field 'relatedness_score'" in one_line(e)
     write_zip(tmp_path / "SICK.zip", {"SICK.txt": SICK_HEADER.replace("SemEval_set", "set")})
     with pytest.raises(DataError) as e:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from beluga.core.bounds import json_loads
 from beluga.core.errors import DataError
-from beluga.core.text import clip, one_line
+from beluga.core.text import NOT_TEXT, SURROGATE_ESCAPE, arrow_not_utf8, clip, not_text, one_line
 
 KEYED_FORMATS = ("parquet", "csv", "tsv", "jsonl")
 
@@ -108,10 +108,16 @@ def keyed_records(path: str, text: str, fmt: str) -> tuple[list[str], list[tuple
             if not isinstance(d, dict):
                 raise DataError(f"{at_line(path, i)}: field 'json': {clip(t)} is not a JSON object (one prediction "
                                 "per line, with case_id, input_idx and probs, pred or answer)")
-            for key, v in d.items():
-                utf8_text(key, path, i, "json")
-                if isinstance(v, str):
-                    utf8_text(v, path, i, key)
+            raw_bytes = _NOT_UTF8.search(t) is not None   # bytes that are not UTF-8, in the file itself
+            if raw_bytes:
+                for key, v in d.items():
+                    utf8_text(key, path, i, "json")
+                    if isinstance(v, str):
+                        utf8_text(v, path, i, key)
+            bad = not_text(d) if raw_bytes or SURROGATE_ESCAPE.search(t) else None   # JSON's \ud800 escapes
+            if bad:
+                what = "not UTF-8 text; save the file as UTF-8" if raw_bytes else NOT_TEXT
+                raise DataError(f"{at_line(path, i)}: field '{one_line(bad)}': {what}")
             records.append((i, d))
             cols.update(dict.fromkeys(d))
         if not records:
@@ -142,6 +148,19 @@ def keyed_records(path: str, text: str, fmt: str) -> tuple[list[str], list[tuple
     if not records:
         raise DataError(f"predictions {path}: field 'case_id': no prediction rows (only the header line)")
     return header, records
+
+
+def parquet_predictions(path: str, columns: list[str]):
+    """The ``columns`` of a Parquet predictions file as a DataFrame; a string that is not UTF-8 (a lone surrogate,
+    damaged text) is one line naming the row and the column. Arrow's own errors are the caller's to word."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=columns)
+    bad = arrow_not_utf8(table)
+    if bad is not None:
+        row, field, why = bad
+        raise DataError(f"predictions {path}: row {row}: field '{field}': {why}")
+    return table.to_pandas()
 
 
 def case_key(d: dict, path: str, line: int) -> tuple[str, int]:

@@ -60,6 +60,7 @@ from beluga.analyses.prediction_files import (
     clip,
     keyed_records,
     looks_keyed,
+    parquet_predictions,
     predictions_text,
     text_lines,
     typed_keys,
@@ -363,7 +364,7 @@ def _read_parquet(path: str, column: str) -> pd.DataFrame:
             hint = SCORES_FOR_A_CLASSIFIER if column == "probs" and "score" in names else ""
             raise DataError(f"predictions {path}: field '{missing[0]}': missing column "
                             f"(need case_id, input_idx and {column}; found {', '.join(schema.names)}){hint}")
-        return pq.read_table(path, columns=["case_id", "input_idx", column]).to_pandas()
+        return parquet_predictions(path, ["case_id", "input_idx", column])
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"predictions {path}: field 'path': not a readable Parquet file ({e})") from None
 

@@ -36,6 +36,7 @@ from beluga.analyses.prediction_files import (
     clip,
     keyed_records,
     looks_keyed,
+    parquet_predictions,
     predictions_text,
     text_lines,
     typed_keys,
@@ -119,7 +120,7 @@ def _read_score_parquet(path: str, task: str) -> pd.DataFrame:
                 else ""
             raise DataError(f"predictions {path}: field '{missing[0]}': missing column (need case_id, input_idx "
                             f"and score; found {', '.join(names)}){hint}")
-        preds = pq.read_table(path, columns=["case_id", "input_idx", "score"]).to_pandas()
+        preds = parquet_predictions(path, ["case_id", "input_idx", "score"])
     except (pa.ArrowInvalid, OSError) as e:
         raise DataError(f"predictions {path}: field 'path': not a readable Parquet file ({e})") from None
     preds["score"] = [score_value(v, path, f"row {i}") for i, v in enumerate(preds["score"].tolist())]

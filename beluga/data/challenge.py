@@ -62,6 +62,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.core.errors import ConfigError, DataError
+from beluga.core.tasks import TASK_TYPES
 from beluga.data.remotes import NAIK_SETS, OOD_DIRS, OOD_SPLITS, ood_paths
 from beluga.heads import get_head
 
@@ -416,32 +417,71 @@ def task_labels_of(df: pd.DataFrame, entry: dict, task_labels: dict | None) -> n
     return mapped.map(names).to_numpy(dtype=int)
 
 
+#: the task types a source's labels suit, as the one-line refusals name them
+NLI_TASKS = "an nli or nli_binary task"
+SCORE_TASKS = "a similarity or similarity_classes task"
+
+
+def _reads_scores(head: str, task_labels: dict | None) -> bool:
+    """Whether a task's gold labels are similarity scores -- a regression head's (SIMILARITY) -- or their classes:
+    a task type that reads a similarity task's data (SIMILARITY_CLASSES: the prepared table turns each score into
+    its class, beluga/steps/data.py score_class_labels), known by its head and labels."""
+    if get_head(head).gold_is_score:
+        return True
+    names = {int(k): str(v) for k, v in (task_labels or {}).items()}
+    return any(getattr(t, "reads_type", None) == "similarity" and t.head == head and t.iid_labels == names
+               for t in TASK_TYPES.values())
+
+
+def task_problem(entry: dict, head: str, pair: bool | None, task_labels: dict | None) -> str | None:
+    """Why an entry's source does not suit the task (None: it does), the same at DAG time
+    (beluga/workflow/dag.py) and in rule prepare_ood (:func:`load_challenge`): ``adversarial_squad`` holds
+    reading-comprehension questions (a READ task, ``head``'s example columns); every other source sentence pairs
+    (not a single-text task: ``pair`` False) with NLI labels, read for a task with NLI labels (``task_labels``,
+    integer -> name); ``sick`` also its relatedness score, read for a task whose labels are similarity scores or
+    their classes (SIMILARITY, SIMILARITY_CLASSES)."""
+    source = entry["source"]
+    shown = f"the task's labels are {', '.join(map(str, (task_labels or {}).values())) or 'none'}"
+    if get_head(head).gold_is_score:
+        shown = "the task's labels are scores (a regression)"
+    if source == "adversarial_squad":
+        if get_head(head).example_columns:
+            return None
+        return "'adversarial_squad' holds reading-comprehension questions (a read task)"
+    what = (f"NLI labels and a relatedness score ({NLI_TASKS} reads the labels, {SCORE_TASKS} the score)"
+            if source == "sick" else f"NLI labels ({NLI_TASKS})")
+    if get_head(head).example_columns or pair is False:
+        return f"{source!r} holds sentence pairs with {what}; this task does not read sentence pairs"
+    if set(NLI3) & set(_task_names(task_labels)):
+        return None
+    if source == "sick" and _reads_scores(head, task_labels):
+        return None
+    if source != "sick" and get_head(head).gold_is_score:
+        return f"{source!r} has {what}; {shown}, which of the NLI sets only 'sick' has (its relatedness score)"
+    return f"{source!r} has {what}; {shown}"
+
+
 def load_challenge(entry: dict, head: str, pair: bool | None = None, task_labels: dict | None = None
                    ) -> pd.DataFrame:
     """One challenge / OOD entry's table (uncapped): READ columns for ``adversarial_squad``; else
-    ``example_id``, ``text``, ``text_b``, ``label`` and ``label_name`` (SICK for a task without NLI labels:
-    ``label`` = the relatedness score), plus ``part`` for ``split: all``. ``task_labels``: the task
-    type's i.i.d. labels (integer -> name)."""
+    ``example_id``, ``text``, ``text_b``, ``label`` and ``label_name`` (SICK for a task whose labels are similarity
+    scores or their classes: ``label`` = the relatedness score in [1, 5], no ``label_name``), plus ``part`` for
+    ``split: all``. ``task_labels``: the task type's i.i.d. labels (integer -> name); a source that does not suit
+    the task is refused (:func:`task_problem`)."""
     check_entry(entry)
     source, split = entry["source"], entry.get("split") or "test"
     name = entry.get("name")
+    problem = task_problem(entry, head, pair, task_labels)
+    if problem is not None:
+        raise ConfigError(f"ood set {name!r}: field 'source': {problem}")
     if source == "adversarial_squad":
-        if not get_head(head).example_columns:
-            raise ConfigError(f"ood set {name!r}: field 'source': 'adversarial_squad' holds reading-comprehension "
-                              "questions (a read task)")
         return read_adversarial_squad(entry, split)
-    if not get_head(head).has_classes or pair is False:
-        raise ConfigError(f"ood set {name!r}: field 'source': {source!r} holds sentence pairs with NLI labels (an "
-                          "nli, nli_binary or, for sick, similarity task)")
     nli = bool(set(NLI3) & set(_task_names(task_labels)))
     if source == "sick":
         df = read_sick(entry, split, relatedness=not nli)
         if not nli:
             return df
     else:
-        if not nli:
-            raise ConfigError(f"ood set {name!r}: field 'source': {source!r} has NLI labels; the task's labels are "
-                              f"{', '.join(_task_names(task_labels)) or 'none'} (an nli or nli_binary task)")
         reader = {"snli": read_snli, "mnli_mismatched": read_mnli_mismatched, "hans": read_hans,
                   "scitail": read_scitail, "naik": read_naik}[source]
         df = reader(entry, split)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -30,6 +29,7 @@ import pandas as pd
 from beluga.core.bounds import json_loads
 from beluga.core.errors import SuiteError
 from beluga.core.tasks import SUITE_TASK_TYPES, TASK_TYPES, get_task_type
+from beluga.core.text import NOT_TEXT, SURROGATE_ESCAPE, not_text
 from beluga.heads import get_head
 from beluga.suites.checklist_export import SIDE_FIELD, checklist_expect, checklist_suite_name
 from beluga.suites.format import AGG_FNS, COLUMNS, TEST_TYPES, load_suite, validate_suite
@@ -214,36 +214,6 @@ def is_checklist_export(path: str | os.PathLike) -> bool:
     return False
 
 
-#: a JSON escape of a surrogate code point (``\\ud800``-``\\udfff``): the only way a JSONL line read as UTF-8
-#: can spell a string that is not Unicode text
-SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
-
-
-def _unencodable(value, field: str = "") -> str | None:
-    """The field (``inputs[0][1]``, ``meta.name``) of the first string in a record that is not Unicode text --
-    a lone surrogate, which JSON's ``\\ud800`` escapes can spell -- and so cannot be written as UTF-8
-    (a suite's Parquet, an export, a terminal); None when every string (keys included) is text."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return field or "record"
-        return None
-    if isinstance(value, dict):
-        for k, v in value.items():
-            name = f"{field}.{k}" if field else str(k)
-            bad = _unencodable(k, name) if isinstance(k, str) else None
-            bad = bad or _unencodable(v, name)
-            if bad:
-                return bad
-    elif isinstance(value, (list, tuple)):
-        for i, v in enumerate(value):
-            bad = _unencodable(v, f"{field}[{i}]")
-            if bad:
-                return bad
-    return None
-
-
 def _jsonl_records(f) -> Iterator[tuple[str, dict]]:
     """(``line N``, record) for every non-blank line of a JSONL export."""
     for i, line in enumerate(f, 1):
@@ -255,10 +225,9 @@ def _jsonl_records(f) -> Iterator[tuple[str, dict]]:
             raise _LineError("json", f"not valid JSON ({e})", where=f"line {i}") from None
         if not isinstance(d, dict):
             raise _LineError("json", "must be a JSON object (one test case per line)", where=f"line {i}")
-        bad = _unencodable(d) if SURROGATE_ESCAPE.search(line) else None   # (text read as UTF-8 has none else)
+        bad = not_text(d) if SURROGATE_ESCAPE.search(line) else None   # (text read as UTF-8 has none else)
         if bad:
-            raise _LineError(bad, "a string that is not Unicode text (a lone surrogate, e.g. \\ud800): it cannot "
-                                  "be written as UTF-8", where=f"line {i}")
+            raise _LineError(bad, NOT_TEXT, where=f"line {i}")
         yield f"line {i}", d
 
 

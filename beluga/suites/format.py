@@ -44,6 +44,7 @@ import pyarrow.parquet as pq
 from beluga.core.bounds import json_loads
 from beluga.core.errors import SuiteError
 from beluga.core.io import write_parquet
+from beluga.core.text import NOT_TEXT, SURROGATE_ESCAPE, arrow_not_utf8, column_not_text, not_text
 from beluga.heads import get_head
 from beluga.heads.score.cases import SCORE_EXPECTATIONS, score_params_error
 
@@ -91,6 +92,9 @@ SLICES = {
 COLUMNS = ["case_id", "functionality", "capability", "test_type", "inputs", "inputs_b",
            "labels", "answers", "expect", "expect_params", "agg_fn", "meta"]
 OPTIONAL_COLUMNS = ("inputs_b", "answers", "meta")
+#: the columns that hold text (strings or lists of strings; JSON text for expect_params and meta)
+SUITE_TEXT_COLUMNS = ("case_id", "functionality", "capability", "test_type", "inputs", "inputs_b", "answers", "expect",
+                "expect_params", "agg_fn", "meta")
 
 SCHEMA = pa.schema([
     ("case_id", pa.string()),
@@ -151,13 +155,9 @@ def _class_param(path, i, cid, name: str, v, label_set) -> None:
 def _check_params(path, i, cid, expect: str, params: dict, n_inputs: int, label_set=None,
                   score_range=None) -> None:
     if expect in SCORE_EXPECTATIONS:   # numbers, not classes (beluga.heads.score.cases)
-        err = score_params_error(expect, params)
+        err = score_params_error(expect, params, score_range)
         if err is not None:
             raise _fail(path, i, cid, "expect_params", err)
-        val = params.get("val")
-        if score_range is not None and val is not None and not score_range[0] <= val <= score_range[1]:
-            raise _fail(path, i, cid, "expect_params", f"'val' {val} is outside the task's score range "
-                                                       f"{score_range[0]:g}..{score_range[1]:g}")
         return
     sl = params.get("slice")
     if sl is not None:
@@ -223,8 +223,12 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
     ``head`` ("classification" or "qa") decides whether ``eq`` needs labels
     or answers; None accepts either. ``head="regression"`` admits the score
     expectations (:mod:`beluga.heads.score.cases`) only, the other heads none of them.
-    ``score_range`` (a regression task's): every label (a gold score) and
-    ``score_near``'s ``val`` inside it."""
+    ``score_range`` (a regression task's): every label (a gold score) inside it, and
+    the score expectations' parameters against it (``val``, ``min``, ``max`` inside
+    it; no interval, tolerance or margin that every score passes or none can:
+    :func:`beluga.heads.score.cases.score_params_error`). Every text column holds
+    Unicode text (no lone surrogate: :mod:`beluga.core.text`), the JSON text of
+    ``expect_params`` and ``meta`` too."""
     path = str(path)
     missing = [c for c in COLUMNS if c not in df.columns and c not in OPTIONAL_COLUMNS]
     if missing:
@@ -239,6 +243,12 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
                             dtype=object)
     if len(df) == 0:
         raise SuiteError(f"suite file {path}: field 'case_id': the suite has no test cases")
+    for col in SUITE_TEXT_COLUMNS:   # a lone surrogate (a JSON escape read) would stop the first write, far from here
+        found = column_not_text(df[col])
+        if found is not None:
+            row, sub = found
+            cid = df["case_id"].iat[row]
+            raise _fail(path, row, cid if isinstance(cid, str) else None, col + sub, NOT_TEXT)
     seen_ids: dict[str, int] = {}
     func_info: dict[str, tuple[str, str]] = {}
     param_cache: dict[str, dict] = {}
@@ -295,6 +305,9 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
                 raise _fail(path, i, cid, "expect_params", f"not a JSON object: {e}") from None
             if not isinstance(params, dict):
                 raise _fail(path, i, cid, "expect_params", "must be a JSON object")
+            bad = not_text(params, "expect_params") if isinstance(raw, str) and SURROGATE_ESCAPE.search(raw) else None
+            if bad:
+                raise _fail(path, i, cid, bad, NOT_TEXT)
             _check_params(path, i, cid, r.expect, params, n, label_set, score_range)
             if isinstance(raw, str):
                 param_cache[raw] = params
@@ -352,6 +365,9 @@ def validate_suite(df: pd.DataFrame, path: str | os.PathLike, label_set: tuple[i
                 meta = json_loads(r.meta)
             except (TypeError, json.JSONDecodeError) as e:
                 raise _fail(path, i, cid, "meta", f"not valid JSON: {e}") from None
+            bad = not_text(meta, "meta") if isinstance(r.meta, str) and SURROGATE_ESCAPE.search(r.meta) else None
+            if bad:
+                raise _fail(path, i, cid, bad, NOT_TEXT)
         if r.expect == "same_answer":
             _check_same_answer_meta(path, i, cid, meta, n)
     if declared is not None:
@@ -374,6 +390,10 @@ def load_suite(path: str | os.PathLike, label_set: tuple[int, ...] | None = None
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as e:
         raise SuiteError(f"suite file {path}: field 'path': not a readable Parquet file ({e})") from None
+    bad = arrow_not_utf8(table)
+    if bad is not None:
+        row, field, why = bad
+        raise SuiteError(f"suite file {path}: row {row}: field '{field}': {why}")
     declared = _declared(table.schema.metadata, path)
     df = validate_suite(table.to_pandas(), path, label_set, declared, head=head)
     if declared is not None:

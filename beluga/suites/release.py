@@ -72,6 +72,7 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+from beluga.core.text import NOT_TEXT, is_text, not_text
 from beluga.suites.release_pickle import (
     ArrayRecord,
     FunctionRecord,
@@ -159,12 +160,14 @@ MAX_RELEASE_DEPTH = 100
 
 
 class _Budget:
-    """What is left of :data:`MAX_RELEASE_VALUES` for one suite."""
+    """What is left of :data:`MAX_RELEASE_VALUES` for one suite; ``not_text``: a string :func:`_plain` made is not
+    Unicode text (a lone surrogate: :mod:`beluga.core.text`), for the record to name where."""
 
-    __slots__ = ("left",)
+    __slots__ = ("left", "not_text")
 
     def __init__(self, n: int = MAX_RELEASE_VALUES):
         self.left = n
+        self.not_text = False
 
 
 def _expanded_size(x, limit: int) -> int:
@@ -213,6 +216,8 @@ def _plain(x, budget: _Budget | None = None, _depth: int = 0):
         raise MalformedPickle(f"a value nested deeper than {MAX_RELEASE_DEPTH} levels (or a list that contains "
                               "itself)")
     if isinstance(x, str):
+        if not is_text(x):
+            budget.not_text = True
         return str(x)
     if isinstance(x, (bool, int, float)) or x is None:
         return x
@@ -231,7 +236,10 @@ def _plain(x, budget: _Budget | None = None, _depth: int = 0):
                                       "expanded (the limit of the release reader)")
         return [_plain(v, budget, d) for v in x]
     if isinstance(x, dict):
-        return {str(k): _plain(v, budget, d) for k, v in x.items()}
+        out = {str(k): _plain(v, budget, d) for k, v in x.items()}
+        if not all(is_text(k) for k in out):
+            budget.not_text = True
+        return out
     raise MalformedPickle(f"a value of type {type(x).__name__} where data was expected")
 
 
@@ -432,6 +440,10 @@ def load_release_suite(path: str | os.PathLike, suite: str | None = None) -> Rel
             out.append(_read_test(i, func, t, info.get(func)))
         except MalformedPickle as e:
             raise release_error(path, f"field 'tests': {e}", func) from None
+        bad = not_text({"functionality": func, "capability": out[-1].capability,
+                        "description": out[-1].description, "expect": out[-1].expect})
+        if bad:
+            raise release_error(path, f"field '{bad}': {NOT_TEXT}", func)
     return ReleaseSuite(name, path, out, obj)
 
 
@@ -516,6 +528,10 @@ def _test_records(suite: str, t: ReleaseTest, path, budget: _Budget | None = Non
                 lab = _plain(labels, budget)
                 labs, scope = [lab] * n, "test"
             m = None if meta is None else _plain(meta[j] if isinstance(meta, list) else meta, budget)
+            if budget.not_text:   # a lone surrogate in the case: its field, named with the case
+                bad = not_text({"inputs": inputs, "labels": labs, "meta": m})
+                raise release_error(path, f"case_id={f'{suite}-{t.index:02d}-{j:05d}'!r}: field '{bad}': {NOT_TEXT}",
+                                    t.name)
             yield {"suite": suite, "case_id": f"{suite}-{t.index:02d}-{j:05d}", "test_index": t.index,
                    "case_index": j, "functionality": t.name, "capability": t.capability, "test_type": t.test_type,
                    "description": t.description, "inputs": inputs, "n_inputs": n, "label": lab, "labels": labs,

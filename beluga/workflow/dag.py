@@ -272,11 +272,12 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
     stop every target but fetch); local tables have the columns of the
     task's input shape (their header: a pair task's second text, none for a
     single-text task, READ's context / question / answers); a built-in set
-    suits the task; and with the hub offline (``HF_HUB_OFFLINE`` /
+    and a related paper's set (its labels: :func:`beluga.data.challenge.task_problem`)
+    suit the task; and with the hub offline (``HF_HUB_OFFLINE`` /
     ``HF_DATASETS_OFFLINE``) every hub dataset (``hf:`` i.i.d. source, OOD
     ``hub`` set) and hub model is in the local cache (``data_dir``: where the
     models' fetched markers are, when known). No network is probed."""
-    from beluga.data.challenge import CHALLENGE_SOURCES, check_entry
+    from beluga.data.challenge import CHALLENGE_SOURCES, check_entry, task_problem
     from beluga.data.challenge import challenge_source_files as challenge_files
     from beluga.data.iid import SOURCE_TASK_TYPES, source_files
     from beluga.data.ood_sets import check_header
@@ -338,8 +339,11 @@ def check_sources(tasks: dict, configfiles=(), not_fetched=(), data_dir: str | N
                     raise ConfigError(f"{where}: field '{field}.label_map': {named[0]!r} is not a label of the task "
                                       "(an integer); class names are read only with collapse (a set with its own "
                                       "classes)")
-            if entry.get("source") in CHALLENGE_SOURCES:     # its set / split, its files (or the fetch's)
+            if entry.get("source") in CHALLENGE_SOURCES:     # its set / split, the task, its files (or the fetch's)
                 check_entry(entry)
+                problem = task_problem(entry, ttype.head, ttype.pair, ttype.iid_labels)
+                if problem is not None:
+                    raise ConfigError(f"{where}: field '{field}.source': OOD set {entry['name']!r}: {problem}")
                 for f in challenge_files(entry):
                     if not Path(f).exists() and not _fetch_pending(f, not_fetched):
                         raise ConfigError(f"ood file {f}: field '{field}.path': file does not exist (fetch it: "

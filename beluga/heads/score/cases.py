@@ -77,23 +77,58 @@ def _number(v) -> bool:
     return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
 
 
-def score_params_error(expect: str, params: dict) -> str | None:
+def score_params_error(expect: str, params: dict, score_range: tuple[float, float] | None = None) -> str | None:
     """What is wrong with a regression expectation's parameters (None: nothing),
-    for the suite format's one-line error: ``val``, ``min``, ``max`` and
+    for the suite format's and the spec's one-line error: ``val``, ``min``, ``max`` and
     ``margin`` finite numbers, ``tolerance`` a finite number >= 0,
-    ``score_between`` with at least one bound and ``min`` <= ``max``."""
+    ``score_between`` with at least one bound and ``min`` <= ``max``. With the
+    task's ``score_range`` [lo, hi], the parameters against its scores:
+    ``val``, ``min`` and ``max`` inside it, and no expectation that every score
+    passes or none can -- ``score_between`` whose bounds cover the whole range
+    (``min`` <= lo and ``max`` >= hi, a missing bound an open side), a
+    ``tolerance`` that covers it (``score_near`` around ``val``: [val - tol,
+    val + tol] holds the range; around the labels, and ``score_inv``: tol >=
+    hi - lo), a ``margin`` above hi - lo (no move within the range is that
+    large) or at most -(hi - lo) (every move is)."""
     for key in ("val", "min", "max", "margin", "tolerance"):
         v = params.get(key)
         if v is not None and not _number(v):
             return f"{key!r} must be a finite number, got {v!r}"
     if params.get("tolerance") is not None and params["tolerance"] < 0:
         return f"'tolerance' must be >= 0, got {params['tolerance']!r}"
+    lo_b, hi_b = params.get("min"), params.get("max")
     if expect == "score_between":
-        lo, hi = params.get("min"), params.get("max")
-        if lo is None and hi is None:
+        if lo_b is None and hi_b is None:
             return "expectation 'score_between' needs 'min', 'max' or both"
-        if lo is not None and hi is not None and lo > hi:
-            return f"'min' {lo} is above 'max' {hi}"
+        if lo_b is not None and hi_b is not None and lo_b > hi_b:
+            return f"'min' {lo_b} is above 'max' {hi_b}"
+    if score_range is None:
+        return None
+    lo, hi = score_range
+    width, shown = hi - lo, f"{lo:g}..{hi:g}"
+    if expect == "score_between" and (lo_b is None or lo_b <= lo) and (hi_b is None or hi_b >= hi):
+        bounds = f"[{'-inf' if lo_b is None else f'{lo_b:g}'}, {'inf' if hi_b is None else f'{hi_b:g}'}]"
+        return (f"'score_between' {bounds} covers the whole score range {shown}: every score passes (give a "
+                "narrower interval)")
+    for key in ("val", "min", "max"):
+        v = params.get(key)
+        if v is not None and not lo <= v <= hi:
+            return f"{key!r} {v:g} is outside the task's score range {shown}"
+    if expect in ("score_near", "score_inv"):
+        tol = float(params.get("tolerance", DEFAULT_TOLERANCE))
+        val = params.get("val") if expect == "score_near" else None
+        if (val - tol <= lo and val + tol >= hi) if val is not None else tol >= width:
+            around = f"around 'val' {val:g} " if val is not None else ""
+            return (f"'tolerance' {tol:g} {around}covers the whole score range {shown}: every score passes (give a "
+                    "smaller tolerance)")
+    if expect in DIRECTIONS:
+        margin = float(params.get("margin", DEFAULT_MARGIN))
+        if margin > width:
+            return (f"'margin' {margin:g} is more than the score range {shown} spans ({width:g}): no score can "
+                    "move that far, every case fails")
+        if margin <= -width:
+            return (f"'margin' {margin:g} allows a move of the whole score range {shown} the other way: every "
+                    "score passes")
     return None
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from beluga.core.tasks import get_task_type
 from beluga.heads.score.cases import SCORE_EXPECTATIONS, score_params_error
 from beluga.suites.format import EXPECTATIONS, SLICES, TEST_TYPES
 from beluga.suites.spec.core import (
@@ -51,7 +52,8 @@ SCORE_EXPECT_PARAMS = {"score_near": {"val", "tolerance"}, "score_between": {"mi
 
 
 def _check_score_expectation(spec: Spec, expect: str, params: dict, loc) -> None:
-    """A regression spec's expectation: a score expectation, its parameters known ones and numbers
+    """A regression spec's expectation: a score expectation, its parameters known ones, numbers, and within the
+    task's score range, none that every score passes or none can
     (:func:`beluga.heads.score.cases.score_params_error`)."""
     if expect not in SCORE_EXPECTATIONS:
         raise spec_error(spec, loc, f"{expect!r} does not apply to a {spec.task} spec, a regression scored on "
@@ -61,7 +63,7 @@ def _check_score_expectation(spec: Spec, expect: str, params: dict, loc) -> None
     if unknown:
         raise spec_error(spec, loc, f"{expect!r} has no parameter {unknown[0]!r} "
                                     f"(it reads: {', '.join(sorted(known))})")
-    err = score_params_error(expect, params)
+    err = score_params_error(expect, params, getattr(get_task_type(spec.task), "score_range", None))
     if err is not None:
         raise spec_error(spec, loc, err)
 
