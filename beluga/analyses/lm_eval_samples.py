@@ -27,6 +27,7 @@ from beluga.analyses.prediction_files import predictions_text, text_lines, uniqu
 from beluga.core.bounds import json_loads
 from beluga.core.errors import DataError
 from beluga.core.tasks import TaskType
+from beluga.core.text import NOT_TEXT, SURROGATE_ESCAPE, not_text
 from beluga.model.causal_lm import TARGET_DELIMITER, class_sets, softmax_rows
 
 #: the ``score --format`` of lm-eval's per-sample output (its --log_samples files: samples_<task>_<date>.jsonl)
@@ -137,6 +138,9 @@ def read_lm_eval_samples(path: str, ttype: TaskType) -> pd.DataFrame:
             raise DataError(f"predictions {path}: line {line_no}: field 'json': not valid JSON ({e})") from None
         if not isinstance(rec, dict):
             raise DataError(f"predictions {path}: line {line_no}: field 'json': not an lm-eval sample record")
+        bad = not_text(rec) if SURROGATE_ESCAPE.search(line) else None
+        if bad:
+            raise DataError(f"predictions {path}: line {line_no}: field '{bad}': {NOT_TEXT}")
         doc = rec.get("doc")
         if not isinstance(doc, dict) or "case_id" not in doc or "input_idx" not in doc:
             raise DataError(f"predictions {path}: line {line_no}: field 'doc': no document with case_id and "

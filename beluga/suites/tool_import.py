@@ -50,7 +50,7 @@ import pandas as pd
 from beluga.core.bounds import json_loads
 from beluga.core.errors import ConfigError, SuiteError
 from beluga.core.tasks import get_task_type
-from beluga.core.text import clip
+from beluga.core.text import NOT_TEXT, SURROGATE_ESCAPE, clip, is_text, not_text, shown
 from beluga.heads import head_of
 from beluga.suites.build import checked_suite
 from beluga.suites.format import COLUMNS, save_suite
@@ -82,6 +82,8 @@ def _read_table(path: str, tool: str) -> pd.DataFrame:
                 rows = [json_loads(line) for line in text.splitlines() if line.strip()]
             else:
                 rows = json_loads(text) if text.strip() else []
+            if SURROGATE_ESCAPE.search(text):
+                _refuse_lone_surrogates(rows, path, tool)
             if isinstance(rows, dict):   # DataFrame.to_json()'s default: {column: {row: value}}
                 if not all(isinstance(v, dict) for v in rows.values()):
                     raise ConfigError(f"{tool} file {path}: field 'json': an object must map each column to "
@@ -108,6 +110,18 @@ def _read_table(path: str, tool: str) -> pd.DataFrame:
     return df
 
 
+def _refuse_lone_surrogates(rows, path: str, tool: str) -> None:
+    """A JSON row (a list of row objects, or pandas' ``{column: {row: value}}``) holding a string that is not
+    Unicode text: one line naming the file, the row and the field, before any table is built of it."""
+    cells = ([(i, r) for i, r in enumerate(rows) if isinstance(r, dict)] if isinstance(rows, list) else
+             [(row, {col: v}) for col, vs in rows.items() if isinstance(vs, dict) for row, v in vs.items()]
+             if isinstance(rows, dict) else [])
+    for row, record in cells:
+        bad = not_text(record)
+        if bad:
+            raise ConfigError(f"{tool} file {path}: row {shown(str(row))}: field '{bad}': {NOT_TEXT}")
+
+
 def _require(df: pd.DataFrame, columns, path: str, tool: str, hint: str = "") -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
@@ -125,6 +139,8 @@ def _value(v, path: str, tool: str, row: int, field: str) -> str:
         kind = ("a boolean" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) else
                 "a list" if isinstance(v, list) else "an object" if isinstance(v, dict) else type(v).__name__)
         raise ConfigError(f"{tool} file {path}: row {row}: field '{field}': {kind} ({clip(v)}), not text")
+    if not is_text(v):
+        raise ConfigError(f"{tool} file {path}: row {row}: field '{field}': {NOT_TEXT}")
     return v
 
 
