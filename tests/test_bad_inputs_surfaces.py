@@ -75,3 +75,23 @@ def test_a_lora_models_record_names_the_peft_that_made_its_adapters():
     got = versions()
     for name in ("peft", "accelerate", "torch", "transformers"):
         assert name in got and got[name], (name, json.dumps(got))
+
+
+@pytest.mark.parametrize(("expect", "params", "labels", "words"), [
+    ("score_near", {"val": 42}, None, "field 'expect_params': 'val' 42 is outside the task's score range 0..5"),
+    ("score_near", {}, [9], "field 'labels': label 9 is outside the task's score range 0..5"),
+    ("score_near", {}, [-3], "field 'labels': label -3 is outside the task's score range 0..5"),
+    ("score_between", {"min": 6, "max": 7}, None, "'min' 6 is outside the task's score range 0..5"),
+    ("score_between", {"min": -100, "max": 100}, None, "[-100, 100] covers the whole score range 0..5"),
+], ids=["val 42", "gold 9", "gold -3", "between 6 and 7", "between -100 and 100"])
+def test_a_similarity_suites_values_outside_or_covering_the_score_range(tmp_path, expect, params, labels, words):
+    """A similarity suite (scores 0..5) whose expected value, gold scores or interval lie outside the range
+    (always failed) or cover all of it (always passed): refused by the command that reads it, naming the file,
+    the case and the field, nothing exported."""
+    row = {**case("c1", "f", "c", "MFT", ["A man plays."], labels, expect=expect, params=params),
+           "inputs_b": ["A man sings."]}
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    out = tmp_path / "e.tsv"
+    _refused(beluga_cli("suite", "export", "--suite", path, "--task", "similarity", "--out", out), out,
+             f"suite file {path}: row 0 (case_id='c1'): ", words)
