@@ -48,14 +48,56 @@ def _refusal(res) -> str:
     return lines[0][len("error: "):]
 
 
-@pytest.mark.parametrize("task", PAIR_TASKS)
-def test_pair_task_refuses_single_texts_in_the_pipeline_and_in_every_command(task, tmp_path):
-    path = _single_text_suite(tmp_path, task)
+def _bad_labels(tmp_path, task: str):
+    """A classifier's suite with a label outside the task's label set (SENT: 0..2)."""
+    suite = make_tiny_suite(1)
+    suite.at[0, "labels"] = [3]
+    path = tmp_path / "labels.parquet"
+    save_suite(suite, path)
+    return path
+
+
+def _similarity_rows(tmp_path, name: str, labels, params: dict, expect: str = "score_near"):
+    rows = [{**case("near-0", "near", "Semantics", "MFT", ["a b"], labels, expect=expect, params=params),
+             "inputs_b": ["a c"]}]
+    path = tmp_path / f"{name}.parquet"
+    save_suite(pd.DataFrame(rows), path)
+    return path
+
+
+#: (task, the suite's file, the refusal): every check of the one reader, each met by every path below
+CHECKS = {
+    **{f"single texts for {t}": (t, lambda p, t=t: _single_text_suite(p, t),
+                                 lambda path, t=t: f"suite file {path}: case_id='mft-0': field 'inputs_b': a {t} "
+                                                   "task needs pairs of texts (inputs and inputs_b); 3 case(s) of "
+                                                   "this suite do not match") for t in PAIR_TASKS},
+    "a label outside the label set": ("sent", lambda p: _bad_labels(p, "sent"),
+                                      lambda path: f"suite file {path}: row 0 (case_id='mft-0'): field 'labels': "
+                                                   "label 3 is outside the task's label set [0, 1, 2]"),
+    "a gold score outside the range": ("similarity", lambda p: _similarity_rows(p, "gold", [7], {}),
+                                       lambda path: f"suite file {path}: row 0 (case_id='near-0'): field 'labels': "
+                                                    "label 7 is outside the task's score range 0..5"),
+    "an expectation outside the range": ("similarity",
+                                         lambda p: _similarity_rows(p, "between", None, {"min": 6, "max": 7},
+                                                                    "score_between"),
+                                         lambda path: f"suite file {path}: row 0 (case_id='near-0'): field "
+                                                      "'expect_params': 'min' 6 is outside the task's score range "
+                                                      "0..5"),
+}
+
+
+@pytest.mark.parametrize("check", list(CHECKS))
+def test_every_check_refuses_alike_in_the_pipeline_and_in_every_command(check, tmp_path):
+    """Each check of the one reader -- one text or a pair for the task, the label set, the score range of a
+    gold score and of an expectation's parameters -- gives the same one line in the pipeline (the suite job and
+    the DAG's functionality table), ``test``, ``score`` and each ``suite export`` format, with nothing
+    written."""
+    task, make, want = CHECKS[check]
+    path = make(tmp_path)
+    line = want(path)
     with pytest.raises(SuiteError) as pipeline:
         make_suite(_suite_cfg(path), task, None)
-    line = str(pipeline.value)
-    assert line == (f"suite file {path}: case_id='mft-0': field 'inputs_b': a {task} task needs pairs of texts "
-                    "(inputs and inputs_b); 3 case(s) of this suite do not match")
+    assert str(pipeline.value) == line
     with pytest.raises(SuiteError) as dag:   # the DAG's functionality table (before anything runs)
         suite_functionalities(_suite_cfg(path), task)
     assert str(dag.value) == line
@@ -68,10 +110,16 @@ def test_pair_task_refuses_single_texts_in_the_pipeline_and_in_every_command(tas
                        "--out", tmp_path / "s")
     assert _refusal(score) == line
     assert not (tmp_path / "s").exists()
-    for fmt, out in (("checklist", "e.jsonl"), ("inputs", "e.tsv")):
+    words = (["--prompt", "{text} {text_b}" if task != "sent" else "{text}"]
+             + (["--label-words", "negative=bad", "neutral=okay", "positive=good"] if task == "sent" else
+                ["--label-words", "entailment=yes", "neutral=maybe", "contradiction=no"] if task == "nli" else
+                ["--label-words", "not_paraphrase=no", "paraphrase=yes"] if task == "para" else []))
+    formats = [("checklist", "e.jsonl", []), ("inputs", "e.tsv", [])]
+    formats += [("lm-eval", "lm", words)] if task != "similarity" else []   # lm-eval's choices: a classifier's
+    for fmt, out, extra in formats:
         export = beluga_cli("suite", "export", "--suite", path, "--task", task, "--format", fmt,
-                            "--out", tmp_path / out)
-        assert _refusal(export) == line
+                            "--out", tmp_path / out, *extra)
+        assert _refusal(export) == line, (fmt, export.stderr)
         assert not (tmp_path / out).exists()
 
 
