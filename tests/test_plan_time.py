@@ -109,7 +109,8 @@ def test_the_sizes_and_where_they_come_from(tmp_path):
     lines = text.splitlines()
     suite = next(ln for ln in lines if ln.startswith("data of sent: "))
     # tiny.yaml: 3 functionalities of 4 cases rendered from sent_default, split 0.5 / 0.25 / 0.25
-    assert "suite rendered from spec sent_default (4 cases a functionality, seed 7): 3 functionalities" in suite
+    assert ("suite rendered from spec sent_default (4 cases a functionality, seed 7: the config's suite.seed, over the "
+            "spec's defaults.seed 0): 3 functionalities") in suite
     cases = [int(n) for n in re.findall(r"(\d+) cases /", suite)]
     assert cases == [6, 3, 3] and "split.fractions 0.5/0.25/0.25" in suite
     assert any(ln.startswith("i.i.d. sizes of sent: 40 / 10 / 20 train / val / test") for ln in lines)

@@ -106,8 +106,9 @@ def build_command(spec: str, out: str, source: str | None = None, seed: int | No
     df = checked_suite(df, ttype, f"suite spec {s.path}", table)
     save_suite(df, out, declared=table, task=ttype.name)
     funcs = functionality_table(df)
-    head = (f"{s.name} ({s.task}): {len(df)} cases in {len(funcs)} functionalities, seed "
-            f"{int(s.setting('seed', seed))} -> {out}")
+    used, where = s.seed_choice(seed, "--seed")
+    head = (f"{s.name} ({s.task}): {len(df)} cases in {len(funcs)} functionalities, seed {used} ({where}) -> "
+            f"{out}")
     return head + "\n" + summary(df, samples) + "\n"
 
 

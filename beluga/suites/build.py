@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 
 import numpy as np
@@ -18,6 +19,8 @@ from beluga.core.tasks import SUITE_TASK_TYPES, TASK_TYPES, TaskType, get_task_t
 from beluga.heads import head_of
 from beluga.suites.folds import stable_int
 from beluga.suites.format import TEST_TYPES, validate_suite
+
+_log = logging.getLogger(__name__)
 
 
 def label_set(ttype: TaskType) -> tuple[int, ...] | None:
@@ -51,6 +54,39 @@ def suite_spec_name(suite_cfg: dict) -> str | None:
     """The spec a suite is rendered from: ``generate`` (a packaged spec's name) or ``spec`` (a file); None for a
     suite file."""
     return suite_cfg.get("generate") or suite_cfg.get("spec")
+
+
+def seeds_given(config: dict) -> set[str]:
+    """The tasks whose ``suite`` block sets ``seed`` (the config file or ``--config``), read before the schema
+    fills its defaults (:func:`settle_spec_seeds`)."""
+    tasks = config.get("tasks")
+    return {str(t) for t, c in (tasks.items() if isinstance(tasks, dict) else ())
+            if isinstance(c, dict) and isinstance(c.get("suite"), dict) and "seed" in c["suite"]}
+
+
+def settle_spec_seeds(tasks: dict, given: set[str]) -> None:
+    """In place, on a validated config's ``tasks``: a suite rendered from a spec whose config sets no ``seed``
+    (a task not in ``given``) is drawn with the spec's ``defaults.seed``, as docs/SUITE_FORMAT.md says; without
+    one, the config schema's default stays. A seed the config sets is used as it is."""
+    for task, cfg in tasks.items():
+        suite_cfg = cfg.get("suite")
+        if task in given or not suite_cfg or not suite_spec_name(suite_cfg):
+            continue
+        declared = (load_task_spec(suite_cfg, cfg["type"]).data.get("defaults") or {}).get("seed")
+        if declared is not None:
+            suite_cfg["seed"] = int(declared)
+
+
+def spec_seed_words(suite_cfg: dict, spec) -> str:
+    """``seed N: where it came from`` for a suite rendered from ``spec`` with ``suite_cfg``'s seed (settled by
+    :func:`settle_spec_seeds`): the spec's ``defaults.seed`` when it is that, else the config's ``suite.seed``."""
+    seed = int(suite_cfg["seed"])
+    declared = (spec.data.get("defaults") or {}).get("seed")
+    if declared is not None and int(declared) == seed:
+        return f"seed {seed}: the spec's defaults.seed, which a suite.seed in the config would replace"
+    if declared is not None:
+        return f"seed {seed}: the config's suite.seed, over the spec's defaults.seed {int(declared)}"
+    return f"seed {seed}: the config's suite.seed or its schema default (the spec has no defaults.seed)"
 
 
 def load_task_spec(suite_cfg: dict, task_type: str):
@@ -284,6 +320,7 @@ def make_suite(suite_cfg: dict, task_type: str, pool: pd.DataFrame | None) -> tu
         from beluga.suites import spec as suite_spec
 
         spec = load_task_spec(suite_cfg, task_type)
+        _log.info("suite rendered from spec %s, %s", suite_spec_name(suite_cfg), spec_seed_words(suite_cfg, spec))
         df = suite_spec.render_spec(spec, suite_spec.load_sources(spec, pool), seed=int(suite_cfg["seed"]),
                                     cases_per_functionality=int(suite_cfg["cases_per_functionality"]),
                                     max_perturbations=int(suite_cfg["max_perturbations"]),

@@ -17,6 +17,7 @@ import yaml
 from beluga.core.bounds import MAX_CONFIG_VALUES, tree_problem, yaml_load
 from beluga.core.errors import BelugaError, ConfigError, config_error_line
 from beluga.data.fetch import config_files, resolve_data_paths
+from beluga.suites.build import seeds_given, settle_spec_seeds
 from beluga.workflow import dag
 from beluga.workflow.paths import Paths
 from beluga.workflow.runs import Runs
@@ -46,7 +47,8 @@ def validate_config(config: dict, configfiles=()) -> dict:
     """In place: a config file that turns on YTE templating refused (:func:`refuse_yte`), list items given on
     the command line as integers, the schema (its defaults filled),
     what the schema cannot say (:func:`beluga.workflow.dag.check_config`), relative data paths
-    resolved under ``data_dir``. Returns ``config``."""
+    resolved under ``data_dir``, and a spec-rendered suite's seed the spec's ``defaults.seed`` when the config
+    sets none (:func:`beluga.suites.build.settle_spec_seeds`). Returns ``config``."""
     from snakemake.utils import validate  # (snakemake: heavy; rules/common.smk has it loaded already)
 
     refuse_yte(configfiles)
@@ -57,12 +59,14 @@ def validate_config(config: dict, configfiles=()) -> dict:
         raise ConfigError(f"{where}: field '(top level)': {problem} (the limit of a BELUGA config, "
                           "docs/SUITE_FORMAT.md#limits)")
     dag.command_line_integers(config)
+    given = seeds_given(config)
     try:
         validate(config, schema=str(CONFIG_SCHEMA))
     except Exception as e:   # a WorkflowError wrapping the jsonschema error
         raise ConfigError(config_error_line(e, configfiles)) from None
     resolve_data_paths(config)
     _checked(configfiles, dag.check_config, config, dag.load_schema(CONFIG_SCHEMA), configfiles)
+    _checked(configfiles, settle_spec_seeds, config["tasks"], given)
     return config
 
 

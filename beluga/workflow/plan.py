@@ -139,7 +139,7 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
     the pipeline does."""
     from beluga.data import iid as iid_mod
     from beluga.suites import folds as folds_mod
-    from beluga.suites.build import make_suite, suite_spec_name, with_fold_types
+    from beluga.suites.build import load_task_spec, make_suite, spec_seed_words, suite_spec_name, with_fold_types
     from beluga.suites.format import functionality_table
     from beluga.train.batches import LABEL_DIR, LABEL_DIR_DRAW
     from beluga.train.streams import build_streams
@@ -165,7 +165,7 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
     suite_cfg = task_cfg["suite"]
     if suite_spec_name(suite_cfg):
         source = (f"rendered from spec {suite_spec_name(suite_cfg)} ({int(suite_cfg['cases_per_functionality'])} "
-                  f"cases a functionality, seed {int(suite_cfg['seed'])})")
+                  f"cases a functionality, {spec_seed_words(suite_cfg, load_task_spec(suite_cfg, ttype.name))})")
     else:
         cap = suite_cfg.get("max_cases_per_functionality")
         source = f"read from {suite_cfg['path']}" + (f" (at most {cap} cases a functionality)" if cap else "")

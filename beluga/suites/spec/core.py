@@ -64,6 +64,18 @@ class Spec:
             return given
         return (self.data.get("defaults") or {}).get(key, RENDER_DEFAULTS[key])
 
+    def seed_choice(self, given: int | None, given_by: str) -> tuple[int, str]:
+        """The seed the spec is rendered with (:meth:`setting`) and where it came from, in words: the caller's
+        (``given``, set by ``given_by``, e.g. "--seed"), else the spec's ``defaults.seed``, else the engine's."""
+        seed = int(self.setting("seed", given))
+        declared = (self.data.get("defaults") or {}).get("seed")
+        if given is not None:
+            over = f", over the spec's defaults.seed {int(declared)}" if declared not in (None, seed) else ""
+            return seed, f"{given_by}{over}"
+        if declared is not None:
+            return seed, "the spec's defaults.seed"
+        return seed, "the engine's default (the spec has no defaults.seed)"
+
 
 
 def spec_path(spec: str) -> str:
