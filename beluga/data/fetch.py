@@ -89,7 +89,8 @@ FALLBACKS = {"sst2": ("train.tsv", "train.tsv.gz", "SST-2"),
              **{src: (*spec.archives[1:], spec.folder, "train.tsv", "train.tsv.gz")
                 for src, spec in GLUE_SPECS.items()}}
 
-#: what ``python -m beluga data stage`` links from a copy laid out as ../shared/data (no network)
+#: what ``python -m beluga data stage`` links from a local copy of the reference data (no network): each
+#: path under ``--from`` to the same path under the data folder (docs/RUNNING.md, "A local copy of the data")
 STAGED = ("checklist/release/sentiment_suite.tar.gz", "checklist/release/qqp_suite.tar.gz",
           "checklist/release/squad_suite.tar.gz", "iid/sst2/train.tsv", "iid/sst2/dev.tsv",
           "iid/qqp/quora_duplicate_questions.tsv.gz", "iid/squad/dev-v1.1.reconstructed.json.gz")
@@ -530,9 +531,9 @@ def snapshot_commit(name: str, folder: str | os.PathLike) -> str | None:
 # --- staging a local copy (no network) -----------------------------------------
 
 def stage(source: str | os.PathLike, data_dir: str | os.PathLike, copy: bool = False) -> list[str]:
-    """Lay out a local copy of the data shaped like ``../shared/data`` (the
+    """Lay out a local copy of the reference data (``source`` holds every path of :data:`STAGED` -- the
     release tarballs, SST-2 TSVs, the Quora release, the reconstructed SQuAD
-    dev) as a data folder: symbolic links (or copies) under the fetched
+    dev -- and a ``SHA256SUMS``) as a data folder: symbolic links (or copies) under the fetched
     layout, each checked against the copy's ``SHA256SUMS`` and the published
     CheckList checksums, recorded in the lock as staged. The i.i.d. loaders
     then fall back to these files (docs/DEVIATIONS.md)."""
