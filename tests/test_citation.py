@@ -54,7 +54,8 @@ def test_citation_cff_is_valid():
     assert schema_errors(data) == []
 
 
-@pytest.mark.parametrize("break_it", ["no authors", "bad doi", "unknown key", "reference without type"])
+@pytest.mark.parametrize("break_it", ["no authors", "bad doi", "unknown key", "reference without type",
+                                      "release date not a date"])
 def test_the_schema_check_fails_broken_citation_files(break_it):
     data = copy.deepcopy(cff())
     if break_it == "no authors":
@@ -63,9 +64,31 @@ def test_the_schema_check_fails_broken_citation_files(break_it):
         data["references"][0]["doi"] = "https://doi.org/10.1162/tacl_a_00590"   # a URL, not a DOI
     elif break_it == "unknown key":
         data["licence"] = "MIT"
+    elif break_it == "release date not a date":
+        data["date-released"] = "7 December 2026"
     else:
         del data["references"][1]["type"]
     assert schema_errors(data)
+
+
+def test_the_citation_renders_with_version_and_date():
+    """A bibliography renders the software with its version and year, not "n.d.": CITATION.cff's version is the
+    package's (``beluga.__version__``, what ``--version`` prints) and its date-released a date, whose year and
+    month docs/CITING.md's BibTeX entry of the software carries."""
+    import datetime
+
+    import beluga
+
+    data = cff()
+    assert str(data["version"]) == beluga.__version__
+    released = datetime.date.fromisoformat(str(data["date-released"]))
+    text = (REPO / "docs" / "CITING.md").read_text()
+    entry = re.search(r"@misc\{beluga_pipeline,(.*?)\n\}", text, flags=re.S)
+    assert entry, "no @misc{beluga_pipeline, ...} entry"
+    fields = dict(re.findall(r"^\s*(\w+)\s*=\s*\{?([^,}]*)\}?,?$", entry.group(1), flags=re.M))
+    assert fields["version"] == beluga.__version__, fields
+    assert fields["year"] == str(released.year), fields
+    assert fields["month"] == released.strftime("%b").lower(), fields
 
 
 def test_citation_agrees_with_pyproject_and_license():

@@ -74,7 +74,7 @@ class Spec:
             return seed, f"{given_by}{over}"
         if declared is not None:
             return seed, "the spec's defaults.seed"
-        return seed, "the engine's default (the spec has no defaults.seed)"
+        return seed, "the engine's default: the spec has no defaults.seed"
 
 
 
