@@ -69,22 +69,6 @@ def test_plan_of_a_tiny_config_prints_minutes():
     assert "seconds per job" in res.stdout and "on 2 cores: about" in res.stdout, res.stdout
 
 
-def test_the_pages_a_reader_meets_carry_no_history():
-    """The README and docs/ say what is, not when it came: no issue numbers."""
-    import re
-
-    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
-    found = [f"{p.relative_to(REPO)}:{i}: {line.strip()}" for p in pages
-             for i, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"\bissue [0-9]", line, re.I)]
-    assert len(pages) > 10 and not found, "\n".join(found)
-
-
-def user_pages() -> list[Path]:
-    """The pages a user reads: the README and docs/, less the two pages for developers."""
-    return [REPO / "README.md", *sorted(p for p in (REPO / "docs").rglob("*.md")
-                                        if p.name not in ("DEVELOPING.md", "CONTRIBUTING.md"))]
-
-
 def test_the_readme_is_a_front_door():
     """At most 200 lines, and its first commands are the two a newcomer runs: set up and run the main job on the
     embedded default, then the tests."""
@@ -94,15 +78,6 @@ def test_the_readme_is_a_front_door():
     first_block = text.split("```bash\n", 1)[1].split("```", 1)[0]
     assert first_block.splitlines() == ["bash scripts/setup.sh && time .venv/bin/snakemake --cores 2",
                                         ".venv/bin/python -m pytest -q tests"], first_block
-
-
-def test_the_user_pages_name_no_development_paths():
-    """A user has no ../shared: the data comes through the project's fetch, the papers through the
-    bibliography."""
-    pages = user_pages()
-    found = [f"{p.relative_to(REPO)}:{i}: {line.strip()}" for p in pages
-             for i, line in enumerate(p.read_text().splitlines(), 1) if "../shared" in line]
-    assert len(pages) > 10 and not found, "\n".join(found)
 
 
 def _slug(heading: str) -> str:
@@ -198,3 +173,273 @@ def test_the_contributing_map_names_every_module():
         if package not in sections or (p.stem != "__init__" and p.stem not in words):
             missing.append(str(rel))
     assert sections and not missing, "modules the map does not name: " + ", ".join(missing)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Part d: settings as documented (a spec's seed), the first page for a user with data (data stage, the i.i.d.
+# files' labels, apply_to), every doc and --help free of development paths, history and stale lists, help for
+# every option.
+
+def _commands() -> list[tuple[list[str], object]]:
+    """Every command of ``python -m beluga`` with its parser: (the words after ``beluga``, the parser)."""
+    import argparse
+
+    from beluga.cli.parser import build_parser
+
+    found, todo = [], [([], build_parser())]
+    while todo:
+        words, parser = todo.pop(0)
+        found.append((words, parser))
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo.extend(([*words, name], sub) for name, sub in action.choices.items())
+    return found
+
+
+def _reader_texts() -> list[tuple[str, str]]:
+    """What a user reads: the README, every page of docs/, the config and spec schemas (every key documented
+    there) and the full ``--help`` of every command, as (where, text)."""
+    texts = [(str(p.relative_to(REPO)), p.read_text()) for p in
+             [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), REPO / "schemas" / "config.schema.yaml",
+              REPO / "beluga" / "suites" / "packaged_specs" / "spec.schema.yaml"]]
+    for words, _ in _commands():
+        res = beluga_cli(*words, "--help")
+        assert res.returncode == 0 and res.stdout.startswith("usage: beluga"), (words, res.stderr)
+        texts.append((f"beluga {' '.join(words)} --help".replace("  ", " "), res.stdout))
+    return texts
+
+
+def _task_lists(text: str) -> list[tuple[set[str], str]]:
+    """Every run of three or more task-type names in ``text`` (``sent, para or read``, ``nli / similarity / ...``,
+    names in backticks or quotes too; not a path's ``{a,b,c}``), as (the names, the text around it)."""
+    from beluga.core.tasks import TASK_TYPES
+
+    name = "[`'\"]?(?:" + "|".join(sorted(TASK_TYPES, key=len, reverse=True)) + ")[`'\"]?"
+    sep = r"(?:\s*,\s*(?:or\s+|and\s+)?|\s*/\s*|\s+or\s+|\s+and\s+)"
+    flat = re.sub(r"\s+", " ", text)
+    return [({n for n in re.findall(r"\w+", m.group(0)) if n in TASK_TYPES},
+             flat[max(0, m.start() - 150):m.end() + 60])
+            for m in re.finditer(r"(?<![\w{,/.-])" + name + "(?:" + sep + name + r"){2,}(?![\w-])", flat)]
+
+
+def _stale_task_lists(text: str) -> list[str]:
+    """The task-type lists of ``text`` that are none of the sets the code defines: every type
+    (``beluga.core.tasks.TASK_TYPES``), those a suite spec is written for and its pair tasks (the spec schema,
+    ``beluga.suites.spec.core.APPLY_TO``), the pair tasks, or CheckList's three beside its suites' names."""
+    import yaml
+
+    from beluga.core.tasks import SUITE_TASK_TYPES, TASK_TYPES
+    from beluga.suites.spec import SPEC_SCHEMA
+    from beluga.suites.spec.core import APPLY_TO
+
+    spec = set(yaml.safe_load(SPEC_SCHEMA.read_text())["properties"]["task"]["enum"])
+    known = [set(TASK_TYPES), spec, {t for t in spec if APPLY_TO[t]}, {n for n, t in TASK_TYPES.items() if t.pair}]
+    checklist = set(SUITE_TASK_TYPES.values())
+    stale = []
+    for names, around in _task_lists(text):
+        if names in known or (names == checklist and all(s in around for s in SUITE_TASK_TYPES)):
+            continue
+        stale.append(f"{sorted(names)}: ...{around}...")
+    return stale
+
+
+def test_the_task_list_check_finds_a_stale_list():
+    assert _stale_task_lists("A task's `type` is one of `sent`, `para` and `read`.")
+    assert _stale_task_lists("a pair task (para, nli,\n similarity) refuses single texts")
+    assert not _stale_task_lists("`suite`: sentiment / qqp / squad for sent / para / read")
+    assert not _stale_task_lists("results under `results/x/{sent,para,read}/`")
+    assert not _stale_task_lists("one of sent, para, read, nli, nli_binary, acceptability, similarity or "
+                                 "similarity_classes")
+
+
+def test_docs_and_help_name_no_development_path_no_history_and_whole_task_lists():
+    """The README, docs/, the schemas and every command's --help: no ``../shared`` (a development machine's
+    folder), no issue numbers, every list of task types one the code defines, every list of packaged specs
+    all of them."""
+    from beluga.suites.spec.core import PACKAGED
+
+    texts = _reader_texts()
+    assert len(texts) > 30
+    bad = [f"{where}: {line.strip()}" for where, text in texts for line in text.splitlines()
+           if "../shared" in line or re.search(r"\bissue [0-9]", line, re.I)]
+    bad += [f"{where}: stale task-type list {s}" for where, text in texts for s in _stale_task_lists(text)]
+    for where, text in texts:
+        for run in re.findall(r"`?\w+_default`?(?:(?:\s*,\s*|\s*/\s*|\s+or\s+)`?\w+_default`?){2,}",
+                              re.sub(r"\s+", " ", text)):
+            if set(re.findall(r"\w+_default", run)) != set(PACKAGED):
+                bad.append(f"{where}: packaged specs listed as {run!r}, not {list(PACKAGED)}")
+    assert not bad, "\n".join(bad)
+
+
+def test_every_option_of_every_command_has_help():
+    """Every option and argument of every command says what it is (the --help of each)."""
+    import argparse
+
+    missing = []
+    for words, parser in _commands():
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            if isinstance(action, argparse._SubParsersAction):
+                missing += [f"beluga {' '.join(words)} {c.dest}" for c in action._choices_actions
+                            if not (c.help or "").strip()]
+            elif not (action.help or "").strip():
+                missing.append(f"beluga {' '.join(words)} {'/'.join(action.option_strings) or action.dest}")
+    assert len(_commands()) >= 10 and not missing, missing
+
+
+def test_suite_help_lists_every_export_format_and_score_help_every_prediction_format():
+    """``suite --help`` names every format ``suite export --format`` takes, with what it writes; ``score --help``
+    every predictions format the reader knows."""
+    from beluga.analyses.lm_eval_samples import SAMPLES_FORMAT
+    from beluga.analyses.predictions import FORMATS
+
+    parsers = {" ".join(words): parser for words, parser in _commands()}
+    formats = next(a for a in parsers["suite export"]._actions if a.dest == "format").choices
+    assert len(formats) == 3, formats
+    suite_help = re.sub(r"\s+", " ", beluga_cli("suite", "--help").stdout)
+    for f in formats:
+        assert f" {f}: " in suite_help, (f, suite_help)
+    score_help = re.sub(r"\s+", " ", beluga_cli("score", "--help").stdout)
+    for f in (*FORMATS, SAMPLES_FORMAT):
+        assert re.search(rf"(?<![\w-]){re.escape(f)}(?![\w-])", score_help), f
+
+
+def test_data_stage_is_documented_with_the_layout_it_reads():
+    """`data stage --help` and RUNNING.md's section show every file it stages (beluga.data.fetch.STAGED) and
+    its SHA256SUMS; the README's "Where to read on" leads there."""
+    from beluga.data.fetch import STAGED
+
+    helptext = beluga_cli("data", "stage", "--help").stdout
+    section = _section(REPO / "docs" / "RUNNING.md", "## A local copy of the data: `data stage`")
+    tree = section.split("```text\n", 1)[1].split("```", 1)[0]
+    for rel in STAGED:
+        assert f"    {rel}\n" in helptext, rel
+        # the tree: each folder of the path, then the file, below it
+        parts = rel.split("/")
+        rows = [next(i for i, line in enumerate(tree.splitlines()) if re.search(rf"─ {re.escape(p)}/?(\s|$)", line))
+                for p in parts]
+        assert rows == sorted(rows), (rel, rows)
+    assert "SHA256SUMS" in helptext and "SHA256SUMS" in tree and "python -m beluga data stage --from" in section
+    read_on = _section(REPO / "README.md", "## Where to read on")
+    assert "(docs/RUNNING.md#a-local-copy-of-the-data-data-stage)" in read_on
+
+
+def test_running_md_gives_every_iid_source_and_each_task_types_label_integers():
+    """RUNNING.md's "i.i.d. files" section: a row for every i.i.d. source with its label column, and for every
+    task type its integers in the order beluga.core.tasks gives them (an NLI file's 0 / 1 / 2)."""
+    from beluga.core.tasks import TASK_TYPES
+    from beluga.data.iid import SOURCE_TASK_TYPES
+
+    section = _section(REPO / "docs" / "RUNNING.md", "## i.i.d. files: columns and labels")
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([^`]+)` \|.*$", section, flags=re.M)}
+    for source in (*SOURCE_TASK_TYPES, "hf:<name>"):
+        assert source in rows, source
+    assert "| a `.tsv` / `.csv` file |" in section
+    for name, ttype in TASK_TYPES.items():
+        row = rows[name]
+        for k, label in ttype.iid_labels.items():
+            assert f"{k} {label}" in row or (label == str(k) and f" {k}" in row), (name, k, label, row)
+        if not ttype.iid_labels:
+            assert "none:" in row, row
+
+
+def test_apply_to_sits_under_perturb_in_the_documented_nli_example(tmp_path):
+    """SUITE_FORMAT.md's apply_to example, rendered in an NLI spec: the perturbation changes the hypothesis only,
+    as ``perturb: {..., apply_to: hypothesis}`` says."""
+    import yaml
+
+    from beluga.suites.spec import load_spec, render_spec
+
+    text = (REPO / "docs" / "SUITE_FORMAT.md").read_text()
+    lead = "changes is `apply_to`, a key of the `perturb:` mapping itself"
+    assert lead in text
+    block = text.split(lead, 1)[1].split("```yaml\n", 1)[1].split("```", 1)[0]
+    func = yaml.safe_load(block)[0]
+    assert func["templates"][0]["perturb"]["apply_to"] == "hypothesis"
+    spec = tmp_path / "nli.yaml"
+    spec.write_text(yaml.safe_dump({"spec_version": 1, "name": "apply_example", "task": "nli",
+                                    "functionalities": [func]}))
+    df = render_spec(load_spec(str(spec)), {}, cases_per_functionality=4)
+    assert len(df) == 4
+    for premises, hypotheses in zip(df["inputs"], df["inputs_b"]):
+        assert len(set(premises)) == 1 and len(set(hypotheses)) == len(hypotheses) > 1, (premises, hypotheses)
+
+
+SEEDED_SPEC = """spec_version: 1
+name: seeded
+task: sent
+defaults: {seed: 3}
+lexicons:
+  food: [pizza, pasta, soup, salad, burger, curry, bread, rice, noodles, stew, tacos, sushi]
+functionalities:
+  - name: food sentiment
+    class: Vocabulary
+    type: MFT
+    expect: eq
+    templates:
+      - label: positive
+        templates: ["The {food} was {pos_adj}."]
+"""
+
+
+def _inputs(df) -> list:
+    return [list(x) for x in df["inputs"]]
+
+
+def test_a_specs_seed_is_used_unless_the_config_sets_one(tmp_path, caplog):
+    """In the pipeline, a spec's ``defaults.seed`` draws the suite when the config's suite block sets no seed;
+    a seed the config sets wins; a spec without one keeps the schema's default. The build log names it."""
+    import logging
+
+    import yaml
+
+    from beluga.suites.build import make_suite
+    from beluga.suites.spec import load_spec, render_spec
+    from beluga.workflow.config import validate_config
+
+    spec_file = tmp_path / "seeded.yaml"
+    spec_file.write_text(SEEDED_SPEC)
+    unseeded = tmp_path / "unseeded.yaml"
+    unseeded.write_text(SEEDED_SPEC.replace("defaults: {seed: 3}\n", ""))
+
+    def settled(spec, **suite) -> dict:
+        cfg = yaml.safe_load((CONFIGS / "tiny.yaml").read_text())
+        cfg["tasks"]["sent"]["suite"] = {"spec": str(spec), "cases_per_functionality": 6, **suite}
+        return validate_config(cfg)["tasks"]["sent"]["suite"]
+
+    def rendered(seed: int) -> list:
+        return _inputs(render_spec(load_spec(str(spec_file)), {}, seed=seed, cases_per_functionality=6,
+                                   max_perturbations=3, max_words=40))
+
+    assert rendered(3) != rendered(7)   # the seed matters to this spec
+    from_spec, from_config, schema = settled(spec_file), settled(spec_file, seed=7), settled(unseeded)
+    assert (from_spec["seed"], from_config["seed"], schema["seed"]) == (3, 7, 7)
+    with caplog.at_level(logging.INFO, logger="beluga.suites.build"):
+        assert _inputs(make_suite(from_spec, "sent", None)[0]) == rendered(3)
+        assert _inputs(make_suite(from_config, "sent", None)[0]) == rendered(7)
+    said = [r.getMessage() for r in caplog.records if "suite rendered from spec" in r.getMessage()]
+    assert said == [f"suite rendered from spec {spec_file}, seed 3: the spec's defaults.seed, which a suite.seed in "
+                    "the config would replace",
+                    f"suite rendered from spec {spec_file}, seed 7: the config's suite.seed, over the spec's "
+                    "defaults.seed 3"], said
+
+
+def test_suite_build_says_which_seed_and_prints_a_stable_name(tmp_path):
+    """``suite build``: the first line names the spec's name (the same on a new file and on a rerun over it) and
+    the seed with where it came from; --seed wins over the spec's."""
+    from beluga.suites.format import load_suite
+
+    spec_file = tmp_path / "my_nli_like.yaml"
+    spec_file.write_text(SEEDED_SPEC)
+    out = tmp_path / "built.parquet"
+    first = beluga_cli("suite", "build", "--spec", spec_file, "--out", out)
+    again = beluga_cli("suite", "build", "--spec", spec_file, "--out", out)
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    head = first.stdout.splitlines()[0]
+    assert head == again.stdout.splitlines()[0]
+    assert head.startswith("seeded (sent): ") and "seed 3 (the spec's defaults.seed)" in head, head
+    seeded = _inputs(load_suite(str(out)))
+    other = beluga_cli("suite", "build", "--spec", spec_file, "--out", out, "--seed", "5")
+    assert "seed 5 (--seed, over the spec's defaults.seed 3)" in other.stdout.splitlines()[0], other.stdout
+    assert _inputs(load_suite(str(out))) != seeded

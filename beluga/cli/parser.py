@@ -91,7 +91,7 @@ def spec_tasks(pairs: bool | None = None) -> str:
 def staged_tree(root: str = "FROM") -> str:
     """The folder ``data stage --from`` reads: its ``SHA256SUMS`` and every file it stages (beluga.data.fetch
     ``STAGED``), one path a line under ``root``."""
-    return "\n".join([f"  {root}/", f"    SHA256SUMS  (sha256sum's lines: '<64 hex digits>  <path>' for each file "
+    return "\n".join([f"  {root}/", "    SHA256SUMS  (sha256sum's lines: '<64 hex digits>  <path>' for each file "
                       "below)", *(f"    {rel}" for rel in STAGED)])
 
 
