@@ -281,7 +281,7 @@ BASE = {
     "seed": 3,
     "tasks": {"sent": {
         "type": "sent", "model": "tiny-random",
-        "suite": {"generate": "sent_default", "cases_per_functionality": 4, "max_perturbations": 2,
+        "suite": {"generate": "sent_default", "cases_per_functionality": 4, "max_perturbations": 2, "seed": 7,
                   "functionalities": ["simple negations: negative", "typos", "add positive phrases"]},
         "iid": {"source": "rotten_tomatoes", "n_train": 40, "n_val": 10, "n_test": 20},
     }},

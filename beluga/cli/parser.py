@@ -9,7 +9,7 @@ import math
 import beluga
 from beluga.core.tasks import TASK_TYPES
 from beluga.data.fetch import STAGED
-from beluga.suites.spec.core import APPLY_TO, PACKAGED
+from beluga.suites.spec.core import APPLY_TO, PACKAGED, RENDER_DEFAULTS
 
 #: numpy's and torch's common seed range: 0 <= seed < 2**32 (the config schema's bound too)
 SEED_LIMIT = 2 ** 32
@@ -291,17 +291,19 @@ def build_parser() -> argparse.ArgumentParser:
                     "functionality with sample cases. --spec is a file or a spec shipped with the project "
                     f"({', '.join(PACKAGED)}); the spec's pool sources read --source "
                     "(a text file, one sentence per line, or a CSV / TSV / Parquet / JSONL table). Settings not given "
-                    "here come from the spec's defaults (then the engine's: 50 cases, 3 perturbations, 40 words, "
-                    "seed 0); the first line says which seed and where it came from. The output is written whole or "
-                    "not at all, never over an input.")
+                    "here come from the spec's defaults (then the engine's: "
+                    f"{RENDER_DEFAULTS['cases_per_functionality']} cases, {RENDER_DEFAULTS['max_perturbations']} "
+                    f"perturbations, {RENDER_DEFAULTS['max_words']} words, seed {RENDER_DEFAULTS['seed']}); the first "
+                    "line says which seed and where it came from. The output is written whole or not at all, never "
+                    "over an input.")
     p_build.add_argument("--spec", required=True, help="a spec file, or " + " / ".join(PACKAGED))
     p_build.add_argument("--out", required=True, help="the suite file (.parquet)")
     p_build.add_argument("--source", default=None, help="the sentences the spec's pool sources read")
     p_build.add_argument("--seed", type=seed_type, default=None,
-                         help="the rendering seed (default: the spec's defaults.seed, else 0)")
+                         help=f"the rendering seed (default: the spec's defaults.seed, else {RENDER_DEFAULTS['seed']})")
     p_build.add_argument("--cases", type=number(int, 1, 100000), default=None,
                          help="cases per functionality (default: the spec's defaults.cases_per_functionality, else "
-                              "50)")
+                              f"{RENDER_DEFAULTS['cases_per_functionality']})")
     p_build.add_argument("--max-perturbations", type=number(int, 1, 100), default=None,
                          help="perturbations per case at most")
     p_build.add_argument("--max-words", type=number(int, 3, 1000), default=None,

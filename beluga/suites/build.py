@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.core.bounds import json_loads
-from beluga.core.errors import ConfigError, SuiteError
+from beluga.core.errors import BelugaError, ConfigError, SuiteError
 from beluga.core.tasks import SUITE_TASK_TYPES, TASK_TYPES, TaskType, get_task_type
 from beluga.heads import head_of
 from beluga.suites.folds import stable_int
@@ -67,12 +67,18 @@ def seeds_given(config: dict) -> set[str]:
 def settle_spec_seeds(tasks: dict, given: set[str]) -> None:
     """In place, on a validated config's ``tasks``: a suite rendered from a spec whose config sets no ``seed``
     (a task not in ``given``) is drawn with the spec's ``defaults.seed``, as docs/SUITE_FORMAT.md says; without
-    one, the config schema's default stays. A seed the config sets is used as it is."""
+    one, the config schema's default stays. A seed the config sets is used as it is. A spec that cannot be
+    loaded is left to the DAG's own load of it (:class:`beluga.workflow.runs.Runs`), which stops with its line
+    after the checks that come before it."""
     for task, cfg in tasks.items():
         suite_cfg = cfg.get("suite")
         if task in given or not suite_cfg or not suite_spec_name(suite_cfg):
             continue
-        declared = (load_task_spec(suite_cfg, cfg["type"]).data.get("defaults") or {}).get("seed")
+        try:
+            spec = load_task_spec(suite_cfg, cfg["type"])
+        except BelugaError:
+            continue
+        declared = (spec.data.get("defaults") or {}).get("seed")
         if declared is not None:
             suite_cfg["seed"] = int(declared)
 
