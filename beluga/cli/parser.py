@@ -64,9 +64,9 @@ def class_orders() -> str:
     them and ``--label-order`` names them (``sent negative,positive or negative,neutral,positive; ...``)."""
     orders = []
     for name, ttype in TASK_TYPES.items():
-        if ttype.head != "classification":
-            continue
         shapes = [labels for labels in (ttype.iid_labels, ttype.suite_labels) if labels]
+        if not shapes:   # no classes: answers (read), scores (similarity)
+            continue
         words = [",".join(labels[i].replace(" ", "_") for i in sorted(labels)) for labels in shapes]
         orders.append(f"{name} {' or '.join(dict.fromkeys(words))}")
     return "; ".join(orders)
