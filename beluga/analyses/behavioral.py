@@ -273,7 +273,7 @@ def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[s
         lines += textwrap.wrap(t(flag), width, subsequent_indent="  ")
     k = 1 if n == 1 else 2
     word_width = max(len(w) for w in STATUS_WORDS)
-    name_width = width - 2 - 1 - 4 - 2 - _RATE_WIDTH[k] - 2 - _COUNT_WIDTH[k] - 2 - word_width
+    name_width = max(12, width - 2 - 1 - 4 - 2 - _RATE_WIDTH[k] - 2 - _COUNT_WIDTH[k] - 2 - word_width)
     rate, count = _RATE_HEAD[k]
     count = f"{count:>{_COUNT_WIDTH[k]}}" if k == 1 else f"{count:<{_COUNT_WIDTH[k]}}"   # as the values align
     lines += ["", f"  {'class / functionality':<{name_width}} {'type':<4}  {rate:>{_RATE_WIDTH[k]}}  {count}  status"]

@@ -17,7 +17,7 @@ from beluga.core.progress import progress
 from beluga.core.tasks import get_task_type
 from beluga.core.text import one_line
 from beluga.heads import head_of
-from beluga.score.expectations import expectation_text, filter_condition
+from beluga.score.expectations import filter_condition
 from beluga.suites import lexicons as lex
 from beluga.suites import perturb as perturbations
 from beluga.suites import spec as suite_spec
@@ -58,11 +58,9 @@ def summary(df: pd.DataFrame, ttype, samples: int = 1) -> str:
                         for _, r in rows.iterrows()})
         repeated = (f" — only {distinct} distinct: the templates or sentences make fewer, so cases repeat"
                     if distinct < len(rows) else "")
-        params = json.loads(first["expect_params"] or "{}")
-        when = filter_condition(first["expect"], params, ttype.suite_labels)
-        expect = expectation_text(first["expect"], params, ttype.suite_labels)
+        when = filter_condition(first["expect"], json.loads(first["expect_params"] or "{}"), ttype.suite_labels)
         lines.append(f"{one_line(first['capability'])} / {one_line(func)} ({one_line(first['test_type'])}, "
-                     f"{one_line(expect)}): {len(rows)} cases, "
+                     f"{one_line(first['expect'])}): {len(rows)} cases, "
                      f"{n_inputs} inputs" + (f", {real} from real sentences" if real else "") + repeated
                      + (f"; when tested, {when}" if when else ""))
         for _, r in rows.head(samples).iterrows():
