@@ -443,3 +443,200 @@ def test_suite_build_says_which_seed_and_prints_a_stable_name(tmp_path):
     other = beluga_cli("suite", "build", "--spec", spec_file, "--out", out, "--seed", "5")
     assert "seed 5 (--seed, over the spec's defaults.seed 3)" in other.stdout.splitlines()[0], other.stdout
     assert _inputs(load_suite(str(out))) != seeded
+
+
+# ---------------------------------------------------------------- part b: `test` / `score` flag a constant predictor
+# and speak the task's words (class names, `p = `, named columns)
+
+def _tiny_classifier(folder: Path, texts: list[str], constant: bool) -> Path:
+    """A tiny SENT classifier saved as a model folder: ``constant`` -- its head's weights zero and a bias, so every
+    input gets P(positive) = sigmoid(0.08) = 0.52; else its weights scaled up and its bias centring the suite's
+    logits, so about half the inputs are negative, half positive, each with P near 0 or 1 (on bf16 and fp32
+    alike)."""
+    import torch
+
+    from beluga.model.modeling import load_model, save_model, set_seed
+
+    set_seed(1)
+    model, tok = load_model("tiny-random", 2)
+    model.eval()
+    with torch.no_grad():
+        if constant:
+            model.classifier.weight.zero_()
+            model.classifier.bias.copy_(torch.tensor([0.0, 0.08]))
+        else:
+            model.classifier.weight.mul_(30000.0)
+            logits = model(**tok(texts, padding=True, return_tensors="pt")).logits
+            model.classifier.bias[1] -= (logits[:, 1] - logits[:, 0]).median()
+    save_model(model, tok, folder, task_type="sent")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def sent_suite(tmp_path_factory) -> Path:
+    from conftest import make_tiny_suite
+
+    from beluga.suites.format import save_suite
+
+    path = tmp_path_factory.mktemp("part_b") / "suite.parquet"
+    save_suite(make_tiny_suite(6), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def two_models(sent_suite, tmp_path_factory) -> dict[str, Path]:
+    from beluga.suites.format import load_suite
+
+    texts = [t for inputs in load_suite(sent_suite)["inputs"] for t in inputs]
+    folder = tmp_path_factory.mktemp("part_b_models")
+    return {kind: _tiny_classifier(folder / kind, texts, kind == "constant") for kind in ("constant", "varied")}
+
+
+def _header(stdout: str) -> str:
+    return next(line for line in stdout.splitlines() if "class / functionality" in line)
+
+
+def test_test_and_score_flag_a_constant_predictor(two_models, sent_suite, tmp_path):
+    """`test` on a model that gives every input P(positive) 0.52 says so in one line (terminal, summary.md,
+    summary.html) and records it in run.json; `score` on its predictions says the same under the same header."""
+    import json
+
+    model = two_models["constant"]
+    res = beluga_cli("test", "--model", model, "--suite", sent_suite, "--out", tmp_path / "t", "--task", "sent")
+    assert res.returncode == 0, res.stderr
+    flag = ("⚠ constant predictor: neutral for all 42 inputs (P(positive) 0.52 ± 0.00); the failure rates "
+            "describe that constant, not the model's behaviour")
+    assert " ".join(res.stdout.split()).count(flag) == 1, res.stdout          # wrapped at 100 columns
+    assert max(map(len, res.stdout.splitlines()[:-1])) <= 100
+    record = json.loads((tmp_path / "t" / "run.json").read_text())["constant_predictor"]
+    assert list(record) == [str(model)]
+    got = record[str(model)]
+    assert (got["prediction"], got["share"], got["n_inputs"], got["probability"]["class"]) == \
+        ("neutral", 1.0, 42, "positive")
+    assert got["probability"]["mean"] == pytest.approx(0.52, abs=0.005) and got["probability_spread"] < 1e-3
+    from beluga.analyses.behavioral import markdown_safe
+
+    assert f"**{markdown_safe(flag)}**" in (tmp_path / "t" / "summary.md").read_text()
+    assert "<div class='warn' id='constant'><p><strong>⚠ constant predictor: neutral for all 42 inputs" in \
+        (tmp_path / "t" / "summary.html").read_text()
+
+    preds = tmp_path / "t" / "predictions.parquet"
+    scored = beluga_cli("score", "--suite", sent_suite, "--predictions", preds, "--out", tmp_path / "s",
+                        "--task", "sent")
+    assert scored.returncode == 0, scored.stderr
+    assert " ".join(scored.stdout.split()).count(flag) == 1, scored.stdout
+    assert _header(scored.stdout) == _header(res.stdout)
+    assert json.loads((tmp_path / "s" / "run.json").read_text())["constant_predictor"] == {str(preds): got}
+
+
+def test_a_model_that_varies_is_not_flagged(two_models, sent_suite, tmp_path):
+    import json
+
+    model = two_models["varied"]
+    res = beluga_cli("test", "--model", model, "--suite", sent_suite, "--out", tmp_path / "t", "--task", "sent")
+    assert res.returncode == 0, res.stderr
+    assert "constant" not in res.stdout and "⚠" not in res.stdout, res.stdout
+    assert json.loads((tmp_path / "t" / "run.json").read_text())["constant_predictor"] == {str(model): None}
+    for page in ("summary.md", "summary.html"):
+        assert "⚠" not in (tmp_path / "t" / page).read_text(), page
+    # over both models: only the constant one is flagged, by its label
+    both = beluga_cli("test", "--model", two_models["varied"], two_models["constant"], "--suite", sent_suite,
+                      "--out", tmp_path / "both", "--task", "sent")
+    assert both.returncode == 0, both.stderr
+    flags = [line for line in both.stdout.splitlines() if line.startswith("⚠")]
+    assert len(flags) == 1 and flags[0].startswith("⚠ m2 is a constant predictor: neutral for all 42 inputs"), flags
+    record = json.loads((tmp_path / "both" / "run.json").read_text())["constant_predictor"]
+    assert record[str(two_models["varied"])] is None and record[str(two_models["constant"])]["share"] == 1.0
+
+
+def test_the_summary_table_names_its_columns(two_models, sent_suite, tmp_path):
+    """One model: failure rate, failed / scored, then the status word (so `0.0%` never reads as a pass rate);
+    several: the failure rate's mean ± sd and min–max; each row's numbers under their column."""
+    res = beluga_cli("test", "--model", two_models["varied"], "--suite", sent_suite, "--out", tmp_path / "t",
+                     "--task", "sent")
+    header = _header(res.stdout)
+    assert header.split() == ["class", "/", "functionality", "type", "failure", "rate", "failed", "/", "scored",
+                              "status"]
+    funcs = pd.read_csv(tmp_path / "t" / "functionalities.csv")
+    for r in funcs.itertuples(index=False):
+        row = next(line for line in res.stdout.splitlines() if line.startswith(f"  {r.functionality} "))
+        rate = f"{100 * r.failure_rate:.1f}%"
+        assert row.endswith(f"  {r.status}") and \
+            row[:-len(r.status)].split()[-4:] == [rate, str(r.n_failed), "/", str(r.n_scored)], row
+        # the rate ends where the header's "failure rate" ends; the status starts where "status" starts
+        assert row.index(rate) + len(rate) == header.index("failure rate") + len("failure rate"), row
+        assert row.rindex(r.status) == header.index("status"), row
+
+
+def test_outputs_name_the_classes(tmp_path):
+    """An NLI suite built from the packaged spec names its sample labels (`(label contradiction)`, never
+    `(label 2)`); `score` of a model that says entailment with p = 0.9 shows a not_eq expectation's class by name
+    (`not_eq val=entailment`) and each prediction as `entailment (p = 0.90)`, in the terminal, summary.md and
+    summary.html; it is flagged as a constant predictor."""
+    from beluga.suites.format import load_suite
+
+    suite = tmp_path / "nli.parquet"
+    built = beluga_cli("suite", "build", "--spec", "nli_default", "--out", suite, "--cases", "2")
+    assert built.returncode == 0, built.stderr
+    assert "(label contradiction)" in built.stdout and not re.search(r"\(label \d\)", built.stdout), built.stdout
+    cases = load_suite(suite)
+    preds = tmp_path / "preds.parquet"
+    pd.DataFrame([(r.case_id, j, [0.9, 0.06, 0.04]) for r in cases.itertuples() for j in range(len(r.inputs))],
+                 columns=["case_id", "input_idx", "probs"]).to_parquet(preds)
+    res = beluga_cli("score", "--suite", suite, "--predictions", preds, "--out", tmp_path / "s")
+    assert res.returncode == 0, res.stderr
+    from beluga.analyses.behavioral import markdown_safe
+
+    md, page = ((tmp_path / "s" / name).read_text() for name in ("summary.md", "summary.html"))
+    for doc, shown in ((res.stdout, str), (md, markdown_safe), (page, str)):
+        assert shown("not_eq val=entailment") in doc and "entailment (p = 0.90)" in doc
+        assert not re.search(r"(val|label|slice\\?_value)=\d", doc) and "(label " in doc
+    n = int(cases["inputs"].map(len).sum())
+    assert f"⚠ constant predictor: entailment for all {n} inputs (P(entailment) 0.90 ± 0.00)" in res.stdout
+
+
+def test_the_constant_check_of_each_head():
+    """A classifier whose probabilities hardly vary is constant even when its argmax splits the inputs (a
+    constant near a class boundary); one that predicts one class for ≥ 95% of its inputs is too, and one that
+    varies is not; a regression with scores of sd ≤ 0.05; a QA model with one answer for ≥ 95% of inputs."""
+    import numpy as np
+
+    from beluga.core.tasks import get_task_type
+    from beluga.heads import get_head
+
+    para, cls = get_task_type("para"), get_head("classification")
+    near = [[0.501, 0.499], [0.499, 0.501]] * 10                       # 50% each class, spread 0.002
+    got = cls.constant_predictor(para, near, "p")
+    assert got["share"] == 0.5 and got["probability_spread"] == pytest.approx(0.002)
+    assert got["text"] == "not duplicate for 50.0% of 20 inputs (P(not duplicate) 0.50 ± 0.00)"
+    varied = [[0.9, 0.1], [0.2, 0.8]] * 10
+    assert cls.constant_predictor(para, varied, "p") is None
+    mostly = [[0.9, 0.1]] * 19 + [[0.2, 0.8]]                          # 95% one class, probabilities vary
+    assert cls.constant_predictor(para, mostly, "p")["share"] == 0.95
+    assert cls.constant_predictor(para, mostly[1:] + [[0.2, 0.8]], "p") is None   # 90%
+    assert cls.constant_predictor(para, [], "p") is None
+
+    sim, score = get_task_type("similarity"), get_head("regression")
+    flat = score.constant_predictor(sim, list(2.5 + 0.01 * np.sin(np.arange(30))), "p")
+    assert flat["text"] == "score 2.50 ± 0.01 for all 30 inputs" and flat["constant_std"] == 0.05
+    assert score.constant_predictor(sim, [1.0, 4.0] * 15, "p") is None
+
+    read, span = get_task_type("read"), get_head("qa")
+    assert span.constant_predictor(read, [""] * 19 + ["Paris"], "p")["text"] == "answer '' for 95.0% of 20 inputs"
+    assert span.constant_predictor(read, ["Paris", "Rome"] * 10, "p") is None
+
+
+def test_expectations_and_slices_name_their_classes():
+    from beluga.core.tasks import get_task_type
+    from beluga.score.expectations import expectation_text, filter_condition
+
+    names = get_task_type("nli").suite_labels
+    assert expectation_text("not_eq", {"val": 0}, names) == "not_eq val=entailment"
+    assert expectation_text("monotonic", {"label": 2, "increasing": False, "train": {"x": 1}}, names) == \
+        "monotonic label=contradiction, increasing=False"
+    assert expectation_text("inv", {"slice": "orig_pred_eq", "slice_value": 1}, names) == \
+        "inv slice=orig_pred_eq, slice_value=neutral"
+    assert expectation_text("score_near", {"val": 3, "tolerance": 0.5}, get_task_type("similarity").suite_labels) \
+        == "score_near val=3, tolerance=0.5"
+    assert filter_condition("inv", {"slice": "orig_pred_eq", "slice_value": 2}, names) == \
+        "a case whose original is not predicted contradiction is filtered"

@@ -636,7 +636,7 @@ def test_perturbed_label_and_repeats(tmp_path):
         {"label": 1, "templates": ["It is {w}."]}]}
     df = _render(tmp_path, {"name": "f", "task": "sent", "lexicons": {"w": ["here", "there"]},
                             "functionalities": [few]}, n=5)
-    assert "only 2 distinct" in summary(df)
+    assert "only 2 distinct" in summary(df, get_task_type("sent"))
 
 
 def test_a_perturbation_that_never_applies_to_a_huge_product_stops(tmp_path):

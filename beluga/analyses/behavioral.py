@@ -19,6 +19,7 @@ from beluga.core.pages import render_page
 from beluga.core.text import markdown_code, markdown_safe, one_line
 from beluga.heads import head_of
 from beluga.heads.base import shorten
+from beluga.score.expectations import expectation_text
 from beluga.score.metrics import STATUS_WORDS, filter_counts, filtered_note, status_word
 
 # ---------------------------------------------------------------- the failure summary
@@ -36,12 +37,6 @@ def _around(text: str, at: int, n: int) -> str:
         return shorten(text, n)
     start = max(0, min(at - 25, len(text) - (n - 2)))
     return "…" + shorten(text[start:], n - 1)
-
-
-def expectation_text(expect: str, params: str | None) -> str:
-    p = json_loads(params) if params else {}
-    p = {k: v for k, v in p.items() if k != "train"}
-    return expect + (" " + ", ".join(f"{k}={v}" for k, v in p.items()) if p else "")
 
 
 def prediction_text(value, ttype) -> str:
@@ -163,7 +158,8 @@ def _shown_inputs(r, ttype) -> list[tuple[int, str]]:
 
 def _expected(r, ttype) -> str:
     """A case's expectation as the summary shows it (with its label or answer)."""
-    expected = expectation_text(r.expect, r.expect_params)
+    expected = expectation_text(r.expect, json_loads(r.expect_params) if r.expect_params else {},
+                                ttype.suite_labels)
     gold = getattr(r, head_of(ttype).gold_field, None)
     if gold is not None and len(gold):
         expected += f" ({head_of(ttype).gold_text(gold, ttype)})"
@@ -212,17 +208,41 @@ def _tail(text: str, n: int) -> str:
 
 
 def _text_rate(r: dict, n: int) -> str:
-    """A functionality's failure rate in the terminal: ``12.5%  (1/8)`` (failed / scored) for one model,
-    ``12.5 ±  4.2%  (8.3–16.7)`` over several."""
+    """A functionality's failure rate and counts in the terminal, right-aligned under the header's columns:
+    ``12.5%   1 / 8`` (failure rate, failed / scored) for one model, ``12.5 ±  4.2%  (8.3–16.7)`` (mean ± sd,
+    min–max) over several."""
     if n == 1:
-        rate = "   –  " if pd.isna(r["failure_rate"]) else f"{100 * r['failure_rate']:5.1f}%"
-        return f"{rate}  ({r['n_failed']}/{r['n_scored']})"
+        rate = "–" if pd.isna(r["failure_rate"]) else f"{100 * r['failure_rate']:.1f}%"
+        counts = f"{r['n_failed']} / {r['n_scored']}"
+        return f"{rate:>{_RATE_WIDTH[1]}}  {counts:>{_COUNT_WIDTH[1]}}"
     mean = "–" if pd.isna(r["failure_rate"]) else (
         f"{100 * r['failure_rate']:5.1f}%" if pd.isna(r["failure_rate_sd"])
         else f"{100 * r['failure_rate']:5.1f} ± {100 * r['failure_rate_sd']:4.1f}%")
     spread = "" if pd.isna(r["failure_rate_min"]) else (
         f"({100 * r['failure_rate_min']:.1f}–{100 * r['failure_rate_max']:.1f})")
-    return f"{mean:>13}  {spread}"
+    return f"{mean:>{_RATE_WIDTH[2]}}  {spread:<{_COUNT_WIDTH[2]}}"
+
+
+#: the terminal table's rate and count columns (one model: failure rate, failed / scored; several: mean ± sd,
+#: min–max), by 1 (one model) and 2 (several): their headers and widths
+_RATE_HEAD = {1: ("failure rate", "failed / scored"), 2: ("failure rate ± sd", "(min–max)")}
+_RATE_WIDTH = {1: 12, 2: 17}
+_COUNT_WIDTH = {1: 15, 2: 13}
+
+#: what a constant predictor's failure rates are, after the flag's description of it
+CONSTANT_MEANS = "describe that constant, not the model's behaviour"
+
+
+def constant_lines(constants: list[dict | None] | None, models: list[str]) -> list[str]:
+    """The flag of each model whose predictions are (nearly) the same for every input
+    (:func:`beluga.cli.results.constant_predictors`): one sentence each, ``⚠ constant predictor: neutral for all
+    40 inputs (P(positive) 0.52 ± 0.00); the failure rates describe that constant, not the model's behaviour``
+    (over several models named by their label, m1, m2, ...)."""
+    if len(models) == 1:
+        return [f"⚠ constant predictor: {c['text']}; the failure rates {CONSTANT_MEANS}"
+                for c in (constants or []) if c]
+    return [f"⚠ {lab} is a constant predictor: {c['text']}; its failure rates {CONSTANT_MEANS}"
+            for lab, c in zip(model_labels(len(models)), constants or []) if c]
 
 
 def _title_lines(title: str, width: int) -> list[str]:
@@ -234,12 +254,14 @@ def _title_lines(title: str, width: int) -> list[str]:
     return out or [""]
 
 
-def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[str], width: int = 100) -> str:
+def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[str],
+                 constants: list[dict | None] | None = None, width: int = 100) -> str:
     """The terminal summary of :func:`failure_summary` over ``models``: the title (whole, wrapped at ``width``),
-    a header naming the columns, per class and functionality the status word, failure rate and the filtered
-    cases with their reasons, then
-    failing cases (≤ width columns; over several models, each case's inputs with the predictions of the first
-    model it fails for). Suite text is shown with its control characters escaped (:func:`terminal_safe`)."""
+    the flag of a constant predictor (:func:`constant_lines`, wrapped), a header naming the columns, per class
+    and functionality its type, failure rate, failed / scored cases and result word, the filtered cases with their
+    reasons, then failing cases (≤ width columns; over several models, each case's inputs with the predictions of
+    the first model it fails for). Suite text is shown with its control characters escaped
+    (:func:`terminal_safe`)."""
     t = one_line
     n, labels = len(models), model_labels(len(models))
     head = _title_lines(t(title), width)
@@ -247,16 +269,19 @@ def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[s
     if n > 1:
         lines.append(f"failure rate: mean ± sd over {n} models (min–max)")
         lines += [f"  {lab}  {_tail(t(m), width - 4 - len(lab))}" for lab, m in zip(labels, models)]
+    for flag in constant_lines(constants, models):
+        lines += textwrap.wrap(t(flag), width, subsequent_indent="  ")
+    k = 1 if n == 1 else 2
     word_width = max(len(w) for w in STATUS_WORDS)
-    name_width = width - (36 if n == 1 else 41) - (word_width - 4)
-    rate_head = f"{'fail%':>6}  (failed/scored)" if n == 1 else f"{'fail% ± sd':>13}  (min–max)"
-    lines += ["", f"  {'class / functionality':<{name_width}} {'type':<4} {'status':<{word_width}} {rate_head}"]
+    name_width = max(12, width - 2 - 1 - 4 - 2 - _RATE_WIDTH[k] - 2 - _COUNT_WIDTH[k] - 2 - word_width)
+    rate, count = _RATE_HEAD[k]
+    count = f"{count:>{_COUNT_WIDTH[k]}}" if k == 1 else f"{count:<{_COUNT_WIDTH[k]}}"   # as the values align
+    lines += ["", f"  {'class / functionality':<{name_width}} {'type':<4}  {rate:>{_RATE_WIDTH[k]}}  {count}  status"]
     for cap, g in funcs.groupby("capability", sort=False):
         lines += ["", t(cap)]
         for r in g.to_dict("records"):
             name = shorten(t(r["functionality"]), name_width)
-            lines.append(f"  {name:<{name_width}} {t(r['test_type']):<4} {r['status']:<{word_width}} "
-                         f"{_text_rate(r, n)}".rstrip())
+            lines.append(f"  {name:<{name_width}} {t(r['test_type']):<4}  {_text_rate(r, n)}  {r['status']}")
             if r.get("filtered"):   # wrapped, never cut: every reason and its count is read
                 lines += textwrap.wrap(t(r["filtered"]), width, initial_indent=" " * 6, subsequent_indent=" " * 8)
             for ex in examples.get(r["functionality"], []):
@@ -273,12 +298,15 @@ def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[s
     return "\n".join(lines[:len(head) + 1] + [line[:width] for line in lines[len(head) + 1:]]) + "\n"
 
 
-def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str, models: list[str]) -> str:
-    """The summary of :func:`failure_summary` over ``models`` as Markdown; suite text is literal
-    (:func:`markdown_safe`, case ids and model names as code spans)."""
+def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str, models: list[str],
+                     constants: list[dict | None] | None = None) -> str:
+    """The summary of :func:`failure_summary` over ``models`` as Markdown, a constant predictor flagged under the
+    title (:func:`constant_lines`); suite text is literal (:func:`markdown_safe`, case ids and model names as code
+    spans)."""
     esc = markdown_safe
     n, labels = len(models), model_labels(len(models))
     lines = [f"# {esc(title)}", ""]
+    lines += [x for flag in constant_lines(constants, models) for x in (f"**{esc(flag)}**", "")]
     if n == 1:
         lines += ["| class | functionality | type | status | failure rate | failed / scored | filtered |",
                   "|---|---|---|---|---:|---:|---|"]
@@ -308,10 +336,12 @@ def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str, models: li
     return "\n".join(lines) + "\n"
 
 
-def summary_html(funcs: pd.DataFrame, examples: dict, title: str, models: list[str]) -> str:
+def summary_html(funcs: pd.DataFrame, examples: dict, title: str, models: list[str],
+                 constants: list[dict | None] | None = None) -> str:
     """The summary of :func:`failure_summary` over ``models`` as a standalone page (beluga/templates/summary.html.j2,
-    :func:`beluga.core.pages.render_page`: every value escaped): the failure-rate table and, per functionality, a
-    collapsible list of failing cases (no scripts, no external resources)."""
+    :func:`beluga.core.pages.render_page`: every value escaped): a constant predictor flagged
+    (:func:`constant_lines`), the failure-rate table and, per functionality, a collapsible list of failing cases
+    (no scripts, no external resources)."""
     n, labels = len(models), model_labels(len(models))
     rows = []
     for r in funcs.to_dict("records"):
@@ -332,7 +362,8 @@ def summary_html(funcs: pd.DataFrame, examples: dict, title: str, models: list[s
                            for ex in exs]}
                 for func, exs in examples.items() if exs]      # the first one open: failures are visible on arrival
     return render_page("summary.html.j2", title=title, rows=rows, sections=sections,
-                       models=[{"label": lab, "name": m} for lab, m in zip(labels, models)])
+                       models=[{"label": lab, "name": m} for lab, m in zip(labels, models)],
+                       constants=constant_lines(constants, models))
 
 
 # ---------------------------------------------------------------- failures in the pipeline's report

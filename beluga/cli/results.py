@@ -13,6 +13,7 @@ import pandas as pd
 
 from beluga.analyses.behavioral import failure_summary, summary_html, summary_markdown, summary_text
 from beluga.core.io import write_json, write_out_folder
+from beluga.heads import head_of
 
 #: the files ``score`` writes into its --out folder (``test``: these and predictions.parquet; nothing else is
 #: ever there)
@@ -30,6 +31,14 @@ def by_model(frames: list[pd.DataFrame], models: list[str]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def constant_predictors(suite: pd.DataFrame, preds: list[pd.DataFrame], ttype, models: list[str]) -> list[dict | None]:
+    """Per model, its predictions of the ``suite``'s inputs described when they are (nearly) the same for every
+    input, else None (:meth:`beluga.heads.base.Head.constant_predictor`: the head's degenerate check)."""
+    head, ids = head_of(ttype), set(suite["case_id"].astype(str))
+    return [head.constant_predictor(ttype, p.loc[p["case_id"].astype(str).isin(ids), head.value_column].tolist(),
+                                    f"predictions of {m}") for p, m in zip(preds, models)]
+
+
 def write_results(out_dir: str, suite: pd.DataFrame, statuses: list[pd.DataFrame], preds: list[pd.DataFrame],
                   ttype, models: list[str], title: str, run: dict, failures: int = 3,
                   files: dict[str, Callable[[str], None]] | None = None,
@@ -39,20 +48,23 @@ def write_results(out_dir: str, suite: pd.DataFrame, statuses: list[pd.DataFrame
     ``filter_reason``) and predictions on the cases of ``suite``. ``cases.parquet``: :data:`CASE_COLUMNS` per
     case (and model), ``cases_metadata`` in its schema metadata; ``functionalities.csv``, ``summary.md``,
     ``summary.html`` and the printed text: :func:`beluga.analyses.behavioral.failure_summary` (``failures``
-    failing cases per functionality) titled ``title``; ``run.json``: ``run``; ``files``: more files (name:
-    writer), written first."""
+    failing cases per functionality) titled ``title``, each flagging a model whose predictions are (nearly) the
+    same for every input (:func:`constant_predictors`); ``run.json``: ``run`` and ``constant_predictor`` (per
+    model, that description or null); ``files``: more files (name: writer), written first."""
     from beluga.core.io import write_csv, write_parquet, write_text  # looked up per call (tests replace them)
 
     funcs, examples = failure_summary(suite, statuses, preds, ttype, models, k=failures)
+    constants = constant_predictors(suite, preds, ttype, models)
+    run = {**run, "constant_predictor": dict(zip(models, constants))}
     meta = suite[["case_id", "functionality", "capability", "test_type"]]
     cases = by_model([meta.merge(st[["case_id", "status", "filter_reason"]], on="case_id")[list(CASE_COLUMNS)]
                       for st in statuses], models)
-    markdown = summary_markdown(funcs, examples, title, models)
-    html = summary_html(funcs, examples, title, models)
+    markdown = summary_markdown(funcs, examples, title, models, constants)
+    html = summary_html(funcs, examples, title, models, constants)
     write_out_folder(out_dir, {**(files or {}),
                                "cases.parquet": lambda p: write_parquet(cases, p, metadata=cases_metadata),
                                "functionalities.csv": lambda p: write_csv(funcs, p),
                                "summary.md": lambda p: write_text(markdown, p),
                                "summary.html": lambda p: write_text(html, p),
                                "run.json": lambda p: write_json(run, p)})
-    return summary_text(funcs, examples, title, models)
+    return summary_text(funcs, examples, title, models, constants)

@@ -13,7 +13,8 @@ here. A head owns everything that depends on what the model's output layer is:
 - its case scoring: pass / fail per expectation (:meth:`Head.score_cases`), its per-example outcomes
   (:meth:`Head.example_outcomes`) and metrics (:meth:`Head.metric`);
 - its terms of the reference selection objective (:meth:`Head.objective_plan`, :meth:`Head.objective_parts`);
-- its degenerate-model diagnostics (:meth:`Head.diagnostics`);
+- its degenerate-model diagnostics (:meth:`Head.diagnostics`) and the constant predictor ``test`` and ``score``
+  flag (:meth:`Head.constant_predictor`);
 - its suite checks: the expectations it can score, the gold field its cases carry, a label's meaning
   (:meth:`Head.spec_label`), one or two texts (:meth:`Head.two_texts`).
 

