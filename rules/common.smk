@@ -51,6 +51,25 @@ def beluga_precision_line(setting, gpus):
     return start_line(setting, gpus)
 
 
+def beluga_degenerate_lines():
+    """The run's last lines on degenerate models (Snakefile onsuccess; imports pandas: not at parse time)."""
+    from beluga.report.degenerate import run_end_lines
+
+    return run_end_lines(
+        {t: PATHS.diagnostics("diagnostics.csv", t) for t in TASKS},
+        {
+            **{
+                f"inoculation {t.upper()}": (PATHS.inoculation("table.csv", t), PATHS.inoculation("inoculation.md", t))
+                for t in RUNS.inoc_units
+            },
+            **{
+                f"combinational {v}": (PATHS.combinational_variant("table.csv", v), PATHS.combinational_variant("table.md", v))
+                for v in RUNS.comb_variants
+            },
+        },
+    )
+
+
 # inputs the fetch target provides that are not in the data folder yet
 NOT_FETCHED = LOADED.not_fetched
 

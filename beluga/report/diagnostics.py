@@ -42,6 +42,7 @@ import pandas as pd
 
 from beluga.core.bounds import json_loads
 from beluga.core.errors import DataError
+from beluga.core.pages import render_page
 from beluga.core.tasks import get_task_type
 from beluga.core.text import md_cell
 from beluga.heads import head_of
@@ -388,3 +389,22 @@ def diagnostics_markdown(summary: pd.DataFrame, task: str, degenerate_share: flo
                    "- confidence: mean maximal class probability of the model (its own classes); DIR: inputs of DIR "
                    "cases only. Confidence-based DIR expectations are hard to fail when it is near 1 (paper, 5.3)."]
     return "\n".join(lines + legend) + "\n"
+
+
+# ---------------------------------------------------------------- the report's page
+def diagnostics_html(summary: pd.DataFrame, task: str, degenerate_share: float, why: str) -> str:
+    """The report's diagnostics page of a task (beluga/templates/diagnostics.html.j2, every value escaped): how
+    many of its models are degenerate, in a warning box when any is, where to read why (``why``: its
+    diagnostics.md), and per configuration-method pair its degenerate models (on the i.i.d. test set / the
+    suite) and mean majority shares."""
+    records = summary.to_dict("records")
+    n_models = sum(int(d.get("n_models", 0) or 0) for d in records)
+    n_degenerate = sum(int(d.get("n_degenerate", 0) or 0) for d in records)
+    rows = [{"configuration": CONFIG_LABELS.get(d["configuration"], d["configuration"]), "method": d["method"],
+             "degenerate": f"{int(d.get('n_degenerate', 0) or 0)} of {int(d.get('n_models', 0) or 0)}",
+             "iid": int(d.get("n_degenerate_iid", 0) or 0), "suite": int(d.get("n_degenerate_suite", 0) or 0),
+             "iid_majority": _pct(d.get("iid_majority_share")), "suite_majority": _pct(d.get("suite_majority_share")),
+             "flagged": bool(d.get("n_degenerate"))} for d in records]
+    return render_page("diagnostics.html.j2", title=f"{task.upper()}: degenerate models", n_models=n_models,
+                       n_degenerate=n_degenerate, threshold=f"{100 * degenerate_share:.0f}%", mark=WARN, why=why,
+                       rows=rows)
