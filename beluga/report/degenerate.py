@@ -218,7 +218,8 @@ def run_summary(paths: dict[str, str]) -> list[dict]:
         except DataError as e:
             rows.append({"task": task, "error": str(e), "why": why})
             continue
-        on = f["degenerate_on"].fillna("").astype(str) if "degenerate_on" in f.columns else pd.Series("", f.index)
+        on = f["degenerate_on"].astype(object).where(f["degenerate_on"].notna(), "").astype(str) \
+            if "degenerate_on" in f.columns else pd.Series("", f.index)
         rows.append({"task": task, "n_models": int(len(f)), "n_degenerate": int(f["degenerate"].sum()),
                      "n_iid": int(on.isin(["iid", "both"]).sum()), "n_suite": int(on.isin(["suite", "both"]).sum()),
                      "why": why})

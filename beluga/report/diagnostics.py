@@ -106,7 +106,8 @@ def _suite_inputs(suite: pd.DataFrame) -> pd.DataFrame:
         idxs += list(range(n))
         types += [ttype] * n
         gold += _gold_labels(cid, ttype, n, labels, expect, raw, agg)
-    return pd.DataFrame({"case_id": cids, "input_idx": np.asarray(idxs, dtype=np.int64), "test_type": types,
+    return pd.DataFrame({"case_id": pd.Series(cids, dtype=object), "input_idx": np.asarray(idxs, dtype=np.int64),
+                         "test_type": pd.Series(types, dtype=object),
                          "gold": pd.Series(gold, dtype=object)})
 
 
