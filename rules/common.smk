@@ -52,22 +52,19 @@ def beluga_precision_line(setting, gpus):
 
 
 def beluga_degenerate_lines():
-    """The run's last lines on degenerate models (Snakefile onsuccess; imports pandas: not at parse time)."""
+    """The run's last lines on degenerate models (Snakefile onsuccess; imports pandas: not at parse time):
+    every task's diagnostics, then the inoculation and combinational tables with the page that says why."""
     from beluga.report.degenerate import run_end_lines
 
-    return run_end_lines(
-        {t: PATHS.diagnostics("diagnostics.csv", t) for t in TASKS},
-        {
-            **{
-                f"inoculation {t.upper()}": (PATHS.inoculation("table.csv", t), PATHS.inoculation("inoculation.md", t))
-                for t in RUNS.inoc_units
-            },
-            **{
-                f"combinational {v}": (PATHS.combinational_variant("table.csv", v), PATHS.combinational_variant("table.md", v))
-                for v in RUNS.comb_variants
-            },
-        },
-    )
+    analyses = {}
+    for t in RUNS.inoc_units:
+        analyses[f"inoculation {t.upper()}"] = (
+            PATHS.inoculation("table.csv", t),
+            PATHS.inoculation("inoculation.md", t),
+        )
+    for v in RUNS.comb_variants:
+        analyses[f"combinational {v}"] = tuple(PATHS.combinational_variant(n, v) for n in ("table.csv", "table.md"))
+    return run_end_lines({t: PATHS.diagnostics("diagnostics.csv", t) for t in TASKS}, analyses)
 
 
 # inputs the fetch target provides that are not in the data folder yet

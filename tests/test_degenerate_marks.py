@@ -215,7 +215,7 @@ def test_run_end_lines_count_the_degenerate_models_and_say_where_to_read_why(tmp
     assert lines == [
         f"BELUGA warning: 2 of 4 models are degenerate (one class, answer or score for (almost) every input); the "
         f"cells computed from them are marked {MARK} and never bold. Why:",
-        f"  SENT: 2 of 3 models (on the i.i.d. test set and suite): {tmp_path}/sent/diagnostics/diagnostics.md"]
+        f"  SENT: 2 of 3 models (on the i.i.d. test set and the suite): {tmp_path}/sent/diagnostics/diagnostics.md"]
     assert degenerate.run_end_lines({"para": para}) == [
         f"BELUGA: no model is degenerate (1 models; diagnostics: {tmp_path}/para/diagnostics/diagnostics.md)"]
     assert degenerate.run_end_lines({"read": str(tmp_path / "absent.csv")}) == []

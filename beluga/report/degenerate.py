@@ -257,9 +257,10 @@ def run_end_lines(diagnostics: dict[str, str], analyses: dict[str, tuple[str, st
                      f"every input); the cells computed from them are marked {MARK} and never bold. Why:")
         for r in ok:
             if r["n_degenerate"]:
-                where = " and ".join(w for w, k in (("i.i.d. test set", "n_iid"), ("suite", "n_suite")) if r[k])
-                lines.append(f"  {r['task'].upper()}: {r['n_degenerate']} of {r['n_models']} models (on the "
-                             f"{where}): {r['why']}")
+                where = " and ".join(w for w, k in (("the i.i.d. test set", "n_iid"), ("the suite", "n_suite"))
+                                     if r[k])
+                lines.append(f"  {r['task'].upper()}: {r['n_degenerate']} of {r['n_models']} models (on {where}): "
+                             f"{r['why']}")
     elif ok:
         lines.append(f"BELUGA: no model is degenerate ({n} models; diagnostics: "
                      f"{', '.join(r['why'] for r in ok)})")
