@@ -36,7 +36,9 @@ WHY = "diagnostics/diagnostics.md"
 _FLAG_SOURCE_COLUMNS = ("configuration", "method", "partition", "degenerate")
 
 
-def _flag(v) -> bool:
+def flag_value(v) -> bool:
+    """A degenerate flag as a row holds it or as read back from CSV (missing: False); ValueError for a value
+    that is not a flag."""
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return False
     if isinstance(v, str):
@@ -64,7 +66,7 @@ def model_flags(diagnostics: pd.DataFrame, source: str) -> pd.DataFrame:
     flags = []
     for i, v in enumerate(out["degenerate"].tolist()):
         try:
-            flags.append(_flag(v))
+            flags.append(flag_value(v))
         except ValueError:
             raise DataError(f"{source}: field 'degenerate': row {i + 1} is {v!r}, not true or false") from None
     out["degenerate"] = flags

@@ -34,7 +34,6 @@ Choices (the paper does not define them):
 from __future__ import annotations
 
 import json
-import math
 import re
 
 import numpy as np
@@ -47,6 +46,7 @@ from beluga.core.tasks import get_task_type
 from beluga.core.text import md_cell
 from beluga.heads import head_of
 from beluga.heads.classification import as_int
+from beluga.report.degenerate import flag_value
 from beluga.report.tables import CONFIG_ORDER
 from beluga.score.metrics import CONFIG_LABELS
 
@@ -71,19 +71,6 @@ def slug(name) -> str:
     """A label name as a column-name suffix: 'not duplicate' -> 'not_duplicate'."""
     s = re.sub(r"[^0-9a-zA-Z]+", "_", str(name)).strip("_").lower()
     return s or "label"
-
-
-def _missing(v) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
-def _flag(v) -> bool:
-    """A degenerate flag as stored in a row or read back from CSV."""
-    if _missing(v):
-        return False
-    if isinstance(v, str):
-        return v.strip().lower() in ("true", "1", "yes")
-    return bool(v)
 
 
 def _check_columns(df: pd.DataFrame, cols, source: str, what: str) -> None:
@@ -261,7 +248,7 @@ def diagnostics_table(rows: list[dict]) -> pd.DataFrame:
         flat_rows.append(flat)
     columns = ID_COLUMNS + COUNT_KEYS + [c for k in DIST_KEYS for c in labels[k]] + RESULT_KEYS + extra
     table = pd.DataFrame(flat_rows, columns=columns)
-    table["degenerate"] = [_flag(v) for v in table["degenerate"]]
+    table["degenerate"] = [flag_value(v) for v in table["degenerate"]]
     if not len(table):
         return table
     crank = _config_rank([str(c) for c in table["configuration"]])
@@ -283,7 +270,7 @@ def diagnostics_summary(table: pd.DataFrame) -> pd.DataFrame:
     if not len(table):
         return pd.DataFrame(columns=["configuration", "method", "n_models", "n_degenerate"])
     t = table.copy()
-    deg = pd.Series([_flag(v) for v in t["degenerate"]], index=t.index) \
+    deg = pd.Series([flag_value(v) for v in t["degenerate"]], index=t.index) \
         if "degenerate" in t.columns else pd.Series(False, index=t.index)
     on = t["degenerate_on"].fillna("").astype(str) if "degenerate_on" in t.columns else pd.Series("", index=t.index)
     t["_deg"] = deg.astype(int)
