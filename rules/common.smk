@@ -54,7 +54,7 @@ def beluga_precision_line(setting, gpus):
 def beluga_degenerate_lines():
     """The run's last lines on degenerate models (Snakefile onsuccess; imports pandas: not at parse time):
     every task's diagnostics, then the inoculation and combinational tables with the page that says why."""
-    from beluga.report.degenerate import run_end_lines
+    from beluga.report.degenerate import degenerate_lines
 
     analyses = {}
     for t in RUNS.inoc_units:
@@ -64,7 +64,7 @@ def beluga_degenerate_lines():
         )
     for v in RUNS.comb_variants:
         analyses[f"combinational {v}"] = tuple(PATHS.combinational_variant(n, v) for n in ("table.csv", "table.md"))
-    return run_end_lines({t: PATHS.diagnostics("diagnostics.csv", t) for t in TASKS}, analyses)
+    return degenerate_lines({t: PATHS.diagnostics("diagnostics.csv", t) for t in TASKS}, analyses)
 
 
 # inputs the fetch target provides that are not in the data folder yet

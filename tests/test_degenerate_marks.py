@@ -207,26 +207,26 @@ def write_diagnostics(path, flags: list[tuple[str, bool, str]]):
     return str(path)
 
 
-def test_run_end_lines_count_the_degenerate_models_and_say_where_to_read_why(tmp_path):
+def test_the_runs_last_lines_count_the_degenerate_models_and_say_where_to_read_why(tmp_path):
     sent = write_diagnostics(tmp_path / "sent" / "diagnostics" / "diagnostics.csv",
                              [("iid", True, "both"), ("iid_to_t", True, "iid"), ("iid_plus_t", False, "")])
     para = write_diagnostics(tmp_path / "para" / "diagnostics" / "diagnostics.csv", [("iid", False, "")])
-    lines = degenerate.run_end_lines({"sent": sent, "para": para, "read": str(tmp_path / "absent.csv")})
+    lines = degenerate.degenerate_lines({"sent": sent, "para": para, "read": str(tmp_path / "absent.csv")})
     assert lines == [
         f"BELUGA warning: 2 of 4 models are degenerate (one class, answer or score for (almost) every input); the "
         f"cells computed from them are marked {MARK} and never bold. Why:",
         f"  SENT: 2 of 3 models (on the i.i.d. test set and the suite): {tmp_path}/sent/diagnostics/diagnostics.md"]
-    assert degenerate.run_end_lines({"para": para}) == [
+    assert degenerate.degenerate_lines({"para": para}) == [
         f"BELUGA: no model is degenerate (1 models; diagnostics: {tmp_path}/para/diagnostics/diagnostics.md)"]
-    assert degenerate.run_end_lines({"read": str(tmp_path / "absent.csv")}) == []
+    assert degenerate.degenerate_lines({"read": str(tmp_path / "absent.csv")}) == []
     table = tmp_path / "inoc.csv"
     pd.DataFrame({"unit": ["u", "u"], "n_models": [2, 2], "n_degenerate": [0, 1]}).to_csv(table, index=False)
-    lines = degenerate.run_end_lines({"para": para}, {"inoculation SENT": (str(table), "inoculation.md"),
+    lines = degenerate.degenerate_lines({"para": para}, {"inoculation SENT": (str(table), "inoculation.md"),
                                                       "combinational base": (str(tmp_path / "no.csv"), "t.md")})
     assert lines[-1] == (f"BELUGA warning: inoculation SENT: 1 of the 4 models its table rests on are degenerate "
                          f"(marked {MARK}): inoculation.md")
     (tmp_path / "bad.csv").write_text("configuration,method\niid,vanilla\n")
-    line = degenerate.run_end_lines({"sent": str(tmp_path / "bad.csv")})[-1]
+    line = degenerate.degenerate_lines({"sent": str(tmp_path / "bad.csv")})[-1]
     assert line.startswith("BELUGA warning: SENT: degenerate models not counted: ") and "field 'partition'" in line
 
 

@@ -153,7 +153,7 @@ def variant_tables(recs: list[dict], run_seed: list[int] | None = None) -> tuple
     return seeds_table(runs), epochs if len(runs) > 1 else epochs.drop(columns=SEED_COLUMN)
 
 
-def degenerate_counts(table: pd.DataFrame, recs: list[dict], paths: list[str]) -> pd.DataFrame:
+def k_flags(table: pd.DataFrame, recs: list[dict], paths: list[str]) -> pd.DataFrame:
     """A :func:`seeds_table` with ``n_models`` / ``n_degenerate`` per K: its runs (every training seed's) and
     how many of their models are degenerate (each record's ``degenerate``: ``prediction_check``). A record
     without the flag is one DataError line naming it (a record of an older run)."""
@@ -293,7 +293,7 @@ def accuracy_markdown(table: pd.DataFrame, title: str = "", rule: str = "drop", 
                       degenerate_share: float = 0.95) -> str:
     """The table (a :func:`seeds_table`) as Markdown: each accuracy the mean ± sd over the training ``seeds``
     (no spread where the sd is empty, as with one seed), a last line naming the seeds (none for one). A K
-    whose model is degenerate (``n_degenerate`` > 0: :func:`degenerate_counts`) has its accuracies marked ⚠,
+    whose model is degenerate (``n_degenerate`` > 0: :func:`k_flags`) has its accuracies marked ⚠,
     with a legend (``degenerate_share``: the threshold)."""
     seeds = list(seeds or [])
     cells = [cell_name(x, t) for x, t, _, _ in CELLS]

@@ -244,7 +244,7 @@ def table_counts(path) -> tuple[int, int] | None:
     return int(n.sum()), int(d.sum())
 
 
-def run_end_lines(diagnostics: dict[str, str], analyses: dict[str, tuple[str, str]] | None = None) -> list[str]:
+def degenerate_lines(diagnostics: dict[str, str], analyses: dict[str, tuple[str, str]] | None = None) -> list[str]:
     """The lines a finished run prints last (Snakefile ``onsuccess``): how many of its models are degenerate
     and, per task with one, where to read why (:func:`run_summary` of ``diagnostics``: task -> its
     diagnostics.csv); then each analysis table (``analyses``: a name -> (its table.csv, the page that says

@@ -103,7 +103,7 @@ def combinational(*, results: list[str], variant: str, too_long: str, out_table:
     run_seed = report.check_runs(results, recs, ks if ks is not None else [r["K"] for r in recs], seeds,
                                  variant) if seeds else None
     table, epochs = report.variant_tables(recs, run_seed)
-    table = drop_clean_flags(report.degenerate_counts(table, recs, results))
+    table = drop_clean_flags(report.k_flags(table, recs, results))
     write_csv(table, out_table)
     write_csv(epochs, out_epochs)
     write_text(report.accuracy_markdown(table, variant, too_long, seeds or None, degenerate_share), out_markdown)

@@ -97,7 +97,7 @@ def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, resu
         base_flags = {s: run_diagnostics(read_parquet(p, "IID model predictions"), suite_test, test, task_type,
                                          degenerate_share=degenerate_share, source=p)["degenerate"]
                       for (s, *_), p in zip(per_seed, iid_predictions, strict=True)}
-    table, outcomes = summary.degenerate_counts(table, outcomes, chosen, base_flags)
+    table, outcomes = summary.dose_flags(table, outcomes, chosen, base_flags)
     table, outcomes = drop_clean_flags(table), drop_clean_flags(outcomes)
     write_csv(table, out_table)
     write_csv(outcomes, out_outcomes)

@@ -156,7 +156,7 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
     mean ± sd over the training ``seeds`` (no spread where the sd is empty, as with one seed); with two or
     more the seeds are named and the pooling explained. ``select_on: test`` (the rate chosen on the tested
     cases): :data:`OPTIMISTIC` under the title. A row computed from a degenerate model (``n_degenerate`` > 0:
-    :func:`beluga.analyses.inoculation.summary.degenerate_counts`) has its score cells marked ⚠ (an outcome,
+    :func:`beluga.analyses.inoculation.summary.dose_flags`) has its score cells marked ⚠ (an outcome,
     its cell), with a legend (``threshold``: the diagnostics' share; ``why``: where dose 0's model is described)."""
     seeds = list(seeds or [])
 

@@ -248,7 +248,7 @@ def outcome_rows(table: pd.DataFrame, skew: dict, decide_by: str, level: float, 
     return pd.DataFrame(outcomes)
 
 
-def degenerate_counts(table: pd.DataFrame, outcomes: pd.DataFrame, chosen: pd.DataFrame,
+def dose_flags(table: pd.DataFrame, outcomes: pd.DataFrame, chosen: pd.DataFrame,
                       base_flags: dict[int, bool]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``table`` and ``outcomes`` with ``n_models`` / ``n_degenerate`` (:mod:`beluga.report.degenerate`): a
     dose's row rests on its chosen model of every training seed (``chosen``: :func:`summary_tables`' runs, each
