@@ -38,11 +38,14 @@ onstart:
         WARM_SERVER.append(beluga_warm.start(os.getcwd()))
 
 
-# The run's last lines: the tasks whose recorded i.i.d. data are not the paper's (beluga/report/iid_data.py).
+# The run's last lines: the tasks whose recorded i.i.d. data are not the paper's (beluga/report/iid_data.py)
+# and how many models are degenerate, with where to read why (beluga/report/degenerate.py).
 onsuccess:
     beluga_warm.stop(WARM_SERVER.pop() if WARM_SERVER else None)
     beluga_io.release_results_lock(config["results"], os.getcwd())
     for line in beluga_iid_data.run_end_lines({t: PATHS.iid_source(t) for t in TASKS}):
+        print(line, file=sys.stderr)
+    for line in beluga_degenerate_lines():
         print(line, file=sys.stderr)
 
 

@@ -59,6 +59,7 @@ rule combinational_train:
         fields=lambda w: RUNS.comb_fields(w.variant),
         batch_size=PREDICT["batch_size"],
         per_epoch=COMBINATIONAL["per_epoch"],
+        degenerate_share=STATISTICS["degenerate_share"],
     message:
         "combinational_train {wildcards.variant} {wildcards.seeddir}K={wildcards.k}"
     script:
@@ -101,6 +102,7 @@ rule combinational:
         too_long=lambda w: COMB_VARIANTS[w.variant]["too_long"],
         ks=COMBINATIONAL["ks"],
         seeds=RUNS.seeds,
+        degenerate_share=STATISTICS["degenerate_share"],
     script:
         "../workflow_scripts/combinational.py"
 

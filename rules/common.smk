@@ -51,6 +51,22 @@ def beluga_precision_line(setting, gpus):
     return start_line(setting, gpus)
 
 
+def beluga_degenerate_lines():
+    """The run's last lines on degenerate models (Snakefile onsuccess; imports pandas: not at parse time):
+    every task's diagnostics, then the inoculation and combinational tables with the page that says why."""
+    from beluga.report.degenerate import degenerate_lines
+
+    analyses = {}
+    for t in RUNS.inoc_units:
+        analyses[f"inoculation {t.upper()}"] = (
+            PATHS.inoculation("table.csv", t),
+            PATHS.inoculation("inoculation.md", t),
+        )
+    for v in RUNS.comb_variants:
+        analyses[f"combinational {v}"] = tuple(PATHS.combinational_variant(n, v) for n in ("table.csv", "table.md"))
+    return degenerate_lines({t: PATHS.diagnostics("diagnostics.csv", t) for t in TASKS}, analyses)
+
+
 # inputs the fetch target provides that are not in the data folder yet
 NOT_FETCHED = LOADED.not_fetched
 

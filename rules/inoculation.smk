@@ -40,6 +40,7 @@ rule inoculate:
         challenge_distinct=lambda w: RUNS.inoc_units[w.task][w.unit].get("distinct"),
         batch_size=PREDICT["batch_size"],
         iid_metric=lambda w: TASKS[w.task]["iid_metric"],
+        degenerate_share=STATISTICS["degenerate_share"],
     message:
         "inoculate {wildcards.task} {wildcards.seeddir}{wildcards.unit}: dose {wildcards.dose}, {wildcards.lr}"
     script:
@@ -51,7 +52,11 @@ rule inoculation:
         results=lambda w: RUNS.inoc_results(w.task),
         case_outcomes=lambda w: RUNS.inoc_results(w.task, "parquet"),
         iid_outcomes=lambda w: [PATHS.iid_run("outcomes", w.task, seeddir=sd) for sd in RUNS.seeddirs()],
+        # dose 0's model, the IID model, checked for a degenerate solution on its predictions
+        iid_predictions=lambda w: [PATHS.iid_run("predictions", w.task, seeddir=sd) for sd in RUNS.seeddirs()],
         suite=PATHS.suite(),
+        split=PATHS.suite("split.parquet"),
+        iid_test=PATHS.iid("test"),
     output:
         table=report(
             PATHS.inoculation("table.csv"),
@@ -90,6 +95,9 @@ rule inoculation:
         level=INOCULATION["level"],
         bootstrap=INOCULATION["bootstrap"],
         randomization=INOCULATION["randomization"],
+        degenerate_share=STATISTICS["degenerate_share"],
+        # named where a marked table says where to read why
+        diagnostics=lambda w: PATHS.diagnostics("diagnostics.md", w.task),
     script:
         "../workflow_scripts/inoculation.py"
 

@@ -10,6 +10,8 @@ rule ood:
     input:
         outcomes=lambda w: RUNS.run_files(w.task, "outcomes", RUNS.ood_keys(w.task, "models")),
         data=lambda w: RUNS.ood_data(w.task),
+        # every model's degenerate flag: a system computed from a degenerate model has its cells marked
+        diagnostics=PATHS.diagnostics("diagnostics.csv"),
     output:
         scores=PATHS.ood("scores.csv"),
         ranking=PATHS.ood("ranking.csv"),

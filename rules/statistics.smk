@@ -77,11 +77,11 @@ rule intervals:
         "../workflow_scripts/intervals.py"
 
 
+# every task's, with a suite or without (its IID model on the i.i.d. test set only)
 rule diagnostics:
     input:
+        unpack(suite_inputs),
         predictions=run_files("predictions"),
-        suite=PATHS.suite(),
-        split=PATHS.suite("split.parquet"),
         iid_test=PATHS.iid("test"),
     output:
         table=PATHS.diagnostics("diagnostics.csv"),
@@ -92,6 +92,12 @@ rule diagnostics:
             subcategory="{task}",
         ),
         markdown=PATHS.diagnostics("diagnostics.md"),
+        html=report(
+            PATHS.diagnostics("diagnostics.html"),
+            caption="../report/diagnostics_page.rst",
+            category="Diagnostics",
+            subcategory="{task}",
+        ),
     log:
         "logs/{task}/diagnostics.log",
     conda:
@@ -141,6 +147,8 @@ rule table3:
         null=expand(PATHS.stats("null_avg.parquet"), task=SUITE_TASKS),
         # the i.i.d. data each task read: a task not on the paper's data gets a footnote
         sources=expand(PATHS.iid_source(), task=SUITE_TASKS),
+        # every model's degenerate flag: a cell computed from a degenerate model is marked, never bold
+        diagnostics=expand(PATHS.diagnostics("diagnostics.csv"), task=SUITE_TASKS),
     output:
         csv=report(
             PATHS.table3("table3.csv"),
@@ -162,6 +170,7 @@ rule table3:
         "../envs/beluga.yaml"
     params:
         tasks=SUITE_TASKS,
+        scenario_iid=[TASKS[t]["scenario_iid"] for t in SUITE_TASKS],
         alpha=STATISTICS["alpha"],
         correction=STATISTICS["correction"],
     script:

@@ -49,6 +49,7 @@ def all_targets():
     targets = []
     for task in TASKS:
         targets += RUNS.run_files(task, "predictions") + RUNS.run_files(task, "outcomes")
+        targets += [PATHS.diagnostics("diagnostics.md", task)]
         if RUNS.ood_sets[task]:
             targets += [PATHS.ood(name, task) for name in OOD_OUTPUTS]
         if task in RUNS.suiteless:  # its IID model's OOD evaluation only
@@ -59,7 +60,6 @@ def all_targets():
         targets += [
             PATHS.stats("significance.csv", task),
             PATHS.stats("intervals.csv", task),
-            PATHS.diagnostics("diagnostics.md", task),
             PATHS.failures("failures.html", task),
             PATHS.figures("figure1.png", task),
             PATHS.figures("figure1.pdf", task),

@@ -5,6 +5,7 @@ variants (several models / templates / label words in one run) and their
 comparison table, with a tiny end-to-end run of two variants."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -262,7 +263,7 @@ def run_record(k: int, seed: int, draw: int) -> dict:
             "length": {"rule": "drop", "max_length": 32, "max_tokens": 40,
                        "too_long": {"train": 1, "test": 1, "train_pool": 3}, "dropped": {"train": 1, "test": 1},
                        "truncated": {"train": 0, "test": 0}},
-            "seed": seed, "train_x": [f"x{i}" for i in range(k)]}
+            "seed": seed, "train_x": [f"x{i}" for i in range(k)], "majority_share": 0.5, "degenerate": False}
 
 
 def write_runs(root, ks=(8, 4), seeds=(42,), base=42, comb_seed=13, edit=None) -> list[str]:
@@ -459,3 +460,35 @@ def test_two_variants_end_to_end(tmp_path):
         assert np.isfinite(table["COOD"]).all()
     out = pipeline(wd, "-n", "combinational_all", configfiles=(cfg_file,))
     assert "Nothing to be done" in out.stdout + out.stderr
+
+
+def test_prediction_check_flags_one_class_for_almost_every_input():
+    assert comb.prediction_check(np.array([1] * 19 + [0])) == {"majority_share": 0.95, "degenerate": True}
+    assert comb.prediction_check(np.array([1] * 18 + [0] * 2)) == {"majority_share": 0.9, "degenerate": False}
+    assert comb.prediction_check(np.array([1] * 18 + [0] * 2), degenerate_share=0.9)["degenerate"] is True
+
+
+def test_a_k_computed_from_a_degenerate_model_is_marked(tmp_path):
+    """Seed 7's K = 8 model degenerate (of two seeds): that row's accuracies marked ⚠ in table.md and in the
+    comparison, table.csv counts its models, a legend says where to read why; a record without the flag is
+    refused in one line naming it."""
+    def flag(seed, k, rec):
+        rec["degenerate"] = (seed, k) == (7, 8)
+
+    paths = write_runs(tmp_path / "runs", seeds=(42, 7), edit=flag)
+    out = summarise(tmp_path, paths, seeds=[42, 7], ks=[8, 4])
+    table = pd.read_csv(out["table.csv"]).set_index("K")
+    assert table.loc[8, ["n_models", "n_degenerate"]].tolist() == [2, 1] and table.loc[4, "n_degenerate"] == 0
+    md = Path(out["table.md"]).read_text().splitlines()
+    row8, row4 = (next(ln for ln in md if ln.startswith(f"| {k} |")) for k in (8, 4))
+    assert row8.count("⚠") == 12 and "⚠" not in row4
+    assert any(ln.startswith("⚠: computed from a degenerate model (any training seed's; 1 of 4)") for ln in md)
+    comp = Path(out["comparison.md"]).read_text()
+    assert comp.count("⚠") == 9 + 3 + 1, comp
+
+    def old(seed, k, rec):
+        rec.pop("degenerate")
+
+    paths = write_runs(tmp_path / "old", edit=old)
+    with pytest.raises(DataError, match=r"k8\.json: field 'degenerate': missing \(a record of an older run"):
+        summarise(tmp_path / "old", paths)

@@ -3,6 +3,9 @@ units, the learning-rate grids, the seed's schedule (halving on a dev plateau, e
 the tests behind every outcome and the label-skew flag. The end-to-end run is in
 tests/test_analyses.py."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -567,7 +570,8 @@ def seed_inputs(folder, suite, units, seed, shift=0.0):
                 rec = {"unit": uid, "dose": dose, "n_cases": 4 if dose != "all" else (12 if is_set else 8), "lr": lr,
                        "challenge": chal, "challenge_val": None if is_set else float(rng.random()),
                        "original": float(out.loc[out["split"] == "iid_test", "correct"].astype(float).mean()),
-                       "epochs_trained": 3 + j + k, "best_epoch": 1 + k, "pass_rates": rates, "seed": seed}
+                       "epochs_trained": 3 + j + k, "best_epoch": 1 + k, "pass_rates": rates, "seed": seed,
+                       "degenerate": False, "degenerate_on": ""}
                 rec_path = folder / f"{uid}-{dose}-{j}.json"
                 rec_path.write_text(json.dumps(rec))
                 recs.append(str(rec_path))
@@ -910,3 +914,41 @@ def test_challenge_sets_alone_as_units(tmp_path):
     out = tmp_path / "transfer.png"
     report.transfer_figure(mats, units, "mnli", str(out))
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def flagged_records(fx, tmp_path, change) -> dict:
+    """The fixture with seed 7's records rewritten by ``change(record)`` (a copy under ``tmp_path``)."""
+    recs, outs, base = fx["inputs"][7]
+    new = []
+    tmp_path.mkdir(parents=True)
+    for p in recs:
+        rec = json.loads(Path(p).read_text())
+        change(rec)
+        path = tmp_path / Path(p).name
+        path.write_text(json.dumps(rec))
+        new.append(str(path))
+    return {**fx, "inputs": {7: (new, outs, base)}}
+
+
+def test_a_dose_computed_from_a_degenerate_model_is_marked(seeds_fixture, tmp_path):
+    """Every learning rate of unit class-negation's last dose degenerate: its row's score cells and the unit's
+    outcome are marked ⚠ with a legend, table.csv / outcomes.csv count its models; the other rows are not."""
+    def flag(rec):
+        rec["degenerate"] = rec["unit"] == "class-negation" and rec["dose"] == "all"
+
+    out = run_summary(flagged_records(seeds_fixture, tmp_path / "recs", flag), [7], tmp_path / "out", base_seed=7)
+    table = pd.read_csv(out / "table.csv").set_index(["unit", "dose"])
+    assert table.loc[("class-negation", "all"), ["n_models", "n_degenerate"]].tolist() == [1, 1]
+    assert table["n_degenerate"].sum() == 1 and table.loc[("suite", "0"), "n_models"] == 0   # dose 0: not given
+    outcomes = pd.read_csv(out / "outcomes.csv").set_index("unit")
+    assert outcomes["n_degenerate"].to_dict() == {u: int(u == "class-negation") for u in outcomes.index}
+    md = (out / "inoculation.md").read_text()
+    marked = [ln for ln in md.splitlines() if "⚠" in ln and ln.startswith("|")]
+    assert len(marked) == 2 and marked[1].count("⚠") == 4 and "| all |" in marked[1], marked
+    assert "⚠: computed from a degenerate model (1 of the" in md
+
+    def old(rec):
+        rec.pop("degenerate")
+
+    with pytest.raises(DataError, match=r"\.json: field 'degenerate': missing \(a record of an older run"):
+        run_summary(flagged_records(seeds_fixture, tmp_path / "old", old), [7], tmp_path / "out_old", base_seed=7)

@@ -640,3 +640,42 @@ def test_expectations_and_slices_name_their_classes():
         == "score_near val=3, tolerance=0.5"
     assert filter_condition("inv", {"slice": "orig_pred_eq", "slice_value": 2}, names) == \
         "a case whose original is not predicted contradiction is filtered"
+
+
+# ---------------------------------------------------------------- part 56a: degenerate results marked where shown
+@pytest.mark.slow
+def test_an_all_degenerate_run_says_so_in_table3_and_in_its_last_lines(tmp_path):
+    """The first own-suite run of a newcomer: every model degenerate (a tiny random BERT after a few steps on 40
+    examples answers one class for every input; the diagnostics say so, and the premise is checked). Table 3
+    marks every cell ⚠ and bolds none (Markdown and LaTeX), its CSV counts each cell's degenerate models, a
+    legend line says what the mark means and where to read why, and the run's last lines count the models."""
+    from conftest import config_with, pipeline_config
+
+    out, _ = pipeline_config(tmp_path / "wd", config_with(partitions=["seen", "func"]), "--cores", "1")
+    assert out.returncode == 0, out.stderr[-4000:]
+    res = tmp_path / "wd" / "results"
+    diag = pd.read_csv(res / "sent" / "diagnostics" / "diagnostics.csv")
+    assert len(diag) == 5 and diag["degenerate"].all(), ("the premise: every model predicts one class",
+                                                         diag[["partition", "fold", "iid_majority_share"]])
+    md = (res / "table3" / "table3.md").read_text()
+    rows = [ln.strip("|").split(" | ") for ln in md.splitlines() if ln.startswith("| IID")]
+    cells = [c.strip() for r in rows for c in r[2:]]
+    assert len(rows) == 2 and len(cells) == 2 * 4, md
+    assert all(c.endswith(" ⚠") and "**" not in c for c in cells), md
+    legend = next(ln for ln in md.splitlines() if ln.startswith("⚠: "))
+    assert "(5 of 5 models are)" in legend and "never bold" in legend
+    assert "results/sent/diagnostics/diagnostics.md says which and why" in legend
+    tex = (res / "table3" / "table3.tex").read_text()
+    assert r"\textbf" not in tex and tex.count(r"$^{\ast}$") == 8 + 1, tex
+    table = pd.read_csv(res / "table3" / "table3.csv")
+    assert (table["n_degenerate"] == table["n_models"]).all() and (table["n_models"] > 0).all(), table
+    # the run's last lines: ours, then only Snakemake's own closing lines (where its log is, the elapsed time)
+    lines = out.stderr.strip().splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("BELUGA warning: 5 of 5 models are degenerate"))
+    assert lines[at:at + 2] == ["BELUGA warning: 5 of 5 models are degenerate (one class, answer or score for "
+                                "(almost) every input); the cells computed from them are marked ⚠ and never bold. "
+                                "Why:", "  SENT: 5 of 5 models (on the i.i.d. test set and the suite): "
+                                "results/sent/diagnostics/diagnostics.md"], out.stderr[-2000:]
+    assert [ln.split(":")[0] for ln in lines[at + 2:]] == ["Complete log(s)", "Elapsed time"], lines[at:]
+    page = (res / "sent" / "diagnostics" / "diagnostics.html").read_text()
+    assert "<strong>5 of 5 models are degenerate</strong>" in page

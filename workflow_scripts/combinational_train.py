@@ -9,4 +9,4 @@ run(sm, lambda: combinational.combinational_train(
     run=sm.params.run, pool=sm.input.pool, k=int(sm.wildcards.k), variant=sm.wildcards.variant,
     words=sm.params.words, template=sm.params.template, too_long=sm.params.too_long,
     batch_size=sm.params.batch_size, per_epoch=sm.params.per_epoch, out_result=sm.output.result,
-    fields=sm.params.fields))
+    fields=sm.params.fields, degenerate_share=sm.params.degenerate_share))

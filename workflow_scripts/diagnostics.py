@@ -6,6 +6,7 @@ from beluga.workflow.smk import run
 
 sm = snakemake  # noqa: F821
 run(sm, lambda: statistics.diagnostics(
-    task=sm.wildcards.task, task_type=sm.params.task_type, runs=sm.params.runs, suite=sm.input.suite,
-    split=sm.input.split, iid_test=sm.input.iid_test, degenerate_share=sm.params.degenerate_share,
-    out_table=sm.output.table, out_summary=sm.output.summary, out_markdown=sm.output.markdown))
+    task=sm.wildcards.task, task_type=sm.params.task_type, runs=sm.params.runs, suite=sm.input.get("suite"),
+    split=sm.input.get("split"), iid_test=sm.input.iid_test, degenerate_share=sm.params.degenerate_share,
+    out_table=sm.output.table, out_summary=sm.output.summary, out_markdown=sm.output.markdown,
+    out_html=sm.output.html))

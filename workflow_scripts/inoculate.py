@@ -13,4 +13,5 @@ run(sm, lambda: inoculation.inoculate(
     schedule=sm.params.schedule, challenge=sm.params.challenge, challenge_data=input_list(sm, "challenge"),
     challenge_test_fraction=sm.params.challenge_test_fraction,
     challenge_dev_fraction=sm.params.challenge_dev_fraction, challenge_train=input_list(sm, "challenge_train"),
-    challenge_train_size=sm.params.challenge_train_size, challenge_distinct=sm.params.challenge_distinct))
+    challenge_train_size=sm.params.challenge_train_size, challenge_distinct=sm.params.challenge_distinct,
+    degenerate_share=sm.params.degenerate_share))

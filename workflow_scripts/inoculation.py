@@ -13,4 +13,6 @@ run(sm, lambda: inoculation.inoculation(
     level=sm.params.level, bootstrap=sm.params.bootstrap, randomization=sm.params.randomization,
     seeds=sm.params.seeds, base_seed=sm.params.base_seed, out_table=sm.output.table,
     out_outcomes=sm.output.outcomes, out_markdown=sm.output.markdown, out_curves=sm.output.curves,
-    out_transfer=sm.output.transfer))
+    out_transfer=sm.output.transfer, iid_predictions=input_list(sm, "iid_predictions"), split=sm.input.split,
+    iid_test=sm.input.iid_test, degenerate_share=sm.params.degenerate_share,
+    diagnostics=sm.params.diagnostics))

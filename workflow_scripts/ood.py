@@ -12,4 +12,4 @@ run(sm, lambda: ood.ood(
     base_seed=sm.params.base_seed, metric=sm.params.ood_metric, out_scores=sm.output.scores,
     out_ranking=sm.output.ranking, out_table=sm.output.table, out_markdown=sm.output.markdown,
     out_latex=sm.output.latex, out_figure=sm.output.figure, out_models=sm.output.models,
-    out_correlation=sm.output.correlation))
+    out_correlation=sm.output.correlation, diagnostics=sm.input.diagnostics))

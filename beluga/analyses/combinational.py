@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 
 from beluga.core.errors import ConfigError, DataError
+from beluga.heads.classification import label_shares, majority
 
 COMB_ROLES = ("fst", "sec", "neu")
 #: (x role, template role, ŷ) of every cell, in the seed's Table 2 order
@@ -491,3 +492,12 @@ def cell_accuracy(test: pd.DataFrame, pred: np.ndarray) -> dict:
     for g in GROUPS:
         out[g] = float(correct[test["group"] == g].mean())
     return out
+
+
+def prediction_check(pred: np.ndarray, degenerate_share: float = 0.95) -> dict:
+    """A model's predicted classes on the test cells checked for a degenerate solution as the classifier's
+    diagnostics check them (:meth:`beluga.heads.classification.ClassificationHead.diagnostics`): the most
+    frequent class's share (``majority_share``) and whether it is at least ``degenerate_share``
+    (``degenerate``: the model answers one way for (almost) every input)."""
+    _, share = majority(label_shares([int(p) for p in np.asarray(pred)], {0: "0", 1: "1"}))
+    return {"majority_share": share, "degenerate": bool(share == share and share >= degenerate_share)}

@@ -27,6 +27,7 @@ from beluga.core.seeds import (
     seeds_legend,
 )
 from beluga.core.text import md_cell
+from beluga.report.degenerate import MARK, any_flagged, cell_mark
 
 # ---------------------------------------------------------------- runs and training seeds
 
@@ -152,6 +153,21 @@ def variant_tables(recs: list[dict], run_seed: list[int] | None = None) -> tuple
     return seeds_table(runs), epochs if len(runs) > 1 else epochs.drop(columns=SEED_COLUMN)
 
 
+def k_flags(table: pd.DataFrame, recs: list[dict], paths: list[str]) -> pd.DataFrame:
+    """A :func:`seeds_table` with ``n_models`` / ``n_degenerate`` per K: its runs (every training seed's) and
+    how many of their models are degenerate (each record's ``degenerate``: ``prediction_check``). A record
+    without the flag is one DataError line naming it (a record of an older run)."""
+    for rec, path in zip(recs, paths, strict=True):
+        if "degenerate" not in rec:
+            raise DataError(f"{path}: field 'degenerate': missing (a record of an older run: rerun its "
+                            "combinational_train job)")
+    per_k: dict[int, list[bool]] = {}
+    for rec in recs:
+        per_k.setdefault(int(rec["K"]), []).append(bool(rec["degenerate"]))
+    ks = [int(k) for k in table["K"]]
+    return table.assign(n_models=[len(per_k.get(k, [])) for k in ks], n_degenerate=[sum(per_k.get(k, [])) for k in ks])
+
+
 def check_table_seeds(table: pd.DataFrame, path: str, seeds: list[int]) -> None:
     """A variant's table.csv was written for the run's training seeds: every row's ``n_seeds`` is their
     number (one line naming the file and the field otherwise)."""
@@ -273,10 +289,12 @@ def _seeds_line(seeds: list[int], csv: str) -> str:
                                     "runs/ (the base seed) and seeds/<s>/runs/.")
 
 
-def accuracy_markdown(table: pd.DataFrame, title: str = "", rule: str = "drop", seeds: list[int] | None = None
-                      ) -> str:
+def accuracy_markdown(table: pd.DataFrame, title: str = "", rule: str = "drop", seeds: list[int] | None = None,
+                      degenerate_share: float = 0.95) -> str:
     """The table (a :func:`seeds_table`) as Markdown: each accuracy the mean ± sd over the training ``seeds``
-    (no spread where the sd is empty, as with one seed), a last line naming the seeds (none for one)."""
+    (no spread where the sd is empty, as with one seed), a last line naming the seeds (none for one). A K
+    whose model is degenerate (``n_degenerate`` > 0: :func:`k_flags`) has its accuracies marked ⚠,
+    with a legend (``degenerate_share``: the threshold)."""
     seeds = list(seeds or [])
     cells = [cell_name(x, t) for x, t, _, _ in CELLS]
     head = ["K"] + cells + list(GROUPS) + ["too long (train / test)"]
@@ -285,14 +303,24 @@ def accuracy_markdown(table: pd.DataFrame, title: str = "", rule: str = "drop", 
     lines = [f"# Combinational OOD{named}: accuracy (%) per cell and group{spread}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in table.to_dict("records"):
-        lines.append("| " + " | ".join([str(int(r["K"]))] + [_pm(r, c) for c in cells + list(GROUPS)]
+        deg = cell_mark(r.get("n_degenerate"))
+        lines.append("| " + " | ".join([str(int(r["K"]))] + [_pm(r, c) + deg for c in cells + list(GROUPS)]
                                        + [f"{int(r['too_long_train'])} / {int(r['too_long_test'])}"]) + " |")
     lines += ["", "x/t: an input of label x with a template naming label t (fst: first label, sec: second, neu: "
               "third). ID cells are the training combinations on held-out inputs; COOD: unseen combinations of "
               "seen parts; OOD: the third label's word, never seen in a template.", "", _length_note(rule) + "."]
     legend = _seeds_line(seeds, "table.csv")
     lines += ["", legend] if legend else []
+    if any_flagged(table):
+        lines += ["", _degenerate_line(int(table["n_degenerate"].sum()), int(table["n_models"].sum()),
+                                       f"{100 * degenerate_share:.0f}%", "runs/k<K>.json (degenerate, "
+                                       "majority_share), seeds/<s>/runs/ for another seed")]
     return "\n".join(lines) + "\n"
+
+
+def _degenerate_line(n_degenerate: int, n_models: int, threshold: str, why: str) -> str:
+    return (f"{MARK}: computed from a degenerate model (any training seed's; {n_degenerate} of {n_models}): it "
+            f"predicts one class for at least {threshold} of the test inputs; each run's record says which: {why}.")
 
 
 def training_label(training: dict | None) -> str:
@@ -353,16 +381,17 @@ def comparison_markdown(comp: pd.DataFrame, seeds: list[int] | None = None) -> s
     recs = comp.to_dict("records")
     for r in recs:
         d = [md_cell(r["data"])] if d_col else []
+        deg = cell_mark(r.get("n_degenerate"))
         lines.append("| " + " | ".join([*d, md_cell(r["variant"]), md_cell(r["model"], code=True),
                                         md_cell(r["training"]), str(int(r["K"]))]
-                                       + [_pm(r, c) for c in cells]) + " |")
+                                       + [_pm(r, c) + deg for c in cells]) + " |")
     lines += ["", f"## Accuracy (%) per group, template and label words (as the seed's Table 3){spread}", "",
               "| " + " | ".join(t3) + " |", "|" + "---|" * len(t3)]
     for r in recs:
         d = [md_cell(r["data"])] if d_col else []
         lines.append("| " + " | ".join([*d, md_cell(r["variant"]), md_cell(r["template"], code=True),
                                         md_cell(r["label_words"]), str(int(r["K"]))]
-                                       + [_pm(r, g) for g in GROUPS]
+                                       + [_pm(r, g) + cell_mark(r.get("n_degenerate")) for g in GROUPS]
                                        + [str(int(r["max_length"])),
                                           f"{int(r['too_long_train'])} / {int(r['too_long_test'])}",
                                           md_cell(r["too_long_rule"])]) + " |")
@@ -371,4 +400,9 @@ def comparison_markdown(comp: pd.DataFrame, seeds: list[int] | None = None) -> s
               "truncate_sentence."]
     legend = _seeds_line(seeds, "comparison.csv")
     lines += ["", legend] if legend else []
+    if any_flagged(comp):
+        n = pd.to_numeric(comp["n_models"], errors="coerce").fillna(0)
+        d = pd.to_numeric(comp["n_degenerate"], errors="coerce").fillna(0)
+        lines += ["", _degenerate_line(int(d.sum()), int(n.sum()), "the share statistics.degenerate_share",
+                                       "each variant's runs/k<K>.json (degenerate, majority_share)")]
     return "\n".join(lines) + "\n"

@@ -28,6 +28,10 @@ from beluga.analyses.ood_scores import OOD_METRIC
 from beluga.core.io import atomic_path, check_out_folder, write_csv, write_out_folder, write_text
 from beluga.core.seeds import N_SEEDS_COLUMN, has_spread, plus_minus, seeds_legend, seeds_note
 from beluga.core.text import md_cell
+from beluga.report.degenerate import LATEX_MARK as DEGENERATE_LATEX_MARK
+from beluga.report.degenerate import MARK as DEGENERATE_MARK
+from beluga.report.degenerate import any_flagged, cell_mark
+from beluga.report.degenerate import legend as degenerate_line
 from beluga.report.tables import DOWN, UP, latex_escape
 from beluga.score.metrics import IID_METRICS
 
@@ -152,18 +156,21 @@ def _score(row: dict, column: str, sep: str = " ± ") -> str:
 def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
                        correlation: dict | None = None, credits: dict[str, str] | None = None,
                        seeds: list | None = None, task_type: str = "sent",
-                       metric: str = OOD_METRIC) -> str:
+                       metric: str = OOD_METRIC, degenerate_legend: str | None = None) -> str:
     """ood_table.md (``metric``: the cells' score, ``tasks.<id>.ood_metric``; ``table`` from
     ``ood_scores.ood_table_over_seeds``): each score cell is the mean ± the standard deviation over the training
-    ``seeds``, and a line says how many seeds (:func:`table_seeds_line`; none for one seed)."""
+    ``seeds``, and a line says how many seeds (:func:`table_seeds_line`; none for one seed). A system computed
+    from a degenerate model (``n_degenerate`` > 0: :func:`beluga.report.degenerate.system_flags`) has its score
+    cells marked ⚠, with ``degenerate_legend`` under the table."""
     test = _test_words(task_type, metric=metric)
     head = ["", "ID"] + [md_cell(n) for n in names] + ["OOD avg", "decrease ratio", "Friedman rank"]
     lines = [f"# {task.upper()}: OOD evaluation (×100)", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
     for r in table.to_dict("records"):
-        cells = [md_cell(r["label"]), _score(r, "id")]
-        cells += [f"{_score(r, n)}{_mark(r[f'{n}_direction'])}" for n in names]
-        cells += [_score(r, "ood_avg"), _score(r, "decrease_ratio"), f"{r['friedman_rank_ood']:.2f}"]
+        deg = cell_mark(r.get("n_degenerate"))
+        cells = [md_cell(r["label"]), _score(r, "id") + deg]
+        cells += [f"{_score(r, n)}{_mark(r[f'{n}_direction'])}{deg}" for n in names]
+        cells += [_score(r, "ood_avg") + deg, _score(r, "decrease_ratio") + deg, f"{r['friedman_rank_ood']:.2f}{deg}"]
         lines.append("| " + " | ".join(cells) + " |")
     corr = "Holm-adjusted " if correction == "holm" else ""
     lines += ["", f"ID: the i.i.d. test score; OOD sets: {', '.join(map(md_cell, names))} "
@@ -173,6 +180,8 @@ def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: 
               "Friedman rank: mean rank over the OOD sets (1 = best)."]
     legend = table_seeds_line(seeds or [], task_type, metric)
     lines += ["", legend] if legend else []
+    if any_flagged(table):
+        lines += ["", degenerate_legend or degenerate_line()]
     if "backbone" in table.columns and len(table):
         lines += ["", f"Backbone: {md_cell(table['backbone'].iloc[0])} (the systems are its configurations and "
                   "methods)."]
@@ -209,24 +218,31 @@ def _test_words(task_type: str, short: bool = False, metric: str = OOD_METRIC) -
 
 
 def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, correction: str,
-                seeds: list | None = None, task_type: str = "sent", metric: str = OOD_METRIC) -> str:
+                seeds: list | None = None, task_type: str = "sent", metric: str = OOD_METRIC,
+                degenerate_legend: str | None = None) -> str:
     """ood_table.tex (``metric``: as :func:`ood_table_markdown`): each score cell is the mean $\\pm$ the standard
-    deviation over the training ``seeds`` and the caption says how many seeds (none for one seed)."""
+    deviation over the training ``seeds`` and the caption says how many seeds (none for one seed); a system
+    computed from a degenerate model has its score cells marked $^{\\ast}$, ``degenerate_legend`` (escaped) at the
+    caption's end."""
     cols = "l" + "r" * (len(names) + 4)
     head = " & ".join(["", "ID", *map(latex_escape, names), "OOD avg", r"$\Delta\downarrow$", "F-rank"])
     lines = [r"\begin{table}[t]", r"\centering", rf"\begin{{tabular}}{{{cols}}}", r"\toprule", head + r" \\",
              r"\midrule"]
     sym = {1: r"$^{\blacktriangle}$", -1: r"$^{\blacktriangledown}$", 0: ""}
     for r in table.to_dict("records"):
-        cells = [latex_escape(r["label"]), _score(r, "id", TEX_PLUS_MINUS)]
-        cells += [f"{_score(r, n, TEX_PLUS_MINUS)}{sym[int(r[f'{n}_direction'])]}" for n in names]
-        cells += [_score(r, "ood_avg", TEX_PLUS_MINUS), _score(r, "decrease_ratio", TEX_PLUS_MINUS),
-                  f"{r['friedman_rank_ood']:.2f}"]
+        deg = DEGENERATE_LATEX_MARK if cell_mark(r.get("n_degenerate")) else ""
+        cells = [latex_escape(r["label"]), _score(r, "id", TEX_PLUS_MINUS) + deg]
+        cells += [f"{_score(r, n, TEX_PLUS_MINUS)}{sym[int(r[f'{n}_direction'])]}{deg}" for n in names]
+        cells += [_score(r, "ood_avg", TEX_PLUS_MINUS) + deg, _score(r, "decrease_ratio", TEX_PLUS_MINUS) + deg,
+                  f"{r['friedman_rank_ood']:.2f}{deg}"]
         lines.append(" & ".join(cells) + r" \\")
     corr = "Holm-adjusted " if correction == "holm" else ""
     legend = latex_escape(table_seeds_line(seeds or [], task_type, metric))
     note = " " + legend.replace("±", r"$\pm$").replace("▲ / ▼", "Markers") if legend else ""
     test = _test_words(task_type, short=True, metric=metric)
+    if any_flagged(table):
+        note += " " + latex_escape(degenerate_legend or degenerate_line()).replace(DEGENERATE_MARK,
+                                                                                   DEGENERATE_LATEX_MARK)
     lines += [r"\bottomrule", r"\end{tabular}",
               rf"\caption{{{latex_escape(task.upper())}: OOD evaluation (×100). Markers: significantly better / worse "
               rf"than the IID model ({latex_escape(corr)}{test}, $p < {alpha}$). "

@@ -34,7 +34,6 @@ Choices (the paper does not define them):
 from __future__ import annotations
 
 import json
-import math
 import re
 
 import numpy as np
@@ -42,11 +41,13 @@ import pandas as pd
 
 from beluga.core.bounds import json_loads
 from beluga.core.errors import DataError
+from beluga.core.pages import render_page
 from beluga.core.tasks import get_task_type
 from beluga.core.text import md_cell
 from beluga.heads import head_of
 from beluga.heads.base import DEGENERATE_SHARE
 from beluga.heads.classification import as_int
+from beluga.report.degenerate import flag_value
 from beluga.report.tables import CONFIG_ORDER
 from beluga.score.metrics import CONFIG_LABELS
 
@@ -73,19 +74,6 @@ def slug(name) -> str:
     return s or "label"
 
 
-def _missing(v) -> bool:
-    return v is None or (isinstance(v, float) and math.isnan(v))
-
-
-def _flag(v) -> bool:
-    """A degenerate flag as stored in a row or read back from CSV."""
-    if _missing(v):
-        return False
-    if isinstance(v, str):
-        return v.strip().lower() in ("true", "1", "yes")
-    return bool(v)
-
-
 def _check_columns(df: pd.DataFrame, cols, source: str, what: str) -> None:
     for c in cols:
         if c not in df.columns:
@@ -106,7 +94,8 @@ def _suite_inputs(suite: pd.DataFrame) -> pd.DataFrame:
         idxs += list(range(n))
         types += [ttype] * n
         gold += _gold_labels(cid, ttype, n, labels, expect, raw, agg)
-    return pd.DataFrame({"case_id": cids, "input_idx": np.asarray(idxs, dtype=np.int64), "test_type": types,
+    return pd.DataFrame({"case_id": pd.Series(cids, dtype=object), "input_idx": np.asarray(idxs, dtype=np.int64),
+                         "test_type": pd.Series(types, dtype=object),
                          "gold": pd.Series(gold, dtype=object)})
 
 
@@ -261,7 +250,7 @@ def diagnostics_table(rows: list[dict]) -> pd.DataFrame:
         flat_rows.append(flat)
     columns = ID_COLUMNS + COUNT_KEYS + [c for k in DIST_KEYS for c in labels[k]] + RESULT_KEYS + extra
     table = pd.DataFrame(flat_rows, columns=columns)
-    table["degenerate"] = [_flag(v) for v in table["degenerate"]]
+    table["degenerate"] = [flag_value(v) for v in table["degenerate"]]
     if not len(table):
         return table
     crank = _config_rank([str(c) for c in table["configuration"]])
@@ -283,7 +272,7 @@ def diagnostics_summary(table: pd.DataFrame) -> pd.DataFrame:
     if not len(table):
         return pd.DataFrame(columns=["configuration", "method", "n_models", "n_degenerate"])
     t = table.copy()
-    deg = pd.Series([_flag(v) for v in t["degenerate"]], index=t.index) \
+    deg = pd.Series([flag_value(v) for v in t["degenerate"]], index=t.index) \
         if "degenerate" in t.columns else pd.Series(False, index=t.index)
     on = t["degenerate_on"].fillna("").astype(str) if "degenerate_on" in t.columns else pd.Series("", index=t.index)
     t["_deg"] = deg.astype(int)
@@ -390,3 +379,22 @@ def diagnostics_markdown(summary: pd.DataFrame, task: str, degenerate_share: flo
                    "- confidence: mean maximal class probability of the model (its own classes); DIR: inputs of DIR "
                    "cases only. Confidence-based DIR expectations are hard to fail when it is near 1 (paper, 5.3)."]
     return "\n".join(lines + legend) + "\n"
+
+
+# ---------------------------------------------------------------- the report's page
+def diagnostics_html(summary: pd.DataFrame, task: str, degenerate_share: float, why: str) -> str:
+    """The report's diagnostics page of a task (beluga/templates/diagnostics.html.j2, every value escaped): how
+    many of its models are degenerate, in a warning box when any is, where to read why (``why``: its
+    diagnostics.md), and per configuration-method pair its degenerate models (on the i.i.d. test set / the
+    suite) and mean majority shares."""
+    records = summary.to_dict("records")
+    n_models = sum(int(d.get("n_models", 0) or 0) for d in records)
+    n_degenerate = sum(int(d.get("n_degenerate", 0) or 0) for d in records)
+    rows = [{"configuration": CONFIG_LABELS.get(d["configuration"], d["configuration"]), "method": d["method"],
+             "degenerate": f"{int(d.get('n_degenerate', 0) or 0)} of {int(d.get('n_models', 0) or 0)}",
+             "iid": int(d.get("n_degenerate_iid", 0) or 0), "suite": int(d.get("n_degenerate_suite", 0) or 0),
+             "iid_majority": _pct(d.get("iid_majority_share")), "suite_majority": _pct(d.get("suite_majority_share")),
+             "flagged": bool(d.get("n_degenerate"))} for d in records]
+    return render_page("diagnostics.html.j2", title=f"{task.upper()}: degenerate models", n_models=n_models,
+                       n_degenerate=n_degenerate, threshold=f"{100 * degenerate_share:.0f}%", mark=WARN, why=why,
+                       rows=rows)

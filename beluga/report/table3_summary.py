@@ -26,6 +26,7 @@ import pandas as pd
 
 from beluga.core.seeds import seeds_legend
 from beluga.core.text import md_cell
+from beluga.report.degenerate import MARK, WHY, cell_mark, drop_clean_flags
 from beluga.report.tables import ALL_TASK, COLUMN_ORDER, table3_csv
 from beluga.score.metrics import BASELINE, CONFIG_LABELS
 
@@ -34,13 +35,21 @@ SUMMARY_COLUMNS = ("summary", "task", "configuration", "column", "value", "n", "
 ALL_CONFIGURATIONS = "all"      # the scenario summary: every configuration but the IID baseline
 
 
-def _mean(cells: pd.DataFrame, pairs: list[tuple], keys: tuple[str, ...]) -> tuple[float, int, int]:
-    """(mean, n, n_missing) of ``cells``' values over ``pairs`` (tuples of ``keys``): a pair without a row or
-    with a NaN value is left out and counted."""
-    have = cells.set_index(list(keys))["value"]
-    vals = [have.get(p, np.nan) for p in pairs]
-    vals = [float(v) for v in vals if not (v is None or math.isnan(float(v)))]
-    return (float(np.mean(vals)) if vals else np.nan), len(vals), len(pairs) - len(vals)
+def _mean(cells: pd.DataFrame, pairs: list[tuple], keys: tuple[str, ...]) -> tuple[float, int, int, int]:
+    """(mean, n, n_missing, n_degenerate) of ``cells``' values over ``pairs`` (tuples of ``keys``): a pair
+    without a row or with a NaN value is left out and counted; ``n_degenerate``: the averaged cells computed
+    from a degenerate model (their ``n_degenerate`` > 0)."""
+    indexed = cells.set_index(list(keys))
+    have = indexed["value"]
+    flagged = indexed["n_degenerate"] if "n_degenerate" in indexed.columns else pd.Series(dtype=float)
+    vals, n_deg = [], 0
+    for p in pairs:
+        v = have.get(p, np.nan)
+        if v is None or math.isnan(float(v)):
+            continue
+        vals.append(float(v))
+        n_deg += int(float(flagged.get(p, 0) or 0) > 0)
+    return (float(np.mean(vals)) if vals else np.nan), len(vals), len(pairs) - len(vals), n_deg
 
 
 def table3_summary(long: pd.DataFrame) -> pd.DataFrame:
@@ -48,7 +57,8 @@ def table3_summary(long: pd.DataFrame) -> pd.DataFrame:
     each G column over the configuration–method pairs (the baseline left out); per task, and over all tasks
     (task ``all``) when there are several. ``long``: the long Table 3 frame (its cross-task ``Avg`` rows,
     task ``all``, are not read: the summaries over tasks are computed from the tasks' cells). Values
-    unscaled; ``n`` cells averaged, ``n_missing`` left out (no score)."""
+    unscaled; ``n`` cells averaged, ``n_missing`` left out (no score); ``n_degenerate`` (a column only when
+    one is above 0): the averaged cells computed from a degenerate model (:mod:`beluga.report.degenerate`)."""
     df = table3_csv(long)
     df = df[df["task"] != ALL_TASK]
     tasks = list(dict.fromkeys(df["task"]))
@@ -59,8 +69,8 @@ def table3_summary(long: pd.DataFrame) -> pd.DataFrame:
     rows = []
 
     def add(kind: str, task: str, conf: str, col: str, cells: pd.DataFrame, pairs: list, keys: tuple) -> None:
-        value, n, missing = _mean(cells, pairs, keys)
-        rows.append(dict(zip(SUMMARY_COLUMNS, (kind, task, conf, col, value, n, missing))))
+        value, n, missing, n_deg = _mean(cells, pairs, keys)
+        rows.append(dict(zip((*SUMMARY_COLUMNS, "n_degenerate"), (kind, task, conf, col, value, n, missing, n_deg))))
 
     scopes = [(t, [t], columns[t]) for t in tasks] + ([(ALL_TASK, tasks, common)] if len(tasks) > 1 else [])
     for task, in_tasks, cols in scopes:
@@ -75,14 +85,15 @@ def table3_summary(long: pd.DataFrame) -> pd.DataFrame:
             cells = df[df["column"] == col]
             add("scenario", task, ALL_CONFIGURATIONS, col, cells,
                 [(t, c, m) for t in in_tasks for c, m in augmented], ("task", "configuration", "method"))
-    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    return drop_clean_flags(pd.DataFrame(rows, columns=[*SUMMARY_COLUMNS, "n_degenerate"]))
 
 
 def _cell(r) -> str:
     if not math.isfinite(r.value):
         return "–"
     s = f"{100 * r.value:.2f}"
-    return s if not r.n_missing else f"{s} ({r.n} of {r.n + r.n_missing})"
+    return (s if not r.n_missing else f"{s} ({r.n} of {r.n + r.n_missing})") + \
+        cell_mark(getattr(r, "n_degenerate", 0))
 
 
 def _col_label(col: str) -> str:
@@ -130,4 +141,7 @@ def table3_summary_markdown(summary: pd.DataFrame, long: pd.DataFrame | None = N
            "sets\" is the i.i.d. column). Per scenario: the mean of each G over every configuration–method pair "
            "but the IID baseline. A method with no score is left out of a mean and counted: \"x (n of m)\"; – "
            "where no method has a score." + seeds]
+    if "n_degenerate" in summary.columns and (summary["n_degenerate"] > 0).any():
+        md += ["", f"{MARK}: a mean over cells of which at least one was computed from a degenerate model (marked "
+               f"{MARK} in Table 3; summary.csv's `n_degenerate` counts them): each task's {WHY} says which and why."]
     return "\n".join(md) + "\n"

@@ -28,6 +28,10 @@ import pandas as pd
 
 from beluga.core.seeds import plus_minus, seeds_legend
 from beluga.core.text import md_cell
+from beluga.report.degenerate import LATEX_MARK as DEGENERATE_LATEX_MARK
+from beluga.report.degenerate import MARK as DEGENERATE_MARK
+from beluga.report.degenerate import drop_clean_flags
+from beluga.report.degenerate import legend as degenerate_line
 from beluga.report.iid_data import DAGGER, SEE, footnote_markdown
 from beluga.score.metrics import BASELINE, CONFIG_LABELS
 
@@ -179,7 +183,9 @@ def _intervals_text(intervals: list[str] | tuple[str, ...] | None) -> str:
 
 
 def _grid(long: pd.DataFrame):
-    """Values, marks (+1 / -1 / 0) and bold flags as aligned numpy arrays."""
+    """Values, marks (+1 / -1 / 0), bold flags and degenerate flags (a cell computed from a degenerate model:
+    ``n_degenerate`` > 0, :mod:`beluga.report.degenerate`) as aligned numpy arrays. A degenerate cell is never
+    bold: the best of a column is the best of its other cells."""
     df = _validate(long)
     rows, cols = _layout(df)
     names = [c[2] for c in cols]
@@ -190,13 +196,18 @@ def _grid(long: pd.DataFrame):
     for i, (conf, _m) in enumerate(rows):
         if conf == BASELINE[0]:
             marks[i, :] = 0
+    degenerate = np.zeros(values.shape, dtype=bool)
+    if "n_degenerate" in df.columns:
+        n_deg = _pivot(df.assign(n_degenerate=pd.to_numeric(df["n_degenerate"], errors="coerce")), rows, cols,
+                       "n_degenerate")[names].fillna(0).to_numpy(dtype=float)
+        degenerate = n_deg > 0
     shown = np.array([[float(f"{100 * v:.1f}") if math.isfinite(v) else np.nan for v in row] for row in values])
-    shown = shown.reshape(values.shape)
+    shown = np.where(degenerate, np.nan, shown.reshape(values.shape))
     bold = np.zeros(values.shape, dtype=bool)
     for j in range(values.shape[1]):
         if np.isfinite(shown[:, j]).any():
             bold[:, j] = shown[:, j] == np.nanmax(shown[:, j])
-    return rows, cols, values, marks, bold
+    return rows, cols, values, marks, bold, degenerate
 
 
 # ------------------------------------------------------------------ legends --
@@ -235,13 +246,16 @@ def _non_sum_metrics(cols) -> str:
 
 
 def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm",
-                    iid_notes: dict[str, str] | None = None, intervals: list[str] | None = None) -> str:
+                    iid_notes: dict[str, str] | None = None, intervals: list[str] | None = None,
+                    degenerate_legend: str | None = None) -> str:
     """Table 3 as a Markdown table (×100, one decimal) with a legend paragraph; every cell is the mean ± the
     standard deviation over the training seeds (no spread where the sd is empty, as with one seed).
     ``iid_notes``: task -> the sentence saying its i.i.d. data are not the paper's (its headers marked †, the
     sentences in a footnote). The legend says how many training seeds each cell has and where the intervals
-    are (``intervals``: the tasks' intervals.csv paths)."""
-    rows, cols, values, marks, bold = _grid(long)
+    are (``intervals``: the tasks' intervals.csv paths). A cell computed from a degenerate model (the frame's
+    ``n_degenerate``) is marked ⚠ and never bold, with ``degenerate_legend`` (:func:`beluga.report.degenerate.legend`)
+    under the table; a table without one is written without them."""
+    rows, cols, values, marks, bold, degenerate = _grid(long)
     notes = _shown_notes(iid_notes, cols)
     sd, seeds_text = _spread(long)
     head = ["Configuration", "Method"]
@@ -262,6 +276,8 @@ def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | N
                 s += f" {UP}"
             elif marks[i, j] < 0:
                 s += f" {DOWN}"
+            if degenerate[i, j]:
+                s += f" {DEGENERATE_MARK}"
             cells.append(s)
         lines.append("| " + " | ".join(cells) + " |")
     has_avg = any(name == AVG_COLUMN for *_x, name in cols)
@@ -276,6 +292,8 @@ def table3_markdown(long: pd.DataFrame, alpha: float = 0.05, correction: str | N
         + (" Avg: mean G over tasks and scenarios." if has_avg else "")
         + f" {_intervals_text(intervals)} {seeds_text}"
     )
+    if degenerate.any():
+        legend += "\n\n" + (degenerate_legend or degenerate_line())
     foot = footnote_markdown(notes)
     return "\n".join(lines) + "\n\n" + legend + "\n" + (f"\n{foot}" if foot else "")
 
@@ -294,13 +312,15 @@ def _latex_col(col: str) -> str:
 
 def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None = "holm",
                  caption: str | None = None, label: str = "tab:table3",
-                 iid_notes: dict[str, str] | None = None, intervals: list[str] | None = None) -> str:
+                 iid_notes: dict[str, str] | None = None, intervals: list[str] | None = None,
+                 degenerate_legend: str | None = None) -> str:
     """Table 3 as a complete LaTeX ``table`` (booktabs; needs ``\\usepackage[table]{xcolor}``); every cell is
     the mean $\\pm$ the standard deviation over the training seeds (no spread where the sd is empty).
     ``iid_notes``: as :func:`table3_markdown` (the task's header marked $^\\dagger$, the sentences at the
     caption's end); the caption says how many training seeds each cell has and where the intervals are
-    (``intervals``: as :func:`table3_markdown`)."""
-    rows, cols, values, marks, bold = _grid(long)
+    (``intervals``: as :func:`table3_markdown`); a cell computed from a degenerate model is marked $^{\\ast}$ and
+    never bold, ``degenerate_legend`` (as :func:`table3_markdown`'s, escaped) at the caption's end."""
+    rows, cols, values, marks, bold, degenerate = _grid(long)
     notes = _shown_notes(iid_notes, cols)
     sd, seeds_text = _spread(long)
     n = len(cols)
@@ -344,6 +364,8 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
                 s = r"\cellcolor{green!25}" + s
             elif marks[i, j] < 0:
                 s = r"\cellcolor{red!25}" + s
+            if degenerate[i, j]:
+                s += DEGENERATE_LATEX_MARK
             cells.append(s)
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
@@ -361,6 +383,9 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
             r"--: not available. "
             + latex_escape(_intervals_text(intervals)) + " " + latex_escape(seeds_text).replace("±", r"$\pm$")
         )
+    if degenerate.any():   # also under a caption of the caller's
+        caption += " " + latex_escape(degenerate_legend or degenerate_line()).replace(DEGENERATE_MARK,
+                                                                                      DEGENERATE_LATEX_MARK)
     if notes:   # also under a caption of the caller's
         caption += (rf" $^\dagger$Not the paper's i.i.d.\ data ({latex_escape(SEE)}): "
                     + " ".join(latex_escape(n) for n in notes.values()))
@@ -373,8 +398,10 @@ def table3_latex(long: pd.DataFrame, alpha: float = 0.05, correction: str | None
 def table3_csv(long: pd.DataFrame) -> pd.DataFrame:
     """The validated long frame as written to CSV: required columns first (extra
     columns after them), values unscaled, rows sorted by task ("all" last),
-    configuration (baseline first, then the paper's order), method, column."""
-    df = _validate(long)
+    configuration (baseline first, then the paper's order), method, column. The machine columns
+    ``n_models`` / ``n_degenerate`` (:mod:`beluga.report.degenerate`: a cell's models and how many are
+    degenerate) are kept when a cell rests on a degenerate model (a table without one has none)."""
+    df = drop_clean_flags(_validate(long))
     extra = [c for c in df.columns if c not in REQUIRED_COLUMNS]
     df = df[list(REQUIRED_COLUMNS) + extra]
     order = pd.DataFrame({

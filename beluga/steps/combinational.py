@@ -14,6 +14,7 @@ from beluga.core.io import read_parquet, write_csv, write_json, write_parquet, w
 from beluga.core.tasks import SENT
 from beluga.heads import head_of
 from beluga.model.job import begin
+from beluga.report.degenerate import drop_clean_flags
 from beluga.train.settings import FoldRun
 
 # ---------------------------------------------------------------- combinational OOD
@@ -32,12 +33,15 @@ def combinational_data(*, data: dict, roles: dict | None, n_test: int, seed: int
 
 
 def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: dict, template: str, too_long: str,
-                        batch_size: int, per_epoch: bool, out_result: str, fields: dict | None = None) -> dict:
+                        batch_size: int, per_epoch: bool, out_result: str, fields: dict | None = None,
+                        degenerate_share: float = 0.95) -> dict:
     """One variant and training size K: a binary classifier (the variant's model)
     trained on the templated ID combinations through the training loop, then
     the accuracy of every cell of the seed's Table 2 (and per epoch if asked).
     Inputs over ``run.max_length`` tokens are dropped or have their sentence cut
-    (``too_long``), never the template; the counts go into the record."""
+    (``too_long``), never the template; the counts go into the record, and whether the trained model is
+    degenerate (one class for at least ``degenerate_share`` of the test inputs: ``degenerate``,
+    ``majority_share``; beluga.analyses.combinational.prediction_check)."""
     from beluga.analyses import combinational as comb
     from beluga.train.fold import load_start_model, train_model
     from beluga.train.streams import build_streams
@@ -53,10 +57,13 @@ def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: di
     streams = build_streams(SENT, train[cols], None)
     test_b = list(test["text_b"]) if "text_b" in test.columns else None
 
-    def accuracy() -> dict:
+    def predicted():
         probs = head_of(SENT).predict(model, tokenizer, list(test["text"]), test_b, batch_size, run.max_length,
                                       precision=job.precision)
-        return comb.cell_accuracy(test, probs.argmax(axis=1))
+        return probs.argmax(axis=1)
+
+    def accuracy() -> dict:
+        return comb.cell_accuracy(test, predicted())
 
     epochs = []
 
@@ -68,23 +75,27 @@ def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: di
                           on_epoch_end=on_epoch_end if per_epoch else None)
     model.eval()
     with clock("predict"):
-        acc = accuracy()
+        pred = predicted()
+        acc = comb.cell_accuracy(test, pred)
     write_json({"variant": variant, "K": k, "n_train": len(train), "n_test": len(test), "accuracy": acc,
                 "per_epoch": epochs, "model": run.model, "template": template, "label_words": words,
                 "max_length": run.max_length, "pair": "text_b" in train.columns, "length": lengths,
                 "hparams": run.hparams, "seed": run.seed, "steps": summary["steps"],
-                "train_x": sorted(set(train["x_id"])), "timing": clock.record(), **job.record()}, out_result)
+                "train_x": sorted(set(train["x_id"])), **comb.prediction_check(pred, degenerate_share),
+                "timing": clock.record(), **job.record()}, out_result)
     return clock.parts
 
 
 def combinational(*, results: list[str], variant: str, too_long: str, out_table: str, out_markdown: str,
                   out_figure: str, out_epochs: str, out_epochs_figure: str, ks: list[int] | None = None,
-                  seeds: list[int] | None = None) -> None:
+                  seeds: list[int] | None = None, degenerate_share: float = 0.95) -> None:
     """One variant: accuracy per cell and group for every K, the curve against K, and the accuracy
     per epoch for every K (when recorded). ``results``: every training seed's runs, seed-major
     (``seeds`` order, one per K of ``ks``; none given: one seed's runs). The table is the mean over
     seeds with ``_sd`` / ``_min`` / ``_max`` / ``n_seeds`` and the epochs have a ``seed`` column; one
-    seed: without them, its own table and epochs (combinational_report.variant_tables)."""
+    seed: without them, its own table and epochs (combinational_report.variant_tables). A K whose model (any
+    seed's) is degenerate has its cells marked and ``n_models`` / ``n_degenerate`` columns (only when one is;
+    ``degenerate_share``: the threshold its jobs checked, named in the legend)."""
     from beluga.analyses import combinational_report as report
 
     recs = [json.loads(Path(p).read_text()) for p in results]
@@ -92,9 +103,10 @@ def combinational(*, results: list[str], variant: str, too_long: str, out_table:
     run_seed = report.check_runs(results, recs, ks if ks is not None else [r["K"] for r in recs], seeds,
                                  variant) if seeds else None
     table, epochs = report.variant_tables(recs, run_seed)
+    table = drop_clean_flags(report.k_flags(table, recs, results))
     write_csv(table, out_table)
     write_csv(epochs, out_epochs)
-    write_text(report.accuracy_markdown(table, variant, too_long, seeds or None), out_markdown)
+    write_text(report.accuracy_markdown(table, variant, too_long, seeds or None, degenerate_share), out_markdown)
     report.curve_figure(table, out_figure, variant)
     report.epochs_figure(epochs, [int(k) for k in table["K"]], out_epochs_figure, variant)
 

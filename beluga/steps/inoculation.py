@@ -19,7 +19,8 @@ def inoculate(*, run: dict, unit: str, unit_funcs: list[str], dose: str, sample_
               out_result: str, out_outcomes: str, schedule: str = "halve_on_plateau", challenge: str | None = None,
               challenge_data: list[str] = (), challenge_test_fraction: float = 0.5,
               challenge_dev_fraction: float = 0.0, challenge_train: list[str] = (),
-              challenge_train_size: int | None = None, challenge_distinct: str | None = None) -> dict:
+              challenge_train_size: int | None = None, challenge_distinct: str | None = None,
+              degenerate_share: float = 0.95) -> dict:
     """One (unit, dose, learning rate): the IID model fine-tuned on the dose's challenge data and scored
     (:func:`beluga.analyses.inoculation.train.inoculate_dose`; ``challenge``: an external challenge set,
     ``challenge_data``: the prepared set, ``challenge_dev_fraction``: its training part's share held out to
@@ -27,7 +28,7 @@ def inoculate(*, run: dict, unit: str, unit_funcs: list[str], dose: str, sample_
     then tested whole; ``challenge_train_size`` / ``challenge_distinct``: see
     :func:`beluga.analyses.inoculation.plan.challenge_spec`). Writes the record (``out_result``) and the
     unit's per-case T_test and per-example D_test outcomes keyed by id (``out_outcomes``, for the tests of
-    the summary)."""
+    the summary); the record says whether the model is degenerate (at ``degenerate_share``)."""
     from beluga.analyses.inoculation.train import inoculate_dose
 
     run = FoldRun.from_dict(run)
@@ -41,7 +42,8 @@ def inoculate(*, run: dict, unit: str, unit_funcs: list[str], dose: str, sample_
         test=read_parquet(iid_test, "i.i.d. test data"), batch_size=batch_size, iid_metric=iid_metric,
         source=out_result, challenge=challenge, challenge_data=data, challenge_test_fraction=challenge_test_fraction,
         challenge_dev_fraction=challenge_dev_fraction, challenge_train_data=train_data,
-        challenge_train_size=challenge_train_size, challenge_distinct=challenge_distinct)
+        challenge_train_size=challenge_train_size, challenge_distinct=challenge_distinct,
+        degenerate_share=degenerate_share)
     write_parquet(outcomes, out_outcomes)
     write_json({**record, "timing": clock.record(), **job.record()}, out_result)
     return clock.parts
@@ -51,7 +53,9 @@ def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, resu
                 iid_outcomes: str | list[str], suite: str, lrs: list[float], select_on: str, thresholds: dict,
                 out_table: str, out_outcomes: str, out_markdown: str, out_curves: str, out_transfer: str,
                 case_outcomes: list[str], decide_by: str = "tests", level: float = 0.05, bootstrap: int = 1000,
-                randomization: int = 10_000, seeds: list[int] | None = None, base_seed: int | None = None) -> None:
+                randomization: int = 10_000, seeds: list[int] | None = None, base_seed: int | None = None,
+                iid_predictions: list[str] = (), split: str | None = None, iid_test: str | None = None,
+                degenerate_share: float = 0.95, diagnostics: str = "the task's diagnostics/diagnostics.md") -> None:
     """The analysis' tables and figures (:func:`beluga.analyses.inoculation.summary.summary_tables`): per
     unit and dose the learning rate with the best challenge score, its challenge and original scores with
     their intervals at 1 - ``level`` (dose 0: the IID model), the share of the dose-0 gap closed and the
@@ -63,8 +67,17 @@ def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, resu
     ``seeds`` (the training seeds; None: one, not named): ``results`` / ``case_outcomes`` hold every seed's
     runs seed by seed and ``iid_outcomes`` one IID model outcome file per seed, in ``seeds`` order
     (:func:`beluga.analyses.inoculation.summary.split_by_seed`). Several seeds: the mean ± sd over seeds,
-    tests stratified by seed (``base_seed``'s draws are a one-seed run's); one seed: the one-seed outputs."""
+    tests stratified by seed (``base_seed``'s draws are a one-seed run's); one seed: the one-seed outputs.
+
+    Degenerate models (beluga/report/degenerate.py): each dose's record says whether its model is; dose 0's,
+    the IID model's, is checked here on its predictions (``iid_predictions``, one per seed, of the suite's
+    ``split`` and of ``iid_test``, at ``degenerate_share``). A row computed from a degenerate model has its
+    cells marked and ``n_models`` / ``n_degenerate`` columns (only when one is); ``diagnostics``: the task's
+    diagnostics.md, named in the legend."""
     from beluga.analyses.inoculation import report, summary
+    from beluga.report.degenerate import drop_clean_flags
+    from beluga.report.diagnostics import run_diagnostics
+    from beluga.suites.build import split_cases
     from beluga.suites.format import load_suite
 
     iid_files = [iid_outcomes] if isinstance(iid_outcomes, str) else list(iid_outcomes)
@@ -77,10 +90,20 @@ def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, resu
         per_seed, task_type=task_type, iid_metric=iid_metric, units=units, cases_all=load_suite(suite), lrs=lrs,
         select_on=select_on, thresholds=thresholds, decide_by=decide_by, level=level, bootstrap=bootstrap,
         randomization=randomization, base_seed=base_seed)
+    base_flags = {}
+    if iid_predictions:
+        suite_test = split_cases(suite, split, task_type, "test")
+        test = read_parquet(iid_test, "i.i.d. test data")
+        base_flags = {s: run_diagnostics(read_parquet(p, "IID model predictions"), suite_test, test, task_type,
+                                         degenerate_share=degenerate_share, source=p)["degenerate"]
+                      for (s, *_), p in zip(per_seed, iid_predictions, strict=True)}
+    table, outcomes = summary.dose_flags(table, outcomes, chosen, base_flags)
+    table, outcomes = drop_clean_flags(table), drop_clean_flags(outcomes)
     write_csv(table, out_table)
     write_csv(outcomes, out_outcomes)
     write_text(report.inoculation_markdown(task, table, outcomes, select_on, decide_by, level,
-                                           seeds=[s for s, *_ in per_seed]), out_markdown)
+                                           seeds=[s for s, *_ in per_seed], threshold=f"{100 * degenerate_share:.0f}%",
+                                           why=diagnostics), out_markdown)
     report.curves_figure(table, outcomes, task, out_curves, level=level)
     suite_units = {u: spec for u, spec in units.items() if spec["functionalities"]}   # columns: pass rates
     report.transfer_figure(report.transfer_matrices(chosen, base_rates, suite_units), units, task, out_transfer,

@@ -11,12 +11,14 @@ from beluga.analyses import gluex_tables as gluex
 from beluga.analyses import ood_eval as ood_eval
 from beluga.analyses import ood_report, ood_scores
 from beluga.core.io import read_parquet, write_csv, write_text
+from beluga.report import degenerate
 
 
 def ood(*, task: str, task_type: str, backbone: str, credits: dict[str, str], runs: list[dict], models: list[dict],
         data: list[str], alpha: float, correction: str, out_scores: str, out_ranking: str, out_table: str,
         out_markdown: str, out_latex: str, out_figure: str, out_models: str, out_correlation: str,
-        R: int = 10_000, seed: int = 0, base_seed: int | None = None, metric: str = "mean") -> None:
+        R: int = 10_000, seed: int = 0, base_seed: int | None = None, metric: str = "mean",
+        diagnostics: str | None = None) -> None:
     """``runs``: the IID model and each pair's seen model, with their outcomes
     files (``path``); ``models``: every model that predicted the OOD sets
     (predict.ood_models); ``data``: the prepared OOD sets (their names are
@@ -27,24 +29,37 @@ def ood(*, task: str, task_type: str, backbone: str, credits: dict[str, str], ru
     tests, every ``_sd`` empty (ood_scores.evaluate; docs/OOD.md, "Training
     seeds"). ``R``, ``seed``: statistics.randomization_R and statistics.seed, the draws of the paired
     randomization that tests a two-metric score (PARA, READ); ``base_seed``: the config's seed; ``metric``:
-    ``tasks.<id>.ood_metric``, the cells' score (``mean``: the mean of the task's metrics)."""
+    ``tasks.<id>.ood_metric``, the cells' score (``mean``: the mean of the task's metrics); ``diagnostics``: the
+    task's diagnostics.csv: a system computed from a degenerate model (any seed's) has its cells marked
+    (beluga/report/degenerate.py), models.csv a ``degenerate`` column when one is."""
     names = [Path(p).stem for p in data]
     ood_eval.check_set_names(names, task)   # the DAG refuses them already; never a table with a column replaced
     ood_scores.runs_by_seed(models, "models")   # mismatched seeds stop before anything is read
     loaded = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in runs]
     res = ood_scores.evaluate(loaded, names, task, task_type, backbone, credits, alpha, correction, R=R, seed=seed,
                               base_seed=base_seed, metric=metric)
+    flags = degenerate.read_model_flags(diagnostics) if diagnostics is not None else None
+    table = degenerate.drop_clean_flags(degenerate.system_flags(res.table, flags)) if flags is not None \
+        else res.table
+    legend = None
+    if flags is not None and degenerate.any_flagged(table):
+        part = flags["partition"].isin([degenerate.SEEN, degenerate.BASE_PARTITION])
+        n_models, n_deg = int(part.sum()), int(flags.loc[part, "degenerate"].sum())
+        legend = degenerate.legend(n_deg, n_models, degenerate.threshold_words({task: flags}),
+                                   str(Path(diagnostics).with_name("diagnostics.md")))
     write_csv(res.long, out_scores)
     write_csv(res.ranking, out_ranking)
-    write_csv(res.table, out_table)
+    write_csv(table, out_table)
     write_csv(ood_eval.correlation_frame({task: res.corr}), out_correlation)
-    write_text(ood_report.ood_table_markdown(res.table, names, task, alpha, correction, res.corr, credits,
-                                             seeds=res.seeds, task_type=task_type, metric=metric), out_markdown)
-    write_text(ood_report.table_latex(res.table, names, task, alpha, correction, seeds=res.seeds,
-                                      task_type=task_type, metric=metric), out_latex)
+    write_text(ood_report.ood_table_markdown(table, names, task, alpha, correction, res.corr, credits,
+                                             seeds=res.seeds, task_type=task_type, metric=metric,
+                                             degenerate_legend=legend), out_markdown)
+    write_text(ood_report.table_latex(table, names, task, alpha, correction, seeds=res.seeds,
+                                      task_type=task_type, metric=metric, degenerate_legend=legend), out_latex)
     ood_report.plot(res.table, names, task, out_figure, res.corr)
     all_models = [dict(r, outcomes=read_parquet(r["path"], "outcomes")) for r in models]
-    write_csv(ood_scores.model_scores(all_models, names, task_type, metric), out_models)
+    scores = ood_scores.model_scores(all_models, names, task_type, metric)
+    write_csv(degenerate.model_column(scores, flags) if flags is not None else scores, out_models)
 
 
 def ood_ranking(*, scores: list[str], benchmarks: dict[str, str], out_ranking: str, out_markdown: str,

@@ -6,6 +6,8 @@ beluga.report.diagnostics."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import yaml
 
@@ -75,8 +77,9 @@ def intervals(*, task: str, units: list[str], seeds: list[int], base_seed: int, 
         outer_seed=run_stats.seed_resampling_seed(seed, task), training_seeds=seeds), out_table)
 
 
-def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, split: str, iid_test: str,
-                degenerate_share: float, out_table: str, out_summary: str, out_markdown: str) -> None:
+def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str | None, split: str | None, iid_test: str,
+                degenerate_share: float, out_table: str, out_summary: str, out_markdown: str,
+                out_html: str | None = None) -> None:
     """Every model's prediction diagnostics: a fold model predicts the T_test
     functionalities it is scored on (predict.scope), so its diagnostics
     describe what it predicted (every case of those functionalities must be
@@ -84,10 +87,13 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
     degenerate on the suite; a fold model that predicted a sample of the i.i.d.
     test set (``iid_examples``: :func:`beluga.suites.folds.predicted_iid`) is
     described on that sample. Several training seeds: every seed's models, with
-    a ``seed`` column; the summary per pair counts the models of every seed."""
+    a ``seed`` column; the summary per pair counts the models of every seed. ``out_html``: the report's page
+    (how many models are degenerate, per pair). A task without a suite (``suite`` None): its models on the
+    i.i.d. test set only."""
     from beluga.report import diagnostics as diag
 
-    suite_test = split_cases(suite, split, task_type, "test")
+    suite_test = split_cases(suite, split, task_type, "test") if suite is not None else \
+        pd.DataFrame(columns=["case_id", "functionality", "test_type", "inputs"])
     every = set(suite_test["functionality"])
     iid = read_parquet(iid_test, "i.i.d. test data")
     several = len({r.get("seed") for r in runs}) > 1   # several training seeds: a seed column per model
@@ -106,17 +112,22 @@ def diagnostics(*, task: str, task_type: str, runs: list[dict], suite: str, spli
     write_csv(table, out_table)
     write_csv(summary, out_summary)
     write_text(diag.diagnostics_markdown(summary, task, degenerate_share), out_markdown)
+    if out_html is not None:
+        write_text(diag.diagnostics_html(summary, task, degenerate_share, out_markdown), out_html)
 
 
 def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], significance: list[str],
-           intervals: list[str], null: list[str], alpha: float, correction: str, out_csv: str, out_markdown: str,
-           out_latex: str, out_summary_csv: str, out_summary_markdown: str, sources: list[str] = (),
-           out_iid_data: str | None = None) -> None:
+           intervals: list[str], null: list[str], diagnostics: list[str], alpha: float, correction: str,
+           out_csv: str, out_markdown: str, out_latex: str, out_summary_csv: str, out_summary_markdown: str,
+           sources: list[str] = (), out_iid_data: str | None = None,
+           scenario_iid: list[str] | None = None) -> None:
     """Table 3 (CSV, Markdown, LaTeX) and its summaries (``out_summary_*``: the paper's means per configuration
     and per scenario, beluga/report/table3_summary.py), from the table's own frame; ``sources``: the tasks'
     iid/source.json, aligned with ``tasks``: a task whose i.i.d. data are not the paper's is marked † with a
-    footnote, and ``out_iid_data`` (the report's page) lists every task's i.i.d. data."""
-    from beluga.report import iid_data, table3_summary, tables
+    footnote, and ``out_iid_data`` (the report's page) lists every task's i.i.d. data. ``diagnostics``: the
+    tasks' diagnostics.csv (aligned with ``tasks``; ``scenario_iid``: each task's ``scenario_iid``): a cell
+    computed from a degenerate model is marked and never bold (beluga/report/degenerate.py)."""
+    from beluga.report import degenerate, iid_data, table3_summary, tables
 
     per_task = {t: {"scores": pd.read_csv(s), "seed_scores": pd.read_csv(ss), "significance": pd.read_csv(g),
                     "intervals": pd.read_csv(i), "null": read_parquet(n, "null distribution"),
@@ -124,16 +135,23 @@ def table3(*, tasks: list[str], scores: list[str], seed_scores: list[str], signi
                 for t, s, ss, g, i, n in zip(tasks, scores, seed_scores, significance, intervals, null, strict=True)}
     records = iid_data.read_source_records(tasks, sources) if sources else {}
     notes = iid_data.fallback_lines(records)
-    long = run_stats.table3_long(per_task, alpha, correction)
+    flags = {t: degenerate.read_model_flags(p) for t, p in zip(tasks, diagnostics, strict=True)}
+    long = degenerate.table3_flags(run_stats.table3_long(per_task, alpha, correction), flags,
+                                   dict(zip(tasks, scenario_iid or ["folds"] * len(tasks), strict=True)),
+                                   dict(zip(tasks, diagnostics, strict=True)))
+    n_models, n_degenerate = degenerate.totals(flags, set(zip(long["configuration"], long["method"])))
+    legend = degenerate.legend(n_degenerate, n_models, degenerate.threshold_words(flags),
+                               ", ".join(str(Path(p).with_name("diagnostics.md")) for p in diagnostics))
     table = tables.table3_csv(long)
     write_csv(table, out_csv)
     summary = table3_summary.table3_summary(table)
     write_csv(summary, out_summary_csv)
     write_text(table3_summary.table3_summary_markdown(summary, table), out_summary_markdown)
     # the renderers read correction "none" as no correction
-    write_text(tables.table3_markdown(long, alpha, correction, iid_notes=notes, intervals=list(intervals)),
-               out_markdown)
-    write_text(tables.table3_latex(long, alpha, correction, iid_notes=notes, intervals=list(intervals)), out_latex)
+    write_text(tables.table3_markdown(long, alpha, correction, iid_notes=notes, intervals=list(intervals),
+                                      degenerate_legend=legend), out_markdown)
+    write_text(tables.table3_latex(long, alpha, correction, iid_notes=notes, intervals=list(intervals),
+                                   degenerate_legend=legend), out_latex)
     if out_iid_data is not None:
         write_text(iid_data.iid_data_html(records), out_iid_data)
 

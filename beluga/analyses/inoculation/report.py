@@ -13,6 +13,7 @@ import pandas as pd
 from beluga.analyses.inoculation.plan import selection
 from beluga.core.seeds import has_spread, plus_minus, seeds_legend
 from beluga.core.text import md_cell
+from beluga.report.degenerate import MARK, any_flagged, cell_mark
 
 
 def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_png: str, level: float = 0.05) -> None:
@@ -148,13 +149,19 @@ def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, ou
 
 
 def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame, select_on: str, decide_by: str,
-                         level: float, seeds=None) -> str:
+                         level: float, seeds=None, threshold: str = "95%",
+                         why: str = "the task's diagnostics/diagnostics.md") -> str:
     """inoculation.md: the outcome of every unit, then per unit and dose its scores, tests and epochs
     (``table`` / ``outcomes``: :func:`beluga.analyses.inoculation.summary.summary_tables`). Every score is the
     mean ± sd over the training ``seeds`` (no spread where the sd is empty, as with one seed); with two or
     more the seeds are named and the pooling explained. ``select_on: test`` (the rate chosen on the tested
-    cases): :data:`OPTIMISTIC` under the title."""
+    cases): :data:`OPTIMISTIC` under the title. A row computed from a degenerate model (``n_degenerate`` > 0:
+    :func:`beluga.analyses.inoculation.summary.dose_flags`) has its score cells marked ⚠ (an outcome,
+    its cell), with a legend (``threshold``: the diagnostics' share; ``why``: where dose 0's model is described)."""
     seeds = list(seeds or [])
+
+    def deg(r) -> str:
+        return cell_mark(getattr(r, "n_degenerate", 0))
 
     def num(x, fmt="{:.1f}") -> str:
         return "" if x is None or pd.isna(x) else fmt.format(x)
@@ -181,20 +188,27 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
     if selection(select_on) == "test":
         md += [OPTIMISTIC, ""]
     md += ["| unit | outcome | label skew | why |", "|---|---|---|---|"]
-    md += [f"| {md_cell(r.label)} | {r.outcome} | {r.label_skew}"
+    md += [f"| {md_cell(r.label)} | {r.outcome}{cell_mark(getattr(r, 'n_degenerate', 0))} | {r.label_skew}"
            f"{'' if r.informative_3 else ' (uninformative for 3)'} | {r.reason} |"
            for r in outcomes.itertuples(index=False)]
     md += ["", f"| unit | measure | dose | cases | lr | challenge ({conf} CI) | original ({conf} CI) | "
            "original in the measure | gap closed | p gain | p original | p gap left | epochs (best) |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    md += [f"| {md_cell(r.label)} | {r.measure} | {r.dose} | {r.n_cases} | {lr(r)} | {ci(r, 'challenge')} | "
-           f"{ci(r, 'original')} | {pm(r, 'original_same')} | {gap(r)} | "
+    md += [f"| {md_cell(r.label)} | {r.measure} | {r.dose} | {r.n_cases} | {lr(r)} | {ci(r, 'challenge')}{deg(r)} | "
+           f"{ci(r, 'original')}{deg(r)} | {pm(r, 'original_same')}{deg(r)} | {gap(r)}{deg(r)} | "
            f"{num(getattr(r, 'p_gain', None), '{:.3g}')} | {num(getattr(r, 'p_original', None), '{:.3g}')} | "
            f"{num(getattr(r, 'p_gap', None), '{:.3g}')} | "
            f"{num(r.epochs_trained, '{:g}')} ({num(r.best_epoch, '{:g}')}) |"
            for r in table.itertuples(index=False)]
     pooling = seeds_markdown_note(level, len(seeds))
     md += ["", markdown_note(select_on, decide_by, level)] + (["", pooling] if pooling else [])
+    if any_flagged(table):
+        n, k = int(table["n_models"].sum()), int(table["n_degenerate"].sum())
+        md += ["", f"{MARK}: computed from a degenerate model ({k} of the {n} models of the table's rows; any training "
+               "seed's): it predicts one class (one answer; a near-constant score) for at least "
+               f"{threshold} of the original test set or of T_test; an outcome, from its unit's dose 0 or last dose. "
+               f"Each dose's record (runs/<unit>/<dose>/<lr>.json: degenerate, degenerate_on) says which; dose 0 is "
+               f"the IID model (its diagnostics: {why})."]
     return "\n".join(md) + "\n"
 
 

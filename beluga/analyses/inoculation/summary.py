@@ -248,6 +248,36 @@ def outcome_rows(table: pd.DataFrame, skew: dict, decide_by: str, level: float, 
     return pd.DataFrame(outcomes)
 
 
+def dose_flags(table: pd.DataFrame, outcomes: pd.DataFrame, chosen: pd.DataFrame,
+                      base_flags: dict[int, bool]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``table`` and ``outcomes`` with ``n_models`` / ``n_degenerate`` (:mod:`beluga.report.degenerate`): a
+    dose's row rests on its chosen model of every training seed (``chosen``: :func:`summary_tables`' runs, each
+    record's ``degenerate``), dose 0 on each seed's IID model (``base_flags``: seed -> degenerate; none: not
+    checked, 0 models), a unit's outcome on its dose 0 and last dose. A record without the flag is one
+    DataError line naming it (a record of an older run)."""
+    flag = chosen["degenerate"] if "degenerate" in chosen.columns else pd.Series(np.nan, index=chosen.index)
+    bad = flag.isna()
+    if bad.any():
+        where = Path(str(chosen.loc[bad, "case_outcomes"].iloc[0])).with_suffix(".json") \
+            if "case_outcomes" in chosen.columns else "inoculation"
+        raise DataError(f"{where}: field 'degenerate': missing (a record of an older run: rerun its inoculate job)")
+    dose = chosen["dose"].astype(str)
+    n_models, n_deg = [], []
+    for unit, d in zip(table["unit"], table["dose"].astype(str)):
+        if d == "0":
+            n, k = len(base_flags), sum(bool(v) for v in base_flags.values())
+        else:
+            sel = flag[(chosen["unit"] == unit) & (dose == d)]
+            n, k = len(sel), int(sel.map(bool).sum())
+        n_models.append(n)
+        n_deg.append(k)
+    table = table.assign(n_models=n_models, n_degenerate=n_deg)
+    ends = {u: [g.iloc[0]] + ([g.iloc[-1]] if len(g) > 1 else []) for u, g in table.groupby("unit", sort=False)}
+    outcomes = outcomes.assign(n_models=[sum(int(r.n_models) for r in ends[u]) for u in outcomes["unit"]],
+                               n_degenerate=[sum(int(r.n_degenerate) for r in ends[u]) for u in outcomes["unit"]])
+    return table, outcomes
+
+
 #: the per-seed values of a (unit, dose) that the table reports as mean ± sd over seeds
 SEED_VALUES = ["challenge", "original", "original_same", "gap_closed", "challenge_val", "epochs_trained",
                "best_epoch"]

@@ -15,6 +15,7 @@ from beluga.core.errors import DataError
 from beluga.core.tasks import get_task_type
 from beluga.data.ood_sets import split_name
 from beluga.model.job import Job
+from beluga.report.diagnostics import run_diagnostics
 from beluga.score.metrics import iid_metrics, iid_score, pass_rates
 from beluga.score.outcomes import iid_outcomes
 from beluga.score.predict import example_predictions
@@ -109,7 +110,7 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
                    challenge: str | None = None, challenge_data: pd.DataFrame | None = None,
                    challenge_test_fraction: float = 0.5, challenge_dev_fraction: float = 0.0,
                    challenge_train_data: pd.DataFrame | None = None, challenge_train_size: int | None = None,
-                   challenge_distinct: str | None = None) -> tuple[pd.DataFrame, dict]:
+                   challenge_distinct: str | None = None, degenerate_share: float = 0.95) -> tuple[pd.DataFrame, dict]:
     """One (unit, dose, learning rate): fine-tune the IID model (``start``) on the dose's T_train cases of
     the unit (:func:`~beluga.analyses.inoculation.plan.dose_sample`) until the original dev score (on
     ``dev``) has not improved for ``patience`` epochs (at most the run's epochs; the best-dev weights are
@@ -125,9 +126,11 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
     the set is tested whole; ``challenge_train_size``: that many examples of the set are the training part;
     ``challenge_distinct``: a column grouping the examples (the passage), each group whole in one part and at
     most one example of a group in a dose (:func:`~beluga.analyses.inoculation.plan.dose_sample`).
-    ``source`` names the
-    job's record in messages. Returns (the unit's per-case T_test and per-example D_test outcomes keyed by id, for the
-    tests of the summary; the job's record without its timing and job fields)."""
+    ``source`` names the job's record in messages. The record says whether the model is degenerate
+    (``degenerate``, ``degenerate_on``: :func:`beluga.report.diagnostics.run_diagnostics` on its predictions of
+    T_test and the original test set, at ``degenerate_share``). Returns (the unit's per-case T_test and
+    per-example D_test outcomes keyed by id, for the tests of the summary; the job's record without its timing
+    and job fields)."""
     if schedule not in SCHEDULES:
         raise ValueError(f"field 'inoculation.schedule': {schedule!r} is not one of {', '.join(SCHEDULES)}")
     ttype = get_task_type(run.task_type)
@@ -167,8 +170,11 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
         model.load_state_dict(state["weights"])
     model.eval()
     suite_test = split_cases(suite, split, run.task_type, "test")
-    _, outcome = evaluate_fold(model, tokenizer, run, job, clock, suite_test=suite_test, iid=test,
-                               held_out=unit_funcs, batch_size=batch_size, source=source, ood=ood)
+    preds, outcome = evaluate_fold(model, tokenizer, run, job, clock, suite_test=suite_test, iid=test,
+                                   held_out=unit_funcs, batch_size=batch_size, source=source, ood=ood)
+    with clock("score"):
+        diagnosed = run_diagnostics(preds, suite_test, test, ttype.name, degenerate_share=degenerate_share,
+                                    source=source)
     challenge_val = None      # the held-out challenge score: T_val's mean pass rate, or the set's dev part
     if challenge_dev is not None:     # in the task's i.i.d. metric
         with clock("predict"):
@@ -203,5 +209,6 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
         "challenge_measure": "pass rate" if challenge is None else f"the task's i.i.d. metric ({iid_metric})",
         "challenge_val": challenge_val,
         "pass_rates": {f: (None if pd.isna(v) else float(v)) for f, v in rates.items()},
-        "steps": summary["steps"], "seed": run.seed}
+        "steps": summary["steps"], "seed": run.seed,
+        "degenerate": diagnosed["degenerate"], "degenerate_on": diagnosed["degenerate_on"]}
     return outcomes, record
