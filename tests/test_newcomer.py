@@ -62,7 +62,7 @@ def test_a_spec_built_suite_needs_no_task(smoke, tmp_path):
 
 
 def test_plan_of_a_tiny_config_prints_minutes():
-    res = beluga_cli("plan", "--configfile", CONFIGS / "tiny.yaml", "--cores", "2")
+    res = beluga_cli("plan", "--configfile", CONFIGS / "tiny.yaml", "--cores", "2", "--no-calibrate")
     assert res.returncode == 0, res.stderr
     head = res.stdout.splitlines()[0]
     assert "core-min in all" in head and "core-h" not in head, head
@@ -198,3 +198,37 @@ def test_the_contributing_map_names_every_module():
         if package not in sections or (p.stem != "__init__" and p.stem not in words):
             missing.append(str(rel))
     assert sections and not missing, "modules the map does not name: " + ", ".join(missing)
+
+
+# ---------------------------------------------------------------- times that hold: the plan calibrated here
+def _elapsed_s(workdir: Path) -> float:
+    """The wall time Snakemake printed at the end of the (first) run in ``workdir`` (its log's ``Elapsed time``)."""
+    times = []
+    for log in sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log")):
+        found = re.search(r"^Elapsed time: (\d+):(\d\d):(\d\d(?:\.\d+)?)$", log.read_text(), re.M)
+        if found:
+            h, m, s = found.groups()
+            times.append(int(h) * 3600 + int(m) * 60 + float(s))
+    assert times, f"no finished run in {workdir}"
+    return times[0]
+
+
+def _duration_s(text: str) -> float:
+    value, unit = text.split()
+    return float(value.replace(",", "")) * {"s": 1, "min": 60, "h": 3600}[unit]
+
+
+@pytest.mark.slow   # the tiny config's real run (shared), and the calibration's process
+def test_plan_calibrated_here_is_within_2x_of_the_tiny_run(tiny_run):
+    """`plan` on the tiny config measures this machine (--recalibrate: now, beside the run it is compared with),
+    says so, and its wall-clock on 2 cores is within 2x of the tiny run's (snakemake --cores 2 in a process)."""
+    from beluga.workflow.calibrate import cpu_name
+
+    res = beluga_cli("plan", "--configfile", CONFIGS / "tiny.yaml", "--cores", "2", "--recalibrate")
+    assert res.returncode == 0, res.stderr
+    head = res.stdout.splitlines()[0]
+    assert re.search(rf"throughput: calibrated on this machine \({re.escape(cpu_name())}, bf16 (native|emulated)\), "
+                     r"cached at \S+calibration-[0-9a-f]{16}\.json\)$", head), head
+    planned = _duration_s(re.search(r"^  on 2 cores: about (.+?) -- ", res.stdout, re.M).group(1))
+    ran = _elapsed_s(tiny_run)
+    assert 0.5 <= planned / ran <= 2.0, (planned, ran, res.stdout)

@@ -38,13 +38,18 @@ from beluga.core.bounds import yaml_load
 from beluga.core.errors import ConfigError
 from beluga.core.tasks import get_task_type
 from beluga.train.settings import job_hparams
+from beluga.workflow import calibrate as calib
 from beluga.workflow import runs
 from beluga.workflow.config import CONFIG_SCHEMA, checked_runs, validate_config  # noqa: F401 (CONFIG_SCHEMA: the plan's schema)
 from beluga.workflow.cost import (
     ESTIMATED_METHOD_COST,
+    NO_BF16_FACTOR,
+    RATE_KEYS,
     READ_ROW,
+    REFERENCE,
     anchors,
     batches_estimate,
+    calibrated_rates,
     file_text,
     gpu_speedup,
     iid_sizes,
@@ -504,14 +509,19 @@ def render(lines: list[Line], device: str, source: str, config_name: str, seeds:
 def plan_command(configfile: str | None, throughput: str | None = None, train_rate: float | None = None,
                  predict_rate: float | None = None, fixed_s: float | None = None, as_json: str | None = None,
                  concurrent_jobs: int | None = None, overrides: list[str] = (), assume_paper_data: bool = True,
-                 gpus: list[int] | None = None, cores: int | None = None) -> str:
+                 gpus: list[int] | None = None, cores: int | None = None, calibrate: bool = False,
+                 recalibrate: bool = False) -> str:
     """The plan's text. ``concurrent_jobs``: training jobs running at once
     (the disk estimate; default: the Slurm profile's 100 jobs on GPUs, the
     machine's cores / job_threads on CPUs); ``assume_paper_data``: :func:`iid_sizes`; ``gpus``: the
     GPU counts whose wall-clock a GPU plan prints (default: 1 and the GPUs the Slurm profile's jobs
-    fill); ``cores``: the cores of a CPU plan's wall-clock (default: this machine's)."""
+    fill); ``cores``: the cores of a CPU plan's wall-clock (default: this machine's). ``calibrate`` (the
+    command's default; ``recalibrate``: measured again, not read from the cache): a CPU plan without a throughput
+    table or rates given takes this machine's calibrated rates (:func:`machine_rates`); an uncalibrated plan on the
+    built-in CPU reference prints its times as a range (:data:`~beluga.workflow.cost.NO_BF16_FACTOR`)."""
 
     path = config_path(configfile)
+    line = None
     if as_json:
         from beluga.core.io import check_not_input
 
@@ -541,6 +551,11 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     for name, values in (("--gpus", gpus or []), ("--cores", [] if cores is None else [cores])):
         if any(v < 1 for v in values):
             raise ConfigError(f"{name}: must be positive, got {min(values)}")
+    calibration, spread = None, None
+    if device == "cpu" and all(rates["origin"][k].startswith("built-in reference") for k in RATE_KEYS):
+        rates, source, calibration, line = machine_rates(config, path, rates, source, calibrate or recalibrate,
+                                                         recalibrate)
+        spread = None if calibration else NO_BF16_FACTOR
     profile = slurm_profile()
     if device == "cuda":
         counts = gpus or sorted({1, (profile["jobs"] or 1) * int(config["gpus"]) // int(config["gpu_jobs"]) or 1})
@@ -552,23 +567,52 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     lines = plan(config, rates, [path], assume_paper_data, iid_used, rates_used, details)
     disk = disk_plan(config, lines, concurrent_jobs)
     sizes = paper_sizes_line(config) if assume_paper_data else None
-    notes = size_lines(details["sizes"]) + ([sizes] if sizes else []) + rate_lines(config, rates, rates_used,
-                                                                                    device)
+    notes = size_lines(details["sizes"]) + ([sizes] if sizes else []) + ([line] if device == "cpu" and line else []) \
+        + rate_lines(config, rates, rates_used, device)
     jobs = details["jobs"]
     rows = slurm_rows(details["runs"], jobs, profile)
     k = int(config["gpu_jobs"]) if device == "cuda" else 1
     shared = (f"with gpu_jobs {k} jobs sharing a GPU, s/job and longest are x {k} / the GPU's speedup" if k > 1
               else None)
-    tail = ["", *job_lines(rows, profile, shared), "", *wall_clock_lines(config, jobs, device, counts, profile)]
+    tail = ["", *job_lines(rows, profile, shared), "", *wall_clock_lines(config, jobs, device, counts, profile, spread)]
     text = render(lines, device, source, configfile or "config.yaml", config.get("seeds"), iid_used, notes,
                   tail) + render_disk(disk)
     if as_json:
         from beluga.core.io import write_json
 
-        write_json({"device": device, "source": source, "rates": rates, "disk": disk, "iid_sizes": iid_used,
+        write_json({"device": device, "source": source, "rates": rates, "calibration": calibration,
+                    "no_bf16_factor": spread, "disk": disk, "iid_sizes": iid_used,
                     "task_rates": rates_used, "notes": notes, "sizes": details["sizes"], "job_kinds": rows,
                     "jobs": [dict(j.__dict__, seconds=j.seconds) for j in jobs], "wall_clock": tail,
                     "lines": [dict(ln.__dict__) for ln in lines]}, as_json)
     return text
 
 
+
+
+def machine_rates(config: dict, path: Path, rates: dict, source: str, calibrate: bool,
+                  recalibrate: bool) -> tuple[dict, str, dict | None, str]:
+    """(rates, source, the calibration's record or None, the plan's line about it) of a CPU plan on the built-in
+    reference: with ``calibrate``, this machine's calibrated rates (:mod:`beluga.workflow.calibrate`, cached;
+    ``recalibrate``: measured again) in place of the reference's; else, or where the calibration cannot measure the
+    configuration here, the reference's ``rates`` and ``source``, and a line naming the reference machine and its
+    precision and saying how much longer the times may be here (:data:`~beluga.workflow.cost.NO_BF16_FACTOR`)."""
+    why = "--no-calibrate"
+    if calibrate:
+        try:
+            target = calib.target(config, checked_runs(config, [path]))
+            record, how = calib.calibration(target, recalibrate)
+        except calib.NotCalibrated as e:
+            why = f"the calibration could not run here: {e}"
+        else:
+            origin = calib.describe(record, how, target)
+            key = record["key"]
+            where = f"cached at {record['file']}" if record.get("file") else how
+            short = f"calibrated on this machine ({key['cpu']}, bf16 {key['bf16']}), {where}"
+            before = " (measured before; --recalibrate measures again)" if how == "cached" else ""
+            return (calibrated_rates(record["figures"], target.size, target.max_length, target.batch_size, origin),
+                    short, record, f"times: {short}{before} -- the rates below")
+    return rates, source, None, (
+        f"times: not calibrated ({why}): the rates are the reference machine's ({REFERENCE['cpu']['machine']}); a "
+        f"CPU without native bf16 computes in fp32 and may take up to x{NO_BF16_FACTOR:g} as long, so each wall-clock "
+        "below is a range (without --no-calibrate, plan measures this machine)")

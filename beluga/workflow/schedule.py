@@ -157,9 +157,12 @@ def gpu_slots(config: dict, n_gpus: int, profile_jobs: int | None) -> tuple[int,
     return slots, words
 
 
-def wall_clock_lines(config: dict, jobs: list[PlannedJob], device: str, counts: list[int], profile: dict) -> list[str]:
+def wall_clock_lines(config: dict, jobs: list[PlannedJob], device: str, counts: list[int], profile: dict,
+                     spread: float | None = None) -> list[str]:
     """The run's wall-clock on each of ``counts`` GPUs (``device`` cuda) or cores (cpu), with its lower
-    bounds (the longest job, the jobs' seconds over the slots) and the critical path."""
+    bounds (the longest job, the jobs' seconds over the slots) and the critical path. ``spread`` (an uncalibrated
+    CPU plan: :data:`beluga.workflow.cost.NO_BF16_FACTOR`): each wall-clock on N cores is a range, the reference
+    CPU's (native bf16) up to ``spread`` times it (a CPU without native bf16)."""
     if not jobs:
         return []
     deps = dependencies(config, jobs)
@@ -180,7 +183,9 @@ def wall_clock_lines(config: dict, jobs: list[PlannedJob], device: str, counts: 
             slots = max(1, n // threads)
             words, where = f"{slots} job(s) at once ({n} / job_threads {threads})", f"on {n} core{'s' if n > 1 else ''}"
         got = wall_clock(jobs, deps, slots)
-        out.append(f"  {where}: about {duration(got)} -- {words}; at least {duration(max(longest.wall, total / slots))}"
+        about = (f"about {duration(got)} on a CPU with native bf16 as the reference's, up to about "
+                 f"{duration(got * spread)} on one without (x{spread:g}: fp32)") if spread else f"about {duration(got)}"
+        out.append(f"  {where}: {about} -- {words}; at least {duration(max(longest.wall, total / slots))}"
                    f" (the longest job, the job-seconds {duration(total)} / {slots})")
     return out
 

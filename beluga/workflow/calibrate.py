@@ -1,0 +1,322 @@
+"""This machine's rates for a CPU cost plan: a short calibration of one training step and one prediction step of
+the configured model at its precision, cached per machine.
+
+``python -m beluga plan`` (:func:`beluga.workflow.plan.plan_command`) calibrates a CPU plan unless told not to
+(``--no-calibrate``) or given a throughput table or rates. It measures, on this machine, for the task whose model
+costs most per sequence (:func:`target`):
+
+- the training rate: the project's one training loop (:func:`beluga.train.loop.train`, the code every fold job
+  runs) on the task's model at the configured precision (``auto`` resolved on this CPU), the jobs' torch threads
+  (``job_threads``), the fold stage's batch size and full-length sequences (``training.max_length``: the plan
+  counts every sequence at full length), method vanilla (the plan applies the methods' relative costs). After one
+  untimed call that warms the kernels, calls of :data:`SHORT_STEPS` and :data:`LONG_STEPS` steps alternate; the
+  rate is their difference in sequences over their difference in seconds (medians), so a call's set-up
+  (tokenizing, the optimizer) is not counted as training;
+- the prediction rate: the task head's prediction (:meth:`beluga.heads.base.Head.outputs`, as a fold job predicts)
+  of :data:`PREDICT_BATCHES` full-length batches of ``predict.batch_size``;
+- the fixed seconds of a job: a fresh interpreter importing what a job imports (:data:`beluga.workflow.warm.PRELOAD`:
+  a job started in its own process), the model's load, and a training call's set-up.
+
+Rounds repeat up to :data:`ROUNDS` times while the calibration has taken less than :data:`BUDGET_S`. The figures are
+a throughput-table row of the model at its length and batch sizes (:func:`beluga.workflow.cost.calibrated_rates`):
+the plan scales the other tasks' models from it as from the built-in reference. They are cached in the user's
+cache folder (:func:`cache_dir`), one JSON file per key (:func:`cache_key`: the CPU model, torch's CPU capability
+and whether bf16 is native, the instruction-set limits set in the environment, the torch version, the model, the
+precision, the threads and the batch shape), written atomically; a later plan with the same key reads them
+(``--recalibrate`` measures again). A model that cannot be loaded here (a hub model not in the Hugging Face cache,
+offline) is not calibrated: the plan says why and uses the reference (:class:`NotCalibrated`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import hashlib
+import importlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from beluga.core.errors import BelugaError
+
+#: the environment variable that names the cache folder (else ``$XDG_CACHE_HOME/beluga``, else ``~/.cache/beluga``)
+CACHE_ENV = "BELUGA_CACHE_DIR"
+#: the cache files' format; a file of another version is measured again
+CACHE_VERSION = 1
+#: training steps of the two timed calls of a round (the rate: their difference)
+SHORT_STEPS, LONG_STEPS = 1, 4
+#: full-length prediction batches timed in a round
+PREDICT_BATCHES = 2
+#: rounds at most, and the seconds after which no new round starts (the first always runs)
+ROUNDS, BUDGET_S = 3, 12.0
+#: the environment variables that limit the instruction sets torch and oneDNN use (part of the key)
+ISA_LIMITS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+#: the text of the calibration's sequences, repeated to fill ``max_length``
+FILLER = "the film was not as good as the book but the actors made it worth seeing again"
+
+
+class NotCalibrated(BelugaError):
+    """The calibration could not measure this configuration here (its one line says why)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What is calibrated: a task's model at its training length, the fold stage's batch size, the prediction
+    batch size, the configured precision and the jobs' threads; ``run``, the training settings of its calls."""
+    task: str
+    model: str
+    size: tuple
+    max_length: int
+    batch_size: int
+    predict_batch_size: int
+    precision: str
+    threads: int
+    run: object   # beluga.train.settings.FoldRun
+
+
+def cache_dir() -> Path:
+    """``$BELUGA_CACHE_DIR``, else ``$XDG_CACHE_HOME/beluga``, else ``~/.cache/beluga``."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "beluga"
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; else what the platform says)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def machine() -> dict:
+    """This machine as the calibration's key sees it: the CPU, torch's CPU capability (what its kernels run at),
+    whether bf16 is native (:func:`beluga.model.precision.native_bf16`), the instruction-set limits set in the
+    environment, the torch version."""
+    import torch
+
+    from beluga.model.precision import native_bf16
+
+    return {"cpu": cpu_name(), "capability": torch.backends.cpu.get_cpu_capability(),
+            "bf16": "native" if native_bf16(torch.device("cpu")) else "emulated",
+            "isa_limits": {k: os.environ[k] for k in ISA_LIMITS if os.environ.get(k)}, "torch": torch.__version__}
+
+
+def target(config: dict, the_runs) -> Target:
+    """The task whose model costs most per sequence at its length (:func:`beluga.workflow.cost.relative_cost`; the
+    first of equals), with the training settings of its IID model's job made a vanilla fold job's: the fold
+    stage's hyper-parameters, ``job_threads``, no checkpoints, non-finite losses skipped."""
+    from beluga.train.settings import FoldRun
+    from beluga.workflow.cost import model_size, relative_cost
+    from beluga.workflow.runs import stage_hparams, task_training
+
+    def cost(tid):
+        tcfg = config["tasks"][tid]
+        return relative_cost(str(tcfg["model"]), int(task_training(config, tcfg)["max_length"]))
+
+    tid = max(config["tasks"], key=cost)   # max keeps the first of equals
+    tcfg = config["tasks"][tid]
+    hparams = {**stage_hparams(config, tcfg, "suite", "vanilla"), "epochs": 1}
+    run = FoldRun.from_dict(the_runs.settings("train_iid", {"task": tid, "seeddir": ""}))
+    run = dataclasses.replace(run, method="vanilla", hparams=hparams, threads=int(config["job_threads"]),
+                              checkpoint_dir=None, nonfinite="skip")
+    return Target(tid, str(tcfg["model"]), tuple(model_size(str(tcfg["model"]))), int(run.max_length),
+                  int(hparams["batch_size"]), int(config["predict"]["batch_size"]), str(config["precision"]),
+                  int(run.threads), run)
+
+
+def resolved_precision(setting: str) -> str:
+    """The precision a CPU job runs at for the config's ``precision`` (``auto``: bf16 where native)."""
+    import torch
+
+    from beluga.model.precision import native_bf16
+
+    return ("bf16" if native_bf16(torch.device("cpu")) else "fp32") if setting == "auto" else setting
+
+
+def cache_key(t: Target, where: dict | None = None) -> dict:
+    """The key of a calibration: this machine (:func:`machine`, or ``where``), the model (its name and size), the
+    precision the jobs run at, their threads and the batch shape."""
+    return {"version": CACHE_VERSION, **(where or machine()), "model": t.model, "size": list(t.size),
+            "precision": resolved_precision(t.precision), "threads": t.threads, "max_length": t.max_length,
+            "batch_size": t.batch_size, "predict_batch_size": t.predict_batch_size}
+
+
+def cache_file(key: dict) -> Path:
+    """The key's file in :func:`cache_dir`: ``calibration-<16 hex digits of the key's SHA-256>.json``."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir() / f"calibration-{digest}.json"
+
+
+def read_cached(key: dict) -> dict | None:
+    """The cached calibration of ``key``, or None: no file, or one that is not this key's readable record (it is
+    measured again and replaced)."""
+    path = cache_file(key)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("key") != key or not isinstance(record.get("figures"), dict):
+        return None
+    figures = record["figures"]
+    needed = ("train_seq_per_s", "predict_seq_per_s", "fixed_s_per_job")
+    if not all(isinstance(figures.get(k), (int, float)) and figures[k] > 0 for k in needed):
+        return None
+    return record
+
+
+def _text(i: int) -> str:
+    """A calibration sequence: distinct, longer than any ``max_length`` (truncated to it)."""
+    return f"{i} " + " ".join([FILLER] * 40)
+
+
+def measure(t: Target) -> dict:
+    """The figures of :class:`Target` ``t`` measured here, in a fresh interpreter (``python -m
+    beluga.workflow.calibrate``: :func:`measure_here`): train_seq_per_s, predict_seq_per_s, fixed_s_per_job (and its
+    parts: start_s, the interpreter's start and a job's imports, timed from here; load_s; setup_s), rounds, seconds.
+    :class:`NotCalibrated` with the process's last line where it stops."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    spec = {"run": t.run.to_dict(), "model": t.model, "max_length": t.max_length, "batch_size": t.batch_size,
+            "predict_batch_size": t.predict_batch_size, "precision": t.precision, "threads": t.threads}
+    started = time.time()
+    res = subprocess.run([sys.executable, "-m", "beluga.workflow.calibrate"], input=json.dumps(spec), env=env,
+                         capture_output=True, text=True, timeout=900)
+    took = time.time() - started
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith(RESULT)]
+    if res.returncode != 0 or not lines:
+        tail = (res.stderr.strip().splitlines() or [f"exit status {res.returncode}, no message"])[-1]
+        raise NotCalibrated(tail.removeprefix("error: "))
+    figures = json.loads(lines[-1][len(RESULT):])
+    start_s = figures.pop("imported_at") - started
+    figures.update(start_s=start_s, fixed_s_per_job=start_s + figures["load_s"] + figures["setup_s"], seconds=took)
+    return figures
+
+
+#: the line that carries the figures of :func:`measure_here` on its standard output
+RESULT = "BELUGA_CALIBRATION "
+
+
+def measure_here(spec: dict, imported_at: float) -> dict:
+    """The training and prediction figures of ``spec`` (:func:`measure`'s) measured in this process, which
+    imported what a job imports by ``imported_at`` (a time.time()); see the module docstring."""
+    import torch
+
+    from beluga.core.tasks import get_task_type
+    from beluga.heads import head_of
+    from beluga.model.modeling import load_model, quiet_transformers
+    from beluga.model.precision import resolve
+    from beluga.train.items import TrainItem
+    from beluga.train.loop import train
+    from beluga.train.settings import FoldRun
+
+    t0 = time.perf_counter()
+    run = FoldRun.from_dict(spec["run"])
+    batch, pbatch, length = int(spec["batch_size"]), int(spec["predict_batch_size"]), int(spec["max_length"])
+    torch.set_num_threads(int(spec["threads"]))
+    ttype = get_task_type("sent")   # a classification step: the model's forward and backward at full length
+    try:
+        with quiet_transformers():
+            model, tokenizer = load_model(spec["model"], ttype.num_model_labels, model_lock=run.model_lock,
+                                          max_length=length)
+    except (BelugaError, OSError) as e:
+        raise NotCalibrated(f"model {spec['model']} cannot be loaded ({str(e).splitlines()[0]})") from None
+    load_s = time.perf_counter() - t0
+    precision = resolve(spec["precision"], torch.device("cpu"))
+    target_row = ttype.mft_target("eq", 1)
+
+    def train_call(steps: int) -> tuple[float, int]:
+        items = [TrainItem(env="calibration", inputs=[_text(i)], target=list(target_row)) for i in range(steps * batch)]
+        start = time.perf_counter()
+        train(model, tokenizer, {"MFT": items}, run, precision=precision, log_every=10 ** 9)
+        return time.perf_counter() - start, len(items)
+
+    head = head_of(ttype)
+    texts = [_text(i) for i in range(PREDICT_BATCHES * pbatch)]
+
+    def predict_call() -> float:
+        start = time.perf_counter()
+        head.outputs(model, tokenizer, texts, [None] * len(texts), pbatch, length, int(run.doc_stride), precision)
+        return time.perf_counter() - start
+
+    train_call(SHORT_STEPS)   # untimed: the kernels' first calls
+    predict_call()
+    short, long_, pred = [], [], []
+    while not short or (len(short) < ROUNDS and time.perf_counter() - t0 < BUDGET_S):
+        short.append(train_call(SHORT_STEPS))
+        long_.append(train_call(LONG_STEPS))
+        pred.append(predict_call())
+    t_short, n_short = statistics.median(s for s, _ in short), short[0][1]
+    t_long, n_long = statistics.median(s for s, _ in long_), long_[0][1]
+    per_seq = (t_long - t_short) / (n_long - n_short)
+    if per_seq <= 0:   # noise larger than the extra steps: the long call's mean, set-up included
+        per_seq = t_long / n_long
+    return {"train_seq_per_s": 1.0 / per_seq, "predict_seq_per_s": len(texts) / statistics.median(pred),
+            "load_s": load_s, "setup_s": max(0.0, t_short - n_short * per_seq), "rounds": len(short),
+            "precision_run": precision.name, "imported_at": imported_at}
+
+
+def main() -> int:
+    """``python -m beluga.workflow.calibrate`` (:func:`measure`): a job's imports, then :func:`measure_here` of the
+    spec on standard input; the figures on one :data:`RESULT` line, or one ``error:`` line on standard error."""
+    from beluga.workflow.warm import PRELOAD
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    imported_at = time.time()
+    try:
+        figures = measure_here(json.loads(sys.stdin.read()), imported_at)
+    except NotCalibrated as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
+    print(RESULT + json.dumps(figures), flush=True)
+    return 0
+
+
+def calibration(t: Target, recalibrate: bool = False) -> tuple[dict, str]:
+    """(the cache record of ``t`` on this machine: key, figures, measured, file; how it was had: ``cached`` /
+    ``measured`` / ``measured, not cached (why)``). Measured when the cache has no record of its key (or
+    ``recalibrate``), then written to the cache atomically. :class:`NotCalibrated` where it cannot be measured."""
+    from beluga.core.io import write_json
+
+    key = cache_key(t)
+    path = cache_file(key)
+    if not recalibrate:
+        cached = read_cached(key)
+        if cached is not None:
+            return {**cached, "file": str(path)}, "cached"
+    figures = measure(t)
+    record = {"key": key, "figures": figures,
+              "measured": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(record, path)
+    except OSError as e:
+        return {**record, "file": None}, f"measured, not cached ({path}: {e.strerror or e})"
+    return {**record, "file": str(path)}, "measured"
+
+
+def describe(record: dict, how: str, t: Target) -> str:
+    """The calibration in words: where it ran (CPU, bf16 native / emulated, the precision), what it measured
+    and where it is cached."""
+    key, fig = record["key"], record["figures"]
+    limits = "".join(f", {k}={v}" for k, v in key["isa_limits"].items())
+    where = (f"calibrated on this machine ({key['cpu']}, bf16 {key['bf16']}: torch CPU capability "
+             f"{key['capability']}{limits}; {key['precision']}, {key['threads']} thread(s) per job, torch "
+             f"{key['torch']}; {t.model} at {t.max_length} tokens, batch {t.batch_size}, prediction batch "
+             f"{t.predict_batch_size}; measured {record['measured'][:10]} in {fig['seconds']:.1f} s")
+    return f"{where}), " + (f"cached at {record['file']}" if record.get("file") else how)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
