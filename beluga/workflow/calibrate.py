@@ -17,7 +17,11 @@ costs most per sequence (:func:`target`):
 - the fixed seconds of a job: a fresh interpreter importing what a job imports (:data:`beluga.workflow.warm.PRELOAD`:
   a job started in its own process), the model's load, and a training call's set-up.
 
-Rounds repeat up to :data:`ROUNDS` times while the calibration has taken less than :data:`BUDGET_S`. The figures are
+All in one fresh process (:func:`measure`), timed by the CPU seconds it spends (:func:`cpu_s`), not the wall-clock:
+they are what a job demands of a core, the same on a busy machine as on an idle one (a wall-clock measured while
+other work shares the cores would be cached for every later plan); the plan's wall-clock is then that of cores free
+for the run. Rounds repeat up to :data:`ROUNDS` times while the calibration has taken less than :data:`BUDGET_S`
+seconds of wall-clock. The figures are
 a throughput-table row of the model at its length and batch sizes (:func:`beluga.workflow.cost.calibrated_rates`):
 the plan scales the other tasks' models from it as from the built-in reference. They are cached in the user's
 cache folder (:func:`cache_dir`), one JSON file per key (:func:`cache_key`: the CPU model, torch's CPU capability
@@ -182,24 +186,24 @@ def _text(i: int) -> str:
 
 def measure(t: Target) -> dict:
     """The figures of :class:`Target` ``t`` measured here, in a fresh interpreter (``python -m
-    beluga.workflow.calibrate``: :func:`measure_here`): train_seq_per_s, predict_seq_per_s, fixed_s_per_job (and its
-    parts: start_s, the interpreter's start and a job's imports, timed from here; load_s; setup_s), rounds, seconds.
-    :class:`NotCalibrated` with the process's last line where it stops."""
+    beluga.workflow.calibrate``: :func:`measure_here`), in the CPU seconds the process spends (:func:`cpu_s`):
+    train_seq_per_s, predict_seq_per_s, fixed_s_per_job (and its parts: start_s, the interpreter's start and a job's
+    imports; load_s; setup_s), rounds; seconds, the calibration's wall-clock. :class:`NotCalibrated` with the
+    process's last line where it stops."""
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]))
     spec = {"run": t.run.to_dict(), "model": t.model, "max_length": t.max_length, "batch_size": t.batch_size,
             "predict_batch_size": t.predict_batch_size, "precision": t.precision, "threads": t.threads}
-    started = time.time()
+    started = time.perf_counter()
     res = subprocess.run([sys.executable, "-m", "beluga.workflow.calibrate"], input=json.dumps(spec), env=env,
                          capture_output=True, text=True, timeout=900)
-    took = time.time() - started
+    took = time.perf_counter() - started
     lines = [ln for ln in res.stdout.splitlines() if ln.startswith(RESULT)]
     if res.returncode != 0 or not lines:
         tail = (res.stderr.strip().splitlines() or [f"exit status {res.returncode}, no message"])[-1]
         raise NotCalibrated(tail.removeprefix("error: "))
     figures = json.loads(lines[-1][len(RESULT):])
-    start_s = figures.pop("imported_at") - started
-    figures.update(start_s=start_s, fixed_s_per_job=start_s + figures["load_s"] + figures["setup_s"], seconds=took)
+    figures.update(fixed_s_per_job=figures["start_s"] + figures["load_s"] + figures["setup_s"], seconds=took)
     return figures
 
 
@@ -207,9 +211,16 @@ def measure(t: Target) -> dict:
 RESULT = "BELUGA_CALIBRATION "
 
 
-def measure_here(spec: dict, imported_at: float) -> dict:
-    """The training and prediction figures of ``spec`` (:func:`measure`'s) measured in this process, which
-    imported what a job imports by ``imported_at`` (a time.time()); see the module docstring."""
+def cpu_s(threads: int) -> float:
+    """This process's CPU seconds (user + system, every thread) over ``threads``: the seconds a job with that many
+    threads, each busy, spends on free cores. CPU time, not the wall-clock: the figures are the machine's, not those
+    of the moment's load (a busy machine's wall-clock would be cached for every later plan)."""
+    return time.process_time() / max(1, int(threads))
+
+
+def measure_here(spec: dict, start_s: float) -> dict:
+    """The training and prediction figures of ``spec`` (:func:`measure`'s) measured in this process, whose start and
+    imports took ``start_s`` CPU seconds; see the module docstring."""
     import torch
 
     from beluga.core.tasks import get_task_type
@@ -220,10 +231,11 @@ def measure_here(spec: dict, imported_at: float) -> dict:
     from beluga.train.loop import train
     from beluga.train.settings import FoldRun
 
-    t0 = time.perf_counter()
+    t0, threads = time.perf_counter(), int(spec["threads"])
+    c0 = cpu_s(threads)
     run = FoldRun.from_dict(spec["run"])
     batch, pbatch, length = int(spec["batch_size"]), int(spec["predict_batch_size"]), int(spec["max_length"])
-    torch.set_num_threads(int(spec["threads"]))
+    torch.set_num_threads(threads)
     ttype = get_task_type("sent")   # a classification step: the model's forward and backward at full length
     try:
         with quiet_transformers():
@@ -231,23 +243,23 @@ def measure_here(spec: dict, imported_at: float) -> dict:
                                           max_length=length)
     except (BelugaError, OSError) as e:
         raise NotCalibrated(f"model {spec['model']} cannot be loaded ({str(e).splitlines()[0]})") from None
-    load_s = time.perf_counter() - t0
+    load_s = cpu_s(threads) - c0
     precision = resolve(spec["precision"], torch.device("cpu"))
     target_row = ttype.mft_target("eq", 1)
 
     def train_call(steps: int) -> tuple[float, int]:
         items = [TrainItem(env="calibration", inputs=[_text(i)], target=list(target_row)) for i in range(steps * batch)]
-        start = time.perf_counter()
+        start = cpu_s(threads)
         train(model, tokenizer, {"MFT": items}, run, precision=precision, log_every=10 ** 9)
-        return time.perf_counter() - start, len(items)
+        return cpu_s(threads) - start, len(items)
 
     head = head_of(ttype)
     texts = [_text(i) for i in range(PREDICT_BATCHES * pbatch)]
 
     def predict_call() -> float:
-        start = time.perf_counter()
+        start = cpu_s(threads)
         head.outputs(model, tokenizer, texts, [None] * len(texts), pbatch, length, int(run.doc_stride), precision)
-        return time.perf_counter() - start
+        return cpu_s(threads) - start
 
     train_call(SHORT_STEPS)   # untimed: the kernels' first calls
     predict_call()
@@ -263,7 +275,7 @@ def measure_here(spec: dict, imported_at: float) -> dict:
         per_seq = t_long / n_long
     return {"train_seq_per_s": 1.0 / per_seq, "predict_seq_per_s": len(texts) / statistics.median(pred),
             "load_s": load_s, "setup_s": max(0.0, t_short - n_short * per_seq), "rounds": len(short),
-            "precision_run": precision.name, "imported_at": imported_at}
+            "precision_run": precision.name, "start_s": start_s}
 
 
 def main() -> int:
@@ -273,9 +285,9 @@ def main() -> int:
 
     for name in PRELOAD:
         importlib.import_module(name)
-    imported_at = time.time()
+    start_s = time.process_time()   # the interpreter's start and the imports: one thread
     try:
-        figures = measure_here(json.loads(sys.stdin.read()), imported_at)
+        figures = measure_here(json.loads(sys.stdin.read()), start_s)
     except NotCalibrated as e:
         print(f"error: {e}", file=sys.stderr)
         return 3

@@ -385,13 +385,13 @@ def calibrated_rates(figures: dict, size, length: int, batch: int, origin: str) 
     return rates
 
 
-#: How much longer than the CPU reference's (:data:`REFERENCE`, a CPU with native bf16) a plan's times may be on a
+#: How much longer than the CPU reference's (:data:`REFERENCE`: a CPU with native bf16) a plan's times may be on a
 #: CPU without native bf16, where the plan is not calibrated (``--no-calibrate``, or a model it cannot load): the
-#: reference's times x 1 on a CPU like it, up to x this factor on one that computes in fp32 (AVX2 only). Measured:
-#: the calibration of the default model (all-MiniLM-L6-v2, 48 tokens, batch 8, one thread) on the reference's 2-core
-#: AMD EPYC Zen 4 VM trained {EMULATED_TRAIN}x slower with AVX2 emulated (``ATEN_CPU_CAPABILITY=avx2
-#: ONEDNN_MAX_CPU_ISA=AVX2``: fp32) than natively (bf16), and a real 2-core AVX2 EPYC ran the default run's fold jobs
-#: 1.6x slower than that emulation (docs/COMPUTE.md, "A CPU without native bf16")
+#: reference's times x 1 on a CPU like it, up to x this factor on one that computes in fp32 (AVX2 only), an upper
+#: bound from two measurements (docs/COMPUTE.md): on the reference machine, training in fp32 ran 2.53x slower than in
+#: bf16 autocast with fused AdamW (scripts/benchmark.py, all-MiniLM-L6-v2), and a real 2-core AVX2-only EPYC ran the
+#: fold jobs 1.6x slower than this machine emulating AVX2 (``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2``);
+#: 2.53 x 1.6 = 4.0 (a job's fixed cost grows less: the whole run less than that)
 NO_BF16_FACTOR = 4.0
 
 

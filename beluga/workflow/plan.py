@@ -610,8 +610,11 @@ def machine_rates(config: dict, path: Path, rates: dict, source: str, calibrate:
             where = f"cached at {record['file']}" if record.get("file") else how
             short = f"calibrated on this machine ({key['cpu']}, bf16 {key['bf16']}), {where}"
             before = " (measured before; --recalibrate measures again)" if how == "cached" else ""
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+            busy = "" if load is None else f"; this machine's load average now: {load:.1f} on {os.cpu_count()} cores"
             return (calibrated_rates(record["figures"], target.size, target.max_length, target.batch_size, origin),
-                    short, record, f"times: {short}{before} -- the rates below")
+                    short, record, f"times: {short}{before} -- the rates below, in CPU seconds: each wall-clock "
+                    f"below is on cores free for the run (other work on them adds to it{busy})")
     return rates, source, None, (
         f"times: not calibrated ({why}): the rates are the reference machine's ({REFERENCE['cpu']['machine']}); a "
         f"CPU without native bf16 computes in fp32 and may take up to x{NO_BF16_FACTOR:g} as long, so each wall-clock "
