@@ -27,7 +27,7 @@ def tiny_target(overrides=()) -> calib.Target:
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     """A fresh cache folder for the test."""
-    monkeypatch.setenv(calib.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(calib.CACHE_DIR_ENV, str(tmp_path / "cache"))
     return tmp_path / "cache"
 
 
@@ -82,9 +82,9 @@ def test_the_cache_key_names_the_machine_model_precision_and_shape(cache, monkey
 
 
 def test_the_cache_folder(monkeypatch, tmp_path):
-    monkeypatch.setenv(calib.CACHE_ENV, str(tmp_path / "own"))
+    monkeypatch.setenv(calib.CACHE_DIR_ENV, str(tmp_path / "own"))
     assert calib.cache_dir() == tmp_path / "own"
-    monkeypatch.delenv(calib.CACHE_ENV)
+    monkeypatch.delenv(calib.CACHE_DIR_ENV)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert calib.cache_dir() == tmp_path / "xdg" / "beluga"
     monkeypatch.delenv("XDG_CACHE_HOME")
@@ -130,7 +130,7 @@ def test_a_file_that_is_not_the_keys_record_is_measured_again(cache, monkeypatch
 def test_a_cache_folder_it_cannot_write_still_gives_the_figures(tmp_path, monkeypatch):
     blocker = tmp_path / "a file"
     blocker.write_text("")
-    monkeypatch.setenv(calib.CACHE_ENV, str(blocker / "cache"))   # under a file: cannot be made
+    monkeypatch.setenv(calib.CACHE_DIR_ENV, str(blocker / "cache"))   # under a file: cannot be made
     monkeypatch.setattr(calib, "measure", lambda target: figures())
     record, how = calib.calibration(tiny_target())
     assert record["figures"] == figures() and record["file"] is None

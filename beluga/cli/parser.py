@@ -94,7 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Jobs, sequences trained on and predicted per job, and estimated core- or "
                                         "GPU-time per rule and configuration-method pair; the data sizes counted; "
                                         "seconds per job and the Slurm time each rule asks for; the wall-clock "
-                                        "on N GPUs or cores (beluga/workflow/plan.py).")
+                                        "on N GPUs or cores (beluga/workflow/plan.py). A CPU plan first "
+                                        "measures this machine (--no-calibrate: the reference machine's rates, "
+                                        "each wall-clock a range).")
     p_plan.add_argument("--configfile", default=None, help="configuration (default: config.yaml of the repository)")
     p_plan.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
                         help="override top-level keys of the configuration as snakemake --config does "

@@ -48,9 +48,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from beluga.core.errors import BelugaError
+from beluga.core.tasks import get_task_type
+from beluga.heads import head_of
+from beluga.train.settings import FoldRun
+from beluga.workflow.cost import model_size, relative_cost
+from beluga.workflow.warm import PRELOAD
 
 #: the environment variable that names the cache folder (else ``$XDG_CACHE_HOME/beluga``, else ``~/.cache/beluga``)
-CACHE_ENV = "BELUGA_CACHE_DIR"
+CACHE_DIR_ENV = "BELUGA_CACHE_DIR"
 #: the cache files' format; a file of another version is measured again
 CACHE_VERSION = 1
 #: training steps of the two timed calls of a round (the rate: their difference)
@@ -86,8 +91,8 @@ class Target:
 
 def cache_dir() -> Path:
     """``$BELUGA_CACHE_DIR``, else ``$XDG_CACHE_HOME/beluga``, else ``~/.cache/beluga``."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
+    if os.environ.get(CACHE_DIR_ENV):
+        return Path(os.environ[CACHE_DIR_ENV]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "beluga"
 
@@ -120,8 +125,6 @@ def target(config: dict, the_runs) -> Target:
     """The task whose model costs most per sequence at its length (:func:`beluga.workflow.cost.relative_cost`; the
     first of equals), with the training settings of its IID model's job made a vanilla fold job's: the fold
     stage's hyper-parameters, ``job_threads``, no checkpoints, non-finite losses skipped."""
-    from beluga.train.settings import FoldRun
-    from beluga.workflow.cost import model_size, relative_cost
     from beluga.workflow.runs import stage_hparams, task_training
 
     def cost(tid):
@@ -223,13 +226,10 @@ def measure_here(spec: dict, start_s: float) -> dict:
     imports took ``start_s`` CPU seconds; see the module docstring."""
     import torch
 
-    from beluga.core.tasks import get_task_type
-    from beluga.heads import head_of
     from beluga.model.modeling import load_model, quiet_transformers
     from beluga.model.precision import resolve
     from beluga.train.items import TrainItem
     from beluga.train.loop import train
-    from beluga.train.settings import FoldRun
 
     t0, threads = time.perf_counter(), int(spec["threads"])
     c0 = cpu_s(threads)
@@ -278,10 +278,9 @@ def measure_here(spec: dict, start_s: float) -> dict:
             "precision_run": precision.name, "start_s": start_s}
 
 
-def main() -> int:
+def measure_main() -> int:
     """``python -m beluga.workflow.calibrate`` (:func:`measure`): a job's imports, then :func:`measure_here` of the
     spec on standard input; the figures on one :data:`RESULT` line, or one ``error:`` line on standard error."""
-    from beluga.workflow.warm import PRELOAD
 
     for name in PRELOAD:
         importlib.import_module(name)
@@ -331,4 +330,4 @@ def describe(record: dict, how: str, t: Target) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(measure_main())
