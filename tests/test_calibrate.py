@@ -41,8 +41,9 @@ def test_the_target_is_the_configured_model_length_batch_precision_and_threads()
     assert (t.task, t.model, t.size, t.max_length) == ("sent", "tiny-random", (2, 32, 64), 32)
     assert (t.batch_size, t.predict_batch_size, t.precision, t.threads) == (4, 32, "fp32", 2)
     # a vanilla fold job's training call: the suite stage's hyper-parameters, no checkpoints
-    assert (t.run.method, t.run.hparams["batch_size"], t.run.hparams["lr"], t.run.checkpoint_dir) == \
-        ("vanilla", 4, 1.0e-3, None)
+    assert (t.run.method, t.run.hparams["batch_size"], t.run.hparams["lr"], t.run.checkpoint_dir, t.run.compile) == \
+        ("vanilla", 4, 1.0e-3, None, "off")
+    assert tiny_target(['training={"compile": "default"}']).run.compile == "off"
 
 
 def test_the_most_expensive_task_is_calibrated():

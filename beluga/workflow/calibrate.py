@@ -124,7 +124,8 @@ def machine() -> dict:
 def target(config: dict, the_runs) -> Target:
     """The task whose model costs most per sequence at its length (:func:`beluga.workflow.cost.relative_cost`; the
     first of equals), with the training settings of its IID model's job made a vanilla fold job's: the fold
-    stage's hyper-parameters, ``job_threads``, no checkpoints, non-finite losses skipped."""
+    stage's hyper-parameters, ``job_threads``, no checkpoints, non-finite losses skipped, eager (``training.compile``
+    would compile again in every timed call; on a CPU compiling gains no speed: docs/COMPUTE.md)."""
     from beluga.workflow.runs import stage_hparams, task_training
 
     def cost(tid):
@@ -136,7 +137,7 @@ def target(config: dict, the_runs) -> Target:
     hparams = {**stage_hparams(config, tcfg, "suite", "vanilla"), "epochs": 1}
     run = FoldRun.from_dict(the_runs.settings("train_iid", {"task": tid, "seeddir": ""}))
     run = dataclasses.replace(run, method="vanilla", hparams=hparams, threads=int(config["job_threads"]),
-                              checkpoint_dir=None, nonfinite="skip")
+                              checkpoint_dir=None, nonfinite="skip", compile="off")
     return Target(tid, str(tcfg["model"]), tuple(model_size(str(tcfg["model"]))), int(run.max_length),
                   int(hparams["batch_size"]), int(config["predict"]["batch_size"]), str(config["precision"]),
                   int(run.threads), run)
