@@ -10,7 +10,10 @@ The rates come from a throughput table (:func:`throughput_table`):
   benchmark on the machines named there);
 - or numbers the user gives (``--train-rate`` / ``--predict-rate``: sequences
   per second of the default model at its reference length; ``--fixed-s``:
-  seconds of fixed cost per job).
+  seconds of fixed cost per job);
+- or, for a CPU plan given none of these, this machine's calibration (:mod:`beluga.workflow.calibrate`:
+  :func:`calibrated_rates`, a row of the configured model at its length and batch), unless the plan is told not to
+  calibrate: then the reference's, each wall-clock a range up to :data:`NO_BF16_FACTOR` times it.
 
 Throughput is measured for one model at one length and batch size (the
 table's ``ref_size`` / ``ref_length`` / ``batch_size``: all-MiniLM-L6-v2 at 48
