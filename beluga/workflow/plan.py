@@ -521,7 +521,6 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     built-in CPU reference prints its times as a range (:data:`~beluga.workflow.cost.NO_BF16_FACTOR`)."""
 
     path = config_path(configfile)
-    line = None
     if as_json:
         from beluga.core.io import check_not_input
 
@@ -551,7 +550,7 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     for name, values in (("--gpus", gpus or []), ("--cores", [] if cores is None else [cores])):
         if any(v < 1 for v in values):
             raise ConfigError(f"{name}: must be positive, got {min(values)}")
-    calibration, spread = None, None
+    calibration, spread, line = None, None, None
     if device == "cpu" and all(rates["origin"][k].startswith("built-in reference") for k in RATE_KEYS):
         rates, source, calibration, line = machine_rates(config, path, rates, source, calibrate or recalibrate,
                                                          recalibrate)
@@ -567,7 +566,7 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     lines = plan(config, rates, [path], assume_paper_data, iid_used, rates_used, details)
     disk = disk_plan(config, lines, concurrent_jobs)
     sizes = paper_sizes_line(config) if assume_paper_data else None
-    notes = size_lines(details["sizes"]) + ([sizes] if sizes else []) + ([line] if device == "cpu" and line else []) \
+    notes = size_lines(details["sizes"]) + ([sizes] if sizes else []) + ([line] if line else []) \
         + rate_lines(config, rates, rates_used, device)
     jobs = details["jobs"]
     rows = slurm_rows(details["runs"], jobs, profile)
