@@ -33,7 +33,6 @@ offline) is not calibrated: the plan says why and uses the reference (:class:`No
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import hashlib
 import importlib
@@ -50,7 +49,7 @@ from pathlib import Path
 from beluga.core.errors import BelugaError
 from beluga.core.tasks import get_task_type
 from beluga.heads import head_of
-from beluga.train.settings import FoldRun
+from beluga.train.settings import FoldRun, fold_run
 from beluga.workflow.cost import model_size, relative_cost
 from beluga.workflow.warm import PRELOAD
 
@@ -123,9 +122,10 @@ def machine() -> dict:
 
 def target(config: dict, the_runs) -> Target:
     """The task whose model costs most per sequence at its length (:func:`beluga.workflow.cost.relative_cost`; the
-    first of equals), with the training settings of its IID model's job made a vanilla fold job's: the fold
-    stage's hyper-parameters, ``job_threads``, no checkpoints, non-finite losses skipped, eager (``training.compile``
-    would compile again in every timed call; on a CPU compiling gains no speed: docs/COMPUTE.md)."""
+    first of equals), with the training settings of a vanilla job of the fold stage (:func:`fold_run`): its
+    hyper-parameters (one epoch: a call trains the steps it is given), ``job_threads``, no checkpoints, non-finite
+    losses skipped, eager (``training.compile`` would compile again in every timed call; on a CPU compiling gains
+    no speed: docs/COMPUTE.md)."""
     from beluga.workflow.runs import stage_hparams, task_training
 
     def cost(tid):
@@ -134,13 +134,14 @@ def target(config: dict, the_runs) -> Target:
 
     tid = max(config["tasks"], key=cost)   # max keeps the first of equals
     tcfg = config["tasks"][tid]
-    hparams = {**stage_hparams(config, tcfg, "suite", "vanilla"), "epochs": 1}
-    run = FoldRun.from_dict(the_runs.settings("train_iid", {"task": tid, "seeddir": ""}))
-    run = dataclasses.replace(run, method="vanilla", hparams=hparams, threads=int(config["job_threads"]),
-                              checkpoint_dir=None, nonfinite="skip", compile="off")
-    return Target(tid, str(tcfg["model"]), tuple(model_size(str(tcfg["model"]))), int(run.max_length),
-                  int(hparams["batch_size"]), int(config["predict"]["batch_size"]), str(config["precision"]),
-                  int(run.threads), run)
+    model = str(tcfg["model"])
+    run = fold_run(config, {**task_training(config, tcfg), "nonfinite": "skip", "compile": "off"}, task=tid,
+                   task_type=tcfg["type"], model=model, configuration="iid", method="vanilla", partition="standard",
+                   fold="all", held_out=(), functionalities=(), start_label=model,
+                   hparams=stage_hparams(config, tcfg, "suite", "vanilla", {"epochs": 1}), seed=int(config["seed"]),
+                   threads=int(config["job_threads"]), checkpoint_dir=None, model_lock=the_runs.model_marker(tid))
+    return Target(tid, model, tuple(model_size(model)), int(run.max_length), int(run.hparams["batch_size"]),
+                  int(config["predict"]["batch_size"]), str(config["precision"]), int(run.threads), run)
 
 
 def resolved_precision(setting: str) -> str:
