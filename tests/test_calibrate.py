@@ -20,8 +20,12 @@ TINY = CONFIGS / "tiny.yaml"
 
 
 def tiny_target(overrides=()) -> calib.Target:
+    """The tiny config's target as the plan makes it: on the task's own training sequences."""
+    from beluga.workflow.plan import task_counts
+
     config = load_config(str(TINY), list(overrides))
-    return calib.target(config, checked_runs(config, [TINY]))
+    return calib.target(config, checked_runs(config, [TINY]),
+                        lambda tid: task_counts(config["tasks"][tid], config["split"])["streams"])
 
 
 @pytest.fixture
@@ -32,11 +36,42 @@ def cache(tmp_path, monkeypatch):
 
 
 def figures(train=123.0, predict=456.0, fixed=7.5) -> dict:
-    return {"train_seq_per_s": train, "predict_seq_per_s": predict, "fixed_s_per_job": fixed, "start_s": fixed - 1,
-            "load_s": 0.5, "setup_s": 0.5, "rounds": 3, "seconds": 9.0}
+    """A calibration's figures: a warm job's fixed seconds ``fixed`` (its start 0.5 s and its own work), a cold
+    one's 4 s more (the imports the warm job server saves)."""
+    return {"train_seq_per_s": train, "predict_seq_per_s": predict, "job_start_s": 0.5, "launch_s": 0.2,
+            "start_s": 4.2, "load_s": 0.3, "setup_s": 0.1, "job_s": fixed - 0.5, "data_s": 0.7,
+            "fixed_s_warm": fixed, "fixed_s_cold": fixed + 4.0, "rounds": 3, "seconds": 9.0}
+
+
+#: the whole run of the tiny config as Snakemake's dry run counts it (tests/test_workflow.py runs it)
+TINY_RUN = {"prepare_iid": 1, "build_suite": 1, "split_suite": 1, "train_iid": 1, "predict": 1, "outcomes": 1,
+            "finetune": 30, "aggregate": 1, "heatmap": 4, "unit_outcomes": 1, "significance": 1, "intervals": 1,
+            "diagnostics": 1, "failures": 1, "figure1": 1, "table3": 1, "run_config": 1, "all": 1}
+
+
+@pytest.fixture
+def dry_run(monkeypatch):
+    """Snakemake's dry run of the tiny config (a process) as its job counts, taking 2 s."""
+    import beluga.workflow.plan as plan_mod
+
+    monkeypatch.setattr(plan_mod, "run_job_counts", lambda path, overrides=(): (dict(TINY_RUN), 2.0))
 
 
 def test_the_target_is_the_configured_model_length_batch_precision_and_threads():
+    from beluga.workflow.plan import task_counts
+
+    config = load_config(str(TINY))
+    streams = task_counts(config["tasks"]["sent"], config["split"])["streams"]
+    t = tiny_target()
+    # the task's own training sequences: every input of every item (a pair's two), here fewer than SAMPLE
+    assert len(t.sequences) == sum(len(it.inputs) for items in streams.values() for it in items) == 14
+    assert all(b is None for _, b in t.sequences) and "not" in " ".join(a for a, _ in t.sequences)
+    # the first fold job, run whole on a small copy of the data: the suite capped, the i.i.d. splits capped
+    job = t.job
+    assert (job["run"]["configuration"], job["run"]["partition"], job["run"]["checkpoint_dir"]) == \
+        ("iid_to_t", "seen", None)
+    assert job["suite"]["cases_per_functionality"] == 4 and job["iid"]["n_train"] == calib.SMALL_IID
+    assert (job["mixes_iid"], job["batch_size"], job["scope"]) == (False, 32, "scored")
     t = tiny_target(["job_threads=2", "precision=fp32"])
     assert (t.task, t.model, t.size, t.max_length) == ("sent", "tiny-random", (2, 32, 64), 32)
     assert (t.batch_size, t.predict_batch_size, t.precision, t.threads) == (4, 32, "fp32", 2)
@@ -73,6 +108,8 @@ def test_the_cache_key_names_the_machine_model_precision_and_shape(cache, monkey
               calib.cache_key(dataclasses.replace(t, threads=2)),
               calib.cache_key(dataclasses.replace(t, predict_batch_size=64)),
               calib.cache_key(dataclasses.replace(t, model="default", size=(6, 384, 1536))),
+              calib.cache_key(dataclasses.replace(t, sequences=(("a film", None),))),
+              calib.cache_key(dataclasses.replace(t, sequences=(("another film", None),))),
               calib.cache_key(t, {**calib.machine(), "torch": "0.0.1"}),
               calib.cache_key(t, {**calib.machine(), "cpu": "another CPU"})]
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")   # an instruction-set limit set: another machine
@@ -144,7 +181,7 @@ def time_of(text: str) -> float:
     return float(value.replace(",", "")) * {"s": 1, "min": 60, "h": 3600}[unit]
 
 
-def test_a_calibrated_plan_uses_the_measured_rates_and_says_where(cache, monkeypatch):
+def test_a_calibrated_plan_uses_the_measured_rates_and_says_where(cache, monkeypatch, dry_run):
     monkeypatch.setattr(calib, "measure", lambda target: figures(train=40.0, predict=80.0, fixed=2.0))
     text = plan_command(str(TINY), cores=2, calibrate=True)
     key = calib.cache_key(tiny_target())
@@ -156,11 +193,25 @@ def test_a_calibrated_plan_uses_the_measured_rates_and_says_where(cache, monkeyp
     assert "sent: tiny-random at 32 tokens: batch 4: 40.0 seq/s per job -- the training row's own model" in text
     assert f"[1] calibrated on this machine ({key['cpu']}, bf16 {key['bf16']}: torch CPU capability" in text
     assert "up to about" not in text   # measured here: one time, no range
+    # a warm job's fixed seconds (a local run), the cold one's named; the run's 17 other jobs and its start
+    assert "a job's fixed seconds are those of a job forked warm by the local run's job server (2.0 s; 6.0 s for " \
+           "one started in its own process" in text
+    assert "the run's other jobs: 17 of its 49 (Snakemake's dry run, 2.0 s), each 1.2 s as calibrated" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("  on 2 cores: "))
+    start = 2.0 + (4.2 - 0.2)   # the dry run, the imports of the warm job server
+    assert f"with the run's start ({start:.1f} s: Snakemake's DAG, the job server's imports) and its 17 other " \
+           "jobs" in line, line
+    jobs_only = time_of(next(ln for ln in text.splitlines() if ln.startswith("  with a slot for every job"))
+                        .split(": ")[-1])
+    assert time_of(re.search(r"about (.+?) -- ", line).group(1)) >= jobs_only + start + 17 * 1.2 / 2 - 0.5
     # the seconds per job are the measured ones: the fixed seconds, the fold jobs' 23 predicted sequences at 80/s
     row = next(ln.split() for ln in text.splitlines() if ln.startswith("finetune ") and " sent " in ln)
     assert row[:4] == ["finetune", "sent", "30", "2.0"] and float(row[5]) == pytest.approx(23 / 80, abs=0.01), row
     again = plan_command(str(TINY), cores=2, calibrate=True)
     assert "(measured before; --recalibrate measures again)" in again
+    monkeypatch.setenv("BELUGA_WARM_JOBS", "0")   # a run whose jobs start cold: the cold job's seconds
+    cold = plan_command(str(TINY), cores=2, calibrate=True)
+    assert "fixed seconds per job: 6.0 -- [1]" in cold and "each 5.2 s as calibrated" in cold
 
 
 def test_without_calibration_the_plan_names_the_reference_and_prints_a_range():
@@ -190,7 +241,7 @@ def test_a_throughput_table_is_not_calibrated(cache, monkeypatch, tmp_path):
     assert f"throughput: {table}" in text.splitlines()[0] and "up to about" not in text
 
 
-def test_a_calibration_that_stops_falls_back_to_the_reference(cache, monkeypatch):
+def test_a_calibration_that_stops_falls_back_to_the_reference(cache, monkeypatch, dry_run):
     def stop(target):
         raise calib.NotCalibrated("model tiny-random cannot be loaded (no such thing)")
 
@@ -205,10 +256,13 @@ def test_a_calibration_that_stops_falls_back_to_the_reference(cache, monkeypatch
 def test_the_tiny_model_is_measured_in_a_fresh_process(cache):
     t = tiny_target()
     got = calib.measure(t)
-    assert got["train_seq_per_s"] > 0 and got["predict_seq_per_s"] > 0
-    assert got["fixed_s_per_job"] == pytest.approx(got["start_s"] + got["load_s"] + got["setup_s"])
-    assert got["start_s"] > 0.5 and 1 <= got["rounds"] <= calib.ROUNDS   # a fresh interpreter's imports take time
+    assert got["train_seq_per_s"] > 0 and got["predict_seq_per_s"] > 0 and 1 <= got["rounds"] <= calib.ROUNDS
     assert got["precision_run"] == calib.cache_key(t)["precision"]
+    # a fresh interpreter's imports take time; those before a warm hand-off a fraction of them
+    assert 0 < got["launch_s"] < got["start_s"] and got["start_s"] > 0.5
+    assert got["job_start_s"] > 0 and got["job_s"] > 0 and got["data_s"] > 0   # the micro-workflow, the real steps
+    assert got["fixed_s_warm"] == pytest.approx(got["job_start_s"] + got["job_s"])
+    assert got["fixed_s_cold"] == pytest.approx(got["fixed_s_warm"] + got["start_s"] - got["launch_s"])
 
 
 @pytest.mark.slow   # a process: the child stops at the model's load
