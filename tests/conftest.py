@@ -184,11 +184,17 @@ def missing_rules(folder: Path, rules: set[str]) -> list[str]:
     return sorted(rules - ran)
 
 
-def pytest_configure(config):
-    if not hasattr(config, "workerinput") and RULES_RAN_ENV not in os.environ:   # the controller (or -n 0)
-        import tempfile
+#: the folder of the session's plan calibrations (beluga/workflow/calibrate.py), never the user's cache
+CACHE_ENV = "BELUGA_CACHE_DIR"
 
+
+def pytest_configure(config):
+    import tempfile
+
+    if not hasattr(config, "workerinput") and RULES_RAN_ENV not in os.environ:   # the controller (or -n 0)
         os.environ[RULES_RAN_ENV] = tempfile.mkdtemp(prefix="beluga-rules-ran-")
+    if not hasattr(config, "workerinput"):   # the workers and every process the tests start inherit it
+        os.environ[CACHE_ENV] = tempfile.mkdtemp(prefix="beluga-calibrations-")
 
 
 def whole_suite(session) -> bool:

@@ -404,7 +404,7 @@ def test_plan_counts_finetune_keep_and_kept_models_as_the_dry_run(tmp_path):
 
 def test_plan_costs_the_related_analyses(tmp_path, capsys):
     path = _default_with(tmp_path, "both", inoculation={"enabled": True}, combinational={"enabled": True})
-    rc, out, err = plan_cli(capsys, "--configfile", path)
+    rc, out, err = plan_cli(capsys, "--configfile", path, "--no-calibrate")
     assert rc == 0, err
     head = out.splitlines()[0]
     jobs = sum(_plan_counts(path).values())

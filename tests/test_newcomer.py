@@ -62,7 +62,7 @@ def test_a_spec_built_suite_needs_no_task(smoke, tmp_path):
 
 
 def test_plan_of_a_tiny_config_prints_minutes():
-    res = beluga_cli("plan", "--configfile", CONFIGS / "tiny.yaml", "--cores", "2")
+    res = beluga_cli("plan", "--configfile", CONFIGS / "tiny.yaml", "--cores", "2", "--no-calibrate")
     assert res.returncode == 0, res.stderr
     head = res.stdout.splitlines()[0]
     assert "core-min in all" in head and "core-h" not in head, head
@@ -679,3 +679,37 @@ def test_an_all_degenerate_run_says_so_in_table3_and_in_its_last_lines(tmp_path)
     assert [ln.split(":")[0] for ln in lines[at + 2:]] == ["Complete log(s)", "Elapsed time"], lines[at:]
     page = (res / "sent" / "diagnostics" / "diagnostics.html").read_text()
     assert "<strong>5 of 5 models are degenerate</strong>" in page
+
+
+# ---------------------------------------------------------------- times that hold: the plan calibrated here
+@pytest.mark.slow   # the calibration's processes and a real run of the tiny config (snakemake --cores 2)
+def test_plan_calibrated_here_is_within_2x_of_the_tiny_run(tmp_path):
+    """`plan` on the tiny config measures this machine (--recalibrate: now, beside the run it is compared with),
+    says so, and its wall-clock on 2 cores is within 2x of the tiny run's. The plan's figures are CPU seconds, its
+    wall-clock that of 2 cores free for the run; on a machine other work shares, the run's wall-clock is not that,
+    so the run is measured by its CPU seconds (its processes', children included) over its 2 cores, and its
+    wall-clock bounds the plan from above."""
+    import resource
+    import time
+
+    from conftest import smk
+
+    from beluga.workflow.calibrate import cpu_name
+
+    res = beluga_cli("plan", "--configfile", CONFIGS / "tiny.yaml", "--cores", "2", "--recalibrate")
+    assert res.returncode == 0, res.stderr
+    head = res.stdout.splitlines()[0]
+    assert re.search(rf"throughput: calibrated on this machine \({re.escape(cpu_name())}, bf16 (native|emulated)\), "
+                     r"cached at \S+calibration-[0-9a-f]{16}\.json\)$", head), head
+    assert "the run's other jobs: 17 of its 49 (Snakemake's dry run" in res.stdout, res.stdout
+    planned = _duration_s(re.search(r"^  on 2 cores: about (.+?) -- ", res.stdout, re.M).group(1))
+    before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    smk(tmp_path / "run", "--cores", "2")
+    wall, after = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    assert 0.5 <= planned / (cpu / 2) <= 2.0 and planned <= 2 * wall, (planned, cpu, wall, res.stdout)
+
+
+def _duration_s(text: str) -> float:
+    value, unit = text.split()
+    return float(value.replace(",", "")) * {"s": 1, "min": 60, "h": 3600}[unit]

@@ -95,7 +95,7 @@ def test_the_cli_names_the_new_options(capsys):
 
 
 def test_the_cli_prints_the_same_plan(capsys):
-    assert main(["plan", "--configfile", str(TINY), "--cores", "2"]) == 0
+    assert main(["plan", "--configfile", str(TINY), "--cores", "2", "--no-calibrate"]) == 0
     assert capsys.readouterr().out == plan_command(str(TINY), cores=2)
 
 

@@ -104,7 +104,7 @@ def run_command(args) -> int:
             say(plan_command(args.configfile, args.throughput, args.train_rate, args.predict_rate, args.fixed_s,
                              args.json, args.concurrent_jobs, overrides=args.config,
                              assume_paper_data=args.assume_paper_data, gpus=args.gpus,
-                             cores=args.cores), end="")
+                             cores=args.cores, calibrate=args.calibrate, recalibrate=args.recalibrate), end="")
         elif args.command == "data" and args.data_command == "stage":
             done = stage(args.source, args.data_dir, copy=args.copy)
             say(f"staged {len(done)} files from {args.source} into {args.data_dir} "

@@ -141,7 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
                             description="Jobs, sequences trained on and predicted per job, and estimated core- or "
                                         "GPU-time per rule and configuration-method pair; the data sizes counted; "
                                         "seconds per job and the Slurm time each rule asks for; the wall-clock "
-                                        "on N GPUs or cores (beluga/workflow/plan.py).")
+                                        "on N GPUs or cores (beluga/workflow/plan.py). A CPU plan first "
+                                        "measures this machine (--no-calibrate: the reference machine's rates, "
+                                        "each wall-clock a range).")
     p_plan.add_argument("--configfile", default=None, help="configuration (default: config.yaml of the repository)")
     p_plan.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
                         help="override top-level keys of the configuration as snakemake --config does "
@@ -164,6 +166,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "(default: 1 and the GPUs the Slurm profile's jobs fill)")
     p_plan.add_argument("--cores", type=count, default=None, metavar="N",
                         help="a CPU plan: the wall-clock of the run on N cores (default: this machine's)")
+    p_plan.add_argument("--calibrate", action=argparse.BooleanOptionalAction, default=True,
+                        help="a CPU plan without --throughput or rates given: measure this machine first (a few "
+                             "training and prediction steps of the configured model at its precision, about 10-20 s; "
+                             "cached per machine, model, precision and batch shape in ~/.cache/beluga) and use its "
+                             "rates (default); --no-calibrate uses the built-in reference machine's and prints each "
+                             "wall-clock as a range")
+    p_plan.add_argument("--recalibrate", action="store_true",
+                        help="measure this machine again instead of reading the cached calibration")
     p_plan.add_argument("--assume-paper-data", action=argparse.BooleanOptionalAction, default=True,
                         help="where a task's i.i.d. source is the paper's (sst2, qqp, squad), count the paper's "
                              "official sizes (SST-2 67,349 train; QQP 363,846; SQuAD v1.1 87,599; dev sets halved) "

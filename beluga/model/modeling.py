@@ -155,7 +155,7 @@ CAUSAL_LM = "causal_lm"
 
 
 @contextlib.contextmanager
-def _quiet_transformers():
+def quiet_transformers():
     """transformers' loading progress bar and load report off (a trained model's missing weights are
     refused in one line instead of a report that suggests training on), restored afterwards."""
     from transformers.utils import logging as hf_logging
@@ -284,7 +284,7 @@ def load_trained(model_dir: str, head: str = "classification", task_type: str | 
         check_tokenizer(tokenizer, read_model_config(model_dir).get("vocab_size"), name)
     ensure_pad_token(tokenizer, None, name)
     try:
-        with _quiet_transformers():
+        with quiet_transformers():
             # float32 weights whatever the checkpoint's dtype (transformers' default "auto" keeps a bf16
             # checkpoint in bf16): --precision is autocast over float32 weights, as run records say
             model, info = _auto_class(head).from_pretrained(model_dir, use_safetensors=True, dtype=torch.float32,

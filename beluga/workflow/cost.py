@@ -10,7 +10,10 @@ The rates come from a throughput table (:func:`throughput_table`):
   benchmark on the machines named there);
 - or numbers the user gives (``--train-rate`` / ``--predict-rate``: sequences
   per second of the default model at its reference length; ``--fixed-s``:
-  seconds of fixed cost per job).
+  seconds of fixed cost per job);
+- or, for a CPU plan given none of these, this machine's calibration (:mod:`beluga.workflow.calibrate`:
+  :func:`calibrated_rates`, a row of the configured model at its length and batch), unless the plan is told not to
+  calibrate: then the reference's, each wall-clock a range up to :data:`NO_BF16_FACTOR` times it.
 
 Throughput is measured for one model at one length and batch size (the
 table's ``ref_size`` / ``ref_length`` / ``batch_size``: all-MiniLM-L6-v2 at 48
@@ -372,6 +375,29 @@ def throughput_table(path: str | None, device: str) -> tuple[dict, str]:
     return {**ref, "origin": origin}, builtin
 
 
+def calibrated_rates(figures: dict, size, length: int, batch: int, origin: str) -> dict:
+    """A CPU throughput table from this machine's calibration (:mod:`beluga.workflow.calibrate`): its measured
+    training and prediction rates of a model of ``size`` at ``length`` tokens and batch ``batch``, and its fixed
+    seconds per job, each from ``origin`` (the calibration in words); the per-step overhead share and the methods'
+    costs are the built-in reference's (not measured by the calibration)."""
+    ref = REFERENCE["cpu"]
+    rates = {**ref, "ref_size": list(size), "ref_length": int(length), "batch_size": int(batch),
+             **{k: float(figures[k]) for k in RATE_KEYS}}
+    rates["origin"] = {**{k: origin for k in (*RATE_KEYS, "batch_size")}, "step_overhead_share": ASSUMED,
+                       "method_cost": f"built-in reference ({ref['machine']})"}
+    return rates
+
+
+#: How much longer than the CPU reference's (:data:`REFERENCE`: a CPU with native bf16) a plan's times may be on a
+#: CPU without native bf16, where the plan is not calibrated (``--no-calibrate``, or a model it cannot load): the
+#: reference's times x 1 on a CPU like it, up to x this factor on one that computes in fp32 (AVX2 only), an upper
+#: bound from two measurements (docs/COMPUTE.md): on the reference machine, training in fp32 ran 2.53x slower than in
+#: bf16 autocast with fused AdamW (scripts/benchmark.py, all-MiniLM-L6-v2), and a real 2-core AVX2-only EPYC ran the
+#: fold jobs 1.6x slower than this machine emulating AVX2 (``ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2``);
+#: 2.53 x 1.6 = 4.0 (a job's fixed cost grows less: the whole run less than that)
+NO_BF16_FACTOR = 4.0
+
+
 #: where the per-step overhead share comes from when the table gives none
 ASSUMED = "assumed: an ESTIMATE (cost.py STEP_OVERHEAD_SHARE), not measured"
 #: the figures of a throughput table the plan reads (sequences / s must be positive, fixed seconds not negative)
@@ -503,6 +529,8 @@ def rate_lines(config: dict, rates: dict, rates_used: dict, device: str) -> list
         elif u["estimated_read"]:
             how = (f"ESTIMATED: scaled from the reference row by the step model (the table has no "
                    f"throughput.{device}.{READ_ROW} row measured on READ's shape)")
+        elif (model_size(u["model"]), u["max_length"], set(u["by_batch"])) == (ref.size, ref.length, {ref.batch}):
+            how = "the training row's own model, length and batch: its rate"
         else:
             how = "scaled from the reference row by the step model"
         out.append(f"  {tid}: {u['model']} at {u['max_length']} tokens: {by} seq/s per job -- {how}")

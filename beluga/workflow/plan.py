@@ -27,6 +27,9 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,13 +41,19 @@ from beluga.core.bounds import yaml_load
 from beluga.core.errors import ConfigError
 from beluga.core.tasks import get_task_type
 from beluga.train.settings import job_hparams
+from beluga.workflow import calibrate as calib
 from beluga.workflow import runs
+from beluga.workflow import warm as warm_jobs
 from beluga.workflow.config import CONFIG_SCHEMA, checked_runs, validate_config  # noqa: F401 (CONFIG_SCHEMA: the plan's schema)
 from beluga.workflow.cost import (
     ESTIMATED_METHOD_COST,
+    NO_BF16_FACTOR,
+    RATE_KEYS,
     READ_ROW,
+    REFERENCE,
     anchors,
     batches_estimate,
+    calibrated_rates,
     file_text,
     gpu_speedup,
     iid_sizes,
@@ -62,6 +71,7 @@ from beluga.workflow.cost import (
 from beluga.workflow.dag import has_suite
 from beluga.workflow.schedule import (
     PlannedJob,
+    RunRest,
     job_lines,
     size_lines,
     slurm_profile,
@@ -135,8 +145,8 @@ def _epochs_estimate(stage: dict, grid: dict) -> float:
 def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True, batching: str = "project") -> dict:
     """Per functionality: training items and sequences (T_train), T_val and
     T_test inputs; the i.i.d. split sizes (:func:`iid_sizes`) and ``iid_used``,
-    where they come from. Builds the suite and the split in memory exactly as
-    the pipeline does."""
+    where they come from; ``streams``, the suite's training streams. Builds the suite and the split in memory
+    exactly as the pipeline does."""
     from beluga.data import iid as iid_mod
     from beluga.suites import folds as folds_mod
     from beluga.suites.build import load_task_spec, make_suite, spec_seed_words, suite_spec_name, with_fold_types
@@ -155,7 +165,7 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
         import pandas as pd
 
         return {"funcs": pd.DataFrame(columns=["functionality", "capability", "test_type"]), "per": {},
-                "iid": sizes, "iid_used": used, "suite": None}
+                "iid": sizes, "iid_used": used, "suite": None, "streams": {}}
     suite, _ = make_suite(task_cfg["suite"], task_cfg["type"], parts.get("pool"))
     split = folds_mod.assign_splits(suite, tuple(split_cfg["fractions"]), int(split_cfg["seed"]),
                                     split_cfg.get("duplicates", "refuse"))
@@ -188,7 +198,7 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
             # (reference batching: a label-checked DIR case trains at most 3 of its inputs an epoch)
             per[it.env]["seqs"] += {"MFT": 1, "iid": 1, LABEL_DIR: min(LABEL_DIR_DRAW, len(it.inputs))}.get(stream, 2)
     suite_info["train_seqs"] = sum(p["seqs"] for p in per.values())
-    return {"funcs": funcs, "per": per, "iid": sizes, "iid_used": used, "suite": suite_info}
+    return {"funcs": funcs, "per": per, "iid": sizes, "iid_used": used, "suite": suite_info, "streams": streams}
 
 
 def ood_entry_size(e: dict) -> int:
@@ -504,12 +514,16 @@ def render(lines: list[Line], device: str, source: str, config_name: str, seeds:
 def plan_command(configfile: str | None, throughput: str | None = None, train_rate: float | None = None,
                  predict_rate: float | None = None, fixed_s: float | None = None, as_json: str | None = None,
                  concurrent_jobs: int | None = None, overrides: list[str] = (), assume_paper_data: bool = True,
-                 gpus: list[int] | None = None, cores: int | None = None) -> str:
+                 gpus: list[int] | None = None, cores: int | None = None, calibrate: bool = False,
+                 recalibrate: bool = False) -> str:
     """The plan's text. ``concurrent_jobs``: training jobs running at once
     (the disk estimate; default: the Slurm profile's 100 jobs on GPUs, the
     machine's cores / job_threads on CPUs); ``assume_paper_data``: :func:`iid_sizes`; ``gpus``: the
     GPU counts whose wall-clock a GPU plan prints (default: 1 and the GPUs the Slurm profile's jobs
-    fill); ``cores``: the cores of a CPU plan's wall-clock (default: this machine's)."""
+    fill); ``cores``: the cores of a CPU plan's wall-clock (default: this machine's). ``calibrate`` (the
+    command's default; ``recalibrate``: measured again, not read from the cache): a CPU plan without a throughput
+    table or rates given takes this machine's calibrated rates (:func:`machine_rates`); an uncalibrated plan on the
+    built-in CPU reference prints its times as a range (:data:`~beluga.workflow.cost.NO_BF16_FACTOR`)."""
 
     path = config_path(configfile)
     if as_json:
@@ -541,6 +555,11 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     for name, values in (("--gpus", gpus or []), ("--cores", [] if cores is None else [cores])):
         if any(v < 1 for v in values):
             raise ConfigError(f"{name}: must be positive, got {min(values)}")
+    calibration, spread, line, rest = None, None, None, None
+    if device == "cpu" and all(rates["origin"][k].startswith("built-in reference") for k in RATE_KEYS):
+        rates, source, calibration, line = machine_rates(config, path, rates, source, calibrate or recalibrate,
+                                                         recalibrate, assume_paper_data)
+        spread = None if calibration else NO_BF16_FACTOR
     profile = slurm_profile()
     if device == "cuda":
         counts = gpus or sorted({1, (profile["jobs"] or 1) * int(config["gpus"]) // int(config["gpu_jobs"]) or 1})
@@ -552,23 +571,116 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     lines = plan(config, rates, [path], assume_paper_data, iid_used, rates_used, details)
     disk = disk_plan(config, lines, concurrent_jobs)
     sizes = paper_sizes_line(config) if assume_paper_data else None
-    notes = size_lines(details["sizes"]) + ([sizes] if sizes else []) + rate_lines(config, rates, rates_used,
-                                                                                    device)
+    notes = size_lines(details["sizes"]) + ([sizes] if sizes else []) + ([line] if line else []) \
+        + rate_lines(config, rates, rates_used, device)
     jobs = details["jobs"]
+    if calibration:
+        rest, said = run_rest(path, overrides, calibration["figures"], {ln.rule for ln in lines})
+        notes.append(said)
     rows = slurm_rows(details["runs"], jobs, profile)
     k = int(config["gpu_jobs"]) if device == "cuda" else 1
     shared = (f"with gpu_jobs {k} jobs sharing a GPU, s/job and longest are x {k} / the GPU's speedup" if k > 1
               else None)
-    tail = ["", *job_lines(rows, profile, shared), "", *wall_clock_lines(config, jobs, device, counts, profile)]
+    tail = ["", *job_lines(rows, profile, shared), "", *wall_clock_lines(config, jobs, device, counts, profile, spread,
+                                                                                rest)]
     text = render(lines, device, source, configfile or "config.yaml", config.get("seeds"), iid_used, notes,
                   tail) + render_disk(disk)
     if as_json:
         from beluga.core.io import write_json
 
-        write_json({"device": device, "source": source, "rates": rates, "disk": disk, "iid_sizes": iid_used,
+        write_json({"device": device, "source": source, "rates": rates, "calibration": calibration,
+                    "no_bf16_factor": spread, "disk": disk, "iid_sizes": iid_used,
                     "task_rates": rates_used, "notes": notes, "sizes": details["sizes"], "job_kinds": rows,
                     "jobs": [dict(j.__dict__, seconds=j.seconds) for j in jobs], "wall_clock": tail,
                     "lines": [dict(ln.__dict__) for ln in lines]}, as_json)
     return text
 
 
+
+
+def machine_rates(config: dict, path: Path, rates: dict, source: str, calibrate: bool, recalibrate: bool,
+                  assume_paper_data: bool = True) -> tuple[dict, str, dict | None, str]:
+    """(rates, source, the calibration's record or None, the plan's line about it) of a CPU plan on the built-in
+    reference: with ``calibrate``, this machine's calibrated rates (:mod:`beluga.workflow.calibrate`, cached;
+    ``recalibrate``: measured again; on a sample of the task's training sequences, :func:`task_counts`) in place of
+    the reference's, with the fixed seconds of a job forked warm by a local run's job server
+    (:mod:`beluga.workflow.warm`; of a job started in its own process where the run's jobs start cold:
+    ``BELUGA_WARM_JOBS=0``); else, or where the calibration cannot measure the configuration here, the reference's
+    ``rates`` and ``source``, and a line naming the reference machine and its precision and saying how much longer
+    the times may be here (:data:`~beluga.workflow.cost.NO_BF16_FACTOR`)."""
+    why = "--no-calibrate"
+    if calibrate:
+        def streams(tid):
+            tcfg = config["tasks"][tid]
+            batching = runs.task_training(config, tcfg).get("batching", "project")
+            return task_counts(tcfg, config["split"], assume_paper_data, batching)["streams"]
+
+        try:
+            target = calib.target(config, checked_runs(config, [path]), streams)
+            record, how = calib.calibration(target, recalibrate)
+        except calib.NotCalibrated as e:
+            why = f"the calibration could not run here: {e}"
+        else:
+            fig, key = record["figures"], record["key"]
+            warm = warm_jobs.wanted(True)
+            origin = calib.describe(record, how, target)
+            where = f"cached at {record['file']}" if record.get("file") else how
+            short = f"calibrated on this machine ({key['cpu']}, bf16 {key['bf16']}), {where}"
+            before = " (measured before; --recalibrate measures again)" if how == "cached" else ""
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+            busy = "" if load is None else f"; this machine's load average now: {load:.1f} on {os.cpu_count()} cores"
+            starts = (f"a job's fixed seconds are those of a job forked warm by the local run's job server "
+                      f"({fig['fixed_s_warm']:.1f} s; {fig['fixed_s_cold']:.1f} s for one started in its own process: "
+                      "Slurm, BELUGA_WARM_JOBS=0)" if warm else
+                      f"a job's fixed seconds are those of a job started in its own process ({fig['fixed_s_cold']:.1f} "
+                      f"s; {fig['fixed_s_warm']:.1f} s forked warm by a local run's job server)")
+            used = {**fig, "fixed_s_per_job": fig["fixed_s_warm" if warm else "fixed_s_cold"]}
+            return (calibrated_rates(used, target.size, target.max_length, target.batch_size, origin), short, record,
+                    f"times: {short}{before} -- the rates below, in CPU seconds: each wall-clock below is on cores "
+                    f"free for the run (other work on them adds to it{busy}); {starts}")
+    return rates, source, None, (
+        f"times: not calibrated ({why}): the rates are the reference machine's ({REFERENCE['cpu']['machine']}); a "
+        f"CPU without native bf16 computes in fp32 and may take up to x{NO_BF16_FACTOR:g} as long, so each wall-clock "
+        "below is a range (without --no-calibrate, plan measures this machine)")
+
+
+def run_job_counts(path: Path, overrides: list[str] = ()) -> tuple[dict[str, int], float]:
+    """(jobs per rule of the whole run of the configuration file ``path`` with ``overrides``, the seconds it took):
+    Snakemake's dry run of every job (``--forceall``: whatever is already done) in this working directory, as a
+    local run plans it. :class:`~beluga.core.errors.ConfigError` with its last line where it fails."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", os.getcwd(), "-n", "--forceall",
+           "--nolock", "--quiet", "rules", "--configfile", str(path), *(["--config", *overrides] if overrides else [])]
+    t = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    took = time.perf_counter() - t
+    if res.returncode != 0:
+        tail = ((res.stderr + res.stdout).strip().splitlines() or [f"exit status {res.returncode}"])[-1]
+        raise ConfigError(f"snakemake's dry run of {path}: {tail}")
+    counts = {}
+    for ln in (res.stdout + res.stderr).splitlines():
+        parts = ln.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("total", "job") and not parts[0].endswith(":"):
+            counts[parts[0]] = int(parts[1])
+    return counts, took
+
+
+def run_rest(path: Path, overrides: list[str], figures: dict, counted: set[str]) -> tuple[RunRest | None, str]:
+    """(the run's start and other jobs, :class:`~beluga.workflow.schedule.RunRest`, or None; the plan's line about
+    them) of a calibrated local CPU plan: the jobs of Snakemake's dry run (:func:`run_job_counts`) the plan does not
+    count (``counted``: its rules; ``all``, the target, runs nothing), each the calibration's data job (a job's
+    start, forked warm by the local run's job server unless ``BELUGA_WARM_JOBS=0``, and its own work,
+    ``data_s``); the start: the dry run's seconds and, with warm jobs, the server's imports."""
+    warm = warm_jobs.wanted(True)
+    try:
+        counts, dag_s = run_job_counts(path, overrides)
+    except (ConfigError, OSError, subprocess.TimeoutExpired) as e:
+        return None, f"the run's other jobs: not counted ({str(e).splitlines()[0]})"
+    others = sum(n for rule, n in counts.items() if rule not in counted and rule != "all")
+    imports = figures["start_s"] - figures["launch_s"]   # what the warm job server imports once
+    job_s = figures["job_start_s"] + (0.0 if warm else imports) + (figures.get("data_s") or 0.0)
+    server = imports if warm else 0.0
+    rest = RunRest(dag_s + server, others, job_s)
+    return rest, (f"the run's other jobs: {others} of its {sum(counts.values()) - counts.get('all', 0)} "
+                  f"(Snakemake's dry run, {dag_s:.1f} s), each {job_s:.1f} s as calibrated; counted in the "
+                  "wall-clock on N cores below")

@@ -157,16 +157,36 @@ def gpu_slots(config: dict, n_gpus: int, profile_jobs: int | None) -> tuple[int,
     return slots, words
 
 
-def wall_clock_lines(config: dict, jobs: list[PlannedJob], device: str, counts: list[int], profile: dict) -> list[str]:
+@dataclass
+class RunRest:
+    """What a local run spends besides its training and prediction jobs (a calibrated CPU plan): ``start_s``
+    before its jobs (Snakemake's start and DAG; the local job server's imports, once), and ``jobs`` other jobs
+    (data preparation, scoring, statistics, tables, plots: Snakemake's dry run) of ``job_s`` seconds each."""
+    start_s: float
+    jobs: int
+    job_s: float
+
+    def words(self) -> str:
+        return (f"with the run's start ({duration(self.start_s)}: Snakemake's DAG, the job server's imports) and its "
+                f"{self.jobs} other jobs (data preparation, scoring, statistics, tables, plots: {self.job_s:.1f} s "
+                "each, as calibrated)")
+
+
+def wall_clock_lines(config: dict, jobs: list[PlannedJob], device: str, counts: list[int], profile: dict,
+                     spread: float | None = None, rest: RunRest | None = None) -> list[str]:
     """The run's wall-clock on each of ``counts`` GPUs (``device`` cuda) or cores (cpu), with its lower
-    bounds (the longest job, the jobs' seconds over the slots) and the critical path."""
+    bounds (the longest job, the jobs' seconds over the slots) and the critical path. ``spread`` (an uncalibrated
+    CPU plan: :data:`beluga.workflow.cost.NO_BF16_FACTOR`): each wall-clock on N cores is a range, the reference
+    CPU's (native bf16) up to ``spread`` times it (a CPU without native bf16). ``rest`` (a calibrated CPU plan): the
+    wall-clock on N cores adds the run's start and its other jobs' seconds over the slots."""
     if not jobs:
         return []
     deps = dependencies(config, jobs)
     longest = max(jobs, key=lambda j: j.wall)
     total = sum(j.wall * j.count for j in jobs)
-    out = ["wall-clock (the training and prediction jobs only: data preparation, scoring, tables and plots are "
-           "not counted):",
+    head = ("the training and prediction jobs; on N cores also the run's start and its other jobs" if rest else
+            "the training and prediction jobs only: data preparation, scoring, tables and plots are not counted")
+    out = [f"wall-clock ({head}):",
            f"  longest job: {duration(longest.wall)} ({longest.rule} {longest.task} {longest.configuration}/"
            f"{longest.method})",
            f"  with a slot for every job (the critical path: the IID model, trials, fold jobs): "
@@ -179,9 +199,14 @@ def wall_clock_lines(config: dict, jobs: list[PlannedJob], device: str, counts: 
             threads = int(config["job_threads"])
             slots = max(1, n // threads)
             words, where = f"{slots} job(s) at once ({n} / job_threads {threads})", f"on {n} core{'s' if n > 1 else ''}"
-        got = wall_clock(jobs, deps, slots)
-        out.append(f"  {where}: about {duration(got)} -- {words}; at least {duration(max(longest.wall, total / slots))}"
-                   f" (the longest job, the job-seconds {duration(total)} / {slots})")
+        got, least = wall_clock(jobs, deps, slots), max(longest.wall, total / slots)
+        if rest:
+            added = rest.start_s + rest.jobs * rest.job_s / slots
+            got, least, words = got + added, least + added, f"{words}; {rest.words()}"
+        about = (f"about {duration(got)} on a CPU with native bf16 as the reference's, up to about "
+                 f"{duration(got * spread)} on one without (x{spread:g}: fp32)") if spread else f"about {duration(got)}"
+        out.append(f"  {where}: {about} -- {words}; at least {duration(least)}"
+                   f" (the longest job, the job-seconds {duration(total)} / {slots}{', and the rest' if rest else ''})")
     return out
 
 

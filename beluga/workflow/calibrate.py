@@ -1,0 +1,493 @@
+"""This machine's rates for a CPU cost plan: a short calibration of one training step and one prediction step of
+the configured model at its precision, cached per machine.
+
+``python -m beluga plan`` (:func:`beluga.workflow.plan.plan_command`) calibrates a CPU plan unless told not to
+(``--no-calibrate``) or given a throughput table or rates. It measures, on this machine, for the task whose model
+costs most per sequence (:func:`target`):
+
+- the training rate: the project's one training loop (:func:`beluga.train.loop.train`, the code every fold job
+  runs) on the task's model at the configured precision (``auto`` resolved on this CPU), the jobs' torch threads
+  (``job_threads``), the fold stage's batch size and full-length sequences (``training.max_length``: the plan
+  counts every sequence at full length), method vanilla (the plan applies the methods' relative costs). After one
+  untimed call that warms the kernels, calls of :data:`SHORT_STEPS` and :data:`LONG_STEPS` steps alternate; the
+  rate is their difference in sequences over their difference in seconds (medians), so a call's set-up
+  (tokenizing, the optimizer) is not counted as training;
+- the prediction rate: the task head's prediction (:meth:`beluga.heads.base.Head.outputs`, as a fold job predicts)
+  of :data:`PREDICT_BATCHES` full-length batches of ``predict.batch_size``;
+- the fixed seconds of a job: a fresh interpreter importing what a job imports (:data:`beluga.workflow.warm.PRELOAD`:
+  a job started in its own process), the model's load, and a training call's set-up.
+
+All in one fresh process (:func:`measure`), timed by the CPU seconds it spends (:func:`cpu_s`), not the wall-clock:
+they are what a job demands of a core, the same on a busy machine as on an idle one (a wall-clock measured while
+other work shares the cores would be cached for every later plan); the plan's wall-clock is then that of cores free
+for the run. Rounds repeat up to :data:`ROUNDS` times while the calibration has taken less than :data:`BUDGET_S`
+seconds of wall-clock. The figures are
+a throughput-table row of the model at its length and batch sizes (:func:`beluga.workflow.cost.calibrated_rates`):
+the plan scales the other tasks' models from it as from the built-in reference. They are cached in the user's
+cache folder (:func:`cache_dir`), one JSON file per key (:func:`cache_key`: the CPU model, torch's CPU capability
+and whether bf16 is native, the instruction-set limits set in the environment, the torch version, the model, the
+precision, the threads and the batch shape), written atomically; a later plan with the same key reads them
+(``--recalibrate`` measures again). A model that cannot be loaded here (a hub model not in the Hugging Face cache,
+offline) is not calibrated: the plan says why and uses the reference (:class:`NotCalibrated`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import importlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from beluga.core.errors import BelugaError
+from beluga.core.tasks import get_task_type
+from beluga.heads import head_of
+from beluga.train.settings import FoldRun, fold_run
+from beluga.workflow.cost import model_size, relative_cost
+from beluga.workflow.warm import PRELOAD
+
+#: the environment variable that names the cache folder (else ``$XDG_CACHE_HOME/beluga``, else ``~/.cache/beluga``)
+CACHE_DIR_ENV = "BELUGA_CACHE_DIR"
+#: the cache files' format; a file of another version is measured again
+CACHE_VERSION = 2
+#: training steps of the two timed calls of a round (the rate: their difference)
+SHORT_STEPS, LONG_STEPS = 1, 4
+#: full-length prediction batches timed in a round
+PREDICT_BATCHES = 2
+#: rounds at most, and the seconds after which no new round starts (the first always runs)
+ROUNDS, BUDGET_S = 3, 12.0
+#: the environment variables that limit the instruction sets torch and oneDNN use (part of the key)
+ISA_LIMITS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA")
+#: the text of the calibration's sequences where the task has no suite sequences, repeated to fill ``max_length``
+FILLER = "the film was not as good as the book but the actors made it worth seeing again"
+#: the most training sequences of the task a calibration takes (evenly spaced over its streams)
+SAMPLE = 256
+
+
+class NotCalibrated(BelugaError):
+    """The calibration could not measure this configuration here (its one line says why)."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What is calibrated: a task's model at its training length, the fold stage's batch size, the prediction
+    batch size, the configured precision and the jobs' threads; ``run``, the training settings of its calls."""
+    task: str
+    model: str
+    size: tuple
+    max_length: int
+    batch_size: int
+    predict_batch_size: int
+    precision: str
+    threads: int
+    run: object   # beluga.train.settings.FoldRun
+    #: (text, text_b or None) the calibration trains on and predicts: a sample of the task's training sequences
+    #: (:data:`SAMPLE` at most); none: sequences of ``max_length`` tokens (:data:`FILLER`)
+    sequences: tuple = ()
+    #: one fold job of the task run whole on a small copy of its data (:func:`fold_job`), its own work (reading,
+    #: streams, scoring, writing) timed; None: a task without a suite (no fold job)
+    job: dict | None = None
+
+
+def cache_dir() -> Path:
+    """``$BELUGA_CACHE_DIR``, else ``$XDG_CACHE_HOME/beluga``, else ``~/.cache/beluga``."""
+    if os.environ.get(CACHE_DIR_ENV):
+        return Path(os.environ[CACHE_DIR_ENV]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "beluga"
+
+
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; else what the platform says)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def machine() -> dict:
+    """This machine as the calibration's key sees it: the CPU, torch's CPU capability (what its kernels run at),
+    whether bf16 is native (:func:`beluga.model.precision.native_bf16`), the instruction-set limits set in the
+    environment, the torch version."""
+    import torch
+
+    from beluga.model.precision import native_bf16
+
+    return {"cpu": cpu_name(), "capability": torch.backends.cpu.get_cpu_capability(),
+            "bf16": "native" if native_bf16(torch.device("cpu")) else "emulated",
+            "isa_limits": {k: os.environ[k] for k in ISA_LIMITS if os.environ.get(k)}, "torch": torch.__version__}
+
+
+def target(config: dict, the_runs, sequences_of=None) -> Target:
+    """The task whose model costs most per sequence at its length (:func:`beluga.workflow.cost.relative_cost`; the
+    first of equals), with the training settings of a vanilla job of the fold stage (:func:`fold_run`): its
+    hyper-parameters (one epoch: a call trains the steps it is given), ``job_threads``, no checkpoints, non-finite
+    losses skipped, eager (``training.compile`` would compile again in every timed call; on a CPU compiling gains
+    no speed: docs/COMPUTE.md). ``sequences_of(task)``: the task's training streams (:func:`sample`'s input; None:
+    full-length sequences)."""
+    from beluga.workflow.runs import stage_hparams, task_training
+
+    def cost(tid):
+        tcfg = config["tasks"][tid]
+        return relative_cost(str(tcfg["model"]), int(task_training(config, tcfg)["max_length"]))
+
+    tid = max(config["tasks"], key=cost)   # max keeps the first of equals
+    tcfg = config["tasks"][tid]
+    model = str(tcfg["model"])
+    run = fold_run(config, {**task_training(config, tcfg), "nonfinite": "skip", "compile": "off"}, task=tid,
+                   task_type=tcfg["type"], model=model, configuration="iid", method="vanilla", partition="standard",
+                   fold="all", held_out=(), functionalities=(), start_label=model,
+                   hparams=stage_hparams(config, tcfg, "suite", "vanilla", {"epochs": 1}), seed=int(config["seed"]),
+                   threads=int(config["job_threads"]), checkpoint_dir=None, model_lock=the_runs.model_marker(tid))
+    return Target(tid, model, tuple(model_size(model)), int(run.max_length), int(run.hparams["batch_size"]),
+                  int(config["predict"]["batch_size"]), str(config["precision"]), int(run.threads), run,
+                  sample(sequences_of(tid)) if sequences_of else (), fold_job(config, the_runs, tid))
+
+
+#: cases a functionality and i.i.d. examples per split of the small copy of a task's data a fold job runs on
+SMALL_CASES, SMALL_IID = 6, 24
+
+
+def fold_job(config: dict, the_runs, tid: str) -> dict | None:
+    """The rule ``finetune``'s first job of task ``tid`` (its first configuration, method and fold) as the
+    calibration runs it (:func:`own_work`): the job's settings (:meth:`beluga.workflow.runs.Runs.settings`, no
+    checkpoints), its parameters, and the task's data blocks capped to a small copy (:data:`SMALL_CASES` cases a
+    functionality, :data:`SMALL_IID` i.i.d. examples a split); None for a task without a suite."""
+    from beluga.suites.build import suite_spec_name
+    from beluga.suites.folds import configuration
+    from beluga.workflow.dag import has_suite
+
+    tcfg = config["tasks"][tid]
+    if not has_suite(tcfg) or not the_runs.folds[tid]:
+        return None
+    fold = the_runs.folds[tid][0]
+    conf, method = the_runs.configurations[0], the_runs.methods[0]
+    w = {"task": tid, "conf": conf, "method": method, "partition": fold["partition"], "fold": fold["fold"],
+         "seeddir": ""}
+    run = the_runs.settings("finetune", w)
+    run = FoldRun.from_dict({**run, "checkpoint_dir": None}).to_dict()
+    cap = "cases_per_functionality" if suite_spec_name(tcfg["suite"]) else "max_cases_per_functionality"
+    now = tcfg["suite"].get(cap)
+    suite = {**tcfg["suite"], cap: SMALL_CASES if now is None else min(int(now), SMALL_CASES)}
+    iid = {**tcfg["iid"], **{f"n_{k}": SMALL_IID if tcfg["iid"].get(f"n_{k}") is None
+                             else min(int(tcfg["iid"][f"n_{k}"]), SMALL_IID) for k in ("train", "val", "test")}}
+    return {"run": run, "task_type": tcfg["type"], "suite": suite, "iid": iid,
+            "fractions": list(config["split"]["fractions"]), "split_seed": int(config["split"]["seed"]),
+            "duplicates": config["split"].get("duplicates", "refuse"), "mixes_iid": configuration(conf).mixes_iid,
+            "batch_size": int(config["predict"]["batch_size"]), "scope": config["predict"]["scope"],
+            "iid_examples": the_runs.iid_examples(tid, fold["partition"])}
+
+
+def sample(streams: dict) -> tuple:
+    """(text, text_b or None) of the training streams' inputs (every input of an item: an INV / DIR pair is two
+    sequences, as the plan counts them), :data:`SAMPLE` at most, evenly spaced in stream order."""
+    seqs = [(text, (it.inputs_b[i] if it.inputs_b else None)) for items in streams.values() for it in items
+            for i, text in enumerate(it.inputs)]
+    if len(seqs) <= SAMPLE:
+        return tuple(seqs)
+    return tuple(seqs[i * len(seqs) // SAMPLE] for i in range(SAMPLE))
+
+
+def resolved_precision(setting: str) -> str:
+    """The precision a CPU job runs at for the config's ``precision`` (``auto``: bf16 where native)."""
+    import torch
+
+    from beluga.model.precision import native_bf16
+
+    return ("bf16" if native_bf16(torch.device("cpu")) else "fp32") if setting == "auto" else setting
+
+
+def cache_key(t: Target, where: dict | None = None) -> dict:
+    """The key of a calibration: this machine (:func:`machine`, or ``where``), the model (its name and size), the
+    precision the jobs run at, their threads and the batch shape."""
+    sequences = hashlib.sha256(json.dumps(t.sequences).encode()).hexdigest()[:16] if t.sequences else "full length"
+    return {"version": CACHE_VERSION, **(where or machine()), "model": t.model, "size": list(t.size),
+            "precision": resolved_precision(t.precision), "threads": t.threads, "max_length": t.max_length,
+            "batch_size": t.batch_size, "predict_batch_size": t.predict_batch_size, "sequences": sequences}
+
+
+def cache_file(key: dict) -> Path:
+    """The key's file in :func:`cache_dir`: ``calibration-<16 hex digits of the key's SHA-256>.json``."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return cache_dir() / f"calibration-{digest}.json"
+
+
+def read_cached(key: dict) -> dict | None:
+    """The cached calibration of ``key``, or None: no file, or one that is not this key's readable record (it is
+    measured again and replaced)."""
+    path = cache_file(key)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("key") != key or not isinstance(record.get("figures"), dict):
+        return None
+    figures = record["figures"]
+    needed = ("train_seq_per_s", "predict_seq_per_s", "fixed_s_warm", "fixed_s_cold", "job_start_s")
+    if not all(isinstance(figures.get(k), (int, float)) and figures[k] > 0 for k in needed):
+        return None
+    return record
+
+
+def _text(i: int) -> str:
+    """A full-length calibration sequence: distinct, longer than any ``max_length`` (truncated to it)."""
+    return f"{i} " + " ".join([FILLER] * 40)
+
+
+#: what the child process runs (:func:`measure`): the imports of a local job's own process before its hand-off to
+#: the run's warm job server (Snakemake's script preamble, beluga.workflow.warm), timed, then :func:`measure_main`
+CHILD = ("import time, snakemake.script, beluga.workflow.warm\nlaunch = time.process_time()\n"
+         "import sys, beluga.workflow.calibrate as c\nsys.exit(c.measure_main(launch))\n")
+
+
+def measure(t: Target) -> dict:
+    """The figures of :class:`Target` ``t`` measured here, in a fresh interpreter (:data:`CHILD`:
+    :func:`measure_here`), in the CPU seconds the process spends (:func:`cpu_s`): train_seq_per_s,
+    predict_seq_per_s, the parts of a job's fixed cost (launch_s: the interpreter and what a local job imports before
+    its warm server forks it; start_s: that and what a job started in its own process imports; load_s: the model's
+    load; setup_s: a training call's set-up) and :func:`fixed_s` of both starts; rounds; seconds, the calibration's
+    wall-clock. :class:`NotCalibrated` with the process's last line where it stops."""
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    spec = {"run": t.run.to_dict(), "model": t.model, "max_length": t.max_length, "batch_size": t.batch_size,
+            "predict_batch_size": t.predict_batch_size, "precision": t.precision, "threads": t.threads,
+            "sequences": [list(x) for x in t.sequences], "job": t.job}
+    started = time.perf_counter()
+    res = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(spec), env=env, capture_output=True,
+                         text=True, timeout=900)
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith(RESULT)]
+    if res.returncode != 0 or not lines:
+        tail = (res.stderr.strip().splitlines() or [f"exit status {res.returncode}, no message"])[-1]
+        raise NotCalibrated(tail.removeprefix("error: "))
+    figures = json.loads(lines[-1][len(RESULT):])
+    figures["job_start_s"] = snakemake_job_s()
+    figures.update(fixed_s_warm=fixed_s(figures, True), fixed_s_cold=fixed_s(figures, False),
+                   seconds=time.perf_counter() - started)
+    return figures
+
+
+#: jobs of the micro-workflow that times a Snakemake job's start (:func:`snakemake_job_s`)
+MICRO_JOBS = 6
+MICRO_SNAKEFILE = """rule all:
+    input: expand("out/{i}.txt", i=range(%d))
+
+rule job:
+    output: "out/{i}.txt"
+    script: "job.py"
+"""
+#: the micro-workflow's job: what a local job of the run does before its hand-off to the warm job server
+MICRO_JOB = "import beluga.workflow.warm\nopen(snakemake.output[0], 'w').write('')\n"
+
+
+def snakemake_job_s() -> float:
+    """Seconds a local Snakemake job of this machine takes to start and end around its work: a micro-workflow of
+    :data:`MICRO_JOBS` jobs (the script's preamble that gives a job its ``snakemake`` object, the imports before a
+    warm hand-off) run one at a time, less its dry run (Snakemake's own start), per job. Wall-clock seconds: much
+    of it is Snakemake's own process, between the jobs. :class:`NotCalibrated` where it fails."""
+    import tempfile
+
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]))
+    with tempfile.TemporaryDirectory(prefix="beluga-calibration-") as folder:
+        Path(folder, "Snakefile").write_text(MICRO_SNAKEFILE % MICRO_JOBS)
+        Path(folder, "job.py").write_text(MICRO_JOB)
+        seconds = []
+        for extra in (["-n"], ["--cores", "1"]):
+            cmd = [sys.executable, "-m", "snakemake", "-s", str(Path(folder, "Snakefile")), "-d", folder, "--quiet",
+                   "--workflow-profile", "none", *extra]
+            t = time.perf_counter()
+            res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+            seconds.append(time.perf_counter() - t)
+            if res.returncode != 0:
+                tail = ((res.stderr + res.stdout).strip().splitlines() or [f"exit status {res.returncode}"])[-1]
+                raise NotCalibrated(f"a micro-workflow of {MICRO_JOBS} Snakemake jobs failed ({tail})")
+    return max(0.0, seconds[1] - seconds[0]) / MICRO_JOBS
+
+
+def fixed_s(figures: dict, warm: bool) -> float:
+    """A job's fixed seconds: its start (a Snakemake job's, ``job_start_s``; ``warm``: forked by a local run's job
+    server, which imported torch and the rest once, else a job in its own process: Slurm, ``BELUGA_WARM_JOBS=0``,
+    with all its imports, ``start_s`` less ``launch_s``) and its own work besides training and prediction: a fold job's
+    (``job_s``: reading, streams, the model's load, scoring, writing) where measured, else the model's load and a
+    training call's set-up."""
+    start = figures["job_start_s"] + (0.0 if warm else figures["start_s"] - figures["launch_s"])
+    if figures.get("job_s") is not None:
+        return start + figures["job_s"]
+    return start + figures["load_s"] + figures["setup_s"]
+
+
+#: the line that carries the figures of :func:`measure_here` on its standard output
+RESULT = "BELUGA_CALIBRATION "
+
+
+def cpu_s(threads: int) -> float:
+    """This process's CPU seconds (user + system, every thread) over ``threads``: the seconds a job with that many
+    threads, each busy, spends on free cores. CPU time, not the wall-clock: the figures are the machine's, not those
+    of the moment's load (a busy machine's wall-clock would be cached for every later plan)."""
+    return time.process_time() / max(1, int(threads))
+
+
+def own_work(job: dict, folder: str) -> dict:
+    """A fold job's own work (:func:`fold_job`'s), measured here: the data jobs it needs (``prepare_iid``,
+    ``build_suite``, ``split_suite``: :mod:`beluga.steps.data`) and the job itself (:func:`beluga.steps.train.finetune`,
+    the pretrained model as its start) run in ``folder``; ``job_s``, the fold job's seconds besides its training and
+    prediction (its clock's parts: reading, streams, model load, scoring, writing); ``data_s``, a data job's mean
+    seconds. Wall-clock seconds, as the job's clock measures its parts."""
+    from beluga.steps import data
+    from beluga.steps import train as train_steps
+
+    f = Path(folder)
+    iid = {k: str(f / f"iid_{k}.parquet") for k in ("train", "val", "test", "pool")}
+    t0 = time.perf_counter()
+    data.prepare_iid(iid=job["iid"], task_type=job["task_type"], outputs=iid)
+    data.build_suite(suite=job["suite"], task_type=job["task_type"], pool=iid["pool"],
+                     out_suite=str(f / "suite.parquet"))
+    data.split_suite(suite=str(f / "suite.parquet"), task_type=job["task_type"], fractions=job["fractions"],
+                     seed=job["split_seed"], out_split=str(f / "split.parquet"), out_summary=str(f / "summary.csv"),
+                     duplicates=job["duplicates"])
+    data_s = (time.perf_counter() - t0) / 3
+    t0 = time.perf_counter()
+    parts = train_steps.finetune(run=job["run"], suite=str(f / "suite.parquet"), split=str(f / "split.parquet"),
+                                 iid_train=iid["train"] if job["mixes_iid"] else None, iid_test=iid["test"], start=None,
+                                 selected=None, batch_size=job["batch_size"], scope=job["scope"],
+                                 out_predictions=str(f / "predictions.parquet"), out_run=str(f / "run.json"),
+                                 out_outcomes=str(f / "outcomes.parquet"), iid_examples=job["iid_examples"])
+    whole = time.perf_counter() - t0
+    return {"job_s": max(0.0, whole - parts.get("train", 0.0) - parts.get("predict", 0.0)), "data_s": data_s}
+
+
+def measure_here(spec: dict) -> dict:
+    """The load, training and prediction figures of ``spec`` (:func:`measure`'s) measured in this process; see the
+    module docstring."""
+    import torch
+
+    from beluga.model.modeling import load_model, quiet_transformers
+    from beluga.model.precision import resolve
+    from beluga.train.items import TrainItem
+    from beluga.train.loop import train
+
+    t0, threads = time.perf_counter(), int(spec["threads"])
+    c0 = cpu_s(threads)
+    run = FoldRun.from_dict(spec["run"])
+    batch, pbatch, length = int(spec["batch_size"]), int(spec["predict_batch_size"]), int(spec["max_length"])
+    torch.set_num_threads(threads)
+    ttype = get_task_type("sent")   # a classification step: the model's forward and backward on the sequences
+    try:
+        with quiet_transformers():
+            model, tokenizer = load_model(spec["model"], ttype.num_model_labels, model_lock=run.model_lock,
+                                          max_length=length)
+    except (BelugaError, OSError) as e:
+        raise NotCalibrated(f"model {spec['model']} cannot be loaded ({str(e).splitlines()[0]})") from None
+    load_s = cpu_s(threads) - c0
+    precision = resolve(spec["precision"], torch.device("cpu"))
+    target_row = ttype.mft_target("eq", 1)
+    pool = [tuple(x) for x in spec["sequences"]] or [(_text(i), None) for i in range(SAMPLE)]
+
+    def seqs(n: int, offset: int = 0) -> list:
+        return [pool[(offset + i) % len(pool)] for i in range(n)]
+
+    def train_call(steps: int) -> tuple[float, int]:
+        items = [TrainItem(env="calibration", inputs=[a], inputs_b=None if b is None else [b], target=list(target_row))
+                 for a, b in seqs(steps * batch)]
+        start = cpu_s(threads)
+        train(model, tokenizer, {"MFT": items}, run, precision=precision, log_every=10 ** 9)
+        return cpu_s(threads) - start, len(items)
+
+    head = head_of(ttype)
+    predicted = seqs(PREDICT_BATCHES * pbatch)
+    texts, texts_b = [a for a, _ in predicted], [b for _, b in predicted]
+
+    def predict_call() -> float:
+        start = cpu_s(threads)
+        head.outputs(model, tokenizer, texts, texts_b, pbatch, length, int(run.doc_stride), precision)
+        return cpu_s(threads) - start
+
+    train_call(SHORT_STEPS)   # untimed: the kernels' first calls
+    predict_call()
+    short, long_, pred = [], [], []
+    while not short or (len(short) < ROUNDS and time.perf_counter() - t0 < BUDGET_S):
+        short.append(train_call(SHORT_STEPS))
+        long_.append(train_call(LONG_STEPS))
+        pred.append(predict_call())
+    t_short, n_short = statistics.median(s for s, _ in short), short[0][1]
+    t_long, n_long = statistics.median(s for s, _ in long_), long_[0][1]
+    per_seq = (t_long - t_short) / (n_long - n_short)
+    if per_seq <= 0:   # noise larger than the extra steps: the long call's mean, set-up included
+        per_seq = t_long / n_long
+    figures = {"train_seq_per_s": 1.0 / per_seq, "predict_seq_per_s": len(texts) / statistics.median(pred),
+               "load_s": load_s, "setup_s": max(0.0, t_short - n_short * per_seq), "rounds": len(short),
+               "precision_run": precision.name, "job_s": None, "data_s": None}
+    if spec.get("job"):
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="beluga-calibration-") as folder:
+            try:
+                figures.update(own_work(spec["job"], folder))
+            except BelugaError as e:
+                raise NotCalibrated(f"a fold job on a small copy of {run.task}'s data stopped: "
+                                    f"{str(e).splitlines()[0]}") from None
+    return figures
+
+
+def measure_main(launch_s: float) -> int:
+    """The child process of :func:`measure` (:data:`CHILD`), whose start and imports before a job's hand-off took
+    ``launch_s`` CPU seconds: the rest of a job's imports (:data:`beluga.workflow.warm.PRELOAD`), timed, then
+    :func:`measure_here` of the spec on standard input; the figures on one :data:`RESULT` line, or one ``error:``
+    line on standard error."""
+    for name in PRELOAD:
+        importlib.import_module(name)
+    start_s = time.process_time()   # the interpreter's start and every import: one thread
+    try:
+        figures = measure_here(json.loads(sys.stdin.read()))
+    except NotCalibrated as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
+    print(RESULT + json.dumps({**figures, "launch_s": launch_s, "start_s": start_s}), flush=True)
+    return 0
+
+
+def calibration(t: Target, recalibrate: bool = False) -> tuple[dict, str]:
+    """(the cache record of ``t`` on this machine: key, figures, measured, file; how it was had: ``cached`` /
+    ``measured`` / ``measured, not cached (why)``). Measured when the cache has no record of its key (or
+    ``recalibrate``), then written to the cache atomically. :class:`NotCalibrated` where it cannot be measured."""
+    from beluga.core.io import write_json
+
+    key = cache_key(t)
+    path = cache_file(key)
+    if not recalibrate:
+        cached = read_cached(key)
+        if cached is not None:
+            return {**cached, "file": str(path)}, "cached"
+    figures = measure(t)
+    record = {"key": key, "figures": figures,
+              "measured": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(record, path)
+    except OSError as e:
+        return {**record, "file": None}, f"measured, not cached ({path}: {e.strerror or e})"
+    return {**record, "file": str(path)}, "measured"
+
+
+def describe(record: dict, how: str, t: Target) -> str:
+    """The calibration in words: where it ran (CPU, bf16 native / emulated, the precision), what it measured
+    and where it is cached."""
+    key, fig = record["key"], record["figures"]
+    limits = "".join(f", {k}={v}" for k, v in key["isa_limits"].items())
+    seqs = (f"{len(t.sequences)} of {t.task}'s training sequences" if t.sequences
+            else f"sequences of {t.max_length} tokens")
+    where = (f"calibrated on this machine ({key['cpu']}, bf16 {key['bf16']}: torch CPU capability "
+             f"{key['capability']}{limits}; {key['precision']}, {key['threads']} thread(s) per job, torch "
+             f"{key['torch']}; {t.model}, {seqs} (at most {t.max_length} tokens), batch {t.batch_size}, prediction "
+             f"batch {t.predict_batch_size}; measured {record['measured'][:10]} in {fig['seconds']:.1f} s")
+    return f"{where}), " + (f"cached at {record['file']}" if record.get("file") else how)
