@@ -685,11 +685,9 @@ def test_an_all_degenerate_run_says_so_in_table3_and_in_its_last_lines(tmp_path)
 @pytest.mark.slow   # the calibration's processes and a real run of the tiny config (snakemake --cores 2)
 def test_plan_calibrated_here_is_within_2x_of_the_tiny_run(tmp_path):
     """`plan` on the tiny config measures this machine (--recalibrate: now, beside the run it is compared with),
-    says so, and its wall-clock on 2 cores is within 2x of the tiny run's. The plan's figures are CPU seconds, its
-    wall-clock that of 2 cores free for the run; on a machine other work shares, the run's wall-clock is not that,
-    so the run is measured by its CPU seconds (its processes', children included) over its 2 cores, and its
-    wall-clock bounds the plan from above."""
-    import resource
+    says so, and its wall-clock on 2 cores is within 2x of the tiny run's, measured right after it on the same
+    machine (other work sharing the cores slows the calibration and the run alike: a run's CPU seconds are not
+    what a user waits for, and under load they grow unlike the wall-clock)."""
     import time
 
     from conftest import smk
@@ -703,11 +701,10 @@ def test_plan_calibrated_here_is_within_2x_of_the_tiny_run(tmp_path):
                      r"cached at \S+calibration-[0-9a-f]{16}\.json\)$", head), head
     assert "the run's other jobs: 17 of its 49 (Snakemake's dry run" in res.stdout, res.stdout
     planned = _duration_s(re.search(r"^  on 2 cores: about (.+?) -- ", res.stdout, re.M).group(1))
-    before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    t0 = time.perf_counter()
     smk(tmp_path / "run", "--cores", "2")
-    wall, after = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    assert 0.5 <= planned / (cpu / 2) <= 2.0 and planned <= 2 * wall, (planned, cpu, wall, res.stdout)
+    wall = time.perf_counter() - t0
+    assert 0.5 <= planned / wall <= 2.0, (planned, wall, res.stdout)
 
 
 def _duration_s(text: str) -> float:
