@@ -1,5 +1,5 @@
-"""This machine's rates for a CPU cost plan: a short calibration of one training step and one prediction step of
-the configured model at its precision, cached per machine.
+"""This machine's rates for a CPU cost plan: a short calibration of the configured model's training and prediction
+at its precision, of a job's start and of its own work, cached per machine.
 
 ``python -m beluga plan`` (:func:`beluga.workflow.plan.plan_command`) calibrates a CPU plan unless told not to
 (``--no-calibrate``) or given a throughput table or rates. It measures, on this machine, for the task whose model
@@ -7,28 +7,33 @@ costs most per sequence (:func:`target`):
 
 - the training rate: the project's one training loop (:func:`beluga.train.loop.train`, the code every fold job
   runs) on the task's model at the configured precision (``auto`` resolved on this CPU), the jobs' torch threads
-  (``job_threads``), the fold stage's batch size and full-length sequences (``training.max_length``: the plan
-  counts every sequence at full length), method vanilla (the plan applies the methods' relative costs). After one
-  untimed call that warms the kernels, calls of :data:`SHORT_STEPS` and :data:`LONG_STEPS` steps alternate; the
-  rate is their difference in sequences over their difference in seconds (medians), so a call's set-up
-  (tokenizing, the optimizer) is not counted as training;
+  (``job_threads``) and the fold stage's batch size, method vanilla (the plan applies the methods' relative costs),
+  on a sample of the task's own training sequences (:func:`sample`; a task without a suite: sequences of
+  ``max_length`` tokens). After one untimed call that warms the kernels, calls of :data:`SHORT_STEPS` and
+  :data:`LONG_STEPS` steps alternate; the rate is their difference in sequences over their difference in seconds
+  (medians), so a call's set-up (tokenizing, the optimizer) is not counted as training;
 - the prediction rate: the task head's prediction (:meth:`beluga.heads.base.Head.outputs`, as a fold job predicts)
-  of :data:`PREDICT_BATCHES` full-length batches of ``predict.batch_size``;
-- the fixed seconds of a job: a fresh interpreter importing what a job imports (:data:`beluga.workflow.warm.PRELOAD`:
-  a job started in its own process), the model's load, and a training call's set-up.
+  of :data:`PREDICT_BATCHES` batches of ``predict.batch_size`` of the same sequences;
+- a job's start: the imports before a local job's hand-off to the run's warm job server (``launch_s``) and all of a
+  job's imports (:data:`beluga.workflow.warm.PRELOAD`: ``start_s``), in the fresh process; a Snakemake job's start
+  and end around its work (:func:`snakemake_job_s`: a micro-workflow);
+- a job's own work: the task's first fold job run whole, with the data jobs before it, on a small copy of its data
+  (:func:`fold_job`, :func:`own_work`): its seconds besides training and prediction (reading, streams, the model's
+  load, scoring, writing), and a data job's.
 
-All in one fresh process (:func:`measure`), timed by the CPU seconds it spends (:func:`cpu_s`), not the wall-clock:
-they are what a job demands of a core, the same on a busy machine as on an idle one (a wall-clock measured while
-other work shares the cores would be cached for every later plan); the plan's wall-clock is then that of cores free
-for the run. Rounds repeat up to :data:`ROUNDS` times while the calibration has taken less than :data:`BUDGET_S`
-seconds of wall-clock. The figures are
-a throughput-table row of the model at its length and batch sizes (:func:`beluga.workflow.cost.calibrated_rates`):
-the plan scales the other tasks' models from it as from the built-in reference. They are cached in the user's
-cache folder (:func:`cache_dir`), one JSON file per key (:func:`cache_key`: the CPU model, torch's CPU capability
-and whether bf16 is native, the instruction-set limits set in the environment, the torch version, the model, the
-precision, the threads and the batch shape), written atomically; a later plan with the same key reads them
-(``--recalibrate`` measures again). A model that cannot be loaded here (a hub model not in the Hugging Face cache,
-offline) is not calibrated: the plan says why and uses the reference (:class:`NotCalibrated`).
+A job's fixed seconds (:func:`fixed_s`) are its start (warm or cold) and its own work. The figures are measured in
+one fresh process (:func:`measure`) by the CPU seconds it spends (:func:`cpu_s`), not the wall-clock (the start and
+the own work: their wall-clock): they are what a job demands of a core, the same on a busy machine as on an idle one
+(a wall-clock measured while other work shares the cores would be cached for every later plan); the plan's
+wall-clock is then that of cores free for the run. Rounds repeat up to :data:`ROUNDS` times while the measuring has
+taken less than :data:`BUDGET_S` seconds. The figures are a throughput-table row of the model at its length and
+batch size (:func:`beluga.workflow.cost.calibrated_rates`): the plan scales the other tasks' models from it as from
+the built-in reference. They are cached in the user's cache folder (:func:`cache_dir`), one JSON file per key
+(:func:`cache_key`: the CPU model, torch's CPU capability and whether bf16 is native, the instruction-set limits set
+in the environment, the torch version, the model, the precision, the threads, the batch shape and the sequences),
+written atomically; a later plan with the same key reads them (``--recalibrate`` measures again). What cannot be
+measured here (a hub model not in the Hugging Face cache, offline; data not fetched) is not calibrated: the plan says
+why and uses the reference (:class:`NotCalibrated`).
 """
 
 from __future__ import annotations
