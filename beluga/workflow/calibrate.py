@@ -22,7 +22,7 @@ costs most per sequence (:func:`target`):
 
 A job's fixed seconds (:func:`fixed_s`) are its start (warm or cold), the model's load, a training call's set-up and
 its own work. The training, prediction, load and imports are measured in one fresh process (:func:`measure`) by
-the CPU seconds it spends (:func:`cpu_s`), not the wall-clock (a Snakemake job's start and the data: theirs): they
+the CPU seconds it spends (:func:`cpu_s`; a Snakemake job's start and the data: theirs), not the wall-clock: they
 are what a job demands of a core, the same on a busy machine as on an idle one (a wall-clock measured while other
 work shares the cores would be cached for every later plan); the plan's wall-clock is then that of cores free for
 the run. Rounds repeat up to :data:`ROUNDS` times while the measuring has
@@ -45,6 +45,7 @@ import json
 import os
 import platform
 import random
+import resource
 import statistics
 import subprocess
 import sys
@@ -63,7 +64,7 @@ from beluga.workflow.warm import PRELOAD
 #: the environment variable that names the cache folder (else ``$XDG_CACHE_HOME/beluga``, else ``~/.cache/beluga``)
 CACHE_DIR_ENV = "BELUGA_CACHE_DIR"
 #: the cache files' format; a file of another version is measured again
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 #: training steps of the two timed calls of a round (the rate: their difference)
 SHORT_STEPS, LONG_STEPS = 1, 8
 #: full-length prediction batches timed in a round
@@ -98,7 +99,7 @@ class Target:
     #: (text, text_b or None) the calibration trains on and predicts: a sample of the task's training sequences
     #: (:data:`SAMPLE` at most); none: sequences of ``max_length`` tokens (:data:`FILLER`)
     sequences: tuple = ()
-    #: seconds of a job's own work besides training and prediction (reading, writing, scoring): a third of the
+    #: CPU seconds of a job's own work besides training and prediction (reading, writing, scoring): a third of the
     #: seconds the task's data took to prepare in memory (its i.i.d. splits, its suite and its split: the work of the
     #: run's three data jobs, :func:`target`); None: not timed
     data_s: float | None = None
@@ -157,9 +158,9 @@ def target(config: dict, the_runs, sequences_of=None) -> Target:
                    fold="all", held_out=(), functionalities=(), start_label=model,
                    hparams=stage_hparams(config, tcfg, "suite", "vanilla", {"epochs": 1}), seed=int(config["seed"]),
                    threads=int(config["job_threads"]), checkpoint_dir=None, model_lock=the_runs.model_marker(tid))
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     sequences = sample(sequences_of(tid)) if sequences_of else ()
-    data_s = (time.perf_counter() - t0) / 3 if sequences_of else None
+    data_s = (time.process_time() - t0) / 3 if sequences_of else None
     return Target(tid, model, tuple(model_size(model)), int(run.max_length), int(run.hparams["batch_size"]),
                   int(config["predict"]["batch_size"]), str(config["precision"]), int(run.threads), run, sequences,
                   data_s)
@@ -267,11 +268,17 @@ rule job:
 MICRO_JOB = "import beluga.workflow.warm\nopen(snakemake.output[0], 'w').write('')\n"
 
 
+def _children_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's children that have ended."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def snakemake_job_s() -> float:
-    """Seconds a local Snakemake job of this machine takes to start and end around its work: a micro-workflow of
+    """CPU seconds a local Snakemake job of this machine takes to start and end around its work: a micro-workflow of
     :data:`MICRO_JOBS` jobs (the script's preamble that gives a job its ``snakemake`` object, the imports before a
-    warm hand-off) run one at a time, less its dry run (Snakemake's own start), per job. Wall-clock seconds: much
-    of it is Snakemake's own process, between the jobs. :class:`NotCalibrated` where it fails."""
+    warm hand-off) run one at a time, less its dry run (Snakemake's own start), per job: the job's process and
+    Snakemake's own, between the jobs. :class:`NotCalibrated` where it fails."""
     root = str(Path(__file__).resolve().parents[2])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, *filter(None, [os.environ.get("PYTHONPATH")])]))
     with tempfile.TemporaryDirectory(prefix="beluga-calibration-") as folder:
@@ -281,9 +288,9 @@ def snakemake_job_s() -> float:
         for extra in (["-n"], ["--cores", "1"]):
             cmd = [sys.executable, "-m", "snakemake", "-s", str(Path(folder, "Snakefile")), "-d", folder, "--quiet",
                    "--workflow-profile", "none", *extra]
-            t = time.perf_counter()
+            before = _children_cpu_s()
             res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-            seconds.append(time.perf_counter() - t)
+            seconds.append(_children_cpu_s() - before)
             if res.returncode != 0:
                 tail = ((res.stderr + res.stdout).strip().splitlines() or [f"exit status {res.returncode}"])[-1]
                 raise NotCalibrated(f"a micro-workflow of {MICRO_JOBS} Snakemake jobs failed ({tail})")
