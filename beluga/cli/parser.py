@@ -167,11 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_plan.add_argument("--cores", type=count, default=None, metavar="N",
                         help="a CPU plan: the wall-clock of the run on N cores (default: this machine's)")
     p_plan.add_argument("--calibrate", action=argparse.BooleanOptionalAction, default=True,
-                        help="a CPU plan without --throughput or rates given: measure this machine first (a few "
-                             "training and prediction steps of the configured model at its precision, about 10-20 s; "
-                             "cached per machine, model, precision and batch shape in ~/.cache/beluga) and use its "
-                             "rates (default); --no-calibrate uses the built-in reference machine's and prints each "
-                             "wall-clock as a range")
+                        help="a CPU plan without --throughput or rates given: measure this machine first (a job's "
+                             "start, the configured model's training and prediction on the task's sequences at its "
+                             "precision, about 20 s; cached per machine, model, precision and batch shape in "
+                             "~/.cache/beluga) and use its rates, counting the run's other jobs with a Snakemake dry "
+                             "run (default); --no-calibrate uses the built-in reference machine's rates and prints "
+                             "each wall-clock as a range")
     p_plan.add_argument("--recalibrate", action="store_true",
                         help="measure this machine again instead of reading the cached calibration")
     p_plan.add_argument("--assume-paper-data", action=argparse.BooleanOptionalAction, default=True,

@@ -168,8 +168,8 @@ class RunRest:
 
     def words(self) -> str:
         return (f"with the run's start ({duration(self.start_s)}: Snakemake's DAG, the job server's imports) and its "
-                f"{self.jobs} other jobs (data preparation, scoring, statistics, tables, plots: {self.job_s:.1f} s "
-                "each, as calibrated)")
+                f"{self.jobs} other jobs one after another (data preparation, scoring, statistics, tables, plots: "
+                f"{self.job_s:.1f} s each, as calibrated)")
 
 
 def wall_clock_lines(config: dict, jobs: list[PlannedJob], device: str, counts: list[int], profile: dict,
@@ -178,7 +178,8 @@ def wall_clock_lines(config: dict, jobs: list[PlannedJob], device: str, counts: 
     bounds (the longest job, the jobs' seconds over the slots) and the critical path. ``spread`` (an uncalibrated
     CPU plan: :data:`beluga.workflow.cost.NO_BF16_FACTOR`): each wall-clock on N cores is a range, the reference
     CPU's (native bf16) up to ``spread`` times it (a CPU without native bf16). ``rest`` (a calibrated CPU plan): the
-    wall-clock on N cores adds the run's start and its other jobs' seconds over the slots."""
+    wall-clock on N cores adds the run's start and its other jobs, one after another (most wait for another: the
+    data before the training, the statistics, tables and plots after it, in chains)."""
     if not jobs:
         return []
     deps = dependencies(config, jobs)
@@ -201,7 +202,7 @@ def wall_clock_lines(config: dict, jobs: list[PlannedJob], device: str, counts: 
             words, where = f"{slots} job(s) at once ({n} / job_threads {threads})", f"on {n} core{'s' if n > 1 else ''}"
         got, least = wall_clock(jobs, deps, slots), max(longest.wall, total / slots)
         if rest:
-            added = rest.start_s + rest.jobs * rest.job_s / slots
+            added = rest.start_s + rest.jobs * rest.job_s   # one after another: most wait for others
             got, least, words = got + added, least + added, f"{words}; {rest.words()}"
         about = (f"about {duration(got)} on a CPU with native bf16 as the reference's, up to about "
                  f"{duration(got * spread)} on one without (x{spread:g}: fp32)") if spread else f"about {duration(got)}"
