@@ -27,6 +27,9 @@ sequences of at most 48 tokens and batches of 16:
   is fixed per-process cost (everything but training, prediction and scoring
   in model jobs): target <= 0.15;
 - ``snakemake -n`` on ``configs/paper.yaml``: seconds to plan the DAG;
+- ``--plan-check`` (on request, ~1 minute a rep): ``python -m beluga plan`` calibrated here on the tiny config
+  against that config's run on 2 cores right after it: planned / measured wall-clock, target 0.5..2
+  (:mod:`bench.plan_check`);
 - ``--projection`` (on request, ~10 minutes): the default run's projected wall time on 2 cores with the CPU's
   native precision and on an emulated AVX2 / fp32 machine (a CPU without native bf16), from a sampled run of
   each in a fresh folder: job-seconds per rule x 1/cores (:mod:`bench.projection`);
@@ -118,6 +121,7 @@ from bench.fixed_cost import bench_fixed_cost, fixed_cost_worker
 from bench.fold_job import bench_fold_job
 from bench.jobs import worker
 from bench.methods import bench_methods
+from bench.plan_check import bench_plan_check
 from bench.prediction import bench_prediction
 from bench.profiling import bench_profile
 from bench.projection import bench_projection
@@ -174,6 +178,9 @@ def main(argv=None) -> int:
     ap.add_argument("--projection", action="store_true",
                     help="the default run's projected wall time with native bf16 and on an emulated AVX2 / fp32 "
                          "machine, from a sampled run of each (~10 minutes; bench/projection.py)")
+    ap.add_argument("--plan-check", action="store_true",
+                    help="the calibrated plan of the tiny config against its run on 2 cores, planned / measured "
+                         "(~1 minute a rep; bench/plan_check.py)")
     ap.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None,
                     help=f"profile the current and the new training loop {on_cuda}")
     ap.add_argument("--profile-steps", type=int, default=20, help="profiled steps per loop (default 20)")
@@ -301,6 +308,10 @@ def main(argv=None) -> int:
         results.update(run_share(Path(args.run_dir)))
     if "dry-run" not in args.skip:
         results.update(bench_dry_run(args.reps))
+    if args.plan_check:
+        common.RESULTS["block"] = "plan check"
+        results.update(bench_plan_check(args.reps))
+        common.save()
     if args.projection:
         common.RESULTS["block"] = "projection"
         results.update(bench_projection(Path(args.run_dir)))

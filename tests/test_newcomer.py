@@ -682,31 +682,32 @@ def test_an_all_degenerate_run_says_so_in_table3_and_in_its_last_lines(tmp_path)
 
 
 # ---------------------------------------------------------------- times that hold: the plan calibrated here
-@pytest.mark.slow   # the calibration's processes and a real run of the tiny config (snakemake --cores 2)
-def test_plan_calibrated_here_is_within_2x_of_the_tiny_run(tmp_path):
-    """`plan` on the tiny config measures this machine (--recalibrate: now, beside the run it is compared with),
-    says so, and its wall-clock on 2 cores is within 2x of the tiny run's, measured right after it on the same
-    machine (other work sharing the cores slows the calibration and the run alike: a run's CPU seconds are not
-    what a user waits for, and under load they grow unlike the wall-clock)."""
-    import time
+@pytest.mark.slow   # the calibration's processes; the shared real run of the tiny config (snakemake --cores 2)
+def test_plan_calibrated_here_counts_the_tiny_runs_jobs(tiny_run, tmp_path):
+    """`plan` on the tiny config measures this machine (--recalibrate: now), says so, and counts the jobs the tiny
+    run ran: its training / prediction jobs per rule and the rest (data, scoring, statistics, tables, plots), as
+    Snakemake's own job stats of the real run list them. How close its wall-clock comes to the run's is a timing,
+    measured by the benchmark (scripts/benchmark.py, "plan vs the tiny run": the plan, then the run right after it
+    on the same machine), not here, where other tests share the cores."""
+    import json
 
-    from conftest import smk
+    from conftest import job_counts
 
     from beluga.workflow.calibrate import cpu_name
 
-    res = beluga_cli("plan", "--configfile", CONFIGS / "tiny.yaml", "--cores", "2", "--recalibrate")
+    res = beluga_cli("plan", "--configfile", CONFIGS / "tiny.yaml", "--cores", "2", "--recalibrate",
+                     "--json", tmp_path / "plan.json")
     assert res.returncode == 0, res.stderr
     head = res.stdout.splitlines()[0]
     assert re.search(rf"throughput: calibrated on this machine \({re.escape(cpu_name())}, bf16 (native|emulated)\), "
                      r"cached at \S+calibration-[0-9a-f]{16}\.json\)$", head), head
-    assert "the run's other jobs: 17 of its 49 (Snakemake's dry run" in res.stdout, res.stdout
-    planned = _duration_s(re.search(r"^  on 2 cores: about (.+?) -- ", res.stdout, re.M).group(1))
-    t0 = time.perf_counter()
-    smk(tmp_path / "run", "--cores", "2")
-    wall = time.perf_counter() - t0
-    assert 0.5 <= planned / wall <= 2.0, (planned, wall, res.stdout)
-
-
-def _duration_s(text: str) -> float:
-    value, unit = text.split()
-    return float(value.replace(",", "")) * {"s": 1, "min": 60, "h": 3600}[unit]
+    assert re.search(r"^  on 2 cores: about \d+(\.\d+)? (s|min) -- ", res.stdout, re.M), res.stdout
+    planned = {}
+    for job in json.loads((tmp_path / "plan.json").read_text())["jobs"]:
+        planned[job["rule"]] = planned.get(job["rule"], 0) + job["count"]
+    logs = sorted((tiny_run / ".snakemake" / "log").glob("*.snakemake.log"))
+    ran = job_counts(logs[0].read_text().split("Select jobs to execute")[0])
+    ran.pop("all", None)
+    assert planned and {rule: ran.get(rule) for rule in planned} == planned, (planned, ran)
+    others = sum(n for rule, n in ran.items() if rule not in planned)
+    assert f"the run's other jobs: {others} of its {sum(ran.values())} (Snakemake's dry run" in res.stdout, res.stdout

@@ -8,6 +8,7 @@ benchmark:
   ``inference_mode`` loop, each method's cost per epoch;
 - ``fold_job``, ``run_share``, ``dry_run``: a fold job as a process, a finished run's fixed share,
   ``snakemake -n`` on the paper's config;
+- ``plan_check``: the calibrated plan of the tiny config against its run (planned / measured wall-clock);
 - ``loop``: the training loop timed (shared by the GPU-loop figures); ``profiling``, ``variants``, ``jobs``
   (K worker processes per GPU), ``fixed_cost`` (a job's launch -> first step);
 - ``summary``: the machine and the throughput table the plan reads;
