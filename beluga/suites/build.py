@@ -19,6 +19,7 @@ from beluga.core.tasks import SUITE_TASK_TYPES, TASK_TYPES, TaskType, get_task_t
 from beluga.heads import head_of
 from beluga.suites.folds import stable_int
 from beluga.suites.format import TEST_TYPES, validate_suite
+from beluga.suites.published import published_functionalities, published_suite
 
 _log = logging.getLogger(__name__)
 
@@ -41,12 +42,17 @@ def select_functionalities(df: pd.DataFrame, suite_cfg: dict) -> pd.DataFrame:
     return df[df["functionality"].isin(set(wanted))].reset_index(drop=True)
 
 
-def suite_functionalities(suite_cfg: dict, task_type: str) -> pd.DataFrame:
+def suite_functionalities(suite_cfg: dict, task_type: str, published: bool = False) -> pd.DataFrame:
     """Functionality table known before anything runs (fold enumeration at
     DAG-construction time): from the suite spec or the suite file
     (checked against the task type: :func:`read_suite`), with the
     number of cases each functionality will have (``n_cases``, after
-    ``max_cases_per_functionality``)."""
+    ``max_cases_per_functionality``). ``published`` (the cost plan's
+    ``--assume-paper-data``): a CheckList release suite not staged yet is
+    counted from its published shape (:mod:`beluga.suites.published`)."""
+    name = published_suite(suite_cfg, task_type) if published else None
+    if name is not None:
+        return select_functionalities(published_functionalities(suite_cfg, name), suite_cfg)
     return select_functionalities(_all_functionalities(suite_cfg, task_type), suite_cfg)
 
 

@@ -50,14 +50,30 @@ def build_streams(ttype: TaskType, iid_train: pd.DataFrame | None, suite_train: 
     if suite_train is not None and len(suite_train):
         unpaired = 0
         for r in suite_train.itertuples(index=False):
-            stream, items = head.case_items(ttype, r, options)
-            if stream in ("INV", "DIR"):   # a pair loss needs the original and a perturbation
-                kept = [it for it in items if len(it.inputs) >= 2]
-                unpaired += len(items) - len(kept)
-                items = kept
+            stream, items, skipped = case_stream(head, ttype, r, options)
+            unpaired += skipped
             if items:
                 streams.setdefault(stream, []).extend(items)
         if unpaired:
             _log.info("training data: %d INV / DIR case(s) with fewer than two inputs skipped (no perturbation to "
                       "train on)", unpaired)
     return {k: streams[k] for k in sorted(streams)}
+
+
+def case_stream(head, ttype: TaskType, r, options: StreamOptions) -> tuple[str, list[TrainItem], int]:
+    """(stream, training items, items skipped) of one suite case (a row of the suite), made by the task's ``head``:
+    an INV / DIR item without a perturbation is skipped (a pair loss needs the original and a perturbation)."""
+    stream, items = head.case_items(ttype, r, options)
+    if stream not in ("INV", "DIR"):
+        return stream, items, 0
+    kept = [it for it in items if len(it.inputs) >= 2]
+    return stream, kept, len(items) - len(kept)
+
+
+def item_sequences(stream: str, item: TrainItem) -> int:
+    """The sequences one training item costs an epoch, as the cost plan counts them: one for an i.i.d. example
+    or an MFT input; an INV / DIR item is a pair (two); a label-checked DIR case of the reference batching trains at
+    most :data:`~beluga.train.batches.LABEL_DIR_DRAW` of its inputs an epoch."""
+    from beluga.train.batches import LABEL_DIR, LABEL_DIR_DRAW
+
+    return {"MFT": 1, "iid": 1, LABEL_DIR: min(LABEL_DIR_DRAW, len(item.inputs))}.get(stream, 2)

@@ -142,8 +142,9 @@ def target(config: dict, the_runs, sequences_of=None) -> Target:
     first of equals), with the training settings of a vanilla job of the fold stage (:func:`fold_run`): its
     hyper-parameters (one epoch: a call trains the steps it is given), ``job_threads``, no checkpoints, non-finite
     losses skipped, eager (``training.compile`` would compile again in every timed call; on a CPU compiling gains
-    no speed: docs/COMPUTE.md). ``sequences_of(task)``: the task's training streams (:func:`sample`'s input; None:
-    full-length sequences), built as the run's data jobs build its data, and timed (``data_s``)."""
+    no speed: docs/COMPUTE.md). ``sequences_of(task)``: the task's training streams (:func:`sample`'s input), built
+    as the run's data jobs build its data, and timed (``data_s``); None, or a task's None (its data not staged: the
+    plan counts published sizes), full-length sequences (:data:`FILLER`) and no data job's seconds."""
     from beluga.workflow.runs import stage_hparams, task_training
 
     def cost(tid):
@@ -159,8 +160,9 @@ def target(config: dict, the_runs, sequences_of=None) -> Target:
                    hparams=stage_hparams(config, tcfg, "suite", "vanilla", {"epochs": 1}), seed=int(config["seed"]),
                    threads=int(config["job_threads"]), checkpoint_dir=None, model_lock=the_runs.model_marker(tid))
     t0 = time.process_time()
-    sequences = sample(sequences_of(tid)) if sequences_of else ()
-    data_s = (time.process_time() - t0) / 3 if sequences_of else None
+    streams = sequences_of(tid) if sequences_of else None
+    sequences = sample(streams) if streams is not None else ()
+    data_s = (time.process_time() - t0) / 3 if streams is not None else None
     return Target(tid, model, tuple(model_size(model)), int(run.max_length), int(run.hparams["batch_size"]),
                   int(config["predict"]["batch_size"]), str(config["precision"]), int(run.threads), run, sequences,
                   data_s)

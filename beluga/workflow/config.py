@@ -115,12 +115,12 @@ def load_workflow(config: dict, configfiles=()) -> Loaded:
     return Loaded(config, data_dir, not_fetched, runs.paths, runs)
 
 
-def checked_runs(config: dict, configfiles=(), not_fetched=()) -> Runs:
+def checked_runs(config: dict, configfiles=(), not_fetched=(), published: bool = False) -> Runs:
     """The runs of a validated config (:class:`~beluga.workflow.runs.Runs`), its models checked
-    (:func:`beluga.workflow.dag.check_models`); what the dry run and ``plan`` count. Raises a
-    BelugaError of the dry run's one line."""
+    (:func:`beluga.workflow.dag.check_models`); what the dry run and ``plan`` count (``published``: ``plan``'s
+    ``--assume-paper-data``). Raises a BelugaError of the dry run's one line."""
     runs = _checked(configfiles, Runs, config, Paths(config["results"]), str(config["data_dir"]),
-                    not_fetched=not_fetched, configfiles=configfiles)
+                    not_fetched=not_fetched, configfiles=configfiles, published=published)
     _checked(configfiles, dag.check_models, config, runs.comb_variants, configfiles)
     return runs
 

@@ -60,9 +60,10 @@ def method_grid(selection: dict, method: str) -> dict:
     return {**(selection.get("grid") or {}), **((selection.get("method_grid") or {}).get(method) or {})}
 
 
-def task_folds(suite_cfg: dict, task_type: str, partitions: list[str]):
-    """(the functionality table, the folds of ``partitions``, the seen fold) of a task."""
-    funcs = suite_functionalities(suite_cfg, task_type)
+def task_folds(suite_cfg: dict, task_type: str, partitions: list[str], published: bool = False):
+    """(the functionality table, the folds of ``partitions``, the seen fold) of a task (``published``: a release
+    suite not staged yet counted from its published shape, the cost plan's: :func:`suite_functionalities`)."""
+    funcs = suite_functionalities(suite_cfg, task_type, published)
     return funcs, enumerate_folds(funcs, partitions), enumerate_folds(funcs, ["seen"])[0]
 
 

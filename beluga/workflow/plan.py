@@ -146,18 +146,29 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
     """Per functionality: training items and sequences (T_train), T_val and
     T_test inputs; the i.i.d. split sizes (:func:`iid_sizes`) and ``iid_used``,
     where they come from; ``streams``, the suite's training streams. Builds the suite and the split in memory
-    exactly as the pipeline does."""
+    exactly as the pipeline does. With ``assume_paper_data``, data that are not staged yet are counted from
+    their published sizes (:func:`beluga.data.published.published_iid`, a CheckList release suite's shape:
+    :mod:`beluga.suites.published`; then no streams): ``published`` lists them in words (the plan's ``sizes:``
+    line)."""
     from beluga.data import iid as iid_mod
+    from beluga.data.published import iid_staged, published_iid
+    from beluga.suites.published import published_line, published_suite
     from beluga.suites import folds as folds_mod
     from beluga.suites.build import load_task_spec, make_suite, spec_seed_words, suite_spec_name, with_fold_types
     from beluga.suites.format import functionality_table
-    from beluga.train.batches import LABEL_DIR, LABEL_DIR_DRAW
-    from beluga.train.streams import build_streams
+    from beluga.train.streams import build_streams, item_sequences
 
     ttype = get_task_type(task_cfg["type"])
     paper = paper_iid_sizes(task_cfg) if assume_paper_data else None
+    unstaged = published_iid(task_cfg["iid"]) if assume_paper_data and not iid_staged(task_cfg["iid"]) else None
+    published = []
     if paper is not None:   # the paper's sizes, whatever is staged: the i.i.d. files are not read
         parts, (sizes, used) = {}, paper
+    elif unstaged is not None:   # not staged yet: the source's published sizes
+        parts, (sizes, what) = {}, unstaged
+        used = (f"{' / '.join(f'{sizes[s]:,}' for s in iid_mod.IID_SPLITS)} train / val / test, the published size "
+                f"of {what}: not staged, not counted (--no-assume-paper-data reads the files)")
+        published.append(f"{what} (i.i.d.)")
     else:
         parts = iid_mod.load_splits(task_cfg["iid"], ttype.head, set(ttype.iid_labels))
         sizes, used = iid_sizes(task_cfg["iid"], {k: len(v) for k, v in parts.items()}, assume_paper_data)
@@ -165,7 +176,11 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
         import pandas as pd
 
         return {"funcs": pd.DataFrame(columns=["functionality", "capability", "test_type"]), "per": {},
-                "iid": sizes, "iid_used": used, "suite": None, "streams": {}}
+                "iid": sizes, "iid_used": used, "suite": None, "streams": {}, "published": published}
+    release = published_suite(task_cfg["suite"], task_cfg["type"]) if assume_paper_data else None
+    if release is not None:   # a CheckList release suite not staged yet: its published shape
+        return {**published_suite_counts(task_cfg, split_cfg, release, batching), "iid": sizes, "iid_used": used,
+                "streams": {}, "published": [*published, published_line(release, task_cfg["suite"]["paper_fixes"])]}
     suite, _ = make_suite(task_cfg["suite"], task_cfg["type"], parts.get("pool"))
     split = folds_mod.assign_splits(suite, tuple(split_cfg["fractions"]), int(split_cfg["seed"]),
                                     split_cfg.get("duplicates", "refuse"))
@@ -195,10 +210,33 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
     for stream, items in streams.items():
         for it in items:
             per[it.env]["items"] += 1
-            # (reference batching: a label-checked DIR case trains at most 3 of its inputs an epoch)
-            per[it.env]["seqs"] += {"MFT": 1, "iid": 1, LABEL_DIR: min(LABEL_DIR_DRAW, len(it.inputs))}.get(stream, 2)
+            per[it.env]["seqs"] += item_sequences(stream, it)
     suite_info["train_seqs"] = sum(p["seqs"] for p in per.values())
-    return {"funcs": funcs, "per": per, "iid": sizes, "iid_used": used, "suite": suite_info, "streams": streams}
+    return {"funcs": funcs, "per": per, "iid": sizes, "iid_used": used, "suite": suite_info, "streams": streams,
+            "published": published}
+
+
+def published_suite_counts(task_cfg: dict, split_cfg: dict, release: str, batching: str) -> dict:
+    """:func:`task_counts`'s ``funcs``, ``per`` and ``suite`` of a task whose suite is the CheckList release suite
+    ``release``, not staged: its published shape (:func:`beluga.suites.published.published_counts`)."""
+    from beluga.suites.build import suite_functionalities
+    from beluga.suites.published import published_counts, published_line
+
+    suite_cfg = task_cfg["suite"]
+    funcs = suite_functionalities(suite_cfg, task_cfg["type"], published=True)
+    counts = published_counts(suite_cfg, release, tuple(split_cfg["fractions"]), split_cfg.get("duplicates", "refuse"),
+                              batching, set(funcs["functionality"]))
+    per = {f: {"seqs": c["seqs"], "val_inputs": c["inputs"]["val"],
+               "test_inputs": c["inputs"]["test"]} for f, c in counts.items()}
+    cap = suite_cfg.get("max_cases_per_functionality")
+    source = (f"{suite_cfg['path']} not staged: the published shape of {published_line(release, suite_cfg['paper_fixes'])}"
+              + (f" (at most {cap} cases a functionality)" if cap else "")
+              + "; inputs and sequences of a split at the functionality's means per case")
+    suite_info = {"source": source, "functionalities": len(funcs), "fractions": list(split_cfg["fractions"]),
+                  **{k: {s: sum(c[k][s] for c in counts.values()) for s in ("train", "val", "test")}
+                     for k in ("cases", "inputs")},
+                  "train_seqs": sum(c["seqs"] for c in counts.values())}
+    return {"funcs": funcs[["functionality", "capability", "test_type", "fold_type"]], "per": per, "suite": suite_info}
 
 
 def ood_entry_size(e: dict) -> int:
@@ -209,9 +247,11 @@ def ood_entry_size(e: dict) -> int:
 def ood_entry_count(e: dict) -> tuple[int, str]:
     """(examples of one OOD set, where the number comes from): ``max_examples`` where set; else the file's
     rows (a hutto set: its ground-truth file, past the threshold; a local table); a challenge set its
-    published size (:func:`beluga.data.challenge.published_size`); a hub set without it (or a challenge set
-    without a published size) counts 0: its size is unknown offline."""
+    published size (:func:`beluga.data.challenge.published_size`), a hub set its dataset's
+    (:func:`beluga.data.published.published_hub_size`); a set without one counts 0, its size unknown offline
+    (the text then starts with ``size unknown``)."""
     from beluga.data.ood_sets import hutto_path, load_hutto, read_table
+    from beluga.data.published import published_hub_size
 
     if e.get("max_examples") is not None:
         return int(e["max_examples"]), f"its max_examples, {e['source']} set"
@@ -220,14 +260,17 @@ def ood_entry_count(e: dict) -> tuple[int, str]:
     if e["source"] == "local":
         path = Path(e["path"]).expanduser()
         return len(read_table(path, "ood file")), f"rows of {path}"
-    if e["source"] in ("local", "hub"):
-        return 0, "a hub set without max_examples: size unknown offline, counted 0"
+    if e["source"] == "hub":
+        hub = published_hub_size(e)
+        if hub is not None:
+            return hub[0], f"the published size of the hub set {hub[1]}"
+        return 0, "size unknown: a hub set without max_examples and without a published size, counted 0"
     from beluga.data.challenge import published_size
 
     n = published_size(e)
     if n is not None:
         return n, f"the published size of the {e['source']} set"
-    return 0, f"a {e['source']} set without max_examples and without a published size: counted 0"
+    return 0, f"size unknown: a {e['source']} set without max_examples and without a published size, counted 0"
 
 
 def ood_size(task_cfg: dict) -> int:
@@ -259,7 +302,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     from beluga.suites.folds import configuration
     from beluga.workflow.dag import grid_points, method_grid
 
-    the_runs = checked_runs(config, configfiles)   # its errors: the dry run's one line
+    the_runs = checked_runs(config, configfiles, published=assume_paper_data)   # its errors: the dry run's one line
     inoc, comb = config["inoculation"], config["combinational"]
     lines: dict[tuple, Line] = {}
     n_seeds = len(the_runs.seeds)   # every job the plan counts trains (or predicts a model) once per seed
@@ -268,7 +311,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     k_jobs = int(config.get("gpu_jobs", 1)) if device == "cuda" else 1
     per_job = max(1, int(config["gpus"]) or int(config["job_threads"]))
     if details is not None:
-        details.update(runs=the_runs, jobs=[], sizes={})
+        details.update(runs=the_runs, jobs=[], sizes={}, published=[])
 
     def add(rule, conf, method, task, train_seqs, predict_seqs, cost, factor=1.0):
         """One job per training seed: ``cost`` = (seconds per training sequence, per predicted sequence, the
@@ -302,6 +345,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
             ood = [dict(zip(("name", "counted", "where"), (e["name"], *ood_entry_count(e))))
                    for e in tcfg.get("ood") or []]
             details["sizes"][tid] = {"suite": counts["suite"], "iid": counts["iid_used"], "ood": ood}
+            details["published"] += [f"{tid}: {what}" for what in counts["published"]]
         all_funcs = list(funcs["functionality"])
         iid_stage, suite_stage = training["iid"], training["suite"]
         length = int(training["max_length"])
@@ -570,7 +614,7 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     details: dict = {}
     lines = plan(config, rates, [path], assume_paper_data, iid_used, rates_used, details)
     disk = disk_plan(config, lines, concurrent_jobs)
-    sizes = paper_sizes_line(config) if assume_paper_data else None
+    sizes = published_sizes_line(paper_sizes_line(config) if assume_paper_data else None, details)
     notes = size_lines(details["sizes"]) + ([sizes] if sizes else []) + ([line] if line else []) \
         + rate_lines(config, rates, rates_used, device)
     jobs = details["jobs"]
@@ -598,6 +642,32 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
 
 
 
+def published_sizes_line(paper: str | None, details: dict) -> str | None:
+    """The plan's ``sizes:`` line: ``paper`` (:func:`~beluga.workflow.cost.paper_sizes_line`: the paper's sizes,
+    whatever is staged), then the published figures counted for data not staged (``details["published"]``, from
+    :func:`task_counts`) and for the OOD sets the plan never reads (their published sizes; those of unknown size,
+    counted 0); None when there is none of these."""
+    ood: dict[str, list[str]] = {}
+    for s in details["sizes"].values():
+        for o in s["ood"]:
+            unknown = o["where"].startswith("size unknown")
+            if unknown or o["where"].startswith("the published size"):
+                text = o["name"] if unknown else f"{o['name']} {o['counted']:,}"
+                ood.setdefault("unknown" if unknown else "published", [])
+                if text not in ood["unknown" if unknown else "published"]:
+                    ood["unknown" if unknown else "published"].append(text)
+    parts = [paper] if paper else []
+    if details["published"]:
+        parts.append("published figures, not counted (not staged): " + "; ".join(details["published"]))
+    if ood.get("published"):
+        parts.append("OOD sets at their published sizes, not counted: " + ", ".join(ood["published"]))
+    if ood.get("unknown"):
+        parts.append("size unknown (counted 0): OOD sets " + ", ".join(ood["unknown"]))
+    if not parts:
+        return None
+    return "; ".join(parts) if paper else "sizes: " + "; ".join(parts)
+
+
 def machine_rates(config: dict, path: Path, rates: dict, source: str, calibrate: bool, recalibrate: bool,
                   assume_paper_data: bool = True) -> tuple[dict, str, dict | None, str]:
     """(rates, source, the calibration's record or None, the plan's line about it) of a CPU plan on the built-in
@@ -611,12 +681,16 @@ def machine_rates(config: dict, path: Path, rates: dict, source: str, calibrate:
     why = "--no-calibrate"
     if calibrate:
         def streams(tid):
+            """The task's training streams; None where its data are counted from published sizes (not staged)."""
             tcfg = config["tasks"][tid]
             batching = runs.task_training(config, tcfg).get("batching", "project")
-            return task_counts(tcfg, config["split"], assume_paper_data, batching)["streams"]
+            counts = task_counts(tcfg, config["split"], assume_paper_data, batching)
+            unstaged[tid] = counts["published"]
+            return None if counts["published"] else counts["streams"]
 
+        unstaged: dict[str, list] = {}
         try:
-            target = calib.target(config, checked_runs(config, [path]), streams)
+            target = calib.target(config, checked_runs(config, [path], published=assume_paper_data), streams)
             record, how = calib.calibration(target, recalibrate)
         except calib.NotCalibrated as e:
             why = f"the calibration could not run here: {e}"
@@ -627,6 +701,9 @@ def machine_rates(config: dict, path: Path, rates: dict, source: str, calibrate:
             where = f"cached at {record['file']}" if record.get("file") else how
             short = f"calibrated on this machine ({key['cpu']}, bf16 {key['bf16']}), {where}"
             before = " (measured before; --recalibrate measures again)" if how == "cached" else ""
+            if unstaged.get(target.task):
+                before += (f" -- {target.task}'s data are not staged (published sizes): calibrated on filler sequences "
+                           f"of {target.max_length} tokens, no data job measured")
             load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
             busy = "" if load is None else f"; this machine's load average now: {load:.1f} on {os.cpu_count()} cores"
             starts = (f"a job's fixed seconds are those of a job forked warm by the local run's job server "

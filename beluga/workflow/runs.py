@@ -128,11 +128,13 @@ def check_suiteless(config: dict, suiteless: list[str]) -> None:
 
 class Runs:
     """The runs of a validated config (``data_dir``: its data folder; ``not_fetched``: inputs the
-    fetch target provides that are not there yet, whose tasks get no folds). Building it checks
+    fetch target provides that are not there yet, whose tasks get no folds; ``published``: the cost plan's
+    folds of a CheckList release suite not staged yet, from its published shape, :mod:`beluga.suites.published`). Building it checks
     the folds, the selection grids and the inoculation units: a :class:`beluga.core.errors.BelugaError`
     names the config file(s) ``configfiles`` and the field."""
 
-    def __init__(self, config: dict, paths: Paths, data_dir: str, not_fetched=(), configfiles=()):
+    def __init__(self, config: dict, paths: Paths, data_dir: str, not_fetched=(), configfiles=(),
+                 published: bool = False):
         self.config, self.paths, self.data_dir = config, paths, data_dir
         self.tasks = config["tasks"]
         self.configurations = list(config["configurations"])
@@ -169,7 +171,8 @@ class Runs:
                 # the fetch target can run; every other target stops (all_targets)
                 self.folds[t], self.seen_fold[t], self.func_names[t], self.func_tables[t] = [], {}, [], None
                 continue
-            funcs, self.folds[t], self.seen_fold[t] = dag.task_folds(c["suite"], c["type"], list(config["partitions"]))
+            funcs, self.folds[t], self.seen_fold[t] = dag.task_folds(c["suite"], c["type"], list(config["partitions"]),
+                                                                     published)
             dag.check_case_counts(t, funcs, configfiles)
             dag.check_folds(t, self.folds[t], funcs, self.configurations, configfiles)
             self.func_names[t], self.func_tables[t] = list(funcs["functionality"]), funcs
