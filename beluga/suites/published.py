@@ -92,17 +92,25 @@ def published_counts(suite_cfg: dict, name: str, fractions, duplicates: str, bat
         n = r["cases"] if cap is None else min(r["cases"], int(cap))
         units = n if duplicates == "allow" else max(3, round(n * r["distinct"] / r["cases"]))
         n_inputs = sum(min(k, per_case or k) * c for k, c, *_ in r["inputs"]) / r["cases"]
-        # a capped case keeps max_inputs_per_case inputs (an INV / DIR case its original and the rest as
-        # perturbations): its sequences in proportion to its inputs (MFT) or its perturbations
-        mft = r["test_type"] == "MFT"
-        n_seqs = sum(row[col] * (1.0 if per_case is None or row[0] <= per_case else
-                                 (per_case / row[0] if mft else (per_case - 1) / (row[0] - 1)))
-                     for row in r["inputs"]) / r["cases"]
+        n_seqs = sum(capped_sequences(row[col] / row[1], row[0], per_case) * row[1] for row in r["inputs"]) / r["cases"]
         cases = dict(zip(("train", "val", "test"), (u * n / units for u in split_sizes(units, fractions))))
         out[f] = {"cases": {s: round(c) for s, c in cases.items()},
                   "inputs": {s: round(c * n_inputs) for s, c in cases.items()},
                   "seqs": round(cases["train"] * n_seqs)}
     return out
+
+
+def capped_sequences(seqs: float, inputs: int, cap: int | None) -> float:
+    """The training sequences of a case of ``inputs`` inputs (``seqs`` of them uncapped) that keeps ``cap`` of them
+    (``max_inputs_per_case``; None: all), by the items the pipeline makes of it
+    (:func:`beluga.train.batches.class_case_items`): a case trained input by input (an MFT, a label-checked INV /
+    DIR: a sequence per labelled input, ``seqs`` >= ``inputs`` - 1) loses the dropped inputs' sequences; a pair item
+    (an INV / DIR, 2) or a reference ``DIR_LABEL`` item (at most 3) keeps its sequences, at most ``cap``."""
+    if cap is None or inputs <= cap:
+        return seqs
+    if seqs >= inputs - 1:
+        return max(0.0, seqs - (inputs - cap))
+    return min(seqs, float(cap))
 
 
 def published_line(name: str, paper_fixes: bool) -> str:
