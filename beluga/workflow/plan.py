@@ -152,10 +152,10 @@ def task_counts(task_cfg: dict, split_cfg: dict, assume_paper_data: bool = True,
     line)."""
     from beluga.data import iid as iid_mod
     from beluga.data.published import iid_staged, published_iid
-    from beluga.suites.published import published_line, published_suite
     from beluga.suites import folds as folds_mod
     from beluga.suites.build import load_task_spec, make_suite, spec_seed_words, suite_spec_name, with_fold_types
     from beluga.suites.format import functionality_table
+    from beluga.suites.published import published_line, published_suite
     from beluga.train.streams import build_streams, item_sequences
 
     ttype = get_task_type(task_cfg["type"])
@@ -229,7 +229,8 @@ def published_suite_counts(task_cfg: dict, split_cfg: dict, release: str, batchi
     per = {f: {"seqs": c["seqs"], "val_inputs": c["inputs"]["val"],
                "test_inputs": c["inputs"]["test"]} for f, c in counts.items()}
     cap = suite_cfg.get("max_cases_per_functionality")
-    source = (f"{suite_cfg['path']} not staged: the published shape of {published_line(release, suite_cfg['paper_fixes'])}"
+    shape = published_line(release, suite_cfg["paper_fixes"])
+    source = (f"{suite_cfg['path']} not staged: the published shape of {shape}"
               + (f" (at most {cap} cases a functionality)" if cap else "")
               + "; inputs and sequences of a split at the functionality's means per case")
     suite_info = {"source": source, "functionalities": len(funcs), "fractions": list(split_cfg["fractions"]),

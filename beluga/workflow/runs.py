@@ -129,9 +129,9 @@ def check_suiteless(config: dict, suiteless: list[str]) -> None:
 class Runs:
     """The runs of a validated config (``data_dir``: its data folder; ``not_fetched``: inputs the
     fetch target provides that are not there yet, whose tasks get no folds; ``published``: the cost plan's
-    folds of a CheckList release suite not staged yet, from its published shape, :mod:`beluga.suites.published`). Building it checks
-    the folds, the selection grids and the inoculation units: a :class:`beluga.core.errors.BelugaError`
-    names the config file(s) ``configfiles`` and the field."""
+    folds of a CheckList release suite not staged yet, from its published shape, :mod:`beluga.suites.published`).
+    Building it checks the folds, the selection grids and the inoculation units: a
+    :class:`beluga.core.errors.BelugaError` names the config file(s) ``configfiles`` and the field."""
 
     def __init__(self, config: dict, paths: Paths, data_dir: str, not_fetched=(), configfiles=(),
                  published: bool = False):
