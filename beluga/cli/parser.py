@@ -179,7 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="where a task's i.i.d. source is the paper's (sst2, qqp, squad), count the paper's "
                              "official sizes (SST-2 67,349 train; QQP 363,846; SQuAD v1.1 87,599; dev sets halved) "
                              "whatever its folder holds (a staged fallback: not read), as the fetched run reads "
-                             "them (default); --no-assume-paper-data counts the files found")
+                             "them; data not staged yet (a CheckList release suite, a dataset folder, a known "
+                             "table) count their published sizes, named in the sizes: line (default); "
+                             "--no-assume-paper-data counts the files found and stops where one is missing")
     p_data = sub.add_parser("data", help="the data folder: stage a local copy of the reference data (no network)")
     data_sub = p_data.add_subparsers(dest="data_command", required=True)
     p_stage = data_sub.add_parser(
