@@ -26,7 +26,7 @@ from beluga.core.tasks import get_task_type  # noqa: E402
 from beluga.heads import head_of  # noqa: E402
 from beluga.suites.build import read_suite, with_fold_types  # noqa: E402
 from beluga.suites.format import functionality_table  # noqa: E402
-from beluga.suites.published import BATCHINGS, OUT, SUITES  # noqa: E402
+from beluga.suites.published import COUNTED_BATCHINGS, OUT, RELEASE_SHAPES  # noqa: E402
 from beluga.train.streams import StreamOptions, case_stream, item_sequences  # noqa: E402
 
 
@@ -41,7 +41,7 @@ def count_shape(path, task: str, paper_fixes: bool) -> list[dict]:
     head = head_of(ttype)
     funcs = with_fold_types(functionality_table(df)[["functionality", "capability", "test_type"]], df, "trained",
                             str(path))
-    options = {b: StreamOptions(batching=b) for b in BATCHINGS}
+    options = {b: StreamOptions(batching=b) for b in COUNTED_BATCHINGS}
     if "inputs_b" not in df.columns:
         df = df.assign(inputs_b=None)
     out = []
@@ -51,7 +51,7 @@ def count_shape(path, task: str, paper_fixes: bool) -> list[dict]:
         for r in group.itertuples(index=False):
             row = rows.setdefault(len(r.inputs), [0, 0, 0])
             row[0] += 1
-            for i, b in enumerate(BATCHINGS, start=1):
+            for i, b in enumerate(COUNTED_BATCHINGS, start=1):
                 stream, items, _ = case_stream(head, ttype, r, options[b])
                 row[i] += sum(item_sequences(stream, it) for it in items)
         keys = {(tuple(a), None if b is None or (isinstance(b, float) and b != b) else tuple(b))
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
     out = {"source": ("CheckList's release suites (github.com/marcotcr/checklist, release_suites/, commit "
                       "4e6e5e33a26f30c20ed602b2050f6c73e123cc23), counted by scripts/published_suites.py"),
            "suites": {}}
-    for name, (task, _names) in SUITES.items():
+    for name, (task, _names) in RELEASE_SHAPES.items():
         path = release / f"{name}_suite.tar.gz"
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         out["suites"][name] = {"file": path.name, "sha256": digest, "task": task,

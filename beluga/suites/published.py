@@ -28,13 +28,13 @@ from beluga.suites.folds import split_sizes
 
 #: the release suites: name -> (the task type that reads it, the file names it is staged under: the release
 #: tarball the fetch target writes, the JSONL export of ../shared/data)
-SUITES = {"sentiment": ("sent", ("sentiment_suite.tar.gz", "sentiment.jsonl.gz", "sentiment.jsonl")),
+RELEASE_SHAPES = {"sentiment": ("sent", ("sentiment_suite.tar.gz", "sentiment.jsonl.gz", "sentiment.jsonl")),
           "qqp": ("para", ("qqp_suite.tar.gz", "qqp.jsonl.gz", "qqp.jsonl")),
           "squad": ("read", ("squad_suite.tar.gz", "squad.jsonl.gz", "squad.jsonl"))}
 #: the counted shape (scripts/published_suites.py writes it)
 OUT = Path(__file__).with_name("published_suites.json")
 #: the batchings whose training sequences are counted (``training.batching``), in the rows' order
-BATCHINGS = ("project", "reference")
+COUNTED_BATCHINGS = ("project", "reference")
 
 
 @cache
@@ -49,7 +49,7 @@ def published_suite(suite_cfg: dict, task_type: str) -> str | None:
     if not path or os.path.lexists(str(path)):
         return None
     name = Path(str(path)).name
-    return next((s for s, (task, names) in SUITES.items() if task == task_type and name in names), None)
+    return next((s for s, (task, names) in RELEASE_SHAPES.items() if task == task_type and name in names), None)
 
 
 def shape(name: str, paper_fixes: bool) -> list[dict]:
@@ -79,7 +79,7 @@ def published_counts(suite_cfg: dict, name: str, fractions, duplicates: str, bat
     ``duplicates``), for the functionalities ``wanted``. The cases per split are the pipeline's
     (:func:`~beluga.suites.folds.split_sizes`); their inputs and sequences, the functionality's means per case."""
     cap, per_case = suite_cfg.get("max_cases_per_functionality"), suite_cfg.get("max_inputs_per_case")
-    col = 2 + BATCHINGS.index(batching)
+    col = 2 + COUNTED_BATCHINGS.index(batching)
     out = {}
     for r in shape(name, suite_cfg["paper_fixes"]):
         f = r["functionality"]
