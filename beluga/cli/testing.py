@@ -144,7 +144,7 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
         with progress(len(suite), "predicting", "case") as shown:    # a tqdm bar on a terminal, else nothing
             if causal is None:
                 preds, status = suite_outcomes(net, tokenizer, ttype, suite, split="suite_test",
-                                               batch_size=batch_size, max_length=max_length, doc_stride=doc_stride,
+                                               batch_size=batch_size, max_length=n_tokens, doc_stride=doc_stride,
                                                precision=prec, source=f"model {m}", chunk_cases=chunk,
                                                on_chunk=shown, reasons=True)
             else:   # label-word probabilities, then scored as any classifier's
@@ -173,7 +173,8 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
         labels["beluga.hub_models"] = json.dumps(hub, sort_keys=True)
     run = {"subcommand": "test", "arguments": {"models": models, "suite": str(suite_path), "task": ttype.name,
                                             "revision": revision, "label_order": label_order,
-                                            "batch_size": batch_size, "max_length": max_length,
+                                            "batch_size": batch_size,
+                                            "max_length": None if causal is not None and max_length is None else length,
                                             **({"max_length_default": used} if used else {}),
                                             "doc_stride": doc_stride, "max_cases_per_functionality": max_cases,
                                             "precision": precision, "paper_fixes": paper_fixes,
