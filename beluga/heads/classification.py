@@ -14,6 +14,7 @@ from beluga.core.errors import BelugaError, DataError, ModelError
 from beluga.core.health import check_probabilities
 from beluga.core.tasks import TaskType, binary_to_three_class
 from beluga.heads.base import DEGENERATE_SHARE, Head, sequence_forward, share_text
+from beluga.heads.score.correlation import correlation
 from beluga.train.selection import NOT_NEGATIVE, REFERENCE_TOL, mean_or_none
 
 
@@ -402,8 +403,6 @@ class Classification(Head):
         if name == "accuracy":
             return float(rows["correct"].astype(float).mean())
         if name in ("pearson", "spearman"):
-            from beluga.heads.score.correlation import correlation
-
             if "pred_score" not in rows.columns or "gold_score" not in rows.columns:
                 raise ValueError(f"metric {name!r} needs the outcomes' pred_score / gold_score (a five-class "
                                  "similarity task's)")

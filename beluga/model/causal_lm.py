@@ -388,8 +388,8 @@ def batch_bytes(batch: int, length: int, vocab: int, heads: int) -> int:
 
 
 def free_memory(device) -> int | None:
-    """Free bytes on ``device`` (a torch device): CUDA's ``mem_get_info``, else the host's available physical
-    memory; None when it cannot be read."""
+    """Free bytes on ``device`` (a torch device): CUDA's ``mem_get_info``, else the host's free physical memory
+    (``SC_AVPHYS_PAGES`` pages); None when it cannot be read."""
     import torch
 
     try:
