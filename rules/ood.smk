@@ -82,6 +82,8 @@ rule ood_ranking:
 rule gluex_tables:
     input:
         table=PATHS.ood_ranking("ood_table.csv"),
+        # GLUE-X's STS-B: the same models' GLUE Pearson / Spearman, from each such task's OOD table
+        reported=[PATHS.ood("ood_table.csv", t) for t in beluga_gluex.reported_tasks(TASKS)],
     output:
         table3=PATHS.ood_ranking("gluex_table3.csv"),
         table4=PATHS.ood_ranking("gluex_table4.csv"),
@@ -96,5 +98,7 @@ rule gluex_tables:
         "../envs/beluga.yaml"
     params:
         benchmarks=beluga_ood_eval.ood_benchmarks(TASKS),
+        reported=beluga_gluex.reported_tasks(TASKS),
+        types={t: TASKS[t]["type"] for t in TASKS},
     script:
         "../workflow_scripts/gluex_tables.py"

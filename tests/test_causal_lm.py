@@ -16,12 +16,17 @@ from tiny_decoder import build_decoder, build_tokenizer
 
 from beluga.analyses.behavioral import failure_summary, summary_html
 from beluga.cli import main
+from beluga.cli.testing import head_cut_warning
 from beluga.core.errors import BelugaError, ConfigError
 from beluga.core.tasks import PARA, READ, SENT, SIMILARITY
 from beluga.model.causal_lm import (
+    FALLBACK_CONTEXT,
     LabelWords,
+    batch_bytes,
     check_distinct_continuations,
     check_prompt,
+    context_length,
+    default_max_length,
     encode_pair,
     label_word_pairs,
     label_word_probs,
@@ -322,7 +327,94 @@ def test_three_sent_words_and_truncation_said(decoder, suite_file, tmp_path, cap
     full = label_word_probs(model, tok, [prompt], words, max_length=64)[0]   # not truncated: other numbers
     assert np.abs(np.log(probs[0]) - np.log(full)).max() > 1e-3
     (note,) = json.loads((out / "run.json").read_text())["truncated_inputs"]
-    assert "21 inputs were longer than --max-length 12" in note and note in printed
+    assert "21 of 21 inputs were longer than --max-length 12 tokens" in note and "head of their prompt" in note
+    # a warning of the summary: the terminal's (wrapped), summary.md's and summary.html's, under the title
+    assert f"⚠ {note}" in " ".join(printed.split())
+    md = (out / "summary.md").read_text()
+    assert md.index("**⚠ model ") < md.index("| class |") and "21 of 21 inputs were longer than" in md
+    assert "id='warnings'" in (out / "summary.html").read_text()
+    assert "21 of 21 inputs were longer than --max-length 12 tokens" in (out / "summary.html").read_text()
+
+
+def test_head_cut_warning_names_the_fix():
+    """Below the model's context the warning asks for a longer --max-length; at it, for a shorter prompt."""
+    short = head_cut_warning("m", 3, 10, 12, (256, "config.json n_positions 256"))
+    assert short.startswith("model m: 3 of 10 inputs were longer than --max-length 12 tokens")
+    assert "raise --max-length (the model's context: 256 tokens, config.json n_positions 256)" in short
+    full = head_cut_warning("m", 3, 10, 256, (256, "config.json n_positions 256"))
+    assert "do not fit the model's context: shorten the prompt" in full and "raise" not in full
+
+
+@pytest.mark.parametrize("config, tok_max, want", [
+    ({"n_positions": 1024, "max_position_embeddings": 2048}, 512, (1024, "config.json n_positions 1024")),
+    ({"max_position_embeddings": 4096}, 512, (4096, "config.json max_position_embeddings 4096")),
+    ({"n_ctx": 300}, 512, (300, "config.json n_ctx 300")),
+    ({}, 777, (777, "the tokenizer's model_max_length 777")),
+    ({"n_positions": 0}, int(1e30), (FALLBACK_CONTEXT, None)),   # transformers' "no limit": not a length
+])
+def test_context_length_as_lm_eval_reads_it(config, tok_max, want):
+    class Tok:
+        model_max_length = tok_max
+
+    n, how = context_length(config, Tok())
+    assert n == want[0]
+    assert how == want[1] if want[1] else "lm-evaluation-harness's default 2048" in how
+
+
+def test_default_max_length_capped_by_memory_by_hand():
+    """batch 4, vocabulary 100, 2 heads: 4 x 4 x L x (2 x 100 + 2 L) = 3200 L + 32 L² bytes; half of 1,280,000
+    free bytes is 640,000 = the bytes at L = 100 (L = 101: 649,632), so the 1024-token context is capped at 100."""
+    config = {"n_positions": 1024, "vocab_size": 100, "n_head": 2}
+    assert batch_bytes(4, 100, 100, 2) == 640_000 and batch_bytes(4, 101, 100, 2) == 649_632
+    got = default_max_length(config, None, 4, 1_280_000, "cpu")
+    assert (got.tokens, got.context) == (100, 1024)
+    assert "context is 1024 tokens (config.json n_positions 1024)" in got.capped and "batch of 4" in got.capped
+    assert got.line("m").startswith("model m: --max-length 100, capped by memory: ")
+    for free in (None, 10**12):   # unknown free memory, or plenty: the context, not capped
+        got = default_max_length(config, None, 4, free, "cpu")
+        assert (got.tokens, got.capped) == (1024, "")
+        assert got.line("m") == "model m: --max-length 1024, the model's context (config.json n_positions 1024)"
+    assert default_max_length(config, None, 4, 10, "cpu").tokens == 8   # never below the least --max-length
+
+
+def test_default_max_length_is_the_context_from_config(gpt2, suite_file, tmp_path, capsys):
+    """Without --max-length a causal LM reads up to its context (the tiny GPT-2's n_positions 256): nothing is
+    cut, the terminal and run.json say which length and whence."""
+    assert json.loads((gpt2 / "config.json").read_text())["n_positions"] == 256
+    out = tmp_path / "default"
+    assert _run_test(gpt2, suite_file, out, "--label-words", *WORDS) == 0
+    printed = capsys.readouterr().out
+    assert f"model {gpt2}: --max-length 256, the model's context (config.json n_positions 256)" in printed
+    run = json.loads((out / "run.json").read_text())
+    assert run["arguments"]["max_length"] is None and "truncated_inputs" not in run
+    assert run["arguments"]["max_length_default"] == {str(gpt2): {
+        "tokens": 256, "context": 256, "context_from": "config.json n_positions 256", "capped": None}}
+    assert "⚠" not in (out / "summary.md").read_text()
+
+
+def test_default_max_length_capped_then_heads_cut_warned(gpt2, suite_file, tmp_path, capsys, monkeypatch):
+    """Free memory that holds a batch of 3 at 12 tokens but not 13: the default is capped at 12, the terminal
+    says so and why, and the prompts cut at their head are the summary's warning; the probabilities are those
+    of --max-length 12."""
+    import beluga.cli.testing as testing
+
+    config = json.loads((gpt2 / "config.json").read_text())
+    free = 2 * batch_bytes(3, 12, config["vocab_size"], config["n_head"])
+    assert batch_bytes(3, 13, config["vocab_size"], config["n_head"]) > free / 2
+    monkeypatch.setattr(testing, "free_memory", lambda device: free)
+    out = tmp_path / "capped"
+    assert _run_test(gpt2, suite_file, out, "--label-words", *WORDS) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert f"model {gpt2}: --max-length 12, capped by memory: the model's context is 256 tokens" in printed
+    run = json.loads((out / "run.json").read_text())
+    assert run["arguments"]["max_length_default"][str(gpt2)]["tokens"] == 12
+    (warning,) = run["truncated_inputs"]
+    assert "inputs were longer than --max-length 12 tokens" in warning and f"⚠ {warning}" in printed
+    model, tok = _load(gpt2)
+    words = LabelWords(("negative", "positive"), ("dreadful", "terrific"))
+    probs = np.stack(pd.read_parquet(out / "predictions.parquet")["probs"])
+    prompt = PROMPT.format(text="this is awful 0")
+    np.testing.assert_allclose(probs[0], label_word_probs(model, tok, [prompt], words, max_length=12)[0], atol=2e-6)
 
 
 @pytest.fixture(scope="module")

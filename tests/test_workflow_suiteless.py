@@ -4,6 +4,7 @@ GLUE-X table with the IID model's system only) and the ranking of the tasks as b
 scores or Table 3. One task is STS-B-shaped: its float scores are read as five classes (``similarity_classes``).
 One run, read by every test here."""
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -77,6 +78,18 @@ def test_stsb_and_sick_are_five_classes(run):
     assert list(sick["label"]) == list(SIMILARITY_CLASSES.score_classes(sick["score"]))
     preds = pd.read_parquet(res / "predictions" / "iid" / "vanilla" / "standard" / "all.parquet")
     assert {len(p) for p in preds["probs"]} == {5}
+    # GLUE's STS-B metrics of the same model: its expected class against the gold score, in its OOD table
+    out = pd.read_parquet(res / "outcomes" / "iid" / "vanilla" / "standard" / "all.parquet")
+    probs = preds.set_index(["split", "case_id"])["probs"]
+    for split, gold in (("iid_test", test), ("ood:sick", sick)):
+        rows = out[out["split"] == split].set_index("case_id")
+        expected = [float(np.dot(probs[(split, c)], np.arange(5))) for c in rows.index]
+        np.testing.assert_allclose(rows["pred_score"], expected, atol=1e-6)
+        assert rows["gold_score"].tolist() == gold.set_index("example_id").loc[rows.index, "score"].tolist()
+        table = pd.read_csv(res / "ood" / "ood_table.csv").iloc[0]
+        column = "pearson:id" if split == "iid_test" else "pearson:sick"
+        assert table[column] == pytest.approx(100 * np.corrcoef(expected, rows["gold_score"])[0, 1], abs=1e-4)
+    assert "## The same models in GLUE's STS-B metrics" in (res / "ood" / "ood_table.md").read_text()
 
 
 def test_gluex_tables_over_the_backbones(run):
@@ -87,9 +100,16 @@ def test_gluex_tables_over_the_backbones(run):
     t3 = pd.read_csv(ood / "gluex_table3.csv")
     t4 = pd.read_csv(ood / "gluex_table4.csv")
     assert sorted(t3["model"]) == ["tiny-a", "tiny-b"] and list(t3["model"]) == list(t4["model"])
-    assert list(t4.columns) == ["model", "mnli", "stsb", "ood_avg", "decrease_ratio"]
+    assert list(t4.columns) == ["model", "mnli", "stsb", "ood_avg", "decrease_ratio", "stsb:pearson:id",
+                                "stsb:pearson:ood", "stsb:spearman:id", "stsb:spearman:ood"]
+    for backbone, task in (("tiny-a", "stsb_a"), ("tiny-b", "stsb_b")):   # each STS-B task's own table
+        own = pd.read_csv(wd / "results" / task / "ood" / "ood_table.csv").iloc[0]
+        row = t4.set_index("model").loc[backbone]
+        assert row["stsb:pearson:id"] == pytest.approx(own["pearson:id"])
+        assert row["stsb:spearman:ood"] == pytest.approx(own["spearman:sick"])
     every = ranking[ranking["benchmark"] == "all"].set_index("system")
     for r in t3.to_dict("records"):
         assert r["ood_avg"] == pytest.approx(every.loc[f"{r['model']}/iid/vanilla", "ood_avg"])
     md = (ood / "gluex_tables.md").read_text()
-    assert "# GLUE-X Table 3" in md and "| Model | mnli | stsb | Avg | Avg ↓ |" in md
+    assert "# GLUE-X Table 3" in md and "| Model | mnli | stsb (five-class accuracy) | Avg | Avg ↓ |" in md
+    assert "# GLUE-X Table 4, stsb: the same models in GLUE's STS-B metrics" in md

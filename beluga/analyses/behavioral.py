@@ -254,10 +254,17 @@ def _title_lines(title: str, width: int) -> list[str]:
     return out or [""]
 
 
+def warning_lines(warnings: list[str] | None) -> list[str]:
+    """The summary's warnings (``test``: a causal LM's prompts cut at their head), each ``⚠ <sentence>``."""
+    return [f"⚠ {w}" for w in warnings or []]
+
+
 def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[str],
-                 constants: list[dict | None] | None = None, width: int = 100) -> str:
+                 constants: list[dict | None] | None = None, width: int = 100,
+                 warnings: list[str] | None = None) -> str:
     """The terminal summary of :func:`failure_summary` over ``models``: the title (whole, wrapped at ``width``),
-    the flag of a constant predictor (:func:`constant_lines`, wrapped), a header naming the columns, per class
+    the ``warnings`` (:func:`warning_lines`) and the flag of a constant predictor (:func:`constant_lines`), wrapped,
+    a header naming the columns, per class
     and functionality its type, failure rate, failed / scored cases and result word, the filtered cases with their
     reasons, then failing cases (≤ width columns; over several models, each case's inputs with the predictions of
     the first model it fails for). Suite text is shown with its control characters escaped
@@ -269,6 +276,8 @@ def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[s
     if n > 1:
         lines.append(f"failure rate: mean ± sd over {n} models (min–max)")
         lines += [f"  {lab}  {_tail(t(m), width - 4 - len(lab))}" for lab, m in zip(labels, models)]
+    for flag in warning_lines(warnings):   # never broken at a hyphen: --max-length is read whole
+        lines += textwrap.wrap(t(flag), width, subsequent_indent="  ", break_on_hyphens=False)
     for flag in constant_lines(constants, models):
         lines += textwrap.wrap(t(flag), width, subsequent_indent="  ")
     k = 1 if n == 1 else 2
@@ -299,14 +308,15 @@ def summary_text(funcs: pd.DataFrame, examples: dict, title: str, models: list[s
 
 
 def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str, models: list[str],
-                     constants: list[dict | None] | None = None) -> str:
-    """The summary of :func:`failure_summary` over ``models`` as Markdown, a constant predictor flagged under the
-    title (:func:`constant_lines`); suite text is literal (:func:`markdown_safe`, case ids and model names as code
-    spans)."""
+                     constants: list[dict | None] | None = None, warnings: list[str] | None = None) -> str:
+    """The summary of :func:`failure_summary` over ``models`` as Markdown, the ``warnings`` and a constant predictor
+    flagged under the title (:func:`warning_lines`, :func:`constant_lines`); suite text is literal
+    (:func:`markdown_safe`, case ids and model names as code spans)."""
     esc = markdown_safe
     n, labels = len(models), model_labels(len(models))
     lines = [f"# {esc(title)}", ""]
-    lines += [x for flag in constant_lines(constants, models) for x in (f"**{esc(flag)}**", "")]
+    lines += [x for flag in warning_lines(warnings) + constant_lines(constants, models)
+              for x in (f"**{esc(flag)}**", "")]
     if n == 1:
         lines += ["| class | functionality | type | status | failure rate | failed / scored | filtered |",
                   "|---|---|---|---|---:|---:|---|"]
@@ -337,11 +347,11 @@ def summary_markdown(funcs: pd.DataFrame, examples: dict, title: str, models: li
 
 
 def summary_html(funcs: pd.DataFrame, examples: dict, title: str, models: list[str],
-                 constants: list[dict | None] | None = None) -> str:
+                 constants: list[dict | None] | None = None, warnings: list[str] | None = None) -> str:
     """The summary of :func:`failure_summary` over ``models`` as a standalone page (beluga/templates/summary.html.j2,
-    :func:`beluga.core.pages.render_page`: every value escaped): a constant predictor flagged
-    (:func:`constant_lines`), the failure-rate table and, per functionality, a collapsible list of failing cases
-    (no scripts, no external resources)."""
+    :func:`beluga.core.pages.render_page`: every value escaped): the ``warnings`` (:func:`warning_lines`) and a
+    constant predictor flagged (:func:`constant_lines`), the failure-rate table and, per functionality, a
+    collapsible list of failing cases (no scripts, no external resources)."""
     n, labels = len(models), model_labels(len(models))
     rows = []
     for r in funcs.to_dict("records"):
@@ -363,7 +373,7 @@ def summary_html(funcs: pd.DataFrame, examples: dict, title: str, models: list[s
                 for func, exs in examples.items() if exs]      # the first one open: failures are visible on arrival
     return render_page("summary.html.j2", title=title, rows=rows, sections=sections,
                        models=[{"label": lab, "name": m} for lab, m in zip(labels, models)],
-                       constants=constant_lines(constants, models))
+                       constants=constant_lines(constants, models), warnings=warning_lines(warnings))
 
 
 # ---------------------------------------------------------------- failures in the pipeline's report

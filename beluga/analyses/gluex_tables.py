@@ -12,7 +12,13 @@ comparison over backbones that rule ``ood_ranking`` writes (``results/ood/ood_ta
 The tables read the benchmark ``all`` (every task averaged per system) when the ranking has it, else its one
 benchmark (a single task: the columns of Table 4 are then its OOD sets). A model is its backbone label, with the
 configuration and method when the system is not the IID model (a task with a suite has those systems too); a task
-is named by what its backbones' task ids share (``sst2_bert``, ``sst2_roberta`` -> ``sst2``)."""
+is named by what its backbones' task ids share (``sst2_bert``, ``sst2_roberta`` -> ``sst2``).
+
+STS-B in both metrics: Table 4's STS-B column is GLUE-X's, the accuracy over five classes (type
+``similarity_classes``); the same models' GLUE STS-B metrics, Pearson r and Spearman ρ of their expected class
+against the gold score (each task's ood_table.csv, ``beluga.analyses.ood_scores.with_reported``), follow in Table 4's
+columns ``<task>:<metric>:id`` / ``<task>:<metric>:ood`` (the OOD value: the mean over the task's OOD sets) and in
+a table of their own (:func:`reported_columns`, :func:`tables_markdown`)."""
 
 from __future__ import annotations
 
@@ -22,7 +28,10 @@ from collections.abc import Mapping
 import pandas as pd
 
 from beluga.analyses.ood_eval import ALL_TYPES, backbone_label, ood_benchmarks
+from beluga.analyses.ood_report import METRIC_NAMES, REPORTED_WORDS
+from beluga.analyses.ood_scores import REPORTED_ID, reported_column
 from beluga.core.errors import DataError
+from beluga.core.tasks import get_task_type
 from beluga.core.text import md_cell
 
 TABLE3_COLUMNS = ("model", "ood_avg", "id_avg", "decrease_ratio", "friedman_rank_ood", "friedman_rank_id",
@@ -49,6 +58,45 @@ def layout_problem(tasks: Mapping[str, dict], suiteless) -> str | None:
         if have != want:
             return f"task {bench!r} has the models {words(have)}; task {first!r} has {words(want)}"
     return None
+
+def reported_tasks(tasks: Mapping[str, dict]) -> list[str]:
+    """The tasks with OOD sets whose type reports metrics beside its score (``TaskType.reported_metrics``:
+    GLUE-X's five-class STS-B, its GLUE Pearson / Spearman), in config order: their ood_table.csv files feed
+    :func:`reported_columns`."""
+    return [t for t, b in tasks.items() if b.get("ood") and get_task_type(b["type"]).reported_metrics]
+
+
+def reported_column_name(task: str, metric: str, domain: str) -> str:
+    """Table 4's column of a reported metric: ``<task>:<metric>:id`` / ``<task>:<metric>:ood``."""
+    return f"{task}:{metric}:{domain}"
+
+
+def reported_columns(table4: pd.DataFrame, tables: Mapping[str, pd.DataFrame], benchmarks: Mapping[str, str],
+                     types: Mapping[str, str]) -> pd.DataFrame:
+    """Table 4 with the reported metrics of the tasks in ``tables`` (task id -> its ood_table.csv; ``types``: task
+    id -> task type) appended: per benchmark task (named as Table 4 names it, :func:`task_label`) and metric, each
+    model's value on the i.i.d. test set (``:id``) and the mean over the task's OOD sets (``:ood``), ×100, the
+    rows matched by model (:func:`model_label`); a model the tables lack, and a mean over a set without a value,
+    empty."""
+    out = table4.copy()
+    for tid, t in tables.items():
+        metrics = get_task_type(types[tid]).reported_metrics
+        label = task_label(benchmarks.get(tid, tid), benchmarks)
+        models = [model_label(r) for r in t.to_dict("records")]
+        for m in metrics:
+            sets = [c for c in t.columns if c.startswith(f"{m}:") and c != reported_column(m, REPORTED_ID)]
+            if not sets:
+                raise DataError(f"ood_table.csv of task {tid!r}: field '{reported_column(m, REPORTED_ID)}': no "
+                                f"{m} columns (an older run: rerun rule ood)")
+            values = {"id": t[reported_column(m, REPORTED_ID)].astype(float),
+                      "ood": t[sets].astype(float).mean(axis=1, skipna=False)}
+            for domain, v in values.items():
+                col = reported_column_name(label, m, domain)
+                got = dict(zip(models, v))
+                out[col] = [got.get(x, out[col].iloc[i] if col in out.columns else float("nan"))
+                            for i, x in enumerate(out["model"])]
+    return out
+
 
 def task_label(benchmark: str, benchmarks: Mapping[str, str]) -> str:
     """A benchmark task's name: the longest prefix its task ids share, up to the last ``_`` (``sst2_bert``,
@@ -112,8 +160,10 @@ def tables_markdown(table3: pd.DataFrame, table4: pd.DataFrame) -> str:
     lines += ["", "Avg ↓: the decrease ratio 100 × (ID − OOD) / ID; F-Rank: the Friedman rank over the tasks "
               "(1 = best); Rank ↓: the rank of the decrease ratio (1 = the smallest drop). Sorted by Avg OOD. The "
               "paper's PARAM column is not computed.", ""]
-    tasks = [c for c in table4.columns if c not in ("model", "ood_avg", "decrease_ratio")]
-    heads = ["Model", *map(md_cell, tasks), "Avg", "Avg ↓"]
+    reported = [c for c in table4.columns if c.count(":") == 2]
+    tasks = [c for c in table4.columns if c not in ("model", "ood_avg", "decrease_ratio", *reported)]
+    named = {t: f"{t} (five-class accuracy)" for t in dict.fromkeys(c.split(":")[0] for c in reported)}
+    heads = ["Model", *[md_cell(named.get(t, t)) for t in tasks], "Avg", "Avg ↓"]
     lines += ["# GLUE-X Table 4: OOD performance per task", "", "| " + " | ".join(heads) + " |",
               "|" + "---|" * len(heads)]
     for r in table4.to_dict("records"):
@@ -121,4 +171,24 @@ def tables_markdown(table3: pd.DataFrame, table4: pd.DataFrame) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "Each task's OOD score: the mean over its OOD sets of the task's score on each (×100; the mean "
               "of its metrics, or the one its ood_metric names)."]
+    for task in named:
+        lines += ["", *_reported_markdown(table4, task, reported)]
     return "\n".join(lines) + "\n"
+
+
+def _reported_markdown(table4: pd.DataFrame, task: str, reported: list[str]) -> list[str]:
+    """Table 4's STS-B (``task``) in GLUE's metrics beside GLUE-X's five-class accuracy (:func:`reported_columns`)."""
+    metrics = list(dict.fromkeys(c.split(":")[1] for c in reported if c.split(":")[0] == task))
+    names = [METRIC_NAMES.get(m, m) for m in metrics]
+    heads = ["Model", f"{md_cell(task)} OOD five-class accuracy (GLUE-X, Table 4)",
+             *[f"ID {n}" for n in names], *[f"OOD {n}" for n in names]]
+    lines = [f"# GLUE-X Table 4, {md_cell(task)}: the same models in GLUE's STS-B metrics", "",
+             "| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    for r in table4.to_dict("records"):
+        cells = [md_cell(r["model"]), _cell(r.get(task)),
+                 *[_cell(r[reported_column_name(task, m, "id")]) for m in metrics],
+                 *[_cell(r[reported_column_name(task, m, "ood")]) for m in metrics]]
+        lines.append("| " + " | ".join(c or "—" for c in cells) + " |")
+    words = REPORTED_WORDS.format(metrics=" and ".join(names)).replace(
+        "the table above scores", "Table 4 scores").replace("this table scores", "this table scores")
+    return lines + ["", words[0].upper() + words[1:] + ". OOD: the mean over the task's OOD sets; —: not computed."]

@@ -24,9 +24,10 @@ from beluga.analyses.ood_eval import (
     rank_systems,
     read_long,
 )
-from beluga.analyses.ood_scores import OOD_METRIC
+from beluga.analyses.ood_scores import OOD_METRIC, REPORTED_ID, reported_column
 from beluga.core.io import atomic_path, check_out_folder, write_csv, write_out_folder, write_text
 from beluga.core.seeds import N_SEEDS_COLUMN, has_spread, plus_minus, seeds_legend, seeds_note
+from beluga.core.tasks import get_task_type
 from beluga.core.text import md_cell
 from beluga.report.degenerate import LATEX_MARK as DEGENERATE_LATEX_MARK
 from beluga.report.degenerate import MARK as DEGENERATE_MARK
@@ -194,7 +195,67 @@ def ood_table_markdown(table: pd.DataFrame, names: list[str], task: str, alpha: 
         lines += ["", "Pairings (task → OOD set): " + "; ".join(f"{md_cell(n)}: {md_cell(credits[n])}" for n in names
                                                                 if n in credits)
                   + "."]
+    metrics = get_task_type(task_type).reported_metrics
+    if metrics:
+        lines += ["", *reported_markdown(table, names, metrics)]
     return "\n".join(lines) + "\n"
+
+
+#: how the reported metrics are named in the tables
+METRIC_NAMES = {"pearson": "Pearson r", "spearman": "Spearman ρ"}
+#: what the tables of a task with reported metrics say about them (SIMILARITY_CLASSES: GLUE-X's STS-B)
+REPORTED_WORDS = ("the table above scores GLUE-X's STS-B as GLUE-X does, by the accuracy over five classes (the "
+                  "similarity score rounded to 0..4); this table scores the same models' predictions by GLUE's STS-B "
+                  "metrics: {metrics} (×100) between the gold similarity score and the model's predicted score, the "
+                  "expected class under its five-class probabilities (the sum over k of k × P(k)); not ranked, no "
+                  "test against the IID model")
+#: a reported cell without a value
+NOT_COMPUTED = ("—: not computed (the set's table holds classes, not similarity scores, or the model predicts one "
+                "score for every example)")
+
+
+def _reported_cell(row: dict, metric: str, dataset: str, sep: str = " ± ") -> str:
+    return plus_minus(row[reported_column(metric, dataset)], row.get(reported_column(metric, dataset, sd=True)),
+                      scale=1.0, sep=sep, missing="—")
+
+
+def reported_markdown(table: pd.DataFrame, names: list[str], metrics: tuple[str, ...]) -> list[str]:
+    """ood_table.md's second table: each system's reported ``metrics`` (GLUE's STS-B Pearson / Spearman) on the
+    i.i.d. test set and each OOD set (``ood_scores.with_reported``'s columns), mean ± sd over training seeds, with
+    its legend."""
+    datasets = [REPORTED_ID, *names]
+    shown = {REPORTED_ID: "ID"}
+    head = [""] + [f"{md_cell(shown.get(d, d))} {METRIC_NAMES.get(m, m)}" for d in datasets for m in metrics]
+    lines = ["## The same models in GLUE's STS-B metrics (×100)", "", "| " + " | ".join(head) + " |",
+             "|" + "---|" * len(head)]
+    for r in table.to_dict("records"):
+        deg = cell_mark(r.get("n_degenerate"))
+        lines.append("| " + " | ".join([md_cell(r["label"])] + [_reported_cell(r, m, d) + deg for d in datasets
+                                                                  for m in metrics]) + " |")
+    words = REPORTED_WORDS.format(metrics=" and ".join(METRIC_NAMES.get(m, m) for m in metrics))
+    lines += ["", words[0].upper() + words[1:] + "."]
+    if any(pd.isna(r[reported_column(m, d)]) for r in table.to_dict("records") for d in datasets for m in metrics):
+        lines += ["", NOT_COMPUTED + "."]
+    return lines
+
+
+def reported_latex(table: pd.DataFrame, names: list[str], task: str, metrics: tuple[str, ...]) -> list[str]:
+    """ood_table.tex's second table (:func:`reported_markdown`'s, as LaTeX)."""
+    datasets = [REPORTED_ID, *names]
+    shown = {REPORTED_ID: "ID"}
+    head = " & ".join([""] + [f"{latex_escape(shown.get(d, d))} {latex_escape(METRIC_NAMES.get(m, m))}"
+                              for d in datasets for m in metrics])
+    lines = [r"\begin{table}[t]", r"\centering", rf"\begin{{tabular}}{{l{'r' * (len(datasets) * len(metrics))}}}",
+             r"\toprule", head + r" \\", r"\midrule"]
+    for r in table.to_dict("records"):
+        deg = DEGENERATE_LATEX_MARK if cell_mark(r.get("n_degenerate")) else ""
+        lines.append(" & ".join([latex_escape(r["label"])] + [_reported_cell(r, m, d, TEX_PLUS_MINUS) + deg
+                                                              for d in datasets for m in metrics]) + r" \\")
+    words = REPORTED_WORDS.format(metrics=" and ".join(METRIC_NAMES.get(m, m) for m in metrics))
+    words = words.replace("the table above", "the previous table")
+    return [*lines, r"\bottomrule", r"\end{tabular}",
+            rf"\caption{{{latex_escape(task.upper())}: the same models in GLUE's STS-B metrics (×100): "
+            rf"{latex_escape(words)}.}}", r"\end{table}"]
 
 
 def _score_words(metric: str) -> str:
@@ -247,6 +308,9 @@ def table_latex(table: pd.DataFrame, names: list[str], task: str, alpha: float, 
               rf"\caption{{{latex_escape(task.upper())}: OOD evaluation (×100). Markers: significantly better / worse "
               rf"than the IID model ({latex_escape(corr)}{test}, $p < {alpha}$). "
               r"$\Delta\downarrow$: decrease ratio 100 (ID $-$ OOD)/ID." + note + "}", r"\end{table}"]
+    metrics = get_task_type(task_type).reported_metrics
+    if metrics:
+        lines += ["", *reported_latex(table, names, task, metrics)]
     return "\n".join(lines) + "\n"
 
 

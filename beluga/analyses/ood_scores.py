@@ -33,8 +33,9 @@ from beluga.analyses.ood_eval import (
 )
 from beluga.core.errors import DataError
 from beluga.core.seeds import N_SEEDS_COLUMN, SEED_COLUMN, over_seeds, per_seed_frame, seeds_legend, seeds_sd
+from beluga.core.tasks import get_task_type
 from beluga.data.ood_sets import ADDITION, split_name
-from beluga.score.metrics import BASELINE, iid_metrics
+from beluga.score.metrics import BASELINE, iid_metrics, reported_metrics
 
 
 def long_scores(runs: list[dict], names: list[str], task: str, task_type: str, backbone: str = "",
@@ -323,11 +324,68 @@ def ood_table_over_seeds(longs: Mapping[int, pd.DataFrame], rankings: Mapping[in
     return table
 
 
+# ---------------------------------------------------------------- metrics reported beside the score
+
+#: the reported metrics' rows (:func:`reported_scores`)
+REPORTED_KEYS = ["system", "configuration", "method", "dataset", "metric"]
+#: the dataset name of the i.i.d. test set in the reported metrics' columns of ood_table.csv
+REPORTED_ID = "id"
+
+
+def reported_column(metric: str, dataset: str, sd: bool = False) -> str:
+    """ood_table.csv's column of a reported metric on a dataset (``pearson:id``, ``spearman:sick``; with ``sd``
+    its standard deviation over training seeds, ``pearson_sd:sick``): a ``:`` no OOD set name holds, so never a
+    set's own column."""
+    return f"{metric}{'_sd' if sd else ''}:{dataset}"
+
+
+def reported_scores(runs: list[dict], names: list[str], task_type: str) -> pd.DataFrame:
+    """One training seed's metrics reported beside the score (``TaskType.reported_metrics``; SIMILARITY_CLASSES:
+    GLUE's STS-B Pearson r and Spearman ρ of each model's expected class against the gold score,
+    :func:`beluga.score.metrics.reported_metrics`), ×100, per system on the i.i.d. test set (``id``) and each OOD
+    set: :data:`REPORTED_KEYS` and ``value``; no rows for a type without. Outcomes without the scores they need
+    (written before the type reported them) stop with one line naming the file."""
+    metrics = get_task_type(task_type).reported_metrics
+    rows = []
+    for run in runs if metrics else []:
+        out = run["outcomes"]
+        missing = next((c for c in ("pred_score", "gold_score") if c not in out.columns), None)
+        if missing is not None:
+            raise DataError(f"{run['path']}: field '{missing}': column missing (outcomes written before task type "
+                            f"{task_type!r} reported {' / '.join(metrics)}: rerun the model's evaluation)")
+        for dataset, split in [(REPORTED_ID, "iid_test")] + [(n, split_name(n)) for n in names]:
+            for metric, value in reported_metrics(out, task_type, split).items():
+                rows.append({"system": system_name(run["configuration"], run["method"]),
+                             "configuration": run["configuration"], "method": run["method"], "dataset": dataset,
+                             "metric": metric, "value": 100.0 * value})
+    return pd.DataFrame(rows, columns=[*REPORTED_KEYS, "value"])
+
+
+def with_reported(table: pd.DataFrame, per_seed: Mapping[int, pd.DataFrame], names: list[str],
+                  metrics: tuple[str, ...]) -> pd.DataFrame:
+    """ood_table.csv with the reported ``metrics`` (``per_seed``: each training seed's :func:`reported_scores`)
+    appended: per metric its column on the i.i.d. test set and each OOD set (:func:`reported_column`), the mean
+    over seeds, then their standard deviations over seeds (empty with one seed); ``table`` unchanged without
+    ``metrics``. A score no seed defines (a table of classes, a constant prediction) is empty."""
+    if not metrics:
+        return table
+    over = over_seeds(_stacked(per_seed), REPORTED_KEYS, ["value"]).set_index(["system", "dataset", "metric"])
+    out = table.copy()
+    datasets = [REPORTED_ID, *names]
+    for sd in (False, True):
+        for metric in metrics:
+            for d in datasets:
+                col = "value_sd" if sd else "value"
+                out[reported_column(metric, d, sd)] = [float(over[col].get((s, d, metric), np.nan))
+                                                       for s in out["system"]]
+    return out
+
+
 @dataclass
 class OodResult:
     """What rule ood writes: ``seeds`` (the training seeds, ``[]`` for records without one), ``long``
     (scores.csv), ``ranking``, ``corr`` (the ID–OOD correlation), ``sig`` (the tests) and ``table``
-    (ood_table.csv)."""
+    (ood_table.csv; the reported metrics' columns appended, :func:`with_reported`)."""
     seeds: list
     long: pd.DataFrame
     ranking: pd.DataFrame
@@ -359,6 +417,8 @@ def evaluate(runs: list[dict], names: list[str], task: str, task_type: str, back
     corr = id_ood_correlation(ranking)
     sig = ood_significance(runs, names, alpha, correction, task_type, R, seed, task, base_seed, metric)
     table = ood_table_over_seeds(longs, rankings, long, ranking, sig, names)
+    table = with_reported(table, {s: reported_scores(g, names, task_type) for s, g in groups.items()}, names,
+                          get_task_type(task_type).reported_metrics)
     return OodResult(seeds, long, ranking, corr, sig, table)
 
 

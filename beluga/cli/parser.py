@@ -235,8 +235,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_test.add_argument("--checklist-subset", action="store_true", help=CHECKLIST_SUBSET_HELP)
     p_test.add_argument("--batch-size", type=count, default=64,
                         help="inputs predicted at once (default 64; memory, not results)")
-    p_test.add_argument("--max-length", type=number(int, 8), default=128,
-                        help="tokens per input (READ: per window); at most the model's positions")
+    p_test.add_argument("--max-length", type=number(int, 8), default=None,
+                        help="tokens per input (READ: per window); at most the model's positions. Default: 128 for "
+                             "a model with a head; a causal LM (--prompt): its context length (config.json "
+                             "n_positions / max_position_embeddings / n_ctx, else the tokenizer's "
+                             "model_max_length, else 2048), capped by memory (said when capped)")
     p_test.add_argument("--doc-stride", type=count, default=None,
                         help="READ: tokens two windows of a long context overlap by (default: max-length / 3, at "
                              "most 128)")

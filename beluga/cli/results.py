@@ -42,14 +42,16 @@ def constant_predictors(suite: pd.DataFrame, preds: list[pd.DataFrame], ttype, m
 def write_results(out_dir: str, suite: pd.DataFrame, statuses: list[pd.DataFrame], preds: list[pd.DataFrame],
                   ttype, models: list[str], title: str, run: dict, failures: int = 3,
                   files: dict[str, Callable[[str], None]] | None = None,
-                  cases_metadata: dict[str, str] | None = None) -> str:
+                  cases_metadata: dict[str, str] | None = None, warnings: list[str] | None = None) -> str:
     """Write ``out_dir`` as a whole or not at all (:func:`beluga.core.io.write_out_folder`) and return the terminal
     summary: ``statuses[i]`` / ``preds[i]`` are model ``models[i]``'s outcomes (``case_id``, ``status``,
     ``filter_reason``) and predictions on the cases of ``suite``. ``cases.parquet``: :data:`CASE_COLUMNS` per
     case (and model), ``cases_metadata`` in its schema metadata; ``functionalities.csv``, ``summary.md``,
     ``summary.html`` and the printed text: :func:`beluga.analyses.behavioral.failure_summary` (``failures``
     failing cases per functionality) titled ``title``, each flagging a model whose predictions are (nearly) the
-    same for every input (:func:`constant_predictors`); ``run.json``: ``run`` and ``constant_predictor`` (per
+    same for every input (:func:`constant_predictors`) and showing each of ``warnings`` (one sentence each: what
+    makes the rates read other inputs than the suite's, e.g. a causal LM's prompts cut at their head) under the
+    title; ``run.json``: ``run`` and ``constant_predictor`` (per
     model, that description or null); ``files``: more files (name: writer), written first."""
     from beluga.core.io import write_csv, write_parquet, write_text  # looked up per call (tests replace them)
 
@@ -59,12 +61,12 @@ def write_results(out_dir: str, suite: pd.DataFrame, statuses: list[pd.DataFrame
     meta = suite[["case_id", "functionality", "capability", "test_type"]]
     cases = by_model([meta.merge(st[["case_id", "status", "filter_reason"]], on="case_id")[list(CASE_COLUMNS)]
                       for st in statuses], models)
-    markdown = summary_markdown(funcs, examples, title, models, constants)
-    html = summary_html(funcs, examples, title, models, constants)
+    markdown = summary_markdown(funcs, examples, title, models, constants, warnings)
+    html = summary_html(funcs, examples, title, models, constants, warnings)
     write_out_folder(out_dir, {**(files or {}),
                                "cases.parquet": lambda p: write_parquet(cases, p, metadata=cases_metadata),
                                "functionalities.csv": lambda p: write_csv(funcs, p),
                                "summary.md": lambda p: write_text(markdown, p),
                                "summary.html": lambda p: write_text(html, p),
                                "run.json": lambda p: write_json(run, p)})
-    return summary_text(funcs, examples, title, models, constants)
+    return summary_text(funcs, examples, title, models, constants, warnings=warnings)

@@ -34,6 +34,9 @@ from beluga.model.causal_lm import (
     check_distinct_continuations,
     check_prompt,
     check_task,
+    context_length,
+    default_max_length,
+    free_memory,
     load_causal_lm,
     parse_label_words,
     suite_label_word_predictions,
@@ -46,10 +49,14 @@ from beluga.suites.build import read_suite
 #: the files ``test`` writes into its --out folder (nothing else is ever there): the predictions and what
 #: ``score`` writes (:mod:`beluga.cli.results`)
 TEST_OUTPUTS = ("predictions.parquet", *RESULT_FILES)
+#: ``--max-length`` of a model with a head (classification, QA, regression) when not given: the length the
+#: project's models are fine-tuned at (``training.max_length`` of the paper configurations); a causal LM's default
+#: is its context length (:func:`beluga.model.causal_lm.default_max_length`)
+HEAD_MAX_LENGTH = 128
 
 
 def test_command(models: str | list[str], suite_path: str, out_dir: str, task_name: str | None = None,
-                 batch_size: int = 64, max_length: int = 128, max_cases: int | None = None, failures: int = 3,
+                 batch_size: int = 64, max_length: int | None = None, max_cases: int | None = None, failures: int = 3,
                  precision: str = "auto", paper_fixes: bool = True, doc_stride: int | None = None,
                  label_order: str | None = None, revision: str | None = None, subset: bool = False,
                  prompt: str | None = None, label_words: list[str] | None = None) -> str:
@@ -70,7 +77,10 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     ``subset`` (``--checklist-subset``): only the cases of CheckList's published runs, before ``max_cases``.
     ``prompt`` / ``label_words`` (``--prompt`` / ``--label-words``): the models are causal LMs, tested by
     label-word likelihood (:mod:`beluga.model.causal_lm`: the class probabilities it computes are then scored and
-    summarised as any classifier's)."""
+    summarised as any classifier's). ``max_length`` None: :data:`HEAD_MAX_LENGTH` for a model with a head; a
+    causal LM's context length, capped by memory (:func:`beluga.model.causal_lm.default_max_length`; the
+    terminal says which and why), per model. A causal LM's prompt cut at its head (left truncation) is a warning
+    of the summary (terminal, summary.md, summary.html, run.json ``truncated_inputs``)."""
     from beluga.core.io import write_parquet  # looked up per call (tests replace it)
     from beluga.model.modeling import check_max_length, resolve_model
     from beluga.score.outcomes import score_cases
@@ -83,11 +93,13 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
                                 ("--max-cases-per-functionality", max_cases, 1), ("--failures", failures, 0)):
         if value is not None and value < least:
             raise BelugaError(f"test: field '{field}': {value} is below its minimum {least}")
+    is_causal = prompt is not None or bool(label_words)
+    length = HEAD_MAX_LENGTH if max_length is None else max_length   # a causal LM's default: per model, below
     if doc_stride is None:
-        doc_stride = min(128, max_length // 3)
-    elif not 1 <= doc_stride < max_length:
+        doc_stride = min(128, length // 3)
+    elif not 1 <= doc_stride < length:
         raise BelugaError(f"test: field '--doc-stride': {doc_stride} must be at least 1 and less than --max-length "
-                          f"{max_length}")
+                          f"{length}")
     models = [str(m) for m in ([models] if isinstance(models, (str, os.PathLike)) else models)]
     if not models:
         raise BelugaError("test: field '--model': no model given")
@@ -95,8 +107,9 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     paths = [resolve_model(m, revision=revision) for m in models]
     _distinct_models(models, paths)
     hub = _hub_models(models, paths, revision)
-    for m, path in zip(models, paths):
-        check_max_length(path, max_length, "--max-length", name=m)
+    if max_length is not None or not is_causal:
+        for m, path in zip(models, paths):
+            check_max_length(path, length, "--max-length", name=m)
     check_out_folder("test", out_dir, TEST_OUTPUTS,
                      [("suite", suite_path)] + [("model folder", path) for path in paths])
     recorded = _recorded_tasks(models, paths) if task_name is None else None
@@ -107,35 +120,41 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     causal = _causal_setup(prompt, label_words, ttype, label_order)
     if max_cases is not None:
         suite = subsample_cases(suite, max_cases, 0).reset_index(drop=True)
-    nets = [_load_test_model(m, path, ttype, suite, max_length, label_order, causal)
+    nets = [_load_test_model(m, path, ttype, suite, length if max_length is not None or causal is None else None,
+                             label_order, causal)
             for m, path in zip(models, paths)]   # all checked first
     lmaps = [lmap for _, _, lmap in nets]
     chunk = max(1, 2000 // max(1, int(suite["inputs"].map(len).mean())))   # cases predicted at a time
     tty = sys.stderr.isatty()
     where = str(Path(out_dir) / "predictions.parquet")
-    all_preds, statuses, tables, notes = [], [], [], []
+    all_preds, statuses, tables, notes, warnings, used = [], [], [], [], [], {}
     for i, m in enumerate(models):
         net, tokenizer, lmap = nets[i]
         nets[i] = None                                   # each model freed once predicted
         prec = _to_device(net, precision)
+        n_tokens = length
+        if causal is not None and max_length is None:   # the model's context, capped by memory
+            dev = next(net.parameters()).device
+            chosen = default_max_length(net.config.to_dict(), tokenizer, batch_size, free_memory(dev), str(dev))
+            n_tokens, used[m] = chosen.tokens, chosen.record()
+            notes.append(chosen.line(m))
         permute_outputs(net, lmap)                       # columns in the task's order before anything is scored
         if tty and len(models) > 1:
             print(f"model {i + 1}/{len(models)}: {terminal_safe(m)}", file=sys.stderr)
         with progress(len(suite), "predicting", "case") as shown:    # a tqdm bar on a terminal, else nothing
             if causal is None:
                 preds, status = suite_outcomes(net, tokenizer, ttype, suite, split="suite_test",
-                                               batch_size=batch_size, max_length=max_length, doc_stride=doc_stride,
+                                               batch_size=batch_size, max_length=n_tokens, doc_stride=doc_stride,
                                                precision=prec, source=f"model {m}", chunk_cases=chunk,
                                                on_chunk=shown, reasons=True)
             else:   # label-word probabilities, then scored as any classifier's
                 preds = suite_label_word_predictions(net, tokenizer, suite, causal[0], causal[1], "suite_test",
-                                                     batch_size, max_length, prec, chunk_cases=chunk,
+                                                     batch_size, n_tokens, prec, chunk_cases=chunk,
                                                      on_chunk=shown, source=f"model {m}")
                 status = score_cases(suite, preds, ttype, source=f"model {m}", reasons=True)
                 if preds.attrs.get("truncated_inputs"):
-                    notes.append(f"model {m}: {preds.attrs['truncated_inputs']} inputs were longer than --max-length "
-                                 f"{max_length} tokens with a label word: their first tokens were dropped (as "
-                                 "lm-evaluation-harness does); raise --max-length up to the model's positions")
+                    warnings.append(head_cut_warning(m, preds.attrs["truncated_inputs"], len(preds), n_tokens,
+                                                     context_length(net.config.to_dict(), tokenizer)))
         del net, tokenizer
         tables.append(_with_inputs(predictions_table(preds.assign(split="suite_test", label=None), ttype, where),
                                    suite, preds))
@@ -154,16 +173,18 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
         labels["beluga.hub_models"] = json.dumps(hub, sort_keys=True)
     run = {"subcommand": "test", "arguments": {"models": models, "suite": str(suite_path), "task": ttype.name,
                                             "revision": revision, "label_order": label_order,
-                                            "batch_size": batch_size, "max_length": max_length,
+                                            "batch_size": batch_size,
+                                            "max_length": None if causal is not None and max_length is None else length,
+                                            **({"max_length_default": used} if used else {}),
                                             "doc_stride": doc_stride, "max_cases_per_functionality": max_cases,
                                             "precision": precision, "paper_fixes": paper_fixes,
                                             "checklist_subset": subset, "prompt": prompt,
                                             "label_words": causal[1].record() if causal else None},
            "labels": json.loads(labels.get("beluga_labels", "{}")), "hub_models": hub,
-           **({"truncated_inputs": list(notes)} if notes else {}),
+           **({"truncated_inputs": list(warnings)} if warnings else {}),
            "filtered": {m: filter_counts(st["filter_reason"]) for m, st in zip(models, statuses)},
            **provenance.record({"suite": suite_path, **{f"model {m}": p for m, p in zip(models, paths)}})}
-    text = write_results(out_dir, suite, statuses, all_preds, ttype, models, title, run, failures,
+    text = write_results(out_dir, suite, statuses, all_preds, ttype, models, title, run, failures, warnings=warnings,
                          files={"predictions.parquet": lambda p: write_parquet(table, p, metadata=labels)})
     if causal:
         notes.insert(0, f"label words: {', '.join(f'{c}={w!r}' for c, w in causal[1].record().items())}; "
@@ -171,6 +192,19 @@ def test_command(models: str | list[str], suite_path: str, out_dir: str, task_na
     text += _labels_note(models, lmaps) + "".join(f"\n{n}" for n in notes)
     inputs = f"{len(all_preds[0])} inputs" + (f" x {len(models)} models" if several else "")
     return text + f"\n{inputs} predicted and scored in {time.time() - t0:.1f} s; written to\n{out_dir}\n"
+
+
+def head_cut_warning(model: str, n_cut: int, n_inputs: int, max_length: int, context: tuple[int, str]) -> str:
+    """The summary's warning on a causal LM's prompts cut at their head: ``n_cut`` of the ``n_inputs`` inputs
+    were, with a label word, longer than ``max_length`` tokens, and their first tokens (the prompt's beginning: its
+    instruction) were dropped (left truncation, lm-evaluation-harness's); ``context``: the model's context length
+    and where it comes from (:func:`beluga.model.causal_lm.context_length`)."""
+    n, how = context
+    fix = (f"raise --max-length (the model's context: {n} tokens, {how}) or shorten the prompt" if max_length < n
+           else "the prompt and the input do not fit the model's context: shorten the prompt")
+    return (f"model {model}: {n_cut} of {n_inputs} inputs were longer than --max-length {max_length} tokens with a "
+            "label word: the head of their prompt (its first tokens, the instruction) was cut (left truncation, as "
+            f"lm-evaluation-harness does), so the model read them without it; {fix}")
 
 
 def _with_inputs(table: pa.Table, suite: pd.DataFrame, preds: pd.DataFrame) -> pa.Table:
@@ -248,8 +282,8 @@ def _causal_setup(prompt: str | None, label_words: list[str] | None, ttype, labe
     return check_prompt(prompt, ttype), parse_label_words(label_words, ttype)
 
 
-def _load_test_model(spec: str, path: str, ttype, suite: pd.DataFrame, max_length: int, label_order: str | None = None,
-                     causal=None):
+def _load_test_model(spec: str, path: str, ttype, suite: pd.DataFrame, max_length: int | None,
+                     label_order: str | None = None, causal=None):
     """(model, tokenizer, label map) of a trained model for ``ttype``'s suite: a local folder (safetensors
     only) or a hub name (``path``: the cached main snapshot, else a download),
     refused in one line when it records another task, lacks its head's

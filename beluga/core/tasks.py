@@ -58,6 +58,9 @@ class TaskType:
     #: the per-example features the metrics are computed from (beluga.report.stats.iid_features): ``correct``;
     #: ``tp`` / ``fp`` / ``fn``, the indicators of class 1 (F1, MCC); ``em`` / ``f1`` (READ)
     iid_features: tuple[str, ...] = ("correct",)
+    #: metrics reported beside the OOD tables' score, never averaged into it nor ranked
+    #: (SIMILARITY_CLASSES: GLUE's STS-B Pearson / Spearman of the same model, :meth:`ScoreClassesType.class_scores`)
+    reported_metrics: tuple[str, ...] = ()
     words: str = ""                # what the task is, in words (the model card's Task row)
     #: a monotonic DIR with a ``label`` trains the confidence of that class (the suite's label indexes the model's
     #: classes), not of the original's top class (the reference code's, kept for SENT / PARA):
@@ -181,6 +184,14 @@ class ScoreClassesType(LabelledType):
         x = np.asarray(scores, dtype=np.float64)
         return np.minimum(np.floor(x + 0.5), self.num_model_labels - 1).astype(int)
 
+    def class_scores(self, probs) -> np.ndarray:
+        """A five-class model's predicted score for GLUE's STS-B metrics (:attr:`reported_metrics`): the expected
+        class under its probabilities, sum over k of k x P(class k), in the classes' units (0..4; Pearson and
+        Spearman do not depend on the units). The expected class, not the argmax: it keeps the model's graded
+        output, where the argmax would tie every example of a class (docs/DEVIATIONS.md)."""
+        p = np.asarray(probs, dtype=np.float64)
+        return p @ np.arange(p.shape[1], dtype=np.float64)
+
 
 class QAType(TaskType):
     """READ: extractive question answering on (context, question) pairs; the
@@ -288,6 +299,7 @@ SIMILARITY_CLASSES = ScoreClassesType(
     suite_labels={k: str(k) for k in range(5)},
     iid_labels={k: str(k) for k in range(5)},
     pair=True,
+    reported_metrics=("pearson", "spearman"),
     words="semantic textual similarity as five classes (GLUE-X's STS-B: the score in [0, 5] rounded to 0..4)",
 )
 

@@ -14,6 +14,7 @@ from beluga.core.errors import BelugaError, DataError, ModelError
 from beluga.core.health import check_probabilities
 from beluga.core.tasks import TaskType, binary_to_three_class
 from beluga.heads.base import DEGENERATE_SHARE, Head, sequence_forward, share_text
+from beluga.heads.score.correlation import correlation
 from beluga.train.selection import NOT_NEGATIVE, REFERENCE_TOL, mean_or_none
 
 
@@ -396,14 +397,26 @@ class Classification(Head):
         return {"pred_label": pred_label, "gold_label": gold_label, "correct": pred_label == gold_label}
 
     def metric(self, name: str, rows) -> float:
+        """accuracy, f1, mcc; and GLUE's STS-B ``pearson`` / ``spearman`` of a five-class similarity task's
+        outcomes (``pred_score`` / ``gold_score``: ``beluga.score.outcomes.class_score_columns``), NaN where a
+        gold score is missing (a table of classes) or a side is constant."""
         if name == "accuracy":
             return float(rows["correct"].astype(float).mean())
+        if name in ("pearson", "spearman"):
+            if "pred_score" not in rows.columns or "gold_score" not in rows.columns:
+                raise ValueError(f"metric {name!r} needs the outcomes' pred_score / gold_score (a five-class "
+                                 "similarity task's)")
+            gold = rows["gold_score"].astype(float).to_numpy()
+            if np.isnan(gold).any():
+                return float("nan")
+            return correlation(name, rows["pred_score"].astype(float).to_numpy(), gold)
         pred, gold = rows["pred_label"].astype(int), rows["gold_label"].astype(int)
         if name == "mcc":
             return mcc(pred, gold)
         if name == "f1":
             return positive_f1(pred, gold)
-        raise ValueError(f"metric {name!r} is not a classification metric (accuracy, f1, mcc)")
+        raise ValueError(f"metric {name!r} is not a classification metric (accuracy, f1, mcc; pearson, spearman "
+                         "of a five-class similarity task)")
 
     # -------------------------------------------------------------- model selection
     def objective_plan(self, ttype, cases, answer_match, eq_or_not_negative_target) -> dict:

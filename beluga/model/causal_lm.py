@@ -21,6 +21,7 @@ or the suite's three (with neutral).
 from __future__ import annotations
 
 import inspect
+import os
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -323,3 +324,108 @@ def load_causal_lm(path: str, name: str, max_length: int | None = None):
     from beluga.model.modeling import load_trained
 
     return load_trained(path, "causal_lm", max_length=max_length, max_length_field="--max-length", name=name)
+
+
+# ---------------------------------------------------------------- the default --max-length of a causal LM
+
+#: lm-evaluation-harness's length (its HFLM ``_DEFAULT_MAX_LENGTH``) when neither the model's config nor its
+#: tokenizer gives one
+FALLBACK_CONTEXT = 2048
+#: the config.json keys of a decoder's context length, in lm-evaluation-harness's order (HFLM ``max_length``)
+CONTEXT_KEYS = ("n_positions", "max_position_embeddings", "n_ctx")
+#: a tokenizer's ``model_max_length`` at or above this is transformers' "no limit" placeholder (int(1e30)), not a
+#: length
+SANE_MODEL_MAX_LENGTH = 1_000_000
+#: the share of the device's free memory one batch's log-probabilities and attention scores may take
+MEMORY_SHARE = 0.5
+#: the least --max-length (the parser's minimum): a cap never goes below it
+MIN_MAX_LENGTH = 8
+
+
+@dataclass(frozen=True)
+class DefaultLength:
+    """A causal LM's default ``--max-length``: ``tokens`` (what is used), the model's ``context`` and where it
+    comes from (``how``), and ``capped``: why memory lowered it (empty when it did not)."""
+
+    tokens: int
+    context: int
+    how: str
+    capped: str = ""
+
+    def line(self, model: str) -> str:
+        """What the terminal says about it."""
+        head = f"model {model}: --max-length {self.tokens}"
+        if self.capped:
+            return f"{head}, capped by memory: {self.capped}"
+        return f"{head}, the model's context ({self.how})"
+
+    def record(self) -> dict:
+        return {"tokens": self.tokens, "context": self.context, "context_from": self.how,
+                "capped": self.capped or None}
+
+
+def context_length(config: dict, tokenizer) -> tuple[int, str]:
+    """(a causal LM's context length, where it comes from), as lm-evaluation-harness reads it: config.json's
+    ``n_positions`` / ``max_position_embeddings`` / ``n_ctx`` (the first set), else the tokenizer's
+    ``model_max_length`` when it is a length (below :data:`SANE_MODEL_MAX_LENGTH`; transformers writes int(1e30)
+    for "none"), else :data:`FALLBACK_CONTEXT`."""
+    for key in CONTEXT_KEYS:
+        n = config.get(key)
+        if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+            return n, f"config.json {key} {n}"
+    m = getattr(tokenizer, "model_max_length", None)
+    if isinstance(m, int) and not isinstance(m, bool) and 0 < m < SANE_MODEL_MAX_LENGTH:
+        return m, f"the tokenizer's model_max_length {m}"
+    return FALLBACK_CONTEXT, (f"neither config.json ({', '.join(CONTEXT_KEYS)}) nor the tokenizer's "
+                              f"model_max_length gives one: lm-evaluation-harness's default {FALLBACK_CONTEXT}")
+
+
+def batch_bytes(batch: int, length: int, vocab: int, heads: int) -> int:
+    """Bytes one forward batch of :func:`continuation_logliks` holds at ``length`` tokens, as estimated: the
+    float32 logits and their log-softmax (2 x batch x length x vocabulary x 4 bytes) and one layer's float32
+    attention scores (batch x heads x length² x 4 bytes). The weights and the other activations are not counted."""
+    return 4 * batch * length * (2 * vocab + heads * length)
+
+
+def free_memory(device) -> int | None:
+    """Free bytes on ``device`` (a torch device): CUDA's ``mem_get_info``, else the host's free physical memory
+    (``SC_AVPHYS_PAGES`` pages); None when it cannot be read."""
+    import torch
+
+    try:
+        if getattr(device, "type", str(device)) == "cuda":
+            return int(torch.cuda.mem_get_info(device)[0])
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError, RuntimeError):
+        return None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def default_max_length(config: dict, tokenizer, batch_size: int, free: int | None, device_name: str = "the device",
+                       share: float = MEMORY_SHARE) -> DefaultLength:
+    """A causal LM's default ``--max-length``: its context length (:func:`context_length`), lowered to the
+    longest length whose batch (:func:`batch_bytes`, ``batch_size`` inputs, the config's vocabulary and attention
+    heads) fits in ``share`` of the ``free`` bytes, never below :data:`MIN_MAX_LENGTH`; ``free`` None: not
+    capped (the free memory could not be read)."""
+    context, how = context_length(config, tokenizer)
+    if free is None:
+        return DefaultLength(context, context, how)
+    vocab = next((int(config[k]) for k in ("vocab_size", "padded_vocab_size") if isinstance(config.get(k), int)),
+                 None) or len(tokenizer)
+    heads = next((int(config[k]) for k in ("num_attention_heads", "n_head") if isinstance(config.get(k), int)), 0)
+    budget = share * free
+    if batch_bytes(batch_size, context, vocab, heads) <= budget:
+        return DefaultLength(context, context, how)
+    lo, hi = MIN_MAX_LENGTH, context            # the longest length that fits: bytes grow with the length
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if batch_bytes(batch_size, mid, vocab, heads) <= budget else (lo, mid - 1)
+    need = batch_bytes(batch_size, context, vocab, heads)
+    why = (f"the model's context is {context} tokens ({how}), but a batch of {batch_size} inputs that long holds "
+           f"about {_gib(need)} of float32 log-probabilities and attention scores, more than {share:.0%} of the "
+           f"{_gib(free)} free on {device_name}; an input longer than {lo} tokens loses its first tokens (give "
+           "--max-length, or a smaller --batch-size for a longer default)")
+    return DefaultLength(lo, context, how, why)

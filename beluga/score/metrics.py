@@ -57,6 +57,18 @@ def iid_metrics(outcomes: pd.DataFrame, task_type: str = "sent", split: str = "i
     return {m: head.metric(m, iid) for m in IID_METRICS[task_type]}
 
 
+def reported_metrics(outcomes: pd.DataFrame, task_type: str, split: str = "iid_test") -> dict[str, float]:
+    """The metrics a task type reports beside its score (``TaskType.reported_metrics``; SIMILARITY_CLASSES: GLUE's
+    STS-B Pearson / Spearman of the model's expected class against the gold score) on ``split``'s outcome rows;
+    ``{}`` for a type without."""
+    names = TASK_TYPES[task_type].reported_metrics
+    rows = outcomes[outcomes["split"] == split]
+    if not len(rows):
+        return {m: float("nan") for m in names}
+    head = get_head(TASK_TYPES[task_type].head)
+    return {m: head.metric(m, rows) for m in names}
+
+
 def iid_score(metrics: dict[str, float], choice: str = "mean") -> float:
     """s_iid entering G: one named metric, or ``mean`` of the task's canonical
     metrics (accuracy for SENT and NLI; the paper does not say how PARA's and READ's two

@@ -99,10 +99,16 @@ def ood_ranking(*, scores: list[str], benchmarks: dict[str, str], out_ranking: s
 
 
 def gluex_tables(*, table: str, benchmarks: dict[str, str], out_table3: str, out_table4: str,
-                 out_markdown: str) -> None:
+                 out_markdown: str, reported: dict[str, str] | None = None, types: dict[str, str] | None = None
+                 ) -> None:
     """GLUE-X's Tables 3 and 4 in their layout from the comparison over backbones (``table``: rule ood_ranking's
-    ood_table.csv; :mod:`beluga.analyses.gluex_tables`)."""
+    ood_table.csv; :mod:`beluga.analyses.gluex_tables`); ``reported``: task id -> the ood_table.csv of a task
+    whose type reports metrics beside its score (``types``: task id -> type; GLUE-X's STS-B: its GLUE Pearson /
+    Spearman, :func:`beluga.analyses.gluex_tables.reported_columns`)."""
     t3, t4 = gluex.tables_3_and_4(pd.read_csv(table, keep_default_na=False, na_values=[""]), benchmarks, source=table)
+    if reported:
+        t4 = gluex.reported_columns(t4, {t: pd.read_csv(p, keep_default_na=False, na_values=[""])
+                                         for t, p in reported.items()}, benchmarks, types or {})
     write_csv(t3, out_table3)
     write_csv(t4, out_table4)
     write_text(gluex.tables_markdown(t3, t4), out_markdown)
