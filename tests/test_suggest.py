@@ -31,7 +31,7 @@ ROBERTA_WORDS = ["This", "Ġis", "Ġa", "Ġmovie", ".", "Ġgreat", "Ġgood", "Ġ
                  "Ġ", "Ġ(", "Ġ..."]
 
 
-def roberta_tokenizer(words=ROBERTA_WORDS):
+def roberta_tokenizer(words=ROBERTA_WORDS, with_mask: bool = True):
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
@@ -43,16 +43,17 @@ def roberta_tokenizer(words=ROBERTA_WORDS):
     mask = AddedToken("<mask>", lstrip=True, special=True)
     tok.add_special_tokens([mask])
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                                   pad_token="<pad>", cls_token="<s>", sep_token="</s>", mask_token=mask)
+                                   pad_token="<pad>", cls_token="<s>", sep_token="</s>",
+                                   mask_token=mask if with_mask else None)
 
 
-def bias_roberta(folder, bias: dict[str, float]):
+def bias_roberta(folder, bias: dict[str, float], with_mask: bool = True):
     """A tiny RobertaForMaskedLM with the RoBERTa-style tokenizer, saved to ``folder``: output weights zero, the
     output bias ``bias`` (by token; 0 elsewhere): every position's logits are the bias (the output layer's
     bias is the one its forward adds; the head's ``bias`` is set alike)."""
     from transformers import RobertaConfig, RobertaForMaskedLM
 
-    tok = roberta_tokenizer()
+    tok = roberta_tokenizer(with_mask=with_mask)
     config = RobertaConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                            intermediate_size=32, max_position_embeddings=40, pad_token_id=1, bos_token_id=0,
                            eos_token_id=2, tie_word_embeddings=False)
@@ -168,7 +169,8 @@ def test_at_the_start_any_word_token_and_one_candidate_per_word(tmp_path):
     folder = bias_roberta(tmp_path / "m", BIAS)
     from beluga.model.masked_lm import load_masked_lm
 
-    model, tok, positions = load_masked_lm(str(folder))
+    model, tok, path, positions = load_masked_lm(str(folder))
+    assert path == str(folder)
     assert positions == 40 - 2    # RoBERTa reserves pad_token_id + 1 positions
     found = suggest_words(model, tok, [model_text(template_pieces("{mask} is a movie."), tok.mask_token)], "m")
     assert found[:4] == [(("ing",), 9.0), (("great",), 6.0), (("good",), 4.0), (("very",), 3.0)]
@@ -257,6 +259,21 @@ def test_several_templates_mean_over_the_templates_among_candidates_found_in_eac
     assert ("bad",) not in kept and kept[("so",)] == 4.0 and kept[("very",)] == 2.5
 
 
+def test_templates_without_a_common_candidate_are_refused(tmp_path, monkeypatch):
+    """Beam 1 keeps each text's 11 best words; two templates whose 11 best are disjoint have no candidate in
+    common: one line, not an empty lexicon."""
+    import beluga.suites.suggest as suggest
+
+    tok = roberta_tokenizer(ROBERTA_WORDS + [f"Ġw{i}" for i in range(22)])
+    rows = {"Ġis": {f"Ġw{i}": 5.0 for i in range(11)}, "This": {f"Ġw{i}": 5.0 for i in range(11, 22)}}
+    monkeypatch.setattr(suggest, "load_masked_lm", lambda spec: (Bigram(tok, rows), tok, str(tmp_path), None))
+    with pytest.raises(BelugaError, match=r"field '--template': no candidate is among every template's \(beam 1\)"):
+        suggest_command(["This is {mask}.", "This {mask}."], str(tmp_path), beam_size=1)
+    # beam 100: every one of the 30 words in both, each printed
+    out = suggest_command(["This is {mask}.", "This {mask}."], str(tmp_path), beam_size=100)
+    assert "the best 30 of 30 candidates" in out and out.count("\n") == 2 + 30
+
+
 # ----------------------------------------------------------------------- a spec holds the words
 def test_lexicon_line_reads_back_as_the_words_in_a_spec(tmp_path):
     """The --lexicon line pasted under a spec's lexicons renders the suggested words as written (YAML would read
@@ -324,6 +341,14 @@ def test_the_mask_token_written_in_the_template_is_refused(tmp_path):
     folder = bias_roberta(tmp_path / "m", BIAS)
     with pytest.raises(BelugaError, match=r"reads as 2 mask tokens, not 1: the text holds the model's mask token"):
         suggest_command(["This is <mask> {mask}."], str(folder))
+
+
+def test_a_random_model_or_a_tokenizer_without_a_mask_token_is_refused(tmp_path):
+    with pytest.raises(BelugaError, match=r"model tiny-random: field '--model': a random model"):
+        suggest_command(["A {mask}."], "tiny-random")
+    folder = bias_roberta(tmp_path / "m", BIAS, with_mask=False)
+    with pytest.raises(BelugaError, match=rf"model {re.escape(str(folder))}: field 'tokenizer': .*no mask token"):
+        suggest_command(["A {mask}."], str(folder))
 
 
 def test_a_model_without_a_masked_lm_head_is_refused():

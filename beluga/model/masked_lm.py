@@ -164,11 +164,11 @@ def suggest_words(model, tokenizer, texts: list[str], name: str, beam_size: int 
 
 
 def load_masked_lm(spec: str):
-    """(model, tokenizer, its positions or None) of a masked language model: a local folder (safetensors only)
-    or a hub name (:func:`beluga.model.modeling.resolve_model`: the cached snapshot, else a download; offline
-    and not cached, one line naming the model), on the GPU if there is one, in float32 and eval mode. Refused
-    in one line: a model without a masked-LM head (:func:`beluga.model.modeling.load_trained`), a tokenizer
-    without a mask token."""
+    """(model, tokenizer, its folder, its positions or None) of a masked language model: a local folder
+    (safetensors only) or a hub name (:func:`beluga.model.modeling.resolve_model`: the cached snapshot, else a
+    download; offline and not cached, one line naming the model), on the GPU if there is one, in float32 and
+    eval mode. Refused in one line: a model without a masked-LM head
+    (:func:`beluga.model.modeling.load_trained`), a tokenizer without a mask token."""
     import torch
 
     from beluga.model.modeling import MASKED_LM, load_trained, resolve_model
@@ -183,4 +183,4 @@ def load_masked_lm(spec: str):
                          "model's")
     positions = check_max_length(path, 1, "--template", name=spec)
     model.to(torch.device("cuda" if torch.cuda.is_available() else "cpu")).eval()
-    return model, tokenizer, positions
+    return model, tokenizer, path, positions

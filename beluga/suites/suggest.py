@@ -102,7 +102,7 @@ def suggest_command(templates: list[str], model: str | None = None, top: int = 5
     if len(counts) > 1:
         raise BelugaError(f"suite suggest: field '--template': the templates have {', '.join(map(str, sorted(counts)))}"
                           " masks; every template needs the same number (one word per mask)")
-    net, tokenizer, positions = load_masked_lm(model)
+    net, tokenizer, path, positions = load_masked_lm(model)
     texts = [model_text(p, tokenizer.mask_token) for p in split]
     for t, text in zip(templates, texts):
         found = tokenizer(text).input_ids.count(tokenizer.mask_token_id)
@@ -110,15 +110,18 @@ def suggest_command(templates: list[str], model: str | None = None, top: int = 5
             raise BelugaError(f"suite suggest: field '--template': {t!r} reads as {found} mask tokens, not "
                               f"{len(split[0]) - 1}: the text holds the model's mask token {tokenizer.mask_token!r}")
     found = suggest_words(net, tokenizer, texts, model, beam_size, score, positions)
+    if not found:
+        raise BelugaError(f"suite suggest: field '--template': no candidate is among every template's (beam "
+                          f"{beam_size}); give fewer templates or a larger --beam-size")
     shown = found[:top]
-    commit = snapshot_commit(model, net.name_or_path) if is_hub_name(model) else None
+    commit = snapshot_commit(model, path) if is_hub_name(model) else None
     what = (f"model {model}" + (f" (commit {commit[:12]})" if commit else "") + f", {len(templates)} template"
             + ("s" if len(templates) > 1 else "") + f" with {len(split[0]) - 1} mask"
             + ("s" if len(split[0]) > 2 else "") + f": the best {len(shown)} of {len(found)} candidates "
             f"(beam {beam_size}); score: {SCORES[score]}" + ("; the mean over the templates" if len(templates) > 1
                                                               else ""))
     if lexicon is not None:
-        return "".join(f"# {one_line(t)}\n" for t in templates) + f"# {what}\n" + lexicon_line(
+        return "".join(f"# {one_line(t)}\n" for t in templates) + f"# {one_line(what)}\n" + lexicon_line(
             lexicon, [w for w, _ in shown]) + "\n"
     rows = [(str(r), f"{s:.3f}", " ".join(w), filled_text(split[0], w)) for r, (w, s) in enumerate(shown, 1)]
     head = ("rank", "score", "words", "filled")
