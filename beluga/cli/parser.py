@@ -9,6 +9,7 @@ import math
 import beluga
 from beluga.core.tasks import TASK_TYPES
 from beluga.data.fetch import STAGED
+from beluga.model.masked_lm import BEAM_EXTRA, BEAM_SIZE, SCORES, SUGGEST_MODEL
 from beluga.suites.spec.core import APPLY_TO, PACKAGED, RENDER_DEFAULTS
 
 #: numpy's and torch's common seed range: 0 <= seed < 2**32 (the config schema's bound too)
@@ -264,11 +265,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "probabilities are the softmax over the words' summed log-likelihoods after the "
                              "prompt (lm-evaluation-harness's multiple_choice)")
     p_suite = sub.add_parser("suite", help="suite tools: build a suite from a spec, perturb your own sentences into "
-                                           "a suite, list the word lists, export a suite ("
+                                           "a suite, list the word lists, suggest words for a template's {mask}s, "
+                                           "export a suite ("
                                            + ", ".join(EXPORT_FORMATS) + ")",
                              description="Suite tools: build (a suite from a spec), perturb (your own sentences "
                                          "into an INV / DIR suite, or another tool's perturbations), lexicons (the "
-                                         "built-in word lists) and export, in the formats of --format: "
+                                         "built-in word lists), suggest (a masked language model's words for a "
+                                         "template's {mask}s, as CheckList's editor.suggest) and export, in the "
+                                         "formats of --format: "
                                          + "; ".join(f"{k}: {v}" for k, v in EXPORT_FORMATS.items())
                                          + ". python -m beluga suite COMMAND --help for each.")
     suite_sub = p_suite.add_subparsers(dest="suite_command", required=True)
@@ -332,6 +336,40 @@ def build_parser() -> argparse.ArgumentParser:
         description="Without NAME: every built-in word list (beluga/suites/lexicons.py) with its number of "
                     "entries and first entries. With NAME: its entries, one a line.")
     p_lex.add_argument("name", nargs="?", default=None, metavar="NAME", help="a word list's name")
+    p_sug = suite_sub.add_parser(
+        "suggest", help="a masked language model's words for the {mask}s of a template (CheckList's "
+                        "editor.suggest), as a table or a spec lexicon",
+        description="Print a masked language model's best candidates for the {mask}s of a template, as CheckList's "
+                    "editor.suggest computes them: several masks are filled jointly, left to right, by a beam "
+                    f"search (beam {BEAM_SIZE}: each entry extended by its beam + {BEAM_EXTRA} best tokens), a "
+                    "candidate scored by the sum of its tokens' scores over the masks divided by their number; "
+                    "only tokens that make whole words (after a word a mask takes only a token that begins one; "
+                    "never a continuation piece such as BERT's ##ing; a word by itself: a letter or digit, no "
+                    "special token). Several --template are scored together (the mean over them, among the "
+                    "candidates found in each). The table shows rank, score, the words and the first template "
+                    "filled; --lexicon NAME prints them instead as a spec lexicon line `NAME: [great, good, ...]` "
+                    "(several masks: a list per candidate, named {NAME[0]} / {NAME[1]} in templates) to paste "
+                    "into a spec's lexicons or a lexicon file (docs/SUITE_FORMAT.md): a spec holds the words, and "
+                    "building a suite never calls a model. The model is loaded as `test` loads one: a hub name "
+                    "from the Hugging Face cache (else downloaded; offline, one line naming it) or a folder, on "
+                    "the GPU if there is one, e.g. `python -m beluga suite suggest --template \"This is a {mask} "
+                    "movie.\" --top 20 --lexicon movie_adj`.")
+    p_sug.add_argument("--template", required=True, action="append", dest="templates", metavar="TEMPLATE",
+                       help="a template with one or more {mask} (its only placeholder; {{ }} are literal braces), "
+                            "e.g. 'This is a {mask} movie.'; repeat for several, each with the same number of masks")
+    p_sug.add_argument("--model", default=SUGGEST_MODEL,
+                       help=f"a masked language model: a hub name or a local folder (default: {SUGGEST_MODEL}, "
+                            "CheckList's)")
+    p_sug.add_argument("--top", type=number(int, 1, 100000), default=50,
+                       help="how many candidates to print, best first (default: 50, the first 50 CheckList's "
+                            "visual_suggest shows)")
+    p_sug.add_argument("--beam-size", type=number(int, 1, 1000), default=BEAM_SIZE,
+                       help=f"the beam's size (default: {BEAM_SIZE}, CheckList's editor)")
+    p_sug.add_argument("--score", choices=list(SCORES), default="logit",
+                       help="; ".join(f"{k}{' (default)' if k == 'logit' else ''}: {v}" for k, v in SCORES.items()))
+    p_sug.add_argument("--lexicon", default=None, metavar="NAME",
+                       help="print the candidates as a spec lexicon named NAME (a YAML line to paste under a spec's "
+                            "lexicons or into a lexicon file), after comment lines saying where they came from")
     p_pert = suite_sub.add_parser(
         "perturb", help="turn your own unlabeled sentences into an INV / DIR suite with a built-in perturbation",
         description="Perturb every sentence of --input (a text file, one sentence per line, or a table's column) "

@@ -150,8 +150,9 @@ def model_provenance(spec: str, model_lock: str | None = None) -> dict:
 
 
 #: what load_trained also loads beside the task heads (beluga.heads.HEADS): a causal LM tested by label-word
-#: likelihood (beluga/model/causal_lm.py)
+#: likelihood (beluga/model/causal_lm.py) and a masked LM that suggests words (beluga/model/masked_lm.py)
 CAUSAL_LM = "causal_lm"
+MASKED_LM = "masked_lm"
 
 
 @contextlib.contextmanager
@@ -178,8 +179,10 @@ def _first_line(e: BaseException) -> str:
 
 #: the transformers auto class of each loadable model (a task head's: beluga.heads; a job asks transformers
 #: for its own only), and each one in words
-AUTO_CLASSES = {**{n: h.auto_class for n, h in HEADS.items()}, CAUSAL_LM: "AutoModelForCausalLM"}
-HEAD_WORDS = {**{n: h.words for n, h in HEADS.items()}, CAUSAL_LM: "a causal language-model head"}
+AUTO_CLASSES = {**{n: h.auto_class for n, h in HEADS.items()}, CAUSAL_LM: "AutoModelForCausalLM",
+                MASKED_LM: "AutoModelForMaskedLM"}
+HEAD_WORDS = {**{n: h.words for n, h in HEADS.items()}, CAUSAL_LM: "a causal language-model head",
+              MASKED_LM: "a masked language-model head"}
 
 
 def _auto_class(head: str):
