@@ -69,9 +69,7 @@ rule combinational_train:
 rule combinational:
     input:
         results=lambda w: [
-            PATHS.combinational_run(k, w.variant, sd)
-            for sd in RUNS.seeddirs()
-            for k in COMB_VARIANTS[w.variant]["ks"]
+            PATHS.combinational_run(k, w.variant, sd) for sd in RUNS.seeddirs() for k in COMB_VARIANTS[w.variant]["ks"]
         ],
     output:
         table=report(
