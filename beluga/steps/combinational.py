@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from beluga.core.errors import DataError
 from beluga.core.io import read_parquet, write_csv, write_json, write_parquet, write_text
 from beluga.core.tasks import SENT
 from beluga.heads import head_of
@@ -118,7 +119,6 @@ def combinational_figure(*, figure: str, panels: list[list[str]], inputs: list[s
     epochs.csv, ``ks`` (its Figure 3: accuracy against K) from their table.csv. ``inputs``: those
     files, one per panel in row order; ``titles``: variant -> its panel's title."""
     from beluga.analyses import combinational_report as report
-    from beluga.core.errors import DataError
 
     names = [v for row in panels for v in row]
     if len(inputs) != len(names):
