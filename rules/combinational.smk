@@ -69,7 +69,7 @@ rule combinational_train:
 rule combinational:
     input:
         results=lambda w: [
-            PATHS.combinational_run(k, w.variant, sd) for sd in RUNS.seeddirs() for k in COMBINATIONAL["ks"]
+            PATHS.combinational_run(k, w.variant, sd) for sd in RUNS.seeddirs() for k in COMB_VARIANTS[w.variant]["ks"]
         ],
     output:
         table=report(
@@ -100,7 +100,7 @@ rule combinational:
         "../envs/beluga.yaml"
     params:
         too_long=lambda w: COMB_VARIANTS[w.variant]["too_long"],
-        ks=COMBINATIONAL["ks"],
+        ks=lambda w: COMB_VARIANTS[w.variant]["ks"],
         seeds=RUNS.seeds,
         degenerate_share=STATISTICS["degenerate_share"],
     script:
@@ -127,6 +127,36 @@ rule combinational_comparison:
         seeds=RUNS.seeds,
     script:
         "../workflow_scripts/combinational_comparison.py"
+
+
+rule combinational_figure:
+    input:
+        # one file per panel, in row order: the variants' epochs (figure epochs) or tables (figure ks)
+        panels=lambda w: [
+            PATHS.combinational_variant("epochs.csv" if w.figure == "epochs" else "table.csv", v)
+            for row in RUNS.comb_figures[w.figure]["panels"]
+            for v in row
+        ],
+    output:
+        figure=report(
+            PATHS.combinational("figure_{figure}.png"),
+            caption="../report/combinational_panels.rst",
+            category="Combinational OOD",
+        ),
+    log:
+        "logs/combinational/figure_{figure}.log",
+    wildcard_constraints:
+        figure="epochs|ks",
+    conda:
+        "../envs/beluga.yaml"
+    params:
+        panels=lambda w: RUNS.comb_figures[w.figure]["panels"],
+        k=lambda w: RUNS.comb_figures[w.figure].get("k"),
+        titles=lambda w: beluga_comb_data.panel_titles(
+            COMBINATIONAL, COMB_VARIANTS, [v for row in RUNS.comb_figures[w.figure]["panels"] for v in row]
+        ),
+    script:
+        "../workflow_scripts/combinational_figure.py"
 
 
 rule combinational_all:

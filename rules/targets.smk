@@ -28,9 +28,12 @@ def inoc_targets():
 def comb_targets():
     # every variant's runs and summary, then the comparison of the variants
     variants = list(RUNS.comb_variants)
-    runs = [PATHS.combinational_run(k, v, sd) for v in variants for sd in RUNS.seeddirs() for k in COMBINATIONAL["ks"]]
+    runs = [
+        PATHS.combinational_run(k, v, sd) for v in variants for sd in RUNS.seeddirs() for k in COMB_VARIANTS[v]["ks"]
+    ]
     outputs = [PATHS.combinational_variant(n, v) for v in variants for n in COMB_OUTPUTS]
-    return runs + outputs + [PATHS.combinational(n) for n in ("comparison.csv", "comparison.md")]
+    figures = [PATHS.combinational(f"figure_{f}.png") for f in RUNS.comb_figures]  # across variants, if asked
+    return runs + outputs + [PATHS.combinational(n) for n in ("comparison.csv", "comparison.md")] + figures
 
 
 def all_targets():

@@ -188,13 +188,15 @@ def test_local_pair_file(tmp_path):
 
 def test_variants_default_and_merged():
     block = {"model": "default", "model_revision": None, "template": TEMPLATE, "label_words": WORDS,
-             "max_length": 64, "training": {"lr": 5e-5, "batch_size": 16, "epochs": 3}, "too_long": "drop"}
-    assert comb.variants(block) == {"default": {k: block[k] for k in comb.VARIANT_KEYS}}
+             "max_length": 64, "training": {"lr": 5e-5, "batch_size": 16, "epochs": 3}, "too_long": "drop",
+             "ks": [4, 8]}
+    assert comb.variants(block) == {"default": {k: block[k] for k in comb.VARIANT_KEYS + comb.RUN_KEYS}}
     vs = comb.variants({**block, "variants": [
         {"name": "minilm"},
         {"name": "minilm_sentence", "template": "{S} The sentence is {LABEL}.", "label_words": {"fst": "cat"},
-         "training": {"epochs": 1}, "too_long": "truncate_sentence"}]})
+         "training": {"epochs": 1}, "too_long": "truncate_sentence", "ks": [2, 4, 16]}]})
     assert list(vs) == ["minilm", "minilm_sentence"] and vs["minilm"]["template"] == TEMPLATE
+    assert vs["minilm"]["ks"] == [4, 8] and vs["minilm_sentence"]["ks"] == [2, 4, 16]   # its own K values
     assert vs["minilm_sentence"]["label_words"] == {**WORDS, "fst": "cat"}
     assert vs["minilm_sentence"]["training"] == {"lr": 5e-5, "batch_size": 16, "epochs": 1}
     for bad, match in (([{"name": "a"}, {"name": "a"}], "appears twice"), ([{"name": "a/b"}], "path-safe"),
@@ -244,6 +246,144 @@ def test_comparison_table():
     md = report.comparison_markdown(comp)
     assert "| a | `tiny-random` | lr 5e-05, batch 16, 3 epochs | 4 |" in md
     assert "Table 2" in md and "Table 3" in md and "| b | `{S} The sentence is {LABEL}.` | cat/dog/bird | 8 |" in md
+
+
+# ---------------------------------------------------------------- accuracy per epoch (Figure 2) and over K (Figure 3)
+
+
+def tiny_cell(tmp_path, epochs: int, per_epoch: bool, name: str) -> dict:
+    """One variant and K (K = 4 of the tiny pool, tiny-random, ``epochs`` epochs) trained in-process through
+    combinational_train; its run record."""
+    from beluga.core.io import write_parquet
+    from beluga.steps.combinational import combinational_train
+
+    cfg = yaml.safe_load((REPO / "tests" / "configs" / "tiny.yaml").read_text())
+    cfg["combinational"] = {"model": "tiny-random", "ks": [4], "n_test": 5, "max_length": 32, "seed": 13,
+                            "training": {"lr": 1.0e-3, "batch_size": 8, "epochs": epochs}}
+    validate(cfg, str(SCHEMA))
+    resolve_data_paths(cfg)
+    run = Runs(cfg, Paths(str(tmp_path / "results")), str(cfg["data_dir"])).settings(
+        "combinational_train", {"variant": "default", "k": "4"})
+    pool_file = tmp_path / "pool.parquet"
+    write_parquet(pool(n=12), str(pool_file))
+    out = tmp_path / f"{name}.json"
+    combinational_train(run=run, pool=str(pool_file), k=4, variant="default", words=WORDS, template=TEMPLATE,
+                        too_long="drop", batch_size=16, per_epoch=per_epoch, out_result=str(out))
+    return json.loads(out.read_text())
+
+
+def test_every_cell_is_recorded_after_every_epoch(tmp_path):
+    """A tiny cell trained 3 epochs: one entry per epoch (1, 2, 3) with the accuracy of the nine cells and
+    three groups, each a share of its 5 or 10 / 15 / 20 test examples; the last epoch's is the record's own
+    accuracy (the last-epoch model). Evaluating after each epoch leaves training as it was: without
+    per_epoch, the same steps and the same final accuracy, and no epochs."""
+    rec = tiny_cell(tmp_path, 3, True, "per_epoch")
+    assert [e["epoch"] for e in rec["per_epoch"]] == [1, 2, 3]
+    sizes = {**dict.fromkeys(CELL_NAMES, 5), "ID": 20, "COOD": 10, "OOD": 15}
+    for e in rec["per_epoch"]:
+        assert set(e) == {"epoch", *sizes}
+        for c, n in sizes.items():   # a share of n examples
+            assert 0 <= e[c] <= 1 and e[c] * n == pytest.approx(round(e[c] * n)), (e["epoch"], c)
+        # a group is the mean over its cells' examples (equal-sized cells: the mean of the cells)
+        assert e["COOD"] == pytest.approx((e["fst/sec"] + e["sec/fst"]) / 2)
+    assert rec["per_epoch"][-1] == {"epoch": 3, **rec["accuracy"]}
+    plain = tiny_cell(tmp_path, 3, False, "plain")
+    assert plain["per_epoch"] == [] and plain["steps"] == rec["steps"] == 3 * 2   # 16 examples, batch 8
+    assert plain["accuracy"] == rec["accuracy"]
+
+
+def test_figures_across_variants_are_checked():
+    block = {"per_epoch": True, "ks": [4], "variants": [{"name": "a", "ks": [4, 8]}, {"name": "b"}],
+             "figures": {"epochs": {"k": 4, "panels": [["a", "b"]]}, "ks": {"panels": [["a"]]}}}
+    vs = {"a": {"ks": [4, 8]}, "b": {"ks": [4]}}
+    assert comb.figures(block, vs) == {"epochs": {"k": 4, "panels": [["a", "b"]]}, "ks": {"panels": [["a"]]}}
+    assert comb.figures({**block, "figures": {}}, vs) == {} and comb.figures({"ks": [4]}, vs) == {}
+    for figs, per_epoch, match in (
+            ({"epochs": {"k": 8, "panels": [["a", "b"]]}}, True,
+             r"field 'combinational.figures.epochs.panels\[0\]\[1\]': variant 'b' runs K = 4 \(combinational.ks\), "
+             r"not combinational.figures.epochs.k = 8"),
+            ({"epochs": {"k": 4, "panels": [["a"], ["c"]]}}, True,
+             r"field 'combinational.figures.epochs.panels\[1\]\[0\]': 'c' is not a variant \(a, b\)"),
+            ({"epochs": {"k": 4, "panels": [["a"]]}}, False, r"field 'combinational.per_epoch': false"),
+            ({"ks": {"panels": [["a", "b"]]}}, True,
+             r"field 'combinational.figures.ks.panels\[0\]\[1\]': variant 'b' runs one K \(combinational.ks: 4\)")):
+        with pytest.raises(ConfigError, match=match):
+            comb.figures({**block, "per_epoch": per_epoch, "figures": figs}, vs)
+    with pytest.raises(ConfigError, match=r"variants\[0\].ks\), not combinational.figures.epochs.k = 2"):
+        comb.figures({**block, "figures": {"epochs": {"k": 2, "panels": [["a"]]}}}, vs)
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures the report draws, kept open instead of saved: a list of (figure, path)."""
+    import matplotlib.pyplot as plt
+
+    figs = []
+    monkeypatch.setattr(report, "_save", lambda fig, out: figs.append((fig, out)))
+    yield figs
+    for fig, _ in figs:
+        plt.close(fig)
+
+
+def _lines(ax) -> dict[str, tuple[list, list]]:
+    """label -> (x, y) of an axes' labelled lines (the means)."""
+    return {ln.get_label(): (list(ln.get_xdata()), list(ln.get_ydata())) for ln in ax.get_lines()
+            if not ln.get_label().startswith("_")}
+
+
+def test_epochs_figure_in_the_seeds_layout(drawn):
+    """Figure 2: one row of panels, one per variant, each ID / COOD / OOD (%) after every epoch at K; two
+    training seeds: their mean; the variant's other K values left out."""
+    ep = {"bert": pd.DataFrame([{"K": k, "epoch": e, "ID": 0.5 + e / 10, "COOD": 0.4, "OOD": 0.2 + k / 100}
+                                for k in (2, 3) for e in (1, 2, 3)]),
+          "roberta": pd.DataFrame([{"seed": s, "K": 3, "epoch": e, "ID": 0.9, "COOD": 0.5 + s / 10, "OOD": 0.1}
+                                   for s in (1, 3) for e in (1, 2)])}
+    report.epochs_panels_figure(ep, [["bert", "roberta"]], 3, {"bert": "bert-base on yelp"}, "f.png")
+    (fig, out), = drawn
+    left, right = fig.axes
+    assert out == "f.png" and [left.get_title(), right.get_title()] == ["bert-base on yelp", "roberta"]
+    assert _lines(left)["ID"] == ([1, 2, 3], pytest.approx([60, 70, 80]))
+    assert _lines(left)["OOD"] == ([1, 2, 3], pytest.approx([23, 23, 23]))   # K = 3's, not K = 2's
+    assert _lines(right)["COOD"] == ([1, 2], pytest.approx([70, 70]))      # the mean of seeds 1 and 3
+    assert left.get_xlabel() == "epoch" and left.get_ylabel() == "accuracy (%)"
+    assert fig._suptitle.get_text() == "Accuracy per epoch, K = 3"
+    with pytest.raises(DataError, match="variant bert: field 'epoch': no epoch recorded at K = 4"):
+        report.epochs_panels_figure(ep, [["bert"]], 4, {}, "g.png")
+
+
+def test_ks_figure_in_the_seeds_layout(drawn):
+    """Figure 3: a 2 x 2 grid (MNLI on top, Yelp below), each variant's ID / COOD / OOD (%) against K; a
+    shorter row leaves its spare panel hidden."""
+    def table(shift):
+        return pd.DataFrame([{"K": k, "ID": 0.8 + shift, "COOD": k / 1000, "OOD": 0.1, "n_seeds": 1}
+                             for k in (500, 250, 1000)])
+    tables = {n: table(i / 100) for i, n in enumerate(("mb", "ml", "yb", "yl"))}
+    report.ks_panels_figure(tables, [["mb", "ml"], ["yb", "yl"]], {"ml": "roberta-large on mnli"}, "k.png")
+    (fig, _), = drawn
+    axes = fig.axes
+    assert [a.get_title() for a in axes] == ["mb", "roberta-large on mnli", "yb", "yl"]
+    assert _lines(axes[1])["ID"] == ([250, 500, 1000], pytest.approx([81] * 3))
+    assert _lines(axes[3])["COOD"] == ([250, 500, 1000], pytest.approx([25, 50, 100]))
+    assert axes[2].get_xlabel() == "K (training inputs per label)" and axes[2].get_ylabel() == "accuracy (%)"
+    report.ks_panels_figure(tables, [["mb", "ml"], ["yb"]], {}, "k3.png")
+    assert [a.get_visible() for a in drawn[1][0].axes] == [True, True, True, False]
+
+
+def test_figure_step_reads_the_variants_files(tmp_path):
+    from beluga.steps import combinational as step
+
+    paths = []
+    for v in ("a", "b"):
+        paths.append(tmp_path / f"{v}.csv")
+        pd.DataFrame([{"K": 4, "epoch": e, "ID": 0.9, "COOD": 0.5, "OOD": 0.1} for e in (1, 2)]).to_csv(
+            paths[-1], index=False)
+    out = tmp_path / "figure_epochs.png"
+    step.combinational_figure(figure="epochs", panels=[["a", "b"]], inputs=[str(p) for p in paths], titles={},
+                              out_png=str(out), k=4)
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with pytest.raises(DataError, match="figure ks: 1 input files for 2 panels"):
+        step.combinational_figure(figure="ks", panels=[["a", "b"]], inputs=[str(paths[0])], titles={},
+                                  out_png=str(out))
 
 
 # ---------------------------------------------------------------- training seeds
@@ -425,7 +565,9 @@ def test_two_variants_end_to_end(tmp_path):
         "variants": [{"name": "tiny_it_is"},
                      {"name": "tiny_sentence_is", "template": "{S} The sentence is {LABEL}.",
                       "label_words": {"fst": "cat", "sec": "dog", "neu": "bird"}, "too_long": "truncate_sentence",
-                      "training": {"epochs": 1}}]}
+                      "training": {"epochs": 1}}],
+        "figures": {"epochs": {"k": 8, "panels": [["tiny_it_is", "tiny_sentence_is"]]},
+                    "ks": {"panels": [["tiny_it_is"], ["tiny_sentence_is"]]}}}
     cfg_file = tmp_path / "cfg.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     wd = tmp_path / "run"
@@ -458,6 +600,8 @@ def test_two_variants_end_to_end(tmp_path):
         for name in ("accuracy.png", "epochs.png", "table.md"):
             assert (res / v / name).stat().st_size > 0
         assert np.isfinite(table["COOD"]).all()
+    for name in ("figure_epochs.png", "figure_ks.png"):   # the figures across variants (combinational.figures)
+        assert (res / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     out = pipeline(wd, "-n", "combinational_all", configfiles=(cfg_file,))
     assert "Nothing to be done" in out.stdout + out.stderr
 

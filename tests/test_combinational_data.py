@@ -90,7 +90,10 @@ def test_one_source_keeps_the_one_pool_and_its_tables():
     assert list(specs) == ["pool"] and of == {"a": "pool", "b": "pool"}
     assert specs["pool"]["given_roles"] is None and specs["pool"]["roles"] == comb.HUTTO_ROLES
     assert cdata.data_labels(b) is None
-    assert cdata.comparison_settings(b, comb.variants(b)) == comb.variants(b)   # the comparison's params as before
+    # the comparison's params as before: the variants' settings without the K values they run (RUN_KEYS)
+    assert cdata.comparison_settings(b, comb.variants(b)) == {
+        n: {k: x for k, x in v.items() if k != "ks"} for n, v in comb.variants(b).items()}
+    assert all("ks" in v for v in comb.variants(b).values())
     assert "data" not in comb.variants(b)["a"]   # a variant's settings (its jobs' params) are unchanged
 
 
@@ -146,6 +149,18 @@ def test_comparison_grouped_by_data():
 
 
 # ---------------------------------------------------------------- fetch and the paper configuration
+def test_panel_titles_name_model_and_data():
+    b = block(variants=[{"name": "yb", "model": "roberta-base", "data": {"source": "yelp"}},
+                        {"name": "mb", "model": "roberta-base", "data": MNLI},
+                        {"name": "mb_cat", "model": "roberta-base", "data": MNLI,
+                         "label_words": {"fst": "cat", "sec": "dog", "neu": "bird"}}])
+    vs = comb.variants(b)
+    assert cdata.panel_titles(b, vs, ["mb", "yb"]) == {"mb": "roberta-base on mnli", "yb": "roberta-base on yelp"}
+    # two panels alike: each named
+    assert cdata.panel_titles(b, vs, ["mb", "mb_cat", "yb"]) == {
+        "mb": "roberta-base on mnli (mb)", "mb_cat": "roberta-base on mnli (mb_cat)", "yb": "roberta-base on yelp"}
+
+
 def test_fetch_provides_each_variants_data(tmp_path):
     config = {**copy.deepcopy(TINY), "data_dir": str(tmp_path),
               "combinational": yaml.safe_load(PAPER.read_text())["combinational"]}
@@ -168,7 +183,7 @@ def test_paper_config_follows_the_seed():
     variants = comb.variants(b)
     specs, of = cdata.pools(b)
     assert {s["name"] for s in specs.values()} == {"yelp", "mnli"}
-    assert b["ks"] == [2000, 3000] and b["max_length"] == 100 and b["too_long"] == "drop"
+    assert b["ks"] == [2000] and b["max_length"] == 100 and b["too_long"] == "drop"   # Tables 2 and 3
     table2 = [f"{d}_{m}" for d in ("yelp", "mnli") for m in ("bert_base", "bert_large", "roberta_base",
                                                                "roberta_large")]
     assert list(variants)[:8] == table2
@@ -179,10 +194,23 @@ def test_paper_config_follows_the_seed():
             assert v["label_words"] == {"fst": "entailment", "sec": "contradiction", "neu": "neutral"}
             assert v["template"] == "{S} It is {LABEL}"
     assert variants["yelp_roberta_base"]["label_words"] == {"fst": "great", "sec": "terrible", "neu": "okay"}
-    table3 = {n: v for n, v in variants.items() if n.startswith("yelp_roberta_base")}
+    table3 = {n: v for n, v in variants.items() if n.startswith("yelp_roberta_base") and not n.endswith("_epochs")}
     assert {v["template"] for v in table3.values()} == {"{S} It is {LABEL}", "{S} The sentence is {LABEL}",
                                                         "{S} This sound like {LABEL}"}
     assert len(table3) == 6 and {v["model"] for v in table3.values()} == {"roberta-base"}
+    # Figure 3: RoBERTa base and large swept over K on both data sets (K = 2,000 their Table 2 row), MNLI on top
+    sweep = [f"{d}_roberta_{s}" for d in ("mnli", "yelp") for s in ("base", "large")]
+    assert all(variants[n]["ks"] == [500, 1000, 2000, 3000, 4000] for n in sweep)
+    assert all(v["ks"] == [2000] for n, v in variants.items() if n not in sweep and not n.endswith("_epochs"))
+    # Figure 2: BERT-base (left) and RoBERTa-base (right) on Yelp at K = 3,000, every epoch of 10
+    fig2 = ["yelp_bert_base_epochs", "yelp_roberta_base_epochs"]
+    for n, base in zip(fig2, ("yelp_bert_base", "yelp_roberta_base")):
+        assert variants[n]["ks"] == [3000] and variants[n]["training"]["epochs"] == 10 and of[n] == "pool"
+        assert {k: variants[n][k] for k in ("model", "model_revision", "template", "label_words")} == \
+            {k: variants[base][k] for k in ("model", "model_revision", "template", "label_words")}
+    assert comb.figures(b, variants) == {"epochs": {"k": 3000, "panels": [fig2]},
+                                         "ks": {"panels": [sweep[:2], sweep[2:]]}}
+    assert b["per_epoch"] is True
 
 
 # ---------------------------------------------------------------- end to end

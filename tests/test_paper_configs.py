@@ -2,6 +2,7 @@
 shapes (tests/staging.py): each plans with ``python -m beluga plan`` (its cost printed) and builds its DAG
 in a dry run, with the files of the real configuration and only ``data_dir`` overridden."""
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -22,14 +23,18 @@ def inoculation_data(tmp_path_factory) -> Path:
     return data
 
 
-def dry_run(config_file: Path, data: Path, workdir: Path, *targets: str) -> dict[str, int]:
+def dry_run(config_file: Path, data: Path, workdir: Path, *targets: str, jobs: list | None = None) -> dict[str, int]:
     """Job counts of ``snakemake -n`` on ``config_file`` with ``data_dir`` = ``data``, offline, its hub
-    models' configs staged in a cache of their own (tests/staging.py)."""
+    models' configs staged in a cache of their own (tests/staging.py). ``jobs``: a list that receives the
+    lines the dry run prints for its jobs (without it, quiet: the counts only)."""
     env = dict(ENV, **stage_hub_models(staged_config(config_file, data), workdir / "hub"))
-    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir / "wd"), "-n", *targets, "--quiet", "rules",
+    quiet = ["--quiet", "rules"] if jobs is None else []
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir / "wd"), "-n", *targets, *quiet,
            "--configfile", str(config_file), "--config", f"data_dir={data}"]
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert out.returncode == 0, f"{out.stdout[-3000:]}\n{out.stderr[-4000:]}"
+    if jobs is not None:
+        jobs.extend((out.stdout + out.stderr).splitlines())
     return job_counts(out.stdout + out.stderr)
 
 
@@ -64,20 +69,43 @@ def combinational_data(tmp_path_factory) -> Path:
     return data
 
 
+#: the paper configuration's training jobs: Tables 2 and 3 at K = 2,000; Figure 3's RoBERTa variants over its
+#: five K values (2,000 among them); Figure 2's two variants at K = 3,000
+SWEEP = [f"{d}_roberta_{s}" for d in ("yelp", "mnli") for s in ("base", "large")]
+FIGURE2 = ["yelp_bert_base_epochs", "yelp_roberta_base_epochs"]
+TABLES = ["yelp_bert_base", "yelp_bert_large", "mnli_bert_base", "mnli_bert_large"] + [
+    f"yelp_roberta_base_{t}" for t in ("cat", "train", "swapped", "sentence_is", "sound_like")]
+K_SWEEP = [500, 1000, 2000, 3000, 4000]
+COMB_JOBS = {(v, k) for v in TABLES for k in [2000]} | {(v, k) for v in SWEEP for k in K_SWEEP} | {
+    (v, 3000) for v in FIGURE2}
+
+
 def test_combinational_paper_plans_its_cost(combinational_data):
     text = plan_command(str(COMBINATIONAL), overrides=[f"data_dir={combinational_data}"])
     rows = [ln.split() for ln in text.splitlines() if ln.startswith("combinational_train ")]
-    variants = {r[1]: r for r in rows if r[2] == "vanilla"}   # one cost line per variant: 2 jobs (K), GPU-min
-    assert len(variants) == 13 and all(r[3] == "2" for r in variants.values())
+    variants = {r[1]: r for r in rows if r[2] == "vanilla"}   # one cost line per variant: its K values' jobs
+    assert set(variants) == set(TABLES + SWEEP + FIGURE2)
+    assert {v: int(r[3]) for v, r in variants.items()} == {
+        v: sum(1 for w, _ in COMB_JOBS if w == v) for v in variants}
     assert float(variants["mnli_roberta_large"][6]) > float(variants["mnli_roberta_base"][6]) > 0
-    assert any(r[1:3] == ["combinational", "26"] for r in rows)   # the seconds per job: 13 variants x 2 K
+    # Figure 2's 10 epochs at K = 3,000 cost more than Table 2's 3 epochs at K = 2,000 of the same model
+    assert float(variants["yelp_bert_base_epochs"][6]) > float(variants["yelp_bert_base"][6])
+    assert any(r[1:3] == ["combinational", str(len(COMB_JOBS))] for r in rows)   # the seconds per job: 31 jobs
     assert "GPU-min" in _line(text, "total:")
 
 
 @pytest.mark.slow
 def test_combinational_paper_builds_its_dag(combinational_data, tmp_path):
-    """Two pools (Yelp on the block, MNLI on its variants), 13 variants x K = 2,000 / 3,000."""
-    counts = dry_run(COMBINATIONAL, combinational_data, tmp_path, "combinational_all")
-    assert counts["combinational_train"] == 26 and counts["combinational_data"] == 2, counts
-    assert counts["combinational"] == 13 and counts["combinational_comparison"] == 1, counts
+    """Two pools (Yelp on the block, MNLI on its variants), 15 variants: a training job per variant and K
+    value (Figure 3's sweep: one per K for each RoBERTa variant), the two figures across variants."""
+    lines: list[str] = []
+    counts = dry_run(COMBINATIONAL, combinational_data, tmp_path, "combinational_all", jobs=lines)
+    # each training job's message: "Job <n>: combinational_train <variant> K=<k>"
+    jobs = [re.fullmatch(r"Job \d+: combinational_train (\S+) K=(\d+)", ln.strip()) for ln in lines]
+    listed = [(j[1], int(j[2])) for j in jobs if j]
+    assert sorted(listed) == sorted(COMB_JOBS), sorted(set(listed) ^ COMB_JOBS)
+    assert {k for v, k in listed if v == "yelp_roberta_large"} == set(K_SWEEP)
+    assert counts["combinational_train"] == len(COMB_JOBS) == 31 and counts["combinational_data"] == 2, counts
+    assert counts["combinational"] == 15 and counts["combinational_comparison"] == 1, counts
+    assert counts["combinational_figure"] == 2, counts     # figure_epochs.png (Figure 2), figure_ks.png (Figure 3)
     assert counts["fetch_model"] == 4       # BERT and RoBERTa, base and large: markers from the staged cache

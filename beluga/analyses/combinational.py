@@ -60,6 +60,8 @@ GROUPS = ("ID", "COOD", "OOD")
 TOO_LONG_RULES = ("drop", "truncate_sentence")
 #: the keys of a variant (combinational.variants[i]); unset ones come from the combinational block
 VARIANT_KEYS = ("model", "model_revision", "template", "label_words", "max_length", "training", "too_long")
+#: a variant's keys that choose its runs, not how one trains (unset: the block's): its training sizes K
+RUN_KEYS = ("ks",)
 #: a variant's own data source and roles (unset: the block's; beluga.analyses.combinational_data.pools)
 DATA_KEYS = ("data", "roles")
 VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -242,11 +244,11 @@ def variant_data(block: dict, entry: dict, field: str) -> tuple[dict, dict]:
 
 def variants(block: dict) -> dict[str, dict]:
     """name -> the complete settings of every variant of the combinational block: each entry of
-    ``variants`` with its unset keys (:data:`VARIANT_KEYS`) taken from the block (``training``: key
-    by key); no entry: one variant named ``default``, the block's own keys. A variant's own data
+    ``variants`` with its unset keys (:data:`VARIANT_KEYS`, :data:`RUN_KEYS`) taken from the block
+    (``training``: key by key); no entry: one variant named ``default``, the block's own keys. A variant's own data
     and roles (:data:`DATA_KEYS`) are checked here and read by
     :func:`beluga.analyses.combinational_data.pools`."""
-    base = {k: block.get(k) for k in VARIANT_KEYS}
+    base = {k: block.get(k) for k in VARIANT_KEYS + RUN_KEYS}
     entries = block.get("variants") or [{"name": "default"}]
     out: dict[str, dict] = {}
     for i, v in enumerate(entries):
@@ -256,11 +258,11 @@ def variants(block: dict) -> dict[str, dict]:
                               "(letters, digits, _ and -, not starting with _ or -)")
         if name in out:
             raise ConfigError(f"config: field 'combinational.variants[{i}].name': {name!r} appears twice")
-        unknown = sorted(set(v) - set(VARIANT_KEYS) - set(DATA_KEYS) - {"name"})
+        unknown = sorted(set(v) - set(VARIANT_KEYS) - set(RUN_KEYS) - set(DATA_KEYS) - {"name"})
         if unknown:
             raise ConfigError(f"config: field 'combinational.variants[{i}].{unknown[0]}': not a variant key "
-                              f"({', '.join(VARIANT_KEYS + DATA_KEYS)})")
-        merged = {**base, **{k: v[k] for k in VARIANT_KEYS if k in v and k != "training"}}
+                              f"({', '.join(VARIANT_KEYS + RUN_KEYS + DATA_KEYS)})")
+        merged = {**base, **{k: v[k] for k in VARIANT_KEYS + RUN_KEYS if k in v and k != "training"}}
         if any(k in v for k in DATA_KEYS):   # the variant's own data / roles (its pool's)
             variant_data(block, v, f"combinational.variants[{i}]")
         merged["training"] = {**(base["training"] or {}), **(v.get("training") or {})}
@@ -274,6 +276,49 @@ def variants(block: dict) -> dict[str, dict]:
             raise ConfigError(f"config: field 'combinational.variants[{i}].too_long': one of {TOO_LONG_RULES}")
         out[name] = merged
     return out
+
+
+#: the figures across variants (``combinational.figures``): name -> what one panel draws
+FIGURES = {"epochs": "ID / COOD / OOD accuracy after every epoch at one K (the seed's Figure 2)",
+           "ks": "ID / COOD / OOD accuracy against K (the seed's Figure 3)"}
+
+
+def figures(block: dict, variants_: dict[str, dict]) -> dict[str, dict]:
+    """name -> {``panels``: rows of variant names, one panel each; ``k`` (``epochs``): the K drawn} of
+    each figure the block's ``figures`` asks for (:data:`FIGURES`; none: {}). ``variants_``: the
+    block's variants (:func:`variants`). Checked before any job runs, each a one-line ConfigError
+    naming its field: a panel names a variant; an ``epochs`` figure's K is one of each panel
+    variant's ``ks`` and ``per_epoch`` is on (else that variant's runs record no epochs); a ``ks``
+    figure's variants run at least two K values (a curve)."""
+    out: dict[str, dict] = {}
+    for name, spec in (block.get("figures") or {}).items():
+        field = f"combinational.figures.{name}"
+        if name == "epochs" and not block.get("per_epoch"):
+            raise ConfigError(f"config: field 'combinational.per_epoch': false, but {field} draws the accuracy "
+                              "after every epoch (set per_epoch: true)")
+        rows = [[str(v) for v in row] for row in spec["panels"]]
+        for i, row in enumerate(rows):
+            for j, v in enumerate(row):
+                where = f"config: field '{field}.panels[{i}][{j}]'"
+                if v not in variants_:
+                    raise ConfigError(f"{where}: {v!r} is not a variant ({', '.join(variants_)})")
+                ks = [int(k) for k in variants_[v]["ks"]]
+                ks_field = variant_ks_field(block, v)
+                if name == "epochs" and int(spec["k"]) not in ks:
+                    raise ConfigError(f"{where}: variant {v!r} runs K = {', '.join(map(str, ks))} ({ks_field}), "
+                                      f"not {field}.k = {int(spec['k'])}")
+                if name == "ks" and len(ks) < 2:
+                    raise ConfigError(f"{where}: variant {v!r} runs one K ({ks_field}: {ks[0]}); a curve over K "
+                                      "needs at least two")
+        out[name] = {"panels": rows, **({"k": int(spec["k"])} if name == "epochs" else {})}
+    return out
+
+
+def variant_ks_field(block: dict, name: str) -> str:
+    """The config field of a variant's ``ks``: its own entry's, else the block's."""
+    entries = block.get("variants") or []
+    i = next((j for j, v in enumerate(entries) if v.get("name") == name), None)
+    return f"combinational.variants[{i}].ks" if i is not None and "ks" in entries[i] else "combinational.ks"
 
 
 def check_template(template: str, field: str = "combinational.template") -> None:

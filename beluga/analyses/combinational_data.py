@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from beluga.analyses.combinational import hutto_three_way, load_labelled, variant_data
+from beluga.analyses.combinational import RUN_KEYS, hutto_three_way, load_labelled, variant_data
 from beluga.core.errors import ConfigError, DataError
 
 #: Yelp Review Full's stars -> the three labels (a project choice: the seed does not say)
@@ -127,7 +127,19 @@ def data_labels(block: dict) -> dict[str, str] | None:
 
 
 def comparison_settings(block: dict, variants: dict[str, dict]) -> dict[str, dict]:
-    """The variants' settings as the comparison reads them: with the name of each one's data
-    (``data``) when they read several data sources (:func:`data_labels`), else unchanged."""
+    """The variants' settings as the comparison reads them (without the keys that choose their runs,
+    :data:`~beluga.analyses.combinational.RUN_KEYS`: the tables hold the runs): with the name of each
+    one's data (``data``) when they read several data sources (:func:`data_labels`)."""
     labels = data_labels(block)
-    return {n: {**v, "data": labels[n]} for n, v in variants.items()} if labels else variants
+    settings = {n: {k: x for k, x in v.items() if k not in RUN_KEYS} for n, v in variants.items()}
+    return {n: {**v, "data": labels[n]} for n, v in settings.items()} if labels else settings
+
+
+def panel_titles(block: dict, variants: dict[str, dict], names: list[str]) -> dict[str, str]:
+    """variant -> the title of its panel in a figure across variants (``names``: the figure's panel
+    variants): its model and its data's name (``roberta-base on yelp``, as the seed's panels are
+    told apart), with the variant's name added where two of the figure's panels would read alike."""
+    specs, of_variant = pools(block)
+    plain = {v: f"{variants[v]['model']} on {specs[of_variant[v]]['name']}" for v in dict.fromkeys(names)}
+    seen = list(plain.values())
+    return {v: t if seen.count(t) == 1 else f"{t} ({v})" for v, t in plain.items()}

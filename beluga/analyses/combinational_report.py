@@ -196,17 +196,10 @@ def _save(fig, out_png: str) -> None:
     plt.close(fig)
 
 
-def curve_figure(table: pd.DataFrame, out_png: str, title: str = "") -> None:
-    """ID / COOD / OOD accuracy against K (the seed's Figure 3) from a :func:`seeds_table`: the mean over
-    the training seeds, with error bars of ± one standard deviation where the sd is defined (never with
-    one seed)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5.2, 3.8))
-    n_seeds = int(table[N_SEEDS_COLUMN].max()) if N_SEEDS_COLUMN in table.columns and len(table) else 1
+def _k_curve(ax, table: pd.DataFrame) -> None:
+    """ID / COOD / OOD accuracy (%) against K on ``ax`` from a :func:`seeds_table`: the mean over the
+    training seeds, with error bars of ± one standard deviation where the sd is defined (never with one
+    seed); a log K axis ticked at the table's K values."""
     for g, (st, col) in STYLES.items():
         if f"{g}_sd" in table.columns and has_spread(table[f"{g}_sd"]):
             ax.errorbar(table["K"], 100 * table[g], yerr=100 * table[f"{g}_sd"].fillna(0), fmt=st, color=col,
@@ -218,9 +211,48 @@ def curve_figure(table: pd.DataFrame, out_png: str, title: str = "") -> None:
     ax.set_xticklabels([str(int(k)) for k in table["K"]])
     ax.minorticks_off()
     ax.set_xlabel("K (training inputs per label)")
-    ax.set_ylabel("accuracy (%)")
+
+
+def _epoch_curve(ax, e: pd.DataFrame, m: pd.DataFrame) -> None:
+    """ID / COOD / OOD accuracy (%) after every epoch on ``ax``: ``e`` the epochs of one K (a ``seed``
+    column), ``m`` their mean over seeds (:func:`epochs_over_seeds`): the mean, in a band of ± one
+    standard deviation with each seed a thin line where the sd is defined (never with one seed)."""
+    for g, (st, col) in STYLES.items():
+        if has_spread(m[f"{g}_sd"]):
+            for _, one in e.groupby(SEED_COLUMN, sort=False):
+                ax.plot(one["epoch"], 100 * one[g], "-", color=col, linewidth=0.6, alpha=0.45)
+            sd = 100 * m[f"{g}_sd"].fillna(0)
+            ax.fill_between(m["epoch"], 100 * m[g] - sd, 100 * m[g] + sd, color=col, alpha=0.2, linewidth=0)
+        ax.plot(m["epoch"], 100 * m[g], st, color=col, label=g)
+    ax.set_xticks(list(m["epoch"]))
+    n = e[SEED_COLUMN].nunique()
+    legend = seeds_legend(n, f"mean ± sd, {n} seeds")
+    ax.legend(fontsize=8, **({"title": legend, "title_fontsize": 7} if legend else {}))
+
+
+def _with_seed(epochs: pd.DataFrame) -> pd.DataFrame:
+    """Epochs with a ``seed`` column (one seed's, :func:`epochs_table`: seed 0)."""
+    return epochs if SEED_COLUMN in epochs.columns else epochs.assign(**{SEED_COLUMN: 0})
+
+
+def _accuracy_axis(ax) -> None:
     ax.set_ylim(-3, 103)
     ax.axhline(50, color="black", linewidth=0.6, linestyle=":")
+
+
+def curve_figure(table: pd.DataFrame, out_png: str, title: str = "") -> None:
+    """ID / COOD / OOD accuracy against K (one variant's curve of the seed's Figure 3) from a
+    :func:`seeds_table` (:func:`_k_curve`)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.2, 3.8))
+    n_seeds = int(table[N_SEEDS_COLUMN].max()) if N_SEEDS_COLUMN in table.columns and len(table) else 1
+    _k_curve(ax, table)
+    ax.set_ylabel("accuracy (%)")
+    _accuracy_axis(ax)
     ax.set_title(f"{title}: accuracy vs training size" if title else "accuracy vs training size")
     note = seeds_legend(n_seeds, f"\n(mean ± sd over {n_seeds} training seeds)")
     if note:
@@ -230,41 +262,88 @@ def curve_figure(table: pd.DataFrame, out_png: str, title: str = "") -> None:
 
 
 def epochs_figure(epochs: pd.DataFrame, ks: list[int], out_png: str, title: str = "") -> None:
-    """ID / COOD / OOD accuracy after every epoch, one panel per K (the seed's Figure 2); a panel
-    says so when the epochs were not recorded (per_epoch: false). The epochs of the training seeds (a
-    ``seed`` column, :func:`seeds_epochs`; none: one seed): the mean over seeds, in a band of ± one
-    standard deviation with each seed a thin line where the sd is defined (never with one seed)."""
+    """ID / COOD / OOD accuracy after every epoch, one panel per K (one variant's panels of the seed's
+    Figure 2; :func:`_epoch_curve`); a panel says so when the epochs were not recorded (per_epoch:
+    false). The epochs of the training seeds: a ``seed`` column (:func:`seeds_epochs`; none: one seed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(ks), figsize=(4.2 * len(ks), 3.6), squeeze=False, sharey=True)
-    per = epochs if SEED_COLUMN in epochs.columns else epochs.assign(**{SEED_COLUMN: 0})
+    per = _with_seed(epochs)
     mean = epochs_over_seeds(per) if len(per) else None
     for ax, k in zip(axes[0], ks):
         e = per[per["K"] == k] if len(per) else per
         if len(e):
-            m = mean[mean["K"] == k]
-            for g, (st, col) in STYLES.items():
-                if has_spread(m[f"{g}_sd"]):
-                    for _, one in e.groupby(SEED_COLUMN, sort=False):
-                        ax.plot(one["epoch"], 100 * one[g], "-", color=col, linewidth=0.6, alpha=0.45)
-                    sd = 100 * m[f"{g}_sd"].fillna(0)
-                    ax.fill_between(m["epoch"], 100 * m[g] - sd, 100 * m[g] + sd, color=col, alpha=0.2,
-                                    linewidth=0)
-                ax.plot(m["epoch"], 100 * m[g], st, color=col, label=g)
-            ax.set_xticks(list(m["epoch"]))
-            n = e[SEED_COLUMN].nunique()
-            legend = seeds_legend(n, f"mean ± sd, {n} seeds")
-            ax.legend(fontsize=8, **({"title": legend, "title_fontsize": 7} if legend else {}))
+            _epoch_curve(ax, e, mean[mean["K"] == k])
         else:
             ax.text(0.5, 0.5, "not recorded (per_epoch: false)", ha="center", va="center", transform=ax.transAxes)
         ax.set_xlabel("epoch")
-        ax.set_ylim(-3, 103)
-        ax.axhline(50, color="black", linewidth=0.6, linestyle=":")
+        _accuracy_axis(ax)
         ax.set_title(f"{title}, K = {k}" if title else f"K = {k}")
     axes[0][0].set_ylabel("accuracy (%)")
+    _save(fig, out_png)
+
+
+def _panel_grid(panels: list[list[str]], width: float, height: float):
+    """(figure, axes) of a grid of panels, one per variant name, rows as ``panels`` (a shorter row's
+    spare axes hidden)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n_cols = max(len(row) for row in panels)
+    fig, axes = plt.subplots(len(panels), n_cols, figsize=(width * n_cols, height * len(panels)), squeeze=False,
+                             sharey=True)
+    for i, row in enumerate(panels):
+        for ax in axes[i][len(row):]:
+            ax.set_visible(False)
+        axes[i][0].set_ylabel("accuracy (%)")
+    return fig, axes
+
+
+def epochs_panels_figure(epochs: dict[str, pd.DataFrame], panels: list[list[str]], k: int,
+                         titles: dict[str, str], out_png: str) -> None:
+    """The seed's Figure 2 in its layout: a grid of panels (``panels``: rows of variant names; the seed's:
+    one row, BERT-base left, RoBERTa-base right), each the variant's ID / COOD / OOD accuracy after every
+    epoch at K = ``k`` (:func:`_epoch_curve`). ``epochs``: variant -> its epochs.csv (:func:`variant_tables`;
+    a ``seed`` column with several training seeds); ``titles``: variant -> its panel's title. A variant
+    without epochs at ``k`` is one DataError line naming it."""
+    fig, axes = _panel_grid(panels, 4.2, 3.6)
+    for i, row in enumerate(panels):
+        for ax, v in zip(axes[i], row):
+            per = _with_seed(epochs[v])
+            e = per[per["K"] == k]
+            if not len(e):
+                raise DataError(f"combinational variant {v}: field 'epoch': no epoch recorded at K = {k} (its "
+                                "epochs.csv; per_epoch: true and K in its ks)")
+            _epoch_curve(ax, e, epochs_over_seeds(e))
+            ax.set_xlabel("epoch")
+            _accuracy_axis(ax)
+            ax.set_title(titles.get(v, v), fontsize=10)
+    fig.suptitle(f"Accuracy per epoch, K = {k}")
+    _save(fig, out_png)
+
+
+def ks_panels_figure(tables: dict[str, pd.DataFrame], panels: list[list[str]], titles: dict[str, str],
+                     out_png: str) -> None:
+    """The seed's Figure 3 in its layout: a grid of panels (``panels``: rows of variant names; the seed's:
+    MNLI's RoBERTa base and large on top, Yelp's below), each the variant's ID / COOD / OOD accuracy
+    against K (:func:`_k_curve`). ``tables``: variant -> its table.csv (:func:`seeds_table`); ``titles``:
+    variant -> its panel's title."""
+    fig, axes = _panel_grid(panels, 4.2, 3.6)
+    for i, row in enumerate(panels):
+        for ax, v in zip(axes[i], row):
+            table = tables[v].sort_values("K", kind="stable")
+            _k_curve(ax, table)
+            _accuracy_axis(ax)
+            ax.set_title(titles.get(v, v), fontsize=10)
+            ax.legend(fontsize=8)
+    n = max((int(t[N_SEEDS_COLUMN].max()) for t in tables.values() if N_SEEDS_COLUMN in t.columns and len(t)),
+            default=1)
+    fig.suptitle("Accuracy against the training size K" + seeds_legend(n, f" (mean ± sd over {n} training seeds)"))
     _save(fig, out_png)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from beluga.core.errors import DataError
 from beluga.core.io import read_parquet, write_csv, write_json, write_parquet, write_text
 from beluga.core.tasks import SENT
 from beluga.heads import head_of
@@ -109,6 +110,26 @@ def combinational(*, results: list[str], variant: str, too_long: str, out_table:
     write_text(report.accuracy_markdown(table, variant, too_long, seeds or None, degenerate_share), out_markdown)
     report.curve_figure(table, out_figure, variant)
     report.epochs_figure(epochs, [int(k) for k in table["K"]], out_epochs_figure, variant)
+
+
+def combinational_figure(*, figure: str, panels: list[list[str]], inputs: list[str], titles: dict[str, str],
+                         out_png: str, k: int | None = None) -> None:
+    """A figure across variants (combinational.figures; beluga.analyses.combinational.figures):
+    ``epochs`` (the seed's Figure 2: accuracy per epoch at K = ``k``) from the panel variants'
+    epochs.csv, ``ks`` (its Figure 3: accuracy against K) from their table.csv. ``inputs``: those
+    files, one per panel in row order; ``titles``: variant -> its panel's title."""
+    from beluga.analyses import combinational_report as report
+
+    names = [v for row in panels for v in row]
+    if len(inputs) != len(names):
+        raise DataError(f"combinational figure {figure}: {len(inputs)} input files for {len(names)} panels")
+    frames = {v: pd.read_csv(p) for v, p in zip(names, inputs)}
+    if figure == "epochs":
+        report.epochs_panels_figure(frames, panels, int(k), titles, out_png)
+    elif figure == "ks":
+        report.ks_panels_figure(frames, panels, titles, out_png)
+    else:
+        raise ValueError(f"combinational figure {figure!r}: not one of epochs, ks")
 
 
 def combinational_comparison(*, tables: list[str], variants: dict, out_table: str, out_markdown: str,

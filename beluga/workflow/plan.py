@@ -452,7 +452,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
                     predict_s_per_seq(ref, ref, model, n), gpu_speedup(ref, k_jobs)[0])
             ep = float(v["training"]["epochs"])
             evaluations = 1 + (math.ceil(ep) if comb["per_epoch"] else 0)
-            for k in comb["ks"]:
+            for k in v["ks"]:   # the variant's own K values (default the block's)
                 add("combinational_train", name, "vanilla", "combinational",
                     len(comb_analysis.TRAIN_CELLS) * int(k) * ep, evaluations * n_cells, cost)
     return list(lines.values())

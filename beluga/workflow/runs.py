@@ -150,6 +150,8 @@ class Runs:
         self.comb_variants = comb_analysis.variants(self.combinational)
         #: pool stem -> its data source and roles; variant -> the stem of the pool it trains on
         self.comb_pools, self.comb_pool_of = comb_data.pools(self.combinational)
+        #: the figures across variants (combinational.figures): name -> its panels (and K), checked
+        self.comb_figures = comb_analysis.figures(self.combinational, self.comb_variants)
         self.inoculation = config["inoculation"]
         inoculation.check_tasks(self.inoculation["tasks"], list(self.tasks))
         inoculation.check_units(self.inoculation["units"], self.inoculation["challenge"])
