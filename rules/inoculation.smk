@@ -11,6 +11,8 @@ rule inoculate:
         iid_test=PATHS.iid("test"),
         challenge=lambda w: RUNS.inoc_challenge(w.task, w.unit),
         challenge_train=lambda w: RUNS.inoc_challenge(w.task, w.unit, "challenge_train"),
+        # Liu et al.'s released sample of the dose (inoculation.samples: released); none for a drawn one
+        released=lambda w: RUNS.inoc_released(w.task, w.unit, w.dose),
     output:
         result=PATHS.inoculation_run(),
         outcomes=PATHS.inoculation_run(ext="parquet"),

@@ -281,9 +281,12 @@ def test_adversarial_squad_keeps_title_passage_and_original_question(tmp_path):
                            ("Denver won the game. Jeff Dean played in Champ Bowl 40.", [f"{orig}-high-conf-turk0"])]),
         ("Warsaw", [("Denver is not here.", ["5733be284776f41900661182"])])])
     df = load_ood(entry("adversarial_squad", tmp_path, set="AddSent"), "qa", set(), pair=True)
-    assert list(df.columns) == ["example_id", "context", "question", "answers", "title", "passage_id", "original_id"]
+    assert list(df.columns) == ["example_id", "context", "question", "answers", "title", "article_id", "passage_id",
+                                "original_id"]
     by_id = df.set_index("example_id")
     assert by_id.loc[f"{orig}-high-conf-turk0", "passage_id"] == "0-1"
+    assert by_id.loc[f"{orig}-high-conf-turk0", "article_id"] == "0" and by_id.loc[orig, "article_id"] == "0"
+    assert by_id.loc["5733be284776f41900661182", "article_id"] == "1"
     assert by_id.loc[f"{orig}-high-conf-turk0", "original_id"] == orig
     assert by_id.loc["5733be284776f41900661182", "title"] == "Warsaw" and list(by_id["answers"].iloc[0]) == ["Denver"]
 
@@ -293,6 +296,7 @@ def test_adversarial_squad_all_parts_and_its_task_check(tmp_path):
     squad_json(tmp_path / "liu2019/adversarial-evaluation-set.json", [("B", [("Denver 3.", ["q3"])])])
     df = load_ood(entry("adversarial_squad", tmp_path, set="AddSent", split="all"), "qa", set(), pair=True)
     assert dict(zip(df["example_id"], df["passage_id"])) == {"q1": "train-0-0", "q2": "train-0-1", "q3": "test-0-0"}
+    assert dict(zip(df["example_id"], df["article_id"])) == {"q1": "train-0", "q2": "train-0", "q3": "test-0"}
     assert list(df["part"]) == ["train", "train", "test"]
     with pytest.raises(ConfigError) as e:
         ood(entry("adversarial_squad", tmp_path, set="AddSent", split="all"))
@@ -317,7 +321,8 @@ def test_every_file_an_entry_reads_is_a_fetch_entry_and_every_entry_is_read():
             assert rel in fetch.REMOTES, rel
             read.add(rel)
     challenge_remotes = {p for p in fetch.REMOTES if p.startswith("ood/")}
-    assert challenge_remotes <= read
+    released = {f"{remotes.OOD_DIRS[e['source']]}/{rel}" for e in ENTRIES for rel in remotes.released_doses(e).values()}
+    assert challenge_remotes <= read | released         # Liu et al.'s released doses: read by inoculation jobs
     for rel in challenge_remotes | set(remotes.IID_FILES.values()):
         r = fetch.REMOTES[rel]
         assert r.url.startswith("https://") and r.sha256 is None and r.what

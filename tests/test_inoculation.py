@@ -380,12 +380,14 @@ def test_challenge_split_by_count_and_by_group_and_doses_of_distinct_passages():
     assert len(train) == 15 and not {passage[i] for i in train} & {passage[i] for i in test}   # 3 whole passages
     rest, dev = ino_plan.challenge_dev_split(train, 0.34, 11, "s", passage)
     assert len(dev) == 5 and not {passage[i] for i in rest} & {passage[i] for i in dev}
-    # a dose draws at most one question per passage; doses nested; 'all' = one of every passage
+    # a dose draws at most one question per passage; doses nested; a number above the passages: one of each;
+    # 'all' = every question (Liu et al.'s all: the whole training split)
     pool = [i for i in ids if passage[i] not in {"p0", "p1"}]
-    doses = {d: ino_plan.dose_sample(pool, d, 7, "set-s", passage) for d in ("2", "5", "all")}
-    assert [len(v) for v in doses.values()] == [2, 5, 8]
-    assert all(len({passage[i] for i in v}) == len(v) for v in doses.values())
-    assert doses["all"][:5] == doses["5"] and doses["5"][:2] == doses["2"]
+    doses = {d: ino_plan.dose_sample(pool, d, 7, "set-s", passage) for d in ("2", "5", "20", "all")}
+    assert [len(v) for v in doses.values()] == [2, 5, 8, 40]
+    assert all(len({passage[i] for i in v}) == len(v) for v in list(doses.values())[:3])
+    assert doses["20"][:5] == doses["5"] and doses["5"][:2] == doses["2"] and doses["all"][:8] == doses["20"]
+    assert sorted(doses["all"]) == sorted(pool)
     assert ino_plan.dose_sample(pool, "5", 7, "set-s") == ino_plan.dose_sample(list(reversed(pool)), "5", 7, "set-s")
 
 
@@ -404,7 +406,7 @@ def test_challenge_parts_of_a_set_split_by_count_or_trained_from_another_set():
     assert set(train["example_id"]) <= set(other["example_id"])
     assert train["context"].is_unique
     train_all, _, _ = challenge_parts(data, "addsent", "all", 5, "set-addsent", train_data=other, distinct="context")
-    assert len(train_all) == 10 and set(train["example_id"]) <= set(train_all["example_id"])
+    assert len(train_all) == 30 and set(train["example_id"]) <= set(train_all["example_id"])   # all: every one
     # train_size with a training set: a seeded pool of that many (one a passage), the doses nested in it
     pool, _, _ = challenge_parts(data, "addsent", "all", 5, "set-addsent", train_data=other, train_size=6,
                                  distinct="context")
@@ -627,7 +629,8 @@ SPREAD_COLUMNS = {"table.csv": ["n_seeds", "lrs", *(f"{v}_{x}" for v in ino_summ
 def without_selection_warning(path) -> bytes:
     """An output of select_on: test as it was before issue 34 (the step of ONE_SEED_SHA256): without the
     lr_selected_on column (table.csv, outcomes.csv) or the optimistic p-values paragraph (inoculation.md), and
-    without the columns over training seeds (one seed: n_seeds 1, every sd empty)."""
+    without the columns over training seeds (one seed: n_seeds 1, every sd empty) and table.csv's ``sample`` (where a
+    dose's examples come from: empty where the records do not say, as the fixture's)."""
     import io
 
     from beluga.analyses.inoculation.report import OPTIMISTIC
@@ -638,7 +641,8 @@ def without_selection_warning(path) -> bytes:
         return text.replace(OPTIMISTIC + "\n\n", "").encode()
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
     assert set(df["lr_selected_on"]) == {ino_summary.SELECTED_ON["test"]}
-    spread = SPREAD_COLUMNS[path.name]
+    spread = SPREAD_COLUMNS[path.name] + (["sample"] if path.name == "table.csv" else [])
+    assert path.name != "table.csv" or set(df["sample"]) == {""}
     assert set(df["n_seeds"]) == {"1"} and (df[[c for c in spread if c.endswith("_sd")]] == "").all().all()
     buf = io.StringIO()
     df.drop(columns=["lr_selected_on", *spread]).to_csv(buf, index=False)

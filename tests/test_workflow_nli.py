@@ -109,9 +109,13 @@ def config(tmp) -> dict:
     files["rte"] = tmp / "rte.tsv"
     rte.to_csv(files["rte"], sep="\t", index=False)
     iid = {"n_train": 40, "n_val": 10, "n_test": 30, "seed": 42}
-    # the negation stress test in Liu et al.'s released shape (JSON lines): 16 to train, 12 to evaluate
+    # the negation stress test in Liu et al.'s released shape (JSON lines): 16 to train, 12 to evaluate, and
+    # their released sample of dose 5 (lines 2-6 of the training split)
+    liu = tmp / "data" / "ood" / "naik" / "liu2019" / "negation_adversary"
     for split, n in (("train", 16), ("dev_matched", 12)):
         build(tmp / "data", f"ood/naik/liu2019/negation_adversary/multinli_0.9_{split}_negation_adversary.jsonl", n)
+    lines = (liu / "multinli_0.9_train_negation_adversary.jsonl").read_text().splitlines()
+    (liu / "multinli_0.9_train_negation_adversary.5.jsonl").write_text("\n".join(lines[1:6]) + "\n")
     naik = {"source": "naik", "set": "negation", "path": str(tmp / "data" / "ood" / "naik")}
     return {
         "results": "results", "seed": 3,
@@ -136,11 +140,11 @@ def config(tmp) -> dict:
                      "suite": {"lr": 1.0e-3, "batch_size": 4, "epochs": 1}, "iid_in_mix": 16},
         "predict": {"batch_size": 32},
         "statistics": {"randomization_R": 200, "bootstrap_R": 100},
-        # inoculation by fine-tuning on the stress test (seed 001's own experiment, in miniature): its
-        # training split subsampled (train_size), nested doses, each scored on the evaluation split
-        "inoculation": {"enabled": True, "tasks": ["nli"], "units": [], "doses": [4, "all"], "lrs": [1.0e-3],
-                        "max_epochs": 2, "patience": 1, "select_on": "test",
-                        "challenge": [{"set": "negation", "train": "negation_train", "train_size": 10}]},
+        # inoculation by fine-tuning on the stress test (seed 001's own experiment, in miniature): Liu et al.'s
+        # released sample of dose 5 and all (the whole training split), each scored on the evaluation split
+        "inoculation": {"enabled": True, "tasks": ["nli"], "units": [], "doses": [5, "all"], "lrs": [1.0e-3],
+                        "max_epochs": 2, "patience": 1, "select_on": "test", "samples": "released",
+                        "challenge": [{"set": "negation", "train": "negation_train"}]},
     }
 
 
@@ -211,22 +215,28 @@ def test_nli_binary_trains_a_two_class_model(run):
 
 
 def test_inoculation_on_a_stress_test(run):
-    """The NLI model fine-tuned on nested doses of the negation stress test's training split (its 1,000-example
-    subsample in the paper, 10 here), scored on the evaluation split by accuracy and on the original test set."""
+    """The NLI model fine-tuned on the negation stress test's training split -- dose 5 on Liu et al.'s released
+    sample of it, all on the whole split (16 examples here) -- scored on the evaluation split by accuracy and on
+    the original test set."""
     wd, _ = run
     res = wd / "results" / "nli" / "inoculation"
     runs = sorted(p.relative_to(res / "runs").as_posix() for p in (res / "runs").rglob("*.json"))
-    assert runs == ["set-negation/4/lr0.001.json", "set-negation/all/lr0.001.json"]
+    assert runs == ["set-negation/5/lr0.001.json", "set-negation/all/lr0.001.json"]
     rec = json.loads((res / "runs" / "set-negation" / "all" / "lr0.001.json").read_text())
-    assert rec["n_cases"] == 10 and rec["challenge_set"] == "negation"
-    assert json.loads((res / "runs" / "set-negation" / "4" / "lr0.001.json").read_text())["n_cases"] == 4
+    assert rec["n_cases"] == 16 and rec["challenge_set"] == "negation" and rec["sample"] == "all"
+    rec5 = json.loads((res / "runs" / "set-negation" / "5" / "lr0.001.json").read_text())
+    assert rec5["n_cases"] == 5 and rec5["sample"] == "released"
+    assert rec5["sample_file"].endswith("liu2019/negation_adversary/multinli_0.9_train_negation_adversary.5.jsonl")
     cases = pd.read_parquet(res / "runs" / "set-negation" / "all" / "lr0.001.parquet")
     assert (cases["split"] == "ood:negation").sum() == 12 and (cases["split"] == "iid_test").sum() == 30
     table = pd.read_csv(res / "table.csv", keep_default_na=False)
-    assert list(table["dose"]) == ["0", "4", "all"] and set(table["measure"]) == {"accuracy"}
+    assert list(table["dose"]) == ["0", "5", "all"] and set(table["measure"]) == {"accuracy"}
+    assert list(table["sample"]) == ["", "released", "all"] and list(table["n_cases"]) == [0, 5, 16]
     outcomes = pd.read_csv(res / "outcomes.csv")
     assert list(outcomes["unit"]) == ["set-negation"] and outcomes["reason"].str.len().min() > 10
-    assert "optimistic" in (res / "inoculation.md").read_text()      # select_on: test, as the seed, said so
+    md = (res / "inoculation.md").read_text()
+    assert "optimistic" in md                                        # select_on: test, as the seed, said so
+    assert "Dose samples: negation trained on Liu et al.'s released samples" in md
     assert not (wd / "results" / "cola" / "inoculation").exists()    # inoculation.tasks: nli only
 
 

@@ -14,4 +14,4 @@ run(sm, lambda: inoculation.inoculate(
     challenge_test_fraction=sm.params.challenge_test_fraction,
     challenge_dev_fraction=sm.params.challenge_dev_fraction, challenge_train=input_list(sm, "challenge_train"),
     challenge_train_size=sm.params.challenge_train_size, challenge_distinct=sm.params.challenge_distinct,
-    degenerate_share=sm.params.degenerate_share))
+    challenge_released=input_list(sm, "released"), degenerate_share=sm.params.degenerate_share))

@@ -32,9 +32,13 @@ evaluates SNLI, SICK, HANS and SciTail):
   ``split: test``; Liu et al.'s adversarial training set for ``train``, their evaluation set for
   ``evaluation``; ``all``: that training set
   (``part`` train) and Liu et al.'s evaluation set (``part`` test). The table keeps ``title``,
-  ``passage_id`` (the paragraph: ``<article>-<paragraph>`` in the file) and ``original_id`` (the
-  SQuAD question an adversarial one was made from), so a sampler can draw one question per passage
-  (the inoculation paper's "sample from distinct passages").
+  ``article_id`` (the article: its index in the file), ``passage_id`` (the paragraph:
+  ``<article>-<paragraph>``) and ``original_id`` (the SQuAD question an adversarial one was made from),
+  so a sampler can draw one question per article, then per passage, as Liu et al.'s script (the
+  inoculation paper's "sample from distinct passages").
+
+Liu et al.'s released per-dose samples of their training splits (:func:`beluga.data.remotes.released_doses`)
+are read by :func:`read_released_sample`, for the inoculation jobs that train on them.
 
 Labels are read by name (a value that is not one of the file's documented labels stops with one
 line naming the file, the row and the field) and kept in ``label_name``; ``label`` is the task's
@@ -371,16 +375,40 @@ def read_adversarial_squad(entry: dict, split: str) -> pd.DataFrame:
         for ai, article in enumerate(json.loads(path.read_text(encoding="utf-8"))["data"]):
             for pi, paragraph in enumerate(article["paragraphs"]):
                 for qa in paragraph["qas"]:
-                    passage[str(qa["id"])] = f"{ai}-{pi}"
+                    passage[str(qa["id"])] = (str(ai), f"{ai}-{pi}")
+        where = df["example_id"].map(passage)
         table = pd.DataFrame({"example_id": df["example_id"], "context": df["context"], "question": df["question"],
-                              "answers": df["answers"], "title": df["title"],
-                              "passage_id": df["example_id"].map(passage),
-                              "original_id": df["example_id"].str.split("-").str[0]})
+                              "answers": df["answers"], "title": df["title"], "article_id": where.str[0],
+                              "passage_id": where.str[1], "original_id": df["example_id"].str.split("-").str[0]})
         if split == "all":
-            table["passage_id"] = ("train-" if "train" in rel else "test-") + table["passage_id"]
+            for col in ("article_id", "passage_id"):
+                table[col] = ("train-" if "train" in rel else "test-") + table[col]
             table["part"] = "train" if "train" in rel else "test"
         out.append(table)
     return pd.concat(out, ignore_index=True)
+
+
+def read_released_sample(path: str | Path) -> pd.DataFrame:
+    """One of Liu et al.'s released per-dose samples (:func:`beluga.data.remotes.released_dose`) in the columns
+    its training split's prepared table is matched on, by the release's formats: a stress test's ``.jsonl``
+    (MultiNLI JSON lines) ``text``, ``text_b``, ``label_name`` and ``row`` (its line), pairs without a gold label
+    dropped as the split's reader drops them; Adversarial SQuAD's ``.json`` (SQuAD JSON) ``example_id`` (the
+    question's id) and ``row`` (its position in the file)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"released sample {path}: field 'path': does not exist (fetch the configuration's inputs "
+                        "first: snakemake fetch --cores 4 --configfile <your config>)")
+    if path.suffix not in (".json", ".jsonl"):
+        raise DataError(f"released sample {path}: field 'path': neither SQuAD JSON (.json) nor JSON lines (.jsonl)")
+    if path.suffix == ".json":
+        from beluga.data.squad import load_squad
+
+        ids = load_squad(path)["example_id"].astype(str)
+        return pd.DataFrame({"example_id": ids, "row": range(1, len(ids) + 1)})
+    text, where = _plain(path)
+    df = _gold(read_jsonl(text, where), "naik", where)
+    return pd.DataFrame({"text": df["sentence1"], "text_b": df["sentence2"], "label_name": df["label_name"],
+                         "row": df["row"]})
 
 
 # --- labels -------------------------------------------------------------------------------------------

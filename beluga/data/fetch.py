@@ -206,8 +206,11 @@ def config_files(config: dict) -> list[Remote]:
     holds only files the loaders fall back to: a staged reference copy,
     :func:`stage`; likewise a GLUE source's archive), a challenge OOD set's
     files (:func:`beluga.data.remotes.ood_paths`) when its folder is the data
-    folder's, the combinational data named by its path, and ``fetch.files``."""
+    folder's (with ``inoculation.samples: released``, also Liu et al.'s released per-dose samples of a
+    training split it reads: :func:`beluga.data.remotes.released_doses`), the combinational data named by its
+    path, and ``fetch.files``."""
     data_dir = str(config.get("data_dir") or ".")
+    released = (config.get("inoculation") or {}).get("samples") == "released"
     want: dict[str, Remote] = {}
     for task in config.get("tasks", {}).values():
         path = (task.get("suite") or {}).get("path")
@@ -219,7 +222,8 @@ def config_files(config: dict) -> list[Remote]:
         for entry in task.get("ood") or []:     # a challenge set read from the data folder's own folder
             src = entry.get("source")
             if src in remotes.OOD_DIRS and _same(entry.get("path") or "", _under(data_dir, remotes.OOD_DIRS[src])):
-                for name in remotes.ood_paths(entry):
+                doses = list(remotes.released_doses(entry).values()) if released else []
+                for name in remotes.ood_paths(entry) + doses:
                     rel = os.path.normpath(f"{remotes.OOD_DIRS[src]}/{name}")
                     if rel in REMOTES:
                         want[rel] = REMOTES[rel]

@@ -8,7 +8,9 @@ first download (later downloads must match), as for SST-2 and QQP.
 Which files a configuration fetches follows its sources (:func:`beluga.data.fetch.config_files`):
 an i.i.d. source's archive when ``iid.path`` is the data folder's ``iid/<source>``
 (:data:`IID_FILES`), and an OOD entry's files (:func:`ood_paths`: by its ``source``, ``set`` and
-``split``) when its folder (``path``, by default :data:`OOD_DIRS`) is the data folder's.
+``split``) when its folder (``path``, by default :data:`OOD_DIRS`) is the data folder's, and, with
+``inoculation.samples: released``, Liu et al.'s released per-dose samples of a training split such an entry
+reads (:func:`released_doses`).
 
 Not fetched (documented in docs/OOD.md): the Twitter paraphrase corpus (SemEval-2015 PIT; its
 repository github.com/cocoxu/SemEval-PIT2015 publishes only the test labels and a sample, the
@@ -21,6 +23,8 @@ data's folder is the data folder's ``iid/mnli`` (:data:`COMB_DATA_PATHS`).
 """
 
 from __future__ import annotations
+
+import re
 
 #: GLUE's archives, where GLUE's download_glue_data.py (github.com/nyu-mll/GLUE-baselines, the
 #: W4ngatang gist it points to) and Hugging Face's glue loader fetch them; SST-2 / QQP are in fetch.py
@@ -80,6 +84,15 @@ NAIK_SETS: dict[str, tuple[str, str | None, str | None]] = {
     "antonym": ("Antonym/multinli_0.9_antonym_matched.jsonl", None, None),
 }
 
+#: Liu et al.'s released doses: the nested per-dose samples of each training split that their configs fine-tune on
+#: (training_configs/nli_stress_test/*/<set>_adversary/*.<dose>.json and training_configs/adversarial_squad/*/
+#: *.<dose>.json, ``train_data_path``): the split's file name with ``.<dose>`` before its extension, for the doses
+#: of their tuning scripts (scripts/*/tune_*_fine_tune_lr.sh: 5 ... 1000 and ``all``, the split's own file).
+#: Numerical reasoning's training split is itself their 1,000-example sample
+#: (``numerical_reasoning_adversary_train.1000.jsonl``): its doses 5 ... 750 are the same name with another number,
+#: its 1,000 (and ``all``: no config of theirs trains on more) the split itself
+LIU_DOSES = (5, 10, 50, 100, 400, 500, 750, 1000)
+
 #: Adversarial SQuAD's sets (Jia & Liang): the CodaLab bundle and the file name it holds
 ADVERSARIAL_SQUAD_SETS = {"AddSent": ("0xb765680b60c64d088f5daccac08b3905", "sample1k-HCVerifyAll.json"),
                           "AddOneSent": ("0x3ac9349d16ba4e7bb9b5920e3b1af393", "sample1k-HCVerifySample.json")}
@@ -102,6 +115,29 @@ OOD_SPLITS = {"snli": ("test", "dev", "train", "all"), "mnli_mismatched": ("test
               "sick": ("test", "dev", "train", "all"), "hans": ("test", "train", "all"),
               "scitail": ("test", "dev", "train", "all"), "naik": ("test", "train", "evaluation", "all"),
               "adversarial_squad": ("test", "train", "evaluation", "all")}
+
+
+def released_dose(entry: dict, dose) -> str | None:
+    """The data-folder path, relative to the entry's folder (:data:`OOD_DIRS`; e.g.
+    ``liu2019/negation_adversary/multinli_0.9_train_negation_adversary.5.jsonl``), of Liu et al.'s released
+    sample of ``dose`` (a number of :data:`LIU_DOSES`) drawn from the training split an OOD entry reads
+    (``split: train`` of ``naik`` -- a stress test with their training split -- or of ``adversarial_squad``);
+    None for another entry, another dose or ``all`` (the split itself)."""
+    if (entry.get("split") or "test") != "train" or str(dose) not in {str(d) for d in LIU_DOSES}:
+        return None
+    if entry.get("source") == "adversarial_squad":
+        return f"liu2019/{LIU_SQUAD['train'].removesuffix('.json')}.{dose}.json"
+    train = NAIK_SETS.get(entry.get("set"), (None, None, None))[1] if entry.get("source") == "naik" else None
+    if train is None:
+        return None
+    stem = re.sub(r"\.1000$", "", train.removesuffix(".jsonl"))   # numerical reasoning: the 1,000 sample itself
+    return f"liu2019/{stem}.{dose}.jsonl"
+
+
+def released_doses(entry: dict) -> dict[str, str]:
+    """Dose -> :func:`released_dose` for every dose Liu et al. released of an entry's training split ({} for an
+    entry without; numerical reasoning's 1000 is its training split's own file)."""
+    return {str(d): path for d in LIU_DOSES if (path := released_dose(entry, d)) is not None}
 
 
 def _liu(path: str, what: str) -> tuple[str, str, None, str]:
@@ -132,12 +168,21 @@ def remote_rows() -> list[tuple[str, str, str | None, str]]:
             rows.append(_liu(train, f"NLI stress test {name}, training split (Liu et al. 2019)"))
         if test:
             rows.append(_liu(test, f"NLI stress test {name}, evaluation split (Liu et al. 2019)"))
+    for name in NAIK_SETS:
+        for dose, path in released_doses({"source": "naik", "set": name, "split": "train"}).items():
+            if path != f"liu2019/{NAIK_SETS[name][1]}":
+                rows.append(_liu(path.removeprefix("liu2019/"),
+                                 f"NLI stress test {name}, released dose {dose} (Liu et al. 2019)"))
     for name, (bundle, file) in ADVERSARIAL_SQUAD_SETS.items():
         rows.append((f"ood/adversarial_squad/{file}", CODALAB_URL.format(bundle=bundle), None,
                      f"Adversarial SQuAD {name} (Jia & Liang 2017)"))
     for part, file in LIU_SQUAD.items():
         rows.append((f"ood/adversarial_squad/liu2019/{file}", LIU_URL.format(name=f"adversarial_squad/{file}"), None,
                      f"Adversarial SQuAD {part} split (Liu et al. 2019)"))
+    for dose, path in released_doses({"source": "adversarial_squad", "split": "train"}).items():
+        url = LIU_URL.format(name=f"adversarial_squad/{path.removeprefix('liu2019/')}")
+        rows.append((f"ood/adversarial_squad/{path}", url, None,
+                     f"Adversarial SQuAD training split, released dose {dose} (Liu et al. 2019)"))
     rows.append((YELP_ARCHIVE, YELP_DRIVE_URL, None, "Yelp Review Full (Zhang et al. 2015)"))
     return rows
 

@@ -19,16 +19,18 @@ def inoculate(*, run: dict, unit: str, unit_funcs: list[str], dose: str, sample_
               out_result: str, out_outcomes: str, schedule: str = "halve_on_plateau", challenge: str | None = None,
               challenge_data: list[str] = (), challenge_test_fraction: float = 0.5,
               challenge_dev_fraction: float = 0.0, challenge_train: list[str] = (),
-              challenge_train_size: int | None = None, challenge_distinct: str | None = None,
+              challenge_train_size: int | None = None, challenge_distinct=None, challenge_released: list[str] = (),
               degenerate_share: float = 0.95) -> dict:
     """One (unit, dose, learning rate): the IID model fine-tuned on the dose's challenge data and scored
     (:func:`beluga.analyses.inoculation.train.inoculate_dose`; ``challenge``: an external challenge set,
     ``challenge_data``: the prepared set, ``challenge_dev_fraction``: its training part's share held out to
     choose the learning rate on; ``challenge_train``: the prepared OOD set that is its training part, the set
     then tested whole; ``challenge_train_size`` / ``challenge_distinct``: see
-    :func:`beluga.analyses.inoculation.plan.challenge_spec`). Writes the record (``out_result``) and the
-    unit's per-case T_test and per-example D_test outcomes keyed by id (``out_outcomes``, for the tests of
-    the summary); the record says whether the model is degenerate (at ``degenerate_share``)."""
+    :func:`beluga.analyses.inoculation.plan.challenge_spec`; ``challenge_released``: Liu et al.'s released
+    sample of the dose, [] for a drawn one: :func:`beluga.analyses.inoculation.plan.released_samples`). Writes
+    the record (``out_result``) and the unit's per-case T_test and per-example D_test outcomes keyed by id
+    (``out_outcomes``, for the tests of the summary); the record says whether the model is degenerate (at
+    ``degenerate_share``)."""
     from beluga.analyses.inoculation.train import inoculate_dose
 
     run = FoldRun.from_dict(run)
@@ -36,14 +38,19 @@ def inoculate(*, run: dict, unit: str, unit_funcs: list[str], dose: str, sample_
     data = read_parquet(challenge_data[0], f"challenge set {challenge}") if challenge is not None else None
     train_data = read_parquet(challenge_train[0], f"training part of challenge set {challenge}") \
         if challenge is not None and challenge_train else None
+    released = None
+    if challenge_released:
+        from beluga.data.challenge import read_released_sample
+
+        released = read_released_sample(challenge_released[0])
     outcomes, record = inoculate_dose(
         run, job, clock, unit=unit, unit_funcs=unit_funcs, dose=dose, sample_seed=sample_seed, patience=patience,
         schedule=schedule, suite=suite, split=split, start=start, dev=read_parquet(iid_val, "i.i.d. validation data"),
         test=read_parquet(iid_test, "i.i.d. test data"), batch_size=batch_size, iid_metric=iid_metric,
         source=out_result, challenge=challenge, challenge_data=data, challenge_test_fraction=challenge_test_fraction,
         challenge_dev_fraction=challenge_dev_fraction, challenge_train_data=train_data,
-        challenge_train_size=challenge_train_size, challenge_distinct=challenge_distinct,
-        degenerate_share=degenerate_share)
+        challenge_train_size=challenge_train_size, challenge_distinct=challenge_distinct, challenge_released=released,
+        challenge_released_from=challenge_released[0] if challenge_released else "", degenerate_share=degenerate_share)
     write_parquet(outcomes, out_outcomes)
     write_json({**record, "timing": clock.record(), **job.record()}, out_result)
     return clock.parts

@@ -438,8 +438,9 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
                                                                  config["split"]["fractions"])
                     seqs_per_case = sum(per[x]["seqs"] for x in funcs_u) / max(1, n_train)
                     extra = sum(per[x]["val_inputs"] for x in funcs_u)
+                released = the_runs.inoc_released_files(tid, unit)     # a released sample: its dose's size
                 for dose in the_runs.inoc_doses(tid, unit):
-                    cases = inoc_analysis.dose_size(dose, n_train)
+                    cases = int(dose) if dose in released else inoc_analysis.dose_size(dose, n_train)
                     for _lr in the_runs.inoc_lrs[tid]:
                         add("inoculate", "iid_to_t", "vanilla", tid, cases * seqs_per_case * ep,
                             iid["val"] * ep + test_all + iid["test"] + extra, cost([suite_stage["batch_size"]]))

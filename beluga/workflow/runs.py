@@ -16,12 +16,13 @@ Every path comes from :class:`beluga.workflow.paths.Paths`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 from beluga.analyses import combinational as comb_analysis
 from beluga.analyses import combinational_data as comb_data
 from beluga.analyses.inoculation import plan as inoculation
 from beluga.core.errors import ConfigError
-from beluga.data import fetch
+from beluga.data import fetch, remotes
 from beluga.methods import config_hparams, get_algorithm, method_hparams
 from beluga.suites import folds as beluga_folds
 from beluga.suites.build import load_task_spec, suite_spec_name
@@ -161,6 +162,7 @@ class Runs:
         #: seed's) and the share of an external challenge set's training part held out for it
         self.inoc_select_on = inoculation.selection(self.inoculation["select_on"])
         self.inoc_dev_fraction = inoculation.dev_fraction(self.inoculation)
+        inoculation.check_samples(self.inoculation["samples"], self.inoculation["select_on"])
         # torch threads of a training / prediction job (fixed: float reductions depend on it);
         # the IID model trains alone before any fold can start and may use the cores that would idle
         self.iid_threads = config["iid_job_threads"] or config["job_threads"]
@@ -469,7 +471,25 @@ class Runs:
         else:
             n = inoculation.train_cases_per_unit(self.func_tables[task], spec["functionalities"],
                                                  self.config["split"]["fractions"])
-        return inoculation.doses_for(n, self.inoculation["doses"])
+        doses = inoculation.doses_for(n, self.inoculation["doses"])
+        inoculation.check_released_doses(doses, self.inoc_released_files(task, unit), spec["label"])
+        return doses
+
+    def inoc_released_files(self, task: str, unit: str) -> dict[str, str]:
+        """dose -> Liu et al.'s released sample of it, a path in the unit's training set's folder, for a unit that
+        trains on them (:func:`beluga.analyses.inoculation.plan.released_samples`); {} for a drawn one."""
+        spec = self.inoc_units[task][unit]
+        entry = self.ood_sets[task].get(spec.get("challenge_train")) if spec.get("challenge_train") else None
+        files = inoculation.released_samples(spec, entry, self.inoculation["samples"])
+        if not files:
+            return {}
+        folder = Path(entry.get("path") or remotes.OOD_DIRS[entry["source"]]).expanduser()
+        return {dose: str(folder / rel) for dose, rel in files.items()}
+
+    def inoc_released(self, task: str, unit: str, dose: str) -> list[str]:
+        """The released sample a (unit, dose) trains on ([] for a drawn dose, and for ``all``: the whole split)."""
+        path = self.inoc_released_files(task, unit).get(str(dose))
+        return [] if path is None else [path]
 
     def inoc_challenge(self, task: str, unit: str, key: str = "challenge") -> list[str]:
         """The prepared challenge set of an external-challenge unit (``key`` ``challenge_train``: the OOD set

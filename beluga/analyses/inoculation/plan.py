@@ -13,12 +13,16 @@ imports it while it is built, so it imports no heavy library (pandas, scipy, tor
   from another OOD set (``train``: the stress tests' and Adversarial SQuAD's own training splits; with
   ``train_size``, that many of it: the seed's "1000 random examples from each of the challenge dataset train
   splits").
-  ``distinct`` names a column whose values group the examples (READ: ``context``, the passage): a group
-  goes whole to one part, and a dose holds at most one example per group (Liu et al.: "For Adversarial
-  SQuAD, we subsample from distinct passages").
+  ``distinct`` names a column, or columns from the coarsest grouping to the finest, whose values group the
+  examples (READ: ``[article_id, passage_id]``, the article and the paragraph): a group of the first goes
+  whole to one part, and a dose holds one example per distinct group of the first column while it fits
+  their number, then one per distinct group of the next (Liu et al.'s sampling script: one question per
+  article, then per paragraph; :func:`distinct_order`).
 - Doses are numbers of T_train cases (``all``: every one; :func:`doses_for`); the samples are nested
   (:func:`dose_sample`: a smaller dose is a prefix of a seeded permutation of the unit's case ids)
-  and dose 0 is the IID model itself.
+  and dose 0 is the IID model itself. ``inoculation.samples: released``: a unit whose training set is one
+  of Liu et al.'s released training splits trains each dose on their released sample of it
+  (:func:`released_samples`; ``all``: the whole split); every other unit on the seeded draw.
 - Learning rates: a list, or the seed's grids by name (:data:`LR_GRIDS`); each is one job
   (:func:`lr_id`). Per dose one is reported, chosen on held-out challenge data (``select_on: dev``:
   a suite unit's T_val, an external set's dev part, :func:`challenge_dev_split`) or, as the seed, on the
@@ -32,6 +36,7 @@ import re
 import numpy as np
 
 from beluga.core.errors import ConfigError, DataError
+from beluga.data.remotes import LIU_DOSES, released_doses
 from beluga.suites.folds import fold_ids, split_sizes, stable_int
 
 LEVELS = ("suite", "class", "functionality")
@@ -45,6 +50,9 @@ SCHEDULES = ("halve_on_plateau", "linear")
 #: a suite unit's T_val, an external set's dev part) or ``test`` (the seed's: the cases the tests use);
 #: ``val`` is ``dev``'s name before issue 34
 SELECT_ON = {"dev": "dev", "val": "dev", "test": "test"}
+#: ``inoculation.samples``: where a dose's examples come from -- the project's seeded draw, or Liu et al.'s
+#: released per-dose samples for a unit whose training set is one of their released training splits
+SAMPLES = ("drawn", "released")
 
 
 def check_tasks(tasks, config_tasks) -> None:
@@ -114,6 +122,42 @@ def selection(select_on: str) -> str:
     return SELECT_ON[select_on]
 
 
+def check_samples(samples: str, select_on: str) -> None:
+    """``inoculation.samples`` is one of :data:`SAMPLES`; ``released`` with ``select_on: dev`` is refused (Liu et
+    al.'s samples are drawn from the whole training split, which leaves no held-out dev part to choose the
+    learning rate on)."""
+    if samples not in SAMPLES:
+        raise ConfigError(f"config: field 'inoculation.samples': {samples!r} is not one of {', '.join(SAMPLES)}")
+    if samples == "released" and selection(select_on) == "dev":
+        raise ConfigError("config: field 'inoculation.samples': released samples are drawn from the whole training "
+                          "split, which leaves no held-out dev part for select_on: dev; use select_on: test (the "
+                          "seed's) or samples: drawn")
+
+
+def released_samples(spec: dict, train_entry: dict | None, samples: str) -> dict[str, str]:
+    """dose -> the released sample's path relative to the training set's folder
+    (:func:`beluga.data.remotes.released_doses`) for a challenge unit (``spec``: :func:`challenge_units`) that
+    trains on Liu et al.'s released samples: ``samples: released`` and its training set (``train_entry``, its
+    ``train`` OOD entry) one of their released training splits; {} for every other unit (the seeded draw).
+    ``train_size`` is refused with them (their samples are of the whole split)."""
+    files = released_doses(train_entry) if samples == "released" and train_entry is not None else {}
+    if files and spec.get("train_size") is not None:
+        raise ConfigError(f"config: field 'inoculation.challenge[].train_size': challenge set {spec['label']!r} trains "
+                          "on Liu et al.'s released samples (samples: released), drawn from the whole training "
+                          "split; leave train_size out (or use samples: drawn)")
+    return files
+
+
+def check_released_doses(doses: list[str], files: dict[str, str], label: str) -> None:
+    """Every number of a unit's doses (:func:`doses_for`) has a released sample (``files``:
+    :func:`released_samples`; none: the unit draws its own)."""
+    missing = [d for d in doses if files and d != "all" and d not in files]
+    if missing:
+        raise ConfigError(f"config: field 'inoculation.doses': dose {missing[0]} has no released sample of "
+                          f"{label!r}'s training split (Liu et al. released "
+                          f"{', '.join(map(str, LIU_DOSES))} and all); use those doses or inoculation.samples: drawn")
+
+
 def dev_fraction(inoculation: dict) -> float:
     """Share of an external challenge set's training part held out as its dev part: the config's
     ``challenge_dev_fraction`` when the learning rate is chosen on held-out data (``select_on: dev``);
@@ -164,6 +208,14 @@ def challenge_spec(item, i: int = 0) -> dict:
     if unknown:
         raise ConfigError(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(CHALLENGE_KEYS)})")
     spec = {k: item.get(k) for k in CHALLENGE_KEYS}
+    distinct = spec["distinct"]
+    if distinct is not None and not (isinstance(distinct, str) and distinct) and not (
+            isinstance(distinct, list) and distinct and all(isinstance(c, str) and c for c in distinct)
+            and len(set(distinct)) == len(distinct)):
+        raise ConfigError(f"{where}: field 'distinct': a column, or a list of distinct columns from the coarsest "
+                          f"grouping to the finest, got {distinct!r}")
+    if isinstance(distinct, list):
+        spec["distinct"] = list(distinct)
     if spec["train"] == spec["set"]:
         raise ConfigError(f"{where}: field 'train': {spec['train']!r} is the challenge set itself; leave 'train' "
                           "out to split the set")
@@ -239,8 +291,17 @@ def challenge_test_size(n_set: int, test_fraction: float, *, has_train_set: bool
     return int(round(int(n_set) * float(test_fraction)))
 
 
+def group_levels(groups) -> list[dict]:
+    """``groups`` as its levels, the coarsest first: None -> [], one mapping id -> key -> [it], a list -> itself."""
+    if groups is None:
+        return []
+    return list(groups) if isinstance(groups, (list, tuple)) else [groups]
+
+
 def _groups(ids: list[str], groups) -> tuple[list[str], dict[str, list[str]]]:
-    """The sorted distinct group keys and key -> its sorted ids (``groups``: id -> key; None: each id alone)."""
+    """The sorted distinct group keys and key -> its sorted ids (``groups``: id -> key, or levels of them, the
+    first of which is used: :func:`group_levels`; None: each id alone)."""
+    groups = (group_levels(groups) or [None])[0]
     if groups is None:
         return ids, {i: [i] for i in ids}
     members: dict[str, list[str]] = {}
@@ -326,15 +387,58 @@ def dose_size(dose: str, n_train: int) -> int:
     return n_train if dose == "all" else min(int(dose), n_train)
 
 
+def _pick(members: list[str], finer: list[dict], rng) -> str:
+    """One of a group's (sorted) ids, drawn level by level: a random group of each finer level among the
+    members', then a random id of the last (Liu et al.: a random paragraph of the article, then a random
+    question of it)."""
+    for level in finer:
+        keys = sorted({str(level[i]) for i in members})
+        key = keys[int(rng.integers(len(keys)))]
+        members = [i for i in members if str(level[i]) == key]
+    return members[int(rng.integers(len(members)))]
+
+
+def distinct_order(ids: list[str], rng, levels: list[dict]) -> list[str]:
+    """One id per group, level by level (``levels``: id -> group key mappings, the coarsest first, e.g. the
+    article then the paragraph): a permutation (``rng``) of the first level's sorted groups, one id of each
+    (:func:`_pick`); then the next level's groups that hold none of the ids drawn so far, permuted, one id of
+    each; and so on. A prefix of ``n`` ids holds one id of ``n`` distinct first-level groups while ``n`` fits
+    their number, then also distinct groups of the next level: Liu et al.'s rule for Adversarial SQuAD
+    (sample_adversarial_training_examples.py: one question per article while the dose fits the number of
+    articles, else one per paragraph), nested across doses."""
+    order: list[str] = []
+    taken: list[set[str]] = [set() for _ in levels]
+    for j, level in enumerate(levels):
+        members: dict[str, list[str]] = {}
+        for i in ids:
+            members.setdefault(str(level[i]), []).append(i)
+        keys = sorted(k for k in members if k not in taken[j])
+        for p in rng.permutation(len(keys)):
+            pick = _pick(members[keys[p]], levels[j + 1:], rng)
+            order.append(pick)
+            for seen, lv in zip(taken, levels):
+                seen.add(str(lv[pick]))
+    return order
+
+
 def dose_sample(case_ids, dose: str, seed: int, unit: str, groups=None) -> list[str]:
     """The cases of a dose: the first ``dose`` ids of a permutation of the
     sorted ids seeded by (seed, unit) — nested across doses. ``groups`` (id ->
-    group key, e.g. the passage): only the first id of each group in that
-    permutation is drawn, so a dose holds at most one case per group (``all``:
-    one of every group)."""
+    group key, e.g. the passage, or a list of such mappings from the coarsest
+    grouping to the finest, e.g. the article then the paragraph): the first
+    ``dose`` of :func:`distinct_order` (seeded by (seed, unit)), one case per
+    distinct group of the coarsest level while the dose fits their number,
+    then of the next; a number above the finest level's groups gets one case
+    of each. ``all`` is every case (Liu et al.'s ``all``: the whole training
+    split)."""
     ids = sorted(map(str, case_ids))
-    order = [ids[i] for i in np.random.default_rng(stable_int(seed, unit)).permutation(len(ids))]
-    if groups is not None:
-        seen: set[str] = set()
-        order = [i for i in order if not (str(groups[i]) in seen or seen.add(str(groups[i])))]
+    rng = np.random.default_rng(stable_int(seed, unit))
+    levels = group_levels(groups)
+    if not levels:
+        order = [ids[i] for i in rng.permutation(len(ids))]
+        return order[:dose_size(dose, len(order))]
+    order = distinct_order(ids, rng, levels)
+    if dose == "all":
+        chosen = set(order)
+        return order + [i for i in ids if i not in chosen]
     return order[:dose_size(dose, len(order))]

@@ -202,6 +202,12 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
            for r in table.itertuples(index=False)]
     pooling = seeds_markdown_note(level, len(seeds))
     md += ["", markdown_note(select_on, decide_by, level)] + (["", pooling] if pooling else [])
+    released = table[table["sample"] == "released"] if "sample" in table.columns else table.iloc[:0]
+    if len(released):
+        names = ", ".join(md_cell(x) for x in dict.fromkeys(released["label"]))
+        md += ["", f"Dose samples: {names} trained on Liu et al.'s released samples (sample: released; each run's "
+               "record, runs/<unit>/<dose>/<lr>.json, names its file), their dose all on the whole training split; "
+               "every other dose is a nested seeded draw (inoculation.seed)."]
     if any_flagged(table):
         n, k = int(table["n_models"].sum()), int(table["n_degenerate"].sum())
         md += ["", f"{MARK}: computed from a degenerate model ({k} of the {n} models of the table's rows; any training "

@@ -392,6 +392,8 @@ def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame
     cols = ["unit", "level", "label", "measure", "dose", "n_cases", "lr", "lrs", "lr_selected_on", "challenge",
             "challenge_lo", "challenge_hi", "original", "original_lo", "original_hi", "original_same", "gap_closed",
             "p_gain", "p_original", "original_test", "p_gap", "challenge_val", "epochs_trained", "best_epoch"]
+    table["sample"] = dose_samples(states[0].chosen, table)     # where each dose's examples come from
+    cols.insert(cols.index("n_cases") + 1, "sample")
     spread = ["n_seeds"] + [f"{v}_{s}" for v in SEED_VALUES for s in ("sd", "min", "max")]
     table = table[[c for c in cols if c in table.columns] + spread]
     outcomes = outcome_rows(table, skew, decide_by, level, thresholds)
@@ -403,6 +405,17 @@ def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame
     outcomes["seeds"] = " ".join(map(str, seeds))
     chosen = pd.concat([st.chosen.assign(seed=st.seed) for st in states], ignore_index=True)
     return chosen, table, outcomes, {st.seed: st.base_rates for st in states}
+
+
+def dose_samples(chosen: pd.DataFrame, table: pd.DataFrame) -> list[str]:
+    """Per row of ``table`` (unit, dose) where its dose's examples come from, as its chosen run's record says
+    (``sample``: ``released``, Liu et al.'s released sample; ``drawn``, the seeded draw; ``all``, the whole
+    training part; empty for dose 0, the IID model, and for a record that does not say)."""
+    if "sample" not in chosen.columns:
+        return [""] * len(table)
+    said = {(str(u), str(d)): ("" if pd.isna(v) else str(v))
+            for u, d, v in zip(chosen["unit"], chosen["dose"], chosen["sample"])}
+    return [said.get((str(u), str(d)), "") for u, d in zip(table["unit"], table["dose"])]
 
 
 def _same_ids(ids_per_seed: list, seeds: list[int], source: str, what: str) -> None:

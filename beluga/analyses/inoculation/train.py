@@ -64,27 +64,66 @@ def dev_score(model, tokenizer, ttype, run: FoldRun, examples: pd.DataFrame, bat
     return iid_score(iid_metrics(out, ttype.name), iid_metric)
 
 
-def challenge_groups(data: pd.DataFrame, column: str | None, name: str) -> dict[str, str] | None:
-    """example id -> its value of ``column`` (``inoculation.challenge[].distinct``, e.g. ``context``: the
-    passage), or None without a column. DataError naming the set and field when the column is absent."""
+def challenge_groups(data: pd.DataFrame, column, name: str) -> list[dict[str, str]] | None:
+    """Per column of ``column`` (``inoculation.challenge[].distinct``: one, e.g. ``passage_id``, or a list from the
+    coarsest grouping to the finest, e.g. ``[article_id, passage_id]``) example id -> its value, or None without a
+    column. DataError naming the set and field when a column is absent."""
     if column is None:
         return None
-    if column not in data.columns:
-        raise DataError(f"challenge set {name}: field 'inoculation.challenge[].distinct': no column {column!r} "
-                        f"(its columns: {', '.join(map(str, data.columns))})")
-    return dict(zip(data["example_id"].astype(str), data[column].astype(str)))
+    out = []
+    for col in [column] if isinstance(column, str) else list(column):
+        if col not in data.columns:
+            raise DataError(f"challenge set {name}: field 'inoculation.challenge[].distinct': no column {col!r} "
+                            f"(its columns: {', '.join(map(str, data.columns))})")
+        out.append(dict(zip(data["example_id"].astype(str), data[col].astype(str))))
+    return out
+
+
+def released_ids(pool: pd.DataFrame, released: pd.DataFrame, where: str) -> list[str]:
+    """The ids of the training split's examples (``pool``: its prepared table) that a released sample
+    (``released``: :func:`beluga.data.challenge.read_released_sample`, read from ``where``) holds: READ by the
+    question's id, NLI by the pair and its label (two equal rows of the sample take two equal rows of the split).
+    DataError naming the file and line when the split lacks one, or the sample repeats a question."""
+    if "example_id" in released.columns:
+        have = set(pool["example_id"].astype(str))
+        ids = released["example_id"].astype(str)
+        for i, row in zip(ids, released["row"]):
+            if i not in have:
+                raise DataError(f"{where}: question {row}: field 'id': {i!r} is not in the training split")
+        if ids.duplicated().any():
+            raise DataError(f"{where}: field 'id': question {ids[ids.duplicated()].iloc[0]!r} appears twice")
+        return sorted(ids)
+    cols = ["text", "text_b", "label_name"]
+    lacking = next((c for c in cols if c not in pool.columns), None)
+    if lacking is not None:
+        raise DataError(f"{where}: field '{lacking}': the training split's table has no such column to match the "
+                        "released sample on")
+    free: dict[tuple, list[str]] = {}
+    for key, i in zip(zip(*(pool[c].astype(str) for c in cols)), pool["example_id"].astype(str)):
+        free.setdefault(key, []).append(i)
+    for ids in free.values():
+        ids.sort(reverse=True)      # taken from the smallest id
+    out = []
+    for key, row in zip(zip(*(released[c].astype(str) for c in cols)), released["row"]):
+        if not free.get(key):
+            raise DataError(f"{where}: line {row}: field 'sentence1': this pair (label {key[2]}) is not in the "
+                            "training split" + (" (or the sample repeats it more often)" if key in free else ""))
+        out.append(free[key].pop())
+    return sorted(out)
 
 
 def challenge_parts(data: pd.DataFrame, name: str, dose: str, seed: int, unit: str, *, test_fraction: float = 0.5,
                     dev_fraction: float = 0.0, train_data: pd.DataFrame | None = None, train_size: int | None = None,
-                    distinct: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
+                    distinct=None, released: pd.DataFrame | None = None, released_from: str = ""
+                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame | None]:
     """(the dose's training examples, the test part, the dev part or None) of an external challenge set
     (``data``, named ``name``): split by id (``test_fraction``, or ``train_size`` examples to training),
     or, with ``train_data`` (another set, its own training split), trained from that (``train_size``: a
     seeded sample of that many of it) and tested whole; the
     dev part held out of the training part (``dev_fraction``) and the dose drawn from the rest, nested
-    across doses; ``distinct``: the grouping column (:func:`challenge_groups`; beluga/analyses/inoculation/
-    plan.py)."""
+    across doses; ``distinct``: the grouping column(s) (:func:`challenge_groups`; beluga/analyses/inoculation/
+    plan.py). ``released``: the dose is Liu et al.'s released sample of ``train_data`` (read from
+    ``released_from``), its examples found in it (:func:`released_ids`), not drawn."""
     if train_data is None:          # the set split into a training and a test part
         pool = data
         groups = challenge_groups(pool, distinct, name)
@@ -98,7 +137,13 @@ def challenge_parts(data: pd.DataFrame, name: str, dose: str, seed: int, unit: s
         if train_size is not None:  # that many drawn from it (one a group), a seeded sample the doses nest in
             train_ids = dose_sample(train_ids, str(int(train_size)), seed, f"challenge-pool:{name}", groups)
     train_ids, dev_ids = challenge_dev_split(train_ids, dev_fraction, seed, name, groups)
-    chosen = set(dose_sample(train_ids, dose, seed, unit, groups))
+    if released is not None:
+        if train_data is None or dev_ids or train_size is not None:
+            raise ValueError("a released sample is one of a whole training split (train_data), without a dev part "
+                             "or train_size")
+        chosen = set(released_ids(train_data, released, released_from))
+    else:
+        chosen = set(dose_sample(train_ids, dose, seed, unit, groups))
     ids = pool["example_id"].astype(str)
     dev = pool[ids.isin(set(dev_ids))].reset_index(drop=True) if dev_ids else None
     return pool[ids.isin(chosen)].reset_index(drop=True), test_part.reset_index(drop=True), dev
@@ -110,7 +155,8 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
                    challenge: str | None = None, challenge_data: pd.DataFrame | None = None,
                    challenge_test_fraction: float = 0.5, challenge_dev_fraction: float = 0.0,
                    challenge_train_data: pd.DataFrame | None = None, challenge_train_size: int | None = None,
-                   challenge_distinct: str | None = None, degenerate_share: float = 0.95) -> tuple[pd.DataFrame, dict]:
+                   challenge_distinct=None, challenge_released: pd.DataFrame | None = None,
+                   challenge_released_from: str = "", degenerate_share: float = 0.95) -> tuple[pd.DataFrame, dict]:
     """One (unit, dose, learning rate): fine-tune the IID model (``start``) on the dose's T_train cases of
     the unit (:func:`~beluga.analyses.inoculation.plan.dose_sample`) until the original dev score (on
     ``dev``) has not improved for ``patience`` epochs (at most the run's epochs; the best-dev weights are
@@ -124,9 +170,13 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
     scored as its ``challenge_val`` (the held-out score ``select_on: dev`` chooses on).
     ``challenge_train_data`` (another prepared set, the set's own training split) is the training part and
     the set is tested whole; ``challenge_train_size``: that many examples of the set are the training part;
-    ``challenge_distinct``: a column grouping the examples (the passage), each group whole in one part and at
-    most one example of a group in a dose (:func:`~beluga.analyses.inoculation.plan.dose_sample`).
-    ``source`` names the job's record in messages. The record says whether the model is degenerate
+    ``challenge_distinct``: the column(s) grouping the examples (the article, the passage), each group whole in
+    one part and one example of a distinct group in a dose while it fits
+    (:func:`~beluga.analyses.inoculation.plan.dose_sample`); ``challenge_released``: Liu et al.'s released sample
+    of the dose (read from ``challenge_released_from``), trained on instead of a draw. The record says where the
+    dose's examples come from (``sample``: ``released``, with its ``sample_file``; ``drawn``, the seeded draw;
+    ``all``, the whole training part). ``source`` names the job's record in messages. The record says whether
+    the model is degenerate
     (``degenerate``, ``degenerate_on``: :func:`beluga.report.diagnostics.run_diagnostics` on its predictions of
     T_test and the original test set, at ``degenerate_share``). Returns (the unit's per-case T_test and
     per-example D_test outcomes keyed by id, for the tests of the summary; the job's record without its timing
@@ -139,7 +189,7 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
         challenge_train, test_part, challenge_dev = challenge_parts(
             challenge_data, challenge, dose, sample_seed, unit, test_fraction=challenge_test_fraction,
             dev_fraction=challenge_dev_fraction, train_data=challenge_train_data, train_size=challenge_train_size,
-            distinct=challenge_distinct)
+            distinct=challenge_distinct, released=challenge_released, released_from=challenge_released_from)
         ood = {challenge: test_part}
         chosen = list(challenge_train["example_id"])
     else:
@@ -200,6 +250,8 @@ def inoculate_dose(run: FoldRun, job: Job, clock: Clock, *, unit: str, unit_func
     outcomes = outcome[keep].drop(columns=["held_out"], errors="ignore").reset_index(drop=True)
     record = {
         "task": run.task, "unit": unit, "functionalities": list(unit_funcs), "dose": dose, "n_cases": len(chosen),
+        "sample": "released" if challenge_released is not None else "all" if dose == "all" else "drawn",
+        **({"sample_file": challenge_released_from} if challenge_released is not None else {}),
         "lr": run.hparams["lr"], "schedule": schedule, "max_epochs": run.hparams["epochs"], "patience": patience,
         "epochs_trained": len(plateau.curve), "best_epoch": plateau.best_epoch, "dev_curve": plateau.curve,
         "lr_factors": plateau.lrs,
