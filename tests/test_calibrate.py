@@ -52,9 +52,7 @@ TINY_RUN = {"prepare_iid": 1, "build_suite": 1, "split_suite": 1, "train_iid": 1
 @pytest.fixture
 def dry_run(monkeypatch):
     """Snakemake's dry run of the tiny config (a process) as its job counts, taking 2 s."""
-    import beluga.workflow.plan as plan_mod
-
-    monkeypatch.setattr(plan_mod, "run_job_counts", lambda path, overrides=(): (dict(TINY_RUN), 2.0))
+    monkeypatch.setattr(calib, "run_job_counts", lambda path, overrides=(): (dict(TINY_RUN), 2.0))
 
 
 def test_the_target_is_the_configured_model_length_batch_precision_and_threads():

@@ -54,13 +54,17 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from beluga.core.errors import BelugaError
+from beluga.core.errors import BelugaError, ConfigError
 from beluga.core.tasks import get_task_type
 from beluga.heads import head_of
 from beluga.train.settings import FoldRun, fold_run
-from beluga.workflow.cost import model_size, relative_cost
+from beluga.workflow import warm as warm_jobs
+from beluga.workflow.cost import NO_BF16_FACTOR, REFERENCE, calibrated_rates, model_size, relative_cost
+from beluga.workflow.schedule import RunRest
 from beluga.workflow.warm import PRELOAD
 
+#: the repository (its Snakefile: the run's dry run, :func:`run_job_counts`)
+REPO = Path(__file__).resolve().parents[2]
 #: the environment variable that names the cache folder (else ``$XDG_CACHE_HOME/beluga``, else ``~/.cache/beluga``)
 CACHE_DIR_ENV = "BELUGA_CACHE_DIR"
 #: the cache files' format; a file of another version is measured again
@@ -435,3 +439,98 @@ def describe(record: dict, how: str, t: Target) -> str:
              f"{key['torch']}; {t.model}, {seqs} (at most {t.max_length} tokens), batch {t.batch_size}, prediction "
              f"batch {t.predict_batch_size}; measured {record['measured'][:10]} in {fig['seconds']:.1f} s")
     return f"{where}), " + (f"cached at {record['file']}" if record.get("file") else how)
+
+
+# ---------------------------------------------------------------- the plan's calibrated rates and the run's rest
+def machine_rates(config: dict, the_runs, streams_of, rates: dict, source: str, calibrate: bool,
+                  recalibrate: bool) -> tuple[dict, str, dict | None, str]:
+    """(rates, source, the calibration's record or None, the plan's line about it) of a CPU plan on the built-in
+    reference: with ``calibrate``, this machine's calibrated rates (:func:`calibration`, cached; ``recalibrate``:
+    measured again) of the :func:`target` of ``the_runs`` (the configuration's checked runs) on a sample of its
+    task's training sequences (``streams_of(task)``; None where the task's data are not staged: filler) in place of
+    the reference's, with the fixed seconds of a job forked warm by a local run's job server
+    (:mod:`beluga.workflow.warm`; of a job started in its own process where the run's jobs start cold:
+    ``BELUGA_WARM_JOBS=0``); else, or where the calibration cannot measure the configuration here, the reference's
+    ``rates`` and ``source``, and a line naming the reference machine and its precision and saying how much longer
+    the times may be here (:data:`~beluga.workflow.cost.NO_BF16_FACTOR`)."""
+    why = "--no-calibrate"
+    if calibrate:
+        def streams(tid):
+            got = streams_of(tid)
+            if got is None:
+                unstaged.add(tid)
+            return got
+
+        unstaged: set[str] = set()
+        try:
+            t = target(config, the_runs, streams)
+            record, how = calibration(t, recalibrate)
+        except NotCalibrated as e:
+            why = f"the calibration could not run here: {e}"
+        else:
+            fig, key = record["figures"], record["key"]
+            warm = warm_jobs.wanted(True)
+            origin = describe(record, how, t)
+            where = f"cached at {record['file']}" if record.get("file") else how
+            short = f"calibrated on this machine ({key['cpu']}, bf16 {key['bf16']}), {where}"
+            before = " (measured before; --recalibrate measures again)" if how == "cached" else ""
+            if t.task in unstaged:
+                before += (f" -- {t.task}'s data are not staged (published sizes): calibrated on filler sequences "
+                           f"of {t.max_length} tokens, no data job measured")
+            load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+            busy = "" if load is None else f"; this machine's load average now: {load:.1f} on {os.cpu_count()} cores"
+            starts = (f"a job's fixed seconds are those of a job forked warm by the local run's job server "
+                      f"({fig['fixed_s_warm']:.1f} s; {fig['fixed_s_cold']:.1f} s for one started in its own process: "
+                      "Slurm, BELUGA_WARM_JOBS=0)" if warm else
+                      f"a job's fixed seconds are those of a job started in its own process ({fig['fixed_s_cold']:.1f} "
+                      f"s; {fig['fixed_s_warm']:.1f} s forked warm by a local run's job server)")
+            used = {**fig, "fixed_s_per_job": fig["fixed_s_warm" if warm else "fixed_s_cold"]}
+            return (calibrated_rates(used, t.size, t.max_length, t.batch_size, origin), short, record,
+                    f"times: {short}{before} -- the rates below, in CPU seconds: each wall-clock below is on cores "
+                    f"free for the run (other work on them adds to it{busy}); {starts}")
+    return rates, source, None, (
+        f"times: not calibrated ({why}): the rates are the reference machine's ({REFERENCE['cpu']['machine']}); a "
+        f"CPU without native bf16 computes in fp32 and may take up to x{NO_BF16_FACTOR:g} as long, so each wall-clock "
+        "below is a range (without --no-calibrate, plan measures this machine)")
+
+
+def run_job_counts(path: Path, overrides: list[str] = ()) -> tuple[dict[str, int], float]:
+    """(jobs per rule of the whole run of the configuration file ``path`` with ``overrides``, the seconds it took):
+    Snakemake's dry run of every job (``--forceall``: whatever is already done) in this working directory, as a
+    local run plans it. :class:`~beluga.core.errors.ConfigError` with its last line where it fails."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "-d", os.getcwd(), "-n", "--forceall",
+           "--nolock", "--quiet", "rules", "--configfile", str(path), *(["--config", *overrides] if overrides else [])]
+    t = time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    took = time.perf_counter() - t
+    if res.returncode != 0:
+        tail = ((res.stderr + res.stdout).strip().splitlines() or [f"exit status {res.returncode}"])[-1]
+        raise ConfigError(f"snakemake's dry run of {path}: {tail}")
+    counts = {}
+    for ln in (res.stdout + res.stderr).splitlines():
+        parts = ln.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("total", "job") and not parts[0].endswith(":"):
+            counts[parts[0]] = int(parts[1])
+    return counts, took
+
+
+def run_rest(path: Path, overrides: list[str], figures: dict, counted: set[str]) -> tuple[RunRest | None, str]:
+    """(the run's start and other jobs, :class:`~beluga.workflow.schedule.RunRest`, or None; the plan's line about
+    them) of a calibrated local CPU plan: the jobs of Snakemake's dry run (:func:`run_job_counts`) the plan does not
+    count (``counted``: its rules; ``all``, the target, runs nothing), each the calibration's data job (a job's
+    start, forked warm by the local run's job server unless ``BELUGA_WARM_JOBS=0``, and its own work,
+    ``data_s``); the start: the dry run's seconds and, with warm jobs, the server's imports."""
+    warm = warm_jobs.wanted(True)
+    try:
+        counts, dag_s = run_job_counts(path, overrides)
+    except (ConfigError, OSError, subprocess.TimeoutExpired) as e:
+        return None, f"the run's other jobs: not counted ({str(e).splitlines()[0]})"
+    others = sum(n for rule, n in counts.items() if rule not in counted and rule != "all")
+    imports = figures["start_s"] - figures["launch_s"]   # what the warm job server imports once
+    job_s = figures["job_start_s"] + (0.0 if warm else imports) + (figures.get("data_s") or 0.0)
+    server = imports if warm else 0.0
+    rest = RunRest(dag_s + server, others, job_s)
+    return rest, (f"the run's other jobs: {others} of its {sum(counts.values()) - counts.get('all', 0)} "
+                  f"(Snakemake's dry run, {dag_s:.1f} s), each {job_s:.1f} s as calibrated; counted in the "
+                  "wall-clock on N cores below")
