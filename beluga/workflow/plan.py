@@ -40,6 +40,7 @@ from beluga.core.tasks import get_task_type
 from beluga.train.settings import job_hparams
 from beluga.workflow import calibrate as calib
 from beluga.workflow import runs
+from beluga.workflow.calibrate import REPO
 from beluga.workflow.config import CONFIG_SCHEMA, checked_runs, validate_config  # noqa: F401 (CONFIG_SCHEMA: the plan's schema)
 from beluga.workflow.cost import (
     ESTIMATED_METHOD_COST,
@@ -72,8 +73,6 @@ from beluga.workflow.schedule import (
     time_unit,
     wall_clock_lines,
 )
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass
