@@ -5,6 +5,7 @@ tests/test_analyses.py."""
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -1185,3 +1186,38 @@ def test_the_seeds_reading_takes_the_original_score_from_its_own_rate(seeds_fixt
     assert (dosed["lr"] == dosed["lr_original"]).all() and (dosed["original_dev"] == 70.0).all()
     assert set(one["original_selected_on"]) == {ino_summary.ORIGINAL_FROM["challenge_best"]}
     assert "n_models" not in one.columns       # only the challenge-best runs, none degenerate: no flag columns
+
+
+def test_the_decision_rule_is_the_outcome_tables_legend_with_the_margins():
+    """inoculation.md's legend under the outcome table, the figure's title line and the HTML report's captions
+    state the rule with the configured margins (or the point thresholds with decide_by: thresholds)."""
+    import jinja2
+    from conftest import REPO
+
+    from beluga.analyses.inoculation import report
+
+    rule = report.decision_rule("tests", 0.05, gap_margin=3.0, drop_margin=1.5)
+    assert "more than 1.5 points *and* significantly" in rule and "within 3 points" in rule
+    assert "inoculation.gap_margin = 3, inoculation.drop_margin = 1.5" in rule and "95% bootstrap interval" in rule
+    short = report.decision_rule("tests", 0.01, gap_margin=3.0, drop_margin=1.5, short=True)
+    assert "original drop > 1.5 pp and significant" in short and "99% CI ≤ 3 pp" in short
+    points = report.decision_rule("thresholds", 0.05, thresholds={"close_within": 4.0})
+    assert "within 4 points" in points and "2 points or more" in points and "No test" in points
+    outcomes = pd.DataFrame({"label": ["u"], "outcome": ["1"], "label_skew": ["mixed"], "informative_3": [True],
+                             "reason": ["r"]})
+    table = pd.DataFrame({"label": ["u"], "measure": ["pass rate"], "dose": ["0"], "n_cases": [0], "lr": [np.nan],
+                          "lrs": [""], "challenge": [50.0], "original": [90.0], "original_same": [90.0],
+                          "gap_closed": [0.0], "epochs_trained": [0], "best_epoch": [0]})
+    md = report.inoculation_markdown("sent", table, outcomes, "dev", "tests", 0.05, gap_margin=3.0, drop_margin=1.5)
+    lines = md.splitlines()
+    legend = lines.index("| u | 1 | mixed | r |") + 2
+    assert lines[legend] == rule
+    cfg = {"inoculation": {"decide_by": "tests", "level": 0.05, "gap_margin": 3.0, "drop_margin": 1.5,
+                           "original_from": "original_dev"}}
+    sm = SimpleNamespace(config=cfg, wildcards=SimpleNamespace(task="sent"))
+    for name in ("inoculation_table.rst", "inoculation_curves.rst"):
+        text = " ".join(jinja2.Template((REPO / "report" / name).read_text()).render(snakemake=sm).split())
+        assert "more than 1.5 points and significantly" in text and "within 3.0 points" in text, text
+    cfg["inoculation"].update(decide_by="thresholds", original_from="challenge_best")
+    text = jinja2.Template((REPO / "report" / "inoculation_table.rst").read_text()).render(snakemake=sm)
+    assert "fixed point thresholds" in text and "1.5" not in text and "original_from: challenge_best" in text
