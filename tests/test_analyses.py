@@ -48,7 +48,8 @@ def test_inoculation_end_to_end_and_reruns_only_what_is_missing(analyses_run):
     assert set(outcomes["unit"]) == set(units)
     assert set(outcomes["outcome"]) <= {"1", "2", "3", "between", "no gap"} and outcomes["reason"].str.len().min() > 10
     # decided by tests at the schema's level, every score with its interval, the per-case outcomes kept
-    assert set(outcomes["decided_by"]) == {"tests at level 0.05"} and outcomes["p_gain"].between(0, 1).all()
+    assert set(outcomes["decided_by"]) == {"tests at level 0.05, margins 2 pp (gap) / 2 pp (drop)"}
+    assert outcomes["p_gain"].between(0, 1).all() and (outcomes["gap_last_lo"] <= outcomes["gap_last_hi"]).all()
     dosed = table[table["dose"] != "0"]
     assert (dosed["challenge_lo"].astype(float) <= dosed["challenge"].astype(float) + 1e-9).all()
     # the tiny suite: one MFT functionality of one label, an INV and a DIR one -> every unit flagged
