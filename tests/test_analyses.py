@@ -48,7 +48,8 @@ def test_inoculation_end_to_end_and_reruns_only_what_is_missing(analyses_run):
     assert set(outcomes["unit"]) == set(units)
     assert set(outcomes["outcome"]) <= {"1", "2", "3", "between", "no gap"} and outcomes["reason"].str.len().min() > 10
     # decided by tests at the schema's level, every score with its interval, the per-case outcomes kept
-    assert set(outcomes["decided_by"]) == {"tests at level 0.05"} and outcomes["p_gain"].between(0, 1).all()
+    assert set(outcomes["decided_by"]) == {"tests at level 0.05, margins 2 pp (gap) / 2 pp (drop)"}
+    assert outcomes["p_gain"].between(0, 1).all() and (outcomes["gap_last_lo"] <= outcomes["gap_last_hi"]).all()
     dosed = table[table["dose"] != "0"]
     assert (dosed["challenge_lo"].astype(float) <= dosed["challenge"].astype(float) + 1e-9).all()
     # the tiny suite: one MFT functionality of one label, an INV and a DIR one -> every unit flagged
@@ -73,6 +74,12 @@ def test_inoculation_end_to_end_and_reruns_only_what_is_missing(analyses_run):
                    for lr in ("lr0.001", "lr0.0001")]
         best = max(runs_of, key=lambda x: x["challenge_val"])       # ties: the first learning rate
         assert float(r.lr) == best["lr"], (r.unit, r.dose)
+        # the original score from the rate best on the original dev set at its kept epoch (original_from:
+        # original_dev, the schema's default)
+        dev = [x["dev_curve"][x["best_epoch"] - 1] for x in runs_of]
+        best_dev = runs_of[dev.index(max(dev))]                       # ties: the first learning rate
+        assert float(r.lr_original) == best_dev["lr"] and float(r.original_dev) == pytest.approx(100 * max(dev))
+        assert float(r.original) == pytest.approx(100 * best_dev["original"]), (r.unit, r.dose)
     assert "optimistic" not in (res / "inoculation.md").read_text()
     nyt_cases = pd.read_parquet(res / "runs" / "set-nyt" / "all" / "lr0.001.parquet")
     assert (nyt_cases["split"] == "ood:nyt").sum() == 20

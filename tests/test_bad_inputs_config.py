@@ -140,6 +140,10 @@ DRY_RUN_CASES = {
     "inoculation_lrs_one_id": (_inoc(lrs=[1.0e-3, 1.0000001e-3]), "inoculation.lrs",
                                "have the same job id (lr0.001"),
     "inoculation_lr_twice": (_inoc(lrs=[1.0e-3, 2.0e-3, 1.0e-3]), "inoculation.lrs", "is listed twice"),
+    "inoculation_original_from_unknown": (_inoc(original_from="original_test"), "inoculation.original_from",
+                                          "'original_test'"),
+    "inoculation_gap_margin_negative": (_inoc(gap_margin=-1), "inoculation.gap_margin", "-1"),
+    "inoculation_drop_margin_text": (_inoc(drop_margin="two"), "inoculation.drop_margin", "'two'"),
     "inoculation_challenge_ids_collide": (
         {**_inoc(challenge=["a_b", "a-b"]),
          "tasks__sent__ood": [{"name": "a_b", "source": "hutto", "set": "nyt", "max_examples": 20},

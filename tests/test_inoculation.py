@@ -5,6 +5,7 @@ tests/test_analyses.py."""
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -56,24 +57,79 @@ def test_lr_choice_per_dose():
     df = pd.DataFrame({"unit": "u", "dose": ["1", "1", "2", "2"], "lr": [1e-5, 1e-4, 1e-5, 1e-4],
                        "lr_order": [0, 1, 0, 1], "challenge": [0.2, 0.5, 0.6, 0.6],
                        "challenge_val": [0.9, 0.1, 0.3, 0.4]})
-    assert list(ino_summary.choose(df, "test")["lr"]) == [1e-4, 1e-5]     # ties: the first learning rate
-    assert list(ino_summary.choose(df, "dev")["lr"]) == [1e-5, 1e-4]      # held out: T_val / the dev part
-    assert list(ino_summary.choose(df, "val")["lr"]) == [1e-5, 1e-4]      # val: dev's name before issue 34
+    one_rate = "challenge_best"        # the original score read from the same run (its own test below)
+    assert list(ino_summary.choose(df, "test", one_rate)["lr"]) == [1e-4, 1e-5]     # ties: the first learning rate
+    assert list(ino_summary.choose(df, "dev", one_rate)["lr"]) == [1e-5, 1e-4]      # held out: T_val / the dev part
+    assert list(ino_summary.choose(df, "val", one_rate)["lr"]) == [1e-5, 1e-4]      # val: dev's name before issue 34
     one = df.assign(challenge_val=[None, 0.2, 0.3, 0.4])                  # a rate without a score is not chosen
-    assert list(ino_summary.choose(one, "dev")["lr"]) == [1e-4, 1e-4]
+    assert list(ino_summary.choose(one, "dev", one_rate)["lr"]) == [1e-4, 1e-4]
     none = df.assign(challenge_val=[None, None, 0.3, 0.4], case_outcomes=[f"runs/u/{d}/{lr:g}.parquet" for d, lr in
                                                                         zip(df["dose"], df["lr"])])
     with pytest.raises(DataError, match=r"^runs/u/1/1e-05\.json: field 'challenge_val': no learning rate of unit "
                                         r"u, dose 1 has a held-out challenge score"):
-        ino_summary.choose(none, "dev")           # never the first rate silently
-    assert list(ino_summary.choose(none, "test")["lr"]) == [1e-4, 1e-5]
+        ino_summary.choose(none, "dev", one_rate)           # never the first rate silently
+    assert list(ino_summary.choose(none, "test", one_rate)["lr"]) == [1e-4, 1e-5]
     with pytest.raises(ConfigError, match="field 'inoculation.select_on': 'train' is not one of dev, val, test"):
-        ino_summary.choose(df, "train")
+        ino_summary.choose(df, "train", one_rate)
     assert [ino_plan.selection(v) for v in ("dev", "val", "test")] == ["dev", "dev", "test"]
     # the dev part of an external set is held out only when it is chosen on
     assert ino_plan.dev_fraction({"select_on": "dev", "challenge_dev_fraction": 0.2}) == 0.2
     assert ino_plan.dev_fraction({"select_on": "val", "challenge_dev_fraction": 0.3}) == 0.3
     assert ino_plan.dev_fraction({"select_on": "test", "challenge_dev_fraction": 0.2}) == 0.0
+
+
+def dev_grid() -> pd.DataFrame:
+    """A constructed grid, unit u × doses 5 / all × learning rates 1e-5, 1e-4, 1e-3 (configured in that order):
+    each run's challenge test score, original test score and original dev curve with its best epoch, and its
+    outcomes file. Dose 5: the challenge best at 1e-3 (0.90), the original dev best at 1e-5 (0.84, epoch 2 of
+    3: the kept weights' score, not the last epoch's); dose all: 1e-5 and 1e-4 tie on the original dev set
+    (0.86), the challenge best at 1e-4."""
+    grid = [  # dose, lr, challenge, original (test), dev curve, best epoch
+        ("5", 1e-5, 0.40, 0.83, [0.80, 0.84, 0.81], 2),
+        ("5", 1e-4, 0.55, 0.80, [0.82], 1),
+        ("5", 1e-3, 0.90, 0.60, [0.50, 0.70, 0.83], 3),
+        ("all", 1e-5, 0.70, 0.84, [0.86], 1),
+        ("all", 1e-4, 0.95, 0.78, [0.83, 0.86, 0.85], 2),
+        ("all", 1e-3, 0.93, 0.50, [0.40], 1),
+    ]
+    return pd.DataFrame([{"unit": "u", "dose": d, "lr": lr, "lr_order": [1e-5, 1e-4, 1e-3].index(lr), "challenge": c,
+                          "challenge_val": None, "original": o, "dev_curve": curve, "best_epoch": best,
+                          "degenerate": lr == 1e-3, "case_outcomes": f"runs/u/{d}/lr{lr:g}.parquet"}
+                         for d, lr, c, o, curve, best in grid])
+
+
+def test_original_score_from_the_original_dev_set():
+    """The seed's reading (original_from: original_dev): per dose the challenge score from the challenge-best
+    rate, the original score from the rate with the best original dev score, both rates recorded; the single
+    rate of original_from: challenge_best reads both off the challenge-best run."""
+    grid = dev_grid()
+    seed = ino_summary.choose(grid, "test", "original_dev").set_index("dose")
+    assert seed.loc["5", "lr"] == 1e-3 and seed.loc["5", "challenge"] == 0.90          # challenge-best
+    assert seed.loc["5", "lr_original"] == 1e-5 and seed.loc["5", "original"] == 0.83   # dev 0.84 at epoch 2
+    assert seed.loc["5", "original_dev"] == 0.84
+    assert seed.loc["5", "case_outcomes_original"] == "runs/u/5/lr1e-05.parquet"
+    assert seed.loc["5", "case_outcomes"] == "runs/u/5/lr0.001.parquet"
+    assert bool(seed.loc["5", "degenerate"]) and not bool(seed.loc["5", "degenerate_original"])
+    assert seed.loc["all", "lr"] == 1e-4 and seed.loc["all", "lr_original"] == 1e-5    # the dev tie: the first rate
+    assert seed.loc["all", "original"] == 0.84 and seed.loc["all", "original_dev"] == 0.86
+    one = ino_summary.choose(grid, "test", "challenge_best").set_index("dose")
+    assert list(one["lr_original"]) == list(one["lr"]) == [1e-3, 1e-4]
+    assert list(one["original"]) == [0.60, 0.78] and list(one["original_dev"]) == [0.83, 0.86]
+    assert list(one["case_outcomes_original"]) == list(one["case_outcomes"])
+    # the kept weights' dev score is the curve at best_epoch (epochs from 1); none without a curve
+    assert ino_summary.original_dev_score({"dev_curve": [0.5, 0.7, 0.6], "best_epoch": 2}) == 0.7
+    assert np.isnan(ino_summary.original_dev_score({"best_epoch": 2}))
+    assert np.isnan(ino_summary.original_dev_score({"dev_curve": [0.5], "best_epoch": 0}))
+    # a rate without a dev score is not chosen; no rate with one is refused, naming a record and the field
+    part = grid.assign(dev_curve=[None, [0.1], [0.5, 0.6, 0.2], None, [0.9], [0.2]])   # all, 1e-4: epoch 2 of 1
+    assert list(ino_summary.choose(part, "test", "original_dev")["lr_original"]) == [1e-3, 1e-3]
+    with pytest.raises(DataError, match=r"^runs/u/5/lr1e-05\.json: field 'dev_curve': no learning rate of unit u, "
+                                        r"dose 5 has an original dev score"):
+        ino_summary.choose(grid.assign(dev_curve=None), "test", "original_dev")
+    assert list(ino_summary.choose(grid.assign(dev_curve=None), "test", "challenge_best")["lr"]) == [1e-3, 1e-4]
+    with pytest.raises(ConfigError, match="field 'inoculation.original_from': 'original_test' is not one of "
+                                          "original_dev, challenge_best"):
+        ino_summary.choose(grid, "test", "original_test")
 
 
 def test_the_seeds_learning_rate_grids_by_name():
@@ -164,16 +220,19 @@ def summary_rows(base, last, level=0.05):
     for out in (base, last):
         cases, iid = scores(out)
         hits = ino_summary.original_hits(iid, "sent")
+        feats = iid_features(iid, "sent")
+        lo, hi = paired.suite_gap_interval([(cases["passed"].to_numpy(), cases["scored"].to_numpy(), feats, hits)],
+                                           np.zeros(len(cases), int), 1, "sent", "mean", R=1000, level=1 - level)
         rows.append({"challenge": 100 * cases["passed"].mean(), "original": 100 * hits.mean(),
-                     "original_same": 100 * hits.mean(), "cases": cases, "feats": iid_features(iid, "sent"),
-                     "hits": hits,
+                     "original_same": 100 * hits.mean(), "cases": cases, "feats": feats, "hits": hits,
+                     "gap_lo": lo, "gap_hi": hi,
                      "p_gap": paired.gap_test([(int(cases["passed"].sum()), len(cases), int(hits.sum()), len(hits))])})
     first, lastr = rows
     lastr.update(ino_summary.dose_tests([(first["cases"], lastr["cases"], first["feats"], lastr["feats"], first["hits"],
                                           lastr["hits"])], "sent", "mean"))
     gap0 = first["original_same"] - first["challenge"]
     lastr["gap_closed"] = (lastr["challenge"] - first["challenge"]) / gap0 if gap0 > 0 else np.nan
-    keep = ("challenge", "original", "original_same", "p_gap", "p_gain", "p_original", "gap_closed")
+    keep = ("challenge", "original", "original_same", "p_gap", "p_gain", "p_original", "gap_closed", "gap_lo", "gap_hi")
     return pd.Series({k: first.get(k) for k in keep}), pd.Series({k: lastr.get(k) for k in keep})
 
 
@@ -191,24 +250,29 @@ BASE_ORIG = [True] * 180 + [False] * 20         # original 90 % on 200 examples
 
 
 @pytest.mark.parametrize("passed, original, outcome", [
-    (flip(BASE_PASS, 28, True), BASE_ORIG, "1"),                  # +70 pp to 90 %: gap closed, original kept
+    (flip(BASE_PASS, 32, True), BASE_ORIG, "1"),                  # every case passes: gap -10 pp, CI below 2 pp
     (flip(BASE_PASS, 2, True), BASE_ORIG, "2"),                   # +5 pp (2 cases): not significant
-    (flip(BASE_PASS, 28, True), flip(BASE_ORIG, 20, False), "3"), # original 90 -> 80 %: significant drop
+    (flip(BASE_PASS, 28, True), flip(BASE_ORIG, 20, False), "3"), # original 90 -> 80 %: -10 pp, significant
     (flip(BASE_PASS, 14, True), BASE_ORIG, "between"),            # +35 pp, significant; 55 % still below 90 %
-])
+    (flip(BASE_PASS, 28, True), BASE_ORIG, "between"),            # 90 % vs 90 %, but 40 cases: the gap's CI
+])                                                                # reaches ~10 pp, beyond the 2-pp margin
 def test_outcome_decided_by_tests(passed, original, outcome):
     first, last = summary_rows(unit_outcomes(BASE_PASS, BASE_ORIG), unit_outcomes(passed, original))
     label, reason = ino_summary.decide(first, last, level=0.05)
     assert label == outcome, reason
-    assert "at level 0.05" in reason and "p " in reason
+    assert ("at level 0.05" in reason or "95% CI" in reason) and "p " in reason
 
 
 def test_no_gap_and_the_tests_behind_the_labels():
-    # the IID model passes 34 of 40 (85 %) vs 90 % of the original examples: not significantly below
+    # the IID model passes every case vs 90 % of the original examples: the gap's CI lies below the margin
+    first, last = summary_rows(unit_outcomes([True] * 40, BASE_ORIG), unit_outcomes([True] * 40, BASE_ORIG))
+    assert first.gap_hi < 0 and ino_summary.decide(first, last)[0] == "no gap"
+    # 34 of 40 (85 %) vs 90 %: not significantly below, but the CI reaches past the margin: a gap is not ruled
+    # out, so not "no gap"; 2 more cases passed is no significant gain
     base = unit_outcomes([True] * 34 + [False] * 6, BASE_ORIG)
     first, last = summary_rows(base, unit_outcomes([True] * 36 + [False] * 4, BASE_ORIG))
-    assert first.p_gap >= 0.05
-    assert ino_summary.decide(first, last)[0] == "no gap"
+    assert first.p_gap >= 0.05 and first.gap_hi > 2
+    assert ino_summary.decide(first, last)[0] == "2"
     # exact McNemar: 28 cases gained, none lost -> p = 2 * 0.5^28; original unchanged -> p = 1
     first, last = summary_rows(unit_outcomes(BASE_PASS, BASE_ORIG), unit_outcomes(flip(BASE_PASS, 28, True),
                                                                                   BASE_ORIG))
@@ -221,6 +285,60 @@ def test_no_gap_and_the_tests_behind_the_labels():
     assert last.p_gain == pytest.approx(2 * 0.5 ** 6)
     assert ino_summary.decide(first, last, level=0.05)[0] == "between"
     assert ino_summary.decide(first, last, level=0.01)[0] == "2"
+
+
+def dose_row(challenge, original, gap_lo=None, gap_hi=None, p_gain=np.nan, p_original=np.nan, p_gap=0.001,
+             original_same=None):
+    """A constructed row of the dose table (scores in %): the gap left is original_same − challenge."""
+    same = original if original_same is None else original_same
+    gap = same - challenge
+    return pd.Series({"challenge": challenge, "original": original, "original_same": same, "p_gain": p_gain,
+                      "p_original": p_original, "p_gap": p_gap, "gap_closed": np.nan,
+                      "gap_lo": gap if gap_lo is None else gap_lo, "gap_hi": gap if gap_hi is None else gap_hi})
+
+
+DOSE0 = dose_row(50.0, 90.0, gap_lo=35.0, gap_hi=45.0)         # a 40-pp gap at dose 0, CI [35, 45]
+
+
+@pytest.mark.parametrize("last, outcome", [
+    # the gap's CI inside the 2-pp margin: closed, whatever the p-value of the gap
+    (dose_row(89.5, 90.0, gap_lo=-1.0, gap_hi=1.5, p_gain=1e-9, p_original=1.0, p_gap=0.01), "1"),
+    # straddling the margin: a significant gain is "between", no significant gain is "2"
+    (dose_row(88.5, 90.0, gap_lo=0.5, gap_hi=3.0, p_gain=1e-9, p_original=1.0, p_gap=0.3), "between"),
+    (dose_row(52.0, 90.0, gap_lo=0.5, gap_hi=3.0, p_gain=0.4, p_original=1.0), "2"),
+    # outside it: "between" (the old rule's "1" when the gap was not significant on a small set)
+    (dose_row(84.0, 90.0, gap_lo=4.0, gap_hi=8.0, p_gain=1e-9, p_original=1.0, p_gap=0.2), "between"),
+    # a significant original drop of 1.5 pp (within the 2-pp margin) is not outcome 3: the gap closes
+    (dose_row(88.0, 88.5, gap_lo=-1.0, gap_hi=1.9, p_gain=1e-9, p_original=1e-4), "1"),
+    # a drop of 5 pp: outcome 3 when significant, not when not
+    (dose_row(85.0, 85.0, gap_lo=-1.0, gap_hi=1.0, p_gain=1e-9, p_original=1e-4), "3"),
+    (dose_row(85.0, 85.0, gap_lo=-1.0, gap_hi=1.0, p_gain=1e-9, p_original=0.2), "1"),
+    # a drop of exactly the margin is not more than it
+    (dose_row(88.0, 88.0, gap_lo=-1.0, gap_hi=1.0, p_gain=1e-9, p_original=1e-6), "1"),
+])
+def test_outcome_margins_on_constructed_dose_tables(last, outcome):
+    label, reason = ino_summary.decide(DOSE0, last, level=0.05)
+    assert label == outcome, reason
+    assert ("margin" in reason) == (outcome != "2") and ("gap left" in reason) == (outcome != "3")
+
+
+def test_outcome_margins_are_configurable_and_said():
+    straddle = dose_row(88.5, 90.0, gap_lo=0.5, gap_hi=3.0, p_gain=1e-9, p_original=1.0)
+    assert ino_summary.decide(DOSE0, straddle, gap_margin=3.0)[0] == "1"
+    assert ino_summary.decide(DOSE0, straddle, gap_margin=2.9)[0] == "between"
+    drop = dose_row(85.0, 85.0, gap_lo=-1.0, gap_hi=1.0, p_gain=1e-9, p_original=1e-4)   # -5 pp
+    assert ino_summary.decide(DOSE0, drop, drop_margin=5.0)[0] == "1"
+    label, reason = ino_summary.decide(DOSE0, drop, drop_margin=4.5)
+    assert label == "3" and "original dropped by 5.0 pp, more than the 4.5-pp margin" in reason
+    small = dose_row(88.0, 88.5, gap_lo=-1.0, gap_hi=1.9, p_gain=1e-9, p_original=1e-4)
+    assert "a significant drop within the 2-pp margin" in ino_summary.decide(DOSE0, small)[1]
+    label, reason = ino_summary.decide(DOSE0, straddle)
+    assert "95% CI [0.5, 3.0] pp" in reason and "gap left 1.5 pp of 40.0" in reason
+    # no gap: dose 0's CI already inside the margin (the margin, not the test, decides)
+    closed0 = dose_row(89.0, 90.0, gap_lo=-0.5, gap_hi=2.0, p_gap=0.04)
+    assert ino_summary.decide(closed0, straddle)[0] == "no gap"
+    open0 = dose_row(89.0, 90.0, gap_lo=-0.5, gap_hi=2.5, p_gap=0.04)      # reaches past it: a gap to close
+    assert ino_summary.decide(open0, straddle)[0] == "2"                    # 89 -> 88.5: no gain
 
 
 def test_a_drop_on_a_single_label_unit_is_flagged_uninformative():
@@ -248,6 +366,42 @@ def test_paired_tests_match_on_binary_outcomes_and_intervals_cover():
                                 np.zeros(40, int), 1, "sent", "accuracy", R=500)
     assert ci["challenge"][0] < 75 < ci["challenge"][1] and ci["original"][0] < 100 * b.mean() < ci["original"][1]
     assert paired.gap_test([(30, 40, 0, 0)]) == 1.0
+
+
+def test_gap_intervals_resample_each_side_on_its_own():
+    """The gap left's interval (original − challenge, pp): each side resampled on its own, the challenge side
+    with the draws of its own interval; hand-checked on sides without spread and against the normal
+    approximation of a resampled proportion."""
+    from beluga.report.stats import iid_features
+
+    def sides(passed, original_correct):
+        cases, iid = scores(unit_outcomes(passed, original_correct))
+        return (cases["passed"].to_numpy(), cases["scored"].to_numpy(), iid_features(iid, "sent"),
+                ino_summary.original_hits(iid, "sent"))
+
+    fi = np.zeros(40, int)
+    everything = sides([True] * 40, [True] * 200)
+    assert paired.suite_gap_interval([everything], fi, 1, "sent", "mean", R=300) == (0.0, 0.0)
+    # every example right: the gap is 100 − the challenge score, so its interval is the challenge interval turned
+    # over, draw for draw (the same draws as score_intervals)
+    item = sides([True] * 30 + [False] * 10, [True] * 200)
+    lo, hi = paired.suite_gap_interval([item], fi, 1, "sent", "mean", R=500)
+    c_lo, c_hi = paired.score_intervals([item[:3]], fi, 1, "sent", "mean", R=500)["challenge"]
+    assert (lo, hi) == (pytest.approx(100 - c_hi), pytest.approx(100 - c_lo)) and lo < 25 < hi
+    # every case passes, 180 of 200 examples right: gap -10 pp, CI ≈ -10 ± 1.96 √(0.9 · 0.1 / 200) = ± 4.16 pp
+    item = sides([True] * 40, [True] * 180 + [False] * 20)
+    lo, hi = paired.suite_gap_interval([item], fi, 1, "sent", "mean", R=4000)
+    assert lo == pytest.approx(-14.16, abs=0.6) and hi == pytest.approx(-5.84, abs=0.6)
+    lo90, hi90 = paired.suite_gap_interval([item], fi, 1, "sent", "mean", R=4000, level=0.90)
+    assert lo < lo90 < hi90 < hi
+    # a challenge set: the i.i.d. metric on both sides; two seeds alike average two resamples: ± 4.16 / √2
+    chal, orig = item[2][:40].copy(), item[2]
+    chal[:] = everything[2][:40]
+    lo, hi = paired.set_gap_interval([chal], [orig], "sent", "mean", R=4000)
+    assert lo == pytest.approx(-14.16, abs=0.6) and hi == pytest.approx(-5.84, abs=0.6)
+    lo, hi = paired.set_gap_interval([chal, chal], [orig, orig], "sent", "mean", R=4000, seeds=[0, [0, 8]])
+    assert lo == pytest.approx(-10 - 4.16 / np.sqrt(2), abs=0.6) and hi == pytest.approx(-10 + 4.16 / np.sqrt(2),
+                                                                                         abs=0.6)
 
 
 def test_label_skew_of_a_unit():
@@ -497,16 +651,20 @@ def test_runs_add_challenge_units_with_their_doses_inputs_and_grids():
 FIX_LRS = [1e-3, 1e-4]
 FIX_DOSES = {"class-vocabulary": ["2", "all"], "class-negation": ["2", "all"], "suite": ["2", "all"],
              "set-nyt": ["4", "all"]}
+#: the fixture's settings: one learning rate per dose for both scores (original_from: challenge_best, the reading
+#: the pinned outputs below were made with); the seed's two-rate reading: test_original_score_from_the_original_dev_set
 FIX_SETTINGS = dict(task_type="sent", iid_metric="mean", select_on="test", lrs=FIX_LRS, decide_by="tests",
                     thresholds={"close_within": 5.0, "original_drop": 2.0, "min_gain": 5.0}, level=0.05,
-                    bootstrap=200, randomization=200)
+                    bootstrap=200, randomization=200, original_from="challenge_best")
 OUTPUTS = ("table.csv", "outcomes.csv", "inoculation.md", "curves.png", "transfer.png")
-#: sha256 of the summary's outputs on the fixture below (seed 7) by the step before training seeds
-#: (commit a54fbd4, beluga/steps/inoculation.py with one iid_outcomes path)
+#: sha256 of the summary's outputs on the fixture below (seed 7): table.csv by the step before training seeds
+#: (commit a54fbd4, beluga/steps/inoculation.py with one iid_outcomes path), without the columns added since
+#: (:data:`ADDED_COLUMNS`); outcomes.csv (without its added columns) and inoculation.md by the step that decides
+#: with the margins (original_from: challenge_best, gap_margin / drop_margin 2), whose outcomes and words changed
 ONE_SEED_SHA256 = {
     "table.csv": "0f5c59c7abdc5f78499628a873249bc1ea73bb49f6f6a50a788ebc37d075598e",
-    "outcomes.csv": "b1d6bd0313282ab143972b83e982f5d5d16189aa83750789d9c7c7dd1230e355",
-    "inoculation.md": "7225deec1b57eff5341811c40b97b879d6c7f3dfa4e2e742ffa20bb4ff05212c",
+    "outcomes.csv": "2f9a0e6c7549f1265b5d548e785a0d568c8bb3a97b007f1f33a494e4be5ec9e2",
+    "inoculation.md": "5201d1132e85ad566f4a94d9a129562a57b856b117398e278a86e904ff14a3f9",
 }
 
 
@@ -626,11 +784,19 @@ SPREAD_COLUMNS = {"table.csv": ["n_seeds", "lrs", *(f"{v}_{x}" for v in ino_summ
                   "outcomes.csv": ["challenge_last_sd", "original_last_sd", "n_seeds", "seeds"]}
 
 
+#: the columns added since the pinned outputs: the original score's learning rate and what it was chosen on, its
+#: original dev score, the gap left with its interval (table.csv); the rates, gaps and margins (outcomes.csv)
+ADDED_COLUMNS = {"table.csv": ["lr_original", "lrs_original", "original_selected_on", "original_dev", "gap", "gap_lo",
+                               "gap_hi"],
+                 "outcomes.csv": ["lr_last", "lr_original_last", "gap_0_lo", "gap_0_hi", "gap_last", "gap_last_lo",
+                                  "gap_last_hi", "gap_margin", "drop_margin", "original_selected_on"]}
+
+
 def without_selection_warning(path) -> bytes:
     """An output of select_on: test as it was before issue 34 (the step of ONE_SEED_SHA256): without the
     lr_selected_on column (table.csv, outcomes.csv) or the optimistic p-values paragraph (inoculation.md), and
-    without the columns over training seeds (one seed: n_seeds 1, every sd empty) and table.csv's ``sample`` (where a
-    dose's examples come from: empty where the records do not say, as the fixture's)."""
+    without the columns over training seeds (one seed: n_seeds 1, every sd empty), :data:`ADDED_COLUMNS` and table.csv's
+    ``sample`` (where a dose's examples come from: empty where the records do not say, as the fixture's)."""
     import io
 
     from beluga.analyses.inoculation.report import OPTIMISTIC
@@ -645,7 +811,7 @@ def without_selection_warning(path) -> bytes:
     assert path.name != "table.csv" or set(df["sample"]) == {""}
     assert set(df["n_seeds"]) == {"1"} and (df[[c for c in spread if c.endswith("_sd")]] == "").all().all()
     buf = io.StringIO()
-    df.drop(columns=["lr_selected_on", *spread]).to_csv(buf, index=False)
+    df.drop(columns=["lr_selected_on", *spread, *ADDED_COLUMNS[path.name]]).to_csv(buf, index=False)
     return buf.getvalue().encode()
 
 
@@ -715,7 +881,7 @@ def test_held_out_selection_is_the_default_and_test_selection_is_flagged(seeds_f
     assert set(table["lr_selected_on"]) == {"dev (held out)"}
     assert set(pd.read_csv(out / "outcomes.csv")["lr_selected_on"]) == {"dev (held out)"}
     md = (out / "inoculation.md").read_text()
-    assert OPTIMISTIC not in md and "lr picked on held-out challenge data" in md
+    assert OPTIMISTIC not in md and "lr (challenge) picked on held-out challenge data" in md
     # val: the same choice under its old name; test: the paper's choice, flagged in every table and the page
     val = run_summary(dev_fx, [7], tmp_path / "val", base_seed=7, select_on="val")
     assert (val / "table.csv").read_bytes() == (out / "table.csv").read_bytes()
@@ -948,7 +1114,7 @@ def test_a_dose_computed_from_a_degenerate_model_is_marked(seeds_fixture, tmp_pa
     assert outcomes["n_degenerate"].to_dict() == {u: int(u == "class-negation") for u in outcomes.index}
     md = (out / "inoculation.md").read_text()
     marked = [ln for ln in md.splitlines() if "⚠" in ln and ln.startswith("|")]
-    assert len(marked) == 2 and marked[1].count("⚠") == 4 and "| all |" in marked[1], marked
+    assert len(marked) == 2 and marked[1].count("⚠") == 5 and "| all |" in marked[1], marked   # the gap left too
     assert "⚠: computed from a degenerate model (1 of the" in md
 
     def old(rec):
@@ -956,3 +1122,106 @@ def test_a_dose_computed_from_a_degenerate_model_is_marked(seeds_fixture, tmp_pa
 
     with pytest.raises(DataError, match=r"\.json: field 'degenerate': missing \(a record of an older run"):
         run_summary(flagged_records(seeds_fixture, tmp_path / "old", old), [7], tmp_path / "out_old", base_seed=7)
+
+
+def test_the_seeds_reading_takes_the_original_score_from_its_own_rate(seeds_fixture, tmp_path):
+    """original_from: original_dev on the fixture: records whose original dev curves make the rate that is not
+    the challenge-best one the best on the original dev set, at every dose. Each dose row reads its challenge
+    score off the challenge-best run and its original score, original pass rate, original test and gap off the
+    other run, records both rates, and rests on both models; original_from: challenge_best reads one run."""
+    from scipy.stats import binomtest
+
+    from beluga.analyses.inoculation.report import OPTIMISTIC
+
+    fx = seeds_fixture
+    recs = {p: json.loads(Path(p).read_text()) for p in fx["inputs"][7][0]}
+    outs = dict(zip(fx["inputs"][7][0], fx["inputs"][7][1]))
+    best = {}
+    for p, r in recs.items():       # select_on: test: the best challenge score, ties to the first rate (1e-3)
+        key = (r["unit"], r["dose"])
+        if key not in best or r["challenge"] > recs[best[key]]["challenge"]:
+            best[key] = p
+
+    def dev(rec, path):              # the other rate the best on the original dev set, at the best epoch
+        rec["dev_curve"] = [0.5] * rec["epochs_trained"]
+        rec["dev_curve"][rec["best_epoch"] - 1] = 0.7 if best[(rec["unit"], rec["dose"])] == path else 0.8
+        rec["degenerate"] = best[(rec["unit"], rec["dose"])] != path      # the original's run, flagged
+
+    folder = tmp_path / "recs"
+    folder.mkdir()
+    paths = []
+    for p, r in recs.items():
+        dev(r, p)
+        paths.append(str(folder / Path(p).name))
+        Path(paths[-1]).write_text(json.dumps(r))
+    two = {**fx, "inputs": {7: (paths, *fx["inputs"][7][1:])}}
+    out = run_summary(two, [7], tmp_path / "seed", base_seed=7, original_from="original_dev")
+    table = pd.read_csv(out / "table.csv", keep_default_na=False, na_values=[""])
+    table["dose"] = table["dose"].astype(str)
+    base = pd.read_parquet(fx["inputs"][7][2])
+    base_hits = ino_summary.original_hits(ino_summary.original_rows(base), "sent")
+    assert set(table["original_selected_on"]) == {ino_summary.ORIGINAL_FROM["original_dev"]}
+    for row in table[table["dose"] != "0"].itertuples(index=False):
+        chal_path = best[(row.unit, row.dose)]
+        orig_path = next(p for p, r in recs.items() if (r["unit"], r["dose"]) == (row.unit, row.dose)
+                         and p != chal_path)
+        c, o = recs[chal_path], recs[orig_path]
+        assert (row.lr, row.lr_original) == (c["lr"], o["lr"]) and row.lr != row.lr_original
+        assert row.challenge == pytest.approx(100 * c["challenge"])
+        assert row.original == pytest.approx(100 * o["original"]) and row.original_dev == pytest.approx(80.0)
+        hits = ino_summary.original_hits(ino_summary.original_rows(pd.read_parquet(outs[orig_path])), "sent")
+        assert row.original_same == pytest.approx(100 * hits.mean())
+        assert row.gap == pytest.approx(100 * hits.mean() - 100 * c["challenge"])
+        assert row.gap_lo <= row.gap <= row.gap_hi
+        gained, lost = int((hits & ~base_hits).sum()), int((base_hits & ~hits).sum())
+        assert row.p_original == pytest.approx(binomtest(gained, gained + lost, 0.5).pvalue if gained + lost else 1.0)
+        assert (row.n_models, row.n_degenerate) == (2, 1)      # the challenge's model and the original's
+    outcomes = pd.read_csv(out / "outcomes.csv")
+    last = table.groupby("unit", sort=False).tail(1).set_index("unit")
+    assert list(outcomes["lr_last"]) == list(last["lr"]) and list(outcomes["lr_original_last"]) == \
+        list(last["lr_original"])
+    md = (out / "inoculation.md").read_text()
+    assert "| lr (challenge) | lr (original) |" in md and "original_from: original_dev" in md
+    assert OPTIMISTIC in md
+    # the single-rate reading of the same records: one run, one rate, one model per dose row
+    one = pd.read_csv(run_summary(two, [7], tmp_path / "one", base_seed=7, original_from="challenge_best") /
+                      "table.csv", keep_default_na=False, na_values=[""])
+    dosed = one[one["dose"].astype(str) != "0"]
+    assert (dosed["lr"] == dosed["lr_original"]).all() and (dosed["original_dev"] == 70.0).all()
+    assert set(one["original_selected_on"]) == {ino_summary.ORIGINAL_FROM["challenge_best"]}
+    assert "n_models" not in one.columns       # only the challenge-best runs, none degenerate: no flag columns
+
+
+def test_the_decision_rule_is_the_outcome_tables_legend_with_the_margins():
+    """inoculation.md's legend under the outcome table, the figure's title line and the HTML report's captions
+    state the rule with the configured margins (or the point thresholds with decide_by: thresholds)."""
+    import jinja2
+    from conftest import REPO
+
+    from beluga.analyses.inoculation import report
+
+    rule = report.decision_rule("tests", 0.05, gap_margin=3.0, drop_margin=1.5)
+    assert "more than 1.5 points *and* significantly" in rule and "within 3 points" in rule
+    assert "inoculation.gap_margin = 3, inoculation.drop_margin = 1.5" in rule and "95% bootstrap interval" in rule
+    short = report.decision_rule("tests", 0.01, gap_margin=3.0, drop_margin=1.5, short=True)
+    assert "original drop > 1.5 pp and significant" in short and "99% CI ≤ 3 pp" in short
+    points = report.decision_rule("thresholds", 0.05, thresholds={"close_within": 4.0})
+    assert "within 4 points" in points and "2 points or more" in points and "No test" in points
+    outcomes = pd.DataFrame({"label": ["u"], "outcome": ["1"], "label_skew": ["mixed"], "informative_3": [True],
+                             "reason": ["r"]})
+    table = pd.DataFrame({"label": ["u"], "measure": ["pass rate"], "dose": ["0"], "n_cases": [0], "lr": [np.nan],
+                          "lrs": [""], "challenge": [50.0], "original": [90.0], "original_same": [90.0],
+                          "gap_closed": [0.0], "epochs_trained": [0], "best_epoch": [0]})
+    md = report.inoculation_markdown("sent", table, outcomes, "dev", "tests", 0.05, gap_margin=3.0, drop_margin=1.5)
+    lines = md.splitlines()
+    legend = lines.index("| u | 1 | mixed | r |") + 2
+    assert lines[legend] == rule
+    cfg = {"inoculation": {"decide_by": "tests", "level": 0.05, "gap_margin": 3.0, "drop_margin": 1.5,
+                           "original_from": "original_dev"}}
+    sm = SimpleNamespace(config=cfg, wildcards=SimpleNamespace(task="sent"))
+    for name in ("inoculation_table.rst", "inoculation_curves.rst"):
+        text = " ".join(jinja2.Template((REPO / "report" / name).read_text()).render(snakemake=sm).split())
+        assert "more than 1.5 points and significantly" in text and "within 3.0 points" in text, text
+    cfg["inoculation"].update(decide_by="thresholds", original_from="challenge_best")
+    text = jinja2.Template((REPO / "report" / "inoculation_table.rst").read_text()).render(snakemake=sm)
+    assert "fixed point thresholds" in text and "1.5" not in text and "original_from: challenge_best" in text

@@ -15,4 +15,5 @@ run(sm, lambda: inoculation.inoculation(
     out_outcomes=sm.output.outcomes, out_markdown=sm.output.markdown, out_curves=sm.output.curves,
     out_transfer=sm.output.transfer, iid_predictions=input_list(sm, "iid_predictions"), split=sm.input.split,
     iid_test=sm.input.iid_test, degenerate_share=sm.params.degenerate_share,
-    diagnostics=sm.params.diagnostics))
+    diagnostics=sm.params.diagnostics, original_from=sm.params.original_from, gap_margin=sm.params.gap_margin,
+    drop_margin=sm.params.drop_margin))

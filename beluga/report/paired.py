@@ -15,7 +15,9 @@ seed (N = 1) is the plain test — the same draws, the same numbers. Features an
   within each seed (:func:`unpaired_permutation`); :func:`set_gap_test` picks between them.
 - Percentile-bootstrap intervals (%) of the suite score and the i.i.d. metric (:func:`score_intervals`,
   :func:`metric_interval`): the hierarchical bootstrap, seeds then units
-  (:func:`~beluga.report.bootstrap.bootstrap_ci`).
+  (:func:`~beluga.report.bootstrap.bootstrap_ci`); of a gap between two sets of items, the original score
+  minus the challenge score (:func:`suite_gap_interval`, :func:`set_gap_interval`), each side resampled on
+  its own.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ from __future__ import annotations
 import numpy as np
 
 from beluga.core.seeds import seeds_legend
-from beluga.report.bootstrap import bootstrap_ci
+from beluga.report.bootstrap import bootstrap_ci, bootstrap_draws
 from beluga.report.stats import (
     TIE_TOL,
     Outcomes,
     binomial_counts_test,
     iid_statistic,
+    n_draws,
 )
 from beluga.score.metrics import IID_METRICS
 
@@ -240,3 +243,74 @@ def metric_interval(feats, task_type: str, iid_metric: str, R: int = 1000, seeds
     lo, hi = bootstrap_ci(outs, np.zeros(0, dtype=np.int64), 1, task_type, iid_metric, R=R, seeds=seeds,
                           outer_seed=outer_seed, level=level)["s_iid"][0]
     return 100 * lo, 100 * hi
+
+
+def gap_draw_seed(seed) -> list[int]:
+    """The draw seed of the original side of a gap interval, from a training seed's draw seed (0, or [0,
+    training seed]): the seed's words followed by 0, 1 — a key no draw seed of the scores uses, so the two
+    sides of the gap are resampled independently (they are different items)."""
+    return [int(x) for x in np.ravel(seed)] + [0, 1]
+
+
+def _gap_interval(chal_draws: list, orig_draws: list, R: int, outer_seed, level: float) -> tuple[float, float]:
+    """Percentile interval (pp) of the mean over training seeds of original − challenge from each seed's R n
+    draws of both sides (fractions): the hierarchical bootstrap of :func:`~beluga.report.bootstrap.bootstrap_ci`
+    (n seeds picked with replacement by ``outer_seed``, each pick its own draw); draws with an undefined side
+    (NaN) are left out; (NaN, NaN) when none is left."""
+    if not 0 < level < 1:
+        raise ValueError(f"field 'level': {level!r} must lie in (0, 1)")
+    n = len(chal_draws)
+    chal, orig = np.stack(chal_draws), np.stack(orig_draws)         # (n seeds, R n)
+    pick = np.random.default_rng(outer_seed).integers(0, n, size=(R, n))
+    rep = np.arange(R)[:, None] * n + np.arange(n)[None, :]
+    gap = (orig[pick, rep] - chal[pick, rep]).mean(axis=1)
+    gap = gap[~np.isnan(gap)]
+    if not len(gap):
+        return float("nan"), float("nan")
+    lo, hi = np.quantile(gap, [(1 - level) / 2, (1 + level) / 2])
+    return 100 * float(lo), 100 * float(hi)
+
+
+def suite_gap_interval(items, fi: np.ndarray, n_func: int, task_type: str, iid_metric: str, R: int = 1000,
+                       seeds=None, outer_seed=OUTER_SEED, level: float = 0.95) -> tuple[float, float]:
+    """Percentile-bootstrap interval (pp) of a suite unit's gap, the original pass rate (the share of 0/1
+    ``hits`` of the i.i.d. test examples) minus the challenge score (mean pass rate over the unit's
+    functionalities), the mean over training seeds: ``items`` = [(passed, scored, i.i.d. features, hits)]
+    per seed. Per seed the challenge side is resampled as :func:`score_intervals` resamples it (cases within
+    functionality, the same draws: ``seeds[i]``), the original side on its own (a resampled 0/1 mean is
+    binomial: k of m hits give Binomial(m, k / m) / m; draws seeded by :func:`gap_draw_seed`); then seeds
+    as :func:`_gap_interval`. One seed: its items resampled."""
+    items = _strata(items)
+    n, R = len(items), n_draws(R)
+    chal, orig = [], []
+    for (passed, scored, feats, hits), sd in zip(items, _draw_seeds(seeds, len(items)), strict=True):
+        scored = np.asarray(scored).astype(float)
+        o = Outcomes(np.asarray(passed).astype(float) * scored, scored, feats)
+        chal.append(bootstrap_draws(o, fi, n_func, task_type, iid_metric, R=R * n, seed=sd)[0][:, 0])
+        hits = np.asarray(hits, dtype=bool)
+        m = len(hits)
+        orig.append(np.random.default_rng(gap_draw_seed(sd)).binomial(m, hits.mean(), size=R * n) / m if m else
+                    np.full(R * n, np.nan))
+    return _gap_interval(chal, orig, R, outer_seed, level)
+
+
+def set_gap_interval(chal_feats, orig_feats, task_type: str, iid_metric: str, R: int = 1000, seeds=None,
+                     outer_seed=OUTER_SEED, level: float = 0.95) -> tuple[float, float]:
+    """Percentile-bootstrap interval (pp) of a challenge set's gap, the i.i.d. metric on the original test
+    examples minus the one on the challenge set's examples, the mean over training seeds (each argument: one
+    (n, k) feature array per seed). Per seed the challenge side is resampled as :func:`metric_interval`
+    resamples it (the same draws: ``seeds[i]``), the original side on its own (:func:`gap_draw_seed`); then
+    seeds as :func:`_gap_interval`."""
+    chal_feats, orig_feats = _strata(chal_feats), list(orig_feats)
+    n, R = len(chal_feats), n_draws(R)
+    none = np.zeros(0, dtype=np.int64)
+
+    def draws(feats, seed) -> np.ndarray:
+        return bootstrap_draws(Outcomes(np.zeros(0), np.zeros(0), feats), none, 1, task_type, iid_metric,
+                               R=R * n, seed=seed)[1][:, 0]
+
+    chal, orig = [], []
+    for c, o, sd in zip(chal_feats, orig_feats, _draw_seeds(seeds, n), strict=True):
+        chal.append(draws(c, sd))
+        orig.append(draws(o, gap_draw_seed(sd)))
+    return _gap_interval(chal, orig, R, outer_seed, level)

@@ -62,14 +62,17 @@ def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, resu
                 case_outcomes: list[str], decide_by: str = "tests", level: float = 0.05, bootstrap: int = 1000,
                 randomization: int = 10_000, seeds: list[int] | None = None, base_seed: int | None = None,
                 iid_predictions: list[str] = (), split: str | None = None, iid_test: str | None = None,
-                degenerate_share: float = 0.95, diagnostics: str = "the task's diagnostics/diagnostics.md") -> None:
+                degenerate_share: float = 0.95, diagnostics: str = "the task's diagnostics/diagnostics.md",
+                original_from: str = "original_dev", gap_margin: float = 2.0, drop_margin: float = 2.0) -> None:
     """The analysis' tables and figures (:func:`beluga.analyses.inoculation.summary.summary_tables`): per
-    unit and dose the learning rate with the best challenge score, its challenge and original scores with
-    their intervals at 1 - ``level`` (dose 0: the IID model), the share of the dose-0 gap closed and the
-    tests against dose 0; the outcome of every unit decided by those tests at ``level`` (``decide_by:
-    thresholds``: by the fixed point thresholds) with its label-skew flag, the learning curves and the
-    transfer heatmaps (one per dose). ``case_outcomes``: each result's per-case outcomes (same order as
-    ``results``).
+    unit and dose the challenge score of the learning rate with the best challenge score and the original
+    score of the one with the best original dev score (``original_from: original_dev``, the seed;
+    ``challenge_best``: of the same run), both rates recorded, with their intervals at 1 - ``level`` (dose
+    0: the IID model), the gap left with its interval, the share of the dose-0 gap closed and the tests
+    against dose 0; the outcome of every unit decided by the gap's interval against ``gap_margin``, the
+    original drop against ``drop_margin`` and the tests at ``level`` (``decide_by: thresholds``: by the
+    fixed point thresholds) with its label-skew flag, the learning curves and the transfer heatmaps (one per
+    dose). ``case_outcomes``: each result's per-case outcomes (same order as ``results``).
 
     ``seeds`` (the training seeds; None: one, not named): ``results`` / ``case_outcomes`` hold every seed's
     runs seed by seed and ``iid_outcomes`` one IID model outcome file per seed, in ``seeds`` order
@@ -96,7 +99,8 @@ def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, resu
     chosen, table, outcomes, base_rates = summary.summary_tables(
         per_seed, task_type=task_type, iid_metric=iid_metric, units=units, cases_all=load_suite(suite), lrs=lrs,
         select_on=select_on, thresholds=thresholds, decide_by=decide_by, level=level, bootstrap=bootstrap,
-        randomization=randomization, base_seed=base_seed)
+        randomization=randomization, base_seed=base_seed, original_from=original_from, gap_margin=gap_margin,
+        drop_margin=drop_margin)
     base_flags = {}
     if iid_predictions:
         suite_test = split_cases(suite, split, task_type, "test")
@@ -110,8 +114,10 @@ def inoculation(*, task: str, task_type: str, iid_metric: str, units: dict, resu
     write_csv(outcomes, out_outcomes)
     write_text(report.inoculation_markdown(task, table, outcomes, select_on, decide_by, level,
                                            seeds=[s for s, *_ in per_seed], threshold=f"{100 * degenerate_share:.0f}%",
-                                           why=diagnostics), out_markdown)
-    report.curves_figure(table, outcomes, task, out_curves, level=level)
+                                           why=diagnostics, original_from=original_from, gap_margin=gap_margin,
+                                           drop_margin=drop_margin, thresholds=thresholds), out_markdown)
+    report.curves_figure(table, outcomes, task, out_curves, level=level,
+                         rule=report.decision_rule(decide_by, level, gap_margin, drop_margin, thresholds, short=True))
     suite_units = {u: spec for u, spec in units.items() if spec["functionalities"]}   # columns: pass rates
     report.transfer_figure(report.transfer_matrices(chosen, base_rates, suite_units), units, task, out_transfer,
                            n_seeds=len(per_seed))

@@ -13,10 +13,13 @@ and the original score.
   ``max_epochs`` and stops when the original dev score has not improved for ``patience`` epochs,
   keeping the best-dev weights (the seed's early stopping); the learning rate is constant and halved
   after every epoch whose dev score does not improve (``schedule: halve_on_plateau``, the seed's
-  appendix A) or decays linearly (``linear``). Per dose the reported learning rate is the one with the
-  best challenge score.
-- The outcome of a unit compares the last dose with dose 0 by tests at a stated level, with intervals
-  of every score and a label-skew flag; the training seeds are pooled, stratified by seed.
+  appendix A) or decays linearly (``linear``). Per dose the challenge score is the challenge-best
+  learning rate's and the original score the one of the rate with the best original dev score (the
+  seed's reading; ``original_from: challenge_best``: the same run's).
+- The outcome of a unit compares the last dose with dose 0 by effect-size margins and tests at a stated
+  level (1: the gap left's interval within ``gap_margin``; 3: an original drop beyond ``drop_margin``,
+  significant), with intervals of every score and of the gap and a label-skew flag; the training seeds
+  are pooled, stratified by seed.
 
 Modules: :mod:`.plan` (what the DAG needs: units, learning rates, doses and their samples, challenge
 splits, config checks; light), :mod:`.train` (one dose's training job), :mod:`.summary` (the tables, the

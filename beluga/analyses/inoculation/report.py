@@ -16,10 +16,12 @@ from beluga.core.text import md_cell
 from beluga.report.degenerate import MARK, any_flagged, cell_mark
 
 
-def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_png: str, level: float = 0.05) -> None:
+def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_png: str, level: float = 0.05,
+                  rule: str = "") -> None:
     """Challenge and original score against the dose (symmetric log axis, dose 0
-    = the IID model), one panel per unit, the outcome in the panel title. The means over the training
-    seeds, with the seeds' sd as error bars where it is defined (never with one seed)."""
+    = the IID model), one panel per unit, the outcome in the panel title, the decision ``rule``
+    (:func:`decision_rule`, short) under the title. The means over the training seeds, with the seeds' sd as
+    error bars where it is defined (never with one seed)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -69,8 +71,8 @@ def curves_figure(table: pd.DataFrame, outcomes: pd.DataFrame, task: str, out_pn
     over = seeds_legend(n_seeds, f", mean ± sd over {n_seeds} training seeds\n")
     fig.suptitle(f"{task.upper()}: inoculation by fine-tuning{over or ' '}(bands: {100 * (1 - level):g}% "
                  f"{seeds_legend(n_seeds, 'hierarchical ')}bootstrap intervals; outcome in the corner; * uninformative "
-                 "for outcome 3)", fontsize=9)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+                 "for outcome 3)" + (f"\n{rule}" if rule else ""), fontsize=9)
+    fig.tight_layout(rect=(0, 0, 1, 0.95 if not rule else 0.92))
     with atomic_path(out_png) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
     plt.close(fig)
@@ -150,8 +152,12 @@ def transfer_figure(mats: dict[str, pd.DataFrame], unit_map: dict, task: str, ou
 
 def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame, select_on: str, decide_by: str,
                          level: float, seeds=None, threshold: str = "95%",
-                         why: str = "the task's diagnostics/diagnostics.md") -> str:
-    """inoculation.md: the outcome of every unit, then per unit and dose its scores, tests and epochs
+                         why: str = "the task's diagnostics/diagnostics.md", original_from: str = "original_dev",
+                         gap_margin: float = 2.0, drop_margin: float = 2.0, thresholds: dict | None = None) -> str:
+    """inoculation.md: the outcome of every unit with the decision rule as its legend (:func:`decision_rule`:
+    ``decide_by``, ``level``, the margins ``gap_margin`` / ``drop_margin`` or the point ``thresholds``), then
+    per unit and dose its scores (the challenge score's and the original score's learning rates:
+    ``original_from``), the gap left, the tests and epochs
     (``table`` / ``outcomes``: :func:`beluga.analyses.inoculation.summary.summary_tables`). Every score is the
     mean ± sd over the training ``seeds`` (no spread where the sd is empty, as with one seed); with two or
     more the seeds are named and the pooling explained. ``select_on: test`` (the rate chosen on the tested
@@ -175,8 +181,16 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
         value = pm(r, col, missing="nan")      # a score no case defines (no scored case of the unit)
         return f"{value} [{num(lo, '{:.0f}')}, {num(hi, '{:.0f}')}]" if lo is not None else value
 
-    def lr(r) -> str:   # the seeds' learning rate where they agree, else each seed's
-        return r.lrs if pd.isna(r.lr) else num(r.lr, "{:g}")
+    def lr(r, col: str = "lr", many: str = "lrs") -> str:   # the seeds' learning rate where they agree, else each's
+        value = getattr(r, col, None)
+        return getattr(r, many, "") if value is None or pd.isna(value) else num(value, "{:g}")
+
+    def gap_left(r) -> str:
+        value = getattr(r, "gap", None)
+        if value is None or pd.isna(value):
+            return ""
+        lo, hi = getattr(r, "gap_lo", None), getattr(r, "gap_hi", None)
+        return f"{value:.1f}" + (f" [{num(lo)}, {num(hi)}]" if lo is not None else "")
 
     def gap(r) -> str:
         text = pm(r, "gap_closed", scale=100, digits=0)
@@ -191,17 +205,21 @@ def inoculation_markdown(task: str, table: pd.DataFrame, outcomes: pd.DataFrame,
     md += [f"| {md_cell(r.label)} | {r.outcome}{cell_mark(getattr(r, 'n_degenerate', 0))} | {r.label_skew}"
            f"{'' if r.informative_3 else ' (uninformative for 3)'} | {r.reason} |"
            for r in outcomes.itertuples(index=False)]
-    md += ["", f"| unit | measure | dose | cases | lr | challenge ({conf} CI) | original ({conf} CI) | "
-           "original in the measure | gap closed | p gain | p original | p gap left | epochs (best) |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    md += [f"| {md_cell(r.label)} | {r.measure} | {r.dose} | {r.n_cases} | {lr(r)} | {ci(r, 'challenge')}{deg(r)} | "
-           f"{ci(r, 'original')}{deg(r)} | {pm(r, 'original_same')}{deg(r)} | {gap(r)}{deg(r)} | "
+    md += ["", decision_rule(decide_by, level, gap_margin, drop_margin, thresholds)]
+    md += ["", f"| unit | measure | dose | cases | lr (challenge) | lr (original) | challenge ({conf} CI) | "
+           f"original ({conf} CI) | original in the measure | gap left ({conf} CI) | gap closed | p gain | "
+           "p original | p gap left | epochs (best) |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    md += [f"| {md_cell(r.label)} | {r.measure} | {r.dose} | {r.n_cases} | {lr(r)} | "
+           f"{lr(r, 'lr_original', 'lrs_original')} | {ci(r, 'challenge')}{deg(r)} | "
+           f"{ci(r, 'original')}{deg(r)} | {pm(r, 'original_same')}{deg(r)} | {gap_left(r)}{deg(r)} | "
+           f"{gap(r)}{deg(r)} | "
            f"{num(getattr(r, 'p_gain', None), '{:.3g}')} | {num(getattr(r, 'p_original', None), '{:.3g}')} | "
            f"{num(getattr(r, 'p_gap', None), '{:.3g}')} | "
            f"{num(r.epochs_trained, '{:g}')} ({num(r.best_epoch, '{:g}')}) |"
            for r in table.itertuples(index=False)]
     pooling = seeds_markdown_note(level, len(seeds))
-    md += ["", markdown_note(select_on, decide_by, level)] + (["", pooling] if pooling else [])
+    md += ["", markdown_note(select_on, decide_by, level, original_from)] + (["", pooling] if pooling else [])
     released = table[table["sample"] == "released"] if "sample" in table.columns else table.iloc[:0]
     if len(released):
         names = ", ".join(md_cell(x) for x in dict.fromkeys(released["label"]))
@@ -224,31 +242,69 @@ OPTIMISTIC = ("**The p-values are optimistic**: each dose's learning rate was ch
               "looks more significant than it is; select_on: dev chooses on held-out challenge data.")
 
 
-def markdown_note(select_on: str, decide_by: str, level: float) -> str:
-    """inoculation.md's closing paragraph: the outcomes, how they were decided, the gap closed, the intervals,
-    the label skew and the learning-rate choice (``select_on: test``: :data:`OPTIMISTIC` heads the page)."""
+def decision_rule(decide_by: str, level: float, gap_margin: float = 2.0, drop_margin: float = 2.0,
+                  thresholds: dict | None = None, short: bool = False) -> str:
+    """The legend of the outcome table: how each label is decided, with the margins' values (``decide_by:
+    tests``: :func:`beluga.analyses.inoculation.summary.decide`) or the point thresholds (``thresholds``:
+    :func:`~beluga.analyses.inoculation.summary.classify`, its defaults where a key is absent). ``short``: one
+    line for a figure."""
     conf = f"{100 * (1 - level):g}%"
-    how = (f"decided by tests at level {level:g} (unadjusted, last dose against dose 0): the challenge gain by an "
+    if decide_by != "tests":
+        t = {"close_within": 5.0, "original_drop": 2.0, "min_gain": 5.0, **(thresholds or {})}
+        if short:
+            return (f"outcome: 3 = original −{t['original_drop']:g} pp or more; 1 = challenge within "
+                    f"{t['close_within']:g} pp of original; 2 = gain < {t['min_gain']:g} pp (point thresholds)")
+        return ("Outcome rule (fixed point thresholds of inoculation.thresholds, last dose against dose 0, in this "
+                f"order): **3** when the original score drops by {t['original_drop']:g} points or more; **no gap** "
+                f"when the IID model's challenge score is already within {t['close_within']:g} points of its "
+                f"original score; **1** when the challenge score ends within {t['close_within']:g} points of the "
+                f"original score; **2** when the challenge score gained less than {t['min_gain']:g} points; "
+                "**between** otherwise. No test and no interval decides.")
+    if short:
+        return (f"outcome: 3 = original drop > {drop_margin:g} pp and significant; 1 = gap's {conf} CI ≤ "
+                f"{gap_margin:g} pp; 2 = no significant gain; between otherwise (level {level:g})")
+    return ("Outcome rule (last dose against dose 0, in this order; the gap = original − challenge in one "
+            f"measure, with its {conf} bootstrap interval; tests at level {level:g}): **3** when the original "
+            f"score drops by more than {drop_margin:g} points *and* significantly (a significant drop of at most "
+            f"{drop_margin:g} points is not outcome 3); **no gap** when dose 0's gap interval lies within "
+            f"{gap_margin:g} points (its upper end ≤ {gap_margin:g}: the IID model already performs as well or "
+            f"nearly so); **1** (the gap closes: the seed's \"as well (or nearly so)\") when the last dose's gap "
+            f"interval lies within {gap_margin:g} points; **2** when the challenge score does not rise "
+            "significantly; **between** otherwise (a significant gain, a gap that may still exceed "
+            f"{gap_margin:g} points). Margins: inoculation.gap_margin = {gap_margin:g}, "
+            f"inoculation.drop_margin = {drop_margin:g} (points: pass-rate points, or the task's metric × 100).")
+
+
+def markdown_note(select_on: str, decide_by: str, level: float, original_from: str = "original_dev") -> str:
+    """inoculation.md's closing paragraph: the tests and intervals behind the outcomes (the rule itself:
+    :func:`decision_rule`, under the outcome table), the gap closed, the label skew and the learning-rate
+    choices (``select_on: test``: :data:`OPTIMISTIC` heads the page; ``original_from``: which run the original
+    score is read from)."""
+    conf = f"{100 * (1 - level):g}%"
+    how = (f"The tests (unadjusted, last dose against dose 0, at level {level:g}): the challenge gain by an "
            "exact McNemar test on the unit's T_test cases (pooled over its functionalities), the original change by "
            "an exact McNemar test on the i.i.d. test examples (a paired randomization test when the i.i.d. score is "
            "not the mean of a 0/1 outcome), the gap by a one-sided Fisher exact test of the challenge pass rate "
            "against the original pass rate (the share of D_test examples the model gets right, each read as a "
            "one-input MFT case: the gap is measured in one measure, the pass rate); for an external challenge set, "
            "scored with the task's i.i.d. metric, the same tests on its examples (exact McNemar / Fisher for a 0/1 "
-           "metric, paired randomization / permutation otherwise) against the original score in that metric"
-           if decide_by == "tests" else
-           "decided by the fixed point thresholds of inoculation.thresholds")
-    return ("Outcome 1: the gap closes (a significant challenge gain, no significant gap left, no significant "
-            "original drop); 2: nothing changes (no significant challenge gain); 3: the original score drops "
-            "significantly (the challenge conflicts with the original data); between: a significant gain but a "
-            "significant gap left; no gap: no significant gap at dose 0. Outcomes " + how + ". Gap closed: the "
-            "challenge gain as a share of the dose-0 gap between the original and the challenge score in one measure. "
-            f"Intervals: {conf} percentile bootstrap (cases resampled within functionality, examples resampled). "
-            "A unit whose labelled cases share one label, or that has no labelled case (INV / DIR), is uninformative "
-            "for outcome 3 (the seed's §3.3). Dose 0 is the IID model; " + (
-                "lr picked on the challenge test set (as the seed)" if selection(select_on) == "test" else
-                "lr picked on held-out challenge data (select_on: dev: a suite unit's T_val, an external set's dev "
-                "part), not on the cases the tests run on") + ".")
+           "metric, paired randomization / permutation otherwise) against the original score in that metric. "
+           if decide_by == "tests" else "")
+    original = ("the original score from the learning rate with the best original dev score (original_from: "
+                "original_dev, the seed's \"we tune the learning rate on the original development set\"; column "
+                "lr (original)), the challenge score from the challenge-best rate (column lr (challenge)); the gap "
+                "and the tests compare the two runs' scores"
+                if original_from == "original_dev" else
+                "the original score from the same challenge-best run (original_from: challenge_best: one rate for "
+                "both scores)")
+    return (how + "Gap closed: the challenge gain as a share of the dose-0 gap between the original and the "
+            "challenge score in one measure; gap left: that gap at the dose, its interval from each side resampled "
+            f"on its own. Intervals: {conf} percentile bootstrap (cases resampled within functionality, examples "
+            "resampled). A unit whose labelled cases share one label, or that has no labelled case (INV / DIR), is "
+            "uninformative for outcome 3 (the seed's §3.3). Dose 0 is the IID model; " + (
+                "lr (challenge) picked on the challenge test set (as the seed)" if selection(select_on) == "test" else
+                "lr (challenge) picked on held-out challenge data (select_on: dev: a suite unit's T_val, an external "
+                "set's dev part), not on the cases the tests run on") + "; " + original + ".")
 
 
 def inoculation_seeds_note(seeds) -> str:

@@ -2,12 +2,17 @@
 dose the chosen learning rate, the challenge and original scores with their intervals, the share of the
 dose-0 gap closed and the tests against dose 0 (the IID model), and each unit's outcome.
 
-- Per (unit, dose) the learning rate with the best challenge score (:func:`choose`; ``select_on: dev``: on
-  held-out challenge data, a suite unit's T_val or an external set's dev part; ``test``, the seed: on the
-  challenge test set the tests then use, so their p-values are optimistic — :data:`SELECTED_ON`).
-- The outcome of a unit compares the last dose with dose 0 by tests at a stated level (:func:`decide`;
-  :func:`classify`: the fixed point thresholds), with 95 % intervals of every score and a label-skew
-  flag (:func:`label_skew`; the seed's §3.3 limitation).
+- Per (unit, dose) the challenge score of the learning rate with the best challenge score (:func:`choose`;
+  ``select_on: dev``: on held-out challenge data, a suite unit's T_val or an external set's dev part;
+  ``test``, the seed: on the challenge test set the tests then use, so their p-values are optimistic —
+  :data:`SELECTED_ON`), and the original score of the learning rate with the best original dev score
+  (``original_from: original_dev``, the seed's "we tune the learning rate on the original development set")
+  or of the same run (``challenge_best``) — :data:`ORIGINAL_FROM`; both rates recorded.
+- The outcome of a unit compares the last dose with dose 0 by effect-size margins and tests at a stated
+  level (:func:`decide`: the gap left's interval within ``gap_margin`` for outcome 1, an original drop
+  beyond ``drop_margin`` and significant for outcome 3; :func:`classify`: the fixed point thresholds), with
+  intervals at 1 − level of every score and of the gap, and a label-skew flag (:func:`label_skew`; the
+  seed's §3.3 limitation).
 - Training seeds (config ``seeds``; :func:`summary_tables` takes N ≥ 1): each seed's IID model is
   inoculated by its own jobs; per seed, unit and dose the learning rate is chosen and the scores are
   read as in a one-seed run. The tests pool the seeds, stratified by seed (:mod:`beluga.report.paired`:
@@ -29,34 +34,95 @@ import numpy as np
 import pandas as pd
 
 from beluga.analyses.inoculation.plan import lr_id, selection
-from beluga.core.errors import DataError
+from beluga.core.errors import ConfigError, DataError
 from beluga.core.tasks import get_task_type
 from beluga.heads import get_head
-from beluga.report.paired import gap_test, mcnemar, metric_interval, paired_metric_test, score_intervals, set_gap_test
+from beluga.report.paired import (
+    gap_test,
+    mcnemar,
+    metric_interval,
+    paired_metric_test,
+    score_intervals,
+    set_gap_interval,
+    set_gap_test,
+    suite_gap_interval,
+)
 
 #: the ``lr_selected_on`` column of table.csv and outcomes.csv, by ``select_on``
 SELECTED_ON = {"dev": "dev (held out)", "test": "test (p-values optimistic: lr chosen on the tested cases)"}
 
 
-def choose(results: pd.DataFrame, select_on: str) -> pd.DataFrame:
-    """Per (unit, dose): the learning rate with the best challenge score (``dev``, or its alias ``val``: the
-    held-out ``challenge_val``, a suite unit's T_val or an external set's dev part; ``test``: the challenge
-    test set, as the seed); ties go to the first learning rate in the configured order. A (unit, dose)
-    without a held-out score for any rate is refused (DataError naming a record): choosing would pick
-    the first rate silently."""
+#: ``inoculation.original_from`` -> the run a dose's original score is read from (the ``original_selected_on``
+#: column of table.csv and outcomes.csv)
+ORIGINAL_FROM = {"original_dev": "original dev set (its own lr)",
+                 "challenge_best": "the challenge-best run (one lr)"}
+
+
+def original_from(value: str) -> str:
+    """``inoculation.original_from``, checked: ConfigError naming the field when it is not one of
+    :data:`ORIGINAL_FROM`."""
+    if value not in ORIGINAL_FROM:
+        raise ConfigError(f"config: field 'inoculation.original_from': {value!r} is not one of "
+                          f"{', '.join(ORIGINAL_FROM)}")
+    return value
+
+
+def original_dev_score(rec) -> float:
+    """A run's original dev score (the i.i.d. validation set, a fraction): the dev score of its best epoch,
+    the weights the job kept (its record's ``dev_curve`` at ``best_epoch``, epochs counted from 1); NaN when
+    the record has no curve or no epoch improved (``best_epoch`` 0)."""
+    curve = rec.get("dev_curve")
+    best = rec.get("best_epoch")
+    if not isinstance(curve, (list, tuple, np.ndarray)) or best is None or pd.isna(best):
+        return np.nan
+    best = int(best)
+    return float(curve[best - 1]) if 1 <= best <= len(curve) and curve[best - 1] is not None else np.nan
+
+
+def choose(results: pd.DataFrame, select_on: str, original: str = "original_dev") -> pd.DataFrame:
+    """Per (unit, dose) the runs the dose reports, as one row: the challenge-best run (``select_on``:
+    ``dev``, or its alias ``val``: the best held-out ``challenge_val``, a suite unit's T_val or an external
+    set's dev part; ``test``: the best challenge test score, as the seed) — its learning rate ``lr``, its
+    challenge scores, pass rates and ``case_outcomes`` — and the run the original score is read from
+    (``original``: ``original_dev``, the seed's "we tune the learning rate on the original development set":
+    the best original dev score, :func:`original_dev_score`; ``challenge_best``: the challenge-best run
+    itself) — its learning rate ``lr_original``, ``original``, ``original_metrics``, ``original_dev``,
+    ``case_outcomes_original`` and ``degenerate_original``. Ties go to the first learning rate in the
+    configured order. A (unit, dose) without a held-out score (``dev``) or an original dev score
+    (``original_dev``) for any rate is refused (DataError naming a record): choosing would pick the first
+    rate silently."""
     col = {"dev": "challenge_val", "test": "challenge"}[selection(select_on)]
+    original = original_from(original)
+
+    def record(g: pd.DataFrame) -> Path | str:   # the record beside its outcomes file: <lr>.json, <lr>.parquet
+        return Path(g["case_outcomes"].iloc[0]).with_suffix(".json") if "case_outcomes" in g else "inoculation"
+
     rows = []
     for (unit, dose), g in results.groupby(["unit", "dose"], sort=False):
         g = g.sort_values("lr_order", kind="stable")
         score = pd.to_numeric(g[col], errors="coerce").astype(float)
         if col == "challenge_val" and score.isna().all():
-            # the record beside its outcomes file (rules/inoculation.smk: <lr>.json and <lr>.parquet)
-            where = Path(g["case_outcomes"].iloc[0]).with_suffix(".json") if "case_outcomes" in g else "inoculation"
-            raise DataError(f"{where}: field 'challenge_val': no learning rate of unit {unit}, dose {dose} has a "
-                            "held-out challenge score (no scored T_val case, or an external set trained without a "
+            raise DataError(f"{record(g)}: field 'challenge_val': no learning rate of unit {unit}, dose {dose} has "
+                            "a held-out challenge score (no scored T_val case, or an external set trained without a "
                             "dev part); rerun its jobs with select_on: dev, or choose on the test set "
                             "(select_on: test, optimistic p-values)")
-        rows.append(g.loc[score.fillna(-np.inf).idxmax()])
+        dev = pd.Series([original_dev_score(r) for r in g.to_dict("records")], index=g.index, dtype=float)
+        if original == "original_dev" and dev.isna().all():
+            raise DataError(f"{record(g)}: field 'dev_curve': no learning rate of unit {unit}, dose {dose} has an "
+                            "original dev score at its best epoch (dev_curve, best_epoch), which original_from: "
+                            "original_dev chooses the original score's learning rate on")
+        best = g.loc[score.fillna(-np.inf).idxmax()]
+        src = best if original == "challenge_best" else g.loc[dev.fillna(-np.inf).idxmax()]
+        row = best.copy()
+        row["lr_original"] = src["lr"]
+        row["original_dev"] = dev[src.name]
+        for key in ("original", "original_metrics"):
+            if key in g:
+                row[key] = src[key]
+        for key in ("case_outcomes", "degenerate"):
+            if key in g:
+                row[f"{key}_original"] = src[key]
+        rows.append(row)
     return pd.DataFrame(rows).reset_index(drop=True)
 
 
@@ -177,71 +243,104 @@ def dose_tests(pairs, task_type: str, iid_metric: str, R: int = 10_000, seeds=No
             "original_test": orig_test, "p_gap": gap_test(gap)}
 
 
-def decide(first: pd.Series, last: pd.Series, level: float = 0.05, informative_3: bool = True) -> tuple[str, str]:
-    """The seed's outcome of a unit from tests at ``level`` (scores in %, p-values of
-    :func:`dose_tests` of the last dose; ``first`` = dose 0 with its ``p_gap``):
+#: the effect-size margins of :func:`decide` by default, in points (``inoculation.gap_margin`` /
+#: ``inoculation.drop_margin``)
+GAP_MARGIN, DROP_MARGIN = 2.0, 2.0
 
-    - **3** when the original score dropped significantly (``p_original`` < level, score down);
-    - **no gap** when the IID model's challenge pass rate was not significantly below the
-      original pass rate (dose 0's ``p_gap`` ≥ level): nothing to close;
+
+def decide(first: pd.Series, last: pd.Series, level: float = 0.05, informative_3: bool = True,
+           gap_margin: float = GAP_MARGIN, drop_margin: float = DROP_MARGIN) -> tuple[str, str]:
+    """The seed's outcome of a unit from effect sizes and tests at ``level`` (scores in %; ``first`` = dose 0,
+    ``last`` = the last dose with the p-values of :func:`dose_tests`; each with the gap left, original −
+    challenge in one measure, and its interval at 1 − ``level``: ``gap_lo`` / ``gap_hi``), in this order:
+
+    - **3** when the original score dropped by more than ``drop_margin`` points *and* significantly
+      (``p_original`` < level): inoculation damages the original (a significant drop within the margin is
+      not outcome 3, nor is a larger drop that is not significant);
+    - **no gap** when dose 0's gap interval lies within ``gap_margin`` (``gap_hi`` ≤ margin): the IID model
+      already performs as well or nearly so, nothing to close;
+    - **1** when the last dose's gap interval lies within ``gap_margin``: the gap closes, the challenge score
+      "as well (or nearly so)" as the original, the original kept (not 3);
     - **2** when the challenge score did not rise significantly (``p_gain`` ≥ level or no rise);
-    - **1** when it rose significantly and the gap left is not significant (``p_gap`` ≥ level);
-    - **between** when it rose significantly but a significant gap is left.
+    - **between** otherwise: a significant gain, but the gap left may exceed the margin.
 
-    ``informative_3`` False (a single-label or unlabelled unit) adds the seed's warning to the
-    words. Returns (label, the reason in words)."""
+    "Within the margin" is one-sided: a challenge score above the original (a negative gap) is closed too;
+    the interval's upper end at most the margin is a test of "the gap exceeds the margin" at level / 2.
+    ``informative_3`` False (a single-label or unlabelled unit) adds the seed's warning to the words.
+    Returns (label, the reason in words)."""
     def pp(x: float) -> str:   # signed whole points, never "-0"
         return f"{int(round(x)):+d} pp"
 
     def p(x: float) -> str:
         return "p < 0.001" if x < 0.001 else f"p = {x:.3f}"
 
+    def ci(r) -> str:
+        return f"[{r.gap_lo:.1f}, {r.gap_hi:.1f}] pp"
+
     d_chal, d_orig = last.challenge - first.challenge, last.original - first.original
     gain = bool(last.p_gain < level and d_chal > 0)
-    drop = bool(last.p_original < level and d_orig < 0)
+    significant_drop = bool(last.p_original < level and d_orig < 0)
+    conf = f"{100 * (1 - level):g}% CI"
     chal = f"challenge {pp(d_chal)} ({first.challenge:.0f} → {last.challenge:.0f}, {p(last.p_gain)})"
     orig = f"original {pp(d_orig)} ({first.original:.0f} → {last.original:.0f}, {p(last.p_original)})"
+    if significant_drop and -d_orig <= drop_margin:
+        orig += f": a significant drop within the {drop_margin:g}-pp margin"
+    elif d_orig < -drop_margin and not significant_drop:
+        orig += f": beyond the {drop_margin:g}-pp margin but not significant at level {level:g}"
     gap0 = first.original_same - first.challenge
     share = "" if pd.isna(last.gap_closed) else f"; {100 * last.gap_closed:.0f}% of the dose-0 gap closed"
-    at = f"at level {level:g}"
-    if drop:
-        label, why = "3", f"original dropped significantly {at}: {orig}; {chal}"
+    left = (f"gap left {last.original_same - last.challenge:.1f} pp of {gap0:.1f} ({conf} {ci(last)}, "
+            f"{p(last.p_gap)}){share}")
+    if significant_drop and -d_orig > drop_margin:
+        why = (f"original dropped by {-d_orig:.1f} pp, more than the {drop_margin:g}-pp margin, significantly at "
+               f"level {level:g}: {orig}; {chal}")
         if not informative_3:
             why += (" — uninformative: every labelled case of the unit has one label (or none has a label), "
                     "so fine-tuning can learn to predict that label (the seed's §3.3)")
-        return label, why
-    if first.p_gap >= level:
+        return "3", why
+    if first.gap_hi <= gap_margin:
         measure = first.get("measure", "pass rate")
-        return "no gap", (f"no significant gap at dose 0 {at} ({measure}: challenge {first.challenge:.0f} vs original "
-                          f"{first.original_same:.0f}, {p(first.p_gap)}); {chal}; {orig}")
+        return "no gap", (f"no gap at dose 0: its {conf} {ci(first)} lies within the {gap_margin:g}-pp margin "
+                          f"({measure}: challenge {first.challenge:.0f} vs original {first.original_same:.0f}, "
+                          f"{p(first.p_gap)}); {chal}; {orig}")
+    if last.gap_hi <= gap_margin:
+        return "1", f"the gap closes: its {conf} lies within the {gap_margin:g}-pp margin: {left}; {chal}; {orig}"
     if not gain:
-        return "2", f"no significant challenge gain {at}: {chal}; {orig} (both unchanged)"
-    left = f"gap left {last.original_same - last.challenge:.0f} pp of {gap0:.0f} ({p(last.p_gap)}){share}"
-    if last.p_gap >= level:
-        return "1", f"challenge gained significantly and no significant gap is left {at}: {chal}; {left}; {orig}"
-    return "between", f"challenge gained significantly but a significant gap is left {at}: {chal}; {left}; {orig}"
+        return "2", f"no significant challenge gain at level {level:g}: {chal}; {left}; {orig}"
+    return "between", (f"challenge gained significantly at level {level:g} but the gap left may exceed the "
+                       f"{gap_margin:g}-pp margin: {left}; {chal}; {orig}")
 
 
-def outcome_rows(table: pd.DataFrame, skew: dict, decide_by: str, level: float, thresholds: dict) -> pd.DataFrame:
+def outcome_rows(table: pd.DataFrame, skew: dict, decide_by: str, level: float, thresholds: dict,
+                 gap_margin: float = GAP_MARGIN, drop_margin: float = DROP_MARGIN) -> pd.DataFrame:
     """outcomes.csv: per unit of ``table`` (its first row dose 0, its last the last dose) the outcome
-    (:func:`decide` at ``level``, or :func:`classify` by ``thresholds``), its reason and the numbers behind it,
-    with the unit's label skew (``skew``: unit -> :func:`label_skew`)."""
+    (:func:`decide` at ``level`` with the margins ``gap_margin`` / ``drop_margin``, or :func:`classify` by
+    ``thresholds``), its reason and the numbers behind it (the last dose's learning rates: ``lr_last`` of the
+    challenge score, ``lr_original_last`` of the original score), with the unit's label skew (``skew``: unit
+    -> :func:`label_skew`)."""
     outcomes = []
     for uid, g in table.groupby("unit", sort=False):
         first, last = g.iloc[0], g.iloc[-1]
         if decide_by == "tests":
-            label, reason = decide(first, last, level, skew[uid]["informative_3"])
-            how = f"tests at level {level:g}"
+            label, reason = decide(first, last, level, skew[uid]["informative_3"], gap_margin=gap_margin,
+                                   drop_margin=drop_margin)
+            how = f"tests at level {level:g}, margins {gap_margin:g} pp (gap) / {drop_margin:g} pp (drop)"
         else:
             label, reason = classify(first.challenge, first.original, last.challenge, last.original, **thresholds)
             how = "point thresholds"
         outcomes.append({"unit": uid, "label": first.label, "level": first.level, "outcome": label,
                          "reason": reason, "decided_by": how, "last_dose": last.dose,
+                         "lr_last": last.get("lr"), "lr_original_last": last.get("lr_original"),
                          "challenge_0": first.challenge, "challenge_last": last.challenge,
                          "challenge_last_lo": last.get("challenge_lo"), "challenge_last_hi": last.get("challenge_hi"),
                          "original_0": first.original, "original_last": last.original,
                          "original_last_lo": last.get("original_lo"), "original_last_hi": last.get("original_hi"),
                          "gap_measure": first.measure, "gap_0": first.original_same - first.challenge,
+                         "gap_0_lo": first.get("gap_lo"), "gap_0_hi": first.get("gap_hi"),
+                         "gap_last": last.original_same - last.challenge, "gap_last_lo": last.get("gap_lo"),
+                         "gap_last_hi": last.get("gap_hi"),
+                         "gap_margin": gap_margin if decide_by == "tests" else np.nan,
+                         "drop_margin": drop_margin if decide_by == "tests" else np.nan,
                          "gap_closed": last.get("gap_closed"), "p_gain": last.get("p_gain"),
                          "p_original": last.get("p_original"), "original_test": last.get("original_test"),
                          "p_gap_0": first.p_gap, "p_gap_last": last.get("p_gap"), **skew[uid]})
@@ -249,26 +348,38 @@ def outcome_rows(table: pd.DataFrame, skew: dict, decide_by: str, level: float, 
 
 
 def dose_flags(table: pd.DataFrame, outcomes: pd.DataFrame, chosen: pd.DataFrame,
-                      base_flags: dict[int, bool]) -> tuple[pd.DataFrame, pd.DataFrame]:
+               base_flags: dict[int, bool]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``table`` and ``outcomes`` with ``n_models`` / ``n_degenerate`` (:mod:`beluga.report.degenerate`): a
-    dose's row rests on its chosen model of every training seed (``chosen``: :func:`summary_tables`' runs, each
-    record's ``degenerate``), dose 0 on each seed's IID model (``base_flags``: seed -> degenerate; none: not
-    checked, 0 models), a unit's outcome on its dose 0 and last dose. A record without the flag is one
-    DataError line naming it (a record of an older run)."""
-    flag = chosen["degenerate"] if "degenerate" in chosen.columns else pd.Series(np.nan, index=chosen.index)
-    bad = flag.isna()
-    if bad.any():
-        where = Path(str(chosen.loc[bad, "case_outcomes"].iloc[0])).with_suffix(".json") \
-            if "case_outcomes" in chosen.columns else "inoculation"
-        raise DataError(f"{where}: field 'degenerate': missing (a record of an older run: rerun its inoculate job)")
+    dose's row rests on the models :func:`choose` picked for it in every training seed (``chosen``:
+    :func:`summary_tables`' runs, each record's ``degenerate``): the challenge-best run and, when another
+    learning rate gave the original score, that run too (``lr_original``, ``degenerate_original``); dose 0
+    on each seed's IID model (``base_flags``: seed -> degenerate; none: not checked, 0 models); a unit's
+    outcome on its dose 0 and last dose. A record without the flag is one DataError line naming it (a record
+    of an older run)."""
+    def flags(col: str, outcomes_col: str) -> pd.Series:
+        flag = chosen[col] if col in chosen.columns else pd.Series(np.nan, index=chosen.index)
+        bad = flag.isna()
+        if bad.any():
+            where = Path(str(chosen.loc[bad, outcomes_col].iloc[0])).with_suffix(".json") \
+                if outcomes_col in chosen.columns else "inoculation"
+            raise DataError(f"{where}: field 'degenerate': missing (a record of an older run: rerun its inoculate "
+                            "job)")
+        return flag.map(bool)
+
+    flag = flags("degenerate", "case_outcomes")
+    other = pd.Series(False, index=chosen.index)   # a second model: the original score's run, another rate
+    if "lr_original" in chosen.columns:
+        other = chosen["lr_original"].map(lr_id) != chosen["lr"].map(lr_id)
+    flag_original = flags("degenerate_original", "case_outcomes_original") if other.any() else other
     dose = chosen["dose"].astype(str)
     n_models, n_deg = [], []
     for unit, d in zip(table["unit"], table["dose"].astype(str)):
         if d == "0":
             n, k = len(base_flags), sum(bool(v) for v in base_flags.values())
         else:
-            sel = flag[(chosen["unit"] == unit) & (dose == d)]
-            n, k = len(sel), int(sel.map(bool).sum())
+            sel = (chosen["unit"] == unit) & (dose == d)
+            n = int(sel.sum() + (sel & other).sum())
+            k = int(flag[sel].sum() + (flag_original[sel & other]).sum())
         n_models.append(n)
         n_deg.append(k)
     table = table.assign(n_models=n_models, n_degenerate=n_deg)
@@ -279,8 +390,8 @@ def dose_flags(table: pd.DataFrame, outcomes: pd.DataFrame, chosen: pd.DataFrame
 
 
 #: the per-seed values of a (unit, dose) that the table reports as mean ± sd over seeds
-SEED_VALUES = ["challenge", "original", "original_same", "gap_closed", "challenge_val", "epochs_trained",
-               "best_epoch"]
+SEED_VALUES = ["challenge", "original", "original_same", "gap_closed", "challenge_val", "original_dev",
+               "epochs_trained", "best_epoch"]
 
 
 def seed_draw_seed(training_seed: int, base_seed: int):
@@ -341,20 +452,26 @@ def split_by_seed(recs: list[dict], results: list[str], case_outcomes: list[str]
 def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame]], *, task_type: str,
                    iid_metric: str, units: dict, cases_all: pd.DataFrame, lrs: list[float], select_on: str,
                    thresholds: dict, decide_by: str, level: float, bootstrap: int, randomization: int,
-                   base_seed: int | None = None):
+                   base_seed: int | None = None, original_from: str = "original_dev", gap_margin: float = GAP_MARGIN,
+                   drop_margin: float = DROP_MARGIN):
     """The analysis' tables from its jobs over N ≥ 1 training seeds: ``per_seed`` = [(training
     seed, records, per-case outcome files, the seed's IID model outcomes)] (:func:`split_by_seed`). Per
-    seed, unit and dose the learning rate with the best challenge score is chosen (:func:`choose`) and its
-    challenge and original scores are read; per unit and dose the intervals at 1 - ``level`` (a
-    hierarchical bootstrap, seeds then cases / examples), the share of the dose-0 gap closed and the tests
+    seed, unit and dose the runs are chosen (:func:`choose`): the challenge score is read from the
+    learning rate with the best challenge score, the original score from the one with the best original dev
+    score (``original_from: original_dev``, the seed) or from the same run (``challenge_best``); per unit
+    and dose the intervals at 1 - ``level`` (a hierarchical bootstrap, seeds then cases / examples) of
+    both scores and of the gap left (:func:`~beluga.report.paired.suite_gap_interval`,
+    :func:`~beluga.report.paired.set_gap_interval`), the share of the dose-0 gap closed and the tests
     against dose 0 stratified by seed (:func:`dose_tests`, :func:`~beluga.report.paired.gap_test`,
-    :func:`~beluga.report.paired.set_gap_test`);
-    the outcome of every unit decided by those tests at ``level`` (``decide_by: thresholds``: by the fixed
-    point thresholds) with its label-skew flag (:func:`outcome_rows`).
+    :func:`~beluga.report.paired.set_gap_test`); the outcome of every unit decided by those intervals and
+    tests at ``level`` with the margins ``gap_margin`` / ``drop_margin`` (:func:`decide`; ``decide_by:
+    thresholds``: by the fixed point thresholds) with its label-skew flag (:func:`outcome_rows`).
 
     The table has per unit × dose the mean over seeds of each value of :data:`SEED_VALUES` (with ``n_seeds``
     and ``_sd`` / ``_min`` / ``_max``), ``lr`` (the seeds' learning rate where they agree, else empty) and
-    ``lrs`` (each seed's, in seed order); each seed's draws are seeded by :func:`seed_draw_seed`
+    ``lrs`` (each seed's, in seed order), the same of the original score's rate (``lr_original``,
+    ``lrs_original``), ``original_selected_on`` (:data:`ORIGINAL_FROM`), and the gap left (``gap`` =
+    ``original_same`` − ``challenge``, ``gap_lo`` / ``gap_hi``); each seed's draws are seeded by :func:`seed_draw_seed`
     (``base_seed``: the seed whose draws are a one-seed run's; None: the first); the outcomes add the last
     dose's ``_sd``, ``n_seeds`` and ``seeds``. One seed: the seed's own values (the mean of one), the
     one-seed tests and intervals (draw seed 0), every ``_sd`` empty. Returns (every seed's chosen runs
@@ -364,7 +481,7 @@ def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame
 
     funcs = functionality_table(cases_all)
     states = [_seed_state(s, recs, co, base_out, task_type=task_type, iid_metric=iid_metric, funcs=funcs, lrs=lrs,
-                          select_on=select_on) for s, recs, co, base_out in per_seed]
+                          select_on=select_on, original=original_from) for s, recs, co, base_out in per_seed]
     seeds = [st.seed for st in states]
     base = seeds[0] if base_seed is None else base_seed
     _same_ids([st.base_iid["case_id"] for st in states], seeds, "IID model outcomes", "i.i.d. test examples")
@@ -378,10 +495,11 @@ def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame
         pooled.update(unit_pooled)
     per = pd.DataFrame(rows)
     table = over_seeds(per, ["unit", "dose"], SEED_VALUES)
-    lr_lists = [list(g) for _, g in per.groupby(["unit", "dose"], sort=False)["lr"]]
-    table["lr"] = [lst[0] if len({f"{x:g}" for x in lst}) == 1 else np.nan for lst in lr_lists]
-    table["lrs"] = [" / ".join("" if pd.isna(x) else f"{x:g}" for x in lst) if not pd.isna(lst).all() else ""
-                    for lst in lr_lists]
+    for col, many in (("lr", "lrs"), ("lr_original", "lrs_original")):
+        lr_lists = [list(g) for _, g in per.groupby(["unit", "dose"], sort=False)[col]]
+        table[col] = [lst[0] if len({f"{x:g}" for x in lst}) == 1 else np.nan for lst in lr_lists]
+        table[many] = [" / ".join("" if pd.isna(x) else f"{x:g}" for x in lst) if not pd.isna(lst).all() else ""
+                       for lst in lr_lists]
     evidence = pd.DataFrame([pooled.get((u, d), {}) for u, d in zip(table["unit"], table["dose"])],
                             index=table.index)
     for col in evidence.columns:
@@ -389,15 +507,19 @@ def summary_tables(per_seed: list[tuple[int, list[dict], list[str], pd.DataFrame
     table["_unit"] = table["unit"].map({u: i for i, u in enumerate(units)})
     table = table.sort_values(["_unit", "n_cases"], kind="stable").drop(columns="_unit").reset_index(drop=True)
     table["lr_selected_on"] = SELECTED_ON[selection(select_on)]
-    cols = ["unit", "level", "label", "measure", "dose", "n_cases", "lr", "lrs", "lr_selected_on", "challenge",
-            "challenge_lo", "challenge_hi", "original", "original_lo", "original_hi", "original_same", "gap_closed",
-            "p_gain", "p_original", "original_test", "p_gap", "challenge_val", "epochs_trained", "best_epoch"]
+    table["original_selected_on"] = ORIGINAL_FROM[original_from]
+    table["gap"] = table["original_same"] - table["challenge"]
+    cols = ["unit", "level", "label", "measure", "dose", "n_cases", "lr", "lrs", "lr_selected_on", "lr_original",
+            "lrs_original", "original_selected_on", "challenge", "challenge_lo", "challenge_hi", "original",
+            "original_lo", "original_hi", "original_same", "gap", "gap_lo", "gap_hi", "gap_closed", "p_gain",
+            "p_original", "original_test", "p_gap", "challenge_val", "original_dev", "epochs_trained", "best_epoch"]
     table["sample"] = dose_samples(states[0].chosen, table)     # where each dose's examples come from
     cols.insert(cols.index("n_cases") + 1, "sample")
     spread = ["n_seeds"] + [f"{v}_{s}" for v in SEED_VALUES for s in ("sd", "min", "max")]
     table = table[[c for c in cols if c in table.columns] + spread]
-    outcomes = outcome_rows(table, skew, decide_by, level, thresholds)
+    outcomes = outcome_rows(table, skew, decide_by, level, thresholds, gap_margin=gap_margin, drop_margin=drop_margin)
     outcomes["lr_selected_on"] = SELECTED_ON[selection(select_on)]
+    outcomes["original_selected_on"] = ORIGINAL_FROM[original_from]
     last = table.groupby("unit", sort=False).tail(1).set_index("unit")
     for col in ("challenge", "original"):
         outcomes[f"{col}_last_sd"] = outcomes["unit"].map(last[f"{col}_sd"])
@@ -427,7 +549,7 @@ def _same_ids(ids_per_seed: list, seeds: list[int], source: str, what: str) -> N
 
 
 def _seed_state(seed: int, recs: list[dict], case_outcomes: list[str], base_out: pd.DataFrame, *, task_type: str,
-                iid_metric: str, funcs: pd.DataFrame, lrs, select_on: str):
+                iid_metric: str, funcs: pd.DataFrame, lrs, select_on: str, original: str = "original_dev"):
     """One training seed's chosen runs and its IID model (dose 0), as :func:`summary_tables` reads them."""
     from beluga.report.stats import iid_features
     from beluga.score.metrics import fold_pass_rates, iid_metrics, iid_score
@@ -438,7 +560,7 @@ def _seed_state(seed: int, recs: list[dict], case_outcomes: list[str], base_out:
     df["case_outcomes"] = list(case_outcomes)
     base_iid = original_rows(base_out)
     return SimpleNamespace(
-        seed=int(seed), chosen=choose(df, select_on), base_out=base_out,
+        seed=int(seed), chosen=choose(df, select_on, original), base_out=base_out,
         base_rates=fold_pass_rates(base_out, funcs).set_index("functionality")["pass_rate"].to_dict(),
         base_original=iid_score(iid_metrics(base_out, task_type), iid_metric), base_iid=base_iid,
         base_feats=iid_features(base_iid, task_type), base_hits=original_hits(base_iid, task_type))
@@ -463,16 +585,21 @@ def _suite_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, 
     def evidence(items, fi) -> dict:    # items: per seed (cases, i.i.d. features, hits)
         ci = score_intervals([(c["passed"].to_numpy(), c["scored"].to_numpy(), f) for c, f, _ in items], fi,
                              len(ufuncs), task_type, iid_metric, R=bootstrap, seeds=draws, level=conf)
+        gap_lo, gap_hi = suite_gap_interval([(c["passed"].to_numpy(), c["scored"].to_numpy(), f, h)
+                                             for c, f, h in items], fi, len(ufuncs), task_type, iid_metric,
+                                            R=bootstrap, seeds=draws, level=conf)
         return {"challenge_lo": ci["challenge"][0], "challenge_hi": ci["challenge"][1],
-                "original_lo": ci["original"][0], "original_hi": ci["original"][1],
+                "original_lo": ci["original"][0], "original_hi": ci["original"][1], "gap_lo": gap_lo,
+                "gap_hi": gap_hi,
                 "p_gap": gap_test([(int((c["passed"] & c["scored"]).sum()), int(c["scored"].sum()), int(h.sum()),
                                     len(h)) for c, _, h in items])}
 
     rows, first = [], []
     for st in states:
         vals = [st.base_rates.get(f) for f in ufuncs if not pd.isna(st.base_rates.get(f, np.nan))]
-        row = {**info, "seed": st.seed, "dose": "0", "n_cases": 0, "lr": np.nan,
+        row = {**info, "seed": st.seed, "dose": "0", "n_cases": 0, "lr": np.nan, "lr_original": np.nan,
                "challenge": 100 * float(np.mean(vals)) if vals else np.nan, "challenge_val": np.nan,
+               "original_dev": np.nan,
                "original": 100 * st.base_original,
                "original_same": 100 * float(st.base_hits.mean()) if len(st.base_hits) else np.nan,
                "epochs_trained": 0, "best_epoch": 0}
@@ -486,12 +613,17 @@ def _suite_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, 
         for st, (cases0, _), row0 in zip(states, base, first):
             r = _chosen_row(st, uid, dose)
             row = {**info, "seed": st.seed, "dose": r.dose, "n_cases": int(r.n_cases), "lr": float(r.lr),
+                   "lr_original": float(r.lr_original),
                    "challenge": np.nan if r.challenge is None else 100 * float(r.challenge),
                    "challenge_val": np.nan if r.challenge_val is None else 100 * float(r.challenge_val),
-                   "original": 100 * float(r.original), "original_same": np.nan, "gap_closed": np.nan,
+                   "original": 100 * float(r.original), "original_dev": 100 * float(r.original_dev),
+                   "original_same": np.nan, "gap_closed": np.nan,
                    "epochs_trained": int(r.epochs_trained), "best_epoch": int(r.best_epoch)}
             if r.case_outcomes:
+                # the challenge side from the challenge-best run, the original side from the original's run
                 cases, fi, feats, hits = _dose_outcomes(r.case_outcomes, ufuncs, st.base_iid, task_type)
+                if r.case_outcomes_original != r.case_outcomes:
+                    _, _, feats, hits = _dose_outcomes(r.case_outcomes_original, ufuncs, st.base_iid, task_type)
                 row["original_same"] = 100 * float(hits.mean()) if len(hits) else np.nan
                 gap0 = row0["original_same"] - row0["challenge"]
                 row["gap_closed"] = (row["challenge"] - row0["challenge"]) / gap0 if gap0 > 0 else np.nan
@@ -578,7 +710,10 @@ def _set_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, ta
                                      level=conf)
         o_lo, o_hi = metric_interval([p.orig_f for p in parts], task_type, iid_metric, R=bootstrap, seeds=draws,
                                      level=conf)
+        gap_lo, gap_hi = set_gap_interval([p.ch_f for p in parts], [p.orig_f for p in parts], task_type, iid_metric,
+                                          R=bootstrap, seeds=draws, level=conf)
         return {"challenge_lo": c_lo, "challenge_hi": c_hi, "original_lo": o_lo, "original_hi": o_hi,
+                "gap_lo": gap_lo, "gap_hi": gap_hi,
                 "p_gap": set_gap_test([p.ch_f for p in parts], [p.ch_h for p in parts], [p.orig_f for p in parts],
                                       [p.orig_h for p in parts], task_type, iid_metric, R=R, seeds=draws)}
 
@@ -595,8 +730,8 @@ def _set_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, ta
     _same_ids([b.ch["case_id"] for b in base], seeds, "IID model outcomes", f"{spec['challenge']} examples")
     rows, first = [], []
     for st, b in zip(states, base):
-        row = {**info, "seed": st.seed, "dose": "0", "n_cases": 0, "lr": np.nan, "challenge_val": np.nan,
-               "epochs_trained": 0, "best_epoch": 0, **point(b)}
+        row = {**info, "seed": st.seed, "dose": "0", "n_cases": 0, "lr": np.nan, "lr_original": np.nan,
+               "challenge_val": np.nan, "original_dev": np.nan, "epochs_trained": 0, "best_epoch": 0, **point(b)}
         row["gap_closed"] = 0.0 if row["original_same"] - row["challenge"] > 0 else np.nan
         rows.append(row)
         first.append(row)
@@ -605,12 +740,18 @@ def _set_unit(uid: str, spec: dict, states: list, cases_all: pd.DataFrame, *, ta
         now = []
         for st, b, row0 in zip(states, base, first):
             r = _chosen_row(st, uid, dose)
-            out = firsts.pop(r.case_outcomes) if r.case_outcomes in firsts else \
-                read_parquet(r.case_outcomes, "inoculation outcomes")
-            p = _set_parts(out, name, task_type, ids)
-            if list(p.ch["case_id"]) != list(b.ch["case_id"]) or list(p.orig["case_id"]) != list(b.orig["case_id"]):
-                raise DataError(f"{r.case_outcomes}: field 'case_id': the examples differ from the IID model's")
+            parts = {}
+            for path in dict.fromkeys([r.case_outcomes, r.case_outcomes_original]):
+                out = firsts.pop(path) if path in firsts else read_parquet(path, "inoculation outcomes")
+                parts[path] = q = _set_parts(out, name, task_type, ids)
+                if list(q.ch["case_id"]) != list(b.ch["case_id"]) or list(q.orig["case_id"]) != list(b.orig["case_id"]):
+                    raise DataError(f"{path}: field 'case_id': the examples differ from the IID model's")
+            # the challenge side from the challenge-best run, the original side from the original score's run
+            pc, po = parts[r.case_outcomes], parts[r.case_outcomes_original]
+            p = SimpleNamespace(ch=pc.ch, ch_f=pc.ch_f, ch_h=pc.ch_h, orig=po.orig, orig_f=po.orig_f, orig_h=po.orig_h)
             row = {**info, "seed": st.seed, "dose": r.dose, "n_cases": int(r.n_cases), "lr": float(r.lr),
+                   "lr_original": float(r.lr_original),
+                   "original_dev": 100 * float(r.original_dev),
                    "challenge_val": np.nan if pd.isna(r.challenge_val) else 100 * float(r.challenge_val),
                    "epochs_trained": int(r.epochs_trained),
                    "best_epoch": int(r.best_epoch), **point(p)}
