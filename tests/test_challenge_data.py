@@ -364,7 +364,7 @@ def test_plan_counts_published_sizes():
     assert ood_entry_count({"source": "hans", "split": "all"})[0] == 60_000
     assert ood_entry_count({"source": "sick", "split": "all"})[0] == 9_840
     assert ood_entry_count({"source": "naik", "set": "negation"}) == (
-        0, "a naik set without max_examples and without a published size: counted 0")
+        0, "size unknown: a naik set without max_examples and without a published size, counted 0")
 
 
 def test_a_short_row_names_the_file_line_and_missing_field(tmp_path):
