@@ -49,7 +49,8 @@ def analyses_config() -> dict:
         "inoculation": {"enabled": True, "tasks": ["sent"], "units": ["suite"], "doses": [1], "lrs": [1.0e-3],
                         "max_epochs": 1, "patience": 1},
         "combinational": {"enabled": True, "model": "tiny-random", "ks": [4], "n_test": 6, "max_length": 32,
-                          "training": {"lr": 1.0e-3, "batch_size": 8, "epochs": 1}},
+                          "training": {"lr": 1.0e-3, "batch_size": 8, "epochs": 1}, "per_epoch": True,
+                          "figures": {"epochs": {"k": 4, "panels": [["default"]]}}},
     }
 
 
@@ -75,7 +76,7 @@ def test_the_analyses_run_as_processes(analyses_run):
     ran = rules_ran(out.stdout + out.stderr)
     expected = {"finetune_model", "prepare_ood", "ood", "ood_ranking", "gluex_tables", "inoculate", "inoculation",
                 "inoculation_all", "combinational_data", "combinational_train", "combinational",
-                "combinational_comparison", "combinational_all"}
+                "combinational_comparison", "combinational_figure", "combinational_all"}
     assert expected <= ran, sorted(expected - ran)
     logs = sorted((wd / "logs").rglob("*.log"))
     assert logs and all(TIMING_TAG in p.read_text() for p in logs), [p for p in logs if TIMING_TAG not in p.read_text()]
@@ -91,7 +92,7 @@ def test_the_analyses_run_as_processes(analyses_run):
     res = wd / "results"
     assert any((res / "sent" / "models" / "iid_to_t" / "vanilla" / "seen" / "all").glob("*.safetensors"))
     for rel in ("ood/ranking.csv", "ood/gluex_tables.md", "sent/inoculation/inoculation.md",
-                "combinational/comparison.md"):
+                "combinational/comparison.md", "combinational/figure_epochs.png"):
         assert (res / rel).stat().st_size > 0, rel
 
 
