@@ -314,7 +314,7 @@ def test_capturable_optimizer_is_refused_on_the_cpu_in_one_line():
 def test_optimizer_options_only_under_graphs_on_cuda():
     from beluga.model.compiling import optimizer_options, tensor_lr
 
-    assert optimizer_options("graphs", "cuda") == {"capturable": True} and tensor_lr("graphs", "cuda")
+    assert optimizer_options("graphs", "cuda") == {"capturable": True, "fused": True} and tensor_lr("graphs", "cuda")
     for mode, dev in (("off", "cuda"), ("default", "cuda"), ("off", "cpu"), ("default", "cpu"), ("graphs", "cpu")):
         assert optimizer_options(mode, dev) == {} and not tensor_lr(mode, dev)
 
@@ -423,3 +423,244 @@ def test_pipeline_compile_cache_is_shared_between_jobs(e2e):
     # the fold jobs in about 6 s each when measured)
     assert all(r["compiles"] >= 1 and r["compile_s"] >= 0.0 for r in recs.values())
     assert all(r["compile_s"] == 0.0 for r in _records(off).values())
+
+
+# ---------------------------------------------------------------- whole-step graphs (beluga/model/graphs.py)
+
+
+def test_step_key_and_static_buffers_are_reused_per_bucket():
+    """One set of buffers per bucket: the same tensors refilled in place at the bucket's next batch (a
+    recorded graph reads the new values), new ones for another bucket; a batch of another shape under a
+    key is refused."""
+    from beluga.model.graphs import StaticBuffers, step_key
+
+    a = {"input_ids": torch.arange(8).reshape(2, 4), "targets": torch.rand(2, 2)}
+    b = {"input_ids": torch.arange(8, 16).reshape(2, 4), "targets": torch.rand(2, 2)}
+    ka, kb = step_key(("mft", 2, 2), a), step_key(("mft", 2, 2), b)
+    assert ka == kb and ka != step_key(("mft", 1, 2), a) and ka != step_key(("inv", 2, 2), a)
+    assert ka != step_key(("mft", 2, 2), {**a, "input_ids": torch.arange(10).reshape(2, 5)})
+    bufs = StaticBuffers()
+    first = bufs.fill(ka, a, "cpu")
+    ptrs = {k: v.data_ptr() for k, v in first.items()}
+    assert all(torch.equal(first[k], a[k]) and first[k] is not a[k] for k in a)
+    second = bufs.fill(kb, b, "cpu")
+    assert {k: v.data_ptr() for k, v in second.items()} == ptrs and all(torch.equal(second[k], b[k]) for k in b)
+    other = {"input_ids": torch.zeros(4, 16, dtype=torch.long)}
+    bufs.fill(step_key(("mft", 4, 4), other), other, "cpu")
+    assert (bufs.allocations, bufs.fills, len(bufs)) == (2, 3, 2)
+    with pytest.raises(ValueError, match="'input_ids' is \\(2, 5\\)"):
+        bufs.fill(ka, {**a, "input_ids": torch.zeros(2, 5, dtype=torch.long)}, "cpu")
+
+
+def test_record_nonfinite_keeps_the_first_bad_step():
+    from beluga.model.graphs import record_nonfinite
+
+    first = torch.zeros((), dtype=torch.long)
+    ptr = first.data_ptr()
+    for step, loss in enumerate([1.0, 2.0, float("nan"), 3.0, float("inf")], start=1):
+        record_nonfinite(first, torch.tensor(loss), torch.tensor(step))
+        assert int(first) == (0 if step < 3 else 3)
+    assert first.data_ptr() == ptr   # in place: a graph keeps reading the same scalar
+
+
+def _graph_losses_match(task, streams, head="classification", labels=None, batch_size=3, max_length=40):
+    """Every batch of the streams' first epoch: graph_loss(graph_inputs(batch)) (padded to its bucket) equals
+    LossFn(batch) (eager, unpadded), losses and gradients; returns the kinds and the buckets seen."""
+    import contextlib
+
+    import numpy as np
+
+    from beluga.train.batches import epoch_batches
+    from beluga.train.loop import _pretokenized_loss
+
+    set_seed(0)
+    model, tok = load_model(TINY_RANDOM, task.num_model_labels if labels is None else labels,
+                            **({"head": head} if head != "classification" else {}))
+    model.eval()   # no dropout: the padded forward pass draws no other masks
+    run = fold_run("vanilla", {**get_algorithm("vanilla").hparam_defaults(), "lr": 1e-3, "batch_size": batch_size,
+                               "epochs": 1}, max_length=max_length, doc_stride=12)
+    loss_fn, _ = _pretokenized_loss(tok, streams, run, resolve("fp32", model.device), True)
+    kinds, shapes = set(), set()
+    for batch in epoch_batches(streams, batch_size, np.random.default_rng(0)):
+        meta, t = loss_fn.graph_inputs(batch)
+        ids = t.get("input_ids", t.get("o_input_ids"))
+        assert ids.shape[1] % 16 == 0 or ids.shape[1] == max_length
+        shapes.add((batch.kind, tuple(ids.shape)))
+        out = []
+        for graphed in (False, True):
+            model.zero_grad(set_to_none=True)
+            losses = loss_fn.graph_loss(model, meta, t, contextlib.nullcontext()) if graphed else loss_fn(model, batch)
+            losses.sum().backward()
+            grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+            out.append((losses.detach(), grads))
+        (le, ge), (lg, gg) = out
+        assert le.shape == lg.shape == (batch.size,), batch.kind
+        assert float((le - lg).abs().max()) <= 1e-5, batch.kind
+        assert ge.keys() == gg.keys() and max(float((ge[n] - gg[n]).abs().max()) for n in ge) <= 1e-5, batch.kind
+        kinds.add(batch.kind)
+    return kinds, shapes
+
+
+def test_graph_inputs_of_every_classification_kind_give_the_eager_losses():
+    kinds, shapes = _graph_losses_match(SENT, _streams(), batch_size=4)
+    assert kinds == {"mft", "inv", "dir"}
+    assert {s[0] for k, s in shapes if k == "mft"} == {4} and {s[0] for k, s in shapes if k != "mft"} == {4, 8}
+
+
+def test_graph_inputs_of_the_score_head_give_the_eager_losses():
+    from test_similarity import _toy_suite
+
+    from beluga.core.tasks import SIMILARITY
+
+    iid = pd.DataFrame({"text": ["a", "b", "c d"], "text_b": ["a", "c", "e"], "label": [5.0, 1.2, 3.0]})
+    kinds, _ = _graph_losses_match(SIMILARITY, build_streams(SIMILARITY, iid, _toy_suite()), batch_size=2)
+    assert kinds == {"score_mft", "score_inv", "score_dir"}
+
+
+def test_graph_inputs_of_read_span_batches_give_the_eager_losses():
+    """READ: windows (rows: the windows' bucket, a dummy example for the padding rows), lengths bucketed
+    (positions past the batch's own longest kept out of the softmax), INV alignments as padded index
+    tensors: the per-example losses and gradients of the eager span path."""
+    from test_no_sync import _read_streams
+
+    from beluga.core.tasks import READ
+
+    # max_length 40, batch 3: padded rows (5 windows -> 6); 64, batch 2: windows of 41-48 tokens padded to 48
+    kinds, shapes = _graph_losses_match(READ, _read_streams(), head="qa", labels=0)
+    assert kinds == {"qa_mft", "qa_inv"} and ("qa_mft", (6, 40)) in shapes
+    kinds, shapes = _graph_losses_match(READ, _read_streams(), head="qa", labels=0, batch_size=2, max_length=64)
+    assert kinds == {"qa_mft", "qa_inv"} and ("qa_mft", (2, 48)) in shapes
+
+
+def _emulate_graphs_on_the_cpu(monkeypatch):
+    """graphs on the CPU for the tests: the job-start refusal lifted, AdamW neither capturable nor fused
+    (both need CUDA), the learning rate a float64 tensor as on the float path; WholeStepGraphs then runs
+    the update it would record, on the same static buffers, without recording it."""
+    import beluga.model.compiling as compiling
+
+    real = compiling.check
+    monkeypatch.setattr(compiling, "check", lambda mode, device_type, job="": real(mode, "cuda", job))
+    monkeypatch.setattr(compiling, "optimizer_options", lambda mode, device_type: {})
+    monkeypatch.setattr(compiling, "tensor_lr", lambda mode, device_type: True)
+
+
+NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
+#: whole-step graphs against eager, weights (max abs, lr 1e-3): a parameter whose exact gradient is zero (an
+#: attention key's bias, the pad token's embedding row) gets rounding noise that padding to the bucket changes,
+#: and AdamW normalises noise to steps of up to lr: measured 2.7e-4 (l2_sp, 20 updates, CPU) on those, 2e-6
+#: on the others; the model's probabilities stay within PROB_TOL
+GRAPH_WEIGHT_TOL = 1e-3
+
+
+def _probe(model):
+    tok = load_model(TINY_RANDOM, 2)[1]
+    model.eval()
+    with torch.no_grad():
+        return model(**tok(PROBE, padding=True, return_tensors="pt").to(model.device)).logits.softmax(-1).cpu()
+
+
+def _train_nodrop(method, hparams=None, **settings):
+    set_seed(0)
+    model, tok = load_model(TINY_RANDOM, 2, config_overrides=NO_DROPOUT)
+    hp = {**get_algorithm(method).hparam_defaults(), "lr": 1e-3, "batch_size": 4, "epochs": 2, **(hparams or {})}
+    run = fold_run(method, hp, seed=7, max_length=32, **settings)
+    lrs = []
+    from beluga.methods.base import Algorithm
+
+    real = Algorithm.end_step
+
+    def end_step(self):
+        real(self)
+        lrs.append(float(self.optimizer.param_groups[0]["lr"]))
+
+    Algorithm.end_step = end_step
+    try:
+        summary = train(model, tok, _streams(), run, precision=resolve(run.precision, model.device),
+                        reference_state={k: v.clone() for k, v in model.state_dict().items()})
+    finally:
+        Algorithm.end_step = real
+    return model, summary, lrs
+
+
+@pytest.mark.parametrize(("method", "hparams"), [("vanilla", {}), ("l2", {"l2_sp": True, "l2_lambda": 0.5})])
+def test_whole_step_update_trains_like_the_eager_step(method, hparams, monkeypatch):
+    """The whole-step update (run unrecorded on the CPU) of a run without dropout: the same number of
+    updates, the schedule's rates step for step, weights within the module's fp32 tolerance of off's (only
+    the padded matrix products and foreach clipping differ), the method's objective terms reported; the run
+    record says the updates were graphed and over which buckets."""
+    m0, s0, lr0 = _train_nodrop(method, hparams)
+    _emulate_graphs_on_the_cpu(monkeypatch)
+    m1, s1, lr1 = _train_nodrop(method, hparams, compile="graphs")
+    assert s1["steps"] == s0["steps"] and lr1 == lr0 and len(set(lr0)) > 2
+    assert float((_probe(m0) - _probe(m1)).abs().max()) <= PROB_TOL
+    a, b = m0.state_dict(), m1.state_dict()
+    assert max(float((a[k] - b[k]).abs().max()) for k in a) <= GRAPH_WEIGHT_TOL
+    assert s1["epoch_losses"] == pytest.approx(s0["epoch_losses"], abs=WEIGHT_TOL)
+    assert s1["epoch_risks"] == pytest.approx(s0["epoch_risks"], abs=WEIGHT_TOL)
+    if hparams.get("l2_sp"):
+        assert s1["epoch_risks"] != s1["epoch_losses"]
+    rec = s1["step_graphs"]
+    assert rec["captured"] and rec["buckets"] >= 2 and rec["graphs"] == 0 and rec["replays"] == 0   # unrecorded
+    assert "step_graphs" not in s0
+
+
+def test_methods_outside_the_graph_say_why_in_the_run_record(monkeypatch):
+    _emulate_graphs_on_the_cpu(monkeypatch)
+    for method, hp, words in (("irm", {}, "IRM: the penalty"), ("vanilla", {}, "nonfinite: skip")):
+        algo = get_algorithm(method)
+        set_seed(0)
+        model, tok = load_model(TINY_RANDOM, 2)
+        from beluga.train.loop import LossFn
+
+        a = algo(model, {**algo.hparam_defaults(), "lr": 1e-3, **hp}, LossFn(tok, 32), 4, envs=["iid"],
+                 compile="graphs", nonfinite="skip" if words == "nonfinite: skip" else "stop")
+        rec = a.graph_record()
+        assert rec["captured"] is False and words in rec["eager_reason"] and a._graphs is None
+    for name in ("group_dro", "fish"):
+        assert get_algorithm(name).graph_eager
+    for name in ("vanilla", "l2", "dropout", "lp", "lp_ft", "lora"):
+        assert get_algorithm(name).graph_eager is None
+
+
+def test_whole_step_nonfinite_check_names_the_first_bad_update(monkeypatch):
+    """A loss that turns non-finite inside the update at step 3 (read from the graph's step scalar) stops
+    training with the one-line error naming step 3, read at the next check."""
+    from beluga.core.health import DivergedError
+    from beluga.methods.base import Vanilla
+
+    _emulate_graphs_on_the_cpu(monkeypatch)
+    real = Vanilla.objective
+
+    def objective(self, losses):
+        stats = real(self, losses)
+        bad = torch.where(self._graphs._step == 3, torch.tensor(float("nan")), torch.tensor(1.0))
+        return {"loss": stats["loss"] * bad}
+
+    monkeypatch.setattr(Vanilla, "objective", objective)
+    with pytest.raises(DivergedError, match="the loss is not finite at step 3 of"):
+        _train_nodrop("vanilla", compile="graphs")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="whole-step CUDA graphs are recorded only on a CUDA GPU")
+def test_replayed_graphs_give_the_eager_weights_after_40_updates():
+    """40 updates of tiny BERT without dropout (fp32, lr 1e-3, batch 4, buckets of several lengths and both
+    row counts): the replayed whole-step graphs against eager off with its float learning rate and
+    fused AdamW: the model's probabilities within PROB_TOL, weights within GRAPH_WEIGHT_TOL (not yet run on a
+    GPU: the tolerances are the CPU emulation's)."""
+    def run(mode):
+        set_seed(0)
+        model, tok = load_model(TINY_RANDOM, 2, config_overrides=NO_DROPOUT)
+        model.cuda()
+        hp = {**get_algorithm("vanilla").hparam_defaults(), "lr": 1e-3, "batch_size": 4, "epochs": 20}
+        run_ = fold_run("vanilla", hp, seed=7, max_length=32, compile=mode, precision="fp32")
+        s = train(model, tok, _streams(), run_, precision=resolve(run_.precision, model.device))
+        return model, s
+
+    m0, s0 = run("off")
+    m1, s1 = run("graphs")
+    assert s0["steps"] == s1["steps"] >= 40
+    assert s1["step_graphs"]["captured"] and s1["step_graphs"]["graphs"] >= 2
+    assert s1["step_graphs"]["replays"] == s1["steps"]
+    assert float((_probe(m0) - _probe(m1)).abs().max()) <= PROB_TOL
+    a, b = m0.state_dict(), m1.state_dict()
+    assert max(float((a[k] - b[k]).abs().max()) for k in a) <= GRAPH_WEIGHT_TOL

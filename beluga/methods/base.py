@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from beluga.core.lazy import torch
-from beluga.model import compiling
+from beluga.model import compiling, graphs
+
+log = logging.getLogger(__name__)
 
 ALGORITHMS: dict[str, type[Algorithm]] = {}
 
@@ -88,6 +91,10 @@ class Algorithm:
     #: where a config sets the hyper-parameters (``training.method_hparams.<method>``): None = the
     #: method's own entry; else {method: keys taken from its complete hyper-parameters (None: all)}
     hparams_from: ClassVar[dict[str, tuple[str, ...] | None] | None] = None
+    #: ``training.compile: graphs``: why the method's updates run outside a whole-step CUDA graph
+    #: (:mod:`beluga.model.graphs`); None: an update is :meth:`objective` of one minibatch's losses and one
+    #: optimizer step, recorded once per bucket and replayed
+    graph_eager: ClassVar[str | None] = None
 
     def __init__(self, model: torch.nn.Module, hparams: dict, loss_fn: Callable, total_steps: int,
                  envs: Sequence[str] | None = None, reference_state: dict | None = None, fused: bool = False,
@@ -114,12 +121,21 @@ class Algorithm:
         self._tensor_lr = compiling.tensor_lr(compile, device_type)
         self._compile_step = compile == "graphs"
         self._step_fn = None            # graphs: the compiled clip_and_step of the current optimizer
+        self._graphs: graphs.WholeStepGraphs | None = None   # graphs: the whole-step CUDA graphs
+        self._graph_eager = graphs.eager_reason(self) if compile == "graphs" else None
         self.steps_done = 0
         self.nonfinite_skipped = 0      # steps skipped for a non-finite loss (nonfinite: skip)
         self._first_bad: torch.Tensor | None = None   # device scalar: first step with a non-finite loss
         self.setup()
         self.optimizer = self.make_optimizer()
         self.scheduler = self.make_scheduler(self.optimizer)
+        if compile == "graphs":
+            if self._graph_eager is None:
+                self._graphs = graphs.WholeStepGraphs(self, capture=device_type == "cuda")
+                log.info("training.compile: graphs: %s updates run as whole-step CUDA graphs", self.name)
+            else:
+                log.info("training.compile: graphs: %s updates run eagerly (%s), with the compiled forward pass "
+                         "and optimizer step", self.name, self._graph_eager)
 
     # ------------------------------------------------------------ hooks
     @classmethod
@@ -163,6 +179,22 @@ class Algorithm:
         """Method-specific information for the run record."""
         return {}
 
+    def graph_record(self) -> dict:
+        """``training.compile: graphs``: whether the updates ran as whole-step graphs (their count, buckets,
+        capture seconds, replays) or eagerly and why (``eager_reason``); {} under another mode."""
+        if self._graphs is not None:
+            return self._graphs.summary()
+        if self._graph_eager is not None:
+            return {"captured": False, "eager_reason": self._graph_eager}
+        return {}
+
+    def objective(self, losses: torch.Tensor) -> dict:
+        """The update's objective from one minibatch's per-example ``losses``:
+        ``{"loss": the mean}`` (``loss`` is what the optimizer minimises; a
+        method may add terms and report them). Eager and whole-step graphs
+        alike."""
+        return {"loss": losses.mean()}
+
     def finish(self) -> None:
         """Runs once training ends (``beluga.train.loop.train``), before the
         weights are checked and the model is used or saved: a method that
@@ -193,7 +225,8 @@ class Algorithm:
         if self._tensor_lr:   # a device tensor the schedule fills in place (compiled step: see set_lrs)
             dev = params[0].device
             lr = torch.tensor(lr, dtype=compiling.lr_dtype(dev.type), device=dev)
-        return torch.optim.AdamW(groups, lr=lr, weight_decay=wd, fused=self.fused or None, **self._adamw_options)
+        options = {"fused": self.fused or None, **self._adamw_options}   # graphs: capturable and fused
+        return torch.optim.AdamW(groups, lr=lr, weight_decay=wd, **options)
 
     def make_optimizer(self) -> torch.optim.Optimizer:
         return self.adamw(self.trainable_parameters())
@@ -264,11 +297,10 @@ class Algorithm:
                 return True
             self.nonfinite_skipped += 1
             return False
-        bad = ~torch.isfinite(loss.detach()).all()
         step = torch.full((), self.steps_done + 1, dtype=torch.long, device=loss.device)
         if self._first_bad is None:
             self._first_bad = torch.zeros((), dtype=torch.long, device=loss.device)
-        self._first_bad = torch.where(bad & (self._first_bad == 0), step, self._first_bad)
+        graphs.record_nonfinite(self._first_bad, loss, step)
         return True
 
     def first_nonfinite_step(self) -> int | None:
@@ -318,7 +350,11 @@ class Vanilla(Algorithm):
     defaults = {"weight_decay": 0.0}
 
     def update(self, minibatches: list) -> dict:
-        losses = torch.cat([self.loss_fn(self.model, mb) for mb in minibatches])
-        loss = losses.mean()
-        self.step(loss)
-        return {"loss": loss.detach()}
+        if self._graphs is not None:
+            if len(minibatches) != 1:
+                raise ValueError(f"method {self.name}: a whole-step graph takes one minibatch per update, got "
+                                 f"{len(minibatches)}")
+            return self._graphs.step(minibatches[0])
+        stats = self.objective(torch.cat([self.loss_fn(self.model, mb) for mb in minibatches]))
+        self.step(stats["loss"])
+        return {k: v.detach() for k, v in stats.items()}

@@ -99,6 +99,9 @@ class IRM(Algorithm):
 
     name = "irm"
     sampling = "per_env"
+    graph_eager = ("IRM: the penalty differentiates each environment's risk by the dummy scale (a second "
+                   "backward graph per environment), λ switches at a step decided on the host and "
+                   "irm_reset_optimizer replaces the optimizer's state there")
     defaults = {"weight_decay": 0.0, "irm_lambda": 1e4, "irm_penalty_anneal_frac": 0.2,
                 "irm_penalty_anneal_iters": None, "irm_penalty_estimate": "full", "irm_rescale": True,
                 "irm_reset_optimizer": False, "irm_dummy": "scalar", "envs_per_step": None,
@@ -170,6 +173,8 @@ class GroupDRO(Algorithm):
 
     name = "group_dro"
     sampling = "per_env"
+    graph_eager = ("Group-DRO: the weights q are updated on the host from each environment's loss before the "
+                   "update's objective (one device sync per update)")
     defaults = {"weight_decay": 0.0, "groupdro_eta": 0.01, "envs_per_step": 1, "per_env_epoch": "examples"}
 
     def setup(self) -> None:
@@ -256,6 +261,8 @@ class Fish(Algorithm):
 
     name = "fish"
     sampling = "per_env"
+    graph_eager = ("Fish: an update is an inner optimizer step per sampled environment on a copy of the model, "
+                   "then the meta step: several minibatches of varying buckets per update")
     defaults = {"weight_decay": 0.0, "meta_lr": 0.5, "fish_envs": 5, "per_env_epoch": "examples"}
 
     @classmethod

@@ -173,15 +173,13 @@ class L2(Vanilla):
         terms = [((p - self.anchor[n]) ** 2).sum() for n, p in self.model.named_parameters() if n in self.anchor]
         return torch.stack(terms).sum() if terms else torch.zeros(())
 
-    def update(self, minibatches: list) -> dict:
-        risk = torch.cat([self.loss_fn(self.model, mb) for mb in minibatches]).mean()
+    def objective(self, losses: torch.Tensor) -> dict:
+        """The mean loss; with ``l2_sp`` plus λ·||θ − θ0||² (``risk``: the mean loss, ``l2_sp_penalty``)."""
+        risk = losses.mean()
         if not self.hparams["l2_sp"]:
-            self.step(risk)
-            return {"loss": risk.detach()}
+            return {"loss": risk}
         penalty = self.sp_penalty()
-        loss = risk + float(self.hparams["l2_lambda"]) * penalty
-        self.step(loss)
-        return {"loss": loss.detach(), "risk": risk.detach(), "l2_sp_penalty": penalty.detach()}
+        return {"loss": risk + float(self.hparams["l2_lambda"]) * penalty, "risk": risk, "l2_sp_penalty": penalty}
 
 
 @register

@@ -141,11 +141,12 @@ def configure_cache(cache_dir: str | os.PathLike | None = None) -> Path:
 
 def optimizer_options(mode: str, device_type: str) -> dict:
     """Extra AdamW options for ``mode``: under ``graphs`` on CUDA
-    ``capturable=True`` (step counters and every update on the device, no host
-    sync: safe inside a CUDA graph); none otherwise (today's optimizer). The
+    ``capturable=True, fused=True`` (step counters and every update on the
+    device in one fused kernel, no host sync: safe inside a CUDA graph); none
+    otherwise (today's optimizer, fused where the device has it). The
     learning rate is then a device tensor (:func:`tensor_lr`), which needs
     ``capturable`` or ``fused`` with ``foreach``."""
-    return {"capturable": True} if mode == "graphs" and device_type == "cuda" else {}
+    return {"capturable": True, "fused": True} if mode == "graphs" and device_type == "cuda" else {}
 
 
 def tensor_lr(mode: str, device_type: str) -> bool:
@@ -214,6 +215,26 @@ def bucket_rows(n: int, batch_size: int | None = None) -> int:
     return _next_pow2(n)
 
 
+def pad_inputs(inputs: dict, rows: int, length: int, pad: dict, right: bool = True) -> dict:
+    """``graphs``: 2D model inputs (name -> [n, L] tensor) padded to ``rows`` x
+    ``length``: each sequence with ``pad[name]`` on the tokenizer's side
+    (``right``), then extra rows repeating the first one (a caller drops their
+    outputs, so they add exactly zero gradient). ``length`` below ``L`` leaves
+    the sequences as they are."""
+    import torch
+
+    out = {}
+    for name, t in inputs.items():
+        n, cur = t.shape
+        if cur < length:
+            fill = torch.full((n, length - cur), pad[name], dtype=t.dtype, device=t.device)
+            t = torch.cat([t, fill] if right else [fill, t], dim=1)
+        if n < rows:
+            t = torch.cat([t, t[:1].expand(rows - n, -1)], dim=0)
+        out[name] = t
+    return out
+
+
 class CompiledForward:
     """The compiled forward pass of a :class:`beluga.train.loop.LossFn`:
     ``self(model, inputs)`` returns ``model(**inputs).logits`` (for the
@@ -249,17 +270,6 @@ class CompiledForward:
         self._calls: dict[tuple, int] = {}   # graphs: calls per (model, bucket)
 
     # ------------------------------------------------------------ inputs
-    def _pad_to(self, t, name: str, rows: int, length: int):
-        import torch
-
-        n, cur = t.shape
-        if cur < length:
-            fill = torch.full((n, length - cur), self.pad[name], dtype=t.dtype, device=t.device)
-            t = torch.cat([t, fill] if self.right else [fill, t], dim=1)
-        if n < rows:
-            t = torch.cat([t, t[:1].expand(rows - n, -1)], dim=0)
-        return t
-
     def prepare(self, inputs: dict, mask: bool = True) -> dict:
         """The model inputs the compiled function gets: an all-ones attention
         mask where the encoder left it out (``mask``: the model takes one);
@@ -275,7 +285,7 @@ class CompiledForward:
         rows, length = bucket_rows(ids.shape[0], self.batch_size), ids.shape[1]
         if "attention_mask" in inputs:   # a model without a mask would attend to padding: rows only
             length = bucket_length(length, self.max_length)
-        return {k: self._pad_to(v, k, rows, length) for k, v in inputs.items()}
+        return pad_inputs(inputs, rows, length, self.pad, self.right)
 
     # ------------------------------------------------------------ the call
     def _compiled(self, model):

@@ -59,7 +59,7 @@ from beluga.core.health import DivergedError, check_finite_weights
 from beluga.heads.score.batches import SCORE_KINDS, score_batch_loss
 from beluga.methods import Algorithm, check_method_hparams, get_algorithm
 from beluga.model import checkpoint
-from beluga.model.compiling import CompiledForward
+from beluga.model.compiling import CompiledForward, bucket_length, bucket_rows, pad_inputs
 from beluga.model.precision import FP32, Precision, full
 from beluga.model.transfer import model_inputs, to_device
 from beluga.train.batches import Batch, EnvSampler, TrainItem, cases_per_batch, env_groups, epoch_batches, n_batches
@@ -158,6 +158,7 @@ class LossFn:
         self.host_hygiene = host_hygiene
         self.encoder = Encoder(tokenizer, max_length) if host_hygiene else None
         self.qa_encoder = None   # made by pretokenize for streams with QA items (READ: beluga.heads.span.batches)
+        self.batch_size: int | None = None   # graphs: the run's batch size sets the row buckets (bucket_rows)
         # training.compile (beluga/model/compiling.py): the classification forward pass compiled; off: eager
         self.compiled = None
         if compile not in ("off", False):   # False: a bare YAML off
@@ -234,6 +235,73 @@ class LossFn:
         return dir_loss(lo, lp, to_device(batch.dir_fn, lo.device), keep=keep, cls=cls)
 
 
+    # ------------------------------------------------------------ whole-step graphs (beluga.model.graphs)
+    def graph_inputs(self, batch: Batch) -> tuple[tuple, dict[str, torch.Tensor]]:
+        """``training.compile: graphs``: (meta, host tensors) of ``batch`` padded to its bucket: the model
+        inputs (rows to :func:`bucket_rows` of the run's batch size, extra rows repeating the first;
+        sequences to :func:`bucket_length`, always with an attention mask where the model takes one) and
+        the kind's own tensors (targets, DIR functions, slice and classes, score directions and margins;
+        READ's windows and alignments: :func:`beluga.heads.span.batches.qa_graph_inputs`). ``meta``: (kind,
+        examples or pairs, the model rows that are not padding)."""
+        if batch.kind in ("qa_mft", "qa_inv"):
+            from beluga.heads.span.batches import qa_graph_inputs
+
+            if self.qa_encoder is None:
+                raise ConfigError("training.compile: graphs needs READ's span inputs from the fold's encoder "
+                                  "(training.host_hygiene on and a fast tokenizer)")
+            return qa_graph_inputs(self.qa_encoder, batch.kind, batch.texts, batch.texts_b, batch.size,
+                                   batch.answers, batch.answer_starts, self.batch_size, self.max_length)
+        if self.encoder is not None:
+            enc = dict(self.encoder(batch.texts, batch.texts_b))
+        else:
+            enc = {k: v for k, v in self.tokenizer(batch.texts, batch.texts_b, padding=True, truncation=True,
+                                                     max_length=self.max_length, return_tensors="pt").items()}
+        ids = enc["input_ids"]
+        masked = "attention_mask" in self.tokenizer.model_input_names
+        if masked and "attention_mask" not in enc:
+            enc["attention_mask"] = torch.ones_like(ids)
+        rows = bucket_rows(ids.shape[0], self.batch_size)
+        length = bucket_length(ids.shape[1], self.max_length) if masked else ids.shape[1]   # no mask: rows only
+        pad = {"input_ids": int(self.tokenizer.pad_token_id or 0),
+               "token_type_ids": int(self.tokenizer.pad_token_type_id or 0), "attention_mask": 0}
+        t = pad_inputs(enc, rows, length, pad, self.tokenizer.padding_side == "right")
+        for name in ("targets", "directions", "margins", "dir_fn", "dir_class"):
+            v = getattr(batch, name, None)
+            if v is not None:
+                t[name] = v
+        if batch.kind == "dir" and batch.dir_slice is not None and bool(batch.dir_slice.any()):
+            t["dir_slice"] = batch.dir_slice
+        return (batch.kind, batch.size, int(ids.shape[0])), t
+
+    def graph_loss(self, model, meta: tuple, t: dict[str, torch.Tensor], autocast) -> torch.Tensor:
+        """Per-example losses of a batch from its :meth:`graph_inputs` on the model's device, under
+        ``autocast``, without a host sync: the losses :meth:`__call__` gives the unpadded batch (IRM's
+        ``scale`` is not taken: IRM runs eagerly)."""
+        kind, n, rows = meta
+        if kind in ("qa_mft", "qa_inv"):
+            from beluga.heads.span.batches import qa_graph_loss
+
+            return qa_graph_loss(model, meta, t, autocast, detach_orig=self.detach_inv_orig)
+        dev = next(model.parameters()).device
+        inputs = model_inputs(model, {k: t[k] for k in ("input_ids", "token_type_ids", "attention_mask") if k in t},
+                              dev)
+        with autocast:
+            logits = full(model(**inputs).logits)[:rows]
+        if kind in SCORE_KINDS:
+            from types import SimpleNamespace
+
+            view = SimpleNamespace(kind=kind, size=n, targets=t.get("targets"), directions=t.get("directions"),
+                                   margins=t.get("margins"))
+            return score_batch_loss(logits, view, detach_orig=self.detach_inv_orig)
+        if kind == "inv":
+            return inv_loss(logits[:n], logits[n:], detach_orig=self.detach_inv_orig)
+        if kind == "mft":
+            return mft_loss(logits, t["targets"].to(logits.dtype))
+        lo, lp = logits[:n], logits[n:]
+        keep = ~(t["dir_slice"] & neutral_mask(lo.detach())) if "dir_slice" in t else None
+        return dir_loss(lo, lp, t["dir_fn"], keep=keep, cls=t.get("dir_class"))
+
+
 def _as_tensor(v) -> torch.Tensor:
     return v.detach().float().reshape(()) if torch.is_tensor(v) else torch.tensor(float(v))
 
@@ -300,8 +368,9 @@ def _pretokenized_loss(tokenizer, streams: dict[str, list[TrainItem]], run: Fold
     loss_fn = LossFn(tokenizer, run.max_length, detach_inv_orig=bool(run.hparams["detach_inv_orig"]),
                      doc_stride=run.doc_stride, precision=precision, qa_inv_scope=run.qa_inv_scope,
                      host_hygiene=host_hygiene, compile=run.compile, job=run.job)
-    if loss_fn.compiled is not None:   # graphs: row buckets of the run's batch sizes
-        loss_fn.compiled.batch_size = int(run.hparams["batch_size"])
+    loss_fn.batch_size = int(run.hparams["batch_size"])   # graphs: row buckets of the run's batch sizes
+    if loss_fn.compiled is not None:
+        loss_fn.compiled.batch_size = loss_fn.batch_size
     t_tok = time.time()
     loss_fn.pretokenize(streams)
     return loss_fn, time.time() - t_tok
@@ -480,14 +549,16 @@ def _summary(progress: _Progress, algo: Algorithm, loss_fn: LossFn, plan: _Plan,
     updates, epoch_losses / epoch_risks, wall_time_s (of it: checkpoint_s,
     tokenize_s), resumed_from_epoch, stopped_after_epoch, stream_sizes, the
     plan's fields (sampling, total_steps; per_env: env_sizes, envs_per_step,
-    steps_per_epoch), method_info and the compiled forward pass's
-    compile_s / compiles."""
+    steps_per_epoch), method_info, the compiled forward pass's
+    compile_s / compiles and, under ``training.compile: graphs``, ``step_graphs``
+    (:meth:`beluga.methods.base.Algorithm.graph_record`)."""
     return {"steps": progress.step, "nonfinite_steps_skipped": algo.nonfinite_skipped,
             "epoch_losses": progress.history, "epoch_risks": progress.risks,
             "wall_time_s": round(progress.wall_before + time.time() - ckpts.t0, 2),
             "checkpoint_s": round(ckpts.seconds, 3), "resumed_from_epoch": progress.start_epoch,
             "stopped_after_epoch": progress.stopped, "tokenize_s": round(tokenize_s, 3),
             "stream_sizes": {k: len(v) for k, v in streams.items()}, **plan.extra, "method_info": algo.summary(),
+            **({"step_graphs": algo.graph_record()} if algo.graph_record() else {}),
             **(loss_fn.compiled.summary() if loss_fn.compiled is not None else {"compile_s": 0.0, "compiles": 0})}
 
 

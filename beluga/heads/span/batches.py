@@ -19,6 +19,7 @@ import torch
 
 from beluga.core.errors import DataError
 from beluga.heads.span.qa import (
+    _pair_index,
     aligned_positions,
     answer_char_span,
     check_budget,
@@ -26,10 +27,12 @@ from beluga.heads.span.qa import (
     locate_answer,
     model_device,
     qa_inv_loss,
+    qa_inv_loss_indexed,
     qa_mft_loss,
     span_targets,
     window_targets,
 )
+from beluga.model.compiling import bucket_length, bucket_rows, pad_inputs
 from beluga.model.precision import FP32, Precision, full
 from beluga.model.transfer import model_inputs, to_device
 from beluga.train.items import TrainItem
@@ -259,6 +262,72 @@ def qa_inv_batch_loss(model, tokenizer, orig_questions: Sequence[str], orig_cont
     return qa_inv_loss(_scaled(ro.start_logits, scale, True), _scaled(ro.end_logits, scale, True),
                        _scaled(rp.start_logits, scale), _scaled(rp.end_logits, scale), pairs,
                        detach_orig=detach_orig)
+
+
+# --------------------------------------------------------------------------- whole-step graphs
+
+#: the model inputs among a span batch's graph tensors (an INV batch's with the prefixes ``o_`` / ``p_``)
+_MODEL_KEYS = ("input_ids", "token_type_ids", "attention_mask")
+
+
+def _padded(encoder: QAEncoder, inputs: dict, rows: int, max_length: int) -> dict:
+    pad_id, pad_type = encoder.pad
+    length = bucket_length(inputs["input_ids"].shape[1], max_length)
+    return pad_inputs(inputs, rows, length, {"input_ids": pad_id, "token_type_ids": pad_type, "attention_mask": 0})
+
+
+def qa_graph_inputs(encoder: QAEncoder, kind: str, texts: Sequence[str], texts_b: Sequence[str], n: int,
+                    answers: Sequence[str] | None, answer_starts: Sequence[int | None] | None,
+                    batch_size: int | None, max_length: int) -> tuple[tuple, dict[str, torch.Tensor]]:
+    """``training.compile: graphs``: (meta, host tensors padded to the batch's bucket) of a READ batch
+    (``qa_mft``: ``n`` examples; ``qa_inv``: ``n`` pairs, originals first), from the fold's encoder. MFT: the
+    windows' rows to :func:`bucket_rows` and their length to :func:`bucket_length`; padded rows count
+    for a dummy example, the positions past the batch's own longest window are kept out of the softmax
+    (``span_keep``), so the losses are the unpadded batch's. INV: both sides' rows and lengths bucketed,
+    the aligned positions as index tensors with their columns padded to a length bucket."""
+    if kind == "qa_mft":
+        inputs, idx, sp, ep = encoder.mft(texts_b, texts, answers, answer_starts)
+        w, length = inputs["input_ids"].shape
+        rows = bucket_rows(w, batch_size)
+        t = _padded(encoder, inputs, rows, max_length)
+        extra = rows - w
+        t["example_idx"] = torch.cat([idx, torch.full((extra,), n, dtype=torch.long)])
+        t["start_positions"] = torch.cat([sp, torch.zeros(extra, dtype=torch.long)])
+        t["end_positions"] = torch.cat([ep, torch.zeros(extra, dtype=torch.long)])
+        t["counts"] = torch.bincount(idx, minlength=n).clamp(min=1).to(torch.float32)
+        t["span_keep"] = (torch.arange(t["input_ids"].shape[1]) < length).expand(rows, -1).contiguous()
+        return ("qa_mft", n, w), t
+    if kind == "qa_inv":
+        io, ip, pairs = encoder.inv(texts_b[:n], texts[:n], texts_b[n:], texts[n:])
+        rows = bucket_rows(n, batch_size)
+        t = {f"o_{k}": v for k, v in _padded(encoder, io, rows, max_length).items()}
+        t.update({f"p_{k}": v for k, v in _padded(encoder, ip, rows, max_length).items()})
+        k = bucket_length(max(max((len(p) for p in pairs), default=0), 1), max_length)
+        ia, ib, valid = _pair_index(list(pairs) + [[]] * (rows - n), torch.device("cpu"), k)
+        t.update(pair_orig=ia, pair_pert=ib, pair_valid=valid)
+        return ("qa_inv", n, n), t
+    raise ValueError(f"qa_graph_inputs: {kind!r} is not a span batch kind (qa_mft, qa_inv)")
+
+
+def qa_graph_loss(model, meta: tuple, t: dict[str, torch.Tensor], autocast, detach_orig: bool = False
+                  ) -> torch.Tensor:
+    """Per-example losses of a READ batch from its graph tensors (:func:`qa_graph_inputs`, on the model's
+    device; no host sync): the losses of :func:`qa_mft_batch_loss` / :func:`qa_inv_batch_loss`."""
+    kind, n, _ = meta
+    dev = model_device(model)
+    if kind == "qa_mft":
+        with autocast:
+            res = model(**model_inputs(model, {k: t[k] for k in _MODEL_KEYS if k in t}, dev))
+        loss = qa_mft_loss(full(res.start_logits), full(res.end_logits), t["start_positions"], t["end_positions"],
+                           mask=t["span_keep"])
+        sums = torch.zeros(n + 1, dtype=loss.dtype, device=loss.device).index_add(0, t["example_idx"], loss)
+        return sums[:n] / t["counts"].to(loss.dtype)
+    with autocast:
+        ro = model(**model_inputs(model, {k: t[f"o_{k}"] for k in _MODEL_KEYS if f"o_{k}" in t}, dev))
+        rp = model(**model_inputs(model, {k: t[f"p_{k}"] for k in _MODEL_KEYS if f"p_{k}" in t}, dev))
+    return qa_inv_loss_indexed(full(ro.start_logits), full(ro.end_logits), full(rp.start_logits),
+                               full(rp.end_logits), t["pair_orig"], t["pair_pert"], t["pair_valid"],
+                               detach_orig)[:n]
 
 
 def qa_case_items(r, answer_match: str = "token") -> tuple[str, list[TrainItem]]:

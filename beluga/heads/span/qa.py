@@ -319,10 +319,14 @@ def aligned_positions(ids_a: Sequence[int] | torch.Tensor, ids_b: Sequence[int] 
     return [(pos_a[blk.a + k], pos_b[blk.b + k]) for blk in sm.get_matching_blocks() for k in range(blk.size)]
 
 
-def _pair_index(pairs: Sequence[Sequence[tuple[int, int]]], device) -> tuple[torch.Tensor, torch.Tensor,
-                                                                              torch.Tensor]:
-    k = max((len(p) for p in pairs), default=0)
-    k = max(k, 1)
+def _pair_index(pairs: Sequence[Sequence[tuple[int, int]]], device, k: int | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(ia, ib, valid), [rows, k]: the aligned positions of each row, left-aligned, invalid columns 0 / False;
+    ``k`` (at least the longest row's pairs, default it) the columns."""
+    longest = max(max((len(p) for p in pairs), default=0), 1)
+    if k is not None and k < longest:
+        raise ValueError(f"_pair_index: {k} columns cannot hold a row of {longest} aligned positions")
+    k = longest if k is None else k
     ia = torch.zeros(len(pairs), k, dtype=torch.long)
     ib = torch.zeros(len(pairs), k, dtype=torch.long)
     valid = torch.zeros(len(pairs), k, dtype=torch.bool)
@@ -360,6 +364,15 @@ def qa_inv_loss(orig_start: torch.Tensor, orig_end: torch.Tensor, pert_start: to
     if not (orig_start.shape[0] == orig_end.shape[0] == pert_start.shape[0] == pert_end.shape[0] == len(pairs)):
         raise ValueError("qa_inv_loss: logits and pairs must have the same number of rows")
     ia, ib, valid = _pair_index(pairs, orig_start.device)
+    return qa_inv_loss_indexed(orig_start, orig_end, pert_start, pert_end, ia, ib, valid, detach_orig)
+
+
+def qa_inv_loss_indexed(orig_start: torch.Tensor, orig_end: torch.Tensor, pert_start: torch.Tensor,
+                        pert_end: torch.Tensor, ia: torch.Tensor, ib: torch.Tensor, valid: torch.Tensor,
+                        detach_orig: bool = False) -> torch.Tensor:
+    """:func:`qa_inv_loss` with the aligned positions as index tensors ([rows, k]: the original's and the
+    perturbation's positions, ``valid`` where a pair is; :func:`pair_index`), on the logits' device. Extra
+    invalid columns change nothing (their probability is 0), so ``k`` may be padded to a bucket."""
     ls = _restricted_ce(orig_start, pert_start, ia, ib, valid, detach_orig)
     le = _restricted_ce(orig_end, pert_end, ia, ib, valid, detach_orig)
     return (ls + le) / 2
