@@ -9,7 +9,7 @@ from typing import ClassVar
 from beluga.core.lazy import torch
 from beluga.model import compiling, graphs
 
-log = logging.getLogger(__name__)
+_log = logging.getLogger(__name__)
 
 ALGORITHMS: dict[str, type[Algorithm]] = {}
 
@@ -132,9 +132,9 @@ class Algorithm:
         if compile == "graphs":
             if self._graph_eager is None:
                 self._graphs = graphs.WholeStepGraphs(self, capture=device_type == "cuda")
-                log.info("training.compile: graphs: %s updates run as whole-step CUDA graphs", self.name)
+                _log.info("training.compile: graphs: %s updates run as whole-step CUDA graphs", self.name)
             else:
-                log.info("training.compile: graphs: %s updates run eagerly (%s), with the compiled forward pass "
+                _log.info("training.compile: graphs: %s updates run eagerly (%s), with the compiled forward pass "
                          "and optimizer step", self.name, self._graph_eager)
 
     # ------------------------------------------------------------ hooks

@@ -59,7 +59,9 @@ import contextlib
 import logging
 import time
 
-log = logging.getLogger(__name__)
+from beluga.model.compiling import clip_and_step
+
+_log = logging.getLogger(__name__)
 
 #: eager updates on a side stream before a bucket's graph is recorded (torch's documented pattern)
 WARMUP = 3
@@ -206,8 +208,6 @@ class WholeStepGraphs:
         """One update on the static buffers: what a graph records."""
         import torch
 
-        from beluga.model.compiling import clip_and_step
-
         algo = self.algo
         params = self._params()
         torch._foreach_zero_([p.grad for p in params])
@@ -239,7 +239,7 @@ class WholeStepGraphs:
             self._pool = graph.pool()
         torch.cuda.synchronize()
         self.capture_s += time.perf_counter() - t0
-        log.info("recorded the whole-step graph of bucket %s in %.1fs", key, time.perf_counter() - t0)
+        _log.info("recorded the whole-step graph of bucket %s in %.1fs", key, time.perf_counter() - t0)
         self._graphs[key] = (graph, out)
         return graph, out
 

@@ -50,6 +50,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -135,6 +136,12 @@ class Encoder:
         return out
 
 
+#: graphs on READ without the fold's QA encoder (:class:`beluga.heads.span.batches.QAEncoder`)
+_GRAPHS_NEED_QA_ENCODER = ("training.compile: graphs needs READ's span inputs cached by the fold's QA encoder (a "
+                           "fast tokenizer padding on the right); set training.compile: default or off for this "
+                           "model")
+
+
 class LossFn:
     """Maps (model, batch) to per-example losses. With ``host_hygiene``
     (default), classification inputs come from an :class:`Encoder` and QA
@@ -175,6 +182,9 @@ class LossFn:
                 self.qa_encoder = QAEncoder(self.tokenizer, self.max_length, self.doc_stride, self.qa_inv_scope)
             if self.qa_encoder is not None:
                 self.qa_encoder.add(streams)
+        if self.compiled is not None and self.compiled.mode == "graphs" and self.qa_encoder is None and any(
+                it.qa for items in streams.values() for it in items):
+            raise ConfigError(_GRAPHS_NEED_QA_ENCODER)
 
     def logits(self, model, texts, texts_b=None):
         """float32 logits; the forward pass runs under the precision's autocast."""
@@ -247,8 +257,7 @@ class LossFn:
             from beluga.heads.span.batches import qa_graph_inputs
 
             if self.qa_encoder is None:
-                raise ConfigError("training.compile: graphs needs READ's span inputs from the fold's encoder "
-                                  "(training.host_hygiene on and a fast tokenizer)")
+                raise ConfigError(_GRAPHS_NEED_QA_ENCODER)
             return qa_graph_inputs(self.qa_encoder, batch.kind, batch.texts, batch.texts_b, batch.size,
                                    batch.answers, batch.answer_starts, self.batch_size, self.max_length)
         if self.encoder is not None:
@@ -288,8 +297,6 @@ class LossFn:
         with autocast:
             logits = full(model(**inputs).logits)[:rows]
         if kind in SCORE_KINDS:
-            from types import SimpleNamespace
-
             view = SimpleNamespace(kind=kind, size=n, targets=t.get("targets"), directions=t.get("directions"),
                                    margins=t.get("margins"))
             return score_batch_loss(logits, view, detach_orig=self.detach_inv_orig)

@@ -19,13 +19,13 @@ import torch
 
 from beluga.core.errors import DataError
 from beluga.heads.span.qa import (
-    _pair_index,
     aligned_positions,
     answer_char_span,
     check_budget,
     encode_qa,
     locate_answer,
     model_device,
+    pair_index,
     qa_inv_loss,
     qa_inv_loss_indexed,
     qa_mft_loss,
@@ -303,7 +303,7 @@ def qa_graph_inputs(encoder: QAEncoder, kind: str, texts: Sequence[str], texts_b
         t = {f"o_{k}": v for k, v in _padded(encoder, io, rows, max_length).items()}
         t.update({f"p_{k}": v for k, v in _padded(encoder, ip, rows, max_length).items()})
         k = bucket_length(max(max((len(p) for p in pairs), default=0), 1), max_length)
-        ia, ib, valid = _pair_index(list(pairs) + [[]] * (rows - n), torch.device("cpu"), k)
+        ia, ib, valid = pair_index(list(pairs) + [[]] * (rows - n), torch.device("cpu"), k)
         t.update(pair_orig=ia, pair_pert=ib, pair_valid=valid)
         return ("qa_inv", n, n), t
     raise ValueError(f"qa_graph_inputs: {kind!r} is not a span batch kind (qa_mft, qa_inv)")

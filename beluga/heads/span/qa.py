@@ -319,13 +319,13 @@ def aligned_positions(ids_a: Sequence[int] | torch.Tensor, ids_b: Sequence[int] 
     return [(pos_a[blk.a + k], pos_b[blk.b + k]) for blk in sm.get_matching_blocks() for k in range(blk.size)]
 
 
-def _pair_index(pairs: Sequence[Sequence[tuple[int, int]]], device, k: int | None = None
+def pair_index(pairs: Sequence[Sequence[tuple[int, int]]], device, k: int | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(ia, ib, valid), [rows, k]: the aligned positions of each row, left-aligned, invalid columns 0 / False;
     ``k`` (at least the longest row's pairs, default it) the columns."""
     longest = max(max((len(p) for p in pairs), default=0), 1)
     if k is not None and k < longest:
-        raise ValueError(f"_pair_index: {k} columns cannot hold a row of {longest} aligned positions")
+        raise ValueError(f"pair_index: {k} columns cannot hold a row of {longest} aligned positions")
     k = longest if k is None else k
     ia = torch.zeros(len(pairs), k, dtype=torch.long)
     ib = torch.zeros(len(pairs), k, dtype=torch.long)
@@ -363,7 +363,7 @@ def qa_inv_loss(orig_start: torch.Tensor, orig_end: torch.Tensor, pert_start: to
     (ref. code), ``detach_orig=True`` detaches it."""
     if not (orig_start.shape[0] == orig_end.shape[0] == pert_start.shape[0] == pert_end.shape[0] == len(pairs)):
         raise ValueError("qa_inv_loss: logits and pairs must have the same number of rows")
-    ia, ib, valid = _pair_index(pairs, orig_start.device)
+    ia, ib, valid = pair_index(pairs, orig_start.device)
     return qa_inv_loss_indexed(orig_start, orig_end, pert_start, pert_end, ia, ib, valid, detach_orig)
 
 
