@@ -463,6 +463,59 @@ def test_record_nonfinite_keeps_the_first_bad_step():
     assert first.data_ptr() == ptr   # in place: a graph keeps reading the same scalar
 
 
+def test_pad_inputs_pads_lengths_on_the_tokenizer_side_then_repeats_the_first_row():
+    from beluga.model.compiling import pad_inputs
+
+    t = {"input_ids": torch.tensor([[5, 6, 7], [8, 9, 0]]), "attention_mask": torch.tensor([[1, 1, 1], [1, 1, 0]])}
+    pad = {"input_ids": 0, "attention_mask": 0}
+    right = pad_inputs(t, 3, 5, pad)
+    assert right["input_ids"].tolist() == [[5, 6, 7, 0, 0], [8, 9, 0, 0, 0], [5, 6, 7, 0, 0]]
+    assert right["attention_mask"].tolist() == [[1, 1, 1, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0]]
+    left = pad_inputs(t, 2, 4, pad, right=False)
+    assert left["input_ids"].tolist() == [[0, 5, 6, 7], [0, 8, 9, 0]]
+    assert pad_inputs(t, 2, 3, pad)["input_ids"] is t["input_ids"]   # already the bucket
+
+
+@pytest.mark.parametrize("started", [False, True])
+def test_warm_up_updates_leave_no_trace(started, monkeypatch):
+    """A bucket's warm-up updates (before its capture) put the weights, gradients, AdamW's moments and step
+    (zeroed where the warm-up created them: a fresh optimizer) and the non-finite flag back in place: the
+    next update's weights are, bit for bit, those of an update without the warm-up."""
+    import numpy as np
+
+    from beluga.model.graphs import WholeStepGraphs, step_key
+    from beluga.train.batches import epoch_batches
+    from beluga.train.loop import LossFn
+
+    _emulate_graphs_on_the_cpu(monkeypatch)
+    batch = epoch_batches(_streams(), 4, np.random.default_rng(0))[0]
+
+    def after(warm: bool):
+        set_seed(0)
+        model, tok = load_model(TINY_RANDOM, 2, config_overrides=NO_DROPOUT)
+        algo = get_algorithm("vanilla")(model, {**get_algorithm("vanilla").hparam_defaults(), "lr": 1e-3},
+                                        LossFn(tok, 32), 10, compile="graphs")
+        g = algo._graphs
+        assert isinstance(g, WholeStepGraphs) and not g.capture
+        if started:
+            g.step(batch)   # the optimizer's state exists before the warm-up
+        meta, host = algo.loss_fn.graph_inputs(batch)
+        static = g.buffers.fill(step_key(meta, host), host, "cpu")
+        g._ready(torch.device("cpu"))
+        ptrs = [p.grad.data_ptr() for p in model.parameters()]
+        if warm:
+            g.warm_up(meta, static)
+            assert [p.grad.data_ptr() for p in model.parameters()] == ptrs   # gradients stay allocated
+        g.step(batch)
+        state = [{k: v.clone() for k, v in algo.optimizer.state[p].items()} for p in model.parameters()]
+        return {k: v.clone() for k, v in model.state_dict().items()}, state, int(algo._first_bad)
+
+    (w0, s0, f0), (w1, s1, f1) = after(False), after(True)
+    assert all(torch.equal(w0[k], w1[k]) for k in w0) and f0 == f1 == 0
+    assert all(s0[i].keys() == s1[i].keys() and all(torch.equal(s0[i][k], s1[i][k]) for k in s0[i])
+               for i in range(len(s0)))
+
+
 def _graph_losses_match(task, streams, head="classification", labels=None, batch_size=3, max_length=40):
     """Every batch of the streams' first epoch: graph_loss(graph_inputs(batch)) (padded to its bucket) equals
     LossFn(batch) (eager, unpadded), losses and gradients; returns the kinds and the buckets seen."""

@@ -218,20 +218,33 @@ class WholeStepGraphs:
         clip_and_step(algo.optimizer, params, algo.hparams["max_grad_norm"])
         return {k: v.detach() for k, v in stats.items()}
 
+    def warm_up(self, meta: tuple, static: dict) -> None:
+        """:attr:`warmup` updates on the static buffers that leave no trace: on CUDA on a side stream (as
+        torch's capture requires), the CUDA generator put back too; then the parameters, gradients, optimizer
+        state (zeroed where the warm-up created it) and non-finite flag are restored in place."""
+        import torch
+
+        cuda = self.algo._first_bad.device.type == "cuda"
+        snap = self._snapshot()
+        rng = torch.cuda.get_rng_state() if cuda else None
+        side = torch.cuda.Stream() if cuda else None
+        if cuda:
+            side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side) if cuda else contextlib.nullcontext():
+            for _ in range(self.warmup):
+                self._update(meta, static)
+        if cuda:
+            torch.cuda.current_stream().wait_stream(side)
+        self._restore(snap)
+        if cuda:
+            torch.cuda.set_rng_state(rng)
+
     def _record(self, key: tuple, meta: tuple, static: dict) -> tuple:
         import torch
 
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        snap, rng = self._snapshot(), torch.cuda.get_rng_state()
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(self.warmup):
-                self._update(meta, static)
-        torch.cuda.current_stream().wait_stream(side)
-        self._restore(snap)
-        torch.cuda.set_rng_state(rng)
+        self.warm_up(meta, static)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self._pool):
             out = self._update(meta, static)
