@@ -61,11 +61,14 @@ class Algorithm:
     name -> tensor dict of reference weights (L2-SP; other methods ignore it);
     ``fused``: AdamW's fused implementation (``beluga.model.precision``).
     ``compile``: ``training.compile`` (:mod:`beluga.model.compiling`); under
-    ``graphs`` (CUDA only) AdamW is capturable, its learning rate a device
-    tensor the schedule updates in place (:meth:`set_lrs`), and the clipping
-    and optimizer step of an update run as one compiled function
-    (:meth:`clip_and_step`); otherwise the optimizer runs eagerly with a float
-    learning rate.
+    ``graphs`` (CUDA only) AdamW is capturable and fused, its learning rate a
+    device tensor the schedule updates in place (:meth:`set_lrs`), and each
+    update of a method without :attr:`graph_eager` (:meth:`objective` of one
+    minibatch, one optimizer step) is a replay of its bucket's whole-step CUDA
+    graph (:mod:`beluga.model.graphs`); a method with it runs its updates
+    eagerly with the clipping and optimizer step as one compiled function
+    (:meth:`clip_and_step`), which :meth:`graph_record` reports; otherwise the
+    optimizer runs eagerly with a float learning rate.
 
     ``update`` returns its losses as detached 0-dim tensors (or floats): the
     training loop moves them to the host only when it logs, so an update never
