@@ -61,9 +61,9 @@ optimizer (fused AdamW where the device has it, a float learning rate,
 outside the compiled region). ``graphs``' whole-step update, run on the
 CPU without being recorded (tiny BERT without dropout, fp32, 20 updates at
 lr 1e-3, vanilla and L2-SP): the learning rates equal the float schedule's
-at every update, class probabilities within 1e-4 of ``off``'s, weights
-within 2e-6 but for parameters whose exact gradient is zero (attention key
-biases, the pad token's embedding row), whose rounding noise AdamW
+at every update, class probabilities within 6e-8 of ``off``'s (bound 1e-4),
+weights within 6e-6 but for parameters whose gradient is zero or nearly so
+(attention key biases, an embedding row), whose rounding noise AdamW
 normalises to steps of up to lr (2.7e-4; bound 1e-3). Recording and
 replaying (CUDA) have not yet run on a GPU: the 40-update test against the
 eager weights runs where CUDA exists, with the same bounds.
