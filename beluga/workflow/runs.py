@@ -54,7 +54,8 @@ def model_scale(spec) -> float:
 def gpu_resources(config: dict) -> dict:
     """The resources every job that trains or predicts requests for the configuration's GPUs:
     a GPU each (``gpu_jobs: 1``), or K jobs per GPU (a slot of a GPU locally: ``--resources
-    gpu_slot=K``; a GPU shard on Slurm); the cluster's GPU partition when one is set."""
+    gpu_slot=K`` per GPU, :func:`check_local_gpu_slots`; a GPU shard on Slurm, each job its own
+    allocation); the cluster's GPU partition when one is set."""
     out = {}
     if config["gpus"] and config["gpu_jobs"] == 1:
         out = {"gpu": int(config["gpus"])}
@@ -63,6 +64,22 @@ def gpu_resources(config: dict) -> dict:
     if config["gpu_partition"]:
         out["slurm_partition"] = config["gpu_partition"]
     return out
+
+
+def check_local_gpu_slots(config: dict, gpu_slot: int | None) -> None:
+    """Stop (one line naming the field and the flag) a local run of K jobs per GPU (``gpus`` > 0, ``gpu_jobs:
+    K`` > 1) that does not say how many GPU slots the machine has (``gpu_slot``: the ``--resources gpu_slot=N``
+    given, None without): Snakemake leaves a resource nobody provides unlimited, so it would start as many GPU
+    jobs at once as the machine has cores, all on its GPUs. N = K x the machine's GPUs (K x 1 on one GPU); N
+    not a multiple of K is refused too (a GPU would get more or fewer than K jobs)."""
+    k = int(config["gpu_jobs"])
+    if not config["gpus"] or k == 1:
+        return
+    if gpu_slot is None or gpu_slot < k or gpu_slot % k:
+        given = "no --resources gpu_slot" if gpu_slot is None else f"--resources gpu_slot={gpu_slot}"
+        raise ConfigError(f"config: field 'gpu_jobs': {k} jobs per GPU on this machine need --resources "
+                          f"gpu_slot={k} per GPU ({k} on one GPU, {2 * k} on two; given: {given}); "
+                          "docs/COMPUTE.md, 'Several jobs per GPU'")
 
 
 def _seeddir(w: Mapping) -> str:
