@@ -251,6 +251,13 @@ def test_job_resources():
     assert gpu_resources(base) == {}
     assert gpu_resources({**base, "gpus": 2}) == {"gpu": 2}
     assert gpu_resources({**base, "gpus": 1, "gpu_jobs": 3}) == {"gpu_slot": 1, "gres": "shard:1"}
+    # K jobs per GPU on a site of S shards per GPU: S/K shards a job, so that K (not S) share a GPU
+    assert gpu_resources({**base, "gpus": 1, "gpu_jobs": 2, "gpu_shards": 8})["gres"] == "shard:4"
+    assert gpu_resources({**base, "gpus": 1, "gpu_jobs": 4, "gpu_shards": 4})["gres"] == "shard:1"
+    with pytest.raises(ConfigError, match=r"field 'gpu_shards': 6 shards per GPU .* gpu_jobs: 4"):
+        gpu_resources({**base, "gpus": 1, "gpu_jobs": 4, "gpu_shards": 6})
+    with pytest.raises(ConfigError, match=r"field 'gpu_jobs': 2 jobs per GPU need gpus: 1"):
+        gpu_resources({**base, "gpus": 2, "gpu_jobs": 2})
     assert gpu_resources({**base, "gpus": 1, "gpu_partition": "gpu-a100"}) == {"gpu": 1, "slurm_partition": "gpu-a100"}
     assert runs(config(gpus=1, gpu_partition="gpu-a100")).job_resources("predict")["gpu"] == 1
 
