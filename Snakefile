@@ -26,9 +26,13 @@ include: "rules/combinational.smk"
 # A real run (not -n) into a read-only / inaccessible results folder fails before any job;
 # a results folder another working directory's run is writing to is refused (beluga/core/io.py).
 # A local run's jobs start warm: forked from one process that imported torch and transformers once
-# (beluga/workflow/warm.py; BELUGA_WARM_JOBS=0 turns it off).
+# (beluga/workflow/warm.py; BELUGA_WARM_JOBS=0 turns it off). A local run of K jobs per GPU must say how many
+# GPU slots the machine has (--resources gpu_slot=K per GPU; beluga/workflow/runs.py check_local_gpu_slots).
 onstart:
     try:
+        if workflow.local_exec:
+            slots = getattr(workflow.global_resources.get("gpu_slot"), "value", None)
+            beluga_runs.check_local_gpu_slots(config, slots)
         beluga_io.check_writable(config["results"])
         beluga_io.acquire_results_lock(config["results"], os.getcwd())
     except BelugaError as e:

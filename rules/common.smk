@@ -16,6 +16,7 @@ from beluga.workflow import dag as beluga_dag  # noqa: E402
 from beluga.workflow import config as beluga_config  # noqa: E402
 from beluga.workflow.paths import SEEDDIR_REGEX, fold_log  # noqa: E402
 from beluga.workflow import resources as beluga_resources  # noqa: E402
+from beluga.workflow import runs as beluga_runs  # noqa: E402
 from beluga.workflow.resources import job_benchmark  # noqa: E402
 from beluga.core import io as beluga_io  # noqa: E402
 from beluga.data import fetch as beluga_fetch  # noqa: E402

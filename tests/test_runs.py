@@ -17,7 +17,7 @@ from beluga.methods import method_hparams
 from beluga.train.settings import FoldRun, fold_run
 from beluga.workflow.paths import IID_RUN, Paths, RunKey
 from beluga.workflow.resources import BASE_MEM_MB
-from beluga.workflow.runs import Runs, gpu_resources, model_scale
+from beluga.workflow.runs import Runs, check_local_gpu_slots, gpu_resources, model_scale
 
 SCHEMA = REPO / "schemas" / "config.schema.yaml"
 FUNCS = ["add positive phrases", "typos", "simple negations: negative"]   # tiny.yaml's, in suite order
@@ -251,8 +251,29 @@ def test_job_resources():
     assert gpu_resources(base) == {}
     assert gpu_resources({**base, "gpus": 2}) == {"gpu": 2}
     assert gpu_resources({**base, "gpus": 1, "gpu_jobs": 3}) == {"gpu_slot": 1, "gres": "shard:1"}
+    # K jobs per GPU on a site of S shards per GPU: S/K shards a job, so that K (not S) share a GPU
+    assert gpu_resources({**base, "gpus": 1, "gpu_jobs": 2, "gpu_shards": 8})["gres"] == "shard:4"
+    assert gpu_resources({**base, "gpus": 1, "gpu_jobs": 4, "gpu_shards": 4})["gres"] == "shard:1"
+    with pytest.raises(ConfigError, match=r"field 'gpu_shards': 6 shards per GPU .* gpu_jobs: 4"):
+        gpu_resources({**base, "gpus": 1, "gpu_jobs": 4, "gpu_shards": 6})
+    with pytest.raises(ConfigError, match=r"field 'gpu_jobs': 2 jobs per GPU need gpus: 1"):
+        gpu_resources({**base, "gpus": 2, "gpu_jobs": 2})
     assert gpu_resources({**base, "gpus": 1, "gpu_partition": "gpu-a100"}) == {"gpu": 1, "slurm_partition": "gpu-a100"}
     assert runs(config(gpus=1, gpu_partition="gpu-a100")).job_resources("predict")["gpu"] == 1
+
+
+def test_local_gpu_slots_are_k_per_gpu():
+    """A local run of K jobs per GPU must be told the machine's slots (--resources gpu_slot=K x GPUs): Snakemake
+    would otherwise leave gpu_slot unlimited and start as many GPU jobs as the machine has cores."""
+    base = {"gpus": 1, "gpu_jobs": 4, "gpu_partition": None}
+    for slots in (4, 8, 12):                       # one, two, three GPUs of 4 jobs each
+        check_local_gpu_slots(base, slots)
+    for slots, given in ((None, "no --resources gpu_slot"), (2, "gpu_slot=2"), (6, "gpu_slot=6")):
+        with pytest.raises(ConfigError, match=rf"field 'gpu_jobs': 4 jobs per GPU .*gpu_slot=4 per GPU.*{given}"):
+            check_local_gpu_slots(base, slots)
+    # one job per GPU, or CPU jobs: nothing to say (the slots resource is not requested)
+    check_local_gpu_slots({**base, "gpu_jobs": 1}, None)
+    check_local_gpu_slots({**base, "gpus": 0}, None)
 
 
 def test_inoculation_results():

@@ -53,16 +53,43 @@ def model_scale(spec) -> float:
 
 def gpu_resources(config: dict) -> dict:
     """The resources every job that trains or predicts requests for the configuration's GPUs:
-    a GPU each (``gpu_jobs: 1``), or K jobs per GPU (a slot of a GPU locally: ``--resources
-    gpu_slot=K``; a GPU shard on Slurm); the cluster's GPU partition when one is set."""
+    a GPU each (``gpu_jobs: 1``), or K jobs per GPU: locally one of K slots of a GPU (``--resources
+    gpu_slot=K`` per GPU, :func:`check_local_gpu_slots`); on Slurm each job its own allocation with
+    1/K of a GPU's shards (``--gres=shard:S/K``, S = ``gpu_shards``, the shards the site declares per
+    GPU; K when unset). The cluster's GPU partition when one is set. K jobs per GPU for a job of
+    several GPUs, or S not a multiple of K, stop with one line naming the field."""
     out = {}
-    if config["gpus"] and config["gpu_jobs"] == 1:
+    k, shards = int(config["gpu_jobs"]), config.get("gpu_shards")
+    if config["gpus"] and k == 1:
         out = {"gpu": int(config["gpus"])}
     elif config["gpus"]:
-        out = {"gpu_slot": 1, "gres": f"shard:{int(config['gpus'])}"}
+        if int(config["gpus"]) != 1:
+            raise ConfigError(f"config: field 'gpu_jobs': {k} jobs per GPU need gpus: 1 (a job of "
+                              f"{config['gpus']} GPUs cannot share them)")
+        shards = k if shards is None else int(shards)
+        if shards % k:
+            raise ConfigError(f"config: field 'gpu_shards': {shards} shards per GPU do not split into "
+                              f"gpu_jobs: {k} equal shares (a multiple of {k})")
+        out = {"gpu_slot": 1, "gres": f"shard:{shards // k}"}
     if config["gpu_partition"]:
         out["slurm_partition"] = config["gpu_partition"]
     return out
+
+
+def check_local_gpu_slots(config: dict, gpu_slot: int | None) -> None:
+    """Stop (one line naming the field and the flag) a local run of K jobs per GPU (``gpus`` > 0, ``gpu_jobs:
+    K`` > 1) that does not say how many GPU slots the machine has (``gpu_slot``: the ``--resources gpu_slot=N``
+    given, None without): Snakemake leaves a resource nobody provides unlimited, so it would start as many GPU
+    jobs at once as the machine has cores, all on its GPUs. N = K x the machine's GPUs (K x 1 on one GPU); N
+    not a multiple of K is refused too (a GPU would get more or fewer than K jobs)."""
+    k = int(config["gpu_jobs"])
+    if not config["gpus"] or k == 1:
+        return
+    if gpu_slot is None or gpu_slot < k or gpu_slot % k:
+        given = "no --resources gpu_slot" if gpu_slot is None else f"--resources gpu_slot={gpu_slot}"
+        raise ConfigError(f"config: field 'gpu_jobs': {k} jobs per GPU on this machine need --resources "
+                          f"gpu_slot={k} per GPU ({k} on one GPU, {2 * k} on two; given: {given}); "
+                          "docs/COMPUTE.md, 'Several jobs per GPU'")
 
 
 def _seeddir(w: Mapping) -> str:
@@ -170,6 +197,7 @@ class Runs:
         #: the tasks without a suite: their IID model and its OOD evaluation only (no folds, no BELUGA tables)
         self.suiteless = [t for t, c in self.tasks.items() if not dag.has_suite(c)]
         check_suiteless(config, self.suiteless)
+        gpu_resources(config)   # gpus / gpu_jobs / gpu_shards: one line here rather than in a rule file
         for t, c in self.tasks.items():
             if t in self.suiteless or dag.suite_not_fetched(c["suite"], not_fetched):
                 # the fetch target can run; every other target stops (all_targets)
