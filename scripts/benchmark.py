@@ -52,7 +52,11 @@ GPU figures read n/a); ``--fixed-cost`` is on by default on both:
   step (the Python thread inside the update, no sync added), aten ops per step
   (all, and top-level: not inside another op); on CUDA the GPU busy fraction (sum of the
   kernels' time / wall time of the steps), kernels launched, copies and host
-  syncs per step. JSON: ``profile``.
+  syncs per step; the device time of every timed update and of its optimizer step
+  (CUDA events, no sync per step; the host clock on the CPU: ``device_ms_per_step``,
+  ``optimizer_ms_per_step``). One profile per ``--profile-data`` x ``--profile-batches``
+  on the ``--profile-block``'s model and length. JSON: ``profiles`` (by model, data and
+  batch) and ``profile`` (the block's own data and batch).
 - ``--variants`` (block ``base``: ``--model`` at ``--max-length``, batch
   ``--batch-size``; BERT-base size at 128 tokens, batch 16 on CUDA) and
   ``--large`` (block ``large``: ``--large-model`` bert-large at 384 tokens,
@@ -65,7 +69,8 @@ GPU figures read n/a); ``--fixed-cost`` is on by default on both:
   (``--jobs-per-gpu 1,2,4,8``: K worker processes of this script started
   together on the device, each with host hygiene; after its warm-up each
   passes a file barrier and starts timing at one common wall-clock time;
-  aggregate = K x the window's sequences / (the last end - the common start));
+  aggregate = K x the window's sequences / (the last end - the common start); on CUDA the
+  GPU's utilisation in the timed window, nvidia-smi sampled every 200 ms);
   (d) ``compile: default`` and (e) ``compile: graphs`` (CUDA only) with host
   hygiene (``--compile-variants``; skipped with a note where ``FoldRun`` has no
   ``compile`` setting). Per variant: steps/s, sequences/s, real (non-padding)
@@ -98,7 +103,8 @@ no snakemake, no project venv, no network), the GPU loop's parts run from a bund
 (``--make-bundle DIR``: the workloads as JSON, the run settings, the tokenizer; :mod:`bench.bundle`) with
 ``--bundle DIR``; ``scripts/gpu_session.sh OUT_DIR`` runs them in timed stages (docs/COMPUTE.md, "The GPU
 session"). ``--large`` trains READ's shape with its span loss on SQuAD questions (``--large-data qa``, the
-default) or full windows as classification (``--large-data long``). Every block's figures are written to the
+default) or full windows as classification (``--large-data long``); ``--base-data sst2`` / ``qqp`` trains on the
+paper's SST-2 sentences / QQP pairs at their real lengths. Every block's figures are written to the
 JSON as soon as the block ends (and a block's variants as they end, under ``partial``).
 
 This script parses the arguments and runs the figures in order; each figure is a module of
@@ -305,8 +311,10 @@ def main(argv=None) -> int:
                      if args.profile_block == "base" else
                      ("large", args.large_model, args.large_max_length, args.large_batch_size, args.large_data))
             name, model, length, batch, data = block
+            pairs = [(d, b) for d in (args.profile_data or [data]) for b in (args.profile_batches or [batch])]
+            pairs.sort(key=lambda db: db != (data, batch))   # the block's own first: it is ``profile``
             wls = [make_workload(name, model, length, b, d, task, streams, iid, tmp, args.paper_data)
-                   for d in (args.profile_data or [data]) for b in (args.profile_batches or [batch])]
+                   for d, b in pairs]
             results.update(bench_profiles(wls, args.warmup, args.profile_steps, args.warm_round))
             common.save()
         if args.variants:
