@@ -39,7 +39,7 @@ def test_bundle_is_small_and_self_contained(bundle):
     assert set(b["workloads"]) == {"fold", "long", "sst2", "qqp", "qa"}
     assert b["workloads"]["long"]["length"] == 384   # the longest a stage trains at (S4's BERT-large windows)
     assert [b["workloads"][k]["task"] for k in ("sst2", "qqp", "qa")] == ["sent", "para", "read"]
-    assert all(it["text_b"] for it in b["workloads"]["qqp"]["streams"]["iid"])   # question pairs
+    assert all(it["inputs_b"] for it in b["workloads"]["qqp"]["streams"]["iid"])   # question pairs
     assert len(b["workloads"]["sst2"]["streams"]["iid"]) == 1500
     qa = b["workloads"]["qa"]["streams"]["iid"]
     assert qa and all(it["qa"] and it["answer"] for it in qa)
