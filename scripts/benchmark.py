@@ -52,7 +52,11 @@ GPU figures read n/a); ``--fixed-cost`` is on by default on both:
   step (the Python thread inside the update, no sync added), aten ops per step
   (all, and top-level: not inside another op); on CUDA the GPU busy fraction (sum of the
   kernels' time / wall time of the steps), kernels launched, copies and host
-  syncs per step. JSON: ``profile``.
+  syncs per step; the device time of every timed update and of its optimizer step
+  (CUDA events, no sync per step; the host clock on the CPU: ``device_ms_per_step``,
+  ``optimizer_ms_per_step``). One profile per ``--profile-data`` x ``--profile-batches``
+  on the ``--profile-block``'s model and length. JSON: ``profiles`` (by model, data and
+  batch) and ``profile`` (the block's own data and batch).
 - ``--variants`` (block ``base``: ``--model`` at ``--max-length``, batch
   ``--batch-size``; BERT-base size at 128 tokens, batch 16 on CUDA) and
   ``--large`` (block ``large``: ``--large-model`` bert-large at 384 tokens,
@@ -65,7 +69,8 @@ GPU figures read n/a); ``--fixed-cost`` is on by default on both:
   (``--jobs-per-gpu 1,2,4,8``: K worker processes of this script started
   together on the device, each with host hygiene; after its warm-up each
   passes a file barrier and starts timing at one common wall-clock time;
-  aggregate = K x the window's sequences / (the last end - the common start));
+  aggregate = K x the window's sequences / (the last end - the common start); on CUDA the
+  GPU's utilisation in the timed window, nvidia-smi sampled every 200 ms);
   (d) ``compile: default`` and (e) ``compile: graphs`` (CUDA only) with host
   hygiene (``--compile-variants``; skipped with a note where ``FoldRun`` has no
   ``compile`` setting). Per variant: steps/s, sequences/s, real (non-padding)
@@ -98,7 +103,8 @@ no snakemake, no project venv, no network), the GPU loop's parts run from a bund
 (``--make-bundle DIR``: the workloads as JSON, the run settings, the tokenizer; :mod:`bench.bundle`) with
 ``--bundle DIR``; ``scripts/gpu_session.sh OUT_DIR`` runs them in timed stages (docs/COMPUTE.md, "The GPU
 session"). ``--large`` trains READ's shape with its span loss on SQuAD questions (``--large-data qa``, the
-default) or full windows as classification (``--large-data long``). Every block's figures are written to the
+default) or full windows as classification (``--large-data long``); ``--base-data sst2`` / ``qqp`` trains on the
+paper's SST-2 sentences / QQP pairs at their real lengths. Every block's figures are written to the
 JSON as soon as the block ends (and a block's variants as they end, under ``partial``).
 
 This script parses the arguments and runs the figures in order; each figure is a module of
@@ -123,7 +129,7 @@ from bench.jobs import worker
 from bench.methods import bench_methods
 from bench.plan_check import bench_plan_check
 from bench.prediction import bench_prediction
-from bench.profiling import bench_profile
+from bench.profiling import bench_profiles
 from bench.projection import bench_projection
 from bench.run_share import run_share
 from bench.summary import machine_info, throughput_table
@@ -152,6 +158,10 @@ def versions() -> dict:
         except md.PackageNotFoundError:
             out[name] = None
     return out
+
+
+#: the workloads' data (bench.workloads.make_workload)
+DATA = ("fold", "long", "sst2", "qqp", "qa")
 
 
 def int_list(text: str) -> list[int]:
@@ -184,6 +194,12 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None,
                     help=f"profile the current and the new training loop {on_cuda}")
     ap.add_argument("--profile-steps", type=int, default=20, help="profiled steps per loop (default 20)")
+    ap.add_argument("--profile-block", choices=["base", "large"], default="base",
+                    help="the block whose model and length are profiled (default base)")
+    ap.add_argument("--profile-data", type=lambda t: [x for x in t.split(",") if x], default=None,
+                    help="the data profiled, one profile each (comma-separated; default: the block's data)")
+    ap.add_argument("--profile-batches", type=int_list, default=None,
+                    help="the batch sizes profiled, one profile each per data (default: the block's batch size)")
     ap.add_argument("--variants", action=argparse.BooleanOptionalAction, default=None,
                     help=f"the training variants side by side at --model / --max-length / --batch-size {on_cuda}")
     ap.add_argument("--large", action=argparse.BooleanOptionalAction, default=None,
@@ -191,8 +207,9 @@ def main(argv=None) -> int:
     ap.add_argument("--large-model", default="bert-large", help="the large block's model (default bert-large)")
     ap.add_argument("--large-max-length", type=int, default=384)
     ap.add_argument("--large-batch-size", type=int, default=3)
-    ap.add_argument("--base-data", choices=["fold", "long"], default="fold",
-                    help="the base block's data: the default fold (default) or full windows of i.i.d. sentences")
+    ap.add_argument("--base-data", choices=DATA, default="fold",
+                    help="the base block's data: the default fold (default), full windows of i.i.d. sentences, the "
+                         "paper's SST-2 or QQP sample (real lengths)")
     ap.add_argument("--fixed-cost", action=argparse.BooleanOptionalAction, default=True,
                     help="a job's fixed cost, process start -> first step, in parts (default: on)")
     ap.add_argument("--warmup", type=int, default=None, help="untimed steps per variant (default 20 CUDA, 5 CPU)")
@@ -211,11 +228,12 @@ def main(argv=None) -> int:
                          "one-time costs: library handles, the allocator, kernel choice per shape)")
     ap.add_argument("--jobs-compile", default="off", choices=["off", "default", "graphs"],
                     help="training.compile of the K-jobs-per-GPU workers (default off)")
-    ap.add_argument("--large-data", choices=["qa", "long"], default="qa",
+    ap.add_argument("--large-data", choices=DATA, default="qa",
                     help="the large block's data: SQuAD questions trained with READ's span loss (default) or "
                          "full windows of i.i.d. sentences trained as classification")
-    ap.add_argument("--squad", default=None, help="--make-bundle / the qa data without a bundle: the SQuAD folder "
-                                                  "(default ../shared/data/iid/squad)")
+    ap.add_argument("--paper-data", default=None,
+                    help="--make-bundle / the sst2, qqp and qa data without a bundle: the folder holding the paper's "
+                         "sst2/, qqp/ and squad/ (default ../shared/data/iid)")
     ap.add_argument("--make-bundle", metavar="DIR", default=None,
                     help="write the GPU benchmark's bundle into DIR (with this environment) and stop")
     ap.add_argument("--bundle", metavar="DIR", default=None,
@@ -234,7 +252,7 @@ def main(argv=None) -> int:
         from bench.bundle import make_bundle
 
         common.MAX_LENGTH, common.BATCH, common.MODEL = 48, args.batch_size, "default"
-        make_bundle(Path(args.make_bundle), args.max_length or 128, args.squad)
+        make_bundle(Path(args.make_bundle), args.max_length or 384, args.paper_data)
         return 0
     if args.bundle:
         from bench.bundle import load_bundle
@@ -252,6 +270,8 @@ def main(argv=None) -> int:
     args.warmup = (20 if cuda else 5) if args.warmup is None else args.warmup
     args.steps = (200 if cuda else 40) if args.steps is None else args.steps
     args.compile_warmup = args.warmup if args.compile_warmup is None else args.compile_warmup
+    if set(args.profile_data or ()) - set(DATA) or any(b < 1 for b in args.profile_batches or ()):
+        ap.error(f"--profile-data: one of {', '.join(DATA)} each; --profile-batches: positive")
     if args.steps < 1 or args.warmup < 0 or args.reps < 1 or any(k < 1 for k in args.jobs_per_gpu):
         ap.error("--steps, --reps and --jobs-per-gpu must be positive, --warmup not negative")
     common.MAX_LENGTH, common.BATCH, common.MODEL = args.max_length, args.batch_size, args.model
@@ -284,10 +304,18 @@ def main(argv=None) -> int:
             results.update(bench_fold_job(tmp, cfg, args.reps))
         common.save()
         base = make_workload("base", common.MODEL, common.MAX_LENGTH, common.BATCH, args.base_data, task, streams,
-                             iid, tmp, args.squad)
+                             iid, tmp, args.paper_data)
         if args.profile:
             common.RESULTS["block"] = "profile"
-            results.update(bench_profile(base, args.warmup, args.profile_steps, args.warm_round))
+            block = (("base", common.MODEL, common.MAX_LENGTH, common.BATCH, args.base_data)
+                     if args.profile_block == "base" else
+                     ("large", args.large_model, args.large_max_length, args.large_batch_size, args.large_data))
+            name, model, length, batch, data = block
+            pairs = [(d, b) for d in (args.profile_data or [data]) for b in (args.profile_batches or [batch])]
+            pairs.sort(key=lambda db: db != (data, batch))   # the block's own first: it is ``profile``
+            wls = [make_workload(name, model, length, b, d, task, streams, iid, tmp, args.paper_data)
+                   for d, b in pairs]
+            results.update(bench_profiles(wls, args.warmup, args.profile_steps, args.warm_round))
             common.save()
         if args.variants:
             common.RESULTS["block"] = "variants base"
@@ -296,7 +324,7 @@ def main(argv=None) -> int:
         if args.large:
             common.RESULTS["block"] = "variants large"
             large = make_workload("large", args.large_model, args.large_max_length, args.large_batch_size,
-                                  args.large_data, task, streams, iid, tmp, args.squad)
+                                  args.large_data, task, streams, iid, tmp, args.paper_data)
             results.setdefault("variants", {})["large"] = bench_variants(large, args, tmp)
             common.save()
         if args.fixed_cost:

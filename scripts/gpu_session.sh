@@ -3,29 +3,44 @@
 # pyarrow, pyyaml, safetensors, scipy; no network, no project venv):
 #
 #     bash scripts/gpu_session.sh OUT_DIR
-#     bash scripts/gpu_session.sh --cpu-dry-run OUT_DIR    # the same stages on the CPU, tiny model, < 2 min
+#     bash scripts/gpu_session.sh --cpu-dry-run OUT_DIR    # the same stages on the CPU, tiny model
 #
 # Bundle: .bench-bundle (the repository's root; git ignores it). Make it first, where the project's
-# environment is, and carry it to the GPU machine with the repository:
+# environment and the paper data (../shared/data/iid: sst2/, qqp/, squad/) are, and carry it to the GPU
+# machine with the repository:
 #     .venv/bin/python scripts/benchmark.py --make-bundle .bench-bundle
 # (device tool: carry [".bench-bundle"]). BUNDLE=DIR names another one.
 #
-# Stages, each under its own `timeout` (all within 9 minutes), each writing its JSON into OUT_DIR as it goes
-# ("complete": false and the running "block" until it ends; a stage stopped at its limit keeps what it measured,
-# the variants so far under "partial"), the log of all of them in OUT_DIR/session.log (4 files in all). With
-# --warm-round (on a GPU) every process, the K-jobs workers too, trains one untimed round before it is timed:
-# the first session's cold first rounds were up to 2.8x slower (per-shape kernel choice). Exit status: 0, or 1
-# when a stage broke (not when one stopped at its limit), 2 for bad arguments.
-#   a_eager.json    (a) eager, BERT-base size, 128 tokens, batch 16, the default fold: the current loop, host
-#                   hygiene, the profile (GPU busy fraction, kernels and syncs per step), K = 2 / 4 / 8 jobs per
-#                   GPU, a job's fixed cost
-#   d_read.json     (d) READ: BERT-large size at 384 tokens, batch 3, SQuAD questions with the span loss: current
-#                   loop, host hygiene, K = 2 jobs per GPU (the plan's READ row)
-#   b_graphs.json   full 128-token windows (MFU): eager, and CUDA graphs (training.compile: graphs) with every
-#                   shape compiled in the warm-up (compile time reported apart)
-# Not in the 9 minutes (compiling BERT-base took over 100 s on the H200): compile default on the fold and K jobs
-# compiled, `scripts/benchmark.py --bundle .bench-bundle --device cuda --compile-variants default
-# --compile-warmup 30 --jobs-per-gpu 4 --jobs-compile default`.
+# Time budget: 9 minutes on an H100 in all. Each stage runs under its own `timeout` (+ 5 s grace), the sum of
+# the limits 500 s (S0 30, S1 110, S2 2 x 75, S3 95, S4 115), the rest for the machine's preamble (the bare
+# interpreter's first imports). Every stage writes its JSON into OUT_DIR as it goes ("complete": false and
+# the running "block" until it ends; a stage stopped at its limit keeps what it measured, the variants so far
+# under "partial"); the log of all of them is OUT_DIR/session.log. Every process, the K-jobs workers too,
+# trains one untimed round before it is timed (--warm-round: cold first rounds were up to 2.8x slower; in the
+# dry run only S2's).
+# Exit status: 0, or 1 when a stage broke (not when one stopped at its limit), 2 for bad arguments.
+#   s0_env.json      S0: versions, the GPU (torch, nvidia-smi), and a user-level MPS daemon tried in a
+#                    temporary pipe directory (CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY,
+#                    nvidia-cuda-mps-control -d, one CUDA client, quit): "mps.status" works / failed /
+#                    unavailable. S2 runs under MPS only where it worked.
+#   s1_eager.json    S1: eager BERT-base at 128 tokens on the paper's SST-2 sentences and QQP pairs (real
+#                    lengths, the bundle's samples), profiled at batch 8 and 16 ("profiles": torch.profiler's
+#                    kernel time and GPU busy fraction; CUDA events: the device time of a step and of its
+#                    optimizer step), the current loop and host hygiene at batch 16 on SST-2 (the plan's
+#                    table: throughput.cuda), a job's launch -> first step
+#   s2_jobs_mps_off.json, s2_jobs_mps_on.json
+#                    S2: K = 2 / 4 / 8 processes of BERT-base on SST-2, batch 16, without and with the MPS
+#                    daemon: aggregate throughput, and the GPU's utilisation in the timed window (nvidia-smi
+#                    every 200 ms) per K
+#   s3_read.json     S3: READ, BERT-large at 384 tokens on SQuAD questions with the span loss: profiled at
+#                    batch 2 and 3; the loops and K = 2 / 4 at batch 3 (the plan's READ row)
+#   s4_graphs.json   S4: training.compile: graphs (CUDA only) for BERT-base (SST-2, batch 16) and BERT-large
+#                    (384-token windows, batch 3, classification: the graphs path captures classification
+#                    batches; READ's span batches are skipped with the reason while they run eagerly):
+#                    capture time (compile_s), steps/s, drift against the eager loop after 40 updates (20
+#                    warm-up + 20 timed: weight_drift, loss_drift, drift_after_steps), graphed x K = 2 / 4
+# On the CPU (--cpu-dry-run) the GPU figures read n/a, MPS is unavailable (s2_jobs_mps_on.json is not
+# written: S2 without MPS only) and graphs are skipped ("CUDA only"); the stages check the plumbing.
 # Environment: PYTHON (default python3), BUNDLE (default .bench-bundle), STAGE_SCALE (multiplies every stage's
 # time limit; default 1).
 set -u
@@ -55,6 +70,7 @@ if [ ! -f "$bundle/bundle.json" ]; then
 fi
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_VERBOSITY=error TOKENIZERS_PARALLELISM=false
 pyrun=("$py")
+bare=""
 if [ $dry -eq 1 ]; then
     # a bare environment: only the GPU machine's packages import (scripts/bare_env.py), as there
     bare=$(mktemp -d)
@@ -69,33 +85,32 @@ fi
     uname -srm
     nproc
     command -v nvidia-smi >/dev/null && timeout 20 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
-    timeout 40 "${pyrun[@]}" -c 'import platform, torch, transformers, numpy, pandas; print("python", platform.python_version(), "torch", torch.__version__, "cuda", torch.version.cuda, "transformers", transformers.__version__, "numpy", numpy.__version__, "pandas", pandas.__version__); print("gpu:", torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)'
     "${pyrun[@]}" -c 'import json, sys; b = json.load(open(sys.argv[1])); print("bundle made", b["made"], "at commit", b["commit"])' "$bundle/bundle.json"
 } >>"$log" 2>&1
 
 if [ $dry -eq 1 ]; then
-    common=(--bundle "$bundle" --device cpu --model tiny --max-length 128 --batch-size 16 --reps 1 --warm-round --warmup 2 --steps 4)
-    jobs_a=2; jobs_d=2; jobs_b=""
-    large=(--large-model tiny)
-    limits=(90 60 60)   # generous: the dry run checks the plumbing, not the speed
-    modes=graphs        # CUDA graphs need a GPU: skipped on the CPU with a note
+    # no warm round but in S2 (its workers'): the dry run checks the plumbing, not the speed
+    common=(--bundle "$bundle" --device cpu --max-length 128 --reps 1 --warmup 2 --steps 3)
+    warm_s2=(--warm-round)
+    base=tiny; large=tiny; jobs_k=2; jobs_read=2; jobs_graphs=2
+    limits=(60 120 90 90 90)   # generous: the dry run checks the plumbing, not the speed
 else
     # sized from the first session (benchmarks/gpu/2026-11-27-h200-session.log): a process start and its
-    # imports ~15 s, a BERT-base eager round ~5 s, a K-jobs round 20-40 s, compiling BERT-base > 100 s
-    common=(--bundle "$bundle" --device cuda --model bert-base --max-length 128 --batch-size 16 --reps 1 --warm-round --warmup 10 --steps 60)
-    jobs_a=2,4,8; jobs_d=2; jobs_b=""
-    large=(--large-model bert-large)
-    limits=(180 100 200)   # + 5 s grace each and the 60 s preamble at most: within 9 minutes
-    modes=graphs
+    # imports ~15 s, a BERT-base eager step ~70 ms, a K-jobs round 20-40 s
+    common=(--bundle "$bundle" --device cuda --max-length 128 --reps 1 --warm-round --warmup 10 --steps 40)
+    warm_s2=()
+    base=bert-base; large=bert-large; jobs_k=2,4,8; jobs_read=2,4; jobs_graphs=2,4
+    limits=(30 110 75 95 115)
 fi
 
-stage() {   # stage NAME LIMIT_S ARGS...: one benchmark run under its own time limit, JSON to OUT/NAME.json
+failed=0
+stage() {   # stage NAME LIMIT_S COMMAND...: one process under its own time limit
     local name=$1 limit=$2
     shift 2
     limit=$(awk -v l="$limit" -v s="$scale" 'BEGIN { printf "%d", l * s }')
-    echo "== stage $name (limit ${limit} s): benchmark.py $*" >>"$log"
+    echo "== stage $name (limit ${limit} s): $*" >>"$log"
     local t0=$SECONDS
-    timeout --kill-after=5 "$limit" "${pyrun[@]}" "$root/scripts/benchmark.py" "$@" --out "$out/$name.json" >>"$log" 2>&1
+    timeout --kill-after=5 "$limit" "$@" >>"$log" 2>&1
     local rc=$?
     local why=""
     [ $rc -eq 124 ] || [ $rc -eq 137 ] && why=" (stopped at its time limit: the JSON keeps what ended)"
@@ -105,19 +120,87 @@ stage() {   # stage NAME LIMIT_S ARGS...: one benchmark run under its own time l
         failed=1
     fi
 }
-failed=0
+bench() {   # bench NAME LIMIT_S ARGS...: scripts/benchmark.py, its JSON OUT/NAME.json
+    local name=$1 limit=$2
+    shift 2
+    stage "$name" "$limit" "${pyrun[@]}" "$root/scripts/benchmark.py" "$@" --out "$out/$name.json"
+}
 
-# (a) eager: current loop, host hygiene, profile, K jobs per GPU, fixed cost
-stage a_eager "${limits[0]}" "${common[@]}" --profile --profile-steps 10 --variants --no-large \
-    --compile-variants none --jobs-per-gpu "$jobs_a" --jobs-reps 1 --fixed-cost
-# (d) READ: BERT-large, 384 tokens, batch 3, span loss
-stage d_read "${limits[1]}" "${common[@]}" --no-profile --no-variants --large "${large[@]}" --large-data qa \
-    --large-max-length 384 --large-batch-size 3 --compile-variants none --jobs-per-gpu "$jobs_d" --jobs-reps 1 \
+# the user-level MPS daemon: its pipe and log directories in a temporary folder; clients find it through
+# CUDA_MPS_PIPE_DIRECTORY (exported only while it runs)
+mps_dir=$(mktemp -d)
+mps_on=0
+mps_start() {
+    mkdir -p "$mps_dir/pipe" "$mps_dir/log"
+    CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log timeout 20 nvidia-cuda-mps-control -d \
+        >>"$log" 2>&1 || return 1
+    export CUDA_MPS_PIPE_DIRECTORY=$mps_dir/pipe CUDA_MPS_LOG_DIRECTORY=$mps_dir/log
+    mps_on=1
+}
+mps_stop() {
+    [ $mps_on -eq 1 ] || return 0
+    echo quit | timeout 20 nvidia-cuda-mps-control >>"$log" 2>&1
+    sleep 1
+    unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+    mps_on=0
+}
+cleanup() {
+    mps_stop
+    rm -rf "$mps_dir" ${bare:+"$bare"}
+}
+trap cleanup EXIT
+
+# S0: versions, GPU, the MPS daemon tried once (a CUDA client must reach a server through it)
+mps_status=unavailable
+mps_detail="nvidia-cuda-mps-control not found"
+if [ $dry -eq 1 ]; then
+    mps_detail="CPU dry run: no GPU"
+elif command -v nvidia-cuda-mps-control >/dev/null; then
+    if ! mps_start; then
+        mps_status=failed
+        mps_detail="nvidia-cuda-mps-control -d failed (see session.log)"
+    elif timeout 60 "${pyrun[@]}" -c 'import torch; torch.zeros(1, device="cuda").add_(1); torch.cuda.synchronize()' >>"$log" 2>&1 \
+            && echo get_server_list | timeout 10 nvidia-cuda-mps-control 2>>"$log" | grep -q '[0-9]'; then
+        mps_status=works
+        mps_detail="user-level daemon in a temporary pipe directory; a CUDA client ran through its server"
+    else
+        mps_status=failed
+        mps_detail="the daemon started but no CUDA client reached an MPS server (see session.log)"
+    fi
+    mps_stop
+fi
+stage s0_env "${limits[0]}" "${pyrun[@]}" "$root/scripts/bench/session_env.py" "$out/s0_env.json" "$mps_status" \
+    "$mps_detail"
+
+# S1: eager BERT-base on SST-2 and QQP at batch 8 and 16, profiled; the loops on SST-2 at 16; the fixed cost
+bench s1_eager "${limits[1]}" "${common[@]}" --model "$base" --base-data sst2 --batch-size 16 --profile \
+    --profile-data sst2,qqp --profile-batches 8,16 --profile-steps 10 --variants --no-large \
+    --compile-variants none --jobs-per-gpu "" --fixed-cost
+
+# S2: K jobs per GPU, without and with MPS
+s2=(--model "$base" --base-data sst2 --batch-size 16 --no-profile --variants --no-large --compile-variants none
+    --jobs-per-gpu "$jobs_k" --jobs-reps 1 --no-fixed-cost "${warm_s2[@]}")
+bench s2_jobs_mps_off "${limits[2]}" "${common[@]}" "${s2[@]}"
+if [ "$mps_status" = works ] && mps_start; then
+    bench s2_jobs_mps_on "${limits[2]}" "${common[@]}" "${s2[@]}"
+    mps_stop
+else
+    echo "== stage s2_jobs_mps_on: not run (MPS $mps_status: $mps_detail)" >>"$log"
+    echo "stage s2_jobs_mps_on: not run (MPS $mps_status)"
+fi
+
+# S3: READ on BERT-large, 384 tokens, span loss: profiled at batch 2 and 3, K jobs at 3
+bench s3_read "${limits[3]}" "${common[@]}" --model "$base" --no-variants --large --large-model "$large" \
+    --large-data qa --large-max-length 384 --large-batch-size 3 --profile --profile-block large \
+    --profile-batches 2,3 --profile-steps 10 --compile-variants none --jobs-per-gpu "$jobs_read" --jobs-reps 1 \
     --no-fixed-cost
-# full 128-token windows (MFU) and CUDA graphs: the current loop, host hygiene and compile graphs, every
-# shape compiled in the warm-up (compile time reported apart); last: compiling may not end within its limit
-stage b_graphs "${limits[2]}" "${common[@]}" --base-data long --no-profile --variants --no-large \
-    --compile-variants "$modes" --compile-warmup 20 --jobs-per-gpu "$jobs_b" --no-fixed-cost
+
+# S4: whole-step CUDA graphs, BERT-base and BERT-large; drift after 40 updates (warm-up = compile warm-up)
+bench s4_graphs "${limits[4]}" "${common[@]}" --model "$base" --base-data sst2 --batch-size 16 --no-profile \
+    --variants --large --large-model "$large" --large-data long --large-max-length 384 --large-batch-size 3 \
+    --warmup 20 --compile-warmup 20 --steps 20 --compile-variants graphs --jobs-compile graphs \
+    --jobs-per-gpu "$jobs_graphs" --jobs-reps 1 --no-fixed-cost
+
 echo "== gpu_session done $(date -u '+%H:%M:%S') UTC" >>"$log"
 ls -l "$out" >>"$log"
 # a stage stopped at its limit is not a failure (its JSON keeps what ended); one that broke is

@@ -57,3 +57,78 @@ def test_benchmark_gpu_loop_parts_on_cpu(tmp_path):
     rates, _ = throughput_table(str(out), "cpu")
     assert rates["train_seq_per_s"] == table["train_seq_per_s"]
     assert rates["fixed_s_per_job"] > 0 and rates["predict_seq_per_s"] > 0   # not measured: the reference's
+
+
+def _bench():
+    """scripts/ on the path: the benchmark's modules import as ``bench.<module>`` (as the command runs them)."""
+    if str(REPO / "scripts") not in sys.path:
+        sys.path.insert(0, str(REPO / "scripts"))
+    import torch
+    from bench import common
+
+    common.DEVICE = torch.device("cpu")
+    return common
+
+
+def test_utilisation_summary_keeps_the_timed_windows_only():
+    _bench()
+    from bench.jobs import parse_smi_line, utilisation_summary
+
+    samples = [(0.5, 90.0, 1000.0), (1.0, 20.0, 500.0), (1.5, 40.0, 700.0), (3.0, 60.0, 800.0), (9.0, 99.0, 9e3)]
+    s = utilisation_summary(samples, [(1.0, 2.0), (2.9, 3.1)])
+    assert s == {"samples": 3, "gpu_util_mean_pct": 40.0, "gpu_util_max_pct": 60.0, "mem_used_mib_max": 800.0}
+    assert utilisation_summary(samples, [(4.0, 5.0)]) is None   # no sample inside: nothing to say
+    assert parse_smi_line("37, 1234\n") == (37.0, 1234.0)
+    assert parse_smi_line("[N/A], 1234") is None and parse_smi_line("") is None
+
+
+def test_step_clock_times_updates_and_optimizer_steps_on_the_cpu():
+    """A timed update of 20 ms holding two optimizer steps of 5 ms: the clock's medians (host clock on the
+    CPU); an update whose optimizer steps were not seen by the hooks gives no optimizer figure."""
+    import time
+
+    _bench()
+    from bench.loop import StepClock
+
+    clock = StepClock(cuda=False)
+    for _ in range(3):
+        clock.step_begin()
+        for _ in range(2):
+            clock.optimizer_begin()
+            time.sleep(0.005)
+            clock.optimizer_end()
+        time.sleep(0.01)
+        clock.step_end()
+    s = clock.summary()
+    assert s["timed_steps"] == s["optimizer_steps_timed"] == 3 and s["clock"].startswith("host clock")
+    assert 9.5 <= s["optimizer_ms_per_step"] < 19 and s["device_ms_per_step"] >= 19.5
+    assert s["device_ms_per_step"] > s["optimizer_ms_per_step"]
+    bare = StepClock(cuda=False)
+    bare.optimizer_begin()   # before any timed update: not counted
+    bare.optimizer_end()
+    bare.step_begin()
+    bare.step_end()
+    assert bare.summary()["optimizer_ms_per_step"] is None and bare.summary()["timed_steps"] == 1
+
+
+def test_step_timer_reads_the_optimizer_steps_of_a_real_update():
+    """StepTimer's hooks see ``Optimizer.step`` inside the timed updates only (after the warm-up)."""
+    import torch
+
+    common = _bench()
+    from bench.loop import StepTimer
+
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.AdamW(model.parameters())
+    timer = StepTimer(warmup=2, steps=3)
+    with timer.installed():
+        for _ in range(5):
+            timer.before()
+            model(torch.ones(8, 4)).sum().backward()
+            opt.step()
+            opt.zero_grad()
+            timer.after()
+    opt.step()   # outside: the hooks are removed
+    s = timer.clock.summary()
+    assert s["timed_steps"] == 3 and s["optimizer_steps_timed"] == 3 and s["optimizer_ms_per_step"] > 0
+    assert common.DEVICE.type == "cpu"

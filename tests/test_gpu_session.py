@@ -1,8 +1,8 @@
-"""The GPU measurement's bundle path and its one command, dry-run on the CPU (issue 35): a bundle made with the
-project's environment (``scripts/benchmark.py --make-bundle``), then ``scripts/gpu_session.sh --cpu-dry-run``:
-every stage runs the benchmark from the bundle in a bare environment (``scripts/bare_env.py``: only torch,
-transformers, numpy, pandas, pyarrow, pyyaml, safetensors, scipy and what they require import), with the tiny
-model, and writes its JSON."""
+"""The GPU measurement's bundle path and its one command, dry-run on the CPU: a bundle made with the project's
+environment (``scripts/benchmark.py --make-bundle``), then ``scripts/gpu_session.sh --cpu-dry-run``: every stage
+(S0 the machine and MPS, S1 eager profiles on SST-2 / QQP, S2 K jobs, S3 READ, S4 graphs) runs from the bundle in
+a bare environment (``scripts/bare_env.py``: only torch, transformers, numpy, pandas, pyarrow, pyyaml,
+safetensors, scipy and what they require import), with the tiny model, and writes its JSON."""
 
 from __future__ import annotations
 
@@ -15,15 +15,16 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SQUAD = REPO.parent / "shared" / "data" / "iid" / "squad"
+PAPER = REPO.parent / "shared" / "data" / "iid"
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory):
-    if not SQUAD.is_dir():
-        pytest.skip(f"{SQUAD} absent: READ's workload of the bundle reads SQuAD (the paper data)")
+    missing = [d for d in ("sst2", "qqp", "squad") if not (PAPER / d).is_dir()]
+    if missing:
+        pytest.skip(f"{PAPER}: {', '.join(missing)} absent: the bundle's workloads read the paper data")
     out = tmp_path_factory.mktemp("bundle") / "b"
     res = subprocess.run([sys.executable, str(REPO / "scripts" / "benchmark.py"), "--make-bundle", str(out)],
                          capture_output=True, text=True, cwd=REPO, timeout=300)
@@ -35,8 +36,11 @@ def test_bundle_is_small_and_self_contained(bundle):
     size = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file())
     assert size < 5 * 2**20
     b = json.loads((bundle / "bundle.json").read_text())
-    assert set(b["workloads"]) == {"fold", "long", "qa"}
-    assert b["workloads"]["qa"]["task"] == "read"
+    assert set(b["workloads"]) == {"fold", "long", "sst2", "qqp", "qa"}
+    assert b["workloads"]["long"]["length"] == 384   # the longest a stage trains at (S4's BERT-large windows)
+    assert [b["workloads"][k]["task"] for k in ("sst2", "qqp", "qa")] == ["sent", "para", "read"]
+    assert all(it["inputs_b"] for it in b["workloads"]["qqp"]["streams"]["iid"])   # question pairs
+    assert len(b["workloads"]["sst2"]["streams"]["iid"]) == 1500
     qa = b["workloads"]["qa"]["streams"]["iid"]
     assert qa and all(it["qa"] and it["answer"] for it in qa)
     assert b["run"]["method"] == "vanilla"
@@ -61,39 +65,62 @@ def test_bare_environment_blocks_the_projects_packages(tmp_path):
 def test_gpu_session_cpu_dry_run(bundle, tmp_path):
     out = tmp_path / "out"
     res = subprocess.run(["bash", str(REPO / "scripts" / "gpu_session.sh"), "--cpu-dry-run", str(out)],
-                         capture_output=True, text=True, cwd=REPO, timeout=600,
+                         capture_output=True, text=True, cwd=REPO, timeout=900,
                          env={**os.environ, "PYTHON": sys.executable, "BUNDLE": str(bundle)})
     log = (out / "session.log").read_text() if (out / "session.log").exists() else ""
     assert res.returncode == 0, res.stderr[-2000:] + log[-4000:]
-    names = {p.name for p in out.iterdir()}
-    assert names == {"session.log", "a_eager.json", "d_read.json", "b_graphs.json"}
-    assert len(names) <= 8   # what the device tool brings back
-    for stage in ("a_eager", "d_read", "b_graphs"):
+    stages = ("s0_env", "s1_eager", "s2_jobs_mps_off", "s3_read", "s4_graphs")
+    assert {p.name for p in out.iterdir()} == {"session.log", *(f"{s}.json" for s in stages)}
+    for stage in stages:
         assert f"stage {stage}: exit 0" in res.stdout, log[-4000:]
-    a = json.loads((out / "a_eager.json").read_text())
-    assert a["complete"] and "partial" not in a and "block" not in a and a["bundle"]["made"]
-    assert {"current", "host_hygiene", "jobs_2"} <= set(a["variants"]["base"]["variants"])
-    assert a["profile"]["host_hygiene"]["steps"] == 10
-    assert a["fixed_cost"]["parts_s"]["total_s"] > 0
-    table = a["throughput"]["cpu"]
-    assert table["train_seq_per_s"] > 0 and table["jobs_per_gpu"] == 2
-    assert table["fixed_s_launch_to_first_step"] > 0
-    assert table["fixed_s_per_job"] is None   # a bundle run measures no whole job
-    assert a["variants"]["base"]["warm_round"]
-    d = json.loads((out / "d_read.json").read_text())
-    large = d["variants"]["large"]
+    assert "stage s2_jobs_mps_on: not run (MPS unavailable)" in res.stdout
+    j = {s: json.loads((out / f"{s}.json").read_text()) for s in stages}
+    for stage, d in j.items():
+        assert d["complete"] and "partial" not in d and "block" not in d, stage
+
+    env = j["s0_env"]
+    assert env["mps"] == {"status": "unavailable", "detail": "CPU dry run: no GPU"}
+    assert env["gpu"] is None and env["versions"]["torch"]
+
+    s1 = j["s1_eager"]
+    assert set(s1["profiles"]) == {f"tiny {d} b{b}" for d in ("sst2", "qqp") for b in (8, 16)}
+    assert (s1["profile"]["data"], s1["profile"]["batch_size"]) == ("sst2", 16)   # the block's own
+    for name, p in s1["profiles"].items():
+        for loop in ("current", "host_hygiene"):
+            q = p[loop]
+            assert q["steps"] == 10 and q["device_ms_per_step"] > q["optimizer_ms_per_step"] > 0, (name, loop)
+            assert q["clock"].startswith("host clock")
+    table = s1["throughput"]["cpu"]
+    assert table["train_data"] == "sst2" and table["train_seq_per_s"] > 0 and table["batch_size"] == 16
+    assert table["fixed_s_launch_to_first_step"] > 0 and table["fixed_s_per_job"] is None
+
+    s2 = j["s2_jobs_mps_off"]["variants"]["base"]
+    assert s2["data"] == "sst2" and s2["warm_round"] and 0 < s2["padding_share"] < 1   # real lengths
+    assert s2["variants"]["jobs_2"]["gpu_utilisation"] == {"unavailable": "no GPU"}
+    assert j["s2_jobs_mps_off"]["throughput"]["cpu"]["jobs_per_gpu"] == 2
+
+    s3 = j["s3_read"]
+    assert set(s3["profiles"]) == {"tiny qa b2", "tiny qa b3"} and s3["profile"]["task"] == "read"
+    large = s3["variants"]["large"]
     assert large["task"] == "read" and large["max_length"] == 384 and large["batch_size"] == 3
-    read = d["throughput"]["cpu"]["read"]
+    assert set(large["variants"]) == {"current", "host_hygiene", "jobs_2"}
+    read = s3["throughput"]["cpu"]["read"]
     assert read["train_questions_per_s"] > 0 and read["windows_per_question"] >= 1.0
     assert read["train_seq_per_s"] == read["train_questions_per_s"]   # the plan counts questions
-    b = json.loads((out / "b_graphs.json").read_text())
-    assert b["variants"]["base"]["data"] == "long" and b["variants"]["base"]["padding_share"] == 0
-    assert "CUDA only" in b["variants"]["base"]["skipped"]["compile_graphs"]
 
-    from beluga.workflow.cost import throughput_table  # the plan reads READ's own row from the stage's JSON
+    for block, data in (("base", "sst2"), ("large", "long")):
+        b = j["s4_graphs"]["variants"][block]
+        assert b["data"] == data and b["warmup"] == b["compile_warmup"] == 20 and b["steps"] == 20
+        assert b["skipped"]["compile_graphs"] == b["skipped"]["jobs_compile_graphs"] == "CUDA only"
+        assert b["variants"]["host_hygiene"]["drift_after_steps"] == 40
+    assert j["s4_graphs"]["variants"]["large"]["padding_share"] == 0   # full 384-token windows
 
-    rates, _ = throughput_table(str(out / "d_read.json"), "cpu")
+    from beluga.workflow.cost import throughput_table  # the plan reads the stages' JSON as its table
+
+    rates, _ = throughput_table(str(out / "s3_read.json"), "cpu")
     assert rates["read"]["train_seq_per_s"] == read["train_seq_per_s"]
+    rates, _ = throughput_table(str(out / "s1_eager.json"), "cpu")
+    assert rates["train_seq_per_s"] == table["train_seq_per_s"]
 
 
 def test_gpu_session_refuses_without_bundle(tmp_path):

@@ -8,9 +8,10 @@ A bundle is a folder (about 3 MB):
 - ``bundle.json``: the run settings every timed run starts from (the default config's ``FoldRun`` for vanilla,
   precision ``auto``: what ``load_config`` would give, so the bare machine reads no config), and the workloads'
   data as training items: ``fold`` (the default suite's seen fold of IID->(IID+T) with the default's i.i.d. mix),
-  ``long`` (i.i.d. sentences joined into full windows of ``long_length`` tokens) and ``qa`` (SQuAD questions
-  with their contexts and answers: READ's data, trained with the span loss), each with a held-out batch; the
-  commit and the time it was made;
+  ``long`` (i.i.d. sentences joined into full windows of ``long_length`` tokens), ``sst2`` and ``qqp`` (the paper's
+  SST-2 sentences and QQP question pairs: a seeded sample, their real lengths) and ``qa`` (SQuAD questions with
+  their contexts and answers: READ's data, trained with the span loss), each with a held-out batch; the commit
+  and the time it was made;
 - ``tokenizer/``: the default model's tokenizer files (BERT's uncased vocabulary), which the BERT-sized models
   built from their configs (random weights) and the tiny model use.
 
@@ -26,7 +27,7 @@ from pathlib import Path
 
 from bench.common import REPO
 
-FORMAT = 1
+FORMAT = 2   # 2: the sst2 and qqp workloads
 
 
 def _items(items) -> list[dict]:
@@ -44,9 +45,10 @@ def _commit() -> str | None:
         return None
 
 
-def make_bundle(out: Path, long_length: int, squad: str | None) -> Path:
+def make_bundle(out: Path, long_length: int, paper: str | None) -> Path:
     """Write the bundle into ``out`` (created; an existing bundle there is replaced) with the project's
-    environment: the default fold, the long windows, READ's data, the run settings and the tokenizer."""
+    environment: the default fold, the long windows, the paper's SST-2, QQP and SQuAD samples (from ``paper``,
+    the folder holding ``sst2/``, ``qqp/`` and ``squad/``), the run settings and the tokenizer."""
     import shutil
     import tempfile
 
@@ -56,7 +58,7 @@ def make_bundle(out: Path, long_length: int, squad: str | None) -> Path:
     from beluga.model.modeling import default_model_path
     from beluga.train.streams import build_streams
     from bench.common import bench_run
-    from bench.workloads import HELDOUT, default_fold, long_items, qa_data
+    from bench.workloads import HELDOUT, PAPER_SOURCES, default_fold, long_items, paper_data
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -65,7 +67,11 @@ def make_bundle(out: Path, long_length: int, squad: str | None) -> Path:
         heldout_fold = build_streams(ttype, test.head(HELDOUT), None)["iid"]
         long_train = long_items(ttype, pd.read_parquet(iid["train"]), long_length)
         long_heldout = long_items(ttype, test, long_length)[:HELDOUT]
-        _, qa_streams, qa_heldout = qa_data(tmp, squad)
+        paper_sets = {}
+        for data in PAPER_SOURCES:
+            ttype_p, p_streams, p_heldout = paper_data(tmp, data, paper)
+            paper_sets[data] = {"task": ttype_p.name, "streams": {k: _items(v) for k, v in p_streams.items()},
+                                "heldout": _items(p_heldout)}
         bundle = {
             "format": FORMAT, "made": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit(),
             "run": bench_run("vanilla", "auto").to_dict(),
@@ -74,8 +80,7 @@ def make_bundle(out: Path, long_length: int, squad: str | None) -> Path:
                          "heldout": _items(heldout_fold)},
                 "long": {"task": "sent", "length": long_length, "streams": {"iid": _items(long_train)},
                          "heldout": _items(long_heldout)},
-                "qa": {"task": "read", "streams": {k: _items(v) for k, v in qa_streams.items()},
-                       "heldout": _items(qa_heldout)},
+                **paper_sets,
             }}
         staging = out.with_name(out.name + ".part")
         shutil.rmtree(staging, ignore_errors=True)
@@ -86,8 +91,8 @@ def make_bundle(out: Path, long_length: int, squad: str | None) -> Path:
         staging.rename(out)
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"bundle written: {out} ({size / 2**20:.1f} MiB; workloads: fold {sum(map(len, streams.values()))} items, "
-          f"long {len(long_train)} windows of {long_length} tokens, qa {sum(map(len, qa_streams.values()))} "
-          f"questions)")
+          f"long {len(long_train)} windows of {long_length} tokens, "
+          + ", ".join(f"{k} {sum(map(len, v['streams'].values()))}" for k, v in paper_sets.items()) + ")")
     return out
 
 

@@ -1,11 +1,15 @@
 """K jobs per GPU: worker processes of ``scripts/benchmark.py`` (``--worker``) started together on the device
-(:func:`run_jobs`), and what one of them runs (:func:`worker`)."""
+(:func:`run_jobs`), what one of them runs (:func:`worker`), and the GPU's utilisation meanwhile
+(:class:`GpuSampler`: ``nvidia-smi`` sampled every 200 ms, summarised over the timed window by
+:func:`utilisation_summary`)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -15,6 +19,69 @@ from bench.loop import base_run, heldout_loss, timed_train, weights_of
 from bench.workloads import Workload
 
 PARENT_PID: int | None = None   # a worker's parent: the worker stops when it is gone
+
+
+def utilisation_summary(samples: list[tuple], windows: list[tuple]) -> dict | None:
+    """The GPU's utilisation over the timed ``windows`` ((start, end) wall-clock seconds) from ``samples``
+    ((time, utilisation %, memory used MiB), nvidia-smi's): the mean and max utilisation and the max memory of
+    the samples inside a window; None when no sample falls in one (too short a window to say)."""
+    inside = [(u, m) for t, u, m in samples if any(a <= t <= b for a, b in windows)]
+    if not inside:
+        return None
+    utils = [u for u, _ in inside]
+    return {"samples": len(inside), "gpu_util_mean_pct": sum(utils) / len(utils), "gpu_util_max_pct": max(utils),
+            "mem_used_mib_max": max(m for _, m in inside)}
+
+
+def parse_smi_line(line: str) -> tuple[float, float] | None:
+    """(utilisation %, memory used MiB) of one ``nvidia-smi --query-gpu=utilization.gpu,memory.used
+    --format=csv,noheader,nounits`` line of the first GPU; None for anything else ("[N/A]", a blank line)."""
+    parts = [x.strip() for x in line.split(",")]
+    try:
+        return float(parts[0]), float(parts[1])
+    except (ValueError, IndexError):
+        return None
+
+
+class GpuSampler:
+    """``nvidia-smi`` sampling the first GPU's utilisation and memory every 200 ms in a child process while the
+    ``with`` block runs (each line time-stamped as it arrives); ``samples`` empty and ``why`` set where there is
+    no GPU or no nvidia-smi."""
+
+    QUERY = ["--query-gpu=utilization.gpu,memory.used", "--format=csv,noheader,nounits", "-i", "0", "-lms", "200"]
+
+    def __init__(self):
+        self.samples: list[tuple] = []
+        self.why = None
+        self.proc = self.thread = None
+
+    def __enter__(self):
+        smi = shutil.which("nvidia-smi")
+        if common.DEVICE.type != "cuda" or smi is None:
+            self.why = "no GPU" if common.DEVICE.type != "cuda" else "nvidia-smi not found"
+            return self
+        self.proc = subprocess.Popen([smi, *self.QUERY], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+        def read():
+            for line in self.proc.stdout:
+                v = parse_smi_line(line)
+                if v is not None:
+                    self.samples.append((time.time(), *v))
+
+        self.thread = threading.Thread(target=read, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait()
+            self.thread.join(timeout=5)
+
+    def summary(self, windows: list[tuple]) -> dict | None:
+        if self.why:
+            return {"unavailable": self.why}
+        return utilisation_summary(self.samples, windows)
 
 
 def check_workers(procs) -> bool:

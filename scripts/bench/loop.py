@@ -49,11 +49,70 @@ def variant_run(wl: Workload, total: int, compile_mode: str):
     return run
 
 
+class StepClock:
+    """The device's time of every timed update and of the optimizer steps inside it, without a sync per step: on
+    CUDA a pair of timing events on the current stream around each (read once, after the window's closing
+    sync); on the CPU, where work is synchronous, the host clock. Nothing is recorded while a stream is being
+    captured into a CUDA graph (a timing event cannot be captured): a step that captured has no span."""
+
+    def __init__(self, cuda: bool):
+        self.cuda = cuda
+        self.steps: list[tuple] = []       # (start, end) per timed update
+        self.optimizer: list[list] = []    # per timed update: the (start, end) of each optimizer step in it
+        self._open = None
+
+    def _mark(self):
+        import torch
+
+        if not self.cuda:
+            return time.perf_counter()
+        if torch.cuda.is_current_stream_capturing():
+            return None
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        return ev
+
+    def step_begin(self) -> None:
+        self.steps.append((self._mark(), None))
+        self.optimizer.append([])
+
+    def step_end(self) -> None:
+        self.steps[-1] = (self.steps[-1][0], self._mark())
+
+    def optimizer_begin(self) -> None:
+        if self.steps:
+            self._open = self._mark()
+
+    def optimizer_end(self) -> None:
+        if self.steps and self._open is not None:
+            self.optimizer[-1].append((self._open, self._mark()))
+        self._open = None
+
+    def _ms(self, a, b) -> float | None:
+        if a is None or b is None:
+            return None
+        return a.elapsed_time(b) if self.cuda else 1e3 * (b - a)
+
+    def summary(self) -> dict:
+        """``device_ms_per_step``: the median span of an update on the device (CUDA: first to last of its work
+        on the stream, idle gaps included; CPU: its host time); ``optimizer_ms_per_step``: the median time of
+        the optimizer steps in an update (None where none ran through ``Optimizer.step``'s hooks, e.g. a
+        step replayed as a CUDA graph); ``clock``: which clock."""
+        spans = [m for m in (self._ms(a, b) for a, b in self.steps) if m is not None]
+        opt = [sum(self._ms(a, b) for a, b in o) for o in self.optimizer
+               if o and all(a is not None and b is not None for a, b in o)]
+        return {"device_ms_per_step": statistics.median(spans) if spans else None,
+                "optimizer_ms_per_step": statistics.median(opt) if opt else None,
+                "timed_steps": len(spans), "optimizer_steps_timed": len(opt),
+                "clock": "CUDA events" if self.cuda else "host clock (CPU: synchronous)"}
+
+
 class StepTimer:
     """Hooks around every update ``train`` makes (its algorithm's ``update``, wrapped while
     :meth:`installed`): after ``warmup`` updates the device is synchronised, the optional barrier is
     passed, the optional profiler started and the clock started; after ``steps`` more, synchronised
-    and stopped. ``host``: the host's time inside each timed update (no added sync)."""
+    and stopped. ``host``: the host's time inside each timed update (no added sync); ``clock``: each timed
+    update's and optimizer step's device time (:class:`StepClock`)."""
 
     def __init__(self, warmup: int, steps: int, barrier=None, profiler=None, frames=None):
         self.warmup, self.steps, self.barrier, self.profiler = warmup, steps, barrier, profiler
@@ -63,6 +122,7 @@ class StepTimer:
         self.host: list[float] = []
         self.t_first = self.t_start = self.t_end = self.h0 = 0.0
         self.wall_start = self.wall_end = 0.0
+        self.clock = StepClock(common.DEVICE.type == "cuda")
 
     def before(self) -> None:
         if self.n == 0:
@@ -76,11 +136,14 @@ class StepTimer:
             if self.frames is not None:
                 self.compiled_in_window = -self.frames["total"]
             self.wall_start, self.t_start = time.time(), time.perf_counter()
+        if self.n >= self.warmup:
+            self.clock.step_begin()
         self.h0 = time.perf_counter()
 
     def after(self) -> None:
         if self.n >= self.warmup:
             self.host.append(time.perf_counter() - self.h0)
+            self.clock.step_end()
         self.n += 1
         if self.n == self.warmup + self.steps:
             sync()
@@ -109,11 +172,24 @@ class StepTimer:
             Timed.__name__ = Timed.__qualname__ = cls.__name__
             return Timed
 
+        def opt_pre(*_):
+            if timer.warmup <= timer.n < timer.warmup + timer.steps:
+                timer.clock.optimizer_begin()
+
+        def opt_post(*_):
+            if timer.warmup <= timer.n < timer.warmup + timer.steps:
+                timer.clock.optimizer_end()
+
+        from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+        hooks = [register_optimizer_step_pre_hook(opt_pre), register_optimizer_step_post_hook(opt_post)]
         training.get_algorithm = timed_algorithm
         try:
             yield self
         finally:
             training.get_algorithm = real
+            for h in hooks:
+                h.remove()
 
 
 def timed_train(wl: Workload, model, tok, hygiene: bool, compile_mode: str, warmup: int, steps: int,
@@ -145,7 +221,8 @@ def timed_train(wl: Workload, model, tok, hygiene: bool, compile_mode: str, warm
             "wall_start": timer.wall_start, "wall_end": timer.wall_end,
             "host_s_per_step": statistics.fmean(timer.host), "peak_mem_mib": peak_mem_mib(),
             "tokenize_s": summary.get("tokenize_s"), "compile_s": summary.get("compile_s"),
-            "compiles": summary.get("compiles"), "compiles_in_timed_steps": timer.compiled_in_window}
+            "compiles": summary.get("compiles"), "compiles_in_timed_steps": timer.compiled_in_window,
+            **timer.clock.summary()}
 
 
 def window_counts(wl: Workload, tok, first: int, n: int) -> tuple[int, int, int]:

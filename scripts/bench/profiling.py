@@ -1,5 +1,7 @@
 """The profile (``--profile``): the current loop and the one with host hygiene under ``torch.profiler``, per
-step: wall and host time, aten ops; on CUDA the GPU busy fraction, kernels, copies and syncs."""
+step: wall and host time, aten ops; on CUDA the GPU busy fraction, kernels, copies and syncs; the device time of
+an update and of its optimizer step (CUDA events: :class:`bench.loop.StepClock`). One profile per workload
+(``--profile-data`` x ``--profile-batches``)."""
 
 from __future__ import annotations
 
@@ -55,23 +57,27 @@ def bench_profile(wl: Workload, warmup: int, steps: int, warm_round: bool = Fals
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if common.DEVICE.type == "cuda" else [])
     print(f"\nprofile: {steps} steps of each loop after {warmup} warm-up steps, {wl.model} at {wl.max_length} "
-          f"tokens, batch {wl.batch} (torch.profiler: {', '.join(a.name for a in activities)})", flush=True)
-    out: dict = {"model": wl.model, "max_length": wl.max_length, "batch_size": wl.batch, "warmup": warmup,
-                 "steps": steps, "device": peak_flops()[1]}
+          f"tokens, batch {wl.batch}, data {wl.data} (torch.profiler: {', '.join(a.name for a in activities)})",
+          flush=True)
+    out: dict = {"model": wl.model, "max_length": wl.max_length, "batch_size": wl.batch, "data": wl.data,
+                 "task": wl.task, "warmup": warmup, "steps": steps, "device": peak_flops()[1]}
     for key, hygiene in (("current", False), ("host_hygiene", True)):
         model, tok = fresh_model(wl.model, wl.head)
         prof = profile(activities=activities)
         r = timed_train(wl, model, tok, hygiene, "off", warmup, steps, profiler=prof)
-        out[key] = profile_summary(prof, steps, r["elapsed_s"], r["host_s_per_step"])
+        out[key] = {**profile_summary(prof, steps, r["elapsed_s"], r["host_s_per_step"]),
+                    **{k: r[k] for k in ("device_ms_per_step", "optimizer_ms_per_step", "clock")}}
         del model, prof
         free()
-    head = f"{'loop':<26} {'wall ms/step':>12} {'host ms/step':>12} {'aten ops':>9} {'top ops':>8}"
+    head = (f"{'loop':<26} {'wall ms/step':>12} {'host ms/step':>12} {'device ms':>9} {'optim ms':>9} "
+            f"{'aten ops':>9} {'top ops':>8}")
     if common.DEVICE.type == "cuda":
         head += f" {'GPU busy':>9} {'kernels':>8} {'kernel ms':>9} {'copies':>7} {'syncs':>6}"
     print(head)
     for key, label in (("current", "(a) current loop"), ("host_hygiene", "(b) host hygiene")):
         p = out[key]
         line = (f"{label:<26} {p['wall_ms_per_step']:12.2f} {p['host_ms_per_step']:12.2f} "
+                f"{_ms(p['device_ms_per_step']):>9} {_ms(p['optimizer_ms_per_step']):>9} "
                 f"{p['aten_ops_per_step']:9.0f} {p['top_level_ops_per_step']:8.0f}")
         if common.DEVICE.type == "cuda":
             line += (f" {p['gpu_busy_fraction']:9.1%} {p['kernels_per_step']:8.0f} {p['kernel_ms_per_step']:9.2f} "
@@ -81,9 +87,31 @@ def bench_profile(wl: Workload, warmup: int, steps: int, warm_round: bool = Fals
         print("(CPU: no GPU figures; per step: host time, aten ops in all and at top level: not inside another op)")
     ops = ", ".join(f"{k} {v:.0f}" for k, v in out["host_hygiene"]["most_called_ops_per_step"].items())
     print(f"most called top-level ops per step (host hygiene): {ops}")
-    row("profile: host ms per step, host hygiene", out["host_hygiene"]["host_ms_per_step"], "ms",
+    tag = f" [{key_of(wl)}]"
+    row(f"profile{tag}: host ms per step, host hygiene", out["host_hygiene"]["host_ms_per_step"], "ms",
         baseline=out["current"]["host_ms_per_step"], note="baseline: the current loop; under the profiler")
     if common.DEVICE.type == "cuda":
-        row("profile: GPU busy fraction, host hygiene", out["host_hygiene"]["gpu_busy_fraction"], "share",
+        row(f"profile{tag}: GPU busy fraction, host hygiene", out["host_hygiene"]["gpu_busy_fraction"], "share",
             baseline=out["current"]["gpu_busy_fraction"], note="sum of kernel time / wall time of the steps")
-    return {"profile": out}
+    return out
+
+
+def _ms(v) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
+def key_of(wl: Workload) -> str:
+    """The profile's name in ``profiles``: its model, data and batch (``bert-base sst2 b16``)."""
+    return f"{wl.model} {wl.data} b{wl.batch}"
+
+
+def bench_profiles(workloads: list[Workload], warmup: int, steps: int, warm_round: bool = False) -> dict:
+    """One profile per workload (the first one's process warm-up round only: the later ones share the process):
+    ``profile`` is the first's (the keys the plan and the summaries read), ``profiles`` all of them by
+    :func:`key_of`."""
+    profiles = {}
+    for i, wl in enumerate(workloads):
+        profiles[key_of(wl)] = bench_profile(wl, warmup, steps, warm_round and i == 0)
+        common.partial("profiles", profiles)
+    common.RESULTS.get("partial", {}).pop("profiles", None)
+    return {"profile": next(iter(profiles.values())), "profiles": profiles}

@@ -23,9 +23,15 @@ def machine_info() -> dict:
     return machine
 
 
+#: the base block's data whose rates are the table's: sentences at their real lengths (the default fold, the
+#: paper's SST-2 or QQP sample), not the full windows of ``long``
+REAL_LENGTH_DATA = ("fold", "sst2", "qqp")
+
+
 def throughput_table(results: dict, machine: dict, device: str) -> dict:
     """``throughput.<device>``: the reference model's size and length, training and prediction rates, the fixed
-    seconds per job and the methods' costs; with the variants on the fold data, their steady-state figures;
+    seconds per job and the methods' costs; with the variants on real-length data (:data:`REAL_LENGTH_DATA`),
+    their steady-state figures (``train_data``: which);
     a bundle run's launch -> first step (``fixed_s_launch_to_first_step``: not a whole job's fixed seconds);
     with READ's block (``--large-data qa``), READ's own row ``read`` (``train_seq_per_s``: questions, i.e.
     training examples, per second; each has one or more windows: ``train_windows_per_s``,
@@ -44,12 +50,14 @@ def throughput_table(results: dict, machine: dict, device: str) -> dict:
                                          else None),
         "method_cost": results.get("method_cost", {})}
     chosen = results.get("variants", {}).get("base")
-    if chosen and chosen["data"] == "fold":
-        # the steady-state figures of the variants (same model, length and batch as the table's reference)
+    if chosen and chosen["data"] in REAL_LENGTH_DATA:
+        # the steady-state figures of the variants (same model, length and batch as the table's reference) on
+        # sentences of real lengths (not full windows)
         v = chosen["variants"]
         jobs = {k: x for k, x in v.items() if k.startswith("jobs_")}
         best = max(jobs.values(), key=lambda x: x["seq_per_s"]) if jobs else None
         table.update({"train_seq_per_s": v["host_hygiene"]["seq_per_s"], "train_loop": "host hygiene, one job",
+                      "train_data": chosen["data"],
                       "train_seq_per_s_current_loop": v["current"]["seq_per_s"],
                       "jobs_per_gpu": None if best is None else best["jobs"],
                       "train_seq_per_s_per_gpu": None if best is None else best["seq_per_s"],

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bench import common
 from bench.common import free, fresh_model, median, non_embedding_params, peak_flops, row
-from bench.jobs import run_jobs
+from bench.jobs import GpuSampler, run_jobs
 from bench.loop import compile_field, heldout_loss, max_diff, timed_train, variant_run, weights_of, window_counts
 from bench.workloads import Workload
 
@@ -28,6 +28,8 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
     per_gpu = "per GPU" if common.DEVICE.type == "cuda" else "on the CPU"
     data = {"fold": "the default suite's seen fold of IID->(IID+T)",
             "long": "i.i.d. sentences joined into full windows, trained as classification",
+            "sst2": "the paper's SST-2 sentences (a seeded sample, real lengths)",
+            "qqp": "the paper's QQP question pairs (a seeded sample, real lengths)",
             "qa": "SQuAD questions (every window of each), trained with READ's span loss"}[wl.data]
     print(f"\nvariants [{wl.name}]: {wl.model} ({common.MODEL_SOURCE.get(wl.model)}; {n_params / 1e6:.1f}M "
           f"non-embedding parameters) at {wl.max_length} tokens, batch {wl.batch}, on {gpu}; data: {data}; "
@@ -70,7 +72,9 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
                 w, loss = weights_of(model), heldout_loss(model, tok, wl)
                 if key == "current":
                     ref_w, ref_loss = w, loss
-                drift[key] = (max_diff(w, ref_w), abs(loss - ref_loss))
+                # against (a) after the same updates only (a compiled variant with another warm-up: none)
+                same = mode == "off" or args.compile_warmup == warmup
+                drift[key] = (max_diff(w, ref_w), abs(loss - ref_loss)) if same else (None, None)
                 del w
             del model
             free()
@@ -96,6 +100,7 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
                     "host_ms_per_step": 1e3 * median([r["host_s_per_step"] for r in records[key]]),
                     "peak_mem_mib": max(r["peak_mem_mib"] for r in records[key]),
                     "weight_drift": drift[key][0], "loss_drift": drift[key][1],
+                    "drift_after_steps": (args.compile_warmup if mode != "off" else warmup) + steps,
                     "tokenize_s": records[key][0]["tokenize_s"],
                     "compile_s": median([r["compile_s"] or 0.0 for r in records[key]]),
                     "compiles_in_timed_steps": max(r["compiles_in_timed_steps"] for r in records[key])}
@@ -103,15 +108,21 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
         torch._dynamo.reset()   # compiled code and CUDA graph pools: not kept while the workers run
     free()
     jobs_compile = args.jobs_compile if wl.task != "read" else "off"
-    for K in args.jobs_per_gpu:
+    jobs_ks = args.jobs_per_gpu
+    if jobs_compile == "graphs" and common.DEVICE.type != "cuda" and jobs_ks:
+        skipped["jobs_compile_graphs"] = "CUDA only"   # the K jobs' training.compile: graphs
+        print("  (jobs with compile graphs: skipped: CUDA only)")
+        jobs_ks = []
+    for K in jobs_ks:
         key = f"jobs_{K}"
         comp = "" if jobs_compile == "off" else f", compile {jobs_compile}"
         print(f"  (c) {K} job{'s' if K > 1 else ''} {per_gpu}{comp}: {K} worker process{'es' if K > 1 else ''}, "
               f"{args.jobs_reps or reps} round(s)", flush=True)
         jreps = args.jobs_reps or reps
-        res = run_jobs(wl.save(tmp / f"workload-{wl.name}.json"), K, jreps,
-                       args.compile_warmup if jobs_compile != "off" else warmup, steps, tmp, save_weights=True,
-                       compile_mode=jobs_compile, warm_round=bool(args.warm_round))
+        with GpuSampler() as sampler:
+            res = run_jobs(wl.save(tmp / f"workload-{wl.name}.json"), K, jreps,
+                           args.compile_warmup if jobs_compile != "off" else warmup, steps, tmp, save_weights=True,
+                           compile_mode=jobs_compile, warm_round=bool(args.warm_round))
         spans, sums = [], []
         n_seq = counts_compiled[0] if jobs_compile != "off" and counts_compiled else seqs
         for rep, start in enumerate(res["starts"]):
@@ -129,7 +140,13 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
                     "peak_mem_mib": max(r["peak_mem_mib"] for r in res["records"]),
                     "peak_mem_mib_all_jobs": median([sum(r["peak_mem_mib"] for r in res["records"] if r["rep"] == i)
                                                      for i in range(jreps)]),
-                    "weight_drift": max_diff(w, ref_w), "loss_drift": abs(first[0]["heldout_loss"] - ref_loss)}
+                    **({"weight_drift": max_diff(w, ref_w), "loss_drift": abs(first[0]["heldout_loss"] - ref_loss)}
+                       if jobs_compile == "off" or args.compile_warmup == warmup else
+                       {"weight_drift": None, "loss_drift": None}),
+                    "drift_after_steps": (args.compile_warmup if jobs_compile != "off" else warmup) + steps,
+                    # the GPU's utilisation in the timed windows (each round: its common start -> its last end)
+                    "gpu_utilisation": sampler.summary([(start, start + span) for start, span
+                                                        in zip(res["starts"], spans)])}
         del w
         res["weights"].unlink()
         common.partial(wl.name, {"seq_per_step": seqs / steps, "real_tokens_per_step": real / steps,
@@ -142,7 +159,7 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
         v["ratio"] = v["seq_per_s"] / base
         mfu = "n/a" if v["mfu"] is None else f"{v['mfu']:.2%}"
         print(f"{v['label']:<40} {v['steps_per_s']:8.2f} {v['seq_per_s']:9.1f} {v['tokens_per_s']:10.0f} {mfu:>7} "
-              f"{v['peak_mem_mib']:9.0f} {v['weight_drift']:9.2e} {v['loss_drift']:9.2e} {v['ratio']:6.2f}x",
+              f"{v['peak_mem_mib']:9.0f} {_e(v['weight_drift']):>9} {_e(v['loss_drift']):>9} {v['ratio']:6.2f}x",
               flush=True)
     if common.DEVICE.type != "cuda":
         print("(CPU: MFU n/a; peak memory: the process's max RSS so far; jobs: 1 thread each, sharing the cores)")
@@ -164,3 +181,7 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
             "warm_round": bool(args.warm_round), "peak_flops": peak, "seq_per_step": seqs / steps,
             "real_tokens_per_step": real / steps, "padding_share": 1 - real / padded,
             "precision": variant_run(wl, 1, "off").precision, "best": best, "variants": out, "skipped": skipped}
+
+
+def _e(v) -> str:
+    return "n/a" if v is None else f"{v:9.2e}"

@@ -12,8 +12,9 @@ from bench.common import REPO
 
 #: held-out items kept per workload (a variant's held-out batch is the first ``batch`` of them)
 HELDOUT = 32
-#: SQuAD's training questions put in the bundle (READ's workload): enough for 40 warm-up + 400 timed steps of 3
-QA_TRAIN = 1500
+#: training examples of each paper source put in the bundle (SST-2, QQP, SQuAD: a seeded sample): enough for
+#: 40 warm-up + 400 timed steps of 3, or 90 steps of 16
+PAPER_TRAIN = 1500
 
 
 def default_fold(tmp: Path):
@@ -55,11 +56,11 @@ class Workload:
     max_length: int
     batch: int
     data: str            # fold (the default suite's seen fold) / long (i.i.d. sentences joined into full windows)
-                         # / qa (SQuAD questions, READ's span loss)
+                         # / sst2, qqp (the paper's SST-2 / QQP data) / qa (SQuAD questions, READ's span loss)
     streams: dict
     heldout: list
     seed: int = 1
-    task: str = "sent"   # the task type whose loss it trains: sent (classification) / read (spans)
+    task: str = "sent"   # the task type whose loss it trains: sent, para (classification) / read (spans)
 
     @property
     def head(self) -> str:
@@ -119,19 +120,19 @@ def bundle_workload(name: str, model: str, length: int, batch: int, data: str) -
 
 
 def make_workload(name: str, model: str, length: int, batch: int, data: str, ttype=None, streams=None,
-                  iid=None, tmp: Path | None = None, squad: str | None = None) -> Workload:
-    """The workload ``data`` (fold / long / qa) for ``model`` at ``length`` tokens, batch ``batch``: from the
-    bundle, else built from the default fold (``ttype``, ``streams``, ``iid``) or SQuAD (``qa``, staged in
-    ``tmp``)."""
+                  iid=None, tmp: Path | None = None, paper: str | None = None) -> Workload:
+    """The workload ``data`` (fold / long / sst2 / qqp / qa) for ``model`` at ``length`` tokens, batch ``batch``:
+    from the bundle, else built from the default fold (``ttype``, ``streams``, ``iid``) or the paper's data
+    (:func:`paper_data`, staged in ``tmp``)."""
     import pandas as pd
 
     from beluga.train.streams import build_streams
 
     if common.BUNDLE is not None:
         return bundle_workload(name, model, length, batch, data)
-    if data == "qa":
-        _, qa_streams, heldout = qa_data(tmp, squad)
-        return Workload(name, model, length, batch, data, qa_streams, heldout[:batch], task="read")
+    if data in PAPER_SOURCES:
+        ttype, paper_streams, heldout = paper_data(tmp, data, paper)
+        return Workload(name, model, length, batch, data, paper_streams, heldout[:batch], task=ttype.name)
     test = pd.read_parquet(iid["test"])
     if data == "long":
         streams = {"iid": long_items(ttype, pd.read_parquet(iid["train"]), length)}
@@ -141,24 +142,32 @@ def make_workload(name: str, model: str, length: int, batch: int, data: str, tty
     return Workload(name, model, length, batch, data, streams, heldout)
 
 
-def qa_data(tmp: Path, squad: str | None) -> tuple:
-    """(READ's task type, its training items, its held-out items): SQuAD questions from ``squad`` (the folder
-    the ``squad`` i.i.d. source reads; default: ``../shared/data/iid/squad`` beside the repository), staged as
-    the pipeline stages them."""
+#: the paper's i.i.d. sources the bundle carries as workloads: source -> (task type, the data's name)
+PAPER_SOURCES = {"sst2": ("sent", "SST-2 sentences"), "qqp": ("para", "QQP question pairs"),
+                 "qa": ("read", "SQuAD questions")}
+
+
+def paper_data(tmp: Path, data: str, folder: str | None) -> tuple:
+    """(the task type, its training items, its held-out items) of the paper source ``data`` (sst2 / qqp / qa:
+    SQuAD), from its folder under ``folder`` (the paper data's i.i.d. folder, ``sst2/``, ``qqp/``, ``squad/``;
+    default: ``../shared/data/iid`` beside the repository): a seeded sample of :data:`PAPER_TRAIN` training
+    examples staged as the pipeline stages them, so their lengths are the data's."""
     import pandas as pd
 
     from beluga.core.tasks import get_task_type
-    from beluga.steps import data
+    from beluga.steps import data as steps_data
     from beluga.train.streams import build_streams
 
-    path = Path(squad) if squad else REPO.parent / "shared" / "data" / "iid" / "squad"
+    task_type, what = PAPER_SOURCES[data]
+    source = "squad" if data == "qa" else data
+    path = (Path(folder) if folder else REPO.parent / "shared" / "data" / "iid") / source
     if not path.is_dir():
-        raise SystemExit(f"benchmark --make-bundle: {path}: no such folder (READ's workload reads SQuAD v1.1: "
-                         "fetch the paper data, or give its folder with --squad)")
-    iid = {k: str(tmp / f"squad-{k}.parquet") for k in ("train", "val", "test", "pool")}
-    data.prepare_iid(iid={"source": "squad", "path": str(path), "n_train": QA_TRAIN, "n_val": 8,
-                          "n_test": HELDOUT, "seed": 42}, task_type="read", outputs=iid)
-    ttype = get_task_type("read")
+        raise SystemExit(f"benchmark --make-bundle: {path}: no such folder (the {what} workload reads it: fetch the "
+                         "paper data, or give the folder holding sst2/, qqp/ and squad/ with --paper-data)")
+    iid = {k: str(tmp / f"{data}-{k}.parquet") for k in ("train", "val", "test", "pool")}
+    steps_data.prepare_iid(iid={"source": source, "path": str(path), "n_train": PAPER_TRAIN, "n_val": 8,
+                                "n_test": HELDOUT, "seed": 42}, task_type=task_type, outputs=iid)
+    ttype = get_task_type(task_type)
     train = build_streams(ttype, pd.read_parquet(iid["train"]), None)
     heldout = build_streams(ttype, pd.read_parquet(iid["test"]), None)["iid"][:HELDOUT]
     return ttype, train, heldout
