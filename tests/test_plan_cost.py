@@ -196,3 +196,108 @@ def test_the_paper_plan_counts_the_real_cost():
     assert any(ln.startswith("jobs per GPU: 1 (gpu_jobs: 1") and "utilisation:" in ln for ln in lines)
     assert any(ln.startswith("  [1] built-in reference (NVIDIA H100") for ln in lines)
     assert any(ln.startswith("  [2] built-in reference (NVIDIA H200") and "d_read.json" in ln for ln in lines)
+
+
+# ---------------------------------------------------------------- the GPU scenarios: optimizer steps at real lengths
+def test_job_steps_are_the_loops_count_hand_counted():
+    from beluga.workflow.steps import job_steps
+
+    assert job_steps(100, 3, [16]) == 21            # ceil(100 / 16) = 7 steps an epoch, x 3
+    assert job_steps(100, 1.5, [16]) == 11          # ceil(1.5 x 7)
+    assert job_steps(100, 3, [8, 16]) == (39 + 21) / 2   # a grid's batch sizes: the mean of their steps
+
+
+def test_the_gpu_plan_counts_each_jobs_steps(tmp_path):
+    config = load_config(str(TINY), ["gpus=1", "training={suite: {lr: 0.001, batch_size: 4, epochs: 2}, "
+                                               "iid: {lr: 0.001, batch_size: 8, epochs: 3}}"])
+    details: dict = {}
+    plan(config, REFERENCE["cuda"], details=details)
+    jobs = details["step_jobs"]
+    iid = next(j for j in jobs if j.batches == [8])
+    n_train = next(iter(details["sizes"].values()))["iid"]
+    train = int(n_train.split(" / ")[0].replace(",", ""))
+    assert iid.steps == -(-train // 8) * 3
+    assert all(j.steps == 0 and j.batches == [] for j in jobs if j.predict_s and not j.batches)
+    assert sum(j.seeds for j in jobs) == sum(ln.jobs for ln in plan(config, REFERENCE["cuda"]))
+
+
+def measured_table(tmp_path, step_per_s=20.0, one=320.0, two=480.0):
+    """A constructed GPU measurement in scripts/benchmark.py's format: BERT-base at batch 16, 2 jobs."""
+    d = tmp_path / "gpu"
+    d.mkdir(exist_ok=True)
+    (d / "x.json").write_text(json.dumps({
+        "model": "bert-base", "batch_size": 16, "when": "2026-12-01 10:00", "machine": {"cuda": "NVIDIA H100"},
+        "versions": {"torch": "2.11.0", "transformers": "5.17.0"},
+        "partial": {"base": {"variants": {"host_hygiene": {"steps_per_s": step_per_s, "seq_per_s": one},
+                                          "jobs_2": {"jobs": 2, "seq_per_s": two}}}}}))
+    return d
+
+
+def test_scenarios_price_steps_by_the_measured_table_and_the_floor(tmp_path):
+    from beluga.workflow.steps import (
+        StepJob,
+        floor_step_s,
+        measured_steps,
+        padded_length,
+        scenario_hours,
+        scenario_lines,
+    )
+
+    rows = measured_steps(measured_table(tmp_path))
+    assert [(r.size, r.batch, r.step_s, r.jobs, r.factor) for r in rows] == [((12, 768, 3072), 16, 0.05, 2, 1.5)]
+    assert "x.json (NVIDIA H100, 2026-12-01 10:00; torch 2.11.0, transformers 5.17.0)" == rows[0].source
+    shape = ((12, 768, 3072), "para", 128, "project")
+    job = StepJob(shape, 2, 1000.0, [16], 1.0, 10.0, 5.0)
+    floor = floor_step_s((12, 768, 3072), 16, padded_length("para", 16, 128))
+    got = scenario_hours([job], rows, 2)
+    assert got["eager"]["hours"] == pytest.approx(2 * (1000 * 0.05 + 15) / 3600) and got["eager"]["measured"]
+    assert got["eager_k"]["hours"] == pytest.approx(2 * (1000 * 0.05 / 1.5 + 15 / 1.5) / 3600)
+    assert got["eager_k"]["measured"]
+    assert got["graphs_k"]["hours"] == pytest.approx(2 * (1000 * floor + 15 / 2) / 3600)
+    assert not got["graphs_k"]["measured"]
+    # a method's cost factor and a model not measured (scaled by layers: ESTIMATED)
+    large = StepJob(((24, 1024, 4096), "para", 128, "project"), 1, 100.0, [16], 2.0, 0.0, 0.0)
+    got = scenario_hours([large], rows, 2)
+    assert got["eager"]["hours"] == pytest.approx(100 * 0.1 * 2 / 3600) and not got["eager"]["measured"]
+    text = "\n".join(scenario_lines([job], rows, 2))
+    assert "PROJECTED" in text and "x.json" in text and "2 jobs: 1.50x" in text
+
+
+def test_the_floor_model_reproduces_the_measured_kernel_time():
+    from beluga.workflow.steps import floor_step_s
+
+    # the H200 session's profile: BERT-base, batch 16 (21.9 rows, 449 real tokens at 26% padding), 3.63 ms of kernels
+    got = floor_step_s((12, 768, 3072), 21.9, 449 / 0.74 / 21.9, "H200")
+    assert got == pytest.approx(3.63e-3, rel=0.12)
+
+
+def test_padded_length_follows_the_length_distribution():
+    from beluga.workflow.steps import length_quantile, padded_length, windows_per_item
+
+    assert length_quantile("para", 0.99) == pytest.approx(75.0)          # QQP's p99
+    random16 = padded_length("para", 16, 512, "reference")
+    assert 48 <= random16 <= 64 and random16 % 16 == 0                   # a random batch of 16 pads to ~60
+    assert padded_length("para", 16, 512) < random16                      # length-sorted pools pad less
+    assert padded_length("read", 3, 64) == 64                             # capped at max_length
+    assert windows_per_item("read", 384) == pytest.approx(1.017) and windows_per_item("para", 128) == 1.0
+    with pytest.raises(ConfigError, match="task type 'nli': field 'type'"):
+        length_quantile("nli", 0.5)
+
+
+def test_a_gpu_measurement_that_is_not_json_is_one_line(tmp_path):
+    from beluga.workflow.steps import measured_steps
+
+    (tmp_path / "bad.json").write_text("{")
+    with pytest.raises(ConfigError, match=r"GPU measurement .*bad.json: field '\(top level\)'"):
+        measured_steps(tmp_path)
+
+
+def test_a_gpu_plan_prints_the_three_scenarios_with_their_sources():
+    text = plan_command(str(TINY), overrides=["gpus=1"])
+    lines = text.splitlines()
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("GPU scenarios ("))
+    assert lines[at + 1].startswith("  eager, one job per GPU")
+    assert lines[at + 2].startswith("  eager, 2 jobs per GPU")
+    assert "measured (2026-11-27-h200-a_eager.json" in lines[at + 2]
+    assert lines[at + 3].startswith("  whole-step CUDA graphs, 2 jobs per GPU") and "PROJECTED" in lines[at + 3]
+    assert "GPU scenarios" not in plan_command(str(TINY), overrides=["gpus=0"], calibrate=False)
