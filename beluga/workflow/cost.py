@@ -479,8 +479,8 @@ def rate_lines(config: dict, rates: dict, rates_used: dict, device: str) -> list
     estimated = [m for m in ESTIMATED_METHOD_COST[device]   # the estimates of the methods the run trains
                  if m not in rates.get("method_cost", {}) and m in config.get("methods", ())]
     batch = "batch size not given: no batch scaling" if ref.batch is None else f"batch {ref.batch}"
-    common = [f"  prediction: {ref.predict_rate:,.1f} seq/s, {_size_name(ref.size)} at {ref.length} tokens -- "
-              f"{src('predict_seq_per_s')}",
+    at = " at the same size and length" if device == "cpu" else f", {_size_name(ref.size)} at {ref.length} tokens"
+    common = [f"  prediction: {ref.predict_rate:,.1f} seq/s{at} -- {src('predict_seq_per_s')}",
               f"  fixed seconds per job: {rates['fixed_s_per_job']:,.1f} -- {src('fixed_s_per_job')}",
               "  method cost per epoch vs vanilla: " + ", ".join(f"{m} {v:.2f}" for m, v in
                                                                rates.get("method_cost", {}).items() if m != "vanilla")

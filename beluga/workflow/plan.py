@@ -7,10 +7,10 @@ inputs of the functionalities a fold is scored on, the i.i.d. test set;
 trials: T_val of the training functionalities), and estimates core-hours
 (CPU jobs) or GPU-hours (``gpus: N``) by the cost model of
 :mod:`beluga.workflow.cost` (a throughput table scaled to each job's model,
-length and batch size; where each rate comes from). It is an estimate: real
-sequences are often shorter than ``max_length`` (the plan assumes full
-length), READ contexts longer than ``max_length`` make several windows (the
-plan counts one, except at READ's own measured rate, which is per question),
+length and batch size; where each rate comes from; a GPU plan: optimizer steps
+at real lengths, :mod:`beluga.workflow.steps`). It is an estimate: a CPU plan
+counts every sequence at ``max_length`` (real sequences are often shorter) and
+READ's contexts as one window, a GPU plan the published length distributions,
 and the selected number of epochs is unknown before selection (the plan uses
 the mean of the grid's values; batch sizes: each grid value's cost, averaged).
 The i.i.d. sizes are the paper's for a paper source (``--assume-paper-data``,
@@ -287,11 +287,12 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     ``details``, a dict, receives ``runs`` (the Runs), ``jobs`` (one :class:`~beluga.workflow.schedule.PlannedJob` per
     job and its seeds) and ``sizes`` (task -> the suite, i.i.d. and OOD sizes counted, where from).
 
-    A job's seconds: the table's fixed seconds + training sequences x :func:`train_s_per_seq` (its model,
-    length and batch; the method's cost per epoch) + predicted sequences x the prediction rate scaled by
-    :func:`~beluga.workflow.cost.relative_cost`. GPU-hours: the seconds of every job x ``gpus`` /
-    :func:`gpu_speedup` (``gpu_jobs`` jobs sharing a GPU: the GPU's aggregate rate); core-hours: x
-    ``job_threads``."""
+    A job's seconds: the table's fixed seconds + its training + predicted sequences x the prediction rate scaled
+    by :func:`~beluga.workflow.cost.relative_cost`. Training on CPUs: its sequences x :func:`train_s_per_seq`
+    (its model, length and batch; the method's cost per epoch); core-hours: the seconds x ``job_threads``. On
+    GPUs: its optimizer steps x the step of the configuration's scenario (:func:`beluga.workflow.steps.job_parts`;
+    ``details["step_jobs"]`` receives every job's :class:`~beluga.workflow.steps.StepJob`, the three scenarios'
+    count); GPU-hours: the seconds x ``gpus`` / the GPU's aggregate factor with ``gpu_jobs`` jobs."""
     from beluga.suites import folds as folds_mod
     from beluga.suites.folds import configuration
     from beluga.workflow.dag import grid_points, method_grid
@@ -312,9 +313,9 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
         details.update(runs=the_runs, jobs=[], sizes={}, published=[], step_jobs=[])
 
     def add(rule, conf, method, task, train_seqs, predict_seqs, cost, factor=1.0, steps=None):
-        """One job per training seed: ``cost`` = (seconds per training sequence, per predicted sequence, the
-        GPU's speedup with ``gpu_jobs`` jobs); ``factor``: the method's training cost per sequence relative to
-        vanilla; ``steps``: (training items an epoch, epochs, the batch sizes it may be given), its optimizer
+        """One job per training seed: ``cost`` = (seconds per training sequence on a CPU, per predicted
+        sequence); ``factor``: the method's training cost per sequence (a step) relative to vanilla; ``steps``:
+        (training items an epoch, epochs, the batch sizes it may be given), its optimizer
         steps (a GPU plan's scenarios: :func:`beluga.workflow.steps.job_steps`)."""
         train_s, predict_s = cost
         line = lines.setdefault((rule, conf, method), Line(rule, conf, method))
@@ -590,6 +591,9 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
         concurrent_jobs = 100 if device == "cuda" else max(1, (os.cpu_count() or 1) // int(config["job_threads"]))
     if concurrent_jobs < 1:
         raise ConfigError(f"--concurrent-jobs: must be positive, got {concurrent_jobs}")
+    if train_rate is not None and device == "cuda":
+        raise ConfigError("--train-rate: field 'gpus': a GPU plan prices training by optimizer steps (the GPU "
+                          "session's measured steps, benchmarks/gpu/); --train-rate is for a CPU plan")
     rates, source = throughput_table(throughput, device)
     rates = dict(rates, origin=dict(rates.get("origin", {})))
     given_here = "given on the command line"

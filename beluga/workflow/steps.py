@@ -13,7 +13,8 @@ GPU-seconds of a job = its optimizer steps x the time of one step (model, rows a
   (:func:`floor_step_s`), PROJECTED until measured; the fixed cost and prediction are shared by the K jobs.
 
 The padded length of a batch comes from the data's token-length distribution (:func:`padded_length`): the
-stated defaults of :data:`LENGTHS` (measured once with the WordPiece tokenizer on the paper's data).
+stated figures of :data:`LENGTHS` (measured with bert-base-uncased's WordPiece tokenizer on the paper's data;
+not recomputed from the staged files), :data:`DEFAULT_LENGTH` for another task type.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ GPU_BENCHMARKS = BENCHMARKS / "gpu"
 #: recorded: the spread of QQP's assumed); SQuAD question + context 175, 1.7% over 384. A task's suite is counted
 #: at its i.i.d. source's distribution (the CheckList suites average 18 to 52 tokens: within these).
 LENGTHS = {"sent": (13.0, None, None), "para": (30.5, 75.0, 0.99), "read": (175.0, 384.0, 0.983)}
+#: the stated default distribution of a task type :data:`LENGTHS` does not name (NLI pairs, similarity classes,
+#: ...): a mean of 35 tokens, the middle of the suites' 18 to 52, at QQP's spread
+DEFAULT_LENGTH = (35.0, None, None)
 #: the spread (log-normal sigma) where a distribution gives only its mean: QQP's
 DEFAULT_SIGMA = 0.43
 #: the graphed loop pads a batch to a multiple of this many tokens (one graph per rows x bucket)
@@ -77,11 +81,9 @@ def _sigma(mean: float, q: float | None, p: float | None) -> float:
 
 
 def length_quantile(task_type: str, p: float) -> float:
-    """The token length at probability ``p`` of a task type's distribution (:data:`LENGTHS`, log-normal)."""
-    if task_type not in LENGTHS:
-        raise ConfigError(f"task type {task_type!r}: field 'type': no token-length distribution for the GPU plan "
-                          f"(known: {', '.join(LENGTHS)})")
-    mean, q, prob = LENGTHS[task_type]
+    """The token length at probability ``p`` of a task type's distribution (:data:`LENGTHS`, else
+    :data:`DEFAULT_LENGTH`; log-normal)."""
+    mean, q, prob = LENGTHS.get(task_type, DEFAULT_LENGTH)
     s = _sigma(mean, q, prob)
     return math.exp(math.log(mean) - s * s / 2 + s * NormalDist().inv_cdf(p))
 
@@ -105,7 +107,7 @@ def windows_per_item(task_type: str, max_length: int) -> float:
 
 
 def _z(task_type: str, length: float) -> float:
-    mean, q, p = LENGTHS[task_type]
+    mean, q, p = LENGTHS.get(task_type, DEFAULT_LENGTH)
     s = _sigma(mean, q, p)
     return (math.log(length) - (math.log(mean) - s * s / 2)) / s
 
@@ -137,14 +139,14 @@ def _arg(argv: list, flag: str, default=None):
     return argv[argv.index(flag) + 1] if flag in argv and argv.index(flag) + 1 < len(argv) else default
 
 
-def measured_steps(folder: Path = GPU_BENCHMARKS) -> list[StepRow]:
+def measured_steps(folder: Path | None = None) -> list[StepRow]:
     """The eager steps measured by scripts/benchmark.py (``benchmark-*.json`` files of ``folder`` and the GPU
     session's ``*.json``): per measured row (``partial.base``: ``model`` at ``batch_size``; ``partial.large``: the
     ``--large-*`` arguments), the host-hygiene loop's step (its ``steps_per_s``, else the median of its rounds'
     ``--steps`` / ``elapsed_s``) and, where measured, the aggregate factor of ``jobs_K``. A file that is not such a
     JSON is one line naming it and the field."""
     out = []
-    for p in sorted(Path(folder).glob("*.json")):
+    for p in sorted(Path(folder or GPU_BENCHMARKS).glob("*.json")):
         what = f"GPU measurement {p}"
         try:
             bench = json.loads(p.read_text())
@@ -307,8 +309,12 @@ def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: 
     hours = scenario_hours(jobs, rows, k, gpu)
     steps = sum(j.seeds * j.steps for j in jobs)
     _, kwords, _ = aggregate_factor(rows, k)
+    default = sorted({j.shape[1] for j in jobs} - set(LENGTHS))
+    lengths = ", ".join(f"{t} mean {LENGTHS[t][0]:g}" for t in sorted({j.shape[1] for j in jobs} & set(LENGTHS)))
+    if default:
+        lengths += f"{', ' if lengths else ''}{', '.join(default)}: the stated default, mean {DEFAULT_LENGTH[0]:g}"
     out = [f"GPU scenarios ({steps:,.0f} optimizer steps; a step's rows and padded length from the data's token "
-           f"lengths: steps.py LENGTHS; GPU-hours on an {gpu}):"]
+           f"lengths, the paper's data's as published ({lengths} tokens: steps.py LENGTHS); GPU-hours on an {gpu}):"]
     for s, words in SCENARIOS.items():
         h = hours[s]
         how = {"eager": "measured" if h["measured"] else "measured where the model and batch were, else ESTIMATED "
