@@ -23,7 +23,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from statistics import NormalDist, median
+from statistics import NormalDist
 
 from beluga.core.errors import ConfigError
 from beluga.workflow.cost import BENCHMARKS, model_size
@@ -142,9 +142,11 @@ def _arg(argv: list, flag: str, default=None):
 def measured_steps(folder: Path | None = None) -> list[StepRow]:
     """The eager steps measured by scripts/benchmark.py (``benchmark-*.json`` files of ``folder`` and the GPU
     session's ``*.json``): per measured row (``partial.base``: ``model`` at ``batch_size``; ``partial.large``: the
-    ``--large-*`` arguments), the host-hygiene loop's step (its ``steps_per_s``, else the median of its rounds'
-    ``--steps`` / ``elapsed_s``) and, where measured, the aggregate factor of ``jobs_K``. A file that is not such a
-    JSON is one line naming it and the field."""
+    ``--large-*`` arguments), the host-hygiene loop's step and, where measured, the aggregate factor of K jobs
+    (``jobs_K``). From the rounds (``elapsed_s`` of ``--steps`` timed steps; each of K jobs runs them): the fastest
+    round, as the first round in a process is cold (kernel choice, library set-up: up to 2.8x slower on the H200);
+    a file without rounds, its ``steps_per_s`` / ``seq_per_s``. A file that is not such a JSON is one line naming
+    it and the field."""
     out = []
     for p in sorted(Path(folder or GPU_BENCHMARKS).glob("*.json")):
         what = f"GPU measurement {p}"
@@ -155,6 +157,7 @@ def measured_steps(folder: Path | None = None) -> list[StepRow]:
         if not isinstance(bench, dict) or not isinstance(bench.get("partial", {}), dict):
             raise ConfigError(f"{what}: field 'partial': an object of measured rows is needed")
         argv = [str(a) for a in bench.get("argv", [])]
+        n_steps = int(_arg(argv, "--steps", 0))
         versions = ", ".join(f"{k} {v}" for k, v in sorted((bench.get("versions") or {}).items())
                              if k in ("torch", "transformers"))
         gpu = (bench.get("machine") or {}).get("cuda", "GPU not recorded")
@@ -167,22 +170,37 @@ def measured_steps(folder: Path | None = None) -> list[StepRow]:
                 continue
             variants, records = row.get("variants") or {}, row.get("records") or {}
             hyg = variants.get("host_hygiene") or {}
-            if hyg.get("steps_per_s"):
+            one = _fastest(variants, records, "host_hygiene") if n_steps else None
+            if one:
+                step = one / n_steps
+            elif hyg.get("steps_per_s"):
                 step = 1.0 / float(hyg["steps_per_s"])
-            elif records.get("host_hygiene") and _arg(argv, "--steps"):
-                step = median(float(r["elapsed_s"]) for r in records["host_hygiene"]) / int(_arg(argv, "--steps"))
             else:
                 continue
+            jobs = []
+            for key, v in sorted(variants.items()):
+                if not key.startswith("jobs_") or not v.get("jobs"):
+                    continue
+                k_round = _fastest(variants, records, key) if one else None
+                if k_round:
+                    jobs.append((int(v["jobs"]), int(v["jobs"]) * one / k_round))
+                elif v.get("seq_per_s") and hyg.get("seq_per_s"):
+                    jobs.append((int(v["jobs"]), float(v["seq_per_s"]) / float(hyg["seq_per_s"])))
             if model is None or batch is None:
                 raise ConfigError(f"{what}: field 'partial.{name}': the model or batch size of the row is not "
                                   "recorded")
-            jobs = sorted((int(v["jobs"]), float(v["seq_per_s"]) / float(hyg["seq_per_s"]))
-                          for k, v in variants.items() if k.startswith("jobs_") and hyg.get("seq_per_s")
-                          and v.get("seq_per_s"))
+            jobs.sort()
             when = bench.get("when", "date not recorded")
             source = f"{p.name} ({gpu}, {when}; {versions or 'versions not recorded'})"
             out.append(StepRow(model_size(str(model)), int(batch), step, source, *(jobs[0] if jobs else (None, None))))
     return out
+
+
+def _fastest(variants: dict, records: dict, key: str) -> float | None:
+    """The fastest of a variant's timed rounds (seconds), or None where none is recorded."""
+    got = (variants.get(key) or {}).get("elapsed_s") or [r.get("elapsed_s") for r in records.get(key) or []]
+    got = [float(e) for e in got if isinstance(e, (int, float)) and not isinstance(e, bool) and e > 0]
+    return min(got) if got else None
 
 
 def eager_row(rows: list[StepRow], size) -> tuple[StepRow, bool]:
@@ -314,7 +332,8 @@ def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: 
     if default:
         lengths += f"{', ' if lengths else ''}{', '.join(default)}: the stated default, mean {DEFAULT_LENGTH[0]:g}"
     out = [f"GPU scenarios ({steps:,.0f} optimizer steps; a step's rows and padded length from the data's token "
-           f"lengths, the paper's data's as published ({lengths} tokens: steps.py LENGTHS); GPU-hours on an {gpu}):"]
+           f"lengths, the paper's data's as published ({lengths} tokens: steps.py LENGTHS); the floor on an {gpu}, "
+           "the eager steps as measured: host-bound, hardly the GPU's):"]
     for s, words in SCENARIOS.items():
         h = hours[s]
         how = {"eager": "measured" if h["measured"] else "measured where the model and batch were, else ESTIMATED "
