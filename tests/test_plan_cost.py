@@ -143,12 +143,14 @@ def test_a_partial_method_cost_takes_the_rest_from_the_reference(tmp_path):
 
 # ---------------------------------------------------------------- jobs sharing a GPU
 def test_aggregate_factor_reads_the_measured_k_jobs(tmp_path):
-    from beluga.workflow.steps import aggregate_factor, measured_steps
+    from beluga.workflow.steps import StepRow, aggregate_factor, measured_steps
 
     rows = measured_steps(measured_table(tmp_path, (3.0,), (2.0,)))     # 2 jobs: 2 x 60 steps in 2 s, 3x one job's
     assert aggregate_factor(rows, 1)[0] == 1.0
     assert aggregate_factor(rows, 2)[::2] == (3.0, True)
     assert aggregate_factor(rows, 4)[0] == 3.0 and not aggregate_factor(rows, 4)[2]   # saturated: an estimate
+    four = [StepRow((12, 768, 3072), 16, 0.05, "m", ((2, 1.5), (4, 3.5)))]              # between measured K's: linear
+    assert aggregate_factor(four, 3)[0] == pytest.approx(2.5) and aggregate_factor(four, 4)[::2] == (3.5, True)
     speed, words, measured = aggregate_factor([], 4)                                   # nothing measured: no gain
     assert speed == 1.0 and not measured and "no gain assumed" in words
 
@@ -246,7 +248,7 @@ def test_scenarios_price_steps_by_the_measured_table_and_the_floor(tmp_path):
     )
 
     rows = measured_steps(measured_table(tmp_path))
-    assert [(r.size, r.batch, r.step_s, r.jobs, r.factor) for r in rows] == [((12, 768, 3072), 16, 0.05, 2, 1.5)]
+    assert [(r.size, r.batch, r.step_s, r.factors) for r in rows] == [((12, 768, 3072), 16, 0.05, ((2, 1.5),))]
     assert "x.json (NVIDIA H100, 2026-12-01 10:00; torch 2.11.0, transformers 5.17.0)" == rows[0].source
     shape = ((12, 768, 3072), "para", 128, "project")
     job = StepJob(shape, 2, 1000.0, [16], 1.0, 10.0, 5.0)
@@ -290,6 +292,9 @@ def test_a_gpu_measurement_that_is_not_json_is_one_line(tmp_path):
 
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ConfigError, match=r"GPU measurement .*bad.json: field '\(top level\)'"):
+        measured_steps(tmp_path)
+    (tmp_path / "bad.json").write_text(json.dumps({"argv": ["--steps", "sixty"], "partial": {}}))
+    with pytest.raises(ConfigError, match=r"bad.json: field 'argv': --steps 'sixty' is not a number of steps"):
         measured_steps(tmp_path)
 
 

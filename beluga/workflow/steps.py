@@ -126,13 +126,13 @@ def floor_step_s(size, rows: float, length: float, gpu: str = PLAN_GPU) -> float
 @dataclass(frozen=True)
 class StepRow:
     """A measured eager step: ``step_s`` seconds a step of a model of ``size`` at batch ``batch`` (one job), and
-    where measured K jobs on one GPU, their aggregate factor (the GPU's sequences / s over one job's)."""
+    where measured, K jobs on one GPU: ``factors``, (K, their aggregate factor: the GPU's sequences / s over one
+    job's) by K."""
     size: tuple
     batch: int
     step_s: float
     source: str                      # file, machine, date, versions
-    jobs: int | None = None
-    factor: float | None = None
+    factors: tuple = ()
 
 
 def _arg(argv: list, flag: str, default=None):
@@ -157,7 +157,10 @@ def measured_steps(folder: Path | None = None) -> list[StepRow]:
         if not isinstance(bench, dict) or not isinstance(bench.get("partial", {}), dict):
             raise ConfigError(f"{what}: field 'partial': an object of measured rows is needed")
         argv = [str(a) for a in bench.get("argv", [])]
-        n_steps = int(_arg(argv, "--steps", 0))
+        n_steps = _arg(argv, "--steps", "0")
+        if not n_steps.isdigit():
+            raise ConfigError(f"{what}: field 'argv': --steps {n_steps!r} is not a number of steps")
+        n_steps = int(n_steps)
         versions = ", ".join(f"{k} {v}" for k, v in sorted((bench.get("versions") or {}).items())
                              if k in ("torch", "transformers"))
         gpu = (bench.get("machine") or {}).get("cuda", "GPU not recorded")
@@ -189,10 +192,10 @@ def measured_steps(folder: Path | None = None) -> list[StepRow]:
             if model is None or batch is None:
                 raise ConfigError(f"{what}: field 'partial.{name}': the model or batch size of the row is not "
                                   "recorded")
-            jobs.sort()
+            jobs = tuple(sorted(jobs))
             when = bench.get("when", "date not recorded")
             source = f"{p.name} ({gpu}, {when}; {versions or 'versions not recorded'})"
-            out.append(StepRow(model_size(str(model)), int(batch), step, source, *(jobs[0] if jobs else (None, None))))
+            out.append(StepRow(model_size(str(model)), int(batch), step, source, jobs))
     return out
 
 
@@ -224,18 +227,26 @@ def eager_step_s(rows: list[StepRow], size, batch: int, floor: float) -> tuple[f
 
 
 def aggregate_factor(rows: list[StepRow], k: int) -> tuple[float, str, bool]:
-    """(the GPU's throughput with ``k`` eager jobs over one job's, in words, measured): the measured factor at its
-    K; below it, linear from 1; above it, the measured factor (saturated); none measured: 1 (no gain)."""
+    """(the GPU's throughput with ``k`` eager jobs over one job's, in words, measured), from the first row with K
+    jobs measured: the factor measured at ``k``; between measured K's (and 1 job, 1x), linear; above the largest,
+    its factor (the GPU saturated); none measured: 1 (no gain)."""
     if k <= 1:
         return 1.0, "one job", True
-    got = [r for r in rows if r.jobs and r.factor]
+    got = [r for r in rows if r.factors]
     if not got:
         return 1.0, f"{k} jobs, no gain assumed (no jobs-per-GPU measurement)", False
     r = got[0]
-    if k == r.jobs:
-        return r.factor, f"{k} jobs: {r.factor:.2f}x one job's sequences / s, measured ({r.source})", True
-    est = r.factor if k > r.jobs else 1.0 + (r.factor - 1.0) * (k - 1) / max(1, r.jobs - 1)
-    return est, f"{k} jobs: {est:.2f}x, ESTIMATED from the {r.jobs} jobs measured ({r.factor:.2f}x, {r.source})", False
+    points = dict(r.factors)
+    shown = ", ".join(f"{j} jobs {f:.2f}x" for j, f in r.factors)
+    if k in points:
+        return points[k], f"{k} jobs: {points[k]:.2f}x one job's sequences / s, measured ({r.source})", True
+    pts = [(1, 1.0), *r.factors]
+    if k > pts[-1][0]:
+        est = pts[-1][1]
+    else:
+        (k0, f0), (k1, f1) = next((a, b) for a, b in zip(pts, pts[1:]) if a[0] < k < b[0])
+        est = f0 + (f1 - f0) * (k - k0) / (k1 - k0)
+    return est, f"{k} jobs: {est:.2f}x, ESTIMATED from the measured ({shown}; {r.source})", False
 
 
 def job_steps(items: float, epochs: float, batches) -> float:
@@ -346,7 +357,7 @@ def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: 
         this = " [the configuration's: the table below]" if s == runs_as else ""
         out.append(f"  {words.format(k=k)}{this}: {h['hours']:,.1f} GPU-h (training {h['train_hours']:,.1f}) -- {how}")
     shown = [f"{_size_words(r.size)} batch {r.batch}: {r.step_s * 1e3:.1f} ms"
-             + (f", {r.jobs} jobs {r.factor:.2f}x" if r.jobs else "") + f" [{r.source}]" for r in rows]
+             + "".join(f", {j} jobs {f:.2f}x" for j, f in r.factors) + f" [{r.source}]" for r in rows]
     out.append("  measured eager steps (one job; a model's slowest counts): " + ("; ".join(shown) or "none"))
     return out
 
