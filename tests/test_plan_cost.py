@@ -324,3 +324,13 @@ def test_the_paper_gpu_plan_prints_its_three_scenarios():
     assert total == pytest.approx(hours[0], abs=0.1)
     assert hours[0] > 2 * hours[1] > 8 * hours[2] and "PROJECTED" in lines[at + 3]
     assert "d_read.json (NVIDIA H200, 2026-11-27 16:27; torch 2.11.0, transformers 5.17.0)" in lines[at + 4]
+
+
+def test_the_gpu_plans_json_holds_its_scenarios(tmp_path):
+    out = tmp_path / "plan.json"
+    plan_command(str(TINY), overrides=["gpus=1"], as_json=str(out))
+    got = json.loads(out.read_text())
+    assert set(got["gpu_scenarios"]) == {"eager", "eager_k", "graphs_k"} and got["task_rates"] == {}
+    assert got["gpu_scenarios"]["graphs_k"]["measured"] is False
+    total = sum(ln["hours"] for ln in got["lines"])
+    assert got["gpu_scenarios"]["eager"]["hours"] == pytest.approx(total)

@@ -366,7 +366,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
             """(seconds per training sequence at these batch sizes (a CPU plan's), per predicted sequence)."""
             return (mean_train_s_per_seq(_a, _m, batches, _n) if device == "cpu" else 0.0), _p
 
-        if rates_used is not None:
+        if rates_used is not None and device == "cpu":   # a GPU plan's training: steps (details["step_jobs"])
             rates_used[tid] = task_rate(rows, anchor, tcfg, training, grid)
         policy = grid["policy"]
         test_all = sum(p["test_inputs"] for p in per.values())
@@ -643,8 +643,11 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     if calibration:
         rest, said = calib.run_rest(path, overrides, calibration["figures"], {ln.rule for ln in lines})
         notes.append(said)
+    scenarios = None
     if device == "cuda":
-        notes += steps_mod.scenario_lines(details["step_jobs"], steps_mod.measured_steps(), config)
+        step_rows = steps_mod.measured_steps()
+        notes += steps_mod.scenario_lines(details["step_jobs"], step_rows, config)
+        scenarios = steps_mod.scenario_hours(details["step_jobs"], step_rows, steps_mod.scenario_k(config))
     rows = slurm_rows(details["runs"], jobs, profile)
     k = int(config["gpu_jobs"]) if device == "cuda" else 1
     shared = (f"with gpu_jobs {k} jobs sharing a GPU, s/job and longest are x {k} / the GPU's speedup" if k > 1
@@ -658,7 +661,8 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
 
         write_json({"device": device, "source": source, "rates": rates, "calibration": calibration,
                     "no_bf16_factor": spread, "disk": disk, "iid_sizes": iid_used,
-                    "task_rates": rates_used, "notes": notes, "sizes": details["sizes"], "job_kinds": rows,
+                    "task_rates": rates_used, "gpu_scenarios": scenarios, "notes": notes, "sizes": details["sizes"],
+                    "job_kinds": rows,
                     "jobs": [dict(j.__dict__, seconds=j.seconds) for j in jobs], "wall_clock": tail,
                     "lines": [dict(ln.__dict__) for ln in lines]}, as_json)
     return text

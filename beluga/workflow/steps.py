@@ -313,6 +313,11 @@ def config_scenario(config: dict) -> str:
     return "eager_k" if int(config["gpu_jobs"]) > 1 else "eager"
 
 
+def scenario_k(config: dict) -> int:
+    """K of the K-jobs scenarios: the configuration's ``gpu_jobs`` where above 1, else :data:`DEFAULT_K`."""
+    return int(config["gpu_jobs"]) if int(config["gpu_jobs"]) > 1 else DEFAULT_K
+
+
 def scenario_hours(jobs: list[StepJob], rows: list[StepRow], k: int, gpu: str = PLAN_GPU) -> dict[str, dict]:
     """GPU-hours of the three scenarios (:data:`SCENARIOS`; ``k`` jobs per GPU in the K scenarios): per scenario
     ``hours``, ``train_hours`` and ``measured`` (every rate it takes measured)."""
@@ -333,7 +338,7 @@ def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: 
     """The GPU plan's three scenarios (K: the configuration's ``gpu_jobs`` where above 1, else :data:`DEFAULT_K`):
     GPU-hours of each and where each rate comes from (measured: file, machine, date, versions; or estimated /
     projected), and which one the configuration runs (the plan's table)."""
-    k = int(config["gpu_jobs"]) if int(config["gpu_jobs"]) > 1 else DEFAULT_K
+    k = scenario_k(config)
     runs_as = config_scenario(config)
     hours = scenario_hours(jobs, rows, k, gpu)
     steps = sum(j.seeds * j.steps for j in jobs)
