@@ -2,7 +2,7 @@
 
 GPU-seconds of a job = its optimizer steps x the time of one step (model, rows a step, padded length, method)
 + its prediction + a fixed cost, over the GPU's aggregate factor when K jobs share it. Three scenarios
-(:data:`SCENARIOS`), each a per-step time and a factor:
+(:data:`GPU_SCENARIOS`), each a per-step time and a factor:
 
 - ``eager``: one job per GPU, today's loop. The step is host-bound (kernel launches, Python), so it is the measured
   step of the row with the model's layers (:func:`measured_steps`: the GPU session's files, benchmarks/gpu/),
@@ -26,6 +26,7 @@ from pathlib import Path
 from statistics import NormalDist
 
 from beluga.core.errors import ConfigError
+from beluga.model.compiling import BUCKET  # the graphed loop pads a batch to a multiple of it
 from beluga.workflow.cost import BENCHMARKS, model_size
 
 #: the GPU session's files (scripts/gpu_session.sh): the measured steps the plan reads
@@ -41,8 +42,6 @@ LENGTHS = {"sent": (13.0, None, None), "para": (30.5, 75.0, 0.99), "read": (175.
 DEFAULT_LENGTH = (35.0, None, None)
 #: the spread (log-normal sigma) where a distribution gives only its mean: QQP's
 DEFAULT_SIGMA = 0.43
-#: the graphed loop pads a batch to a multiple of this many tokens (one graph per rows x bucket)
-BUCKET = 16
 #: the training loop sorts pools of this many batches by length (``training.batching: project``)
 POOL_BATCHES = 8
 
@@ -60,7 +59,7 @@ PLAN_GPU = "H100"
 #: K of the K-jobs scenarios where the configuration's ``gpu_jobs`` is 1: the K the GPU session measured
 DEFAULT_K = 2
 
-SCENARIOS = {"eager": "eager, one job per GPU (today's loop)", "eager_k": "eager, {k} jobs per GPU",
+GPU_SCENARIOS = {"eager": "eager, one job per GPU (today's loop)", "eager_k": "eager, {k} jobs per GPU",
              "graphs_k": "whole-step CUDA graphs, {k} jobs per GPU"}
 
 
@@ -300,7 +299,7 @@ def job_parts(job: StepJob, rows: list[StepRow], k: int, scenario: str, gpu: str
         return job.fixed_s, max(steps * eager, steps * floor * factor), job.predict_s, factor
     if scenario == "graphs_k":
         return job.fixed_s, steps * floor * max(1, k), job.predict_s, float(max(1, k))
-    raise ValueError(f"scenario {scenario!r}: one of {', '.join(SCENARIOS)}")
+    raise ValueError(f"scenario {scenario!r}: one of {', '.join(GPU_SCENARIOS)}")
 
 
 def config_scenario(config: dict) -> str:
@@ -319,12 +318,12 @@ def scenario_k(config: dict) -> int:
 
 
 def scenario_hours(jobs: list[StepJob], rows: list[StepRow], k: int, gpu: str = PLAN_GPU) -> dict[str, dict]:
-    """GPU-hours of the three scenarios (:data:`SCENARIOS`; ``k`` jobs per GPU in the K scenarios): per scenario
+    """GPU-hours of the three scenarios (:data:`GPU_SCENARIOS`; ``k`` jobs per GPU in the K scenarios): per scenario
     ``hours``, ``train_hours`` and ``measured`` (every rate it takes measured)."""
-    out = {s: {"hours": 0.0, "train_hours": 0.0, "measured": s != "graphs_k"} for s in SCENARIOS}
+    out = {s: {"hours": 0.0, "train_hours": 0.0, "measured": s != "graphs_k"} for s in GPU_SCENARIOS}
     for j in jobs:
         measured = step_times(j, rows, gpu)[2]
-        for s in SCENARIOS:
+        for s in GPU_SCENARIOS:
             fixed, train, predict, speedup = job_parts(j, rows, k, s, gpu)
             out[s]["hours"] += j.seeds * (fixed + train + predict) / speedup / 3600
             out[s]["train_hours"] += j.seeds * train / speedup / 3600
@@ -350,7 +349,7 @@ def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: 
     out = [f"GPU scenarios ({steps:,.0f} optimizer steps; a step's rows and padded length from the data's token "
            f"lengths, the paper's data's as published ({lengths} tokens: steps.py LENGTHS); the floor on an {gpu}, "
            "the eager steps as measured: host-bound, hardly the GPU's):"]
-    for s, words in SCENARIOS.items():
+    for s, words in GPU_SCENARIOS.items():
         h = hours[s]
         how = {"eager": "measured" if h["measured"] else "measured where the model and batch were, else ESTIMATED "
                         "(scaled by layers)",
