@@ -179,17 +179,24 @@ def test_dependencies_of_a_fold_job():
     assert deps[2] == (("trial", "iid_to_t", "lp_ft"), (("iid",), ("fold", "iid_to_t", "lp")))   # from LP's model
 
 
-def test_jobs_sharing_a_gpu_take_longer_each_and_fill_more_slots():
-    rates = {**REFERENCE["cuda"], "jobs_per_gpu": 4, "train_seq_per_s_per_gpu": 3 * 358.0}
+def test_jobs_sharing_a_gpu_take_longer_each_and_fill_more_slots(tmp_path, monkeypatch):
+    from beluga.workflow import steps
+
+    # a constructed GPU measurement: BERT-base's eager step at batch 16, 2 jobs 3x one job's sequences / s
+    (tmp_path / "m.json").write_text(json.dumps({
+        "model": "bert-base", "batch_size": 16, "partial": {"base": {"variants": {
+            "host_hygiene": {"steps_per_s": 20.0, "seq_per_s": 100.0}, "jobs_2": {"jobs": 2, "seq_per_s": 300.0}}}}}))
+    monkeypatch.setattr(steps, "GPU_BENCHMARKS", tmp_path)
+    rates = REFERENCE["cuda"]
     walls = {}
-    for k in (1, 4):
+    for k in (1, 2):
         config = load_config(str(TINY), ["gpus=1", f"gpu_jobs={k}"])
         details: dict = {}
         lines = plan(config, rates, details=details)
         walls[k] = {(j.rule, j.configuration): j.wall for j in details["jobs"]}
         gpu_s = sum(ln.hours for ln in lines) * 3600
         assert sum(j.wall * j.count for j in details["jobs"]) / k == pytest.approx(gpu_s)
-    assert all(walls[4][key] == pytest.approx(w * 4 / 3) for key, w in walls[1].items())
+    assert all(walls[2][key] == pytest.approx(w * 2 / 3) for key, w in walls[1].items())
     text = plan_command(str(TINY), overrides=["gpus=1", "gpu_jobs=4"], gpus=[2])
     assert "  on 2 GPUs: about " in text and "8 job(s) at once (2 x gpu_jobs 4 / gpus 1 per job)" in text
 

@@ -26,10 +26,11 @@ sequence, the measured compute times the model's per-token cost
 (non-embedding parameters plus attention: :func:`relative_cost`; sizes from
 :func:`model_size`) times the length. READ trains at its own row where the
 table has one (``throughput.<device>.read``: :data:`READ_ROW`), else it is
-scaled from the reference row and flagged as an estimate. With
-``gpu_jobs: K`` jobs sharing a GPU, GPU-hours are the jobs' seconds over the
-GPU's speedup with K jobs (the table's aggregate ``train_seq_per_s_per_gpu``
-at ``jobs_per_gpu`` over one job's rate: :func:`gpu_speedup`). An empty or
+scaled from the reference row and flagged as an estimate. A GPU plan
+(``gpus: N``) takes from the table only the prediction rate, the fixed
+seconds and the methods' costs: it prices training by optimizer steps
+(:mod:`beluga.workflow.steps`: the GPU session's measured steps, the floor
+model, K jobs per GPU). An empty or
 missing ``method_cost`` keeps the reference's factors. The plan's rate lines
 (:func:`rate_lines`) name the source (file, machine, date) of every rate and
 mark the estimates.
@@ -56,7 +57,8 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 #: Reference throughput (sequences / s of one job at its model size and length,
 #: fixed seconds per job, method cost per epoch relative to vanilla), measured by
-#: scripts/benchmark.py on the machines named; used when no benchmark JSON is given.
+#: scripts/benchmark.py on the machines named; used when no benchmark JSON is given. A GPU plan takes only the
+#: prediction rate, the fixed seconds and the methods' costs of the CUDA row.
 REFERENCE = {
     "cpu": {"machine": "AMD EPYC Zen 4 (AVX-512, native bf16), 1 thread per job, bf16 + fused AdamW; "
                        "measured 2026-11-23",
@@ -64,18 +66,14 @@ REFERENCE = {
             "train_seq_per_s": 100.0, "predict_seq_per_s": 363.0, "fixed_s_per_job": 3.9,
             "method_cost": {"vanilla": 1.0, "l2": 0.98, "dropout": 1.04, "lp": 0.38, "lp_ft": 0.94, "irm": 0.90,
                             "group_dro": 0.98, "fish": 0.93}},
+    # CUDA: the prediction rate, a job's fixed seconds and the methods' costs (a GPU plan prices training by
+    # optimizer steps: beluga/workflow/steps.py, from the GPU session's files)
     "cuda": {"machine": "NVIDIA H100 80GB, BERT-base size at 128 tokens, batch 16, bf16 + fused AdamW + TF32; "
                         "measured 2026-11-23 (host-bound at this batch size; the versions were not recorded)",
-             "ref_size": [12, 768, 3072], "ref_length": 128, "batch_size": 16, "step_overhead_share": 0.9,
+             "ref_size": [12, 768, 3072], "ref_length": 128, "batch_size": 16,
              "train_seq_per_s": 358.0, "predict_seq_per_s": 3660.0, "fixed_s_per_job": 16.9,
              "method_cost": {"vanilla": 1.0, "l2": 1.18, "dropout": 1.14, "lp": 0.51, "lp_ft": 1.24, "irm": 1.41,
-                             "group_dro": 1.04, "fish": 0.93},
-             # READ's own row: BERT-large size, 384-token windows, batch 3, the span loss, host hygiene, one job
-             # (scripts/gpu_session.sh stage d_read; 60 timed steps, median of 2 rounds): 30.4 questions/s,
-             # 3.03 windows a step of 3 questions (30.7 windows/s)
-             "read": {"model": "bert-large", "max_length": 384, "batch_size": 3, "train_seq_per_s": 30.4,
-                      "machine": "NVIDIA H200, torch 2.11.0+cu130, transformers 5.17.0, bf16 + fused AdamW + TF32; "
-                                 "measured 2026-11-27 (benchmarks/gpu/2026-11-27-h200-d_read.json)"}},
+                             "group_dro": 1.04, "fish": 0.93}},
 }
 
 #: Cost per epoch relative to vanilla of methods the reference figures were not measured for: ESTIMATES, not
@@ -84,17 +82,15 @@ REFERENCE = {
 #: FLOPs at r = 8); its backward pass computes the activations' gradients but no gradient of the frozen base
 #: weights, about half of full fine-tuning's backward (which costs about two forward passes), and AdamW updates
 #: the adapters and the head only: (1 + 1) / (1 + 2) = 0.67 of a compute-bound step (CPU). The CUDA reference
-#: step is host-bound (STEP_OVERHEAD_SHARE), so the saved FLOPs save no time there: 1.0.
+#: step is host-bound (beluga/workflow/steps.py: the measured eager step), so the saved FLOPs save no time there: 1.0.
 ESTIMATED_METHOD_COST = {"cpu": {"lora": 0.67}, "cuda": {"lora": 1.0}}
 ESTIMATED = "an ESTIMATE (cost.py ESTIMATED_METHOD_COST), not measured"
 
-#: Share of the reference training step that does not grow with the batch or the sequence length (kernel
-#: launches, the optimizer step, host work), where the throughput table gives none: an estimate, not a
-#: measurement. CUDA: the benchmark's BERT-base step at batch 16 is host-bound (model FLOP utilisation 0.4%,
-#: bf16 + fused AdamW no faster than fp32: 0.97x; its 2,048 tokens are about 1e12 FLOPs, 3.5 ms at 30% of an
-#: H100's dense bf16 peak, of a 44.7 ms step), so at least 0.9. CPU: one thread is compute-bound (bf16 2.5x
-#: fp32), the fused AdamW step over MiniLM's 22M weights a small part. See :func:`train_s_per_seq`.
-STEP_OVERHEAD_SHARE = {"cpu": 0.15, "cuda": 0.9}
+#: Share of the reference training step of a CPU plan that does not grow with the batch or the sequence length
+#: (the optimizer step, host work), where the throughput table gives none: an estimate, not a measurement. One
+#: thread is compute-bound (bf16 2.5x fp32), the fused AdamW step over MiniLM's 22M weights a small part. See
+#: :func:`train_s_per_seq`. (A GPU plan prices optimizer steps: :mod:`beluga.workflow.steps`.)
+STEP_OVERHEAD_SHARE = {"cpu": 0.15}
 
 #: (layers, hidden, intermediate) of known model names; local folders are read from config.json
 KNOWN_SIZES = {
@@ -204,24 +200,6 @@ def mean_train_s_per_seq(anchor: Anchor, spec: str, batches, length: int) -> flo
     return sum(train_s_per_seq(anchor, spec, b, length) for b in batches) / len(batches)
 
 
-def gpu_speedup(anchor: Anchor, jobs: int) -> tuple[float, str, bool]:
-    """(throughput of one GPU running ``jobs`` jobs at once over one job's alone, in words, measured): the
-    table's aggregate per-GPU rate at its ``jobs_per_gpu`` where ``jobs`` is that number; below it, linear in
-    the jobs between 1 and the measured gain; above it, the measured gain (the GPU saturated); without a
-    measurement, no gain (each job takes 1 / K of the GPU's time for K times as long)."""
-    if jobs <= 1:
-        return 1.0, "one job per GPU", True
-    if not anchor.jobs or not anchor.rate_per_gpu:
-        return 1.0, f"{jobs} jobs per GPU, no gain assumed (the table has no jobs_per_gpu measurement)", False
-    gain = float(anchor.rate_per_gpu) / anchor.rate
-    k = int(anchor.jobs)
-    if jobs == k:
-        return gain, f"{jobs} jobs per GPU: {anchor.rate_per_gpu:,.1f} seq/s per GPU, measured", True
-    est = gain if jobs > k else 1.0 + (gain - 1.0) * (jobs - 1) / max(1, k - 1)
-    return est, (f"{jobs} jobs per GPU, estimated from the measured {k} jobs ({anchor.rate_per_gpu:,.1f} seq/s "
-                 f"per GPU, {gain:.2f}x one job)"), False
-
-
 def value_kind(value) -> str:
     """A YAML / JSON value's kind in words (list, string, number, boolean, ...)."""
     return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value),
@@ -248,24 +226,22 @@ def predict_s_per_seq(anchor: Anchor, reference: Anchor, spec: str, length: int)
     return relative_cost(spec, length, a.size, a.length) / float(a.predict_rate)
 
 
-def task_rate(rows: dict, anchor: Anchor, tcfg: dict, training: dict, grid: dict, k_jobs: int) -> dict:
-    """What the plan counts for a task's training: its model, length and batch sizes, the rate of one job at
+def task_rate(rows: dict, anchor: Anchor, tcfg: dict, training: dict, grid: dict) -> dict:
+    """What a CPU plan counts for a task's training: its model, length and batch sizes, the rate of one job at
     the fold stage's batch size (:func:`train_s_per_seq`), which row it is scaled from and whether that is
-    READ's own measurement, and the GPU sharing (:func:`gpu_speedup`)."""
+    READ's own measurement."""
     from beluga.workflow.dag import method_grid
 
     model, length = str(tcfg["model"]), int(training["max_length"])
     batch = training["suite"]["batch_size"]
     batches = sorted({*batches_estimate(training["suite"], method_grid(grid, "vanilla")), batch})
-    speedup, sharing, measured = gpu_speedup(anchor, k_jobs)
     own = anchor.name == READ_ROW
     return {"model": model, "max_length": length, "batch_size": batch, "batches": batches,
             "train_seq_per_s": 1.0 / train_s_per_seq(anchor, model, batch, length),
             "by_batch": {b: 1.0 / train_s_per_seq(anchor, model, b, length) for b in batches},
             "row": anchor.name, "type": tcfg["type"],
             "measured": own and (anchor.size, anchor.length, anchor.batch) == (model_size(model), length, batch),
-            "estimated_read": tcfg["type"] == "read" and not own,
-            "speedup": speedup, "sharing": sharing, "sharing_measured": measured}
+            "estimated_read": tcfg["type"] == "read" and not own}
 
 
 def iid_sizes(iid_cfg: dict, found: dict[str, int], assume_paper_data: bool = True) -> tuple[dict[str, int], str]:
@@ -503,16 +479,21 @@ def rate_lines(config: dict, rates: dict, rates_used: dict, device: str) -> list
     estimated = [m for m in ESTIMATED_METHOD_COST[device]   # the estimates of the methods the run trains
                  if m not in rates.get("method_cost", {}) and m in config.get("methods", ())]
     batch = "batch size not given: no batch scaling" if ref.batch is None else f"batch {ref.batch}"
+    at = " at the same size and length" if device == "cpu" else f", {_size_name(ref.size)} at {ref.length} tokens"
+    common = [f"  prediction: {ref.predict_rate:,.1f} seq/s{at} -- {src('predict_seq_per_s')}",
+              f"  fixed seconds per job: {rates['fixed_s_per_job']:,.1f} -- {src('fixed_s_per_job')}",
+              "  method cost per epoch vs vanilla: " + ", ".join(f"{m} {v:.2f}" for m, v in
+                                                               rates.get("method_cost", {}).items() if m != "vanilla")
+              + f" -- {src('method_cost')}"
+              + "".join(f"; {m} {ESTIMATED_METHOD_COST[device][m]:.2f} -- {ESTIMATED}" for m in estimated)]
+    if device == "cuda":   # training: optimizer steps (beluga/workflow/steps.py: the plan's GPU scenarios)
+        return ["rates (and where each comes from):", *common,
+                "  training: optimizer steps x the step of the scenario the configuration runs (GPU scenarios "
+                "below; a throughput table's training rates are not used by a GPU plan)",
+                "measurements:", *[f"  {label} {text}" for text, label in labels.items()]]
     out = ["rates (and where each comes from):",
            f"  training, one job: {ref.rate:,.1f} seq/s, {_size_name(ref.size)} at {ref.length} tokens, {batch} "
-           f"-- {src('train_seq_per_s')}",
-           f"  prediction: {ref.predict_rate:,.1f} seq/s at the same size and length -- "
-           f"{src('predict_seq_per_s')}",
-           f"  fixed seconds per job: {rates['fixed_s_per_job']:,.1f} -- {src('fixed_s_per_job')}",
-           "  method cost per epoch vs vanilla: " + ", ".join(f"{m} {v:.2f}" for m, v in
-                                                            rates.get("method_cost", {}).items() if m != "vanilla")
-           + f" -- {src('method_cost')}"
-           + "".join(f"; {m} {ESTIMATED_METHOD_COST[device][m]:.2f} -- {ESTIMATED}" for m in estimated),
+           f"-- {src('train_seq_per_s')}", *common,
            f"  step model: step = overhead + batch x per-sequence compute; overhead {ref.overhead_share:.0%} of the "
            f"measured step (x the model's layers over the row's), compute x per-token FLOPs and attention x length "
            f"(relative_cost) -- overhead share: {src('step_overhead_share', 'assumed')}"]
@@ -534,28 +515,6 @@ def rate_lines(config: dict, rates: dict, rates_used: dict, device: str) -> list
         else:
             how = "scaled from the reference row by the step model"
         out.append(f"  {tid}: {u['model']} at {u['max_length']} tokens: {by} seq/s per job -- {how}")
-    if device == "cuda":
-        k = int(config.get("gpu_jobs", 1))
-        u = next(iter(rates_used.values()), None)
-        sharing = u["sharing"] if u else f"{k} job(s) per GPU"
-        best = [a for a in rows.values() if a.jobs and a.rate_per_gpu]
-        if best:
-            a = best[0]
-            gain = a.rate_per_gpu / a.rate
-            speed = u["speedup"] if u else 1.0
-            util = (f"utilisation: {speed / gain:.0%} of the best measured per-GPU training throughput "
-                    f"({a.jobs} jobs per GPU: {a.rate_per_gpu:,.1f} seq/s, {gain:.2f}x one job's)")
-        else:
-            util = ("utilisation: not measured (the table has no jobs_per_gpu / train_seq_per_s_per_gpu: "
-                    "scripts/benchmark.py --variants on a GPU)")
-        mfu = rates.get("mfu")
-        if mfu is not None:
-            util += f"; model FLOP utilisation of the measured step {mfu:.1%}"
-        out.append(f"jobs per GPU: {k} (gpu_jobs: {k}, gpus: {config['gpus']} per job); {sharing}; GPU time = "
-                   f"job-seconds x gpus / the GPU's speedup with {k} job(s) ({u['speedup'] if u else 1.0:.2f}); "
-                   + util)
-    else:
-        out.append(f"CPU jobs: job_threads {config['job_threads']} core(s) each; core time = job-seconds x "
-                   "job_threads")
+    out.append(f"CPU jobs: job_threads {config['job_threads']} core(s) each; core time = job-seconds x job_threads")
     out += ["measurements:"] + [f"  {label} {text}" for text, label in labels.items()]
     return out

@@ -7,10 +7,10 @@ inputs of the functionalities a fold is scored on, the i.i.d. test set;
 trials: T_val of the training functionalities), and estimates core-hours
 (CPU jobs) or GPU-hours (``gpus: N``) by the cost model of
 :mod:`beluga.workflow.cost` (a throughput table scaled to each job's model,
-length and batch size; where each rate comes from). It is an estimate: real
-sequences are often shorter than ``max_length`` (the plan assumes full
-length), READ contexts longer than ``max_length`` make several windows (the
-plan counts one, except at READ's own measured rate, which is per question),
+length and batch size; where each rate comes from; a GPU plan: optimizer steps
+at real lengths, :mod:`beluga.workflow.steps`). It is an estimate: a CPU plan
+counts every sequence at ``max_length`` (real sequences are often shorter) and
+READ's contexts as one window, a GPU plan the published length distributions,
 and the selected number of epochs is unknown before selection (the plan uses
 the mean of the grid's values; batch sizes: each grid value's cost, averaged).
 The i.i.d. sizes are the paper's for a paper source (``--assume-paper-data``,
@@ -40,6 +40,7 @@ from beluga.core.tasks import get_task_type
 from beluga.train.settings import job_hparams
 from beluga.workflow import calibrate as calib
 from beluga.workflow import runs
+from beluga.workflow import steps as steps_mod
 from beluga.workflow.calibrate import REPO
 from beluga.workflow.config import CONFIG_SCHEMA, checked_runs, validate_config  # noqa: F401 (CONFIG_SCHEMA: the plan's schema)
 from beluga.workflow.cost import (
@@ -50,7 +51,6 @@ from beluga.workflow.cost import (
     anchors,
     batches_estimate,
     file_text,
-    gpu_speedup,
     iid_sizes,
     mean_train_s_per_seq,
     model_size,
@@ -73,6 +73,7 @@ from beluga.workflow.schedule import (
     time_unit,
     wall_clock_lines,
 )
+from beluga.workflow.steps import n_parameters
 
 
 @dataclass
@@ -286,11 +287,12 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     ``details``, a dict, receives ``runs`` (the Runs), ``jobs`` (one :class:`~beluga.workflow.schedule.PlannedJob` per
     job and its seeds) and ``sizes`` (task -> the suite, i.i.d. and OOD sizes counted, where from).
 
-    A job's seconds: the table's fixed seconds + training sequences x :func:`train_s_per_seq` (its model,
-    length and batch; the method's cost per epoch) + predicted sequences x the prediction rate scaled by
-    :func:`~beluga.workflow.cost.relative_cost`. GPU-hours: the seconds of every job x ``gpus`` /
-    :func:`gpu_speedup` (``gpu_jobs`` jobs sharing a GPU: the GPU's aggregate rate); core-hours: x
-    ``job_threads``."""
+    A job's seconds: the table's fixed seconds + its training + predicted sequences x the prediction rate scaled
+    by :func:`~beluga.workflow.cost.relative_cost`. Training on CPUs: its sequences x :func:`train_s_per_seq`
+    (its model, length and batch; the method's cost per epoch); core-hours: the seconds x ``job_threads``. On
+    GPUs: its optimizer steps x the step of the configuration's scenario (:func:`beluga.workflow.steps.job_parts`;
+    ``details["step_jobs"]`` receives every job's :class:`~beluga.workflow.steps.StepJob`, the three scenarios'
+    count); GPU-hours: the seconds x ``gpus`` / the GPU's aggregate factor with ``gpu_jobs`` jobs."""
     from beluga.suites import folds as folds_mod
     from beluga.suites.folds import configuration
     from beluga.workflow.dag import grid_points, method_grid
@@ -302,26 +304,38 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     device = "cuda" if int(config["gpus"]) > 0 else "cpu"
     rows = anchors(rates, device)
     k_jobs = int(config.get("gpu_jobs", 1)) if device == "cuda" else 1
+    # a GPU plan: the measured steps (benchmarks/gpu/) and the scenario the configuration runs (steps.py)
+    step_rows, scenario = (steps_mod.measured_steps(), steps_mod.config_scenario(config)) if device == "cuda" \
+        else ([], None)
     per_job = max(1, int(config["gpus"]) or int(config["job_threads"]))
+    shapes: dict[str, tuple] = {}   # task -> (model size, type, max_length, batching): the GPU scenarios'
     if details is not None:
-        details.update(runs=the_runs, jobs=[], sizes={}, published=[])
+        details.update(runs=the_runs, jobs=[], sizes={}, published=[], step_jobs=[])
 
-    def add(rule, conf, method, task, train_seqs, predict_seqs, cost, factor=1.0):
-        """One job per training seed: ``cost`` = (seconds per training sequence, per predicted sequence, the
-        GPU's speedup with ``gpu_jobs`` jobs); ``factor``: the method's training cost per sequence relative to
-        vanilla."""
-        train_s, predict_s, speedup = cost
+    def add(rule, conf, method, task, train_seqs, predict_seqs, cost, factor=1.0, steps=None):
+        """One job per training seed: ``cost`` = (seconds per training sequence on a CPU, per predicted
+        sequence); ``factor``: the method's training cost per sequence (a step) relative to vanilla; ``steps``:
+        (training items an epoch, epochs, the batch sizes it may be given), its optimizer
+        steps (a GPU plan's scenarios: :func:`beluga.workflow.steps.job_steps`)."""
+        train_s, predict_s = cost
         line = lines.setdefault((rule, conf, method), Line(rule, conf, method))
         line.jobs += n_seeds
         line.train_seqs += n_seeds * train_seqs
         line.predict_seqs += n_seeds * predict_seqs
-        secs = rates["fixed_s_per_job"] + train_seqs * train_s * factor + predict_seqs * predict_s
-        hours = n_seeds * secs * per_job / speedup / 3600
+        if device == "cuda":   # optimizer steps x the step of the configuration's scenario
+            job = steps_mod.StepJob(shapes[task], n_seeds, steps_mod.job_steps(*steps) if train_seqs else 0.0,
+                                    list(steps[2]) if train_seqs else [], factor, predict_seqs * predict_s,
+                                    rates["fixed_s_per_job"])
+            *parts, speedup = steps_mod.job_parts(job, step_rows, k_jobs, scenario)
+            if details is not None:
+                details["step_jobs"].append(job)
+        else:
+            parts, speedup = (rates["fixed_s_per_job"], train_seqs * train_s * factor, predict_seqs * predict_s), 1.0
+        hours = n_seeds * sum(parts) * per_job / speedup / 3600
         line.hours += hours
         line.task_hours[task] = line.task_hours.get(task, 0.0) + hours
         line.task_jobs[task] = line.task_jobs.get(task, 0) + n_seeds
         if details is not None:
-            parts = (rates["fixed_s_per_job"], train_seqs * train_s * factor, predict_seqs * predict_s)
             details["jobs"].append(PlannedJob(rule, task, conf, method, n_seeds, *parts, sum(parts) * k_jobs / speedup))
 
     scope = config["predict"]["scope"]
@@ -330,6 +344,8 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     keep = bool(config["keep_models"])
     for tid, tcfg in config["tasks"].items():
         training = runs.task_training(config, tcfg)
+        shapes[tid] = (model_size(str(tcfg["model"])), tcfg["type"], int(training["max_length"]),
+                       training.get("batching", "project"))
         counts = task_counts(tcfg, config["split"], assume_paper_data, training.get("batching", "project"))
         if iid_used is not None:
             iid_used[tid] = counts["iid_used"]
@@ -345,17 +361,17 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
         grid = runs.task_selection(config, tcfg)
         anchor = rows[READ_ROW] if tcfg["type"] == "read" and READ_ROW in rows else rows["reference"]
         predict_s = predict_s_per_seq(anchor, rows["reference"], str(tcfg["model"]), length)
-        speedup = gpu_speedup(anchor, k_jobs)[0]
 
-        def cost(batches, _a=anchor, _m=str(tcfg["model"]), _n=length, _p=predict_s, _g=speedup):
-            """(seconds per training sequence at these batch sizes, per predicted sequence, the GPU's speedup)."""
-            return mean_train_s_per_seq(_a, _m, batches, _n), _p, _g
+        def cost(batches, _a=anchor, _m=str(tcfg["model"]), _n=length, _p=predict_s):
+            """(seconds per training sequence at these batch sizes (a CPU plan's), per predicted sequence)."""
+            return (mean_train_s_per_seq(_a, _m, batches, _n) if device == "cpu" else 0.0), _p
 
-        if rates_used is not None:
-            rates_used[tid] = task_rate(rows, anchor, tcfg, training, grid, k_jobs)
+        if rates_used is not None and device == "cpu":   # a GPU plan's training: steps (details["step_jobs"])
+            rates_used[tid] = task_rate(rows, anchor, tcfg, training, grid)
         policy = grid["policy"]
         test_all = sum(p["test_inputs"] for p in per.values())
-        add("train_iid", "iid", "vanilla", tid, iid["train"] * iid_stage["epochs"], 0, cost([iid_stage["batch_size"]]))
+        add("train_iid", "iid", "vanilla", tid, iid["train"] * iid_stage["epochs"], 0, cost([iid_stage["batch_size"]]),
+            steps=(iid["train"], iid_stage["epochs"], [iid_stage["batch_size"]]))
         n_ood = ood_size(tcfg)
         add("predict", "iid", "vanilla", tid, 0, test_all + iid["test"] + n_ood, cost([]))
         if not has_suite(tcfg):   # no folds, trials or inoculation (beluga.workflow.runs.check_suiteless)
@@ -375,7 +391,8 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
                 factor = float(method_cost.get(method, method_cost.get(selectors[method], 1.0)))
                 sel_grid = grids[selectors[method]]
                 epochs = _epochs_estimate(suite_stage, sel_grid if grid_points(sel_grid) else {})
-                fin_cost = cost(batches_estimate(suite_stage, sel_grid if grid_points(sel_grid) else {}))
+                fin_batches = batches_estimate(suite_stage, sel_grid if grid_points(sel_grid) else {})
+                fin_cost = cost(fin_batches)
                 epochs = float(job_hparams(method, hparams[method], {"epochs": epochs})["epochs"])
                 for f in folds:
                     train_f = folds_mod.training_functionalities(f, all_funcs)
@@ -387,12 +404,13 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
                     if f["partition"] == "seen" or config["predict"]["ood_models"] == "all":
                         pred += n_ood
                     if keep:   # a start method's model (LP for LP-FT) is predicted only when it is a method
-                        add("finetune_model", conf, method, tid, items * epochs, 0, fin_cost, factor)
+                        add("finetune_model", conf, method, tid, items * epochs, 0, fin_cost, factor,
+                            (items, epochs, fin_batches))
                         if method in config["methods"]:
                             add("predict", conf, method, tid, 0, pred, fin_cost)
                     else:   # a model another method starts from is also written (rule finetune_keep)
                         add("finetune_keep" if method in starts else "finetune", conf, method, tid,
-                            items * epochs, pred, fin_cost, factor)
+                            items * epochs, pred, fin_cost, factor, (items, epochs, fin_batches))
             for method, sel_grid in grids.items():   # trials of every method whose selection is used
                 factor = float(method_cost.get(method, 1.0))
                 points = grid_points(sel_grid)
@@ -404,8 +422,8 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
                         val = sum(per[x]["val_inputs"] for x in train_f)
                         for point in points.values():
                             ep = point.get("epochs", suite_stage["epochs"])
-                            add("trial", conf, method, tid, items * ep, val,
-                                cost([point.get("batch_size", suite_stage["batch_size"])]), factor)
+                            b = point.get("batch_size", suite_stage["batch_size"])
+                            add("trial", conf, method, tid, items * ep, val, cost([b]), factor, (items, ep, [b]))
         if inoc["enabled"] and tid in the_runs.inoc_units:
             ep = inoculation_epochs(inoc)
             for unit, spec in the_runs.inoc_units[tid].items():
@@ -435,26 +453,24 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
                     cases = int(dose) if dose in released else inoc_analysis.dose_size(dose, n_train)
                     for _lr in the_runs.inoc_lrs[tid]:
                         add("inoculate", "iid_to_t", "vanilla", tid, cases * seqs_per_case * ep,
-                            iid["val"] * ep + test_all + iid["test"] + extra, cost([suite_stage["batch_size"]]))
+                            iid["val"] * ep + test_all + iid["test"] + extra, cost([suite_stage["batch_size"]]),
+                            steps=(cases * seqs_per_case, ep, [suite_stage["batch_size"]]))
     if comb["enabled"]:
         n_cells = len(comb_analysis.CELLS) * int(comb["n_test"])   # every test input in its three cells
         ref = rows["reference"]
         for name, v in the_runs.comb_variants.items():
             model, n = str(v["model"]), int(v["max_length"])
-            cost = (train_s_per_seq(ref, model, v["training"].get("batch_size"), n),
-                    predict_s_per_seq(ref, ref, model, n), gpu_speedup(ref, k_jobs)[0])
+            shapes["combinational"] = (model_size(model), "sent", n, "project")
+            b = v["training"]["batch_size"]
+            cost = (train_s_per_seq(ref, model, b, n) if device == "cpu" else 0.0,
+                    predict_s_per_seq(ref, ref, model, n))
             ep = float(v["training"]["epochs"])
             evaluations = 1 + (math.ceil(ep) if comb["per_epoch"] else 0)
             for k in v["ks"]:   # the variant's own K values (default the block's)
                 add("combinational_train", name, "vanilla", "combinational",
-                    len(comb_analysis.TRAIN_CELLS) * int(k) * ep, evaluations * n_cells, cost)
+                    len(comb_analysis.TRAIN_CELLS) * int(k) * ep, evaluations * n_cells, cost,
+                    steps=(len(comb_analysis.TRAIN_CELLS) * int(k), ep, [b]))
     return list(lines.values())
-
-
-def n_parameters(spec: str) -> int:
-    """Parameters of a BERT-like model of ``spec``'s size (a 30,522-token vocabulary and 512 positions)."""
-    layers, h, i = model_size(spec)
-    return layers * (4 * h * h + 2 * h * i + 9 * h + i) + (30522 + 512 + 2) * h
 
 
 #: bytes per parameter of an epoch checkpoint (fp32 weights + AdamW's two moments) and of a saved model (fp32)
@@ -575,6 +591,9 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
         concurrent_jobs = 100 if device == "cuda" else max(1, (os.cpu_count() or 1) // int(config["job_threads"]))
     if concurrent_jobs < 1:
         raise ConfigError(f"--concurrent-jobs: must be positive, got {concurrent_jobs}")
+    if train_rate is not None and device == "cuda":
+        raise ConfigError("--train-rate: field 'gpus': a GPU plan prices training by optimizer steps (the GPU "
+                          "session's measured steps, benchmarks/gpu/); --train-rate is for a CPU plan")
     rates, source = throughput_table(throughput, device)
     rates = dict(rates, origin=dict(rates.get("origin", {})))
     given_here = "given on the command line"
@@ -624,6 +643,11 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     if calibration:
         rest, said = calib.run_rest(path, overrides, calibration["figures"], {ln.rule for ln in lines})
         notes.append(said)
+    scenarios = None
+    if device == "cuda":
+        step_rows = steps_mod.measured_steps()
+        notes += steps_mod.scenario_lines(details["step_jobs"], step_rows, config)
+        scenarios = steps_mod.scenario_hours(details["step_jobs"], step_rows, steps_mod.scenario_k(config))
     rows = slurm_rows(details["runs"], jobs, profile)
     k = int(config["gpu_jobs"]) if device == "cuda" else 1
     shared = (f"with gpu_jobs {k} jobs sharing a GPU, s/job and longest are x {k} / the GPU's speedup" if k > 1
@@ -637,7 +661,8 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
 
         write_json({"device": device, "source": source, "rates": rates, "calibration": calibration,
                     "no_bf16_factor": spread, "disk": disk, "iid_sizes": iid_used,
-                    "task_rates": rates_used, "notes": notes, "sizes": details["sizes"], "job_kinds": rows,
+                    "task_rates": rates_used, "gpu_scenarios": scenarios, "notes": notes, "sizes": details["sizes"],
+                    "job_kinds": rows,
                     "jobs": [dict(j.__dict__, seconds=j.seconds) for j in jobs], "wall_clock": tail,
                     "lines": [dict(ln.__dict__) for ln in lines]}, as_json)
     return text

@@ -2,9 +2,10 @@
 a machine's cores), the time each rule asks Slurm for, and the data sizes the plan counted.
 
 - A job's seconds (:class:`PlannedJob`): the throughput table's fixed per-process cost (interpreter, imports, model
-  load: ``fixed_s_per_job`` of :data:`beluga.workflow.cost.REFERENCE`, measured) + its training sequences at
-  its training rate + its predicted sequences at the prediction rate; with ``gpu_jobs: K`` jobs sharing a GPU
-  it runs K / speedup times as long (:func:`beluga.workflow.cost.gpu_speedup`).
+  load: ``fixed_s_per_job`` of :data:`beluga.workflow.cost.REFERENCE`, measured) + its training (a CPU job: its
+  sequences at its training rate; a GPU job: its optimizer steps x the step of the configuration's scenario,
+  :func:`beluga.workflow.steps.job_parts`) + its predicted sequences at the prediction rate; with ``gpu_jobs: K``
+  jobs sharing a GPU it runs K / speedup times as long (the GPU's aggregate factor with K jobs).
 - The wall-clock (:func:`wall_clock`): the jobs scheduled on ``slots`` job slots (N GPUs x ``gpu_jobs`` /
   ``gpus`` per job; on CPUs cores / ``job_threads``), longest first within each dependency level, a job
   waiting for every job of the groups it depends on (:func:`dependencies`: the IID model before what starts

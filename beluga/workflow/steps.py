@@ -1,0 +1,370 @@
+"""The GPU plan's cost of optimizer steps at real lengths (:mod:`beluga.workflow.plan`). Light: no torch.
+
+GPU-seconds of a job = its optimizer steps x the time of one step (model, rows a step, padded length, method)
++ its prediction + a fixed cost, over the GPU's aggregate factor when K jobs share it. Three scenarios
+(:data:`GPU_SCENARIOS`), each a per-step time and a factor:
+
+- ``eager``: one job per GPU, today's loop. The step is host-bound (kernel launches, Python), so it is the measured
+  step of the row with the model's layers (:func:`measured_steps`: the GPU session's files, benchmarks/gpu/),
+  scaled by layers for another model; never below the floor.
+- ``eager_k``: K jobs per GPU (``gpu_jobs``, else the K measured): the eager step over the measured aggregate
+  factor of K jobs (one GPU's sequences / s with K jobs over one job's), never below the floor.
+- ``graphs_k``: the whole step as CUDA graphs, K jobs: each step costs its GPU time, the floor
+  (:func:`floor_step_s`), PROJECTED until measured; the fixed cost and prediction are shared by the K jobs.
+
+The padded length of a batch comes from the data's token-length distribution (:func:`padded_length`): the
+stated figures of :data:`LENGTHS` (measured with bert-base-uncased's WordPiece tokenizer on the paper's data;
+not recomputed from the staged files), :data:`DEFAULT_LENGTH` for another task type.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import NormalDist
+
+from beluga.core.errors import ConfigError
+from beluga.model.compiling import BUCKET  # the graphed loop pads a batch to a multiple of it
+from beluga.workflow.cost import BENCHMARKS, model_size
+
+#: the GPU session's files (scripts/gpu_session.sh): the measured steps the plan reads
+GPU_BENCHMARKS = BENCHMARKS / "gpu"
+
+#: the token lengths of the paper's data (WordPiece, bert-base-uncased; a pair: both texts with their separators):
+#: (mean, a quantile, its probability). QQP pairs average 30.5 tokens, p99 75; SST-2 sentences 13 (p99 not
+#: recorded: the spread of QQP's assumed); SQuAD question + context 175, 1.7% over 384. A task's suite is counted
+#: at its i.i.d. source's distribution (the CheckList suites average 18 to 52 tokens: within these).
+LENGTHS = {"sent": (13.0, None, None), "para": (30.5, 75.0, 0.99), "read": (175.0, 384.0, 0.983)}
+#: the stated default distribution of a task type :data:`LENGTHS` does not name (NLI pairs, similarity classes,
+#: ...): a mean of 35 tokens, the middle of the suites' 18 to 52, at QQP's spread
+DEFAULT_LENGTH = (35.0, None, None)
+#: the spread (log-normal sigma) where a distribution gives only its mean: QQP's
+DEFAULT_SIGMA = 0.43
+#: the training loop sorts pools of this many batches by length (``training.batching: project``)
+POOL_BATCHES = 8
+
+#: the floor model of one step's GPU time: AdamW's traffic in bytes a parameter (fp32 weights, gradients and two
+#: moments read and written, bf16 copies) at this share of the memory bandwidth; the matrix products at this
+#: share of the dense bf16 peak; the small kernels (layer norm, dropout, softmax, adds) a layer. With these it gives
+#: 3.6 ms for the H200 session's BERT-base step (batch 16, 21.9 rows, 607 padded tokens), whose kernels measured
+#: 3.63 ms (benchmarks/gpu/2026-11-27-h200-a_eager.json, profile).
+OPTIMIZER_BYTES_PER_PARAM, BANDWIDTH_SHARE, MATMUL_SHARE, SMALL_KERNELS_S_PER_LAYER = 46, 0.8, 0.4, 1.5e-3 / 12
+#: (memory bandwidth bytes / s, dense bf16 FLOP / s) of the GPUs the plan prices (the vendors' data sheets)
+GPUS = {"H100": (3.35e12, 989e12), "H200": (4.8e12, 989e12)}
+#: the GPU the plan prices its GPU-hours on
+PLAN_GPU = "H100"
+
+#: K of the K-jobs scenarios where the configuration's ``gpu_jobs`` is 1: the K the GPU session measured
+DEFAULT_K = 2
+
+GPU_SCENARIOS = {"eager": "eager, one job per GPU (today's loop)", "eager_k": "eager, {k} jobs per GPU",
+             "graphs_k": "whole-step CUDA graphs, {k} jobs per GPU"}
+
+
+def n_parameters(spec) -> int:
+    """Parameters of a BERT-like model of ``spec``'s size (a name or (layers, hidden, intermediate); a 30,522-token
+    vocabulary and 512 positions)."""
+    layers, h, i = model_size(spec) if isinstance(spec, str) else spec
+    return layers * (4 * h * h + 2 * h * i + 9 * h + i) + (30522 + 512 + 2) * h
+
+
+def _sigma(mean: float, q: float | None, p: float | None) -> float:
+    """The log-normal sigma with this mean and quantile ``q`` at probability ``p``:
+    ln(q / mean) = z sigma - sigma^2 / 2."""
+    if q is None:
+        return DEFAULT_SIGMA
+    z, r = NormalDist().inv_cdf(p), math.log(q / mean)
+    return z - math.sqrt(z * z - 2 * r)
+
+
+def length_quantile(task_type: str, p: float) -> float:
+    """The token length at probability ``p`` of a task type's distribution (:data:`LENGTHS`, else
+    :data:`DEFAULT_LENGTH`; log-normal)."""
+    mean, q, prob = LENGTHS.get(task_type, DEFAULT_LENGTH)
+    s = _sigma(mean, q, prob)
+    return math.exp(math.log(mean) - s * s / 2 + s * NormalDist().inv_cdf(p))
+
+
+def padded_length(task_type: str, rows: int, max_length: int, batching: str = "project") -> float:
+    """Mean padded length of a batch of ``rows`` sequences: the longest of the batch, capped at ``max_length`` and
+    rounded up to :data:`BUCKET`. ``project`` batching sorts pools of :data:`POOL_BATCHES` batches by length, so
+    batch j of a pool ends at the (j + 1) rows-th of its pool's lengths; ``reference`` draws at random: the longest
+    of ``rows`` draws. The expected k-th of n draws is taken at probability k / (n + 1)."""
+    rows = max(1, int(rows))
+    n = rows * (POOL_BATCHES if batching == "project" else 1)
+    ends = [length_quantile(task_type, (j + 1) * rows / (n + 1)) for j in range(n // rows)]
+    return sum(min(max_length, BUCKET * math.ceil(e / BUCKET)) for e in ends) / len(ends)
+
+
+def windows_per_item(task_type: str, max_length: int) -> float:
+    """Rows a training item makes: READ's question + context longer than ``max_length`` makes a second window."""
+    if task_type != "read":
+        return 1.0
+    return 2.0 - NormalDist().cdf(_z(task_type, max_length))
+
+
+def _z(task_type: str, length: float) -> float:
+    mean, q, p = LENGTHS.get(task_type, DEFAULT_LENGTH)
+    s = _sigma(mean, q, p)
+    return (math.log(length) - (math.log(mean) - s * s / 2)) / s
+
+
+def floor_step_s(size, rows: float, length: float, gpu: str = PLAN_GPU) -> float:
+    """One step's GPU time by the floor model: AdamW's traffic over the memory bandwidth, the matrix products of
+    ``rows`` sequences of ``length`` tokens (forward and backward: 3 x 2 FLOPs a multiply-add; per-token weights and
+    attention) at :data:`MATMUL_SHARE` of the peak, and the small kernels."""
+    bandwidth, peak = GPUS[gpu]
+    layers, h, i = size
+    optimizer = OPTIMIZER_BYTES_PER_PARAM * n_parameters(size) / (BANDWIDTH_SHARE * bandwidth)
+    macs = rows * layers * length * (4 * h * h + 2 * h * i + 2 * length * h)
+    return optimizer + 6 * macs / (MATMUL_SHARE * peak) + SMALL_KERNELS_S_PER_LAYER * layers
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """A measured eager step: ``step_s`` seconds a step of a model of ``size`` at batch ``batch`` (one job), and
+    where measured, K jobs on one GPU: ``factors``, (K, their aggregate factor: the GPU's sequences / s over one
+    job's) by K."""
+    size: tuple
+    batch: int
+    step_s: float
+    source: str                      # file, machine, date, versions
+    factors: tuple = ()
+
+
+def _arg(argv: list, flag: str, default=None):
+    return argv[argv.index(flag) + 1] if flag in argv and argv.index(flag) + 1 < len(argv) else default
+
+
+def measured_steps(folder: Path | None = None) -> list[StepRow]:
+    """The eager steps measured by scripts/benchmark.py (``benchmark-*.json`` files of ``folder`` and the GPU
+    session's ``*.json``): per measured row (``partial.base``: ``model`` at ``batch_size``; ``partial.large``: the
+    ``--large-*`` arguments), the host-hygiene loop's step and, where measured, the aggregate factor of K jobs
+    (``jobs_K``). From the rounds (``elapsed_s`` of ``--steps`` timed steps; each of K jobs runs them): the fastest
+    round, as the first round in a process is cold (kernel choice, library set-up: up to 2.8x slower on the H200);
+    a file without rounds, its ``steps_per_s`` / ``seq_per_s``. A file that is not such a JSON is one line naming
+    it and the field."""
+    out = []
+    for p in sorted(Path(folder or GPU_BENCHMARKS).glob("*.json")):
+        what = f"GPU measurement {p}"
+        try:
+            bench = json.loads(p.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ConfigError(f"{what}: field '(top level)': not JSON ({e})") from None
+        if not isinstance(bench, dict) or not isinstance(bench.get("partial", {}), dict):
+            raise ConfigError(f"{what}: field 'partial': an object of measured rows is needed")
+        argv = [str(a) for a in bench.get("argv", [])]
+        n_steps = _arg(argv, "--steps", "0")
+        if not n_steps.isdigit():
+            raise ConfigError(f"{what}: field 'argv': --steps {n_steps!r} is not a number of steps")
+        n_steps = int(n_steps)
+        versions = ", ".join(f"{k} {v}" for k, v in sorted((bench.get("versions") or {}).items())
+                             if k in ("torch", "transformers"))
+        gpu = (bench.get("machine") or {}).get("cuda", "GPU not recorded")
+        for name, row in bench.get("partial", {}).items():
+            if name == "base":
+                model, batch = bench.get("model"), bench.get("batch_size")
+            elif name == "large":
+                model, batch = _arg(argv, "--large-model"), _arg(argv, "--large-batch-size")
+            else:
+                continue
+            variants, records = row.get("variants") or {}, row.get("records") or {}
+            hyg = variants.get("host_hygiene") or {}
+            one = _fastest(variants, records, "host_hygiene") if n_steps else None
+            if one:
+                step = one / n_steps
+            elif hyg.get("steps_per_s"):
+                step = 1.0 / float(hyg["steps_per_s"])
+            else:
+                continue
+            jobs = []
+            for key, v in sorted(variants.items()):
+                if not key.startswith("jobs_") or not v.get("jobs"):
+                    continue
+                k_round = _fastest(variants, records, key) if one else None
+                if k_round:
+                    jobs.append((int(v["jobs"]), int(v["jobs"]) * one / k_round))
+                elif v.get("seq_per_s") and hyg.get("seq_per_s"):
+                    jobs.append((int(v["jobs"]), float(v["seq_per_s"]) / float(hyg["seq_per_s"])))
+            if model is None or batch is None:
+                raise ConfigError(f"{what}: field 'partial.{name}': the model or batch size of the row is not "
+                                  "recorded")
+            jobs = tuple(sorted(jobs))
+            when = bench.get("when", "date not recorded")
+            source = f"{p.name} ({gpu}, {when}; {versions or 'versions not recorded'})"
+            out.append(StepRow(model_size(str(model)), int(batch), step, source, jobs))
+    return out
+
+
+def _fastest(variants: dict, records: dict, key: str) -> float | None:
+    """The fastest of a variant's timed rounds (seconds), or None where none is recorded."""
+    got = (variants.get(key) or {}).get("elapsed_s") or [r.get("elapsed_s") for r in records.get(key) or []]
+    got = [float(e) for e in got if isinstance(e, (int, float)) and not isinstance(e, bool) and e > 0]
+    return min(got) if got else None
+
+
+def eager_row(rows: list[StepRow], size) -> tuple[StepRow, bool]:
+    """(the measured row for a model of ``size``, whether it is the same model): the same size (of several, the
+    slowest step), else the one nearest in layers."""
+    if not rows:
+        raise ConfigError(f"GPU measurements {GPU_BENCHMARKS}: field '(files)': no measured eager step (the GPU "
+                          "session's files: scripts/gpu_session.sh)")
+    same = [r for r in rows if r.size == tuple(size)]
+    if same:   # several measurements of the model (other data): the slowest step
+        return max(same, key=lambda r: r.step_s), True
+    return min(rows, key=lambda r: abs(r.size[0] - size[0])), False
+
+
+def eager_step_s(rows: list[StepRow], size, batch: int, floor: float) -> tuple[float, bool]:
+    """(one job's eager step, measured): the row's for the same model (host-bound: the same at any batch and
+    length), else scaled by the layers (kernel launches grow with them); never below the floor."""
+    row, same = eager_row(rows, size)
+    step = row.step_s if same else row.step_s * size[0] / row.size[0]
+    return max(step, floor), same and row.batch == batch and step >= floor
+
+
+def aggregate_factor(rows: list[StepRow], k: int) -> tuple[float, str, bool]:
+    """(the GPU's throughput with ``k`` eager jobs over one job's, in words, measured), from the first row with K
+    jobs measured: the factor measured at ``k``; between measured K's (and 1 job, 1x), linear; above the largest,
+    its factor (the GPU saturated); none measured: 1 (no gain)."""
+    if k <= 1:
+        return 1.0, "one job", True
+    got = [r for r in rows if r.factors]
+    if not got:
+        return 1.0, f"{k} jobs, no gain assumed (no jobs-per-GPU measurement)", False
+    r = got[0]
+    points = dict(r.factors)
+    shown = ", ".join(f"{j} jobs {f:.2f}x" for j, f in r.factors)
+    if k in points:
+        return points[k], f"{k} jobs: {points[k]:.2f}x one job's sequences / s, measured ({r.source})", True
+    pts = [(1, 1.0), *r.factors]
+    if k > pts[-1][0]:
+        est = pts[-1][1]
+    else:
+        (k0, f0), (k1, f1) = next((a, b) for a, b in zip(pts, pts[1:]) if a[0] < k < b[0])
+        est = f0 + (f1 - f0) * (k - k0) / (k1 - k0)
+    return est, f"{k} jobs: {est:.2f}x, ESTIMATED from the measured ({shown}; {r.source})", False
+
+
+def job_steps(items: float, epochs: float, batches) -> float:
+    """A job's optimizer steps: ceil(epochs x ceil(items / batch)), as the training loop counts them
+    (:func:`beluga.train.loop.epoch_steps_total`), averaged over the batch sizes it may be given (a grid's)."""
+    batches = list(batches)
+    return sum(max(1, math.ceil(round(float(epochs) * math.ceil(items / int(b)), 9))) for b in batches) / len(batches)
+
+
+@dataclass
+class StepJob:
+    """What the GPU plan's scenarios count of a job (``seeds`` of it): its task's shape (model size, task type,
+    max_length, batching), its optimizer ``steps`` at the ``batches`` it may be given, its method's cost factor,
+    its prediction's and fixed seconds."""
+    shape: tuple
+    seeds: int
+    steps: float
+    batches: list
+    factor: float
+    predict_s: float
+    fixed_s: float
+
+
+def step_times(job: StepJob, rows: list[StepRow], gpu: str = PLAN_GPU) -> tuple[float, float, bool]:
+    """(the job's eager step, its floor step, whether the eager step is measured), each the mean over the batch
+    sizes it may be given: a batch of ``b`` items is ``b`` x :func:`windows_per_item` rows, padded to
+    :func:`padded_length`."""
+    size, ttype, max_length, batching = job.shape
+    eager = floor = 0.0
+    measured = True
+    for b in job.batches:
+        r = b * windows_per_item(ttype, max_length)
+        f = floor_step_s(size, r, padded_length(ttype, round(r), max_length, batching), gpu)
+        e, m = eager_step_s(rows, size, b, f)
+        eager, floor, measured = eager + e / len(job.batches), floor + f / len(job.batches), measured and m
+    return eager, floor, measured
+
+
+def job_parts(job: StepJob, rows: list[StepRow], k: int, scenario: str, gpu: str = PLAN_GPU) -> tuple:
+    """(fixed seconds, training seconds, prediction seconds, speedup) of one job in ``scenario`` with ``k`` jobs per
+    GPU (the K scenarios): the job's own seconds are the parts' sum x k / speedup, its GPU-seconds the sum /
+    speedup. ``eager``: steps x the eager step, speedup 1; ``eager_k``: the same over the aggregate factor, the
+    training never below the floor's GPU time; ``graphs_k``: each step the floor's GPU time, the K jobs filling
+    the GPU (speedup K; a job's training seconds K x its steps' floor)."""
+    eager, floor, _ = step_times(job, rows, gpu)
+    steps = job.steps * job.factor
+    if scenario == "eager":
+        return job.fixed_s, steps * eager, job.predict_s, 1.0
+    if scenario == "eager_k":
+        factor = aggregate_factor(rows, k)[0]
+        return job.fixed_s, max(steps * eager, steps * floor * factor), job.predict_s, factor
+    if scenario == "graphs_k":
+        return job.fixed_s, steps * floor * max(1, k), job.predict_s, float(max(1, k))
+    raise ValueError(f"scenario {scenario!r}: one of {', '.join(GPU_SCENARIOS)}")
+
+
+def config_scenario(config: dict) -> str:
+    """The scenario a GPU configuration runs: whole-step graphs where every task trains with ``training.compile:
+    graphs``, else eager, K jobs where ``gpu_jobs`` > 1."""
+    from beluga.workflow import runs
+
+    if all(runs.task_training(config, t).get("compile") == "graphs" for t in config["tasks"].values()):
+        return "graphs_k"
+    return "eager_k" if int(config["gpu_jobs"]) > 1 else "eager"
+
+
+def scenario_k(config: dict) -> int:
+    """K of the K-jobs scenarios: the configuration's ``gpu_jobs`` where above 1, else :data:`DEFAULT_K`."""
+    return int(config["gpu_jobs"]) if int(config["gpu_jobs"]) > 1 else DEFAULT_K
+
+
+def scenario_hours(jobs: list[StepJob], rows: list[StepRow], k: int, gpu: str = PLAN_GPU) -> dict[str, dict]:
+    """GPU-hours of the three scenarios (:data:`GPU_SCENARIOS`; ``k`` jobs per GPU in the K scenarios): per scenario
+    ``hours``, ``train_hours`` and ``measured`` (every rate it takes measured)."""
+    out = {s: {"hours": 0.0, "train_hours": 0.0, "measured": s != "graphs_k"} for s in GPU_SCENARIOS}
+    for j in jobs:
+        measured = step_times(j, rows, gpu)[2]
+        for s in GPU_SCENARIOS:
+            fixed, train, predict, speedup = job_parts(j, rows, k, s, gpu)
+            out[s]["hours"] += j.seeds * (fixed + train + predict) / speedup / 3600
+            out[s]["train_hours"] += j.seeds * train / speedup / 3600
+            out[s]["measured"] &= measured or s == "graphs_k"
+    out["eager_k"]["measured"] &= aggregate_factor(rows, k)[2]
+    out["graphs_k"]["measured"] = False
+    return out
+
+
+def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: str = PLAN_GPU) -> list[str]:
+    """The GPU plan's three scenarios (K: the configuration's ``gpu_jobs`` where above 1, else :data:`DEFAULT_K`):
+    GPU-hours of each and where each rate comes from (measured: file, machine, date, versions; or estimated /
+    projected), and which one the configuration runs (the plan's table)."""
+    k = scenario_k(config)
+    runs_as = config_scenario(config)
+    hours = scenario_hours(jobs, rows, k, gpu)
+    steps = sum(j.seeds * j.steps for j in jobs)
+    _, kwords, _ = aggregate_factor(rows, k)
+    default = sorted({j.shape[1] for j in jobs} - set(LENGTHS))
+    lengths = ", ".join(f"{t} mean {LENGTHS[t][0]:g}" for t in sorted({j.shape[1] for j in jobs} & set(LENGTHS)))
+    if default:
+        lengths += f"{', ' if lengths else ''}{', '.join(default)}: the stated default, mean {DEFAULT_LENGTH[0]:g}"
+    out = [f"GPU scenarios ({steps:,.0f} optimizer steps; a step's rows and padded length from the data's token "
+           f"lengths, the paper's data's as published ({lengths} tokens: steps.py LENGTHS); the floor on an {gpu}, "
+           "the eager steps as measured: host-bound, hardly the GPU's):"]
+    for s, words in GPU_SCENARIOS.items():
+        h = hours[s]
+        how = {"eager": "measured" if h["measured"] else "measured where the model and batch were, else ESTIMATED "
+                        "(scaled by layers)",
+               "eager_k": f"eager step over the aggregate factor ({kwords}); never below the floor",
+               "graphs_k": "PROJECTED: each step its GPU time by the floor model (optimizer traffic "
+                           f"{OPTIMIZER_BYTES_PER_PARAM} B a parameter at {BANDWIDTH_SHARE:.0%} of the memory "
+                           f"bandwidth + matrix products at real lengths at {MATMUL_SHARE:.0%} of the bf16 peak + "
+                           f"{SMALL_KERNELS_S_PER_LAYER * 1e3:.3f} ms a layer of small kernels), not measured"}[s]
+        this = " [the configuration's: the table below]" if s == runs_as else ""
+        out.append(f"  {words.format(k=k)}{this}: {h['hours']:,.1f} GPU-h (training {h['train_hours']:,.1f}) -- {how}")
+    shown = [f"{_size_words(r.size)} batch {r.batch}: {r.step_s * 1e3:.1f} ms"
+             + "".join(f", {j} jobs {f:.2f}x" for j, f in r.factors) + f" [{r.source}]" for r in rows]
+    out.append("  measured eager steps (one job; a model's slowest counts): " + ("; ".join(shown) or "none"))
+    return out
+
+
+def _size_words(size) -> str:
+    return {(12, 768, 3072): "BERT-base", (24, 1024, 4096): "BERT-large"}.get(tuple(size), f"size {tuple(size)}")
