@@ -13,6 +13,7 @@ import pytest
 import torch
 from conftest import fold_run, make_tiny_suite
 
+from beluga.analyses.inoculation import outcomes as ino_outcomes
 from beluga.analyses.inoculation import plan as ino_plan
 from beluga.analyses.inoculation import summary as ino_summary
 from beluga.analyses.inoculation import train as ino_train
@@ -207,8 +208,8 @@ def unit_outcomes(passed, original_correct, prefix="c"):
 
 
 def scores(out):
-    cases, _ = ino_summary.unit_case_arrays(out, ["f"])
-    rows = ino_summary.original_rows(out)
+    cases, _ = ino_outcomes.unit_case_arrays(out, ["f"])
+    rows = ino_outcomes.original_rows(out)
     return cases, rows
 
 
@@ -219,7 +220,7 @@ def summary_rows(base, last, level=0.05):
     rows = []
     for out in (base, last):
         cases, iid = scores(out)
-        hits = ino_summary.original_hits(iid, "sent")
+        hits = ino_outcomes.original_hits(iid, "sent")
         feats = iid_features(iid, "sent")
         lo, hi = paired.suite_gap_interval([(cases["passed"].to_numpy(), cases["scored"].to_numpy(), feats, hits)],
                                            np.zeros(len(cases), int), 1, "sent", "mean", R=1000, level=1 - level)
@@ -228,8 +229,8 @@ def summary_rows(base, last, level=0.05):
                      "gap_lo": lo, "gap_hi": hi,
                      "p_gap": paired.gap_test([(int(cases["passed"].sum()), len(cases), int(hits.sum()), len(hits))])})
     first, lastr = rows
-    lastr.update(ino_summary.dose_tests([(first["cases"], lastr["cases"], first["feats"], lastr["feats"], first["hits"],
-                                          lastr["hits"])], "sent", "mean"))
+    lastr.update(ino_outcomes.dose_tests([(first["cases"], lastr["cases"], first["feats"], lastr["feats"],
+                                           first["hits"], lastr["hits"])], "sent", "mean"))
     gap0 = first["original_same"] - first["challenge"]
     lastr["gap_closed"] = (lastr["challenge"] - first["challenge"]) / gap0 if gap0 > 0 else np.nan
     keep = ("challenge", "original", "original_same", "p_gap", "p_gain", "p_original", "gap_closed", "gap_lo", "gap_hi")
@@ -258,7 +259,7 @@ BASE_ORIG = [True] * 180 + [False] * 20         # original 90 % on 200 examples
 ])                                                                # reaches ~10 pp, beyond the 2-pp margin
 def test_outcome_decided_by_tests(passed, original, outcome):
     first, last = summary_rows(unit_outcomes(BASE_PASS, BASE_ORIG), unit_outcomes(passed, original))
-    label, reason = ino_summary.decide(first, last, level=0.05)
+    label, reason = ino_outcomes.decide(first, last, level=0.05)
     assert label == outcome, reason
     assert ("at level 0.05" in reason or "95% CI" in reason) and "p " in reason
 
@@ -266,13 +267,13 @@ def test_outcome_decided_by_tests(passed, original, outcome):
 def test_no_gap_and_the_tests_behind_the_labels():
     # the IID model passes every case vs 90 % of the original examples: the gap's CI lies below the margin
     first, last = summary_rows(unit_outcomes([True] * 40, BASE_ORIG), unit_outcomes([True] * 40, BASE_ORIG))
-    assert first.gap_hi < 0 and ino_summary.decide(first, last)[0] == "no gap"
+    assert first.gap_hi < 0 and ino_outcomes.decide(first, last)[0] == "no gap"
     # 34 of 40 (85 %) vs 90 %: not significantly below, but the CI reaches past the margin: a gap is not ruled
     # out, so not "no gap"; 2 more cases passed is no significant gain
     base = unit_outcomes([True] * 34 + [False] * 6, BASE_ORIG)
     first, last = summary_rows(base, unit_outcomes([True] * 36 + [False] * 4, BASE_ORIG))
     assert first.p_gap >= 0.05 and first.gap_hi > 2
-    assert ino_summary.decide(first, last)[0] == "2"
+    assert ino_outcomes.decide(first, last)[0] == "2"
     # exact McNemar: 28 cases gained, none lost -> p = 2 * 0.5^28; original unchanged -> p = 1
     first, last = summary_rows(unit_outcomes(BASE_PASS, BASE_ORIG), unit_outcomes(flip(BASE_PASS, 28, True),
                                                                                   BASE_ORIG))
@@ -283,8 +284,8 @@ def test_no_gap_and_the_tests_behind_the_labels():
     first, last = summary_rows(unit_outcomes(BASE_PASS, BASE_ORIG), unit_outcomes(flip(BASE_PASS, 6, True),
                                                                                   BASE_ORIG))
     assert last.p_gain == pytest.approx(2 * 0.5 ** 6)
-    assert ino_summary.decide(first, last, level=0.05)[0] == "between"
-    assert ino_summary.decide(first, last, level=0.01)[0] == "2"
+    assert ino_outcomes.decide(first, last, level=0.05)[0] == "between"
+    assert ino_outcomes.decide(first, last, level=0.01)[0] == "2"
 
 
 def dose_row(challenge, original, gap_lo=None, gap_hi=None, p_gain=np.nan, p_original=np.nan, p_gap=0.001,
@@ -317,36 +318,36 @@ DOSE0 = dose_row(50.0, 90.0, gap_lo=35.0, gap_hi=45.0)         # a 40-pp gap at 
     (dose_row(88.0, 88.0, gap_lo=-1.0, gap_hi=1.0, p_gain=1e-9, p_original=1e-6), "1"),
 ])
 def test_outcome_margins_on_constructed_dose_tables(last, outcome):
-    label, reason = ino_summary.decide(DOSE0, last, level=0.05)
+    label, reason = ino_outcomes.decide(DOSE0, last, level=0.05)
     assert label == outcome, reason
     assert ("margin" in reason) == (outcome != "2") and ("gap left" in reason) == (outcome != "3")
 
 
 def test_outcome_margins_are_configurable_and_said():
     straddle = dose_row(88.5, 90.0, gap_lo=0.5, gap_hi=3.0, p_gain=1e-9, p_original=1.0)
-    assert ino_summary.decide(DOSE0, straddle, gap_margin=3.0)[0] == "1"
-    assert ino_summary.decide(DOSE0, straddle, gap_margin=2.9)[0] == "between"
+    assert ino_outcomes.decide(DOSE0, straddle, gap_margin=3.0)[0] == "1"
+    assert ino_outcomes.decide(DOSE0, straddle, gap_margin=2.9)[0] == "between"
     drop = dose_row(85.0, 85.0, gap_lo=-1.0, gap_hi=1.0, p_gain=1e-9, p_original=1e-4)   # -5 pp
-    assert ino_summary.decide(DOSE0, drop, drop_margin=5.0)[0] == "1"
-    label, reason = ino_summary.decide(DOSE0, drop, drop_margin=4.5)
+    assert ino_outcomes.decide(DOSE0, drop, drop_margin=5.0)[0] == "1"
+    label, reason = ino_outcomes.decide(DOSE0, drop, drop_margin=4.5)
     assert label == "3" and "original dropped by 5.0 pp, more than the 4.5-pp margin" in reason
     small = dose_row(88.0, 88.5, gap_lo=-1.0, gap_hi=1.9, p_gain=1e-9, p_original=1e-4)
-    assert "a significant drop within the 2-pp margin" in ino_summary.decide(DOSE0, small)[1]
-    label, reason = ino_summary.decide(DOSE0, straddle)
+    assert "a significant drop within the 2-pp margin" in ino_outcomes.decide(DOSE0, small)[1]
+    label, reason = ino_outcomes.decide(DOSE0, straddle)
     assert "95% CI [0.5, 3.0] pp" in reason and "gap left 1.5 pp of 40.0" in reason
     # no gap: dose 0's CI already inside the margin (the margin, not the test, decides)
     closed0 = dose_row(89.0, 90.0, gap_lo=-0.5, gap_hi=2.0, p_gap=0.04)
-    assert ino_summary.decide(closed0, straddle)[0] == "no gap"
+    assert ino_outcomes.decide(closed0, straddle)[0] == "no gap"
     open0 = dose_row(89.0, 90.0, gap_lo=-0.5, gap_hi=2.5, p_gap=0.04)      # reaches past it: a gap to close
-    assert ino_summary.decide(open0, straddle)[0] == "2"                    # 89 -> 88.5: no gain
+    assert ino_outcomes.decide(open0, straddle)[0] == "2"                    # 89 -> 88.5: no gain
 
 
 def test_a_drop_on_a_single_label_unit_is_flagged_uninformative():
     first, last = summary_rows(unit_outcomes(BASE_PASS, BASE_ORIG),
                                unit_outcomes([True] * 40, flip(BASE_ORIG, 30, False)))
-    label, reason = ino_summary.decide(first, last, informative_3=False)
+    label, reason = ino_outcomes.decide(first, last, informative_3=False)
     assert label == "3" and "uninformative" in reason and "§3.3" in reason
-    assert "uninformative" not in ino_summary.decide(first, last, informative_3=True)[1]
+    assert "uninformative" not in ino_outcomes.decide(first, last, informative_3=True)[1]
 
 
 def test_paired_tests_match_on_binary_outcomes_and_intervals_cover():
@@ -377,7 +378,7 @@ def test_gap_intervals_resample_each_side_on_its_own():
     def sides(passed, original_correct):
         cases, iid = scores(unit_outcomes(passed, original_correct))
         return (cases["passed"].to_numpy(), cases["scored"].to_numpy(), iid_features(iid, "sent"),
-                ino_summary.original_hits(iid, "sent"))
+                ino_outcomes.original_hits(iid, "sent"))
 
     fi = np.zeros(40, int)
     everything = sides([True] * 40, [True] * 200)
@@ -407,17 +408,17 @@ def test_gap_intervals_resample_each_side_on_its_own():
 def test_label_skew_of_a_unit():
     suite = make_tiny_suite(3)
     by = {f: suite[suite["functionality"] == f] for f in suite["functionality"].unique()}
-    one = ino_summary.label_skew(by["neg words"])                           # MFT, every case label 0
+    one = ino_outcomes.label_skew(by["neg words"])                           # MFT, every case label 0
     assert one["label_skew"] == "single label" and not one["informative_3"] and one["labels"] == "0: 100%"
-    none = ino_summary.label_skew(pd.concat([by["typos"], by["add positive"]]))   # INV / DIR: no labels
+    none = ino_outcomes.label_skew(pd.concat([by["typos"], by["add positive"]]))   # INV / DIR: no labels
     assert none["label_skew"] == "no label" and not none["informative_3"]
     mixed = suite.iloc[:2].copy()
     mixed["labels"] = [[0], [1]]
-    assert ino_summary.label_skew(mixed) == {"label_skew": "mixed", "labels": "0: 50%, 1: 50%", "informative_3": True}
-    class_unit = ino_summary.label_skew(pd.concat([by["neg words"], by["add positive"]]))   # one label + unlabelled
+    assert ino_outcomes.label_skew(mixed) == {"label_skew": "mixed", "labels": "0: 50%, 1: 50%", "informative_3": True}
+    class_unit = ino_outcomes.label_skew(pd.concat([by["neg words"], by["add positive"]]))   # one label + unlabelled
     assert class_unit["label_skew"] == "single label" and "without a label" in class_unit["labels"]
-    assert ino_summary.label_skew(by["typos"], head="qa")["informative_3"]
-    named = ino_summary.label_skew(mixed, names={0: "negative", 1: "neutral", 2: "positive"})   # the task's label set
+    assert ino_outcomes.label_skew(by["typos"], head="qa")["informative_3"]
+    named = ino_outcomes.label_skew(mixed, names={0: "negative", 1: "neutral", 2: "positive"})   # the task's label set
     assert named["labels"] == "negative: 50%, neutral: 50%; no positive case"
 
 
@@ -433,14 +434,14 @@ def test_label_skew_of_a_unit():
     ((88, 90, 95, 90), "no gap"),     # the IID model already passed
 ])
 def test_outcome_classification_by_thresholds(curve, outcome):
-    label, reason = ino_summary.classify(*curve)
+    label, reason = ino_outcomes.classify(*curve)
     assert label == outcome, reason
     c0, o0, c, o = curve
     assert f"{int(round(c - c0)):+d} pp" in reason and "original" in reason
 
 
 def test_outcome_reason_in_words():
-    assert ino_summary.classify(40, 90, 78, 89, close_within=15)[1] == \
+    assert ino_outcomes.classify(40, 90, 78, 89, close_within=15)[1] == \
         "challenge +38 pp to within 15 pp of original (78 vs 89); original -1 pp (90 → 89)"
 
 
@@ -478,9 +479,9 @@ def test_challenge_set_units_split_and_doses():
     # the doses' sizes before the set is prepared: 500 -> 250 to train -> round(250 × 0.2) = 50 dev, 200 left
     assert ino_plan.challenge_train_size(ood["nyt"], 0.5, 0.2) == 200
     assert ino_plan.challenge_train_size({"max_examples": 40}, 0.5, 0.2) == 16     # 20 - round(4.0)
-    skew = ino_summary.set_label_skew(pd.DataFrame({"label": [1, 1, 0, 1]}))
+    skew = ino_outcomes.set_label_skew(pd.DataFrame({"label": [1, 1, 0, 1]}))
     assert skew == {"label_skew": "mixed", "labels": "0: 25%, 1: 75%", "informative_3": True}
-    assert not ino_summary.set_label_skew(pd.DataFrame({"label": [1, 1]}))["informative_3"]
+    assert not ino_outcomes.set_label_skew(pd.DataFrame({"label": [1, 1]}))["informative_3"]
 
 
 def test_challenge_items_as_objects_are_checked_in_one_line():
@@ -937,13 +938,13 @@ def test_two_seeds_pooled_mcnemar_is_a_binomial_test_on_the_summed_counts(seeds_
         r = chosen[(chosen["unit"] == "suite") & (chosen["dose"] == "all")].iloc[0]
         base = pd.read_parquet(seeds_fixture["inputs"][s][2])
         now = pd.read_parquet(r.case_outcomes)
-        b, _ = ino_summary.unit_case_arrays(base, funcs)
-        n, _ = ino_summary.unit_case_arrays(now, funcs)
+        b, _ = ino_outcomes.unit_case_arrays(base, funcs)
+        n, _ = ino_outcomes.unit_case_arrays(now, funcs)
         both = (b["scored"] & n["scored"]).to_numpy()
         pb, pn = b["passed"].to_numpy()[both], n["passed"].to_numpy()[both]
         gained, lost = gained + int((pn & ~pb).sum()), lost + int((pb & ~pn).sum())
-        hb = ino_summary.original_hits(ino_summary.original_rows(base), "sent")
-        hn = ino_summary.original_hits(ino_summary.original_rows(now), "sent")
+        hb = ino_outcomes.original_hits(ino_outcomes.original_rows(base), "sent")
+        hn = ino_outcomes.original_hits(ino_outcomes.original_rows(now), "sent")
         gained_orig, lost_orig = gained_orig + int((hn & ~hb).sum()), lost_orig + int((hb & ~hn).sum())
     row = table[(table["unit"] == "suite") & (table["dose"] == "all")].iloc[0]
     assert gained + lost > 0
@@ -1159,7 +1160,7 @@ def test_the_seeds_reading_takes_the_original_score_from_its_own_rate(seeds_fixt
     table = pd.read_csv(out / "table.csv", keep_default_na=False, na_values=[""])
     table["dose"] = table["dose"].astype(str)
     base = pd.read_parquet(fx["inputs"][7][2])
-    base_hits = ino_summary.original_hits(ino_summary.original_rows(base), "sent")
+    base_hits = ino_outcomes.original_hits(ino_outcomes.original_rows(base), "sent")
     assert set(table["original_selected_on"]) == {ino_summary.ORIGINAL_FROM["original_dev"]}
     for row in table[table["dose"] != "0"].itertuples(index=False):
         chal_path = best[(row.unit, row.dose)]
@@ -1169,7 +1170,7 @@ def test_the_seeds_reading_takes_the_original_score_from_its_own_rate(seeds_fixt
         assert (row.lr, row.lr_original) == (c["lr"], o["lr"]) and row.lr != row.lr_original
         assert row.challenge == pytest.approx(100 * c["challenge"])
         assert row.original == pytest.approx(100 * o["original"]) and row.original_dev == pytest.approx(80.0)
-        hits = ino_summary.original_hits(ino_summary.original_rows(pd.read_parquet(outs[orig_path])), "sent")
+        hits = ino_outcomes.original_hits(ino_outcomes.original_rows(pd.read_parquet(outs[orig_path])), "sent")
         assert row.original_same == pytest.approx(100 * hits.mean())
         assert row.gap == pytest.approx(100 * hits.mean() - 100 * c["challenge"])
         assert row.gap_lo <= row.gap <= row.gap_hi

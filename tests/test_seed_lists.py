@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from test_run_stats import FUNCS, write_runs
 
-from beluga.analyses.inoculation.summary import dose_tests
+from beluga.analyses.inoculation.outcomes import dose_tests
 from beluga.report import bootstrap, paired, run_stats
 from beluga.report.stats import Outcomes
 

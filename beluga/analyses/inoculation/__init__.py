@@ -22,8 +22,8 @@ and the original score.
   are pooled, stratified by seed.
 
 Modules: :mod:`.plan` (what the DAG needs: units, learning rates, doses and their samples, challenge
-splits, config checks; light), :mod:`.train` (one dose's training job), :mod:`.summary` (the tables, the
-tests against dose 0 and the outcomes, over N ≥ 1 training seeds) and :mod:`.report`
+splits, config checks; light), :mod:`.train` (one dose's training job), :mod:`.summary` (the tables over N ≥ 1
+training seeds), :mod:`.outcomes` (the tests against dose 0 and the decision) and :mod:`.report`
 (inoculation.md, the curves and transfer figures). The generic paired tests are in
 :mod:`beluga.report.paired`.
 """

@@ -245,8 +245,8 @@ OPTIMISTIC = ("**The p-values are optimistic**: each dose's learning rate was ch
 def decision_rule(decide_by: str, level: float, gap_margin: float = 2.0, drop_margin: float = 2.0,
                   thresholds: dict | None = None, short: bool = False) -> str:
     """The legend of the outcome table: how each label is decided, with the margins' values (``decide_by:
-    tests``: :func:`beluga.analyses.inoculation.summary.decide`) or the point thresholds (``thresholds``:
-    :func:`~beluga.analyses.inoculation.summary.classify`, its defaults where a key is absent). ``short``: one
+    tests``: :func:`beluga.analyses.inoculation.outcomes.decide`) or the point thresholds (``thresholds``:
+    :func:`~beluga.analyses.inoculation.outcomes.classify`, its defaults where a key is absent). ``short``: one
     line for a figure."""
     conf = f"{100 * (1 - level):g}%"
     if decide_by != "tests":
