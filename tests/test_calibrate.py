@@ -21,7 +21,7 @@ TINY = CONFIGS / "tiny.yaml"
 
 def tiny_target(overrides=()) -> calib.Target:
     """The tiny config's target as the plan makes it: on the task's own training sequences."""
-    from beluga.workflow.plan import task_counts
+    from beluga.workflow.sizes import task_counts
 
     config = load_config(str(TINY), list(overrides))
     return calib.target(config, checked_runs(config, [TINY]),
@@ -56,7 +56,7 @@ def dry_run(monkeypatch):
 
 
 def test_the_target_is_the_configured_model_length_batch_precision_and_threads():
-    from beluga.workflow.plan import task_counts
+    from beluga.workflow.sizes import task_counts
 
     config = load_config(str(TINY))
     streams = task_counts(config["tasks"]["sent"], config["split"])["streams"]

@@ -17,7 +17,7 @@ from beluga.core.tasks import NLI
 from beluga.data import challenge, fetch, remotes
 from beluga.data.ood_sets import load_ood, ood_source_files
 from beluga.steps import data as data_steps
-from beluga.workflow.plan import ood_entry_count
+from beluga.workflow.sizes import ood_entry_count
 
 NLI3 = NLI.iid_labels                                   # {0: entailment, 1: neutral, 2: contradiction}
 NLI2 = {0: "entailment", 1: "not entailment"}           # the two-class NLI type of RTE / QNLI (by name)
