@@ -267,6 +267,35 @@ def test_scenarios_price_steps_by_the_measured_table_and_the_floor(tmp_path):
     assert "PROJECTED" in text and "x.json" in text and "2 jobs: 1.50x" in text
 
 
+def test_jobs_whose_updates_run_eagerly_under_graphs_are_priced_eager(tmp_path):
+    """A job whose method's updates are not captured under ``compile: graphs`` (IRM, Group-DRO, Fish, or
+    ``nonfinite: skip``: the training loop's own :func:`~beluga.model.graphs.eager_reason`) costs in the graphs +
+    K scenario what it costs eager with K jobs, and the scenario says how many of its hours are such jobs."""
+    from beluga.workflow.plan import _graph_eager
+    from beluga.workflow.steps import StepJob, measured_steps, scenario_hours, scenario_lines
+
+    rows = measured_steps(measured_table(tmp_path))
+    shape = ((12, 768, 3072), "para", 128, "project")
+    captured = StepJob(shape, 1, 1000.0, [16], 1.0, 10.0, 5.0)
+    eager = StepJob(shape, 1, 1000.0, [16], 1.0, 10.0, 5.0, graph_eager="IRM: a second backward graph")
+    both = scenario_hours([captured, eager], rows, 2)
+    alone = scenario_hours([captured], rows, 2)
+    assert both["graphs_k"]["hours"] == pytest.approx(alone["graphs_k"]["hours"] + alone["eager_k"]["hours"])
+    assert both["graphs_k"]["eager_hours"] == pytest.approx(alone["eager_k"]["hours"])
+    assert both["graphs_k"]["eager_why"] == ["IRM"] and alone["graphs_k"]["eager_hours"] == 0
+    text = "\n".join(scenario_lines([captured, eager], rows, {"gpu_jobs": 2, "tasks": {}}))
+    assert "GPU-h of it are jobs whose updates run eagerly under graphs (IRM), priced as eager with 2 jobs" in text
+    # which (task, method) runs eagerly: the training loop's decision, per task's nonfinite setting
+    config = load_config(str(TINY), ["gpus=1"])
+    tid = next(iter(config["tasks"]))
+    got = _graph_eager(config)
+    assert got[(tid, "vanilla")] is None and got[(tid, "lora")] is None
+    assert {m for (t, m), why in got.items() if why} == {"irm", "group_dro", "fish"}
+    assert got[(tid, "group_dro")].startswith("Group-DRO: ")
+    config["tasks"][tid].setdefault("training", {})["nonfinite"] = "skip"
+    assert _graph_eager(config)[(tid, "vanilla")].startswith("training.nonfinite: skip")
+
+
 def test_the_floor_model_reproduces_the_measured_kernel_time():
     from beluga.workflow.steps import floor_step_s
 
@@ -322,7 +351,9 @@ def test_the_paper_gpu_plan_prints_its_three_scenarios():
     assert "[the configuration's: the table below]" in lines[at + 1]
     total = float(lines[0].split(" GPU-h in all")[0].rsplit(", ", 1)[1].replace(",", ""))
     assert total == pytest.approx(hours[0], abs=0.1)
-    assert hours[0] > 2 * hours[1] > 8 * hours[2] and "PROJECTED" in lines[at + 3]
+    assert hours[0] > 2 * hours[1] > 3 * hours[2] and "PROJECTED" in lines[at + 3]
+    # IRM, Group-DRO and Fish update eagerly under graphs: the graphs scenario prices their jobs as eager x K
+    assert "jobs whose updates run eagerly under graphs (IRM, Group-DRO, Fish), priced as eager" in lines[at + 3]
     assert "d_read.json (NVIDIA H200, 2026-11-27 16:27; torch 2.11.0, transformers 5.17.0)" in lines[at + 4]
 
 

@@ -125,7 +125,7 @@ class Algorithm:
         self._compile_step = compile == "graphs"
         self._step_fn = None            # graphs: the compiled clip_and_step of the current optimizer
         self._graphs: graphs.WholeStepGraphs | None = None   # graphs: the whole-step CUDA graphs
-        self._graph_eager = graphs.eager_reason(self) if compile == "graphs" else None
+        self._graph_eager = graphs.eager_reason(self, self.nonfinite) if compile == "graphs" else None
         self.steps_done = 0
         self.nonfinite_skipped = 0      # steps skipped for a non-finite loss (nonfinite: skip)
         self._first_bad: torch.Tensor | None = None   # device scalar: first step with a non-finite loss

@@ -119,11 +119,14 @@ def record_nonfinite(first_bad, loss, step) -> None:
     first_bad.copy_(torch.where(bad & (first_bad == 0), step, first_bad))
 
 
-def eager_reason(algo) -> str | None:
-    """Why ``algo``'s updates run outside a whole-step graph, or None (captured)."""
-    if algo.graph_eager is not None:
-        return algo.graph_eager
-    if algo.nonfinite == "skip":
+def eager_reason(method, nonfinite: str) -> str | None:
+    """Why the updates of ``method`` (an :class:`~beluga.methods.base.Algorithm` class or instance) with
+    ``training.nonfinite`` = ``nonfinite`` run outside a whole-step graph, or None (captured). The training loop
+    asks it of its method; the GPU plan of each job's method (:mod:`beluga.workflow.steps`: such a job's steps are
+    priced eager under ``compile: graphs``)."""
+    if method.graph_eager is not None:
+        return method.graph_eager
+    if nonfinite == "skip":
         return "training.nonfinite: skip reads each loss on the host before its update"
     return None
 

@@ -138,6 +138,17 @@ def inoculation_epochs(inoc: dict) -> int:
     return min(int(inoc["max_epochs"]), int(inoc["patience"]) + 1)
 
 
+def _graph_eager(config: dict) -> dict[tuple, str | None]:
+    """(task, method) -> why the method's updates on the task run eagerly under ``training.compile: graphs``
+    (:func:`beluga.model.graphs.eager_reason`, the training loop's own decision), for every registered method."""
+    from beluga.methods import ALGORITHMS
+    from beluga.model.graphs import eager_reason
+    from beluga.workflow import runs
+
+    return {(tid, name): eager_reason(cls, runs.task_training(config, tcfg)["nonfinite"])
+            for tid, tcfg in config["tasks"].items() for name, cls in ALGORITHMS.items()}
+
+
 def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = True,
          iid_used: dict | None = None, rates_used: dict | None = None, details: dict | None = None) -> list[Line]:
     """One Line per (rule, configuration, method) over all tasks (and per combinational variant).
@@ -170,6 +181,8 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
         else ([], None)
     per_job = max(1, int(config["gpus"]) or int(config["job_threads"]))
     shapes: dict[str, tuple] = {}   # task -> (model size, type, max_length, batching): the GPU scenarios'
+    # (task, method) -> why its updates run eagerly under compile: graphs (None: captured): the graphs scenario's
+    graph_eager = _graph_eager(config) if device == "cuda" else {}
     if details is not None:
         details.update(runs=the_runs, jobs=[], sizes={}, published=[], step_jobs=[])
 
@@ -186,7 +199,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
         if device == "cuda":   # optimizer steps x the step of the configuration's scenario
             job = steps_mod.StepJob(shapes[task], n_seeds, steps_mod.job_steps(*steps) if train_seqs else 0.0,
                                     list(steps[2]) if train_seqs else [], factor, predict_seqs * predict_s,
-                                    rates["fixed_s_per_job"])
+                                    rates["fixed_s_per_job"], graph_eager.get((task, method)))
             *parts, speedup = steps_mod.job_parts(job, step_rows, k_jobs, scenario)
             if details is not None:
                 details["step_jobs"].append(job)

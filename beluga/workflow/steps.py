@@ -267,6 +267,10 @@ class StepJob:
     factor: float
     predict_s: float
     fixed_s: float
+    #: why its updates run eagerly under ``compile: graphs`` (its method: IRM, Group-DRO, Fish; or ``nonfinite:
+    #: skip``; :func:`beluga.model.graphs.eager_reason`), None where they are captured: the graphs + K scenario
+    #: prices such a job as eager with K jobs
+    graph_eager: str | None = None
 
 
 def step_times(job: StepJob, rows: list[StepRow], gpu: str = PLAN_GPU) -> tuple[float, float, bool]:
@@ -289,12 +293,13 @@ def job_parts(job: StepJob, rows: list[StepRow], k: int, scenario: str, gpu: str
     GPU (the K scenarios): the job's own seconds are the parts' sum x k / speedup, its GPU-seconds the sum /
     speedup. ``eager``: steps x the eager step, speedup 1; ``eager_k``: the same over the aggregate factor, the
     training never below the floor's GPU time; ``graphs_k``: each step the floor's GPU time, the K jobs filling
-    the GPU (speedup K; a job's training seconds K x its steps' floor)."""
+    the GPU (speedup K; a job's training seconds K x its steps' floor), except a job whose updates run eagerly
+    under graphs (:attr:`StepJob.graph_eager`): as ``eager_k``."""
     eager, floor, _ = step_times(job, rows, gpu)
     steps = job.steps * job.factor
     if scenario == "eager":
         return job.fixed_s, steps * eager, job.predict_s, 1.0
-    if scenario == "eager_k":
+    if scenario == "eager_k" or (scenario == "graphs_k" and job.graph_eager):
         factor = aggregate_factor(rows, k)[0]
         return job.fixed_s, max(steps * eager, steps * floor * factor), job.predict_s, factor
     if scenario == "graphs_k":
@@ -319,8 +324,11 @@ def scenario_k(config: dict) -> int:
 
 def scenario_hours(jobs: list[StepJob], rows: list[StepRow], k: int, gpu: str = PLAN_GPU) -> dict[str, dict]:
     """GPU-hours of the three scenarios (:data:`GPU_SCENARIOS`; ``k`` jobs per GPU in the K scenarios): per scenario
-    ``hours``, ``train_hours`` and ``measured`` (every rate it takes measured)."""
+    ``hours``, ``train_hours`` and ``measured`` (every rate it takes measured); ``graphs_k`` also ``eager_hours``,
+    the hours of its jobs whose updates run eagerly under graphs, and ``eager_why``, what makes them eager (the
+    first words of each reason: IRM, Group-DRO, Fish, training.nonfinite)."""
     out = {s: {"hours": 0.0, "train_hours": 0.0, "measured": s != "graphs_k"} for s in GPU_SCENARIOS}
+    out["graphs_k"].update(eager_hours=0.0, eager_why=[])
     for j in jobs:
         measured = step_times(j, rows, gpu)[2]
         for s in GPU_SCENARIOS:
@@ -328,6 +336,11 @@ def scenario_hours(jobs: list[StepJob], rows: list[StepRow], k: int, gpu: str = 
             out[s]["hours"] += j.seeds * (fixed + train + predict) / speedup / 3600
             out[s]["train_hours"] += j.seeds * train / speedup / 3600
             out[s]["measured"] &= measured or s == "graphs_k"
+            if s == "graphs_k" and j.graph_eager and j.steps:
+                out[s]["eager_hours"] += j.seeds * (fixed + train + predict) / speedup / 3600
+                why = j.graph_eager.split(":")[0]
+                if why not in out[s]["eager_why"]:
+                    out[s]["eager_why"].append(why)
     out["eager_k"]["measured"] &= aggregate_factor(rows, k)[2]
     out["graphs_k"]["measured"] = False
     return out
@@ -357,7 +370,10 @@ def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: 
                "graphs_k": "PROJECTED: each step its GPU time by the floor model (optimizer traffic "
                            f"{OPTIMIZER_BYTES_PER_PARAM} B a parameter at {BANDWIDTH_SHARE:.0%} of the memory "
                            f"bandwidth + matrix products at real lengths at {MATMUL_SHARE:.0%} of the bf16 peak + "
-                           f"{SMALL_KERNELS_S_PER_LAYER * 1e3:.3f} ms a layer of small kernels), not measured"}[s]
+                           f"{SMALL_KERNELS_S_PER_LAYER * 1e3:.3f} ms a layer of small kernels), not measured"
+                           + (f"; {h['eager_hours']:,.1f} GPU-h of it are jobs whose updates run eagerly under "
+                              f"graphs ({', '.join(h['eager_why'])}), priced as eager with {k} jobs per GPU"
+                              if h.get("eager_hours") else "")}[s]
         this = " [the configuration's: the table below]" if s == runs_as else ""
         out.append(f"  {words.format(k=k)}{this}: {h['hours']:,.1f} GPU-h (training {h['train_hours']:,.1f}) -- {how}")
     shown = [f"{_size_words(r.size)} batch {r.batch}: {r.step_s * 1e3:.1f} ms"
