@@ -34,9 +34,8 @@
 #                    every 200 ms) per K
 #   s3_read.json     S3: READ, BERT-large at 384 tokens on SQuAD questions with the span loss: profiled at
 #                    batch 2 and 3; the loops and K = 2 / 4 at batch 3 (the plan's READ row)
-#   s4_graphs.json   S4: training.compile: graphs (CUDA only) for BERT-base (SST-2, batch 16) and BERT-large
-#                    (384-token windows, batch 3, classification: the graphs path captures classification
-#                    batches; READ's span batches are skipped with the reason while they run eagerly):
+#   s4_graphs.json   S4: training.compile: graphs (CUDA only) for BERT-base (SST-2, batch 16) and READ on
+#                    BERT-large (SQuAD questions with the span loss, 384 tokens, batch 3: the plan's READ row):
 #                    capture time (compile_s), steps/s, drift against the eager loop after 40 updates (20
 #                    warm-up + 20 timed: weight_drift, loss_drift, drift_after_steps), graphed x K = 2 / 4
 # On the CPU (--cpu-dry-run) the GPU figures read n/a, MPS is unavailable (s2_jobs_mps_on.json is not
@@ -195,9 +194,9 @@ bench s3_read "${limits[3]}" "${common[@]}" --model "$base" --no-variants --larg
     --profile-batches 2,3 --profile-steps 10 --compile-variants none --jobs-per-gpu "$jobs_read" --jobs-reps 1 \
     --no-fixed-cost
 
-# S4: whole-step CUDA graphs, BERT-base and BERT-large; drift after 40 updates (warm-up = compile warm-up)
+# S4: whole-step CUDA graphs, BERT-base and READ on BERT-large; drift after 40 updates (warm-up = compile warm-up)
 bench s4_graphs "${limits[4]}" "${common[@]}" --model "$base" --base-data sst2 --batch-size 16 --no-profile \
-    --variants --large --large-model "$large" --large-data long --large-max-length 384 --large-batch-size 3 \
+    --variants --large --large-model "$large" --large-data qa --large-max-length 384 --large-batch-size 3 \
     --warmup 20 --compile-warmup 20 --steps 20 --compile-variants graphs --jobs-compile graphs \
     --jobs-per-gpu "$jobs_graphs" --jobs-reps 1 --no-fixed-cost
 
