@@ -272,12 +272,18 @@ def tiny_cell(tmp_path, epochs: int, per_epoch: bool, name: str) -> dict:
     return json.loads(out.read_text())
 
 
-def test_every_cell_is_recorded_after_every_epoch(tmp_path):
+def test_every_cell_is_recorded_after_every_epoch(tmp_path, monkeypatch):
     """A tiny cell trained 3 epochs: one entry per epoch (1, 2, 3) with the accuracy of the nine cells and
     three groups, each a share of its 5 or 10 / 15 / 20 test examples; the last epoch's is the record's own
-    accuracy (the last-epoch model). Evaluating after each epoch leaves training as it was: without
-    per_epoch, the same steps and the same final accuracy, and no epochs."""
+    accuracy (the last-epoch model), predicted once: 3 predictions in all, not 4. Evaluating after each epoch
+    leaves training as it was: without per_epoch, the same steps and the same final accuracy, and no epochs."""
+    import beluga.heads.classification as classification
+
+    calls = []
+    forward = classification.sequence_forward
+    monkeypatch.setattr(classification, "sequence_forward", lambda *a, **k: calls.append(1) or forward(*a, **k))
     rec = tiny_cell(tmp_path, 3, True, "per_epoch")
+    assert len(calls) == 3
     assert [e["epoch"] for e in rec["per_epoch"]] == [1, 2, 3]
     sizes = {**dict.fromkeys(CELL_NAMES, 5), "ID": 20, "COOD": 10, "OOD": 15}
     for e in rec["per_epoch"]:

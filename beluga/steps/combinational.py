@@ -6,6 +6,7 @@ loop, beluga.train.loop.train)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -67,9 +68,11 @@ def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: di
         return comb.cell_accuracy(test, predicted())
 
     epochs = []
+    last = math.ceil(float(run.hparams["epochs"]))   # the training loop's epochs (it never stops early here)
 
     def on_epoch_end(epoch: int, _model, _tokenizer) -> bool:
-        epochs.append({"epoch": epoch, **accuracy()})
+        if epoch < last:   # the last epoch's is the final model's, evaluated once below
+            epochs.append({"epoch": epoch, **accuracy()})
         return False
 
     summary = train_model(model, tokenizer, streams, run, job, clock,
@@ -78,6 +81,8 @@ def combinational_train(*, run: dict, pool: str, k: int, variant: str, words: di
     with clock("predict"):
         pred = predicted()
         acc = comb.cell_accuracy(test, pred)
+    if per_epoch:
+        epochs.append({"epoch": last, **acc})
     write_json({"variant": variant, "K": k, "n_train": len(train), "n_test": len(test), "accuracy": acc,
                 "per_epoch": epochs, "model": run.model, "template": template, "label_words": words,
                 "max_length": run.max_length, "pair": "text_b" in train.columns, "length": lengths,

@@ -339,7 +339,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
             cost = (train_s_per_seq(ref, model, b, n) if device == "cpu" else 0.0,
                     predict_s_per_seq(ref, ref, model, n))
             ep = float(v["training"]["epochs"])
-            evaluations = 1 + (math.ceil(ep) if comb["per_epoch"] else 0)
+            evaluations = math.ceil(ep) if comb["per_epoch"] else 1   # the last epoch's is the final one
             for k in v["ks"]:   # the variant's own K values (default the block's)
                 add("combinational_train", name, "vanilla", "combinational",
                     len(comb_analysis.TRAIN_CELLS) * int(k) * ep, evaluations * n_cells, cost,
