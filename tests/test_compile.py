@@ -642,9 +642,14 @@ def test_whole_step_update_trains_like_the_eager_step(method, hparams, monkeypat
     updates, the schedule's rates step for step, weights within the module's fp32 tolerance of off's (only
     the padded matrix products and foreach clipping differ), the method's objective terms reported; the run
     record says the updates were graphed and over which buckets."""
+    import beluga.train.loop as loop
+
     m0, s0, lr0 = _train_nodrop(method, hparams)
     _emulate_graphs_on_the_cpu(monkeypatch)
+    built, compiled_forward = [], loop.CompiledForward
+    monkeypatch.setattr(loop, "CompiledForward", lambda *a, **k: built.append(a) or compiled_forward(*a, **k))
     m1, s1, lr1 = _train_nodrop(method, hparams, compile="graphs")
+    assert built == []   # a captured run never builds the compiled forward pass (its eager updates' only)
     assert s1["steps"] == s0["steps"] and lr1 == lr0 and len(set(lr0)) > 2
     assert float((_probe(m0) - _probe(m1)).abs().max()) <= PROB_TOL
     a, b = m0.state_dict(), m1.state_dict()

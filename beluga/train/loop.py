@@ -166,11 +166,21 @@ class LossFn:
         self.encoder = Encoder(tokenizer, max_length) if host_hygiene else None
         self.qa_encoder = None   # made by pretokenize for streams with QA items (READ: beluga.heads.span.batches)
         self.batch_size: int | None = None   # graphs: the run's batch size sets the row buckets (bucket_rows)
-        # training.compile (beluga/model/compiling.py): the classification forward pass compiled; off: eager
+        # training.compile (beluga/model/compiling.py): the classification forward pass compiled; off: eager.
+        # Built at the first forward pass that needs it (:meth:`compiled_forward`): under graphs only the updates that
+        # run eagerly (IRM, Group-DRO, Fish) do, so a captured run never builds it (2 s of imports a job)
+        self.compile_mode = "off" if compile in ("off", False) else compile   # False: a bare YAML off
         self.compiled = None
-        if compile not in ("off", False):   # False: a bare YAML off
-            self.compiled = CompiledForward(compile, max_length, precision.device_type, tokenizer.pad_token_id,
-                                            tokenizer.pad_token_type_id, tokenizer.padding_side, compile_cache, job)
+        self._compiled_args = (max_length, precision.device_type, tokenizer.pad_token_id,
+                               tokenizer.pad_token_type_id, tokenizer.padding_side, compile_cache, job)
+
+    def compiled_forward(self) -> CompiledForward | None:
+        """The compiled forward pass (built once, at its first use), or None: the model runs eagerly."""
+        if self.compiled is None and self.compile_mode != "off":
+            max_length, device_type, pad_id, pad_type_id, side, cache, job = self._compiled_args
+            self.compiled = CompiledForward(self.compile_mode, max_length, device_type, pad_id, pad_type_id, side,
+                                            cache, job, batch_size=self.batch_size)
+        return self.compiled
 
     def pretokenize(self, streams: dict[str, list[TrainItem]]) -> None:
         if self.encoder is not None:
@@ -182,7 +192,7 @@ class LossFn:
                 self.qa_encoder = QAEncoder(self.tokenizer, self.max_length, self.doc_stride, self.qa_inv_scope)
             if self.qa_encoder is not None:
                 self.qa_encoder.add(streams)
-        if self.compiled is not None and self.compiled.mode == "graphs" and self.qa_encoder is None and any(
+        if self.compile_mode == "graphs" and self.qa_encoder is None and any(
                 it.qa for items in streams.values() for it in items):
             raise ConfigError(_GRAPHS_NEED_QA_ENCODER)
 
@@ -193,15 +203,15 @@ class LossFn:
             enc = self.tokenizer(texts, texts_b, padding=True, truncation=True, max_length=self.max_length,
                                  return_tensors="pt")
             inputs = {k: v.to(dev) for k, v in enc.items()}
-        elif self.compiled is None:   # the mask ready for the model (beluga.model.transfer): no host sync
+        elif self.compiled_forward() is None:   # the mask ready for the model (beluga.model.transfer): no host sync
             inputs = model_inputs(model, self.encoder(texts, texts_b), dev)
         else:
             inputs = {k: to_device(v, dev) for k, v in self.encoder(texts, texts_b).items()}
         with self.precision.autocast():
-            if self.compiled is None:
+            if self.compiled_forward() is None:
                 logits = model(**inputs).logits
             else:
-                logits = self.compiled(model, inputs, "attention_mask" in self.tokenizer.model_input_names)
+                logits = self.compiled_forward()(model, inputs, "attention_mask" in self.tokenizer.model_input_names)
         return full(logits)
 
     def __call__(self, model, batch: Batch, scale: torch.Tensor | float | DummyClassifier | None = None
@@ -376,8 +386,6 @@ def _pretokenized_loss(tokenizer, streams: dict[str, list[TrainItem]], run: Fold
                      doc_stride=run.doc_stride, precision=precision, qa_inv_scope=run.qa_inv_scope,
                      host_hygiene=host_hygiene, compile=run.compile, job=run.job)
     loss_fn.batch_size = int(run.hparams["batch_size"])   # graphs: row buckets of the run's batch sizes
-    if loss_fn.compiled is not None:
-        loss_fn.compiled.batch_size = loss_fn.batch_size
     t_tok = time.time()
     loss_fn.pretokenize(streams)
     return loss_fn, time.time() - t_tok
