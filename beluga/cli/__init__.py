@@ -14,7 +14,8 @@
 - ``plan`` (beluga/workflow/plan.py): the cost plan of a configuration -- jobs, GPU- or core-time, seconds
   per job, the Slurm time each rule asks for, the wall-clock on N GPUs or cores and the peak scratch disk;
 - ``data stage`` (beluga/data/fetch.py :func:`stage`): a local copy of the reference data laid out as the
-  fetched data folder;
+  fetched data folder; ``data lengths`` (beluga/data/lengths.py): the token lengths of each task's i.i.d.
+  training data, measured once with its model's tokenizer and stored beside the data (the GPU plan reads them);
 - ``ood-rank`` (beluga/analyses/ood_eval.py): GLUE-X's ranking of systems from a long score table.
 
 The options: :mod:`beluga.cli.parser` (``python -m beluga COMMAND --help``). ``score``, ``test`` and
@@ -38,8 +39,10 @@ from beluga.cli.testing import test_command
 from beluga.core.errors import BelugaError, unexpected_error_line, write_traceback
 from beluga.core.text import terminal_text
 from beluga.data.fetch import stage
+from beluga.data.lengths import lengths_command
 from beluga.suites.suggest import suggest_command
-from beluga.workflow.plan import plan_command
+from beluga.workflow.plan import load_config, plan_command
+from beluga.workflow.runs import task_training
 
 EXIT_ERROR = 2
 
@@ -113,6 +116,10 @@ def run_command(args) -> int:
             say(f"staged {len(done)} files from {args.source} into {args.data_dir} "
                 f"({'copied' if args.copy else 'linked'}; checksums recorded in "
                 f"{Path(args.data_dir) / 'fetch.lock.json'})")
+        elif args.command == "data" and args.data_command == "lengths":
+            config = load_config(args.configfile, args.config)
+            trainings = {t: task_training(config, c) for t, c in config["tasks"].items()}
+            say(lengths_command(config, trainings, args.tokenizer, args.force), end="")
         elif args.command == "test":
             say(test_command(args.model, args.suite, args.out, args.task, args.batch_size, args.max_length,
                              args.max_cases_per_functionality, args.failures, args.precision,

@@ -183,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "them; data not staged yet (a CheckList release suite, a dataset folder, a known "
                              "table) count their published sizes, named in the sizes: line (default); "
                              "--no-assume-paper-data counts the files found and stops where one is missing")
-    p_data = sub.add_parser("data", help="the data folder: stage a local copy of the reference data (no network)")
+    p_data = sub.add_parser("data", help="the data folder: stage a local copy of the reference data (no network); "
+                                           "measure its token lengths")
     data_sub = p_data.add_subparsers(dest="data_command", required=True)
     p_stage = data_sub.add_parser(
         "stage", help="lay out a local copy of the reference data as the fetched data folder (no network)",
@@ -203,6 +204,25 @@ def build_parser() -> argparse.ArgumentParser:
                          help="the local copy: a folder laid out as above, with its SHA256SUMS")
     p_stage.add_argument("--data-dir", default="data", help="the data folder (default: data, as configs/paper.yaml)")
     p_stage.add_argument("--copy", action="store_true", help="copy the files instead of linking them")
+    p_lengths = data_sub.add_parser(
+        "lengths", help="measure the token lengths of each task's i.i.d. training data once (the GPU plan reads them)",
+        description="For each task whose i.i.d. source is a dataset folder (sst2, qqp, squad, GLUE's), tokenize its "
+                    "training split as the training loop does (a pair with its separators; READ: question + "
+                    "context and its windows at max_length / doc_stride) with the task model's tokenizer (offline "
+                    "where HF_HUB_OFFLINE is set: the fetched snapshot) and write <iid.path>/lengths/<tokenizer>.json "
+                    "beside the data: n, mean, quantiles, the share over max_length, READ's windows per item, a "
+                    "16-token histogram, the tokenizer and the data files' sizes, mtimes and SHA-256. A fresh "
+                    "record is reused; one whose data changed is measured again. The GPU plan (plan --config "
+                    "gpus=1) takes a fresh record's lengths, else the published figures, and says which "
+                    "(beluga/data/lengths.py).")
+    p_lengths.add_argument("--configfile", default=None, help="configuration (default: config.yaml of the repository)")
+    p_lengths.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
+                           help="override top-level keys of the configuration as snakemake --config does")
+    p_lengths.add_argument("--tokenizer", default=None, metavar="MODEL",
+                           help="measure with this model's tokenizer instead of each task's (a hub name, a folder, "
+                                "or default: the packaged all-MiniLM-L6-v2, whose uncased WordPiece vocabulary is "
+                                "bert-base-uncased's: its record serves the BERT uncased models)")
+    p_lengths.add_argument("--force", action="store_true", help="measure again even where a record is fresh")
     p_test = sub.add_parser("test", help="behavioral test of a trained model on a suite (no training)",
                             description="Predict every input of a suite with a trained model, score it with "
                                         "CheckList's semantics and print the failure summary: per class and "

@@ -10,7 +10,8 @@ trials: T_val of the training functionalities), and estimates core-hours
 length and batch size; where each rate comes from; a GPU plan: optimizer steps
 at real lengths, :mod:`beluga.workflow.steps`). It is an estimate: a CPU plan
 counts every sequence at ``max_length`` (real sequences are often shorter) and
-READ's contexts as one window, a GPU plan the published length distributions,
+READ's contexts as one window, a GPU plan the task's token lengths measured on the staged data
+(``python -m beluga data lengths``) or else the published length distributions,
 and the selected number of epochs is unknown before selection (the plan uses
 the mean of the grid's values; batch sizes: each grid value's cost, averaged).
 The i.i.d. sizes are the paper's for a paper source (``--assume-paper-data``,
@@ -36,6 +37,7 @@ from beluga.analyses import combinational as comb_analysis
 from beluga.analyses.inoculation import plan as inoc_analysis
 from beluga.core.bounds import yaml_load
 from beluga.core.errors import ConfigError
+from beluga.data.lengths import plan_lengths
 from beluga.train.settings import job_hparams
 from beluga.workflow import calibrate as calib
 from beluga.workflow import runs
@@ -218,7 +220,14 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     keep = bool(config["keep_models"])
     for tid, tcfg in config["tasks"].items():
         training = runs.task_training(config, tcfg)
-        shapes[tid] = (model_size(str(tcfg["model"])), tcfg["type"], int(training["max_length"]),
+        lengths: object = tcfg["type"]   # a GPU plan: the task's measured token lengths where recorded
+        if device == "cuda":
+            measured, words = plan_lengths(tcfg, str(tcfg["model"]), int(training["max_length"]),
+                                           int(training.get("doc_stride", 128)))
+            lengths = measured or lengths
+            if details is not None:
+                details.setdefault("lengths", {})[tid] = words
+        shapes[tid] = (model_size(str(tcfg["model"])), lengths, int(training["max_length"]),
                        training.get("batching", "project"))
         counts = task_counts(tcfg, config["split"], assume_paper_data, training.get("batching", "project"))
         if iid_used is not None:
@@ -521,6 +530,9 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
     if device == "cuda":
         step_rows = steps_mod.measured_steps()
         notes += steps_mod.scenario_lines(details["step_jobs"], step_rows, config)
+        unmeasured = [f"{t}: {w}" for t, w in details.get("lengths", {}).items() if not w.startswith("measured")]
+        if unmeasured:
+            notes.append("token lengths published, not measured: " + "; ".join(unmeasured))
         scenarios = steps_mod.scenario_hours(details["step_jobs"], step_rows, steps_mod.scenario_k(config))
     rows = slurm_rows(details["runs"], jobs, profile)
     k = int(config["gpu_jobs"]) if device == "cuda" else 1

@@ -13,8 +13,9 @@ GPU-seconds of a job = its optimizer steps x the time of one step (model, rows a
   (:func:`floor_step_s`), PROJECTED until measured; the fixed cost and prediction are shared by the K jobs.
 
 The padded length of a batch comes from the data's token-length distribution (:func:`padded_length`): the
-stated figures of :data:`LENGTHS` (measured with bert-base-uncased's WordPiece tokenizer on the paper's data;
-not recomputed from the staged files), :data:`DEFAULT_LENGTH` for another task type.
+task's record measured with its model's tokenizer on the staged data (``python -m beluga data lengths``,
+:mod:`beluga.data.lengths`: a histogram, no fitting) where it exists and is fresh, else the published figures
+of :data:`LENGTHS` (fitted as log-normal), :data:`DEFAULT_LENGTH` for another task type.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from statistics import NormalDist
 
 from beluga.core.errors import ConfigError
+from beluga.data.lengths import MeasuredLengths
 from beluga.model.compiling import BUCKET  # the graphed loop pads a batch to a multiple of it
 from beluga.workflow.cost import BENCHMARKS, model_size
 
@@ -87,19 +90,61 @@ def length_quantile(task_type: str, p: float) -> float:
     return math.exp(math.log(mean) - s * s / 2 + s * NormalDist().inv_cdf(p))
 
 
-def padded_length(task_type: str, rows: int, max_length: int, batching: str = "project") -> float:
+def padded_length(task_type: str | MeasuredLengths, rows: int, max_length: int, batching: str = "project") -> float:
     """Mean padded length of a batch of ``rows`` sequences: the longest of the batch, capped at ``max_length`` and
     rounded up to :data:`BUCKET`. ``project`` batching sorts pools of :data:`POOL_BATCHES` batches by length, so
     batch j of a pool ends at the (j + 1) rows-th of its pool's lengths; ``reference`` draws at random: the longest
-    of ``rows`` draws. The expected k-th of n draws is taken at probability k / (n + 1)."""
+    of ``rows`` draws. ``task_type``: a task type (the published distribution, :func:`length_quantile`: the
+    expected k-th of n draws taken at probability k / (n + 1)) or a measured record (:func:`measured_padded`)."""
     rows = max(1, int(rows))
+    if isinstance(task_type, MeasuredLengths):
+        return measured_padded(task_type.histogram, rows, max_length, batching)
     n = rows * (POOL_BATCHES if batching == "project" else 1)
     ends = [length_quantile(task_type, (j + 1) * rows / (n + 1)) for j in range(n // rows)]
     return sum(min(max_length, BUCKET * math.ceil(e / BUCKET)) for e in ends) / len(ends)
 
 
-def windows_per_item(task_type: str, max_length: int) -> float:
-    """Rows a training item makes: READ's question + context longer than ``max_length`` makes a second window."""
+@lru_cache(maxsize=4096)
+def measured_padded(hist: tuple, rows: int, max_length: int, batching: str = "project") -> float:
+    """:func:`padded_length` from a measured histogram (``hist[b - 1]``: rows of :data:`BUCKET` (b - 1) + 1 to
+    :data:`BUCKET` b tokens; a batch pads to its longest row's bucket, capped at ``max_length``): the exact
+    expectation over ``rows`` independent draws (``reference``), or over each batch of a pool of
+    :data:`POOL_BATCHES` batches sorted by length (``project``: batch j ends at the (j + 1) rows-th of the pool's
+    8 rows draws; P(k-th of n <= bucket b) = P(Binomial(n, F(b)) >= k))."""
+    total = float(sum(hist))
+    cdf, acc = [0.0], 0
+    for c in hist:
+        acc += c
+        cdf.append(acc / total)
+    n = rows * (POOL_BATCHES if batching == "project" else 1)
+    out = 0.0
+    for k in range(rows, n + 1, rows):
+        prev = 0.0
+        for b in range(1, len(hist) + 1):
+            at_most = _binomial_at_least(n, k, cdf[b])
+            out += min(max_length, BUCKET * b) * (at_most - prev)
+            prev = at_most
+    return out / (n // rows)
+
+
+def _binomial_at_least(n: int, k: int, p: float) -> float:
+    """P(Binomial(n, p) >= k)."""
+    if p >= 1.0:
+        return 1.0
+    if p <= 0.0:
+        return 0.0
+    lp, lq = math.log(p), math.log1p(-p)
+    lg = math.lgamma(n + 1)
+    return min(1.0, sum(math.exp(lg - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq)
+                        for i in range(k, n + 1)))
+
+
+def windows_per_item(task_type: str | MeasuredLengths, max_length: int) -> float:
+    """Rows a training item makes: READ's question + context longer than ``max_length`` makes a second window
+    (published: the share over ``max_length``; a measured record: its windows per item at the task's
+    ``max_length`` and ``doc_stride``)."""
+    if isinstance(task_type, MeasuredLengths):
+        return task_type.windows_per_item
     if task_type != "read":
         return 1.0
     return 2.0 - NormalDist().cdf(_z(task_type, max_length))
@@ -109,6 +154,28 @@ def _z(task_type: str, length: float) -> float:
     mean, q, p = LENGTHS.get(task_type, DEFAULT_LENGTH)
     s = _sigma(mean, q, p)
     return (math.log(length) - (math.log(mean) - s * s / 2)) / s
+
+
+def length_words(shapes) -> str:
+    """Where the plan's lengths come from, per task type of the jobs' ``shapes`` (their second element: a task
+    type or a measured record): ``measured: <file>`` with its mean, p99 and share over max_length, or the
+    published mean (``published``; a type :data:`LENGTHS` does not name: the stated default)."""
+    out = []
+    for shape in sorted(set(shapes), key=lambda s: (_type_of(s[1]), str(s[1]))):
+        t, max_length = shape[1], shape[2]
+        if isinstance(t, MeasuredLengths):
+            w = f", {t.windows_per_item:.3f} windows an item" if t.task_type == "read" else ""
+            out.append(f"{t.task_type} measured: {t.path} (mean {t.mean:.1f}, p99 {t.p99}, {t.over:.2%} over "
+                       f"{max_length}{w}; {t.tokenizer}'s tokenizer)")
+        elif t in LENGTHS:
+            out.append(f"{t} published, mean {LENGTHS[t][0]:g}")
+        else:
+            out.append(f"{t} the stated default, mean {DEFAULT_LENGTH[0]:g}")
+    return "; ".join(dict.fromkeys(out))
+
+
+def _type_of(t) -> str:
+    return t.task_type if isinstance(t, MeasuredLengths) else str(t)
 
 
 def floor_step_s(size, rows: float, length: float, gpu: str = PLAN_GPU) -> float:
@@ -355,12 +422,9 @@ def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: 
     hours = scenario_hours(jobs, rows, k, gpu)
     steps = sum(j.seeds * j.steps for j in jobs)
     _, kwords, _ = aggregate_factor(rows, k)
-    default = sorted({j.shape[1] for j in jobs} - set(LENGTHS))
-    lengths = ", ".join(f"{t} mean {LENGTHS[t][0]:g}" for t in sorted({j.shape[1] for j in jobs} & set(LENGTHS)))
-    if default:
-        lengths += f"{', ' if lengths else ''}{', '.join(default)}: the stated default, mean {DEFAULT_LENGTH[0]:g}"
+    lengths = length_words([j.shape for j in jobs])
     out = [f"GPU scenarios ({steps:,.0f} optimizer steps; a step's rows and padded length from the data's token "
-           f"lengths, the paper's data's as published ({lengths} tokens: steps.py LENGTHS); the floor on an {gpu}, "
+           f"lengths ({lengths}; published: steps.py LENGTHS, tokens); the floor on an {gpu}, "
            "the eager steps as measured: host-bound, hardly the GPU's):"]
     for s, words in GPU_SCENARIOS.items():
         h = hours[s]
