@@ -38,6 +38,8 @@ from beluga.analyses.inoculation import plan as inoc_analysis
 from beluga.core.bounds import yaml_load
 from beluga.core.errors import ConfigError
 from beluga.data.lengths import plan_lengths
+from beluga.methods import ALGORITHMS
+from beluga.model.graphs import eager_reason
 from beluga.train.settings import job_hparams
 from beluga.workflow import calibrate as calib
 from beluga.workflow import runs
@@ -143,10 +145,6 @@ def inoculation_epochs(inoc: dict) -> int:
 def _graph_eager(config: dict) -> dict[tuple, str | None]:
     """(task, method) -> why the method's updates on the task run eagerly under ``training.compile: graphs``
     (:func:`beluga.model.graphs.eager_reason`, the training loop's own decision), for every registered method."""
-    from beluga.methods import ALGORITHMS
-    from beluga.model.graphs import eager_reason
-    from beluga.workflow import runs
-
     return {(tid, name): eager_reason(cls, runs.task_training(config, tcfg)["nonfinite"])
             for tid, tcfg in config["tasks"].items() for name, cls in ALGORITHMS.items()}
 
