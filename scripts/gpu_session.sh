@@ -18,6 +18,8 @@
 # under "partial"); the log of all of them is OUT_DIR/session.log. Every process, the K-jobs workers too,
 # trains one untimed round before it is timed (--warm-round: cold first rounds were up to 2.8x slower; in the
 # dry run only S2's).
+# The GPU plan's table: commit OUT_DIR as benchmarks/gpu/<date>-<machine>/ (beluga/workflow/gpu_files.py reads
+# it; a --cpu-dry-run's folder is refused there).
 # Exit status: 0, or 1 when a stage broke (not when one stopped at its limit), 2 for bad arguments.
 #   s0_env.json      S0: versions, the GPU (torch, nvidia-smi), and a user-level MPS daemon tried in a
 #                    temporary pipe directory (CUDA_MPS_PIPE_DIRECTORY / CUDA_MPS_LOG_DIRECTORY,

@@ -125,6 +125,12 @@ def test_gpu_session_cpu_dry_run(bundle, tmp_path):
     rates, _ = throughput_table(str(out / "s1_eager.json"), "cpu")
     assert rates["train_seq_per_s"] == table["train_seq_per_s"]
 
+    from beluga.core.errors import ConfigError
+    from beluga.workflow.steps import measured_steps  # the GPU plan refuses a dry run's files as GPU measurements
+
+    with pytest.raises(ConfigError, match=r"s0_env.json: field 'gpu': null: the session ran without a GPU"):
+        measured_steps(out)
+
 
 def test_gpu_session_refuses_without_bundle(tmp_path):
     res = subprocess.run(["bash", str(REPO / "scripts" / "gpu_session.sh"), str(tmp_path / "o")],

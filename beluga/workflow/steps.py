@@ -5,12 +5,13 @@ GPU-seconds of a job = its optimizer steps x the time of one step (model, rows a
 (:data:`GPU_SCENARIOS`), each a per-step time and a factor:
 
 - ``eager``: one job per GPU, today's loop. The step is host-bound (kernel launches, Python), so it is the measured
-  step of the row with the model's layers (:func:`measured_steps`: the GPU session's files, benchmarks/gpu/),
-  scaled by layers for another model; never below the floor.
+  step of the row with the model's layers (:func:`measured_steps`: the GPU sessions' files, benchmarks/gpu/, read
+  by :mod:`beluga.workflow.gpu_files`), scaled by layers for another model; never below the floor.
 - ``eager_k``: K jobs per GPU (``gpu_jobs``, else the K measured): the eager step over the measured aggregate
   factor of K jobs (one GPU's sequences / s with K jobs over one job's), never below the floor.
-- ``graphs_k``: the whole step as CUDA graphs, K jobs: each step costs its GPU time, the floor
-  (:func:`floor_step_s`), PROJECTED until measured; the fixed cost and prediction are shared by the K jobs.
+- ``graphs_k``: the whole step as CUDA graphs, K jobs: each step costs its GPU time, the measured graphed step of
+  the model (the session's S4, over its measured factor of K graphed jobs; :func:`graphed_step_s`), else the
+  floor (:func:`floor_step_s`), PROJECTED; the fixed cost and prediction are shared by the K jobs.
 
 The padded length of a batch comes from the data's token-length distribution (:func:`padded_length`): the
 task's record measured with its model's tokenizer on the staged data (``python -m beluga data lengths``,
@@ -20,7 +21,6 @@ of :data:`LENGTHS` (fitted as log-normal), :data:`DEFAULT_LENGTH` for another ta
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -31,6 +31,7 @@ from beluga.core.errors import ConfigError
 from beluga.data.lengths import MeasuredLengths
 from beluga.model.compiling import BUCKET  # the graphed loop pads a batch to a multiple of it
 from beluga.workflow.cost import BENCHMARKS, model_size
+from beluga.workflow.gpu_files import StepRow, read_measurements
 
 #: the GPU session's files (scripts/gpu_session.sh): the measured steps the plan reads
 GPU_BENCHMARKS = BENCHMARKS / "gpu"
@@ -189,107 +190,55 @@ def floor_step_s(size, rows: float, length: float, gpu: str = PLAN_GPU) -> float
     return optimizer + 6 * macs / (MATMUL_SHARE * peak) + SMALL_KERNELS_S_PER_LAYER * layers
 
 
-@dataclass(frozen=True)
-class StepRow:
-    """A measured eager step: ``step_s`` seconds a step of a model of ``size`` at batch ``batch`` (one job), and
-    where measured, K jobs on one GPU: ``factors``, (K, their aggregate factor: the GPU's sequences / s over one
-    job's) by K."""
-    size: tuple
-    batch: int
-    step_s: float
-    source: str                      # file, machine, date, versions
-    factors: tuple = ()
-
-
-def _arg(argv: list, flag: str, default=None):
-    return argv[argv.index(flag) + 1] if flag in argv and argv.index(flag) + 1 < len(argv) else default
-
-
 def measured_steps(folder: Path | None = None) -> list[StepRow]:
-    """The eager steps measured by scripts/benchmark.py (``benchmark-*.json`` files of ``folder`` and the GPU
-    session's ``*.json``): per measured row (``partial.base``: ``model`` at ``batch_size``; ``partial.large``: the
-    ``--large-*`` arguments), the host-hygiene loop's step and, where measured, the aggregate factor of K jobs
-    (``jobs_K``). From the rounds (``elapsed_s`` of ``--steps`` timed steps; each of K jobs runs them): the fastest
-    round, as the first round in a process is cold (kernel choice, library set-up: up to 2.8x slower on the H200);
-    a file without rounds, its ``steps_per_s`` / ``seq_per_s``. A file that is not such a JSON is one line naming
-    it and the field."""
-    out = []
-    for p in sorted(Path(folder or GPU_BENCHMARKS).glob("*.json")):
-        what = f"GPU measurement {p}"
-        try:
-            bench = json.loads(p.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ConfigError(f"{what}: field '(top level)': not JSON ({e})") from None
-        if not isinstance(bench, dict) or not isinstance(bench.get("partial", {}), dict):
-            raise ConfigError(f"{what}: field 'partial': an object of measured rows is needed")
-        argv = [str(a) for a in bench.get("argv", [])]
-        n_steps = _arg(argv, "--steps", "0")
-        if not n_steps.isdigit():
-            raise ConfigError(f"{what}: field 'argv': --steps {n_steps!r} is not a number of steps")
-        n_steps = int(n_steps)
-        versions = ", ".join(f"{k} {v}" for k, v in sorted((bench.get("versions") or {}).items())
-                             if k in ("torch", "transformers"))
-        gpu = (bench.get("machine") or {}).get("cuda", "GPU not recorded")
-        for name, row in bench.get("partial", {}).items():
-            if name == "base":
-                model, batch = bench.get("model"), bench.get("batch_size")
-            elif name == "large":
-                model, batch = _arg(argv, "--large-model"), _arg(argv, "--large-batch-size")
-            else:
-                continue
-            variants, records = row.get("variants") or {}, row.get("records") or {}
-            hyg = variants.get("host_hygiene") or {}
-            one = _fastest(variants, records, "host_hygiene") if n_steps else None
-            if one:
-                step = one / n_steps
-            elif hyg.get("steps_per_s"):
-                step = 1.0 / float(hyg["steps_per_s"])
-            else:
-                continue
-            jobs = []
-            for key, v in sorted(variants.items()):
-                if not key.startswith("jobs_") or not v.get("jobs"):
-                    continue
-                k_round = _fastest(variants, records, key) if one else None
-                if k_round:
-                    jobs.append((int(v["jobs"]), int(v["jobs"]) * one / k_round))
-                elif v.get("seq_per_s") and hyg.get("seq_per_s"):
-                    jobs.append((int(v["jobs"]), float(v["seq_per_s"]) / float(hyg["seq_per_s"])))
-            if model is None or batch is None:
-                raise ConfigError(f"{what}: field 'partial.{name}': the model or batch size of the row is not "
-                                  "recorded")
-            jobs = tuple(sorted(jobs))
-            when = bench.get("when", "date not recorded")
-            source = f"{p.name} ({gpu}, {when}; {versions or 'versions not recorded'})"
-            out.append(StepRow(model_size(str(model)), int(batch), step, source, jobs))
-    return out
+    """The measured steps of the GPU sessions' files in ``folder`` (default :data:`GPU_BENCHMARKS`): session
+    folders (``<date>-<machine>/``: s0_env.json and the stages' files of scripts/gpu_session.sh) and flat
+    scripts/benchmark.py files; a model's rows from the newest session that measured it
+    (:func:`beluga.workflow.gpu_files.read_measurements`). A file that is not such a JSON, or of a run without a
+    GPU, is one line naming it and the field."""
+    return read_measurements(Path(folder or GPU_BENCHMARKS))
 
 
-def _fastest(variants: dict, records: dict, key: str) -> float | None:
-    """The fastest of a variant's timed rounds (seconds), or None where none is recorded."""
-    got = (variants.get(key) or {}).get("elapsed_s") or [r.get("elapsed_s") for r in records.get(key) or []]
-    got = [float(e) for e in got if isinstance(e, (int, float)) and not isinstance(e, bool) and e > 0]
-    return min(got) if got else None
-
-
-def eager_row(rows: list[StepRow], size) -> tuple[StepRow, bool]:
-    """(the measured row for a model of ``size``, whether it is the same model): the same size (of several, the
-    slowest step), else the one nearest in layers."""
+def eager_row(rows: list[StepRow], size, batch: int | None = None) -> tuple[StepRow, bool]:
+    """(the measured row for a model of ``size``, whether it is the same model): of the same size, the timed
+    loops' rows (a profiled one only where none timed this model), at ``batch`` where one was (of several, the
+    slowest step); else the one nearest in layers."""
     if not rows:
         raise ConfigError(f"GPU measurements {GPU_BENCHMARKS}: field '(files)': no measured eager step (the GPU "
                           "session's files: scripts/gpu_session.sh)")
     same = [r for r in rows if r.size == tuple(size)]
+    same = [r for r in same if not r.profiled] or same
+    same = [r for r in same if r.batch == batch] or same
     if same:   # several measurements of the model (other data): the slowest step
         return max(same, key=lambda r: r.step_s), True
-    return min(rows, key=lambda r: abs(r.size[0] - size[0])), False
+    timed = [r for r in rows if not r.profiled] or rows
+    return min(timed, key=lambda r: abs(r.size[0] - size[0])), False
 
 
 def eager_step_s(rows: list[StepRow], size, batch: int, floor: float) -> tuple[float, bool]:
     """(one job's eager step, measured): the row's for the same model (host-bound: the same at any batch and
-    length), else scaled by the layers (kernel launches grow with them); never below the floor."""
-    row, same = eager_row(rows, size)
+    length), else scaled by the layers (kernel launches grow with them); never below the floor. Measured: a
+    timed loop's row of the model at this batch."""
+    row, same = eager_row(rows, size, batch)
     step = row.step_s if same else row.step_s * size[0] / row.size[0]
-    return max(step, floor), same and row.batch == batch and step >= floor
+    return max(step, floor), same and not row.profiled and row.batch == batch and step >= floor
+
+
+def graphed_step_s(rows: list[StepRow], size, batch: int, floor: float, k: int,
+                   gpu: str = PLAN_GPU) -> tuple[float, bool, StepRow | None]:
+    """(a step's GPU-seconds as whole-step CUDA graphs with ``k`` jobs per GPU, measured, the row): the measured
+    graphed step of the model (at ``batch`` where measured there, else the slowest), scaled to this step's floor
+    over the measured step's (rows and padded length: the floor model), over the measured factor of ``k`` graphed
+    jobs (none measured at ``k``: 1, no gain); no graphed step of the model: the floor (PROJECTED). Measured:
+    the model at this batch, and ``k``'s factor."""
+    got = [r for r in rows if r.size == tuple(size) and r.graphed_s and r.shape]
+    got = [r for r in got if r.batch == batch] or got
+    if not got:
+        return floor, False, None
+    row = max(got, key=lambda r: r.graphed_s)
+    factor = 1.0 if k <= 1 else dict(row.graphed_factors).get(k)
+    step = row.graphed_s * floor / floor_step_s(tuple(size), *row.shape, gpu) / (factor or 1.0)
+    return step, row.batch == batch and factor is not None, row
 
 
 def aggregate_factor(rows: list[StepRow], k: int) -> tuple[float, str, bool]:
@@ -355,13 +304,26 @@ def step_times(job: StepJob, rows: list[StepRow], gpu: str = PLAN_GPU) -> tuple[
     return eager, floor, measured
 
 
+def graphed_times(job: StepJob, rows: list[StepRow], k: int, gpu: str = PLAN_GPU) -> tuple[float, bool]:
+    """(the job's step as whole-step CUDA graphs with ``k`` jobs per GPU, in GPU-seconds
+    (:func:`graphed_step_s`), whether measured), the mean over the batch sizes it may be given."""
+    size, ttype, max_length, batching = job.shape
+    step, measured = 0.0, True
+    for b in job.batches:
+        r = b * windows_per_item(ttype, max_length)
+        g, m, _ = graphed_step_s(rows, size, b, floor_step_s(size, r, padded_length(ttype, round(r), max_length,
+                                                                                     batching), gpu), k, gpu)
+        step, measured = step + g / len(job.batches), measured and m
+    return step, measured
+
+
 def job_parts(job: StepJob, rows: list[StepRow], k: int, scenario: str, gpu: str = PLAN_GPU) -> tuple:
     """(fixed seconds, training seconds, prediction seconds, speedup) of one job in ``scenario`` with ``k`` jobs per
     GPU (the K scenarios): the job's own seconds are the parts' sum x k / speedup, its GPU-seconds the sum /
     speedup. ``eager``: steps x the eager step, speedup 1; ``eager_k``: the same over the aggregate factor, the
-    training never below the floor's GPU time; ``graphs_k``: each step the floor's GPU time, the K jobs filling
-    the GPU (speedup K; a job's training seconds K x its steps' floor), except a job whose updates run eagerly
-    under graphs (:attr:`StepJob.graph_eager`): as ``eager_k``."""
+    training never below the floor's GPU time; ``graphs_k``: each step its GPU time (:func:`graphed_times`: measured,
+    else the floor's), the K jobs filling the GPU (speedup K; a job's training seconds K x its steps' time), except a
+    job whose updates run eagerly under graphs (:attr:`StepJob.graph_eager`): as ``eager_k``."""
     eager, floor, _ = step_times(job, rows, gpu)
     steps = job.steps * job.factor
     if scenario == "eager":
@@ -370,7 +332,7 @@ def job_parts(job: StepJob, rows: list[StepRow], k: int, scenario: str, gpu: str
         factor = aggregate_factor(rows, k)[0]
         return job.fixed_s, max(steps * eager, steps * floor * factor), job.predict_s, factor
     if scenario == "graphs_k":
-        return job.fixed_s, steps * floor * max(1, k), job.predict_s, float(max(1, k))
+        return job.fixed_s, steps * graphed_times(job, rows, k, gpu)[0] * max(1, k), job.predict_s, float(max(1, k))
     raise ValueError(f"scenario {scenario!r}: one of {', '.join(GPU_SCENARIOS)}")
 
 
@@ -391,9 +353,10 @@ def scenario_k(config: dict) -> int:
 
 def scenario_hours(jobs: list[StepJob], rows: list[StepRow], k: int, gpu: str = PLAN_GPU) -> dict[str, dict]:
     """GPU-hours of the three scenarios (:data:`GPU_SCENARIOS`; ``k`` jobs per GPU in the K scenarios): per scenario
-    ``hours``, ``train_hours`` and ``measured`` (every rate it takes measured); ``graphs_k`` also ``eager_hours``,
-    the hours of its jobs whose updates run eagerly under graphs, and ``eager_why``, what makes them eager (the
-    first words of each reason: IRM, Group-DRO, Fish, training.nonfinite)."""
+    ``hours``, ``train_hours`` and ``measured`` (every rate it takes measured); ``graphs_k`` also
+    ``measured_share``, the share of its captured jobs' optimizer steps a measured graphed step prices,
+    ``eager_hours``, the hours of its jobs whose updates run eagerly under graphs, and ``eager_why``, what makes
+    them eager (the first words of each reason: IRM, Group-DRO, Fish, training.nonfinite)."""
     out = {s: {"hours": 0.0, "train_hours": 0.0, "measured": s != "graphs_k"} for s in GPU_SCENARIOS}
     out["graphs_k"].update(eager_hours=0.0, eager_why=[])
     for j in jobs:
@@ -409,7 +372,13 @@ def scenario_hours(jobs: list[StepJob], rows: list[StepRow], k: int, gpu: str = 
                 if why not in out[s]["eager_why"]:
                     out[s]["eager_why"].append(why)
     out["eager_k"]["measured"] &= aggregate_factor(rows, k)[2]
-    out["graphs_k"]["measured"] = False
+    graphed = [(j.seeds * j.steps, graphed_times(j, rows, k, gpu)[1]) for j in jobs   # graphs: measured steps
+               if not j.graph_eager]
+    total = sum(n for n, _ in graphed)
+    out["graphs_k"]["measured_share"] = sum(n for n, m in graphed if m) / total if total else 0.0
+    eager = [j for j in jobs if j.graph_eager]   # priced as eager_k: measured as that is
+    eager_measured = not eager or (all(step_times(j, rows, gpu)[2] for j in eager) and aggregate_factor(rows, k)[2])
+    out["graphs_k"]["measured"] = bool(graphed) and all(m for _, m in graphed) and eager_measured
     return out
 
 
@@ -431,19 +400,36 @@ def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: 
         how = {"eager": "measured" if h["measured"] else "measured where the model and batch were, else ESTIMATED "
                         "(scaled by layers)",
                "eager_k": f"eager step over the aggregate factor ({kwords}); never below the floor",
-               "graphs_k": "PROJECTED: each step its GPU time by the floor model (optimizer traffic "
-                           f"{OPTIMIZER_BYTES_PER_PARAM} B a parameter at {BANDWIDTH_SHARE:.0%} of the memory "
-                           f"bandwidth + matrix products at real lengths at {MATMUL_SHARE:.0%} of the bf16 peak + "
-                           f"{SMALL_KERNELS_S_PER_LAYER * 1e3:.3f} ms a layer of small kernels), not measured"
+               "graphs_k": _graphs_words(rows, h, k)
                            + (f"; {h['eager_hours']:,.1f} GPU-h of it are jobs whose updates run eagerly under "
                               f"graphs ({', '.join(h['eager_why'])}), priced as eager with {k} jobs per GPU"
                               if h.get("eager_hours") else "")}[s]
         this = " [the configuration's: the table below]" if s == runs_as else ""
         out.append(f"  {words.format(k=k)}{this}: {h['hours']:,.1f} GPU-h (training {h['train_hours']:,.1f}) -- {how}")
-    shown = [f"{_size_words(r.size)} batch {r.batch}: {r.step_s * 1e3:.1f} ms"
+    shown = [f"{_size_words(r.size)} batch {r.batch}: {r.step_s * 1e3:.1f} ms" + (" (profiled)" if r.profiled else "")
+             + (f", device {r.device_s * 1e3:.1f} ms" if r.device_s else "")
              + "".join(f", {j} jobs {f:.2f}x" for j, f in r.factors) + f" [{r.source}]" for r in rows]
     out.append("  measured eager steps (one job; a model's slowest counts): " + ("; ".join(shown) or "none"))
     return out
+
+
+def _graphs_words(rows: list[StepRow], hours: dict, k: int) -> str:
+    """Where the graphs scenario's steps come from: the measured graphed steps (the share of the steps they
+    price), the rest PROJECTED by the floor model."""
+    floor = ("each step its GPU time by the floor model (optimizer traffic "
+             f"{OPTIMIZER_BYTES_PER_PARAM} B a parameter at {BANDWIDTH_SHARE:.0%} of the memory "
+             f"bandwidth + matrix products at real lengths at {MATMUL_SHARE:.0%} of the bf16 peak + "
+             f"{SMALL_KERNELS_S_PER_LAYER * 1e3:.3f} ms a layer of small kernels), not measured")
+    graphed = [r for r in rows if r.graphed_s and r.shape]
+    if not graphed:
+        return "PROJECTED: " + floor
+    shown = "; ".join(f"{_size_words(r.size)} batch {r.batch}: {r.graphed_s * 1e3:.1f} ms"
+                      + "".join(f", {j} jobs {f:.2f}x" for j, f in r.graphed_factors) + f" [{r.source}]"
+                      for r in graphed)
+    share = hours.get("measured_share", 0.0)
+    words = (f"measured graphed steps for {share:.0%} of the steps ({shown}), scaled to each job's rows and "
+             f"padded length by the floor model, over the measured factor of {k} graphed jobs (none measured: 1)")
+    return words if hours["measured"] else f"{words}; the rest (another model, batch or K) PROJECTED: {floor}"
 
 
 def _size_words(size) -> str:
