@@ -144,8 +144,8 @@ def _wait(what: str, probe, timeout: float, logfile: Path | None = None) -> None
 
 class LocalSlurm:
     """One node named after this host, almost all its memory, one partition, and one GPU gres cut into
-    ``shards`` shards (``Gres=gpu:1,shard:S``) for jobs that share a GPU (``--gres=shard:N``). The GPU is a
-    plain file (no device, AutoDetect=off): Slurm only counts it, nothing in a job can use it. The node
+    ``shards`` shards (``Gres=gpu:1,shard:S``) for jobs that share a GPU (``--gres=shard:N``). Its device
+    file is /dev/null (AutoDetect=off): Slurm only counts it, nothing in a job can use it. The node
     declares ``cpus`` CPUs (4 unless given) whatever the machine has (SlurmdParameters=config_overrides):
     with 1-CPU jobs the shards, not the CPUs, decide how many GPU-sharing jobs run at once."""
 
