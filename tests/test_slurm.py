@@ -20,6 +20,13 @@ COMPLETED on the node. Every Parquet file it makes must be the same, bit for
 bit, as the session's local tiny run of the same config (tests/conftest.py
 ``tiny_run``).
 
+Several jobs per GPU (``gpu_jobs: 2``): the node declares one GPU in 4
+shards (no device: the jobs train on the CPU). Three fine-tuning jobs ask
+the shards the workflow gives a rule for ``gpus: 1, gpu_jobs: 2`` (2 each):
+two run at once, the third waits for the shards; the first job fails at
+its end and the retry re-runs it alone (sacct); their results are the
+local run's.
+
 Needs root and apt on Linux (CI's Debian 12); elsewhere the test skips and
 says why, but under CI (CI set) that is a failure.
 """
@@ -32,11 +39,13 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import record_rules
+import yaml
+from conftest import copy_run, record_rules
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -178,3 +187,122 @@ def test_profiles_lint_and_dry_run(tmp_path):
         lint = subprocess.run([SNAKEMAKE, "--lint", "-s", str(REPO / "Snakefile"), "-d", str(REPO), *args],
                               capture_output=True, text=True, cwd=REPO, timeout=300)
         assert lint.returncode == 0, lint.stdout[-3000:] + lint.stderr[-3000:]
+
+
+# ---------------------------------------------------------------- several jobs per GPU: shards of the node's GPU
+GPU_JOBS = 2  # gpu_jobs: K jobs share a GPU
+SHARD_FOLDS = ("dir", "inv", "mft")  # three folds trained from the pre-trained model: nothing else to run first
+SACCT_FIELDS = ("id", "name", "state", "exit", "comment", "submit", "start", "end", "tres")
+
+
+def _fold_outputs(fold: str) -> list[str]:
+    return [f"results/sent/predictions/iid_plus_t/vanilla/type/{fold}.parquet",
+            f"results/sent/predictions/iid_plus_t/vanilla/type/{fold}.json",
+            f"results/sent/outcomes/iid_plus_t/vanilla/type/{fold}.parquet"]
+
+
+def _shared_gpu_resources(shards: int) -> dict:
+    """What the workflow gives a fine-tuning rule for the tiny config with ``gpus: 1, gpu_jobs: K,
+    gpu_shards: S`` (the node's S), less mem_mb and runtime."""
+    from beluga.workflow.config import checked_runs, validate_config
+
+    cfg = yaml.safe_load(TINY.read_text()) | {"gpus": 1, "gpu_jobs": GPU_JOBS, "gpu_shards": shards}
+    res = checked_runs(validate_config(cfg)).job_resources("train")
+    return {k: v for k, v in res.items() if k not in ("mem_mb", "runtime")}
+
+
+def _tres(text: str) -> dict[str, str]:
+    return dict(kv.split("=", 1) for kv in text.split(",") if "=" in kv)
+
+
+def _mem_mb(value: str) -> float:
+    """sacct's memory (``850M``, ``1.25G``) in MB."""
+    units = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024**2}
+    return float(value[:-1]) * units[value[-1]] if value[-1] in units else float(value) / 2**20
+
+
+def test_jobs_share_the_gpu_by_shards_and_a_failed_one_reruns_alone(cluster, tiny_run, tmp_path):
+    """`gpus: 1, gpu_jobs: 2` on a node whose GPU has S shards: three fine-tuning jobs of the tiny config,
+    each asking S/2 shards as the workflow would (set here with --set-resources: the jobs run on the CPU with
+    `gpus: 0`, as the node's GPU is no device). At most two hold the GPU at once, two overlap, the third
+    waits for the shards (not CPUs or memory) and starts when one ended. The first attempt of the first job
+    fails after its work (an `srun` wrapper first on the jobs' PATH runs the step, then exits 3, once):
+    snakemake's retry re-runs that job alone. The three folds' results are the local run's, bit for bit."""
+    shards = cluster.shards
+    res = _shared_gpu_resources(shards)
+    assert res == {"gpu_slot": 1, "gres": f"shard:{shards // GPU_JOBS}"}, res
+    # the session's local run, less the three folds' results: snakemake runs those three jobs only
+    work = copy_run(tiny_run, tmp_path / "shared_gpu")
+    for fold in SHARD_FOLDS:
+        for f in _fold_outputs(fold):
+            (work / f).unlink()
+    # the first job to start its step runs it, then fails (as a job that crashes at its end): it held its
+    # shards all along (mkdir: one job only, however close their starts)
+    wrapper_dir, marker = tmp_path / "bin", tmp_path / "failed_once"
+    wrapper_dir.mkdir()
+    (wrapper_dir / "srun").write_text(f"""#!/bin/sh
+if mkdir {marker} 2>/dev/null; then
+  echo "$*" > {marker}/args; {cluster.bin}/srun "$@"; echo "test: this attempt fails" >&2; exit 3
+fi
+exec {cluster.bin}/srun "$@"
+""")
+    (wrapper_dir / "srun").chmod(0o755)
+    env = dict(cluster.env, PATH=f"{wrapper_dir}{os.pathsep}{cluster.env['PATH']}")
+    targets = [_fold_outputs(fold)[0] for fold in SHARD_FOLDS]
+    set_res = [f"finetune:{k}={v!r}" for k, v in res.items()]
+    out, secs = _snakemake(
+        work, *targets, "--profile", str(SLURM_PROFILE), "--workflow-profile", "none", *POLLING,
+        "--retries", "1", "--set-resources", *set_res,
+        env=env, prefix=("timeout", "-k", "30", str(SLURM_RUN_LIMIT_S)), timeout=SLURM_RUN_LIMIT_S + 60)
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, _failed("snakemake --profile profiles/slurm (shards)", out, work)
+    print(f"Slurm run of {len(SHARD_FOLDS)} GPU-sharing jobs: {secs:.0f} s")
+    failed_fold = re.search(r"fold=([\w-]+)", (marker / "args").read_text()).group(1)
+    run_id = re.search(r"SLURM run ID: (\S+)", log).group(1)
+
+    sacct = subprocess.run(
+        ["sacct", "-X", "--parsable2", "--noheader", "--name", run_id, "--starttime", "now-1days", "--endtime",
+         "now", "--format=JobIDRaw,JobName%60,State,ExitCode,Comment%300,Submit,Start,End,AllocTRES%200"],
+        capture_output=True, text=True, env=cluster.env, timeout=60)
+    assert sacct.returncode == 0, sacct.stderr
+    rows = sorted((dict(zip(SACCT_FIELDS, line.split("|"), strict=True)) for line in sacct.stdout.splitlines()
+                   if line.strip()), key=lambda r: int(r["id"]))
+    for r in rows:
+        r.update({k: datetime.fromisoformat(r[k]) for k in ("submit", "start", "end")}, tres=_tres(r["tres"]))
+
+    # each job ran once, the failed one twice: its first attempt FAILED (the job's snakemake exits 1 when its
+    # srun fails), its retry COMPLETED
+    by_fold = {fold: [r for r in rows if r["comment"].endswith(f"_type_{fold}")] for fold in SHARD_FOLDS}
+    assert len(rows) == len(SHARD_FOLDS) + 1 and all(r["comment"].startswith("rule_finetune_") for r in rows), rows
+    for fold, got in by_fold.items():
+        want = [("FAILED", "1:0"), ("COMPLETED", "0:0")] if fold == failed_fold else [("COMPLETED", "0:0")]
+        assert [(r["state"], r["exit"]) for r in got] == want, (fold, rows)
+    # each allocation held its share of the GPU's shards
+    for r in rows:
+        assert r["tres"].get("gres/shard") == str(shards // GPU_JOBS), r
+
+    def running(t):
+        return [r for r in rows if r["start"] <= t < r["end"]]
+
+    # at most K jobs at once, and K at once (overlapping run times)
+    assert max(len(running(r["start"])) for r in rows) == GPU_JOBS, rows
+    # a job waited while K jobs held every shard although the node had CPUs and memory for it, and started
+    # when one of them ended
+    waited = []
+    for r in rows:
+        before = running(r["start"] - timedelta(seconds=1))
+        if r["start"] - r["submit"] >= timedelta(seconds=3) and len(before) == GPU_JOBS and r not in before:
+            assert sum(int(b["tres"]["gres/shard"]) for b in before) + int(r["tres"]["gres/shard"]) > shards
+            assert sum(int(b["tres"]["cpu"]) for b in before) + int(r["tres"]["cpu"]) <= cluster.cpus, rows
+            mem = sum(_mem_mb(b["tres"]["mem"]) for b in before) + _mem_mb(r["tres"]["mem"])
+            assert mem <= cluster.real_memory, rows
+            assert r["start"] - min(b["end"] for b in before) <= timedelta(seconds=3), rows
+            waited.append(r)
+    assert waited, rows
+    print("jobs (id, fold, state, start, end):", *[(r["id"], r["comment"].rsplit("_", 1)[1], r["state"],
+                                                    f"{r['start']:%X}", f"{r['end']:%X}") for r in rows])
+
+    # the three folds' results are the local run's
+    for fold in SHARD_FOLDS:
+        for f in _fold_outputs(fold)[::2]:
+            assert (work / f).read_bytes() == (tiny_run / f).read_bytes(), f"{f} differs from the local run"

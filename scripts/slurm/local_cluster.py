@@ -3,8 +3,10 @@
 Debian's Slurm 22.05 (slurmctld, slurmd, and slurmdbd on a private MariaDB so
 that `sacct` works), munge for authentication, every file (configuration,
 state, spool, logs, pid files, database) in one folder, every daemon on
-127.0.0.1 on free ports. Needs root and apt (the packages are installed when
-missing). Used by tests/test_slurm.py; by hand:
+127.0.0.1 on free ports. The node declares one GPU cut into shards (the
+GRES a site declares for several jobs per GPU) with no device behind it.
+Needs root and apt (the packages are installed when missing). Used by
+tests/test_slurm.py; by hand:
 
     python3 scripts/slurm/local_cluster.py start /tmp/slurm   # prints the line below
     export SLURM_CONF=/tmp/slurm/slurm.conf PATH=/tmp/slurm/bin:$PATH
@@ -141,12 +143,18 @@ def _wait(what: str, probe, timeout: float, logfile: Path | None = None) -> None
 
 
 class LocalSlurm:
-    """One node named after this host, 2 CPUs (or fewer), almost all its memory, one partition."""
+    """One node named after this host, almost all its memory, one partition, and one GPU gres cut into
+    ``shards`` shards (``Gres=gpu:1,shard:S``) for jobs that share a GPU (``--gres=shard:N``). Its device
+    file is /dev/null (AutoDetect=off): Slurm only counts it, nothing in a job can use it. The node
+    declares ``cpus`` CPUs (4 unless given) whatever the machine has (SlurmdParameters=config_overrides):
+    with 1-CPU jobs the shards, not the CPUs, decide how many GPU-sharing jobs run at once."""
 
-    def __init__(self, root: Path, cpus: int | None = None, min_job_age: int = 300, log=print):
+    def __init__(self, root: Path, cpus: int | None = None, min_job_age: int = 300, shards: int = 4, log=print):
         self.root = Path(root).resolve()
         self.conf = self.root / "slurm.conf"
-        self.cpus = cpus or min(2, os.cpu_count() or 1)
+        self.cpus = cpus or 4
+        self.shards = shards
+        self.real_memory: int | None = None  # MB, the node's (set when the configuration is written)
         self.min_job_age = min_job_age
         self.log = log
         self.node = socket.gethostname().split(".")[0]
@@ -168,6 +176,7 @@ class LocalSlurm:
             (r / d).mkdir(parents=True, exist_ok=True)
         mem_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
         real_memory = max(512, mem_mb - max(1024, mem_mb // 10))  # slurmd refuses a node with less than declared
+        self.real_memory = real_memory
         self.conf.write_text(f"""\
 # One-node Slurm on 127.0.0.1 (scripts/slurm/local_cluster.py). Not for production.
 ClusterName={CLUSTER}
@@ -190,6 +199,8 @@ AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=127.0.0.1
 AccountingStoragePort={ports['slurmdbd']}
 AccountingStoreFlags=job_comment
+# the GPU and its shards in each job's AllocTRES (sacct)
+AccountingStorageTRES=gres/gpu,gres/shard
 JobCompType=jobcomp/none
 StateSaveLocation={r}/state
 SlurmdSpoolDir={r}/spool
@@ -201,8 +212,19 @@ ReturnToService=2
 # finished jobs stay in the controller's records (scontrol, squeue) this long
 MinJobAge={self.min_job_age}
 SchedulerParameters=sched_interval=1
-NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory={real_memory} State=UNKNOWN
+# the node as declared here, not as slurmd finds it (more CPUs than the machine has)
+SlurmdParameters=config_overrides
+# one GPU (no device: gres.conf gives it /dev/null) cut into {self.shards} shards
+GresTypes=gpu,shard
+NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory={real_memory} \\
+  Gres=gpu:1,shard:{self.shards} State=UNKNOWN
 PartitionName=local Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
+""")
+        # the GPU's device file: /dev/null stands in for /dev/nvidia0 (slurmd wants a character device)
+        (r / "gres.conf").write_text(f"""\
+AutoDetect=off
+Name=gpu File=/dev/null
+Name=shard Count={self.shards} File=/dev/null
 """)
         self.bin.mkdir(parents=True, exist_ok=True)
         srun = self.bin / "srun"
