@@ -16,6 +16,7 @@ from beluga.workflow.steps import (
     aggregate_factor,
     eager_step_s,
     floor_step_s,
+    graphed_step_s,
     measured_steps,
     padded_length,
     scenario_hours,
@@ -143,6 +144,40 @@ def test_the_graphed_step_replaces_the_floor_and_is_measured(tmp_path):
     assert got["hours"] == pytest.approx(2 * (1000 * floor + 15 / 2) / 3600) and not got["measured"]
 
 
+def test_a_graphed_step_is_its_own_gpus_and_k_factors_their_own_models(tmp_path):
+    """A graphed step is GPU time: one measured on an H200 is scaled to the plan's H100 through the H200's floor;
+    on a GPU the floor model does not know, it is not measured. An eager K-jobs factor is measured for the model
+    it was measured on; another model's jobs take it ESTIMATED. K jobs under ``compile: default`` are neither
+    the eager nor the graphed factor."""
+    floor = floor_step_s(BASE, 16, padded_length("sent", 16, 128))
+    shape = (16.0, 245.0 / 0.7 / 16)
+    for name, gpu, measured in (("h200", "NVIDIA H200", True), ("a100", "NVIDIA A100-SXM4-80GB", False)):
+        rows = measured_steps(session(tmp_path / name, gpu=gpu))
+        step, got, _ = graphed_step_s(rows, BASE, 16, floor, 2)
+        on = "H200" if measured else "H100"
+        assert step == pytest.approx(0.1 / 20 * floor / floor_step_s(BASE, *shape, on) / (2 * 0.1 / 0.16))
+        assert got is measured
+    rows = measured_steps(session(tmp_path / "h100"))
+    assert aggregate_factor(rows, 2, BASE)[2] and aggregate_factor(rows, 2, LARGE)[2]   # S2's and S3's own
+    only_read = [r for r in rows if r.size == LARGE]
+    factor, words, measured = aggregate_factor(only_read, 2, BASE)
+    assert factor == 2 * 4.0 / 5.0 and not measured and "ESTIMATED for BERT-base: measured on BERT-large" in words
+    folder = session(tmp_path / "default-k")
+    d = json.loads((folder / "s2_jobs_mps_on.json").read_text())
+    d["variants"]["base"]["variants"]["jobs_2"]["compile"] = "default"
+    (folder / "s2_jobs_mps_on.json").write_text(json.dumps(d))
+    assert "s2_jobs_mps_off.json" in aggregate_factor(measured_steps(folder), 2, BASE)[1]   # MPS on measured none
+
+
+def test_a_dateless_file_is_the_oldest_measurement(tmp_path):
+    folder = session(tmp_path / "gpu" / "2026-12-08-h100")
+    old = bench({"base": block("bert-base", 16, "sst2", 40, [4.0])})
+    del old["when"]
+    (folder.parent / "old.json").write_text(json.dumps(old))
+    rows = measured_steps(folder.parent)
+    assert all(r.source.startswith("2026-12-08-h100/") for r in rows if r.size == BASE)
+
+
 def test_a_dry_run_session_is_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"cpu/s0_env.json: field 'gpu': null: the session ran without a GPU"):
         measured_steps(session(tmp_path / "gpu" / "cpu", gpu=None).parent)
@@ -165,6 +200,10 @@ def test_a_dry_run_session_is_refused(tmp_path):
      "profiles.bert-base qqp b8.host_hygiene.device_ms_per_step"),
     ("s0_env.json", lambda d: d["gpu"].pop("name"), "gpu.name"),
     ("s0_env.json", lambda d: d.update(mps="works"), "mps.status"),
+    ("s2_jobs_mps_on.json", lambda d: d["variants"]["base"]["variants"].update(jobs_2=[1.6]),
+     "variants.base.variants.jobs_2"),
+    ("s1_eager.json", lambda d: d.update(machine="H100"), "machine"),
+    ("s1_eager.json", lambda d: d["variants"]["base"].update(seq_per_step=0), "variants.base.seq_per_step"),
 ])
 def test_a_malformed_field_is_one_line_naming_file_and_field(tmp_path, file, edit, field):
     folder = session(tmp_path / "s")

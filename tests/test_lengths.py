@@ -137,6 +137,9 @@ def test_reads_windows_at_other_settings_are_not_used_and_a_broken_record_is_one
     (folder / "lengths" / "bert-uncased.json").write_text(json.dumps({**rec, "histogram": [0, 0]}))
     with pytest.raises(DataError, match=r"bert-uncased.json: field 'histogram'"):
         L.plan_lengths(task, "default", 384, 128)
+    (folder / "lengths" / "bert-uncased.json").write_text(json.dumps({**rec, "p99": "459 tokens"}))
+    with pytest.raises(DataError, match=r"bert-uncased.json: field 'p99': not a number"):
+        L.plan_lengths(task, "default", 384, 128)
 
 
 @pytest.mark.skipif(not (SHARED / "iid" / "sst2").is_dir(), reason=f"real data folder {SHARED} is absent")

@@ -294,6 +294,13 @@ def test_jobs_whose_updates_run_eagerly_under_graphs_are_priced_eager(tmp_path):
     assert got[(tid, "group_dro")].startswith("Group-DRO: ")
     config["tasks"][tid].setdefault("training", {})["nonfinite"] = "skip"
     assert _graph_eager(config)[(tid, "vanilla")].startswith("training.nonfinite: skip")
+    # a plan of IRM jobs: its training jobs eager under graphs, its prediction-only jobs not (they train nothing)
+    config = load_config(str(TINY), ["gpus=1", "methods=[vanilla,irm]", "keep_models=true"])
+    details: dict = {}
+    plan(config, throughput_table(None, "cuda")[0], [str(TINY)], details=details)
+    jobs = details["step_jobs"]
+    assert any(j.graph_eager and j.graph_eager.startswith("IRM: ") for j in jobs if j.steps)
+    assert any(not j.steps for j in jobs) and all(j.graph_eager is None for j in jobs if not j.steps)
 
 
 def test_the_floor_model_reproduces_the_measured_kernel_time():

@@ -199,6 +199,8 @@ def read_record(path: Path) -> dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise DataError(f"token-length record {path}: field '(top level)': not JSON ({e}); delete it and run "
                         "python -m beluga data lengths") from None
+    except OSError as e:
+        raise DataError(f"token-length record {path}: field '(file)': cannot be read ({e.strerror})") from None
     if not isinstance(rec, dict):
         raise DataError(f"token-length record {path}: field '(top level)': an object is needed")
     for field, kind in (("format", int), ("source", str), ("seed", int), ("task_type", str), ("files", dict),
@@ -207,6 +209,9 @@ def read_record(path: Path) -> dict:
         if not isinstance(rec.get(field), kind) or isinstance(rec.get(field), bool):
             what = getattr(kind, "__name__", "number")
             raise DataError(f"token-length record {path}: field '{field}': missing or not a {what}")
+    for field in ("p99", "over_max_length"):   # optional; a number where given
+        if field in rec and (not isinstance(rec[field], (int, float)) or isinstance(rec[field], bool)):
+            raise DataError(f"token-length record {path}: field '{field}': not a number")
     hists = [("histogram", rec["histogram"])]
     if rec["task_type"] == "read":
         w = rec.get("windows")

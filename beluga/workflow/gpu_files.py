@@ -46,7 +46,7 @@ class StepRow:
     job's) by K. ``device_s``: the step's CUDA-event device time; ``profiled``: ``step_s`` is a round under
     torch.profiler (no timed loop at this shape); ``graphed_s``: a step as whole-step CUDA graphs, one job, with
     ``graphed_factors`` of K graphed jobs; ``shape``: (rows, padded length) of the measured step, where recorded;
-    ``when``: the session's date."""
+    ``when``: the session's date; ``gpu``: the GPU's name as recorded."""
     size: tuple
     batch: int
     step_s: float
@@ -58,6 +58,7 @@ class StepRow:
     graphed_factors: tuple = ()
     shape: tuple | None = None
     when: str = ""
+    gpu: str = ""
 
 
 def read_measurements(folder: Path) -> list[StepRow]:
@@ -78,7 +79,8 @@ def read_measurements(folder: Path) -> list[StepRow]:
                 raise ConfigError(f"GPU measurement {d}: field '{SESSION_ENV}': missing: a session folder needs "
                                   "its machine file (scripts/gpu_session.sh writes it)")
     sessions = [rows for rows in sessions if rows]
-    sessions.sort(key=lambda rows: max(r.when for r in rows), reverse=True)
+    # newest first; a file without a date (v1 files could lack one) counts as the oldest
+    sessions.sort(key=lambda rows: max(r.when if r.when[:1].isdigit() else "" for r in rows), reverse=True)
     out, seen = [], set()
     for rows in sessions:
         out += [r for r in rows if r.size not in seen]
@@ -134,6 +136,8 @@ def read_benchmark(path: Path, name: str, machine: tuple | None = None, words: s
     n_steps = _arg(argv, "--steps", "0")
     if not n_steps.isdigit():
         raise ConfigError(f"{what}: field 'argv': --steps {n_steps!r} is not a number of steps")
+    if not isinstance(bench.get("machine") or {}, dict):
+        raise ConfigError(f"{what}: field 'machine': an object is needed")
     if machine is None:
         versions = bench.get("versions") or {}
         gpu = (bench.get("machine") or {}).get("cuda", "GPU not recorded")
@@ -155,14 +159,14 @@ def read_benchmark(path: Path, name: str, machine: tuple | None = None, words: s
         if not isinstance(block, dict):
             raise ConfigError(f"{what}: field '{'variants' if ended else 'partial'}.{key}': an object is needed")
         row = _block_row(bench, argv, int(n_steps), key, block, ended, f"{what}: field "
-                         f"'{'variants' if ended else 'partial'}.{key}", source, str(when))
+                         f"'{'variants' if ended else 'partial'}.{key}", source, str(when), str(gpu))
         if row is not None:
             keyed.setdefault((row.size, row.batch, block.get("data") or data[key]), len(rows))
             rows.append(row)
-    return _with_profiles(rows, keyed, bench, what, source, str(when))
+    return _with_profiles(rows, keyed, bench, what, source, str(when), str(gpu))
 
 
-def _block_row(bench, argv, n_steps, key, block, ended, field, source, when) -> StepRow | None:
+def _block_row(bench, argv, n_steps, key, block, ended, field, source, when, gpu) -> StepRow | None:
     """A measured block's row, or None where it timed no host-hygiene round."""
     if ended:
         model, batch, n_steps = block.get("model"), block.get("batch_size"), block.get("steps")
@@ -186,13 +190,19 @@ def _block_row(bench, argv, n_steps, key, block, ended, field, source, when) -> 
     graphed = _fastest(variants, records, "compile_graphs", field) if n_steps else None
     jobs, gjobs = [], []
     for name, v in sorted(variants.items()):
-        if not name.startswith("jobs_") or not v.get("jobs"):
+        if not name.startswith("jobs_"):
+            continue
+        if not isinstance(v, dict):
+            raise ConfigError(f"{field}.variants.{name}': an object is needed")
+        if not v.get("jobs"):
             continue
         k = int(_number(v["jobs"], f"{field}.variants.{name}.jobs'"))
         k_round = _fastest(variants, records, name, field) if one else None
         if v.get("compile", "off") == "graphs":
             if graphed and k_round:
                 gjobs.append((k, k * graphed / k_round))
+        elif v.get("compile", "off") not in ("off", False):   # compile: default's K jobs: neither factor
+            continue
         elif k_round:
             jobs.append((k, k * one / k_round))
         elif v.get("seq_per_s") and hyg.get("seq_per_s"):
@@ -204,16 +214,18 @@ def _block_row(bench, argv, n_steps, key, block, ended, field, source, when) -> 
     shape = None
     if ended and all(isinstance(block.get(f), (int, float)) for f in ("seq_per_step", "real_tokens_per_step",
                                                                        "padding_share")):
-        if not 0 <= block["padding_share"] < 1 or block["seq_per_step"] <= 0:
+        if block["seq_per_step"] <= 0:
+            raise ConfigError(f"{field}.seq_per_step': {block['seq_per_step']!r} is not a positive number")
+        if not 0 <= block["padding_share"] < 1:
             raise ConfigError(f"{field}.padding_share': {block['padding_share']!r} is not a share below 1")
         shape = (block["seq_per_step"], block["real_tokens_per_step"] / (1 - block["padding_share"])
                  / block["seq_per_step"])
     return StepRow(model_size(str(model)), int(batch), step, source, tuple(sorted(jobs)),
                    graphed_s=graphed / n_steps if graphed else None, graphed_factors=tuple(sorted(gjobs)),
-                   shape=shape, when=when)
+                   shape=shape, when=when, gpu=gpu)
 
 
-def _with_profiles(rows, keyed, bench, what, source, when) -> list[StepRow]:
+def _with_profiles(rows, keyed, bench, what, source, when, gpu) -> list[StepRow]:
     """``rows`` with the CUDA-event device time of the profile of their model, data and batch; a row of its own
     (``profiled``) for a profile no timed row matches."""
     profiles = bench.get("profiles") or (bench.get("partial") or {}).get("profiles") or {}
@@ -237,7 +249,7 @@ def _with_profiles(rows, keyed, bench, what, source, when) -> list[StepRow]:
             continue
         wall = _number(hyg.get("wall_ms_per_step"), f"{field}.host_hygiene.wall_ms_per_step'") / 1e3
         out.append(StepRow(size, batch, wall, f"{source}, profile {name}: under torch.profiler", device_s=device,
-                           profiled=True, when=when))
+                           profiled=True, when=when, gpu=gpu))
     return out
 
 
@@ -250,6 +262,8 @@ def _load(path: Path) -> dict:
         got = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"GPU measurement {path}: field '(top level)': not JSON ({e})") from None
+    except OSError as e:
+        raise ConfigError(f"GPU measurement {path}: field '(file)': cannot be read ({e.strerror})") from None
     if not isinstance(got, dict):
         raise ConfigError(f"GPU measurement {path}: field '(top level)': an object is needed")
     return got

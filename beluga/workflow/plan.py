@@ -199,7 +199,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
         if device == "cuda":   # optimizer steps x the step of the configuration's scenario
             job = steps_mod.StepJob(shapes[task], n_seeds, steps_mod.job_steps(*steps) if train_seqs else 0.0,
                                     list(steps[2]) if train_seqs else [], factor, predict_seqs * predict_s,
-                                    rates["fixed_s_per_job"], graph_eager.get((task, method)))
+                                    rates["fixed_s_per_job"], graph_eager.get((task, method)) if train_seqs else None)
             *parts, speedup = steps_mod.job_parts(job, step_rows, k_jobs, scenario)
             if details is not None:
                 details["step_jobs"].append(job)

@@ -237,20 +237,34 @@ def graphed_step_s(rows: list[StepRow], size, batch: int, floor: float, k: int,
         return floor, False, None
     row = max(got, key=lambda r: r.graphed_s)
     factor = 1.0 if k <= 1 else dict(row.graphed_factors).get(k)
-    step = row.graphed_s * floor / floor_step_s(tuple(size), *row.shape, gpu) / (factor or 1.0)
-    return step, row.batch == batch and factor is not None, row
+    # the measured step over its own GPU's floor (a graphed step is the GPU's time: an H200's is not an H100's);
+    # a GPU the floor model does not know: scaled as if it were the plan's, and not measured
+    measured_on = gpu_of(row.gpu)
+    step = row.graphed_s * floor / floor_step_s(tuple(size), *row.shape, measured_on or gpu) / (factor or 1.0)
+    return step, row.batch == batch and factor is not None and measured_on is not None, row
 
 
-def aggregate_factor(rows: list[StepRow], k: int) -> tuple[float, str, bool]:
+def gpu_of(name: str) -> str | None:
+    """The :data:`GPUS` entry a recorded GPU name is (``NVIDIA H100 80GB HBM3``: H100), or None."""
+    got = [g for g in GPUS if g in str(name).upper()]
+    return got[0] if len(got) == 1 else None
+
+
+def aggregate_factor(rows: list[StepRow], k: int, size=None) -> tuple[float, str, bool]:
     """(the GPU's throughput with ``k`` eager jobs over one job's, in words, measured), from the first row with K
-    jobs measured: the factor measured at ``k``; between measured K's (and 1 job, 1x), linear; above the largest,
-    its factor (the GPU saturated); none measured: 1 (no gain)."""
+    jobs measured (of a model of ``size`` where given and measured; another model's factor is ESTIMATED for it):
+    the factor measured at ``k``; between measured K's (and 1 job, 1x), linear; above the largest, its factor (the
+    GPU saturated); none measured: 1 (no gain)."""
     if k <= 1:
         return 1.0, "one job", True
     got = [r for r in rows if r.factors]
     if not got:
         return 1.0, f"{k} jobs, no gain assumed (no jobs-per-GPU measurement)", False
-    r = got[0]
+    same = [r for r in got if size is None or r.size == tuple(size)]
+    if not same:
+        est, words, _ = aggregate_factor(got, k)
+        return est, f"{words}; ESTIMATED for {_size_words(size)}: measured on {_size_words(got[0].size)}", False
+    r = same[0]
     points = dict(r.factors)
     shown = ", ".join(f"{j} jobs {f:.2f}x" for j, f in r.factors)
     if k in points:
@@ -329,7 +343,7 @@ def job_parts(job: StepJob, rows: list[StepRow], k: int, scenario: str, gpu: str
     if scenario == "eager":
         return job.fixed_s, steps * eager, job.predict_s, 1.0
     if scenario == "eager_k" or (scenario == "graphs_k" and job.graph_eager):
-        factor = aggregate_factor(rows, k)[0]
+        factor = aggregate_factor(rows, k, job.shape[0])[0]
         return job.fixed_s, max(steps * eager, steps * floor * factor), job.predict_s, factor
     if scenario == "graphs_k":
         return job.fixed_s, steps * graphed_times(job, rows, k, gpu)[0] * max(1, k), job.predict_s, float(max(1, k))
@@ -371,13 +385,13 @@ def scenario_hours(jobs: list[StepJob], rows: list[StepRow], k: int, gpu: str = 
                 why = j.graph_eager.split(":")[0]
                 if why not in out[s]["eager_why"]:
                     out[s]["eager_why"].append(why)
-    out["eager_k"]["measured"] &= aggregate_factor(rows, k)[2]
+    out["eager_k"]["measured"] &= all(aggregate_factor(rows, k, j.shape[0])[2] for j in jobs if j.steps)
     graphed = [(j.seeds * j.steps, graphed_times(j, rows, k, gpu)[1]) for j in jobs   # graphs: measured steps
                if not j.graph_eager]
     total = sum(n for n, _ in graphed)
     out["graphs_k"]["measured_share"] = sum(n for n, m in graphed if m) / total if total else 0.0
     eager = [j for j in jobs if j.graph_eager]   # priced as eager_k: measured as that is
-    eager_measured = not eager or (all(step_times(j, rows, gpu)[2] for j in eager) and aggregate_factor(rows, k)[2])
+    eager_measured = all(step_times(j, rows, gpu)[2] and aggregate_factor(rows, k, j.shape[0])[2] for j in eager)
     out["graphs_k"]["measured"] = bool(graphed) and all(m for _, m in graphed) and eager_measured
     return out
 
