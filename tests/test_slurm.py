@@ -35,6 +35,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -238,9 +239,18 @@ def test_jobs_share_the_gpu_by_shards_and_a_failed_one_reruns_alone(cluster, tin
             (work / f).unlink()
     # the first job to start its step runs it, then fails (as a job that crashes at its end): it held its
     # shards all along (mkdir: one job only, however close their starts)
-    wrapper_dir, marker = tmp_path / "bin", tmp_path / "failed_once"
+    # Every job's step first waits (up to 120 s) until the three jobs are all in the queue, so two hold the
+    # shards while the third is queued however slowly snakemake submits them under load (without it the third
+    # could be submitted after one ended, and none would wait)
+    wrapper_dir, marker, gate = tmp_path / "bin", tmp_path / "failed_once", tmp_path / "all_queued"
     wrapper_dir.mkdir()
     (wrapper_dir / "srun").write_text(f"""#!/bin/sh
+i=0
+while [ ! -d {gate} ] && [ $i -lt 600 ]; do
+  if [ "$(SLURM_CONF={cluster.conf} {shutil.which("squeue") or "squeue"} -h -o %i | wc -l)" -ge {len(SHARD_FOLDS)} ]
+  then mkdir -p {gate}; fi
+  sleep 0.2; i=$((i + 1))
+done
 if mkdir {marker} 2>/dev/null; then
   echo "$*" > {marker}/args; {cluster.bin}/srun "$@"; echo "test: this attempt fails" >&2; exit 3
 fi
@@ -256,6 +266,7 @@ exec {cluster.bin}/srun "$@"
         env=env, prefix=("timeout", "-k", "30", str(SLURM_RUN_LIMIT_S)), timeout=SLURM_RUN_LIMIT_S + 60)
     log = out.stdout + out.stderr
     assert out.returncode == 0, _failed("snakemake --profile profiles/slurm (shards)", out, work)
+    assert gate.is_dir(), "the three jobs were never in the queue together"
     print(f"Slurm run of {len(SHARD_FOLDS)} GPU-sharing jobs: {secs:.0f} s")
     failed_fold = re.search(r"fold=([\w-]+)", (marker / "args").read_text()).group(1)
     run_id = re.search(r"SLURM run ID: (\S+)", log).group(1)
