@@ -362,6 +362,8 @@ def test_the_paper_gpu_plan_prints_its_three_scenarios():
     # IRM, Group-DRO and Fish update eagerly under graphs: the graphs scenario prices their jobs as eager x K
     assert "jobs whose updates run eagerly under graphs (IRM, Group-DRO, Fish), priced as eager" in lines[at + 3]
     assert "d_read.json (NVIDIA H200, 2026-11-27 16:27; torch 2.11.0, transformers 5.17.0)" in lines[at + 4]
+    # READ's K jobs were never measured: BERT-base's factor, said ESTIMATED for BERT-large
+    assert "ESTIMATED for BERT-large: no K-jobs measurement of that model" in lines[at + 2]
 
 
 def test_the_gpu_plans_json_holds_its_scenarios(tmp_path):

@@ -405,6 +405,9 @@ def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: 
     hours = scenario_hours(jobs, rows, k, gpu)
     steps = sum(j.seeds * j.steps for j in jobs)
     _, kwords, _ = aggregate_factor(rows, k)
+    unmeasured = sorted({_size_words(j.shape[0]) for j in jobs
+                         if j.steps and not aggregate_factor(rows, k, j.shape[0])[2]})
+    others = f"; ESTIMATED for {', '.join(unmeasured)}: no K-jobs measurement of that model" if unmeasured else ""
     lengths = length_words([j.shape for j in jobs])
     out = [f"GPU scenarios ({steps:,.0f} optimizer steps; a step's rows and padded length from the data's token "
            f"lengths ({lengths}; published: steps.py LENGTHS, tokens); the floor on an {gpu}, "
@@ -413,7 +416,7 @@ def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: 
         h = hours[s]
         how = {"eager": "measured" if h["measured"] else "measured where the model and batch were, else ESTIMATED "
                         "(scaled by layers)",
-               "eager_k": f"eager step over the aggregate factor ({kwords}); never below the floor",
+               "eager_k": f"eager step over the aggregate factor ({kwords}{others}); never below the floor",
                "graphs_k": _graphs_words(rows, h, k)
                            + (f"; {h['eager_hours']:,.1f} GPU-h of it are jobs whose updates run eagerly under "
                               f"graphs ({', '.join(h['eager_why'])}), priced as eager with {k} jobs per GPU"
