@@ -44,6 +44,7 @@ every method (:class:`beluga.methods.Algorithm`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
@@ -166,20 +167,17 @@ class LossFn:
         self.encoder = Encoder(tokenizer, max_length) if host_hygiene else None
         self.qa_encoder = None   # made by pretokenize for streams with QA items (READ: beluga.heads.span.batches)
         self.batch_size: int | None = None   # graphs: the run's batch size sets the row buckets (bucket_rows)
-        # training.compile (beluga/model/compiling.py): the classification forward pass compiled; off: eager.
-        # Built at the first forward pass that needs it (:meth:`compiled_forward`): under graphs only the updates that
-        # run eagerly (IRM, Group-DRO, Fish) do, so a captured run never builds it (2 s of imports a job)
-        self.compile_mode = "off" if compile in ("off", False) else compile   # False: a bare YAML off
-        self.compiled = None
-        self._compiled_args = (max_length, precision.device_type, tokenizer.pad_token_id,
-                               tokenizer.pad_token_type_id, tokenizer.padding_side, compile_cache, job)
+        # training.compile (beluga/model/compiling.py): the classification forward pass compiled, built at its first
+        # use (:meth:`compiled_forward`: a run captured as whole-step graphs never builds it); off: eager
+        self.compile_mode, self.compiled = ("off" if compile in ("off", False) else compile), None   # False: YAML off
+        self._compiled = functools.partial(CompiledForward, self.compile_mode, max_length, precision.device_type,
+                                           tokenizer.pad_token_id, tokenizer.pad_token_type_id,
+                                           tokenizer.padding_side, compile_cache, job)
 
     def compiled_forward(self) -> CompiledForward | None:
         """The compiled forward pass (built once, at its first use), or None: the model runs eagerly."""
         if self.compiled is None and self.compile_mode != "off":
-            max_length, device_type, pad_id, pad_type_id, side, cache, job = self._compiled_args
-            self.compiled = CompiledForward(self.compile_mode, max_length, device_type, pad_id, pad_type_id, side,
-                                            cache, job, batch_size=self.batch_size)
+            self.compiled = self._compiled(batch_size=self.batch_size)
         return self.compiled
 
     def pretokenize(self, streams: dict[str, list[TrainItem]]) -> None:
@@ -198,20 +196,18 @@ class LossFn:
 
     def logits(self, model, texts, texts_b=None):
         """float32 logits; the forward pass runs under the precision's autocast."""
-        dev = next(model.parameters()).device
+        dev, compiled = next(model.parameters()).device, self.compiled_forward()
         if self.encoder is None:
             enc = self.tokenizer(texts, texts_b, padding=True, truncation=True, max_length=self.max_length,
                                  return_tensors="pt")
             inputs = {k: v.to(dev) for k, v in enc.items()}
-        elif self.compiled_forward() is None:   # the mask ready for the model (beluga.model.transfer): no host sync
+        elif compiled is None:   # the mask ready for the model (beluga.model.transfer): no host sync
             inputs = model_inputs(model, self.encoder(texts, texts_b), dev)
         else:
             inputs = {k: to_device(v, dev) for k, v in self.encoder(texts, texts_b).items()}
         with self.precision.autocast():
-            if self.compiled_forward() is None:
-                logits = model(**inputs).logits
-            else:
-                logits = self.compiled_forward()(model, inputs, "attention_mask" in self.tokenizer.model_input_names)
+            mask = "attention_mask" in self.tokenizer.model_input_names
+            logits = model(**inputs).logits if compiled is None else compiled(model, inputs, mask)
         return full(logits)
 
     def __call__(self, model, batch: Batch, scale: torch.Tensor | float | DummyClassifier | None = None
