@@ -221,7 +221,9 @@ def test_a_stopped_stage_and_the_first_sessions_flat_files(tmp_path):
     folder = tmp_path / "gpu"
     session(folder / "2026-12-08-h100", s4=False)
     stopped = bench(argv=("--steps", "40", "--steps", "20", "--large-model", "bert-large", "--large-batch-size", "3"),
-                    partial={"large": {"records": {"host_hygiene": [{"elapsed_s": 3.0}, {"elapsed_s": 2.0}]}}})
+                    partial={"large": {"records": {"host_hygiene": [{"elapsed_s": 3.0}, {"elapsed_s": 2.0}],
+                                                   "compile_graphs": [{"elapsed_s": 0.5}]},
+                                       "seq_per_step": 3.0, "real_tokens_per_step": 600.0, "padding_share": 0.2}})
     stopped.update(complete=False, when="2026-12-09 09:00")
     (folder / "2026-12-08-h100" / "s4_graphs.json").write_text(json.dumps(stopped))
     old = bench({"base": block("bert-base", 16, "sst2", 60, [3.0], jobs={2: [2.0]})}, when="2026-11-27 16:24")
@@ -235,6 +237,8 @@ def test_a_stopped_stage_and_the_first_sessions_flat_files(tmp_path):
     large = next(r for r in rows if r.source.startswith("2026-12-08-h100/s4_graphs.json"))
     assert (large.size, large.batch, large.step_s) == (LARGE, 3, 2.0 / 20)
     assert "stopped at its limit: what ended" in large.source
+    # its graphed rounds so far count, at the window's shape written into ``partial``
+    assert large.graphed_s == 0.5 / 20 and large.shape == pytest.approx((3.0, 600.0 / 0.8 / 3.0))
     for name in ("s3_read.json", "s4_graphs.json"):
         (folder / "2026-12-08-h100" / name).unlink()
     rows = measured_steps(folder)   # BERT-large now from the flat files, BERT-base from the newer session

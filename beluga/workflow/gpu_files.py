@@ -212,8 +212,9 @@ def _block_row(bench, argv, n_steps, key, block, ended, field, source, when, gpu
     if not str(batch).isdigit() or int(batch) < 1:
         raise ConfigError(f"{field}.batch_size': {batch!r} is not a batch size")
     shape = None
-    if ended and all(isinstance(block.get(f), (int, float)) for f in ("seq_per_step", "real_tokens_per_step",
-                                                                       "padding_share")):
+    # (a stage stopped at its limit writes the window's shape into ``partial`` too: its graphed rounds count)
+    if all(isinstance(block.get(f), (int, float)) for f in ("seq_per_step", "real_tokens_per_step",
+                                                            "padding_share")):
         if block["seq_per_step"] <= 0:
             raise ConfigError(f"{field}.seq_per_step': {block['seq_per_step']!r} is not a positive number")
         if not 0 <= block["padding_share"] < 1:

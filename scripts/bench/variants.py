@@ -84,7 +84,8 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
             print(f"  {label}, round {rep + 1}: {steps / r['elapsed_s']:.2f} steps/s, warm-up {r['warmup_s']:.1f} s"
                   f"{comp}", flush=True)
             common.partial(wl.name, {"seq_per_step": seqs / steps, "real_tokens_per_step": real / steps,
-                                     "params_non_embedding": n_params, "records": records, "drift": drift})
+                                     "padding_share": 1 - real / padded, "params_non_embedding": n_params,
+                                     "records": records, "drift": drift})
 
     def rates(seconds: float, k: int = 1, compiled: bool = False) -> dict:
         n_seq, n_real = (counts_compiled[:2] if compiled and counts_compiled else (seqs, real))
@@ -150,7 +151,8 @@ def bench_variants(wl: Workload, args, tmp: Path) -> dict:
         del w
         res["weights"].unlink()
         common.partial(wl.name, {"seq_per_step": seqs / steps, "real_tokens_per_step": real / steps,
-                                 "params_non_embedding": n_params, "variants": out})
+                                 "padding_share": 1 - real / padded, "params_non_embedding": n_params,
+                                 "variants": out})
     base = out["current"]["seq_per_s"]
     head = (f"{'variant':<40} {'steps/s':>8} {'seq/s':>9} {'tokens/s':>10} {'MFU':>7} {'peak MiB':>9} "
             f"{'max|dW|':>9} {'|dloss|':>9} {'x (a)':>7}")
