@@ -101,6 +101,14 @@ CHECKLIST_SUBSET_HELP = ("only the cases CheckList's published runs scored: a te
                          "other suites are refused)")
 
 
+def _config_options(p: argparse.ArgumentParser) -> None:
+    """A configuration-reading command's --configfile and --config (``plan``, ``data lengths``)."""
+    p.add_argument("--configfile", default=None, help="configuration (default: config.yaml of the repository)")
+    p.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="override top-level keys of the configuration as snakemake --config does "
+                        "(values in YAML), e.g. --config data_dir=/scratch/beluga-data gpus=1")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``beluga`` command line: one sub-command per tool, each with its help text."""
     p = argparse.ArgumentParser(prog="beluga", description="BELUGA command line tools", allow_abbrev=False)
@@ -145,10 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
                                         "on N GPUs or cores (beluga/workflow/plan.py). A CPU plan first "
                                         "measures this machine (--no-calibrate: the reference machine's rates, "
                                         "each wall-clock a range).")
-    p_plan.add_argument("--configfile", default=None, help="configuration (default: config.yaml of the repository)")
-    p_plan.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
-                        help="override top-level keys of the configuration as snakemake --config does "
-                             "(values in YAML), e.g. --config data_dir=/scratch/beluga-data gpus=1")
+    _config_options(p_plan)
     p_plan.add_argument("--throughput", default=None,
                         help="throughput table: a benchmark JSON (default: benchmarks/benchmark-<device>.json "
                              "if present, else the built-in reference figures)")
@@ -215,9 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "record is reused; one whose data changed is measured again. The GPU plan (plan --config "
                     "gpus=1) takes a fresh record's lengths, else the published figures, and says which "
                     "(beluga/data/lengths.py).")
-    p_lengths.add_argument("--configfile", default=None, help="configuration (default: config.yaml of the repository)")
-    p_lengths.add_argument("--config", nargs="+", default=[], metavar="KEY=VALUE",
-                           help="override top-level keys of the configuration as snakemake --config does")
+    _config_options(p_lengths)
     p_lengths.add_argument("--tokenizer", default=None, metavar="MODEL",
                            help="measure with this model's tokenizer instead of each task's (a hub name, a folder, "
                                 "or default: the packaged all-MiniLM-L6-v2, whose uncased WordPiece vocabulary is "

@@ -51,6 +51,11 @@ def tokenizer_key(model: str) -> str:
     for key, models in SAME_VOCABULARY.items():
         if str(model) in models:
             return key
+    return _name_key(model)
+
+
+def _name_key(model: str) -> str:
+    """A model's own key: its name with its path separators as ``--``."""
     return str(model).strip("/").replace("/", "--").replace(os.sep, "--")
 
 
@@ -150,7 +155,7 @@ def tokenizer_info(tokenizer, name: str, path: str) -> dict:
     vocab = vocabulary_hash(tokenizer)
     key = tokenizer_key(name)
     if key == "bert-uncased" and (vocab != BERT_UNCASED_VOCAB or not lower):
-        key = name.strip("/").replace("/", "--")
+        key = _name_key(name)
     return {"name": name, "path": str(path), "revision": revision, "class": type(tokenizer).__name__,
             "vocab_sha256": vocab, "lowercase": lower, "key": key}
 

@@ -163,7 +163,8 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     by :func:`~beluga.workflow.cost.relative_cost`. Training on CPUs: its sequences x :func:`train_s_per_seq`
     (its model, length and batch; the method's cost per epoch); core-hours: the seconds x ``job_threads``. On
     GPUs: its optimizer steps x the step of the configuration's scenario (:func:`beluga.workflow.steps.job_parts`;
-    ``details["step_jobs"]`` receives every job's :class:`~beluga.workflow.steps.StepJob`, the three scenarios'
+    ``details["step_jobs"]`` receives every job's :class:`~beluga.workflow.steps.StepJob` and
+    ``details["step_rows"]`` the measured steps they are priced by, the three scenarios'
     count); GPU-hours: the seconds x ``gpus`` / the GPU's aggregate factor with ``gpu_jobs`` jobs."""
     from beluga.suites import folds as folds_mod
     from beluga.suites.folds import configuration
@@ -184,7 +185,7 @@ def plan(config: dict, rates: dict, configfiles=(), assume_paper_data: bool = Tr
     # (task, method) -> why its updates run eagerly under compile: graphs (None: captured): the graphs scenario's
     graph_eager = _graph_eager(config) if device == "cuda" else {}
     if details is not None:
-        details.update(runs=the_runs, jobs=[], sizes={}, published=[], step_jobs=[])
+        details.update(runs=the_runs, jobs=[], sizes={}, published=[], step_jobs=[], step_rows=step_rows)
 
     def add(rule, conf, method, task, train_seqs, predict_seqs, cost, factor=1.0, steps=None):
         """One job per training seed: ``cost`` = (seconds per training sequence on a CPU, per predicted
@@ -526,12 +527,12 @@ def plan_command(configfile: str | None, throughput: str | None = None, train_ra
         notes.append(said)
     scenarios = None
     if device == "cuda":
-        step_rows = steps_mod.measured_steps()
-        notes += steps_mod.scenario_lines(details["step_jobs"], step_rows, config)
+        step_rows = details["step_rows"]   # the GPU sessions' files, read once by plan()
+        scenarios = steps_mod.scenario_hours(details["step_jobs"], step_rows, steps_mod.scenario_k(config))
+        notes += steps_mod.scenario_lines(details["step_jobs"], step_rows, config, hours=scenarios)
         unmeasured = [f"{t}: {w}" for t, w in details.get("lengths", {}).items() if not w.startswith("measured")]
         if unmeasured:
             notes.append("token lengths published, not measured: " + "; ".join(unmeasured))
-        scenarios = steps_mod.scenario_hours(details["step_jobs"], step_rows, steps_mod.scenario_k(config))
     rows = slurm_rows(details["runs"], jobs, profile)
     k = int(config["gpu_jobs"]) if device == "cuda" else 1
     shared = (f"with gpu_jobs {k} jobs sharing a GPU, s/job and longest are x {k} / the GPU's speedup" if k > 1

@@ -396,13 +396,15 @@ def scenario_hours(jobs: list[StepJob], rows: list[StepRow], k: int, gpu: str = 
     return out
 
 
-def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: str = PLAN_GPU) -> list[str]:
+def scenario_lines(jobs: list[StepJob], rows: list[StepRow], config: dict, gpu: str = PLAN_GPU,
+                   hours: dict | None = None) -> list[str]:
     """The GPU plan's three scenarios (K: the configuration's ``gpu_jobs`` where above 1, else :data:`DEFAULT_K`):
-    GPU-hours of each and where each rate comes from (measured: file, machine, date, versions; or estimated /
-    projected), and which one the configuration runs (the plan's table)."""
+    GPU-hours of each (``hours``: :func:`scenario_hours` of these jobs where the caller has them) and where each
+    rate comes from (measured: file, machine, date, versions; or estimated / projected), and which one the
+    configuration runs (the plan's table)."""
     k = scenario_k(config)
     runs_as = config_scenario(config)
-    hours = scenario_hours(jobs, rows, k, gpu)
+    hours = hours or scenario_hours(jobs, rows, k, gpu)
     steps = sum(j.seeds * j.steps for j in jobs)
     _, kwords, _ = aggregate_factor(rows, k)
     unmeasured = sorted({_size_words(j.shape[0]) for j in jobs
